@@ -1,0 +1,169 @@
+/* blob.c: byte strings: ownership helpers, UTF-8 validation, base64. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int blob_set(struct al_blob *b, const void *data, size_t len)
+{
+	uint8_t *p = malloc(len + 1);
+
+	if (!p)
+		return -ENOMEM;
+	if (len)
+		memcpy(p, data, len);
+	p[len] = 0;
+	free(b->data);
+	b->data = p;
+	b->len = len;
+	return 0;
+}
+
+void blob_release(struct al_blob *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+}
+
+char *str_dup_n(const char *s, size_t len)
+{
+	char *p = malloc(len + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, len);
+	p[len] = 0;
+	return p;
+}
+
+/* RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF. */
+bool al_utf8_valid(const uint8_t *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		uint8_t c = s[i];
+		size_t n;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (len - i <= n)
+			return false;
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+static const char b64[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t base64_encoded_len(size_t len)
+{
+	return (len + 2) / 3 * 4;
+}
+
+void base64_encode(const uint8_t *in, size_t len, char *out)
+{
+	size_t i = 0;
+
+	for (; i + 3 <= len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | in[i + 1] << 8 | in[i + 2];
+
+		*out++ = b64[v >> 18];
+		*out++ = b64[v >> 12 & 63];
+		*out++ = b64[v >> 6 & 63];
+		*out++ = b64[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)in[i] << 16;
+
+		if (i + 1 < len)
+			v |= in[i + 1] << 8;
+		*out++ = b64[v >> 18];
+		*out++ = b64[v >> 12 & 63];
+		*out++ = i + 1 < len ? b64[v >> 6 & 63] : '=';
+		*out++ = '=';
+	}
+	*out = 0;
+}
+
+static int b64_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* Standard alphabet; padding optional; no white space; the unused low bits
+ * of the last symbol must be zero so that every byte string has exactly one
+ * accepted encoding. */
+int base64_decode(const char *in, size_t len, struct al_blob *ret)
+{
+	uint8_t *out, *o;
+	uint32_t acc = 0;
+	size_t bits = 0;
+
+	while (len && in[len - 1] == '=' && len % 4 != 1)
+		len--;
+	if (len % 4 == 1)
+		return -EINVAL;
+	out = malloc(len / 4 * 3 + 3);
+	if (!out)
+		return -ENOMEM;
+	o = out;
+	for (size_t i = 0; i < len; i++) {
+		int v = b64_value(in[i]);
+
+		if (v < 0) {
+			free(out);
+			return -EINVAL;
+		}
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			*o++ = (uint8_t)(acc >> bits);
+		}
+	}
+	if (acc & ((1u << bits) - 1)) {
+		free(out);
+		return -EINVAL;
+	}
+	*o = 0;
+	free(ret->data);
+	ret->data = out;
+	ret->len = (size_t)(o - out);
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* caps.h: every hard size cap of the job and result schema, in one place.
+ *
+ * Decoders check these before they allocate. They are compile-time upper
+ * bounds; a deployment's config may only lower the ones that are limits
+ * (memory, time, ...), never raise them. docs/schema.md lists them all: keep
+ * the two in step.
+ */
+#ifndef AL_CAPS_H
+#define AL_CAPS_H
+
+/* encoded sizes */
+#define AL_JOB_MAX_BYTES (16u << 20)    /* one job, JSON text or msgpack */
+#define AL_RESULT_MAX_BYTES (96u << 20) /* one result record, msgpack */
+#define AL_META_MAX_BYTES (64u << 10)   /* `meta`, as msgpack */
+#define AL_NODES_MAX (1u << 20)         /* msgpack objects in one document */
+#define AL_DEPTH_MAX 32                 /* container nesting, root = 1 (msgpack-c's own stack is 32) */
+#define AL_META_DEPTH_MAX 16            /* container nesting inside `meta` */
+
+/* names and strings */
+#define AL_ID_MAX 128           /* job id: [A-Za-z0-9._:-]{1,128} */
+#define AL_NAME_MAX 64          /* template, network, step name, worker */
+#define AL_PATH_MAX 512         /* a relative path in files/collect/cwd */
+#define AL_ERROR_MAX (8u << 10) /* a result's `error` text */
+
+/* counts */
+#define AL_FILES_MAX 1024  /* entries in `files` (job or result) */
+#define AL_STEPS_MAX 256   /* steps in one job */
+#define AL_ARGV_MAX 4096   /* arguments in one `cmd` */
+#define AL_ENV_MAX 256     /* variables in one step's `env` */
+#define AL_COLLECT_MAX 256 /* paths in `collect` */
+
+/* per-step sizes */
+#define AL_ARGV_MAX_BYTES (256u << 10) /* all of one step's argv, summed */
+#define AL_SH_MAX_BYTES (256u << 10)   /* one `sh` script */
+#define AL_ENV_NAME_MAX 128            /* one variable name */
+#define AL_ENV_VALUE_MAX (32u << 10)   /* one variable value */
+#define AL_OUTPUT_MAX (16u << 20)      /* kept bytes per stream per step */
+
+/* limits: hard ranges; config chooses defaults and maxima inside them */
+#define AL_TIMEOUT_MS_MAX 600000u /* one step */
+#define AL_WALL_MS_MAX 3600000u   /* a whole VM */
+#define AL_MEMORY_MB_MIN 64u
+#define AL_MEMORY_MB_MAX 65536u
+#define AL_VCPUS_MAX 64u
+#define AL_PIDS_MAX 65536u
+#define AL_DISK_MB_MAX 65536u
+#define AL_FILE_SIZE_MB_MAX 65536u
+
+/* diagnostics: errors kept per decode (the rest are counted) */
+#define AL_DIAGS_MAX 64
+
+#endif

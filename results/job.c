@@ -1,0 +1,761 @@
+/* job.c: the job: decoding (msgpack, JSON), validation and encoding.
+ *
+ * Decoding walks the document with a table per object (walk.c), so every
+ * problem is reported with its path in one pass. Hard caps (caps.h) are
+ * checked here; a deployment's narrower maxima are checked by
+ * al_job_check_policy() (policy.c).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+bool al_id_valid(const char *id, size_t len)
+{
+	if (len == 0 || len > AL_ID_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = id[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == ':' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* --- step fields ------------------------------------------------------------ */
+
+static int step_name(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	struct al_step *s = out;
+	bool ok = v->type == MSGPACK_OBJECT_STR && v->via.str.size >= 1 &&
+		  v->via.str.size <= AL_NAME_MAX;
+
+	for (uint32_t i = 0; ok && i < v->via.str.size; i++)
+		ok = (unsigned char)v->via.str.ptr[i] >= 0x20 &&
+		     v->via.str.ptr[i] != 0x7f;
+	if (ok)
+		ok = al_utf8_valid((const uint8_t *)v->via.str.ptr,
+				   v->via.str.size);
+	if (!ok) {
+		al_diags_add(d, path, "must be 1..%d printable characters",
+			     AL_NAME_MAX);
+		return 0;
+	}
+	return walk_str(v, path, AL_NAME_MAX, d, &s->name);
+}
+
+static void argv_release(char **argv, size_t argc)
+{
+	if (!argv)
+		return;
+	for (size_t i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+static int step_cmd(const msgpack_object *v, const char *path, void *out,
+		    struct al_diags *d)
+{
+	struct al_step *s = out;
+	size_t before = d->n + d->dropped, total = 0;
+	char sub[160];
+	char **argv;
+	uint32_t n;
+
+	if (v->type != MSGPACK_OBJECT_ARRAY) {
+		walk_type_error(d, path, "an array");
+		return 0;
+	}
+	n = v->via.array.size;
+	if (n < 1 || n > AL_ARGV_MAX) {
+		al_diags_add(d, path, "must have 1..%d entries", AL_ARGV_MAX);
+		return 0;
+	}
+	argv = calloc(n + 1, sizeof(*argv));
+	if (!argv)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		const msgpack_object *a = &v->via.array.ptr[i];
+
+		path_index(sub, sizeof(sub), path, i);
+		if (walk_str(a, sub, AL_ARGV_MAX_BYTES, d, &argv[i]) < 0) {
+			argv_release(argv, n);
+			return -ENOMEM;
+		}
+		if (a->type == MSGPACK_OBJECT_STR)
+			total += a->via.str.size + 1;
+		if (i == 0 && a->type == MSGPACK_OBJECT_STR &&
+		    a->via.str.size == 0)
+			al_diags_add(d, sub, "must not be empty");
+	}
+	if (total > AL_ARGV_MAX_BYTES)
+		al_diags_add(d, path, "must be at most %u bytes in all",
+			     AL_ARGV_MAX_BYTES);
+	if (d->n + d->dropped != before) {
+		argv_release(argv, n);
+		return 0;
+	}
+	argv_release(s->argv, s->argc);
+	s->argv = argv;
+	s->argc = n;
+	return 0;
+}
+
+static int step_sh(const msgpack_object *v, const char *path, void *out,
+		   struct al_diags *d)
+{
+	struct al_step *s = out;
+
+	if (v->type == MSGPACK_OBJECT_STR && v->via.str.size == 0) {
+		al_diags_add(d, path, "must not be empty");
+		return 0;
+	}
+	return walk_str(v, path, AL_SH_MAX_BYTES, d, &s->sh);
+}
+
+static int step_stdin(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	struct al_step *s = out;
+
+	s->has_stdin = true;
+	return walk_blob(v, path, d, &s->stdin_);
+}
+
+static bool env_name_valid(const char *s, size_t n)
+{
+	if (n == 0 || n > AL_ENV_NAME_MAX || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+static void env_release(struct al_env *env, size_t n)
+{
+	if (!env)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(env[i].name);
+		free(env[i].value);
+	}
+	free(env);
+}
+
+static int env_entry(const msgpack_object_kv *kv, const char *path,
+		     struct al_env *e, struct al_diags *d)
+{
+	char sub[160];
+
+	if (kv->key.type != MSGPACK_OBJECT_STR) {
+		al_diags_add(d, path, "keys must be strings");
+		return 0;
+	}
+	path_key(sub, sizeof(sub), path, kv->key.via.str.ptr,
+		 kv->key.via.str.size);
+	if (!env_name_valid(kv->key.via.str.ptr, kv->key.via.str.size)) {
+		al_diags_add(d, sub, "must match [A-Za-z_][A-Za-z0-9_]*");
+		return 0;
+	}
+	if (walk_str(&kv->val, sub, AL_ENV_VALUE_MAX, d, &e->value) < 0)
+		return -ENOMEM;
+	e->name = str_dup_n(kv->key.via.str.ptr, kv->key.via.str.size);
+	return e->name ? 0 : -ENOMEM;
+}
+
+static int step_env(const msgpack_object *v, const char *path, void *out,
+		    struct al_diags *d)
+{
+	struct al_step *s = out;
+	size_t before = d->n + d->dropped;
+	struct al_env *env;
+	uint32_t n;
+	int r = 0;
+
+	if (v->type != MSGPACK_OBJECT_MAP) {
+		walk_type_error(d, path, "an object");
+		return 0;
+	}
+	n = v->via.map.size;
+	if (n > AL_ENV_MAX) {
+		al_diags_add(d, path, "must have at most %d entries",
+			     AL_ENV_MAX);
+		return 0;
+	}
+	env = calloc(n ? n : 1, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = env_entry(&v->via.map.ptr[i], path, &env[i], d);
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		for (uint32_t j = 0; j < i; j++) {
+			if (env[i].name && env[j].name &&
+			    strcmp(env[i].name, env[j].name) == 0) {
+				char sub[160];
+
+				path_key(sub, sizeof(sub), path, env[i].name,
+					 strlen(env[i].name));
+				al_diags_add(d, sub, "duplicate key");
+				break;
+			}
+		}
+	}
+	if (r < 0 || d->n + d->dropped != before) {
+		env_release(env, n);
+		return r;
+	}
+	env_release(s->env, s->n_env);
+	s->env = env;
+	s->n_env = n;
+	return 0;
+}
+
+static int step_cwd(const msgpack_object *v, const char *path, void *out,
+		    struct al_diags *d)
+{
+	return walk_relpath(v, path, d, &((struct al_step *)out)->cwd);
+}
+
+static int step_timeout(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	return walk_u32(v, path, 1, AL_TIMEOUT_MS_MAX, d,
+			&((struct al_step *)out)->timeout_ms);
+}
+
+static int step_if(const msgpack_object *v, const char *path, void *out,
+		   struct al_diags *d)
+{
+	struct al_step *s = out;
+
+	if (walk_is_str(v, "always"))
+		s->run_if = AL_RUN_ALWAYS;
+	else if (walk_is_str(v, "success"))
+		s->run_if = AL_RUN_SUCCESS;
+	else
+		al_diags_add(d, path, "must be \"always\" or \"success\"");
+	return 0;
+}
+
+static int expect_stdout(const msgpack_object *v, const char *path, void *out,
+			 struct al_diags *d)
+{
+	return walk_blob(v, path, d, &((struct al_expect *)out)->stdout_);
+}
+
+static const char *const compare_names[] = {
+	[AL_COMPARE_EXACT] = "exact",
+	[AL_COMPARE_TRIM] = "trim",
+	[AL_COMPARE_LINES] = "lines",
+};
+
+static int expect_compare(const msgpack_object *v, const char *path,
+			  void *out, struct al_diags *d)
+{
+	struct al_expect *e = out;
+
+	for (size_t i = 0; i < 3; i++) {
+		if (walk_is_str(v, compare_names[i])) {
+			e->compare = (enum al_compare)i;
+			return 0;
+		}
+	}
+	al_diags_add(d, path, "must be \"exact\", \"trim\" or \"lines\"");
+	return 0;
+}
+
+static const struct walk_field expect_fields[] = {
+	{"stdout", 0, expect_stdout},
+	{"compare", 0, expect_compare},
+};
+
+static int step_expect(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_expect *e = &((struct al_step *)out)->expect;
+	uint32_t seen;
+	char sub[160];
+	int r;
+
+	r = walk_map(v, path, expect_fields, 2, e, d, &seen);
+	if (r < 0)
+		return r;
+	if (v->type == MSGPACK_OBJECT_MAP && !(seen & 1)) {
+		path_field(sub, sizeof(sub), path, "stdout");
+		al_diags_add(d, sub, "required");
+	}
+	e->present = true;
+	return 0;
+}
+
+#define STEP_FIELDS(off)                                                      \
+	{"cmd", off, step_cmd}, {"sh", off, step_sh},                         \
+		{"stdin", off, step_stdin}, {"env", off, step_env},           \
+		{"cwd", off, step_cwd}, {"timeout_ms", off, step_timeout},    \
+		{"expect", off, step_expect}
+
+/* cmd and sh are the first two entries of STEP_FIELDS */
+#define SEEN_CMD_SH(seen, first) (((seen) >> (first)) & 3u)
+
+static const struct walk_field step_fields[] = {
+	STEP_FIELDS(0),
+	{"name", 0, step_name},
+	{"if", 0, step_if},
+};
+
+int al_step_unpack(const msgpack_object *o, const char *path,
+		   struct al_step *ret, struct al_diags *d)
+{
+	struct al_step s = {0};
+	size_t before = d->n + d->dropped;
+	uint32_t seen;
+	int r;
+
+	r = walk_map(o, path, step_fields,
+		     sizeof(step_fields) / sizeof(step_fields[0]), &s, d,
+		     &seen);
+	if (r == 0 && o->type == MSGPACK_OBJECT_MAP &&
+	    SEEN_CMD_SH(seen, 0) != 1 && SEEN_CMD_SH(seen, 0) != 2)
+		al_diags_add(d, path, "must have exactly one of cmd or sh");
+	if (r < 0 || d->n + d->dropped != before) {
+		al_step_release(&s);
+		return r < 0 ? r : -EINVAL;
+	}
+	*ret = s;
+	return 0;
+}
+
+void al_step_release(struct al_step *s)
+{
+	free(s->name);
+	argv_release(s->argv, s->argc);
+	free(s->sh);
+	blob_release(&s->stdin_);
+	env_release(s->env, s->n_env);
+	free(s->cwd);
+	blob_release(&s->expect.stdout_);
+	memset(s, 0, sizeof(*s));
+}
+
+/* --- job fields ------------------------------------------------------------- */
+
+/* The job as it is walked: top-level step fields (the one-step shorthand)
+ * land in `top`. */
+struct job_walk {
+	struct al_job job;
+	struct al_step top;
+};
+
+static int job_id(const msgpack_object *v, const char *path, void *out,
+		  struct al_diags *d)
+{
+	struct al_job *j = out;
+
+	if (v->type != MSGPACK_OBJECT_STR) {
+		walk_type_error(d, path, "a string");
+		return 0;
+	}
+	if (!al_id_valid(v->via.str.ptr, v->via.str.size)) {
+		al_diags_add(d, path, "must match [A-Za-z0-9._:-]{1,%d}",
+			     AL_ID_MAX);
+		return 0;
+	}
+	memcpy(d->id, v->via.str.ptr, v->via.str.size);
+	d->id[v->via.str.size] = 0;
+	return walk_str(v, path, AL_ID_MAX, d, &j->id);
+}
+
+static int job_template(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	return walk_name(v, path, d, &((struct al_job *)out)->template_);
+}
+
+static int job_network(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	return walk_name(v, path, d, &((struct al_job *)out)->network);
+}
+
+static int job_files(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	struct al_job *j = out;
+
+	return walk_files(v, path, d, &j->files, &j->n_files);
+}
+
+static int job_steps(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	struct al_job *j = out;
+	char sub[160];
+	uint32_t n;
+	int r = 0;
+
+	if (v->type != MSGPACK_OBJECT_ARRAY) {
+		walk_type_error(d, path, "an array");
+		return 0;
+	}
+	n = v->via.array.size;
+	if (n < 1 || n > AL_STEPS_MAX) {
+		al_diags_add(d, path, "must have 1..%d entries", AL_STEPS_MAX);
+		return 0;
+	}
+	j->steps = calloc(n, sizeof(*j->steps));
+	if (!j->steps)
+		return -ENOMEM;
+	j->n_steps = n;
+	for (uint32_t i = 0; i < n && r != -ENOMEM; i++) {
+		path_index(sub, sizeof(sub), path, i);
+		r = al_step_unpack(&v->via.array.ptr[i], sub, &j->steps[i], d);
+	}
+	return r == -ENOMEM ? r : 0;
+}
+
+#define LIMIT_FIELD(name, lo, hi)                                             \
+	static int limit_##name(const msgpack_object *v, const char *path,    \
+				void *out, struct al_diags *d)                \
+	{                                                                     \
+		return walk_u32(v, path, lo, hi, d,                           \
+				&((struct al_limits *)out)->name);            \
+	}
+LIMIT_FIELD(memory_mb, AL_MEMORY_MB_MIN, AL_MEMORY_MB_MAX)
+LIMIT_FIELD(vcpus, 1, AL_VCPUS_MAX)
+LIMIT_FIELD(wall_ms, 1, AL_WALL_MS_MAX)
+LIMIT_FIELD(output_bytes, 1, AL_OUTPUT_MAX)
+LIMIT_FIELD(pids, 1, AL_PIDS_MAX)
+LIMIT_FIELD(disk_mb, 1, AL_DISK_MB_MAX)
+LIMIT_FIELD(file_size_mb, 1, AL_FILE_SIZE_MB_MAX)
+
+static const struct walk_field limit_fields[] = {
+	{"memory_mb", 0, limit_memory_mb},
+	{"vcpus", 0, limit_vcpus},
+	{"wall_ms", 0, limit_wall_ms},
+	{"output_bytes", 0, limit_output_bytes},
+	{"pids", 0, limit_pids},
+	{"disk_mb", 0, limit_disk_mb},
+	{"file_size_mb", 0, limit_file_size_mb},
+};
+
+static int job_limits(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	uint32_t seen;
+
+	return walk_map(v, path, limit_fields, 7,
+			&((struct al_job *)out)->limits, d, &seen);
+}
+
+static int job_collect(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_job *j = out;
+	char sub[160];
+	uint32_t n;
+
+	if (v->type != MSGPACK_OBJECT_ARRAY) {
+		walk_type_error(d, path, "an array");
+		return 0;
+	}
+	n = v->via.array.size;
+	if (n > AL_COLLECT_MAX) {
+		al_diags_add(d, path, "must have at most %d entries",
+			     AL_COLLECT_MAX);
+		return 0;
+	}
+	j->collect = calloc(n + 1, sizeof(*j->collect));
+	if (!j->collect)
+		return -ENOMEM;
+	j->n_collect = n;
+	for (uint32_t i = 0; i < n; i++) {
+		path_index(sub, sizeof(sub), path, i);
+		if (walk_relpath(&v->via.array.ptr[i], sub, d,
+				 &j->collect[i]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int job_meta(const msgpack_object *v, const char *path, void *out,
+		    struct al_diags *d)
+{
+	return walk_meta(v, path, d, &((struct al_job *)out)->meta);
+}
+
+enum { JOB_FIELD_STEPS = 3, JOB_FIELD_TOP = 8 };
+static const struct walk_field job_fields[] = {
+	{"id", 0, job_id},
+	{"template", 0, job_template},
+	{"files", 0, job_files},
+	{"steps", 0, job_steps}, /* JOB_FIELD_STEPS */
+	{"limits", 0, job_limits},
+	{"network", 0, job_network},
+	{"collect", 0, job_collect},
+	{"meta", 0, job_meta},
+	STEP_FIELDS(offsetof(struct job_walk, top)), /* JOB_FIELD_TOP */
+};
+
+/* steps, or the one-step shorthand, but not both */
+static int job_shape(struct job_walk *w, uint32_t seen, struct al_diags *d)
+{
+	uint32_t top = seen >> JOB_FIELD_TOP;
+	uint32_t cmd_sh = SEEN_CMD_SH(seen, JOB_FIELD_TOP);
+
+	if (seen & (1u << JOB_FIELD_STEPS)) {
+		if (cmd_sh)
+			al_diags_add(d, "", "cannot give both steps and a "
+				     "top-level cmd/sh");
+		else if (top)
+			al_diags_add(d, "", "step fields at top level need a "
+				     "top-level cmd or sh instead of steps");
+		return 0;
+	}
+	if (!cmd_sh) {
+		al_diags_add(d, "steps", "required (or give cmd or sh at top "
+			     "level)");
+		return 0;
+	}
+	if (cmd_sh == 3) {
+		al_diags_add(d, "", "must have exactly one of cmd or sh");
+		return 0;
+	}
+	w->job.steps = calloc(1, sizeof(*w->job.steps));
+	if (!w->job.steps)
+		return -ENOMEM;
+	w->job.steps[0] = w->top;
+	memset(&w->top, 0, sizeof(w->top));
+	w->job.n_steps = 1;
+	return 0;
+}
+
+static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
+{
+	struct job_walk w = {0};
+	uint32_t seen;
+	int r;
+
+	r = walk_map(o, "", job_fields,
+		     sizeof(job_fields) / sizeof(job_fields[0]), &w, d, &seen);
+	if (r == 0 && o->type == MSGPACK_OBJECT_MAP)
+		r = job_shape(&w, seen, d);
+	al_step_release(&w.top);
+	if (r < 0 || d->n || d->dropped) {
+		al_job_release(&w.job);
+		return r;
+	}
+	*(struct al_job *)out = w.job;
+	return 0;
+}
+
+int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
+			struct al_diags *d)
+{
+	struct al_diags local;
+
+	if (!d) {
+		al_diags_init(&local);
+		d = &local;
+	}
+	return decode_document(buf, len, AL_JOB_MAX_BYTES, job_unpack, ret, d);
+}
+
+int al_job_from_json(const char *text, size_t len, struct al_job *ret,
+		     struct al_diags *d)
+{
+	struct al_diags local;
+	char *mp = NULL;
+	size_t mp_len = 0;
+	int r;
+
+	if (!d) {
+		al_diags_init(&local);
+		d = &local;
+	}
+	r = json_to_msgpack(text, len, AL_JOB_MAX_BYTES, &mp, &mp_len, d);
+	if (r == 0)
+		r = decode_document(mp, mp_len, SIZE_MAX, job_unpack, ret, d);
+	free(mp);
+	return r;
+}
+
+void al_job_release(struct al_job *job)
+{
+	free(job->id);
+	free(job->template_);
+	files_release(job->files, job->n_files);
+	for (size_t i = 0; job->steps && i < job->n_steps; i++)
+		al_step_release(&job->steps[i]);
+	free(job->steps);
+	free(job->network);
+	for (size_t i = 0; job->collect && i < job->n_collect; i++)
+		free(job->collect[i]);
+	free(job->collect);
+	blob_release(&job->meta);
+	memset(job, 0, sizeof(*job));
+}
+
+/* --- encoding ----------------------------------------------------------------- */
+
+int al_step_pack(msgpack_packer *pk, const struct al_step *s)
+{
+	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
+		   !!s->timeout_ms + (s->run_if == AL_RUN_SUCCESS) +
+		   s->expect.present;
+
+	msgpack_pack_map(pk, n);
+	if (s->name) {
+		pack_key(pk, "name");
+		pack_str(pk, s->name);
+	}
+	if (s->sh) {
+		pack_key(pk, "sh");
+		pack_str(pk, s->sh);
+	} else {
+		pack_key(pk, "cmd");
+		msgpack_pack_array(pk, s->argc);
+		for (size_t i = 0; i < s->argc; i++)
+			pack_str(pk, s->argv[i]);
+	}
+	if (s->has_stdin) {
+		pack_key(pk, "stdin");
+		pack_blob(pk, &s->stdin_);
+	}
+	if (s->n_env) {
+		pack_key(pk, "env");
+		msgpack_pack_map(pk, s->n_env);
+		for (size_t i = 0; i < s->n_env; i++) {
+			pack_str(pk, s->env[i].name);
+			pack_str(pk, s->env[i].value);
+		}
+	}
+	if (s->cwd) {
+		pack_key(pk, "cwd");
+		pack_str(pk, s->cwd);
+	}
+	if (s->timeout_ms) {
+		pack_key(pk, "timeout_ms");
+		msgpack_pack_uint32(pk, s->timeout_ms);
+	}
+	if (s->run_if == AL_RUN_SUCCESS) {
+		pack_key(pk, "if");
+		pack_str(pk, "success");
+	}
+	if (s->expect.present) {
+		pack_key(pk, "expect");
+		msgpack_pack_map(pk,
+				 1 + (s->expect.compare != AL_COMPARE_EXACT));
+		pack_key(pk, "stdout");
+		pack_blob(pk, &s->expect.stdout_);
+		if (s->expect.compare != AL_COMPARE_EXACT) {
+			pack_key(pk, "compare");
+			pack_str(pk, compare_names[s->expect.compare]);
+		}
+	}
+	return 0;
+}
+
+static void pack_limits(msgpack_packer *pk, const struct al_limits *l)
+{
+	const struct {
+		const char *name;
+		uint32_t v;
+	} f[] = {
+		{"memory_mb", l->memory_mb},   {"vcpus", l->vcpus},
+		{"wall_ms", l->wall_ms},       {"output_bytes", l->output_bytes},
+		{"pids", l->pids},             {"disk_mb", l->disk_mb},
+		{"file_size_mb", l->file_size_mb},
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < 7; i++)
+		n += f[i].v != 0;
+	msgpack_pack_map(pk, n);
+	for (size_t i = 0; i < 7; i++) {
+		if (f[i].v) {
+			pack_key(pk, f[i].name);
+			msgpack_pack_uint32(pk, f[i].v);
+		}
+	}
+}
+
+static bool limits_any(const struct al_limits *l)
+{
+	return l->memory_mb || l->vcpus || l->wall_ms || l->output_bytes ||
+	       l->pids || l->disk_mb || l->file_size_mb;
+}
+
+static void pack_job(msgpack_packer *pk, const struct al_job *j)
+{
+	size_t n = !!j->id + !!j->template_ + !!j->n_files + 1 +
+		   limits_any(&j->limits) + !!j->network + !!j->n_collect +
+		   !!j->meta.len;
+
+	msgpack_pack_map(pk, n);
+	if (j->id) {
+		pack_key(pk, "id");
+		pack_str(pk, j->id);
+	}
+	if (j->template_) {
+		pack_key(pk, "template");
+		pack_str(pk, j->template_);
+	}
+	if (j->n_files) {
+		pack_key(pk, "files");
+		pack_files(pk, j->files, j->n_files);
+	}
+	pack_key(pk, "steps");
+	msgpack_pack_array(pk, j->n_steps);
+	for (size_t i = 0; i < j->n_steps; i++)
+		al_step_pack(pk, &j->steps[i]);
+	if (limits_any(&j->limits)) {
+		pack_key(pk, "limits");
+		pack_limits(pk, &j->limits);
+	}
+	if (j->network) {
+		pack_key(pk, "network");
+		pack_str(pk, j->network);
+	}
+	if (j->n_collect) {
+		pack_key(pk, "collect");
+		msgpack_pack_array(pk, j->n_collect);
+		for (size_t i = 0; i < j->n_collect; i++)
+			pack_str(pk, j->collect[i]);
+	}
+	if (j->meta.len) {
+		pack_key(pk, "meta");
+		pack_raw(pk, &j->meta);
+	}
+}
+
+int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len)
+{
+	struct pack_buf pb;
+	msgpack_packer pk;
+
+	pack_init(&pb, &pk);
+	pack_job(&pk, job);
+	return pack_finish(&pb, ret, ret_len);
+}
+
+int al_job_to_json(const struct al_job *job, char **ret)
+{
+	char *mp;
+	size_t len;
+	int r = al_job_to_msgpack(job, &mp, &len);
+
+	if (r < 0)
+		return r;
+	r = msgpack_to_json(mp, len, ret);
+	free(mp);
+	return r;
+}

@@ -1,0 +1,124 @@
+/* policy.c: a deployment's defaults and maxima for job limits.
+ *
+ * The decoders enforce the hard caps of caps.h; a policy (built in, or from
+ * the config file) narrows them and supplies the defaults for absent
+ * fields. Workers check every job against their policy before running it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const struct al_policy builtin = {
+	.defaults = {
+		.memory_mb = 512,
+		.vcpus = 1,
+		.wall_ms = 120000,
+		.output_bytes = 1u << 20,
+		.pids = 256,
+		.disk_mb = 256,
+		.file_size_mb = 64,
+	},
+	.max = {
+		.memory_mb = 4096,
+		.vcpus = 4,
+		.wall_ms = 600000,
+		.output_bytes = AL_OUTPUT_MAX,
+		.pids = 1024,
+		.disk_mb = 4096,
+		.file_size_mb = 4096,
+	},
+	.step_timeout_ms = 10000,
+	.step_timeout_max_ms = AL_TIMEOUT_MS_MAX,
+	.template_ = "python",
+	.templates = NULL,
+	.networks = NULL,
+};
+
+const struct al_policy *al_policy_default(void)
+{
+	return &builtin;
+}
+
+static bool in_list(const char *const *list, const char *s)
+{
+	for (; list && *list; list++)
+		if (strcmp(*list, s) == 0)
+			return true;
+	return false;
+}
+
+static void check_limit(const char *name, uint32_t v, uint32_t lo,
+			uint32_t hi, struct al_diags *d)
+{
+	char path[64];
+
+	if (v == 0 || (v >= lo && v <= hi))
+		return;
+	path_field(path, sizeof(path), "limits", name);
+	al_diags_add(d, path, "must be %u..%u", lo, hi);
+}
+
+int al_job_check_policy(const struct al_job *job, const struct al_policy *p,
+			struct al_diags *d)
+{
+	const struct al_limits *l = &job->limits, *m = &p->max;
+	size_t before = d->n + d->dropped;
+	char path[64];
+
+	check_limit("memory_mb", l->memory_mb, AL_MEMORY_MB_MIN, m->memory_mb,
+		    d);
+	check_limit("vcpus", l->vcpus, 1, m->vcpus, d);
+	check_limit("wall_ms", l->wall_ms, 1, m->wall_ms, d);
+	check_limit("output_bytes", l->output_bytes, 1, m->output_bytes, d);
+	check_limit("pids", l->pids, 1, m->pids, d);
+	check_limit("disk_mb", l->disk_mb, 1, m->disk_mb, d);
+	check_limit("file_size_mb", l->file_size_mb, 1, m->file_size_mb, d);
+	for (size_t i = 0; i < job->n_steps; i++) {
+		uint32_t t = job->steps[i].timeout_ms;
+
+		if (t > p->step_timeout_max_ms) {
+			snprintf(path, sizeof(path), "steps[%zu].timeout_ms",
+				 i);
+			al_diags_add(d, path, "must be 1..%u",
+				     p->step_timeout_max_ms);
+		}
+	}
+	if (job->template_ && p->templates &&
+	    !in_list(p->templates, job->template_))
+		al_diags_add(d, "template", "unknown template \"%s\"",
+			     job->template_);
+	if (job->network && strcmp(job->network, "none") != 0 &&
+	    !in_list(p->networks, job->network))
+		al_diags_add(d, "network", "unknown network policy \"%s\"",
+			     job->network);
+	return d->n + d->dropped == before ? 0 : -EINVAL;
+}
+
+static uint32_t pick(uint32_t v, uint32_t dflt)
+{
+	return v ? v : dflt;
+}
+
+void al_job_limits(const struct al_job *job, const struct al_policy *p,
+		   struct al_limits *ret)
+{
+	const struct al_limits *l = &job->limits, *f = &p->defaults;
+
+	ret->memory_mb = pick(l->memory_mb, f->memory_mb);
+	ret->vcpus = pick(l->vcpus, f->vcpus);
+	ret->wall_ms = pick(l->wall_ms, f->wall_ms);
+	ret->output_bytes = pick(l->output_bytes, f->output_bytes);
+	ret->pids = pick(l->pids, f->pids);
+	ret->disk_mb = pick(l->disk_mb, f->disk_mb);
+	ret->file_size_mb = pick(l->file_size_mb, f->file_size_mb);
+}
+
+uint32_t al_job_step_timeout(const struct al_job *job, size_t i,
+			     const struct al_policy *p)
+{
+	if (i < job->n_steps && job->steps[i].timeout_ms)
+		return job->steps[i].timeout_ms;
+	return p->step_timeout_ms;
+}

@@ -1,0 +1,309 @@
+/* results.h: the job and result schema, the one thing host and guest share.
+ *
+ * Humans and harnesses write JSON; the wire (Redis, the guest channel) is
+ * msgpack with the same field names. This library converts between the two
+ * and C structs, and validates. It does no I/O and never logs: callers log.
+ *
+ * Using it:
+ *
+ *  1. Decode untrusted bytes with al_job_from_json() or al_job_from_msgpack()
+ *     (or the al_result_* pair). Each decoder caps the input size first
+ *     (caps.h), bounds nesting, and reports *every* problem it finds in a
+ *     `struct al_diags`, each as a field path and a reason:
+ *     `steps[1].timeout_ms: must be 1..600000`. Decoding returns 0 only for a
+ *     valid document; `ret` is written only then.
+ *  2. Defaults are not filled in: an absent field stays absent (0 / NULL) so
+ *     that encoding gives back what was given. al_job_limits() resolves the
+ *     effective limits against a `struct al_policy` when a job runs.
+ *  3. Encode with al_job_to_msgpack() / al_job_to_json() (same for results).
+ *     Encoding is canonical: fields in schema order, absent ones omitted, so
+ *     JSON -> struct -> msgpack -> struct -> JSON gives identical text.
+ *  4. Release with al_job_release() / al_result_release(); both accept a
+ *     zeroed struct and leave the struct zeroed.
+ *
+ * Byte strings (`files` contents, stdin, stdout, expected output) are
+ * `struct al_blob`. JSON carries them as a string when they are valid UTF-8
+ * (NUL included, as \u0000), else as {"base64": "..."}; msgpack carries them as str when
+ * valid UTF-8, else as bin. Both decoders accept every form.
+ *
+ * Errors are negative errno: -EINVAL invalid document (diags say why),
+ * -E2BIG over a size cap (also in diags), -ENOMEM.
+ */
+#ifndef AL_RESULTS_H
+#define AL_RESULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "caps.h"
+
+/* --- byte strings and maps ---------------------------------------------- */
+
+struct al_blob {
+	uint8_t *data; /* malloc'd; NUL-terminated for convenience, not counted */
+	size_t len;    /* bytes of content */
+};
+
+struct al_file {
+	char *path;            /* relative, normalised (no ., .., //, leading /) */
+	struct al_blob content; /* file bytes */
+};
+
+struct al_env {
+	char *name;  /* [A-Za-z_][A-Za-z0-9_]* */
+	char *value; /* no NUL */
+};
+
+/* --- the job -------------------------------------------------------------- */
+
+enum al_compare {
+	AL_COMPARE_EXACT = 0, /* byte for byte */
+	AL_COMPARE_TRIM,      /* ignoring leading and trailing white space */
+	AL_COMPARE_LINES,     /* line by line, ignoring trailing white space */
+};
+
+enum al_run_if {
+	AL_RUN_ALWAYS = 0, /* run even when an earlier step failed */
+	AL_RUN_SUCCESS,    /* run only when every earlier step was OK */
+};
+
+struct al_expect {
+	bool present;           /* the step has `expect` */
+	struct al_blob stdout_; /* expected standard output */
+	enum al_compare compare; /* how to compare */
+};
+
+struct al_step {
+	char *name;               /* optional label, NULL when absent */
+	char **argv;              /* `cmd`, argc strings, NULL-terminated */
+	size_t argc;              /* 0 when the step uses `sh` */
+	char *sh;                 /* script for /bin/sh -c, NULL when `cmd` */
+	bool has_stdin;           /* `stdin` given (may be empty) */
+	struct al_blob stdin_;    /* bytes fed to standard input */
+	struct al_env *env;       /* extra environment */
+	size_t n_env;             /* entries in env */
+	char *cwd;                /* relative to the work dir, NULL = work dir */
+	uint32_t timeout_ms;      /* 0 = the policy default */
+	enum al_run_if run_if;    /* `if` */
+	struct al_expect expect;  /* expected output */
+};
+
+/* Job-wide limits; 0 means "not given, use the policy default". */
+struct al_limits {
+	uint32_t memory_mb;    /* guest RAM */
+	uint32_t vcpus;        /* guest CPUs */
+	uint32_t wall_ms;      /* the whole VM, all steps */
+	uint32_t output_bytes; /* kept per stream per step */
+	uint32_t pids;         /* processes per step */
+	uint32_t disk_mb;      /* writable space (work dir + /tmp) */
+	uint32_t file_size_mb; /* largest file a step may write */
+};
+
+struct al_job {
+	char *id;                 /* idempotency key, NULL = generate */
+	char *template_;          /* VM template, NULL = policy default */
+	struct al_file *files;    /* placed in the work dir before step 0 */
+	size_t n_files;           /* entries in files */
+	struct al_step *steps;    /* 1..AL_STEPS_MAX */
+	size_t n_steps;           /* entries in steps */
+	struct al_limits limits;  /* job-wide limits */
+	char *network;            /* policy name, NULL = "none" */
+	char **collect;           /* paths brought back after the last step */
+	size_t n_collect;         /* entries in collect */
+	struct al_blob meta;      /* any value, kept as its msgpack encoding */
+};
+
+/* --- the result ----------------------------------------------------------- */
+
+enum al_status {
+	AL_OK = 0, /* exited 0 */
+	AL_RE,     /* exited non-zero */
+	AL_SG,     /* killed by a signal */
+	AL_TO,     /* timed out */
+	AL_ML,     /* memory limit / OOM kill */
+	AL_OL,     /* output limit hit */
+	AL_XX,     /* Airlock's own failure, never the job's */
+	AL_RJ,     /* the job itself is invalid */
+	AL_SK,     /* step skipped: an earlier step failed and it had if=success */
+	AL_STATUS_COUNT
+};
+
+enum al_verdict {
+	AL_VERDICT_NONE = 0, /* no step has `expect` */
+	AL_VERDICT_ACCEPTED,
+	AL_VERDICT_WRONG_ANSWER,
+};
+
+enum al_accel {
+	AL_ACCEL_NONE = 0, /* no VM ran (e.g. RJ) */
+	AL_ACCEL_KVM,
+	AL_ACCEL_TCG,
+};
+
+enum al_tristate {
+	AL_UNSET = 0, /* absent */
+	AL_FALSE,
+	AL_TRUE,
+};
+
+struct al_step_result {
+	char *name;              /* the step's name, NULL when it had none */
+	enum al_status status;   /* how the step ended */
+	bool has_exit_code;      /* exited normally */
+	int32_t exit_code;       /* 0..255 when has_exit_code */
+	int32_t signal;          /* killing signal, 0 = none */
+	struct al_blob stdout_;  /* first output_bytes of standard output */
+	struct al_blob stderr_;  /* first output_bytes of standard error */
+	bool stdout_truncated;   /* stdout produced more than was kept */
+	bool stderr_truncated;   /* stderr produced more than was kept */
+	uint64_t stdout_bytes;   /* bytes the step wrote to stdout in all */
+	uint64_t stderr_bytes;   /* bytes the step wrote to stderr in all */
+	uint64_t wall_ms;        /* wall-clock time */
+	uint64_t cpu_ms;         /* user + system CPU time */
+	uint64_t max_rss_kb;     /* peak memory of the step's cgroup */
+	enum al_tristate expect_ok; /* matched `expect`; unset without one */
+};
+
+struct al_vm_info {
+	char *template_;     /* template that ran, NULL when none */
+	enum al_accel accel; /* accelerator that ran */
+	bool restored;       /* restored from a snapshot (vs cold boot) */
+	uint64_t restore_ms; /* restore or boot time */
+};
+
+struct al_timing {
+	uint64_t queued_ms; /* submit -> picked up */
+	uint64_t run_ms;    /* picked up -> VM destroyed */
+	uint64_t total_ms;  /* submit -> result stored */
+};
+
+struct al_result {
+	char *id;                      /* the job's id */
+	enum al_status status;         /* first non-OK step's, else OK */
+	enum al_verdict verdict;       /* when any step has `expect` */
+	char *error;                   /* human text for XX/RJ; no code parses it */
+	struct al_step_result *steps;  /* one per job step, in order */
+	size_t n_steps;                /* entries in steps */
+	struct al_file *files;         /* collected files */
+	size_t n_files;                /* entries in files */
+	struct al_vm_info vm;          /* facts about the VM */
+	struct al_timing timing;       /* timings */
+	uint32_t attempt;              /* 1 for the first delivery */
+	char *worker;                  /* which worker ran it */
+	struct al_blob meta;           /* the job's meta, msgpack */
+};
+
+/* --- diagnostics ---------------------------------------------------------- */
+
+struct al_diag {
+	char path[128];   /* field path, e.g. steps[1].timeout_ms ("" = root) */
+	char reason[160]; /* what is wrong, lowercase, no trailing period */
+};
+
+struct al_diags {
+	struct al_diag items[AL_DIAGS_MAX]; /* the first AL_DIAGS_MAX problems */
+	size_t n;                           /* entries used in items */
+	size_t dropped;                     /* problems past AL_DIAGS_MAX */
+	char id[AL_ID_MAX + 1];             /* the job's id if it was readable */
+};
+
+/* Empty `d` (it needs no release). */
+void al_diags_init(struct al_diags *d);
+/* Append a problem; `fmt` is printf-style for the reason. */
+void al_diags_add(struct al_diags *d, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Join as "path: reason; path: reason" into buf (always NUL-terminated);
+ * returns the length it needed, like snprintf. */
+size_t al_diags_format(const struct al_diags *d, char *buf, size_t size);
+
+/* --- policy: config-driven defaults and maxima ------------------------------ */
+
+struct al_policy {
+	struct al_limits defaults;     /* used for absent limits */
+	struct al_limits max;          /* largest value a job may ask for */
+	uint32_t step_timeout_ms;      /* default step timeout */
+	uint32_t step_timeout_max_ms;  /* largest step timeout */
+	const char *template_;         /* default template */
+	const char *const *templates;  /* allowed templates, NULL-terminated;
+					  NULL = any name */
+	const char *const *networks;   /* allowed network policies besides
+					  "none", NULL-terminated; NULL = none */
+};
+
+/* The built-in policy (docs/schema.md lists its values). */
+const struct al_policy *al_policy_default(void);
+/* Check `job` against the policy's maxima and allow-lists; adds to `d`.
+ * Returns 0 when it fits, -EINVAL otherwise. */
+int al_job_check_policy(const struct al_job *job, const struct al_policy *p,
+			struct al_diags *d);
+/* Effective limits: the job's, else the policy's defaults. */
+void al_job_limits(const struct al_job *job, const struct al_policy *p,
+		   struct al_limits *ret);
+/* Effective timeout of step `i`. */
+uint32_t al_job_step_timeout(const struct al_job *job, size_t i,
+			     const struct al_policy *p);
+
+/* --- jobs ----------------------------------------------------------------- */
+
+int al_job_from_json(const char *text, size_t len, struct al_job *ret,
+		     struct al_diags *d);
+int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
+			struct al_diags *d);
+/* Encoders return 0 or -ENOMEM; *ret is malloc'd (JSON is NUL-terminated). */
+int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len);
+int al_job_to_json(const struct al_job *job, char **ret);
+void al_job_release(struct al_job *job);
+/* Is `id` a valid job id? */
+bool al_id_valid(const char *id, size_t len);
+
+/* --- results -------------------------------------------------------------- */
+
+int al_result_from_json(const char *text, size_t len, struct al_result *ret,
+			struct al_diags *d);
+int al_result_from_msgpack(const void *buf, size_t len, struct al_result *ret,
+			   struct al_diags *d);
+int al_result_to_msgpack(const struct al_result *r, char **ret,
+			 size_t *ret_len);
+int al_result_to_json(const struct al_result *r, char **ret);
+void al_result_release(struct al_result *r);
+/* The job status from its steps: the first non-OK (non-skipped) step's. */
+enum al_status al_result_overall_status(const struct al_result *r);
+
+/* --- pieces for other protocols (the guest agent embeds steps) ------------ */
+
+/* Pack one step / step result as a msgpack map into `pk`. */
+int al_step_pack(msgpack_packer *pk, const struct al_step *s);
+int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *r);
+/* Decode one step / step result from an already bounded object (see
+ * al_mp_unpack); `path` prefixes diagnostics. */
+int al_step_unpack(const msgpack_object *o, const char *path,
+		   struct al_step *ret, struct al_diags *d);
+int al_step_result_unpack(const msgpack_object *o, const char *path,
+			  struct al_step_result *ret, struct al_diags *d);
+void al_step_release(struct al_step *s);
+void al_step_result_release(struct al_step_result *r);
+
+/* Unpack one msgpack document of exactly `len` bytes into `zone`, after
+ * checking, without allocating, that it is well formed, nests at most
+ * AL_DEPTH_MAX deep and holds at most `max_nodes` objects. Returns 0,
+ * -EBADMSG (malformed, trailing bytes), -E2BIG (too many nodes / too deep)
+ * or -ENOMEM. */
+int al_mp_unpack(const void *buf, size_t len, size_t max_nodes,
+		 msgpack_zone *zone, msgpack_object *ret);
+/* The same check alone; returns the object count or a negative errno. */
+long al_mp_check(const void *buf, size_t len, size_t max_nodes);
+
+/* --- names ---------------------------------------------------------------- */
+
+const char *al_status_name(enum al_status s); /* "OK", "RE", ... */
+int al_status_from_name(const char *s, size_t len); /* -EINVAL if unknown */
+const char *al_verdict_name(enum al_verdict v);     /* "accepted", ... */
+const char *al_accel_name(enum al_accel a);         /* "kvm", "tcg" */
+
+/* Is data[0..len) valid UTF-8 (no overlongs, no surrogates)? */
+bool al_utf8_valid(const uint8_t *data, size_t len);
+
+#endif

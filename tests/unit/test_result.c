@@ -1,0 +1,149 @@
+/* test_result.c: result decoding rules, status names, overall status. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "results.h"
+
+static const struct {
+	const char *json;
+	const char *path;
+	const char *reason;
+} rules[] = {
+	{"{\"status\":\"OK\"}", "id", "required"},
+	{"{\"id\":\"a\"}", "status", "required"},
+	{"{\"id\":\"a\",\"status\":\"MAYBE\"}", "status", "unknown value"},
+	{"{\"id\":\"a b\",\"status\":\"OK\"}", "id",
+	 "must match [A-Za-z0-9._:-]{1,128}"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"verdict\":\"none\"}", "verdict",
+	 "unknown value"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{}]}", "steps[0].status",
+	 "required"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+	 "\"exit_code\":256}]}",
+	 "steps[0].exit_code", "must be 0..255"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+	 "\"signal\":0}]}",
+	 "steps[0].signal", "must be 1..127"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+	 "\"wall_ms\":-1}]}",
+	 "steps[0].wall_ms", "must not be negative"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+	 "\"expect_ok\":1}]}",
+	 "steps[0].expect_ok", "must be a boolean"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"accel\":\"hvf\"}}",
+	 "vm.accel", "unknown value"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"timing\":{\"x_ms\":1}}",
+	 "timing.x_ms", "unknown field"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"files\":{\"../x\":\"\"}}",
+	 "files[\"../x\"]", "must not contain . or .. components"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"attempt\":-1}", "attempt",
+	 "must be 0..4294967295"},
+};
+
+static void test_rules(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		struct al_result r = {0};
+		struct al_diags d;
+		bool found = false;
+
+		al_diags_init(&d);
+		assert_int_equal(al_result_from_json(rules[i].json,
+						     strlen(rules[i].json), &r,
+						     &d),
+				 -EINVAL);
+		for (size_t k = 0; k < d.n; k++)
+			found |= !strcmp(d.items[k].path, rules[i].path) &&
+				 !strcmp(d.items[k].reason, rules[i].reason);
+		if (!found)
+			print_message("rule %zu: %s: %s %s\n", i, rules[i].json,
+				      d.items[0].path, d.items[0].reason);
+		assert_true(found);
+	}
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (int s = 0; s < AL_STATUS_COUNT; s++) {
+		const char *n = al_status_name((enum al_status)s);
+
+		assert_int_equal(al_status_from_name(n, strlen(n)), s);
+	}
+	assert_int_equal(al_status_from_name("ok", 2), -EINVAL);
+	assert_string_equal(al_status_name(AL_STATUS_COUNT), "??");
+	assert_string_equal(al_verdict_name(AL_VERDICT_WRONG_ANSWER),
+			    "wrong_answer");
+	assert_string_equal(al_accel_name(AL_ACCEL_KVM), "kvm");
+	assert_string_equal(al_accel_name(AL_ACCEL_TCG), "tcg");
+}
+
+static void test_overall(void **state)
+{
+	struct al_step_result s[3] = {{.status = AL_OK}, {.status = AL_OK},
+				      {.status = AL_OK}};
+	struct al_result r = {.steps = s, .n_steps = 3};
+
+	(void)state;
+	assert_int_equal(al_result_overall_status(&r), AL_OK);
+	s[2].status = AL_SK;
+	assert_int_equal(al_result_overall_status(&r), AL_OK);
+	s[1].status = AL_TO;
+	s[2].status = AL_RE;
+	assert_int_equal(al_result_overall_status(&r), AL_TO);
+	r.n_steps = 0;
+	assert_int_equal(al_result_overall_status(&r), AL_OK);
+}
+
+/* Output over AL_OUTPUT_MAX in a record is refused before it is copied. */
+static void test_stream_cap(void **state)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct al_result r = {0};
+	struct al_diags d;
+	char *big = calloc(1, AL_OUTPUT_MAX + 1);
+
+	(void)state;
+	assert_non_null(big);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_str_with_body(&pk, "a", 1);
+	msgpack_pack_str_with_body(&pk, "status", 6);
+	msgpack_pack_str_with_body(&pk, "OK", 2);
+	msgpack_pack_str_with_body(&pk, "steps", 5);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_str_with_body(&pk, "status", 6);
+	msgpack_pack_str_with_body(&pk, "OK", 2);
+	msgpack_pack_str_with_body(&pk, "stdout", 6);
+	msgpack_pack_bin_with_body(&pk, big, AL_OUTPUT_MAX + 1);
+	al_diags_init(&d);
+	assert_int_equal(al_result_from_msgpack(sb.data, sb.size, &r, &d),
+			 -EINVAL);
+	assert_string_equal(d.items[0].path, "steps[0].stdout");
+	assert_string_equal(d.items[0].reason, "larger than 16777216 bytes");
+	msgpack_sbuffer_destroy(&sb);
+	free(big);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_overall),
+		cmocka_unit_test(test_stream_cap),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
