@@ -7,6 +7,7 @@
  * bounded by the input size.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -360,6 +361,12 @@ static int meta_depth(const msgpack_object *v, int depth, const char *path,
 		al_diags_add(d, path, "must not hold msgpack ext values");
 		return -1;
 	}
+	if ((v->type == MSGPACK_OBJECT_FLOAT32 ||
+	     v->type == MSGPACK_OBJECT_FLOAT64) &&
+	    !isfinite(v->via.f64)) {
+		al_diags_add(d, path, "must not hold NaN or infinity");
+		return -1; /* JSON has no form for them */
+	}
 	if (v->type != MSGPACK_OBJECT_ARRAY && v->type != MSGPACK_OBJECT_MAP)
 		return 0;
 	if (depth >= AL_META_DEPTH_MAX) {
@@ -375,7 +382,13 @@ static int meta_depth(const msgpack_object *v, int depth, const char *path,
 		return 0;
 	}
 	for (uint32_t i = 0; i < v->via.map.size; i++) {
-		if (v->via.map.ptr[i].key.type != MSGPACK_OBJECT_STR) {
+		const msgpack_object *k = &v->via.map.ptr[i].key;
+
+		/* JSON object keys: UTF-8 text without NUL */
+		if (k->type != MSGPACK_OBJECT_STR ||
+		    memchr(k->via.str.ptr, 0, k->via.str.size) ||
+		    !al_utf8_valid((const uint8_t *)k->via.str.ptr,
+				   k->via.str.size)) {
 			al_diags_add(d, path, "keys must be strings");
 			return -1;
 		}

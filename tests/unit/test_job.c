@@ -1,5 +1,6 @@
 /* test_job.c: job decoding, every validation rule, canonical encoding. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -349,6 +350,35 @@ static void test_msgpack_input(void **state)
 	assert_int_equal(al_job_from_msgpack(sb.data, sb.size, &job, &d),
 			 -EINVAL);
 	assert_true(has_diag(&d, "files[\"a\\x00b\"]", "must not contain NUL"));
+
+	/* fuzz findings: meta must have a JSON form */
+	msgpack_sbuffer_clear(&sb);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_str_with_body(&pk, "sh", 2);
+	msgpack_pack_str_with_body(&pk, "cat", 3);
+	msgpack_pack_str_with_body(&pk, "meta", 4);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_double(&pk, NAN);
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_msgpack(sb.data, sb.size, &job, &d),
+			 -EINVAL);
+	assert_true(has_diag(&d, "meta", "must not hold NaN or infinity"));
+	msgpack_sbuffer_clear(&sb);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_str_with_body(&pk, "sh", 2);
+	msgpack_pack_str_with_body(&pk, "cat", 3);
+	msgpack_pack_str_with_body(&pk, "meta", 4);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "\xff", 1);
+	msgpack_pack_nil(&pk);
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_msgpack(sb.data, sb.size, &job, &d),
+			 -EINVAL);
+	assert_true(has_diag(&d, "meta", "keys must be strings"));
+	msgpack_sbuffer_clear(&sb);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "sh", 2);
+	msgpack_pack_str_with_body(&pk, "cat", 3);
 
 	/* trailing bytes after the document */
 	msgpack_pack_nil(&pk);

@@ -1,0 +1,203 @@
+/* proto.h: the guest agent protocol, framed msgpack shared by host and guest.
+ *
+ * A frame is a 4-byte big-endian length N, then N bytes holding one msgpack
+ * map. 0 < N <= AL_FRAME_MAX. Every map has `t`, the message type. The host
+ * drives: it sends one request and reads frames until the final reply, so a
+ * host that reconnects (after a snapshot restore) finds the guest idle.
+ *
+ *   request                                  reply
+ *   hello                                    hello {v, agent, kernel, template}
+ *   reseed {entropy: bin 32..512, time_ns}   ok
+ *   setup {limits}                           ok
+ *   put_files {files: {path: str|bin}}       ok
+ *   run_step {step, limits, stream}          out {fd, data}*, then
+ *                                            exit {result}
+ *   get_files {paths: [..], max_bytes}       files {files, missing: [..]}
+ *   ping                                     pong
+ *   (any, on failure)                        error {msg}
+ *
+ * Using it:
+ *
+ *  1. Reading: feed received bytes to a `struct al_frame_reader`; it checks
+ *     the length prefix against its cap before it allocates anything, and
+ *     grows the body buffer only as bytes arrive. al_frame_reader_want()
+ *     says how many bytes finish the current frame, so a caller that reads
+ *     at most that many never over-reads into the next frame.
+ *  2. Decode a complete body with al_msg_decode() (al_frame_decode() takes
+ *     prefix and body together). Decoding is bounded (al_mp_unpack), checks
+ *     every field's type and size, and fills a `struct al_msg`; release it
+ *     with al_msg_release().
+ *  3. Encode with al_msg_encode(): it returns the whole frame, prefix
+ *     included, ready to write.
+ *
+ * No I/O here. Errors: -EBADMSG malformed or wrong field, -EMSGSIZE over a
+ * frame cap, -E2BIG over another cap, -ENOMEM.
+ */
+#ifndef AL_PROTO_H
+#define AL_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "results.h"
+
+#define AL_PROTO_VERSION    1u		/* `v` in hello */
+#define AL_FRAME_HDR	    4u		/* bytes of the length prefix */
+#define AL_FRAME_MAX	    (40u << 20) /* largest frame body either side sends */
+#define AL_PROTO_STR_MAX    256u	/* agent, kernel in hello */
+#define AL_PROTO_OUT_MAX    (1u << 20) /* data in one `out` chunk */
+#define AL_ENTROPY_MIN	    32u	       /* bytes of entropy in reseed */
+#define AL_ENTROPY_MAX	    512u
+#define AL_AGENT_VPORT	    "org.airlock.agent" /* virtio-serial port name */
+#define AL_AGENT_VSOCK_PORT 1024u		/* AF_VSOCK port */
+
+enum al_msg_type {
+	AL_MSG_NONE = 0,
+	AL_MSG_HELLO,	  /* request (no fields) and reply */
+	AL_MSG_RESEED,	  /* request */
+	AL_MSG_SETUP,	  /* request */
+	AL_MSG_PUT_FILES, /* request */
+	AL_MSG_RUN_STEP,  /* request */
+	AL_MSG_GET_FILES, /* request */
+	AL_MSG_PING,	  /* request */
+	AL_MSG_OK,	  /* reply */
+	AL_MSG_ERROR,	  /* reply */
+	AL_MSG_OUT,	  /* streamed reply chunk */
+	AL_MSG_EXIT,	  /* reply to run_step */
+	AL_MSG_FILES,	  /* reply to get_files */
+	AL_MSG_PONG,	  /* reply to ping */
+	AL_MSG_TYPE_COUNT
+};
+
+struct al_msg_hello {
+	uint32_t v;	 /* protocol version; 0 in the request */
+	char *agent;	 /* agent version */
+	char *kernel;	 /* uname release */
+	char *template_; /* airlock.template= from the kernel command line */
+};
+
+struct al_msg_reseed {
+	struct al_blob entropy; /* AL_ENTROPY_MIN..AL_ENTROPY_MAX bytes */
+	uint64_t time_ns;	/* CLOCK_REALTIME to set, ns since the epoch */
+};
+
+struct al_msg_setup {
+	struct al_limits limits; /* job-wide limits */
+};
+
+struct al_msg_files {
+	struct al_file *files; /* put_files: to write; files: read back */
+	size_t n_files;	       /* entries in files */
+	char **missing;	       /* files reply: paths not returned */
+	size_t n_missing;      /* entries in missing */
+};
+
+struct al_msg_run_step {
+	struct al_step step;	 /* the step to run */
+	struct al_limits limits; /* limits for this step */
+	bool stream;		 /* send `out` chunks while it runs */
+};
+
+struct al_msg_out {
+	uint32_t fd;	     /* 1 stdout, 2 stderr */
+	struct al_blob data; /* 1..AL_PROTO_OUT_MAX bytes */
+};
+
+struct al_msg_exit {
+	struct al_step_result result; /* how the step ended */
+};
+
+struct al_msg_get_files {
+	char **paths;	    /* relative to the work dir */
+	size_t n_paths;	    /* entries in paths, at most AL_COLLECT_MAX */
+	uint64_t max_bytes; /* file bytes the reply may carry in all */
+};
+
+struct al_msg_error {
+	char *msg; /* human text, at most AL_ERROR_MAX bytes */
+};
+
+struct al_msg {
+	enum al_msg_type type; /* which member of u is used */
+	union {
+		struct al_msg_hello hello;
+		struct al_msg_reseed reseed;
+		struct al_msg_setup setup;
+		struct al_msg_files files; /* put_files and files */
+		struct al_msg_run_step run_step;
+		struct al_msg_out out;
+		struct al_msg_exit exit;
+		struct al_msg_get_files get_files;
+		struct al_msg_error error;
+	} u;
+};
+
+/* "hello", "run_step", ...; NULL for an unknown type. */
+const char *al_msg_type_name(enum al_msg_type t);
+
+/* Encode `m` as one frame (prefix + body) into *ret (malloc'd). Returns 0,
+ * -EINVAL (a required field is missing), -EMSGSIZE (over AL_FRAME_MAX) or
+ * -ENOMEM. */
+int al_msg_encode(const struct al_msg *m, char **ret, size_t *ret_len);
+
+/* Decode one frame body. On success fills *ret (release it) and returns 0;
+ * otherwise *ret is left zeroed and, when `d` is given, it says why. */
+int al_msg_decode(const void *body, size_t len, struct al_msg *ret,
+		  struct al_diags *d);
+
+/* Decode one whole frame: prefix, then exactly the body it announces. */
+int al_frame_decode(const void *frame, size_t len, struct al_msg *ret,
+		    struct al_diags *d);
+
+/* Free what `m` holds and zero it; accepts a zeroed struct. */
+void al_msg_release(struct al_msg *m);
+
+/* Read the big-endian length prefix at `p`. */
+uint32_t al_frame_len(const uint8_t p[AL_FRAME_HDR]);
+
+/* --- incremental frame reader -------------------------------------------- */
+
+struct al_frame_reader {
+	uint8_t hdr[AL_FRAME_HDR]; /* length prefix being read */
+	size_t hdr_got;		   /* bytes of hdr received */
+	uint32_t need;		   /* body length, valid once hdr is complete */
+	uint8_t *body;		   /* body buffer, grows as bytes arrive */
+	size_t cap;		   /* bytes allocated in body */
+	size_t got;		   /* body bytes received */
+	uint32_t max;		   /* largest body accepted */
+};
+
+/* Start empty; `max` caps the body (0 = AL_FRAME_MAX). */
+void al_frame_reader_init(struct al_frame_reader *r, uint32_t max);
+
+/* Consume bytes from buf; stops at the end of a frame. Returns the count
+ * consumed (>= 0), -EMSGSIZE for a length of 0 or over the cap (the reader
+ * is then unusable until reset) or -ENOMEM. */
+long al_frame_reader_feed(struct al_frame_reader *r, const void *buf,
+			  size_t len);
+
+/* Bytes still needed to complete the current frame (at least 1); never
+ * more than the current part (prefix or body) needs. */
+size_t al_frame_reader_want(const struct al_frame_reader *r);
+
+/* A complete frame is waiting to be taken. */
+bool al_frame_reader_ready(const struct al_frame_reader *r);
+
+/* Hand the complete body over (caller frees) and start the next frame.
+ * Returns 0 or -EAGAIN when no frame is complete. */
+int al_frame_reader_take(struct al_frame_reader *r, uint8_t **ret_body,
+			 size_t *ret_len);
+
+/* Drop any partial frame (e.g. the peer reconnected). */
+void al_frame_reader_reset(struct al_frame_reader *r);
+
+/* Free the buffer; the reader may be reused after init. */
+void al_frame_reader_release(struct al_frame_reader *r);
+
+/* Is `p` a valid relative path in the work dir (the same rule as a job's
+ * `files`: no leading /, no empty, . or .. components, no NUL, at most
+ * AL_PATH_MAX bytes)? */
+bool al_proto_path_valid(const char *p, size_t len);
+
+#endif

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# run.sh: run every fuzz target for SECONDS each, two at a time, from seeds
+# made out of the repo's corpora. Usage: tests/fuzz/run.sh BUILD_DIR [SECONDS]
+# BUILD_DIR must be configured with CC=clang -DAIRLOCK_FUZZ=ON and built.
+# Exits non-zero on the first finding and prints the reproducer's path.
+set -euo pipefail
+
+build=${1:?usage: run.sh BUILD_DIR [SECONDS]}
+secs=${2:-60}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+work="$build/fuzz-work"
+rm -rf "$work"
+mkdir -p "$work"
+
+# seeds: JSON jobs as files, and msgpack jobs/results made by mkseeds
+seed() { mkdir -p "$work/seed-$1"; echo "$work/seed-$1"; }
+js=$(seed job_json)
+i=0
+while IFS= read -r line; do
+  printf '%s' "$line" > "$js/rt-$i.json"; i=$((i + 1))
+done < "$src/tests/data/roundtrip/jobs.jsonl"
+find "$src/tests/data/jobs" -name '*.json' -exec cp -t "$js" {} + 2>/dev/null || true
+"$build/tests/fuzz/mkseeds" job "$src/tests/data/roundtrip/jobs.jsonl" "$(seed job_msgpack)"
+"$build/tests/fuzz/mkseeds" result "$src/tests/data/roundtrip/results.jsonl" "$(seed result)"
+fr=$(seed frame)
+if [ -d "$src/tests/fuzz/corpus/frame" ]; then cp -r "$src/tests/fuzz/corpus/frame/." "$fr/"; fi
+
+targets=()
+for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame; do
+  [ -x "$build/tests/fuzz/$t" ] && targets+=("$t")
+done
+[ ${#targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build" >&2; exit 1; }
+
+run_one() {
+  local t=$1 seeddir
+  case $t in
+    fuzz_job_json) seeddir=$work/seed-job_json ;;
+    fuzz_job_msgpack) seeddir=$work/seed-job_msgpack ;;
+    fuzz_result) seeddir=$work/seed-result ;;
+    fuzz_frame) seeddir=$work/seed-frame ;;
+  esac
+  mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
+  if "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 \
+      -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+      -artifact_prefix="$work/artifacts-$t/" \
+      "$work/corpus-$t" "$seeddir" > "$work/$t.log" 2>&1; then
+    echo "fuzz: $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.log" | grep -o '[0-9]*$') runs in ${secs}s, no finding"
+  else
+    echo "fuzz: $t: FINDING" >&2
+    tail -40 "$work/$t.log" >&2
+    ls "$work/artifacts-$t" >&2
+    return 1
+  fi
+}
+
+fail=0
+pids=()
+for t in "${targets[@]}"; do
+  run_one "$t" & pids+=($!)
+  if [ ${#pids[@]} -ge 2 ]; then
+    wait "${pids[0]}" || fail=1
+    pids=("${pids[@]:1}")
+  fi
+done
+for p in "${pids[@]}"; do wait "$p" || fail=1; done
+exit $fail
