@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# deps.sh: install what Airlock needs to build, test and run, from Debian's
+# packages through the machine's configured apt sources. Idempotent: when
+# everything is present it does nothing (no apt-get update).
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config clang      # toolchain, clang for fuzzing
+  libmsgpack-dev libjansson-dev libcmocka-dev # results/, tests
+  libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
+  libnftables-dev libmicrohttpd-dev           # network policy, metrics
+  redis-server                                # queue (tests, embedded mode)
+  qemu-system-x86 qemu-utils                  # the VMM
+  mmdebstrap e2fsprogs cpio kmod xz-utils zstd # guest image builder
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+    missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+echo "deps: installing ${missing[*]}" >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+  --no-install-recommends "${missing[@]}" >/dev/null
