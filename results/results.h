@@ -272,6 +272,9 @@ void al_result_release(struct al_result *r);
 /* The job status from its steps: the first non-OK (non-skipped) step's. */
 enum al_status al_result_overall_status(const struct al_result *r);
 
+/* Does `out` match the expectation? (exact / trim / lines, see expect.c) */
+bool al_expect_match(const struct al_expect *e, const struct al_blob *out);
+
 /* --- pieces for other protocols (the guest agent embeds steps) ------------ */
 
 /* Pack one step / step result as a msgpack map into `pk`. */
