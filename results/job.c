@@ -316,10 +316,16 @@ int al_step_unpack(const msgpack_object *o, const char *path,
 		   struct al_step *ret, struct al_diags *d)
 {
 	struct al_step s = {0};
-	size_t before = d->n + d->dropped;
+	struct al_diags local;
+	size_t before;
 	uint32_t seen;
 	int r;
 
+	if (!d) {
+		al_diags_init(&local);
+		d = &local;
+	}
+	before = d->n + d->dropped;
 	r = walk_map(o, path, step_fields,
 		     sizeof(step_fields) / sizeof(step_fields[0]), &s, d,
 		     &seen);
@@ -447,13 +453,35 @@ static const struct walk_field limit_fields[] = {
 	{"file_size_mb", 0, limit_file_size_mb},
 };
 
+int al_limits_unpack(const msgpack_object *o, const char *path,
+		     struct al_limits *ret, struct al_diags *d)
+{
+	struct al_limits l = {0};
+	struct al_diags local;
+	size_t before;
+	uint32_t seen;
+	int r;
+
+	if (!d) {
+		al_diags_init(&local);
+		d = &local;
+	}
+	before = d->n + d->dropped;
+	r = walk_map(o, path, limit_fields, 7, &l, d, &seen);
+	if (r < 0)
+		return r;
+	if (d->n + d->dropped != before)
+		return -EINVAL;
+	*ret = l;
+	return 0;
+}
+
 static int job_limits(const msgpack_object *v, const char *path, void *out,
 		      struct al_diags *d)
 {
-	uint32_t seen;
+	int r = al_limits_unpack(v, path, &((struct al_job *)out)->limits, d);
 
-	return walk_map(v, path, limit_fields, 7,
-			&((struct al_job *)out)->limits, d, &seen);
+	return r == -ENOMEM ? r : 0;
 }
 
 static int job_collect(const msgpack_object *v, const char *path, void *out,
@@ -664,7 +692,7 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 	return 0;
 }
 
-static void pack_limits(msgpack_packer *pk, const struct al_limits *l)
+int al_limits_pack(msgpack_packer *pk, const struct al_limits *l)
 {
 	const struct {
 		const char *name;
@@ -686,6 +714,7 @@ static void pack_limits(msgpack_packer *pk, const struct al_limits *l)
 			msgpack_pack_uint32(pk, f[i].v);
 		}
 	}
+	return 0;
 }
 
 static bool limits_any(const struct al_limits *l)
@@ -719,7 +748,7 @@ static void pack_job(msgpack_packer *pk, const struct al_job *j)
 		al_step_pack(pk, &j->steps[i]);
 	if (limits_any(&j->limits)) {
 		pack_key(pk, "limits");
-		pack_limits(pk, &j->limits);
+		al_limits_pack(pk, &j->limits);
 	}
 	if (j->network) {
 		pack_key(pk, "network");

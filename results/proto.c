@@ -106,21 +106,6 @@ static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_PONG] = {"pong", NULL, 0},
 };
 
-/* struct al_limits keys, in schema order */
-static const struct {
-	const char *key;
-	size_t off;
-} limit_keys[] = {
-    {"memory_mb", offsetof(struct al_limits, memory_mb)},
-    {"vcpus", offsetof(struct al_limits, vcpus)},
-    {"wall_ms", offsetof(struct al_limits, wall_ms)},
-    {"output_bytes", offsetof(struct al_limits, output_bytes)},
-    {"pids", offsetof(struct al_limits, pids)},
-    {"disk_mb", offsetof(struct al_limits, disk_mb)},
-    {"file_size_mb", offsetof(struct al_limits, file_size_mb)},
-};
-
-#define N_LIMIT_KEYS (sizeof(limit_keys) / sizeof(limit_keys[0]))
 
 const char *al_msg_type_name(enum al_msg_type t)
 {
@@ -134,29 +119,6 @@ static void *at(const struct al_msg *m, size_t off)
 	return (char *)m + off;
 }
 
-/* --- paths ---------------------------------------------------------------- */
-
-bool al_proto_path_valid(const char *p, size_t len)
-{
-	size_t i, start = 0;
-
-	if (len == 0 || len > AL_PATH_MAX || p[0] == '/')
-		return false;
-	if (memchr(p, '\0', len))
-		return false;
-	for (i = 0; i <= len; i++) {
-		size_t n;
-
-		if (i < len && p[i] != '/')
-			continue;
-		n = i - start;
-		if (n == 0 || (n == 1 && p[start] == '.') ||
-		    (n == 2 && p[start] == '.' && p[start + 1] == '.'))
-			return false;
-		start = i + 1;
-	}
-	return true;
-}
 
 /* --- release -------------------------------------------------------------- */
 
@@ -338,27 +300,9 @@ static int dec_blob(const msgpack_object *o, const char *path, uint64_t min,
 static int dec_limits(const msgpack_object *o, struct al_limits *ret,
 		      struct al_diags *d)
 {
-	if (o->type != MSGPACK_OBJECT_MAP) {
-		diag(d, "limits", "must be a map");
-		return -EBADMSG;
-	}
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		const msgpack_object_kv *kv = &o->via.map.ptr[i];
+	int r = al_limits_unpack(o, "limits", ret, d);
 
-		for (size_t k = 0; k < N_LIMIT_KEYS; k++) {
-			if (!key_is(&kv->key, limit_keys[k].key))
-				continue;
-			if (kv->val.type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-			    kv->val.via.u64 > UINT32_MAX) {
-				diag(d, limit_keys[k].key,
-				     "must be an unsigned 32-bit integer");
-				return -EBADMSG;
-			}
-			*(uint32_t *)((char *)ret + limit_keys[k].off) =
-			    (uint32_t)kv->val.via.u64;
-		}
-	}
-	return 0;
+	return r == -EINVAL ? -EBADMSG : r;
 }
 
 /* A path string object into a fresh C string. */
@@ -366,7 +310,7 @@ static int dec_path(const msgpack_object *o, const char *key, char **ret,
 		    struct al_diags *d)
 {
 	if (o->type != MSGPACK_OBJECT_STR ||
-	    !al_proto_path_valid(o->via.str.ptr, o->via.str.size)) {
+	    !al_relpath_valid(o->via.str.ptr, o->via.str.size)) {
 		diag(d, key, "not a valid relative path");
 		return -EBADMSG;
 	}
@@ -661,26 +605,6 @@ static int pack_blob(msgpack_packer *pk, const struct al_blob *b, bool bin)
 	return pack_str(pk, (const char *)b->data, b->len);
 }
 
-static int pack_limits(msgpack_packer *pk, const struct al_limits *l)
-{
-	size_t n = 0;
-	int r;
-
-	for (size_t k = 0; k < N_LIMIT_KEYS; k++)
-		n += *(const uint32_t *)((const char *)l + limit_keys[k].off) !=
-		     0;
-	r = msgpack_pack_map(pk, n);
-	for (size_t k = 0; k < N_LIMIT_KEYS && r == 0; k++) {
-		uint32_t v =
-		    *(const uint32_t *)((const char *)l + limit_keys[k].off);
-		if (v == 0)
-			continue;
-		r = pack_str(pk, limit_keys[k].key, strlen(limit_keys[k].key));
-		if (r == 0)
-			r = msgpack_pack_uint32(pk, v);
-	}
-	return r;
-}
 
 static int pack_files(msgpack_packer *pk, const struct al_file *files, size_t n)
 {
@@ -723,7 +647,7 @@ static int pack_field(msgpack_packer *pk, const struct al_msg *m,
 	case F_BIN:
 		return pack_blob(pk, p, true);
 	case F_LIMITS:
-		return pack_limits(pk, p);
+		return al_limits_pack(pk, p);
 	case F_STEP:
 		return al_step_pack(pk, p) < 0 ? -1 : 0;
 	case F_RESULT:

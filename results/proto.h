@@ -195,9 +195,4 @@ void al_frame_reader_reset(struct al_frame_reader *r);
 /* Free the buffer; the reader may be reused after init. */
 void al_frame_reader_release(struct al_frame_reader *r);
 
-/* Is `p` a valid relative path in the work dir (the same rule as a job's
- * `files`: no leading /, no empty, . or .. components, no NUL, at most
- * AL_PATH_MAX bytes)? */
-bool al_proto_path_valid(const char *p, size_t len);
-
 #endif

@@ -161,6 +161,13 @@ static int sr_expect_ok(const msgpack_object *v, const char *path, void *out,
 	return 0;
 }
 
+static int sr_error(const msgpack_object *v, const char *path, void *out,
+		    struct al_diags *d)
+{
+	return walk_str(v, path, AL_ERROR_MAX, d,
+			&((struct al_step_result *)out)->error);
+}
+
 static const struct walk_field step_result_fields[] = {
 	{"name", 0, sr_name},
 	{"status", 0, sr_status},
@@ -176,17 +183,24 @@ static const struct walk_field step_result_fields[] = {
 	{"cpu_ms", 0, sr_cpu_ms},
 	{"max_rss_kb", 0, sr_max_rss_kb},
 	{"expect_ok", 0, sr_expect_ok},
+	{"error", 0, sr_error},
 };
 
 int al_step_result_unpack(const msgpack_object *o, const char *path,
 			  struct al_step_result *ret, struct al_diags *d)
 {
 	struct al_step_result s = {0};
-	size_t before = d->n + d->dropped;
+	struct al_diags local;
+	size_t before;
 	uint32_t seen;
 	char sub[160];
 	int r;
 
+	if (!d) {
+		al_diags_init(&local);
+		d = &local;
+	}
+	before = d->n + d->dropped;
 	r = walk_map(o, path, step_result_fields,
 		     sizeof(step_result_fields) / sizeof(step_result_fields[0]),
 		     &s, d, &seen);
@@ -205,6 +219,7 @@ int al_step_result_unpack(const msgpack_object *o, const char *path,
 void al_step_result_release(struct al_step_result *r)
 {
 	free(r->name);
+	free(r->error);
 	blob_release(&r->stdout_);
 	blob_release(&r->stderr_);
 	memset(r, 0, sizeof(*r));
@@ -486,7 +501,7 @@ static void pack_bool(msgpack_packer *pk, const char *key, bool v)
 int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 {
 	size_t n = 10 + !!s->name + s->has_exit_code + !!s->signal +
-		   (s->expect_ok != AL_UNSET);
+		   (s->expect_ok != AL_UNSET) + !!s->error;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -516,6 +531,10 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 	pack_u64(pk, "max_rss_kb", s->max_rss_kb);
 	if (s->expect_ok != AL_UNSET)
 		pack_bool(pk, "expect_ok", s->expect_ok == AL_TRUE);
+	if (s->error) {
+		pack_key(pk, "error");
+		pack_str(pk, s->error);
+	}
 	return 0;
 }
 

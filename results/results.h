@@ -165,6 +165,7 @@ struct al_step_result {
 	uint64_t cpu_ms;         /* user + system CPU time */
 	uint64_t max_rss_kb;     /* peak memory of the step's cgroup */
 	enum al_tristate expect_ok; /* matched `expect`; unset without one */
+	char *error;             /* XX: what failed on our side, else NULL */
 };
 
 struct al_vm_info {
@@ -281,12 +282,20 @@ bool al_expect_match(const struct al_expect *e, const struct al_blob *out);
 int al_step_pack(msgpack_packer *pk, const struct al_step *s);
 int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *r);
 /* Decode one step / step result from an already bounded object (see
- * al_mp_unpack); `path` prefixes diagnostics. */
+ * al_mp_unpack); `path` prefixes diagnostics; `d` may be NULL. */
 int al_step_unpack(const msgpack_object *o, const char *path,
 		   struct al_step *ret, struct al_diags *d);
 int al_step_result_unpack(const msgpack_object *o, const char *path,
 			  struct al_step_result *ret, struct al_diags *d);
 void al_step_release(struct al_step *s);
+/* Limits as the `limits` map (absent = 0 entries omitted), and back with
+ * the hard ranges of caps.h; `d` may be NULL. */
+int al_limits_pack(msgpack_packer *pk, const struct al_limits *l);
+int al_limits_unpack(const msgpack_object *o, const char *path,
+		     struct al_limits *ret, struct al_diags *d);
+/* Is p[0..len) a relative path as jobs may name them (no absolute path, no
+ * . or .. or empty components, no NUL, valid UTF-8, <= AL_PATH_MAX)? */
+bool al_relpath_valid(const char *p, size_t len);
 void al_step_result_release(struct al_step_result *r);
 
 /* Unpack one msgpack document of exactly `len` bytes into `zone`, after

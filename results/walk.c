@@ -218,33 +218,43 @@ int walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
  * components, no empty components, no NUL, at most AL_PATH_MAX bytes.
  * Rejecting instead of normalising means a path has one spelling, so
  * duplicate detection is a plain comparison. */
-bool relpath_check(const char *p, size_t len, const char *path,
-		   struct al_diags *d)
+static const char *relpath_reason(const char *p, size_t len)
 {
-	const char *why = NULL;
-
 	if (len == 0)
-		why = "must not be empty";
-	else if (len > AL_PATH_MAX)
-		why = "must be at most 512 bytes";
-	else if (memchr(p, 0, len))
-		why = "must not contain NUL";
-	else if (p[0] == '/')
-		why = "must be a relative path";
-	else if (!al_utf8_valid((const uint8_t *)p, len))
-		why = "must be valid UTF-8";
-	for (size_t i = 0, start = 0; !why && i <= len; i++) {
+		return "must not be empty";
+	if (len > AL_PATH_MAX)
+		return "must be at most 512 bytes";
+	if (memchr(p, 0, len))
+		return "must not contain NUL";
+	if (p[0] == '/')
+		return "must be a relative path";
+	if (!al_utf8_valid((const uint8_t *)p, len))
+		return "must be valid UTF-8";
+	for (size_t i = 0, start = 0; i <= len; i++) {
 		if (i < len && p[i] != '/')
 			continue;
 		size_t n = i - start;
 
 		if (n == 0)
-			why = "must not contain empty components";
-		else if ((n == 1 && p[start] == '.') ||
-			 (n == 2 && p[start] == '.' && p[start + 1] == '.'))
-			why = "must not contain . or .. components";
+			return "must not contain empty components";
+		if ((n == 1 && p[start] == '.') ||
+		    (n == 2 && p[start] == '.' && p[start + 1] == '.'))
+			return "must not contain . or .. components";
 		start = i + 1;
 	}
+	return NULL;
+}
+
+bool al_relpath_valid(const char *p, size_t len)
+{
+	return relpath_reason(p, len) == NULL;
+}
+
+bool relpath_check(const char *p, size_t len, const char *path,
+		   struct al_diags *d)
+{
+	const char *why = relpath_reason(p, len);
+
 	if (why)
 		al_diags_add(d, path, "%s", why);
 	return !why;

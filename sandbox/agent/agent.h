@@ -1,0 +1,86 @@
+/* agent.h: internals of the guest agent shared by its files (not public).
+ *
+ * main.c parses the command line into a struct al_agent_config; init.c turns
+ * the initramfs into the running guest (PID 1 only); serve.c speaks the
+ * protocol on its channels; exec.c runs one step; files.c writes and reads
+ * work-dir files.
+ */
+#ifndef AL_AGENT_H
+#define AL_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+#define AL_AGENT_UID	      1000 /* user `job` in the guest image */
+#define AL_AGENT_GID	      1000
+#define AL_AGENT_TIMEOUT_MS   10000u	 /* step timeout when none given */
+#define AL_AGENT_OUTPUT_BYTES (1u << 20) /* output cap when none given */
+
+struct al_agent_config {
+	bool init;		 /* PID 1: set up the guest, then serve */
+	const char *cgroup_root; /* cgroup2 dir for step cgroups; NULL: none */
+	const char *work_dir;	 /* where steps run and files go */
+	const char *scratch_dir; /* tmpfs behind /work and /tmp (init only) */
+	bool drop_ids;		 /* run steps as uid/gid, not as ourselves */
+	uid_t uid;		 /* step user */
+	gid_t gid;		 /* step group */
+	int serve_fd;		 /* --serve-fd: serve this fd, -1 otherwise */
+	const char *socket_path; /* --socket: accept one connection here */
+};
+
+struct al_agent {
+	const struct al_agent_config *cfg; /* how we were started */
+	struct al_limits limits;	   /* from `setup`, 0 = unset */
+	unsigned step_no;		   /* steps run so far */
+	int sig_fd;			   /* signalfd for SIGCHLD */
+	int work_fd;			   /* O_PATH of cfg->work_dir */
+};
+
+/* Log one line to stderr (the console in the guest). Never pass job bytes. */
+void al_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Block SIGCHLD into a signalfd, ignore SIGPIPE; fills a->sig_fd. */
+int al_agent_signals(struct al_agent *a);
+
+/* Drain the signalfd and reap every exited child. When `want` exited, its
+ * status and rusage go to *ret_status / *ret_ru and it returns true. */
+bool al_agent_reap(struct al_agent *a, pid_t want, int *ret_status,
+		   struct rusage *ret_ru);
+
+/* PID 1 only: mounts, modules, switch root, cgroups. Logs and carries on
+ * past whatever it can; returns -errno only when nothing can work. */
+int al_agent_init_system(const struct al_agent_config *cfg);
+
+/* Apply `setup` limits to the guest (scratch tmpfs size). */
+int al_agent_apply_limits(struct al_agent *a, const struct al_limits *l,
+			  char *err, size_t err_size);
+
+/* Serve requests: on `fd` until EOF when fd >= 0, else on the guest's
+ * virtio-serial port and vsock forever. */
+int al_agent_serve(struct al_agent *a, int fd);
+
+/* Called for each kept chunk of output while a step runs; returns 0 or
+ * -errno (streaming then stops; the step goes on). */
+typedef int (*al_exec_out_fn)(void *opaque, int fd, const void *data,
+			      size_t len);
+
+/* Run one step to completion. Always fills *ret (XX with a message in
+ * stderr_ for our own failures) and returns 0, or -ENOMEM. */
+int al_exec_step(struct al_agent *a, const struct al_step *step,
+		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
+		 struct al_step_result *ret);
+
+/* Write `files` under the work dir (owned by the step user). */
+int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,
+		 size_t err_size);
+
+/* Read `paths` from the work dir into *ret (files + missing), at most
+ * max_bytes of content in all. */
+int al_files_get(struct al_agent *a, const struct al_msg_get_files *g,
+		 struct al_msg_files *ret);
+
+#endif

@@ -1,0 +1,680 @@
+/* exec.c: run one step in its own cgroup and report how it ended.
+ *
+ * Theory of operation. Each step gets a fresh cgroup `job/step-N` under the
+ * configured cgroup root, with memory.max, memory.swap.max=0,
+ * memory.oom.group=1 and pids.max from the limits. The child joins it
+ * before it runs any job code (it writes "0" to cgroup.procs), starts a new
+ * session, drops to the job user with no new privileges, caps file size and
+ * core dumps, enters the step's cwd (resolved beneath the work dir, as the
+ * job user) and execs. Problems that are ours (cgroup, identity) come back
+ * through a close-on-exec pipe and make the step XX; problems that are the
+ * job's (no such command, bad cwd) print to its stderr and exit 127/126, as
+ * a shell would.
+ *
+ * The parent feeds stdin and drains stdout/stderr through non-blocking
+ * pipes in one poll loop, which also watches SIGCHLD (the signalfd) and the
+ * wall deadline. It keeps the first `output_bytes` of each stream; past that
+ * the step is killed (OL). The deadline kills it too (TO). Killing means
+ * cgroup.kill: every process of the step, however it forked or setsid'd.
+ * When the main child exits, the rest of the cgroup is killed as well, so
+ * nothing outlives its step; then we wait for the cgroup to empty, read its
+ * cpu.stat / memory.peak / memory.events and remove it.
+ *
+ * Without a cgroup root (host tests as an ordinary user) the same happens
+ * by process group, which a job can escape with setsid: tests only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define CHUNK	      (64u << 10) /* one read from a step pipe */
+#define KILL_GRACE_MS 3000u	  /* after a kill, wait this long for EOF */
+#define EMPTY_WAIT_MS 5000u	  /* wait this long for the cgroup to empty */
+#define ENV_PATH                                                               \
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+extern char **environ;
+
+struct stream {
+	int fd;		      /* our read end, -1 at EOF */
+	int no;		      /* 1 stdout, 2 stderr */
+	struct al_blob *keep; /* kept bytes, in the result */
+	bool *truncated;      /* in the result */
+	uint64_t *total;      /* in the result */
+};
+
+struct run {
+	struct al_agent *a;	     /* the agent */
+	const struct al_step *step;  /* what to run */
+	const struct al_limits *lim; /* its limits */
+	struct al_step_result *res;  /* what we report */
+	uint32_t timeout_ms;	     /* wall limit */
+	uint32_t out_cap;	     /* kept bytes per stream */
+	char cg[PATH_MAX];	     /* step cgroup dir, "" without cgroups */
+	int procs_fd;		     /* cgroup.procs, for the child */
+	pid_t pid;		     /* main child, 0 before fork */
+	int in_fd;		     /* stdin write end, -1 when done */
+	size_t in_off;		     /* stdin bytes written */
+	struct stream out[2];	     /* stdout, stderr */
+	bool exited;		     /* main child reaped */
+	int wstatus;		     /* its wait status */
+	struct rusage ru;	     /* its rusage */
+	enum al_status kill_why;     /* TO/OL once we killed it, else AL_OK */
+	uint64_t t0, t_end;	     /* CLOCK_MONOTONIC ms */
+	uint64_t kill_at;	     /* when we killed, 0 = not yet */
+	al_exec_out_fn cb;	     /* streaming */
+	void *opaque;		     /* for cb */
+	char err[256];		     /* our own failure, "" = none */
+};
+
+/* What the child reports through the error pipe before it execs. */
+struct child_err {
+	int err;       /* errno */
+	char what[64]; /* which setup stage failed */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* --- cgroup files --------------------------------------------------------- */
+
+static int cg_write(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* The value after `key` in a "key value" file, or the first number in the
+ * file when key is NULL. */
+static int cg_read_u64(const char *dir, const char *file, const char *key,
+		       uint64_t *ret)
+{
+	char path[PATH_MAX], buf[2048], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	p = buf;
+	if (key) {
+		size_t kl = strlen(key);
+
+		for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+			if (!strncmp(p, key, kl) && p[kl] == ' ')
+				break;
+		if (!p)
+			return -ENOENT;
+		p += kl + 1;
+	}
+	*ret = strtoull(p, NULL, 10);
+	return 0;
+}
+
+/* Limit files: ENOENT means the controller is not there (host tests). */
+static int cg_limit(struct run *rn, const char *file, uint64_t v, bool max)
+{
+	char val[32];
+	int r;
+
+	if (max && v == 0)
+		snprintf(val, sizeof(val), "max");
+	else
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+	r = cg_write(rn->cg, file, val);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		snprintf(rn->err, sizeof(rn->err), "cgroup %s: %s", file,
+			 strerror(-r));
+	return r;
+}
+
+static int cg_create(struct run *rn, const struct al_limits *lim)
+{
+	const char *root = rn->a->cfg->cgroup_root;
+	char job[PATH_MAX], step[PATH_MAX];
+	int r, dir;
+
+	if (strlen(root) > PATH_MAX / 2) {
+		errno = ENAMETOOLONG;
+		goto fail;
+	}
+	snprintf(job, sizeof(job), "%.2048s/job", root);
+	if (mkdir(job, 0755) < 0 && errno != EEXIST)
+		goto fail;
+	/* best effort: absent controllers leave their files absent */
+	cg_write(job, "cgroup.subtree_control", "+memory");
+	cg_write(job, "cgroup.subtree_control", "+pids");
+	cg_write(job, "cgroup.subtree_control", "+cpu");
+	snprintf(step, sizeof(step), "%.2048s/job/step-%u", root,
+		 rn->a->step_no);
+	if (mkdir(step, 0755) < 0)
+		goto fail;
+	memcpy(rn->cg, step, sizeof(step));
+	r = cg_limit(rn, "memory.max", (uint64_t)lim->memory_mb << 20, true);
+	r = r ? r : cg_limit(rn, "memory.swap.max", 0, false);
+	r = r ? r : cg_limit(rn, "memory.oom.group", 1, false);
+	r = r ? r : cg_limit(rn, "pids.max", lim->pids, true);
+	if (r < 0)
+		return r;
+	dir = open(step, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		goto fail;
+	rn->procs_fd = openat(dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	close(dir);
+	if (rn->procs_fd < 0)
+		goto fail;
+	return 0;
+fail:
+	r = -errno;
+	snprintf(rn->err, sizeof(rn->err), "cgroup create: %s", strerror(-r));
+	return r;
+}
+
+/* Kill everything the step started. */
+static void kill_all(struct run *rn)
+{
+	if (rn->cg[0] && cg_write(rn->cg, "cgroup.kill", "1") == 0)
+		return;
+	if (rn->pid > 0) {
+		kill(-rn->pid, SIGKILL);
+		if (!rn->exited)
+			kill(rn->pid, SIGKILL);
+	}
+}
+
+static void kill_for(struct run *rn, enum al_status why)
+{
+	if (rn->kill_why == AL_OK)
+		rn->kill_why = why;
+	if (!rn->kill_at)
+		rn->kill_at = now_ms();
+	kill_all(rn);
+}
+
+/* Wait for the cgroup to empty (reaping as we go: we may be init), read
+ * its accounting, remove it. */
+static void cg_finish(struct run *rn)
+{
+	uint64_t v, deadline = now_ms() + EMPTY_WAIT_MS;
+
+	if (!rn->cg[0])
+		return;
+	while (cg_read_u64(rn->cg, "cgroup.events", "populated", &v) == 0 &&
+	       v && now_ms() < deadline) {
+		kill_all(rn);
+		al_agent_reap(rn->a, -1, NULL, NULL);
+		usleep(2000);
+	}
+	if (cg_read_u64(rn->cg, "cpu.stat", "usage_usec", &v) == 0)
+		rn->res->cpu_ms = v / 1000;
+	if (cg_read_u64(rn->cg, "memory.peak", NULL, &v) == 0)
+		rn->res->max_rss_kb = v / 1024;
+	if (cg_read_u64(rn->cg, "memory.events", "oom_kill", &v) == 0 && v &&
+	    rn->kill_why == AL_OK)
+		rn->kill_why = AL_ML;
+	if (rmdir(rn->cg) < 0)
+		al_agent_log("rmdir %s: %s", rn->cg, strerror(errno));
+}
+
+/* --- the child ------------------------------------------------------------ */
+
+/* Environment: a small fixed base, overridden by the step's own. */
+static char **build_env(const struct al_agent *a, const struct al_step *s)
+{
+	const char *base[] = {ENV_PATH, "LANG=C.UTF-8", "TMPDIR=/tmp", NULL};
+	size_t n = 0, i;
+	char **env = calloc(s->n_env + 5, sizeof(*env));
+
+	if (!env)
+		return NULL;
+	for (i = 0; base[i]; i++) {
+		size_t k = strchr(base[i], '=') - base[i];
+		bool over = false;
+
+		for (size_t j = 0; j < s->n_env; j++)
+			over |= strlen(s->env[j].name) == k &&
+				!strncmp(s->env[j].name, base[i], k);
+		if (!over && !(env[n++] = strdup(base[i])))
+			goto fail;
+	}
+	if (asprintf(&env[n++], "HOME=%s", a->cfg->work_dir) < 0) {
+		env[n - 1] = NULL;
+		goto fail;
+	}
+	for (i = 0; i < s->n_env; i++)
+		if (asprintf(&env[n++], "%s=%s", s->env[i].name,
+			     s->env[i].value) < 0) {
+			env[n - 1] = NULL;
+			goto fail;
+		}
+	return env;
+fail:
+	for (i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
+	return NULL;
+}
+
+static void free_env(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+static __attribute__((noreturn)) void child_fail(int err_fd, const char *what)
+{
+	struct child_err ce = {.err = errno};
+
+	snprintf(ce.what, sizeof(ce.what), "%s", what);
+	if (write(err_fd, &ce, sizeof(ce)) < 0)
+		_exit(125);
+	_exit(125);
+}
+
+/* Our side of the child's set-up: failures here are XX. */
+static void child_setup(struct run *rn, const int fds[3], int err_fd)
+{
+	const struct al_agent_config *cfg = rn->a->cfg;
+	const struct al_limits *lim = rn->lim;
+	struct rlimit core = {0, 0}, fsize = {RLIM_INFINITY, RLIM_INFINITY};
+	sigset_t none;
+	int fd;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	for (int i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			child_fail(err_fd, "dup2");
+	if (setsid() < 0)
+		child_fail(err_fd, "setsid");
+	if (rn->procs_fd >= 0 && write(rn->procs_fd, "0", 1) < 0)
+		child_fail(err_fd, "join cgroup");
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		/* we are OOM-exempt; the step must not be */
+		if (write(fd, "0", 1) < 0 && cfg->init)
+			child_fail(err_fd, "oom_score_adj");
+		close(fd);
+	}
+	if (lim->file_size_mb)
+		fsize.rlim_cur = fsize.rlim_max = (rlim_t)lim->file_size_mb
+						  << 20;
+	if (setrlimit(RLIMIT_CORE, &core) < 0 ||
+	    (lim->file_size_mb && setrlimit(RLIMIT_FSIZE, &fsize) < 0))
+		child_fail(err_fd, "setrlimit");
+	if (cfg->drop_ids && (setgroups(0, NULL) < 0 || setgid(cfg->gid) < 0 ||
+			      setuid(cfg->uid) < 0))
+		child_fail(err_fd, "drop privileges");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(err_fd, "no_new_privs");
+}
+
+/* The job's side: failures here are the job's, reported like a shell. */
+static __attribute__((noreturn)) void child_exec(struct run *rn, char **env)
+{
+	const struct al_step *s = rn->step;
+	struct open_how how = {
+	    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	char *sh_argv[] = {"/bin/sh", "-c", s->sh, NULL};
+	char **argv = s->argc ? s->argv : sh_argv;
+	const char *cwd = s->cwd ? s->cwd : ".";
+	long fd;
+
+	fd = syscall(SYS_openat2, rn->a->work_fd, cwd, &how, sizeof(how));
+	if (fd < 0 || fchdir((int)fd) < 0) {
+		dprintf(2, "airlock: cwd %s: %s\n", cwd, strerror(errno));
+		_exit(127);
+	}
+	environ = env;
+	execvp(argv[0], argv);
+	dprintf(2, "airlock: %s: %s\n", argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* --- the parent ----------------------------------------------------------- */
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Fork the child with pipes; on success the parent ends are in rn. */
+static int spawn(struct run *rn, char **env)
+{
+	int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1};
+	int ep[2] = {-1, -1}, r = 0;
+	struct child_err ce;
+	ssize_t n;
+
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0 ||
+	    pipe2(e, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(rn->err, sizeof(rn->err), "pipe: %s", strerror(-r));
+		goto out;
+	}
+	rn->t0 = now_ms();
+	rn->pid = fork();
+	if (rn->pid < 0) {
+		r = -errno;
+		rn->pid = 0;
+		snprintf(rn->err, sizeof(rn->err), "fork: %s", strerror(-r));
+		goto out;
+	}
+	if (rn->pid == 0) {
+		const int fds[3] = {in[0], o[1], e[1]};
+
+		close(ep[0]);
+		child_setup(rn, fds, ep[1]);
+		child_exec(rn, env);
+	}
+	close_fd(&ep[1]);
+	do
+		n = read(ep[0], &ce, sizeof(ce));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(ce)) {
+		ce.what[sizeof(ce.what) - 1] = '\0';
+		snprintf(rn->err, sizeof(rn->err), "step setup: %s: %s",
+			 ce.what, strerror(ce.err));
+		r = -ce.err;
+		goto out;
+	}
+	rn->in_fd = in[1], in[1] = -1;
+	rn->out[0].fd = o[0], o[0] = -1;
+	rn->out[1].fd = e[0], e[0] = -1;
+	set_nonblock(rn->in_fd);
+	set_nonblock(rn->out[0].fd);
+	set_nonblock(rn->out[1].fd);
+	if (!rn->step->has_stdin || rn->step->stdin_.len == 0)
+		close_fd(&rn->in_fd);
+out:
+	close_fd(&in[0]), close_fd(&in[1]), close_fd(&o[0]), close_fd(&o[1]);
+	close_fd(&e[0]), close_fd(&e[1]), close_fd(&ep[0]), close_fd(&ep[1]);
+	return r;
+}
+
+static void feed_stdin(struct run *rn)
+{
+	const struct al_blob *b = &rn->step->stdin_;
+	ssize_t n;
+
+	while (rn->in_fd >= 0 && rn->in_off < b->len) {
+		n = write(rn->in_fd, b->data + rn->in_off, b->len - rn->in_off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0) /* EPIPE: the job closed its stdin; fine */
+			break;
+		rn->in_off += (size_t)n;
+	}
+	close_fd(&rn->in_fd);
+}
+
+/* Keep what fits under the cap; anything beyond means OL. */
+static int keep(struct run *rn, struct stream *st, const uint8_t *buf, size_t n)
+{
+	struct al_blob *b = st->keep;
+	size_t room = rn->out_cap - b->len, k = n < room ? n : room;
+
+	*st->total += n;
+	if (k) {
+		uint8_t *p = realloc(b->data, b->len + k + 1);
+
+		if (!p)
+			return -ENOMEM;
+		memcpy(p + b->len, buf, k);
+		b->data = p;
+		b->len += k;
+		b->data[b->len] = '\0';
+		if (rn->cb && rn->cb(rn->opaque, st->no, buf, k) < 0)
+			rn->cb = NULL;
+	}
+	if (k < n) {
+		*st->truncated = true;
+		kill_for(rn, AL_OL);
+	}
+	return 0;
+}
+
+static int drain(struct run *rn, struct stream *st)
+{
+	static uint8_t buf[CHUNK];
+	ssize_t n;
+
+	for (;;) {
+		n = read(st->fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			close_fd(&st->fd);
+			return 0;
+		}
+		if (keep(rn, st, buf, (size_t)n) < 0)
+			return -ENOMEM;
+	}
+}
+
+static int poll_timeout(struct run *rn)
+{
+	uint64_t t = now_ms(), end;
+
+	if (rn->kill_at)
+		end = rn->kill_at + KILL_GRACE_MS;
+	else
+		end = rn->t0 + rn->timeout_ms;
+	return t >= end ? 0 : (int)(end - t);
+}
+
+/* Poll until the child is reaped and both pipes hit EOF. */
+static int pump(struct run *rn)
+{
+	struct pollfd p[4];
+	int r;
+
+	while (!rn->exited || rn->out[0].fd >= 0 || rn->out[1].fd >= 0) {
+		p[0] = (struct pollfd){rn->a->sig_fd, POLLIN, 0};
+		p[1] = (struct pollfd){rn->in_fd, POLLOUT, 0};
+		p[2] = (struct pollfd){rn->out[0].fd, POLLIN, 0};
+		p[3] = (struct pollfd){rn->out[1].fd, POLLIN, 0};
+		r = poll(p, 4, poll_timeout(rn));
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r == 0 && rn->kill_at)
+			break; /* unkillable or fd held elsewhere: give up */
+		if (r == 0)
+			kill_for(rn, AL_TO);
+		if (r <= 0)
+			continue;
+		if (p[1].revents)
+			feed_stdin(rn);
+		for (int i = 0; i < 2; i++)
+			if (p[2 + i].revents && drain(rn, &rn->out[i]) < 0)
+				return -ENOMEM;
+		if (p[0].revents && !rn->exited &&
+		    al_agent_reap(rn->a, rn->pid, &rn->wstatus, &rn->ru)) {
+			rn->exited = true;
+			rn->t_end = now_ms();
+			kill_for(rn, AL_OK); /* whatever it left behind */
+		}
+	}
+	return 0;
+}
+
+/* Map how it ended onto the status vocabulary. */
+static void verdict(struct run *rn)
+{
+	struct al_step_result *res = rn->res;
+
+	if (WIFEXITED(rn->wstatus)) {
+		res->has_exit_code = true;
+		res->exit_code = WEXITSTATUS(rn->wstatus);
+	} else if (WIFSIGNALED(rn->wstatus)) {
+		res->signal = WTERMSIG(rn->wstatus);
+	}
+	if (rn->kill_why != AL_OK)
+		res->status = rn->kill_why;
+	else if (res->signal)
+		res->status = AL_SG;
+	else if (res->exit_code)
+		res->status = AL_RE;
+	else
+		res->status = AL_OK;
+	if (!rn->cg[0] || !res->cpu_ms)
+		res->cpu_ms = (uint64_t)(rn->ru.ru_utime.tv_sec +
+					 rn->ru.ru_stime.tv_sec) *
+				  1000 +
+			      (uint64_t)(rn->ru.ru_utime.tv_usec +
+					 rn->ru.ru_stime.tv_usec) /
+				  1000;
+	if (!res->max_rss_kb)
+		res->max_rss_kb = (uint64_t)rn->ru.ru_maxrss;
+	res->wall_ms = (rn->t_end ? rn->t_end : now_ms()) - rn->t0;
+}
+
+/* After a failed set-up the child exits by itself; reap it. */
+static void reap_child(struct run *rn)
+{
+	uint64_t deadline = now_ms() + EMPTY_WAIT_MS;
+	struct pollfd p = {rn->a->sig_fd, POLLIN, 0};
+
+	while (rn->pid > 0 && !rn->exited) {
+		if (al_agent_reap(rn->a, rn->pid, &rn->wstatus, &rn->ru)) {
+			rn->exited = true;
+			break;
+		}
+		if (now_ms() > deadline)
+			kill(rn->pid, SIGKILL);
+		poll(&p, 1, 100);
+	}
+}
+
+/* Our own failure: XX, with the reason where a human will see it. */
+static int fail_xx(struct run *rn)
+{
+	struct al_step_result *res = rn->res;
+
+	res->status = AL_XX;
+	free(res->error);
+	res->error = strdup(rn->err);
+	if (!res->error)
+		return -ENOMEM;
+	res->wall_ms = rn->t0 ? now_ms() - rn->t0 : 0;
+	return 0;
+}
+
+static void run_init(struct run *rn, struct al_agent *a,
+		     const struct al_step *step, const struct al_limits *lim)
+{
+	struct al_step_result *res = rn->res;
+
+	rn->a = a;
+	rn->step = step;
+	rn->lim = lim;
+	rn->procs_fd = rn->in_fd = rn->out[0].fd = rn->out[1].fd = -1;
+	rn->timeout_ms =
+	    step->timeout_ms ? step->timeout_ms : AL_AGENT_TIMEOUT_MS;
+	if (rn->timeout_ms > AL_TIMEOUT_MS_MAX)
+		rn->timeout_ms = AL_TIMEOUT_MS_MAX;
+	rn->out_cap =
+	    lim->output_bytes ? lim->output_bytes : AL_AGENT_OUTPUT_BYTES;
+	if (rn->out_cap > AL_OUTPUT_MAX)
+		rn->out_cap = AL_OUTPUT_MAX;
+	rn->out[0] = (struct stream){
+	    -1, 1, &res->stdout_, &res->stdout_truncated, &res->stdout_bytes};
+	rn->out[1] = (struct stream){
+	    -1, 2, &res->stderr_, &res->stderr_truncated, &res->stderr_bytes};
+}
+
+int al_exec_step(struct al_agent *a, const struct al_step *step,
+		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
+		 struct al_step_result *ret)
+{
+	struct run rn = {.res = ret, .cb = out, .opaque = opaque};
+	char **env = NULL;
+	int r = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (step->name && !(ret->name = strdup(step->name)))
+		return -ENOMEM;
+	run_init(&rn, a, step, lim);
+	a->step_no++;
+	env = build_env(a, step);
+	if (!env) {
+		snprintf(rn.err, sizeof(rn.err), "out of memory");
+		goto out;
+	}
+	if (a->cfg->cgroup_root && cg_create(&rn, lim) < 0)
+		goto out;
+	if (spawn(&rn, env) < 0)
+		goto out;
+	r = pump(&rn);
+	if (r < 0)
+		snprintf(rn.err, sizeof(rn.err), "step i/o: %s", strerror(-r));
+out:
+	kill_all(&rn);
+	reap_child(&rn);
+	close_fd(&rn.in_fd), close_fd(&rn.out[0].fd), close_fd(&rn.out[1].fd);
+	close_fd(&rn.procs_fd);
+	cg_finish(&rn);
+	free_env(env);
+	if (rn.err[0])
+		return fail_xx(&rn);
+	verdict(&rn);
+	return 0;
+}

@@ -1,0 +1,213 @@
+/* files.c: write a job's files into the work dir and read collected ones.
+ *
+ * We run as root and the work dir belongs to the job, which may have left
+ * symlinks anywhere in it. Writes therefore walk the path one component at
+ * a time with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), and reads
+ * resolve beneath the work dir (relative symlinks inside it are fine,
+ * nothing outside is reachable) and accept regular files only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define FILES_OVERHEAD (1u << 20) /* frame room kept for paths and headers */
+
+static int open_beneath(int dir, const char *path, int flags, mode_t mode,
+			uint64_t resolve)
+{
+	struct open_how how = {
+	    .flags = (uint64_t)flags | O_CLOEXEC,
+	    .mode = flags & O_CREAT ? mode : 0,
+	    .resolve = resolve,
+	};
+	long fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static void give_to_job(const struct al_agent *a, int fd)
+{
+	if (a->cfg->drop_ids && fchown(fd, a->cfg->uid, a->cfg->gid) < 0)
+		al_agent_log("fchown: %s", strerror(errno));
+}
+
+/* Open (creating) the parent directory of `path`; *ret_name points at the
+ * last component. */
+static int open_parent(const struct al_agent *a, char *path, char **ret_name)
+{
+	const uint64_t res = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+	char *comp = path, *slash;
+	int dir = dup(a->work_fd), next;
+
+	if (dir < 0)
+		return -errno;
+	while ((slash = strchr(comp, '/'))) {
+		*slash = '\0';
+		if (mkdirat(dir, comp, 0755) == 0) {
+			next = open_beneath(dir, comp, O_RDONLY | O_DIRECTORY,
+					    0, res);
+			if (next >= 0)
+				give_to_job(a, next);
+		} else if (errno == EEXIST) {
+			next = open_beneath(dir, comp, O_PATH | O_DIRECTORY, 0,
+					    res);
+		} else {
+			next = -errno;
+		}
+		*slash = '/';
+		close(dir);
+		if (next < 0)
+			return next;
+		dir = next;
+		comp = slash + 1;
+	}
+	*ret_name = comp;
+	return dir;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int put_one(const struct al_agent *a, const struct al_file *f)
+{
+	char *path = strdup(f->path), *name;
+	int dir = -1, fd = -1, r;
+
+	if (!path)
+		return -ENOMEM;
+	r = dir = open_parent(a, path, &name);
+	if (r < 0)
+		goto out;
+	r = fd = open_beneath(dir, name, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+			      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+	if (r < 0)
+		goto out;
+	give_to_job(a, fd);
+	r = write_all(fd, f->content.data, f->content.len);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+	free(path);
+	return r;
+}
+
+int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,
+		 size_t err_size)
+{
+	int r;
+
+	for (size_t i = 0; i < f->n_files; i++) {
+		r = put_one(a, &f->files[i]);
+		if (r < 0) {
+			/* the path came from the host: fine to echo */
+			snprintf(err, err_size, "put %s: %s", f->files[i].path,
+				 strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Read one regular file of at most `budget` bytes; -ENOENT for anything
+ * that should be reported missing. */
+static int get_one(const struct al_agent *a, const char *path, size_t budget,
+		   struct al_blob *ret)
+{
+	struct stat st;
+	size_t got = 0;
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = open_beneath(a->work_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0,
+			  RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+	if (fd < 0)
+		return fd == -ENOMEM ? fd : -ENOENT;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > budget) {
+		r = -ENOENT;
+		goto out;
+	}
+	ret->data = malloc((size_t)st.st_size + 1);
+	if (!ret->data) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (got < (size_t)st.st_size) {
+		n = read(fd, ret->data + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* shrank under us: send what is there */
+		got += (size_t)n;
+	}
+	ret->data[got] = '\0';
+	ret->len = got;
+out:
+	close(fd);
+	return r;
+}
+
+int al_files_get(struct al_agent *a, const struct al_msg_get_files *g,
+		 struct al_msg_files *ret)
+{
+	size_t budget = AL_FRAME_MAX - FILES_OVERHEAD;
+	size_t n = g->n_paths ? g->n_paths : 1;
+	struct al_msg_files f = {0};
+	int r = -ENOMEM;
+
+	if (g->max_bytes && g->max_bytes < budget)
+		budget = (size_t)g->max_bytes;
+	f.files = calloc(n, sizeof(*f.files));
+	f.missing = calloc(n, sizeof(*f.missing));
+	if (!f.files || !f.missing)
+		goto out;
+	for (size_t i = 0; i < g->n_paths; i++) {
+		struct al_file *file = &f.files[f.n_files];
+
+		r = get_one(a, g->paths[i], budget, &file->content);
+		if (r == -ENOENT) {
+			if (!(f.missing[f.n_missing++] = strdup(g->paths[i])))
+				goto out;
+			continue;
+		}
+		if (r < 0 || !(file->path = strdup(g->paths[i])))
+			goto out;
+		f.n_files++;
+		budget -= file->content.len;
+	}
+	*ret = f;
+	return 0;
+out:
+	for (size_t i = 0; i <= f.n_files && f.files; i++) {
+		free(f.files[i].path);
+		free(f.files[i].content.data);
+	}
+	for (size_t i = 0; i < f.n_missing; i++)
+		free(f.missing[i]);
+	free(f.files);
+	free(f.missing);
+	return r < 0 ? r : -ENOMEM;
+}

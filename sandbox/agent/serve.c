@@ -1,0 +1,492 @@
+/* serve.c: the agent's request loop on its channels (see results/proto.h).
+ *
+ * One poll loop, one request at a time. In the guest the channels are the
+ * virtio-serial port `org.airlock.agent` and, when the vsock module loaded,
+ * an AF_VSOCK listener on port 1024 (a new connection replaces the old one:
+ * after a snapshot restore the host simply reconnects). A virtio-serial port
+ * reports POLLHUP for as long as no host is connected, so a hung-up port
+ * leaves the poll set and is re-checked on a short timer; any partial frame
+ * is dropped, so the guest never notices a reconnect. The loop also reaps
+ * zombies (we are PID 1) and never exits in the guest.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/random.h>
+#include <linux/vm_sockets.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "version.h"
+
+#define SEND_TIMEOUT_MS 60000 /* a host that stops reading loses the reply */
+#define RECHECK_MS	200   /* re-check a hung-up or missing port */
+
+struct chan {
+	int fd;	    /* -1 when closed */
+	bool vport; /* virtio-serial: keep the fd across hangups */
+	bool hup;   /* vport with no host connected */
+	struct al_frame_reader rd; /* the request being read */
+};
+
+typedef int (*handler_fn)(struct al_agent *a, struct chan *c,
+			  struct al_msg *req, struct al_msg *rep, char *err,
+			  size_t err_size);
+
+/* --- sending -------------------------------------------------------------- */
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	struct pollfd p = {fd, POLLOUT, 0};
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			return -errno;
+		n = poll(&p, 1, SEND_TIMEOUT_MS);
+		if (n == 0)
+			return -ETIMEDOUT;
+		if (n > 0 && (p.revents & (POLLHUP | POLLERR)))
+			return -EPIPE;
+	}
+	return 0;
+}
+
+static int chan_send(struct chan *c, const struct al_msg *m)
+{
+	char *buf = NULL;
+	size_t len;
+	int r;
+
+	r = al_msg_encode(m, &buf, &len);
+	if (r < 0)
+		return r;
+	r = write_all(c->fd, buf, len);
+	free(buf);
+	return r;
+}
+
+static int send_error(struct chan *c, const char *msg)
+{
+	struct al_msg m = {.type = AL_MSG_ERROR};
+
+	m.u.error.msg = (char *)msg;
+	return chan_send(c, &m);
+}
+
+/* --- handlers ------------------------------------------------------------- */
+
+/* airlock.template=NAME from the kernel command line, or NULL. */
+static char *cmdline_template(void)
+{
+	char buf[4096], *p, *e;
+	ssize_t n;
+	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	for (p = strtok_r(buf, " \n", &e); p; p = strtok_r(NULL, " \n", &e))
+		if (!strncmp(p, "airlock.template=", 17) &&
+		    strlen(p + 17) <= AL_NAME_MAX)
+			return strdup(p + 17);
+	return NULL;
+}
+
+static int on_hello(struct al_agent *a, struct chan *c, struct al_msg *req,
+		    struct al_msg *rep, char *err, size_t err_size)
+{
+	struct utsname u;
+
+	(void)a, (void)c, (void)req, (void)err, (void)err_size;
+	rep->type = AL_MSG_HELLO;
+	rep->u.hello.v = AL_PROTO_VERSION;
+	rep->u.hello.agent = strdup(AIRLOCK_VERSION);
+	if (uname(&u) == 0)
+		rep->u.hello.kernel = strdup(u.release);
+	rep->u.hello.template_ = cmdline_template();
+	return rep->u.hello.agent ? 0 : -ENOMEM;
+}
+
+static int add_entropy(const struct al_blob *b)
+{
+	struct {
+		struct rand_pool_info info;
+		uint8_t buf[AL_ENTROPY_MAX];
+	} pool;
+	int fd, r = 0;
+
+	pool.info.entropy_count = (int)b->len * 8;
+	pool.info.buf_size = (int)b->len;
+	memcpy(pool.info.buf, b->data, b->len);
+	fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, RNDADDENTROPY, &pool.info) < 0 ||
+	    ioctl(fd, RNDRESEEDCRNG) < 0)
+		r = -errno;
+	close(fd);
+	explicit_bzero(&pool, sizeof(pool));
+	return r;
+}
+
+static int on_reseed(struct al_agent *a, struct chan *c, struct al_msg *req,
+		     struct al_msg *rep, char *err, size_t err_size)
+{
+	const struct al_msg_reseed *rs = &req->u.reseed;
+	struct timespec ts = {(time_t)(rs->time_ns / 1000000000u),
+			      (long)(rs->time_ns % 1000000000u)};
+	int r;
+
+	(void)c;
+	rep->type = AL_MSG_OK;
+	if (!a->cfg->init) /* host tests: never touch the host's clock */
+		return 0;
+	r = add_entropy(&rs->entropy);
+	if (r < 0) {
+		snprintf(err, err_size, "add entropy: %s", strerror(-r));
+		return r;
+	}
+	if (clock_settime(CLOCK_REALTIME, &ts) < 0) {
+		r = -errno;
+		snprintf(err, err_size, "set clock: %s", strerror(-r));
+	}
+	return r;
+}
+
+static int on_setup(struct al_agent *a, struct chan *c, struct al_msg *req,
+		    struct al_msg *rep, char *err, size_t err_size)
+{
+	(void)c;
+	rep->type = AL_MSG_OK;
+	a->limits = req->u.setup.limits;
+	return al_agent_apply_limits(a, &a->limits, err, err_size);
+}
+
+static int on_put_files(struct al_agent *a, struct chan *c, struct al_msg *req,
+			struct al_msg *rep, char *err, size_t err_size)
+{
+	(void)c;
+	rep->type = AL_MSG_OK;
+	return al_files_put(a, &req->u.files, err, err_size);
+}
+
+static int stream_out(void *opaque, int fd, const void *data, size_t len)
+{
+	struct al_msg m = {.type = AL_MSG_OUT};
+
+	m.u.out.fd = (uint32_t)fd;
+	m.u.out.data.data = (uint8_t *)data;
+	m.u.out.data.len = len;
+	return chan_send(opaque, &m);
+}
+
+/* The step's limits: its own where given, else those of `setup`. */
+static void merge_limits(const struct al_limits *base,
+			 const struct al_limits *over, struct al_limits *ret)
+{
+	const uint32_t *b = (const uint32_t *)base;
+	const uint32_t *o = (const uint32_t *)over;
+	uint32_t *r = (uint32_t *)ret;
+
+	for (size_t i = 0; i < sizeof(*ret) / sizeof(uint32_t); i++)
+		r[i] = o[i] ? o[i] : b[i];
+}
+
+static int on_run_step(struct al_agent *a, struct chan *c, struct al_msg *req,
+		       struct al_msg *rep, char *err, size_t err_size)
+{
+	struct al_msg_run_step *rs = &req->u.run_step;
+	struct al_limits lim;
+	int r;
+
+	merge_limits(&a->limits, &rs->limits, &lim);
+	r = al_exec_step(a, &rs->step, &lim, rs->stream ? stream_out : NULL, c,
+			 &rep->u.exit.result);
+	if (r < 0) {
+		snprintf(err, err_size, "run step: %s", strerror(-r));
+		return r;
+	}
+	rep->type = AL_MSG_EXIT;
+	return 0;
+}
+
+static int on_get_files(struct al_agent *a, struct chan *c, struct al_msg *req,
+			struct al_msg *rep, char *err, size_t err_size)
+{
+	int r;
+
+	(void)c;
+	r = al_files_get(a, &req->u.get_files, &rep->u.files);
+	if (r < 0) {
+		snprintf(err, err_size, "get files: %s", strerror(-r));
+		return r;
+	}
+	rep->type = AL_MSG_FILES;
+	return 0;
+}
+
+static int on_ping(struct al_agent *a, struct chan *c, struct al_msg *req,
+		   struct al_msg *rep, char *err, size_t err_size)
+{
+	(void)a, (void)c, (void)req, (void)err, (void)err_size;
+	rep->type = AL_MSG_PONG;
+	return 0;
+}
+
+static const handler_fn handlers[AL_MSG_TYPE_COUNT] = {
+    [AL_MSG_HELLO] = on_hello,	     [AL_MSG_RESEED] = on_reseed,
+    [AL_MSG_SETUP] = on_setup,	     [AL_MSG_PUT_FILES] = on_put_files,
+    [AL_MSG_RUN_STEP] = on_run_step, [AL_MSG_GET_FILES] = on_get_files,
+    [AL_MSG_PING] = on_ping,
+};
+
+/* Decode one request, run its handler, send the reply. */
+static int handle(struct al_agent *a, struct chan *c, const uint8_t *body,
+		  size_t len)
+{
+	struct al_msg req = {0}, rep = {0};
+	struct al_diags d;
+	char err[512] = "";
+	int r;
+
+	al_diags_init(&d);
+	r = al_msg_decode(body, len, &req, &d);
+	if (r < 0) {
+		al_diags_format(&d, err, sizeof(err));
+		r = send_error(c, err[0] ? err : "bad request");
+		goto out;
+	}
+	if (!handlers[req.type]) {
+		r = send_error(c, "not a request");
+		goto out;
+	}
+	r = handlers[req.type](a, c, &req, &rep, err, sizeof(err));
+	if (r < 0 && !err[0])
+		snprintf(err, sizeof(err), "%s: %s", al_msg_type_name(req.type),
+			 strerror(-r));
+	r = r < 0 ? send_error(c, err) : chan_send(c, &rep);
+out:
+	al_msg_release(&rep);
+	al_msg_release(&req);
+	return r;
+}
+
+/* --- channels ------------------------------------------------------------- */
+
+static void chan_close(struct chan *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->hup = false;
+	al_frame_reader_release(&c->rd);
+}
+
+/* Read what is there; handle a request once it is complete. Returns 0,
+ * or -EPIPE when the peer is gone. */
+static int chan_read(struct al_agent *a, struct chan *c)
+{
+	static uint8_t buf[64u << 10];
+	size_t want = al_frame_reader_want(&c->rd);
+	uint8_t *body;
+	size_t len;
+	ssize_t n;
+	long used;
+
+	n = read(c->fd, buf, want < sizeof(buf) ? want : sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0)
+		return -EPIPE;
+	used = al_frame_reader_feed(&c->rd, buf, (size_t)n);
+	if (used < 0) {
+		send_error(c, "bad frame length");
+		return -EPIPE; /* no way to resynchronise */
+	}
+	if (al_frame_reader_take(&c->rd, &body, &len) < 0)
+		return 0;
+	if (handle(a, c, body, len) < 0)
+		al_agent_log("reply failed; dropping the connection");
+	free(body);
+	return 0;
+}
+
+/* Serve a single fd until EOF (host tests, --serve-fd / --socket). */
+static int serve_one(struct al_agent *a, int fd)
+{
+	struct chan c = {.fd = fd};
+	struct pollfd p[2];
+
+	al_frame_reader_init(&c.rd, AL_FRAME_MAX);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		p[0] = (struct pollfd){a->sig_fd, POLLIN, 0};
+		p[1] = (struct pollfd){c.fd, POLLIN, 0};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			al_agent_reap(a, -1, NULL, NULL);
+		if (p[1].revents && chan_read(a, &c) < 0)
+			break;
+	}
+	chan_close(&c);
+	return 0;
+}
+
+/* Open the virtio-serial port named AL_AGENT_VPORT, or -errno. */
+static int vport_open(void)
+{
+	char path[300], name[64];
+	struct dirent *de;
+	DIR *dir = opendir("/sys/class/virtio-ports");
+	int fd = -ENOENT, nfd;
+	ssize_t n;
+
+	if (!dir)
+		return -errno;
+	while (fd < 0 && (de = readdir(dir))) {
+		if (strncmp(de->d_name, "vport", 5))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/virtio-ports/%s/name",
+			 de->d_name);
+		nfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (nfd < 0)
+			continue;
+		n = read(nfd, name, sizeof(name) - 1);
+		close(nfd);
+		if (n <= 0)
+			continue;
+		name[n] = '\0';
+		name[strcspn(name, "\n")] = '\0';
+		if (strcmp(name, AL_AGENT_VPORT))
+			continue;
+		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			fd = -errno;
+	}
+	closedir(dir);
+	return fd;
+}
+
+static int vsock_listen(void)
+{
+	struct sockaddr_vm sa = {
+	    .svm_family = AF_VSOCK,
+	    .svm_cid = VMADDR_CID_ANY,
+	    .svm_port = AL_AGENT_VSOCK_PORT,
+	};
+	int fd =
+	    socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, 4) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* The vport came back (host reconnected) or appeared (driver bound). */
+static void vport_recheck(struct chan *vp)
+{
+	struct pollfd p = {vp->fd, POLLIN, 0};
+	int fd;
+
+	if (vp->fd < 0) {
+		fd = vport_open();
+		if (fd >= 0) {
+			vp->fd = fd;
+			vp->hup = true; /* check for a host below */
+			al_agent_log("virtio-serial port %s open",
+				     AL_AGENT_VPORT);
+		}
+	}
+	if (vp->fd >= 0 && vp->hup && poll(&p, 1, 0) >= 0 &&
+	    !(p.revents & POLLHUP))
+		vp->hup = false;
+}
+
+static void vsock_accept(int lfd, struct chan *vs)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	chan_close(vs); /* a reconnect replaces the old connection */
+	vs->fd = fd;
+	al_frame_reader_init(&vs->rd, AL_FRAME_MAX);
+}
+
+/* One round of the guest loop: poll, then act on what is ready. */
+static void guest_round(struct al_agent *a, struct chan *vp, struct chan *vs,
+			int lfd)
+{
+	struct pollfd p[4] = {
+	    {a->sig_fd, POLLIN, 0},
+	    {lfd, POLLIN, 0},
+	    {vp->hup ? -1 : vp->fd, POLLIN, 0},
+	    {vs->fd, POLLIN, 0},
+	};
+	int timeout = vp->fd < 0 || vp->hup ? RECHECK_MS : -1;
+
+	if (poll(p, 4, timeout) < 0)
+		return;
+	if (p[0].revents)
+		al_agent_reap(a, -1, NULL, NULL);
+	if (p[1].revents)
+		vsock_accept(lfd, vs);
+	if (p[2].revents & POLLIN && chan_read(a, vp) < 0)
+		p[2].revents |= POLLHUP;
+	if (p[2].revents & (POLLHUP | POLLERR)) {
+		vp->hup = true;
+		al_frame_reader_reset(&vp->rd);
+	}
+	if (p[3].revents && chan_read(a, vs) < 0)
+		chan_close(vs);
+	vport_recheck(vp);
+}
+
+int al_agent_serve(struct al_agent *a, int fd)
+{
+	struct chan vp = {.fd = -1, .vport = true}, vs = {.fd = -1};
+	int lfd;
+
+	if (fd >= 0)
+		return serve_one(a, fd);
+	al_frame_reader_init(&vp.rd, AL_FRAME_MAX);
+	al_frame_reader_init(&vs.rd, AL_FRAME_MAX);
+	lfd = vsock_listen();
+	if (lfd < 0)
+		al_agent_log("no vsock (%s); virtio-serial only",
+			     strerror(-lfd));
+	vport_recheck(&vp);
+	al_agent_log("ready");
+	for (;;)
+		guest_round(a, &vp, &vs, lfd);
+}

@@ -1,0 +1,78 @@
+/* agent_client.h: the host side of the guest agent protocol.
+ *
+ * Every byte from the guest is hostile: replies are read with a deadline,
+ * frames are capped before anything is allocated, decoded with bounds, and
+ * anything but the expected reply type fails the call. The guest's `error`
+ * text is kept escaped and truncated in `error` for the caller to log.
+ *
+ * Using it:
+ *
+ *  1. Connect a stream to the guest (QEMU's virtio-serial chardev socket,
+ *     a vsock, or a socketpair in tests) and al_agent_client_init() on it.
+ *     The fd stays the caller's; it may be blocking or not.
+ *  2. Call al_agent_client_hello() first, then reseed, setup, put_files,
+ *     run_step (as often as there are steps), get_files. Each call sends one
+ *     request and waits at most `timeout_ms` for its reply.
+ *  3. A call that fails with anything but -EPROTO (the guest answered
+ *     `error`) leaves the stream in an unknown state: the client is then
+ *     `broken` and every later call fails with -EPIPE. Destroy the VM.
+ *  4. al_agent_client_release() frees the reader; it does not close fd.
+ *
+ * Errors: -ETIMEDOUT, -EPIPE (closed or broken), -EPROTO (guest `error` or
+ * an unexpected reply), -EBADMSG (malformed reply), -EMSGSIZE (frame over
+ * the cap), -ENOMEM, or another -errno from the socket.
+ */
+#ifndef AL_AGENT_CLIENT_H
+#define AL_AGENT_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+#define AL_AGENT_CLIENT_ERROR_MAX 200 /* kept bytes of a guest error */
+
+struct al_agent_client {
+	int fd;			   /* connected stream to the agent */
+	bool broken;		   /* stream state unknown: stop using it */
+	struct al_frame_reader rd; /* reply being read */
+	char error[AL_AGENT_CLIENT_ERROR_MAX +
+		   1]; /* last guest error, escaped */
+};
+
+/* Streamed output while a step runs; `fd` is 1 or 2. */
+typedef void (*al_agent_out_fn)(void *opaque, int fd, const uint8_t *data,
+				size_t len);
+
+void al_agent_client_init(struct al_agent_client *c, int fd);
+void al_agent_client_release(struct al_agent_client *c);
+
+/* hello: *ret gets the agent's facts (al_agent_client_hello_release). */
+int al_agent_client_hello(struct al_agent_client *c, int timeout_ms,
+			  struct al_msg_hello *ret);
+void al_agent_client_hello_release(struct al_msg_hello *h);
+/* Fresh entropy (AL_ENTROPY_MIN..MAX bytes) and the wall clock. */
+int al_agent_client_reseed(struct al_agent_client *c, const void *entropy,
+			   size_t len, uint64_t time_ns, int timeout_ms);
+int al_agent_client_setup(struct al_agent_client *c,
+			  const struct al_limits *limits, int timeout_ms);
+int al_agent_client_put_files(struct al_agent_client *c,
+			      const struct al_file *files, size_t n,
+			      int timeout_ms);
+/* Run one step; `out` (may be NULL) sees output as it is produced. On
+ * success *ret holds the result (al_step_result_release it). */
+int al_agent_client_run_step(struct al_agent_client *c,
+			     const struct al_step *step,
+			     const struct al_limits *limits,
+			     al_agent_out_fn out, void *opaque, int timeout_ms,
+			     struct al_step_result *ret);
+/* Bring files back; *ret holds files and missing paths (free with
+ * al_agent_client_files_release). */
+int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
+			      size_t n, uint64_t max_bytes, int timeout_ms,
+			      struct al_msg_files *ret);
+void al_agent_client_files_release(struct al_msg_files *f);
+int al_agent_client_ping(struct al_agent_client *c, int timeout_ms);
+
+#endif

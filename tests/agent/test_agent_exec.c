@@ -1,0 +1,548 @@
+/* test_agent_exec.c: the step executor through agent_client, on the host.
+ *
+ * Each test starts airlock-agent-host --serve-fd on one end of a socketpair
+ * and drives it with al_agent_client, running real commands. Without
+ * arguments steps run as ourselves and are killed by process group (no root
+ * needed). With --cgroup the agent gets a cgroup2 subtree of its own and
+ * steps run as uid 1000, as in the guest; that needs root and a cgroup2
+ * mount, and every test skips with the reason when the host has neither.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent_client.h"
+
+#define CALL_MS 30000
+
+static struct {
+	bool cgroup;	   /* --cgroup mode */
+	char cg_root[512]; /* our cgroup subtree, --cgroup only */
+	const char *skip;  /* why every test skips, NULL = run */
+} g;
+
+struct fx {
+	pid_t agent;		  /* the agent process */
+	int fd;			  /* our end of the socketpair */
+	char work[64];		  /* its work dir */
+	struct al_agent_client c; /* client on fd */
+};
+
+/* --- set-up ----------------------------------------------------------------
+ */
+
+static bool cgroup2_mount(char *ret, size_t size)
+{
+	char line[1024], mnt[256], type[64];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %255s %63s", mnt, type) == 2 &&
+		    !strcmp(type, "cgroup2")) {
+			snprintf(ret, size, "%s", mnt);
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
+static int group_setup(void **state)
+{
+	char mnt[256], kill_file[600];
+
+	(void)state;
+	if (!g.cgroup)
+		return 0;
+	if (geteuid() != 0) {
+		g.skip = "--cgroup needs root";
+	} else if (!cgroup2_mount(mnt, sizeof(mnt))) {
+		g.skip = "no cgroup2 mount on this host";
+	} else {
+		snprintf(g.cg_root, sizeof(g.cg_root), "%s/airlock-test-%d",
+			 mnt, (int)getpid());
+		snprintf(kill_file, sizeof(kill_file), "%s/cgroup.kill",
+			 g.cg_root);
+		if (mkdir(g.cg_root, 0755) < 0)
+			g.skip = "cannot create a cgroup (not delegated)";
+		else if (access(kill_file, W_OK) < 0)
+			g.skip = "no cgroup.kill (kernel older than 5.14)";
+	}
+	if (g.skip)
+		print_message("skipping all: %s\n", g.skip);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	char job[600];
+
+	(void)state;
+	if (g.cg_root[0]) {
+		snprintf(job, sizeof(job), "%s/job", g.cg_root);
+		rmdir(job);
+		rmdir(g.cg_root);
+	}
+	return 0;
+}
+
+static int setup(void **state)
+{
+	static struct fx f;
+	int sv[2];
+	char fdarg[16];
+
+	if (g.skip)
+		return 0;
+	memset(&f, 0, sizeof(f));
+	snprintf(f.work, sizeof(f.work), "/tmp/al-agent-XXXXXX");
+	assert_non_null(mkdtemp(f.work));
+	if (g.cgroup) {
+		assert_int_equal(chown(f.work, 1000, 1000), 0);
+		assert_int_equal(chmod(f.work, 0755), 0);
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+			 0);
+	f.agent = fork();
+	assert_true(f.agent >= 0);
+	if (f.agent == 0) {
+		dup2(sv[1], 3); /* clears close-on-exec */
+		snprintf(fdarg, sizeof(fdarg), "%d", 3);
+		if (g.cgroup)
+			execl(AL_AGENT_BIN, "airlock-agent", "--serve-fd",
+			      fdarg, "--work-dir", f.work, "--cgroup-root",
+			      g.cg_root, (char *)NULL);
+		else
+			execl(AL_AGENT_BIN, "airlock-agent", "--serve-fd",
+			      fdarg, "--work-dir", f.work, "--as-self",
+			      (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	f.fd = sv[0];
+	al_agent_client_init(&f.c, f.fd);
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+	pid_t done = 0;
+	int st = 0;
+
+	if (g.skip)
+		return 0;
+	al_agent_client_release(&f->c);
+	close(f->fd);
+	for (int i = 0; i < 500 && !done; i++) {
+		done = waitpid(f->agent, &st, WNOHANG);
+		if (!done)
+			usleep(10000);
+	}
+	if (!done) {
+		kill(f->agent, SIGKILL);
+		waitpid(f->agent, &st, 0);
+	}
+	/* EOF ends the agent cleanly (and, sanitized, without leaks) */
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->work);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+#define SKIP_UNLESS_READY()                                                    \
+	do {                                                                   \
+		if (g.skip)                                                    \
+			skip();                                                \
+	} while (0)
+
+/* --- helpers ---------------------------------------------------------------
+ */
+
+static void run(struct fx *f, struct al_step *s, uint32_t out_cap,
+		struct al_step_result *res)
+{
+	struct al_limits lim = {.output_bytes = out_cap};
+
+	assert_int_equal(al_agent_client_run_step(&f->c, s, &lim, NULL, NULL,
+						  CALL_MS * 2, res),
+			 0);
+}
+
+static void run_sh(struct fx *f, const char *sh, uint32_t timeout_ms,
+		   struct al_step_result *res)
+{
+	struct al_step s = {.sh = (char *)sh, .timeout_ms = timeout_ms};
+
+	run(f, &s, 0, res);
+}
+
+static void blob_is(const struct al_blob *b, const char *s)
+{
+	assert_int_equal(b->len, strlen(s));
+	if (b->len)
+		assert_memory_equal(b->data, s, b->len);
+}
+
+/* --- tests -----------------------------------------------------------------
+ */
+
+static void test_hello_ping(void **state)
+{
+	struct fx *f = *state;
+	struct al_msg_hello h;
+
+	SKIP_UNLESS_READY();
+	assert_int_equal(al_agent_client_hello(&f->c, CALL_MS, &h), 0);
+	assert_int_equal(h.v, AL_PROTO_VERSION);
+	assert_non_null(h.agent);
+	assert_non_null(h.kernel);
+	al_agent_client_hello_release(&h);
+	assert_int_equal(al_agent_client_ping(&f->c, CALL_MS), 0);
+}
+
+static void test_echo(void **state)
+{
+	struct fx *f = *state;
+	char *argv[] = {"echo", "hello", "world", NULL};
+	struct al_step s = {.argv = argv, .argc = 3};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	assert_true(res.has_exit_code);
+	assert_int_equal(res.exit_code, 0);
+	blob_is(&res.stdout_, "hello world\n");
+	blob_is(&res.stderr_, "");
+	al_step_result_release(&res);
+}
+
+static void test_stdin_10mb(void **state)
+{
+	struct fx *f = *state;
+	char *argv[] = {"cat", NULL};
+	size_t n = 10u << 20;
+	uint8_t *in = malloc(n);
+	struct al_step s = {.argv = argv, .argc = 1, .has_stdin = true};
+	struct al_step_result res;
+	uint32_t x = 42;
+
+	SKIP_UNLESS_READY();
+	assert_non_null(in);
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1664525u + 1013904223u;
+		in[i] = (uint8_t)(x >> 24);
+	}
+	s.stdin_ = (struct al_blob){in, n};
+	s.timeout_ms = 60000;
+	run(f, &s, 16u << 20, &res);
+	assert_int_equal(res.status, AL_OK);
+	assert_int_equal(res.stdout_.len, n);
+	assert_memory_equal(res.stdout_.data, in, n);
+	assert_false(res.stdout_truncated);
+	assert_int_equal(res.stdout_bytes, n);
+	al_step_result_release(&res);
+	free(in);
+}
+
+static void test_binary_output(void **state)
+{
+	struct fx *f = *state;
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run_sh(f, "printf '\\000\\377\\001x'; printf '\\376' >&2", 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	assert_int_equal(res.stdout_.len, 4);
+	assert_memory_equal(res.stdout_.data, "\0\377\001x", 4);
+	assert_int_equal(res.stderr_.len, 1);
+	assert_int_equal(res.stderr_.data[0], 0xfe);
+	al_step_result_release(&res);
+}
+
+static void test_timeout(void **state)
+{
+	struct fx *f = *state;
+	char *argv[] = {"sleep", "5", NULL};
+	struct al_step s = {.argv = argv, .argc = 2, .timeout_ms = 500};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_TO);
+	assert_false(res.has_exit_code);
+	assert_int_equal(res.signal, SIGKILL);
+	assert_true(res.wall_ms >= 500);
+	assert_true(res.wall_ms < 3000);
+	al_step_result_release(&res);
+}
+
+static void test_output_cap(void **state)
+{
+	struct fx *f = *state;
+	struct al_step s = {.sh = "yes | head -c 50M", .timeout_ms = 20000};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run(f, &s, 1u << 20, &res);
+	assert_int_equal(res.status, AL_OL);
+	assert_int_equal(res.stdout_.len, 1u << 20);
+	assert_true(res.stdout_truncated);
+	assert_true(res.stdout_bytes > (1u << 20));
+	for (size_t i = 0; i < res.stdout_.len; i++)
+		assert_int_equal(res.stdout_.data[i], i % 2 ? '\n' : 'y');
+	al_step_result_release(&res);
+}
+
+static void test_exit_codes(void **state)
+{
+	struct fx *f = *state;
+	char *argv[] = {"/nonexistent/prog", NULL};
+	struct al_step s = {.argv = argv, .argc = 1};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run_sh(f, "echo out; echo err >&2; exit 3", 0, &res);
+	assert_int_equal(res.status, AL_RE);
+	assert_int_equal(res.exit_code, 3);
+	blob_is(&res.stdout_, "out\n");
+	blob_is(&res.stderr_, "err\n");
+	al_step_result_release(&res);
+
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_RE);
+	assert_int_equal(res.exit_code, 127);
+	assert_non_null(strstr((char *)res.stderr_.data, "/nonexistent/prog"));
+	al_step_result_release(&res);
+}
+
+static void test_signal(void **state)
+{
+	struct fx *f = *state;
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run_sh(f, "kill -SEGV $$", 0, &res);
+	assert_int_equal(res.status, AL_SG);
+	assert_int_equal(res.signal, SIGSEGV);
+	assert_false(res.has_exit_code);
+	al_step_result_release(&res);
+}
+
+static void test_env(void **state)
+{
+	struct fx *f = *state;
+	struct al_env env[] = {{"FOO", "bar baz"}, {"LANG", "C"}};
+	struct al_step s = {
+	    .sh = "printf '%s|%s|%s|%s' \"$FOO\" \"$LANG\" \"$TMPDIR\" "
+		  "\"$(env | grep -c '^SECRET_HOST=')\"",
+	    .env = env,
+	    .n_env = 2};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	setenv("SECRET_HOST", "leak", 1); /* must not reach the step */
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	blob_is(&res.stdout_, "bar baz|C|/tmp|0");
+	al_step_result_release(&res);
+}
+
+static void test_cwd_and_files(void **state)
+{
+	struct fx *f = *state;
+	struct al_file files[] = {{"sub/dir/a.txt", {(uint8_t *)"hello", 5}}};
+	char *argv[] = {"cat", "a.txt", NULL};
+	char *paths[] = {"sub/dir/a.txt", "nope", "up/etc/passwd", "out.bin"};
+	struct al_step s = {.argv = argv, .argc = 2, .cwd = "sub/dir"};
+	struct al_step_result res;
+	struct al_msg_files got;
+
+	SKIP_UNLESS_READY();
+	assert_int_equal(al_agent_client_put_files(&f->c, files, 1, CALL_MS),
+			 0);
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	blob_is(&res.stdout_, "hello");
+	al_step_result_release(&res);
+
+	/* a symlink out of the work dir is no way out */
+	run_sh(f, "ln -s / up && printf '\\000\\001' > out.bin", 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	al_step_result_release(&res);
+	s.cwd = "up";
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_RE);
+	assert_int_equal(res.exit_code, 127);
+	al_step_result_release(&res);
+
+	assert_int_equal(
+	    al_agent_client_get_files(&f->c, paths, 4, 0, CALL_MS, &got), 0);
+	assert_int_equal(got.n_files, 2);
+	assert_string_equal(got.files[0].path, "sub/dir/a.txt");
+	blob_is(&got.files[0].content, "hello");
+	assert_string_equal(got.files[1].path, "out.bin");
+	assert_int_equal(got.files[1].content.len, 2);
+	assert_int_equal(got.n_missing, 2);
+	assert_string_equal(got.missing[0], "nope");
+	assert_string_equal(got.missing[1], "up/etc/passwd");
+	al_agent_client_files_release(&got);
+}
+
+static bool gone(pid_t pid)
+{
+	for (int i = 0; i < 300; i++) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void test_background_killed(void **state)
+{
+	struct fx *f = *state;
+	struct al_step_result res;
+	struct timespec t0, t1;
+	pid_t pid;
+
+	SKIP_UNLESS_READY();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* holds stdout open: the step must still end when sh exits */
+	run_sh(f, "sleep 1000 & echo $!", 0, &res);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(res.status, AL_OK);
+	assert_true(t1.tv_sec - t0.tv_sec < 5);
+	pid = (pid_t)atoi((char *)res.stdout_.data);
+	assert_true(pid > 0);
+	assert_true(gone(pid));
+	al_step_result_release(&res);
+	if (!g.cgroup)
+		return; /* process groups cannot catch setsid */
+	run_sh(f, "setsid sleep 1000 > /dev/null 2>&1 & echo $!", 0, &res);
+	pid = (pid_t)atoi((char *)res.stdout_.data);
+	assert_true(pid > 0);
+	assert_true(gone(pid));
+	al_step_result_release(&res);
+}
+
+struct collected {
+	char out[64]; /* streamed stdout */
+	size_t n_out;
+	char err[64]; /* streamed stderr */
+	size_t n_err;
+};
+
+static void collect(void *opaque, int fd, const uint8_t *data, size_t len)
+{
+	struct collected *c = opaque;
+	char *dst = fd == 1 ? c->out : c->err;
+	size_t *n = fd == 1 ? &c->n_out : &c->n_err;
+
+	if (*n + len < sizeof(c->out)) {
+		memcpy(dst + *n, data, len);
+		*n += len;
+	}
+}
+
+static void test_streaming(void **state)
+{
+	struct fx *f = *state;
+	struct al_step s = {.sh = "echo a; echo b >&2; echo c"};
+	struct collected c = {0};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	assert_int_equal(al_agent_client_run_step(&f->c, &s, NULL, collect, &c,
+						  CALL_MS, &res),
+			 0);
+	assert_int_equal(res.status, AL_OK);
+	assert_int_equal(c.n_out, 4);
+	assert_memory_equal(c.out, "a\nc\n", 4);
+	assert_int_equal(c.n_err, 2);
+	assert_memory_equal(c.err, "b\n", 2);
+	al_step_result_release(&res);
+}
+
+static void test_identity(void **state)
+{
+	struct fx *f = *state;
+	struct al_step_result res;
+	char step_dir[600];
+
+	SKIP_UNLESS_READY();
+	if (!g.cgroup)
+		skip();
+	run_sh(f,
+	       "id -u; id -g; id -G; touch /root/x 2>/dev/null || "
+	       "echo denied",
+	       0, &res);
+	assert_int_equal(res.status, AL_OK);
+	blob_is(&res.stdout_, "1000\n1000\n1000\ndenied\n");
+	al_step_result_release(&res);
+	/* the step's cgroup is gone once the step is */
+	snprintf(step_dir, sizeof(step_dir), "%s/job/step-1", g.cg_root);
+	assert_int_equal(access(step_dir, F_OK), -1);
+}
+
+static void test_bad_limits_rejected(void **state)
+{
+	struct fx *f = *state;
+	uint8_t small[8] = {0};
+
+	SKIP_UNLESS_READY();
+	/* refused locally: nothing sent, client still usable */
+	assert_int_equal(
+	    al_agent_client_reseed(&f->c, small, sizeof(small), 1, CALL_MS),
+	    -EINVAL);
+	assert_int_equal(al_agent_client_ping(&f->c, CALL_MS), 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_hello_ping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_echo, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stdin_10mb, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binary_output, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_output_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_signal, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_env, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cwd_and_files, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_background_killed, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_limits_rejected, setup,
+					    teardown),
+	};
+
+	g.cgroup = argc > 1 && !strcmp(argv[1], "--cgroup");
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
