@@ -7,25 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "qmp.h"
+#include "util.h"
 
 static long long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+	return (long long)sb_now_ms();
 }
 
 static int remaining(long long deadline)
 {
-	long long left = deadline - now_ms();
-
-	return left > 0 ? (int)left : 0;
+	return sb_remaining((uint64_t)deadline);
 }
 
 /* One JSON object per line; *ret is the parsed line. */
@@ -213,31 +207,6 @@ int qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
 	}
 }
 
-static int connect_unix(const char *path, long long deadline)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	/* QEMU may not have created the socket yet: retry until deadline */
-	for (;;) {
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -errno;
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return fd;
-		close(fd);
-		if ((errno != ENOENT && errno != ECONNREFUSED) ||
-		    remaining(deadline) == 0)
-			return errno == ENOENT || errno == ECONNREFUSED
-				       ? -ETIMEDOUT
-				       : -errno;
-		usleep(2000);
-	}
-}
-
 int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
 {
 	long long deadline = now_ms() + timeout_ms;
@@ -249,7 +218,7 @@ int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
 	q->buf = malloc(QMP_LINE_MAX);
 	if (!q->buf)
 		return -ENOMEM;
-	r = connect_unix(path, deadline);
+	r = sb_connect_unix(path, (uint64_t)deadline);
 	if (r < 0)
 		goto fail;
 	q->fd = r;

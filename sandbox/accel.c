@@ -1,0 +1,93 @@
+/* accel.c: choosing KVM or TCG.
+ *
+ * /dev/kvm existing is not enough: nested and paravirtualised hosts expose
+ * a /dev/kvm that creates VMs but cannot boot a stock kernel (the
+ * development machines are such hosts). So `auto` boots the image once
+ * under KVM and uses KVM only if the agent answers within PROBE_MS; the
+ * verdict is cached per image and QEMU binary in the state dir, so the
+ * probe costs one boot per image, not one per VM.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+#include "vm_internal.h"
+
+#define PROBE_MS 20000
+
+static bool kvm_openable(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static void cache_path(const struct sb_options *o, const struct sb_image *img,
+		       char *out, size_t size)
+{
+	snprintf(out, size, "%s/images/.accel-%s", o->state_dir, img->hash);
+}
+
+static int cache_read(const char *path)
+{
+	char buf[8] = "";
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	if (!strcmp(buf, "kvm\n"))
+		return AL_ACCEL_KVM;
+	if (!strcmp(buf, "tcg\n"))
+		return AL_ACCEL_TCG;
+	return -1;
+}
+
+static void cache_write(const char *path, enum al_accel a)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fputs(a == AL_ACCEL_KVM ? "kvm\n" : "tcg\n", f);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
+}
+
+enum al_accel sb_accel_resolve(const struct sb_options *o,
+			       const struct sb_image *img)
+{
+	char path[PATH_MAX];
+	struct sb_vm *vm = NULL;
+	enum al_accel a;
+	int cached;
+
+	if (o->accel == SB_ACCEL_KVM)
+		return AL_ACCEL_KVM;
+	if (o->accel == SB_ACCEL_TCG || !kvm_openable())
+		return AL_ACCEL_TCG;
+	cache_path(o, img, path, sizeof(path));
+	cached = cache_read(path);
+	if (cached >= 0)
+		return (enum al_accel)cached;
+	a = vm_boot_accel(o, img, AL_ACCEL_KVM, PROBE_MS, &vm) == 0
+		    ? AL_ACCEL_KVM
+		    : AL_ACCEL_TCG;
+	sb_vm_destroy(vm);
+	cache_write(path, a);
+	return a;
+}

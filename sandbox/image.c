@@ -1,0 +1,82 @@
+/* image.c: finding a built guest image and reading its manifest.
+ *
+ * Images are built by sandbox/image/build-image.sh into
+ * STATE/images/NAME-HASH/ with STATE/images/NAME pointing at the newest.
+ * The manifest is ours (written by the builder) but is read with caps all
+ * the same: it is a file on disk that anything with write access to the
+ * state dir could change.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+#define MANIFEST_MAX (1u << 20)
+
+static int copy_str(char *dst, size_t size, json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	if (!s || strlen(s) >= size)
+		return -EBADMSG;
+	strcpy(dst, s);
+	return 0;
+}
+
+/* Names that go into paths: no slashes, no dots at the start. */
+static bool safe_name(const char *s)
+{
+	if (!s[0] || s[0] == '.' || strlen(s) > AL_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (*s == '/' || (unsigned char)*s < 0x20)
+			return false;
+	return true;
+}
+
+int sb_image_open(const struct sb_options *o, const char *template_,
+		  struct sb_image *ret)
+{
+	char link[PATH_MAX], path[PATH_MAX + 16];
+	struct sb_image img = {0};
+	json_error_t err;
+	json_t *m = NULL;
+	struct stat st;
+	int r;
+
+	if (!safe_name(template_))
+		return -EINVAL;
+	if (snprintf(link, sizeof(link), "%s/images/%s", o->state_dir,
+		     template_) >= (int)sizeof(link))
+		return -ENAMETOOLONG;
+	if (!realpath(link, img.dir))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/manifest.json", img.dir);
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (st.st_size > MANIFEST_MAX)
+		return -EBADMSG;
+	m = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+	if (!m)
+		return -EBADMSG;
+	r = copy_str(img.hash, sizeof(img.hash), json_object_get(m, "hash"));
+	if (r == 0)
+		r = copy_str(img.cmdline, sizeof(img.cmdline),
+			     json_object_get(m, "kernel_cmdline"));
+	if (r == 0)
+		r = copy_str(img.initrd, sizeof(img.initrd),
+			     json_object_get(json_object_get(m, "initramfs"),
+					     "file"));
+	json_decref(m);
+	if (r < 0 || !safe_name(img.initrd))
+		return -EBADMSG;
+	snprintf(img.name, sizeof(img.name), "%s", template_);
+	*ret = img;
+	return 0;
+}

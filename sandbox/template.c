@@ -1,0 +1,420 @@
+/* template.c: template snapshots and copy-on-write clones.
+ *
+ * Theory of operation. A template is one booted, idle VM saved to disk:
+ *
+ *   STATE/templates/NAME-KEY/
+ *     mem      guest RAM: the template ran with memory-backend-file,
+ *              share=on, so its RAM *is* this file
+ *     state    device state, saved with migration capability
+ *              x-ignore-shared, which leaves shared RAM out of the stream
+ *     inputs   what KEY was computed from, written last (= complete)
+ *
+ * A clone is a new QEMU with the same command line except that it maps
+ * `mem` with share=off (MAP_PRIVATE: every clone shares the untouched pages
+ * through the page cache and gets private copies of what it writes) and
+ * waits in -incoming defer; migrate-incoming then loads `state` through an
+ * fd passed over QMP, and the VM resumes where the template stopped: the
+ * agent blocked in poll(), waiting for a request. The host reconnects,
+ * says hello and hands over fresh entropy and the clock before any job
+ * code runs (clones are otherwise identical, CRNG included).
+ *
+ * KEY hashes the image hash, the machine config (RAM, vCPUs, accelerator,
+ * the machine revision below) and the QEMU binary's identity (path, size,
+ * mtime), so any change rebuilds. `inputs` holds the full text, compared
+ * on open, so a hash collision cannot hand out a wrong template. Builds
+ * happen in a temp dir under a lock and are renamed into place: concurrent
+ * openers wait for one build, and a crash never leaves a half template.
+ * Stale templates of the same name are unlinked; running clones keep their
+ * private mapping of the old `mem` alive.
+ *
+ * The files live on disk (STATE), not tmpfs: the page cache shares them
+ * just the same, they survive a reboot, and under memory pressure their
+ * clean pages can be dropped instead of pinned.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+#include "util.h"
+#include "vm_internal.h"
+
+/* Bump when vm_machine_args changes in a way that breaks old snapshots. */
+#define MACHINE_REV 1
+#define SAVE_TIMEOUT_MS 60000
+#define LOAD_TIMEOUT_MS 30000
+#define QMP_CALL_MS 5000
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static int template_inputs(const struct sb_options *o,
+			   const struct sb_image *img, enum al_accel accel,
+			   char *out, size_t size)
+{
+	char qemu[PATH_MAX];
+	struct stat st;
+	int r = find_binary(o->qemu, qemu, sizeof(qemu));
+
+	if (r < 0)
+		return r;
+	if (stat(qemu, &st) < 0)
+		return -errno;
+	if (snprintf(out, size,
+		     "rev=%d image=%s name=%s mem=%u vcpus=%u accel=%s "
+		     "qemu=%s:%lld:%lld\n",
+		     MACHINE_REV, img->hash, img->name, o->memory_mb, o->vcpus,
+		     al_accel_name(accel), qemu, (long long)st.st_size,
+		     (long long)st.st_mtime) >= (int)size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Is dir a complete template made from exactly `inputs`? */
+static bool template_complete(const char *dir, const char *inputs)
+{
+	char path[PATH_MAX + 16], buf[1024];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/inputs", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = 0;
+	if (strcmp(buf, inputs) != 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/state", dir);
+	if (access(path, R_OK) < 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/mem", dir);
+	return access(path, R_OK) == 0;
+}
+
+static void remove_template_dir(const char *dir)
+{
+	static const char *const names[] = {"mem", "state", "inputs"};
+	char path[PATH_MAX + 16];
+
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* Remove NAME-* dirs other than `keep` and leftover .build-NAME-* dirs
+ * (we hold the lock, so no build of NAME is running). */
+static void remove_stale(const char *base, const char *name, const char *keep)
+{
+	size_t n = strlen(name);
+	struct dirent *e;
+	DIR *d = opendir(base);
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		const char *s = e->d_name;
+		char path[PATH_MAX];
+
+		if (!strncmp(s, ".build-", 7))
+			s += 7;
+		if (strncmp(s, name, n) != 0 || s[n] != '-' ||
+		    !strcmp(e->d_name, keep))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		remove_template_dir(path);
+	}
+	closedir(d);
+}
+
+static int qmp_capability(struct sb_vm *vm)
+{
+	json_t *caps = json_pack("{s:[{s:s,s:b}]}", "capabilities",
+				 "capability", "x-ignore-shared", "state", 1);
+
+	return qmp_execute(&vm->qmp, "migrate-set-capabilities", caps,
+			   QMP_CALL_MS, NULL, vm->error, sizeof(vm->error));
+}
+
+static int qmp_pass_fd(struct sb_vm *vm, int fd)
+{
+	return qmp_execute_fd(&vm->qmp, "getfd",
+			      json_pack("{s:s}", "fdname", "state"), fd,
+			      QMP_CALL_MS, vm->error, sizeof(vm->error));
+}
+
+/* Poll query-migrate until it completes; -EIO if it failed. */
+static int wait_migration(struct sb_vm *vm, int timeout_ms)
+{
+	uint64_t deadline = sb_now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		json_t *ret = NULL;
+		const char *st;
+		int r;
+
+		r = qmp_execute(&vm->qmp, "query-migrate", NULL, QMP_CALL_MS,
+				&ret, vm->error, sizeof(vm->error));
+		if (r < 0)
+			return r;
+		st = json_string_value(json_object_get(ret, "status"));
+		if (st && !strcmp(st, "completed")) {
+			json_decref(ret);
+			return 0;
+		}
+		if (st && (!strcmp(st, "failed") || !strcmp(st, "cancelled"))) {
+			const char *why = json_string_value(
+				json_object_get(ret, "error-desc"));
+
+			snprintf(vm->error, sizeof(vm->error),
+				 "migration %s: %s", st, why ? why : "?");
+			json_decref(ret);
+			return -EIO;
+		}
+		json_decref(ret);
+		if (sb_remaining(deadline) == 0) {
+			snprintf(vm->error, sizeof(vm->error),
+				 "migration did not finish in %d ms",
+				 timeout_ms);
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
+}
+
+/* Cold boot into `dir`/mem (shared) and save the device state. */
+static int template_build(const struct sb_options *o,
+			  const struct sb_image *img, enum al_accel accel,
+			  const char *dir, char *err, size_t errlen)
+{
+	char qemu[PATH_MAX], mem[PATH_MAX + 8], path[PATH_MAX + 8];
+	struct vm_mem m = {.path = mem, .share = true};
+	struct vmm_argv a = {0};
+	struct sb_vm *vm = vm_new();
+	int fd = -1, r;
+
+	if (!vm)
+		return -ENOMEM;
+	snprintf(mem, sizeof(mem), "%s/mem", dir);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	vm->accel = accel;
+	r = find_binary(o->qemu, qemu, sizeof(qemu));
+	if (r == 0)
+		r = vm_make_dir(o, vm);
+	if (r < 0)
+		goto out;
+	vm_machine_args(&a, qemu, o, img, accel, vm->dir, &m);
+	r = vm_start(vm, o, &a);
+	if (r == 0)
+		r = vm_handshake(vm, o, o->boot_timeout_ms);
+	if (r == 0)
+		r = qmp_execute(&vm->qmp, "stop", NULL, QMP_CALL_MS, NULL,
+				vm->error, sizeof(vm->error));
+	if (r == 0)
+		r = qmp_capability(vm);
+	if (r == 0) {
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0600);
+		r = fd < 0 ? -errno : qmp_pass_fd(vm, fd);
+	}
+	if (r == 0)
+		r = qmp_execute(&vm->qmp, "migrate",
+				json_pack("{s:s}", "uri", "fd:state"),
+				QMP_CALL_MS, NULL, vm->error,
+				sizeof(vm->error));
+	if (r == 0)
+		r = wait_migration(vm, SAVE_TIMEOUT_MS);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+out:
+	if (r < 0)
+		snprintf(err, errlen, "%s", vm->error[0] ? vm->error
+							 : strerror(-r));
+	if (fd >= 0)
+		close(fd);
+	vmm_argv_release(&a);
+	sb_vm_destroy(vm);
+	if (r == 0) {
+		fd = open(mem, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	}
+	return r;
+}
+
+static int write_inputs(const char *dir, const char *inputs)
+{
+	char path[PATH_MAX + 16];
+	size_t n = strlen(inputs);
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/inputs", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, inputs, n) != (ssize_t)n || fsync(fd) < 0)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+/* Build under the lock, in a temp dir renamed into place. */
+static int template_create(const struct sb_options *o, struct sb_template *t,
+			   const char *base, const char *inputs, char *err,
+			   size_t errlen)
+{
+	char tmp[PATH_MAX];
+	uint64_t t0 = sb_now_ms();
+	int r;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/.build-%s-XXXXXX", base,
+		     t->img.name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (!mkdtemp(tmp))
+		return -errno;
+	r = template_build(o, &t->img, t->accel, tmp, err, errlen);
+	if (r == 0)
+		r = write_inputs(tmp, inputs);
+	if (r == 0 && rename(tmp, t->dir) < 0)
+		r = -errno;
+	if (r < 0) {
+		remove_template_dir(tmp);
+		return r;
+	}
+	t->built = true;
+	t->build_ms = sb_now_ms() - t0;
+	return 0;
+}
+
+int sb_template_open(const struct sb_options *o, const char *template_,
+		     struct sb_template *ret)
+{
+	char base[PATH_MAX], lock[PATH_MAX + 64], inputs[PATH_MAX + 256];
+	char err[256] = "";
+	struct sb_template t = {0};
+	int lock_fd = -1, r;
+
+	r = sb_image_open(o, template_, &t.img);
+	if (r < 0)
+		return r;
+	t.accel = sb_accel_resolve(o, &t.img);
+	r = template_inputs(o, &t.img, t.accel, inputs, sizeof(inputs));
+	if (r < 0)
+		return r;
+	snprintf(t.key, sizeof(t.key), "%016llx",
+		 (unsigned long long)fnv1a(inputs));
+	if (snprintf(base, sizeof(base), "%s/templates", o->state_dir) >=
+		    (int)sizeof(base) ||
+	    snprintf(t.dir, sizeof(t.dir), "%s/%s-%s", base, template_,
+		     t.key) >= (int)sizeof(t.dir))
+		return -ENAMETOOLONG;
+	if (template_complete(t.dir, inputs))
+		goto done;
+	if (mkdir(base, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(lock, sizeof(lock), "%s/.%s.lock", base, template_);
+	lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock_fd < 0)
+		return -errno;
+	if (flock(lock_fd, LOCK_EX) < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* another process may have built it while we waited */
+	if (!template_complete(t.dir, inputs)) {
+		remove_stale(base, template_, "");
+		r = template_create(o, &t, base, inputs, err, sizeof(err));
+	}
+done:
+	if (r == 0)
+		*ret = t;
+out:
+	if (lock_fd >= 0)
+		close(lock_fd); /* releases the lock */
+	if (r < 0 && err[0])
+		fprintf(stderr, "airlock: template %s: %s\n", template_, err);
+	return r;
+}
+
+static int restore_load(struct sb_vm *vm, const struct sb_template *t)
+{
+	char path[PATH_MAX + 16];
+	int fd, r;
+
+	r = qmp_capability(vm);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/state", t->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = qmp_pass_fd(vm, fd);
+	close(fd); /* QEMU holds its own copy now */
+	if (r == 0)
+		r = qmp_execute(&vm->qmp, "migrate-incoming",
+				json_pack("{s:s}", "uri", "fd:state"),
+				QMP_CALL_MS, NULL, vm->error,
+				sizeof(vm->error));
+	if (r == 0)
+		r = wait_migration(vm, LOAD_TIMEOUT_MS);
+	/* the template was stopped when saved, so the clone arrives paused */
+	if (r == 0)
+		r = qmp_execute(&vm->qmp, "cont", NULL, QMP_CALL_MS, NULL,
+				vm->error, sizeof(vm->error));
+	return r;
+}
+
+int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
+		  struct sb_vm **ret)
+{
+	char qemu[PATH_MAX], mem[PATH_MAX + 8];
+	struct vm_mem m = {.path = mem, .share = false, .incoming = true};
+	struct vmm_argv a = {0};
+	struct sb_vm *vm = vm_new();
+	int r;
+
+	if (!vm)
+		return -ENOMEM;
+	*ret = vm;
+	vm->accel = t->accel;
+	vm->restored = true;
+	snprintf(vm->template_, sizeof(vm->template_), "%s", t->img.name);
+	snprintf(mem, sizeof(mem), "%s/mem", t->dir);
+	r = find_binary(o->qemu, qemu, sizeof(qemu));
+	if (r == 0)
+		r = vm_make_dir(o, vm);
+	if (r < 0) {
+		vm_fail(vm, r, "restore");
+		return r;
+	}
+	vm_machine_args(&a, qemu, o, &t->img, t->accel, vm->dir, &m);
+	r = vm_start(vm, o, &a);
+	vmm_argv_release(&a);
+	if (r == 0) {
+		r = restore_load(vm, t);
+		if (r < 0 && vm->error[0] == 0)
+			vm_fail(vm, r, "load snapshot");
+	}
+	if (r == 0)
+		r = vm_handshake(vm, o, o->call_timeout_ms);
+	return r;
+}

@@ -1,0 +1,432 @@
+/* vm.c: one VM for one job: cold boot, agent calls, destroy.
+ *
+ * Theory of operation. A VM is a QEMU process with a per-VM run dir
+ * holding its QMP socket, the agent's virtio-serial socket (QEMU is the
+ * server; we connect) and QEMU's own log. The QEMU command line is built in
+ * one place (vm_machine_args) so that a template snapshot and its clones
+ * describe the same machine. No network device exists at all. After the
+ * agent answers hello it gets fresh entropy and the wall clock before any
+ * job code runs. Every agent call has a deadline, capped by the VM's hard
+ * TTL; a QEMU that dies closes the agent socket, so a call in flight fails
+ * at once rather than at its deadline.
+ *
+ * Callers: workers (through sandbox.h), tests/vm, tools/bench.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+#include "util.h"
+#include "vm_internal.h"
+#include "vmm.h"
+
+#define QMP_TIMEOUT_MS 5000
+#define STEP_MARGIN_MS 5000 /* channel slack over a step's own timeout */
+
+void sb_options_init(struct sb_options *o)
+{
+	const char *home = getenv("HOME");
+
+	memset(o, 0, sizeof(*o));
+	if (geteuid() == 0 || !home) {
+		snprintf(o->state_dir, sizeof(o->state_dir), "/var/lib/airlock");
+		snprintf(o->run_dir, sizeof(o->run_dir), "/run/airlock");
+	} else {
+		snprintf(o->state_dir, sizeof(o->state_dir),
+			 "%s/.local/state/airlock", home);
+		snprintf(o->run_dir, sizeof(o->run_dir), "/tmp/airlock-%u",
+			 (unsigned)geteuid());
+	}
+	snprintf(o->qemu, sizeof(o->qemu), "qemu-system-x86_64");
+	o->accel = SB_ACCEL_AUTO;
+	o->memory_mb = 512;
+	o->vcpus = 1;
+	o->boot_timeout_ms = 60000;
+	o->call_timeout_ms = 30000;
+	o->ttl_ms = 0;
+}
+
+/* The QEMU binary: a path, or a name looked up in PATH. */
+int find_binary(const char *name, char *out, size_t size)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(name, '/')) {
+		if (access(name, X_OK) < 0)
+			return -errno;
+		snprintf(out, size, "%s", name);
+		return 0;
+	}
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, name) <
+			    (int)sizeof(buf) &&
+		    access(buf, X_OK) == 0) {
+			snprintf(out, size, "%s", buf);
+			return 0;
+		}
+		path += n + (path[n] == ':');
+	}
+	return -ENOENT;
+}
+
+void vm_machine_args(struct vmm_argv *a, const char *qemu,
+		     const struct sb_options *o, const struct sb_image *img,
+		     enum al_accel accel, const char *dir,
+		     const struct vm_mem *mem)
+{
+	vmm_arg(a, "%s", qemu);
+	vmm_arg(a, "-M");
+	vmm_arg(a, "pc");
+	vmm_arg(a, "-accel");
+	vmm_arg(a, "%s", accel == AL_ACCEL_KVM ? "kvm" : "tcg");
+	vmm_arg(a, "-cpu");
+	vmm_arg(a, "%s", accel == AL_ACCEL_KVM ? "host" : "max");
+	vmm_arg(a, "-m");
+	vmm_arg(a, "%u", o->memory_mb);
+	if (mem && mem->path) {
+		vmm_arg(a, "-object");
+		vmm_arg(a, "memory-backend-file,id=mem,size=%uM,mem-path=%s,"
+			   "share=%s",
+			o->memory_mb, mem->path, mem->share ? "on" : "off");
+		vmm_arg(a, "-machine");
+		vmm_arg(a, "memory-backend=mem");
+	}
+	if (mem && mem->incoming) {
+		vmm_arg(a, "-incoming");
+		vmm_arg(a, "defer");
+	}
+	vmm_arg(a, "-smp");
+	vmm_arg(a, "%u", o->vcpus);
+	vmm_arg(a, "-nodefaults");
+	vmm_arg(a, "-no-user-config");
+	vmm_arg(a, "-nic");
+	vmm_arg(a, "none");
+	vmm_arg(a, "-display");
+	vmm_arg(a, "none");
+	vmm_arg(a, "-sandbox");
+	vmm_arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
+		   "resourcecontrol=deny");
+	vmm_arg(a, "-serial");
+	vmm_arg(a, "file:%s/console.log", dir);
+	vmm_arg(a, "-kernel");
+	vmm_arg(a, "%s/vmlinuz", img->dir);
+	vmm_arg(a, "-initrd");
+	vmm_arg(a, "%s/%s", img->dir, img->initrd);
+	vmm_arg(a, "-append");
+	vmm_arg(a, "%s airlock.template=%s", img->cmdline, img->name);
+	vmm_arg(a, "-drive");
+	vmm_arg(a, "if=none,id=root,file=%s/rootfs.ext4,format=raw,"
+		   "readonly=on",
+		img->dir);
+	vmm_arg(a, "-device");
+	vmm_arg(a, "virtio-blk-pci,drive=root");
+	vmm_arg(a, "-device");
+	vmm_arg(a, "virtio-serial-pci");
+	vmm_arg(a, "-chardev");
+	vmm_arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off",
+		dir);
+	vmm_arg(a, "-device");
+	vmm_arg(a, "virtserialport,chardev=agent,name=%s", AL_AGENT_VPORT);
+	vmm_arg(a, "-qmp");
+	vmm_arg(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
+	vmm_arg(a, "-no-reboot");
+}
+
+struct sb_vm *vm_new(void)
+{
+	struct sb_vm *vm = calloc(1, sizeof(*vm));
+
+	if (!vm)
+		return NULL;
+	vm->pid = -1;
+	vm->pidfd = -1;
+	vm->agent_fd = -1;
+	vm->qmp.fd = -1;
+	return vm;
+}
+
+int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
+{
+	if (mkdir(o->run_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (snprintf(vm->dir, sizeof(vm->dir), "%s/vm-XXXXXX", o->run_dir) >=
+	    (int)sizeof(vm->dir))
+		return -ENAMETOOLONG;
+	/* sockets live here: sun_path holds 108 bytes */
+	if (strlen(vm->dir) + sizeof("/agent.sock") > 108)
+		return -ENAMETOOLONG;
+	if (!mkdtemp(vm->dir)) {
+		vm->dir[0] = 0;
+		return -errno;
+	}
+	return 0;
+}
+
+/* The last line QEMU logged, for the error text (QEMU's own words). */
+static void qemu_last_words(struct sb_vm *vm, char *out, size_t size)
+{
+	char path[PATH_MAX + 16], buf[512];
+	ssize_t n = 0;
+	int fd;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	if (end > 0) {
+		off_t at = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
+
+		n = pread(fd, buf, sizeof(buf) - 1, at);
+	}
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = 0;
+	char *line = strrchr(buf, '\n');
+
+	line = line ? line + 1 : buf;
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';
+	snprintf(out, size, "%s", line);
+}
+
+void vm_fail(struct sb_vm *vm, int r, const char *what)
+{
+	char words[200] = "";
+
+	if (vm->pidfd >= 0 && vmm_exited(vm->pidfd)) {
+		qemu_last_words(vm, words, sizeof(words));
+		snprintf(vm->error, sizeof(vm->error),
+			 "%s: qemu exited%s%s", what, words[0] ? ": " : "",
+			 words);
+		return;
+	}
+	if (vm->agent.error[0] && r == -EPROTO)
+		snprintf(vm->error, sizeof(vm->error), "%s: agent: %s", what,
+			 vm->agent.error);
+	else
+		snprintf(vm->error, sizeof(vm->error), "%s: %s", what,
+			 strerror(-r));
+}
+
+/* Give the guest fresh entropy and the clock: clones of one snapshot are
+ * otherwise identical, CRNG state included. */
+int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
+{
+	uint8_t entropy[64];
+	struct timespec ts;
+
+	if (getrandom(entropy, sizeof(entropy), 0) != sizeof(entropy))
+		return -EIO;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return al_agent_client_reseed(
+		&vm->agent, entropy, sizeof(entropy),
+		(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+		vm_call_timeout(vm, o->call_timeout_ms));
+}
+
+int vm_call_timeout(const struct sb_vm *vm, uint64_t want)
+{
+	if (vm->deadline_ms) {
+		int left = sb_remaining(vm->deadline_ms);
+
+		if ((uint64_t)left < want)
+			return left;
+	}
+	return want > INT32_MAX ? INT32_MAX : (int)want;
+}
+
+/* Start QEMU from argv, then connect QMP and the agent. */
+int vm_start(struct sb_vm *vm, const struct sb_options *o,
+	     const struct vmm_argv *a)
+{
+	char path[PATH_MAX + 16];
+	int r;
+
+	vm->start_ms = sb_now_ms();
+	if (o->ttl_ms)
+		vm->deadline_ms = vm->start_ms + o->ttl_ms;
+	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
+	r = vmm_spawn(a, path, &vm->pid, &vm->pidfd);
+	if (r < 0) {
+		vm_fail(vm, r, "start qemu");
+		return r;
+	}
+	snprintf(path, sizeof(path), "%s/qmp.sock", vm->dir);
+	r = qmp_connect(&vm->qmp, path, QMP_TIMEOUT_MS);
+	if (r < 0) {
+		vm_fail(vm, r, "connect qmp");
+		return r;
+	}
+	snprintf(path, sizeof(path), "%s/agent.sock", vm->dir);
+	r = sb_connect_unix(path, sb_now_ms() + QMP_TIMEOUT_MS);
+	if (r < 0) {
+		vm_fail(vm, r, "connect agent socket");
+		return r;
+	}
+	vm->agent_fd = r;
+	al_agent_client_init(&vm->agent, vm->agent_fd);
+	return 0;
+}
+
+/* hello, then reseed: the agent is ready for a job. */
+int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
+		 uint32_t timeout_ms)
+{
+	struct al_msg_hello h = {0};
+	int r;
+
+	r = al_agent_client_hello(&vm->agent, vm_call_timeout(vm, timeout_ms),
+				  &h);
+	if (r < 0) {
+		vm_fail(vm, r, "agent hello");
+		return r;
+	}
+	al_agent_client_hello_release(&h);
+	r = vm_reseed(vm, o);
+	if (r < 0) {
+		vm_fail(vm, r, "agent reseed");
+		return r;
+	}
+	vm->ready_ms = sb_now_ms() - vm->start_ms;
+	return 0;
+}
+
+int vm_boot_accel(const struct sb_options *o, const struct sb_image *img,
+		  enum al_accel accel, uint32_t timeout_ms, struct sb_vm **ret)
+{
+	struct vmm_argv a = {0};
+	char qemu[PATH_MAX];
+	struct sb_vm *vm = vm_new();
+	int r;
+
+	if (!vm)
+		return -ENOMEM;
+	vm->accel = accel;
+	snprintf(vm->template_, sizeof(vm->template_), "%s", img->name);
+	r = find_binary(o->qemu, qemu, sizeof(qemu));
+	if (r < 0) {
+		snprintf(vm->error, sizeof(vm->error), "qemu binary '%.128s': %s",
+			 o->qemu, strerror(-r));
+		goto fail;
+	}
+	r = vm_make_dir(o, vm);
+	if (r < 0) {
+		snprintf(vm->error, sizeof(vm->error), "run dir in %.128s: %s",
+			 o->run_dir, strerror(-r));
+		goto fail;
+	}
+	vm_machine_args(&a, qemu, o, img, accel, vm->dir, NULL);
+	r = vm_start(vm, o, &a);
+	if (r == 0)
+		r = vm_handshake(vm, o, timeout_ms);
+fail:
+	vmm_argv_release(&a);
+	*ret = vm; /* even on failure: the caller reads vm->error, destroys */
+	return r;
+}
+
+int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
+	       struct sb_vm **ret)
+{
+	return vm_boot_accel(o, img, sb_accel_resolve(o, img),
+			     o->boot_timeout_ms, ret);
+}
+
+int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits)
+{
+	int r = al_agent_client_setup(&vm->agent, limits,
+				      vm_call_timeout(vm, 30000));
+
+	if (r < 0)
+		vm_fail(vm, r, "agent setup");
+	return r;
+}
+
+int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n)
+{
+	int r = al_agent_client_put_files(&vm->agent, files, n,
+					  vm_call_timeout(vm, 60000));
+
+	if (r < 0)
+		vm_fail(vm, r, "put files");
+	return r;
+}
+
+int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
+		   const struct al_limits *limits, uint32_t timeout_ms,
+		   struct al_step_result *ret)
+{
+	int r = al_agent_client_run_step(
+		&vm->agent, step, limits, NULL, NULL,
+		vm_call_timeout(vm, (uint64_t)timeout_ms + STEP_MARGIN_MS),
+		ret);
+
+	if (r < 0)
+		vm_fail(vm, r, "run step");
+	return r;
+}
+
+int sb_vm_get_files(struct sb_vm *vm, char *const *paths, size_t n,
+		    uint64_t max_bytes, struct al_msg_files *ret)
+{
+	int r = al_agent_client_get_files(&vm->agent, paths, n, max_bytes,
+					  vm_call_timeout(vm, 60000), ret);
+
+	if (r < 0)
+		vm_fail(vm, r, "get files");
+	return r;
+}
+
+bool sb_vm_alive(struct sb_vm *vm)
+{
+	return vm->pidfd >= 0 && !vmm_exited(vm->pidfd);
+}
+
+/* Remove the run dir: only the files we know QEMU makes there. */
+static void remove_dir(const char *dir)
+{
+	static const char *const names[] = {"qmp.sock", "agent.sock",
+					    "console.log", "qemu.log",
+					    "state"};
+	char path[PATH_MAX + 16];
+
+	if (!dir[0])
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+void sb_vm_destroy(struct sb_vm *vm)
+{
+	if (!vm)
+		return;
+	vmm_kill(&vm->pid, &vm->pidfd);
+	al_agent_client_release(&vm->agent);
+	if (vm->agent_fd >= 0)
+		close(vm->agent_fd);
+	qmp_close(&vm->qmp);
+	remove_dir(vm->dir);
+	free(vm);
+}

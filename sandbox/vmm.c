@@ -1,0 +1,126 @@
+/* vmm.c: starting and stopping QEMU processes.
+ *
+ * QEMU is semi-trusted: a guest escape lands in it. So it starts with an
+ * empty environment (no secrets), no inherited fds but 0-2, in its own
+ * session, and with PDEATHSIG so it cannot outlive the worker that owns it.
+ * It is always ended with SIGKILL and reaped through a pidfd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vmm.h"
+
+void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	if (a->err)
+		return;
+	if (a->n >= VMM_ARGV_MAX) {
+		a->err = -E2BIG;
+		return;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		a->err = -ENOMEM;
+	else
+		a->v[a->n++] = s;
+	va_end(ap);
+	a->v[a->n] = NULL;
+}
+
+void vmm_argv_release(struct vmm_argv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	memset(a, 0, sizeof(*a));
+}
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* In the child, before exec: nothing here may allocate. */
+static void child(const struct vmm_argv *a, int log_fd, pid_t parent)
+{
+	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(126);
+	setsid();
+	if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 ||
+	    dup2(log_fd, 2) < 0)
+		_exit(126);
+	syscall(SYS_close_range, 3u, ~0u, 0u);
+	execve(a->v[0], a->v, envp);
+	dprintf(2, "exec %s: %s\n", a->v[0], strerror(errno));
+	_exit(127);
+}
+
+int vmm_spawn(const struct vmm_argv *a, const char *log, pid_t *ret_pid,
+	      int *ret_pidfd)
+{
+	pid_t parent = getpid(), pid;
+	int log_fd, pidfd;
+
+	if (a->err)
+		return a->err;
+	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (log_fd < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int r = -errno;
+
+		close(log_fd);
+		return r;
+	}
+	if (pid == 0)
+		child(a, log_fd, parent);
+	close(log_fd);
+	pidfd = pidfd_open_(pid);
+	if (pidfd < 0) {
+		int r = -errno;
+
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return r;
+	}
+	*ret_pid = pid;
+	*ret_pidfd = pidfd;
+	return 0;
+}
+
+bool vmm_exited(int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	return pidfd < 0 || poll(&p, 1, 0) > 0;
+}
+
+void vmm_kill(pid_t *pid, int *pidfd)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGKILL);
+		while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (*pidfd >= 0)
+		close(*pidfd);
+	*pid = -1;
+	*pidfd = -1;
+}
