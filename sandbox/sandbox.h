@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "agent_client.h"
+#include "cgroup.h"
 #include "qmp.h"
 #include "results.h"
 
@@ -46,6 +47,12 @@ struct sb_options {
 	uint32_t boot_timeout_ms; /* cold boot -> agent hello */
 	uint32_t call_timeout_ms; /* agent calls other than run_step */
 	uint32_t ttl_ms;          /* hard lifetime of a VM; 0 = none */
+	uid_t vmm_uid;            /* run QEMU as this user, 0 = as we are */
+	gid_t vmm_gid;            /* and group */
+	gid_t kvm_gid;            /* supplementary group for /dev/kvm */
+	uint32_t vmm_overhead_mb; /* host cgroup memory: RAM + this */
+	uint32_t vmm_cpu_percent; /* host cgroup CPU per vCPU, 100 = one */
+	uint32_t vmm_pids;        /* host cgroup pids.max */
 };
 
 struct sb_image {
@@ -70,6 +77,7 @@ struct sb_vm {
 	uint64_t ready_ms;            /* start -> agent ready */
 	uint64_t deadline_ms;         /* hard TTL (monotonic), 0 = none */
 	char error[256];              /* what went wrong, for XX */
+	struct cg cg;                 /* host cgroup of QEMU */
 };
 
 /* A template: a snapshot of a booted, idle VM of one image. */

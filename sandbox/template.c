@@ -24,8 +24,8 @@
  * on open, so a hash collision cannot hand out a wrong template. Builds
  * happen in a temp dir under a lock and are renamed into place: concurrent
  * openers wait for one build, and a crash never leaves a half template.
- * Stale templates of the same name are unlinked; running clones keep their
- * private mapping of the old `mem` alive.
+ * Templates of an older image are unlinked when a new one is built;
+ * running clones keep their private mapping of the old `mem` alive.
  *
  * The files live on disk (STATE), not tmpfs: the page cache shares them
  * just the same, they survive a reboot, and under memory pressure their
@@ -46,7 +46,7 @@
 #include "vm_internal.h"
 
 /* Bump when vm_machine_args changes in a way that breaks old snapshots. */
-#define MACHINE_REV 1
+#define MACHINE_REV 2
 #define SAVE_TIMEOUT_MS 60000
 #define LOAD_TIMEOUT_MS 30000
 #define QMP_CALL_MS 5000
@@ -119,9 +119,30 @@ static void remove_template_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* Remove NAME-* dirs other than `keep` and leftover .build-NAME-* dirs
- * (we hold the lock, so no build of NAME is running). */
-static void remove_stale(const char *base, const char *name, const char *keep)
+/* Does the template in `dir` come from another image (stale)? */
+static bool other_image(const char *dir, const char *image_hash)
+{
+	char path[PATH_MAX + 16], buf[1024], want[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/inputs", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* incomplete */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	snprintf(want, sizeof(want), " image=%s ", image_hash);
+	return !strstr(buf, want);
+}
+
+/* Remove leftover .build-NAME-* dirs (we hold the lock, so no build of
+ * NAME is running) and NAME-* templates of an older image. Templates of
+ * the same image with another machine config stay: another worker may
+ * be configured so. */
+static void remove_stale(const char *base, const char *name,
+			 const char *image_hash)
 {
 	size_t n = strlen(name);
 	struct dirent *e;
@@ -130,16 +151,15 @@ static void remove_stale(const char *base, const char *name, const char *keep)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		const char *s = e->d_name;
+		bool build = !strncmp(e->d_name, ".build-", 7);
+		const char *s = e->d_name + (build ? 7 : 0);
 		char path[PATH_MAX];
 
-		if (!strncmp(s, ".build-", 7))
-			s += 7;
-		if (strncmp(s, name, n) != 0 || s[n] != '-' ||
-		    !strcmp(e->d_name, keep))
+		if (strncmp(s, name, n) != 0 || s[n] != '-')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
-		remove_template_dir(path);
+		if (build || other_image(path, image_hash))
+			remove_template_dir(path);
 	}
 	closedir(d);
 }
@@ -291,6 +311,13 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 		return -ENAMETOOLONG;
 	if (!mkdtemp(tmp))
 		return -errno;
+	/* the VMM writes `mem` here; clones (as that user) read it */
+	if (chmod(tmp, 0755) < 0 ||
+	    (o->vmm_uid && chown(tmp, o->vmm_uid, o->vmm_gid) < 0)) {
+		r = -errno;
+		rmdir(tmp);
+		return r;
+	}
 	r = template_build(o, &t->img, t->accel, tmp, err, errlen);
 	if (r == 0)
 		r = write_inputs(tmp, inputs);
@@ -329,7 +356,7 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 		return -ENAMETOOLONG;
 	if (template_complete(t.dir, inputs))
 		goto done;
-	if (mkdir(base, 0700) < 0 && errno != EEXIST)
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	snprintf(lock, sizeof(lock), "%s/.%s.lock", base, template_);
 	lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -341,7 +368,7 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 	}
 	/* another process may have built it while we waited */
 	if (!template_complete(t.dir, inputs)) {
-		remove_stale(base, template_, "");
+		remove_stale(base, template_, t.img.hash);
 		r = template_create(o, &t, base, inputs, err, sizeof(err));
 	}
 done:

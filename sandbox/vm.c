@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ void sb_options_init(struct sb_options *o)
 	o->boot_timeout_ms = 60000;
 	o->call_timeout_ms = 30000;
 	o->ttl_ms = 0;
+	o->vmm_overhead_mb = 256;
+	o->vmm_cpu_percent = 100;
+	o->vmm_pids = 256;
 }
 
 /* The QEMU binary: a path, or a name looked up in PATH. */
@@ -140,6 +144,8 @@ void vm_machine_args(struct vmm_argv *a, const char *qemu,
 		dir);
 	vmm_arg(a, "-device");
 	vmm_arg(a, "virtserialport,chardev=agent,name=%s", AL_AGENT_VPORT);
+	vmm_arg(a, "-device");
+	vmm_arg(a, "virtio-rng-pci");
 	vmm_arg(a, "-qmp");
 	vmm_arg(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
 	vmm_arg(a, "-no-reboot");
@@ -160,7 +166,8 @@ struct sb_vm *vm_new(void)
 
 int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
 {
-	if (mkdir(o->run_dir, 0700) < 0 && errno != EEXIST)
+	/* 0711: a VMM running as another user reaches its own dir only */
+	if (mkdir(o->run_dir, 0711) < 0 && errno != EEXIST)
 		return -errno;
 	if (snprintf(vm->dir, sizeof(vm->dir), "%s/vm-XXXXXX", o->run_dir) >=
 	    (int)sizeof(vm->dir))
@@ -172,6 +179,8 @@ int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
 		vm->dir[0] = 0;
 		return -errno;
 	}
+	if (o->vmm_uid && chown(vm->dir, o->vmm_uid, o->vmm_gid) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -211,7 +220,12 @@ static void qemu_last_words(struct sb_vm *vm, char *out, size_t size)
 void vm_fail(struct sb_vm *vm, int r, const char *what)
 {
 	char words[200] = "";
+	struct pollfd p = {.fd = vm->pidfd, .events = POLLIN};
 
+	/* a dead QEMU closes our sockets a moment before its pidfd says so:
+	 * when the channel broke, give the exit a moment to show */
+	if (vm->pidfd >= 0 && (r == -EPIPE || r == -ECONNRESET))
+		poll(&p, 1, 200);
 	if (vm->pidfd >= 0 && vmm_exited(vm->pidfd)) {
 		qemu_last_words(vm, words, sizeof(words));
 		snprintf(vm->error, sizeof(vm->error),
@@ -261,11 +275,21 @@ int vm_start(struct sb_vm *vm, const struct sb_options *o,
 	char path[PATH_MAX + 16];
 	int r;
 
+	struct vmm_creds creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid};
+	const char *name = strrchr(vm->dir, '/') + 1;
+
 	vm->start_ms = sb_now_ms();
 	if (o->ttl_ms)
 		vm->deadline_ms = vm->start_ms + o->ttl_ms;
+	r = cg_create(&vm->cg, name,
+		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
+		      o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
+	if (r < 0) {
+		vm_fail(vm, r, "host cgroup");
+		return r;
+	}
 	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
-	r = vmm_spawn(a, path, &vm->pid, &vm->pidfd);
+	r = vmm_spawn(a, path, &creds, &vm->cg, &vm->pid, &vm->pidfd);
 	if (r < 0) {
 		vm_fail(vm, r, "start qemu");
 		return r;
@@ -423,6 +447,7 @@ void sb_vm_destroy(struct sb_vm *vm)
 	if (!vm)
 		return;
 	vmm_kill(&vm->pid, &vm->pidfd);
+	cg_destroy(&vm->cg);
 	al_agent_client_release(&vm->agent);
 	if (vm->agent_fd >= 0)
 		close(vm->agent_fd);

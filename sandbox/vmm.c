@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "vmm.h"
 
 void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
@@ -53,8 +55,22 @@ static int pidfd_open_(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* Drop to the VMM user: groups first, then gid, then uid. */
+static int drop_privileges(const struct vmm_creds *c)
+{
+	gid_t groups[1] = {c->extra};
+
+	if (!c || c->uid == 0)
+		return 0;
+	if (setgroups(c->extra ? 1 : 0, groups) < 0 || setgid(c->gid) < 0 ||
+	    setuid(c->uid) < 0)
+		return -1;
+	return 0;
+}
+
 /* In the child, before exec: nothing here may allocate. */
-static void child(const struct vmm_argv *a, int log_fd, pid_t parent)
+static void child(const struct vmm_argv *a, int log_fd, pid_t parent,
+		  const struct vmm_creds *creds, const struct cg *cg)
 {
 	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -62,6 +78,11 @@ static void child(const struct vmm_argv *a, int log_fd, pid_t parent)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(126);
 	setsid();
+	if ((cg && cg_join_self(cg) < 0) || drop_privileges(creds) < 0) {
+		dprintf(log_fd, "vmm: cgroup or privileges: %s\n",
+			strerror(errno));
+		_exit(126);
+	}
 	if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 ||
 	    dup2(log_fd, 2) < 0)
 		_exit(126);
@@ -71,8 +92,9 @@ static void child(const struct vmm_argv *a, int log_fd, pid_t parent)
 	_exit(127);
 }
 
-int vmm_spawn(const struct vmm_argv *a, const char *log, pid_t *ret_pid,
-	      int *ret_pidfd)
+int vmm_spawn(const struct vmm_argv *a, const char *log,
+	      const struct vmm_creds *creds, const struct cg *cg,
+	      pid_t *ret_pid, int *ret_pidfd)
 {
 	pid_t parent = getpid(), pid;
 	int log_fd, pidfd;
@@ -90,7 +112,7 @@ int vmm_spawn(const struct vmm_argv *a, const char *log, pid_t *ret_pid,
 		return r;
 	}
 	if (pid == 0)
-		child(a, log_fd, parent);
+		child(a, log_fd, parent, creds, cg);
 	close(log_fd);
 	pidfd = pidfd_open_(pid);
 	if (pidfd < 0) {

@@ -11,7 +11,7 @@ pkgs=(
   libnftables-dev libmicrohttpd-dev           # network policy, metrics
   redis-server                                # queue (tests, embedded mode)
   qemu-system-x86 qemu-utils                  # the VMM
-  mmdebstrap e2fsprogs cpio kmod xz-utils zstd # guest image builder
+  mmdebstrap e2fsprogs cpio kmod jq util-linux # guest image builder
 )
 
 missing=()

@@ -1,0 +1,179 @@
+/* cgroup.c: host cgroups for VMM processes.
+ *
+ * cgroup v2 when /sys/fs/cgroup is cgroup2 (airlock/<vm>: memory.max,
+ * memory.swap.max, cpu.max, pids.max); else v1 with one dir per
+ * controller hierarchy (memory.limit_in_bytes, cpu.cfs_quota_us,
+ * pids.max). Everything lives under an `airlock` parent so that an
+ * operator sees and caps all VMMs in one place. Creation failing for lack
+ * of permission is not an error: the VM runs without a host cgroup, and
+ * `airlock doctor` says so.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+
+#define CGROUP2_MAGIC 0x63677270
+#define CG_ROOT "/sys/fs/cgroup"
+#define CPU_PERIOD_US 100000u
+
+static bool is_v2(void)
+{
+	struct statfs s;
+
+	return statfs(CG_ROOT, &s) == 0 && s.f_type == CGROUP2_MAGIC;
+}
+
+static bool v1_has(const char *ctl)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), CG_ROOT "/%s/cgroup.procs", ctl);
+	return access(path, W_OK) == 0;
+}
+
+const char *cg_version(void)
+{
+	if (is_v2())
+		return access(CG_ROOT "/cgroup.subtree_control", W_OK) == 0
+			       ? "v2"
+			       : "none";
+	return v1_has("memory") ? "v1" : "none";
+}
+
+static int write_file(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX + 64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -EIO;
+}
+
+static int add_dir(struct cg *cg, const char *parent, const char *name)
+{
+	char *dir = cg->dirs[cg->n];
+
+	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(dir, PATH_MAX, "%s/%s", parent, name);
+	if (mkdir(dir, 0755) < 0)
+		return -errno;
+	snprintf(cg->procs[cg->n], sizeof(cg->procs[0]), "%s/cgroup.procs", dir);
+	cg->n++;
+	return 0;
+}
+
+static int create_v2(struct cg *cg, const char *name, uint64_t mem,
+		     uint32_t cpu_percent, uint32_t pids)
+{
+	char val[64];
+	int r;
+
+	/* controllers must be enabled from the root down */
+	write_file(CG_ROOT, "cgroup.subtree_control", "+memory +cpu +pids");
+	r = add_dir(cg, CG_ROOT "/airlock", name);
+	if (r < 0)
+		return r;
+	write_file(CG_ROOT "/airlock", "cgroup.subtree_control",
+		   "+memory +cpu +pids");
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)mem);
+	r = write_file(cg->dirs[0], "memory.max", val);
+	if (r == 0)
+		r = write_file(cg->dirs[0], "memory.swap.max", "0");
+	snprintf(val, sizeof(val), "%llu %u",
+		 (unsigned long long)CPU_PERIOD_US * cpu_percent / 100,
+		 CPU_PERIOD_US);
+	if (r == 0)
+		r = write_file(cg->dirs[0], "cpu.max", val);
+	snprintf(val, sizeof(val), "%u", pids);
+	if (r == 0)
+		r = write_file(cg->dirs[0], "pids.max", val);
+	return r;
+}
+
+static int create_v1(struct cg *cg, const char *name, uint64_t mem,
+		     uint32_t cpu_percent, uint32_t pids)
+{
+	char val[64];
+	int r;
+
+	r = add_dir(cg, CG_ROOT "/memory/airlock", name);
+	if (r < 0)
+		return r;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)mem);
+	r = write_file(cg->dirs[cg->n - 1], "memory.limit_in_bytes", val);
+	if (r == 0 && v1_has("cpu") &&
+	    (r = add_dir(cg, CG_ROOT "/cpu/airlock", name)) == 0) {
+		snprintf(val, sizeof(val), "%llu",
+			 (unsigned long long)CPU_PERIOD_US * cpu_percent / 100);
+		r = write_file(cg->dirs[cg->n - 1], "cpu.cfs_quota_us", val);
+	}
+	if (r == 0 && v1_has("pids") &&
+	    (r = add_dir(cg, CG_ROOT "/pids/airlock", name)) == 0) {
+		snprintf(val, sizeof(val), "%u", pids);
+		r = write_file(cg->dirs[cg->n - 1], "pids.max", val);
+	}
+	return r;
+}
+
+int cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
+	      uint32_t cpu_percent, uint32_t pids)
+{
+	const char *v = cg_version();
+	int r;
+
+	memset(cg, 0, sizeof(*cg));
+	if (!strcmp(v, "none"))
+		return 0;
+	if (!strcmp(v, "v2"))
+		r = create_v2(cg, name, memory_bytes, cpu_percent, pids);
+	else
+		r = create_v1(cg, name, memory_bytes, cpu_percent, pids);
+	if (r < 0) {
+		cg_destroy(cg);
+		/* no permission: run without, as on hosts without cgroups */
+		return r == -EACCES || r == -EPERM || r == -EROFS ? 0 : r;
+	}
+	return 0;
+}
+
+int cg_join_self(const struct cg *cg)
+{
+	for (int i = 0; i < cg->n; i++) {
+		int fd = open(cg->procs[i], O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return -errno;
+		if (write(fd, "0", 1) != 1) {
+			close(fd);
+			return -EIO;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+void cg_destroy(struct cg *cg)
+{
+	for (int i = cg->n - 1; i >= 0; i--) {
+		/* a just-killed process may linger a moment as a zombie of
+		 * the kernel's accounting: retry briefly */
+		for (int k = 0; k < 50 && rmdir(cg->dirs[i]) < 0 &&
+				errno == EBUSY;
+		     k++)
+			usleep(1000);
+	}
+	cg->n = 0;
+}

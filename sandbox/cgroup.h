@@ -1,0 +1,30 @@
+/* cgroup.h: a host cgroup per VMM process (v2, or v1's memory, cpu and
+ * pids hierarchies), so a compromised or runaway QEMU is capped in memory,
+ * CPU time and processes. Internal to sandbox/. */
+#ifndef AL_SB_CGROUP_H
+#define AL_SB_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CG_MAX_DIRS 3
+
+struct cg {
+	char dirs[CG_MAX_DIRS][PATH_MAX]; /* one per hierarchy used */
+	char procs[CG_MAX_DIRS][PATH_MAX + 16]; /* their cgroup.procs files */
+	int n;                             /* hierarchies used, 0 = none */
+};
+
+/* Create `name` under each hierarchy with the caps; 0 with n = 0 when the
+ * host has no cgroup we may create (reported by `airlock doctor`). */
+int cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
+	      uint32_t cpu_percent, uint32_t pids);
+/* In the child after fork: join every hierarchy (no allocation). */
+int cg_join_self(const struct cg *cg);
+/* Remove the cgroups (the processes must be gone). */
+void cg_destroy(struct cg *cg);
+/* "v2", "v1" or "none": what cg_create would use on this host. */
+const char *cg_version(void);
+
+#endif

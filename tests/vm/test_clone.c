@@ -1,0 +1,315 @@
+/* test_clone.c: template snapshots and clones: freshness, isolation,
+ * concurrency, failure of the VMM, cleanup, caching, no network. */
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vmtest.h"
+
+static struct sb_options opts;
+static struct al_worker worker;
+
+static int group_setup(void **state)
+{
+	struct sb_template t;
+
+	(void)state;
+	vmtest_options(&opts);
+	al_worker_init(&worker, &opts, al_policy_default(), "test-clone");
+	/* build (or find) the template before anything is timed */
+	return sb_template_open(&opts, "python", &t) == 0 ? 0 : -1;
+}
+
+#define RUN(json, res) vmtest_run(&worker, json, res)
+#define CHECK(cond, res)                                                      \
+	do {                                                                  \
+		if (!(cond))                                                  \
+			vmtest_dump(res);                                     \
+		assert_true(cond);                                            \
+	} while (0)
+
+static bool out_is(const struct al_result *r, size_t i, const char *s)
+{
+	return r->steps[i].stdout_.len == strlen(s) &&
+	       memcmp(r->steps[i].stdout_.data, s, strlen(s)) == 0;
+}
+
+/* 20 clones in a row: each is fresh (no file of the one before) and
+ * answers; a file written by clone N is absent in clone N+1. */
+static void test_sequential(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 20; i++) {
+		struct al_result res;
+
+		RUN("{\"steps\":[{\"sh\":\"test ! -e /work/mark && "
+		    "test ! -e /tmp/mark && echo x > /work/mark && "
+		    "echo x > /tmp/mark\"},{\"cmd\":[\"python3\",\"-c\","
+		    "\"print(6*7)\"]}]}",
+		    &res);
+		CHECK(res.status == AL_OK, &res);
+		CHECK(res.vm.restored, &res);
+		CHECK(out_is(&res, 1, "42\n"), &res);
+		al_result_release(&res);
+	}
+}
+
+static uint64_t now_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* 8 clones alive at once all answer, with distinct entropy and the
+ * host's clock. */
+static void test_eight_alive(void **state)
+{
+	struct sb_template t;
+	struct sb_vm *vm[8];
+	char seen[8][40];
+	char *argv[] = {"python3", "-c",
+			"import os,time;print(os.urandom(16).hex(),"
+			"int(time.time()*1000))",
+			NULL};
+	struct al_step step = {.argv = argv, .argc = 3};
+	struct al_limits lim;
+
+	(void)state;
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	assert_int_equal(sb_template_open(&opts, "python", &t), 0);
+	for (int i = 0; i < 8; i++) {
+		int r = sb_vm_restore(&opts, &t, &vm[i]);
+
+		if (r)
+			fprintf(stderr, "restore %d: %s\n", i, vm[i]->error);
+		assert_int_equal(r, 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		struct al_step_result sr = {0};
+		uint64_t before = now_realtime_ms(), guest_ms;
+
+		assert_int_equal(sb_vm_run_step(vm[i], &step, &lim, 20000, &sr),
+				 0);
+		assert_int_equal(sr.status, AL_OK);
+		assert_true(sr.stdout_.len > 33);
+		memcpy(seen[i], sr.stdout_.data, 32);
+		seen[i][32] = 0;
+		guest_ms = strtoull((char *)sr.stdout_.data + 33, NULL, 10);
+		/* the guest read its clock between before and now */
+		assert_true(guest_ms + 1000 >= before);
+		assert_true(guest_ms <= now_realtime_ms() + 1000);
+		for (int k = 0; k < i; k++)
+			assert_string_not_equal(seen[i], seen[k]);
+		al_step_result_release(&sr);
+	}
+	for (int i = 0; i < 8; i++)
+		sb_vm_destroy(vm[i]);
+}
+
+/* Find QEMU processes whose command line names our run dir. */
+static int qemu_pids(pid_t *out, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], buf[4096];
+		FILE *f;
+		size_t len;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < len; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[len] = 0;
+		if (strstr(buf, "qemu-system") && strstr(buf, opts.run_dir) &&
+		    n < max)
+			out[n++] = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* SIGKILL the QEMU of a running job: the job is XX with a clear error
+ * within 1 s of the kill, and nothing is left behind. */
+static void test_kill_vmm(void **state)
+{
+	struct al_result res;
+	int pfd[2];
+	uint64_t killed = 0, done;
+	pid_t killer;
+
+	(void)state;
+	assert_int_equal(pipe(pfd), 0);
+	killer = fork();
+	assert_true(killer >= 0);
+	if (killer == 0) {
+		pid_t p[4];
+		uint64_t t;
+
+		for (int i = 0; i < 300; i++) { /* up to 30 s */
+			usleep(100000);
+			if (qemu_pids(p, 4) == 1)
+				break;
+		}
+		usleep(1500000); /* let the step start */
+		if (qemu_pids(p, 4) != 1)
+			_exit(1);
+		kill(p[0], SIGKILL);
+		t = mono_ms();
+		if (write(pfd[1], &t, sizeof(t)) != sizeof(t))
+			_exit(1);
+		_exit(0);
+	}
+	close(pfd[1]);
+	RUN("{\"sh\":\"sleep 60\",\"timeout_ms\":90000}", &res);
+	done = mono_ms();
+	assert_int_equal(read(pfd[0], &killed, sizeof(killed)),
+			 sizeof(killed));
+	close(pfd[0]);
+	waitpid(killer, NULL, 0);
+	CHECK(res.status == AL_XX, &res);
+	CHECK(res.error && strstr(res.error, "qemu exited"), &res);
+	CHECK(done - killed <= 1000, &res);
+	fprintf(stderr, "killed -> XX result in %llu ms\n",
+		(unsigned long long)(done - killed));
+	al_result_release(&res);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* 100 jobs leave no QEMU, no per-VM dir, no socket, no fd behind. */
+static void test_hundred_jobs_clean(void **state)
+{
+	int fds = count_fds();
+	pid_t p[4];
+
+	(void)state;
+	for (int i = 0; i < 100; i++) {
+		struct al_result res;
+
+		RUN("{\"sh\":\"echo $((6*7))\"}", &res);
+		CHECK(res.status == AL_OK && out_is(&res, 0, "42\n"), &res);
+		al_result_release(&res);
+	}
+	assert_int_equal(qemu_pids(p, 4), 0);
+	assert_int_equal(count_entries(opts.run_dir), 0);
+	assert_int_equal(count_fds(), fds);
+}
+
+/* The second open is a cache hit; a different machine config or image
+ * rebuilds. */
+static void test_cache(void **state)
+{
+	struct sb_options o = opts;
+	struct sb_template a, b, c;
+
+	(void)state;
+	assert_int_equal(sb_template_open(&opts, "python", &a), 0);
+	assert_false(a.built);
+	o.memory_mb = 768;
+	assert_int_equal(sb_template_open(&o, "python", &b), 0);
+	assert_true(b.built);
+	assert_string_not_equal(a.key, b.key);
+	assert_int_equal(sb_template_open(&o, "python", &c), 0);
+	assert_false(c.built);
+}
+
+/* No NIC at all: only lo, and the host's loopback is out of reach. */
+static void test_no_network(void **state)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	struct al_result res;
+	char json[1024];
+	int s;
+
+	(void)state;
+	s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s, 4), 0);
+	getsockname(s, (struct sockaddr *)&sa, &len);
+	snprintf(json, sizeof(json),
+		 "{\"steps\":[{\"sh\":\"ls /sys/class/net\"},"
+		 "{\"cmd\":[\"python3\",\"-c\",\"import socket\\n"
+		 "for h in ('127.0.0.1','10.0.2.2'):\\n"
+		 "  try:\\n"
+		 "    socket.create_connection((h,%d),timeout=2)\\n"
+		 "    print('connected',h)\\n"
+		 "  except OSError as e:\\n"
+		 "    print('failed',h)\"]}]}",
+		 ntohs(sa.sin_port));
+	RUN(json, &res);
+	CHECK(res.status == AL_OK, &res);
+	CHECK(out_is(&res, 0, "lo\n"), &res);
+	CHECK(out_is(&res, 1, "failed 127.0.0.1\nfailed 10.0.2.2\n"), &res);
+	assert_true(accept(s, NULL, NULL) < 0 && errno == EAGAIN);
+	close(s);
+	al_result_release(&res);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sequential),
+		cmocka_unit_test(test_eight_alive),
+		cmocka_unit_test(test_kill_vmm),
+		cmocka_unit_test(test_hundred_jobs_clean),
+		cmocka_unit_test(test_no_network),
+		cmocka_unit_test(test_cache),
+	};
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}

@@ -1,0 +1,58 @@
+/* vmtest.h: shared setup for tests that run real VMs.
+ *
+ * Images are built by the `vm_images` CTest fixture into the test state dir
+ * ($AIRLOCK_TEST_STATE, default /var/tmp/airlock-test: content-addressed,
+ * so reusing it across runs is safe and saves the image build).
+ */
+#ifndef AL_VMTEST_H
+#define AL_VMTEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox.h"
+#include "worker.h"
+
+static inline void vmtest_options(struct sb_options *o)
+{
+	const char *st = getenv("AIRLOCK_TEST_STATE");
+
+	sb_options_init(o);
+	snprintf(o->state_dir, sizeof(o->state_dir), "%s",
+		 st && *st ? st : "/var/tmp/airlock-test");
+	snprintf(o->run_dir, sizeof(o->run_dir), "/tmp/airlock-test-run");
+	o->accel = SB_ACCEL_AUTO;
+	o->memory_mb = 1024;
+}
+
+/* Decode a JSON job (the test's own text: must be valid) and run it. */
+static inline void vmtest_run(struct al_worker *w, const char *json,
+			      struct al_result *res)
+{
+	struct al_job job = {0};
+	struct al_diags d;
+	char buf[1024];
+
+	al_diags_init(&d);
+	if (al_job_from_json(json, strlen(json), &job, &d) != 0) {
+		al_diags_format(&d, buf, sizeof(buf));
+		fprintf(stderr, "test job invalid: %s\n", buf);
+		abort();
+	}
+	if (al_worker_run(w, &job, 0, 1, res) != 0)
+		abort();
+	al_job_release(&job);
+}
+
+/* Print the result when an assertion is about to fail. */
+static inline void vmtest_dump(const struct al_result *res)
+{
+	char *json = NULL;
+
+	if (al_result_to_json(res, &json) == 0)
+		fprintf(stderr, "result: %.4000s\n", json);
+	free(json);
+}
+
+#endif

@@ -1,0 +1,314 @@
+/* job.c: one job, start to finish, in one fresh VM.
+ *
+ * Step rules: steps run in order in the same VM. A step with
+ * "if": "success" is skipped (SK) once any earlier step was not OK. The
+ * job's wall_ms bounds the sum: each step's timeout is cut to what is left,
+ * and a step that would start with nothing left is TO without running.
+ * When the VM itself fails (QEMU dies, the agent stops answering, a frame
+ * is malformed) the step is XX with what failed, the rest are SK, and the
+ * VM is destroyed: the queue decides whether to retry. Verdicts are
+ * decided here, on the host, from the output the guest reported.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "worker.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void al_worker_init(struct al_worker *w, const struct sb_options *sb,
+		    const struct al_policy *policy, const char *name)
+{
+	memset(w, 0, sizeof(*w));
+	w->sb = sb;
+	w->policy = policy;
+	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
+}
+
+void al_worker_release(struct al_worker *w)
+{
+	memset(w->templates, 0, sizeof(w->templates));
+	w->n_templates = 0;
+}
+
+static int set_error(char **dst, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int set_error(char **dst, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	free(*dst);
+	va_start(ap, fmt);
+	n = vasprintf(dst, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		*dst = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static const struct sb_template *find_template(struct al_worker *w,
+					       const char *name, int *ret)
+{
+	struct sb_template *t;
+
+	for (size_t i = 0; i < w->n_templates; i++)
+		if (!strcmp(w->templates[i].img.name, name))
+			return &w->templates[i];
+	if (w->n_templates == AL_WORKER_TEMPLATES) {
+		*ret = -ENOSPC;
+		return NULL;
+	}
+	t = &w->templates[w->n_templates];
+	*ret = sb_template_open(w->sb, name, t);
+	if (*ret < 0)
+		return NULL;
+	w->n_templates++;
+	return t;
+}
+
+/* A VM for `name`, cold or restored; on failure *err says why. */
+static int get_vm(struct al_worker *w, const char *name,
+		  const struct sb_options *o, struct sb_vm **ret, char *err,
+		  size_t errlen)
+{
+	const struct sb_template *t;
+	struct sb_image img;
+	int r;
+
+	*ret = NULL;
+	if (w->cold) {
+		r = sb_image_open(o, name, &img);
+		if (r == 0)
+			r = sb_vm_boot(o, &img, ret);
+	} else {
+		t = find_template(w, name, &r);
+		if (t)
+			r = sb_vm_restore(o, t, ret);
+	}
+	if (r < 0 && *ret && (*ret)->error[0])
+		snprintf(err, errlen, "%s", (*ret)->error);
+	else if (r == -ENOENT)
+		snprintf(err, errlen, "template %s: no image (run `airlock "
+			 "image build %s`)", name, name);
+	else if (r < 0)
+		snprintf(err, errlen, "template %s: %s", name, strerror(-r));
+	return r;
+}
+
+static bool earlier_failed(const struct al_result *res, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (res->steps[k].status != AL_OK)
+			return true;
+	return false;
+}
+
+/* Run steps [0, n): returns 0, or <0 when the VM failed (steps say how). */
+static int run_steps(struct sb_vm *vm, struct al_worker *w,
+		     const struct al_job *job, const struct al_limits *lim,
+		     uint64_t wall_end, struct al_result *res)
+{
+	for (size_t i = 0; i < job->n_steps; i++) {
+		const struct al_step *s = &job->steps[i];
+		struct al_step_result *sr = &res->steps[i];
+		uint64_t now = now_ms();
+		uint32_t t = al_job_step_timeout(job, i, w->policy);
+		int r;
+
+		if (s->run_if == AL_RUN_SUCCESS && earlier_failed(res, i)) {
+			sr->status = AL_SK;
+			continue;
+		}
+		if (now >= wall_end) {
+			sr->status = AL_TO;
+			continue;
+		}
+		if ((uint64_t)t > wall_end - now)
+			t = (uint32_t)(wall_end - now);
+		r = sb_vm_run_step(vm, s, lim, t, sr);
+		if (r < 0) {
+			sr->status = AL_XX;
+			if (set_error(&sr->error, "step %zu: %s", i, vm->error))
+				return -ENOMEM;
+			for (size_t k = i + 1; k < job->n_steps; k++)
+				res->steps[k].status = AL_SK;
+			return set_error(&res->error, "step %zu: %s", i,
+					 vm->error) ?: r;
+		}
+		if (s->name && !sr->name)
+			sr->name = strdup(s->name);
+	}
+	return 0;
+}
+
+static void judge(const struct al_job *job, struct al_result *res)
+{
+	bool any = false, all = true;
+
+	for (size_t i = 0; i < job->n_steps; i++) {
+		const struct al_step *s = &job->steps[i];
+		struct al_step_result *sr = &res->steps[i];
+
+		if (!s->expect.present)
+			continue;
+		any = true;
+		if (sr->status == AL_SK || sr->status == AL_XX) {
+			all = false; /* did not run: no expect_ok */
+			continue;
+		}
+		sr->expect_ok = sr->status == AL_OK &&
+					al_expect_match(&s->expect,
+							&sr->stdout_)
+				? AL_TRUE
+				: AL_FALSE;
+		all &= sr->expect_ok == AL_TRUE;
+	}
+	if (any)
+		res->verdict = all ? AL_VERDICT_ACCEPTED
+				   : AL_VERDICT_WRONG_ANSWER;
+}
+
+static int collect(struct sb_vm *vm, const struct al_job *job,
+		   struct al_result *res)
+{
+	struct al_msg_files f = {0};
+	int r;
+
+	if (!job->n_collect)
+		return 0;
+	r = sb_vm_get_files(vm, job->collect, job->n_collect, AL_OUTPUT_MAX,
+			    &f);
+	if (r < 0)
+		return r;
+	res->files = f.files; /* hand-off: missing paths are left out */
+	res->n_files = f.n_files;
+	f.files = NULL;
+	f.n_files = 0;
+	al_agent_client_files_release(&f);
+	return 0;
+}
+
+/* With the VM up: limits, files, steps, collect. */
+static int in_vm(struct sb_vm *vm, struct al_worker *w,
+		 const struct al_job *job, const struct al_limits *lim,
+		 uint64_t wall_end, struct al_result *res)
+{
+	int r = sb_vm_setup(vm, lim);
+
+	if (r == 0 && job->n_files)
+		r = sb_vm_put_files(vm, job->files, job->n_files);
+	if (r < 0) {
+		for (size_t i = 0; i < job->n_steps; i++)
+			res->steps[i].status = AL_SK;
+		return set_error(&res->error, "before step 0: %s",
+				 vm->error) ?: r;
+	}
+	r = run_steps(vm, w, job, lim, wall_end, res);
+	if (r == 0 && collect(vm, job, res) < 0)
+		r = set_error(&res->error, "collect (after %zu steps): %s",
+			      job->n_steps, vm->error) ?: -EIO;
+	return r;
+}
+
+static int result_init(const struct al_job *job, const char *id,
+		       struct al_worker *w, uint32_t attempt,
+		       struct al_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->id = strdup(id);
+	res->worker = strdup(w->name);
+	res->attempt = attempt;
+	res->steps = calloc(job->n_steps ? job->n_steps : 1,
+			    sizeof(*res->steps));
+	res->n_steps = job->n_steps;
+	if (job->meta.len) {
+		res->meta.data = malloc(job->meta.len + 1);
+		if (res->meta.data) {
+			memcpy(res->meta.data, job->meta.data, job->meta.len);
+			res->meta.len = job->meta.len;
+		}
+	}
+	if (!res->id || !res->worker || !res->steps ||
+	    (job->meta.len && !res->meta.data))
+		return -ENOMEM;
+	return 0;
+}
+
+static int reject(struct al_result *res, const struct al_diags *d)
+{
+	char buf[AL_ERROR_MAX];
+
+	al_diags_format(d, buf, sizeof(buf));
+	res->status = AL_RJ;
+	for (size_t i = 0; i < res->n_steps; i++)
+		res->steps[i].status = AL_SK;
+	res->error = strdup(buf);
+	return res->error ? 0 : -ENOMEM;
+}
+
+int al_worker_run(struct al_worker *w, const struct al_job *job,
+		  uint64_t queued_ms, uint32_t attempt, struct al_result *res)
+{
+	const char *tmpl = job->template_ ? job->template_ : w->policy->template_;
+	uint64_t t0 = now_ms();
+	struct sb_options o = *w->sb;
+	struct sb_vm *vm = NULL;
+	struct al_limits lim;
+	struct al_diags d;
+	char err[300] = "";
+	int r;
+
+	r = result_init(job, job->id ? job->id : "-", w, attempt, res);
+	if (r < 0)
+		return r;
+	al_diags_init(&d);
+	if (al_job_check_policy(job, w->policy, &d) < 0)
+		return reject(res, &d);
+	al_job_limits(job, w->policy, &lim);
+	o.ttl_ms = lim.wall_ms + 30000; /* hard stop past the job's budget */
+	res->vm.template_ = strdup(tmpl);
+	r = get_vm(w, tmpl, &o, &vm, err, sizeof(err));
+	if (r == 0) {
+		res->vm.accel = vm->accel;
+		res->vm.restored = vm->restored;
+		res->vm.restore_ms = vm->ready_ms;
+		r = in_vm(vm, w, job, &lim, now_ms() + lim.wall_ms, res);
+	} else {
+		for (size_t i = 0; i < job->n_steps; i++)
+			res->steps[i].status = AL_SK;
+		free(res->error);
+		res->error = strdup(err);
+	}
+	sb_vm_destroy(vm);
+	judge(job, res);
+	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	res->timing.queued_ms = queued_ms;
+	res->timing.run_ms = now_ms() - t0;
+	res->timing.total_ms = queued_ms + res->timing.run_ms;
+	return r == -ENOMEM ? r : 0;
+}
+
+int al_worker_reject(const char *id, const struct al_diags *d,
+		     struct al_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->id = strdup(id && al_id_valid(id, strlen(id)) ? id : "-");
+	if (!res->id)
+		return -ENOMEM;
+	return reject(res, d);
+}

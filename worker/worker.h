@@ -1,0 +1,41 @@
+/* worker.h: running one job in one fresh VM and building its result.
+ *
+ *  1. al_worker_init() with the sandbox options and the policy (both
+ *     outlive the worker); `cold` makes every job cold-boot instead of
+ *     restoring a template clone (tests, benchmarks).
+ *  2. al_worker_run() per job: validate against the policy (RJ), get a
+ *     VM, set limits, place files, run the steps, collect files, destroy
+ *     the VM. It always produces a result; Airlock's own failures are XX
+ *     with `error` saying what failed, never a crash or a lost job.
+ *  3. al_worker_release().
+ */
+#ifndef AL_WORKER_H
+#define AL_WORKER_H
+
+#include "results.h"
+#include "sandbox.h"
+
+#define AL_WORKER_TEMPLATES 16
+
+struct al_worker {
+	const struct sb_options *sb;      /* sandbox options */
+	const struct al_policy *policy;   /* limits and allow-lists */
+	bool cold;                        /* cold boot every job */
+	char name[AL_NAME_MAX + 1];       /* `worker` in results */
+	struct sb_template templates[AL_WORKER_TEMPLATES]; /* opened */
+	size_t n_templates;               /* entries used */
+};
+
+void al_worker_init(struct al_worker *w, const struct sb_options *sb,
+		    const struct al_policy *policy, const char *name);
+/* Run `job`; queued_ms is how long it waited in the queue. *ret is always
+ * filled (release with al_result_release); returns 0, or -ENOMEM when not
+ * even a result could be built. */
+int al_worker_run(struct al_worker *w, const struct al_job *job,
+		  uint64_t queued_ms, uint32_t attempt, struct al_result *ret);
+/* An RJ result for a job that could not be decoded. */
+int al_worker_reject(const char *id, const struct al_diags *d,
+		     struct al_result *ret);
+void al_worker_release(struct al_worker *w);
+
+#endif
