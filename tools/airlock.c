@@ -44,6 +44,7 @@ static const struct al_cmd version_cmd = {
 /* The subcommands, in the order the usage text lists them. */
 static const struct al_cmd *const commands[] = {
     &al_cmd_validate,
+    &al_cmd_config,
     &help_cmd,
     &version_cmd,
 };

@@ -33,6 +33,7 @@ struct al_cmd {
 };
 
 extern const struct al_cmd al_cmd_validate;
+extern const struct al_cmd al_cmd_config;
 
 /* Print cmd's usage text to f. */
 void al_cli_usage(const struct al_cmd *cmd, FILE *f);
