@@ -53,6 +53,7 @@ struct sb_options {
 	uint32_t vmm_overhead_mb; /* host cgroup memory: RAM + this */
 	uint32_t vmm_cpu_percent; /* host cgroup CPU per vCPU, 100 = one */
 	uint32_t vmm_pids;        /* host cgroup pids.max */
+	uint32_t prestart;        /* pre-started VMMs per template */
 };
 
 struct sb_image {
@@ -91,7 +92,8 @@ struct sb_template {
 };
 
 /* Defaults: state dir /var/lib/airlock (root) or ~/.local/state/airlock,
- * run dir /run/airlock or /tmp/airlock-UID, 512 MiB, 1 vCPU, auto. */
+ * run dir /run/airlock or /tmp/airlock-UID, 1024 MiB, 1 vCPU, auto,
+ * one pre-started VMM. */
 void sb_options_init(struct sb_options *o);
 
 /* Find the newest built image of `template_` under o->state_dir. -ENOENT
@@ -117,6 +119,27 @@ int sb_template_open(const struct sb_options *o, const char *template_,
  * entropy and the clock. On failure *ret (if set) holds vm->error. */
 int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
 		  struct sb_vm **ret);
+
+/* Pre-started VMMs: QEMU processes of one template waiting in -incoming
+ * defer, holding no guest state, so that a restore skips QEMU's own
+ * start-up. Each is used once. */
+#define SB_POOL_MAX 8
+struct sb_pool {
+	const struct sb_options *o;    /* options, outlive the pool */
+	const struct sb_template *t;   /* template, outlives the pool */
+	struct sb_vm *spare[SB_POOL_MAX]; /* started, not yet used */
+	size_t n;                      /* entries in spare */
+	size_t want;                   /* spares to keep */
+};
+void sb_pool_init(struct sb_pool *p, const struct sb_options *o,
+		  const struct sb_template *t, unsigned size);
+/* Start VMMs until `want` are waiting (returns at once: they start up in
+ * the background). */
+void sb_pool_fill(struct sb_pool *p);
+/* sb_vm_restore through a spare (or a new VMM if none is left), then
+ * refill. */
+int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret);
+void sb_pool_release(struct sb_pool *p);
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits);
 int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);

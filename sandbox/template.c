@@ -410,8 +410,10 @@ static int restore_load(struct sb_vm *vm, const struct sb_template *t)
 	return r;
 }
 
-int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
-		  struct sb_vm **ret)
+/* A VMM for a clone of `t`, waiting in -incoming defer: no guest state,
+ * so it may be started ahead of the job that will use it. */
+static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
+		       struct sb_vm **ret)
 {
 	char qemu[PATH_MAX], mem[PATH_MAX + 8];
 	struct vm_mem m = {.path = mem, .share = false, .incoming = true};
@@ -434,8 +436,18 @@ int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
 		return r;
 	}
 	vm_machine_args(&a, qemu, o, &t->img, t->accel, vm->dir, &m);
-	r = vm_start(vm, o, &a);
+	r = vm_spawn(vm, o, &a);
 	vmm_argv_release(&a);
+	return r;
+}
+
+/* Load the snapshot into a spawned VMM and bring the agent up. */
+static int clone_finish(struct sb_vm *vm, const struct sb_options *o,
+			const struct sb_template *t)
+{
+	uint64_t t0 = sb_now_ms();
+	int r = vm_connect(vm, o);
+
 	if (r == 0) {
 		r = restore_load(vm, t);
 		if (r < 0 && vm->error[0] == 0)
@@ -443,5 +455,77 @@ int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
 	}
 	if (r == 0)
 		r = vm_handshake(vm, o, o->call_timeout_ms);
+	/* a pre-started VMM's start-up is not the job's restore time */
+	vm->ready_ms = sb_now_ms() - (vm->start_ms > t0 ? vm->start_ms : t0);
 	return r;
+}
+
+int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
+		  struct sb_vm **ret)
+{
+	int r = clone_spawn(o, t, ret);
+
+	if (r == 0) {
+		(*ret)->start_ms = sb_now_ms();
+		r = clone_finish(*ret, o, t);
+	}
+	return r;
+}
+
+void sb_pool_init(struct sb_pool *p, const struct sb_options *o,
+		  const struct sb_template *t, unsigned size)
+{
+	memset(p, 0, sizeof(*p));
+	p->o = o;
+	p->t = t;
+	p->want = size > SB_POOL_MAX ? SB_POOL_MAX : size;
+}
+
+void sb_pool_fill(struct sb_pool *p)
+{
+	while (p->n < p->want) {
+		struct sb_vm *vm = NULL;
+
+		if (clone_spawn(p->o, p->t, &vm) < 0) {
+			sb_vm_destroy(vm);
+			return; /* restores spawn inline until this works again */
+		}
+		p->spare[p->n++] = vm;
+	}
+}
+
+int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret)
+{
+	struct sb_vm *vm = NULL;
+	uint64_t t0 = sb_now_ms();
+	int r;
+
+	/* oldest first; a spare whose QEMU died is dropped */
+	while (p->n && !vm) {
+		vm = p->spare[0];
+		memmove(p->spare, p->spare + 1, --p->n * sizeof(p->spare[0]));
+		if (!sb_vm_alive(vm)) {
+			sb_vm_destroy(vm);
+			vm = NULL;
+		}
+	}
+	if (!vm) {
+		r = clone_spawn(p->o, p->t, &vm);
+		if (r < 0) {
+			*ret = vm;
+			return r;
+		}
+	}
+	*ret = vm;
+	vm->start_ms = t0 > vm->start_ms ? t0 : vm->start_ms;
+	r = clone_finish(vm, p->o, p->t);
+	sb_pool_fill(p); /* the next VMM starts while this job runs */
+	return r;
+}
+
+void sb_pool_release(struct sb_pool *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		sb_vm_destroy(p->spare[i]);
+	p->n = 0;
 }

@@ -48,7 +48,7 @@ void sb_options_init(struct sb_options *o)
 	}
 	snprintf(o->qemu, sizeof(o->qemu), "qemu-system-x86_64");
 	o->accel = SB_ACCEL_AUTO;
-	o->memory_mb = 512;
+	o->memory_mb = 1024;
 	o->vcpus = 1;
 	o->boot_timeout_ms = 60000;
 	o->call_timeout_ms = 30000;
@@ -56,6 +56,7 @@ void sb_options_init(struct sb_options *o)
 	o->vmm_overhead_mb = 256;
 	o->vmm_cpu_percent = 100;
 	o->vmm_pids = 256;
+	o->prestart = 1;
 }
 
 /* The QEMU binary: a path, or a name looked up in PATH. */
@@ -268,19 +269,17 @@ int vm_call_timeout(const struct sb_vm *vm, uint64_t want)
 	return want > INT32_MAX ? INT32_MAX : (int)want;
 }
 
-/* Start QEMU from argv, then connect QMP and the agent. */
-int vm_start(struct sb_vm *vm, const struct sb_options *o,
+/* Start QEMU from argv in its cgroup; returns at once (QEMU initialises
+ * on its own: a pre-started VMM does so while a job runs elsewhere). */
+int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 	     const struct vmm_argv *a)
 {
+	struct vmm_creds creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid};
+	const char *name = strrchr(vm->dir, '/') + 1;
 	char path[PATH_MAX + 16];
 	int r;
 
-	struct vmm_creds creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid};
-	const char *name = strrchr(vm->dir, '/') + 1;
-
 	vm->start_ms = sb_now_ms();
-	if (o->ttl_ms)
-		vm->deadline_ms = vm->start_ms + o->ttl_ms;
 	r = cg_create(&vm->cg, name,
 		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
 		      o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
@@ -290,10 +289,19 @@ int vm_start(struct sb_vm *vm, const struct sb_options *o,
 	}
 	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
 	r = vmm_spawn(a, path, &creds, &vm->cg, &vm->pid, &vm->pidfd);
-	if (r < 0) {
+	if (r < 0)
 		vm_fail(vm, r, "start qemu");
-		return r;
-	}
+	return r;
+}
+
+/* Connect QMP and the agent's socket (QEMU may still be starting). */
+int vm_connect(struct sb_vm *vm, const struct sb_options *o)
+{
+	char path[PATH_MAX + 16];
+	int r;
+
+	if (o->ttl_ms)
+		vm->deadline_ms = sb_now_ms() + o->ttl_ms;
 	snprintf(path, sizeof(path), "%s/qmp.sock", vm->dir);
 	r = qmp_connect(&vm->qmp, path, QMP_TIMEOUT_MS);
 	if (r < 0) {
@@ -309,6 +317,14 @@ int vm_start(struct sb_vm *vm, const struct sb_options *o,
 	vm->agent_fd = r;
 	al_agent_client_init(&vm->agent, vm->agent_fd);
 	return 0;
+}
+
+int vm_start(struct sb_vm *vm, const struct sb_options *o,
+	     const struct vmm_argv *a)
+{
+	int r = vm_spawn(vm, o, a);
+
+	return r < 0 ? r : vm_connect(vm, o);
 }
 
 /* hello, then reseed: the agent is ready for a job. */

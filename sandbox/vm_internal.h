@@ -21,6 +21,10 @@ void vm_machine_args(struct vmm_argv *a, const char *qemu,
 struct sb_vm *vm_new(void);
 int find_binary(const char *name, char *out, size_t size);
 int vm_make_dir(const struct sb_options *o, struct sb_vm *vm);
+int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
+	     const struct vmm_argv *a);
+int vm_connect(struct sb_vm *vm, const struct sb_options *o);
+/* vm_spawn, then vm_connect */
 int vm_start(struct sb_vm *vm, const struct sb_options *o,
 	     const struct vmm_argv *a);
 int vm_handshake(struct sb_vm *vm, const struct sb_options *o,

@@ -45,6 +45,8 @@ static const struct al_cmd version_cmd = {
 static const struct al_cmd *const commands[] = {
     &al_cmd_validate,
     &al_cmd_config,
+    &al_cmd_image,
+    &al_cmd_doctor,
     &help_cmd,
     &version_cmd,
 };

@@ -34,6 +34,8 @@ struct al_cmd {
 
 extern const struct al_cmd al_cmd_validate;
 extern const struct al_cmd al_cmd_config;
+extern const struct al_cmd al_cmd_image;
+extern const struct al_cmd al_cmd_doctor;
 
 /* Print cmd's usage text to f. */
 void al_cli_usage(const struct al_cmd *cmd, FILE *f);

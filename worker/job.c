@@ -38,6 +38,8 @@ void al_worker_init(struct al_worker *w, const struct sb_options *sb,
 
 void al_worker_release(struct al_worker *w)
 {
+	for (size_t i = 0; i < w->n_templates; i++)
+		sb_pool_release(&w->pools[i]);
 	memset(w->templates, 0, sizeof(w->templates));
 	w->n_templates = 0;
 }
@@ -61,44 +63,51 @@ static int set_error(char **dst, const char *fmt, ...)
 	return 0;
 }
 
-static const struct sb_template *find_template(struct al_worker *w,
-					       const char *name, int *ret)
+/* The pool of `name`'s template, opened (and pre-started) on first use. */
+static struct sb_pool *find_pool(struct al_worker *w, const char *name,
+				 int *ret)
 {
-	struct sb_template *t;
+	size_t i = w->n_templates;
 
-	for (size_t i = 0; i < w->n_templates; i++)
-		if (!strcmp(w->templates[i].img.name, name))
-			return &w->templates[i];
-	if (w->n_templates == AL_WORKER_TEMPLATES) {
+	for (size_t k = 0; k < w->n_templates; k++)
+		if (!strcmp(w->templates[k].img.name, name))
+			return &w->pools[k];
+	if (i == AL_WORKER_TEMPLATES) {
 		*ret = -ENOSPC;
 		return NULL;
 	}
-	t = &w->templates[w->n_templates];
-	*ret = sb_template_open(w->sb, name, t);
+	*ret = sb_template_open(w->sb, name, &w->templates[i]);
 	if (*ret < 0)
 		return NULL;
+	sb_pool_init(&w->pools[i], w->sb, &w->templates[i], w->sb->prestart);
 	w->n_templates++;
-	return t;
+	return &w->pools[i];
 }
 
 /* A VM for `name`, cold or restored; on failure *err says why. */
 static int get_vm(struct al_worker *w, const char *name,
-		  const struct sb_options *o, struct sb_vm **ret, char *err,
-		  size_t errlen)
+		  struct sb_options *o, const struct al_limits *lim,
+		  struct sb_vm **ret, char *err, size_t errlen)
 {
-	const struct sb_template *t;
+	bool fits = lim->memory_mb + AL_WORKER_RESERVE_MB <= o->memory_mb &&
+		    lim->vcpus <= o->vcpus;
+	struct sb_pool *pool;
 	struct sb_image img;
 	int r;
 
 	*ret = NULL;
-	if (w->cold) {
+	if (w->cold || !fits) {
+		if (!fits) {
+			o->memory_mb = lim->memory_mb + AL_WORKER_RESERVE_MB;
+			o->vcpus = lim->vcpus;
+		}
 		r = sb_image_open(o, name, &img);
 		if (r == 0)
 			r = sb_vm_boot(o, &img, ret);
 	} else {
-		t = find_template(w, name, &r);
-		if (t)
-			r = sb_vm_restore(o, t, ret);
+		pool = find_pool(w, name, &r);
+		if (pool)
+			r = sb_pool_restore(pool, ret);
 	}
 	if (r < 0 && *ret && (*ret)->error[0])
 		snprintf(err, errlen, "%s", (*ret)->error);
@@ -282,8 +291,9 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	al_job_limits(job, w->policy, &lim);
 	o.ttl_ms = lim.wall_ms + 30000; /* hard stop past the job's budget */
 	res->vm.template_ = strdup(tmpl);
-	r = get_vm(w, tmpl, &o, &vm, err, sizeof(err));
+	r = get_vm(w, tmpl, &o, &lim, &vm, err, sizeof(err));
 	if (r == 0) {
+		vm->deadline_ms = now_ms() + o.ttl_ms; /* a pooled VMM too */
 		res->vm.accel = vm->accel;
 		res->vm.restored = vm->restored;
 		res->vm.restore_ms = vm->ready_ms;

@@ -23,8 +23,14 @@ struct al_worker {
 	bool cold;                        /* cold boot every job */
 	char name[AL_NAME_MAX + 1];       /* `worker` in results */
 	struct sb_template templates[AL_WORKER_TEMPLATES]; /* opened */
+	struct sb_pool pools[AL_WORKER_TEMPLATES]; /* pre-started VMMs */
 	size_t n_templates;               /* entries used */
 };
+
+/* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:
+ * a job asking for more than a template VM can give is cold-booted in a
+ * VM of its own size instead of restored. */
+#define AL_WORKER_RESERVE_MB 256
 
 void al_worker_init(struct al_worker *w, const struct sb_options *sb,
 		    const struct al_policy *policy, const char *name);

@@ -45,6 +45,8 @@
 #define CHUNK	      (64u << 10) /* one read from a step pipe */
 #define KILL_GRACE_MS 3000u	  /* after a kill, wait this long for EOF */
 #define EMPTY_WAIT_MS 5000u	  /* wait this long for the cgroup to empty */
+#define THRASH_SAMPLE_MS 250u	  /* memory thrash watch period */
+#define THRASH_PCT 90u		  /* unreclaimable share of memory.max */
 #define ENV_PATH                                                               \
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -77,6 +79,9 @@ struct run {
 	enum al_status kill_why;     /* TO/OL once we killed it, else AL_OK */
 	uint64_t t0, t_end;	     /* CLOCK_MONOTONIC ms */
 	uint64_t kill_at;	     /* when we killed, 0 = not yet */
+	uint64_t mem_at;	     /* thrash watch: last sample, ms */
+	uint64_t mem_hits;	     /* memory.events max at that sample */
+	unsigned mem_strikes;	     /* samples in a row at the limit */
 	al_exec_out_fn cb;	     /* streaming */
 	void *opaque;		     /* for cb */
 	char err[256];		     /* our own failure, "" = none */
@@ -228,6 +233,36 @@ static void kill_for(struct run *rn, enum al_status why)
 	if (!rn->kill_at)
 		rn->kill_at = now_ms();
 	kill_all(rn);
+}
+
+/* A step at its memory limit with no swap is not always OOM-killed:
+ * while the kernel can evict the step's file pages (its own binaries and
+ * libraries, read straight back from disk) it thrashes instead, for
+ * minutes under TCG. So every THRASH_SAMPLE_MS we look: when the cgroup hit
+ * memory.max again since the last look and memory that cannot be reclaimed
+ * (anonymous and tmpfs pages, there being no swap) fills THRASH_PCT of the
+ * limit, twice in a row, the step is ended as ML: what the OOM killer would
+ * do once the last file page was gone. */
+static void watch_memory(struct run *rn)
+{
+	uint64_t t = now_ms(), hits, anon, shmem;
+	uint64_t max = (uint64_t)rn->lim->memory_mb << 20;
+
+	if (!rn->cg[0] || rn->kill_at || rn->exited || !max ||
+	    t - rn->mem_at < THRASH_SAMPLE_MS)
+		return;
+	rn->mem_at = t;
+	if (cg_read_u64(rn->cg, "memory.events", "max", &hits) < 0 ||
+	    cg_read_u64(rn->cg, "memory.stat", "anon", &anon) < 0 ||
+	    cg_read_u64(rn->cg, "memory.stat", "shmem", &shmem) < 0)
+		return;
+	if (hits > rn->mem_hits && (anon + shmem) * 100 >= max * THRASH_PCT)
+		rn->mem_strikes++;
+	else
+		rn->mem_strikes = 0;
+	rn->mem_hits = hits;
+	if (rn->mem_strikes >= 2)
+		kill_for(rn, AL_ML);
 }
 
 /* Wait for the cgroup to empty (reaping as we go: we may be init), read
@@ -518,6 +553,9 @@ static int poll_timeout(struct run *rn)
 		end = rn->kill_at + KILL_GRACE_MS;
 	else
 		end = rn->t0 + rn->timeout_ms;
+	/* wake up to sample memory pressure */
+	if (rn->cg[0] && !rn->kill_at && end > t + THRASH_SAMPLE_MS)
+		end = t + THRASH_SAMPLE_MS;
 	return t >= end ? 0 : (int)(end - t);
 }
 
@@ -535,9 +573,11 @@ static int pump(struct run *rn)
 		r = poll(p, 4, poll_timeout(rn));
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (r == 0 && rn->kill_at)
+		watch_memory(rn);
+		if (r == 0 && rn->kill_at &&
+		    now_ms() >= rn->kill_at + KILL_GRACE_MS)
 			break; /* unkillable or fd held elsewhere: give up */
-		if (r == 0)
+		if (r == 0 && !rn->kill_at && now_ms() >= rn->t0 + rn->timeout_ms)
 			kill_for(rn, AL_TO);
 		if (r <= 0)
 			continue;

@@ -224,7 +224,11 @@ static int count_entries(const char *dir)
 	int n = 0;
 
 	while (d && (e = readdir(d)))
-		n += e->d_name[0] != '.';
+		n += e->d_name[0] != '.' &&
+		     (e->d_type == DT_DIR || e->d_type == DT_SOCK ||
+		      e->d_type == DT_REG) &&
+		     strncmp(e->d_name, "cgroup.", 7) != 0 &&
+		     strchr(e->d_name, '.') == NULL;
 	if (d)
 		closedir(d);
 	return n;
@@ -244,9 +248,16 @@ static void test_hundred_jobs_clean(void **state)
 		CHECK(res.status == AL_OK && out_is(&res, 0, "42\n"), &res);
 		al_result_release(&res);
 	}
+	/* the pre-started VMM is the worker's until it is released */
+	al_worker_release(&worker);
 	assert_int_equal(qemu_pids(p, 4), 0);
 	assert_int_equal(count_entries(opts.run_dir), 0);
+	assert_int_equal(count_entries("/sys/fs/cgroup/airlock"), 0);
+	assert_int_equal(count_entries("/sys/fs/cgroup/memory/airlock"), 0);
+	assert_int_equal(count_entries("/sys/fs/cgroup/cpu/airlock"), 0);
+	assert_int_equal(count_entries("/sys/fs/cgroup/pids/airlock"), 0);
 	assert_int_equal(count_fds(), fds);
+	al_worker_init(&worker, &opts, al_policy_default(), "test-clone");
 }
 
 /* The second open is a cache hit; a different machine config or image

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# host_test.sh AIRLOCK: the host-facing commands: doctor and image.
+# `doctor` must name every check and end on its summary line; `image`
+# must refuse bad usage and list what a state dir holds.
+set -euo pipefail
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+printf '[sandbox]\nstate_dir = %s\n' "$tmp/state" > "$tmp/a.conf"
+out=$("$bin" doctor --config "$tmp/a.conf") && rc=0 || rc=$?
+[ "$rc" -le 1 ] || fail "doctor exit $rc"
+for check in kvm channel cgroup qemu state run image; do
+  grep -qE "^(ok|warn|FAIL) +$check " <<<"$out" || fail "doctor: no $check line: $out"
+done
+grep -qE '^[0-9]+ problem\(s\), [0-9]+ warning\(s\)$' <<<"$out" || fail "doctor: no summary"
+grep -q "python: not built; fix: airlock image build python" <<<"$out" ||
+  fail "doctor: empty state dir should say how to build images"
+
+"$bin" image >/dev/null 2>&1 && fail "image with no verb succeeded"
+"$bin" image build --config "$tmp/a.conf" >/dev/null 2>&1 && fail "image build with no template succeeded"
+"$bin" image list --config "$tmp/a.conf" | grep -q "no images" || fail "image list on an empty state dir"
+"$bin" image --help | grep -q "airlock image build TEMPLATE" || fail "image --help"
+echo "host commands: ok"

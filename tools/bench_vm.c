@@ -1,0 +1,313 @@
+/* bench_vm.c: how fast a VM is ready, and what an idle clone costs.
+ *
+ *   airlock-bench-vm [--template NAME] [--clones N] [--cold N] [--alive N]
+ *                    [--prestart N] [--json FILE] [--state-dir DIR]
+ *
+ * Measures, in one run on this machine:
+ *   cold boot      QEMU start -> agent answered hello and was reseeded
+ *   restore        request -> agent ready, for N clones one after another,
+ *                  with pre-started VMMs (the worker's path) and without
+ *   first output   request -> a `print(6*7)` step's result, both ways
+ *   memory         PSS and RSS of each QEMU with `alive` idle clones up
+ *                  at once (smaps_rollup; PSS shares the template pages)
+ * Prints a table and writes the figures as JSON. Needs built images.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sandbox.h"
+
+struct series {
+	double *v; /* samples, ms */
+	size_t n;  /* samples taken */
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile. */
+static double pct(struct series *s, double p)
+{
+	size_t k;
+
+	if (!s->n)
+		return 0;
+	qsort(s->v, s->n, sizeof(double), cmp_double);
+	k = (size_t)(p / 100.0 * (double)s->n + 0.999999);
+	return s->v[(k ? k : 1) - 1];
+}
+
+static void add(struct series *s, double v)
+{
+	s->v[s->n++] = v;
+}
+
+static int hello_step(struct sb_vm *vm)
+{
+	char *argv[] = {"python3", "-c", "print(6*7)", NULL};
+	struct al_step step = {.argv = argv, .argc = 3};
+	struct al_limits lim;
+	struct al_step_result r = {0};
+	int rc;
+
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	rc = sb_vm_run_step(vm, &step, &lim, 30000, &r);
+	if (rc == 0 && (r.status != AL_OK || r.stdout_.len != 3))
+		rc = -EPROTO;
+	al_step_result_release(&r);
+	return rc;
+}
+
+/* smaps_rollup of a process: Pss and Rss in KiB. */
+static int mem_of(pid_t pid, long *pss, long *rss)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	*pss = *rss = 0;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "Pss: %ld kB", pss);
+		sscanf(line, "Rss: %ld kB", rss);
+	}
+	fclose(f);
+	return 0;
+}
+
+struct opts {
+	const char *tmpl, *json;
+	int clones, cold, alive;
+};
+
+static int bench_cold(const struct sb_options *o, const struct opts *b,
+		      struct series *ready, struct series *first)
+{
+	struct sb_image img;
+	int r = sb_image_open(o, b->tmpl, &img);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < b->cold; i++) {
+		struct sb_vm *vm = NULL;
+		double t0 = now_ms();
+
+		r = sb_vm_boot(o, &img, &vm);
+		if (r == 0) {
+			add(ready, now_ms() - t0);
+			r = hello_step(vm);
+			add(first, now_ms() - t0);
+		}
+		if (r < 0)
+			fprintf(stderr, "cold boot: %s\n", vm ? vm->error : "");
+		sb_vm_destroy(vm);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int bench_restore(const struct sb_options *o, const struct opts *b,
+			 const struct sb_template *t, bool pooled,
+			 struct series *ready, struct series *first)
+{
+	struct sb_pool pool;
+	int r = 0;
+
+	sb_pool_init(&pool, o, t, pooled ? o->prestart : 0);
+	sb_pool_fill(&pool);
+	for (int i = 0; i < b->clones && r == 0; i++) {
+		struct sb_vm *vm = NULL;
+		double t0;
+
+		/* let the refill finish, as it does while a real job runs */
+		if (pooled) {
+			struct timespec pause = {0, 300 * 1000000};
+
+			nanosleep(&pause, NULL);
+		}
+		t0 = now_ms();
+		r = sb_pool_restore(&pool, &vm);
+		if (r == 0) {
+			add(ready, now_ms() - t0);
+			r = hello_step(vm);
+			add(first, now_ms() - t0);
+		}
+		if (r < 0)
+			fprintf(stderr, "restore: %s\n", vm ? vm->error : "");
+		sb_vm_destroy(vm);
+	}
+	sb_pool_release(&pool);
+	return r;
+}
+
+static int bench_memory(const struct sb_options *o, const struct opts *b,
+			const struct sb_template *t, double *pss_avg,
+			double *rss_avg)
+{
+	struct sb_vm **vm = calloc((size_t)b->alive, sizeof(*vm));
+	long pss_sum = 0, rss_sum = 0;
+	int r = 0, n = 0;
+
+	for (; n < b->alive && r == 0; n++)
+		r = sb_vm_restore(o, t, &vm[n]);
+	for (int i = 0; i < n && r == 0; i++) {
+		long pss, rss;
+
+		r = mem_of(vm[i]->pid, &pss, &rss);
+		pss_sum += pss;
+		rss_sum += rss;
+	}
+	for (int i = 0; i < n; i++)
+		sb_vm_destroy(vm[i]);
+	free(vm);
+	*pss_avg = n ? (double)pss_sum / n / 1024.0 : 0;
+	*rss_avg = n ? (double)rss_sum / n / 1024.0 : 0;
+	return r;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: airlock-bench-vm [--template NAME] [--clones N] "
+		   "[--cold N] [--alive N]\n"
+		   "                        [--prestart N] [--json FILE] "
+		   "[--state-dir DIR] [--accel auto|kvm|tcg]\n");
+}
+
+static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
+{
+	static const struct option lo[] = {
+		{"template", 1, 0, 't'}, {"clones", 1, 0, 'n'},
+		{"cold", 1, 0, 'c'},     {"alive", 1, 0, 'a'},
+		{"prestart", 1, 0, 'p'}, {"json", 1, 0, 'j'},
+		{"state-dir", 1, 0, 's'}, {"accel", 1, 0, 'x'},
+		{"help", 0, 0, 'h'},     {0, 0, 0, 0},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't': b->tmpl = optarg; break;
+		case 'n': b->clones = atoi(optarg); break;
+		case 'c': b->cold = atoi(optarg); break;
+		case 'a': b->alive = atoi(optarg); break;
+		case 'p': o->prestart = (uint32_t)atoi(optarg); break;
+		case 'j': b->json = optarg; break;
+		case 's': snprintf(o->state_dir, sizeof(o->state_dir), "%s", optarg); break;
+		case 'x':
+			o->accel = !strcmp(optarg, "kvm")   ? SB_ACCEL_KVM
+				   : !strcmp(optarg, "tcg") ? SB_ACCEL_TCG
+							    : SB_ACCEL_AUTO;
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (b->clones < 1 || b->cold < 1 || b->alive < 1 || b->clones > 100000 ||
+	    b->cold > 1000 || b->alive > 1000 || o->prestart < 1) {
+		fprintf(stderr, "airlock-bench-vm: counts must be positive\n");
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts b = {"python", "bench-vm.json", 50, 5, 20};
+	struct series cold = {0}, coldf = {0}, pool = {0}, poolf = {0};
+	struct series bare = {0}, baref = {0};
+	double pss = 0, rss = 0;
+	struct sb_template t;
+	struct sb_options o;
+	FILE *f;
+	int r;
+
+	sb_options_init(&o);
+	if (parse(argc, argv, &o, &b) < 0)
+		return 2;
+	cold.v = calloc((size_t)b.cold, sizeof(double));
+	coldf.v = calloc((size_t)b.cold, sizeof(double));
+	pool.v = calloc((size_t)b.clones, sizeof(double));
+	poolf.v = calloc((size_t)b.clones, sizeof(double));
+	bare.v = calloc((size_t)b.clones, sizeof(double));
+	baref.v = calloc((size_t)b.clones, sizeof(double));
+	r = sb_template_open(&o, b.tmpl, &t);
+	if (r < 0) {
+		fprintf(stderr, "airlock-bench-vm: template %s: %s\n", b.tmpl,
+			strerror(-r));
+		return 1;
+	}
+	if (bench_cold(&o, &b, &cold, &coldf) < 0 ||
+	    bench_restore(&o, &b, &t, true, &pool, &poolf) < 0 ||
+	    bench_restore(&o, &b, &t, false, &bare, &baref) < 0 ||
+	    bench_memory(&o, &b, &t, &pss, &rss) < 0)
+		return 1;
+
+	printf("airlock-bench-vm: template %s, accel %s, %u MiB guest, "
+	       "%d clones, %d cold boots, %d alive\n\n",
+	       b.tmpl, al_accel_name(t.accel), o.memory_mb, b.clones, b.cold,
+	       b.alive);
+	printf("%-34s %10s %10s\n", "measure (ms)", "p50", "p99");
+	printf("%-34s %10.1f %10.1f\n", "cold boot -> agent ready",
+	       pct(&cold, 50), pct(&cold, 99));
+	printf("%-34s %10.1f %10.1f\n", "cold boot -> first output",
+	       pct(&coldf, 50), pct(&coldf, 99));
+	printf("%-34s %10.1f %10.1f\n", "restore (pre-started) -> ready",
+	       pct(&pool, 50), pct(&pool, 99));
+	printf("%-34s %10.1f %10.1f\n", "restore (pre-started) -> output",
+	       pct(&poolf, 50), pct(&poolf, 99));
+	printf("%-34s %10.1f %10.1f\n", "restore (fresh QEMU) -> ready",
+	       pct(&bare, 50), pct(&bare, 99));
+	printf("%-34s %10.1f %10.1f\n", "restore (fresh QEMU) -> output",
+	       pct(&baref, 50), pct(&baref, 99));
+	printf("\ncold/restore ratio (p50, ready): %.1fx pre-started, %.1fx "
+	       "fresh QEMU\n",
+	       pct(&cold, 50) / pct(&pool, 50), pct(&cold, 50) / pct(&bare, 50));
+	printf("idle clone memory (%d alive): PSS %.1f MiB, RSS %.1f MiB\n",
+	       b.alive, pss, rss);
+
+	f = fopen(b.json, "we");
+	if (!f) {
+		perror(b.json);
+		return 1;
+	}
+	fprintf(f,
+		"{\"template\":\"%s\",\"accel\":\"%s\",\"memory_mb\":%u,"
+		"\"clones\":%d,\"cold_boots\":%d,\"alive\":%d,"
+		"\"cold_ready_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"cold_first_output_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"restore_prestarted_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"restore_prestarted_first_output_ms\":{\"p50\":%.1f,"
+		"\"p99\":%.1f},"
+		"\"restore_fresh_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"restore_fresh_first_output_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"ratio_cold_over_restore\":%.2f,"
+		"\"idle_pss_mib\":%.1f,\"idle_rss_mib\":%.1f}\n",
+		b.tmpl, al_accel_name(t.accel), o.memory_mb, b.clones, b.cold,
+		b.alive, pct(&cold, 50), pct(&cold, 99), pct(&coldf, 50),
+		pct(&coldf, 99), pct(&pool, 50), pct(&pool, 99),
+		pct(&poolf, 50), pct(&poolf, 99), pct(&bare, 50),
+		pct(&bare, 99), pct(&baref, 50), pct(&baref, 99),
+		pct(&cold, 50) / pct(&pool, 50), pss, rss);
+	fclose(f);
+	printf("json: %s\n", b.json);
+	return 0;
+}

@@ -1,0 +1,225 @@
+/* cmd_doctor.c: `airlock doctor`: is this host ready to run jobs, and if
+ * not, what to do. One line per check: ok, warn (works, but slower or less
+ * isolated) or FAIL (jobs cannot run), each with the fix. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/kvm.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "sandbox.h"
+#include "sbconfig.h"
+
+struct report {
+	int fails; /* FAIL lines printed */
+	int warns; /* warn lines printed */
+};
+
+static void line(struct report *rp, const char *level, const char *what,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void line(struct report *rp, const char *level, const char *what,
+		 const char *fmt, ...)
+{
+	va_list ap;
+
+	rp->fails += !strcmp(level, "FAIL");
+	rp->warns += !strcmp(level, "warn");
+	printf("%-4s  %-10s ", level, what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void check_kvm(struct report *rp, const struct sb_options *o)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	int v;
+
+	if (fd < 0) {
+		line(rp, "warn", "kvm",
+		     "/dev/kvm: %s: VMs run under TCG (20-30x slower guest "
+		     "code); fix: enable virtualisation, load kvm_intel or "
+		     "kvm_amd, add the VMM user to group kvm",
+		     strerror(errno));
+		return;
+	}
+	v = ioctl(fd, KVM_GET_API_VERSION, 0);
+	close(fd);
+	if (v != KVM_API_VERSION) {
+		line(rp, "warn", "kvm", "API version %d, want %d: TCG", v,
+		     KVM_API_VERSION);
+		return;
+	}
+	line(rp, "ok", "kvm",
+	     "/dev/kvm usable (accel=%s: auto boots the image once under KVM "
+	     "and falls back to TCG if it cannot)",
+	     o->accel == SB_ACCEL_AUTO ? "auto"
+	     : o->accel == SB_ACCEL_KVM ? "kvm"
+					: "tcg");
+}
+
+static void check_vsock(struct report *rp)
+{
+	int fd = open("/dev/vhost-vsock", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		line(rp, "ok", "channel",
+		     "virtio-serial (no /dev/vhost-vsock: %s; vsock needs "
+		     "`modprobe vhost_vsock`)",
+		     strerror(errno));
+		return;
+	}
+	close(fd);
+	line(rp, "ok", "channel", "/dev/vhost-vsock usable; virtio-serial "
+				  "is used for snapshot clones");
+}
+
+static void check_cgroup(struct report *rp)
+{
+	const char *v = cg_version();
+
+	if (!strcmp(v, "none"))
+		line(rp, "warn", "cgroup",
+		     "no writable cgroup hierarchy: VMMs run without host "
+		     "memory/CPU caps; fix: run as root or delegate a cgroup");
+	else
+		line(rp, "ok", "cgroup", "%s: each VMM gets memory, CPU and "
+					 "pids caps",
+		     v);
+}
+
+/* First line of `prog --version`. */
+static void check_qemu(struct report *rp, const struct sb_options *o)
+{
+	char buf[256] = "";
+	int p[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		execlp(o->qemu, o->qemu, "--version", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	close(p[0]);
+	waitpid(pid, &status, 0);
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		line(rp, "FAIL", "qemu",
+		     "%s not runnable; fix: apt-get install qemu-system-x86",
+		     o->qemu);
+	else
+		line(rp, "ok", "qemu", "%s", buf);
+}
+
+static void check_space(struct report *rp, const char *what, const char *dir,
+			unsigned long want_mb)
+{
+	struct statvfs s;
+	unsigned long mb;
+
+	if (statvfs(dir, &s) < 0) {
+		line(rp, "warn", what, "%s: %s (created on first use)", dir,
+		     strerror(errno));
+		return;
+	}
+	mb = (unsigned long)(s.f_bavail * s.f_frsize >> 20);
+	line(rp, mb < want_mb ? "warn" : "ok", what, "%s: %lu MiB free%s", dir,
+	     mb, mb < want_mb ? " (low)" : "");
+}
+
+static void check_templates(struct report *rp, const struct sb_options *o,
+			    const char *tdir)
+{
+	struct dirent *e;
+	DIR *d = opendir(tdir);
+
+	if (!d) {
+		line(rp, "FAIL", "templates", "%s: %s", tdir, strerror(errno));
+		return;
+	}
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		char name[AL_NAME_MAX + 1];
+		struct sb_image img;
+
+		if (n < 6 || n - 5 > AL_NAME_MAX ||
+		    strcmp(e->d_name + n - 5, ".conf"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), e->d_name);
+		if (sb_image_open(o, name, &img) < 0) {
+			line(rp, "warn", "image",
+			     "%s: not built; fix: airlock image build %s",
+			     name, name);
+			continue;
+		}
+		line(rp, "ok", "image", "%s: %s", name, img.dir);
+	}
+	closedir(d);
+}
+
+static int cmd_doctor(const struct al_cmd *cmd, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"config", 1, 0, 'c'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	const char *cfg_path = NULL;
+	struct report rp = {0};
+	char err[512], tdir[PATH_MAX];
+	struct al_config cfg;
+	struct sb_options o;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (c == 'c') {
+			cfg_path = optarg;
+		} else {
+			al_cli_usage(cmd, c == 'h' ? stdout : stderr);
+			return c == 'h' ? AL_EXIT_OK : AL_EXIT_USAGE;
+		}
+	}
+	al_config_init(&cfg);
+	if (al_config_load_default(&cfg, cfg_path, err, sizeof(err)) < 0 ||
+	    al_sandbox_options(&cfg, &o, err, sizeof(err)) < 0 ||
+	    al_config_templates_dir(&cfg, tdir, sizeof(tdir)) < 0) {
+		fprintf(stderr, "airlock: %s\n", err);
+		return AL_EXIT_USAGE;
+	}
+	check_kvm(&rp, &o);
+	check_vsock(&rp);
+	check_cgroup(&rp);
+	check_qemu(&rp, &o);
+	check_space(&rp, "state", o.state_dir, 2048);
+	check_space(&rp, "run", o.run_dir, 64);
+	check_templates(&rp, &o, tdir);
+	printf("\n%d problem(s), %d warning(s)\n", rp.fails, rp.warns);
+	return rp.fails ? AL_EXIT_FAIL : AL_EXIT_OK;
+}
+
+const struct al_cmd al_cmd_doctor = {
+	.name = "doctor",
+	.summary = "check this host: KVM, vsock, cgroups, QEMU, space, images",
+	.usage = "usage: airlock doctor [--config PATH]\n\n"
+		 "Checks what Airlock needs on this host and says what to do "
+		 "about\nanything missing. Exit 1 when jobs cannot run here.\n",
+	.run = cmd_doctor,
+};
