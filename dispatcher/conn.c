@@ -1,0 +1,441 @@
+/* conn.c: a self-healing async Redis connection (conn.h).
+ *
+ * State machine, driven by one repeating watchdog timer (TICK_MS):
+ *
+ *   DOWN --(retry time reached)--> CONNECTING --(setup answered)--> UP
+ *     ^                               |                              |
+ *     +----(timeout, error reply)-----+<-----(lost, stalled reply)---+
+ *
+ * Setup is pipelined right after redisAsyncConnect (hiredis buffers the
+ * commands until the socket connects): AUTH and SELECT when the URL asks,
+ * one SCRIPT LOAD per script, then PING. The connection is UP when every
+ * setup reply arrived without error.
+ *
+ * Tearing down calls redisAsyncFree() only from the timer (never from inside
+ * a hiredis callback, where hiredis would defer it anyway): it first runs
+ * every pending callback with a NULL reply, so callers learn about the loss
+ * through the one path they already handle. Commands issued from those
+ * callbacks are refused (-ENOTCONN), because the state is already DOWN.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <hiredis/adapters/libuv.h>
+
+#include "conn.h"
+#include "log.h"
+
+#define TICK_MS	       100u
+#define BACKOFF_MIN_MS 100u
+#define BACKOFF_MAX_MS 5000u
+
+/* One command in flight. */
+struct pending {
+	struct alq_conn *c; /* its connection */
+	alq_reply_fn *cb;   /* the caller's callback */
+	void *priv;	    /* the caller's argument */
+	int script;	    /* enum alq_script for EVALSHA, -1 otherwise */
+	int argc;	    /* EVALSHA: argv kept for the EVAL fallback */
+	char **argv;	    /* copies (malloc'd), NULL for plain commands */
+	size_t *lens;	    /* their lengths */
+};
+
+static uint64_t now(const struct alq_conn *c)
+{
+	return uv_now(c->loop);
+}
+
+static void pending_free(struct pending *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; p->argv && i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	free(p->lens);
+	free(p);
+}
+
+static void schedule_retry(struct alq_conn *c)
+{
+	uint32_t j = 0;
+
+	if (getrandom(&j, sizeof(j), GRND_NONBLOCK) < 0)
+		j = (uint32_t)now(c);
+	/* jitter: 50..100% of the backoff, so many dispatchers spread out */
+	c->deadline = now(c) + c->backoff_ms / 2 + j % (c->backoff_ms / 2 + 1);
+	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS
+				? BACKOFF_MAX_MS
+				: c->backoff_ms * 2;
+}
+
+/* Free the hiredis context now (from the timer or the owner, never from
+ * inside a hiredis callback: hiredis defers that case itself). */
+static void teardown(struct alq_conn *c, const char *why)
+{
+	redisAsyncContext *ac = c->ac;
+	bool was_up = c->state == ALQ_CONN_UP;
+	char where[300];
+
+	c->ac = NULL;
+	if (c->state != ALQ_CONN_CLOSED)
+		c->state = ALQ_CONN_DOWN;
+	c->drop = false;
+	if (ac)
+		redisAsyncFree(ac); /* pending callbacks get NULL */
+	c->inflight = 0;
+	if (c->state == ALQ_CONN_CLOSED)
+		return;
+	alq_url_display(&c->url, where, sizeof(where));
+	al_warn("redis %s: %s: %s; reconnecting", c->name, where, why);
+	schedule_retry(c);
+	if (was_up && c->on_down)
+		c->on_down(c);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct alq_conn *c = ac->data;
+	bool was_up;
+	char where[300];
+
+	(void)status;
+	if (!c || c->ac != ac)
+		return; /* we freed it ourselves: teardown() handles it */
+	was_up = c->state == ALQ_CONN_UP;
+	c->ac = NULL; /* hiredis frees it when we return */
+	c->inflight = 0;
+	if (c->state == ALQ_CONN_CLOSED)
+		return;
+	c->state = ALQ_CONN_DOWN;
+	alq_url_display(&c->url, where, sizeof(where));
+	al_warn("redis %s: %s: connection lost (%s); reconnecting", c->name,
+		where, ac->errstr[0] ? ac->errstr : "closed");
+	schedule_retry(c);
+	if (was_up && c->on_down)
+		c->on_down(c);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+	struct alq_conn *c = ac->data;
+
+	if (!c || c->ac != ac || status == REDIS_OK)
+		return; /* success: the setup replies decide */
+	/* hiredis frees the context after this callback */
+	snprintf(c->err, sizeof(c->err), "%s", ac->errstr);
+	c->ac = NULL;
+	c->inflight = 0;
+	if (c->state == ALQ_CONN_CLOSED)
+		return;
+	c->state = ALQ_CONN_DOWN;
+	al_warn("redis %s: connect failed: %s", c->name, c->err);
+	schedule_retry(c);
+}
+
+static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct alq_conn *c = ac->data;
+	redisReply *r = reply;
+	intptr_t step = (intptr_t)priv;
+
+	if (!c || c->ac != ac || !r)
+		return; /* lost: the disconnect path handles it */
+	c->inflight--;
+	c->progress = now(c);
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(c->err, sizeof(c->err), "setup: %.120s", r->str);
+		al_err("redis %s: %s", c->name, c->err);
+		c->drop = true;
+		return;
+	}
+	if (step >= 0 && step < ALQ_N_SCRIPTS &&
+	    r->type == REDIS_REPLY_STRING && r->len == 40)
+		memcpy(c->sha[step], r->str, 41);
+	if (--c->setup_left == 0 && c->state == ALQ_CONN_CONNECTING) {
+		char where[300];
+
+		c->state = ALQ_CONN_UP;
+		c->backoff_ms = BACKOFF_MIN_MS;
+		alq_url_display(&c->url, where, sizeof(where));
+		al_info("redis %s: connected to %s", c->name, where);
+		if (c->on_up)
+			c->on_up(c);
+	}
+}
+
+static int setup_send(struct alq_conn *c, intptr_t step, int argc,
+		      const char **argv)
+{
+	if (redisAsyncCommandArgv(c->ac, setup_cb, (void *)step, argc, argv,
+				  NULL) != REDIS_OK)
+		return -EIO;
+	c->inflight++;
+	c->setup_left++;
+	return 0;
+}
+
+static int setup(struct alq_conn *c)
+{
+	char db[16];
+	int r = 0;
+
+	c->setup_left = 0;
+	c->progress = now(c);
+	if (c->url.pass[0]) {
+		const char *a[] = {"AUTH", c->url.user, c->url.pass};
+
+		r = c->url.user[0] ? setup_send(c, -1, 3, a)
+				   : setup_send(c, -1, 2,
+						(const char *[]){"AUTH",
+								 c->url.pass});
+	}
+	if (r == 0 && c->url.db) {
+		snprintf(db, sizeof(db), "%u", c->url.db);
+		r = setup_send(c, -1, 2, (const char *[]){"SELECT", db});
+	}
+	for (int s = 0; r == 0 && s < ALQ_N_SCRIPTS; s++)
+		r = setup_send(c, s, 3,
+			       (const char *[]){"SCRIPT", "LOAD",
+						alq_script_text(s)});
+	if (r == 0)
+		r = setup_send(c, -1, 1, (const char *[]){"PING"});
+	return r;
+}
+
+static void start_connect(struct alq_conn *c)
+{
+	redisAsyncContext *ac;
+
+	ac = c->url.unix_ ? redisAsyncConnectUnix(c->url.path)
+			  : redisAsyncConnect(c->url.host, c->url.port);
+	if (!ac || ac->err) {
+		snprintf(c->err, sizeof(c->err), "%s",
+			 ac ? ac->errstr : "out of memory");
+		if (ac)
+			redisAsyncFree(ac);
+		al_warn("redis %s: connect failed: %s", c->name, c->err);
+		schedule_retry(c);
+		return;
+	}
+	ac->data = c;
+	if (redisLibuvAttach(ac, c->loop) != REDIS_OK) {
+		redisAsyncFree(ac);
+		schedule_retry(c);
+		return;
+	}
+	redisAsyncSetConnectCallback(ac, on_connect);
+	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	c->ac = ac;
+	c->state = ALQ_CONN_CONNECTING;
+	c->deadline = now(c) + c->connect_timeout_ms;
+	memset(c->sha, 0, sizeof(c->sha));
+	if (setup(c) < 0)
+		c->drop = true;
+}
+
+static void tick(uv_timer_t *t)
+{
+	struct alq_conn *c = t->data;
+	uint64_t n = now(c);
+
+	switch (c->state) {
+	case ALQ_CONN_DOWN:
+		if (n >= c->deadline)
+			start_connect(c);
+		break;
+	case ALQ_CONN_CONNECTING:
+		if (c->drop)
+			teardown(c, c->err[0] ? c->err : "setup failed");
+		else if (n >= c->deadline)
+			teardown(c, "connect timed out");
+		break;
+	case ALQ_CONN_UP:
+		if (c->drop)
+			teardown(c, c->err[0] ? c->err : "reset");
+		else if (c->inflight && n - c->progress > c->command_timeout_ms +
+								  c->block_ms)
+			teardown(c, "reply timed out");
+		break;
+	case ALQ_CONN_CLOSED:
+		break;
+	}
+}
+
+int alq_conn_init(struct alq_conn *c, uv_loop_t *loop,
+		  const struct alq_url *url, const char *name)
+{
+	int r;
+
+	c->loop = loop;
+	c->url = *url;
+	c->name = name;
+	if (!c->connect_timeout_ms)
+		c->connect_timeout_ms = 2000;
+	if (!c->command_timeout_ms)
+		c->command_timeout_ms = 5000;
+	c->ac = NULL;
+	c->state = ALQ_CONN_DOWN;
+	c->deadline = 0;
+	c->backoff_ms = BACKOFF_MIN_MS;
+	c->inflight = 0;
+	c->drop = false;
+	c->err[0] = '\0';
+	r = uv_timer_init(loop, &c->timer);
+	if (r < 0)
+		return r;
+	c->timer.data = c;
+	r = uv_timer_start(&c->timer, tick, 0, TICK_MS);
+	if (r < 0) {
+		uv_close((uv_handle_t *)&c->timer, NULL);
+		return r;
+	}
+	return 0;
+}
+
+bool alq_conn_up(const struct alq_conn *c)
+{
+	return c->state == ALQ_CONN_UP && c->ac && !c->drop &&
+	       !(c->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING));
+}
+
+static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct pending *p = privdata;
+	struct alq_conn *c = p->c;
+	redisReply *r = reply;
+
+	if (c->ac == ac) {
+		c->inflight--;
+		c->progress = now(c);
+	}
+	if (r && r->type == REDIS_REPLY_ERROR && p->script >= 0 &&
+	    !strncmp(r->str, "NOSCRIPT", 8) && alq_conn_up(c) &&
+	    c->ac == ac) {
+		/* the server lost its script cache: send the text instead */
+		free(p->argv[0]);
+		free(p->argv[1]);
+		p->argv[0] = strdup("EVAL");
+		p->argv[1] = strdup(alq_script_text(p->script));
+		p->lens[0] = 4;
+		p->lens[1] = p->argv[1] ? strlen(p->argv[1]) : 0;
+		p->script = -1;
+		if (p->argv[0] && p->argv[1] &&
+		    redisAsyncCommandArgv(ac, reply_cb, p, p->argc,
+					  (const char **)p->argv,
+					  p->lens) == REDIS_OK) {
+			c->inflight++;
+			return;
+		}
+		r = NULL;
+	}
+	p->cb(c, r, p->priv);
+	pending_free(p);
+}
+
+int alq_conn_cmd(struct alq_conn *c, alq_reply_fn *cb, void *priv, int argc,
+		 const char **argv, const size_t *lens)
+{
+	struct pending *p;
+
+	if (!alq_conn_up(c))
+		return -ENOTCONN;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->c = c;
+	p->cb = cb;
+	p->priv = priv;
+	p->script = -1;
+	if (redisAsyncCommandArgv(c->ac, reply_cb, p, argc, argv, lens) !=
+	    REDIS_OK) {
+		free(p);
+		return -ENOTCONN;
+	}
+	if (c->inflight++ == 0)
+		c->progress = now(c);
+	return 0;
+}
+
+int alq_conn_eval(struct alq_conn *c, enum alq_script s, alq_reply_fn *cb,
+		  void *priv, int nkeys, int argc, const char **argv,
+		  const size_t *lens)
+{
+	struct pending *p;
+	char nk[16];
+	int n = argc + 3;
+
+	if (!alq_conn_up(c))
+		return -ENOTCONN;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->c = c;
+	p->cb = cb;
+	p->priv = priv;
+	p->script = c->sha[s][0] ? (int)s : -1;
+	p->argv = calloc((size_t)n, sizeof(*p->argv));
+	p->lens = calloc((size_t)n, sizeof(*p->lens));
+	if (!p->argv || !p->lens)
+		goto nomem;
+	p->argc = n;
+	snprintf(nk, sizeof(nk), "%d", nkeys);
+	p->argv[0] = strdup(p->script >= 0 ? "EVALSHA" : "EVAL");
+	p->argv[1] = strdup(p->script >= 0 ? c->sha[s] : alq_script_text(s));
+	p->argv[2] = strdup(nk);
+	for (int i = 0; i < 3; i++) {
+		if (!p->argv[i])
+			goto nomem;
+		p->lens[i] = strlen(p->argv[i]);
+	}
+	for (int i = 0; i < argc; i++) {
+		size_t len = lens ? lens[i] : strlen(argv[i]);
+
+		p->argv[i + 3] = malloc(len + 1);
+		if (!p->argv[i + 3])
+			goto nomem;
+		memcpy(p->argv[i + 3], argv[i], len);
+		p->argv[i + 3][len] = '\0';
+		p->lens[i + 3] = len;
+	}
+	if (redisAsyncCommandArgv(c->ac, reply_cb, p, n,
+				  (const char **)p->argv,
+				  p->lens) != REDIS_OK) {
+		pending_free(p);
+		return -ENOTCONN;
+	}
+	if (c->inflight++ == 0)
+		c->progress = now(c);
+	return 0;
+nomem:
+	pending_free(p);
+	return -ENOMEM;
+}
+
+void alq_conn_reset(struct alq_conn *c, const char *why)
+{
+	if (c->state == ALQ_CONN_CLOSED || !c->ac)
+		return;
+	snprintf(c->err, sizeof(c->err), "%s", why);
+	c->drop = true;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	struct alq_conn *c = h->data;
+
+	if (c->on_closed)
+		c->on_closed(c);
+}
+
+void alq_conn_close(struct alq_conn *c)
+{
+	if (c->state == ALQ_CONN_CLOSED)
+		return;
+	c->state = ALQ_CONN_CLOSED;
+	teardown(c, "closed");
+	uv_close((uv_handle_t *)&c->timer, timer_closed);
+}

@@ -1,0 +1,932 @@
+/* queue.c: keys, Lua scripts, reply parsing and the blocking client of the
+ * Redis queue (queue.h says what lives where).
+ *
+ * Why scripts: the queue's guarantees are pairs of writes that must not be
+ * separated by a crash. Submitting is "SET NX the payload, then XADD": a
+ * crash between them would leave an id that can never be submitted again.
+ * Completing is "store the result if absent, signal, XACK": acknowledging
+ * first could lose the job, storing twice could give two answers. A script
+ * runs atomically on the server, so either all of it happened or none.
+ *
+ * Why FETCH is a script too: hiredis 0.14 allocates whatever a bulk reply
+ * announces. The payload is the one large, submitter-controlled value we
+ * read, so the server checks its length against AL_JOB_MAX_BYTES first and
+ * only then returns it. Results are read by clients with STRLEN before GET
+ * (a result is written once, so the length cannot change in between).
+ *
+ * Trimming: Redis 7.0's XTRIM drops entries whether or not they are
+ * pending, so TRIM computes MINID as the oldest pending entry, else the
+ * group's last-delivered id: nothing pending or undelivered is ever older
+ * than that.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "queue.h"
+
+/* --- keys ------------------------------------------------------------------ */
+
+int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
+	    const char *id)
+{
+	static const char *const kinds[] = {
+	    [ALQ_KEY_JOBS] = "jobs",	 [ALQ_KEY_JOB] = "job:",
+	    [ALQ_KEY_RESULT] = "result:", [ALQ_KEY_DONE] = "done:",
+	    [ALQ_KEY_DEAD] = "dead",	 [ALQ_KEY_SERVES] = "serves",
+	    [ALQ_KEY_TPUT] = "tput:",
+	};
+	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
+		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT;
+	int n = snprintf(buf, len, "airlock:{%s}:%s%s", q, kinds[kind],
+			 with_id && id ? id : "");
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* --- URLs ------------------------------------------------------------------ */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Copy s[0..n) percent-decoded into dst; -EINVAL on a bad escape/overflow. */
+static int decode(char *dst, size_t size, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+
+		if (c == '%') {
+			if (i + 2 >= n || hexval(s[i + 1]) < 0 ||
+			    hexval(s[i + 2]) < 0)
+				return -EINVAL;
+			c = hexval(s[i + 1]) * 16 + hexval(s[i + 2]);
+			i += 2;
+		}
+		if (c == 0 || o + 1 >= size)
+			return -EINVAL;
+		dst[o++] = (char)c;
+	}
+	dst[o] = '\0';
+	return 0;
+}
+
+/* "[USER]:PASSWORD@" at the start of s (up to `end`), if any. */
+static int parse_userinfo(const char **s, const char *end, struct alq_url *u)
+{
+	const char *at = memchr(*s, '@', (size_t)(end - *s));
+	const char *colon;
+
+	if (!at)
+		return 0;
+	colon = memchr(*s, ':', (size_t)(at - *s));
+	if (!colon)
+		return -EINVAL; /* "user@" without a password means nothing */
+	if (decode(u->user, sizeof(u->user), *s, (size_t)(colon - *s)) < 0 ||
+	    decode(u->pass, sizeof(u->pass), colon + 1,
+		   (size_t)(at - colon - 1)) < 0)
+		return -EINVAL;
+	*s = at + 1;
+	return 0;
+}
+
+static int parse_uint(const char *s, size_t n, unsigned long max,
+		      unsigned long *ret)
+{
+	unsigned long v = 0;
+
+	if (n == 0 || n > 10)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v > max)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static int parse_tcp(const char *s, struct alq_url *u)
+{
+	const char *end = s + strlen(s);
+	const char *slash, *hend, *port = NULL;
+	unsigned long v;
+
+	slash = strchr(s, '/');
+	if (slash)
+		end = slash;
+	if (parse_userinfo(&s, end, u) < 0)
+		return -EINVAL;
+	if (*s == '[') { /* [v6]:port */
+		hend = memchr(s, ']', (size_t)(end - s));
+		if (!hend)
+			return -EINVAL;
+		s++;
+		if (hend + 1 < end) {
+			if (hend[1] != ':')
+				return -EINVAL;
+			port = hend + 2;
+		}
+	} else {
+		hend = memchr(s, ':', (size_t)(end - s));
+		if (hend)
+			port = hend + 1;
+		else
+			hend = end;
+	}
+	if (hend == s || (size_t)(hend - s) >= sizeof(u->host))
+		return -EINVAL;
+	memcpy(u->host, s, (size_t)(hend - s));
+	u->host[hend - s] = '\0';
+	u->port = 6379;
+	if (port) {
+		if (parse_uint(port, (size_t)(end - port), 65535, &v) < 0 ||
+		    v == 0)
+			return -EINVAL;
+		u->port = (int)v;
+	}
+	if (slash && slash[1]) {
+		if (parse_uint(slash + 1, strlen(slash + 1), 1u << 20, &v) < 0)
+			return -EINVAL;
+		u->db = (unsigned)v;
+	}
+	return 0;
+}
+
+static int parse_unix(const char *s, struct alq_url *u)
+{
+	const char *end = s + strlen(s);
+	const char *q = strchr(s, '?');
+	unsigned long v;
+
+	if (q)
+		end = q;
+	if (parse_userinfo(&s, end, u) < 0 || *s != '/' ||
+	    (size_t)(end - s) >= sizeof(u->path))
+		return -EINVAL;
+	memcpy(u->path, s, (size_t)(end - s));
+	u->path[end - s] = '\0';
+	if (q) {
+		if (strncmp(q, "?db=", 4) ||
+		    parse_uint(q + 4, strlen(q + 4), 1u << 20, &v) < 0)
+			return -EINVAL;
+		u->db = (unsigned)v;
+	}
+	u->unix_ = true;
+	return 0;
+}
+
+int alq_url_parse(const char *url, struct alq_url *ret)
+{
+	struct alq_url u;
+	int r;
+
+	memset(&u, 0, sizeof(u));
+	if (!strncmp(url, "redis://", 8))
+		r = parse_tcp(url + 8, &u);
+	else if (!strncmp(url, "unix://", 7))
+		r = parse_unix(url + 7, &u);
+	else
+		r = -EINVAL;
+	if (r == 0)
+		*ret = u;
+	return r;
+}
+
+void alq_url_display(const struct alq_url *u, char *buf, size_t len)
+{
+	if (u->unix_)
+		snprintf(buf, len, "unix:%s", u->path);
+	else
+		snprintf(buf, len, "%s:%d", u->host, u->port);
+}
+
+/* --- scripts ---------------------------------------------------------------- */
+
+static const char *const scripts[ALQ_N_SCRIPTS] = {
+    [ALQ_SUBMIT] =
+	"if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
+	"  return false\n"
+	"end\n"
+	"return redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
+	"                  't', ARGV[3], 'w', ARGV[4])\n",
+
+    [ALQ_FETCH] =
+	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
+	"local t = redis.call('TYPE', KEYS[1])['ok']\n"
+	"if t == 'none' then return {'missing'} end\n"
+	"if t ~= 'string' then return {'type'} end\n"
+	"local n = redis.call('STRLEN', KEYS[1])\n"
+	"if n > tonumber(ARGV[1]) then return {'big', n} end\n"
+	"return {'ok', redis.call('GET', KEYS[1])}\n",
+
+    [ALQ_COMPLETE] =
+	"local stored = 0\n"
+	"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then\n"
+	"  redis.call('RPUSH', KEYS[2], '1')\n"
+	"  redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
+	"  redis.call('INCR', KEYS[5])\n"
+	"  redis.call('EXPIRE', KEYS[5], 3600)\n"
+	"  stored = 1\n"
+	"end\n"
+	"redis.call('EXPIRE', KEYS[4], ARGV[2])\n"
+	"if ARGV[4] ~= '' then\n"
+	"  redis.call('XADD', KEYS[6], 'MAXLEN', '~', " ALQ_DEAD_MAXLEN
+	", '*',\n"
+	"             'id', ARGV[5], 'entry', ARGV[3], 'reason', ARGV[4],\n"
+	"             'deliveries', ARGV[6])\n"
+	"end\n"
+	"if ARGV[3] ~= '' then\n"
+	"  redis.call('XACK', KEYS[3], 'workers', ARGV[3])\n"
+	"end\n"
+	"return stored\n",
+
+    [ALQ_HEARTBEAT] =
+	"local lost = {}\n"
+	"for i = 2, #ARGV do\n"
+	"  local p = redis.call('XPENDING', KEYS[1], 'workers', ARGV[i],\n"
+	"                       ARGV[i], 1, ARGV[1])\n"
+	"  if #p == 1 then\n"
+	"    redis.call('XCLAIM', KEYS[1], 'workers', ARGV[1], 0, ARGV[i],\n"
+	"               'JUSTID')\n"
+	"  else\n"
+	"    lost[#lost + 1] = ARGV[i]\n"
+	"  end\n"
+	"end\n"
+	"return lost\n",
+
+    [ALQ_RECLAIM] =
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return {} end\n"
+	"local slack = tonumber(ARGV[2])\n"
+	"local want = tonumber(ARGV[3])\n"
+	"local dflt = tonumber(ARGV[4])\n"
+	"local maxw = tonumber(ARGV[5])\n"
+	"local out = {}\n"
+	"local p = redis.call('XPENDING', KEYS[1], 'workers', 'IDLE', slack,\n"
+	"                     '-', '+', 256)\n"
+	"for _, e in ipairs(p) do\n"
+	"  if #out >= want then break end\n"
+	"  local sid, idle, n = e[1], tonumber(e[3]), tonumber(e[4])\n"
+	"  local w = dflt\n"
+	"  local r = redis.call('XRANGE', KEYS[1], sid, sid)\n"
+	"  if #r == 1 and type(r[1][2]) == 'table' then\n"
+	"    local f = r[1][2]\n"
+	"    for i = 1, #f - 1, 2 do\n"
+	"      if f[i] == 'w' then w = tonumber(f[i + 1]) or dflt end\n"
+	"    end\n"
+	"  end\n"
+	"  if w < 0 or w > maxw then w = maxw end\n"
+	"  w = math.floor(w)\n"
+	"  if idle >= w + slack then\n"
+	"    local c = redis.call('XCLAIM', KEYS[1], 'workers', ARGV[1],\n"
+	"                         w + slack, sid)\n"
+	"    if #c == 1 and c[1] then\n"
+	"      out[#out + 1] = {c[1][1], c[1][2] or false, n + 1}\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"return out\n",
+
+    [ALQ_TRIM] =
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
+	"local last\n"
+	"for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do\n"
+	"  local name, ld\n"
+	"  for i = 1, #g - 1, 2 do\n"
+	"    if g[i] == 'name' then name = g[i + 1]\n"
+	"    elseif g[i] == 'last-delivered-id' then ld = g[i + 1] end\n"
+	"  end\n"
+	"  if name == 'workers' then last = ld end\n"
+	"end\n"
+	"if not last then return 0 end\n"
+	"local minid = last\n"
+	"local p = redis.call('XPENDING', KEYS[1], 'workers', '-', '+', 1)\n"
+	"if #p == 1 then minid = p[1][1] end\n"
+	"local n = redis.call('XTRIM', KEYS[1], 'MINID', minid)\n"
+	"local idle = tonumber(ARGV[1])\n"
+	"for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1],\n"
+	"                              'workers')) do\n"
+	"  local name, pend, cidle\n"
+	"  for i = 1, #c - 1, 2 do\n"
+	"    if c[i] == 'name' then name = c[i + 1]\n"
+	"    elseif c[i] == 'pending' then pend = c[i + 1]\n"
+	"    elseif c[i] == 'idle' then cidle = c[i + 1] end\n"
+	"  end\n"
+	"  if pend == 0 and cidle and cidle > idle then\n"
+	"    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], 'workers', name)\n"
+	"  end\n"
+	"end\n"
+	"return n\n",
+};
+
+const char *alq_script_text(enum alq_script s)
+{
+	return s < ALQ_N_SCRIPTS ? scripts[s] : NULL;
+}
+
+/* --- replies ------------------------------------------------------------------ */
+
+static bool is_str(const redisReply *r)
+{
+	return r && (r->type == REDIS_REPLY_STRING ||
+		     r->type == REDIS_REPLY_STATUS);
+}
+
+static bool str_eq(const redisReply *r, const char *s)
+{
+	return is_str(r) && r->len == strlen(s) && !memcmp(r->str, s, r->len);
+}
+
+/* An unsigned decimal of at most 19 digits from a string reply. */
+static bool reply_u64(const redisReply *r, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+		*ret = (uint64_t)r->integer;
+		return true;
+	}
+	if (!is_str(r) || r->len == 0 || r->len > 19)
+		return false;
+	for (size_t i = 0; i < r->len; i++) {
+		if (r->str[i] < '0' || r->str[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(r->str[i] - '0');
+	}
+	*ret = v;
+	return true;
+}
+
+int alq_entry_parse(const redisReply *r, struct alq_entry *ret)
+{
+	struct alq_entry e;
+	const redisReply *sid, *f;
+	uint64_t v;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+		return -EPROTO;
+	sid = r->element[0];
+	if (!is_str(sid) || sid->len == 0 || sid->len >= sizeof(e.sid))
+		return -EPROTO;
+	memset(&e, 0, sizeof(e));
+	memcpy(e.sid, sid->str, sid->len);
+	e.deliveries = 1;
+	f = r->element[1];
+	if (f && f->type == REDIS_REPLY_ARRAY) {
+		for (size_t i = 0; i + 1 < f->elements; i += 2) {
+			const redisReply *k = f->element[i];
+			const redisReply *val = f->element[i + 1];
+
+			if (str_eq(k, "id")) {
+				if (is_str(val) && al_id_valid(val->str,
+							       val->len)) {
+					memcpy(e.id, val->str, val->len);
+					e.id[val->len] = '\0';
+					e.id_bad = false;
+				} else {
+					e.id[0] = '\0';
+					e.id_bad = true;
+				}
+			} else if (str_eq(k, "t") && reply_u64(val, &v)) {
+				e.submit_ms = v;
+			} else if (str_eq(k, "w") && reply_u64(val, &v)) {
+				e.wall_ms = v > AL_WALL_MS_MAX ? AL_WALL_MS_MAX
+							       : (uint32_t)v;
+			}
+		}
+	}
+	*ret = e;
+	return 0;
+}
+
+int alq_fetch_parse(const redisReply *r, enum alq_fetch *ret_kind,
+		    const char **ret_payload, size_t *ret_len)
+{
+	const redisReply *k;
+	uint64_t n;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1)
+		return -EPROTO;
+	k = r->element[0];
+	*ret_payload = NULL;
+	*ret_len = 0;
+	if (str_eq(k, "done")) {
+		*ret_kind = ALQ_FETCH_DONE;
+	} else if (str_eq(k, "missing")) {
+		*ret_kind = ALQ_FETCH_MISSING;
+	} else if (str_eq(k, "type")) {
+		*ret_kind = ALQ_FETCH_TYPE;
+	} else if (str_eq(k, "big") && r->elements == 2 &&
+		   reply_u64(r->element[1], &n)) {
+		*ret_kind = ALQ_FETCH_BIG;
+		*ret_len = (size_t)n;
+	} else if (str_eq(k, "ok") && r->elements == 2 &&
+		   r->element[1]->type == REDIS_REPLY_STRING &&
+		   r->element[1]->len <= AL_JOB_MAX_BYTES) {
+		*ret_kind = ALQ_FETCH_OK;
+		*ret_payload = r->element[1]->str;
+		*ret_len = r->element[1]->len;
+	} else {
+		return -EPROTO;
+	}
+	return 0;
+}
+
+void alq_new_id(char buf[AL_ID_MAX + 1])
+{
+	uint8_t rnd[10];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			rnd[i] = (uint8_t)(ts.tv_nsec >> (i % 4 * 8)) ^
+				 (uint8_t)(i * 151u);
+	}
+	strcpy(buf, "j-");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(buf + 2 + 2 * i, 3, "%02x", rnd[i]);
+}
+
+uint64_t alq_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* --- the blocking client ---------------------------------------------------- */
+
+static struct timeval tv_ms(uint32_t ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000,
+			     .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+	return tv;
+}
+
+/* Turn a failed call into -errno and remember why. */
+static int client_fail(struct alq_client *c, const redisReply *r)
+{
+	if (r && r->type == REDIS_REPLY_ERROR) {
+		snprintf(c->err, sizeof(c->err), "redis: %.200s", r->str);
+		return -EPROTO;
+	}
+	if (c->rc && c->rc->err) {
+		snprintf(c->err, sizeof(c->err), "redis: %s", c->rc->errstr);
+		if (c->rc->err == REDIS_ERR_IO && c->rc->errstr[0] &&
+		    strstr(c->rc->errstr, "temporarily unavailable"))
+			return -ETIMEDOUT;
+		return c->rc->err == REDIS_ERR_EOF ? -ECONNRESET : -EIO;
+	}
+	snprintf(c->err, sizeof(c->err), "redis: unexpected reply");
+	return -EPROTO;
+}
+
+static redisReply *cmd_argv(struct alq_client *c, int argc, const char **argv,
+			    const size_t *lens)
+{
+	return redisCommandArgv(c->rc, argc, argv, lens);
+}
+
+int alq_client_open(struct alq_client *c, const struct alq_url *u,
+		    const char *queue, uint32_t timeout_ms)
+{
+	struct timeval tv = tv_ms(timeout_ms);
+	redisReply *r = NULL;
+	int ret = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->queue, sizeof(c->queue), "%s", queue);
+	c->timeout_ms = timeout_ms;
+	c->rc = u->unix_ ? redisConnectUnixWithTimeout(u->path, tv)
+			 : redisConnectWithTimeout(u->host, u->port, tv);
+	if (!c->rc) {
+		snprintf(c->err, sizeof(c->err), "redis: out of memory");
+		return -ENOMEM;
+	}
+	if (c->rc->err) {
+		snprintf(c->err, sizeof(c->err), "redis: %s", c->rc->errstr);
+		ret = c->rc->err == REDIS_ERR_IO ? -ECONNREFUSED : -EIO;
+		goto out;
+	}
+	redisSetTimeout(c->rc, tv);
+	if (u->pass[0]) {
+		r = u->user[0] ? redisCommand(c->rc, "AUTH %s %s", u->user,
+					      u->pass)
+			       : redisCommand(c->rc, "AUTH %s", u->pass);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			ret = client_fail(c, r);
+			goto out;
+		}
+		freeReplyObject(r);
+		r = NULL;
+	}
+	if (u->db) {
+		r = redisCommand(c->rc, "SELECT %u", u->db);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			ret = client_fail(c, r);
+			goto out;
+		}
+	}
+out:
+	freeReplyObject(r);
+	if (ret < 0) {
+		redisFree(c->rc);
+		c->rc = NULL;
+	}
+	return ret;
+}
+
+void alq_client_close(struct alq_client *c)
+{
+	if (c->rc)
+		redisFree(c->rc);
+	c->rc = NULL;
+}
+
+static int load_submit(struct alq_client *c)
+{
+	const char *argv[] = {"SCRIPT", "LOAD", scripts[ALQ_SUBMIT]};
+	redisReply *r;
+	int ret = 0;
+
+	r = cmd_argv(c, 3, argv, NULL);
+	if (r && r->type == REDIS_REPLY_STRING && r->len == 40)
+		memcpy(c->submit_sha, r->str, 41);
+	else
+		ret = client_fail(c, r);
+	freeReplyObject(r);
+	return ret;
+}
+
+/* Append one SUBMIT (EVALSHA) for `s` to the pipeline. */
+static int append_submit(struct alq_client *c, const struct alq_submit *s,
+			 bool sha)
+{
+	char kjob[ALQ_KEY_MAX], kjobs[ALQ_KEY_MAX], t[24], w[16];
+	const char *argv[9];
+	size_t lens[9];
+
+	if (alq_key(kjob, sizeof(kjob), c->queue, ALQ_KEY_JOB, s->id) < 0 ||
+	    alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL) < 0)
+		return -ENAMETOOLONG;
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)alq_now_ms());
+	snprintf(w, sizeof(w), "%u", s->wall_ms);
+	argv[0] = sha ? "EVALSHA" : "EVAL";
+	argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
+	argv[2] = "2";
+	argv[3] = kjob;
+	argv[4] = kjobs;
+	argv[5] = s->payload;
+	argv[6] = s->id;
+	argv[7] = t;
+	argv[8] = w;
+	for (int i = 0; i < 9; i++)
+		lens[i] = i == 5 ? s->len : strlen(argv[i]);
+	return redisAppendCommandArgv(c->rc, 9, argv, lens) == REDIS_OK
+		       ? 0
+		       : -ENOMEM;
+}
+
+static bool noscript(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ERROR &&
+	       !strncmp(r->str, "NOSCRIPT", 8);
+}
+
+int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
+			   size_t n)
+{
+	const size_t window = 64;
+	int r;
+
+	if (!c->submit_sha[0] && (r = load_submit(c)) < 0)
+		return r;
+	for (size_t base = 0; base < n; base += window) {
+		size_t m = n - base < window ? n - base : window;
+
+		for (size_t i = 0; i < m; i++)
+			if ((r = append_submit(c, &jobs[base + i], true)) < 0)
+				return r;
+		for (size_t i = 0; i < m; i++) {
+			struct alq_submit *s = &jobs[base + i];
+			redisReply *rep = NULL;
+
+			if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK)
+				return client_fail(c, NULL);
+			if (noscript(rep)) { /* script cache flushed */
+				freeReplyObject(rep);
+				rep = NULL;
+				if (append_submit(c, s, false) < 0 ||
+				    redisGetReply(c->rc, (void **)&rep) !=
+					REDIS_OK)
+					return client_fail(c, NULL);
+			}
+			s->dup = rep->type == REDIS_REPLY_NIL;
+			s->err = rep->type == REDIS_REPLY_STRING || s->dup
+					 ? 0
+					 : client_fail(c, rep);
+			freeReplyObject(rep);
+		}
+	}
+	return 0;
+}
+
+int alq_client_submit(struct alq_client *c, const char *id,
+		      const char *payload, size_t len, uint32_t wall_ms,
+		      bool *ret_dup)
+{
+	struct alq_submit s = {.id = id, .payload = payload, .len = len,
+			       .wall_ms = wall_ms};
+	int r = alq_client_submit_many(c, &s, 1);
+
+	if (r == 0 && s.err == 0)
+		*ret_dup = s.dup;
+	return r < 0 ? r : s.err;
+}
+
+int alq_client_have_results(struct alq_client *c, const char *const *ids,
+			    size_t n, bool *done)
+{
+	char key[ALQ_KEY_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT,
+			    ids[i]) < 0)
+			return -ENAMETOOLONG;
+		if (redisAppendCommand(c->rc, "EXISTS %s", key) != REDIS_OK)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		redisReply *r = NULL;
+
+		if (redisGetReply(c->rc, (void **)&r) != REDIS_OK)
+			return client_fail(c, NULL);
+		if (r->type != REDIS_REPLY_INTEGER) {
+			int e = client_fail(c, r);
+
+			freeReplyObject(r);
+			return e;
+		}
+		done[i] = r->integer == 1;
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
+/* BLPOP on the done keys of ids[0..n) for up to `ms`; *ret_index = which
+ * one fired, -ETIMEDOUT when none did. */
+static int blpop(struct alq_client *c, const char *const *ids, size_t n,
+		 uint32_t ms, size_t *ret_index)
+{
+	const char **argv = calloc(n + 2, sizeof(*argv));
+	char (*keys)[ALQ_KEY_MAX] = calloc(n, sizeof(*keys));
+	char secs[32];
+	redisReply *r = NULL;
+	int ret = -ENOMEM;
+
+	if (!argv || !keys)
+		goto out;
+	argv[0] = "BLPOP";
+	for (size_t i = 0; i < n; i++) {
+		if (alq_key(keys[i], sizeof(keys[i]), c->queue, ALQ_KEY_DONE,
+			    ids[i]) < 0) {
+			ret = -ENAMETOOLONG;
+			goto out;
+		}
+		argv[i + 1] = keys[i];
+	}
+	snprintf(secs, sizeof(secs), "%u.%03u", ms / 1000, ms % 1000);
+	argv[n + 1] = secs;
+	redisSetTimeout(c->rc, tv_ms(ms + c->timeout_ms));
+	r = cmd_argv(c, (int)n + 2, argv, NULL);
+	redisSetTimeout(c->rc, tv_ms(c->timeout_ms));
+	if (r && r->type == REDIS_REPLY_NIL) {
+		ret = -ETIMEDOUT;
+	} else if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		   is_str(r->element[0])) {
+		ret = -EPROTO;
+		for (size_t i = 0; i < n; i++) {
+			if (str_eq(r->element[0], keys[i])) {
+				*ret_index = i;
+				ret = 0;
+				break;
+			}
+		}
+	} else {
+		ret = client_fail(c, r);
+	}
+out:
+	freeReplyObject(r);
+	free(argv);
+	free(keys);
+	return ret;
+}
+
+int alq_client_wait_any(struct alq_client *c, const char *const *ids,
+			size_t n, uint32_t timeout_ms, size_t *ret_index)
+{
+	bool done[ALQ_WAIT_MANY];
+	int r;
+
+	if (n == 0 || n > ALQ_WAIT_MANY)
+		return -EINVAL;
+	r = alq_client_have_results(c, ids, n, done);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (done[i]) {
+			*ret_index = i;
+			return 0;
+		}
+	}
+	if (timeout_ms == 0)
+		return -ETIMEDOUT;
+	return blpop(c, ids, n, timeout_ms, ret_index);
+}
+
+int alq_client_wait(struct alq_client *c, const char *id, uint32_t timeout_ms)
+{
+	uint64_t end = alq_now_ms() + timeout_ms;
+	size_t idx;
+
+	for (;;) {
+		uint64_t now = alq_now_ms();
+		uint32_t slice = 5000;
+		int r;
+
+		if (timeout_ms) {
+			if (now >= end)
+				slice = 0;
+			else if (end - now < slice)
+				slice = (uint32_t)(end - now);
+		}
+		r = alq_client_wait_any(c, &id, 1, slice, &idx);
+		if (r != -ETIMEDOUT || (timeout_ms && alq_now_ms() >= end))
+			return r;
+	}
+}
+
+int alq_client_result(struct alq_client *c, const char *id, char **ret,
+		      size_t *ret_len)
+{
+	char key[ALQ_KEY_MAX];
+	redisReply *r;
+	int e;
+
+	if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT, id) < 0)
+		return -ENAMETOOLONG;
+	r = redisCommand(c->rc, "STRLEN %s", key);
+	if (!r || r->type != REDIS_REPLY_INTEGER) {
+		e = client_fail(c, r);
+		freeReplyObject(r);
+		return e;
+	}
+	e = r->integer == 0 ? -ENOENT
+	    : r->integer > (long long)AL_RESULT_MAX_BYTES ? -E2BIG
+							  : 0;
+	freeReplyObject(r);
+	if (e < 0)
+		return e;
+	r = redisCommand(c->rc, "GET %s", key);
+	if (r && r->type == REDIS_REPLY_NIL) {
+		e = -ENOENT;
+	} else if (!r || r->type != REDIS_REPLY_STRING ||
+		   r->len > AL_RESULT_MAX_BYTES) {
+		e = client_fail(c, r);
+	} else if (!(*ret = malloc(r->len + 1))) {
+		e = -ENOMEM;
+	} else {
+		memcpy(*ret, r->str, r->len);
+		(*ret)[r->len] = '\0';
+		*ret_len = r->len;
+	}
+	freeReplyObject(r);
+	return e;
+}
+
+/* Field `name` of a flat [k, v, k, v...] reply. */
+static const redisReply *field(const redisReply *r, const char *name)
+{
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return NULL;
+	for (size_t i = 0; i + 1 < r->elements; i += 2)
+		if (str_eq(r->element[i], name))
+			return r->element[i + 1];
+	return NULL;
+}
+
+static int64_t int_or(const redisReply *r, int64_t dflt)
+{
+	return r && r->type == REDIS_REPLY_INTEGER ? r->integer : dflt;
+}
+
+static void status_serves(const redisReply *r, struct alq_status *st)
+{
+	uint64_t now = alq_now_ms();
+
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return;
+	for (size_t i = 0; i + 1 < r->elements; i += 2) {
+		const redisReply *k = r->element[i], *v = r->element[i + 1];
+		unsigned workers, busy;
+		unsigned long long at;
+		char val[64];
+
+		if (!is_str(k) || !is_str(v) || v->len >= sizeof(val) ||
+		    st->n_serves == ALQ_STATUS_SERVES)
+			continue;
+		memcpy(val, v->str, v->len);
+		val[v->len] = '\0';
+		if (sscanf(val, "%u %u %llu", &workers, &busy, &at) != 3)
+			continue;
+		snprintf(st->serves[st->n_serves].name,
+			 sizeof(st->serves[0].name), "%.*s",
+			 (int)(k->len > AL_NAME_MAX ? AL_NAME_MAX : k->len),
+			 k->str);
+		st->serves[st->n_serves].workers = workers;
+		st->serves[st->n_serves].busy = busy;
+		st->serves[st->n_serves].age_ms = now > at ? now - at : 0;
+		st->n_serves++;
+	}
+}
+
+int alq_client_status(struct alq_client *c, struct alq_status *ret)
+{
+	char kjobs[ALQ_KEY_MAX], kdead[ALQ_KEY_MAX], kserves[ALQ_KEY_MAX];
+	char ktput[5][ALQ_KEY_MAX], min[24];
+	redisReply *rep[9] = {0};
+	struct alq_status st;
+	uint64_t minute = alq_now_ms() / 60000u;
+	int e = 0;
+
+	memset(&st, 0, sizeof(st));
+	st.depth = -1;
+	alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL);
+	alq_key(kdead, sizeof(kdead), c->queue, ALQ_KEY_DEAD, NULL);
+	alq_key(kserves, sizeof(kserves), c->queue, ALQ_KEY_SERVES, NULL);
+	for (int i = 0; i < 5; i++) {
+		snprintf(min, sizeof(min), "%llu",
+			 (unsigned long long)(minute - (uint64_t)i));
+		alq_key(ktput[i], sizeof(ktput[i]), c->queue, ALQ_KEY_TPUT,
+			min);
+	}
+	redisAppendCommand(c->rc, "XLEN %s", kjobs);
+	redisAppendCommand(c->rc, "XINFO GROUPS %s", kjobs);
+	redisAppendCommand(c->rc, "XPENDING %s %s", kjobs, ALQ_GROUP);
+	redisAppendCommand(c->rc, "XLEN %s", kdead);
+	redisAppendCommand(c->rc, "HGETALL %s", kserves);
+	redisAppendCommand(c->rc, "MGET %s %s %s %s %s", ktput[0], ktput[1],
+			   ktput[2], ktput[3], ktput[4]);
+	for (int i = 0; i < 6; i++) {
+		if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
+			e = client_fail(c, NULL);
+			goto out;
+		}
+	}
+	st.length = int_or(rep[0], 0);
+	/* no stream yet: XINFO/XPENDING answer errors, all counts are 0 */
+	if (rep[1]->type == REDIS_REPLY_ARRAY) {
+		for (size_t i = 0; i < rep[1]->elements; i++) {
+			const redisReply *g = rep[1]->element[i];
+
+			if (!str_eq(field(g, "name"), ALQ_GROUP))
+				continue;
+			st.consumers = int_or(field(g, "consumers"), 0);
+			st.depth = int_or(field(g, "lag"), -1);
+		}
+	} else if (st.length == 0) {
+		st.depth = 0;
+	}
+	if (rep[2]->type == REDIS_REPLY_ARRAY && rep[2]->elements >= 1)
+		st.pending = int_or(rep[2]->element[0], 0);
+	st.dead = int_or(rep[3], 0);
+	status_serves(rep[4], &st);
+	if (rep[5]->type == REDIS_REPLY_ARRAY && rep[5]->elements == 5)
+		for (int i = 0; i < 5; i++)
+			if (!reply_u64(rep[5]->element[i], &st.tput[i]))
+				st.tput[i] = 0;
+	*ret = st;
+out:
+	for (int i = 0; i < 9; i++)
+		freeReplyObject(rep[i]);
+	return e;
+}

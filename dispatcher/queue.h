@@ -1,0 +1,206 @@
+/* queue.h: the Redis protocol of the Airlock queue, shared by the dispatcher
+ * (async, conn.h) and the CLI clients (blocking, below).
+ *
+ * Keys of queue Q, one hash tag per queue so a queue lives in one Cluster
+ * slot (docs/queue.md has the full story):
+ *
+ *   airlock:{Q}:jobs        stream of {id, t: submit ms, w: wall ms};
+ *                           consumer group `workers`
+ *   airlock:{Q}:job:ID      the job, msgpack; SET NX makes ID the
+ *                           idempotency key (expires with the result)
+ *   airlock:{Q}:result:ID   the result, msgpack, with a TTL; written once
+ *   airlock:{Q}:done:ID     list, RPUSHed once when the result is stored;
+ *                           clients BLPOP it (pub/sub would lose signals)
+ *   airlock:{Q}:dead        stream of dead letters {id, entry, reason, n}
+ *   airlock:{Q}:serves      hash consumer -> "workers busy ms", liveness
+ *   airlock:{Q}:tput:MIN    results stored in unix minute MIN (status)
+ *
+ * Every multi-key step that must be atomic is a Lua script (EVALSHA, EVAL
+ * when the server does not know the script): submit (SET NX + XADD),
+ * complete (result SET NX + signal + XACK [+ dead letter]), fetch (the
+ * payload, only when it is under the cap: hiredis 0.14 allocates whatever
+ * length a reply announces), heartbeat, reclaim and trim.
+ *
+ * Using the blocking client (CLI):
+ *
+ *  1. alq_url_parse() then alq_client_open() (connects, AUTH, SELECT).
+ *  2. alq_client_submit(), alq_client_wait(), alq_client_result(),
+ *     alq_client_status().
+ *  3. alq_client_close().
+ *
+ * Errors are negative errno: -ECONNREFUSED/-ETIMEDOUT/-EIO (connection),
+ * -EPROTO (an unexpected reply), -ENOENT (no such result), -E2BIG (over a
+ * cap). Nothing here logs; `err` buffers say what went wrong.
+ */
+#ifndef AL_QUEUE_H
+#define AL_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "results.h"
+
+#define ALQ_GROUP      "workers"
+#define ALQ_KEY_MAX    (16 + AL_NAME_MAX + 16 + AL_ID_MAX)
+#define ALQ_SID_MAX    48   /* a stream entry id: "ms-seq" */
+#define ALQ_DEAD_MAXLEN "100000" /* dead letters kept (approximate) */
+
+enum alq_key_kind {
+	ALQ_KEY_JOBS = 0, /* the stream */
+	ALQ_KEY_JOB,	  /* job:ID */
+	ALQ_KEY_RESULT,	  /* result:ID */
+	ALQ_KEY_DONE,	  /* done:ID */
+	ALQ_KEY_DEAD,	  /* dead letters */
+	ALQ_KEY_SERVES,	  /* live dispatchers */
+	ALQ_KEY_TPUT,	  /* tput:MINUTE (id = the minute) */
+};
+
+/* Write the key of `kind` for queue `q` (and `id` where the kind has one)
+ * into buf; returns 0 or -ENAMETOOLONG. */
+int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
+	    const char *id);
+
+/* --- server address ---------------------------------------------------- */
+
+struct alq_url {
+	bool unix_;	    /* unix socket (path) vs TCP (host, port) */
+	char host[256];	    /* TCP host */
+	int port;	    /* TCP port, default 6379 */
+	char path[108];	    /* unix socket path */
+	char user[128];	    /* ACL user, "" = default */
+	char pass[256];	    /* password, "" = no AUTH */
+	unsigned db;	    /* SELECT db, 0 = none */
+};
+
+/* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or
+ * unix://[[USER]:PASSWORD@]/PATH[?db=N]. Returns 0 or -EINVAL. */
+int alq_url_parse(const char *url, struct alq_url *ret);
+/* "unix:/path" or "host:port", for logs (never the password). */
+void alq_url_display(const struct alq_url *u, char *buf, size_t len);
+
+/* --- scripts ------------------------------------------------------------ */
+
+enum alq_script {
+	ALQ_SUBMIT = 0, /* K: job jobs; A: payload id t w -> sid | nil */
+	ALQ_FETCH,	/* K: job result; A: max -> {kind, payload|len} */
+	ALQ_COMPLETE,	/* K: result done jobs job tput dead;
+			   A: result ttl sid reason id n -> 1 stored | 0 */
+	ALQ_HEARTBEAT,	/* K: jobs; A: consumer sid... -> {lost sid...} */
+	ALQ_RECLAIM,	/* K: jobs; A: consumer slack count dflt_w max_w
+			   -> {{sid, fields, n}...} */
+	ALQ_TRIM,	/* K: jobs; A: consumer_idle_ms -> trimmed */
+	ALQ_N_SCRIPTS
+};
+
+/* The Lua text of a script. Connections SCRIPT LOAD them when they
+ * connect and keep the SHA1s the server answers. */
+const char *alq_script_text(enum alq_script s);
+
+/* --- a stream entry, as XREADGROUP/XCLAIM return it ---------------------- */
+
+struct alq_entry {
+	char sid[ALQ_SID_MAX];	 /* stream entry id */
+	char id[AL_ID_MAX + 1];	 /* job id, "" when missing or invalid */
+	bool id_bad;		 /* an `id` field was there but invalid */
+	uint64_t submit_ms;	 /* `t`, 0 = unknown */
+	uint32_t wall_ms;	 /* `w`, 0 = unknown */
+	uint32_t deliveries;	 /* delivery count, 1 = first */
+};
+
+struct redisReply;
+/* Parse one entry [sid, [field, value, ...]]; `fields` may be a nil reply
+ * (the entry was deleted). Returns 0 or -EPROTO (no usable sid). Bad field
+ * values are noted (id_bad) but are no error: the caller answers them. */
+int alq_entry_parse(const struct redisReply *r, struct alq_entry *ret);
+
+/* Why a payload could not be fetched, as ALQ_FETCH answers. */
+enum alq_fetch {
+	ALQ_FETCH_OK = 0, /* payload returned */
+	ALQ_FETCH_DONE,	  /* a result exists already */
+	ALQ_FETCH_MISSING, /* no job key */
+	ALQ_FETCH_TYPE,	  /* job key is not a string */
+	ALQ_FETCH_BIG,	  /* over the cap */
+};
+/* Parse the FETCH reply: *ret_kind, and for OK the payload (pointing into
+ * the reply), for BIG its length in *ret_len. Returns 0 or -EPROTO. */
+int alq_fetch_parse(const struct redisReply *r, enum alq_fetch *ret_kind,
+		    const char **ret_payload, size_t *ret_len);
+
+/* A fresh job id: "j-" + 20 random hex digits. */
+void alq_new_id(char buf[AL_ID_MAX + 1]);
+/* Milliseconds since the epoch. */
+uint64_t alq_now_ms(void);
+
+/* --- the blocking client (CLI) ------------------------------------------ */
+
+struct redisContext;
+
+struct alq_client {
+	struct redisContext *rc; /* connection, NULL when closed */
+	char queue[AL_NAME_MAX + 1]; /* queue name */
+	uint32_t timeout_ms;	 /* per command */
+	char submit_sha[41];	 /* SHA1 of ALQ_SUBMIT, "" = use EVAL */
+	char err[256];		 /* what went wrong last */
+};
+
+int alq_client_open(struct alq_client *c, const struct alq_url *u,
+		    const char *queue, uint32_t timeout_ms);
+void alq_client_close(struct alq_client *c);
+
+/* Submit one job: `payload` is its msgpack (with `id` set), wall_ms its
+ * effective wall limit (reclaim timing). *ret_dup is set when the id was
+ * submitted before (nothing enqueued). */
+int alq_client_submit(struct alq_client *c, const char *id,
+		      const char *payload, size_t len, uint32_t wall_ms,
+		      bool *ret_dup);
+
+struct alq_submit {
+	const char *id;	     /* job id */
+	const char *payload; /* msgpack */
+	size_t len;	     /* bytes of payload */
+	uint32_t wall_ms;    /* effective wall limit */
+	bool dup;	     /* out: submitted before */
+	int err;	     /* out: 0 or -errno */
+};
+/* Submit n jobs pipelined. Returns 0 when the connection held (per-job
+ * outcomes in `err`/`dup`) or a negative errno. */
+int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
+			   size_t n);
+
+/* Wait up to timeout_ms (0 = forever) for the result of `id`. Returns 0
+ * when it is stored, -ETIMEDOUT, or a connection error. */
+int alq_client_wait(struct alq_client *c, const char *id,
+		    uint32_t timeout_ms);
+/* Of the ids in ids[0..n) (at most ALQ_WAIT_MANY), wait up to timeout_ms
+ * for any to complete; *ret_index gets which one. -ETIMEDOUT when none. */
+#define ALQ_WAIT_MANY 512
+int alq_client_wait_any(struct alq_client *c, const char *const *ids,
+			size_t n, uint32_t timeout_ms, size_t *ret_index);
+/* The stored result of `id` (msgpack, malloc'd, capped). -ENOENT when
+ * there is none (yet, or expired). */
+int alq_client_result(struct alq_client *c, const char *id, char **ret,
+		      size_t *ret_len);
+/* Which of ids[0..n) have a result? done[i] set accordingly. */
+int alq_client_have_results(struct alq_client *c, const char *const *ids,
+			    size_t n, bool *done);
+
+#define ALQ_STATUS_SERVES 64
+struct alq_status {
+	int64_t length;	     /* XLEN of the stream */
+	int64_t depth;	     /* entries not yet delivered (-1 unknown) */
+	int64_t pending;     /* delivered, not acknowledged */
+	int64_t consumers;   /* consumers in the group */
+	int64_t dead;	     /* dead letters */
+	uint64_t tput[5];    /* results stored, this minute and the 4 before */
+	size_t n_serves;     /* live dispatchers */
+	struct {
+		char name[AL_NAME_MAX + 1]; /* consumer name */
+		uint32_t workers;	    /* worker processes */
+		uint32_t busy;		    /* running a job */
+		uint64_t age_ms;	    /* since its last heartbeat */
+	} serves[ALQ_STATUS_SERVES];
+};
+int alq_client_status(struct alq_client *c, struct alq_status *ret);
+
+#endif
