@@ -31,6 +31,12 @@
 #include "qmp.h"
 #include "results.h"
 
+enum sb_carrier {
+	SB_CARRIER_AUTO = 0, /* vsock where /dev/vhost-vsock is usable */
+	SB_CARRIER_SERIAL,   /* virtio-serial port (a unix socket here) */
+	SB_CARRIER_VSOCK,    /* vhost-vsock, a unique guest CID per VM */
+};
+
 enum sb_accel_mode {
 	SB_ACCEL_AUTO = 0, /* KVM when a probe shows it can run the guest */
 	SB_ACCEL_KVM,
@@ -54,6 +60,7 @@ struct sb_options {
 	uint32_t vmm_cpu_percent; /* host cgroup CPU per vCPU, 100 = one */
 	uint32_t vmm_pids;        /* host cgroup pids.max */
 	uint32_t prestart;        /* pre-started VMMs per template */
+	enum sb_carrier carrier;  /* guest channel */
 };
 
 struct sb_image {
@@ -79,7 +86,11 @@ struct sb_vm {
 	uint64_t deadline_ms;         /* hard TTL (monotonic), 0 = none */
 	char error[256];              /* what went wrong, for XX */
 	struct cg cg;                 /* host cgroup of QEMU */
+	uint32_t cid;                 /* vsock guest CID, 0 = virtio-serial */
 };
+
+/* Which carrier `o` resolves to on this host. */
+enum sb_carrier sb_carrier_resolve(const struct sb_options *o);
 
 /* A template: a snapshot of a booted, idle VM of one image. */
 struct sb_template {
@@ -93,7 +104,7 @@ struct sb_template {
 
 /* Defaults: state dir /var/lib/airlock (root) or ~/.local/state/airlock,
  * run dir /run/airlock or /tmp/airlock-UID, 1024 MiB, 1 vCPU, auto,
- * one pre-started VMM. */
+ * one pre-started VMM, QEMU as `nobody` (+ group kvm) when we are root. */
 void sb_options_init(struct sb_options *o);
 
 /* Find the newest built image of `template_` under o->state_dir. -ENOENT

@@ -19,8 +19,8 @@
  * code runs (clones are otherwise identical, CRNG included).
  *
  * KEY hashes the image hash, the machine config (RAM, vCPUs, accelerator,
- * the machine revision below) and the QEMU binary's identity (path, size,
- * mtime), so any change rebuilds. `inputs` holds the full text, compared
+ * carrier, the machine revision below), the VMM's uid (it owns `mem`) and
+ * the QEMU binary's identity (path, size, mtime), so any change rebuilds. `inputs` holds the full text, compared
  * on open, so a hash collision cannot hand out a wrong template. Builds
  * happen in a temp dir under a lock and are renamed into place: concurrent
  * openers wait for one build, and a crash never leaves a half template.
@@ -74,9 +74,12 @@ static int template_inputs(const struct sb_options *o,
 		return -errno;
 	if (snprintf(out, size,
 		     "rev=%d image=%s name=%s mem=%u vcpus=%u accel=%s "
-		     "qemu=%s:%lld:%lld\n",
+		     "carrier=%s uid=%u qemu=%s:%lld:%lld\n",
 		     MACHINE_REV, img->hash, img->name, o->memory_mb, o->vcpus,
-		     al_accel_name(accel), qemu, (long long)st.st_size,
+		     al_accel_name(accel),
+		     sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? "vsock"
+							       : "serial",
+		     (unsigned)o->vmm_uid, qemu, (long long)st.st_size,
 		     (long long)st.st_mtime) >= (int)size)
 		return -ENAMETOOLONG;
 	return 0;
@@ -240,7 +243,9 @@ static int template_build(const struct sb_options *o,
 		r = vm_make_dir(o, vm);
 	if (r < 0)
 		goto out;
-	vm_machine_args(&a, qemu, o, img, accel, vm->dir, &m);
+	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
+		vm->cid = vm_new_cid();
+	vm_machine_args(&a, qemu, o, img, accel, vm->dir, &m, vm->cid);
 	r = vm_start(vm, o, &a);
 	if (r == 0)
 		r = vm_handshake(vm, o, o->boot_timeout_ms);
@@ -435,7 +440,10 @@ static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
 		vm_fail(vm, r, "restore");
 		return r;
 	}
-	vm_machine_args(&a, qemu, o, &t->img, t->accel, vm->dir, &m);
+	/* same devices as the template, a CID of its own */
+	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
+		vm->cid = vm_new_cid();
+	vm_machine_args(&a, qemu, o, &t->img, t->accel, vm->dir, &m, vm->cid);
 	r = vm_spawn(vm, o, &a);
 	vmm_argv_release(&a);
 	return r;

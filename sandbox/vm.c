@@ -14,12 +14,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <linux/vm_sockets.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +61,18 @@ void sb_options_init(struct sb_options *o)
 	o->vmm_cpu_percent = 100;
 	o->vmm_pids = 256;
 	o->prestart = 1;
+	/* QEMU is semi-trusted: as root, run it as nobody (plus the kvm
+	 * group for /dev/kvm) unless the config names a user */
+	if (geteuid() == 0) {
+		const struct passwd *pw = getpwnam("nobody");
+		const struct group *kvm = getgrnam("kvm");
+
+		if (pw) {
+			o->vmm_uid = pw->pw_uid;
+			o->vmm_gid = pw->pw_gid;
+		}
+		o->kvm_gid = kvm ? kvm->gr_gid : 0;
+	}
 }
 
 /* The QEMU binary: a path, or a name looked up in PATH. */
@@ -87,10 +103,33 @@ int find_binary(const char *name, char *out, size_t size)
 	return -ENOENT;
 }
 
+enum sb_carrier sb_carrier_resolve(const struct sb_options *o)
+{
+	int fd;
+
+	if (o->carrier != SB_CARRIER_AUTO)
+		return o->carrier;
+	fd = open("/dev/vhost-vsock", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return SB_CARRIER_SERIAL;
+	close(fd);
+	return SB_CARRIER_VSOCK;
+}
+
+/* A guest CID no other live VM of ours has: the pid in the high bits, a
+ * counter in the low ones (CIDs 0-2 are reserved). */
+uint32_t vm_new_cid(void)
+{
+	static uint32_t counter;
+
+	return 3u + (((uint32_t)getpid() & 0x3fffffu) << 10 |
+		     (counter++ & 0x3ffu));
+}
+
 void vm_machine_args(struct vmm_argv *a, const char *qemu,
 		     const struct sb_options *o, const struct sb_image *img,
 		     enum al_accel accel, const char *dir,
-		     const struct vm_mem *mem)
+		     const struct vm_mem *mem, uint32_t cid)
 {
 	vmm_arg(a, "%s", qemu);
 	vmm_arg(a, "-M");
@@ -147,6 +186,11 @@ void vm_machine_args(struct vmm_argv *a, const char *qemu,
 	vmm_arg(a, "virtserialport,chardev=agent,name=%s", AL_AGENT_VPORT);
 	vmm_arg(a, "-device");
 	vmm_arg(a, "virtio-rng-pci");
+	if (cid) {
+		/* QEMU opens /dev/vhost-vsock itself: the VMM user needs it */
+		vmm_arg(a, "-device");
+		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u", cid);
+	}
 	vmm_arg(a, "-qmp");
 	vmm_arg(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
 	vmm_arg(a, "-no-reboot");
@@ -275,10 +319,12 @@ int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 	     const struct vmm_argv *a)
 {
 	struct vmm_creds creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid};
-	const char *name = strrchr(vm->dir, '/') + 1;
-	char path[PATH_MAX + 16];
+	char path[PATH_MAX + 16], name[64];
 	int r;
 
+	/* cgroup names say which process owns the VM: PID-vm-XXXXXX */
+	snprintf(name, sizeof(name), "%d-%s", (int)getpid(),
+		 strrchr(vm->dir, '/') + 1);
 	vm->start_ms = sb_now_ms();
 	r = cg_create(&vm->cg, name,
 		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
@@ -308,6 +354,8 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 		vm_fail(vm, r, "connect qmp");
 		return r;
 	}
+	if (vm->cid)
+		return 0; /* vsock: connected once the guest runs */
 	snprintf(path, sizeof(path), "%s/agent.sock", vm->dir);
 	r = sb_connect_unix(path, sb_now_ms() + QMP_TIMEOUT_MS);
 	if (r < 0) {
@@ -317,6 +365,38 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 	vm->agent_fd = r;
 	al_agent_client_init(&vm->agent, vm->agent_fd);
 	return 0;
+}
+
+/* Connect to the agent's vsock listener, retrying until it listens (a
+ * cold boot) or the transport reset after a restore has settled. */
+static int vsock_connect(struct sb_vm *vm, uint64_t deadline)
+{
+	struct sockaddr_vm sa = {
+		.svm_family = AF_VSOCK,
+		.svm_cid = vm->cid,
+		.svm_port = AL_AGENT_VSOCK_PORT,
+	};
+
+	for (;;) {
+		int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int e;
+
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			vm->agent_fd = fd;
+			al_agent_client_init(&vm->agent, fd);
+			return 0;
+		}
+		e = errno;
+		close(fd);
+		if (e != ECONNRESET && e != ECONNREFUSED && e != ENODEV &&
+		    e != ETIMEDOUT && e != EINTR)
+			return -e;
+		if (sb_remaining(deadline) == 0 || !sb_vm_alive(vm))
+			return -ETIMEDOUT;
+		usleep(2000);
+	}
 }
 
 int vm_start(struct sb_vm *vm, const struct sb_options *o,
@@ -334,6 +414,13 @@ int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 	struct al_msg_hello h = {0};
 	int r;
 
+	if (vm->cid && vm->agent_fd < 0) {
+		r = vsock_connect(vm, sb_now_ms() + timeout_ms);
+		if (r < 0) {
+			vm_fail(vm, r, "connect agent vsock");
+			return r;
+		}
+	}
 	r = al_agent_client_hello(&vm->agent, vm_call_timeout(vm, timeout_ms),
 				  &h);
 	if (r < 0) {
@@ -374,7 +461,9 @@ int vm_boot_accel(const struct sb_options *o, const struct sb_image *img,
 			 o->run_dir, strerror(-r));
 		goto fail;
 	}
-	vm_machine_args(&a, qemu, o, img, accel, vm->dir, NULL);
+	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
+		vm->cid = vm_new_cid();
+	vm_machine_args(&a, qemu, o, img, accel, vm->dir, NULL, vm->cid);
 	r = vm_start(vm, o, &a);
 	if (r == 0)
 		r = vm_handshake(vm, o, timeout_ms);

@@ -17,7 +17,8 @@ struct vm_mem {
 void vm_machine_args(struct vmm_argv *a, const char *qemu,
 		     const struct sb_options *o, const struct sb_image *img,
 		     enum al_accel accel, const char *dir,
-		     const struct vm_mem *mem);
+		     const struct vm_mem *mem, uint32_t cid);
+uint32_t vm_new_cid(void);
 struct sb_vm *vm_new(void);
 int find_binary(const char *name, char *out, size_t size);
 int vm_make_dir(const struct sb_options *o, struct sb_vm *vm);

@@ -75,14 +75,15 @@ static void child(const struct vmm_argv *a, int log_fd, pid_t parent,
 	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(126);
 	setsid();
 	if ((cg && cg_join_self(cg) < 0) || drop_privileges(creds) < 0) {
 		dprintf(log_fd, "vmm: cgroup or privileges: %s\n",
 			strerror(errno));
 		_exit(126);
 	}
+	/* after the uid change, which clears the parent-death signal */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(126);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 ||
 	    dup2(log_fd, 2) < 0)
 		_exit(126);

@@ -256,7 +256,8 @@ static const struct al_config_key keys[] = {
 	"guest does"),
     STR(sandbox, vmm_user, vmm_user, check_user,
 	"empty or a user name [a-z_][a-z0-9_-]*", "",
-	"user QEMU runs as; empty = the current user"),
+	"user QEMU runs as; empty = nobody when run as root, else "
+	"the current user; root = stay root"),
     STR(sandbox, vmm_cgroup, vmm_cgroup, check_abs_path, "an absolute path",
 	"/sys/fs/cgroup/airlock",
 	"cgroup v2 directory under which each VMM gets its own cgroup"),

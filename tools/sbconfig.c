@@ -30,7 +30,11 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->vmm_overhead_mb = cfg->sandbox.vmm_memory_overhead_mb;
 	o->vmm_cpu_percent = cfg->sandbox.vmm_cpu_max;
 	if (!cfg->sandbox.vmm_user[0])
+		return 0; /* the sandbox's default: nobody when root */
+	if (!strcmp(cfg->sandbox.vmm_user, "root")) {
+		o->vmm_uid = 0;
 		return 0;
+	}
 	pw = getpwnam(cfg->sandbox.vmm_user);
 	if (!pw) {
 		snprintf(err, errlen, "sandbox.vmm_user: no user '%s'",

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandbox.h"
 #include "worker.h"
@@ -21,7 +22,9 @@ static inline void vmtest_options(struct sb_options *o)
 	sb_options_init(o);
 	snprintf(o->state_dir, sizeof(o->state_dir), "%s",
 		 st && *st ? st : "/var/tmp/airlock-test");
-	snprintf(o->run_dir, sizeof(o->run_dir), "/tmp/airlock-test-run");
+	/* a run dir per test process: leak checks count only our VMMs */
+	snprintf(o->run_dir, sizeof(o->run_dir), "/tmp/al-run-%d",
+		 (int)getpid());
 	o->accel = SB_ACCEL_AUTO;
 	o->memory_mb = 1024;
 }
