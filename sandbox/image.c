@@ -73,6 +73,9 @@ int sb_image_open(const struct sb_options *o, const char *template_,
 		r = copy_str(img.initrd, sizeof(img.initrd),
 			     json_object_get(json_object_get(m, "initramfs"),
 					     "file"));
+	if (r == 0 && json_string_value(json_object_get(m, "warmup")))
+		r = copy_str(img.warmup, sizeof(img.warmup),
+			     json_object_get(m, "warmup"));
 	json_decref(m);
 	if (r < 0 || !safe_name(img.initrd))
 		return -EBADMSG;

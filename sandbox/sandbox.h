@@ -69,6 +69,7 @@ struct sb_image {
 	char hash[33];          /* content hash of the image inputs */
 	char initrd[64];        /* initramfs file name in dir */
 	char cmdline[1024];     /* kernel command line */
+	char warmup[1024];      /* shell command run before a snapshot, "" */
 };
 
 struct sb_vm {

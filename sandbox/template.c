@@ -50,6 +50,7 @@
 #define SAVE_TIMEOUT_MS 60000
 #define LOAD_TIMEOUT_MS 30000
 #define QMP_CALL_MS 5000
+#define WARMUP_TIMEOUT_MS 120000
 
 static uint64_t fnv1a(const char *s)
 {
@@ -74,12 +75,13 @@ static int template_inputs(const struct sb_options *o,
 		return -errno;
 	if (snprintf(out, size,
 		     "rev=%d image=%s name=%s mem=%u vcpus=%u accel=%s "
-		     "carrier=%s uid=%u qemu=%s:%lld:%lld\n",
+		     "carrier=%s uid=%u warmup=%016llx qemu=%s:%lld:%lld\n",
 		     MACHINE_REV, img->hash, img->name, o->memory_mb, o->vcpus,
 		     al_accel_name(accel),
 		     sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? "vsock"
 							       : "serial",
-		     (unsigned)o->vmm_uid, qemu, (long long)st.st_size,
+		     (unsigned)o->vmm_uid, (unsigned long long)fnv1a(img->warmup),
+		     qemu, (long long)st.st_size,
 		     (long long)st.st_mtime) >= (int)size)
 		return -ENAMETOOLONG;
 	return 0;
@@ -222,6 +224,38 @@ static int wait_migration(struct sb_vm *vm, int timeout_ms)
 	}
 }
 
+/* Run the image's warm-up command as the job user, then remove whatever
+ * it left in the writable dirs: every clone starts from this state, so it
+ * must hold the page cache the warm-up filled and nothing else. */
+static int template_warmup(struct sb_vm *vm, const struct sb_image *img)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)img->warmup, NULL};
+	char *clean[] = {"/bin/sh", "-c",
+			 "rm -rf /work/* /work/.[!.]* /tmp/* /tmp/.[!.]*; :",
+			 NULL};
+	struct al_step warm = {.argv = argv, .argc = 3};
+	struct al_step tidy = {.argv = clean, .argc = 3};
+	struct al_limits lim;
+	struct al_step_result res = {0};
+	int r;
+
+	if (!img->warmup[0])
+		return 0;
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	r = sb_vm_run_step(vm, &warm, &lim, WARMUP_TIMEOUT_MS, &res);
+	if (r == 0 && res.status != AL_OK) {
+		snprintf(vm->error, sizeof(vm->error),
+			 "warm-up command ended %s (exit %d)",
+			 al_status_name(res.status), res.exit_code);
+		r = -EIO;
+	}
+	al_step_result_release(&res);
+	if (r == 0)
+		r = sb_vm_run_step(vm, &tidy, &lim, WARMUP_TIMEOUT_MS, &res);
+	al_step_result_release(&res);
+	return r;
+}
+
 /* Cold boot into `dir`/mem (shared) and save the device state. */
 static int template_build(const struct sb_options *o,
 			  const struct sb_image *img, enum al_accel accel,
@@ -249,6 +283,8 @@ static int template_build(const struct sb_options *o,
 	r = vm_start(vm, o, &a);
 	if (r == 0)
 		r = vm_handshake(vm, o, o->boot_timeout_ms);
+	if (r == 0)
+		r = template_warmup(vm, img);
 	if (r == 0)
 		r = qmp_execute(&vm->qmp, "stop", NULL, QMP_CALL_MS, NULL,
 				vm->error, sizeof(vm->error));

@@ -211,8 +211,15 @@ struct sb_vm *vm_new(void)
 
 int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
 {
-	/* 0711: a VMM running as another user reaches its own dir only */
+	struct stat st;
+
+	/* 0711: a VMM running as another user reaches its own dir only (an
+	 * older run dir of ours may be 0700: widen it) */
 	if (mkdir(o->run_dir, 0711) < 0 && errno != EEXIST)
+		return -errno;
+	if (o->vmm_uid && stat(o->run_dir, &st) == 0 &&
+	    st.st_uid == geteuid() && (st.st_mode & 0111) != 0111 &&
+	    chmod(o->run_dir, (st.st_mode & 07777) | 0111) < 0)
 		return -errno;
 	if (snprintf(vm->dir, sizeof(vm->dir), "%s/vm-XXXXXX", o->run_dir) >=
 	    (int)sizeof(vm->dir))

@@ -162,6 +162,7 @@ mkdir -p -- "$IMAGES_DIR"
 # ---------------------------------------------------------------------------
 T_DESCRIPTION=""
 T_PACKAGES=""
+T_WARMUP=""
 lineno=0
 while IFS= read -r line || [[ -n "$line" ]]; do
     lineno=$((lineno + 1))
@@ -178,7 +179,8 @@ while IFS= read -r line || [[ -n "$line" ]]; do
     case "$key" in
         description) T_DESCRIPTION="$val" ;;
         packages)    T_PACKAGES="$val" ;;
-        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages)" ;;
+        warmup)      T_WARMUP="$val" ;;
+        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup)" ;;
     esac
 done < "$CONF"
 [[ -n "$T_DESCRIPTION" ]] || die "$CONF: missing 'description = ...'"
@@ -497,6 +499,7 @@ fsize() { stat -c %s -- "$1"; }
 jq -n \
     --arg template "$TEMPLATE" \
     --arg description "$T_DESCRIPTION" \
+    --arg warmup "${T_WARMUP:-}" \
     --arg hash "$HASH" \
     --arg suite "$SUITE" \
     --arg arch "$ARCH" \
@@ -522,6 +525,7 @@ jq -n \
        format: 1,
        template: $template,
        description: $description,
+       warmup: $warmup,
        hash: $hash,
        built_at: $built_at,
        build_seconds: $build_seconds,
