@@ -67,9 +67,8 @@ static void schedule_retry(struct alq_conn *c)
 		j = (uint32_t)now(c);
 	/* jitter: 50..100% of the backoff, so many dispatchers spread out */
 	c->deadline = now(c) + c->backoff_ms / 2 + j % (c->backoff_ms / 2 + 1);
-	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS
-				? BACKOFF_MAX_MS
-				: c->backoff_ms * 2;
+	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+							   : c->backoff_ms * 2;
 }
 
 /* Free the hiredis context now (from the timer or the owner, never from
@@ -188,19 +187,19 @@ static int setup(struct alq_conn *c)
 	if (c->url.pass[0]) {
 		const char *a[] = {"AUTH", c->url.user, c->url.pass};
 
-		r = c->url.user[0] ? setup_send(c, -1, 3, a)
-				   : setup_send(c, -1, 2,
-						(const char *[]){"AUTH",
-								 c->url.pass});
+		r = c->url.user[0]
+			? setup_send(c, -1, 3, a)
+			: setup_send(c, -1, 2,
+				     (const char *[]){"AUTH", c->url.pass});
 	}
 	if (r == 0 && c->url.db) {
 		snprintf(db, sizeof(db), "%u", c->url.db);
 		r = setup_send(c, -1, 2, (const char *[]){"SELECT", db});
 	}
 	for (int s = 0; r == 0 && s < ALQ_N_SCRIPTS; s++)
-		r = setup_send(c, s, 3,
-			       (const char *[]){"SCRIPT", "LOAD",
-						alq_script_text(s)});
+		r = setup_send(
+		    c, s, 3,
+		    (const char *[]){"SCRIPT", "LOAD", alq_script_text(s)});
 	if (r == 0)
 		r = setup_send(c, -1, 1, (const char *[]){"PING"});
 	return r;
@@ -256,8 +255,8 @@ static void tick(uv_timer_t *t)
 	case ALQ_CONN_UP:
 		if (c->drop)
 			teardown(c, c->err[0] ? c->err : "reset");
-		else if (c->inflight && n - c->progress > c->command_timeout_ms +
-								  c->block_ms)
+		else if (c->inflight &&
+			 n - c->progress > c->command_timeout_ms + c->block_ms)
 			teardown(c, "reply timed out");
 		break;
 	case ALQ_CONN_CLOSED:
@@ -313,8 +312,7 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 		c->progress = now(c);
 	}
 	if (r && r->type == REDIS_REPLY_ERROR && p->script >= 0 &&
-	    !strncmp(r->str, "NOSCRIPT", 8) && alq_conn_up(c) &&
-	    c->ac == ac) {
+	    !strncmp(r->str, "NOSCRIPT", 8) && alq_conn_up(c) && c->ac == ac) {
 		/* the server lost its script cache: send the text instead */
 		free(p->argv[0]);
 		free(p->argv[1]);
@@ -401,8 +399,7 @@ int alq_conn_eval(struct alq_conn *c, enum alq_script s, alq_reply_fn *cb,
 		p->argv[i + 3][len] = '\0';
 		p->lens[i + 3] = len;
 	}
-	if (redisAsyncCommandArgv(c->ac, reply_cb, p, n,
-				  (const char **)p->argv,
+	if (redisAsyncCommandArgv(c->ac, reply_cb, p, n, (const char **)p->argv,
 				  p->lens) != REDIS_OK) {
 		pending_free(p);
 		return -ENOTCONN;

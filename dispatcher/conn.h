@@ -48,28 +48,28 @@ enum alq_conn_state {
 };
 
 struct alq_conn {
-	uv_loop_t *loop;		  /* the loop it runs on */
-	struct alq_url url;		  /* where to connect */
-	const char *name;		  /* for logs: "cmd", "blocking" */
-	uint32_t connect_timeout_ms;	  /* per attempt */
-	uint32_t command_timeout_ms;	  /* per reply */
-	uint32_t block_ms;		  /* extra allowance for blocking reads */
-	alq_conn_fn *on_up;		  /* became ready */
-	alq_conn_fn *on_down;		  /* a ready connection was lost */
-	alq_conn_fn *on_closed;		  /* after alq_conn_close() */
-	void *data;			  /* the owner's */
+	uv_loop_t *loop;	     /* the loop it runs on */
+	struct alq_url url;	     /* where to connect */
+	const char *name;	     /* for logs: "cmd", "blocking" */
+	uint32_t connect_timeout_ms; /* per attempt */
+	uint32_t command_timeout_ms; /* per reply */
+	uint32_t block_ms;	     /* extra allowance for blocking reads */
+	alq_conn_fn *on_up;	     /* became ready */
+	alq_conn_fn *on_down;	     /* a ready connection was lost */
+	alq_conn_fn *on_closed;	     /* after alq_conn_close() */
+	void *data;		     /* the owner's */
 
-	redisAsyncContext *ac;		  /* NULL when down */
-	uv_timer_t timer;		  /* watchdog, backoff */
-	enum alq_conn_state state;	  /* see above */
-	uint64_t deadline;		  /* connect deadline / retry time */
-	uint32_t backoff_ms;		  /* next reconnect delay */
-	unsigned inflight;		  /* commands without a reply */
-	uint64_t progress;		  /* last reply, or first send */
-	unsigned setup_left;		  /* connect steps still to answer */
-	bool drop;			  /* tear down at the next tick */
-	char sha[ALQ_N_SCRIPTS][41];	  /* SCRIPT LOAD answers */
-	char err[160];			  /* last failure, for logs */
+	redisAsyncContext *ac;	     /* NULL when down */
+	uv_timer_t timer;	     /* watchdog, backoff */
+	enum alq_conn_state state;   /* see above */
+	uint64_t deadline;	     /* connect deadline / retry time */
+	uint32_t backoff_ms;	     /* next reconnect delay */
+	unsigned inflight;	     /* commands without a reply */
+	uint64_t progress;	     /* last reply, or first send */
+	unsigned setup_left;	     /* connect steps still to answer */
+	bool drop;		     /* tear down at the next tick */
+	char sha[ALQ_N_SCRIPTS][41]; /* SCRIPT LOAD answers */
+	char err[160];		     /* last failure, for logs */
 };
 
 /* Set up and start connecting. The string fields must outlive the conn.

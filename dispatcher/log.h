@@ -17,7 +17,7 @@ enum al_log_level {
 extern enum al_log_level al_log_level;
 
 void al_log(enum al_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 #define al_err(...)   al_log(AL_LOG_ERROR, __VA_ARGS__)
 #define al_warn(...)  al_log(AL_LOG_WARN, __VA_ARGS__)

@@ -30,15 +30,16 @@
 
 #include "queue.h"
 
-/* --- keys ------------------------------------------------------------------ */
+/* --- keys ------------------------------------------------------------------
+ */
 
 int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    const char *id)
 {
 	static const char *const kinds[] = {
-	    [ALQ_KEY_JOBS] = "jobs",	 [ALQ_KEY_JOB] = "job:",
+	    [ALQ_KEY_JOBS] = "jobs",	  [ALQ_KEY_JOB] = "job:",
 	    [ALQ_KEY_RESULT] = "result:", [ALQ_KEY_DONE] = "done:",
-	    [ALQ_KEY_DEAD] = "dead",	 [ALQ_KEY_SERVES] = "serves",
+	    [ALQ_KEY_DEAD] = "dead",	  [ALQ_KEY_SERVES] = "serves",
 	    [ALQ_KEY_TPUT] = "tput:",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
@@ -49,7 +50,8 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* --- URLs ------------------------------------------------------------------ */
+/* --- URLs ------------------------------------------------------------------
+ */
 
 static int hexval(int c)
 {
@@ -217,15 +219,15 @@ void alq_url_display(const struct alq_url *u, char *buf, size_t len)
 		snprintf(buf, len, "%s:%d", u->host, u->port);
 }
 
-/* --- scripts ---------------------------------------------------------------- */
+/* --- scripts ----------------------------------------------------------------
+ */
 
 static const char *const scripts[ALQ_N_SCRIPTS] = {
-    [ALQ_SUBMIT] =
-	"if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
-	"  return false\n"
-	"end\n"
-	"return redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
-	"                  't', ARGV[3], 'w', ARGV[4])\n",
+    [ALQ_SUBMIT] = "if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
+		   "  return false\n"
+		   "end\n"
+		   "return redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
+		   "                  't', ARGV[3], 'w', ARGV[4])\n",
 
     [ALQ_FETCH] =
 	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
@@ -340,12 +342,13 @@ const char *alq_script_text(enum alq_script s)
 	return s < ALQ_N_SCRIPTS ? scripts[s] : NULL;
 }
 
-/* --- replies ------------------------------------------------------------------ */
+/* --- replies
+ * ------------------------------------------------------------------ */
 
 static bool is_str(const redisReply *r)
 {
-	return r && (r->type == REDIS_REPLY_STRING ||
-		     r->type == REDIS_REPLY_STATUS);
+	return r &&
+	       (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
 }
 
 static bool str_eq(const redisReply *r, const char *s)
@@ -394,8 +397,8 @@ int alq_entry_parse(const redisReply *r, struct alq_entry *ret)
 			const redisReply *val = f->element[i + 1];
 
 			if (str_eq(k, "id")) {
-				if (is_str(val) && al_id_valid(val->str,
-							       val->len)) {
+				if (is_str(val) &&
+				    al_id_valid(val->str, val->len)) {
 					memcpy(e.id, val->str, val->len);
 					e.id[val->len] = '\0';
 					e.id_bad = false;
@@ -473,7 +476,8 @@ uint64_t alq_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* --- the blocking client ---------------------------------------------------- */
+/* --- the blocking client ----------------------------------------------------
+ */
 
 static struct timeval tv_ms(uint32_t ms)
 {
@@ -529,9 +533,9 @@ int alq_client_open(struct alq_client *c, const struct alq_url *u,
 	}
 	redisSetTimeout(c->rc, tv);
 	if (u->pass[0]) {
-		r = u->user[0] ? redisCommand(c->rc, "AUTH %s %s", u->user,
-					      u->pass)
-			       : redisCommand(c->rc, "AUTH %s", u->pass);
+		r = u->user[0]
+			? redisCommand(c->rc, "AUTH %s %s", u->user, u->pass)
+			: redisCommand(c->rc, "AUTH %s", u->pass);
 		if (!r || r->type == REDIS_REPLY_ERROR) {
 			ret = client_fail(c, r);
 			goto out;
@@ -602,8 +606,8 @@ static int append_submit(struct alq_client *c, const struct alq_submit *s,
 	for (int i = 0; i < 9; i++)
 		lens[i] = i == 5 ? s->len : strlen(argv[i]);
 	return redisAppendCommandArgv(c->rc, 9, argv, lens) == REDIS_OK
-		       ? 0
-		       : -ENOMEM;
+		   ? 0
+		   : -ENOMEM;
 }
 
 static bool noscript(const redisReply *r)
@@ -642,20 +646,19 @@ int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 			}
 			s->dup = rep->type == REDIS_REPLY_NIL;
 			s->err = rep->type == REDIS_REPLY_STRING || s->dup
-					 ? 0
-					 : client_fail(c, rep);
+				     ? 0
+				     : client_fail(c, rep);
 			freeReplyObject(rep);
 		}
 	}
 	return 0;
 }
 
-int alq_client_submit(struct alq_client *c, const char *id,
-		      const char *payload, size_t len, uint32_t wall_ms,
-		      bool *ret_dup)
+int alq_client_submit(struct alq_client *c, const char *id, const char *payload,
+		      size_t len, uint32_t wall_ms, bool *ret_dup)
 {
-	struct alq_submit s = {.id = id, .payload = payload, .len = len,
-			       .wall_ms = wall_ms};
+	struct alq_submit s = {
+	    .id = id, .payload = payload, .len = len, .wall_ms = wall_ms};
 	int r = alq_client_submit_many(c, &s, 1);
 
 	if (r == 0 && s.err == 0)
@@ -698,7 +701,7 @@ static int blpop(struct alq_client *c, const char *const *ids, size_t n,
 		 uint32_t ms, size_t *ret_index)
 {
 	const char **argv = calloc(n + 2, sizeof(*argv));
-	char (*keys)[ALQ_KEY_MAX] = calloc(n, sizeof(*keys));
+	char(*keys)[ALQ_KEY_MAX] = calloc(n, sizeof(*keys));
 	char secs[32];
 	redisReply *r = NULL;
 	int ret = -ENOMEM;
@@ -741,8 +744,8 @@ out:
 	return ret;
 }
 
-int alq_client_wait_any(struct alq_client *c, const char *const *ids,
-			size_t n, uint32_t timeout_ms, size_t *ret_index)
+int alq_client_wait_any(struct alq_client *c, const char *const *ids, size_t n,
+			uint32_t timeout_ms, size_t *ret_index)
 {
 	bool done[ALQ_WAIT_MANY];
 	int r;
@@ -800,7 +803,7 @@ int alq_client_result(struct alq_client *c, const char *id, char **ret,
 		freeReplyObject(r);
 		return e;
 	}
-	e = r->integer == 0 ? -ENOENT
+	e = r->integer == 0				  ? -ENOENT
 	    : r->integer > (long long)AL_RESULT_MAX_BYTES ? -E2BIG
 							  : 0;
 	freeReplyObject(r);
@@ -904,6 +907,7 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 	}
 	st.length = int_or(rep[0], 0);
 	/* no stream yet: XINFO/XPENDING answer errors, all counts are 0 */
+	st.depth = st.length; /* no group yet: nothing was delivered */
 	if (rep[1]->type == REDIS_REPLY_ARRAY) {
 		for (size_t i = 0; i < rep[1]->elements; i++) {
 			const redisReply *g = rep[1]->element[i];
@@ -911,10 +915,9 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 			if (!str_eq(field(g, "name"), ALQ_GROUP))
 				continue;
 			st.consumers = int_or(field(g, "consumers"), 0);
+			/* lag is unknown (nil) after some deletions */
 			st.depth = int_or(field(g, "lag"), -1);
 		}
-	} else if (st.length == 0) {
-		st.depth = 0;
 	}
 	if (rep[2]->type == REDIS_REPLY_ARRAY && rep[2]->elements >= 1)
 		st.pending = int_or(rep[2]->element[0], 0);

@@ -41,9 +41,9 @@
 
 #include "results.h"
 
-#define ALQ_GROUP      "workers"
-#define ALQ_KEY_MAX    (16 + AL_NAME_MAX + 16 + AL_ID_MAX)
-#define ALQ_SID_MAX    48   /* a stream entry id: "ms-seq" */
+#define ALQ_GROUP	"workers"
+#define ALQ_KEY_MAX	(16 + AL_NAME_MAX + 16 + AL_ID_MAX)
+#define ALQ_SID_MAX	48	 /* a stream entry id: "ms-seq" */
 #define ALQ_DEAD_MAXLEN "100000" /* dead letters kept (approximate) */
 
 enum alq_key_kind {
@@ -64,13 +64,13 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 /* --- server address ---------------------------------------------------- */
 
 struct alq_url {
-	bool unix_;	    /* unix socket (path) vs TCP (host, port) */
-	char host[256];	    /* TCP host */
-	int port;	    /* TCP port, default 6379 */
-	char path[108];	    /* unix socket path */
-	char user[128];	    /* ACL user, "" = default */
-	char pass[256];	    /* password, "" = no AUTH */
-	unsigned db;	    /* SELECT db, 0 = none */
+	bool unix_;	/* unix socket (path) vs TCP (host, port) */
+	char host[256]; /* TCP host */
+	int port;	/* TCP port, default 6379 */
+	char path[108]; /* unix socket path */
+	char user[128]; /* ACL user, "" = default */
+	char pass[256]; /* password, "" = no AUTH */
+	unsigned db;	/* SELECT db, 0 = none */
 };
 
 /* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or
@@ -100,12 +100,12 @@ const char *alq_script_text(enum alq_script s);
 /* --- a stream entry, as XREADGROUP/XCLAIM return it ---------------------- */
 
 struct alq_entry {
-	char sid[ALQ_SID_MAX];	 /* stream entry id */
-	char id[AL_ID_MAX + 1];	 /* job id, "" when missing or invalid */
-	bool id_bad;		 /* an `id` field was there but invalid */
-	uint64_t submit_ms;	 /* `t`, 0 = unknown */
-	uint32_t wall_ms;	 /* `w`, 0 = unknown */
-	uint32_t deliveries;	 /* delivery count, 1 = first */
+	char sid[ALQ_SID_MAX];	/* stream entry id */
+	char id[AL_ID_MAX + 1]; /* job id, "" when missing or invalid */
+	bool id_bad;		/* an `id` field was there but invalid */
+	uint64_t submit_ms;	/* `t`, 0 = unknown */
+	uint32_t wall_ms;	/* `w`, 0 = unknown */
+	uint32_t deliveries;	/* delivery count, 1 = first */
 };
 
 struct redisReply;
@@ -116,11 +116,11 @@ int alq_entry_parse(const struct redisReply *r, struct alq_entry *ret);
 
 /* Why a payload could not be fetched, as ALQ_FETCH answers. */
 enum alq_fetch {
-	ALQ_FETCH_OK = 0, /* payload returned */
-	ALQ_FETCH_DONE,	  /* a result exists already */
+	ALQ_FETCH_OK = 0,  /* payload returned */
+	ALQ_FETCH_DONE,	   /* a result exists already */
 	ALQ_FETCH_MISSING, /* no job key */
-	ALQ_FETCH_TYPE,	  /* job key is not a string */
-	ALQ_FETCH_BIG,	  /* over the cap */
+	ALQ_FETCH_TYPE,	   /* job key is not a string */
+	ALQ_FETCH_BIG,	   /* over the cap */
 };
 /* Parse the FETCH reply: *ret_kind, and for OK the payload (pointing into
  * the reply), for BIG its length in *ret_len. Returns 0 or -EPROTO. */
@@ -137,11 +137,11 @@ uint64_t alq_now_ms(void);
 struct redisContext;
 
 struct alq_client {
-	struct redisContext *rc; /* connection, NULL when closed */
+	struct redisContext *rc;     /* connection, NULL when closed */
 	char queue[AL_NAME_MAX + 1]; /* queue name */
-	uint32_t timeout_ms;	 /* per command */
-	char submit_sha[41];	 /* SHA1 of ALQ_SUBMIT, "" = use EVAL */
-	char err[256];		 /* what went wrong last */
+	uint32_t timeout_ms;	     /* per command */
+	char submit_sha[41];	     /* SHA1 of ALQ_SUBMIT, "" = use EVAL */
+	char err[256];		     /* what went wrong last */
 };
 
 int alq_client_open(struct alq_client *c, const struct alq_url *u,
@@ -151,9 +151,8 @@ void alq_client_close(struct alq_client *c);
 /* Submit one job: `payload` is its msgpack (with `id` set), wall_ms its
  * effective wall limit (reclaim timing). *ret_dup is set when the id was
  * submitted before (nothing enqueued). */
-int alq_client_submit(struct alq_client *c, const char *id,
-		      const char *payload, size_t len, uint32_t wall_ms,
-		      bool *ret_dup);
+int alq_client_submit(struct alq_client *c, const char *id, const char *payload,
+		      size_t len, uint32_t wall_ms, bool *ret_dup);
 
 struct alq_submit {
 	const char *id;	     /* job id */
@@ -170,13 +169,12 @@ int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 
 /* Wait up to timeout_ms (0 = forever) for the result of `id`. Returns 0
  * when it is stored, -ETIMEDOUT, or a connection error. */
-int alq_client_wait(struct alq_client *c, const char *id,
-		    uint32_t timeout_ms);
+int alq_client_wait(struct alq_client *c, const char *id, uint32_t timeout_ms);
 /* Of the ids in ids[0..n) (at most ALQ_WAIT_MANY), wait up to timeout_ms
  * for any to complete; *ret_index gets which one. -ETIMEDOUT when none. */
 #define ALQ_WAIT_MANY 512
-int alq_client_wait_any(struct alq_client *c, const char *const *ids,
-			size_t n, uint32_t timeout_ms, size_t *ret_index);
+int alq_client_wait_any(struct alq_client *c, const char *const *ids, size_t n,
+			uint32_t timeout_ms, size_t *ret_index);
 /* The stored result of `id` (msgpack, malloc'd, capped). -ENOENT when
  * there is none (yet, or expired). */
 int alq_client_result(struct alq_client *c, const char *id, char **ret,
@@ -187,13 +185,13 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 
 #define ALQ_STATUS_SERVES 64
 struct alq_status {
-	int64_t length;	     /* XLEN of the stream */
-	int64_t depth;	     /* entries not yet delivered (-1 unknown) */
-	int64_t pending;     /* delivered, not acknowledged */
-	int64_t consumers;   /* consumers in the group */
-	int64_t dead;	     /* dead letters */
-	uint64_t tput[5];    /* results stored, this minute and the 4 before */
-	size_t n_serves;     /* live dispatchers */
+	int64_t length;	   /* XLEN of the stream */
+	int64_t depth;	   /* entries not yet delivered (-1 unknown) */
+	int64_t pending;   /* delivered, not acknowledged */
+	int64_t consumers; /* consumers in the group */
+	int64_t dead;	   /* dead letters */
+	uint64_t tput[5];  /* results stored, this minute and the 4 before */
+	size_t n_serves;   /* live dispatchers */
 	struct {
 		char name[AL_NAME_MAX + 1]; /* consumer name */
 		uint32_t workers;	    /* worker processes */

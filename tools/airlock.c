@@ -41,8 +41,20 @@ static const struct al_cmd version_cmd = {
     .run = cmd_version,
 };
 
+/* The queue commands (tools/cmd_{run,batch,submit,wait,result,status,
+ * serve}.c). */
+extern const struct al_cmd al_cmd_run, al_cmd_batch, al_cmd_submit,
+    al_cmd_wait, al_cmd_result, al_cmd_status, al_cmd_serve;
+
 /* The subcommands, in the order the usage text lists them. */
 static const struct al_cmd *const commands[] = {
+    &al_cmd_run,
+    &al_cmd_batch,
+    &al_cmd_submit,
+    &al_cmd_wait,
+    &al_cmd_result,
+    &al_cmd_status,
+    &al_cmd_serve,
     &al_cmd_validate,
     &al_cmd_config,
     &al_cmd_image,

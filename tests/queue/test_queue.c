@@ -101,8 +101,7 @@ static void test_url(void **state)
 	assert_int_equal(alq_url_parse("redis://localhost", &u), 0);
 	assert_string_equal(u.host, "localhost");
 	assert_int_equal(u.port, 6379);
-	assert_int_equal(alq_url_parse("redis://:s%40cret@10.0.0.1:7000/3",
-				       &u),
+	assert_int_equal(alq_url_parse("redis://:s%40cret@10.0.0.1:7000/3", &u),
 			 0);
 	assert_string_equal(u.host, "10.0.0.1");
 	assert_string_equal(u.pass, "s@cret");
@@ -140,13 +139,11 @@ static void test_keys(void **state)
 	(void)state;
 	assert_int_equal(alq_key(k, sizeof(k), "q1", ALQ_KEY_JOBS, NULL), 0);
 	assert_string_equal(k, "airlock:{q1}:jobs");
-	assert_int_equal(alq_key(k, sizeof(k), "q1", ALQ_KEY_RESULT, "a.b"),
-			 0);
+	assert_int_equal(alq_key(k, sizeof(k), "q1", ALQ_KEY_RESULT, "a.b"), 0);
 	assert_string_equal(k, "airlock:{q1}:result:a.b");
 	assert_int_equal(alq_key(k, sizeof(k), "q", ALQ_KEY_DONE, "x"), 0);
 	assert_string_equal(k, "airlock:{q}:done:x");
-	assert_int_equal(alq_key(small, sizeof(small), "q", ALQ_KEY_DEAD,
-				 NULL),
+	assert_int_equal(alq_key(small, sizeof(small), "q", ALQ_KEY_DEAD, NULL),
 			 -ENAMETOOLONG);
 }
 
@@ -188,9 +185,8 @@ static void read_one(redisContext *rc, const char *q, const char *consumer,
 			 consumer, k);
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-	assert_int_equal(alq_entry_parse(r->element[0]->element[1]->element[0],
-					 e),
-			 0);
+	assert_int_equal(
+	    alq_entry_parse(r->element[0]->element[1]->element[0], e), 0);
 	freeReplyObject(r);
 }
 
@@ -221,8 +217,8 @@ static long long complete(redisContext *rc, const char *q, const char *id,
 	r = eval(rc, ALQ_COMPLETE, 6, 12, argv);
 	assert_non_null(r);
 	if (r->type != REDIS_REPLY_INTEGER)
-		fail_msg("complete: %s", r->type == REDIS_REPLY_ERROR ? r->str
-								      : "?");
+		fail_msg("complete: %s",
+			 r->type == REDIS_REPLY_ERROR ? r->str : "?");
 	v = r->integer;
 	freeReplyObject(r);
 	return v;
@@ -288,9 +284,8 @@ static void test_entry_and_fetch(void **state)
 	open_client(&c, "t2");
 	rc = raw();
 	group(rc, "t2");
-	assert_int_equal(alq_client_submit(&c, "job.1", "PAYLOAD", 7, 4321,
-					   &dup),
-			 0);
+	assert_int_equal(
+	    alq_client_submit(&c, "job.1", "PAYLOAD", 7, 4321, &dup), 0);
 	read_one(rc, "t2", "c1", &e);
 	assert_string_equal(e.id, "job.1");
 	assert_false(e.id_bad);
@@ -677,9 +672,8 @@ static void test_conn_commands_and_restart(void **state)
 	assert_true(run_until(&loop, &a.replies, 1, 2000));
 	assert_int_equal(a.last, 1);
 	/* scripts: EVALSHA, and EVAL after the cache is flushed */
-	assert_int_equal(alq_conn_eval(&a.conn, ALQ_TRIM, a_reply, NULL, 1, 2,
-				       ev, NULL),
-			 0);
+	assert_int_equal(
+	    alq_conn_eval(&a.conn, ALQ_TRIM, a_reply, NULL, 1, 2, ev, NULL), 0);
 	assert_true(run_until(&loop, &a.replies, 2, 2000));
 	assert_int_equal(a.last, 0);
 	{
@@ -688,17 +682,15 @@ static void test_conn_commands_and_restart(void **state)
 		raw_ok(rc, "SCRIPT FLUSH");
 		redisFree(rc);
 	}
-	assert_int_equal(alq_conn_eval(&a.conn, ALQ_TRIM, a_reply, NULL, 1, 2,
-				       ev, NULL),
-			 0);
+	assert_int_equal(
+	    alq_conn_eval(&a.conn, ALQ_TRIM, a_reply, NULL, 1, 2, ev, NULL), 0);
 	assert_true(run_until(&loop, &a.replies, 3, 2000));
 	assert_int_equal(a.last, 0);
 
 	/* the server dies with a command in flight: NULL reply, down, and
 	 * back up once it returns */
 	assert_int_equal(alq_conn_cmd(&a.conn, a_reply, NULL, 3,
-				      (const char *[]){"BLPOP", "nothing",
-						       "5"},
+				      (const char *[]){"BLPOP", "nothing", "5"},
 				      NULL),
 			 0);
 	redistest_kill(&srv, false);
@@ -731,8 +723,7 @@ static void test_conn_watchdog(void **state)
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(lfd >= 0);
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)),
-			 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
 	assert_int_equal(listen(lfd, 16), 0);
 	assert_int_equal(uv_loop_init(&loop), 0);
 	aconn_start(&a, &loop, url, 200, 200);
@@ -767,8 +758,7 @@ static void test_conn_command_timeout(void **state)
 	/* a blocking connection gets its block time on top */
 	a.conn.block_ms = 1000;
 	assert_int_equal(alq_conn_cmd(&a.conn, a_reply, NULL, 3,
-				      (const char *[]){"BLPOP", "never",
-						       "0.6"},
+				      (const char *[]){"BLPOP", "never", "0.6"},
 				      NULL),
 			 0);
 	assert_true(run_until(&loop, &a.replies, 1, 3000));

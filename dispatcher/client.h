@@ -1,0 +1,122 @@
+/* client.h: what the queue commands of the CLI share: the common options,
+ * the config turned into dispatcher options, and the embedded mode.
+ *
+ * Embedded mode: `airlock run` and `airlock batch` with no Redis
+ * configured start, for the command's duration only,
+ *
+ *  1. a private redis-server on a unix socket in the state dir
+ *     (STATE/redis-PID.sock, mode 0700, `--port 0`: no TCP at all; no RDB,
+ *     no AOF: nothing outlives the command), and
+ *  2. a dispatcher with local workers: a forked child running
+ *     al_serve_run(), the same code as `airlock serve`. A child rather than
+ *     a thread because the client side is blocking hiredis while the
+ *     dispatcher is a libuv loop that forks workers: processes keep the two
+ *     apart, and stopping it is the same drain as stopping `airlock serve`
+ *     (its stop_fd is a pipe whose write end only we hold, so it also
+ *     drains if we die).
+ *
+ * al_embed_stop() stops both, reaps both and removes the socket; both also
+ * die with the CLI (PR_SET_PDEATHSIG), so nothing is left behind.
+ */
+#ifndef AL_CLIENT_H
+#define AL_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "queue.h"
+#include "serve.h"
+
+/* Options every queue command takes. */
+struct al_cli_common {
+	const char *redis;  /* --redis URL, NULL = config / $AIRLOCK_REDIS */
+	const char *config; /* --config PATH */
+	const char *queue;  /* --queue NAME */
+};
+
+/* getopt_long rows and codes for the common options. */
+enum { AL_OPT_REDIS = 0x100, AL_OPT_CONFIG, AL_OPT_QUEUE };
+/* clang-format off */
+#define AL_CLI_COMMON_OPTIONS                                   \
+	{"redis", required_argument, NULL, AL_OPT_REDIS},       \
+	{"config", required_argument, NULL, AL_OPT_CONFIG},     \
+	{"queue", required_argument, NULL, AL_OPT_QUEUE}
+/* clang-format on */
+/* Take option `c` if it is a common one; true when it was. */
+bool al_cli_common_opt(int c, const char *arg, struct al_cli_common *co);
+
+/* Load the config and apply the common options over it. Returns 0 or
+ * -errno with `err` (one or more lines) set. */
+int al_cli_load(const struct al_cli_common *co, struct al_config *cfg,
+		char *err, size_t errlen);
+
+/* Dispatcher options from the config; `url`, `policy` and `sb` must
+ * outlive *ret. workers.count 0 becomes the number of online CPUs. */
+void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
+		       const struct al_policy *policy,
+		       const struct sb_options *sb, struct al_serve_opts *ret);
+
+/* Connect the blocking client to cfg->redis.url. */
+int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
+		   size_t errlen);
+
+/* A job ready to submit. */
+struct al_prepared {
+	char id[AL_ID_MAX + 1]; /* its id (given or generated) */
+	char *payload;		/* msgpack, malloc'd */
+	size_t len;		/* bytes of payload */
+	uint32_t wall_ms;	/* effective wall limit under `policy` */
+};
+
+/* Encode `job` for submission: give it `id_if_none` (or a fresh id) when
+ * it has no id, resolve its wall time. The policy is not checked here:
+ * the dispatcher's policy decides (an RJ result). 0 or -ENOMEM. */
+int al_cli_prepare(struct al_job *job, const struct al_policy *policy,
+		   const char *id_if_none, struct al_prepared *ret);
+/* Read a whole file (or stdin for "-"), at most `max` bytes. */
+int al_cli_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* SIGINT/SIGTERM set a flag (no SA_RESTART: blocking reads return) that
+ * al_cli_interrupted() reports; a second one exits at once (130). */
+void al_cli_catch_signals(void);
+bool al_cli_interrupted(void);
+
+/* A human summary of `r` on f: status, steps, outputs (escaped, at most
+ * `max_out` bytes of each stream). */
+void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out);
+/* The exit code `airlock run` gives for a result: the last step's exit
+ * code, 128+N for signal N, 124 TO, 137 ML, 125 RJ/XX. */
+int al_cli_exit_code(const struct al_result *r);
+
+struct al_embed {
+	pid_t redis;	/* redis-server, -1 = none */
+	pid_t serve;	/* dispatcher child, -1 = none */
+	int stop_w;	/* write end of the dispatcher's stop pipe */
+	char sock[108]; /* unix socket path */
+	char log[128];	/* redis-server's log file */
+	char url[128];	/* unix://sock */
+};
+
+void al_embed_init(struct al_embed *e);
+/* All of embedded mode: resolve the state dir, start Redis, point
+ * cfg->redis.url at it, fork the dispatcher with options from cfg (*so is
+ * filled; it and its pointees must live until the fork, which is done when
+ * this returns). 0 or -errno with err set. */
+int al_embed_start(struct al_embed *e, struct al_config *cfg,
+		   const struct al_policy *policy, const struct sb_options *sb,
+		   struct al_serve_opts *so, char *err, size_t errlen);
+/* Start redis-server in `state_dir` and wait until it answers. */
+int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
+		   size_t errlen);
+/* Fork the dispatcher with options `o` (o->url is set to ours). */
+int al_embed_serve(struct al_embed *e, struct al_serve_opts *o);
+/* Has the dispatcher child exited? (reaps it; *ret_status its status) */
+bool al_embed_serve_gone(struct al_embed *e, int *ret_status);
+/* Stop the dispatcher (drain, up to grace_ms, then SIGKILL), then Redis;
+ * reap both; remove the socket. */
+void al_embed_stop(struct al_embed *e, uint32_t grace_ms);
+
+#endif

@@ -1,0 +1,1400 @@
+/* serve.c: the dispatcher loop (serve.h).
+ *
+ * Theory of operation.
+ *
+ * Every stream entry this process claims becomes a `struct task` and stays
+ * one until its entry is acknowledged (by the COMPLETE script, together
+ * with storing the result) or handed back. A task moves
+ *
+ *   FETCH -> QUEUED -> RUNNING -> STORING -> (freed)
+ *     \________________________________/
+ *            (bad payload, duplicate, dead letter: straight to STORING)
+ *
+ * and while it exists its entry's claim is kept fresh: every heartbeat_ms
+ * the HEARTBEAT script re-claims (XCLAIM JUSTID, which resets the idle time
+ * without counting a delivery) every entry we hold, if we still own it.
+ * Another dispatcher therefore only reclaims entries of a process that
+ * stopped heartbeating: RECLAIM takes pending entries idle for longer than
+ * the job's own wall_ms (from the entry) plus visibility_slack_ms.
+ *
+ * Reading: the blocking connection issues XREADGROUP ... COUNT k BLOCK
+ * only while k = idle workers - claimed-but-unstarted tasks > 0, so a
+ * process never claims more than it can start now: jobs it cannot run stay
+ * in the stream for other dispatchers.
+ *
+ * Retries: only Airlock's own failures are retried, never a job's verdict:
+ * a worker that dies mid-job, a worker killed past its job's wall_ms +
+ * slack, a result the worker could not produce (status XX). A retry counts
+ * a delivery (XCLAIM without JUSTID, so the count survives our own death);
+ * past max_deliveries the job gets an XX result and a dead letter.
+ *
+ * Bad payloads: entries without a valid id, missing or oversized payloads,
+ * payloads that do not decode: an RJ result naming the fields (under
+ * `entry-SID` when the entry has no usable id), stored and acknowledged
+ * like any other. Nothing a submitter writes can crash the loop or leave an
+ * entry stuck.
+ *
+ * Redis outages: both connections reconnect on their own (conn.c). A
+ * result that could not be stored waits in memory (STORE_WAIT) and is
+ * stored when the command connection is back; its entry stays pending
+ * meanwhile, and the heartbeat keeps it ours.
+ *
+ * Shutdown (SIGTERM, SIGINT, stop_fd): stop reading; hand claimed but
+ * unstarted tasks back (XCLAIM IDLE <a year>: the next RECLAIM anywhere
+ * takes them at once); let running jobs finish and store for up to
+ * shutdown_grace_ms; then kill what still runs and hand those back too;
+ * close idle workers' sockets (they exit on EOF); reap everything; close
+ * every handle so the loop ends. A second signal cuts the grace short.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "proc.h"
+#include "proto.h"
+#include "serve.h"
+
+#define TICK_MS		250u
+#define BLOCK_MS	1000u
+#define RELEASE_IDLE_MS "31536000000" /* a year: reclaimable at once */
+#define HB_BATCH	256u	      /* entries per HEARTBEAT call */
+#define RESPAWN_MIN_MS	200u
+#define RESPAWN_MAX_MS	10000u
+#define READ_BUF	(64u << 10)
+
+enum task_state {
+	T_FETCH = 0,  /* payload being fetched */
+	T_FETCH_WAIT, /* fetch again once Redis is back */
+	T_QUEUED,     /* waiting for a worker */
+	T_RUNNING,    /* a worker has it */
+	T_STORING,    /* COMPLETE in flight */
+	T_STORE_WAIT, /* store again once Redis is back */
+};
+
+struct serve;
+
+struct task {
+	struct task *prev, *next; /* in serve.tasks */
+	struct serve *s;	  /* owner */
+	enum task_state state;	  /* see above */
+	struct alq_entry e;	  /* the stream entry */
+	char id[AL_ID_MAX + 1];	  /* result id: job id or entry-SID */
+	char *payload;		  /* the job's msgpack */
+	size_t len;		  /* bytes of payload */
+	uint32_t wall_ms;	  /* effective wall limit */
+	char *result;		  /* result msgpack to store */
+	size_t result_len;	  /* bytes of result */
+	char status[4];		  /* its status, for the log */
+	char reason[200];	  /* dead-letter reason, "" = none */
+};
+
+struct wslot {
+	struct serve *s;	    /* owner */
+	unsigned index;		    /* slot number */
+	char name[AL_NAME_MAX + 1]; /* `worker` in results */
+	struct al_proc proc;	    /* pid, socket, pidfd */
+	uv_pipe_t pipe;		    /* the socket */
+	uv_poll_t poll;		    /* the pidfd */
+	unsigned open_handles;	    /* pipe/poll not yet closed */
+	bool alive;		    /* process not yet reaped */
+	bool reading;		    /* pipe readable and wanted */
+	struct task *task;	    /* the job it runs, NULL = idle */
+	uint64_t deadline;	    /* kill it past this (loop ms) */
+	uint64_t respawn_at;	    /* loop ms, 0 = not waiting */
+	uint32_t backoff_ms;	    /* next respawn delay */
+	uint64_t started;	    /* loop ms at spawn */
+	struct al_frame_reader fr;  /* result frame being read */
+	char *rbuf;		    /* read buffer */
+};
+
+struct serve {
+	const struct al_serve_opts *o;
+	uv_loop_t loop;
+	struct alq_conn cmd, blk;	    /* commands; blocking reads */
+	uv_timer_t tick, hb, reclaim, trim; /* timers */
+	uv_signal_t sigterm, sigint;	    /* shutdown */
+	uv_poll_t stop;			    /* o->stop_fd */
+	bool stop_open;			    /* stop handle initialised */
+	struct wslot *w;		    /* worker slots */
+	unsigned n_w;			    /* entries in w */
+	struct task tasks;		    /* list head */
+	unsigned n_tasks;		    /* entries in tasks */
+	bool group_ready;		    /* consumer group exists */
+	bool group_pending;		    /* XGROUP CREATE in flight */
+	bool reading;			    /* XREADGROUP in flight */
+	bool reclaiming;		    /* RECLAIM in flight */
+	bool draining;			    /* shutdown begun */
+	bool closing;			    /* handles being closed */
+	uint64_t drain_deadline;	    /* loop ms */
+	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
+	char k_jobs[ALQ_KEY_MAX], k_dead[ALQ_KEY_MAX], k_serves[ALQ_KEY_MAX];
+	uint64_t stored, rejected, retried, dead; /* counters for the log */
+};
+
+static void pump(struct serve *s);
+static void dispatch(struct serve *s);
+static void store(struct task *t);
+static void maybe_finish(struct serve *s);
+
+static uint64_t mono(struct serve *s)
+{
+	return uv_now(&s->loop);
+}
+
+/* --- tasks -------------------------------------------------------------------
+ */
+
+static struct task *task_find(struct serve *s, const char *sid)
+{
+	for (struct task *t = s->tasks.next; t != &s->tasks; t = t->next)
+		if (!strcmp(t->e.sid, sid))
+			return t;
+	return NULL;
+}
+
+static struct task *task_new(struct serve *s, const struct alq_entry *e)
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->s = s;
+	t->e = *e;
+	if (e->id[0])
+		snprintf(t->id, sizeof(t->id), "%s", e->id);
+	else
+		snprintf(t->id, sizeof(t->id), "entry-%s", e->sid);
+	t->next = &s->tasks;
+	t->prev = s->tasks.prev;
+	s->tasks.prev->next = t;
+	s->tasks.prev = t;
+	s->n_tasks++;
+	return t;
+}
+
+static void task_free(struct task *t)
+{
+	struct serve *s = t->s;
+
+	t->prev->next = t->next;
+	t->next->prev = t->prev;
+	s->n_tasks--;
+	free(t->payload);
+	free(t->result);
+	free(t);
+}
+
+static unsigned count_state(struct serve *s, enum task_state st)
+{
+	unsigned n = 0;
+
+	for (struct task *t = s->tasks.next; t != &s->tasks; t = t->next)
+		n += t->state == st;
+	return n;
+}
+
+static unsigned idle_workers(struct serve *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->n_w; i++)
+		n += s->w[i].alive && !s->w[i].task;
+	return n;
+}
+
+/* How many more entries we could start right now. */
+static unsigned free_slots(struct serve *s)
+{
+	unsigned idle = idle_workers(s);
+	unsigned held = count_state(s, T_QUEUED) + count_state(s, T_FETCH) +
+			count_state(s, T_FETCH_WAIT);
+
+	return idle > held ? idle - held : 0;
+}
+
+/* --- small Redis commands ---------------------------------------------------
+ */
+
+static void ignore_reply(struct alq_conn *c, redisReply *r, void *priv)
+{
+	(void)c;
+	(void)priv;
+	if (r && r->type == REDIS_REPLY_ERROR)
+		al_warn("redis: %.200s", r->str);
+}
+
+/* Give an entry back to the group: idle for a year, so whoever reclaims
+ * next takes it at once. The delivery is not counted again (JUSTID). */
+static void release_entry(struct serve *s, const char *sid)
+{
+	const char *argv[] = {"XCLAIM", s->k_jobs, ALQ_GROUP, s->consumer,
+			      "0",	sid,	   "IDLE",    RELEASE_IDLE_MS,
+			      "JUSTID"};
+
+	if (alq_conn_cmd(&s->cmd, ignore_reply, NULL, 9, argv, NULL) < 0)
+		al_warn("job entry=%s: not handed back (redis down); it is "
+			"reclaimed after its visibility time",
+			sid);
+}
+
+/* Count one more delivery for an entry we retry ourselves. */
+static void count_delivery(struct serve *s, const char *sid)
+{
+	const char *argv[] = {"XCLAIM",	   s->k_jobs, ALQ_GROUP,
+			      s->consumer, "0",	      sid};
+
+	alq_conn_cmd(&s->cmd, ignore_reply, NULL, 6, argv, NULL);
+}
+
+/* Drop a task locally and leave its entry pending (reclaimed later). */
+static void abandon(struct task *t, const char *why)
+{
+	al_warn("job=%s entry=%s: %s; left pending for redelivery", t->id,
+		t->e.sid, why);
+	task_free(t);
+}
+
+/* --- results ----------------------------------------------------------------
+ */
+
+/* Store `res` (encoded) for t, with a dead-letter reason or none. */
+static void finish_with(struct task *t, struct al_result *res,
+			const char *reason)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (al_result_to_msgpack(res, &buf, &len) < 0) {
+		al_result_release(res);
+		abandon(t, "out of memory encoding a result");
+		return;
+	}
+	snprintf(t->status, sizeof(t->status), "%s",
+		 al_status_name(res->status));
+	al_result_release(res);
+	free(t->result);
+	t->result = buf;
+	t->result_len = len;
+	snprintf(t->reason, sizeof(t->reason), "%s", reason ? reason : "");
+	store(t);
+}
+
+/* RJ for a payload we cannot run; `d` names the fields. */
+static void reject(struct task *t, const struct al_diags *d)
+{
+	struct al_result res;
+	char buf[512];
+
+	al_diags_format(d, buf, sizeof(buf));
+	al_info("job=%s entry=%s: rejected: %s", t->id, t->e.sid, buf);
+	if (al_worker_reject(t->id, d, &res) < 0) {
+		al_result_release(&res);
+		abandon(t, "out of memory building an RJ result");
+		return;
+	}
+	res.attempt = t->e.deliveries;
+	t->s->rejected++;
+	finish_with(t, &res, NULL);
+}
+
+static void reject1(struct task *t, const char *path, const char *reason)
+{
+	struct al_diags d;
+
+	al_diags_init(&d);
+	al_diags_add(&d, path, "%s", reason);
+	reject(t, &d);
+}
+
+/* XX result + dead letter: the job used up its deliveries. */
+static void dead_letter(struct task *t, const char *why)
+{
+	struct al_result res = {0};
+	char reason[200];
+
+	snprintf(reason, sizeof(reason), "%s (delivery %u, max_deliveries %u)",
+		 why, t->e.deliveries, t->s->o->max_deliveries);
+	al_warn("job=%s entry=%s: dead letter: %s", t->id, t->e.sid, reason);
+	res.id = strdup(t->id);
+	res.error = strdup(reason);
+	res.status = AL_XX;
+	res.attempt = t->e.deliveries;
+	if (!res.id || !res.error) {
+		al_result_release(&res);
+		abandon(t, "out of memory building an XX result");
+		return;
+	}
+	t->s->dead++;
+	finish_with(t, &res, t->s->o->dead_letter ? reason : NULL);
+}
+
+static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct task *t = priv;
+	struct serve *s = c->data;
+
+	if (!r) {
+		t->state = T_STORE_WAIT; /* again when Redis is back */
+		return;
+	}
+	if (r->type != REDIS_REPLY_INTEGER) {
+		char why[300];
+
+		snprintf(why, sizeof(why), "storing the result failed: %.200s",
+			 r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
+		abandon(t, why);
+	} else {
+		if (r->integer == 1) {
+			s->stored++;
+			al_info("job=%s status=%s attempt=%u: result stored",
+				t->id, t->status, t->e.deliveries);
+		} else {
+			al_info("job=%s: a result was stored before; this one "
+				"is dropped (the first write wins)",
+				t->id);
+		}
+		task_free(t);
+	}
+	pump(s);
+	maybe_finish(s);
+}
+
+static void store(struct task *t)
+{
+	struct serve *s = t->s;
+	char k[6][ALQ_KEY_MAX], ttl[16], n[16], minute[24];
+	const char *argv[12];
+	size_t lens[12];
+
+	t->state = T_STORING;
+	snprintf(minute, sizeof(minute), "%llu",
+		 (unsigned long long)(alq_now_ms() / 60000u));
+	alq_key(k[0], sizeof(k[0]), s->o->queue, ALQ_KEY_RESULT, t->id);
+	alq_key(k[1], sizeof(k[1]), s->o->queue, ALQ_KEY_DONE, t->id);
+	alq_key(k[2], sizeof(k[2]), s->o->queue, ALQ_KEY_JOBS, NULL);
+	alq_key(k[3], sizeof(k[3]), s->o->queue, ALQ_KEY_JOB, t->id);
+	alq_key(k[4], sizeof(k[4]), s->o->queue, ALQ_KEY_TPUT, minute);
+	alq_key(k[5], sizeof(k[5]), s->o->queue, ALQ_KEY_DEAD, NULL);
+	snprintf(ttl, sizeof(ttl), "%u", s->o->result_ttl_s);
+	snprintf(n, sizeof(n), "%u", t->e.deliveries);
+	for (int i = 0; i < 6; i++)
+		argv[i] = k[i];
+	argv[6] = t->result;
+	argv[7] = ttl;
+	argv[8] = t->e.sid;
+	argv[9] = t->reason;
+	argv[10] = t->id;
+	argv[11] = n;
+	for (int i = 0; i < 12; i++)
+		lens[i] = i == 6 ? t->result_len : strlen(argv[i]);
+	if (alq_conn_eval(&s->cmd, ALQ_COMPLETE, store_cb, t, 6, 12, argv,
+			  lens) < 0)
+		t->state = T_STORE_WAIT;
+}
+
+/* --- fetching payloads
+ * -------------------------------------------------------- */
+
+/* The payload is here: decode it enough to know it can run. */
+static void got_payload(struct task *t, const char *p, size_t len)
+{
+	struct serve *s = t->s;
+	struct al_job job = {0};
+	struct al_limits lim;
+	struct al_diags d;
+
+	al_diags_init(&d);
+	if (al_job_from_msgpack(p, len, &job, &d) < 0) {
+		reject(t, &d);
+		return;
+	}
+	if (job.id && strcmp(job.id, t->id)) {
+		al_job_release(&job);
+		reject1(t, "id",
+			"does not match the id it was submitted "
+			"under");
+		return;
+	}
+	al_job_limits(&job, s->o->policy, &lim);
+	al_job_release(&job);
+	t->wall_ms = lim.wall_ms;
+	t->payload = malloc(len ? len : 1);
+	if (!t->payload) {
+		abandon(t, "out of memory");
+		return;
+	}
+	memcpy(t->payload, p, len);
+	t->len = len;
+	if (t->e.deliveries > s->o->max_deliveries) {
+		dead_letter(t, "delivered too often");
+		return;
+	}
+	t->state = T_QUEUED;
+	dispatch(s);
+}
+
+static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct task *t = priv;
+	struct serve *s = c->data;
+	enum alq_fetch kind;
+	const char *payload;
+	const char *ack[4];
+	char why[160];
+	size_t len;
+
+	if (!r) {
+		t->state = T_FETCH_WAIT;
+		return;
+	}
+	if (s->draining) {
+		release_entry(s, t->e.sid);
+		task_free(t);
+		maybe_finish(s);
+		return;
+	}
+	if (alq_fetch_parse(r, &kind, &payload, &len) < 0) {
+		snprintf(why, sizeof(why),
+			 "fetching the payload failed: %.100s",
+			 r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
+		abandon(t, why);
+		pump(s);
+		return;
+	}
+	switch (kind) {
+	case ALQ_FETCH_OK:
+		got_payload(t, payload, len);
+		break;
+	case ALQ_FETCH_DONE: /* redelivered after its result was stored */
+		ack[0] = "XACK";
+		ack[1] = s->k_jobs;
+		ack[2] = ALQ_GROUP;
+		ack[3] = t->e.sid;
+		alq_conn_cmd(c, ignore_reply, NULL, 4, ack, NULL);
+		al_info("job=%s: has a result already; acknowledged", t->id);
+		task_free(t);
+		break;
+	case ALQ_FETCH_MISSING:
+		reject1(t, "", "no job payload stored under this id");
+		break;
+	case ALQ_FETCH_TYPE:
+		reject1(t, "", "the job payload key is not a string");
+		break;
+	case ALQ_FETCH_BIG:
+		snprintf(why, sizeof(why), "%zu bytes, over the cap of %u", len,
+			 AL_JOB_MAX_BYTES);
+		reject1(t, "", why);
+		break;
+	}
+	pump(s);
+}
+
+static void fetch(struct task *t)
+{
+	struct serve *s = t->s;
+	char kjob[ALQ_KEY_MAX], kres[ALQ_KEY_MAX], cap[16];
+	const char *argv[3];
+
+	t->state = T_FETCH;
+	alq_key(kjob, sizeof(kjob), s->o->queue, ALQ_KEY_JOB, t->id);
+	alq_key(kres, sizeof(kres), s->o->queue, ALQ_KEY_RESULT, t->id);
+	snprintf(cap, sizeof(cap), "%u", AL_JOB_MAX_BYTES);
+	argv[0] = kjob;
+	argv[1] = kres;
+	argv[2] = cap;
+	if (alq_conn_eval(&s->cmd, ALQ_FETCH, fetch_cb, t, 2, 3, argv, NULL) <
+	    0)
+		t->state = T_FETCH_WAIT;
+}
+
+/* A claimed entry (read, reclaimed): make it a task. */
+static void claimed(struct serve *s, const struct alq_entry *e)
+{
+	struct task *t;
+
+	if (task_find(s, e->sid))
+		return; /* ours already (a reclaim of our own claim) */
+	if (s->draining) {
+		release_entry(s, e->sid);
+		return;
+	}
+	t = task_new(s, e);
+	if (!t) {
+		al_err("entry=%s: out of memory; left pending", e->sid);
+		return;
+	}
+	if (!e->id[0]) {
+		reject1(t, "id",
+			e->id_bad ? "must be [A-Za-z0-9._:-]{1,128}"
+				  : "missing from the stream entry");
+		return;
+	}
+	fetch(t);
+}
+
+/* --- workers
+ * -------------------------------------------------------------------- */
+
+static void retry_or_dead(struct task *t, const char *why)
+{
+	struct serve *s = t->s;
+
+	if (t->e.deliveries >= s->o->max_deliveries) {
+		dead_letter(t, why);
+		return;
+	}
+	t->e.deliveries++;
+	s->retried++;
+	al_warn("job=%s: %s; retrying (delivery %u of %u)", t->id, why,
+		t->e.deliveries, s->o->max_deliveries);
+	count_delivery(s, t->e.sid);
+	/* to the front: it has waited longest */
+	t->prev->next = t->next;
+	t->next->prev = t->prev;
+	t->next = s->tasks.next;
+	t->prev = &s->tasks;
+	s->tasks.next->prev = t;
+	s->tasks.next = t;
+	t->state = T_QUEUED;
+}
+
+static void on_result(struct wslot *w, uint8_t *body, size_t len)
+{
+	struct task *t = w->task;
+	struct al_result res = {0};
+	struct al_diags d;
+
+	w->task = NULL;
+	if (!t) {
+		free(body);
+		al_err("worker=%u: sent a result nobody asked for; killing it",
+		       w->index);
+		kill(-w->proc.pid, SIGKILL);
+		return;
+	}
+	al_diags_init(&d);
+	if (al_result_from_msgpack(body, len, &res, &d) < 0) {
+		free(body);
+		retry_or_dead(t, "the worker sent a malformed result");
+		return;
+	}
+	if (res.status == AL_XX && t->e.deliveries < t->s->o->max_deliveries) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "XX: %.150s",
+			 res.error ? res.error : "no reason given");
+		al_result_release(&res);
+		free(body);
+		if (t->s->draining) { /* another dispatcher retries it */
+			release_entry(t->s, t->e.sid);
+			task_free(t);
+		} else {
+			retry_or_dead(t, why);
+		}
+		return;
+	}
+	snprintf(t->status, sizeof(t->status), "%s",
+		 al_status_name(res.status));
+	if (res.status == AL_XX) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "XX: %.150s",
+			 res.error ? res.error : "no reason given");
+		snprintf(t->reason, sizeof(t->reason), "%s", why);
+		al_warn("job=%s entry=%s: dead letter: %s (delivery %u)", t->id,
+			t->e.sid, why, t->e.deliveries);
+		t->s->dead++;
+		if (!t->s->o->dead_letter)
+			t->reason[0] = '\0';
+	}
+	al_result_release(&res);
+	free(t->result);
+	t->result = (char *)body; /* hand-off: stored as the worker made it */
+	t->result_len = len;
+	store(t);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct wslot *w = h->data;
+
+	(void)suggested;
+	*buf = uv_buf_init(w->rbuf, READ_BUF);
+}
+
+static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+	struct wslot *w = st->data;
+	struct serve *s = w->s;
+	size_t off = 0;
+
+	if (n < 0) {
+		/* EOF or error: it is dying; the pidfd tells us when */
+		uv_read_stop(st);
+		w->reading = false;
+		return;
+	}
+	while (off < (size_t)n) {
+		long used = al_frame_reader_feed(&w->fr, buf->base + off,
+						 (size_t)n - off);
+		uint8_t *body;
+		size_t len;
+
+		if (used < 0) {
+			al_err("worker=%u: bad result frame (%s); killing it",
+			       w->index, strerror((int)-used));
+			kill(-w->proc.pid, SIGKILL);
+			uv_read_stop(st);
+			w->reading = false;
+			return;
+		}
+		off += (size_t)used;
+		if (al_frame_reader_ready(&w->fr) &&
+		    al_frame_reader_take(&w->fr, &body, &len) == 0)
+			on_result(w, body, len);
+	}
+	dispatch(s);
+	pump(s);
+	maybe_finish(s);
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+	free(req->data);
+	free(req);
+	(void)status; /* a failed write means the worker died: pidfd says */
+}
+
+static int send_job(struct wslot *w, struct task *t)
+{
+	struct al_proc_job pj = {
+	    .payload = t->payload, .len = t->len, .attempt = t->e.deliveries};
+	uint64_t now = alq_now_ms();
+	uv_write_t *req;
+	uv_buf_t b;
+	char *frame;
+	size_t len;
+	int r;
+
+	if (t->e.submit_ms && t->e.submit_ms <= now)
+		pj.queued_ms = now - t->e.submit_ms;
+	r = al_proc_job_frame(&pj, &frame, &len);
+	if (r < 0)
+		return r;
+	req = malloc(sizeof(*req));
+	if (!req) {
+		free(frame);
+		return -ENOMEM;
+	}
+	req->data = frame;
+	b = uv_buf_init(frame, (unsigned)len);
+	r = uv_write(req, (uv_stream_t *)&w->pipe, &b, 1, write_cb);
+	if (r < 0) {
+		free(frame);
+		free(req);
+	}
+	return r;
+}
+
+static void dispatch(struct serve *s)
+{
+	for (unsigned i = 0; i < s->n_w && !s->closing; i++) {
+		struct wslot *w = &s->w[i];
+		struct task *t;
+
+		if (!w->alive || w->task || s->draining)
+			continue;
+		for (t = s->tasks.next; t != &s->tasks; t = t->next)
+			if (t->state == T_QUEUED)
+				break;
+		if (t == &s->tasks)
+			return;
+		if (send_job(w, t) < 0) {
+			al_err("worker=%u: could not send job=%s; killing it",
+			       i, t->id);
+			kill(-w->proc.pid, SIGKILL);
+			continue;
+		}
+		t->state = T_RUNNING;
+		w->task = t;
+		w->deadline = mono(s) + t->wall_ms + s->o->visibility_slack_ms;
+		al_debug("job=%s worker=%u attempt=%u: started", t->id, i,
+			 t->e.deliveries);
+	}
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+	struct wslot *w = h->data;
+
+	if (h == (uv_handle_t *)&w->poll && w->proc.pidfd >= 0) {
+		close(w->proc.pidfd);
+		w->proc.pidfd = -1;
+	}
+	w->open_handles--;
+	maybe_finish(w->s);
+}
+
+static void on_exit_(uv_poll_t *p, int status, int events)
+{
+	struct wslot *w = p->data;
+	struct serve *s = w->s;
+	siginfo_t si = {0};
+	char why[96];
+	int st = 0;
+
+	(void)status;
+	(void)events;
+	/* peek first: the group must be killed while the pid cannot be
+	 * reused, i.e. before the worker is reaped */
+	if (waitid(P_PID, (id_t)w->proc.pid, &si, WEXITED | WNOHANG | WNOWAIT) <
+		0 ||
+	    si.si_pid != w->proc.pid)
+		return; /* spurious */
+	/* its QEMU and pre-started VMMs die by PDEATHSIG; the group too */
+	kill(-w->proc.pid, SIGKILL);
+	while (waitpid(w->proc.pid, &st, 0) < 0 && errno == EINTR)
+		;
+	w->alive = false;
+	if (WIFSIGNALED(st))
+		snprintf(why, sizeof(why), "worker process killed by signal %d",
+			 WTERMSIG(st));
+	else
+		snprintf(why, sizeof(why), "worker process exited with %d",
+			 WEXITSTATUS(st));
+	if (w->task || !s->draining)
+		al_warn("worker=%u pid=%d: %s%s", w->index, (int)w->proc.pid,
+			why, w->task ? " mid-job" : "");
+	w->proc.pid = -1;
+	uv_poll_stop(p);
+	uv_close((uv_handle_t *)&w->poll, handle_closed);
+	if (!uv_is_closing((uv_handle_t *)&w->pipe))
+		uv_close((uv_handle_t *)&w->pipe, handle_closed);
+	w->reading = false;
+	if (w->task) {
+		struct task *t = w->task;
+
+		w->task = NULL;
+		if (s->draining) {
+			release_entry(s, t->e.sid);
+			task_free(t);
+		} else {
+			retry_or_dead(t, why);
+		}
+	}
+	if (!s->draining) {
+		/* a worker that dies young backs off; one that served resets */
+		if (mono(s) - w->started > 60000)
+			w->backoff_ms = RESPAWN_MIN_MS;
+		w->respawn_at = mono(s) + w->backoff_ms;
+		w->backoff_ms = w->backoff_ms * 2 > RESPAWN_MAX_MS
+				    ? RESPAWN_MAX_MS
+				    : w->backoff_ms * 2;
+	}
+	dispatch(s);
+	pump(s);
+	maybe_finish(s);
+}
+
+static int spawn(struct wslot *w)
+{
+	struct serve *s = w->s;
+	int r;
+
+	r = al_proc_spawn(s->o->sb, s->o->policy, w->name, &w->proc);
+	if (r < 0)
+		return r;
+	uv_pipe_init(&s->loop, &w->pipe, 0);
+	w->pipe.data = w;
+	uv_poll_init(&s->loop, &w->poll, w->proc.pidfd);
+	w->poll.data = w;
+	w->open_handles = 2;
+	r = uv_pipe_open(&w->pipe, w->proc.fd);
+	if (r == 0) {
+		w->proc.fd = -1; /* the pipe owns it now */
+		r = uv_read_start((uv_stream_t *)&w->pipe, alloc_cb, read_cb);
+	}
+	if (r == 0)
+		r = uv_poll_start(&w->poll, UV_READABLE, on_exit_);
+	w->alive = true;
+	w->started = mono(s);
+	w->respawn_at = 0;
+	al_frame_reader_reset(&w->fr);
+	if (r < 0) {
+		al_err("worker=%u: %s; killing it", w->index, uv_strerror(r));
+		kill(-w->proc.pid, SIGKILL);
+		uv_poll_start(&w->poll, UV_READABLE, on_exit_);
+		return 0; /* on_exit_ reaps it and schedules a respawn */
+	}
+	w->reading = true;
+	al_info("worker=%u pid=%d: started", w->index, (int)w->proc.pid);
+	return 0;
+}
+
+/* --- reading the stream
+ * ------------------------------------------------------- */
+
+static void group_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct serve *s = c->data;
+
+	(void)priv;
+	s->group_pending = false;
+	if (!r)
+		return; /* on_up tries again */
+	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9)) {
+		al_err("redis: creating the consumer group: %.200s", r->str);
+		return;
+	}
+	s->group_ready = true;
+	pump(s);
+}
+
+static void ensure_group(struct serve *s)
+{
+	const char *argv[] = {"XGROUP",	 "CREATE", s->k_jobs,
+			      ALQ_GROUP, "0",	   "MKSTREAM"};
+
+	if (s->group_pending)
+		return;
+	if (alq_conn_cmd(&s->cmd, group_cb, NULL, 6, argv, NULL) == 0)
+		s->group_pending = true;
+}
+
+/* Entries of an XREADGROUP reply: [[stream, [entry...]]]. */
+static void read_cb_redis(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct serve *s = c->data;
+
+	(void)priv;
+	s->reading = false;
+	if (!r)
+		return;
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (!strncmp(r->str, "NOGROUP", 7)) {
+			al_warn("redis: the consumer group is gone (server "
+				"restarted without its data?); recreating it");
+			s->group_ready = false;
+			ensure_group(s);
+		} else {
+			al_err("redis: XREADGROUP: %.200s", r->str);
+		}
+		return;
+	}
+	if (r->type == REDIS_REPLY_ARRAY) {
+		for (size_t i = 0; i < r->elements; i++) {
+			redisReply *st = r->element[i];
+
+			if (st->type != REDIS_REPLY_ARRAY ||
+			    st->elements != 2 ||
+			    st->element[1]->type != REDIS_REPLY_ARRAY)
+				continue;
+			for (size_t k = 0; k < st->element[1]->elements; k++) {
+				struct alq_entry e;
+
+				if (alq_entry_parse(st->element[1]->element[k],
+						    &e) == 0)
+					claimed(s, &e);
+			}
+		}
+	}
+	pump(s);
+}
+
+static void pump(struct serve *s)
+{
+	char count[16], block[16];
+	unsigned n;
+
+	if (s->draining || s->closing || s->reading || !s->group_ready ||
+	    !alq_conn_up(&s->blk))
+		return;
+	n = free_slots(s);
+	if (!n)
+		return;
+	snprintf(count, sizeof(count), "%u", n);
+	snprintf(block, sizeof(block), "%u", BLOCK_MS);
+	{
+		const char *argv[] = {"XREADGROUP", "GROUP", ALQ_GROUP,
+				      s->consumer,  "COUNT", count,
+				      "BLOCK",	    block,   "STREAMS",
+				      s->k_jobs,    ">"};
+
+		if (alq_conn_cmd(&s->blk, read_cb_redis, NULL, 11, argv,
+				 NULL) == 0)
+			s->reading = true;
+	}
+}
+
+/* --- timers
+ * ------------------------------------------------------------------------ */
+
+static void hb_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	(void)c;
+	(void)priv;
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return;
+	for (size_t i = 0; i < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING)
+			al_warn("entry=%.60s: claim lost to another "
+				"dispatcher (we were too slow); the first "
+				"result stored wins",
+				r->element[i]->str);
+}
+
+static void heartbeat(uv_timer_t *h)
+{
+	struct serve *s = h->data;
+	const char *argv[2 + HB_BATCH];
+	char val[64];
+	unsigned busy = 0, alive = 0;
+	int n = 2;
+
+	if (!alq_conn_up(&s->cmd))
+		return;
+	argv[0] = s->k_jobs;
+	argv[1] = s->consumer;
+	for (struct task *t = s->tasks.next; t != &s->tasks; t = t->next) {
+		argv[n++] = t->e.sid;
+		if (n == 2 + (int)HB_BATCH || t->next == &s->tasks) {
+			alq_conn_eval(&s->cmd, ALQ_HEARTBEAT, hb_cb, NULL, 1, n,
+				      argv, NULL);
+			n = 2;
+		}
+	}
+	for (unsigned i = 0; i < s->n_w; i++) {
+		alive += s->w[i].alive;
+		busy += s->w[i].task != NULL;
+	}
+	snprintf(val, sizeof(val), "%u %u %llu", alive, busy,
+		 (unsigned long long)alq_now_ms());
+	alq_conn_cmd(&s->cmd, ignore_reply, NULL, 4,
+		     (const char *[]){"HSET", s->k_serves, s->consumer, val},
+		     NULL);
+}
+
+static void reclaim_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct serve *s = c->data;
+
+	(void)priv;
+	s->reclaiming = false;
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		if (r && r->type == REDIS_REPLY_ERROR)
+			al_warn("redis: reclaim: %.200s", r->str);
+		return;
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *x = r->element[i];
+		struct alq_entry e;
+
+		if (x->type != REDIS_REPLY_ARRAY || x->elements != 3 ||
+		    alq_entry_parse(x, &e) < 0)
+			continue;
+		if (x->element[2]->type == REDIS_REPLY_INTEGER &&
+		    x->element[2]->integer > 0)
+			e.deliveries = (uint32_t)x->element[2]->integer;
+		al_info("job=%s entry=%s: reclaimed from a silent consumer "
+			"(delivery %u)",
+			e.id[0] ? e.id : "?", e.sid, e.deliveries);
+		claimed(s, &e);
+	}
+	pump(s);
+}
+
+static void reclaim(uv_timer_t *h)
+{
+	struct serve *s = h->data;
+	char slack[16], count[16], dflt[16], maxw[16];
+	const char *argv[6];
+	unsigned n = free_slots(s);
+
+	if (s->draining || !s->group_ready || s->reclaiming || !n ||
+	    !alq_conn_up(&s->cmd))
+		return;
+	snprintf(slack, sizeof(slack), "%u", s->o->visibility_slack_ms);
+	snprintf(count, sizeof(count), "%u", n);
+	snprintf(dflt, sizeof(dflt), "%u", s->o->policy->defaults.wall_ms);
+	snprintf(maxw, sizeof(maxw), "%u", s->o->policy->max.wall_ms);
+	argv[0] = s->k_jobs;
+	argv[1] = s->consumer;
+	argv[2] = slack;
+	argv[3] = count;
+	argv[4] = dflt;
+	argv[5] = maxw;
+	if (alq_conn_eval(&s->cmd, ALQ_RECLAIM, reclaim_cb, NULL, 1, 6, argv,
+			  NULL) == 0)
+		s->reclaiming = true;
+}
+
+static void trim_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	(void)c;
+	(void)priv;
+	if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 0)
+		al_debug("stream trimmed by %lld entries", r->integer);
+	else if (r && r->type == REDIS_REPLY_ERROR)
+		al_warn("redis: trim: %.200s", r->str);
+}
+
+static void trim(uv_timer_t *h)
+{
+	struct serve *s = h->data;
+	/* consumers idle for a day with nothing pending are forgotten */
+	const char *argv[] = {s->k_jobs, "86400000"};
+
+	if (alq_conn_up(&s->cmd))
+		alq_conn_eval(&s->cmd, ALQ_TRIM, trim_cb, NULL, 1, 2, argv,
+			      NULL);
+}
+
+/* --- shutdown
+ * ------------------------------------------------------------------------ */
+
+static void stop_worker(struct wslot *w)
+{
+	if (w->alive && w->reading) {
+		uv_read_stop((uv_stream_t *)&w->pipe);
+		w->reading = false;
+	}
+	/* closing its socket tells an idle worker to exit */
+	if (w->alive && !uv_is_closing((uv_handle_t *)&w->pipe))
+		uv_close((uv_handle_t *)&w->pipe, handle_closed);
+}
+
+static void begin_drain(struct serve *s, const char *why)
+{
+	if (s->draining) {
+		al_warn("%s again: stopping running jobs now", why);
+		s->drain_deadline = mono(s);
+		return;
+	}
+	s->draining = true;
+	s->drain_deadline = mono(s) + s->o->shutdown_grace_ms;
+	al_info("%s: draining (%u jobs held, grace %u ms)", why, s->n_tasks,
+		s->o->shutdown_grace_ms);
+	for (struct task *t = s->tasks.next, *nx; t != &s->tasks; t = nx) {
+		nx = t->next;
+		if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
+			release_entry(s, t->e.sid);
+			task_free(t);
+		}
+	}
+	for (unsigned i = 0; i < s->n_w; i++)
+		if (!s->w[i].task)
+			stop_worker(&s->w[i]);
+	maybe_finish(s);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	begin_drain(h->data, sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+static void on_stop_fd(uv_poll_t *p, int status, int events)
+{
+	(void)status;
+	(void)events;
+	uv_poll_stop(p);
+	begin_drain(p->data, "stop requested");
+}
+
+static void conn_closed(struct alq_conn *c)
+{
+	maybe_finish(c->data);
+}
+
+static void close_all(struct serve *s)
+{
+	s->closing = true;
+	if (alq_conn_up(&s->cmd))
+		alq_conn_cmd(&s->cmd, ignore_reply, NULL, 3,
+			     (const char *[]){"HDEL", s->k_serves, s->consumer},
+			     NULL);
+	alq_conn_close(&s->cmd);
+	alq_conn_close(&s->blk);
+	uv_close((uv_handle_t *)&s->tick, NULL);
+	uv_close((uv_handle_t *)&s->hb, NULL);
+	uv_close((uv_handle_t *)&s->reclaim, NULL);
+	uv_close((uv_handle_t *)&s->trim, NULL);
+	uv_close((uv_handle_t *)&s->sigterm, NULL);
+	uv_close((uv_handle_t *)&s->sigint, NULL);
+	if (s->stop_open)
+		uv_close((uv_handle_t *)&s->stop, NULL);
+	al_info("stopped: %llu results stored (%llu rejected, %llu dead "
+		"letters), %llu retries",
+		(unsigned long long)s->stored, (unsigned long long)s->rejected,
+		(unsigned long long)s->dead, (unsigned long long)s->retried);
+}
+
+/* Done draining when no worker is left and nothing waits to be stored
+ * (or Redis stayed away past the grace period). */
+static void maybe_finish(struct serve *s)
+{
+	bool late;
+
+	if (!s->draining || s->closing)
+		return;
+	late = mono(s) >= s->drain_deadline;
+	for (unsigned i = 0; i < s->n_w; i++) {
+		struct wslot *w = &s->w[i];
+
+		if (w->alive && (late || !w->task)) {
+			if (late && w->task)
+				kill(-w->proc.pid, SIGKILL);
+			else
+				stop_worker(w);
+		}
+		if (w->alive || w->open_handles)
+			return;
+	}
+	for (struct task *t = s->tasks.next, *nx; t != &s->tasks; t = nx) {
+		nx = t->next;
+		if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
+			release_entry(s, t->e.sid);
+			task_free(t);
+		}
+	}
+	if ((s->n_tasks || s->reading) && !late)
+		return; /* results being stored, a read to answer */
+	if (s->n_tasks)
+		al_warn("%u results could not be stored before the deadline; "
+			"their jobs stay pending and run again elsewhere",
+			s->n_tasks);
+	while (s->tasks.next != &s->tasks)
+		task_free(s->tasks.next);
+	close_all(s);
+}
+
+static void tick(uv_timer_t *h)
+{
+	struct serve *s = h->data;
+	uint64_t now = mono(s);
+
+	for (unsigned i = 0; i < s->n_w; i++) {
+		struct wslot *w = &s->w[i];
+
+		if (w->alive && w->task && now > w->deadline) {
+			al_warn("job=%s worker=%u: past wall_ms + slack; "
+				"killing the worker",
+				w->task->id, i);
+			kill(-w->proc.pid, SIGKILL);
+			w->deadline = UINT64_MAX;
+		}
+		if (!w->alive && !w->open_handles && w->respawn_at &&
+		    now >= w->respawn_at && !s->draining) {
+			int r = spawn(w);
+
+			if (r < 0) {
+				al_err("worker=%u: spawn failed: %s", i,
+				       strerror(-r));
+				w->respawn_at = now + w->backoff_ms;
+			}
+		}
+	}
+	/* stores and fetches that waited for Redis */
+	if (alq_conn_up(&s->cmd)) {
+		for (struct task *t = s->tasks.next, *nx; t != &s->tasks;
+		     t = nx) {
+			nx = t->next;
+			if (t->state == T_STORE_WAIT)
+				store(t);
+			else if (t->state == T_FETCH_WAIT && !s->draining)
+				fetch(t);
+		}
+	}
+	dispatch(s);
+	pump(s);
+	maybe_finish(s);
+}
+
+static void cmd_up(struct alq_conn *c)
+{
+	struct serve *s = c->data;
+
+	ensure_group(s);
+	heartbeat(&s->hb); /* re-assert our claims right away */
+}
+
+static void blk_up(struct alq_conn *c)
+{
+	pump(c->data);
+}
+
+static void blk_down(struct alq_conn *c)
+{
+	((struct serve *)c->data)->reading = false;
+}
+
+/* --- setup
+ * ------------------------------------------------------------------------- */
+
+void al_serve_opts_init(struct al_serve_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->queue, sizeof(o->queue), "default");
+	o->connect_timeout_ms = 2000;
+	o->command_timeout_ms = 5000;
+	o->workers = 1;
+	o->max_deliveries = 3;
+	o->result_ttl_s = 604800;
+	o->visibility_slack_ms = 30000;
+	o->heartbeat_ms = 5000;
+	o->trim_interval_ms = 60000;
+	o->dead_letter = true;
+	o->shutdown_grace_ms = 30000;
+	o->policy = al_policy_default();
+	o->stop_fd = -1;
+}
+
+static int init_conn(struct serve *s, struct alq_conn *c, const char *name)
+{
+	memset(c, 0, sizeof(*c));
+	c->connect_timeout_ms = s->o->connect_timeout_ms;
+	c->command_timeout_ms = s->o->command_timeout_ms;
+	c->on_closed = conn_closed;
+	c->data = s;
+	return alq_conn_init(c, &s->loop, &s->o->url, name);
+}
+
+static int timer(struct serve *s, uv_timer_t *t, uv_timer_cb cb, uint64_t every)
+{
+	uv_timer_init(&s->loop, t);
+	t->data = s;
+	return uv_timer_start(t, cb, every, every);
+}
+
+static int setup(struct serve *s)
+{
+	char host[41] = "host";
+	int r;
+
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	for (char *p = host; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+			*p = '_';
+	{
+		uint32_t rnd = (uint32_t)alq_now_ms() ^ (uint32_t)getpid() << 8;
+
+		snprintf(s->consumer, sizeof(s->consumer), "%s-%d-%04x", host,
+			 (int)getpid(), rnd & 0xffff);
+	}
+	alq_key(s->k_jobs, sizeof(s->k_jobs), s->o->queue, ALQ_KEY_JOBS, NULL);
+	alq_key(s->k_dead, sizeof(s->k_dead), s->o->queue, ALQ_KEY_DEAD, NULL);
+	alq_key(s->k_serves, sizeof(s->k_serves), s->o->queue, ALQ_KEY_SERVES,
+		NULL);
+	s->tasks.next = s->tasks.prev = &s->tasks;
+	r = init_conn(s, &s->cmd, "cmd");
+	if (r < 0)
+		return r;
+	s->cmd.on_up = cmd_up;
+	r = init_conn(s, &s->blk, "blocking");
+	if (r < 0)
+		return r;
+	s->blk.block_ms = BLOCK_MS;
+	s->blk.on_up = blk_up;
+	s->blk.on_down = blk_down;
+	timer(s, &s->tick, tick, TICK_MS);
+	timer(s, &s->hb, heartbeat, s->o->heartbeat_ms);
+	timer(s, &s->reclaim, reclaim,
+	      s->o->visibility_slack_ms / 4 < 250
+		  ? 250
+		  : (s->o->visibility_slack_ms / 4 > 5000
+			 ? 5000
+			 : s->o->visibility_slack_ms / 4));
+	timer(s, &s->trim, trim, s->o->trim_interval_ms);
+	uv_signal_init(&s->loop, &s->sigterm);
+	uv_signal_init(&s->loop, &s->sigint);
+	s->sigterm.data = s->sigint.data = s;
+	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&s->sigint, on_signal, SIGINT);
+	if (s->o->stop_fd >= 0) {
+		r = uv_poll_init(&s->loop, &s->stop, s->o->stop_fd);
+		if (r < 0)
+			return r;
+		s->stop.data = s;
+		s->stop_open = true;
+		uv_poll_start(&s->stop, UV_READABLE | UV_DISCONNECT,
+			      on_stop_fd);
+	}
+	return 0;
+}
+
+static int spawn_all(struct serve *s)
+{
+	s->w = calloc(s->o->workers, sizeof(*s->w));
+	if (!s->w)
+		return -ENOMEM;
+	s->n_w = s->o->workers;
+	for (unsigned i = 0; i < s->n_w; i++) {
+		struct wslot *w = &s->w[i];
+		int r;
+
+		w->s = s;
+		w->index = i;
+		w->proc.pid = -1;
+		w->proc.fd = w->proc.pidfd = -1;
+		w->backoff_ms = RESPAWN_MIN_MS;
+		snprintf(w->name, sizeof(w->name), "%.50s/w%u", s->consumer, i);
+		al_frame_reader_init(&w->fr, AL_RESULT_MAX_BYTES);
+		w->rbuf = malloc(READ_BUF);
+		if (!w->rbuf)
+			return -ENOMEM;
+		r = spawn(w);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int al_serve_run(const struct al_serve_opts *o)
+{
+	struct serve *s;
+	char where[300];
+	int r;
+
+	if (!o->workers || !o->max_deliveries || !o->sb || !o->policy)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = o;
+	signal(SIGPIPE, SIG_IGN);
+	r = uv_loop_init(&s->loop);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	r = setup(s);
+	if (r == 0)
+		r = spawn_all(s);
+	alq_url_display(&o->url, where, sizeof(where));
+	if (r < 0) {
+		al_err("serve: cannot start: %s", strerror(-r));
+		s->draining = true;
+		s->drain_deadline = 0;
+		maybe_finish(s);
+	} else {
+		al_info("serving queue %s on %s as %s with %u workers",
+			o->queue, where, s->consumer, s->n_w);
+	}
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(&s->loop) != 0)
+		al_err("serve: handles left open at exit");
+	for (unsigned i = 0; s->w && i < s->n_w; i++) {
+		al_frame_reader_release(&s->w[i].fr);
+		free(s->w[i].rbuf);
+	}
+	free(s->w);
+	free(s);
+	return r;
+}

@@ -1,0 +1,387 @@
+#!/usr/bin/env bash
+# e2e.sh: end-to-end and fault tests of the queue: the real `airlock`
+# binary, a real redis-server (unix socket in a temp dir, no TCP port) and,
+# for every case but `malformed`'s first half, real VMs.
+#
+# usage: e2e.sh AIRLOCK_BIN SHARED_DIR CASE
+#   many200        200 jobs, 2 workers: 200 correct results, none twice
+#   kill-worker    SIGKILL a worker mid-job: the job completes once
+#   drain          SIGTERM mid-job: the job finishes, serve exits 0
+#   kill-serve     SIGKILL serve mid-batch, start another: one result each
+#   restart-redis  kill -9 redis (AOF on) mid-batch, restart: batch ends
+#   two-serves     two serves share a queue, one dies: the other finishes
+#   malformed      bad payloads XADDed straight into the stream: RJ each,
+#                  serve keeps working
+#   humaneval      164 canonical solutions pass; `return None` ones fail
+#
+# VM images come from the vm_images fixture ($AIRLOCK_TEST_STATE).
+set -euo pipefail
+
+bin=$1 shared=$2 case=$3
+src=$(cd "$(dirname "$0")/../.." && pwd)
+state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
+tmp=$(mktemp -d /tmp/al-e2e-XXXXXX)
+sock=$tmp/redis.sock
+url=unix://$sock
+pids=()
+
+log() { printf 'e2e %s: %s\n' "$case" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -f "$tmp/redis.pid" ] && kill -9 "$(cat "$tmp/redis.pid")" 2>/dev/null
+  wait 2>/dev/null
+  if [ "${KEEP:-}" ]; then log "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+# A config: test state dir, fast reclaim, the VMM as us (root in CI).
+cat > "$tmp/airlock.conf" <<EOF
+[redis]
+connect_timeout_ms = 1000
+command_timeout_ms = 3000
+[queue]
+visibility_slack_ms = 1000
+heartbeat_ms = 300
+trim_interval_ms = 1000
+[workers]
+shutdown_grace_ms = 20000
+[sandbox]
+state_dir = $state
+vmm_user = root
+EOF
+export AIRLOCK_CONFIG=$tmp/airlock.conf
+unset AIRLOCK_REDIS
+
+rcli() { redis-cli -s "$sock" "$@"; }
+
+redis_start() { # [aof]
+  local aof=no
+  [ "${1:-}" = aof ] && aof=yes
+  redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 \
+    --dir "$tmp" --save '' --appendonly $aof --appendfsync always \
+    --daemonize yes --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log"
+  for _ in $(seq 100); do
+    rcli ping 2>/dev/null | grep -q PONG && return 0
+    sleep 0.05
+  done
+  fail "redis-server did not start"
+}
+
+redis_kill() {
+  kill -9 "$(cat "$tmp/redis.pid")"
+  while rcli ping >/dev/null 2>&1; do sleep 0.05; done
+  rm -f "$tmp/redis.pid"
+}
+
+serve_start() { # NAME WORKERS
+  "$bin" serve --redis "$url" --workers "$2" >"$tmp/serve-$1.log" 2>&1 &
+  pids+=($!)
+  eval "serve_$1=$!"
+}
+
+# Wait until $1 results exist (or fail after $2 s).
+wait_results() {
+  local want=$1 limit=$2 n=0
+  for _ in $(seq $((limit * 4))); do
+    n=$(rcli --scan --pattern 'airlock:{default}:result:*' | wc -l)
+    [ "$n" -ge "$want" ] && return 0
+    sleep 0.25
+  done
+  fail "only $n of $want results after $limit s"
+}
+
+# The pid of a worker of serve $1 once a job is claimed and has had time
+# to start (its VM restores in ~0.3 s); with one worker, the one running
+# it. (Workers keep a pre-started VMM child even when idle, so having a
+# child proves nothing.)
+busy_worker() {
+  local serve=$1 w
+  for _ in $(seq 400); do
+    [ "$(rcli xpending 'airlock:{default}:jobs' workers | head -1)" -ge 1 ] &&
+      break
+    sleep 0.05
+  done
+  sleep 0.7
+  for _ in $(seq 400); do
+    for w in $(cat /proc/"$serve"/task/*/children 2>/dev/null); do
+      if [ -n "$(cat /proc/"$w"/task/*/children 2>/dev/null)" ]; then
+        echo "$w"
+        return 0
+      fi
+    done
+    sleep 0.05
+  done
+  return 1
+}
+
+result_json() { "$bin" result --redis "$url" --json "$1"; }
+
+jobs_sleep() { # N SECONDS PREFIX
+  for i in $(seq "$1"); do
+    printf '{"id":"%s%d","sh":"sleep %s; echo %d","limits":{"wall_ms":15000}}\n' \
+      "$3" "$i" "$2" "$i"
+  done
+}
+
+check_one_each() { # RESULTS.jsonl N PREFIX
+  local n
+  n=$(wc -l < "$1")
+  [ "$n" -eq "$2" ] || fail "$n result lines, want $2"
+  n=$(jq -r .id "$1" | sort -u | wc -l)
+  [ "$n" -eq "$2" ] || fail "$n distinct ids, want $2"
+  n=$(jq -r 'select(.status=="OK") | .id' "$1" | wc -l)
+  [ "$n" -eq "$2" ] || { jq -c '{id,status,error}' "$1" | grep -v '"OK"' |
+    head >&2; fail "$n OK, want $2"; }
+  # stdout is the job's own number: no result went to the wrong job
+  n=$(jq -r --arg p "$3" \
+    'select((.id | ltrimstr($p)) + "\n" == .steps[0].stdout) | .id' "$1" |
+    wc -l)
+  [ "$n" -eq "$2" ] || fail "$n results carry their own job's output"
+  n=$(rcli --scan --pattern 'airlock:{default}:result:*' | wc -l)
+  [ "$n" -eq "$2" ] || fail "$n result keys in redis, want $2"
+}
+
+case $case in
+many200)
+  redis_start
+  serve_start a 2
+  for i in $(seq 200); do
+    printf '{"id":"m%d","sh":"echo %d"}\n' "$i" "$i"
+  done > "$tmp/jobs.jsonl"
+  start=$(date +%s.%N)
+  "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl"
+  end=$(date +%s.%N)
+  check_one_each "$tmp/out.jsonl" 200 m
+  # every job ran once: no retries, attempt 1
+  n=$(jq -r 'select(.attempt==1) | .id' "$tmp/out.jsonl" | wc -l)
+  [ "$n" -eq 200 ] || fail "$n jobs with attempt 1"
+  # the dispatcher stored 200 distinct results and saw no second write
+  n=$(grep -ao 'job=[^ ]* status=[A-Z]* attempt=[0-9]*: result stored' \
+    "$tmp/serve-a.log" | sort -u | wc -l)
+  [ "$n" -eq 200 ] || fail "serve stored $n distinct results, want 200"
+  grep -aq "stored before" "$tmp/serve-a.log" && fail "a result was written twice"
+  log "200 jobs, 2 workers: $(echo "200 / ($end - $start)" | bc -l |
+    cut -c1-5) jobs/s"
+  ;;
+
+kill-worker)
+  redis_start
+  serve_start a 1
+  printf '{"id":"kw","sh":"sleep 2; echo survived","limits":{"wall_ms":20000}}\n' \
+    > "$tmp/job.json"
+  "$bin" submit --redis "$url" "$tmp/job.json" >/dev/null
+  w=$(busy_worker "$serve_a") || fail "no worker picked the job up"
+  log "killing worker $w mid-job"
+  kill -9 "$w"
+  "$bin" wait --redis "$url" --timeout 120 kw
+  r=$(result_json kw)
+  [ "$(jq -r .status <<<"$r")" = OK ] || fail "status: $r"
+  [ "$(jq -r .attempt <<<"$r")" = 2 ] || fail "attempt: $r"
+  [ "$(jq -r .steps[0].stdout <<<"$r")" = survived ] || fail "stdout: $r"
+  grep -q "killed by signal 9 mid-job" "$tmp/serve-a.log" ||
+    fail "serve did not see the worker die"
+  [ "$(rcli llen 'airlock:{default}:done:kw')" -le 1 ] ||
+    fail "signalled twice"
+  # the pool came back: another job runs
+  printf '{"id":"kw2","sh":"echo again"}\n' | "$bin" submit --redis "$url" - \
+    >/dev/null
+  "$bin" wait --redis "$url" --timeout 120 kw2
+  ;;
+
+drain)
+  redis_start
+  serve_start a 1
+  printf '{"id":"dr","sh":"sleep 3; echo finished","limits":{"wall_ms":20000}}\n' |
+    "$bin" submit --redis "$url" - >/dev/null
+  busy_worker "$serve_a" >/dev/null || fail "no worker picked the job up"
+  printf '{"id":"dr2","sh":"echo later"}\n' |
+    "$bin" submit --redis "$url" - >/dev/null
+  kill -TERM "$serve_a"
+  wait "$serve_a" || fail "serve exited with $?"
+  r=$(result_json dr)
+  [ "$(jq -r .status <<<"$r")" = OK ] || fail "in-flight job: $r"
+  # the queued job was left for others: no result, still in the stream
+  "$bin" result --redis "$url" dr2 >/dev/null 2>&1 &&
+    fail "dr2 ran during the drain"
+  [ -z "$(ls /proc/"$serve_a" 2>/dev/null)" ] || fail "serve still alive"
+  serve_start b 1
+  "$bin" wait --redis "$url" --timeout 120 dr2
+  ;;
+
+kill-serve)
+  redis_start
+  serve_start a 2
+  jobs_sleep 16 1 ks > "$tmp/jobs.jsonl"
+  "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl" \
+    2>"$tmp/batch.log" &
+  batch=$!
+  pids+=($batch)
+  wait_results 4 300
+  log "killing serve $serve_a mid-batch"
+  kill -9 "$serve_a"
+  serve_start b 2
+  wait "$batch" || fail "batch failed: $(tail -3 "$tmp/batch.log")"
+  check_one_each "$tmp/out.jsonl" 16 ks
+  grep -q "reclaimed from a silent consumer" "$tmp/serve-b.log" ||
+    fail "serve b reclaimed nothing"
+  ;;
+
+restart-redis)
+  redis_start aof
+  serve_start a 2
+  jobs_sleep 16 1 rr > "$tmp/jobs.jsonl"
+  "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl" \
+    2>"$tmp/batch.log" &
+  batch=$!
+  pids+=($batch)
+  wait_results 4 300
+  log "killing redis-server mid-batch"
+  redis_kill
+  sleep 2
+  redis_start aof
+  wait "$batch" || fail "batch failed: $(tail -3 "$tmp/batch.log")"
+  check_one_each "$tmp/out.jsonl" 16 rr
+  ;;
+
+two-serves)
+  redis_start
+  serve_start a 1
+  serve_start b 1
+  jobs_sleep 12 1 ts > "$tmp/jobs.jsonl"
+  "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl" \
+    2>"$tmp/batch.log" &
+  batch=$!
+  pids+=($batch)
+  wait_results 3 300
+  busy_worker "$serve_a" >/dev/null || true
+  log "killing serve a"
+  kill -9 "$serve_a"
+  wait "$batch" || fail "batch failed: $(tail -3 "$tmp/batch.log")"
+  check_one_each "$tmp/out.jsonl" 12 ts
+  n=$(grep -ac "result stored" "$tmp/serve-b.log")
+  log "serve b stored $n of 12"
+  ;;
+
+malformed)
+  redis_start
+  serve_start a 1
+  s='airlock:{default}:jobs'
+  rcli xgroup create "$s" workers 0 mkstream >/dev/null
+  rcli xadd "$s" '*' t 1 >/dev/null                      # no id
+  rcli xadd "$s" '*' id '../etc/passwd' >/dev/null       # bad id
+  rcli xadd "$s" '*' id 'no-payload' >/dev/null          # no payload key
+  rcli set 'airlock:{default}:job:not-msgpack' $'\xc1\xc1garbage' >/dev/null
+  rcli xadd "$s" '*' id not-msgpack >/dev/null
+  # {"steps": "x"}: msgpack, wrong type
+  printf '\x81\xa5steps\xa1x' | rcli -x set 'airlock:{default}:job:wrong-type' \
+    >/dev/null
+  rcli xadd "$s" '*' id wrong-type >/dev/null
+  # {"template": "python"}: no steps
+  printf '\x81\xa8template\xa6python' |
+    rcli -x set 'airlock:{default}:job:no-steps' >/dev/null
+  rcli xadd "$s" '*' id no-steps >/dev/null
+  # {"id": "other", "sh": "true"}: id not the one it was submitted under
+  printf '\x82\xa2id\xa5other\xa2sh\xa4true' |
+    rcli -x set 'airlock:{default}:job:id-mismatch' >/dev/null
+  rcli xadd "$s" '*' id id-mismatch >/dev/null
+  rcli hset 'airlock:{default}:job:a-hash' a b >/dev/null
+  rcli xadd "$s" '*' id a-hash >/dev/null
+  head -c $((16 * 1024 * 1024 + 1)) /dev/zero |
+    rcli -x set 'airlock:{default}:job:oversize' >/dev/null
+  rcli xadd "$s" '*' id oversize >/dev/null
+  # and a good job after them all
+  printf '{"id":"good","sh":"echo fine"}\n' | "$bin" submit --redis "$url" - \
+    >/dev/null
+  "$bin" wait --redis "$url" --timeout 120 good
+  [ "$(result_json good | jq -r .steps[0].stdout)" = fine ] ||
+    fail "the good job after the bad ones"
+  for id in no-payload not-msgpack wrong-type no-steps id-mismatch a-hash \
+            oversize; do
+    r=$(result_json "$id") || fail "$id: no result"
+    [ "$(jq -r .status <<<"$r")" = RJ ] || fail "$id: $r"
+    log "$id: RJ: $(jq -r .error <<<"$r" | cut -c1-100)"
+  done
+  result_json wrong-type | jq -r .error | grep -q '^steps' ||
+    fail "wrong-type does not name the field"
+  n=$(rcli --scan --pattern 'airlock:{default}:result:entry-*' | wc -l)
+  [ "$n" -eq 2 ] || fail "$n RJ results for entries without an id, want 2"
+  [ "$(rcli xpending "$s" workers | head -1)" = 0 ] ||
+    fail "entries left pending"
+  kill -0 "$serve_a" || fail "serve died"
+  ;;
+
+cli)
+  # usage and error paths of the queue commands (no VM runs)
+  redis_start
+  set +e
+  "$bin" run >/dev/null 2>&1; [ $? -eq 2 ] || fail "run without a command"
+  "$bin" run --timeout 0 -- true >/dev/null 2>&1; [ $? -eq 2 ] ||
+    fail "run --timeout 0"
+  "$bin" run --memory 1 -- true >/dev/null 2>&1; [ $? -eq 2 ] ||
+    fail "run --memory 1"
+  "$bin" run --redis "$url" --file /nonexistent -- true >/dev/null 2>&1
+  [ $? -eq 2 ] || fail "run --file missing"
+  "$bin" run --redis "$url" --file "$tmp/airlock.conf:../x" -- true \
+    2>"$tmp/err" >/dev/null
+  [ $? -eq 2 ] && grep -q 'files\["../x"\]' "$tmp/err" ||
+    fail "run --file with .. guest path: $(cat "$tmp/err")"
+  "$bin" submit --redis http://x - </dev/null >/dev/null 2>&1
+  [ $? -eq 2 ] || fail "submit --redis http://"
+  "$bin" submit --queue 'Bad Name' --redis "$url" - </dev/null \
+    >/dev/null 2>&1; [ $? -eq 2 ] || fail "submit --queue 'Bad Name'"
+  echo '{"steps": 3}' | "$bin" submit --redis "$url" - >/dev/null \
+    2>"$tmp/err"; [ $? -eq 1 ] && grep -q '^-: steps' "$tmp/err" ||
+    fail "submit of an invalid job: $(cat "$tmp/err")"
+  echo '{"sh":"true"}' | "$bin" submit --redis unix://$tmp/none.sock - \
+    >/dev/null 2>&1; [ $? -eq 2 ] || fail "submit to a dead redis"
+  echo '{"id":"cli1","sh":"true"}' > "$tmp/j.json"
+  id=$("$bin" submit --redis "$url" "$tmp/j.json"); [ "$id" = cli1 ] ||
+    fail "submit printed '$id'"
+  "$bin" submit --redis "$url" "$tmp/j.json" 2>"$tmp/err" >/dev/null
+  grep -q "submitted before" "$tmp/err" || fail "no duplicate note"
+  [ "$(rcli xlen 'airlock:{default}:jobs')" -eq 1 ] || fail "enqueued twice"
+  id=$(echo '{"sh":"true"}' | "$bin" submit --redis "$url" -)
+  [[ $id == j-* ]] || fail "generated id '$id'"
+  "$bin" wait --redis "$url" --timeout 0.3 cli1 2>/dev/null
+  [ $? -eq 1 ] || fail "wait timeout exit"
+  "$bin" wait --redis "$url" 'bad id' >/dev/null 2>&1; [ $? -eq 2 ] ||
+    fail "wait with a bad id"
+  "$bin" result --redis "$url" cli1 >/dev/null 2>&1; [ $? -eq 1 ] ||
+    fail "result before it exists"
+  "$bin" status --redis "$url" > "$tmp/st" || fail "status"
+  grep -q "waiting      2" "$tmp/st" || fail "status: $(cat "$tmp/st")"
+  "$bin" serve >/dev/null 2>&1; [ $? -eq 2 ] || fail "serve without redis"
+  "$bin" batch --redis "$url" /nonexistent >/dev/null 2>&1; [ $? -eq 2 ] ||
+    fail "batch of a missing file"
+  for c in run batch submit wait result status serve; do
+    "$bin" "$c" --help | grep -q "^usage: airlock $c" || fail "$c --help"
+  done
+  set -e
+  ;;
+
+humaneval)
+  data=$shared/datasets/HumanEval.jsonl.gz
+  [ -f "$data" ] || { log "SKIP: no $data"; exit 77; }
+  mk() { sh "$src/examples/humaneval-jobs.sh" "$data" "$@"; }
+  mk canonical > "$tmp/he.jsonl"
+  mk none > "$tmp/he-none.jsonl"
+  [ "$(wc -l < "$tmp/he.jsonl")" -eq 164 ] || fail "dataset is not 164"
+  # embedded mode: no --redis, a private redis-server and 2 workers
+  "$bin" batch --workers 2 "$tmp/he.jsonl" -o "$tmp/he-out.jsonl"
+  ok=$(jq -r 'select(.status=="OK") | .id' "$tmp/he-out.jsonl" | wc -l)
+  [ "$ok" -eq 164 ] || { jq -c 'select(.status!="OK") | {id,status,error}' \
+    "$tmp/he-out.jsonl" | head >&2; fail "$ok of 164 canonical passed"; }
+  "$bin" batch --workers 2 "$tmp/he-none.jsonl" -o "$tmp/he-none-out.jsonl"
+  bad=$(jq -r 'select(.status!="OK") | .id' "$tmp/he-none-out.jsonl" | wc -l)
+  log "canonical: 164/164 pass; return None: $bad of 164 fail"
+  echo "$bad" > "${HUMANEVAL_REPORT:-/dev/null}" || true
+  ;;
+
+*)
+  fail "unknown case"
+  ;;
+esac
+log PASS

@@ -1,0 +1,311 @@
+/* proc.c: the worker process: spawn, frame codec, the job loop (proc.h).
+ *
+ * The loop reads with blocking I/O: a worker does one thing at a time and
+ * the dispatcher is the one that watches clocks (it kills a worker that
+ * runs past its job's wall time plus slack). Reads never go past the frame
+ * being read (al_frame_reader_want), so nothing is buffered across jobs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "proc.h"
+#include "proto.h"
+
+#define PROC_FD 3 /* the socket's number in the worker */
+
+/* --- frames ------------------------------------------------------------------
+ */
+
+static void put_be32(char *p, uint32_t v)
+{
+	p[0] = (char)(v >> 24);
+	p[1] = (char)(v >> 16);
+	p[2] = (char)(v >> 8);
+	p[3] = (char)v;
+}
+
+int al_proc_job_frame(const struct al_proc_job *job, char **ret,
+		      size_t *ret_len)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	char hdr[AL_FRAME_HDR] = {0};
+
+	if (job->len > AL_JOB_MAX_BYTES)
+		return -E2BIG;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	/* the prefix first, patched once the body length is known */
+	if (msgpack_sbuffer_write(&sb, hdr, sizeof(hdr)) ||
+	    msgpack_pack_map(&pk, 3) ||
+	    msgpack_pack_str_with_body(&pk, "job", 3) ||
+	    msgpack_pack_bin_with_body(&pk, job->payload, job->len) ||
+	    msgpack_pack_str_with_body(&pk, "queued_ms", 9) ||
+	    msgpack_pack_uint64(&pk, job->queued_ms) ||
+	    msgpack_pack_str_with_body(&pk, "attempt", 7) ||
+	    msgpack_pack_uint32(&pk, job->attempt)) {
+		msgpack_sbuffer_destroy(&sb);
+		return -ENOMEM;
+	}
+	put_be32(sb.data, (uint32_t)(sb.size - AL_FRAME_HDR));
+	*ret_len = sb.size;
+	*ret = msgpack_sbuffer_release(&sb);
+	return 0;
+}
+
+static bool key_is(const msgpack_object *k, const char *s)
+{
+	size_t n = strlen(s);
+
+	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+	       !memcmp(k->via.str.ptr, s, n);
+}
+
+int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)
+{
+	struct al_proc_job j = {0};
+	msgpack_zone zone;
+	msgpack_object o;
+	bool have_job = false;
+	int r;
+
+	if (!msgpack_zone_init(&zone, 1024))
+		return -ENOMEM;
+	r = al_mp_unpack(body, len, 16, &zone, &o);
+	if (r < 0)
+		goto out;
+	r = -EBADMSG;
+	if (o.type != MSGPACK_OBJECT_MAP)
+		goto out;
+	for (uint32_t i = 0; i < o.via.map.size; i++) {
+		const msgpack_object *k = &o.via.map.ptr[i].key;
+		const msgpack_object *v = &o.via.map.ptr[i].val;
+
+		if (key_is(k, "job") && v->type == MSGPACK_OBJECT_BIN) {
+			/* bin bodies point into `body`, not the zone */
+			j.payload = v->via.bin.ptr;
+			j.len = v->via.bin.size;
+			have_job = true;
+		} else if (key_is(k, "queued_ms") &&
+			   v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+			j.queued_ms = v->via.u64;
+		} else if (key_is(k, "attempt") &&
+			   v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+			   v->via.u64 <= UINT32_MAX) {
+			j.attempt = (uint32_t)v->via.u64;
+		} else {
+			goto out;
+		}
+	}
+	if (!have_job || j.len > AL_JOB_MAX_BYTES)
+		goto out;
+	*ret = j;
+	r = 0;
+out:
+	msgpack_zone_destroy(&zone);
+	return r;
+}
+
+/* --- the worker's loop
+ * --------------------------------------------------------- */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Read one frame body (malloc'd) into *ret. 0, -ENODATA on EOF before a
+ * frame starts, -EPIPE on EOF inside one, -EMSGSIZE, -errno. */
+static int read_frame(int fd, struct al_frame_reader *fr, uint8_t **ret,
+		      size_t *ret_len)
+{
+	char buf[64 << 10];
+	bool started = false;
+
+	while (!al_frame_reader_ready(fr)) {
+		size_t want = al_frame_reader_want(fr);
+		ssize_t n =
+		    read(fd, buf, want < sizeof(buf) ? want : sizeof(buf));
+		long used;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return started ? -EPIPE : -ENODATA;
+		started = true;
+		used = al_frame_reader_feed(fr, buf, (size_t)n);
+		if (used < 0)
+			return (int)used;
+	}
+	return al_frame_reader_take(fr, ret, ret_len);
+}
+
+/* Run the job of one frame into *res. */
+static int run_one(struct al_worker *w, const uint8_t *body, size_t len,
+		   struct al_result *res)
+{
+	struct al_proc_job pj;
+	struct al_job job = {0};
+	struct al_diags d;
+	int r;
+
+	al_diags_init(&d);
+	if (al_proc_job_decode(body, len, &pj) < 0) {
+		al_diags_add(&d, "", "dispatcher sent a malformed job frame");
+		return al_worker_reject(NULL, &d, res);
+	}
+	if (al_job_from_msgpack(pj.payload, pj.len, &job, &d) < 0)
+		return al_worker_reject(d.id[0] ? d.id : NULL, &d, res);
+	r = al_worker_run(w, &job, pj.queued_ms, pj.attempt ? pj.attempt : 1,
+			  res);
+	al_job_release(&job);
+	return r;
+}
+
+int al_proc_serve(int fd, struct al_worker *w)
+{
+	struct al_frame_reader fr;
+	int r;
+
+	al_frame_reader_init(&fr, AL_PROC_JOB_FRAME_MAX);
+	for (;;) {
+		struct al_result res = {0};
+		uint8_t *body = NULL;
+		char *out = NULL, hdr[AL_FRAME_HDR];
+		size_t len = 0, olen = 0;
+
+		r = read_frame(fd, &fr, &body, &len);
+		if (r == -ENODATA) {
+			r = 0;
+			break;
+		}
+		if (r < 0)
+			break;
+		r = run_one(w, body, len, &res);
+		free(body);
+		if (r == 0)
+			r = al_result_to_msgpack(&res, &out, &olen);
+		al_result_release(&res);
+		if (r == 0 && olen > AL_RESULT_MAX_BYTES)
+			r = -E2BIG;
+		if (r == 0) {
+			put_be32(hdr, (uint32_t)olen);
+			r = write_all(fd, hdr, sizeof(hdr));
+			if (r == 0)
+				r = write_all(fd, out, olen);
+		}
+		free(out);
+		if (r < 0)
+			break;
+	}
+	al_frame_reader_release(&fr);
+	return r;
+}
+
+/* --- spawning
+ * -------------------------------------------------------------------- */
+
+/* In the child, before anything else: no inherited handlers, masks,
+ * descriptors; die with the parent; own process group. */
+static void child_setup(int sock, pid_t parent)
+{
+	struct sigaction sa = {.sa_handler = SIG_DFL};
+	sigset_t all;
+	int devnull;
+
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &sa, NULL); /* fails harmlessly for KILL/STOP */
+	signal(SIGPIPE, SIG_IGN);	 /* a dead dispatcher is EPIPE */
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
+	setpgid(0, 0);
+	if (sock != PROC_FD) {
+		if (dup2(sock, PROC_FD) < 0)
+			_exit(1);
+	} else if (fcntl(PROC_FD, F_SETFD, 0) < 0) {
+		_exit(1);
+	}
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull >= 0 && devnull != STDIN_FILENO)
+		dup2(devnull, STDIN_FILENO);
+	/* everything else the dispatcher had open: loop, Redis, siblings */
+	if (syscall(SYS_close_range, PROC_FD + 1, ~0u, 0) < 0)
+		for (int fd = PROC_FD + 1; fd < 65536; fd++)
+			close(fd);
+}
+
+int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
+		  const char *name, struct al_proc *ret)
+{
+	pid_t parent = getpid(), pid;
+	int sv[2], pidfd, r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
+	if (pid == 0) {
+		struct al_worker w;
+
+		child_setup(sv[1], parent);
+		al_worker_init(&w, sb, policy, name);
+		r = al_proc_serve(PROC_FD, &w);
+		al_worker_release(&w);
+		_exit(r < 0 ? 1 : 0);
+	}
+	close(sv[1]);
+	/* the parent may also set the group: whoever runs first wins */
+	setpgid(pid, pid);
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		r = -errno;
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(sv[0]);
+		return r;
+	}
+	ret->pid = pid;
+	ret->fd = sv[0];
+	ret->pidfd = pidfd;
+	return 0;
+}
+
+void al_proc_release(struct al_proc *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->fd = -1;
+	p->pidfd = -1;
+}
