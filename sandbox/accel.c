@@ -32,7 +32,9 @@ static bool kvm_openable(void)
 static void cache_path(const struct sb_options *o, const struct sb_image *img,
 		       char *out, size_t size)
 {
-	snprintf(out, size, "%s/images/.accel-%s", o->state_dir, img->hash);
+	if (snprintf(out, size, "%s/images/.accel-%s", o->state_dir,
+		     img->hash) >= (int)size)
+		out[0] = 0; /* too long: no cache, probe every time */
 }
 
 static int cache_read(const char *path)
@@ -57,6 +59,8 @@ static void cache_write(const char *path, enum al_accel a)
 	char tmp[PATH_MAX + 8];
 	FILE *f;
 
+	if (!path[0])
+		return;
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	f = fopen(tmp, "we");
 	if (!f)

@@ -63,14 +63,18 @@ static int write_file(const char *dir, const char *file, const char *val)
 
 static int add_dir(struct cg *cg, const char *parent, const char *name)
 {
-	char *dir = cg->dirs[cg->n];
+	char dir[PATH_MAX];
 
 	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	snprintf(dir, PATH_MAX, "%s/%s", parent, name);
+	if (snprintf(dir, sizeof(dir), "%s/%s", parent, name) >=
+	    (int)sizeof(dir))
+		return -ENAMETOOLONG;
 	if (mkdir(dir, 0755) < 0)
 		return -errno;
-	snprintf(cg->procs[cg->n], sizeof(cg->procs[0]), "%s/cgroup.procs", dir);
+	memcpy(cg->dirs[cg->n], dir, sizeof(dir));
+	snprintf(cg->procs[cg->n], sizeof(cg->procs[0]), "%s/cgroup.procs",
+		 dir);
 	cg->n++;
 	return 0;
 }

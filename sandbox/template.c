@@ -162,7 +162,9 @@ static void remove_stale(const char *base, const char *name,
 
 		if (strncmp(s, name, n) != 0 || s[n] != '-')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		if (snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >=
+		    (int)sizeof(path))
+			continue;
 		if (build || other_image(path, image_hash))
 			remove_template_dir(path);
 	}

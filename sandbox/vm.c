@@ -266,7 +266,7 @@ static void qemu_last_words(struct sb_vm *vm, char *out, size_t size)
 	for (char *c = line; *c; c++)
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
 			*c = '?';
-	snprintf(out, size, "%s", line);
+	snprintf(out, size, "%.*s", (int)(size - 1), line);
 }
 
 void vm_fail(struct sb_vm *vm, int r, const char *what)

@@ -91,7 +91,7 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 
 static int put_one(const struct al_agent *a, const struct al_file *f)
 {
-	char *path = strdup(f->path), *name;
+	char *path = strdup(f->path), *name = NULL;
 	int dir = -1, fd = -1, r;
 
 	if (!path)

@@ -130,23 +130,24 @@ static int on_hello(struct al_agent *a, struct chan *c, struct al_msg *req,
 
 static int add_entropy(const struct al_blob *b)
 {
-	struct {
-		struct rand_pool_info info;
-		uint8_t buf[AL_ENTROPY_MAX];
-	} pool;
+	/* rand_pool_info ends in a flexible array: room for it, int-aligned */
+	uint32_t raw[(sizeof(struct rand_pool_info) + AL_ENTROPY_MAX) / 4 + 1];
+	struct rand_pool_info *info = (struct rand_pool_info *)raw;
 	int fd, r = 0;
 
-	pool.info.entropy_count = (int)b->len * 8;
-	pool.info.buf_size = (int)b->len;
-	memcpy(pool.info.buf, b->data, b->len);
+	if (b->len > AL_ENTROPY_MAX)
+		return -E2BIG;
+	info->entropy_count = (int)b->len * 8;
+	info->buf_size = (int)b->len;
+	memcpy(info->buf, b->data, b->len);
 	fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ioctl(fd, RNDADDENTROPY, &pool.info) < 0 ||
+	if (ioctl(fd, RNDADDENTROPY, info) < 0 ||
 	    ioctl(fd, RNDRESEEDCRNG) < 0)
 		r = -errno;
 	close(fd);
-	explicit_bzero(&pool, sizeof(pool));
+	explicit_bzero(raw, sizeof(raw));
 	return r;
 }
 

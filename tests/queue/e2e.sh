@@ -50,7 +50,6 @@ trim_interval_ms = 1000
 shutdown_grace_ms = 20000
 [sandbox]
 state_dir = $state
-vmm_user = root
 EOF
 export AIRLOCK_CONFIG=$tmp/airlock.conf
 unset AIRLOCK_REDIS
@@ -163,8 +162,8 @@ many200)
     "$tmp/serve-a.log" | sort -u | wc -l)
   [ "$n" -eq 200 ] || fail "serve stored $n distinct results, want 200"
   grep -aq "stored before" "$tmp/serve-a.log" && fail "a result was written twice"
-  log "200 jobs, 2 workers: $(echo "200 / ($end - $start)" | bc -l |
-    cut -c1-5) jobs/s"
+  log "200 jobs, 2 workers: $(awk -v a="$start" -v b="$end" \
+    'BEGIN { printf "%.2f", 200 / (b - a) }') jobs/s"
   ;;
 
 kill-worker)
@@ -360,6 +359,30 @@ cli)
     "$bin" "$c" --help | grep -q "^usage: airlock $c" || fail "$c --help"
   done
   set -e
+  ;;
+
+dead-letter)
+  # every run fails on our side (no image in an empty state dir: XX), so
+  # the job is retried max_deliveries (3) times, then dead-lettered with
+  # an XX result; no VM ever starts
+  redis_start
+  mkdir "$tmp/empty-state"
+  sed "s|^state_dir = .*|state_dir = $tmp/empty-state|" "$tmp/airlock.conf" \
+    > "$tmp/empty.conf"
+  AIRLOCK_CONFIG=$tmp/empty.conf serve_start a 1
+  printf '{"id":"dl","sh":"true"}\n' | "$bin" submit --redis "$url" - >/dev/null
+  "$bin" wait --redis "$url" --timeout 60 dl
+  r=$(result_json dl)
+  [ "$(jq -r .status <<<"$r")" = XX ] || fail "status: $r"
+  [ "$(jq -r .attempt <<<"$r")" = 3 ] || fail "attempt: $r"
+  jq -r .error <<<"$r" | grep -q "no image" || fail "error: $r"
+  [ "$(rcli xlen 'airlock:{default}:dead')" = 1 ] || fail "no dead letter"
+  rcli xrange 'airlock:{default}:dead' - + | grep -q "^dl$" ||
+    fail "dead letter without the id"
+  [ "$(grep -ac 'retrying (delivery' "$tmp/serve-a.log")" = 2 ] ||
+    fail "not retried twice"
+  [ "$(rcli xpending 'airlock:{default}:jobs' workers | head -1)" = 0 ] ||
+    fail "entry left pending"
   ;;
 
 humaneval)
