@@ -46,11 +46,12 @@
 #include "vm_internal.h"
 
 /* Bump when vm_machine_args changes in a way that breaks old snapshots. */
-#define MACHINE_REV 2
+#define MACHINE_REV 3
 #define SAVE_TIMEOUT_MS 60000
 #define LOAD_TIMEOUT_MS 30000
 #define QMP_CALL_MS 5000
 #define WARMUP_TIMEOUT_MS 120000
+#define SETTLE_MS 2000
 
 static uint64_t fnv1a(const char *s)
 {
@@ -287,6 +288,12 @@ static int template_build(const struct sb_options *o,
 		r = vm_handshake(vm, o, o->boot_timeout_ms);
 	if (r == 0)
 		r = template_warmup(vm, img);
+	/* let the guest finish what the boot and warm-up left pending
+	 * (deferred frees, timers, writeback): a clone otherwise does it in
+	 * its first milliseconds, in front of the job (measured: the first
+	 * exchange with a clone fell from ~52 to ~37 ms under TCG) */
+	if (r == 0)
+		usleep(SETTLE_MS * 1000);
 	if (r == 0)
 		r = qmp_execute(&vm->qmp, "stop", NULL, QMP_CALL_MS, NULL,
 				vm->error, sizeof(vm->error));
@@ -499,8 +506,10 @@ static int clone_finish(struct sb_vm *vm, const struct sb_options *o,
 		if (r < 0 && vm->error[0] == 0)
 			vm_fail(vm, r, "load snapshot");
 	}
+	/* the template's agent said hello when it was built: reseed is the
+	 * clone's first request, and its reply says the agent is there */
 	if (r == 0)
-		r = vm_handshake(vm, o, o->call_timeout_ms);
+		r = vm_ready(vm, o, o->call_timeout_ms);
 	/* a pre-started VMM's start-up is not the job's restore time */
 	vm->ready_ms = sb_now_ms() - (vm->start_ms > t0 ? vm->start_ms : t0);
 	return r;

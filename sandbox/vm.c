@@ -414,20 +414,44 @@ int vm_start(struct sb_vm *vm, const struct sb_options *o,
 	return r < 0 ? r : vm_connect(vm, o);
 }
 
-/* hello, then reseed: the agent is ready for a job. */
+/* Connect the vsock carrier if that is ours (once the guest runs). */
+static int vm_channel(struct sb_vm *vm, uint32_t timeout_ms)
+{
+	int r = 0;
+
+	if (vm->cid && vm->agent_fd < 0) {
+		r = vsock_connect(vm, sb_now_ms() + timeout_ms);
+		if (r < 0)
+			vm_fail(vm, r, "connect agent vsock");
+	}
+	return r;
+}
+
+/* Reseed: the agent is ready for a job. */
+int vm_ready(struct sb_vm *vm, const struct sb_options *o,
+	     uint32_t timeout_ms)
+{
+	int r = vm_channel(vm, timeout_ms);
+
+	if (r == 0) {
+		r = vm_reseed(vm, o);
+		if (r < 0)
+			vm_fail(vm, r, "agent reseed");
+	}
+	if (r == 0)
+		vm->ready_ms = sb_now_ms() - vm->start_ms;
+	return r;
+}
+
+/* hello (the agent booted and speaks our protocol), then reseed. */
 int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 		 uint32_t timeout_ms)
 {
 	struct al_msg_hello h = {0};
-	int r;
+	int r = vm_channel(vm, timeout_ms);
 
-	if (vm->cid && vm->agent_fd < 0) {
-		r = vsock_connect(vm, sb_now_ms() + timeout_ms);
-		if (r < 0) {
-			vm_fail(vm, r, "connect agent vsock");
-			return r;
-		}
-	}
+	if (r < 0)
+		return r;
 	r = al_agent_client_hello(&vm->agent, vm_call_timeout(vm, timeout_ms),
 				  &h);
 	if (r < 0) {
@@ -435,13 +459,7 @@ int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 		return r;
 	}
 	al_agent_client_hello_release(&h);
-	r = vm_reseed(vm, o);
-	if (r < 0) {
-		vm_fail(vm, r, "agent reseed");
-		return r;
-	}
-	vm->ready_ms = sb_now_ms() - vm->start_ms;
-	return 0;
+	return vm_ready(vm, o, timeout_ms);
 }
 
 int vm_boot_accel(const struct sb_options *o, const struct sb_image *img,

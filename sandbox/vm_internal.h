@@ -31,6 +31,9 @@ int vm_start(struct sb_vm *vm, const struct sb_options *o,
 int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 		 uint32_t timeout_ms);
 int vm_reseed(struct sb_vm *vm, const struct sb_options *o);
+/* reseed only (a clone: its template's agent already said hello) */
+int vm_ready(struct sb_vm *vm, const struct sb_options *o,
+	     uint32_t timeout_ms);
 int vm_call_timeout(const struct sb_vm *vm, uint64_t want);
 void vm_fail(struct sb_vm *vm, int r, const char *what);
 int vm_boot_accel(const struct sb_options *o, const struct sb_image *img,
