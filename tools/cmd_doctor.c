@@ -189,6 +189,7 @@ static int cmd_doctor(const struct al_cmd *cmd, int argc, char **argv)
 	struct sb_options o;
 	int c;
 
+	optind = 0; /* airlock.c parsed its own options first */
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		if (c == 'c') {
 			cfg_path = optarg;

@@ -101,6 +101,7 @@ static int cmd_image(const struct al_cmd *cmd, int argc, char **argv)
 	bool force = false;
 	int c, rc = 0;
 
+	optind = 0; /* airlock.c parsed its own options first */
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': cfg_path = optarg; break;
