@@ -82,6 +82,7 @@ struct sb_vm {
 	char template_[AL_NAME_MAX + 1]; /* template it runs */
 	enum al_accel accel;          /* accelerator that ran */
 	bool restored;                /* restored from a snapshot */
+	bool prepared;                /* clone VMM connected, state fd in */
 	uint64_t start_ms;            /* monotonic ms at start */
 	uint64_t ready_ms;            /* start -> agent ready */
 	uint64_t deadline_ms;         /* hard TTL (monotonic), 0 = none */
@@ -148,6 +149,10 @@ void sb_pool_init(struct sb_pool *p, const struct sb_options *o,
 /* Start VMMs until `want` are waiting (returns at once: they start up in
  * the background). */
 void sb_pool_fill(struct sb_pool *p);
+/* Connect each waiting VMM and hand it the snapshot's fd (QEMU start-up
+ * must have finished: this waits for it). Call while idle, e.g. between
+ * jobs: a restore then only loads the state and wakes the guest. */
+void sb_pool_prepare(struct sb_pool *p);
 /* sb_vm_restore through a spare (or a new VMM if none is left), then
  * refill. */
 int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret);

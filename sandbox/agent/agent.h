@@ -38,6 +38,7 @@ struct al_agent {
 	unsigned step_no;		   /* steps run so far */
 	int sig_fd;			   /* signalfd for SIGCHLD */
 	int work_fd;			   /* O_PATH of cfg->work_dir */
+	int random_fd;			   /* /dev/urandom (PID 1 only) */
 };
 
 /* Log one line to stderr (the console in the guest). Never pass job bytes. */

@@ -159,7 +159,8 @@ int main(int argc, char **argv)
 	    .gid = AL_AGENT_GID,
 	    .serve_fd = -1,
 	};
-	struct al_agent a = {.cfg = &cfg, .sig_fd = -1, .work_fd = -1};
+	struct al_agent a = {
+	    .cfg = &cfg, .sig_fd = -1, .work_fd = -1, .random_fd = -1};
 	int fd;
 
 	if (parse_args(argc, argv, &cfg) < 0 && !cfg.init) {
@@ -179,8 +180,14 @@ int main(int argc, char **argv)
 	a.work_fd = open(cfg.work_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (a.work_fd < 0)
 		al_agent_log("work dir %s: %s", cfg.work_dir, strerror(errno));
-	if (cfg.init)
+	if (cfg.init) {
+		/* opened once: a clone's first request (reseed) then costs no
+		 * path walk, which under TCG is code translated anew per VM */
+		a.random_fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+		if (a.random_fd < 0)
+			al_agent_log("/dev/urandom: %s", strerror(errno));
 		run_init(&a);
+	}
 	fd = cfg.socket_path ? listen_unix(cfg.socket_path) : cfg.serve_fd;
 	if (fd < 0) {
 		al_agent_log("socket: %s", strerror(-fd));

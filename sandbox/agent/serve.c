@@ -128,25 +128,23 @@ static int on_hello(struct al_agent *a, struct chan *c, struct al_msg *req,
 	return rep->u.hello.agent ? 0 : -ENOMEM;
 }
 
-static int add_entropy(const struct al_blob *b)
+static int add_entropy(int fd, const struct al_blob *b)
 {
 	/* rand_pool_info ends in a flexible array: room for it, int-aligned */
 	uint32_t raw[(sizeof(struct rand_pool_info) + AL_ENTROPY_MAX) / 4 + 1];
 	struct rand_pool_info *info = (struct rand_pool_info *)raw;
-	int fd, r = 0;
+	int r = 0;
 
+	if (fd < 0)
+		return -ENODEV;
 	if (b->len > AL_ENTROPY_MAX)
 		return -E2BIG;
 	info->entropy_count = (int)b->len * 8;
 	info->buf_size = (int)b->len;
 	memcpy(info->buf, b->data, b->len);
-	fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (ioctl(fd, RNDADDENTROPY, info) < 0 ||
 	    ioctl(fd, RNDRESEEDCRNG) < 0)
 		r = -errno;
-	close(fd);
 	explicit_bzero(raw, sizeof(raw));
 	return r;
 }
@@ -163,7 +161,7 @@ static int on_reseed(struct al_agent *a, struct chan *c, struct al_msg *req,
 	rep->type = AL_MSG_OK;
 	if (!a->cfg->init) /* host tests: never touch the host's clock */
 		return 0;
-	r = add_entropy(&rs->entropy);
+	r = add_entropy(a->random_fd, &rs->entropy);
 	if (r < 0) {
 		snprintf(err, err_size, "add entropy: %s", strerror(-r));
 		return r;
