@@ -85,6 +85,9 @@ struct sb_vm {
 	bool prepared;                /* clone VMM connected, state fd in */
 	uint64_t start_ms;            /* monotonic ms at start */
 	uint64_t ready_ms;            /* start -> agent ready */
+	int64_t load_rt_us;           /* restore: CLOCK_REALTIME (us) when the
+				       * load was asked for, to set against
+				       * QMP event times (benchmarks) */
 	uint64_t deadline_ms;         /* hard TTL (monotonic), 0 = none */
 	char error[256];              /* what went wrong, for XX */
 	struct cg cg;                 /* host cgroup of QEMU */

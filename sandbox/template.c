@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox.h"
@@ -547,6 +548,10 @@ static int clone_finish(struct sb_vm *vm, const struct sb_options *o,
 	if (o->ttl_ms)
 		vm->deadline_ms = t0 + o->ttl_ms;
 	if (r == 0) {
+		struct timespec rt;
+
+		clock_gettime(CLOCK_REALTIME, &rt);
+		vm->load_rt_us = (int64_t)rt.tv_sec * 1000000 + rt.tv_nsec / 1000;
 		r = restore_load(vm);
 		if (r < 0 && vm->error[0] == 0)
 			vm_fail(vm, r, "load snapshot");

@@ -358,6 +358,20 @@ int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 }
 
 /* Connect QMP and the agent's socket (QEMU may still be starting). */
+/* Wait for QEMU to create its QMP socket, or to die trying (then at once,
+ * not after the whole timeout). */
+static int wait_socket(struct sb_vm *vm, const char *path, uint64_t deadline)
+{
+	while (access(path, F_OK) < 0) {
+		if (!sb_vm_alive(vm))
+			return -ECHILD;
+		if (sb_remaining(deadline) == 0)
+			return -ETIMEDOUT;
+		usleep(2000);
+	}
+	return 0;
+}
+
 int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 {
 	char path[PATH_MAX + 16];
@@ -366,7 +380,9 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 	if (o->ttl_ms)
 		vm->deadline_ms = sb_now_ms() + o->ttl_ms;
 	snprintf(path, sizeof(path), "%s/qmp.sock", vm->dir);
-	r = qmp_connect(&vm->qmp, path, QMP_TIMEOUT_MS);
+	r = wait_socket(vm, path, sb_now_ms() + QMP_TIMEOUT_MS);
+	if (r == 0)
+		r = qmp_connect(&vm->qmp, path, QMP_TIMEOUT_MS);
 	if (r < 0) {
 		vm_fail(vm, r, "connect qmp");
 		return r;

@@ -125,10 +125,94 @@ static int bench_cold(const struct sb_options *o, const struct opts *b,
 	return 0;
 }
 
+/* Where a pre-started restore's time goes, per clone. */
+struct phases {
+	struct series load;   /* migrate-incoming -> guest running (RESUME) */
+	struct series guest;  /* guest running -> reseed answered */
+	struct series blocks; /* TCG blocks translated by then (0 on KVM) */
+	struct series faults; /* host page faults QEMU took in the restore */
+};
+
+static double real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Minor page faults of a process so far (field 10 of /proc/PID/stat). */
+static long minor_faults(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	long v = -1;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the command name may hold anything */
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %ld", &v) != 1)
+		v = -1;
+	return v;
+}
+
+/* Translated blocks so far, from HMP `info jit` (TCG only). */
+static long tcg_blocks(struct sb_vm *vm)
+{
+	json_t *ret = NULL;
+	const char *s, *at;
+	char err[256];
+	long v = 0;
+
+	if (vm->accel != AL_ACCEL_TCG ||
+	    qmp_execute(&vm->qmp, "human-monitor-command",
+			json_pack("{s:s}", "command-line", "info jit"), 2000,
+			&ret, err, sizeof(err)) < 0)
+		return 0;
+	s = json_string_value(ret);
+	at = s ? strstr(s, "TB count") : NULL;
+	if (at)
+		v = strtol(at + strlen("TB count"), NULL, 10);
+	json_decref(ret);
+	return v;
+}
+
+static void record_phases(struct sb_vm *vm, double ready_rt, long faults0,
+			  struct phases *ph)
+{
+	json_t *ev = NULL, *ts;
+	double resume;
+
+	add(&ph->faults, faults0 < 0 ? 0 : (double)(minor_faults(vm->pid) -
+						     faults0));
+	add(&ph->blocks, (double)tcg_blocks(vm));
+	if (qmp_wait_event(&vm->qmp, "RESUME", 1000, &ev) < 0) {
+		add(&ph->load, 0);
+		add(&ph->guest, 0);
+		return;
+	}
+	ts = json_object_get(ev, "timestamp");
+	resume = (double)json_integer_value(json_object_get(ts, "seconds")) *
+			 1e3 +
+		 (double)json_integer_value(
+			 json_object_get(ts, "microseconds")) /
+			 1e3;
+	json_decref(ev);
+	add(&ph->load, resume - (double)vm->load_rt_us / 1e3);
+	add(&ph->guest, ready_rt - resume);
+}
+
 static int bench_restore(const struct sb_options *o, const struct opts *b,
-			 const struct sb_template *t, bool pooled,
+			 const struct sb_template *t, struct phases *ph,
 			 struct series *ready, struct series *first)
 {
+	bool pooled = ph != NULL;
 	struct sb_pool pool;
 	int r = 0;
 
@@ -136,6 +220,7 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 	sb_pool_fill(&pool);
 	for (int i = 0; i < b->clones && r == 0; i++) {
 		struct sb_vm *vm = NULL;
+		long faults0;
 		double t0;
 
 		/* let the refill start up and be prepared, as the worker does
@@ -146,10 +231,15 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 			nanosleep(&pause, NULL);
 			sb_pool_prepare(&pool);
 		}
+		faults0 = pool.n ? minor_faults(pool.spare[0]->pid) : -1;
 		t0 = now_ms();
 		r = sb_pool_restore(&pool, &vm);
 		if (r == 0) {
+			double rt = real_ms();
+
 			add(ready, now_ms() - t0);
+			if (ph)
+				record_phases(vm, rt, faults0, ph);
 			r = hello_step(vm);
 			add(first, now_ms() - t0);
 		}
@@ -236,6 +326,7 @@ int main(int argc, char **argv)
 	struct opts b = {"python", "bench-vm.json", 50, 5, 20};
 	struct series cold = {0}, coldf = {0}, pool = {0}, poolf = {0};
 	struct series bare = {0}, baref = {0};
+	struct phases ph = {0};
 	double pss = 0, rss = 0;
 	struct sb_template t;
 	struct sb_options o;
@@ -251,6 +342,10 @@ int main(int argc, char **argv)
 	poolf.v = calloc((size_t)b.clones, sizeof(double));
 	bare.v = calloc((size_t)b.clones, sizeof(double));
 	baref.v = calloc((size_t)b.clones, sizeof(double));
+	ph.load.v = calloc((size_t)b.clones, sizeof(double));
+	ph.guest.v = calloc((size_t)b.clones, sizeof(double));
+	ph.blocks.v = calloc((size_t)b.clones, sizeof(double));
+	ph.faults.v = calloc((size_t)b.clones, sizeof(double));
 	r = sb_template_open(&o, b.tmpl, &t);
 	if (r < 0) {
 		fprintf(stderr, "airlock-bench-vm: template %s: %s\n", b.tmpl,
@@ -258,8 +353,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (bench_cold(&o, &b, &cold, &coldf) < 0 ||
-	    bench_restore(&o, &b, &t, true, &pool, &poolf) < 0 ||
-	    bench_restore(&o, &b, &t, false, &bare, &baref) < 0 ||
+	    bench_restore(&o, &b, &t, &ph, &pool, &poolf) < 0 ||
+	    bench_restore(&o, &b, &t, NULL, &bare, &baref) < 0 ||
 	    bench_memory(&o, &b, &t, &pss, &rss) < 0)
 		return 1;
 
@@ -280,6 +375,15 @@ int main(int argc, char **argv)
 	       pct(&bare, 50), pct(&bare, 99));
 	printf("%-34s %10.1f %10.1f\n", "restore (fresh QEMU) -> output",
 	       pct(&baref, 50), pct(&baref, 99));
+	printf("\npre-started restore, per clone        p50        p99\n");
+	printf("%-34s %10.1f %10.1f\n", "  state load (ms)", pct(&ph.load, 50),
+	       pct(&ph.load, 99));
+	printf("%-34s %10.1f %10.1f\n", "  guest's first exchange (ms)",
+	       pct(&ph.guest, 50), pct(&ph.guest, 99));
+	printf("%-34s %10.0f %10.0f\n", "  TCG blocks translated",
+	       pct(&ph.blocks, 50), pct(&ph.blocks, 99));
+	printf("%-34s %10.0f %10.0f\n", "  host page faults (QEMU)",
+	       pct(&ph.faults, 50), pct(&ph.faults, 99));
 	printf("\ncold/restore ratio (p50, ready): %.1fx pre-started, %.1fx "
 	       "fresh QEMU\n",
 	       pct(&cold, 50) / pct(&pool, 50), pct(&cold, 50) / pct(&bare, 50));
@@ -301,6 +405,11 @@ int main(int argc, char **argv)
 		"\"p99\":%.1f},"
 		"\"restore_fresh_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
 		"\"restore_fresh_first_output_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"restore_load_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"restore_guest_first_exchange_ms\":{\"p50\":%.1f,"
+		"\"p99\":%.1f},"
+		"\"restore_tcg_blocks\":{\"p50\":%.0f,\"p99\":%.0f},"
+		"\"restore_host_page_faults\":{\"p50\":%.0f,\"p99\":%.0f},"
 		"\"ratio_cold_over_restore\":%.2f,"
 		"\"idle_pss_mib\":%.1f,\"idle_rss_mib\":%.1f}\n",
 		b.tmpl, al_accel_name(t.accel), o.memory_mb, b.clones, b.cold,
@@ -308,6 +417,9 @@ int main(int argc, char **argv)
 		pct(&coldf, 99), pct(&pool, 50), pct(&pool, 99),
 		pct(&poolf, 50), pct(&poolf, 99), pct(&bare, 50),
 		pct(&bare, 99), pct(&baref, 50), pct(&baref, 99),
+		pct(&ph.load, 50), pct(&ph.load, 99), pct(&ph.guest, 50),
+		pct(&ph.guest, 99), pct(&ph.blocks, 50), pct(&ph.blocks, 99),
+		pct(&ph.faults, 50), pct(&ph.faults, 99),
 		pct(&cold, 50) / pct(&pool, 50), pss, rss);
 	fclose(f);
 	printf("json: %s\n", b.json);

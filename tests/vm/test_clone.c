@@ -62,7 +62,71 @@ static void test_sequential(void **state)
 		CHECK(res.vm.restored, &res);
 		CHECK(out_is(&res, 1, "42\n"), &res);
 		al_result_release(&res);
+		if (i % 2) /* as the worker process does between jobs */
+			al_worker_idle(&worker);
 	}
+}
+
+static bool prints_42(struct sb_vm *vm)
+{
+	char *argv[] = {"python3", "-c", "print(6*7)", NULL};
+	struct al_step step = {.argv = argv, .argc = 3};
+	struct al_step_result r = {0};
+	struct al_limits lim;
+	bool ok;
+
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	ok = sb_vm_run_step(vm, &step, &lim, 30000, &r) == 0 &&
+	     r.status == AL_OK && r.stdout_.len == 3 &&
+	     !memcmp(r.stdout_.data, "42\n", 3);
+	al_step_result_release(&r);
+	return ok;
+}
+
+/* Pre-started VMMs: prepared ahead (connected, state fd passed, no guest
+ * state), one whose QEMU died is dropped, a prepared one restores. */
+static void test_pool(void **state)
+{
+	struct sb_template t;
+	struct sb_pool pool;
+	struct sb_vm *vm = NULL;
+	pid_t dead, next;
+
+	(void)state;
+	assert_int_equal(sb_template_open(&opts, "python", &t), 0);
+	sb_pool_init(&pool, &opts, &t, 3);
+	sb_pool_fill(&pool);
+	assert_int_equal(pool.n, 3);
+	/* one dies before it is prepared: prepare drops it */
+	dead = pool.spare[2]->pid;
+	kill(dead, SIGKILL);
+	sb_pool_prepare(&pool);
+	assert_int_equal(pool.n, 2);
+	for (size_t i = 0; i < pool.n; i++) {
+		assert_true(pool.spare[i]->prepared);
+		assert_true(pool.spare[i]->qmp.fd >= 0);
+		assert_true(pool.spare[i]->pid != dead);
+	}
+	/* the oldest dies after it was prepared: the restore takes the next */
+	dead = pool.spare[0]->pid;
+	next = pool.spare[1]->pid;
+	kill(dead, SIGKILL);
+	usleep(100000);
+	assert_int_equal(sb_pool_restore(&pool, &vm), 0);
+	assert_int_equal(vm->pid, next);
+	assert_true(vm->restored);
+	fprintf(stderr, "prepared restore: ready in %llu ms\n",
+		(unsigned long long)vm->ready_ms);
+	assert_true(prints_42(vm));
+	sb_vm_destroy(vm);
+	/* refilled by that restore; an unprepared spare restores too */
+	assert_int_equal(pool.n, 3);
+	assert_false(pool.spare[0]->prepared);
+	assert_int_equal(sb_pool_restore(&pool, &vm), 0);
+	assert_true(prints_42(vm));
+	sb_vm_destroy(vm);
+	sb_pool_release(&pool);
+	assert_int_equal(pool.n, 0);
 }
 
 static uint64_t now_realtime_ms(void)
@@ -338,6 +402,7 @@ int main(void)
 		cmocka_set_test_filter(getenv("AL_TEST_FILTER"));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sequential),
+		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_eight_alive),
 		cmocka_unit_test(test_kill_vmm),
 		cmocka_unit_test(test_hundred_jobs_clean),
