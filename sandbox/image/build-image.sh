@@ -38,7 +38,7 @@ readonly GUEST_MODULES=(virtio_pci virtio_blk virtio_console vmw_vsock_virtio_tr
 # TCG than gzip (see README.md), and the kernel is lz4 compressed anyway.
 readonly INITRD_NAME="initrd.cpio"
 # Recommended kernel command line (measured under TCG, see README.md).
-readonly KERNEL_CMDLINE="console=ttyS0 panic=-1 quiet loglevel=3 acpi=off tsc=reliable no_timer_check random.trust_cpu=on i8042.noaux i8042.nokbd i8042.nopnp i8042.dumbkbd 8250.nr_uarts=1 pci=lastbus=0 cryptomgr.notests"
+readonly KERNEL_CMDLINE="console=ttyS0 panic=-1 quiet loglevel=3 tsc=reliable no_timer_check random.trust_cpu=on i8042.noaux i8042.nokbd i8042.nopnp i8042.dumbkbd 8250.nr_uarts=1 pci=lastbus=0 cryptomgr.notests"
 # Packages every template gets on top of Debian's minbase variant.
 readonly BASE_PACKAGES=()
 # Paths dropped from the rootfs (dpkg path-exclude + a final sweep).

@@ -44,6 +44,21 @@ static void test_python_hello(void **state)
 	al_result_release(&res);
 }
 
+/* A job given 2 vCPUs sees 2 CPUs (the guest kernel finds them through
+ * ACPI: it has no MP-table parser, so acpi=off once left it on one). */
+static void test_two_vcpus(void **state)
+{
+	struct al_result res;
+
+	(void)state;
+	RUN("{\"limits\":{\"vcpus\":2},\"cmd\":[\"nproc\"]}", &res);
+	CHECK(res.status == AL_OK, &res);
+	CHECK(STEP(&res, 0)->stdout_.len == 2 &&
+		      !memcmp(STEP(&res, 0)->stdout_.data, "2\n", 2),
+	      &res);
+	al_result_release(&res);
+}
+
 static void test_c_compile_run(void **state)
 {
 	struct al_result res;
@@ -227,6 +242,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_python_hello),
+		cmocka_unit_test(test_two_vcpus),
 		cmocka_unit_test(test_c_compile_run),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_fork_bomb),
