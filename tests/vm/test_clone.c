@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -337,6 +339,44 @@ static void test_hundred_jobs_clean(void **state)
 	al_worker_init(&worker, &opts, al_policy_default(), "test-clone");
 }
 
+/* Run `fmt` through the shell (test set-up only). */
+static void shell(const char *fmt, ...)
+{
+	char cmd[3 * PATH_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A changed image (here: the same files under another content hash, in a
+ * state dir of its own) gets a template of its own, built afresh. */
+static void another_image(const struct sb_template *a)
+{
+	struct sb_options o = opts;
+	struct sb_template d, e;
+	char dir[] = "/var/tmp/airlock-test-imgXXXXXX";
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(o.state_dir, sizeof(o.state_dir), "%s", dir);
+	shell("set -e; d=%s/images/python-0123456789abcdef; mkdir -p $d; "
+	      "for f in %s/*; do ln -s \"$f\" $d/; done; rm $d/manifest.json; "
+	      "sed 's/\"hash\": *\"[0-9a-f]*\"/\"hash\": \"0123456789abcdef\"/' "
+	      "%s/manifest.json > $d/manifest.json; "
+	      "ln -s python-0123456789abcdef %s/images/python; "
+	      "chmod -R a+rX %s",
+	      dir, a->img.dir, a->img.dir, dir, dir);
+	assert_int_equal(sb_template_open(&o, "python", &d), 0);
+	assert_string_equal(d.img.hash, "0123456789abcdef");
+	assert_true(d.built);
+	assert_string_not_equal(d.key, a->key);
+	assert_int_equal(sb_template_open(&o, "python", &e), 0);
+	assert_false(e.built);
+	shell("rm -rf %s", dir);
+}
+
 /* The second open is a cache hit; a different machine config or image
  * rebuilds. */
 static void test_cache(void **state)
@@ -360,6 +400,7 @@ static void test_cache(void **state)
 	assert_string_not_equal(a.key, b.key);
 	assert_int_equal(sb_template_open(&o, "python", &c), 0);
 	assert_false(c.built);
+	another_image(&a);
 }
 
 /* No NIC at all: only lo, and the host's loopback is out of reach. */
