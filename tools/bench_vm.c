@@ -6,7 +6,12 @@
  * Measures, in one run on this machine:
  *   cold boot      QEMU start -> agent answered hello and was reseeded
  *   restore        request -> agent ready, for N clones one after another,
- *                  with pre-started VMMs (the worker's path) and without
+ *                  with pre-started VMMs (the worker's path: prepared
+ *                  between clones) and without
+ *   per clone      of the pre-started restores: state load (migrate-
+ *                  incoming -> RESUME event), the guest's first exchange
+ *                  (RESUME -> reseed answered), TCG blocks translated
+ *                  (HMP info jit) and QEMU's host page faults
  *   first output   request -> a `print(6*7)` step's result, both ways
  *   memory         PSS and RSS of each QEMU with `alive` idle clones up
  *                  at once (smaps_rollup; PSS shares the template pages)
