@@ -13,6 +13,7 @@
  *                  (RESUME -> reseed answered), TCG blocks translated
  *                  (HMP info jit) and QEMU's host page faults
  *   first output   request -> a `print(6*7)` step's result, both ways
+ *   steps          a `true` step, first and second in a clone (10 clones)
  *   memory         PSS and RSS of each QEMU with `alive` idle clones up
  *                  at once (smaps_rollup; PSS shares the template pages)
  * Prints a table and writes the figures as JSON. Needs built images.
@@ -63,20 +64,29 @@ static void add(struct series *s, double v)
 	s->v[s->n++] = v;
 }
 
-static int hello_step(struct sb_vm *vm)
+/* Run argv as a step; it must end OK with `out_len` bytes of stdout. */
+static int run_cmd(struct sb_vm *vm, char **argv, size_t out_len)
 {
-	char *argv[] = {"python3", "-c", "print(6*7)", NULL};
-	struct al_step step = {.argv = argv, .argc = 3};
+	struct al_step step = {.argv = argv};
 	struct al_limits lim;
 	struct al_step_result r = {0};
 	int rc;
 
+	while (argv[step.argc])
+		step.argc++;
 	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
 	rc = sb_vm_run_step(vm, &step, &lim, 30000, &r);
-	if (rc == 0 && (r.status != AL_OK || r.stdout_.len != 3))
+	if (rc == 0 && (r.status != AL_OK || r.stdout_.len != out_len))
 		rc = -EPROTO;
 	al_step_result_release(&r);
 	return rc;
+}
+
+static int hello_step(struct sb_vm *vm)
+{
+	char *argv[] = {"python3", "-c", "print(6*7)", NULL};
+
+	return run_cmd(vm, argv, 3);
 }
 
 /* smaps_rollup of a process: Pss and Rss in KiB. */
@@ -256,6 +266,45 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 	return r;
 }
 
+/* A step's cost in a fresh clone: `true` run twice in each of up to 10
+ * clones. The first pays for TCG translating fork, exec, the dynamic
+ * loader and libc in this new QEMU; the second shows the rest. */
+static int bench_steps(const struct sb_options *o, const struct opts *b,
+		       const struct sb_template *t, struct series *first,
+		       struct series *second)
+{
+	char *argv[] = {"true", NULL};
+	struct sb_pool pool;
+	int r = 0;
+
+	sb_pool_init(&pool, o, t, o->prestart);
+	sb_pool_fill(&pool);
+	for (int i = 0; i < b->clones && i < 10 && r == 0; i++) {
+		struct sb_vm *vm = NULL;
+		struct timespec pause = {0, 300 * 1000000};
+		double t0;
+
+		nanosleep(&pause, NULL);
+		sb_pool_prepare(&pool);
+		r = sb_pool_restore(&pool, &vm);
+		if (r == 0) {
+			t0 = now_ms();
+			r = run_cmd(vm, argv, 0);
+			add(first, now_ms() - t0);
+		}
+		if (r == 0) {
+			t0 = now_ms();
+			r = run_cmd(vm, argv, 0);
+			add(second, now_ms() - t0);
+		}
+		if (r < 0)
+			fprintf(stderr, "steps: %s\n", vm ? vm->error : "");
+		sb_vm_destroy(vm);
+	}
+	sb_pool_release(&pool);
+	return r;
+}
+
 static int bench_memory(const struct sb_options *o, const struct opts *b,
 			const struct sb_template *t, double *pss_avg,
 			double *rss_avg)
@@ -332,6 +381,7 @@ int main(int argc, char **argv)
 	struct series cold = {0}, coldf = {0}, pool = {0}, poolf = {0};
 	struct series bare = {0}, baref = {0};
 	struct phases ph = {0};
+	struct series true1 = {0}, true2 = {0};
 	double pss = 0, rss = 0;
 	struct sb_template t;
 	struct sb_options o;
@@ -351,6 +401,8 @@ int main(int argc, char **argv)
 	ph.guest.v = calloc((size_t)b.clones, sizeof(double));
 	ph.blocks.v = calloc((size_t)b.clones, sizeof(double));
 	ph.faults.v = calloc((size_t)b.clones, sizeof(double));
+	true1.v = calloc(10, sizeof(double));
+	true2.v = calloc(10, sizeof(double));
 	r = sb_template_open(&o, b.tmpl, &t);
 	if (r < 0) {
 		fprintf(stderr, "airlock-bench-vm: template %s: %s\n", b.tmpl,
@@ -360,6 +412,7 @@ int main(int argc, char **argv)
 	if (bench_cold(&o, &b, &cold, &coldf) < 0 ||
 	    bench_restore(&o, &b, &t, &ph, &pool, &poolf) < 0 ||
 	    bench_restore(&o, &b, &t, NULL, &bare, &baref) < 0 ||
+	    bench_steps(&o, &b, &t, &true1, &true2) < 0 ||
 	    bench_memory(&o, &b, &t, &pss, &rss) < 0)
 		return 1;
 
@@ -380,6 +433,10 @@ int main(int argc, char **argv)
 	       pct(&bare, 50), pct(&bare, 99));
 	printf("%-34s %10.1f %10.1f\n", "restore (fresh QEMU) -> output",
 	       pct(&baref, 50), pct(&baref, 99));
+	printf("%-34s %10.1f %10.1f\n", "step `true`, first in a clone",
+	       pct(&true1, 50), pct(&true1, 99));
+	printf("%-34s %10.1f %10.1f\n", "step `true`, second in a clone",
+	       pct(&true2, 50), pct(&true2, 99));
 	printf("\npre-started restore, per clone        p50        p99\n");
 	printf("%-34s %10.1f %10.1f\n", "  state load (ms)", pct(&ph.load, 50),
 	       pct(&ph.load, 99));
@@ -415,6 +472,8 @@ int main(int argc, char **argv)
 		"\"p99\":%.1f},"
 		"\"restore_tcg_blocks\":{\"p50\":%.0f,\"p99\":%.0f},"
 		"\"restore_host_page_faults\":{\"p50\":%.0f,\"p99\":%.0f},"
+		"\"step_true_first_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
+		"\"step_true_second_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
 		"\"ratio_cold_over_restore\":%.2f,"
 		"\"idle_pss_mib\":%.1f,\"idle_rss_mib\":%.1f}\n",
 		b.tmpl, al_accel_name(t.accel), o.memory_mb, b.clones, b.cold,
@@ -424,7 +483,8 @@ int main(int argc, char **argv)
 		pct(&bare, 99), pct(&baref, 50), pct(&baref, 99),
 		pct(&ph.load, 50), pct(&ph.load, 99), pct(&ph.guest, 50),
 		pct(&ph.guest, 99), pct(&ph.blocks, 50), pct(&ph.blocks, 99),
-		pct(&ph.faults, 50), pct(&ph.faults, 99),
+		pct(&ph.faults, 50), pct(&ph.faults, 99), pct(&true1, 50),
+		pct(&true1, 99), pct(&true2, 50), pct(&true2, 99),
 		pct(&cold, 50) / pct(&pool, 50), pss, rss);
 	fclose(f);
 	printf("json: %s\n", b.json);
