@@ -600,17 +600,23 @@ void sb_pool_fill(struct sb_pool *p)
 	}
 }
 
+/* Take spare i out of the pool, keeping the rest in order. */
+static struct sb_vm *pool_take(struct sb_pool *p, size_t i)
+{
+	struct sb_vm *vm = p->spare[i];
+
+	memmove(p->spare + i, p->spare + i + 1,
+		(--p->n - i) * sizeof(p->spare[0]));
+	return vm;
+}
+
 void sb_pool_prepare(struct sb_pool *p)
 {
 	for (size_t i = 0; i < p->n;) {
-		if (clone_prepare(p->spare[i], p->o, p->t) == 0) {
+		if (clone_prepare(p->spare[i], p->o, p->t) == 0)
 			i++;
-			continue;
-		}
-		/* a VMM that cannot be prepared is dropped, not handed out */
-		sb_vm_destroy(p->spare[i]);
-		memmove(p->spare + i, p->spare + i + 1,
-			(--p->n - i) * sizeof(p->spare[0]));
+		else /* a VMM that cannot be prepared is dropped */
+			sb_vm_destroy(pool_take(p, i));
 	}
 }
 
@@ -622,8 +628,7 @@ int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret)
 
 	/* oldest first; a spare whose QEMU died is dropped */
 	while (p->n && !vm) {
-		vm = p->spare[0];
-		memmove(p->spare, p->spare + 1, --p->n * sizeof(p->spare[0]));
+		vm = pool_take(p, 0);
 		if (!sb_vm_alive(vm)) {
 			sb_vm_destroy(vm);
 			vm = NULL;
