@@ -6,6 +6,9 @@
  * under KVM and uses KVM only if the agent answers within PROBE_MS; the
  * verdict is cached per image and QEMU binary in the state dir, so the
  * probe costs one boot per image, not one per VM.
+ *
+ * This file decides and caches only: the probe boot is the caller's
+ * callback (vm.c), so the dependency runs one way, vm.c -> accel.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox.h"
-#include "vm_internal.h"
+#include "accel.h"
 
 #define PROBE_MS 20000
 
@@ -72,11 +74,10 @@ static void cache_write(const char *path, enum al_accel a)
 		unlink(tmp);
 }
 
-enum al_accel sb_accel_resolve(const struct sb_options *o,
-			       const struct sb_image *img)
+enum al_accel accel_decide(const struct sb_options *o,
+			   const struct sb_image *img, accel_probe_fn probe)
 {
 	char path[PATH_MAX];
-	struct sb_vm *vm = NULL;
 	enum al_accel a;
 	int cached;
 
@@ -88,10 +89,7 @@ enum al_accel sb_accel_resolve(const struct sb_options *o,
 	cached = cache_read(path);
 	if (cached >= 0)
 		return (enum al_accel)cached;
-	a = vm_boot_accel(o, img, AL_ACCEL_KVM, PROBE_MS, &vm) == 0
-		    ? AL_ACCEL_KVM
-		    : AL_ACCEL_TCG;
-	sb_vm_destroy(vm);
+	a = probe(o, img, PROBE_MS) ? AL_ACCEL_KVM : AL_ACCEL_TCG;
 	cache_write(path, a);
 	return a;
 }

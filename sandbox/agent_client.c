@@ -13,29 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "util.h"
 
 /* A step can keep at most AL_OUTPUT_MAX per stream; streaming more than
  * this in all is a misbehaving guest. */
 #define STREAM_MAX (2 * (uint64_t)AL_OUTPUT_MAX + (1u << 20))
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int left_ms(int64_t deadline)
-{
-	int64_t t = deadline - now_ms();
-
-	return t <= 0 ? 0 : t > INT32_MAX ? INT32_MAX : (int)t;
-}
 
 void al_agent_client_init(struct al_agent_client *c, int fd)
 {
@@ -61,7 +46,7 @@ static void keep_error(struct al_agent_client *c, const char *msg)
 }
 
 static int send_all(struct al_agent_client *c, const char *buf, size_t len,
-		    int64_t deadline)
+		    struct al_deadline d)
 {
 	struct pollfd p = {c->fd, POLLOUT, 0};
 	ssize_t n;
@@ -77,7 +62,7 @@ static int send_all(struct al_agent_client *c, const char *buf, size_t len,
 		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			return errno == ECONNRESET ? -EPIPE : -errno;
-		n = poll(&p, 1, left_ms(deadline));
+		n = poll(&p, 1, al_deadline_poll_ms(d));
 		if (n == 0)
 			return -ETIMEDOUT;
 		if (n > 0 && (p.revents & (POLLERR | POLLNVAL)))
@@ -87,32 +72,23 @@ static int send_all(struct al_agent_client *c, const char *buf, size_t len,
 }
 
 /* Read until one frame is complete, then decode it. */
-static int recv_msg(struct al_agent_client *c, int64_t deadline,
+static int recv_msg(struct al_agent_client *c, struct al_deadline d,
 		    struct al_msg *ret)
 {
 	static __thread uint8_t buf[64u << 10];
-	struct pollfd p = {c->fd, POLLIN, 0};
 	size_t want, len;
 	uint8_t *body;
 	ssize_t n;
 	int r;
 
 	while (!al_frame_reader_ready(&c->rd)) {
-		r = poll(&p, 1, left_ms(deadline));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -ETIMEDOUT;
 		want = al_frame_reader_want(&c->rd);
-		n = read(c->fd, buf, want < sizeof(buf) ? want : sizeof(buf));
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0)
-			return errno == ECONNRESET ? -EPIPE : -errno;
-		if (n == 0)
+		n = sb_read_deadline(c->fd, buf,
+				     want < sizeof(buf) ? want : sizeof(buf), d);
+		if (n == 0 || n == -ECONNRESET)
 			return -EPIPE;
+		if (n < 0)
+			return (int)n;
 		r = (int)al_frame_reader_feed(&c->rd, buf, (size_t)n);
 		if (r < 0)
 			return r;
@@ -131,7 +107,7 @@ static int call(struct al_agent_client *c, const struct al_msg *req,
 		enum al_msg_type want, al_agent_out_fn out, void *opaque,
 		int timeout_ms, struct al_msg *ret)
 {
-	int64_t deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
 	uint64_t streamed = 0;
 	struct al_msg m = {0};
 	char *buf = NULL;
@@ -144,10 +120,10 @@ static int call(struct al_agent_client *c, const struct al_msg *req,
 	r = al_msg_encode(req, &buf, &len);
 	if (r < 0)
 		return r; /* nothing sent: still usable */
-	r = send_all(c, buf, len, deadline);
+	r = send_all(c, buf, len, d);
 	free(buf);
 	while (r == 0) {
-		r = recv_msg(c, deadline, &m);
+		r = recv_msg(c, d, &m);
 		if (r < 0 || m.type != AL_MSG_OUT ||
 		    req->type != AL_MSG_RUN_STEP)
 			break;

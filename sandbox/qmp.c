@@ -1,7 +1,8 @@
 /* qmp.c: QMP client: newline-delimited JSON over a unix socket, every read
- * under a deadline and a line cap. Callers: vmm.c (templates, clones). */
+ * under a deadline and a line cap. Callers: vm.c (connect, the migration
+ * capability and fd hand-over), template.c (saving a template), clone.c
+ * (loading a snapshot), tests/vm/test_qmp.c and tools/bench_vm.c. */
 #include <errno.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,24 +13,12 @@
 #include "qmp.h"
 #include "util.h"
 
-static long long now_ms(void)
-{
-	return (long long)sb_now_ms();
-}
-
-static int remaining(long long deadline)
-{
-	return sb_remaining((uint64_t)deadline);
-}
-
 /* One JSON object per line; *ret is the parsed line. */
-static int read_line(struct qmp *q, long long deadline, json_t **ret)
+static int read_line(struct qmp *q, struct al_deadline d, json_t **ret)
 {
 	for (;;) {
 		char *nl = q->len ? memchr(q->buf, '\n', q->len) : NULL;
-		struct pollfd p = {.fd = q->fd, .events = POLLIN};
 		ssize_t n;
-		int r;
 
 		if (nl) {
 			size_t line = (size_t)(nl - q->buf) + 1;
@@ -42,18 +31,10 @@ static int read_line(struct qmp *q, long long deadline, json_t **ret)
 		}
 		if (q->len >= QMP_LINE_MAX)
 			return -EPROTO;
-		r = poll(&p, 1, remaining(deadline));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -ETIMEDOUT;
-		n = read(q->fd, q->buf + q->len, QMP_LINE_MAX - q->len);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
+		n = sb_read_deadline(q->fd, q->buf + q->len,
+				     QMP_LINE_MAX - q->len, d);
 		if (n < 0)
-			return -errno;
+			return (int)n;
 		if (n == 0)
 			return -ECONNRESET;
 		q->len += (size_t)n;
@@ -106,7 +87,7 @@ static int exchange(struct qmp *q, const char *cmd, json_t *args, int fd,
 		    int timeout_ms, json_t **ret_return, char *errbuf,
 		    size_t errlen)
 {
-	long long deadline = now_ms() + timeout_ms;
+	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
 	json_t *req, *reply = NULL;
 	char *text;
 	int r;
@@ -129,7 +110,7 @@ static int exchange(struct qmp *q, const char *cmd, json_t *args, int fd,
 		r = send_all(q->fd, "\n", 1, -1);
 	free(text);
 	while (r == 0) {
-		r = read_line(q, deadline, &reply);
+		r = read_line(q, d, &reply);
 		if (r < 0)
 			break;
 		if (json_object_get(reply, "event")) {
@@ -174,7 +155,7 @@ int qmp_execute_fd(struct qmp *q, const char *cmd, json_t *args, int fd,
 int qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
 		   json_t **ret_event)
 {
-	long long deadline = now_ms() + timeout_ms;
+	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
 
 	for (;;) {
 		json_t *ev = NULL;
@@ -197,7 +178,7 @@ int qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
 				return 0;
 			}
 		}
-		r = read_line(q, deadline, &ev);
+		r = read_line(q, d, &ev);
 		if (r < 0)
 			return r;
 		if (json_object_get(ev, "event"))
@@ -209,7 +190,7 @@ int qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
 
 int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
 {
-	long long deadline = now_ms() + timeout_ms;
+	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
 	json_t *greeting = NULL;
 	int r;
 
@@ -218,11 +199,11 @@ int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
 	q->buf = malloc(QMP_LINE_MAX);
 	if (!q->buf)
 		return -ENOMEM;
-	r = sb_connect_unix(path, (uint64_t)deadline);
+	r = sb_connect_unix(path, d);
 	if (r < 0)
 		goto fail;
 	q->fd = r;
-	r = read_line(q, deadline, &greeting);
+	r = read_line(q, d, &greeting);
 	if (r < 0)
 		goto fail;
 	if (!json_object_get(greeting, "QMP")) {
@@ -231,7 +212,7 @@ int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
 		goto fail;
 	}
 	json_decref(greeting);
-	r = qmp_execute(q, "qmp_capabilities", NULL, remaining(deadline), NULL,
+	r = qmp_execute(q, "qmp_capabilities", NULL, al_deadline_poll_ms(d), NULL,
 			NULL, 0);
 	if (r == 0)
 		return 0;

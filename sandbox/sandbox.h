@@ -14,9 +14,13 @@
  *     sockets and cgroup. Always, whatever happened; a VM never runs a
  *     second job.
  *
- * Errors are negative errno; the VM's `error` text says what failed in
- * words for the XX result (no guest bytes unescaped). A call that fails
- * with anything but -EPROTO leaves the VM unusable: destroy it.
+ * Errors are negative errno; sb_vm_error() says what failed in words for
+ * the XX result (no guest bytes unescaped). A call that fails with
+ * anything but -EPROTO leaves the VM unusable: destroy it.
+ *
+ * This header pulls in no QMP, JSON, cgroup or agent-protocol types: a
+ * VM is opaque here, read through sb_vm_error(), sb_vm_accel() and the
+ * other accessors at the end.
  */
 #ifndef AL_SANDBOX_H
 #define AL_SANDBOX_H
@@ -26,9 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent_client.h"
-#include "cgroup.h"
-#include "qmp.h"
+#include "clock.h"
 #include "results.h"
 
 enum sb_carrier {
@@ -72,27 +74,10 @@ struct sb_image {
 	char warmup[1024];      /* shell command run before a snapshot, "" */
 };
 
-struct sb_vm {
-	pid_t pid;                    /* QEMU, -1 once reaped */
-	int pidfd;                    /* pidfd of QEMU, -1 if none */
-	int agent_fd;                 /* stream to the agent */
-	struct al_agent_client agent; /* protocol state on agent_fd */
-	struct qmp qmp;               /* QMP connection (fd -1 if none) */
-	char dir[PATH_MAX];           /* per-VM run dir */
-	char template_[AL_NAME_MAX + 1]; /* template it runs */
-	enum al_accel accel;          /* accelerator that ran */
-	bool restored;                /* restored from a snapshot */
-	bool prepared;                /* clone VMM connected, state fd in */
-	uint64_t start_ms;            /* monotonic ms at start */
-	uint64_t ready_ms;            /* start -> agent ready */
-	int64_t load_rt_us;           /* restore: CLOCK_REALTIME (us) when the
-				       * load was asked for, to set against
-				       * QMP event times (benchmarks) */
-	uint64_t deadline_ms;         /* hard TTL (monotonic), 0 = none */
-	char error[256];              /* what went wrong, for XX */
-	struct cg cg;                 /* host cgroup of QEMU */
-	uint32_t cid;                 /* vsock guest CID, 0 = virtio-serial */
-};
+/* One VM (opaque: sandbox/vm_internal.h defines it). Read it through the
+ * sb_vm_* accessors below. */
+struct sb_vm;
+struct al_msg_files;
 
 /* Which carrier `o` resolves to on this host. */
 enum sb_carrier sb_carrier_resolve(const struct sb_options *o);
@@ -173,5 +158,28 @@ int sb_vm_get_files(struct sb_vm *vm, char *const *paths, size_t n,
 /* Is the VMM process still alive? */
 bool sb_vm_alive(struct sb_vm *vm);
 void sb_vm_destroy(struct sb_vm *vm);
+/* Release what sb_vm_get_files() returned. */
+void sb_files_release(struct al_msg_files *f);
+
+/* Accessors. Each accepts a VM in any state, failed ones included. */
+/* What went wrong, in words ("" when nothing did; "" for a NULL vm). */
+const char *sb_vm_error(const struct sb_vm *vm);
+/* The accelerator it runs under. */
+enum al_accel sb_vm_accel(const struct sb_vm *vm);
+/* Restored from a template snapshot (else cold-booted). */
+bool sb_vm_restored(const struct sb_vm *vm);
+/* Milliseconds from the request (boot or restore) to the agent ready. */
+uint64_t sb_vm_ready_ms(const struct sb_vm *vm);
+/* A restore: CLOCK_REALTIME in microseconds when the snapshot load was
+ * asked for, to set against QMP event times (benchmarks); 0 if none. */
+int64_t sb_vm_load_rt_us(const struct sb_vm *vm);
+/* The VMM's pid (-1 once reaped), for /proc figures in benchmarks. */
+pid_t sb_vm_pid(const struct sb_vm *vm);
+/* Set the VM's hard deadline: every later call is cut to it. A pooled VMM
+ * started with other options gets the job's TTL this way. */
+void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d);
+
+/* "v2", "v1" or "none": the host cgroup support VMMs get (doctor). */
+const char *cg_version(void);
 
 #endif

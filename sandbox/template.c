@@ -1,4 +1,4 @@
-/* template.c: template snapshots and copy-on-write clones.
+/* template.c: the template cache: key, lock, build and save.
  *
  * Theory of operation. A template is one booted, idle VM saved to disk:
  *
@@ -9,19 +9,15 @@
  *              x-ignore-shared, which leaves shared RAM out of the stream
  *     inputs   what KEY was computed from, written last (= complete)
  *
- * A clone is a new QEMU with the same command line except that it maps
- * `mem` with share=off (MAP_PRIVATE: every clone shares the untouched pages
- * through the page cache and gets private copies of what it writes) and
- * waits in -incoming defer with QMP connected and the `state` fd passed
- * (done ahead of the job for pre-started VMMs); migrate-incoming then
- * loads `state` and, since the template was saved running, QEMU resumes
- * the guest by itself where the template stopped: the agent blocked in
- * poll(), waiting for a request. The host's first request hands over
- * fresh entropy and the clock before any job code runs (clones are
- * otherwise identical, CRNG included); its reply says the clone is up.
+ * Building one is a cold boot (vm.c's steps) with RAM in `mem`, the
+ * image's warm-up command, a settle pause, the reseed request a clone
+ * will start with, then a migration to `state` while the guest runs.
+ * clone.c turns a template into VMs; this file only makes and finds
+ * templates, and calls nothing in clone.c.
  *
  * KEY hashes the image hash, the machine config (RAM, vCPUs, accelerator,
- * carrier, the whole QEMU command line, the revision below), the VMM's uid
+ * carrier, the whole QEMU command line from machine.c, the revision
+ * below), the VMM's uid
  * (it owns `mem`) and the QEMU binary's identity (path, size, mtime), so
  * any change rebuilds. `inputs` holds the full text, compared on open, so
  * a hash collision cannot hand out a wrong template. Builds happen in a
@@ -45,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "machine.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
@@ -53,7 +50,6 @@
  * the QEMU command line is in the key by itself (machine_hash). */
 #define MACHINE_REV 5
 #define SAVE_TIMEOUT_MS 60000
-#define QMP_CALL_MS 5000
 #define WARMUP_TIMEOUT_MS 120000
 #define SETTLE_MS 2000
 
@@ -72,12 +68,17 @@ static uint64_t machine_hash(const struct sb_options *o,
 			     const struct sb_image *img, enum al_accel accel,
 			     const char *qemu)
 {
-	struct vm_mem m = {.path = "MEM", .share = true};
+	struct machine_spec m = {
+		.qemu = qemu,
+		.accel = accel,
+		.dir = "DIR",
+		.mem = {.path = "MEM", .share = true},
+		.cid = sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? 3 : 0,
+	};
 	struct vmm_argv a = {0};
 	uint64_t h = 0;
 
-	vm_machine_args(&a, qemu, o, img, accel, "DIR", &m,
-			sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? 3 : 0);
+	machine_argv(&a, o, img, &m);
 	for (size_t i = 0; i < a.n; i++)
 		h = h * 31 + fnv1a(a.v[i]);
 	vmm_argv_release(&a);
@@ -90,7 +91,7 @@ static int template_inputs(const struct sb_options *o,
 {
 	char qemu[PATH_MAX];
 	struct stat st;
-	int r = find_binary(o->qemu, qemu, sizeof(qemu));
+	int r = sb_find_binary(o->qemu, qemu, sizeof(qemu));
 
 	if (r < 0)
 		return r;
@@ -196,34 +197,17 @@ static void remove_stale(const char *base, const char *name,
 	closedir(d);
 }
 
-static int qmp_capability(struct sb_vm *vm)
-{
-	json_t *caps = json_pack("{s:[{s:s,s:b}]}", "capabilities",
-				 "capability", "x-ignore-shared", "state", 1);
-
-	return qmp_execute(&vm->qmp, "migrate-set-capabilities", caps,
-			   QMP_CALL_MS, NULL, vm->error, sizeof(vm->error));
-}
-
-static int qmp_pass_fd(struct sb_vm *vm, int fd)
-{
-	return qmp_execute_fd(&vm->qmp, "getfd",
-			      json_pack("{s:s}", "fdname", "state"), fd,
-			      QMP_CALL_MS, vm->error, sizeof(vm->error));
-}
-
 /* Poll query-migrate until it completes; -EIO if it failed. */
 static int wait_migration(struct sb_vm *vm, int timeout_ms)
 {
-	uint64_t deadline = sb_now_ms() + (uint64_t)timeout_ms;
+	struct al_deadline d = al_deadline_in((uint64_t)timeout_ms);
 
 	for (;;) {
 		json_t *ret = NULL;
 		const char *st;
 		int r;
 
-		r = qmp_execute(&vm->qmp, "query-migrate", NULL, QMP_CALL_MS,
-				&ret, vm->error, sizeof(vm->error));
+		r = vm_qmp(vm, "query-migrate", NULL, &ret);
 		if (r < 0)
 			return r;
 		st = json_string_value(json_object_get(ret, "status"));
@@ -241,7 +225,7 @@ static int wait_migration(struct sb_vm *vm, int timeout_ms)
 			return -EIO;
 		}
 		json_decref(ret);
-		if (sb_remaining(deadline) == 0) {
+		if (al_deadline_passed(d)) {
 			snprintf(vm->error, sizeof(vm->error),
 				 "migration did not finish in %d ms",
 				 timeout_ms);
@@ -283,31 +267,16 @@ static int template_warmup(struct sb_vm *vm, const struct sb_image *img)
 	return r;
 }
 
-/* Cold boot into `dir`/mem (shared) and save the device state. */
-static int template_build(const struct sb_options *o,
-			  const struct sb_image *img, enum al_accel accel,
-			  const char *dir, char *err, size_t errlen)
+/* Cold boot with RAM in `mem` (shared), warm up, settle, and make the
+ * request a clone starts with. */
+static int template_boot(struct sb_vm *vm, const struct sb_options *o,
+			 const struct sb_image *img, const char *mem)
 {
-	char qemu[PATH_MAX], mem[PATH_MAX + 8], path[PATH_MAX + 8];
-	struct vm_mem m = {.path = mem, .share = true};
-	struct vmm_argv a = {0};
-	struct sb_vm *vm = vm_new();
-	int fd = -1, r;
+	struct machine_mem m = {.path = mem, .share = true};
+	int r = vm_launch(vm, o, img, &m);
 
-	if (!vm)
-		return -ENOMEM;
-	snprintf(mem, sizeof(mem), "%s/mem", dir);
-	snprintf(path, sizeof(path), "%s/state", dir);
-	vm->accel = accel;
-	r = find_binary(o->qemu, qemu, sizeof(qemu));
 	if (r == 0)
-		r = vm_make_dir(o, vm);
-	if (r < 0)
-		goto out;
-	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
-		vm->cid = vm_new_cid();
-	vm_machine_args(&a, qemu, o, img, accel, vm->dir, &m, vm->cid);
-	r = vm_start(vm, o, &a);
+		r = vm_connect(vm, o);
 	if (r == 0)
 		r = vm_handshake(vm, o, o->boot_timeout_ms);
 	if (r == 0)
@@ -327,31 +296,52 @@ static int template_build(const struct sb_options *o,
 		if (r < 0)
 			vm_fail(vm, r, "agent reseed");
 	}
-	/* saved running: QEMU stops the guest itself for the device state,
-	 * and the runstate it records makes clones start on their own */
+	return r;
+}
+
+/* Save the device state to `path`, the guest still running: QEMU stops it
+ * itself for the device state, and the runstate it records makes clones
+ * start on their own. */
+static int template_save(struct sb_vm *vm, const char *path)
+{
+	int fd, r = vm_qmp_ignore_shared(vm);
+
+	if (r < 0)
+		return r;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = vm_qmp_pass_state(vm, fd);
 	if (r == 0)
-		r = qmp_capability(vm);
-	if (r == 0) {
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			  0600);
-		r = fd < 0 ? -errno : qmp_pass_fd(vm, fd);
-	}
-	if (r == 0)
-		r = qmp_execute(&vm->qmp, "migrate",
-				json_pack("{s:s}", "uri", "fd:state"),
-				QMP_CALL_MS, NULL, vm->error,
-				sizeof(vm->error));
+		r = vm_qmp(vm, "migrate", json_pack("{s:s}", "uri", "fd:state"),
+			   NULL);
 	if (r == 0)
 		r = wait_migration(vm, SAVE_TIMEOUT_MS);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
-out:
+	close(fd);
+	return r;
+}
+
+/* Cold boot into `dir`/mem (shared) and save the device state. */
+static int template_build(const struct sb_options *o,
+			  const struct sb_image *img, enum al_accel accel,
+			  const char *dir, char *err, size_t errlen)
+{
+	char mem[PATH_MAX + 8], path[PATH_MAX + 8];
+	struct sb_vm *vm = NULL;
+	int fd, r;
+
+	snprintf(mem, sizeof(mem), "%s/mem", dir);
+	snprintf(path, sizeof(path), "%s/state", dir);
+	r = vm_create(o, img->name, accel, &vm);
+	if (r == 0)
+		r = template_boot(vm, o, img, mem);
+	if (r == 0)
+		r = template_save(vm, path);
 	if (r < 0)
-		snprintf(err, errlen, "%s", vm->error[0] ? vm->error
-							 : strerror(-r));
-	if (fd >= 0)
-		close(fd);
-	vmm_argv_release(&a);
+		snprintf(err, errlen, "%s",
+			 vm && vm->error[0] ? vm->error : strerror(-r));
 	sb_vm_destroy(vm);
 	if (r == 0) {
 		fd = open(mem, O_RDONLY | O_CLOEXEC);
@@ -385,7 +375,7 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 			   size_t errlen)
 {
 	char tmp[PATH_MAX];
-	uint64_t t0 = sb_now_ms();
+	uint64_t t0 = al_now_ms();
 	int r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.build-%s-XXXXXX", base,
@@ -410,7 +400,7 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 		return r;
 	}
 	t->built = true;
-	t->build_ms = sb_now_ms() - t0;
+	t->build_ms = al_now_ms() - t0;
 	return 0;
 }
 
@@ -464,195 +454,3 @@ out:
 	return r;
 }
 
-/* Everything a restore needs that holds no guest state: QMP and the agent
- * socket connected, x-ignore-shared set, the state file's fd handed over.
- * A pre-started VMM has this done while the previous job runs
- * (sb_pool_prepare), which takes 4-8 ms off the restore under TCG. */
-static int clone_prepare(struct sb_vm *vm, const struct sb_options *o,
-			 const struct sb_template *t)
-{
-	char path[PATH_MAX + 16];
-	int fd, r;
-
-	if (vm->prepared)
-		return 0;
-	r = vm_connect(vm, o);
-	if (r == 0)
-		r = qmp_capability(vm);
-	if (r == 0) {
-		snprintf(path, sizeof(path), "%s/state", t->dir);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		r = fd < 0 ? -errno : qmp_pass_fd(vm, fd);
-		if (fd >= 0)
-			close(fd); /* QEMU holds its own copy now */
-	}
-	if (r < 0 && !vm->error[0])
-		vm_fail(vm, r, "prepare restore");
-	vm->prepared = r == 0;
-	return r;
-}
-
-/* Load the snapshot into a prepared VMM. The template was saved running,
- * so QEMU starts the guest by itself once the state is in: no polling for
- * the end of the load, no `cont`. A load that fails makes QEMU exit with
- * the reason on stderr, which the first agent call reports. */
-static int restore_load(struct sb_vm *vm)
-{
-	return qmp_execute(&vm->qmp, "migrate-incoming",
-			   json_pack("{s:s}", "uri", "fd:state"), QMP_CALL_MS,
-			   NULL, vm->error, sizeof(vm->error));
-}
-
-/* A VMM for a clone of `t`, waiting in -incoming defer: no guest state,
- * so it may be started ahead of the job that will use it. */
-static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
-		       struct sb_vm **ret)
-{
-	char qemu[PATH_MAX], mem[PATH_MAX + 8];
-	struct vm_mem m = {.path = mem, .share = false, .incoming = true};
-	struct vmm_argv a = {0};
-	struct sb_vm *vm = vm_new();
-	int r;
-
-	if (!vm)
-		return -ENOMEM;
-	*ret = vm;
-	vm->accel = t->accel;
-	vm->restored = true;
-	snprintf(vm->template_, sizeof(vm->template_), "%s", t->img.name);
-	snprintf(mem, sizeof(mem), "%s/mem", t->dir);
-	r = find_binary(o->qemu, qemu, sizeof(qemu));
-	if (r == 0)
-		r = vm_make_dir(o, vm);
-	if (r < 0) {
-		vm_fail(vm, r, "restore");
-		return r;
-	}
-	/* same devices as the template, a CID of its own */
-	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
-		vm->cid = vm_new_cid();
-	vm_machine_args(&a, qemu, o, &t->img, t->accel, vm->dir, &m, vm->cid);
-	r = vm_spawn(vm, o, &a);
-	vmm_argv_release(&a);
-	return r;
-}
-
-/* Load the snapshot into a spawned VMM and bring the agent up. */
-static int clone_finish(struct sb_vm *vm, const struct sb_options *o,
-			const struct sb_template *t)
-{
-	uint64_t t0 = sb_now_ms();
-	int r = clone_prepare(vm, o, t);
-
-	/* the TTL counts from the job's restore, not from the pre-start */
-	if (o->ttl_ms)
-		vm->deadline_ms = t0 + o->ttl_ms;
-	if (r == 0) {
-		struct timespec rt;
-
-		clock_gettime(CLOCK_REALTIME, &rt);
-		vm->load_rt_us = (int64_t)rt.tv_sec * 1000000 + rt.tv_nsec / 1000;
-		r = restore_load(vm);
-		if (r < 0 && vm->error[0] == 0)
-			vm_fail(vm, r, "load snapshot");
-	}
-	/* the template's agent said hello when it was built: reseed is the
-	 * clone's first request (it waits in the socket until the guest
-	 * runs), and its reply says the agent is there */
-	if (r == 0)
-		r = vm_ready(vm, o, o->call_timeout_ms);
-	/* a pre-started VMM's start-up is not the job's restore time */
-	vm->ready_ms = sb_now_ms() - (vm->start_ms > t0 ? vm->start_ms : t0);
-	return r;
-}
-
-int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
-		  struct sb_vm **ret)
-{
-	int r = clone_spawn(o, t, ret);
-
-	if (r == 0) {
-		(*ret)->start_ms = sb_now_ms();
-		r = clone_finish(*ret, o, t);
-	}
-	return r;
-}
-
-void sb_pool_init(struct sb_pool *p, const struct sb_options *o,
-		  const struct sb_template *t, unsigned size)
-{
-	memset(p, 0, sizeof(*p));
-	p->o = o;
-	p->t = t;
-	p->want = size > SB_POOL_MAX ? SB_POOL_MAX : size;
-}
-
-void sb_pool_fill(struct sb_pool *p)
-{
-	while (p->n < p->want) {
-		struct sb_vm *vm = NULL;
-
-		if (clone_spawn(p->o, p->t, &vm) < 0) {
-			sb_vm_destroy(vm);
-			return; /* restores spawn inline until this works again */
-		}
-		p->spare[p->n++] = vm;
-	}
-}
-
-/* Take spare i out of the pool, keeping the rest in order. */
-static struct sb_vm *pool_take(struct sb_pool *p, size_t i)
-{
-	struct sb_vm *vm = p->spare[i];
-
-	memmove(p->spare + i, p->spare + i + 1,
-		(--p->n - i) * sizeof(p->spare[0]));
-	return vm;
-}
-
-void sb_pool_prepare(struct sb_pool *p)
-{
-	for (size_t i = 0; i < p->n;) {
-		if (clone_prepare(p->spare[i], p->o, p->t) == 0)
-			i++;
-		else /* a VMM that cannot be prepared is dropped */
-			sb_vm_destroy(pool_take(p, i));
-	}
-}
-
-int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret)
-{
-	struct sb_vm *vm = NULL;
-	uint64_t t0 = sb_now_ms();
-	int r;
-
-	/* oldest first; a spare whose QEMU died is dropped */
-	while (p->n && !vm) {
-		vm = pool_take(p, 0);
-		if (!sb_vm_alive(vm)) {
-			sb_vm_destroy(vm);
-			vm = NULL;
-		}
-	}
-	if (!vm) {
-		r = clone_spawn(p->o, p->t, &vm);
-		if (r < 0) {
-			*ret = vm;
-			return r;
-		}
-	}
-	*ret = vm;
-	vm->start_ms = t0 > vm->start_ms ? t0 : vm->start_ms;
-	r = clone_finish(vm, p->o, p->t);
-	/* the next VMM starts while this job runs (not while this restore
-	 * loads: its start-up would compete for the CPU, measured +10 ms) */
-	sb_pool_fill(p);
-	return r;
-}
-
-void sb_pool_release(struct sb_pool *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		sb_vm_destroy(p->spare[i]);
-	p->n = 0;
-}

@@ -1,16 +1,32 @@
-/* vm.c: one VM for one job: cold boot, agent calls, destroy.
+/* vm.c: one VM for one job: create, launch, cold boot, agent calls,
+ * destroy, and the accessors of the opaque struct sb_vm.
  *
  * Theory of operation. A VM is a QEMU process with a per-VM run dir
  * holding its QMP socket, the agent's virtio-serial socket (QEMU is the
- * server; we connect) and QEMU's own log. The QEMU command line is built in
- * one place (vm_machine_args) so that a template snapshot and its clones
- * describe the same machine. No network device exists at all. After the
- * agent answers hello it gets fresh entropy and the wall clock before any
- * job code runs. Every agent call has a deadline, capped by the VM's hard
- * TTL; a QEMU that dies closes the agent socket, so a call in flight fails
- * at once rather than at its deadline.
+ * server; we connect) and QEMU's own log. The command line comes from
+ * machine.c, one builder for templates and clones; vmm.c launches it
+ * (struct vmm_spec: cgroup, user, and later the per-VM netns and tap). No
+ * network device exists at all yet. After the agent answers hello it gets
+ * fresh entropy and the wall clock before any job code runs. Every agent
+ * call has a deadline, capped by the VM's hard TTL; a QEMU that dies
+ * closes the agent socket, so a call in flight fails at once rather than
+ * at its deadline.
  *
- * Callers: workers (through sandbox.h), tests/vm, tools/bench.
+ * Layout of sandbox/, each arrow a call, none going back up:
+ *
+ *   clone.c    restore a template clone; the pre-started VMM pool
+ *   template.c the template cache: key, lock, build (a cold boot + save)
+ *        |  both through vm_internal.h
+ *        v
+ *   vm.c       this file: the VM's steps and the public sb_vm_* calls
+ *        |
+ *        +--> accel.c (KVM or TCG; the KVM probe boot is vm.c's callback)
+ *        +--> machine.c (the QEMU command line, pure)
+ *        +--> vmm.c (launch, kill, reap) --> cgroup.c
+ *        +--> qmp.c, agent_client.c --> util.c (deadline read, connect)
+ *   image.c    the image manifest (leaf)
+ *
+ * Callers: workers (through sandbox.h), tests/vm, tools/bench_vm.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,12 +44,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "accel.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
 #include "vmm.h"
 
-#define QMP_TIMEOUT_MS 5000
+#define QMP_TIMEOUT_MS 5000 /* connect, and each QMP command */
 #define STEP_MARGIN_MS 5000 /* channel slack over a step's own timeout */
 
 void sb_options_init(struct sb_options *o)
@@ -75,34 +92,6 @@ void sb_options_init(struct sb_options *o)
 	}
 }
 
-/* The QEMU binary: a path, or a name looked up in PATH. */
-int find_binary(const char *name, char *out, size_t size)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-
-	if (strchr(name, '/')) {
-		if (access(name, X_OK) < 0)
-			return -errno;
-		snprintf(out, size, "%s", name);
-		return 0;
-	}
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		size_t n = strcspn(path, ":");
-
-		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, name) <
-			    (int)sizeof(buf) &&
-		    access(buf, X_OK) == 0) {
-			snprintf(out, size, "%s", buf);
-			return 0;
-		}
-		path += n + (path[n] == ':');
-	}
-	return -ENOENT;
-}
-
 enum sb_carrier sb_carrier_resolve(const struct sb_options *o)
 {
 	int fd;
@@ -118,7 +107,7 @@ enum sb_carrier sb_carrier_resolve(const struct sb_options *o)
 
 /* A guest CID no other live VM of ours has: the pid in the high bits, a
  * counter in the low ones (CIDs 0-2 are reserved). */
-uint32_t vm_new_cid(void)
+static uint32_t vm_new_cid(void)
 {
 	static uint32_t counter;
 
@@ -126,87 +115,7 @@ uint32_t vm_new_cid(void)
 		     (counter++ & 0x3ffu));
 }
 
-void vm_machine_args(struct vmm_argv *a, const char *qemu,
-		     const struct sb_options *o, const struct sb_image *img,
-		     enum al_accel accel, const char *dir,
-		     const struct vm_mem *mem, uint32_t cid)
-{
-	vmm_arg(a, "%s", qemu);
-	/* no HPET or VMware port: the guest uses neither (TSC clock, LAPIC
-	 * timer), and every device or BAR a clone loads costs QEMU 7.2
-	 * rebuilds of its memory maps, in host page faults and time */
-	vmm_arg(a, "-M");
-	vmm_arg(a, "pc,hpet=off,vmport=off");
-	vmm_arg(a, "-accel");
-	vmm_arg(a, "%s", accel == AL_ACCEL_KVM ? "kvm" : "tcg");
-	vmm_arg(a, "-cpu");
-	vmm_arg(a, "%s", accel == AL_ACCEL_KVM ? "host" : "max");
-	vmm_arg(a, "-m");
-	vmm_arg(a, "%u", o->memory_mb);
-	if (mem && mem->path) {
-		vmm_arg(a, "-object");
-		vmm_arg(a, "memory-backend-file,id=mem,size=%uM,mem-path=%s,"
-			   "share=%s",
-			o->memory_mb, mem->path, mem->share ? "on" : "off");
-		vmm_arg(a, "-machine");
-		vmm_arg(a, "memory-backend=mem");
-	}
-	if (mem && mem->incoming) {
-		vmm_arg(a, "-incoming");
-		vmm_arg(a, "defer");
-	}
-	vmm_arg(a, "-smp");
-	vmm_arg(a, "%u", o->vcpus);
-	vmm_arg(a, "-nodefaults");
-	vmm_arg(a, "-no-user-config");
-	vmm_arg(a, "-nic");
-	vmm_arg(a, "none");
-	vmm_arg(a, "-display");
-	vmm_arg(a, "none");
-	vmm_arg(a, "-sandbox");
-	vmm_arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
-		   "resourcecontrol=deny");
-	vmm_arg(a, "-serial");
-	vmm_arg(a, "file:%s/console.log", dir);
-	vmm_arg(a, "-kernel");
-	vmm_arg(a, "%s/vmlinuz", img->dir);
-	vmm_arg(a, "-initrd");
-	vmm_arg(a, "%s/%s", img->dir, img->initrd);
-	vmm_arg(a, "-append");
-	vmm_arg(a, "%s airlock.template=%s", img->cmdline, img->name);
-	vmm_arg(a, "-drive");
-	vmm_arg(a, "if=none,id=root,file=%s/rootfs.ext4,format=raw,"
-		   "readonly=on",
-		img->dir);
-	vmm_arg(a, "-device");
-	/* modern virtio only: no legacy I/O BAR to load per device */
-	vmm_arg(a, "virtio-blk-pci,drive=root,disable-legacy=on");
-	vmm_arg(a, "-device");
-	vmm_arg(a, "virtio-serial-pci,disable-legacy=on");
-	vmm_arg(a, "-chardev");
-	vmm_arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off",
-		dir);
-	vmm_arg(a, "-device");
-	vmm_arg(a, "virtserialport,chardev=agent,name=%s", AL_AGENT_VPORT);
-	/* TCG's `max` CPU always has RDRAND, which seeds the guest's CRNG at
-	 * boot (random.trust_cpu); a KVM host's CPU might not, so it gets a
-	 * virtio-rng. Under TCG the device would cost every restore 2-5 ms of
-	 * loading. Clones get host entropy from the reseed either way. */
-	if (accel == AL_ACCEL_KVM) {
-		vmm_arg(a, "-device");
-		vmm_arg(a, "virtio-rng-pci,disable-legacy=on");
-	}
-	if (cid) {
-		/* QEMU opens /dev/vhost-vsock itself: the VMM user needs it */
-		vmm_arg(a, "-device");
-		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u", cid);
-	}
-	vmm_arg(a, "-qmp");
-	vmm_arg(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
-	vmm_arg(a, "-no-reboot");
-}
-
-struct sb_vm *vm_new(void)
+static struct sb_vm *vm_new(void)
 {
 	struct sb_vm *vm = calloc(1, sizeof(*vm));
 
@@ -219,7 +128,7 @@ struct sb_vm *vm_new(void)
 	return vm;
 }
 
-int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
+static int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
 {
 	struct stat st;
 
@@ -303,6 +212,16 @@ void vm_fail(struct sb_vm *vm, int r, const char *what)
 			 strerror(-r));
 }
 
+/* A call's timeout: `want`, cut to what is left of the VM's TTL. */
+static int vm_call_timeout(const struct sb_vm *vm, uint64_t want)
+{
+	int left = al_deadline_poll_ms(vm->deadline); /* -1: no TTL */
+
+	if (left >= 0 && (uint64_t)left < want)
+		return left;
+	return want > INT32_MAX ? INT32_MAX : (int)want;
+}
+
 /* Give the guest fresh entropy and the clock: clones of one snapshot are
  * otherwise identical, CRNG state included. */
 int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
@@ -319,30 +238,24 @@ int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
 		vm_call_timeout(vm, o->call_timeout_ms));
 }
 
-int vm_call_timeout(const struct sb_vm *vm, uint64_t want)
-{
-	if (vm->deadline_ms) {
-		int left = sb_remaining(vm->deadline_ms);
 
-		if ((uint64_t)left < want)
-			return left;
-	}
-	return want > INT32_MAX ? INT32_MAX : (int)want;
-}
-
-/* Start QEMU from argv in its cgroup; returns at once (QEMU initialises
- * on its own: a pre-started VMM does so while a job runs elsewhere). */
-int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
-	     const struct vmm_argv *a)
+/* Start QEMU from argv in its cgroup; returns at once. */
+static int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
+		    const struct vmm_argv *a)
 {
-	struct vmm_creds creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid};
 	char path[PATH_MAX + 16], name[64];
+	struct vmm_spec spec = {
+		.argv = a,
+		.log = path,
+		.creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid},
+		.cg = &vm->cg,
+	};
 	int r;
 
 	/* cgroup names say which process owns the VM: PID-vm-XXXXXX */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(),
 		 strrchr(vm->dir, '/') + 1);
-	vm->start_ms = sb_now_ms();
+	vm->start_ms = al_now_ms();
 	r = cg_create(&vm->cg, name,
 		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
 		      o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
@@ -351,21 +264,21 @@ int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 		return r;
 	}
 	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
-	r = vmm_spawn(a, path, &creds, &vm->cg, &vm->pid, &vm->pidfd);
+	r = vmm_spawn(&spec, &vm->pid, &vm->pidfd);
 	if (r < 0)
 		vm_fail(vm, r, "start qemu");
 	return r;
 }
 
-/* Connect QMP and the agent's socket (QEMU may still be starting). */
 /* Wait for QEMU to create its QMP socket, or to die trying (then at once,
  * not after the whole timeout). */
-static int wait_socket(struct sb_vm *vm, const char *path, uint64_t deadline)
+static int wait_socket(struct sb_vm *vm, const char *path,
+		       struct al_deadline d)
 {
 	while (access(path, F_OK) < 0) {
 		if (!sb_vm_alive(vm))
 			return -ECHILD;
-		if (sb_remaining(deadline) == 0)
+		if (al_deadline_passed(d))
 			return -ETIMEDOUT;
 		usleep(2000);
 	}
@@ -378,9 +291,9 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 	int r;
 
 	if (o->ttl_ms)
-		vm->deadline_ms = sb_now_ms() + o->ttl_ms;
+		vm->deadline = al_deadline_in(o->ttl_ms);
 	snprintf(path, sizeof(path), "%s/qmp.sock", vm->dir);
-	r = wait_socket(vm, path, sb_now_ms() + QMP_TIMEOUT_MS);
+	r = wait_socket(vm, path, al_deadline_in(QMP_TIMEOUT_MS));
 	if (r == 0)
 		r = qmp_connect(&vm->qmp, path, QMP_TIMEOUT_MS);
 	if (r < 0) {
@@ -390,7 +303,7 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 	if (vm->cid)
 		return 0; /* vsock: connected once the guest runs */
 	snprintf(path, sizeof(path), "%s/agent.sock", vm->dir);
-	r = sb_connect_unix(path, sb_now_ms() + QMP_TIMEOUT_MS);
+	r = sb_connect_unix(path, al_deadline_in(QMP_TIMEOUT_MS));
 	if (r < 0) {
 		vm_fail(vm, r, "connect agent socket");
 		return r;
@@ -402,7 +315,7 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 
 /* Connect to the agent's vsock listener, retrying until it listens (a
  * cold boot) or the transport reset after a restore has settled. */
-static int vsock_connect(struct sb_vm *vm, uint64_t deadline)
+static int vsock_connect(struct sb_vm *vm, struct al_deadline d)
 {
 	struct sockaddr_vm sa = {
 		.svm_family = AF_VSOCK,
@@ -426,18 +339,10 @@ static int vsock_connect(struct sb_vm *vm, uint64_t deadline)
 		if (e != ECONNRESET && e != ECONNREFUSED && e != ENODEV &&
 		    e != ETIMEDOUT && e != EINTR)
 			return -e;
-		if (sb_remaining(deadline) == 0 || !sb_vm_alive(vm))
+		if (al_deadline_passed(d) || !sb_vm_alive(vm))
 			return -ETIMEDOUT;
 		usleep(2000);
 	}
-}
-
-int vm_start(struct sb_vm *vm, const struct sb_options *o,
-	     const struct vmm_argv *a)
-{
-	int r = vm_spawn(vm, o, a);
-
-	return r < 0 ? r : vm_connect(vm, o);
 }
 
 /* Connect the vsock carrier if that is ours (once the guest runs). */
@@ -446,7 +351,7 @@ static int vm_channel(struct sb_vm *vm, uint32_t timeout_ms)
 	int r = 0;
 
 	if (vm->cid && vm->agent_fd < 0) {
-		r = vsock_connect(vm, sb_now_ms() + timeout_ms);
+		r = vsock_connect(vm, al_deadline_in(timeout_ms));
 		if (r < 0)
 			vm_fail(vm, r, "connect agent vsock");
 	}
@@ -465,7 +370,7 @@ int vm_ready(struct sb_vm *vm, const struct sb_options *o,
 			vm_fail(vm, r, "agent reseed");
 	}
 	if (r == 0)
-		vm->ready_ms = sb_now_ms() - vm->start_ms;
+		vm->ready_ms = al_now_ms() - vm->start_ms;
 	return r;
 }
 
@@ -488,47 +393,110 @@ int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 	return vm_ready(vm, o, timeout_ms);
 }
 
-int vm_boot_accel(const struct sb_options *o, const struct sb_image *img,
-		  enum al_accel accel, uint32_t timeout_ms, struct sb_vm **ret)
+int vm_create(const struct sb_options *o, const char *name,
+	      enum al_accel accel, struct sb_vm **ret)
 {
-	struct vmm_argv a = {0};
-	char qemu[PATH_MAX];
 	struct sb_vm *vm = vm_new();
 	int r;
 
+	*ret = vm;
 	if (!vm)
 		return -ENOMEM;
 	vm->accel = accel;
-	snprintf(vm->template_, sizeof(vm->template_), "%s", img->name);
-	r = find_binary(o->qemu, qemu, sizeof(qemu));
-	if (r < 0) {
-		snprintf(vm->error, sizeof(vm->error), "qemu binary '%.128s': %s",
-			 o->qemu, strerror(-r));
-		goto fail;
-	}
+	snprintf(vm->template_, sizeof(vm->template_), "%s", name);
 	r = vm_make_dir(o, vm);
 	if (r < 0) {
 		snprintf(vm->error, sizeof(vm->error), "run dir in %.128s: %s",
 			 o->run_dir, strerror(-r));
-		goto fail;
+		return r;
 	}
 	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
 		vm->cid = vm_new_cid();
-	vm_machine_args(&a, qemu, o, img, accel, vm->dir, NULL, vm->cid);
-	r = vm_start(vm, o, &a);
-	if (r == 0)
-		r = vm_handshake(vm, o, timeout_ms);
-fail:
+	return 0;
+}
+
+int vm_launch(struct sb_vm *vm, const struct sb_options *o,
+	      const struct sb_image *img, const struct machine_mem *mem)
+{
+	struct machine_spec m = {
+		.accel = vm->accel, .dir = vm->dir, .mem = *mem, .cid = vm->cid,
+	};
+	struct vmm_argv a = {0};
+	char qemu[PATH_MAX];
+	int r = sb_find_binary(o->qemu, qemu, sizeof(qemu));
+
+	if (r < 0) {
+		snprintf(vm->error, sizeof(vm->error),
+			 "qemu binary '%.128s': %s", o->qemu, strerror(-r));
+		return r;
+	}
+	m.qemu = qemu;
+	machine_argv(&a, o, img, &m);
+	r = vm_spawn(vm, o, &a);
 	vmm_argv_release(&a);
-	*ret = vm; /* even on failure: the caller reads vm->error, destroys */
 	return r;
+}
+
+/* Cold boot under `accel`: *ret is set even on failure (read its error,
+ * destroy it). */
+static int vm_boot(const struct sb_options *o, const struct sb_image *img,
+		   enum al_accel accel, uint32_t timeout_ms,
+		   struct sb_vm **ret)
+{
+	int r = vm_create(o, img->name, accel, ret);
+
+	if (r == 0)
+		r = vm_launch(*ret, o, img, &(struct machine_mem){0});
+	if (r == 0)
+		r = vm_connect(*ret, o);
+	if (r == 0)
+		r = vm_handshake(*ret, o, timeout_ms);
+	return r;
+}
+
+/* accel.c's probe: does the image boot under KVM in time? */
+static bool kvm_probe(const struct sb_options *o, const struct sb_image *img,
+		      uint32_t timeout_ms)
+{
+	struct sb_vm *vm = NULL;
+	bool ok = vm_boot(o, img, AL_ACCEL_KVM, timeout_ms, &vm) == 0;
+
+	sb_vm_destroy(vm);
+	return ok;
+}
+
+enum al_accel sb_accel_resolve(const struct sb_options *o,
+			       const struct sb_image *img)
+{
+	return accel_decide(o, img, kvm_probe);
 }
 
 int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
 	       struct sb_vm **ret)
 {
-	return vm_boot_accel(o, img, sb_accel_resolve(o, img),
-			     o->boot_timeout_ms, ret);
+	return vm_boot(o, img, sb_accel_resolve(o, img), o->boot_timeout_ms,
+		       ret);
+}
+
+int vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret)
+{
+	return qmp_execute(&vm->qmp, cmd, args, QMP_TIMEOUT_MS, ret,
+			   vm->error, sizeof(vm->error));
+}
+
+int vm_qmp_ignore_shared(struct sb_vm *vm)
+{
+	return vm_qmp(vm, "migrate-set-capabilities",
+		      json_pack("{s:[{s:s,s:b}]}", "capabilities",
+				"capability", "x-ignore-shared", "state", 1),
+		      NULL);
+}
+
+int vm_qmp_pass_state(struct sb_vm *vm, int fd)
+{
+	return qmp_execute_fd(&vm->qmp, "getfd",
+			      json_pack("{s:s}", "fdname", "state"), fd,
+			      QMP_TIMEOUT_MS, vm->error, sizeof(vm->error));
 }
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits)
@@ -610,4 +578,44 @@ void sb_vm_destroy(struct sb_vm *vm)
 	qmp_close(&vm->qmp);
 	remove_dir(vm->dir);
 	free(vm);
+}
+
+void sb_files_release(struct al_msg_files *f)
+{
+	al_agent_client_files_release(f);
+}
+
+const char *sb_vm_error(const struct sb_vm *vm)
+{
+	return vm ? vm->error : "";
+}
+
+enum al_accel sb_vm_accel(const struct sb_vm *vm)
+{
+	return vm->accel;
+}
+
+bool sb_vm_restored(const struct sb_vm *vm)
+{
+	return vm->restored;
+}
+
+uint64_t sb_vm_ready_ms(const struct sb_vm *vm)
+{
+	return vm->ready_ms;
+}
+
+int64_t sb_vm_load_rt_us(const struct sb_vm *vm)
+{
+	return vm->load_rt_us;
+}
+
+pid_t sb_vm_pid(const struct sb_vm *vm)
+{
+	return vm->pid;
+}
+
+void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d)
+{
+	vm->deadline = d;
 }

@@ -1,42 +1,80 @@
-/* vm_internal.h: pieces of vm.c that template.c and accel.c share. */
+/* vm_internal.h: struct sb_vm and the steps of vm.c that template.c and
+ * clone.c build on. Internal to sandbox/: sandbox.h keeps the VM opaque.
+ * tests/vm and tools/bench_vm.c include this only to reach a VM's QMP
+ * connection (white-box checks and figures no accessor should carry).
+ *
+ * A VM's life in these steps: vm_create() (struct, run dir, CID) ->
+ * vm_launch() (command line, QEMU started in its cgroup, returns at once)
+ * -> vm_connect() (QMP and the agent socket) -> vm_handshake() (cold: hello
+ * then reseed) or vm_ready() (clone: reseed only) -> sb_vm_* calls ->
+ * sb_vm_destroy(). A step that fails fills vm->error (vm_fail).
+ */
 #ifndef AL_VM_INTERNAL_H
 #define AL_VM_INTERNAL_H
 
-#include "sandbox.h"
-#include "vmm.h"
+#include <jansson.h>
 
-/* How guest RAM is backed: anonymous (cold boot), a shared file (a
- * template being made) or a private copy-on-write map of it (a clone). */
-struct vm_mem {
-	const char *path; /* NULL: anonymous RAM */
-	bool share;       /* share=on (template) or off (clone) */
-	bool incoming;    /* -incoming defer (clone) */
+#include "agent_client.h"
+#include "cgroup.h"
+#include "machine.h"
+#include "qmp.h"
+#include "sandbox.h"
+
+struct sb_vm {
+	pid_t pid;                    /* QEMU, -1 once reaped */
+	int pidfd;                    /* pidfd of QEMU, -1 if none */
+	int agent_fd;                 /* stream to the agent */
+	struct al_agent_client agent; /* protocol state on agent_fd */
+	struct qmp qmp;               /* QMP connection (fd -1 if none) */
+	char dir[PATH_MAX];           /* per-VM run dir */
+	char template_[AL_NAME_MAX + 1]; /* template it runs */
+	enum al_accel accel;          /* accelerator that ran */
+	bool restored;                /* restored from a snapshot */
+	bool prepared;                /* clone VMM connected, state fd in */
+	uint64_t start_ms;            /* al_now_ms() at start */
+	uint64_t ready_ms;            /* start -> agent ready */
+	int64_t load_rt_us;           /* restore: CLOCK_REALTIME (us) when the
+				       * load was asked for, to set against
+				       * QMP event times (benchmarks) */
+	struct al_deadline deadline;  /* hard TTL, AL_NO_DEADLINE = none */
+	char error[256];              /* what went wrong, for XX */
+	struct cg cg;                 /* host cgroup of QEMU */
+	uint32_t cid;                 /* vsock guest CID, 0 = virtio-serial */
 };
 
-/* The one QEMU command line of a VM (template and clones agree on it). */
-void vm_machine_args(struct vmm_argv *a, const char *qemu,
-		     const struct sb_options *o, const struct sb_image *img,
-		     enum al_accel accel, const char *dir,
-		     const struct vm_mem *mem, uint32_t cid);
-uint32_t vm_new_cid(void);
-struct sb_vm *vm_new(void);
-int find_binary(const char *name, char *out, size_t size);
-int vm_make_dir(const struct sb_options *o, struct sb_vm *vm);
-int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
-	     const struct vmm_argv *a);
+/* A VM of template `name` under `accel`, not yet started: its run dir
+ * made and, on the vsock carrier, a CID of its own. *ret is set whenever
+ * the struct exists, failure included (the caller reads the error and
+ * destroys it); -ENOMEM leaves it NULL. */
+int vm_create(const struct sb_options *o, const char *name,
+	      enum al_accel accel, struct sb_vm **ret);
+/* Build the command line of `img` with RAM backed as `mem` and start QEMU
+ * in its cgroup; returns at once (QEMU initialises on its own: a
+ * pre-started VMM does so while a job runs elsewhere). */
+int vm_launch(struct sb_vm *vm, const struct sb_options *o,
+	      const struct sb_image *img, const struct machine_mem *mem);
+/* Connect QMP and the agent's socket (QEMU may still be starting); starts
+ * the TTL when o->ttl_ms is set. */
 int vm_connect(struct sb_vm *vm, const struct sb_options *o);
-/* vm_spawn, then vm_connect */
-int vm_start(struct sb_vm *vm, const struct sb_options *o,
-	     const struct vmm_argv *a);
+/* hello (the agent booted and speaks our protocol), then vm_ready. */
 int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 		 uint32_t timeout_ms);
-int vm_reseed(struct sb_vm *vm, const struct sb_options *o);
-/* reseed only (a clone: its template's agent already said hello) */
+/* Reseed only (a clone: its template's agent already said hello); sets
+ * ready_ms. */
 int vm_ready(struct sb_vm *vm, const struct sb_options *o,
 	     uint32_t timeout_ms);
-int vm_call_timeout(const struct sb_vm *vm, uint64_t want);
+/* Fresh entropy and the clock, without touching ready_ms. */
+int vm_reseed(struct sb_vm *vm, const struct sb_options *o);
+/* Fill vm->error from r and `what`, with QEMU's last words if it died. */
 void vm_fail(struct sb_vm *vm, int r, const char *what);
-int vm_boot_accel(const struct sb_options *o, const struct sb_image *img,
-		  enum al_accel accel, uint32_t timeout_ms, struct sb_vm **ret);
+
+/* QMP with the VM's error buffer and the usual timeout; `args` (may be
+ * NULL) is stolen, *ret (may be NULL) gets the "return" value. */
+int vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret);
+/* Turn on x-ignore-shared: guest RAM (a shared file) stays out of the
+ * migration stream, both when a template is saved and when it loads. */
+int vm_qmp_ignore_shared(struct sb_vm *vm);
+/* Hand `fd` to QEMU as the migration fd "state" (getfd). */
+int vm_qmp_pass_state(struct sb_vm *vm, int fd);
 
 #endif

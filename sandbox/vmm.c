@@ -4,6 +4,20 @@
  * empty environment (no secrets), no inherited fds but 0-2, in its own
  * session, and with PDEATHSIG so it cannot outlive the worker that owns it.
  * It is always ended with SIGKILL and reaped through a pidfd.
+ *
+ * Theory of operation. vmm_spawn() takes a struct vmm_spec, everything
+ * the launch applies, and does it in the child between fork and exec, in
+ * this order: new session, join the host cgroup, drop to the VMM user,
+ * arm PDEATHSIG (the uid change clears it), point stdio at /dev/null and
+ * the log, close every other fd, exec with an empty environment. This is
+ * where per-VM networking and the jail plug in: the spec gains a netns fd
+ * (setns() before the privilege drop) and a tap fd (kept open across exec
+ * and named in the command line by machine.c), and the jail (mount
+ * namespace, pivot_root into the run dir, seccomp) goes in the same
+ * child sequence. Nothing in the child allocates.
+ *
+ * Callers: vm.c only (vm_spawn), for cold boots, template builds and
+ * clones alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +74,7 @@ static int drop_privileges(const struct vmm_creds *c)
 {
 	gid_t groups[1] = {c->extra};
 
-	if (!c || c->uid == 0)
+	if (c->uid == 0)
 		return 0;
 	if (setgroups(c->extra ? 1 : 0, groups) < 0 || setgid(c->gid) < 0 ||
 	    setuid(c->uid) < 0)
@@ -69,14 +83,14 @@ static int drop_privileges(const struct vmm_creds *c)
 }
 
 /* In the child, before exec: nothing here may allocate. */
-static void child(const struct vmm_argv *a, int log_fd, pid_t parent,
-		  const struct vmm_creds *creds, const struct cg *cg)
+static void child(const struct vmm_spec *s, int log_fd, pid_t parent)
 {
 	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	setsid();
-	if ((cg && cg_join_self(cg) < 0) || drop_privileges(creds) < 0) {
+	if ((s->cg && cg_join_self(s->cg) < 0) ||
+	    drop_privileges(&s->creds) < 0) {
 		dprintf(log_fd, "vmm: cgroup or privileges: %s\n",
 			strerror(errno));
 		_exit(126);
@@ -88,21 +102,19 @@ static void child(const struct vmm_argv *a, int log_fd, pid_t parent,
 	    dup2(log_fd, 2) < 0)
 		_exit(126);
 	syscall(SYS_close_range, 3u, ~0u, 0u);
-	execve(a->v[0], a->v, envp);
-	dprintf(2, "exec %s: %s\n", a->v[0], strerror(errno));
+	execve(s->argv->v[0], s->argv->v, envp);
+	dprintf(2, "exec %s: %s\n", s->argv->v[0], strerror(errno));
 	_exit(127);
 }
 
-int vmm_spawn(const struct vmm_argv *a, const char *log,
-	      const struct vmm_creds *creds, const struct cg *cg,
-	      pid_t *ret_pid, int *ret_pidfd)
+int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd)
 {
 	pid_t parent = getpid(), pid;
 	int log_fd, pidfd;
 
-	if (a->err)
-		return a->err;
-	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (spec->argv->err)
+		return spec->argv->err;
+	log_fd = open(spec->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (log_fd < 0)
 		return -errno;
 	pid = fork();
@@ -113,7 +125,7 @@ int vmm_spawn(const struct vmm_argv *a, const char *log,
 		return r;
 	}
 	if (pid == 0)
-		child(a, log_fd, parent, creds, cg);
+		child(spec, log_fd, parent);
 	close(log_fd);
 	pidfd = pidfd_open_(pid);
 	if (pidfd < 0) {

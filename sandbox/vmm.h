@@ -1,5 +1,5 @@
-/* vmm.h: the QEMU process: command line, spawn, kill and reap. Internal to
- * sandbox/. */
+/* vmm.h: the QEMU process: argv building, launch, kill and reap. Internal
+ * to sandbox/ (the command line itself is machine.h's). */
 #ifndef AL_VMM_H
 #define AL_VMM_H
 
@@ -30,12 +30,22 @@ struct vmm_creds {
 	gid_t extra;   /* one supplementary group (kvm), 0 = none */
 };
 
-/* Start argv[0] in a new session with an empty environment, stdin from
- * /dev/null and stdout/stderr to `log`, inside cgroup `cg` (may be NULL)
- * and as `creds` (may be NULL); it dies with us (PDEATHSIG). */
-int vmm_spawn(const struct vmm_argv *a, const char *log,
-	      const struct vmm_creds *creds, const struct cg *cg,
-	      pid_t *ret_pid, int *ret_pidfd);
+/* Everything the launch applies to one VMM process. Networking adds two
+ * fields here: the per-VM network namespace (an fd the child setns()es
+ * into before exec) and the tap device in it (an fd the child keeps, which
+ * the command line names); a jail (mount namespace, pivot_root, seccomp)
+ * is applied by the same child code. */
+struct vmm_spec {
+	const struct vmm_argv *argv; /* command line, argv[0] the binary */
+	const char *log;             /* stdout and stderr go here */
+	struct vmm_creds creds;      /* who it runs as (uid 0: as we are) */
+	const struct cg *cg;         /* host cgroup to join, NULL = none */
+};
+
+/* Start spec->argv in a new session with an empty environment, stdin from
+ * /dev/null and stdout/stderr to the log, inside the cgroup and as the
+ * creds; it dies with us (PDEATHSIG). */
+int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd);
 /* Has the process exited? (non-blocking) */
 bool vmm_exited(int pidfd);
 /* SIGKILL, reap; accepts pid -1 / pidfd -1 and resets them. */

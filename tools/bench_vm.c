@@ -17,6 +17,10 @@
  *   memory         PSS and RSS of each QEMU with `alive` idle clones up
  *                  at once (smaps_rollup; PSS shares the template pages)
  * Prints a table and writes the figures as JSON. Needs built images.
+ *
+ * A white-box tool: besides sandbox.h it includes sandbox/vm_internal.h,
+ * only to ask a clone's QEMU over its QMP connection (TCG blocks, the
+ * RESUME event); everything else goes through the sb_vm_* accessors.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,18 +30,27 @@
 #include <time.h>
 
 #include "sandbox.h"
+#include "vm_internal.h" /* vm->qmp: HMP `info jit`, the RESUME event */
 
 struct series {
 	double *v; /* samples, ms */
 	size_t n;  /* samples taken */
 };
 
-static double now_ms(void)
+/* A clock in fractional milliseconds: the figures are printed to 0.1 ms,
+ * finer than al_now_ms()'s whole milliseconds. CLOCK_MONOTONIC times the
+ * phases; CLOCK_REALTIME is set against QEMU's QMP event timestamps. */
+static double clock_ms(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -132,7 +145,7 @@ static int bench_cold(const struct sb_options *o, const struct opts *b,
 			add(first, now_ms() - t0);
 		}
 		if (r < 0)
-			fprintf(stderr, "cold boot: %s\n", vm ? vm->error : "");
+			fprintf(stderr, "cold boot: %s\n", sb_vm_error(vm));
 		sb_vm_destroy(vm);
 		if (r < 0)
 			return r;
@@ -147,14 +160,6 @@ struct phases {
 	struct series blocks; /* TCG blocks translated by then (0 on KVM) */
 	struct series faults; /* host page faults QEMU took in the restore */
 };
-
-static double real_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Minor page faults of a process so far (field 10 of /proc/PID/stat). */
 static long minor_faults(pid_t pid)
@@ -185,7 +190,7 @@ static long tcg_blocks(struct sb_vm *vm)
 	char err[256];
 	long v = 0;
 
-	if (vm->accel != AL_ACCEL_TCG ||
+	if (sb_vm_accel(vm) != AL_ACCEL_TCG ||
 	    qmp_execute(&vm->qmp, "human-monitor-command",
 			json_pack("{s:s}", "command-line", "info jit"), 2000,
 			&ret, err, sizeof(err)) < 0)
@@ -204,7 +209,7 @@ static void record_phases(struct sb_vm *vm, double ready_rt, long faults0,
 	json_t *ev = NULL, *ts;
 	double resume;
 
-	add(&ph->faults, faults0 < 0 ? 0 : (double)(minor_faults(vm->pid) -
+	add(&ph->faults, faults0 < 0 ? 0 : (double)(minor_faults(sb_vm_pid(vm)) -
 						     faults0));
 	add(&ph->blocks, (double)tcg_blocks(vm));
 	if (qmp_wait_event(&vm->qmp, "RESUME", 1000, &ev) < 0) {
@@ -219,7 +224,7 @@ static void record_phases(struct sb_vm *vm, double ready_rt, long faults0,
 			 json_object_get(ts, "microseconds")) /
 			 1e3;
 	json_decref(ev);
-	add(&ph->load, resume - (double)vm->load_rt_us / 1e3);
+	add(&ph->load, resume - (double)sb_vm_load_rt_us(vm) / 1e3);
 	add(&ph->guest, ready_rt - resume);
 }
 
@@ -246,11 +251,11 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 			nanosleep(&pause, NULL);
 			sb_pool_prepare(&pool);
 		}
-		faults0 = pool.n ? minor_faults(pool.spare[0]->pid) : -1;
+		faults0 = pool.n ? minor_faults(sb_vm_pid(pool.spare[0])) : -1;
 		t0 = now_ms();
 		r = sb_pool_restore(&pool, &vm);
 		if (r == 0) {
-			double rt = real_ms();
+			double rt = clock_ms(CLOCK_REALTIME);
 
 			add(ready, now_ms() - t0);
 			if (ph)
@@ -259,7 +264,7 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 			add(first, now_ms() - t0);
 		}
 		if (r < 0)
-			fprintf(stderr, "restore: %s\n", vm ? vm->error : "");
+			fprintf(stderr, "restore: %s\n", sb_vm_error(vm));
 		sb_vm_destroy(vm);
 	}
 	sb_pool_release(&pool);
@@ -298,7 +303,7 @@ static int bench_steps(const struct sb_options *o, const struct opts *b,
 			add(second, now_ms() - t0);
 		}
 		if (r < 0)
-			fprintf(stderr, "steps: %s\n", vm ? vm->error : "");
+			fprintf(stderr, "steps: %s\n", sb_vm_error(vm));
 		sb_vm_destroy(vm);
 	}
 	sb_pool_release(&pool);
@@ -318,7 +323,7 @@ static int bench_memory(const struct sb_options *o, const struct opts *b,
 	for (int i = 0; i < n && r == 0; i++) {
 		long pss, rss;
 
-		r = mem_of(vm[i]->pid, &pss, &rss);
+		r = mem_of(sb_vm_pid(vm[i]), &pss, &rss);
 		pss_sum += pss;
 		rss_sum += rss;
 	}

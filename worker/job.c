@@ -15,17 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
+#include "clock.h"
+#include "proto.h"
 #include "worker.h"
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 void al_worker_init(struct al_worker *w, const struct sb_options *sb,
 		    const struct al_policy *policy, const char *name)
@@ -115,8 +108,8 @@ static int get_vm(struct al_worker *w, const char *name,
 		if (pool)
 			r = sb_pool_restore(pool, ret);
 	}
-	if (r < 0 && *ret && (*ret)->error[0])
-		snprintf(err, errlen, "%s", (*ret)->error);
+	if (r < 0 && sb_vm_error(*ret)[0])
+		snprintf(err, errlen, "%s", sb_vm_error(*ret));
 	else if (r == -ENOENT)
 		snprintf(err, errlen, "template %s: no image (run `airlock "
 			 "image build %s`)", name, name);
@@ -136,12 +129,12 @@ static bool earlier_failed(const struct al_result *res, size_t i)
 /* Run steps [0, n): returns 0, or <0 when the VM failed (steps say how). */
 static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		     const struct al_job *job, const struct al_limits *lim,
-		     uint64_t wall_end, struct al_result *res)
+		     struct al_deadline wall, struct al_result *res)
 {
 	for (size_t i = 0; i < job->n_steps; i++) {
 		const struct al_step *s = &job->steps[i];
 		struct al_step_result *sr = &res->steps[i];
-		uint64_t now = now_ms();
+		int left = al_deadline_poll_ms(wall);
 		uint32_t t = al_job_step_timeout(job, i, w->policy);
 		int r;
 
@@ -149,21 +142,22 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 			sr->status = AL_SK;
 			continue;
 		}
-		if (now >= wall_end) {
+		if (left == 0) {
 			sr->status = AL_TO;
 			continue;
 		}
-		if ((uint64_t)t > wall_end - now)
-			t = (uint32_t)(wall_end - now);
+		if (left > 0 && t > (uint32_t)left)
+			t = (uint32_t)left;
 		r = sb_vm_run_step(vm, s, lim, t, sr);
 		if (r < 0) {
 			sr->status = AL_XX;
-			if (set_error(&sr->error, "step %zu: %s", i, vm->error))
+			if (set_error(&sr->error, "step %zu: %s", i,
+				      sb_vm_error(vm)))
 				return -ENOMEM;
 			for (size_t k = i + 1; k < job->n_steps; k++)
 				res->steps[k].status = AL_SK;
 			return set_error(&res->error, "step %zu: %s", i,
-					 vm->error) ?: r;
+					 sb_vm_error(vm)) ?: r;
 		}
 		if (s->name && !sr->name)
 			sr->name = strdup(s->name);
@@ -214,14 +208,14 @@ static int collect(struct sb_vm *vm, const struct al_job *job,
 	res->n_files = f.n_files;
 	f.files = NULL;
 	f.n_files = 0;
-	al_agent_client_files_release(&f);
+	sb_files_release(&f);
 	return 0;
 }
 
 /* With the VM up: limits, files, steps, collect. */
 static int in_vm(struct sb_vm *vm, struct al_worker *w,
 		 const struct al_job *job, const struct al_limits *lim,
-		 uint64_t wall_end, struct al_result *res)
+		 struct al_deadline wall, struct al_result *res)
 {
 	int r = sb_vm_setup(vm, lim);
 
@@ -231,12 +225,12 @@ static int in_vm(struct sb_vm *vm, struct al_worker *w,
 		for (size_t i = 0; i < job->n_steps; i++)
 			res->steps[i].status = AL_SK;
 		return set_error(&res->error, "before step 0: %s",
-				 vm->error) ?: r;
+				 sb_vm_error(vm)) ?: r;
 	}
-	r = run_steps(vm, w, job, lim, wall_end, res);
+	r = run_steps(vm, w, job, lim, wall, res);
 	if (r == 0 && collect(vm, job, res) < 0)
 		r = set_error(&res->error, "collect (after %zu steps): %s",
-			      job->n_steps, vm->error) ?: -EIO;
+			      job->n_steps, sb_vm_error(vm)) ?: -EIO;
 	return r;
 }
 
@@ -280,7 +274,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		  uint64_t queued_ms, uint32_t attempt, struct al_result *res)
 {
 	const char *tmpl = job->template_ ? job->template_ : w->policy->template_;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = al_now_ms();
 	struct sb_options o = *w->sb;
 	struct sb_vm *vm = NULL;
 	struct al_limits lim;
@@ -299,11 +293,12 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	res->vm.template_ = strdup(tmpl);
 	r = get_vm(w, tmpl, &o, &lim, &vm, err, sizeof(err));
 	if (r == 0) {
-		vm->deadline_ms = now_ms() + o.ttl_ms; /* a pooled VMM too */
-		res->vm.accel = vm->accel;
-		res->vm.restored = vm->restored;
-		res->vm.restore_ms = vm->ready_ms;
-		r = in_vm(vm, w, job, &lim, now_ms() + lim.wall_ms, res);
+		/* a pooled VMM too */
+		sb_vm_set_deadline(vm, al_deadline_in(o.ttl_ms));
+		res->vm.accel = sb_vm_accel(vm);
+		res->vm.restored = sb_vm_restored(vm);
+		res->vm.restore_ms = sb_vm_ready_ms(vm);
+		r = in_vm(vm, w, job, &lim, al_deadline_in(lim.wall_ms), res);
 	} else {
 		for (size_t i = 0; i < job->n_steps; i++)
 			res->steps[i].status = AL_SK;
@@ -314,7 +309,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
 	res->timing.queued_ms = queued_ms;
-	res->timing.run_ms = now_ms() - t0;
+	res->timing.run_ms = al_now_ms() - t0;
 	res->timing.total_ms = queued_ms + res->timing.run_ms;
 	return r == -ENOMEM ? r : 0;
 }

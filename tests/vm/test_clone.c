@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
+#include "vm_internal.h" /* test_pool: a spare's prepared state, QMP fd */
 #include "vmtest.h"
 
 static struct sb_options opts;
@@ -100,25 +102,25 @@ static void test_pool(void **state)
 	sb_pool_fill(&pool);
 	assert_int_equal(pool.n, 3);
 	/* one dies before it is prepared: prepare drops it */
-	dead = pool.spare[2]->pid;
+	dead = sb_vm_pid(pool.spare[2]);
 	kill(dead, SIGKILL);
 	sb_pool_prepare(&pool);
 	assert_int_equal(pool.n, 2);
 	for (size_t i = 0; i < pool.n; i++) {
 		assert_true(pool.spare[i]->prepared);
 		assert_true(pool.spare[i]->qmp.fd >= 0);
-		assert_true(pool.spare[i]->pid != dead);
+		assert_true(sb_vm_pid(pool.spare[i]) != dead);
 	}
 	/* the oldest dies after it was prepared: the restore takes the next */
-	dead = pool.spare[0]->pid;
-	next = pool.spare[1]->pid;
+	dead = sb_vm_pid(pool.spare[0]);
+	next = sb_vm_pid(pool.spare[1]);
 	kill(dead, SIGKILL);
 	usleep(100000);
 	assert_int_equal(sb_pool_restore(&pool, &vm), 0);
-	assert_int_equal(vm->pid, next);
-	assert_true(vm->restored);
+	assert_int_equal(sb_vm_pid(vm), next);
+	assert_true(sb_vm_restored(vm));
 	fprintf(stderr, "prepared restore: ready in %llu ms\n",
-		(unsigned long long)vm->ready_ms);
+		(unsigned long long)sb_vm_ready_ms(vm));
 	assert_true(prints_42(vm));
 	sb_vm_destroy(vm);
 	/* refilled by that restore; an unprepared spare restores too */
@@ -129,14 +131,6 @@ static void test_pool(void **state)
 	sb_vm_destroy(vm);
 	sb_pool_release(&pool);
 	assert_int_equal(pool.n, 0);
-}
-
-static uint64_t now_realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* 8 clones alive at once all answer, with distinct entropy and the
@@ -160,12 +154,12 @@ static void test_eight_alive(void **state)
 		int r = sb_vm_restore(&opts, &t, &vm[i]);
 
 		if (r)
-			fprintf(stderr, "restore %d: %s\n", i, vm[i]->error);
+			fprintf(stderr, "restore %d: %s\n", i, sb_vm_error(vm[i]));
 		assert_int_equal(r, 0);
 	}
 	for (int i = 0; i < 8; i++) {
 		struct al_step_result sr = {0};
-		uint64_t before = now_realtime_ms(), guest_ms;
+		uint64_t before = al_wall_ms(), guest_ms;
 
 		assert_int_equal(sb_vm_run_step(vm[i], &step, &lim, 20000, &sr),
 				 0);
@@ -176,7 +170,7 @@ static void test_eight_alive(void **state)
 		guest_ms = strtoull((char *)sr.stdout_.data + 33, NULL, 10);
 		/* the guest read its clock between before and now */
 		assert_true(guest_ms + 1000 >= before);
-		assert_true(guest_ms <= now_realtime_ms() + 1000);
+		assert_true(guest_ms <= al_wall_ms() + 1000);
 		for (int k = 0; k < i; k++)
 			assert_string_not_equal(seen[i], seen[k]);
 		al_step_result_release(&sr);

@@ -1,0 +1,112 @@
+/* machine.c: the QEMU command line of a VM (see machine.h).
+ *
+ * The machine is minimal on purpose: no network device, no display, no
+ * default devices, QEMU's own seccomp sandbox on; a read-only root disk,
+ * the agent's channel (virtio-serial, or vhost-vsock when the carrier is
+ * vsock) and QMP. Every device a clone loads costs restore time, so each
+ * one here earns its place (the comments say why).
+ *
+ * Networking plugs in here and in vmm.c: a spec will carry the tap fd
+ * that the launch (struct vmm_spec) passes into the per-VM netns, and
+ * `-nic none` becomes one `-netdev tap,fd=N` plus a virtio-net device.
+ */
+#include "machine.h"
+#include "proto.h"
+
+static void machine_ram(struct vmm_argv *a, const struct sb_options *o,
+			const struct machine_mem *mem)
+{
+	vmm_arg(a, "-m");
+	vmm_arg(a, "%u", o->memory_mb);
+	if (mem->path) {
+		vmm_arg(a, "-object");
+		vmm_arg(a, "memory-backend-file,id=mem,size=%uM,mem-path=%s,"
+			   "share=%s",
+			o->memory_mb, mem->path, mem->share ? "on" : "off");
+		vmm_arg(a, "-machine");
+		vmm_arg(a, "memory-backend=mem");
+	}
+	if (mem->incoming) {
+		vmm_arg(a, "-incoming");
+		vmm_arg(a, "defer");
+	}
+}
+
+static void machine_boot(struct vmm_argv *a, const struct sb_image *img,
+			 const char *dir)
+{
+	vmm_arg(a, "-serial");
+	vmm_arg(a, "file:%s/console.log", dir);
+	vmm_arg(a, "-kernel");
+	vmm_arg(a, "%s/vmlinuz", img->dir);
+	vmm_arg(a, "-initrd");
+	vmm_arg(a, "%s/%s", img->dir, img->initrd);
+	vmm_arg(a, "-append");
+	vmm_arg(a, "%s airlock.template=%s", img->cmdline, img->name);
+	vmm_arg(a, "-drive");
+	vmm_arg(a, "if=none,id=root,file=%s/rootfs.ext4,format=raw,"
+		   "readonly=on",
+		img->dir);
+	vmm_arg(a, "-device");
+	/* modern virtio only: no legacy I/O BAR to load per device */
+	vmm_arg(a, "virtio-blk-pci,drive=root,disable-legacy=on");
+}
+
+static void machine_devices(struct vmm_argv *a, const char *dir,
+			    const struct machine_spec *m)
+{
+	vmm_arg(a, "-device");
+	vmm_arg(a, "virtio-serial-pci,disable-legacy=on");
+	vmm_arg(a, "-chardev");
+	vmm_arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off",
+		dir);
+	vmm_arg(a, "-device");
+	vmm_arg(a, "virtserialport,chardev=agent,name=%s", AL_AGENT_VPORT);
+	/* TCG's `max` CPU always has RDRAND, which seeds the guest's CRNG at
+	 * boot (random.trust_cpu); a KVM host's CPU might not, so it gets a
+	 * virtio-rng. Under TCG the device would cost every restore 2-5 ms of
+	 * loading. Clones get host entropy from the reseed either way. */
+	if (m->accel == AL_ACCEL_KVM) {
+		vmm_arg(a, "-device");
+		vmm_arg(a, "virtio-rng-pci,disable-legacy=on");
+	}
+	if (m->cid) {
+		/* QEMU opens /dev/vhost-vsock itself: the VMM user needs it */
+		vmm_arg(a, "-device");
+		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u", m->cid);
+	}
+}
+
+void machine_argv(struct vmm_argv *a, const struct sb_options *o,
+		  const struct sb_image *img, const struct machine_spec *m)
+{
+	bool kvm = m->accel == AL_ACCEL_KVM;
+
+	vmm_arg(a, "%s", m->qemu);
+	/* no HPET or VMware port: the guest uses neither (TSC clock, LAPIC
+	 * timer), and every device or BAR a clone loads costs QEMU 7.2
+	 * rebuilds of its memory maps, in host page faults and time */
+	vmm_arg(a, "-M");
+	vmm_arg(a, "pc,hpet=off,vmport=off");
+	vmm_arg(a, "-accel");
+	vmm_arg(a, "%s", kvm ? "kvm" : "tcg");
+	vmm_arg(a, "-cpu");
+	vmm_arg(a, "%s", kvm ? "host" : "max");
+	machine_ram(a, o, &m->mem);
+	vmm_arg(a, "-smp");
+	vmm_arg(a, "%u", o->vcpus);
+	vmm_arg(a, "-nodefaults");
+	vmm_arg(a, "-no-user-config");
+	vmm_arg(a, "-nic");
+	vmm_arg(a, "none");
+	vmm_arg(a, "-display");
+	vmm_arg(a, "none");
+	vmm_arg(a, "-sandbox");
+	vmm_arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
+		   "resourcecontrol=deny");
+	machine_boot(a, img, m->dir);
+	machine_devices(a, m->dir, m);
+	vmm_arg(a, "-qmp");
+	vmm_arg(a, "unix:%s/qmp.sock,server=on,wait=off", m->dir);
+	vmm_arg(a, "-no-reboot");
+}

@@ -1,0 +1,39 @@
+/* machine.h: the QEMU command line of a VM. Internal to sandbox/.
+ *
+ * Built in one place so that a template and its clones describe the same
+ * machine (a clone loads device state that must match it bit for bit),
+ * and pure: options, image and this spec in, argv out, no I/O. The
+ * template key hashes this argv (template.c), and tests/unit/
+ * test_machine.c pins it exactly, so a change to it is a decision.
+ */
+#ifndef AL_SB_MACHINE_H
+#define AL_SB_MACHINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sandbox.h"
+#include "vmm.h"
+
+/* How guest RAM is backed: anonymous (cold boot), a shared file (a
+ * template being made) or a private copy-on-write map of it (a clone). */
+struct machine_mem {
+	const char *path; /* NULL: anonymous RAM */
+	bool share;       /* share=on (template) or off (clone) */
+	bool incoming;    /* -incoming defer (clone) */
+};
+
+/* What differs between the VMs of one options + image pair. */
+struct machine_spec {
+	const char *qemu;        /* QEMU binary path, argv[0] */
+	enum al_accel accel;     /* kvm or tcg */
+	const char *dir;         /* per-VM run dir: sockets, console log */
+	struct machine_mem mem;  /* RAM backing */
+	uint32_t cid;            /* vsock guest CID, 0 = virtio-serial */
+};
+
+/* Append the command line to `a` (a->err says if it did not fit). */
+void machine_argv(struct vmm_argv *a, const struct sb_options *o,
+		  const struct sb_image *img, const struct machine_spec *m);
+
+#endif
