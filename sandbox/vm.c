@@ -12,19 +12,20 @@
  * closes the agent socket, so a call in flight fails at once rather than
  * at its deadline.
  *
- * Layout of sandbox/, each arrow a call, none going back up:
+ * Layout of sandbox/, each arrow a call; none goes back up, so no two
+ * files call each other:
  *
- *   clone.c    restore a template clone; the pre-started VMM pool
- *   template.c the template cache: key, lock, build (a cold boot + save)
- *        |  both through vm_internal.h
+ *   clone.c     restores a template clone; the pre-started VMM pool
+ *   template.c  the template cache: key, lock, build (cold boot + save);
+ *               also image.c (the manifest) and machine.c (argv in the key)
+ *        |      both through vm_internal.h, neither calls the other
  *        v
- *   vm.c       this file: the VM's steps and the public sb_vm_* calls
- *        |
- *        +--> accel.c (KVM or TCG; the KVM probe boot is vm.c's callback)
- *        +--> machine.c (the QEMU command line, pure)
- *        +--> vmm.c (launch, kill, reap) --> cgroup.c
- *        +--> qmp.c, agent_client.c --> util.c (deadline read, connect)
- *   image.c    the image manifest (leaf)
+ *   vm.c        this file: a VM's steps and the public sb_vm_* calls
+ *        +--> accel.c    KVM or TCG; the probe boot is vm.c's callback
+ *        +--> machine.c  the QEMU command line, pure --> vmm.c (argv)
+ *        +--> vmm.c      launch (struct vmm_spec), kill, reap --> cgroup.c
+ *        +--> qmp.c, agent_client.c --> util.c (the deadline read)
+ *        +--> cgroup.c   the VMM's host cgroup
  *
  * Callers: workers (through sandbox.h), tests/vm, tools/bench_vm.c.
  */

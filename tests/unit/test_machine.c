@@ -16,8 +16,12 @@
 
 #include "machine.h"
 
+#define QEMU "/usr/bin/qemu-system-x86_64"
 #define RUN "/run/airlock/vm-abc123"
 #define MEM "/var/lib/airlock/templates/python-k/mem"
+
+/* One argument a line, as QEMU gets them. */
+/* clang-format off */
 
 /* Cold boot under TCG: anonymous RAM, virtio-serial carrier. */
 static const char *const cold_tcg[] = {
@@ -283,6 +287,7 @@ static const char *const template_tcg[] = {
 	"-no-reboot",
 	NULL,
 };
+/* clang-format on */
 
 static void options(struct sb_options *o, struct sb_image *img)
 {
@@ -319,8 +324,11 @@ static void check(const struct machine_spec *m, const char *const *want)
 
 static void test_cold_tcg(void **state)
 {
-	struct machine_spec m = {"/usr/bin/qemu-system-x86_64", AL_ACCEL_TCG,
-				 RUN, {0}, 0};
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_TCG,
+		.dir = RUN,
+	};
 
 	(void)state;
 	check(&m, cold_tcg);
@@ -328,8 +336,11 @@ static void test_cold_tcg(void **state)
 
 static void test_cold_kvm(void **state)
 {
-	struct machine_spec m = {"/usr/bin/qemu-system-x86_64", AL_ACCEL_KVM,
-				 RUN, {0}, 0};
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_KVM,
+		.dir = RUN,
+	};
 
 	(void)state;
 	check(&m, cold_kvm);
@@ -337,8 +348,12 @@ static void test_cold_kvm(void **state)
 
 static void test_clone_tcg(void **state)
 {
-	struct machine_spec m = {"/usr/bin/qemu-system-x86_64", AL_ACCEL_TCG,
-				 RUN, {MEM, false, true}, 0};
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_TCG,
+		.dir = RUN,
+		.mem = {.path = MEM, .incoming = true},
+	};
 
 	(void)state;
 	check(&m, clone_tcg);
@@ -346,8 +361,12 @@ static void test_clone_tcg(void **state)
 
 static void test_clone_kvm(void **state)
 {
-	struct machine_spec m = {"/usr/bin/qemu-system-x86_64", AL_ACCEL_KVM,
-				 RUN, {MEM, false, true}, 0};
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_KVM,
+		.dir = RUN,
+		.mem = {.path = MEM, .incoming = true},
+	};
 
 	(void)state;
 	check(&m, clone_kvm);
@@ -355,8 +374,12 @@ static void test_clone_kvm(void **state)
 
 static void test_template_tcg(void **state)
 {
-	struct machine_spec m = {"/usr/bin/qemu-system-x86_64", AL_ACCEL_TCG,
-				 RUN, {MEM, true, false}, 0};
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_TCG,
+		.dir = RUN,
+		.mem = {.path = MEM, .share = true},
+	};
 
 	(void)state;
 	check(&m, template_tcg);
@@ -365,8 +388,12 @@ static void test_template_tcg(void **state)
 /* The vsock carrier adds exactly one device, after the agent's port. */
 static void test_vsock_adds_one_device(void **state)
 {
-	struct machine_spec m = {"/usr/bin/qemu-system-x86_64", AL_ACCEL_TCG,
-				 RUN, {0}, 7};
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_TCG,
+		.dir = RUN,
+		.cid = 7,
+	};
 	struct sb_options o;
 	struct sb_image img;
 	struct vmm_argv a = {0};
