@@ -4,7 +4,7 @@
  * The job goes through the queue like any other (so what `run` shows is
  * what `serve` does): to the configured Redis, or, with none, to an
  * embedded redis-server and dispatcher that live for this command only
- * (dispatcher/client.h).
+ * (client.h).
  */
 #include <errno.h>
 #include <getopt.h>
