@@ -155,10 +155,11 @@ static int run(struct al_cli *cli, int argc, char **argv)
 {
 	const struct al_cmd *cmd = cli->cmd;
 
-	if (argc < cmd->args_min || (cmd->args_max >= 0 && argc > cmd->args_max))
-		return al_cli_usage_error(cli, "%s",
-					  cmd->args_error ? cmd->args_error
-							  : "takes no arguments");
+	if (argc < cmd->args_min ||
+	    (cmd->args_max >= 0 && argc > cmd->args_max))
+		return al_cli_usage_error(
+		    cli, "%s",
+		    cmd->args_error ? cmd->args_error : "takes no arguments");
 	if ((cmd->flags & AL_CMD_CONFIG) && al_cli_load(cli) < 0)
 		return AL_EXIT_USAGE;
 	return cmd->run(cli, argc, argv);
@@ -195,8 +196,7 @@ int al_cli_open(const struct al_cli *cli, struct alq_client *c)
 	return r;
 }
 
-int al_cli_opt_workers(const struct al_cli *cli, const char *arg,
-		       uint32_t *ret)
+int al_cli_opt_workers(const struct al_cli *cli, const char *arg, uint32_t *ret)
 {
 	char *end;
 	long n = strtol(arg, &end, 10);
@@ -227,7 +227,8 @@ static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
 			 cli->redis);
 	}
 	if (cfg->redis.url[0] && alq_url_parse(cfg->redis.url, &u) < 0) {
-		snprintf(err, errlen, "redis.url: not a redis:// or unix:// URL");
+		snprintf(err, errlen,
+			 "redis.url: not a redis:// or unix:// URL");
 		return -EINVAL;
 	}
 	if (cli->queue) {
@@ -235,9 +236,10 @@ static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
 		if (n == 0 || n > AL_NAME_MAX ||
 		    strspn(cli->queue,
 			   "abcdefghijklmnopqrstuvwxyz0123456789_-") != n) {
-			snprintf(err, errlen,
-				 "--queue: must be [a-z0-9_-]+, at most %d bytes",
-				 AL_NAME_MAX);
+			snprintf(
+			    err, errlen,
+			    "--queue: must be [a-z0-9_-]+, at most %d bytes",
+			    AL_NAME_MAX);
 			return -EINVAL;
 		}
 		snprintf(cfg->queue.name, sizeof(cfg->queue.name), "%s",

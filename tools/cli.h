@@ -73,7 +73,7 @@ struct al_cmd {
 	const struct option *longopts; /* own long options, or NULL */
 	size_t opts_size;	       /* bytes of cli->opts, 0 = none */
 	int args_min, args_max;	       /* operands taken; max -1 = any */
-	const char *args_error;	       /* when not: NULL = "takes no arguments" */
+	const char *args_error;	       /* else; NULL = "takes no arguments" */
 	/* Take one own option (getopt's code); 0, or the exit code. NULL:
 	 * the own options are flags (cli->flag). */
 	int (*opt)(struct al_cli *cli, int c, const char *arg);

@@ -27,7 +27,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	r = al_cli_read_file(argv[0], AL_JOB_MAX_BYTES, &text, &len);
 	if (r < 0) {
 		al_cli_error(cli, "%s: %s", argv[0],
-			     r == -E2BIG ? "over the job size cap" : strerror(-r));
+			     r == -E2BIG ? "over the job size cap"
+					 : strerror(-r));
 		return AL_EXIT_USAGE;
 	}
 	al_diags_init(&d);
