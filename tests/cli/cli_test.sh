@@ -254,6 +254,19 @@ test_common()
 		[[ $(head -1 "$err") == "airlock $c: takes no arguments" ]] ||
 			fail "$c extra: message: $(cat "$err")"
 	done
+	# one message for one option, one form for a config's problems
+	for c in serve batch; do
+		run "$c" --workers 0 x
+		expect_rc 2 "$c --workers 0"
+		[[ $(head -1 "$err") == "airlock $c: --workers: must be 1..1024" ]] ||
+			fail "$c --workers 0: message: $(cat "$err")"
+	done
+	for c in doctor "image list" status config; do
+		run $c --config "$w/bad.conf"
+		[[ $rc == 1 || $rc == 2 ]] || fail "$c --config bad: exit $rc"
+		[[ $(head -1 "$err") == "$w/bad.conf:2: limits.frob: unknown key"* ]] ||
+			fail "$c --config bad: message: $(cat "$err")"
+	done
 	run image
 	expect_rc 2 "image, no verb"
 	grep -q "try \`airlock image --help\`" "$err" || fail "image: $(cat "$err")"
