@@ -4,7 +4,8 @@
  * Every subcommand is one row of `commands` (see cli.h for adding one).
  * main() parses only the global options (--help, --version) up to the first
  * non-option word, looks that word up in the table and hands the rest of
- * argv to the row's handler, whose return value is the exit code. The
+ * argv to al_cli_run() (cli.h): the command's options, then the row's
+ * handler, whose return value is the exit code. The
  * command list in the usage text is built from the table, so it never names
  * a command that does not exist.
  *
@@ -19,8 +20,8 @@
 #include "cli.h"
 #include "version.h"
 
-static int cmd_help(const struct al_cmd *cmd, int argc, char **argv);
-static int cmd_version(const struct al_cmd *cmd, int argc, char **argv);
+static int cmd_help(struct al_cli *cli, int argc, char **argv);
+static int cmd_version(struct al_cli *cli, int argc, char **argv);
 
 static const struct al_cmd help_cmd = {
     .name = "help",
@@ -29,6 +30,8 @@ static const struct al_cmd help_cmd = {
 	     "\n"
 	     "Without COMMAND, list the commands; with it, show that\n"
 	     "command's usage (the same as `airlock COMMAND --help`).\n",
+    .args_max = 1,
+    .args_error = "takes at most one command",
     .run = cmd_help,
 };
 
@@ -40,11 +43,6 @@ static const struct al_cmd version_cmd = {
 	     "Print `airlock VERSION` (the same as `airlock --version`).\n",
     .run = cmd_version,
 };
-
-/* The queue commands (tools/cmd_{run,batch,submit,wait,result,status,
- * serve}.c). */
-extern const struct al_cmd al_cmd_run, al_cmd_batch, al_cmd_submit,
-    al_cmd_wait, al_cmd_result, al_cmd_status, al_cmd_serve;
 
 /* The subcommands, in the order the usage text lists them. */
 static const struct al_cmd *const commands[] = {
@@ -91,74 +89,35 @@ static void main_usage(FILE *f)
 	      f);
 }
 
-void al_cli_usage(const struct al_cmd *cmd, FILE *f)
-{
-	fputs(cmd->usage, f);
-}
-
-int al_cli_bad_usage(const struct al_cmd *cmd)
-{
-	fprintf(stderr, "try `airlock %s --help`\n", cmd->name);
-	return AL_EXIT_USAGE;
-}
-
-/* Options of a command that takes none but --help; returns -1 to go on,
- * else the exit code. */
-static int no_options(const struct al_cmd *cmd, int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
-
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c != 'h')
-			return al_cli_bad_usage(cmd);
-		al_cli_usage(cmd, stdout);
-		return AL_EXIT_OK;
-	}
-	return -1;
-}
-
-static int cmd_help(const struct al_cmd *cmd, int argc, char **argv)
+static int cmd_help(struct al_cli *cli, int argc, char **argv)
 {
 	const struct al_cmd *topic;
-	int rc = no_options(cmd, argc, argv);
 
-	if (rc >= 0)
-		return rc;
-	if (optind >= argc) {
+	(void)cli;
+	if (argc == 0) {
 		main_usage(stdout);
 		return AL_EXIT_OK;
 	}
-	if (optind + 1 < argc) {
-		fprintf(stderr, "airlock help: takes at most one command\n");
-		return al_cli_bad_usage(cmd);
-	}
-	topic = find_cmd(argv[optind]);
+	topic = find_cmd(argv[0]);
 	if (!topic) {
-		fprintf(stderr, "airlock: unknown command '%s'\n",
-			argv[optind]);
-		return al_cli_bad_usage(cmd);
+		fprintf(stderr, "airlock: unknown command '%s'\n", argv[0]);
+		fprintf(stderr, "try `airlock help --help`\n");
+		return AL_EXIT_USAGE;
 	}
 	al_cli_usage(topic, stdout);
 	return AL_EXIT_OK;
 }
 
-static int cmd_version(const struct al_cmd *cmd, int argc, char **argv)
+static int print_version(void)
 {
-	int rc = no_options(cmd, argc, argv);
-
-	if (rc >= 0)
-		return rc;
-	if (optind < argc) {
-		fprintf(stderr, "airlock version: takes no arguments\n");
-		return al_cli_bad_usage(cmd);
-	}
 	printf("airlock %s\n", AIRLOCK_VERSION);
 	return AL_EXIT_OK;
+}
+
+static int cmd_version(struct al_cli *cli, int argc, char **argv)
+{
+	(void)cli, (void)argc, (void)argv;
+	return print_version();
 }
 
 /* Flush stdout and turn a failed write (full disk, closed pipe) into an
@@ -190,7 +149,7 @@ int main(int argc, char **argv)
 			main_usage(stdout);
 			return finish(AL_EXIT_OK);
 		case 'V':
-			return finish(cmd_version(&version_cmd, 1, argv));
+			return finish(print_version());
 		default:
 			fputs("try `airlock --help`\n", stderr);
 			return AL_EXIT_USAGE;
@@ -210,5 +169,5 @@ int main(int argc, char **argv)
 	/* getopt prefixes its messages with argv[0]. */
 	snprintf(prog, sizeof(prog), "airlock %s", cmd->name);
 	argv[optind] = prog;
-	return finish(cmd->run(cmd, argc - optind, argv + optind));
+	return finish(al_cli_run(cmd, argc - optind, argv + optind));
 }

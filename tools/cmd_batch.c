@@ -14,7 +14,6 @@
  * line every PLAIN_EVERY_S otherwise.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,107 +385,85 @@ static void summary(struct batch *b, FILE *f, const char *out_name)
 	free(runs);
 }
 
-static int run(const struct al_cmd *cmd, int argc, char **argv)
+struct batch_opts {
+	const char *output; /* -o, NULL = stdout */
+	uint32_t workers;   /* --workers, 0 = workers.count */
+};
+
+static const struct option opts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"workers", required_argument, NULL, 'w'},
+    {NULL, 0, NULL, 0},
+};
+
+static int opt(struct al_cli *cli, int c, const char *arg)
 {
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"workers", required_argument, NULL, 'w'},
-	    AL_CLI_COMMON_OPTIONS,
-	    {NULL, 0, NULL, 0},
-	};
-	struct al_cli_common co = {0};
+	struct batch_opts *o = cli->opts;
+
+	if (c == 'o') {
+		o->output = arg;
+		return 0;
+	}
+	return al_cli_opt_workers(cli, arg, &o->workers);
+}
+
+static int run(struct al_cli *cli, int argc, char **argv)
+{
+	const struct batch_opts *o = cli->opts;
+	const char *out_path = o->output;
+	struct al_config *cfg = &cli->cfg;
 	struct alq_submit *subs = NULL;
 	struct al_serve_opts so;
-	struct al_config cfg;
 	struct al_policy policy;
 	struct sb_options sb;
 	struct al_embed e;
 	struct batch b;
-	const char *out_path = NULL;
 	FILE *out = NULL;
 	size_t n_subs = 0, cursor = 0;
-	long workers = 0;
 	bool embedded;
-	char err[2048], *end;
-	int c, r, rc = AL_EXIT_USAGE;
+	char err[2048];
+	int r, rc = AL_EXIT_USAGE;
 
 	memset(&b, 0, sizeof(b));
 	al_embed_init(&e);
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "ho:w:", opts, NULL)) != -1) {
-		if (al_cli_common_opt(c, optarg, &co))
-			continue;
-		switch (c) {
-		case 'h':
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		case 'o':
-			out_path = optarg;
-			break;
-		case 'w':
-			workers = strtol(optarg, &end, 10);
-			if (*end || workers < 1 || workers > 1024) {
-				fprintf(stderr, "airlock batch: --workers: "
-						"1..1024\n");
-				return al_cli_bad_usage(cmd);
-			}
-			break;
-		default:
-			return al_cli_bad_usage(cmd);
-		}
-	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, "airlock batch: takes one JOBS.jsonl\n");
-		return al_cli_bad_usage(cmd);
-	}
-	if (al_cli_load(&co, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
-		return AL_EXIT_USAGE;
-	}
-	al_config_policy(&cfg, &policy);
-	b.cfg = &cfg;
+	(void)argc;
+	al_config_policy(cfg, &policy);
+	b.cfg = cfg;
 	b.tty = isatty(STDERR_FILENO);
-	r = load(&b, argv[optind], &policy, &subs, &n_subs);
+	r = load(&b, argv[0], &policy, &subs, &n_subs);
 	if (r < 0) {
-		fprintf(stderr, "airlock batch: %s: %s\n", argv[optind],
-			strerror(-r));
+		al_cli_error(cli, "%s: %s", argv[0], strerror(-r));
 		goto out;
 	}
 	out = out_path ? fopen(out_path, "we") : stdout;
 	if (!out) {
-		fprintf(stderr, "airlock batch: %s: %s\n", out_path,
-			strerror(errno));
+		al_cli_error(cli, "%s: %s", out_path, strerror(errno));
 		goto out;
 	}
 	al_cli_catch_signals();
 	b.t0 = now_s();
-	embedded = !cfg.redis.url[0];
+	embedded = !cfg->redis.url[0];
 	if (embedded) {
-		if (workers)
-			cfg.workers.count = (uint32_t)workers;
-		if (al_sandbox_options(&cfg, &sb, err, sizeof(err)) < 0 ||
-		    al_embed_start(&e, &cfg, &policy, &sb, &so, err,
+		if (o->workers)
+			cfg->workers.count = o->workers;
+		if (al_sandbox_options(cfg, &sb, err, sizeof(err)) < 0 ||
+		    al_embed_start(&e, cfg, &policy, &sb, &so, err,
 				   sizeof(err)) < 0) {
-			fprintf(stderr, "airlock batch: %s\n", err);
+			al_cli_error(cli, "%s", err);
 			goto out;
 		}
-	} else if (workers) {
-		fprintf(stderr,
-			"airlock batch: --workers applies to the "
-			"embedded pool only; ignored with a Redis URL\n");
+	} else if (o->workers) {
+		al_cli_error(cli, "--workers applies to the embedded pool "
+				  "only; ignored with a Redis URL");
 	}
-	if (al_cli_connect(&cfg, &b.cl, err, sizeof(err)) < 0) {
-		fprintf(stderr, "airlock batch: %s\n", err);
+	if (al_cli_open(cli, &b.cl) < 0)
 		goto out;
-	}
 	while ((r = alq_client_submit_many(&b.cl, subs, n_subs)) < 0)
 		if (reconnect(&b) < 0)
 			goto out;
 	for (size_t i = 0; i < n_subs; i++) {
 		if (subs[i].err < 0) {
-			fprintf(stderr, "airlock batch: %s: submit failed\n",
-				subs[i].id);
+			al_cli_error(cli, "%s: submit failed", subs[i].id);
 			goto out;
 		}
 	}
@@ -505,15 +482,13 @@ static int run(const struct al_cmd *cmd, int argc, char **argv)
 	if (b.tty)
 		fputc('\n', stderr);
 	if (al_cli_interrupted()) {
-		fprintf(stderr,
-			"airlock batch: interrupted with %zu of %zu "
-			"done\n",
-			b.done, b.n);
+		al_cli_error(cli, "interrupted with %zu of %zu done", b.done,
+			     b.n);
 		rc = 130;
 		goto out;
 	}
 	if (write_results(&b, out) < 0) {
-		fprintf(stderr, "airlock batch: writing results failed\n");
+		al_cli_error(cli, "writing results failed");
 		goto out;
 	}
 	summary(&b, out == stdout ? stderr : stdout,
@@ -521,7 +496,7 @@ static int run(const struct al_cmd *cmd, int argc, char **argv)
 	rc = AL_EXIT_OK;
 out:
 	alq_client_close(&b.cl);
-	al_embed_stop(&e, cfg.workers.shutdown_grace_ms);
+	al_embed_stop(&e, cfg->workers.shutdown_grace_ms);
 	if (out && out != stdout)
 		fclose(out);
 	for (size_t i = 0; i < n_subs; i++)
@@ -550,6 +525,18 @@ const struct al_cmd al_cmd_batch = {
 	"\n"
 	"Jobs with ids are idempotent: running the batch again reuses the\n"
 	"results still in Redis. Exit 0 when every job has a result (whatever\n"
-	"its status), 2 on failure, 130 interrupted.\n",
+	"its status), 2 on failure, 130 interrupted.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output FILE  write the results to FILE\n"
+	"  -w, --workers N    embedded workers (default workers.count)\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
+    .shortopts = "o:w:",
+    .longopts = opts,
+    .opts_size = sizeof(struct batch_opts),
+    .args_min = 1,
+    .args_max = 1,
+    .args_error = "takes one JOBS.jsonl",
+    .opt = opt,
     .run = run,
 };

@@ -1,6 +1,6 @@
 /* cmd_config.c: `airlock config`, print or check the effective config.
  *
- * Loads the config the way every other command will (config.h: --config,
+ * Loads the config the way every other command does (al_cli_load: --config,
  * else $AIRLOCK_CONFIG, else /etc/airlock/airlock.conf, else built-ins;
  * then $AIRLOCK_REDIS) and prints the result as INI, which reads back to the
  * same values: the quickest answer to "what is this host really running
@@ -11,61 +11,27 @@
  * `FILE:LINE: SECTION.KEY: reason`), 2 usage error or unreadable file.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "cli.h"
-#include "config.h"
 
-extern const struct al_cmd al_cmd_config;
+static const struct option opts[] = {
+    {"check", no_argument, NULL, 'k'}, /* print nothing when valid */
+    {NULL, 0, NULL, 0},
+};
 
-static int run_config(const struct al_cmd *cmd, int argc, char **argv)
+static int run_config(struct al_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"check", no_argument, NULL, 'k'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct al_config cfg;
-	const char *path = NULL;
-	char err[4096];
-	bool check = false;
-	int c, rc;
+	int r;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			path = optarg;
-			break;
-		case 'k':
-			check = true;
-			break;
-		case 'h':
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		default:
-			return al_cli_bad_usage(cmd);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "airlock config: takes no arguments\n");
-		return al_cli_bad_usage(cmd);
-	}
-	al_config_init(&cfg);
-	rc = al_config_load_default(&cfg, path, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "%s\n", err);
-		rc = rc == -EINVAL ? AL_EXIT_FAIL : AL_EXIT_USAGE;
-	} else if (!check && al_config_dump(&cfg, stdout) < 0) {
-		rc = AL_EXIT_USAGE; /* main() reports the write error */
-	} else {
-		rc = AL_EXIT_OK;
-	}
-	al_config_release(&cfg);
-	return rc;
+	(void)argc, (void)argv;
+	r = al_cli_load(cli);
+	if (r < 0)
+		return r == -EINVAL ? AL_EXIT_FAIL : AL_EXIT_USAGE;
+	if (!cli->flag['k'] && al_config_dump(&cli->cfg, stdout) < 0)
+		return AL_EXIT_USAGE; /* main() reports the write error */
+	return AL_EXIT_OK;
 }
 
 const struct al_cmd al_cmd_config = {
@@ -84,8 +50,7 @@ const struct al_cmd al_cmd_config = {
 	"FILE:LINE: SECTION.KEY: reason; the exit code is then 1.\n"
 	"\n"
 	"options:\n"
-	"  -c, --config PATH  read PATH instead of searching for the config\n"
-	"      --check        validate only, print nothing when valid\n"
-	"  -h, --help         show this help\n",
+	"      --check        validate only, print nothing when valid\n",
+    .longopts = opts,
     .run = run_config,
 };

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <linux/kvm.h>
 #include <stdarg.h>
@@ -17,7 +16,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "config.h"
 #include "sandbox.h"
 #include "sbconfig.h"
 
@@ -178,31 +176,21 @@ static void check_templates(struct report *rp, const struct sb_options *o,
 	closedir(d);
 }
 
-static int cmd_doctor(const struct al_cmd *cmd, int argc, char **argv)
+static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"config", 1, 0, 'c'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-	const char *cfg_path = NULL;
 	struct report rp = {0};
 	char err[512], tdir[PATH_MAX];
-	struct al_config cfg;
 	struct sb_options o;
-	int c;
+	int r;
 
-	optind = 0; /* airlock.c parsed its own options first */
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (c == 'c') {
-			cfg_path = optarg;
-		} else {
-			al_cli_usage(cmd, c == 'h' ? stdout : stderr);
-			return c == 'h' ? AL_EXIT_OK : AL_EXIT_USAGE;
-		}
+	(void)argc, (void)argv;
+	if (al_sandbox_options(&cli->cfg, &o, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "%s", err);
+		return AL_EXIT_USAGE;
 	}
-	al_config_init(&cfg);
-	if (al_config_load_default(&cfg, cfg_path, err, sizeof(err)) < 0 ||
-	    al_sandbox_options(&cfg, &o, err, sizeof(err)) < 0 ||
-	    al_config_templates_dir(&cfg, tdir, sizeof(tdir)) < 0) {
-		fprintf(stderr, "airlock: %s\n", err);
+	r = al_config_templates_dir(&cli->cfg, tdir, sizeof(tdir));
+	if (r < 0) {
+		al_cli_error(cli, "templates dir: %s", strerror(-r));
 		return AL_EXIT_USAGE;
 	}
 	check_kvm(&rp, &o);
@@ -222,5 +210,6 @@ const struct al_cmd al_cmd_doctor = {
 	.usage = "usage: airlock doctor [--config PATH]\n\n"
 		 "Checks what Airlock needs on this host and says what to do "
 		 "about\nanything missing. Exit 1 when jobs cannot run here.\n",
+	.flags = AL_CMD_CONFIG,
 	.run = cmd_doctor,
 };

@@ -6,7 +6,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,7 +15,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "config.h"
 
 static const char *path_or_env(const char *env, const char *builtin)
 {
@@ -89,52 +87,53 @@ static void list_images(const char *state)
 	closedir(d);
 }
 
-static int cmd_image(const struct al_cmd *cmd, int argc, char **argv)
-{
-	static const struct option lo[] = {
-		{"config", 1, 0, 'c'}, {"force", 0, 0, 'f'},
-		{"help", 0, 0, 'h'},   {0, 0, 0, 0},
-	};
-	const char *cfg_path = NULL;
-	char state[PATH_MAX], tdir[PATH_MAX], err[512];
-	struct al_config cfg;
-	bool force = false;
-	int c, rc = 0;
+static const struct option opts[] = {
+    {"force", no_argument, NULL, 'f'}, /* build again, same inputs */
+    {NULL, 0, NULL, 0},
+};
 
-	optind = 0; /* airlock.c parsed its own options first */
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'c': cfg_path = optarg; break;
-		case 'f': force = true; break;
-		case 'h': al_cli_usage(cmd, stdout); return 0;
-		default: al_cli_usage(cmd, stderr); return 2;
-		}
+/* The state and templates dirs of the config; 0 or an exit code. */
+static int image_dirs(struct al_cli *cli, char *state, char *tdir)
+{
+	int r;
+
+	r = al_config_state_dir(&cli->cfg, state, PATH_MAX);
+	if (r < 0) {
+		al_cli_error(cli, "state dir: %s", strerror(-r));
+		return AL_EXIT_USAGE;
 	}
-	if (optind >= argc || (strcmp(argv[optind], "build") &&
-			       strcmp(argv[optind], "list"))) {
-		al_cli_usage(cmd, stderr);
-		return 2;
+	r = al_config_templates_dir(&cli->cfg, tdir, PATH_MAX);
+	if (r < 0) {
+		al_cli_error(cli, "templates dir: %s", strerror(-r));
+		return AL_EXIT_USAGE;
 	}
-	al_config_init(&cfg);
-	if (al_config_load_default(&cfg, cfg_path, err, sizeof(err)) < 0 ||
-	    al_config_state_dir(&cfg, state, sizeof(state)) < 0 ||
-	    al_config_templates_dir(&cfg, tdir, sizeof(tdir)) < 0) {
-		fprintf(stderr, "airlock: %s\n", err);
-		return 2;
-	}
-	if (!strcmp(argv[optind], "list")) {
+	return 0;
+}
+
+static int cmd_image(struct al_cli *cli, int argc, char **argv)
+{
+	char state[PATH_MAX], tdir[PATH_MAX];
+	bool list;
+	int rc;
+
+	if (strcmp(argv[0], "build") && strcmp(argv[0], "list"))
+		return al_cli_usage_error(cli, "build or list?");
+	list = !strcmp(argv[0], "list");
+	if (list && argc > 1)
+		return al_cli_usage_error(cli, "list takes no arguments");
+	if (!list && argc == 1)
+		return al_cli_usage_error(cli, "build: name a template");
+	rc = image_dirs(cli, state, tdir);
+	if (rc)
+		return rc;
+	if (list) {
 		list_images(state);
-		return 0;
+		return AL_EXIT_OK;
 	}
-	if (optind + 1 >= argc) {
-		fprintf(stderr, "airlock: image build: name a template\n");
-		return 2;
-	}
-	for (int i = optind + 1; i < argc; i++) {
-		if (build_one(state, tdir, argv[i], force) < 0) {
-			fprintf(stderr, "airlock: image build %s failed\n",
-				argv[i]);
-			rc = 1;
+	for (int i = 1; i < argc; i++) {
+		if (build_one(state, tdir, argv[i], cli->flag['f']) < 0) {
+			al_cli_error(cli, "build %s failed", argv[i]);
+			rc = AL_EXIT_FAIL;
 		}
 	}
 	return rc;
@@ -150,6 +149,14 @@ const struct al_cmd al_cmd_image = {
 		 "initramfs with the\nagent, read-only root filesystem) from "
 		 "Debian packages through this\nmachine's apt sources, into "
 		 "the state dir. Same inputs, same image:\nbuilding again "
-		 "does nothing unless --force. Needs root.\n",
+		 "does nothing unless --force. Needs root.\n"
+		 "\n"
+		 "options:\n"
+		 "      --force        build even when the image exists\n",
+	.flags = AL_CMD_CONFIG,
+	.longopts = opts,
+	.args_min = 1,
+	.args_max = -1,
+	.args_error = "build or list?",
 	.run = cmd_image,
 };

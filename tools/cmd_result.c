@@ -1,6 +1,5 @@
 /* cmd_result.c: `airlock result`, print a stored result. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,73 +7,44 @@
 #include "cli.h"
 #include "client.h"
 
-static int run(const struct al_cmd *cmd, int argc, char **argv)
+static const struct option opts[] = {
+    {"json", no_argument, NULL, 'j'}, /* the whole record */
+    {NULL, 0, NULL, 0},
+};
+
+static int run(struct al_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {"json", no_argument, NULL, 'j'},
-	    AL_CLI_COMMON_OPTIONS,
-	    {NULL, 0, NULL, 0},
-	};
-	struct al_cli_common co = {0};
 	struct al_result res = {0};
-	struct al_config cfg;
 	struct alq_client cl = {0};
 	struct al_diags d;
 	char err[2048], *buf = NULL, *json = NULL;
-	bool as_json = false;
 	size_t len = 0;
-	int c, r, rc = AL_EXIT_USAGE;
+	int r, rc = AL_EXIT_USAGE;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "hj", opts, NULL)) != -1) {
-		if (al_cli_common_opt(c, optarg, &co))
-			continue;
-		if (c == 'h') {
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		}
-		if (c != 'j')
-			return al_cli_bad_usage(cmd);
-		as_json = true;
-	}
-	if (optind + 1 != argc ||
-	    !al_id_valid(argv[optind], strlen(argv[optind]))) {
-		fprintf(stderr, "airlock result: takes one job id\n");
-		return al_cli_bad_usage(cmd);
-	}
-	if (al_cli_load(&co, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	(void)argc;
+	if (!al_id_valid(argv[0], strlen(argv[0])))
+		return al_cli_usage_error(cli, "takes one job id");
+	if (al_cli_open(cli, &cl) < 0)
 		return AL_EXIT_USAGE;
-	}
-	if (al_cli_connect(&cfg, &cl, err, sizeof(err)) < 0) {
-		fprintf(stderr, "airlock result: %s\n", err);
-		return AL_EXIT_USAGE;
-	}
-	r = alq_client_result(&cl, argv[optind], &buf, &len);
+	r = alq_client_result(&cl, argv[0], &buf, &len);
 	if (r == -ENOENT) {
-		fprintf(stderr,
-			"airlock result: %s: no result (not done, "
-			"unknown or expired)\n",
-			argv[optind]);
+		al_cli_error(cli, "%s: no result (not done, unknown or expired)",
+			     argv[0]);
 		rc = AL_EXIT_FAIL;
 		goto out;
 	}
 	if (r < 0) {
-		fprintf(stderr, "airlock result: %s\n",
-			r == -E2BIG ? "result over the size cap" : cl.err);
+		al_cli_error(cli, "%s",
+			     r == -E2BIG ? "result over the size cap" : cl.err);
 		goto out;
 	}
 	al_diags_init(&d);
 	if (al_result_from_msgpack(buf, len, &res, &d) < 0) {
 		al_diags_format(&d, err, sizeof(err));
-		fprintf(stderr,
-			"airlock result: stored result is invalid: "
-			"%s\n",
-			err);
+		al_cli_error(cli, "stored result is invalid: %s", err);
 		goto out;
 	}
-	if (as_json) {
+	if (cli->flag['j']) {
 		if (al_result_to_json(&res, &json) < 0)
 			goto out;
 		printf("%s\n", json);
@@ -98,6 +68,15 @@ const struct al_cmd al_cmd_result = {
 	     "\n"
 	     "Print the stored result of job ID: a summary (outputs escaped,\n"
 	     "4096 bytes per stream at most), or with --json the whole record\n"
-	     "as one line of JSON. Exit 0 printed, 1 no result, 2 failure.\n",
+	     "as one line of JSON. Exit 0 printed, 1 no result, 2 failure.\n"
+	     "\n"
+	     "options:\n"
+	     "  -j, --json         print the result record as JSON\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
+    .shortopts = "j",
+    .longopts = opts,
+    .args_min = 1,
+    .args_max = 1,
+    .args_error = "takes one job id",
     .run = run,
 };

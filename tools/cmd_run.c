@@ -4,10 +4,9 @@
  * The job goes through the queue like any other (so what `run` shows is
  * what `serve` does): to the configured Redis, or, with none, to an
  * embedded redis-server and dispatcher that live for this command only
- * (dispatcher/client.h).
+ * (client.h).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,20 +120,18 @@ out:
 }
 
 /* Submit, wait (interruptible), fetch. */
-static int execute(struct al_config *cfg, struct al_embed *e,
+static int execute(const struct al_cli *cli, struct al_embed *e,
 		   struct al_prepared *p, struct al_result *res)
 {
 	struct alq_client cl = {0};
 	struct al_diags d;
-	char err[512], *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0;
 	bool dup;
 	int r;
 
-	if (al_cli_connect(cfg, &cl, err, sizeof(err)) < 0) {
-		fprintf(stderr, "airlock run: %s\n", err);
+	if (al_cli_open(cli, &cl) < 0)
 		return -EIO;
-	}
 	r = alq_client_submit(&cl, p->id, p->payload, p->len, p->wall_ms, &dup);
 	while (r == 0) {
 		int st;
@@ -190,95 +187,70 @@ static void print_outputs(const struct al_result *res)
 		fprintf(stderr, "airlock run: timed out\n");
 }
 
-static int parse(const struct al_cmd *cmd, int argc, char **argv,
-		 struct run_opts *ro, struct al_cli_common *co)
-{
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {"template", required_argument, NULL, 't'},
-	    {"timeout", required_argument, NULL, 'T'},
-	    {"memory", required_argument, NULL, 'm'},
-	    {"file", required_argument, NULL, 'f'},
-	    {"stdin", required_argument, NULL, 'i'},
-	    {"json", no_argument, NULL, 'j'},
-	    AL_CLI_COMMON_OPTIONS,
-	    {NULL, 0, NULL, 0},
-	};
-	char *end;
-	double v;
-	int c;
+static const struct option opts[] = {
+    {"template", required_argument, NULL, 't'},
+    {"timeout", required_argument, NULL, 'T'},
+    {"memory", required_argument, NULL, 'm'},
+    {"file", required_argument, NULL, 'f'},
+    {"stdin", required_argument, NULL, 'i'},
+    {"json", no_argument, NULL, 'j'},
+    {NULL, 0, NULL, 0},
+};
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+ht:", opts, NULL)) != -1) {
-		if (al_cli_common_opt(c, optarg, co))
-			continue;
-		switch (c) {
-		case 'h':
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		case 't':
-			ro->template_ = optarg;
-			break;
-		case 'T':
-			v = strtod(optarg, &end);
-			if (*end ||
-			    !(v >= 0.001 && v <= AL_TIMEOUT_MS_MAX / 1000)) {
-				fprintf(stderr, "airlock run: --timeout: "
-						"seconds, 0.001..600\n");
-				return al_cli_bad_usage(cmd);
-			}
-			ro->timeout_ms = (uint32_t)(v * 1000);
-			break;
-		case 'm':
-			v = strtod(optarg, &end);
-			if (*end || v < AL_MEMORY_MB_MIN ||
-			    v > AL_MEMORY_MB_MAX) {
-				fprintf(stderr,
-					"airlock run: --memory: MiB, "
-					"%u..%u\n",
-					AL_MEMORY_MB_MIN, AL_MEMORY_MB_MAX);
-				return al_cli_bad_usage(cmd);
-			}
-			ro->memory_mb = (uint32_t)v;
-			break;
-		case 'f':
-			if (ro->n_files == AL_FILES_MAX) {
-				fprintf(stderr,
-					"airlock run: at most %u "
-					"--file\n",
-					AL_FILES_MAX);
-				return al_cli_bad_usage(cmd);
-			}
-			ro->files[ro->n_files++] = optarg;
-			break;
-		case 'i':
-			ro->stdin_path = optarg;
-			break;
-		case 'j':
-			ro->json = true;
-			break;
-		default:
-			return al_cli_bad_usage(cmd);
-		}
+/* --timeout SECONDS and --memory MB. */
+static int opt_number(struct al_cli *cli, struct run_opts *ro, int c,
+		      const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (c == 'T') {
+		if (*end || !(v >= 0.001 && v <= AL_TIMEOUT_MS_MAX / 1000))
+			return al_cli_usage_error(cli, "--timeout: seconds, "
+						       "0.001..600");
+		ro->timeout_ms = (uint32_t)(v * 1000);
+		return 0;
 	}
-	if (optind >= argc) {
-		fprintf(stderr,
-			"airlock run: no command (airlock run [OPTIONS] "
-			"-- CMD [ARG...])\n");
-		return al_cli_bad_usage(cmd);
-	}
-	return -1;
+	if (*end || v < AL_MEMORY_MB_MIN || v > AL_MEMORY_MB_MAX)
+		return al_cli_usage_error(cli, "--memory: MiB, %u..%u",
+					  AL_MEMORY_MB_MIN, AL_MEMORY_MB_MAX);
+	ro->memory_mb = (uint32_t)v;
+	return 0;
 }
 
-static int run(const struct al_cmd *cmd, int argc, char **argv)
+static int opt(struct al_cli *cli, int c, const char *arg)
 {
-	static struct run_opts ro; /* big: the --file table */
-	struct al_cli_common co = {0};
+	struct run_opts *ro = cli->opts;
+
+	switch (c) {
+	case 't':
+		ro->template_ = arg;
+		return 0;
+	case 'f':
+		if (ro->n_files == AL_FILES_MAX)
+			return al_cli_usage_error(cli, "at most %u --file",
+						  AL_FILES_MAX);
+		ro->files[ro->n_files++] = arg;
+		return 0;
+	case 'i':
+		ro->stdin_path = arg;
+		return 0;
+	case 'j':
+		ro->json = true;
+		return 0;
+	default:
+		return opt_number(cli, ro, c, arg);
+	}
+}
+
+static int run(struct al_cli *cli, int argc, char **argv)
+{
+	const struct run_opts *ro = cli->opts;
+	struct al_config *cfg = &cli->cfg;
 	struct al_prepared prep = {0};
 	struct al_result res = {0};
 	struct al_job job = {0};
 	struct al_serve_opts so;
-	struct al_config cfg;
 	struct al_policy policy;
 	struct sb_options sb;
 	struct al_embed e;
@@ -286,39 +258,31 @@ static int run(const struct al_cmd *cmd, int argc, char **argv)
 	char err[2048], *json = NULL;
 	int r, rc = 125;
 
-	memset(&ro, 0, sizeof(ro));
 	al_embed_init(&e);
-	r = parse(cmd, argc, argv, &ro, &co);
-	if (r >= 0)
-		return r;
-	if (al_cli_load(&co, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
-		return AL_EXIT_USAGE;
-	}
-	al_config_policy(&cfg, &policy);
-	if (build_job(&ro, &policy, argc - optind, argv + optind, &job) < 0)
+	al_config_policy(cfg, &policy);
+	if (build_job(ro, &policy, argc, argv, &job) < 0)
 		return AL_EXIT_USAGE;
 	if (al_cli_prepare(&job, &policy, NULL, &prep) < 0)
 		goto out;
 	al_cli_catch_signals();
-	embedded = !cfg.redis.url[0];
+	embedded = !cfg->redis.url[0];
 	if (embedded) {
-		cfg.workers.count = 1;
-		if (al_sandbox_options(&cfg, &sb, err, sizeof(err)) < 0 ||
-		    al_embed_start(&e, &cfg, &policy, &sb, &so, err,
+		cfg->workers.count = 1;
+		if (al_sandbox_options(cfg, &sb, err, sizeof(err)) < 0 ||
+		    al_embed_start(&e, cfg, &policy, &sb, &so, err,
 				   sizeof(err)) < 0) {
-			fprintf(stderr, "airlock run: %s\n", err);
+			al_cli_error(cli, "%s", err);
 			goto out;
 		}
 	}
-	r = execute(&cfg, embedded ? &e : NULL, &prep, &res);
+	r = execute(cli, embedded ? &e : NULL, &prep, &res);
 	if (r == -EINTR) {
 		rc = 130;
 		goto out;
 	}
 	if (r < 0)
 		goto out;
-	if (ro.json) {
+	if (ro->json) {
 		if (al_result_to_json(&res, &json) == 0)
 			printf("%s\n", json);
 	} else {
@@ -326,7 +290,7 @@ static int run(const struct al_cmd *cmd, int argc, char **argv)
 	}
 	rc = al_cli_exit_code(&res);
 out:
-	al_embed_stop(&e, cfg.workers.shutdown_grace_ms);
+	al_embed_stop(&e, cfg->workers.shutdown_grace_ms);
 	free(json);
 	free(prep.payload);
 	al_result_release(&res);
@@ -360,5 +324,13 @@ const struct al_cmd al_cmd_run = {
 	"exit status: the command's exit code; 128+N when killed by signal\n"
 	"N; 124 timed out; 137 memory limit; 125 the job was rejected (RJ)\n"
 	"or Airlock failed (XX); 2 usage; 130 interrupted.\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_IN_ORDER | AL_CMD_CONFIG,
+    .shortopts = "t:",
+    .longopts = opts,
+    .opts_size = sizeof(struct run_opts),
+    .args_min = 1,
+    .args_max = -1,
+    .args_error = "no command (airlock run [OPTIONS] -- CMD [ARG...])",
+    .opt = opt,
     .run = run,
 };

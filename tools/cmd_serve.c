@@ -2,7 +2,6 @@
  * processes and results back (dispatcher/serve.c has the theory of
  * operation). Runs until SIGTERM or SIGINT, then drains.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,68 +11,48 @@
 #include "sbconfig.h"
 #include "serve.h"
 
-static int run(const struct al_cmd *cmd, int argc, char **argv)
+struct serve_opts {
+	uint32_t workers; /* --workers, 0 = workers.count */
+};
+
+static const struct option opts[] = {
+    {"workers", required_argument, NULL, 'w'},
+    {NULL, 0, NULL, 0},
+};
+
+static int opt(struct al_cli *cli, int c, const char *arg)
 {
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {"workers", required_argument, NULL, 'w'},
-	    AL_CLI_COMMON_OPTIONS,
-	    {NULL, 0, NULL, 0},
-	};
-	struct al_cli_common co = {0};
+	struct serve_opts *o = cli->opts;
+
+	(void)c; /* --workers, the only one */
+	return al_cli_opt_workers(cli, arg, &o->workers);
+}
+
+static int run(struct al_cli *cli, int argc, char **argv)
+{
+	const struct serve_opts *o = cli->opts;
+	struct al_config *cfg = &cli->cfg;
 	struct al_serve_opts so;
-	struct al_config cfg;
 	struct al_policy policy;
 	struct sb_options sb;
 	struct alq_url url;
-	long workers = -1;
-	char err[2048], *end;
-	int c, r;
+	char err[2048];
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "hw:", opts, NULL)) != -1) {
-		if (al_cli_common_opt(c, optarg, &co))
-			continue;
-		switch (c) {
-		case 'h':
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		case 'w':
-			workers = strtol(optarg, &end, 10);
-			if (*end || workers < 1 || workers > 1024) {
-				fprintf(stderr, "airlock serve: --workers: "
-						"must be 1..1024\n");
-				return al_cli_bad_usage(cmd);
-			}
-			break;
-		default:
-			return al_cli_bad_usage(cmd);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "airlock serve: takes no arguments\n");
-		return al_cli_bad_usage(cmd);
-	}
-	if (al_cli_load(&co, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	(void)argc, (void)argv;
+	if (!cfg->redis.url[0] || alq_url_parse(cfg->redis.url, &url) < 0) {
+		al_cli_error(cli, "no Redis configured (--redis URL, "
+				  "$AIRLOCK_REDIS or redis.url)");
 		return AL_EXIT_USAGE;
 	}
-	if (!cfg.redis.url[0] || alq_url_parse(cfg.redis.url, &url) < 0) {
-		fprintf(stderr, "airlock serve: no Redis configured (--redis "
-				"URL, $AIRLOCK_REDIS or redis.url)\n");
+	if (o->workers > 0)
+		cfg->workers.count = o->workers;
+	if (al_sandbox_options(cfg, &sb, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "%s", err);
 		return AL_EXIT_USAGE;
 	}
-	if (workers > 0)
-		cfg.workers.count = (uint32_t)workers;
-	if (al_sandbox_options(&cfg, &sb, err, sizeof(err)) < 0) {
-		fprintf(stderr, "airlock serve: %s\n", err);
-		return AL_EXIT_USAGE;
-	}
-	al_config_policy(&cfg, &policy);
-	al_cli_serve_opts(&cfg, &url, &policy, &sb, &so);
-	r = al_serve_run(&so);
-	al_config_release(&cfg);
-	return r < 0 ? AL_EXIT_USAGE : AL_EXIT_OK;
+	al_config_policy(cfg, &policy);
+	al_cli_serve_opts(cfg, &url, &policy, &sb, &so);
+	return al_serve_run(&so) < 0 ? AL_EXIT_USAGE : AL_EXIT_OK;
 }
 
 const struct al_cmd al_cmd_serve = {
@@ -90,13 +69,12 @@ const struct al_cmd al_cmd_serve = {
 	"shutdown_grace_ms to finish, the rest are handed back to the queue.\n"
 	"\n"
 	"options:\n"
-	"  -w, --workers N   worker processes (default workers.count, 0 =\n"
-	"                    one per CPU)\n"
-	"  --redis URL       redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or\n"
-	"                    unix://[[USER]:PASSWORD@]/PATH (default\n"
-	"                    $AIRLOCK_REDIS, then redis.url)\n"
-	"  --config PATH     config file (default $AIRLOCK_CONFIG, then\n"
-	"                    /etc/airlock/airlock.conf)\n"
-	"  --queue NAME      queue name (default queue.name)\n",
+	"  -w, --workers N    worker processes (default workers.count, 0 =\n"
+	"                     one per CPU)\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
+    .shortopts = "w:",
+    .longopts = opts,
+    .opts_size = sizeof(struct serve_opts),
+    .opt = opt,
     .run = run,
 };

@@ -1,5 +1,4 @@
 /* cmd_status.c: `airlock status`, the queue at a glance. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,46 +8,18 @@
 
 #define LIVE_MS 60000u /* a dispatcher silent this long is not counted */
 
-static int run(const struct al_cmd *cmd, int argc, char **argv)
+static int run(struct al_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    AL_CLI_COMMON_OPTIONS,
-	    {NULL, 0, NULL, 0},
-	};
-	struct al_cli_common co = {0};
-	struct al_config cfg;
 	struct alq_client cl = {0};
 	struct alq_status st;
 	unsigned serves = 0, workers = 0, busy = 0;
 	uint64_t last5 = 0;
-	char err[2048];
-	int c;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (al_cli_common_opt(c, optarg, &co))
-			continue;
-		if (c == 'h') {
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		}
-		return al_cli_bad_usage(cmd);
-	}
-	if (optind < argc) {
-		fprintf(stderr, "airlock status: takes no arguments\n");
-		return al_cli_bad_usage(cmd);
-	}
-	if (al_cli_load(&co, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	(void)argc, (void)argv;
+	if (al_cli_open(cli, &cl) < 0)
 		return AL_EXIT_USAGE;
-	}
-	if (al_cli_connect(&cfg, &cl, err, sizeof(err)) < 0) {
-		fprintf(stderr, "airlock status: %s\n", err);
-		return AL_EXIT_USAGE;
-	}
 	if (alq_client_status(&cl, &st) < 0) {
-		fprintf(stderr, "airlock status: %s\n", cl.err);
+		al_cli_error(cli, "%s", cl.err);
 		alq_client_close(&cl);
 		return AL_EXIT_USAGE;
 	}
@@ -62,7 +33,7 @@ static int run(const struct al_cmd *cmd, int argc, char **argv)
 	}
 	for (int i = 1; i < 5; i++)
 		last5 += st.tput[i];
-	printf("queue %s\n", cfg.queue.name);
+	printf("queue %s\n", cli->cfg.queue.name);
 	if (st.depth >= 0)
 		printf("  waiting      %lld\n", (long long)st.depth);
 	else
@@ -93,5 +64,6 @@ const struct al_cmd al_cmd_status = {
 	     "Print the queue's depth (jobs not yet picked up), the jobs\n"
 	     "running (claimed, not yet acknowledged), live dispatchers and\n"
 	     "their workers, dead letters and recent throughput.\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .run = run,
 };

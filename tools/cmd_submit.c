@@ -3,7 +3,6 @@
  * key); the second submit prints the id and says so on stderr.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,78 +10,51 @@
 #include "cli.h"
 #include "client.h"
 
-static int run(const struct al_cmd *cmd, int argc, char **argv)
+static int run(struct al_cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    AL_CLI_COMMON_OPTIONS,
-	    {NULL, 0, NULL, 0},
-	};
-	struct al_cli_common co = {0};
 	struct al_prepared prep = {0};
 	struct al_job job = {0};
-	struct al_config cfg;
 	struct al_policy policy;
 	struct alq_client cl = {0};
 	struct al_diags d;
-	char err[2048], *text = NULL;
+	char *text = NULL;
 	size_t len;
 	bool dup = false;
-	int c, r, rc = AL_EXIT_USAGE;
+	int r, rc = AL_EXIT_USAGE;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (al_cli_common_opt(c, optarg, &co))
-			continue;
-		if (c == 'h') {
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		}
-		return al_cli_bad_usage(cmd);
-	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, "airlock submit: takes one JOB.json or -\n");
-		return al_cli_bad_usage(cmd);
-	}
-	if (al_cli_load(&co, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
-		return AL_EXIT_USAGE;
-	}
-	al_config_policy(&cfg, &policy);
-	r = al_cli_read_file(argv[optind], AL_JOB_MAX_BYTES, &text, &len);
+	(void)argc;
+	al_config_policy(&cli->cfg, &policy);
+	r = al_cli_read_file(argv[0], AL_JOB_MAX_BYTES, &text, &len);
 	if (r < 0) {
-		fprintf(stderr, "airlock submit: %s: %s\n", argv[optind],
-			r == -E2BIG ? "over the job size cap" : strerror(-r));
+		al_cli_error(cli, "%s: %s", argv[0],
+			     r == -E2BIG ? "over the job size cap"
+					 : strerror(-r));
 		return AL_EXIT_USAGE;
 	}
 	al_diags_init(&d);
 	if (al_job_from_json(text, len, &job, &d) < 0) {
 		for (size_t i = 0; i < d.n; i++)
-			fprintf(stderr, "%s: %s%s%s\n", argv[optind],
+			fprintf(stderr, "%s: %s%s%s\n", argv[0],
 				d.items[i].path, d.items[i].path[0] ? ": " : "",
 				d.items[i].reason);
 		rc = AL_EXIT_FAIL;
 		goto out;
 	}
 	if (al_cli_prepare(&job, &policy, NULL, &prep) < 0) {
-		fprintf(stderr, "airlock submit: out of memory\n");
+		al_cli_error(cli, "out of memory");
 		goto out;
 	}
-	if (al_cli_connect(&cfg, &cl, err, sizeof(err)) < 0) {
-		fprintf(stderr, "airlock submit: %s\n", err);
+	if (al_cli_open(cli, &cl) < 0)
 		goto out;
-	}
 	r = alq_client_submit(&cl, prep.id, prep.payload, prep.len,
 			      prep.wall_ms, &dup);
 	if (r < 0) {
-		fprintf(stderr, "airlock submit: %s\n", cl.err);
+		al_cli_error(cli, "%s", cl.err);
 		goto out;
 	}
 	if (dup)
-		fprintf(stderr,
-			"airlock submit: %s was submitted before; "
-			"not enqueued again\n",
-			prep.id);
+		al_cli_error(cli, "%s was submitted before; not enqueued again",
+			     prep.id);
 	printf("%s\n", prep.id);
 	rc = AL_EXIT_OK;
 out:
@@ -104,5 +76,9 @@ const struct al_cmd al_cmd_submit = {
 	"without an id gets a fresh one. The id is the idempotency key: a\n"
 	"second submit of the same id enqueues nothing (and says so on\n"
 	"stderr). Exit 0 submitted, 1 invalid job, 2 other failure.\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
+    .args_min = 1,
+    .args_max = 1,
+    .args_error = "takes one JOB.json or -",
     .run = run,
 };

@@ -1,5 +1,5 @@
 /* cmd_validate.c: `airlock validate`, check job files against the schema and
- * the built-in policy without running anything.
+ * the built-in policy (or --config's) without running anything.
  *
  * Input is untrusted: whatever the file holds, we never crash, never hold
  * more than a capped amount of it, and never echo its bytes (the library's
@@ -23,7 +23,6 @@
  * read (the others are still checked) or usage error.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +36,9 @@
 #define READ_CHUNK (64u << 10)
 
 struct validate_opts {
-	bool quiet;   /* print no problems, exit code only */
-	bool verbose; /* print `ok ID` for valid jobs */
+	bool quiet;		      /* print no problems, exit code only */
+	bool verbose;		      /* print `ok ID` for valid jobs */
+	const struct al_policy *policy; /* the built-in one, or --config's */
 };
 
 /* Growable byte buffer, always NUL-terminated when data != NULL. */
@@ -256,7 +256,7 @@ static int check_job(const struct job_src *src, const char *text, size_t len,
 	rc = al_job_from_json(text, len, &job, &d);
 	if (rc == 0) {
 		al_diags_init(&d);
-		rc = al_job_check_policy(&job, al_policy_default(), &d);
+		rc = al_job_check_policy(&job, o->policy, &d);
 	}
 	if (rc == -ENOMEM && d.n == 0)
 		goto out;
@@ -506,38 +506,27 @@ out:
 	return rc;
 }
 
-static int run_validate(const struct al_cmd *cmd, int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct validate_opts o = {0};
-	int c, rc, exit_code = AL_EXIT_OK;
+static const struct option opts[] = {
+    {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'v':
-			o.verbose = true;
-			break;
-		case 'h':
-			al_cli_usage(cmd, stdout);
-			return AL_EXIT_OK;
-		default:
-			return al_cli_bad_usage(cmd);
-		}
+static int run_validate(struct al_cli *cli, int argc, char **argv)
+{
+	struct validate_opts o = {.quiet = cli->flag['q'],
+				  .verbose = cli->flag['v']};
+	struct al_policy policy;
+	int rc, exit_code = AL_EXIT_OK;
+
+	o.policy = al_policy_default();
+	if (cli->config) {
+		if (al_cli_load(cli) < 0)
+			return AL_EXIT_USAGE;
+		al_config_policy(&cli->cfg, &policy);
+		o.policy = &policy;
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "airlock validate: no FILE given\n");
-		return al_cli_bad_usage(cmd);
-	}
-	for (int i = optind; i < argc; i++) {
+	for (int i = 0; i < argc; i++) {
 		rc = check_path(argv[i], &o);
 		if (rc == -ENOMEM) {
 			fprintf(stderr, "airlock: out of memory\n");
@@ -554,10 +543,11 @@ static int run_validate(const struct al_cmd *cmd, int argc, char **argv)
 const struct al_cmd al_cmd_validate = {
     .name = "validate",
     .summary = "check job files (JSON or JSONL) without running them",
-    .usage = "usage: airlock validate [-q | -v] FILE...\n"
+    .usage = "usage: airlock validate [-q | -v] [--config PATH] FILE...\n"
 	     "\n"
 	     "Check each job in each FILE against the job schema and the\n"
-	     "built-in policy (docs/schema.md). `-` reads standard input.\n"
+	     "built-in policy (docs/schema.md), or with --config the limits\n"
+	     "and allow-lists of that config. `-` reads standard input.\n"
 	     "\n"
 	     "A FILE is JSONL (one job per line, blank lines skipped) when\n"
 	     "its first non-blank line is a complete JSON value and more\n"
@@ -570,9 +560,13 @@ const struct al_cmd al_cmd_validate = {
 	     "options:\n"
 	     "  -q, --quiet    print nothing, only set the exit code\n"
 	     "  -v, --verbose  also print `FILE:LINE: ok ID` for valid jobs\n"
-	     "  -h, --help     show this help\n"
 	     "\n"
 	     "exit status: 0 every job valid, 1 some job invalid, 2 usage\n"
-	     "error or a FILE could not be read.\n",
+	     "error, an invalid config or a FILE could not be read.\n",
+    .shortopts = "qv",
+    .longopts = opts,
+    .args_min = 1,
+    .args_max = -1,
+    .args_error = "no FILE given",
     .run = run_validate,
 };

@@ -20,8 +20,11 @@
  * leading white space (inih would read an indented line as the continuation
  * of the previous value). We leave inih's global knobs alone.
  *
- * Callers: tools/airlock.c (main, `airlock config`), later the dispatcher,
- * workers and sandbox setup through the struct main() passes down.
+ * Callers: tools/ only: al_cli_load() (cli.c) for every command that reads
+ * the config, test_config. The dispatcher, workers and sandbox never see
+ * struct al_config: the CLI turns it into their own options
+ * (al_cli_serve_opts, al_sandbox_options, al_config_policy), so those
+ * layers build and test without this parser.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,8 @@
  * that keeps docs/config.md and configs/airlock.conf honest all read that
  * table, so a key cannot exist in one place and not in another.
  *
- * Using it (main() does this once and passes the struct down):
+ * Using it (al_cli_load() in cli.c does this once per command and the
+ * command passes the struct down):
  *
  *  1. al_config_init(&cfg): the built-in defaults. The job limits come from
  *     al_policy_default() (results/), so the two cannot disagree.

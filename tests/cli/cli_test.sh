@@ -3,7 +3,7 @@
 # `airlock validate` against the job corpus in tests/data/jobs.
 #
 # usage: cli_test.sh CASE AIRLOCK SOURCE_DIR WORK_DIR VERSION
-#   CASE is one of: usage valid invalid formats big
+#   CASE is one of: usage common valid invalid formats big
 #
 # An invalid/NAME.json comes with NAME.expect: the lines `airlock validate`
 # must print for it, minus the `FILE:LINE: ` prefix. In an expected line `*`
@@ -188,6 +188,94 @@ test_usage()
 	expect_rc 2 "validate without FILE"
 	run version extra
 	expect_rc 2 "version with an argument"
+}
+
+# The set-up every command shares (tools/cli.h): --help and --config
+# everywhere, --redis and --queue on the queue commands, one way to report
+# bad usage.
+test_common()
+{
+	local w=$work c cmds job=$jobs/valid/python-hello.json
+
+	printf '[limits]\nwall_ms = 60000\n' >"$w/ok.conf"
+	printf '[templates]\ndefault = c\nallowed = c\n' >"$w/c-only.conf"
+	printf '[limits]\nfrob = 1\n' >"$w/bad.conf"
+
+	run --help
+	cmds=$(sed -n 's/^  \([a-z]*\)  .*/\1/p' "$out")
+	[[ $(wc -w <<<"$cmds") -ge 13 ]] || fail "commands listed: $cmds"
+	for c in $cmds; do
+		run "$c" --config "$w/ok.conf" --help
+		expect_rc 0 "$c --config PATH --help"
+		grep -q "^usage: airlock $c" "$out" || fail "$c --config --help: no usage"
+		grep -q -- '-c, --config PATH' "$out" || fail "$c --help: --config not listed"
+		run "$c" -c "$w/ok.conf" --help
+		expect_rc 0 "$c -c PATH --help"
+		run "$c" --frobnicate
+		expect_rc 2 "$c --frobnicate"
+		expect_empty "$out" "$c --frobnicate"
+		[[ $(cat "$err") == "airlock $c: unrecognized option '--frobnicate'"$'\n'"try \`airlock $c --help\`" ]] ||
+			fail "$c --frobnicate: message: $(cat "$err")"
+	done
+	# --redis and --queue belong to the queue commands only
+	for c in submit wait result status run batch serve; do
+		grep -q -- '--redis URL' <("$airlock" help "$c") || fail "help $c: no --redis"
+	done
+	run validate --redis unix:///x "$job"
+	expect_rc 2 "validate --redis"
+
+	# validate: --config's policy instead of the built-in one
+	run validate --config "$w/ok.conf" "$job"
+	expect_rc 0 "validate --config"
+	expect_empty "$out" "validate --config"
+	run validate -c "$w/c-only.conf" "$job"
+	expect_rc 1 "validate --config c-only"
+	expect_out "$job:1: template: unknown template \"python\""
+	run validate --config "$w/bad.conf" "$job"
+	expect_rc 2 "validate --config bad"
+	grep -q "^$w/bad.conf:2: limits.frob: unknown key" "$err" || fail "validate bad config: $(cat "$err")"
+	run validate --config "$w/none.conf" "$job"
+	expect_rc 2 "validate --config missing"
+
+	# version and help take --config (and need no config)
+	run version --config "$w/bad.conf"
+	expect_rc 0 "version --config"
+	expect_out "airlock $version"
+	run help --config "$w/ok.conf" run
+	expect_rc 0 "help --config run"
+	grep -q '^usage: airlock run' "$out" || fail "help --config run: no usage"
+	run help run --config "$w/ok.conf"
+	expect_rc 0 "help run --config"
+
+	# operands a command does not take are usage errors everywhere
+	for c in doctor status serve config version; do
+		run "$c" --config "$w/ok.conf" extra
+		expect_rc 2 "$c extra"
+		[[ $(head -1 "$err") == "airlock $c: takes no arguments" ]] ||
+			fail "$c extra: message: $(cat "$err")"
+	done
+	# one message for one option, one form for a config's problems
+	for c in serve batch; do
+		run "$c" --workers 0 x
+		expect_rc 2 "$c --workers 0"
+		[[ $(head -1 "$err") == "airlock $c: --workers: must be 1..1024" ]] ||
+			fail "$c --workers 0: message: $(cat "$err")"
+	done
+	for c in doctor "image list" status config; do
+		run $c --config "$w/bad.conf"
+		[[ $rc == 1 || $rc == 2 ]] || fail "$c --config bad: exit $rc"
+		[[ $(head -1 "$err") == "$w/bad.conf:2: limits.frob: unknown key"* ]] ||
+			fail "$c --config bad: message: $(cat "$err")"
+	done
+	run image
+	expect_rc 2 "image, no verb"
+	grep -q "try \`airlock image --help\`" "$err" || fail "image: $(cat "$err")"
+	run image list --config "$w/ok.conf" extra
+	expect_rc 2 "image list extra"
+	run image build --config "$w/ok.conf"
+	expect_rc 2 "image build, no template"
+	[[ $(head -1 "$err") == "airlock image: build: name a template" ]] ||
+		fail "image build: message: $(cat "$err")"
 }
 
 test_valid()
@@ -405,7 +493,7 @@ test_big()
 }
 
 case $case_name in
-usage | valid | invalid | formats | big) "test_$case_name" ;;
+usage | common | valid | invalid | formats | big) "test_$case_name" ;;
 *)
 	echo "unknown case '$case_name'"
 	exit 2

@@ -1,5 +1,6 @@
-/* client.h: what the queue commands of the CLI share: the common options,
- * the config turned into dispatcher options, and the embedded mode.
+/* client.h: what the queue commands of the CLI share: the config turned
+ * into dispatcher options, the blocking client, job and result helpers,
+ * and the embedded mode. (Their options and config loading: cli.h.)
  *
  * Embedded mode: `airlock run` and `airlock batch` with no Redis
  * configured start, for the command's duration only,
@@ -29,29 +30,6 @@
 #include "config.h"
 #include "queue.h"
 #include "serve.h"
-
-/* Options every queue command takes. */
-struct al_cli_common {
-	const char *redis;  /* --redis URL, NULL = config / $AIRLOCK_REDIS */
-	const char *config; /* --config PATH */
-	const char *queue;  /* --queue NAME */
-};
-
-/* getopt_long rows and codes for the common options. */
-enum { AL_OPT_REDIS = 0x100, AL_OPT_CONFIG, AL_OPT_QUEUE };
-/* clang-format off */
-#define AL_CLI_COMMON_OPTIONS                                   \
-	{"redis", required_argument, NULL, AL_OPT_REDIS},       \
-	{"config", required_argument, NULL, AL_OPT_CONFIG},     \
-	{"queue", required_argument, NULL, AL_OPT_QUEUE}
-/* clang-format on */
-/* Take option `c` if it is a common one; true when it was. */
-bool al_cli_common_opt(int c, const char *arg, struct al_cli_common *co);
-
-/* Load the config and apply the common options over it. Returns 0 or
- * -errno with `err` (one or more lines) set. */
-int al_cli_load(const struct al_cli_common *co, struct al_config *cfg,
-		char *err, size_t errlen);
 
 /* Dispatcher options from the config; `url`, `policy` and `sb` must
  * outlive *ret. workers.count 0 becomes the number of online CPUs. */
