@@ -47,7 +47,7 @@ static int step_name(const msgpack_object *v, const char *path, void *out,
 			     AL_NAME_MAX);
 		return 0;
 	}
-	return walk_str(v, path, AL_NAME_MAX, d, &s->name);
+	return al__walk_str(v, path, AL_NAME_MAX, d, &s->name);
 }
 
 static void argv_release(char **argv, size_t argc)
@@ -69,7 +69,7 @@ static int step_cmd(const msgpack_object *v, const char *path, void *out,
 	uint32_t n;
 
 	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		walk_type_error(d, path, "an array");
+		al__walk_type_error(d, path, "an array");
 		return 0;
 	}
 	n = v->via.array.size;
@@ -83,8 +83,8 @@ static int step_cmd(const msgpack_object *v, const char *path, void *out,
 	for (uint32_t i = 0; i < n; i++) {
 		const msgpack_object *a = &v->via.array.ptr[i];
 
-		path_index(sub, sizeof(sub), path, i);
-		if (walk_str(a, sub, AL_ARGV_MAX_BYTES, d, &argv[i]) < 0) {
+		al__path_index(sub, sizeof(sub), path, i);
+		if (al__walk_str(a, sub, AL_ARGV_MAX_BYTES, d, &argv[i]) < 0) {
 			argv_release(argv, n);
 			return -ENOMEM;
 		}
@@ -116,7 +116,7 @@ static int step_sh(const msgpack_object *v, const char *path, void *out,
 		al_diags_add(d, path, "must not be empty");
 		return 0;
 	}
-	return walk_str(v, path, AL_SH_MAX_BYTES, d, &s->sh);
+	return al__walk_str(v, path, AL_SH_MAX_BYTES, d, &s->sh);
 }
 
 static int step_stdin(const msgpack_object *v, const char *path, void *out,
@@ -125,7 +125,7 @@ static int step_stdin(const msgpack_object *v, const char *path, void *out,
 	struct al_step *s = out;
 
 	s->has_stdin = true;
-	return walk_blob(v, path, d, &s->stdin_);
+	return al__walk_blob(v, path, d, &s->stdin_);
 }
 
 static bool env_name_valid(const char *s, size_t n)
@@ -160,15 +160,15 @@ static int env_entry(const msgpack_object_kv *kv, const char *path,
 		al_diags_add(d, path, "keys must be strings");
 		return 0;
 	}
-	path_key(sub, sizeof(sub), path, kv->key.via.str.ptr,
-		 kv->key.via.str.size);
+	al__path_key(sub, sizeof(sub), path, kv->key.via.str.ptr,
+		     kv->key.via.str.size);
 	if (!env_name_valid(kv->key.via.str.ptr, kv->key.via.str.size)) {
 		al_diags_add(d, sub, "must match [A-Za-z_][A-Za-z0-9_]*");
 		return 0;
 	}
-	if (walk_str(&kv->val, sub, AL_ENV_VALUE_MAX, d, &e->value) < 0)
+	if (al__walk_str(&kv->val, sub, AL_ENV_VALUE_MAX, d, &e->value) < 0)
 		return -ENOMEM;
-	e->name = str_dup_n(kv->key.via.str.ptr, kv->key.via.str.size);
+	e->name = al__str_dup_n(kv->key.via.str.ptr, kv->key.via.str.size);
 	return e->name ? 0 : -ENOMEM;
 }
 
@@ -182,7 +182,7 @@ static int step_env(const msgpack_object *v, const char *path, void *out,
 	int r = 0;
 
 	if (v->type != MSGPACK_OBJECT_MAP) {
-		walk_type_error(d, path, "an object");
+		al__walk_type_error(d, path, "an object");
 		return 0;
 	}
 	n = v->via.map.size;
@@ -202,8 +202,8 @@ static int step_env(const msgpack_object *v, const char *path, void *out,
 			    strcmp(env[i].name, env[j].name) == 0) {
 				char sub[160];
 
-				path_key(sub, sizeof(sub), path, env[i].name,
-					 strlen(env[i].name));
+				al__path_key(sub, sizeof(sub), path,
+					     env[i].name, strlen(env[i].name));
 				al_diags_add(d, sub, "duplicate key");
 				break;
 			}
@@ -222,14 +222,14 @@ static int step_env(const msgpack_object *v, const char *path, void *out,
 static int step_cwd(const msgpack_object *v, const char *path, void *out,
 		    struct al_diags *d)
 {
-	return walk_relpath(v, path, d, &((struct al_step *)out)->cwd);
+	return al__walk_relpath(v, path, d, &((struct al_step *)out)->cwd);
 }
 
 static int step_timeout(const msgpack_object *v, const char *path, void *out,
 			struct al_diags *d)
 {
-	return walk_u32(v, path, 1, AL_TIMEOUT_MS_MAX, d,
-			&((struct al_step *)out)->timeout_ms);
+	return al__walk_u32(v, path, 1, AL_TIMEOUT_MS_MAX, d,
+			    &((struct al_step *)out)->timeout_ms);
 }
 
 static int step_if(const msgpack_object *v, const char *path, void *out,
@@ -237,9 +237,9 @@ static int step_if(const msgpack_object *v, const char *path, void *out,
 {
 	struct al_step *s = out;
 
-	if (walk_is_str(v, "always"))
+	if (al__walk_is_str(v, "always"))
 		s->run_if = AL_RUN_ALWAYS;
-	else if (walk_is_str(v, "success"))
+	else if (al__walk_is_str(v, "success"))
 		s->run_if = AL_RUN_SUCCESS;
 	else
 		al_diags_add(d, path, "must be \"always\" or \"success\"");
@@ -249,7 +249,7 @@ static int step_if(const msgpack_object *v, const char *path, void *out,
 static int expect_stdout(const msgpack_object *v, const char *path, void *out,
 			 struct al_diags *d)
 {
-	return walk_blob(v, path, d, &((struct al_expect *)out)->stdout_);
+	return al__walk_blob(v, path, d, &((struct al_expect *)out)->stdout_);
 }
 
 static const char *const compare_names[] = {
@@ -264,7 +264,7 @@ static int expect_compare(const msgpack_object *v, const char *path,
 	struct al_expect *e = out;
 
 	for (size_t i = 0; i < 3; i++) {
-		if (walk_is_str(v, compare_names[i])) {
+		if (al__walk_is_str(v, compare_names[i])) {
 			e->compare = (enum al_compare)i;
 			return 0;
 		}
@@ -273,9 +273,9 @@ static int expect_compare(const msgpack_object *v, const char *path,
 	return 0;
 }
 
-static const struct walk_field expect_fields[] = {
-	{"stdout", 0, expect_stdout},
-	{"compare", 0, expect_compare},
+static const struct al__walk_field expect_fields[] = {
+    {"stdout", 0, expect_stdout},
+    {"compare", 0, expect_compare},
 };
 
 static int step_expect(const msgpack_object *v, const char *path, void *out,
@@ -286,11 +286,11 @@ static int step_expect(const msgpack_object *v, const char *path, void *out,
 	char sub[160];
 	int r;
 
-	r = walk_map(v, path, expect_fields, 2, e, d, &seen);
+	r = al__walk_map(v, path, expect_fields, 2, e, d, &seen);
 	if (r < 0)
 		return r;
 	if (v->type == MSGPACK_OBJECT_MAP && !(seen & 1)) {
-		path_field(sub, sizeof(sub), path, "stdout");
+		al__path_field(sub, sizeof(sub), path, "stdout");
 		al_diags_add(d, sub, "required");
 	}
 	e->present = true;
@@ -306,10 +306,10 @@ static int step_expect(const msgpack_object *v, const char *path, void *out,
 /* cmd and sh are the first two entries of STEP_FIELDS */
 #define SEEN_CMD_SH(seen, first) (((seen) >> (first)) & 3u)
 
-static const struct walk_field step_fields[] = {
-	STEP_FIELDS(0),
-	{"name", 0, step_name},
-	{"if", 0, step_if},
+static const struct al__walk_field step_fields[] = {
+    STEP_FIELDS(0),
+    {"name", 0, step_name},
+    {"if", 0, step_if},
 };
 
 int al_step_unpack(const msgpack_object *o, const char *path,
@@ -326,9 +326,9 @@ int al_step_unpack(const msgpack_object *o, const char *path,
 		d = &local;
 	}
 	before = d->n + d->dropped;
-	r = walk_map(o, path, step_fields,
-		     sizeof(step_fields) / sizeof(step_fields[0]), &s, d,
-		     &seen);
+	r = al__walk_map(o, path, step_fields,
+			 sizeof(step_fields) / sizeof(step_fields[0]), &s, d,
+			 &seen);
 	if (r == 0 && o->type == MSGPACK_OBJECT_MAP &&
 	    SEEN_CMD_SH(seen, 0) != 1 && SEEN_CMD_SH(seen, 0) != 2)
 		al_diags_add(d, path, "must have exactly one of cmd or sh");
@@ -345,10 +345,10 @@ void al_step_release(struct al_step *s)
 	free(s->name);
 	argv_release(s->argv, s->argc);
 	free(s->sh);
-	blob_release(&s->stdin_);
+	al__blob_release(&s->stdin_);
 	env_release(s->env, s->n_env);
 	free(s->cwd);
-	blob_release(&s->expect.stdout_);
+	al__blob_release(&s->expect.stdout_);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -367,7 +367,7 @@ static int job_id(const msgpack_object *v, const char *path, void *out,
 	struct al_job *j = out;
 
 	if (v->type != MSGPACK_OBJECT_STR) {
-		walk_type_error(d, path, "a string");
+		al__walk_type_error(d, path, "a string");
 		return 0;
 	}
 	if (!al_id_valid(v->via.str.ptr, v->via.str.size)) {
@@ -377,19 +377,19 @@ static int job_id(const msgpack_object *v, const char *path, void *out,
 	}
 	memcpy(d->id, v->via.str.ptr, v->via.str.size);
 	d->id[v->via.str.size] = 0;
-	return walk_str(v, path, AL_ID_MAX, d, &j->id);
+	return al__walk_str(v, path, AL_ID_MAX, d, &j->id);
 }
 
 static int job_template(const msgpack_object *v, const char *path, void *out,
 			struct al_diags *d)
 {
-	return walk_name(v, path, d, &((struct al_job *)out)->template_);
+	return al__walk_name(v, path, d, &((struct al_job *)out)->template_);
 }
 
 static int job_network(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
-	return walk_name(v, path, d, &((struct al_job *)out)->network);
+	return al__walk_name(v, path, d, &((struct al_job *)out)->network);
 }
 
 static int job_files(const msgpack_object *v, const char *path, void *out,
@@ -397,7 +397,7 @@ static int job_files(const msgpack_object *v, const char *path, void *out,
 {
 	struct al_job *j = out;
 
-	return walk_files(v, path, d, &j->files, &j->n_files);
+	return al__walk_files(v, path, d, &j->files, &j->n_files);
 }
 
 static int job_steps(const msgpack_object *v, const char *path, void *out,
@@ -409,7 +409,7 @@ static int job_steps(const msgpack_object *v, const char *path, void *out,
 	int r = 0;
 
 	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		walk_type_error(d, path, "an array");
+		al__walk_type_error(d, path, "an array");
 		return 0;
 	}
 	n = v->via.array.size;
@@ -422,18 +422,18 @@ static int job_steps(const msgpack_object *v, const char *path, void *out,
 		return -ENOMEM;
 	j->n_steps = n;
 	for (uint32_t i = 0; i < n && r != -ENOMEM; i++) {
-		path_index(sub, sizeof(sub), path, i);
+		al__path_index(sub, sizeof(sub), path, i);
 		r = al_step_unpack(&v->via.array.ptr[i], sub, &j->steps[i], d);
 	}
 	return r == -ENOMEM ? r : 0;
 }
 
-#define LIMIT_FIELD(name, lo, hi)                                             \
-	static int limit_##name(const msgpack_object *v, const char *path,    \
-				void *out, struct al_diags *d)                \
-	{                                                                     \
-		return walk_u32(v, path, lo, hi, d,                           \
-				&((struct al_limits *)out)->name);            \
+#define LIMIT_FIELD(name, lo, hi)                                              \
+	static int limit_##name(const msgpack_object *v, const char *path,     \
+				void *out, struct al_diags *d)                 \
+	{                                                                      \
+		return al__walk_u32(v, path, lo, hi, d,                        \
+				    &((struct al_limits *)out)->name);         \
 	}
 LIMIT_FIELD(memory_mb, AL_MEMORY_MB_MIN, AL_MEMORY_MB_MAX)
 LIMIT_FIELD(vcpus, 1, AL_VCPUS_MAX)
@@ -443,14 +443,14 @@ LIMIT_FIELD(pids, 1, AL_PIDS_MAX)
 LIMIT_FIELD(disk_mb, 1, AL_DISK_MB_MAX)
 LIMIT_FIELD(file_size_mb, 1, AL_FILE_SIZE_MB_MAX)
 
-static const struct walk_field limit_fields[] = {
-	{"memory_mb", 0, limit_memory_mb},
-	{"vcpus", 0, limit_vcpus},
-	{"wall_ms", 0, limit_wall_ms},
-	{"output_bytes", 0, limit_output_bytes},
-	{"pids", 0, limit_pids},
-	{"disk_mb", 0, limit_disk_mb},
-	{"file_size_mb", 0, limit_file_size_mb},
+static const struct al__walk_field limit_fields[] = {
+    {"memory_mb", 0, limit_memory_mb},
+    {"vcpus", 0, limit_vcpus},
+    {"wall_ms", 0, limit_wall_ms},
+    {"output_bytes", 0, limit_output_bytes},
+    {"pids", 0, limit_pids},
+    {"disk_mb", 0, limit_disk_mb},
+    {"file_size_mb", 0, limit_file_size_mb},
 };
 
 int al_limits_unpack(const msgpack_object *o, const char *path,
@@ -467,7 +467,7 @@ int al_limits_unpack(const msgpack_object *o, const char *path,
 		d = &local;
 	}
 	before = d->n + d->dropped;
-	r = walk_map(o, path, limit_fields, 7, &l, d, &seen);
+	r = al__walk_map(o, path, limit_fields, 7, &l, d, &seen);
 	if (r < 0)
 		return r;
 	if (d->n + d->dropped != before)
@@ -492,7 +492,7 @@ static int job_collect(const msgpack_object *v, const char *path, void *out,
 	uint32_t n;
 
 	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		walk_type_error(d, path, "an array");
+		al__walk_type_error(d, path, "an array");
 		return 0;
 	}
 	n = v->via.array.size;
@@ -506,9 +506,9 @@ static int job_collect(const msgpack_object *v, const char *path, void *out,
 		return -ENOMEM;
 	j->n_collect = n;
 	for (uint32_t i = 0; i < n; i++) {
-		path_index(sub, sizeof(sub), path, i);
-		if (walk_relpath(&v->via.array.ptr[i], sub, d,
-				 &j->collect[i]) < 0)
+		al__path_index(sub, sizeof(sub), path, i);
+		if (al__walk_relpath(&v->via.array.ptr[i], sub, d,
+				     &j->collect[i]) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -517,20 +517,20 @@ static int job_collect(const msgpack_object *v, const char *path, void *out,
 static int job_meta(const msgpack_object *v, const char *path, void *out,
 		    struct al_diags *d)
 {
-	return walk_meta(v, path, d, &((struct al_job *)out)->meta);
+	return al__walk_meta(v, path, d, &((struct al_job *)out)->meta);
 }
 
 enum { JOB_FIELD_STEPS = 3, JOB_FIELD_TOP = 8 };
-static const struct walk_field job_fields[] = {
-	{"id", 0, job_id},
-	{"template", 0, job_template},
-	{"files", 0, job_files},
-	{"steps", 0, job_steps}, /* JOB_FIELD_STEPS */
-	{"limits", 0, job_limits},
-	{"network", 0, job_network},
-	{"collect", 0, job_collect},
-	{"meta", 0, job_meta},
-	STEP_FIELDS(offsetof(struct job_walk, top)), /* JOB_FIELD_TOP */
+static const struct al__walk_field job_fields[] = {
+    {"id", 0, job_id},
+    {"template", 0, job_template},
+    {"files", 0, job_files},
+    {"steps", 0, job_steps}, /* JOB_FIELD_STEPS */
+    {"limits", 0, job_limits},
+    {"network", 0, job_network},
+    {"collect", 0, job_collect},
+    {"meta", 0, job_meta},
+    STEP_FIELDS(offsetof(struct job_walk, top)), /* JOB_FIELD_TOP */
 };
 
 /* steps, or the one-step shorthand, but not both */
@@ -572,8 +572,9 @@ static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
 	uint32_t seen;
 	int r;
 
-	r = walk_map(o, "", job_fields,
-		     sizeof(job_fields) / sizeof(job_fields[0]), &w, d, &seen);
+	r = al__walk_map(o, "", job_fields,
+			 sizeof(job_fields) / sizeof(job_fields[0]), &w, d,
+			 &seen);
 	if (r == 0 && o->type == MSGPACK_OBJECT_MAP)
 		r = job_shape(&w, seen, d);
 	al_step_release(&w.top);
@@ -594,7 +595,8 @@ int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
 		al_diags_init(&local);
 		d = &local;
 	}
-	return decode_document(buf, len, AL_JOB_MAX_BYTES, job_unpack, ret, d);
+	return al__decode_document(buf, len, AL_JOB_MAX_BYTES, job_unpack, ret,
+				   d);
 }
 
 int al_job_from_json(const char *text, size_t len, struct al_job *ret,
@@ -609,9 +611,10 @@ int al_job_from_json(const char *text, size_t len, struct al_job *ret,
 		al_diags_init(&local);
 		d = &local;
 	}
-	r = json_to_msgpack(text, len, AL_JOB_MAX_BYTES, &mp, &mp_len, d);
+	r = al__json_to_msgpack(text, len, AL_JOB_MAX_BYTES, &mp, &mp_len, d);
 	if (r == 0)
-		r = decode_document(mp, mp_len, SIZE_MAX, job_unpack, ret, d);
+		r = al__decode_document(mp, mp_len, SIZE_MAX, job_unpack, ret,
+					d);
 	free(mp);
 	return r;
 }
@@ -620,7 +623,7 @@ void al_job_release(struct al_job *job)
 {
 	free(job->id);
 	free(job->template_);
-	files_release(job->files, job->n_files);
+	al__files_release(job->files, job->n_files);
 	for (size_t i = 0; job->steps && i < job->n_steps; i++)
 		al_step_release(&job->steps[i]);
 	free(job->steps);
@@ -628,7 +631,7 @@ void al_job_release(struct al_job *job)
 	for (size_t i = 0; job->collect && i < job->n_collect; i++)
 		free(job->collect[i]);
 	free(job->collect);
-	blob_release(&job->meta);
+	al__blob_release(&job->meta);
 	memset(job, 0, sizeof(*job));
 }
 
@@ -642,51 +645,51 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
-		pack_key(pk, "name");
-		pack_str(pk, s->name);
+		al__pack_key(pk, "name");
+		al__pack_str(pk, s->name);
 	}
 	if (s->sh) {
-		pack_key(pk, "sh");
-		pack_str(pk, s->sh);
+		al__pack_key(pk, "sh");
+		al__pack_str(pk, s->sh);
 	} else {
-		pack_key(pk, "cmd");
+		al__pack_key(pk, "cmd");
 		msgpack_pack_array(pk, s->argc);
 		for (size_t i = 0; i < s->argc; i++)
-			pack_str(pk, s->argv[i]);
+			al__pack_str(pk, s->argv[i]);
 	}
 	if (s->has_stdin) {
-		pack_key(pk, "stdin");
-		pack_blob(pk, &s->stdin_);
+		al__pack_key(pk, "stdin");
+		al__pack_blob(pk, &s->stdin_);
 	}
 	if (s->n_env) {
-		pack_key(pk, "env");
+		al__pack_key(pk, "env");
 		msgpack_pack_map(pk, s->n_env);
 		for (size_t i = 0; i < s->n_env; i++) {
-			pack_str(pk, s->env[i].name);
-			pack_str(pk, s->env[i].value);
+			al__pack_str(pk, s->env[i].name);
+			al__pack_str(pk, s->env[i].value);
 		}
 	}
 	if (s->cwd) {
-		pack_key(pk, "cwd");
-		pack_str(pk, s->cwd);
+		al__pack_key(pk, "cwd");
+		al__pack_str(pk, s->cwd);
 	}
 	if (s->timeout_ms) {
-		pack_key(pk, "timeout_ms");
+		al__pack_key(pk, "timeout_ms");
 		msgpack_pack_uint32(pk, s->timeout_ms);
 	}
 	if (s->run_if == AL_RUN_SUCCESS) {
-		pack_key(pk, "if");
-		pack_str(pk, "success");
+		al__pack_key(pk, "if");
+		al__pack_str(pk, "success");
 	}
 	if (s->expect.present) {
-		pack_key(pk, "expect");
+		al__pack_key(pk, "expect");
 		msgpack_pack_map(pk,
 				 1 + (s->expect.compare != AL_COMPARE_EXACT));
-		pack_key(pk, "stdout");
-		pack_blob(pk, &s->expect.stdout_);
+		al__pack_key(pk, "stdout");
+		al__pack_blob(pk, &s->expect.stdout_);
 		if (s->expect.compare != AL_COMPARE_EXACT) {
-			pack_key(pk, "compare");
-			pack_str(pk, compare_names[s->expect.compare]);
+			al__pack_key(pk, "compare");
+			al__pack_str(pk, compare_names[s->expect.compare]);
 		}
 	}
 	return 0;
@@ -710,7 +713,7 @@ int al_limits_pack(msgpack_packer *pk, const struct al_limits *l)
 	msgpack_pack_map(pk, n);
 	for (size_t i = 0; i < 7; i++) {
 		if (f[i].v) {
-			pack_key(pk, f[i].name);
+			al__pack_key(pk, f[i].name);
 			msgpack_pack_uint32(pk, f[i].v);
 		}
 	}
@@ -731,49 +734,49 @@ static void pack_job(msgpack_packer *pk, const struct al_job *j)
 
 	msgpack_pack_map(pk, n);
 	if (j->id) {
-		pack_key(pk, "id");
-		pack_str(pk, j->id);
+		al__pack_key(pk, "id");
+		al__pack_str(pk, j->id);
 	}
 	if (j->template_) {
-		pack_key(pk, "template");
-		pack_str(pk, j->template_);
+		al__pack_key(pk, "template");
+		al__pack_str(pk, j->template_);
 	}
 	if (j->n_files) {
-		pack_key(pk, "files");
-		pack_files(pk, j->files, j->n_files);
+		al__pack_key(pk, "files");
+		al__pack_files(pk, j->files, j->n_files);
 	}
-	pack_key(pk, "steps");
+	al__pack_key(pk, "steps");
 	msgpack_pack_array(pk, j->n_steps);
 	for (size_t i = 0; i < j->n_steps; i++)
 		al_step_pack(pk, &j->steps[i]);
 	if (limits_any(&j->limits)) {
-		pack_key(pk, "limits");
+		al__pack_key(pk, "limits");
 		al_limits_pack(pk, &j->limits);
 	}
 	if (j->network) {
-		pack_key(pk, "network");
-		pack_str(pk, j->network);
+		al__pack_key(pk, "network");
+		al__pack_str(pk, j->network);
 	}
 	if (j->n_collect) {
-		pack_key(pk, "collect");
+		al__pack_key(pk, "collect");
 		msgpack_pack_array(pk, j->n_collect);
 		for (size_t i = 0; i < j->n_collect; i++)
-			pack_str(pk, j->collect[i]);
+			al__pack_str(pk, j->collect[i]);
 	}
 	if (j->meta.len) {
-		pack_key(pk, "meta");
-		pack_raw(pk, &j->meta);
+		al__pack_key(pk, "meta");
+		al__pack_raw(pk, &j->meta);
 	}
 }
 
 int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len)
 {
-	struct pack_buf pb;
+	struct al__pack_buf pb;
 	msgpack_packer pk;
 
-	pack_init(&pb, &pk);
+	al__pack_init(&pb, &pk);
 	pack_job(&pk, job);
-	return pack_finish(&pb, ret, ret_len);
+	return al__pack_finish(&pb, ret, ret_len);
 }
 
 int al_job_to_json(const struct al_job *job, char **ret)
@@ -784,7 +787,7 @@ int al_job_to_json(const struct al_job *job, char **ret)
 
 	if (r < 0)
 		return r;
-	r = msgpack_to_json(mp, len, ret);
+	r = al__msgpack_to_json(mp, len, ret);
 	free(mp);
 	return r;
 }
