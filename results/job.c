@@ -263,7 +263,7 @@ static int expect_compare(const msgpack_object *v, const char *path,
 {
 	struct al_expect *e = out;
 
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < AL__ARRAY_SIZE(compare_names); i++) {
 		if (al__walk_is_str(v, compare_names[i])) {
 			e->compare = (enum al_compare)i;
 			return 0;
@@ -274,67 +274,83 @@ static int expect_compare(const msgpack_object *v, const char *path,
 }
 
 static const struct al__walk_field expect_fields[] = {
-    {"stdout", 0, expect_stdout},
-    {"compare", 0, expect_compare},
+    {"stdout", 0, expect_stdout, true},
+    {"compare", 0, expect_compare, false},
 };
+static const struct al__walk_table expect_table =
+    AL__WALK_TABLE(expect_fields, NULL);
 
 static int step_expect(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
 	struct al_expect *e = &((struct al_step *)out)->expect;
-	uint32_t seen;
-	char sub[160];
 	int r;
 
-	r = al__walk_map(v, path, expect_fields, 2, e, d, &seen);
+	r = al__walk_map(v, path, &expect_table, e, d, NULL);
 	if (r < 0)
 		return r;
-	if (v->type == MSGPACK_OBJECT_MAP && !(seen & 1)) {
-		al__path_field(sub, sizeof(sub), path, "stdout");
-		al_diags_add(d, sub, "required");
-	}
 	e->present = true;
 	return 0;
 }
 
-#define STEP_FIELDS(off)                                                      \
-	{"cmd", off, step_cmd}, {"sh", off, step_sh},                         \
-		{"stdin", off, step_stdin}, {"env", off, step_env},           \
-		{"cwd", off, step_cwd}, {"timeout_ms", off, step_timeout},    \
-		{"expect", off, step_expect}
+/* The fields a step shares with the job's top level (its one-step
+ * shorthand), at index base + STEP_* of a table; `off` locates the step. */
+enum {
+	STEP_CMD,
+	STEP_SH,
+	STEP_STDIN,
+	STEP_ENV,
+	STEP_CWD,
+	STEP_TIMEOUT,
+	STEP_EXPECT,
+	STEP_SHARED, /* count of the above */
+};
+/* clang-format off */
+#define STEP_FIELDS(base, off)                                                 \
+	[(base) + STEP_CMD] = {"cmd", off, step_cmd, false},                   \
+	[(base) + STEP_SH] = {"sh", off, step_sh, false},                      \
+	[(base) + STEP_STDIN] = {"stdin", off, step_stdin, false},             \
+	[(base) + STEP_ENV] = {"env", off, step_env, false},                   \
+	[(base) + STEP_CWD] = {"cwd", off, step_cwd, false},                   \
+	[(base) + STEP_TIMEOUT] = {"timeout_ms", off, step_timeout, false},    \
+	[(base) + STEP_EXPECT] = {"expect", off, step_expect, false}
+/* clang-format on */
 
-/* cmd and sh are the first two entries of STEP_FIELDS */
-#define SEEN_CMD_SH(seen, first) (((seen) >> (first)) & 3u)
+/* Bit 0: cmd seen, bit 1: sh seen, for STEP_FIELDS at `base`. */
+static unsigned seen_cmd_sh(uint32_t seen, unsigned base)
+{
+	unsigned cmd = AL__SEEN(seen, base + STEP_CMD);
+	unsigned sh = AL__SEEN(seen, base + STEP_SH);
+
+	return cmd | sh << 1;
+}
+
+static void step_check(uint32_t seen, const char *path, struct al_diags *d)
+{
+	unsigned cmd_sh = seen_cmd_sh(seen, 0);
+
+	if (cmd_sh != 1 && cmd_sh != 2)
+		al_diags_add(d, path, "must have exactly one of cmd or sh");
+}
 
 static const struct al__walk_field step_fields[] = {
-    STEP_FIELDS(0),
-    {"name", 0, step_name},
-    {"if", 0, step_if},
+    STEP_FIELDS(0, 0),
+    [STEP_SHARED] = {"name", 0, step_name, false},
+    [STEP_SHARED + 1] = {"if", 0, step_if, false},
 };
+static const struct al__walk_table step_table =
+    AL__WALK_TABLE(step_fields, step_check);
 
 int al_step_unpack(const msgpack_object *o, const char *path,
 		   struct al_step *ret, struct al_diags *d)
 {
 	struct al_step s = {0};
-	struct al_diags local;
-	size_t before;
-	uint32_t seen;
 	int r;
 
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	before = d->n + d->dropped;
-	r = al__walk_map(o, path, step_fields,
-			 sizeof(step_fields) / sizeof(step_fields[0]), &s, d,
-			 &seen);
-	if (r == 0 && o->type == MSGPACK_OBJECT_MAP &&
-	    SEEN_CMD_SH(seen, 0) != 1 && SEEN_CMD_SH(seen, 0) != 2)
-		al_diags_add(d, path, "must have exactly one of cmd or sh");
-	if (r < 0 || d->n + d->dropped != before) {
+	r = al__walk_object(o, path, &step_table, &s, d);
+	if (r < 0) {
 		al_step_release(&s);
-		return r < 0 ? r : -EINVAL;
+		return r;
 	}
 	*ret = s;
 	return 0;
@@ -444,34 +460,26 @@ LIMIT_FIELD(disk_mb, 1, AL_DISK_MB_MAX)
 LIMIT_FIELD(file_size_mb, 1, AL_FILE_SIZE_MB_MAX)
 
 static const struct al__walk_field limit_fields[] = {
-    {"memory_mb", 0, limit_memory_mb},
-    {"vcpus", 0, limit_vcpus},
-    {"wall_ms", 0, limit_wall_ms},
-    {"output_bytes", 0, limit_output_bytes},
-    {"pids", 0, limit_pids},
-    {"disk_mb", 0, limit_disk_mb},
-    {"file_size_mb", 0, limit_file_size_mb},
+    {"memory_mb", 0, limit_memory_mb, false},
+    {"vcpus", 0, limit_vcpus, false},
+    {"wall_ms", 0, limit_wall_ms, false},
+    {"output_bytes", 0, limit_output_bytes, false},
+    {"pids", 0, limit_pids, false},
+    {"disk_mb", 0, limit_disk_mb, false},
+    {"file_size_mb", 0, limit_file_size_mb, false},
 };
+static const struct al__walk_table limit_table =
+    AL__WALK_TABLE(limit_fields, NULL);
 
 int al_limits_unpack(const msgpack_object *o, const char *path,
 		     struct al_limits *ret, struct al_diags *d)
 {
 	struct al_limits l = {0};
-	struct al_diags local;
-	size_t before;
-	uint32_t seen;
 	int r;
 
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	before = d->n + d->dropped;
-	r = al__walk_map(o, path, limit_fields, 7, &l, d, &seen);
+	r = al__walk_object(o, path, &limit_table, &l, d);
 	if (r < 0)
 		return r;
-	if (d->n + d->dropped != before)
-		return -EINVAL;
 	*ret = l;
 	return 0;
 }
@@ -520,26 +528,37 @@ static int job_meta(const msgpack_object *v, const char *path, void *out,
 	return al__walk_meta(v, path, d, &((struct al_job *)out)->meta);
 }
 
-enum { JOB_FIELD_STEPS = 3, JOB_FIELD_TOP = 8 };
-static const struct al__walk_field job_fields[] = {
-    {"id", 0, job_id},
-    {"template", 0, job_template},
-    {"files", 0, job_files},
-    {"steps", 0, job_steps}, /* JOB_FIELD_STEPS */
-    {"limits", 0, job_limits},
-    {"network", 0, job_network},
-    {"collect", 0, job_collect},
-    {"meta", 0, job_meta},
-    STEP_FIELDS(offsetof(struct job_walk, top)), /* JOB_FIELD_TOP */
+enum {
+	JOB_ID,
+	JOB_TEMPLATE,
+	JOB_FILES,
+	JOB_STEPS,
+	JOB_LIMITS,
+	JOB_NETWORK,
+	JOB_COLLECT,
+	JOB_META,
+	JOB_TOP, /* then the STEP_FIELDS of the one-step shorthand */
 };
+static const struct al__walk_field job_fields[] = {
+    [JOB_ID] = {"id", 0, job_id, false},
+    [JOB_TEMPLATE] = {"template", 0, job_template, false},
+    [JOB_FILES] = {"files", 0, job_files, false},
+    [JOB_STEPS] = {"steps", 0, job_steps, false},
+    [JOB_LIMITS] = {"limits", 0, job_limits, false},
+    [JOB_NETWORK] = {"network", 0, job_network, false},
+    [JOB_COLLECT] = {"collect", 0, job_collect, false},
+    [JOB_META] = {"meta", 0, job_meta, false},
+    STEP_FIELDS(JOB_TOP, offsetof(struct job_walk, top)),
+};
+static const struct al__walk_table job_table = AL__WALK_TABLE(job_fields, NULL);
 
 /* steps, or the one-step shorthand, but not both */
 static int job_shape(struct job_walk *w, uint32_t seen, struct al_diags *d)
 {
-	uint32_t top = seen >> JOB_FIELD_TOP;
-	uint32_t cmd_sh = SEEN_CMD_SH(seen, JOB_FIELD_TOP);
+	uint32_t top = seen >> JOB_TOP;
+	unsigned cmd_sh = seen_cmd_sh(seen, JOB_TOP);
 
-	if (seen & (1u << JOB_FIELD_STEPS)) {
+	if (AL__SEEN(seen, JOB_STEPS)) {
 		if (cmd_sh)
 			al_diags_add(d, "", "cannot give both steps and a "
 				     "top-level cmd/sh");
@@ -572,9 +591,7 @@ static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
 	uint32_t seen;
 	int r;
 
-	r = al__walk_map(o, "", job_fields,
-			 sizeof(job_fields) / sizeof(job_fields[0]), &w, d,
-			 &seen);
+	r = al__walk_map(o, "", &job_table, &w, d, &seen);
 	if (r == 0 && o->type == MSGPACK_OBJECT_MAP)
 		r = job_shape(&w, seen, d);
 	al_step_release(&w.top);
@@ -589,12 +606,6 @@ static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
 int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
 			struct al_diags *d)
 {
-	struct al_diags local;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
 	return al__decode_document(buf, len, AL_JOB_MAX_BYTES, job_unpack, ret,
 				   d);
 }
@@ -602,21 +613,8 @@ int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
 int al_job_from_json(const char *text, size_t len, struct al_job *ret,
 		     struct al_diags *d)
 {
-	struct al_diags local;
-	char *mp = NULL;
-	size_t mp_len = 0;
-	int r;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	r = al__json_to_msgpack(text, len, AL_JOB_MAX_BYTES, &mp, &mp_len, d);
-	if (r == 0)
-		r = al__decode_document(mp, mp_len, SIZE_MAX, job_unpack, ret,
-					d);
-	free(mp);
-	return r;
+	return al__decode_json(text, len, AL_JOB_MAX_BYTES, SIZE_MAX,
+			       job_unpack, ret, d);
 }
 
 void al_job_release(struct al_job *job)
@@ -708,10 +706,10 @@ int al_limits_pack(msgpack_packer *pk, const struct al_limits *l)
 	};
 	size_t n = 0;
 
-	for (size_t i = 0; i < 7; i++)
+	for (size_t i = 0; i < AL__ARRAY_SIZE(f); i++)
 		n += f[i].v != 0;
 	msgpack_pack_map(pk, n);
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < AL__ARRAY_SIZE(f); i++) {
 		if (f[i].v) {
 			al__pack_key(pk, f[i].name);
 			msgpack_pack_uint32(pk, f[i].v);
@@ -726,8 +724,9 @@ static bool limits_any(const struct al_limits *l)
 	       l->pids || l->disk_mb || l->file_size_mb;
 }
 
-static void pack_job(msgpack_packer *pk, const struct al_job *j)
+static void pack_job(msgpack_packer *pk, const void *obj)
 {
+	const struct al_job *j = obj;
 	size_t n = !!j->id + !!j->template_ + !!j->n_files + 1 +
 		   limits_any(&j->limits) + !!j->network + !!j->n_collect +
 		   !!j->meta.len;
@@ -771,23 +770,10 @@ static void pack_job(msgpack_packer *pk, const struct al_job *j)
 
 int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len)
 {
-	struct al__pack_buf pb;
-	msgpack_packer pk;
-
-	al__pack_init(&pb, &pk);
-	pack_job(&pk, job);
-	return al__pack_finish(&pb, ret, ret_len);
+	return al__encode(pack_job, job, ret, ret_len);
 }
 
 int al_job_to_json(const struct al_job *job, char **ret)
 {
-	char *mp;
-	size_t len;
-	int r = al_job_to_msgpack(job, &mp, &len);
-
-	if (r < 0)
-		return r;
-	r = al__msgpack_to_json(mp, len, ret);
-	free(mp);
-	return r;
+	return al__encode_json(pack_job, job, ret);
 }

@@ -76,6 +76,16 @@ int al__pack_finish(struct al__pack_buf *pb, char **ret, size_t *ret_len)
 	return 0;
 }
 
+int al__encode(al__pack_fn fn, const void *obj, char **ret, size_t *ret_len)
+{
+	struct al__pack_buf pb;
+	msgpack_packer pk;
+
+	al__pack_init(&pb, &pk);
+	fn(&pk, obj);
+	return al__pack_finish(&pb, ret, ret_len);
+}
+
 void al__files_release(struct al_file *f, size_t n)
 {
 	if (!f)

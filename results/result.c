@@ -77,21 +77,29 @@ static int walk_enum(const msgpack_object *v, const char *path,
 	return 0;
 }
 
-static int sr_name(const msgpack_object *v, const char *path, void *out,
-		   struct al_diags *d)
-{
-	return al__walk_str(v, path, AL_NAME_MAX, d,
-			    &((struct al_step_result *)out)->name);
-}
-
-static int sr_status(const msgpack_object *v, const char *path, void *out,
-		     struct al_diags *d)
+/* An enum al_status at `out` (step result and result alike). */
+static int walk_status(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
 {
 	int s = 0, r;
 
 	r = walk_enum(v, path, status_names, AL_STATUS_COUNT, d, &s);
-	((struct al_step_result *)out)->status = (enum al_status)s;
+	*(enum al_status *)out = (enum al_status)s;
 	return r;
+}
+
+/* A step or worker name at `out` (step result and result alike). */
+static int walk_label(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	return al__walk_str(v, path, AL_NAME_MAX, d, out);
+}
+
+/* An error message at `out` (step result and result alike). */
+static int walk_error(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	return al__walk_str(v, path, AL_ERROR_MAX, d, out);
 }
 
 static int sr_exit_code(const msgpack_object *v, const char *path, void *out,
@@ -161,57 +169,37 @@ static int sr_expect_ok(const msgpack_object *v, const char *path, void *out,
 	return 0;
 }
 
-static int sr_error(const msgpack_object *v, const char *path, void *out,
-		    struct al_diags *d)
-{
-	return al__walk_str(v, path, AL_ERROR_MAX, d,
-			    &((struct al_step_result *)out)->error);
-}
-
 static const struct al__walk_field step_result_fields[] = {
-    {"name", 0, sr_name},
-    {"status", 0, sr_status},
-    {"exit_code", 0, sr_exit_code},
-    {"signal", 0, sr_signal},
-    {"stdout", 0, sr_stdout},
-    {"stderr", 0, sr_stderr},
-    {"stdout_truncated", 0, sr_stdout_truncated},
-    {"stderr_truncated", 0, sr_stderr_truncated},
-    {"stdout_bytes", 0, sr_stdout_bytes},
-    {"stderr_bytes", 0, sr_stderr_bytes},
-    {"wall_ms", 0, sr_wall_ms},
-    {"cpu_ms", 0, sr_cpu_ms},
-    {"max_rss_kb", 0, sr_max_rss_kb},
-    {"expect_ok", 0, sr_expect_ok},
-    {"error", 0, sr_error},
+    {"name", offsetof(struct al_step_result, name), walk_label, false},
+    {"status", offsetof(struct al_step_result, status), walk_status, true},
+    {"exit_code", 0, sr_exit_code, false},
+    {"signal", 0, sr_signal, false},
+    {"stdout", 0, sr_stdout, false},
+    {"stderr", 0, sr_stderr, false},
+    {"stdout_truncated", 0, sr_stdout_truncated, false},
+    {"stderr_truncated", 0, sr_stderr_truncated, false},
+    {"stdout_bytes", 0, sr_stdout_bytes, false},
+    {"stderr_bytes", 0, sr_stderr_bytes, false},
+    {"wall_ms", 0, sr_wall_ms, false},
+    {"cpu_ms", 0, sr_cpu_ms, false},
+    {"max_rss_kb", 0, sr_max_rss_kb, false},
+    {"expect_ok", 0, sr_expect_ok, false},
+    {"error", offsetof(struct al_step_result, error), walk_error, false},
 };
+
+static const struct al__walk_table step_result_table =
+    AL__WALK_TABLE(step_result_fields, NULL);
 
 int al_step_result_unpack(const msgpack_object *o, const char *path,
 			  struct al_step_result *ret, struct al_diags *d)
 {
 	struct al_step_result s = {0};
-	struct al_diags local;
-	size_t before;
-	uint32_t seen;
-	char sub[160];
 	int r;
 
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	before = d->n + d->dropped;
-	r = al__walk_map(o, path, step_result_fields,
-			 sizeof(step_result_fields) /
-			     sizeof(step_result_fields[0]),
-			 &s, d, &seen);
-	if (r == 0 && o->type == MSGPACK_OBJECT_MAP && !(seen & 2)) {
-		al__path_field(sub, sizeof(sub), path, "status");
-		al_diags_add(d, sub, "required");
-	}
-	if (r < 0 || d->n + d->dropped != before) {
+	r = al__walk_object(o, path, &step_result_table, &s, d);
+	if (r < 0) {
 		al_step_result_release(&s);
-		return r < 0 ? r : -EINVAL;
+		return r;
 	}
 	*ret = s;
 	return 0;
@@ -238,7 +226,7 @@ static int vm_accel(const msgpack_object *v, const char *path, void *out,
 {
 	int a = 0, r;
 
-	r = walk_enum(v, path, accel_names, 3, d, &a);
+	r = walk_enum(v, path, accel_names, AL__ARRAY_SIZE(accel_names), d, &a);
 	((struct al_vm_info *)out)->accel = (enum al_accel)a;
 	return r;
 }
@@ -257,11 +245,12 @@ static int vm_restore_ms(const msgpack_object *v, const char *path, void *out,
 }
 
 static const struct al__walk_field vm_fields[] = {
-    {"template", 0, vm_template},
-    {"accel", 0, vm_accel},
-    {"restored", 0, vm_restored},
-    {"restore_ms", 0, vm_restore_ms},
+    {"template", 0, vm_template, false},
+    {"accel", 0, vm_accel, false},
+    {"restored", 0, vm_restored, false},
+    {"restore_ms", 0, vm_restore_ms, false},
 };
+static const struct al__walk_table vm_table = AL__WALK_TABLE(vm_fields, NULL);
 
 #define TIMING_FIELD(name)                                                     \
 	static int timing_##name(const msgpack_object *v, const char *path,    \
@@ -275,10 +264,12 @@ TIMING_FIELD(run_ms)
 TIMING_FIELD(total_ms)
 
 static const struct al__walk_field timing_fields[] = {
-    {"queued_ms", 0, timing_queued_ms},
-    {"run_ms", 0, timing_run_ms},
-    {"total_ms", 0, timing_total_ms},
+    {"queued_ms", 0, timing_queued_ms, false},
+    {"run_ms", 0, timing_run_ms, false},
+    {"total_ms", 0, timing_total_ms, false},
 };
+static const struct al__walk_table timing_table =
+    AL__WALK_TABLE(timing_fields, NULL);
 
 static int res_id(const msgpack_object *v, const char *path, void *out,
 		  struct al_diags *d)
@@ -293,34 +284,21 @@ static int res_id(const msgpack_object *v, const char *path, void *out,
 			    &((struct al_result *)out)->id);
 }
 
-static int res_status(const msgpack_object *v, const char *path, void *out,
-		      struct al_diags *d)
-{
-	int s = 0, r;
-
-	r = walk_enum(v, path, status_names, AL_STATUS_COUNT, d, &s);
-	((struct al_result *)out)->status = (enum al_status)s;
-	return r;
-}
+/* "none" is never written: the field is omitted instead */
+static const char *const verdict_written[] = {
+    [AL_VERDICT_ACCEPTED] = "accepted",
+    [AL_VERDICT_WRONG_ANSWER] = "wrong_answer",
+};
 
 static int res_verdict(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
 	int x = 0, r;
 
-	/* "none" is never written: the field is omitted instead */
-	r = walk_enum(v, path, (const char *const[]){NULL, "accepted",
-						      "wrong_answer"},
-		      3, d, &x);
+	r = walk_enum(v, path, verdict_written, AL__ARRAY_SIZE(verdict_written),
+		      d, &x);
 	((struct al_result *)out)->verdict = (enum al_verdict)x;
 	return r;
-}
-
-static int res_error(const msgpack_object *v, const char *path, void *out,
-		     struct al_diags *d)
-{
-	return al__walk_str(v, path, AL_ERROR_MAX, d,
-			    &((struct al_result *)out)->error);
 }
 
 static int res_steps(const msgpack_object *v, const char *path, void *out,
@@ -364,19 +342,15 @@ static int res_files(const msgpack_object *v, const char *path, void *out,
 static int res_vm(const msgpack_object *v, const char *path, void *out,
 		  struct al_diags *d)
 {
-	uint32_t seen;
-
-	return al__walk_map(v, path, vm_fields, 4,
-			    &((struct al_result *)out)->vm, d, &seen);
+	return al__walk_map(v, path, &vm_table, &((struct al_result *)out)->vm,
+			    d, NULL);
 }
 
 static int res_timing(const msgpack_object *v, const char *path, void *out,
 		      struct al_diags *d)
 {
-	uint32_t seen;
-
-	return al__walk_map(v, path, timing_fields, 3,
-			    &((struct al_result *)out)->timing, d, &seen);
+	return al__walk_map(v, path, &timing_table,
+			    &((struct al_result *)out)->timing, d, NULL);
 }
 
 static int res_attempt(const msgpack_object *v, const char *path, void *out,
@@ -386,13 +360,6 @@ static int res_attempt(const msgpack_object *v, const char *path, void *out,
 			    &((struct al_result *)out)->attempt);
 }
 
-static int res_worker(const msgpack_object *v, const char *path, void *out,
-		      struct al_diags *d)
-{
-	return al__walk_str(v, path, AL_NAME_MAX, d,
-			    &((struct al_result *)out)->worker);
-}
-
 static int res_meta(const msgpack_object *v, const char *path, void *out,
 		    struct al_diags *d)
 {
@@ -400,30 +367,28 @@ static int res_meta(const msgpack_object *v, const char *path, void *out,
 }
 
 static const struct al__walk_field result_fields[] = {
-    {"id", 0, res_id},		 {"status", 0, res_status},
-    {"verdict", 0, res_verdict}, {"error", 0, res_error},
-    {"steps", 0, res_steps},	 {"files", 0, res_files},
-    {"vm", 0, res_vm},		 {"timing", 0, res_timing},
-    {"attempt", 0, res_attempt}, {"worker", 0, res_worker},
-    {"meta", 0, res_meta},
+    {"id", 0, res_id, true},
+    {"status", offsetof(struct al_result, status), walk_status, true},
+    {"verdict", 0, res_verdict, false},
+    {"error", offsetof(struct al_result, error), walk_error, false},
+    {"steps", 0, res_steps, false},
+    {"files", 0, res_files, false},
+    {"vm", 0, res_vm, false},
+    {"timing", 0, res_timing, false},
+    {"attempt", 0, res_attempt, false},
+    {"worker", offsetof(struct al_result, worker), walk_label, false},
+    {"meta", 0, res_meta, false},
 };
+static const struct al__walk_table result_table =
+    AL__WALK_TABLE(result_fields, NULL);
 
 static int result_unpack(const msgpack_object *o, void *out,
 			 struct al_diags *d)
 {
 	struct al_result res = {0};
-	uint32_t seen;
 	int r;
 
-	r = al__walk_map(o, "", result_fields,
-			 sizeof(result_fields) / sizeof(result_fields[0]), &res,
-			 d, &seen);
-	if (r == 0 && o->type == MSGPACK_OBJECT_MAP) {
-		if (!(seen & 1))
-			al_diags_add(d, "id", "required");
-		if (!(seen & 2))
-			al_diags_add(d, "status", "required");
-	}
+	r = al__walk_map(o, "", &result_table, &res, d, NULL);
 	if (r < 0 || d->n || d->dropped) {
 		al_result_release(&res);
 		return r;
@@ -435,12 +400,6 @@ static int result_unpack(const msgpack_object *o, void *out,
 int al_result_from_msgpack(const void *buf, size_t len, struct al_result *ret,
 			   struct al_diags *d)
 {
-	struct al_diags local;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
 	return al__decode_document(buf, len, AL_RESULT_MAX_BYTES, result_unpack,
 				   ret, d);
 }
@@ -448,23 +407,9 @@ int al_result_from_msgpack(const void *buf, size_t len, struct al_result *ret,
 int al_result_from_json(const char *text, size_t len, struct al_result *ret,
 			struct al_diags *d)
 {
-	struct al_diags local;
-	char *mp = NULL;
-	size_t mp_len = 0;
-	int r;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
 	/* base64 makes JSON 4/3 the size of the msgpack record */
-	r = al__json_to_msgpack(text, len, AL_RESULT_MAX_BYTES / 3 * 4 + 4096,
-				&mp, &mp_len, d);
-	if (r == 0)
-		r = al__decode_document(mp, mp_len, AL_RESULT_MAX_BYTES,
-					result_unpack, ret, d);
-	free(mp);
-	return r;
+	return al__decode_json(text, len, AL_RESULT_MAX_BYTES / 3 * 4 + 4096,
+			       AL_RESULT_MAX_BYTES, result_unpack, ret, d);
 }
 
 void al_result_release(struct al_result *r)
@@ -551,8 +496,9 @@ static void pack_vm(msgpack_packer *pk, const struct al_vm_info *vm)
 	pack_u64(pk, "restore_ms", vm->restore_ms);
 }
 
-static void pack_result(msgpack_packer *pk, const struct al_result *r)
+static void pack_result(msgpack_packer *pk, const void *obj)
 {
+	const struct al_result *r = obj;
 	size_t n = 6 + (r->verdict != AL_VERDICT_NONE) + !!r->error +
 		   !!r->n_files + !!r->worker + !!r->meta.len;
 
@@ -599,23 +545,10 @@ static void pack_result(msgpack_packer *pk, const struct al_result *r)
 int al_result_to_msgpack(const struct al_result *r, char **ret,
 			 size_t *ret_len)
 {
-	struct al__pack_buf pb;
-	msgpack_packer pk;
-
-	al__pack_init(&pb, &pk);
-	pack_result(&pk, r);
-	return al__pack_finish(&pb, ret, ret_len);
+	return al__encode(pack_result, r, ret, ret_len);
 }
 
 int al_result_to_json(const struct al_result *r, char **ret)
 {
-	char *mp;
-	size_t len;
-	int r2 = al_result_to_msgpack(r, &mp, &len);
-
-	if (r2 < 0)
-		return r2;
-	r2 = al__msgpack_to_json(mp, len, ret);
-	free(mp);
-	return r2;
+	return al__encode_json(pack_result, r, ret);
 }

@@ -49,47 +49,92 @@ static void unknown_path(char *out, size_t size, const char *base,
 	al__path_field(out, size, base, buf);
 }
 
-int al__walk_map(const msgpack_object *o, const char *path,
-		 const struct al__walk_field *fields, size_t n, void *out,
-		 struct al_diags *d, uint32_t *ret_seen)
+/* The field named by key, or NULL. */
+static const struct al__walk_field *find_field(const struct al__walk_table *t,
+					       const msgpack_object *key)
 {
-	uint32_t seen = 0;
+	for (size_t f = 0; f < t->n; f++)
+		if (t->fields[f].name &&
+		    al__walk_is_str(key, t->fields[f].name))
+			return &t->fields[f];
+	return NULL;
+}
+
+/* After the keys: absent required fields, then the table's own rules. */
+static void walk_after(const struct al__walk_table *t, uint32_t seen,
+		       const char *path, struct al_diags *d)
+{
 	char sub[160];
 
-	*ret_seen = 0;
+	for (size_t f = 0; f < t->n; f++) {
+		if (!t->fields[f].required || AL__SEEN(seen, f))
+			continue;
+		al__path_field(sub, sizeof(sub), path, t->fields[f].name);
+		al_diags_add(d, sub, "required");
+	}
+	if (t->check)
+		t->check(seen, path, d);
+}
+
+int al__walk_map(const msgpack_object *o, const char *path,
+		 const struct al__walk_table *t, void *out, struct al_diags *d,
+		 uint32_t *ret_seen)
+{
+	const struct al__walk_field *f;
+	uint32_t seen = 0, bit;
+	char sub[160];
+	int r;
+
+	if (ret_seen)
+		*ret_seen = 0;
 	if (o->type != MSGPACK_OBJECT_MAP) {
 		al__walk_type_error(d, path, "an object");
 		return 0;
 	}
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		const msgpack_object_kv *kv = &o->via.map.ptr[i];
-		size_t f;
-		int r;
 
 		if (kv->key.type != MSGPACK_OBJECT_STR) {
 			al_diags_add(d, path, "keys must be strings");
 			continue;
 		}
-		for (f = 0; f < n; f++)
-			if (al__walk_is_str(&kv->key, fields[f].name))
-				break;
-		if (f == n) {
+		f = find_field(t, &kv->key);
+		if (!f) {
 			unknown_path(sub, sizeof(sub), path, &kv->key);
 			al_diags_add(d, sub, "unknown field");
 			continue;
 		}
-		al__path_field(sub, sizeof(sub), path, fields[f].name);
-		if (seen & (1u << f)) {
+		al__path_field(sub, sizeof(sub), path, f->name);
+		bit = 1u << (f - t->fields);
+		if (seen & bit) {
 			al_diags_add(d, sub, "duplicate key");
 			continue;
 		}
-		seen |= 1u << f;
-		r = fields[f].fn(&kv->val, sub, (char *)out + fields[f].offset, d);
+		seen |= bit;
+		r = f->fn(&kv->val, sub, (char *)out + f->offset, d);
 		if (r < 0)
 			return r;
 	}
-	*ret_seen = seen;
+	walk_after(t, seen, path, d);
+	if (ret_seen)
+		*ret_seen = seen;
 	return 0;
+}
+
+int al__walk_object(const msgpack_object *o, const char *path,
+		    const struct al__walk_table *t, void *out,
+		    struct al_diags *d)
+{
+	struct al_diags local;
+	size_t before;
+	int r;
+
+	d = al__diags_or(d, &local);
+	before = al__diags_count(d);
+	r = al__walk_map(o, path, t, out, d, NULL);
+	if (r == 0 && al__diags_count(d) != before)
+		r = -EINVAL;
+	return r;
 }
 
 int al__walk_str(const msgpack_object *v, const char *path, size_t max,
