@@ -44,7 +44,7 @@ struct msg_desc {
 };
 
 #define OFF(m)	  offsetof(struct al_msg, u.m)
-#define FIELDS(a) a, sizeof(a) / sizeof(a[0])
+#define FIELDS(a) a, AL__WALK_COUNT(a) /* dec_fields keeps a 32-bit seen */
 
 static const struct field hello_fields[] = {
     {"v", F_U32, OFF(hello.v), 0, 0, UINT32_MAX, false},
