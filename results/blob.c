@@ -5,7 +5,7 @@
 
 #include "internal.h"
 
-int blob_set(struct al_blob *b, const void *data, size_t len)
+int al__blob_set(struct al_blob *b, const void *data, size_t len)
 {
 	uint8_t *p = malloc(len + 1);
 
@@ -20,14 +20,14 @@ int blob_set(struct al_blob *b, const void *data, size_t len)
 	return 0;
 }
 
-void blob_release(struct al_blob *b)
+void al__blob_release(struct al_blob *b)
 {
 	free(b->data);
 	b->data = NULL;
 	b->len = 0;
 }
 
-char *str_dup_n(const char *s, size_t len)
+char *al__str_dup_n(const char *s, size_t len)
 {
 	char *p = malloc(len + 1);
 
@@ -81,12 +81,12 @@ bool al_utf8_valid(const uint8_t *s, size_t len)
 static const char b64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-size_t base64_encoded_len(size_t len)
+size_t al__base64_encoded_len(size_t len)
 {
 	return (len + 2) / 3 * 4;
 }
 
-void base64_encode(const uint8_t *in, size_t len, char *out)
+void al__base64_encode(const uint8_t *in, size_t len, char *out)
 {
 	size_t i = 0;
 
@@ -129,7 +129,7 @@ static int b64_value(char c)
 /* Standard alphabet; padding optional; no white space; the unused low bits
  * of the last symbol must be zero so that every byte string has exactly one
  * accepted encoding. */
-int base64_decode(const char *in, size_t len, struct al_blob *ret)
+int al__base64_decode(const char *in, size_t len, struct al_blob *ret)
 {
 	uint8_t *out, *o;
 	uint32_t acc = 0;

@@ -10,6 +10,19 @@ void al_diags_init(struct al_diags *d)
 	memset(d, 0, sizeof(*d));
 }
 
+struct al_diags *al__diags_or(struct al_diags *d, struct al_diags *local)
+{
+	if (d)
+		return d;
+	al_diags_init(local);
+	return local;
+}
+
+size_t al__diags_count(const struct al_diags *d)
+{
+	return d->n + d->dropped;
+}
+
 void al_diags_add(struct al_diags *d, const char *path, const char *fmt, ...)
 {
 	struct al_diag *it;

@@ -7,86 +7,131 @@
 #include "results.h"
 
 /* blob.c */
-int blob_set(struct al_blob *b, const void *data, size_t len);
-void blob_release(struct al_blob *b);
-char *str_dup_n(const char *s, size_t len);
-size_t base64_encoded_len(size_t len);
-/* Encode into out (base64_encoded_len(len) + 1 bytes, NUL-terminated). */
-void base64_encode(const uint8_t *in, size_t len, char *out);
+int al__blob_set(struct al_blob *b, const void *data, size_t len);
+void al__blob_release(struct al_blob *b);
+char *al__str_dup_n(const char *s, size_t len);
+size_t al__base64_encoded_len(size_t len);
+/* Encode into out (al__base64_encoded_len(len) + 1 bytes, NUL-terminated). */
+void al__base64_encode(const uint8_t *in, size_t len, char *out);
 /* Decode; *ret is malloc'd. -EINVAL on bad input, -ENOMEM. */
-int base64_decode(const char *in, size_t len, struct al_blob *ret);
+int al__base64_decode(const char *in, size_t len, struct al_blob *ret);
 
 /* path.c: field paths for diagnostics */
-void path_field(char *out, size_t size, const char *base, const char *name);
-void path_index(char *out, size_t size, const char *base, size_t i);
-void path_key(char *out, size_t size, const char *base, const char *key,
-	      size_t len);
+void al__path_field(char *out, size_t size, const char *base, const char *name);
+void al__path_index(char *out, size_t size, const char *base, size_t i);
+void al__path_key(char *out, size_t size, const char *base, const char *key,
+		  size_t len);
+
+/* Elements in array `a`; passing a pointer does not compile. */
+#define AL__ARRAY_SIZE(a)                                                      \
+	(sizeof(a) / sizeof((a)[0]) +                                          \
+	 0 * sizeof(char[1 - 2 * __builtin_types_compatible_p(                 \
+				     __typeof__(a), __typeof__(&(a)[0]))]))
+
+/* diags.c: `d`, or `local` emptied when d is NULL, so that a decoder
+ * always has somewhere to write. */
+struct al_diags *al__diags_or(struct al_diags *d, struct al_diags *local);
+/* Problems recorded so far, kept or dropped. */
+size_t al__diags_count(const struct al_diags *d);
 
 /* walk.c: reading bounded msgpack objects into structs */
-struct walk_field {
+struct al__walk_field {
 	const char *name; /* key in the map */
 	size_t offset;    /* added to `out` before calling fn */
 	/* Decode v into out; report problems to d; -ENOMEM only is fatal. */
 	int (*fn)(const msgpack_object *v, const char *path, void *out,
 		  struct al_diags *d);
+	bool required; /* reported as "required" when absent */
 };
-/* Walk map `o` through `fields`: unknown and duplicate keys are reported.
- * *ret_seen gets a bit per field found (fields index < 32). */
-int walk_map(const msgpack_object *o, const char *path,
-	     const struct walk_field *fields, size_t n, void *out,
-	     struct al_diags *d, uint32_t *ret_seen);
-bool walk_is_str(const msgpack_object *v, const char *s);
-int walk_str(const msgpack_object *v, const char *path, size_t max,
-	     struct al_diags *d, char **ret);
-int walk_u32(const msgpack_object *v, const char *path, uint32_t lo,
-	     uint32_t hi, struct al_diags *d, uint32_t *ret);
-int walk_u64(const msgpack_object *v, const char *path, struct al_diags *d,
-	     uint64_t *ret);
-int walk_bool(const msgpack_object *v, const char *path, struct al_diags *d,
-	      bool *ret);
-int walk_blob(const msgpack_object *v, const char *path, struct al_diags *d,
-	      struct al_blob *ret);
-int walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
-	      char **ret);
-int walk_relpath(const msgpack_object *v, const char *path,
+/* An object's fields; the walker's bit mask of seen fields holds 32. */
+struct al__walk_table {
+	const struct al__walk_field *fields; /* the keys it may have */
+	size_t n;			     /* entries in fields */
+	/* Rules across fields, run after a map was walked (NULL: none). */
+	void (*check)(uint32_t seen, const char *path, struct al_diags *d);
+};
+/* Entries in array `a`, which must fit the walker's 32-bit `seen`. */
+#define AL__WALK_COUNT(a)                                                      \
+	(AL__ARRAY_SIZE(a) + 0 * sizeof(char[AL__ARRAY_SIZE(a) <= 32 ? 1 : -1]))
+/* A table over array `a` (its length counted by the compiler). */
+#define AL__WALK_TABLE(a, check)                                               \
+	{                                                                      \
+		(a), AL__WALK_COUNT(a), (check)                                \
+	}
+/* Is field i (an index into the table) in `seen`? */
+#define AL__SEEN(seen, i) (((seen) >> (i)) & 1u)
+/* Walk map `o` through `t`: unknown and duplicate keys are reported, then
+ * absent required fields, then t->check. *ret_seen (may be NULL) gets a bit
+ * per field found. */
+int al__walk_map(const msgpack_object *o, const char *path,
+		 const struct al__walk_table *t, void *out, struct al_diags *d,
+		 uint32_t *ret_seen);
+/* al__walk_map for a public al_*_unpack(): `d` may be NULL, and -EINVAL
+ * when the walk reported anything. */
+int al__walk_object(const msgpack_object *o, const char *path,
+		    const struct al__walk_table *t, void *out,
+		    struct al_diags *d);
+bool al__walk_is_str(const msgpack_object *v, const char *s);
+int al__walk_str(const msgpack_object *v, const char *path, size_t max,
 		 struct al_diags *d, char **ret);
-int walk_files(const msgpack_object *v, const char *path, struct al_diags *d,
-	       struct al_file **ret, size_t *ret_n);
-int walk_meta(const msgpack_object *v, const char *path, struct al_diags *d,
-	      struct al_blob *ret);
+int al__walk_u32(const msgpack_object *v, const char *path, uint32_t lo,
+		 uint32_t hi, struct al_diags *d, uint32_t *ret);
+int al__walk_u64(const msgpack_object *v, const char *path, struct al_diags *d,
+		 uint64_t *ret);
+int al__walk_bool(const msgpack_object *v, const char *path, struct al_diags *d,
+		  bool *ret);
+int al__walk_blob(const msgpack_object *v, const char *path, struct al_diags *d,
+		  struct al_blob *ret);
+int al__walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
+		  char **ret);
+int al__walk_relpath(const msgpack_object *v, const char *path,
+		     struct al_diags *d, char **ret);
+int al__walk_files(const msgpack_object *v, const char *path,
+		   struct al_diags *d, struct al_file **ret, size_t *ret_n);
+int al__walk_meta(const msgpack_object *v, const char *path, struct al_diags *d,
+		  struct al_blob *ret);
 /* Report a wrong type: "must be a TYPE". */
-void walk_type_error(struct al_diags *d, const char *path, const char *type);
+void al__walk_type_error(struct al_diags *d, const char *path,
+			 const char *type);
 /* Check a relative path; reports to d and returns false when invalid. */
-bool relpath_check(const char *p, size_t len, const char *path,
-		   struct al_diags *d);
+bool al__relpath_check(const char *p, size_t len, const char *path,
+		       struct al_diags *d);
 
 /* pack.c: canonical msgpack output */
-void pack_str(msgpack_packer *pk, const char *s);
-void pack_key(msgpack_packer *pk, const char *s);
-void pack_blob(msgpack_packer *pk, const struct al_blob *b);
-void pack_raw(msgpack_packer *pk, const struct al_blob *b);
-void pack_files(msgpack_packer *pk, const struct al_file *f, size_t n);
-struct pack_buf {
+void al__pack_str(msgpack_packer *pk, const char *s);
+void al__pack_key(msgpack_packer *pk, const char *s);
+void al__pack_blob(msgpack_packer *pk, const struct al_blob *b);
+void al__pack_raw(msgpack_packer *pk, const struct al_blob *b);
+void al__pack_files(msgpack_packer *pk, const struct al_file *f, size_t n);
+struct al__pack_buf {
 	msgpack_sbuffer sb; /* the bytes */
 	bool failed;        /* a write failed: the bytes are incomplete */
 };
-void pack_init(struct pack_buf *pb, msgpack_packer *pk);
+void al__pack_init(struct al__pack_buf *pb, msgpack_packer *pk);
 /* Give the bytes to the caller (or free them and return -ENOMEM). */
-int pack_finish(struct pack_buf *pb, char **ret, size_t *ret_len);
-void files_release(struct al_file *f, size_t n);
+int al__pack_finish(struct al__pack_buf *pb, char **ret, size_t *ret_len);
+/* Packs one schema object (a job, a result) as a msgpack map. */
+typedef void (*al__pack_fn)(msgpack_packer *pk, const void *obj);
+/* The public al_*_to_msgpack(): obj packed by fn into *ret. */
+int al__encode(al__pack_fn fn, const void *obj, char **ret, size_t *ret_len);
+void al__files_release(struct al_file *f, size_t n);
 
-/* json.c: JSON <-> msgpack documents */
-/* Parse JSON text into a msgpack document (for the msgpack decoders). */
-int json_to_msgpack(const char *text, size_t len, size_t max_len,
-		    char **ret, size_t *ret_len, struct al_diags *d);
-/* Render a msgpack document as JSON text (bin -> {"base64": ...}). */
-int msgpack_to_json(const char *buf, size_t len, char **ret);
+/* json.c: JSON <-> msgpack documents, and the decoders' and encoders'
+ * public entry points */
+/* The public al_*_to_json(): obj packed by fn, rendered as JSON. */
+int al__encode_json(al__pack_fn fn, const void *obj, char **ret);
 
-/* Document-level decoding shared by jobs and results: size cap, bounded
- * unpack, then `fn` on the root object. */
-int decode_document(const void *buf, size_t len, size_t max_len,
-		    int (*fn)(const msgpack_object *o, void *out,
-			      struct al_diags *d),
-		    void *out, struct al_diags *d);
+/* Decodes the root object of a document into out; reports to d. */
+typedef int (*al__unpack_fn)(const msgpack_object *o, void *out,
+			     struct al_diags *d);
+/* The public al_*_from_msgpack(): size cap, bounded unpack, then `fn` on
+ * the root object. `d` may be NULL. */
+int al__decode_document(const void *buf, size_t len, size_t max_len,
+			al__unpack_fn fn, void *out, struct al_diags *d);
+/* The public al_*_from_json(): text of at most json_max bytes becomes a
+ * msgpack document, decoded as above with mp_max. `d` may be NULL. */
+int al__decode_json(const char *text, size_t len, size_t json_max,
+		    size_t mp_max, al__unpack_fn fn, void *out,
+		    struct al_diags *d);
 
 #endif

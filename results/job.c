@@ -47,7 +47,7 @@ static int step_name(const msgpack_object *v, const char *path, void *out,
 			     AL_NAME_MAX);
 		return 0;
 	}
-	return walk_str(v, path, AL_NAME_MAX, d, &s->name);
+	return al__walk_str(v, path, AL_NAME_MAX, d, &s->name);
 }
 
 static void argv_release(char **argv, size_t argc)
@@ -69,7 +69,7 @@ static int step_cmd(const msgpack_object *v, const char *path, void *out,
 	uint32_t n;
 
 	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		walk_type_error(d, path, "an array");
+		al__walk_type_error(d, path, "an array");
 		return 0;
 	}
 	n = v->via.array.size;
@@ -83,8 +83,8 @@ static int step_cmd(const msgpack_object *v, const char *path, void *out,
 	for (uint32_t i = 0; i < n; i++) {
 		const msgpack_object *a = &v->via.array.ptr[i];
 
-		path_index(sub, sizeof(sub), path, i);
-		if (walk_str(a, sub, AL_ARGV_MAX_BYTES, d, &argv[i]) < 0) {
+		al__path_index(sub, sizeof(sub), path, i);
+		if (al__walk_str(a, sub, AL_ARGV_MAX_BYTES, d, &argv[i]) < 0) {
 			argv_release(argv, n);
 			return -ENOMEM;
 		}
@@ -116,7 +116,7 @@ static int step_sh(const msgpack_object *v, const char *path, void *out,
 		al_diags_add(d, path, "must not be empty");
 		return 0;
 	}
-	return walk_str(v, path, AL_SH_MAX_BYTES, d, &s->sh);
+	return al__walk_str(v, path, AL_SH_MAX_BYTES, d, &s->sh);
 }
 
 static int step_stdin(const msgpack_object *v, const char *path, void *out,
@@ -125,7 +125,7 @@ static int step_stdin(const msgpack_object *v, const char *path, void *out,
 	struct al_step *s = out;
 
 	s->has_stdin = true;
-	return walk_blob(v, path, d, &s->stdin_);
+	return al__walk_blob(v, path, d, &s->stdin_);
 }
 
 static bool env_name_valid(const char *s, size_t n)
@@ -160,15 +160,15 @@ static int env_entry(const msgpack_object_kv *kv, const char *path,
 		al_diags_add(d, path, "keys must be strings");
 		return 0;
 	}
-	path_key(sub, sizeof(sub), path, kv->key.via.str.ptr,
-		 kv->key.via.str.size);
+	al__path_key(sub, sizeof(sub), path, kv->key.via.str.ptr,
+		     kv->key.via.str.size);
 	if (!env_name_valid(kv->key.via.str.ptr, kv->key.via.str.size)) {
 		al_diags_add(d, sub, "must match [A-Za-z_][A-Za-z0-9_]*");
 		return 0;
 	}
-	if (walk_str(&kv->val, sub, AL_ENV_VALUE_MAX, d, &e->value) < 0)
+	if (al__walk_str(&kv->val, sub, AL_ENV_VALUE_MAX, d, &e->value) < 0)
 		return -ENOMEM;
-	e->name = str_dup_n(kv->key.via.str.ptr, kv->key.via.str.size);
+	e->name = al__str_dup_n(kv->key.via.str.ptr, kv->key.via.str.size);
 	return e->name ? 0 : -ENOMEM;
 }
 
@@ -182,7 +182,7 @@ static int step_env(const msgpack_object *v, const char *path, void *out,
 	int r = 0;
 
 	if (v->type != MSGPACK_OBJECT_MAP) {
-		walk_type_error(d, path, "an object");
+		al__walk_type_error(d, path, "an object");
 		return 0;
 	}
 	n = v->via.map.size;
@@ -202,8 +202,8 @@ static int step_env(const msgpack_object *v, const char *path, void *out,
 			    strcmp(env[i].name, env[j].name) == 0) {
 				char sub[160];
 
-				path_key(sub, sizeof(sub), path, env[i].name,
-					 strlen(env[i].name));
+				al__path_key(sub, sizeof(sub), path,
+					     env[i].name, strlen(env[i].name));
 				al_diags_add(d, sub, "duplicate key");
 				break;
 			}
@@ -222,14 +222,14 @@ static int step_env(const msgpack_object *v, const char *path, void *out,
 static int step_cwd(const msgpack_object *v, const char *path, void *out,
 		    struct al_diags *d)
 {
-	return walk_relpath(v, path, d, &((struct al_step *)out)->cwd);
+	return al__walk_relpath(v, path, d, &((struct al_step *)out)->cwd);
 }
 
 static int step_timeout(const msgpack_object *v, const char *path, void *out,
 			struct al_diags *d)
 {
-	return walk_u32(v, path, 1, AL_TIMEOUT_MS_MAX, d,
-			&((struct al_step *)out)->timeout_ms);
+	return al__walk_u32(v, path, 1, AL_TIMEOUT_MS_MAX, d,
+			    &((struct al_step *)out)->timeout_ms);
 }
 
 static int step_if(const msgpack_object *v, const char *path, void *out,
@@ -237,9 +237,9 @@ static int step_if(const msgpack_object *v, const char *path, void *out,
 {
 	struct al_step *s = out;
 
-	if (walk_is_str(v, "always"))
+	if (al__walk_is_str(v, "always"))
 		s->run_if = AL_RUN_ALWAYS;
-	else if (walk_is_str(v, "success"))
+	else if (al__walk_is_str(v, "success"))
 		s->run_if = AL_RUN_SUCCESS;
 	else
 		al_diags_add(d, path, "must be \"always\" or \"success\"");
@@ -249,7 +249,7 @@ static int step_if(const msgpack_object *v, const char *path, void *out,
 static int expect_stdout(const msgpack_object *v, const char *path, void *out,
 			 struct al_diags *d)
 {
-	return walk_blob(v, path, d, &((struct al_expect *)out)->stdout_);
+	return al__walk_blob(v, path, d, &((struct al_expect *)out)->stdout_);
 }
 
 static const char *const compare_names[] = {
@@ -263,8 +263,8 @@ static int expect_compare(const msgpack_object *v, const char *path,
 {
 	struct al_expect *e = out;
 
-	for (size_t i = 0; i < 3; i++) {
-		if (walk_is_str(v, compare_names[i])) {
+	for (size_t i = 0; i < AL__ARRAY_SIZE(compare_names); i++) {
+		if (al__walk_is_str(v, compare_names[i])) {
 			e->compare = (enum al_compare)i;
 			return 0;
 		}
@@ -273,68 +273,84 @@ static int expect_compare(const msgpack_object *v, const char *path,
 	return 0;
 }
 
-static const struct walk_field expect_fields[] = {
-	{"stdout", 0, expect_stdout},
-	{"compare", 0, expect_compare},
+static const struct al__walk_field expect_fields[] = {
+    {"stdout", 0, expect_stdout, true},
+    {"compare", 0, expect_compare, false},
 };
+static const struct al__walk_table expect_table =
+    AL__WALK_TABLE(expect_fields, NULL);
 
 static int step_expect(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
 	struct al_expect *e = &((struct al_step *)out)->expect;
-	uint32_t seen;
-	char sub[160];
 	int r;
 
-	r = walk_map(v, path, expect_fields, 2, e, d, &seen);
+	r = al__walk_map(v, path, &expect_table, e, d, NULL);
 	if (r < 0)
 		return r;
-	if (v->type == MSGPACK_OBJECT_MAP && !(seen & 1)) {
-		path_field(sub, sizeof(sub), path, "stdout");
-		al_diags_add(d, sub, "required");
-	}
 	e->present = true;
 	return 0;
 }
 
-#define STEP_FIELDS(off)                                                      \
-	{"cmd", off, step_cmd}, {"sh", off, step_sh},                         \
-		{"stdin", off, step_stdin}, {"env", off, step_env},           \
-		{"cwd", off, step_cwd}, {"timeout_ms", off, step_timeout},    \
-		{"expect", off, step_expect}
-
-/* cmd and sh are the first two entries of STEP_FIELDS */
-#define SEEN_CMD_SH(seen, first) (((seen) >> (first)) & 3u)
-
-static const struct walk_field step_fields[] = {
-	STEP_FIELDS(0),
-	{"name", 0, step_name},
-	{"if", 0, step_if},
+/* The fields a step shares with the job's top level (its one-step
+ * shorthand), at index base + STEP_* of a table; `off` locates the step. */
+enum {
+	STEP_CMD,
+	STEP_SH,
+	STEP_STDIN,
+	STEP_ENV,
+	STEP_CWD,
+	STEP_TIMEOUT,
+	STEP_EXPECT,
+	STEP_SHARED, /* count of the above */
 };
+/* clang-format off */
+#define STEP_FIELDS(base, off)                                                 \
+	[(base) + STEP_CMD] = {"cmd", off, step_cmd, false},                   \
+	[(base) + STEP_SH] = {"sh", off, step_sh, false},                      \
+	[(base) + STEP_STDIN] = {"stdin", off, step_stdin, false},             \
+	[(base) + STEP_ENV] = {"env", off, step_env, false},                   \
+	[(base) + STEP_CWD] = {"cwd", off, step_cwd, false},                   \
+	[(base) + STEP_TIMEOUT] = {"timeout_ms", off, step_timeout, false},    \
+	[(base) + STEP_EXPECT] = {"expect", off, step_expect, false}
+/* clang-format on */
+
+/* Bit 0: cmd seen, bit 1: sh seen, for STEP_FIELDS at `base`. */
+static unsigned seen_cmd_sh(uint32_t seen, unsigned base)
+{
+	unsigned cmd = AL__SEEN(seen, base + STEP_CMD);
+	unsigned sh = AL__SEEN(seen, base + STEP_SH);
+
+	return cmd | sh << 1;
+}
+
+static void step_check(uint32_t seen, const char *path, struct al_diags *d)
+{
+	unsigned cmd_sh = seen_cmd_sh(seen, 0);
+
+	if (cmd_sh != 1 && cmd_sh != 2)
+		al_diags_add(d, path, "must have exactly one of cmd or sh");
+}
+
+static const struct al__walk_field step_fields[] = {
+    STEP_FIELDS(0, 0),
+    [STEP_SHARED] = {"name", 0, step_name, false},
+    [STEP_SHARED + 1] = {"if", 0, step_if, false},
+};
+static const struct al__walk_table step_table =
+    AL__WALK_TABLE(step_fields, step_check);
 
 int al_step_unpack(const msgpack_object *o, const char *path,
 		   struct al_step *ret, struct al_diags *d)
 {
 	struct al_step s = {0};
-	struct al_diags local;
-	size_t before;
-	uint32_t seen;
 	int r;
 
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	before = d->n + d->dropped;
-	r = walk_map(o, path, step_fields,
-		     sizeof(step_fields) / sizeof(step_fields[0]), &s, d,
-		     &seen);
-	if (r == 0 && o->type == MSGPACK_OBJECT_MAP &&
-	    SEEN_CMD_SH(seen, 0) != 1 && SEEN_CMD_SH(seen, 0) != 2)
-		al_diags_add(d, path, "must have exactly one of cmd or sh");
-	if (r < 0 || d->n + d->dropped != before) {
+	r = al__walk_object(o, path, &step_table, &s, d);
+	if (r < 0) {
 		al_step_release(&s);
-		return r < 0 ? r : -EINVAL;
+		return r;
 	}
 	*ret = s;
 	return 0;
@@ -345,10 +361,10 @@ void al_step_release(struct al_step *s)
 	free(s->name);
 	argv_release(s->argv, s->argc);
 	free(s->sh);
-	blob_release(&s->stdin_);
+	al__blob_release(&s->stdin_);
 	env_release(s->env, s->n_env);
 	free(s->cwd);
-	blob_release(&s->expect.stdout_);
+	al__blob_release(&s->expect.stdout_);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -367,7 +383,7 @@ static int job_id(const msgpack_object *v, const char *path, void *out,
 	struct al_job *j = out;
 
 	if (v->type != MSGPACK_OBJECT_STR) {
-		walk_type_error(d, path, "a string");
+		al__walk_type_error(d, path, "a string");
 		return 0;
 	}
 	if (!al_id_valid(v->via.str.ptr, v->via.str.size)) {
@@ -377,19 +393,19 @@ static int job_id(const msgpack_object *v, const char *path, void *out,
 	}
 	memcpy(d->id, v->via.str.ptr, v->via.str.size);
 	d->id[v->via.str.size] = 0;
-	return walk_str(v, path, AL_ID_MAX, d, &j->id);
+	return al__walk_str(v, path, AL_ID_MAX, d, &j->id);
 }
 
 static int job_template(const msgpack_object *v, const char *path, void *out,
 			struct al_diags *d)
 {
-	return walk_name(v, path, d, &((struct al_job *)out)->template_);
+	return al__walk_name(v, path, d, &((struct al_job *)out)->template_);
 }
 
 static int job_network(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
-	return walk_name(v, path, d, &((struct al_job *)out)->network);
+	return al__walk_name(v, path, d, &((struct al_job *)out)->network);
 }
 
 static int job_files(const msgpack_object *v, const char *path, void *out,
@@ -397,7 +413,7 @@ static int job_files(const msgpack_object *v, const char *path, void *out,
 {
 	struct al_job *j = out;
 
-	return walk_files(v, path, d, &j->files, &j->n_files);
+	return al__walk_files(v, path, d, &j->files, &j->n_files);
 }
 
 static int job_steps(const msgpack_object *v, const char *path, void *out,
@@ -409,7 +425,7 @@ static int job_steps(const msgpack_object *v, const char *path, void *out,
 	int r = 0;
 
 	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		walk_type_error(d, path, "an array");
+		al__walk_type_error(d, path, "an array");
 		return 0;
 	}
 	n = v->via.array.size;
@@ -422,18 +438,18 @@ static int job_steps(const msgpack_object *v, const char *path, void *out,
 		return -ENOMEM;
 	j->n_steps = n;
 	for (uint32_t i = 0; i < n && r != -ENOMEM; i++) {
-		path_index(sub, sizeof(sub), path, i);
+		al__path_index(sub, sizeof(sub), path, i);
 		r = al_step_unpack(&v->via.array.ptr[i], sub, &j->steps[i], d);
 	}
 	return r == -ENOMEM ? r : 0;
 }
 
-#define LIMIT_FIELD(name, lo, hi)                                             \
-	static int limit_##name(const msgpack_object *v, const char *path,    \
-				void *out, struct al_diags *d)                \
-	{                                                                     \
-		return walk_u32(v, path, lo, hi, d,                           \
-				&((struct al_limits *)out)->name);            \
+#define LIMIT_FIELD(name, lo, hi)                                              \
+	static int limit_##name(const msgpack_object *v, const char *path,     \
+				void *out, struct al_diags *d)                 \
+	{                                                                      \
+		return al__walk_u32(v, path, lo, hi, d,                        \
+				    &((struct al_limits *)out)->name);         \
 	}
 LIMIT_FIELD(memory_mb, AL_MEMORY_MB_MIN, AL_MEMORY_MB_MAX)
 LIMIT_FIELD(vcpus, 1, AL_VCPUS_MAX)
@@ -443,35 +459,27 @@ LIMIT_FIELD(pids, 1, AL_PIDS_MAX)
 LIMIT_FIELD(disk_mb, 1, AL_DISK_MB_MAX)
 LIMIT_FIELD(file_size_mb, 1, AL_FILE_SIZE_MB_MAX)
 
-static const struct walk_field limit_fields[] = {
-	{"memory_mb", 0, limit_memory_mb},
-	{"vcpus", 0, limit_vcpus},
-	{"wall_ms", 0, limit_wall_ms},
-	{"output_bytes", 0, limit_output_bytes},
-	{"pids", 0, limit_pids},
-	{"disk_mb", 0, limit_disk_mb},
-	{"file_size_mb", 0, limit_file_size_mb},
+static const struct al__walk_field limit_fields[] = {
+    {"memory_mb", 0, limit_memory_mb, false},
+    {"vcpus", 0, limit_vcpus, false},
+    {"wall_ms", 0, limit_wall_ms, false},
+    {"output_bytes", 0, limit_output_bytes, false},
+    {"pids", 0, limit_pids, false},
+    {"disk_mb", 0, limit_disk_mb, false},
+    {"file_size_mb", 0, limit_file_size_mb, false},
 };
+static const struct al__walk_table limit_table =
+    AL__WALK_TABLE(limit_fields, NULL);
 
 int al_limits_unpack(const msgpack_object *o, const char *path,
 		     struct al_limits *ret, struct al_diags *d)
 {
 	struct al_limits l = {0};
-	struct al_diags local;
-	size_t before;
-	uint32_t seen;
 	int r;
 
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	before = d->n + d->dropped;
-	r = walk_map(o, path, limit_fields, 7, &l, d, &seen);
+	r = al__walk_object(o, path, &limit_table, &l, d);
 	if (r < 0)
 		return r;
-	if (d->n + d->dropped != before)
-		return -EINVAL;
 	*ret = l;
 	return 0;
 }
@@ -492,7 +500,7 @@ static int job_collect(const msgpack_object *v, const char *path, void *out,
 	uint32_t n;
 
 	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		walk_type_error(d, path, "an array");
+		al__walk_type_error(d, path, "an array");
 		return 0;
 	}
 	n = v->via.array.size;
@@ -506,9 +514,9 @@ static int job_collect(const msgpack_object *v, const char *path, void *out,
 		return -ENOMEM;
 	j->n_collect = n;
 	for (uint32_t i = 0; i < n; i++) {
-		path_index(sub, sizeof(sub), path, i);
-		if (walk_relpath(&v->via.array.ptr[i], sub, d,
-				 &j->collect[i]) < 0)
+		al__path_index(sub, sizeof(sub), path, i);
+		if (al__walk_relpath(&v->via.array.ptr[i], sub, d,
+				     &j->collect[i]) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -517,29 +525,40 @@ static int job_collect(const msgpack_object *v, const char *path, void *out,
 static int job_meta(const msgpack_object *v, const char *path, void *out,
 		    struct al_diags *d)
 {
-	return walk_meta(v, path, d, &((struct al_job *)out)->meta);
+	return al__walk_meta(v, path, d, &((struct al_job *)out)->meta);
 }
 
-enum { JOB_FIELD_STEPS = 3, JOB_FIELD_TOP = 8 };
-static const struct walk_field job_fields[] = {
-	{"id", 0, job_id},
-	{"template", 0, job_template},
-	{"files", 0, job_files},
-	{"steps", 0, job_steps}, /* JOB_FIELD_STEPS */
-	{"limits", 0, job_limits},
-	{"network", 0, job_network},
-	{"collect", 0, job_collect},
-	{"meta", 0, job_meta},
-	STEP_FIELDS(offsetof(struct job_walk, top)), /* JOB_FIELD_TOP */
+enum {
+	JOB_ID,
+	JOB_TEMPLATE,
+	JOB_FILES,
+	JOB_STEPS,
+	JOB_LIMITS,
+	JOB_NETWORK,
+	JOB_COLLECT,
+	JOB_META,
+	JOB_TOP, /* then the STEP_FIELDS of the one-step shorthand */
 };
+static const struct al__walk_field job_fields[] = {
+    [JOB_ID] = {"id", 0, job_id, false},
+    [JOB_TEMPLATE] = {"template", 0, job_template, false},
+    [JOB_FILES] = {"files", 0, job_files, false},
+    [JOB_STEPS] = {"steps", 0, job_steps, false},
+    [JOB_LIMITS] = {"limits", 0, job_limits, false},
+    [JOB_NETWORK] = {"network", 0, job_network, false},
+    [JOB_COLLECT] = {"collect", 0, job_collect, false},
+    [JOB_META] = {"meta", 0, job_meta, false},
+    STEP_FIELDS(JOB_TOP, offsetof(struct job_walk, top)),
+};
+static const struct al__walk_table job_table = AL__WALK_TABLE(job_fields, NULL);
 
 /* steps, or the one-step shorthand, but not both */
 static int job_shape(struct job_walk *w, uint32_t seen, struct al_diags *d)
 {
-	uint32_t top = seen >> JOB_FIELD_TOP;
-	uint32_t cmd_sh = SEEN_CMD_SH(seen, JOB_FIELD_TOP);
+	uint32_t top = seen >> JOB_TOP;
+	unsigned cmd_sh = seen_cmd_sh(seen, JOB_TOP);
 
-	if (seen & (1u << JOB_FIELD_STEPS)) {
+	if (AL__SEEN(seen, JOB_STEPS)) {
 		if (cmd_sh)
 			al_diags_add(d, "", "cannot give both steps and a "
 				     "top-level cmd/sh");
@@ -572,8 +591,7 @@ static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
 	uint32_t seen;
 	int r;
 
-	r = walk_map(o, "", job_fields,
-		     sizeof(job_fields) / sizeof(job_fields[0]), &w, d, &seen);
+	r = al__walk_map(o, "", &job_table, &w, d, &seen);
 	if (r == 0 && o->type == MSGPACK_OBJECT_MAP)
 		r = job_shape(&w, seen, d);
 	al_step_release(&w.top);
@@ -588,39 +606,22 @@ static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
 int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
 			struct al_diags *d)
 {
-	struct al_diags local;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	return decode_document(buf, len, AL_JOB_MAX_BYTES, job_unpack, ret, d);
+	return al__decode_document(buf, len, AL_JOB_MAX_BYTES, job_unpack, ret,
+				   d);
 }
 
 int al_job_from_json(const char *text, size_t len, struct al_job *ret,
 		     struct al_diags *d)
 {
-	struct al_diags local;
-	char *mp = NULL;
-	size_t mp_len = 0;
-	int r;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	r = json_to_msgpack(text, len, AL_JOB_MAX_BYTES, &mp, &mp_len, d);
-	if (r == 0)
-		r = decode_document(mp, mp_len, SIZE_MAX, job_unpack, ret, d);
-	free(mp);
-	return r;
+	return al__decode_json(text, len, AL_JOB_MAX_BYTES, SIZE_MAX,
+			       job_unpack, ret, d);
 }
 
 void al_job_release(struct al_job *job)
 {
 	free(job->id);
 	free(job->template_);
-	files_release(job->files, job->n_files);
+	al__files_release(job->files, job->n_files);
 	for (size_t i = 0; job->steps && i < job->n_steps; i++)
 		al_step_release(&job->steps[i]);
 	free(job->steps);
@@ -628,7 +629,7 @@ void al_job_release(struct al_job *job)
 	for (size_t i = 0; job->collect && i < job->n_collect; i++)
 		free(job->collect[i]);
 	free(job->collect);
-	blob_release(&job->meta);
+	al__blob_release(&job->meta);
 	memset(job, 0, sizeof(*job));
 }
 
@@ -642,51 +643,51 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
-		pack_key(pk, "name");
-		pack_str(pk, s->name);
+		al__pack_key(pk, "name");
+		al__pack_str(pk, s->name);
 	}
 	if (s->sh) {
-		pack_key(pk, "sh");
-		pack_str(pk, s->sh);
+		al__pack_key(pk, "sh");
+		al__pack_str(pk, s->sh);
 	} else {
-		pack_key(pk, "cmd");
+		al__pack_key(pk, "cmd");
 		msgpack_pack_array(pk, s->argc);
 		for (size_t i = 0; i < s->argc; i++)
-			pack_str(pk, s->argv[i]);
+			al__pack_str(pk, s->argv[i]);
 	}
 	if (s->has_stdin) {
-		pack_key(pk, "stdin");
-		pack_blob(pk, &s->stdin_);
+		al__pack_key(pk, "stdin");
+		al__pack_blob(pk, &s->stdin_);
 	}
 	if (s->n_env) {
-		pack_key(pk, "env");
+		al__pack_key(pk, "env");
 		msgpack_pack_map(pk, s->n_env);
 		for (size_t i = 0; i < s->n_env; i++) {
-			pack_str(pk, s->env[i].name);
-			pack_str(pk, s->env[i].value);
+			al__pack_str(pk, s->env[i].name);
+			al__pack_str(pk, s->env[i].value);
 		}
 	}
 	if (s->cwd) {
-		pack_key(pk, "cwd");
-		pack_str(pk, s->cwd);
+		al__pack_key(pk, "cwd");
+		al__pack_str(pk, s->cwd);
 	}
 	if (s->timeout_ms) {
-		pack_key(pk, "timeout_ms");
+		al__pack_key(pk, "timeout_ms");
 		msgpack_pack_uint32(pk, s->timeout_ms);
 	}
 	if (s->run_if == AL_RUN_SUCCESS) {
-		pack_key(pk, "if");
-		pack_str(pk, "success");
+		al__pack_key(pk, "if");
+		al__pack_str(pk, "success");
 	}
 	if (s->expect.present) {
-		pack_key(pk, "expect");
+		al__pack_key(pk, "expect");
 		msgpack_pack_map(pk,
 				 1 + (s->expect.compare != AL_COMPARE_EXACT));
-		pack_key(pk, "stdout");
-		pack_blob(pk, &s->expect.stdout_);
+		al__pack_key(pk, "stdout");
+		al__pack_blob(pk, &s->expect.stdout_);
 		if (s->expect.compare != AL_COMPARE_EXACT) {
-			pack_key(pk, "compare");
-			pack_str(pk, compare_names[s->expect.compare]);
+			al__pack_key(pk, "compare");
+			al__pack_str(pk, compare_names[s->expect.compare]);
 		}
 	}
 	return 0;
@@ -705,12 +706,12 @@ int al_limits_pack(msgpack_packer *pk, const struct al_limits *l)
 	};
 	size_t n = 0;
 
-	for (size_t i = 0; i < 7; i++)
+	for (size_t i = 0; i < AL__ARRAY_SIZE(f); i++)
 		n += f[i].v != 0;
 	msgpack_pack_map(pk, n);
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < AL__ARRAY_SIZE(f); i++) {
 		if (f[i].v) {
-			pack_key(pk, f[i].name);
+			al__pack_key(pk, f[i].name);
 			msgpack_pack_uint32(pk, f[i].v);
 		}
 	}
@@ -723,68 +724,56 @@ static bool limits_any(const struct al_limits *l)
 	       l->pids || l->disk_mb || l->file_size_mb;
 }
 
-static void pack_job(msgpack_packer *pk, const struct al_job *j)
+static void pack_job(msgpack_packer *pk, const void *obj)
 {
+	const struct al_job *j = obj;
 	size_t n = !!j->id + !!j->template_ + !!j->n_files + 1 +
 		   limits_any(&j->limits) + !!j->network + !!j->n_collect +
 		   !!j->meta.len;
 
 	msgpack_pack_map(pk, n);
 	if (j->id) {
-		pack_key(pk, "id");
-		pack_str(pk, j->id);
+		al__pack_key(pk, "id");
+		al__pack_str(pk, j->id);
 	}
 	if (j->template_) {
-		pack_key(pk, "template");
-		pack_str(pk, j->template_);
+		al__pack_key(pk, "template");
+		al__pack_str(pk, j->template_);
 	}
 	if (j->n_files) {
-		pack_key(pk, "files");
-		pack_files(pk, j->files, j->n_files);
+		al__pack_key(pk, "files");
+		al__pack_files(pk, j->files, j->n_files);
 	}
-	pack_key(pk, "steps");
+	al__pack_key(pk, "steps");
 	msgpack_pack_array(pk, j->n_steps);
 	for (size_t i = 0; i < j->n_steps; i++)
 		al_step_pack(pk, &j->steps[i]);
 	if (limits_any(&j->limits)) {
-		pack_key(pk, "limits");
+		al__pack_key(pk, "limits");
 		al_limits_pack(pk, &j->limits);
 	}
 	if (j->network) {
-		pack_key(pk, "network");
-		pack_str(pk, j->network);
+		al__pack_key(pk, "network");
+		al__pack_str(pk, j->network);
 	}
 	if (j->n_collect) {
-		pack_key(pk, "collect");
+		al__pack_key(pk, "collect");
 		msgpack_pack_array(pk, j->n_collect);
 		for (size_t i = 0; i < j->n_collect; i++)
-			pack_str(pk, j->collect[i]);
+			al__pack_str(pk, j->collect[i]);
 	}
 	if (j->meta.len) {
-		pack_key(pk, "meta");
-		pack_raw(pk, &j->meta);
+		al__pack_key(pk, "meta");
+		al__pack_raw(pk, &j->meta);
 	}
 }
 
 int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len)
 {
-	struct pack_buf pb;
-	msgpack_packer pk;
-
-	pack_init(&pb, &pk);
-	pack_job(&pk, job);
-	return pack_finish(&pb, ret, ret_len);
+	return al__encode(pack_job, job, ret, ret_len);
 }
 
 int al_job_to_json(const struct al_job *job, char **ret)
 {
-	char *mp;
-	size_t len;
-	int r = al_job_to_msgpack(job, &mp, &len);
-
-	if (r < 0)
-		return r;
-	r = msgpack_to_json(mp, len, ret);
-	free(mp);
-	return r;
+	return al__encode_json(pack_job, job, ret);
 }

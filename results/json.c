@@ -22,7 +22,7 @@ static void pack_json_value(msgpack_packer *pk, const json_t *j)
 	case JSON_OBJECT:
 		msgpack_pack_map(pk, json_object_size(j));
 		json_object_foreach((json_t *)j, key, v) {
-			pack_str(pk, key);
+			al__pack_str(pk, key);
 			pack_json_value(pk, v);
 		}
 		break;
@@ -62,10 +62,10 @@ static void sanitize(char *s)
 			*s = '?';
 }
 
-int json_to_msgpack(const char *text, size_t len, size_t max_len,
-		    char **ret, size_t *ret_len, struct al_diags *d)
+static int json_to_msgpack(const char *text, size_t len, size_t max_len,
+			   char **ret, size_t *ret_len, struct al_diags *d)
 {
-	struct pack_buf pb;
+	struct al__pack_buf pb;
 	msgpack_packer pk;
 	json_error_t err;
 	json_t *j;
@@ -84,20 +84,20 @@ int json_to_msgpack(const char *text, size_t len, size_t max_len,
 			     err.line, err.column, err.text);
 		return -EINVAL;
 	}
-	pack_init(&pb, &pk);
+	al__pack_init(&pb, &pk);
 	pack_json_value(&pk, j);
 	json_decref(j);
-	return pack_finish(&pb, ret, ret_len);
+	return al__pack_finish(&pb, ret, ret_len);
 }
 
 static json_t *base64_object(const void *data, size_t len)
 {
-	char *s = malloc(base64_encoded_len(len) + 1);
+	char *s = malloc(al__base64_encoded_len(len) + 1);
 	json_t *j;
 
 	if (!s)
 		return NULL;
-	base64_encode(data, len, s);
+	al__base64_encode(data, len, s);
 	j = json_pack("{s:s}", "base64", s);
 	free(s);
 	return j;
@@ -118,7 +118,7 @@ static json_t *map_to_json(const msgpack_object *o)
 			json_decref(j);
 			return NULL;
 		}
-		key = str_dup_n(kv->key.via.str.ptr, kv->key.via.str.size);
+		key = al__str_dup_n(kv->key.via.str.ptr, kv->key.via.str.size);
 		v = to_json(&kv->val);
 		if (!key || !v || json_object_set_new(j, key, v) < 0) {
 			if (!key)
@@ -177,7 +177,7 @@ static json_t *to_json(const msgpack_object *o)
 	}
 }
 
-int msgpack_to_json(const char *buf, size_t len, char **ret)
+static int msgpack_to_json(const char *buf, size_t len, char **ret)
 {
 	msgpack_zone zone;
 	msgpack_object o;
@@ -201,16 +201,30 @@ out:
 	return r;
 }
 
-int decode_document(const void *buf, size_t len, size_t max_len,
-		    int (*fn)(const msgpack_object *o, void *out,
-			      struct al_diags *d),
-		    void *out, struct al_diags *d)
+int al__encode_json(al__pack_fn fn, const void *obj, char **ret)
 {
-	size_t before = d->n + d->dropped;
+	char *mp;
+	size_t len;
+	int r = al__encode(fn, obj, &mp, &len);
+
+	if (r < 0)
+		return r;
+	r = msgpack_to_json(mp, len, ret);
+	free(mp);
+	return r;
+}
+
+int al__decode_document(const void *buf, size_t len, size_t max_len,
+			al__unpack_fn fn, void *out, struct al_diags *d)
+{
+	struct al_diags local;
 	msgpack_zone zone;
 	msgpack_object o;
+	size_t before;
 	int r;
 
+	d = al__diags_or(d, &local);
+	before = al__diags_count(d);
 	if (len > max_len) {
 		al_diags_add(d, "", "larger than %zu bytes", max_len);
 		return -E2BIG;
@@ -224,10 +238,27 @@ int decode_document(const void *buf, size_t len, size_t max_len,
 			     "%u values", AL_DEPTH_MAX, AL_NODES_MAX);
 	if (r == 0)
 		r = fn(&o, out, d);
-	if (r == 0 && d->n + d->dropped != before)
+	if (r == 0 && al__diags_count(d) != before)
 		r = -EINVAL;
 	if (r == -EBADMSG)
 		r = -EINVAL;
 	msgpack_zone_destroy(&zone);
+	return r;
+}
+
+int al__decode_json(const char *text, size_t len, size_t json_max,
+		    size_t mp_max, al__unpack_fn fn, void *out,
+		    struct al_diags *d)
+{
+	struct al_diags local;
+	char *mp = NULL;
+	size_t mp_len = 0;
+	int r;
+
+	d = al__diags_or(d, &local);
+	r = json_to_msgpack(text, len, json_max, &mp, &mp_len, d);
+	if (r == 0)
+		r = al__decode_document(mp, mp_len, mp_max, fn, out, d);
+	free(mp);
 	return r;
 }

@@ -5,7 +5,7 @@
 
 #include "internal.h"
 
-void pack_str(msgpack_packer *pk, const char *s)
+void al__pack_str(msgpack_packer *pk, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -13,13 +13,13 @@ void pack_str(msgpack_packer *pk, const char *s)
 	msgpack_pack_str_body(pk, s, n);
 }
 
-void pack_key(msgpack_packer *pk, const char *s)
+void al__pack_key(msgpack_packer *pk, const char *s)
 {
-	pack_str(pk, s);
+	al__pack_str(pk, s);
 }
 
 /* UTF-8 text as str, anything else as bin: both decoders accept both. */
-void pack_blob(msgpack_packer *pk, const struct al_blob *b)
+void al__pack_blob(msgpack_packer *pk, const struct al_blob *b)
 {
 	if (al_utf8_valid(b->data, b->len)) {
 		msgpack_pack_str(pk, b->len);
@@ -31,17 +31,17 @@ void pack_blob(msgpack_packer *pk, const struct al_blob *b)
 }
 
 /* Append an already encoded msgpack value (meta) as it is. */
-void pack_raw(msgpack_packer *pk, const struct al_blob *b)
+void al__pack_raw(msgpack_packer *pk, const struct al_blob *b)
 {
 	pk->callback(pk->data, (const char *)b->data, b->len);
 }
 
-void pack_files(msgpack_packer *pk, const struct al_file *f, size_t n)
+void al__pack_files(msgpack_packer *pk, const struct al_file *f, size_t n)
 {
 	msgpack_pack_map(pk, n);
 	for (size_t i = 0; i < n; i++) {
-		pack_str(pk, f[i].path);
-		pack_blob(pk, &f[i].content);
+		al__pack_str(pk, f[i].path);
+		al__pack_blob(pk, &f[i].content);
 	}
 }
 
@@ -49,7 +49,7 @@ void pack_files(msgpack_packer *pk, const struct al_file *f, size_t n)
  * remembers the failure so that the encoder can report -ENOMEM once. */
 static int pack_write(void *data, const char *buf, size_t len)
 {
-	struct pack_buf *pb = data;
+	struct al__pack_buf *pb = data;
 
 	if (pb->failed || msgpack_sbuffer_write(&pb->sb, buf, len) < 0) {
 		pb->failed = true;
@@ -58,14 +58,14 @@ static int pack_write(void *data, const char *buf, size_t len)
 	return 0;
 }
 
-void pack_init(struct pack_buf *pb, msgpack_packer *pk)
+void al__pack_init(struct al__pack_buf *pb, msgpack_packer *pk)
 {
 	msgpack_sbuffer_init(&pb->sb);
 	pb->failed = false;
 	msgpack_packer_init(pk, pb, pack_write);
 }
 
-int pack_finish(struct pack_buf *pb, char **ret, size_t *ret_len)
+int al__pack_finish(struct al__pack_buf *pb, char **ret, size_t *ret_len)
 {
 	if (pb->failed || !pb->sb.data) {
 		msgpack_sbuffer_destroy(&pb->sb);
@@ -76,13 +76,23 @@ int pack_finish(struct pack_buf *pb, char **ret, size_t *ret_len)
 	return 0;
 }
 
-void files_release(struct al_file *f, size_t n)
+int al__encode(al__pack_fn fn, const void *obj, char **ret, size_t *ret_len)
+{
+	struct al__pack_buf pb;
+	msgpack_packer pk;
+
+	al__pack_init(&pb, &pk);
+	fn(&pk, obj);
+	return al__pack_finish(&pb, ret, ret_len);
+}
+
+void al__files_release(struct al_file *f, size_t n)
 {
 	if (!f)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		free(f[i].path);
-		blob_release(&f[i].content);
+		al__blob_release(&f[i].content);
 	}
 	free(f);
 }

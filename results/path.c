@@ -9,18 +9,18 @@
 
 #include "internal.h"
 
-void path_field(char *out, size_t size, const char *base, const char *name)
+void al__path_field(char *out, size_t size, const char *base, const char *name)
 {
 	snprintf(out, size, "%s%s%s", base, base[0] ? "." : "", name);
 }
 
-void path_index(char *out, size_t size, const char *base, size_t i)
+void al__path_index(char *out, size_t size, const char *base, size_t i)
 {
 	snprintf(out, size, "%s[%zu]", base, i);
 }
 
-void path_key(char *out, size_t size, const char *base, const char *key,
-	      size_t len)
+void al__path_key(char *out, size_t size, const char *base, const char *key,
+		  size_t len)
 {
 	char esc[72];
 	size_t o = 0;

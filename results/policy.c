@@ -56,7 +56,7 @@ static void check_limit(const char *name, uint32_t v, uint32_t lo,
 
 	if (v == 0 || (v >= lo && v <= hi))
 		return;
-	path_field(path, sizeof(path), "limits", name);
+	al__path_field(path, sizeof(path), "limits", name);
 	al_diags_add(d, path, "must be %u..%u", lo, hi);
 }
 

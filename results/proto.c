@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "proto.h"
 
 enum field_kind {
@@ -43,7 +44,7 @@ struct msg_desc {
 };
 
 #define OFF(m)	  offsetof(struct al_msg, u.m)
-#define FIELDS(a) a, sizeof(a) / sizeof(a[0])
+#define FIELDS(a) a, AL__WALK_COUNT(a) /* dec_fields keeps a 32-bit seen */
 
 static const struct field hello_fields[] = {
     {"v", F_U32, OFF(hello.v), 0, 0, UINT32_MAX, false},
@@ -122,22 +123,6 @@ static void *at(const struct al_msg *m, size_t off)
 
 /* --- release -------------------------------------------------------------- */
 
-static void blob_free(struct al_blob *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = 0;
-}
-
-static void files_free(struct al_file *files, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(files[i].path);
-		blob_free(&files[i].content);
-	}
-	free(files);
-}
-
 static void paths_free(char **paths, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -154,7 +139,7 @@ static void field_release(struct al_msg *m, const struct field *f)
 		free(*(char **)p);
 		break;
 	case F_BIN:
-		blob_free(p);
+		al__blob_release(p);
 		break;
 	case F_STEP:
 		al_step_release(p);
@@ -163,7 +148,8 @@ static void field_release(struct al_msg *m, const struct field *f)
 		al_step_result_release(p);
 		break;
 	case F_FILES:
-		files_free(*(struct al_file **)p, *(size_t *)at(m, f->off2));
+		al__files_release(*(struct al_file **)p,
+				  *(size_t *)at(m, f->off2));
 		break;
 	case F_PATHS:
 		paths_free(*(char ***)p, *(size_t *)at(m, f->off2));
@@ -201,25 +187,6 @@ static void diag(struct al_diags *d, const char *path, const char *fmt, ...)
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
 	al_diags_add(d, path, "%s", reason);
-}
-
-static bool key_is(const msgpack_object *k, const char *s)
-{
-	size_t n = strlen(s);
-
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	       memcmp(k->via.str.ptr, s, n) == 0;
-}
-
-static char *dup_mem(const void *src, size_t len)
-{
-	char *s = malloc(len + 1);
-
-	if (!s)
-		return NULL;
-	memcpy(s, src, len);
-	s[len] = '\0';
-	return s;
 }
 
 /* A str or bin object's bytes. */
@@ -271,7 +238,7 @@ static int dec_str(const msgpack_object *o, const struct field *f, char **ret,
 		diag(d, f->key, "contains NUL");
 		return -EBADMSG;
 	}
-	*ret = dup_mem(o->via.str.ptr, o->via.str.size);
+	*ret = al__str_dup_n(o->via.str.ptr, o->via.str.size);
 	return *ret ? 0 : -ENOMEM;
 }
 
@@ -290,7 +257,7 @@ static int dec_blob(const msgpack_object *o, const char *path, uint64_t min,
 		     (unsigned long long)min, (unsigned long long)max);
 		return n > max ? -E2BIG : -EBADMSG;
 	}
-	ret->data = (uint8_t *)dup_mem(p, n);
+	ret->data = (uint8_t *)al__str_dup_n(p, n);
 	if (!ret->data)
 		return -ENOMEM;
 	ret->len = n;
@@ -314,31 +281,43 @@ static int dec_path(const msgpack_object *o, const char *key, char **ret,
 		diag(d, key, "not a valid relative path");
 		return -EBADMSG;
 	}
-	*ret = dup_mem(o->via.str.ptr, o->via.str.size);
+	*ret = al__str_dup_n(o->via.str.ptr, o->via.str.size);
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int dec_files(const msgpack_object *o, const struct field *f,
-		     struct al_file **ret, size_t *ret_n, struct al_diags *d)
+/* A map or array of at most f->max entries: its size, or -errno. */
+static long dec_count(const msgpack_object *o, const struct field *f,
+		      struct al_diags *d)
 {
-	struct al_file *files;
+	bool map = f->kind == F_FILES;
 	uint32_t n;
-	int r = 0;
 
-	if (o->type != MSGPACK_OBJECT_MAP) {
-		diag(d, f->key, "must be a map");
+	if (o->type != (map ? MSGPACK_OBJECT_MAP : MSGPACK_OBJECT_ARRAY)) {
+		diag(d, f->key, "must be %s", map ? "a map" : "an array");
 		return -EBADMSG;
 	}
-	n = o->via.map.size;
+	n = map ? o->via.map.size : o->via.array.size;
 	if (n > f->max) {
 		diag(d, f->key, "more than %llu entries",
 		     (unsigned long long)f->max);
 		return -E2BIG;
 	}
+	return n;
+}
+
+static int dec_files(const msgpack_object *o, const struct field *f,
+		     struct al_file **ret, size_t *ret_n, struct al_diags *d)
+{
+	long n = dec_count(o, f, d);
+	struct al_file *files;
+	int r = 0;
+
+	if (n < 0)
+		return (int)n;
 	files = calloc(n ? n : 1, sizeof(*files));
 	if (!files)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n && r == 0; i++) {
+	for (long i = 0; i < n && r == 0; i++) {
 		const msgpack_object_kv *kv = &o->via.map.ptr[i];
 
 		r = dec_path(&kv->key, f->key, &files[i].path, d);
@@ -347,7 +326,7 @@ static int dec_files(const msgpack_object *o, const struct field *f,
 				     &files[i].content, d);
 	}
 	if (r < 0) {
-		files_free(files, n);
+		al__files_release(files, n);
 		return r;
 	}
 	*ret = files;
@@ -358,24 +337,16 @@ static int dec_files(const msgpack_object *o, const struct field *f,
 static int dec_paths(const msgpack_object *o, const struct field *f,
 		     char ***ret, size_t *ret_n, struct al_diags *d)
 {
+	long n = dec_count(o, f, d);
 	char **paths;
-	uint32_t n;
 	int r = 0;
 
-	if (o->type != MSGPACK_OBJECT_ARRAY) {
-		diag(d, f->key, "must be an array");
-		return -EBADMSG;
-	}
-	n = o->via.array.size;
-	if (n > f->max) {
-		diag(d, f->key, "more than %llu entries",
-		     (unsigned long long)f->max);
-		return -E2BIG;
-	}
+	if (n < 0)
+		return (int)n;
 	paths = calloc(n ? n : 1, sizeof(*paths));
 	if (!paths)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n && r == 0; i++)
+	for (long i = 0; i < n && r == 0; i++)
 		r = dec_path(&o->via.array.ptr[i], f->key, &paths[i], d);
 	if (r < 0) {
 		paths_free(paths, n);
@@ -434,10 +405,10 @@ static int dec_type(const msgpack_object *map, struct al_diags *d)
 	for (uint32_t i = 0; i < map->via.map.size; i++) {
 		const msgpack_object_kv *kv = &map->via.map.ptr[i];
 
-		if (!key_is(&kv->key, "t"))
+		if (!al__walk_is_str(&kv->key, "t"))
 			continue;
 		for (int t = 1; t < AL_MSG_TYPE_COUNT; t++)
-			if (key_is(&kv->val, msgs[t].name))
+			if (al__walk_is_str(&kv->val, msgs[t].name))
 				return t;
 		diag(d, "t", "unknown message type");
 		return -EBADMSG;
@@ -457,10 +428,10 @@ static int dec_fields(const msgpack_object *map, const struct msg_desc *md,
 	for (uint32_t i = 0; i < map->via.map.size; i++) {
 		const msgpack_object_kv *kv = &map->via.map.ptr[i];
 
-		if (key_is(&kv->key, "t"))
+		if (al__walk_is_str(&kv->key, "t"))
 			continue;
 		for (size_t k = 0; k < md->n; k++) {
-			if (!key_is(&kv->key, md->fields[k].key))
+			if (!al__walk_is_str(&kv->key, md->fields[k].key))
 				continue;
 			if (seen & (1u << k)) {
 				diag(d, md->fields[k].key, "duplicate key");
@@ -491,10 +462,7 @@ int al_msg_decode(const void *body, size_t len, struct al_msg *ret,
 	int r, t;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!d) { /* the schema decoders always want somewhere to write */
-		al_diags_init(&local);
-		d = &local;
-	}
+	d = al__diags_or(d, &local); /* the schema decoders write to it */
 	if (len == 0 || len > AL_FRAME_MAX) {
 		diag(d, "", "frame of %zu bytes out of range", len);
 		return -EMSGSIZE;

@@ -68,7 +68,7 @@ static int walk_enum(const msgpack_object *v, const char *path,
 		     int *ret)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (names[i] && walk_is_str(v, names[i])) {
+		if (names[i] && al__walk_is_str(v, names[i])) {
 			*ret = (int)i;
 			return 0;
 		}
@@ -77,21 +77,29 @@ static int walk_enum(const msgpack_object *v, const char *path,
 	return 0;
 }
 
-static int sr_name(const msgpack_object *v, const char *path, void *out,
-		   struct al_diags *d)
-{
-	return walk_str(v, path, AL_NAME_MAX, d,
-			&((struct al_step_result *)out)->name);
-}
-
-static int sr_status(const msgpack_object *v, const char *path, void *out,
-		     struct al_diags *d)
+/* An enum al_status at `out` (step result and result alike). */
+static int walk_status(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
 {
 	int s = 0, r;
 
 	r = walk_enum(v, path, status_names, AL_STATUS_COUNT, d, &s);
-	((struct al_step_result *)out)->status = (enum al_status)s;
+	*(enum al_status *)out = (enum al_status)s;
 	return r;
+}
+
+/* A step or worker name at `out` (step result and result alike). */
+static int walk_label(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	return al__walk_str(v, path, AL_NAME_MAX, d, out);
+}
+
+/* An error message at `out` (step result and result alike). */
+static int walk_error(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	return al__walk_str(v, path, AL_ERROR_MAX, d, out);
 }
 
 static int sr_exit_code(const msgpack_object *v, const char *path, void *out,
@@ -101,7 +109,7 @@ static int sr_exit_code(const msgpack_object *v, const char *path, void *out,
 	uint32_t code = 0;
 
 	s->has_exit_code = true;
-	walk_u32(v, path, 0, 255, d, &code);
+	al__walk_u32(v, path, 0, 255, d, &code);
 	s->exit_code = (int32_t)code;
 	return 0;
 }
@@ -112,7 +120,7 @@ static int sr_signal(const msgpack_object *v, const char *path, void *out,
 	struct al_step_result *s = out;
 	uint32_t sig = 0;
 
-	walk_u32(v, path, 1, 127, d, &sig);
+	al__walk_u32(v, path, 1, 127, d, &sig);
 	s->signal = (int32_t)sig;
 	return 0;
 }
@@ -126,7 +134,7 @@ static int sr_stream(const msgpack_object *v, const char *path,
 		al_diags_add(d, path, "larger than %u bytes", AL_OUTPUT_MAX);
 		return 0;
 	}
-	return walk_blob(v, path, d, ret);
+	return al__walk_blob(v, path, d, ret);
 }
 
 #define SR_FIELD(name, call)                                                  \
@@ -138,13 +146,13 @@ static int sr_stream(const msgpack_object *v, const char *path,
 	}
 SR_FIELD(stdout, sr_stream(v, path, d, &s->stdout_))
 SR_FIELD(stderr, sr_stream(v, path, d, &s->stderr_))
-SR_FIELD(stdout_truncated, walk_bool(v, path, d, &s->stdout_truncated))
-SR_FIELD(stderr_truncated, walk_bool(v, path, d, &s->stderr_truncated))
-SR_FIELD(stdout_bytes, walk_u64(v, path, d, &s->stdout_bytes))
-SR_FIELD(stderr_bytes, walk_u64(v, path, d, &s->stderr_bytes))
-SR_FIELD(wall_ms, walk_u64(v, path, d, &s->wall_ms))
-SR_FIELD(cpu_ms, walk_u64(v, path, d, &s->cpu_ms))
-SR_FIELD(max_rss_kb, walk_u64(v, path, d, &s->max_rss_kb))
+SR_FIELD(stdout_truncated, al__walk_bool(v, path, d, &s->stdout_truncated))
+SR_FIELD(stderr_truncated, al__walk_bool(v, path, d, &s->stderr_truncated))
+SR_FIELD(stdout_bytes, al__walk_u64(v, path, d, &s->stdout_bytes))
+SR_FIELD(stderr_bytes, al__walk_u64(v, path, d, &s->stderr_bytes))
+SR_FIELD(wall_ms, al__walk_u64(v, path, d, &s->wall_ms))
+SR_FIELD(cpu_ms, al__walk_u64(v, path, d, &s->cpu_ms))
+SR_FIELD(max_rss_kb, al__walk_u64(v, path, d, &s->max_rss_kb))
 
 static int sr_expect_ok(const msgpack_object *v, const char *path, void *out,
 			struct al_diags *d)
@@ -153,64 +161,45 @@ static int sr_expect_ok(const msgpack_object *v, const char *path, void *out,
 	bool ok = false;
 
 	if (v->type != MSGPACK_OBJECT_BOOLEAN) {
-		walk_type_error(d, path, "a boolean");
+		al__walk_type_error(d, path, "a boolean");
 		return 0;
 	}
-	walk_bool(v, path, d, &ok);
+	al__walk_bool(v, path, d, &ok);
 	s->expect_ok = ok ? AL_TRUE : AL_FALSE;
 	return 0;
 }
 
-static int sr_error(const msgpack_object *v, const char *path, void *out,
-		    struct al_diags *d)
-{
-	return walk_str(v, path, AL_ERROR_MAX, d,
-			&((struct al_step_result *)out)->error);
-}
-
-static const struct walk_field step_result_fields[] = {
-	{"name", 0, sr_name},
-	{"status", 0, sr_status},
-	{"exit_code", 0, sr_exit_code},
-	{"signal", 0, sr_signal},
-	{"stdout", 0, sr_stdout},
-	{"stderr", 0, sr_stderr},
-	{"stdout_truncated", 0, sr_stdout_truncated},
-	{"stderr_truncated", 0, sr_stderr_truncated},
-	{"stdout_bytes", 0, sr_stdout_bytes},
-	{"stderr_bytes", 0, sr_stderr_bytes},
-	{"wall_ms", 0, sr_wall_ms},
-	{"cpu_ms", 0, sr_cpu_ms},
-	{"max_rss_kb", 0, sr_max_rss_kb},
-	{"expect_ok", 0, sr_expect_ok},
-	{"error", 0, sr_error},
+static const struct al__walk_field step_result_fields[] = {
+    {"name", offsetof(struct al_step_result, name), walk_label, false},
+    {"status", offsetof(struct al_step_result, status), walk_status, true},
+    {"exit_code", 0, sr_exit_code, false},
+    {"signal", 0, sr_signal, false},
+    {"stdout", 0, sr_stdout, false},
+    {"stderr", 0, sr_stderr, false},
+    {"stdout_truncated", 0, sr_stdout_truncated, false},
+    {"stderr_truncated", 0, sr_stderr_truncated, false},
+    {"stdout_bytes", 0, sr_stdout_bytes, false},
+    {"stderr_bytes", 0, sr_stderr_bytes, false},
+    {"wall_ms", 0, sr_wall_ms, false},
+    {"cpu_ms", 0, sr_cpu_ms, false},
+    {"max_rss_kb", 0, sr_max_rss_kb, false},
+    {"expect_ok", 0, sr_expect_ok, false},
+    {"error", offsetof(struct al_step_result, error), walk_error, false},
 };
+
+static const struct al__walk_table step_result_table =
+    AL__WALK_TABLE(step_result_fields, NULL);
 
 int al_step_result_unpack(const msgpack_object *o, const char *path,
 			  struct al_step_result *ret, struct al_diags *d)
 {
 	struct al_step_result s = {0};
-	struct al_diags local;
-	size_t before;
-	uint32_t seen;
-	char sub[160];
 	int r;
 
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	before = d->n + d->dropped;
-	r = walk_map(o, path, step_result_fields,
-		     sizeof(step_result_fields) / sizeof(step_result_fields[0]),
-		     &s, d, &seen);
-	if (r == 0 && o->type == MSGPACK_OBJECT_MAP && !(seen & 2)) {
-		path_field(sub, sizeof(sub), path, "status");
-		al_diags_add(d, sub, "required");
-	}
-	if (r < 0 || d->n + d->dropped != before) {
+	r = al__walk_object(o, path, &step_result_table, &s, d);
+	if (r < 0) {
 		al_step_result_release(&s);
-		return r < 0 ? r : -EINVAL;
+		return r;
 	}
 	*ret = s;
 	return 0;
@@ -220,15 +209,16 @@ void al_step_result_release(struct al_step_result *r)
 {
 	free(r->name);
 	free(r->error);
-	blob_release(&r->stdout_);
-	blob_release(&r->stderr_);
+	al__blob_release(&r->stdout_);
+	al__blob_release(&r->stderr_);
 	memset(r, 0, sizeof(*r));
 }
 
 static int vm_template(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
-	return walk_name(v, path, d, &((struct al_vm_info *)out)->template_);
+	return al__walk_name(v, path, d,
+			     &((struct al_vm_info *)out)->template_);
 }
 
 static int vm_accel(const msgpack_object *v, const char *path, void *out,
@@ -236,7 +226,7 @@ static int vm_accel(const msgpack_object *v, const char *path, void *out,
 {
 	int a = 0, r;
 
-	r = walk_enum(v, path, accel_names, 3, d, &a);
+	r = walk_enum(v, path, accel_names, AL__ARRAY_SIZE(accel_names), d, &a);
 	((struct al_vm_info *)out)->accel = (enum al_accel)a;
 	return r;
 }
@@ -244,37 +234,42 @@ static int vm_accel(const msgpack_object *v, const char *path, void *out,
 static int vm_restored(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
-	return walk_bool(v, path, d, &((struct al_vm_info *)out)->restored);
+	return al__walk_bool(v, path, d, &((struct al_vm_info *)out)->restored);
 }
 
 static int vm_restore_ms(const msgpack_object *v, const char *path, void *out,
 			 struct al_diags *d)
 {
-	return walk_u64(v, path, d, &((struct al_vm_info *)out)->restore_ms);
+	return al__walk_u64(v, path, d,
+			    &((struct al_vm_info *)out)->restore_ms);
 }
 
-static const struct walk_field vm_fields[] = {
-	{"template", 0, vm_template},
-	{"accel", 0, vm_accel},
-	{"restored", 0, vm_restored},
-	{"restore_ms", 0, vm_restore_ms},
+static const struct al__walk_field vm_fields[] = {
+    {"template", 0, vm_template, false},
+    {"accel", 0, vm_accel, false},
+    {"restored", 0, vm_restored, false},
+    {"restore_ms", 0, vm_restore_ms, false},
 };
+static const struct al__walk_table vm_table = AL__WALK_TABLE(vm_fields, NULL);
 
-#define TIMING_FIELD(name)                                                    \
-	static int timing_##name(const msgpack_object *v, const char *path,   \
-				 void *out, struct al_diags *d)               \
-	{                                                                     \
-		return walk_u64(v, path, d, &((struct al_timing *)out)->name); \
+#define TIMING_FIELD(name)                                                     \
+	static int timing_##name(const msgpack_object *v, const char *path,    \
+				 void *out, struct al_diags *d)                \
+	{                                                                      \
+		return al__walk_u64(v, path, d,                                \
+				    &((struct al_timing *)out)->name);         \
 	}
 TIMING_FIELD(queued_ms)
 TIMING_FIELD(run_ms)
 TIMING_FIELD(total_ms)
 
-static const struct walk_field timing_fields[] = {
-	{"queued_ms", 0, timing_queued_ms},
-	{"run_ms", 0, timing_run_ms},
-	{"total_ms", 0, timing_total_ms},
+static const struct al__walk_field timing_fields[] = {
+    {"queued_ms", 0, timing_queued_ms, false},
+    {"run_ms", 0, timing_run_ms, false},
+    {"total_ms", 0, timing_total_ms, false},
 };
+static const struct al__walk_table timing_table =
+    AL__WALK_TABLE(timing_fields, NULL);
 
 static int res_id(const msgpack_object *v, const char *path, void *out,
 		  struct al_diags *d)
@@ -285,37 +280,25 @@ static int res_id(const msgpack_object *v, const char *path, void *out,
 			     AL_ID_MAX);
 		return 0;
 	}
-	return walk_str(v, path, AL_ID_MAX, d, &((struct al_result *)out)->id);
+	return al__walk_str(v, path, AL_ID_MAX, d,
+			    &((struct al_result *)out)->id);
 }
 
-static int res_status(const msgpack_object *v, const char *path, void *out,
-		      struct al_diags *d)
-{
-	int s = 0, r;
-
-	r = walk_enum(v, path, status_names, AL_STATUS_COUNT, d, &s);
-	((struct al_result *)out)->status = (enum al_status)s;
-	return r;
-}
+/* "none" is never written: the field is omitted instead */
+static const char *const verdict_written[] = {
+    [AL_VERDICT_ACCEPTED] = "accepted",
+    [AL_VERDICT_WRONG_ANSWER] = "wrong_answer",
+};
 
 static int res_verdict(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
 	int x = 0, r;
 
-	/* "none" is never written: the field is omitted instead */
-	r = walk_enum(v, path, (const char *const[]){NULL, "accepted",
-						      "wrong_answer"},
-		      3, d, &x);
+	r = walk_enum(v, path, verdict_written, AL__ARRAY_SIZE(verdict_written),
+		      d, &x);
 	((struct al_result *)out)->verdict = (enum al_verdict)x;
 	return r;
-}
-
-static int res_error(const msgpack_object *v, const char *path, void *out,
-		     struct al_diags *d)
-{
-	return walk_str(v, path, AL_ERROR_MAX, d,
-			&((struct al_result *)out)->error);
 }
 
 static int res_steps(const msgpack_object *v, const char *path, void *out,
@@ -327,7 +310,7 @@ static int res_steps(const msgpack_object *v, const char *path, void *out,
 	int r = 0;
 
 	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		walk_type_error(d, path, "an array");
+		al__walk_type_error(d, path, "an array");
 		return 0;
 	}
 	n = v->via.array.size;
@@ -341,7 +324,7 @@ static int res_steps(const msgpack_object *v, const char *path, void *out,
 		return -ENOMEM;
 	res->n_steps = n;
 	for (uint32_t i = 0; i < n && r != -ENOMEM; i++) {
-		path_index(sub, sizeof(sub), path, i);
+		al__path_index(sub, sizeof(sub), path, i);
 		r = al_step_result_unpack(&v->via.array.ptr[i], sub,
 					  &res->steps[i], d);
 	}
@@ -353,77 +336,59 @@ static int res_files(const msgpack_object *v, const char *path, void *out,
 {
 	struct al_result *res = out;
 
-	return walk_files(v, path, d, &res->files, &res->n_files);
+	return al__walk_files(v, path, d, &res->files, &res->n_files);
 }
 
 static int res_vm(const msgpack_object *v, const char *path, void *out,
 		  struct al_diags *d)
 {
-	uint32_t seen;
-
-	return walk_map(v, path, vm_fields, 4, &((struct al_result *)out)->vm,
-			d, &seen);
+	return al__walk_map(v, path, &vm_table, &((struct al_result *)out)->vm,
+			    d, NULL);
 }
 
 static int res_timing(const msgpack_object *v, const char *path, void *out,
 		      struct al_diags *d)
 {
-	uint32_t seen;
-
-	return walk_map(v, path, timing_fields, 3,
-			&((struct al_result *)out)->timing, d, &seen);
+	return al__walk_map(v, path, &timing_table,
+			    &((struct al_result *)out)->timing, d, NULL);
 }
 
 static int res_attempt(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
-	return walk_u32(v, path, 0, UINT32_MAX, d,
-			&((struct al_result *)out)->attempt);
-}
-
-static int res_worker(const msgpack_object *v, const char *path, void *out,
-		      struct al_diags *d)
-{
-	return walk_str(v, path, AL_NAME_MAX, d,
-			&((struct al_result *)out)->worker);
+	return al__walk_u32(v, path, 0, UINT32_MAX, d,
+			    &((struct al_result *)out)->attempt);
 }
 
 static int res_meta(const msgpack_object *v, const char *path, void *out,
 		    struct al_diags *d)
 {
-	return walk_meta(v, path, d, &((struct al_result *)out)->meta);
+	return al__walk_meta(v, path, d, &((struct al_result *)out)->meta);
 }
 
-static const struct walk_field result_fields[] = {
-	{"id", 0, res_id},
-	{"status", 0, res_status},
-	{"verdict", 0, res_verdict},
-	{"error", 0, res_error},
-	{"steps", 0, res_steps},
-	{"files", 0, res_files},
-	{"vm", 0, res_vm},
-	{"timing", 0, res_timing},
-	{"attempt", 0, res_attempt},
-	{"worker", 0, res_worker},
-	{"meta", 0, res_meta},
+static const struct al__walk_field result_fields[] = {
+    {"id", 0, res_id, true},
+    {"status", offsetof(struct al_result, status), walk_status, true},
+    {"verdict", 0, res_verdict, false},
+    {"error", offsetof(struct al_result, error), walk_error, false},
+    {"steps", 0, res_steps, false},
+    {"files", 0, res_files, false},
+    {"vm", 0, res_vm, false},
+    {"timing", 0, res_timing, false},
+    {"attempt", 0, res_attempt, false},
+    {"worker", offsetof(struct al_result, worker), walk_label, false},
+    {"meta", 0, res_meta, false},
 };
+static const struct al__walk_table result_table =
+    AL__WALK_TABLE(result_fields, NULL);
 
 static int result_unpack(const msgpack_object *o, void *out,
 			 struct al_diags *d)
 {
 	struct al_result res = {0};
-	uint32_t seen;
 	int r;
 
-	r = walk_map(o, "", result_fields,
-		     sizeof(result_fields) / sizeof(result_fields[0]), &res, d,
-		     &seen);
-	if (r == 0 && o->type == MSGPACK_OBJECT_MAP) {
-		if (!(seen & 1))
-			al_diags_add(d, "id", "required");
-		if (!(seen & 2))
-			al_diags_add(d, "status", "required");
-	}
+	r = al__walk_map(o, "", &result_table, &res, d, NULL);
 	if (r < 0 || d->n || d->dropped) {
 		al_result_release(&res);
 		return r;
@@ -435,36 +400,16 @@ static int result_unpack(const msgpack_object *o, void *out,
 int al_result_from_msgpack(const void *buf, size_t len, struct al_result *ret,
 			   struct al_diags *d)
 {
-	struct al_diags local;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
-	return decode_document(buf, len, AL_RESULT_MAX_BYTES, result_unpack,
-			       ret, d);
+	return al__decode_document(buf, len, AL_RESULT_MAX_BYTES, result_unpack,
+				   ret, d);
 }
 
 int al_result_from_json(const char *text, size_t len, struct al_result *ret,
 			struct al_diags *d)
 {
-	struct al_diags local;
-	char *mp = NULL;
-	size_t mp_len = 0;
-	int r;
-
-	if (!d) {
-		al_diags_init(&local);
-		d = &local;
-	}
 	/* base64 makes JSON 4/3 the size of the msgpack record */
-	r = json_to_msgpack(text, len, AL_RESULT_MAX_BYTES / 3 * 4 + 4096, &mp,
-			    &mp_len, d);
-	if (r == 0)
-		r = decode_document(mp, mp_len, AL_RESULT_MAX_BYTES,
-				    result_unpack, ret, d);
-	free(mp);
-	return r;
+	return al__decode_json(text, len, AL_RESULT_MAX_BYTES / 3 * 4 + 4096,
+			       AL_RESULT_MAX_BYTES, result_unpack, ret, d);
 }
 
 void al_result_release(struct al_result *r)
@@ -474,10 +419,10 @@ void al_result_release(struct al_result *r)
 	for (size_t i = 0; r->steps && i < r->n_steps; i++)
 		al_step_result_release(&r->steps[i]);
 	free(r->steps);
-	files_release(r->files, r->n_files);
+	al__files_release(r->files, r->n_files);
 	free(r->vm.template_);
 	free(r->worker);
-	blob_release(&r->meta);
+	al__blob_release(&r->meta);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -485,13 +430,13 @@ void al_result_release(struct al_result *r)
 
 static void pack_u64(msgpack_packer *pk, const char *key, uint64_t v)
 {
-	pack_key(pk, key);
+	al__pack_key(pk, key);
 	msgpack_pack_uint64(pk, v);
 }
 
 static void pack_bool(msgpack_packer *pk, const char *key, bool v)
 {
-	pack_key(pk, key);
+	al__pack_key(pk, key);
 	if (v)
 		msgpack_pack_true(pk);
 	else
@@ -505,23 +450,23 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
-		pack_key(pk, "name");
-		pack_str(pk, s->name);
+		al__pack_key(pk, "name");
+		al__pack_str(pk, s->name);
 	}
-	pack_key(pk, "status");
-	pack_str(pk, al_status_name(s->status));
+	al__pack_key(pk, "status");
+	al__pack_str(pk, al_status_name(s->status));
 	if (s->has_exit_code) {
-		pack_key(pk, "exit_code");
+		al__pack_key(pk, "exit_code");
 		msgpack_pack_int32(pk, s->exit_code);
 	}
 	if (s->signal) {
-		pack_key(pk, "signal");
+		al__pack_key(pk, "signal");
 		msgpack_pack_int32(pk, s->signal);
 	}
-	pack_key(pk, "stdout");
-	pack_blob(pk, &s->stdout_);
-	pack_key(pk, "stderr");
-	pack_blob(pk, &s->stderr_);
+	al__pack_key(pk, "stdout");
+	al__pack_blob(pk, &s->stdout_);
+	al__pack_key(pk, "stderr");
+	al__pack_blob(pk, &s->stderr_);
 	pack_bool(pk, "stdout_truncated", s->stdout_truncated);
 	pack_bool(pk, "stderr_truncated", s->stderr_truncated);
 	pack_u64(pk, "stdout_bytes", s->stdout_bytes);
@@ -532,8 +477,8 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 	if (s->expect_ok != AL_UNSET)
 		pack_bool(pk, "expect_ok", s->expect_ok == AL_TRUE);
 	if (s->error) {
-		pack_key(pk, "error");
-		pack_str(pk, s->error);
+		al__pack_key(pk, "error");
+		al__pack_str(pk, s->error);
 	}
 	return 0;
 }
@@ -542,80 +487,68 @@ static void pack_vm(msgpack_packer *pk, const struct al_vm_info *vm)
 {
 	msgpack_pack_map(pk, 3 + !!vm->template_);
 	if (vm->template_) {
-		pack_key(pk, "template");
-		pack_str(pk, vm->template_);
+		al__pack_key(pk, "template");
+		al__pack_str(pk, vm->template_);
 	}
-	pack_key(pk, "accel");
-	pack_str(pk, al_accel_name(vm->accel));
+	al__pack_key(pk, "accel");
+	al__pack_str(pk, al_accel_name(vm->accel));
 	pack_bool(pk, "restored", vm->restored);
 	pack_u64(pk, "restore_ms", vm->restore_ms);
 }
 
-static void pack_result(msgpack_packer *pk, const struct al_result *r)
+static void pack_result(msgpack_packer *pk, const void *obj)
 {
+	const struct al_result *r = obj;
 	size_t n = 6 + (r->verdict != AL_VERDICT_NONE) + !!r->error +
 		   !!r->n_files + !!r->worker + !!r->meta.len;
 
 	msgpack_pack_map(pk, n);
-	pack_key(pk, "id");
-	pack_str(pk, r->id ? r->id : "");
-	pack_key(pk, "status");
-	pack_str(pk, al_status_name(r->status));
+	al__pack_key(pk, "id");
+	al__pack_str(pk, r->id ? r->id : "");
+	al__pack_key(pk, "status");
+	al__pack_str(pk, al_status_name(r->status));
 	if (r->verdict != AL_VERDICT_NONE) {
-		pack_key(pk, "verdict");
-		pack_str(pk, al_verdict_name(r->verdict));
+		al__pack_key(pk, "verdict");
+		al__pack_str(pk, al_verdict_name(r->verdict));
 	}
 	if (r->error) {
-		pack_key(pk, "error");
-		pack_str(pk, r->error);
+		al__pack_key(pk, "error");
+		al__pack_str(pk, r->error);
 	}
-	pack_key(pk, "steps");
+	al__pack_key(pk, "steps");
 	msgpack_pack_array(pk, r->n_steps);
 	for (size_t i = 0; i < r->n_steps; i++)
 		al_step_result_pack(pk, &r->steps[i]);
 	if (r->n_files) {
-		pack_key(pk, "files");
-		pack_files(pk, r->files, r->n_files);
+		al__pack_key(pk, "files");
+		al__pack_files(pk, r->files, r->n_files);
 	}
-	pack_key(pk, "vm");
+	al__pack_key(pk, "vm");
 	pack_vm(pk, &r->vm);
-	pack_key(pk, "timing");
+	al__pack_key(pk, "timing");
 	msgpack_pack_map(pk, 3);
 	pack_u64(pk, "queued_ms", r->timing.queued_ms);
 	pack_u64(pk, "run_ms", r->timing.run_ms);
 	pack_u64(pk, "total_ms", r->timing.total_ms);
-	pack_key(pk, "attempt");
+	al__pack_key(pk, "attempt");
 	msgpack_pack_uint32(pk, r->attempt);
 	if (r->worker) {
-		pack_key(pk, "worker");
-		pack_str(pk, r->worker);
+		al__pack_key(pk, "worker");
+		al__pack_str(pk, r->worker);
 	}
 	if (r->meta.len) {
-		pack_key(pk, "meta");
-		pack_raw(pk, &r->meta);
+		al__pack_key(pk, "meta");
+		al__pack_raw(pk, &r->meta);
 	}
 }
 
 int al_result_to_msgpack(const struct al_result *r, char **ret,
 			 size_t *ret_len)
 {
-	struct pack_buf pb;
-	msgpack_packer pk;
-
-	pack_init(&pb, &pk);
-	pack_result(&pk, r);
-	return pack_finish(&pb, ret, ret_len);
+	return al__encode(pack_result, r, ret, ret_len);
 }
 
 int al_result_to_json(const struct al_result *r, char **ret)
 {
-	char *mp;
-	size_t len;
-	int r2 = al_result_to_msgpack(r, &mp, &len);
-
-	if (r2 < 0)
-		return r2;
-	r2 = msgpack_to_json(mp, len, ret);
-	free(mp);
-	return r2;
+	return al__encode_json(pack_result, r, ret);
 }

@@ -13,12 +13,12 @@
 
 #include "internal.h"
 
-void walk_type_error(struct al_diags *d, const char *path, const char *type)
+void al__walk_type_error(struct al_diags *d, const char *path, const char *type)
 {
 	al_diags_add(d, path, "must be %s", type);
 }
 
-bool walk_is_str(const msgpack_object *v, const char *s)
+bool al__walk_is_str(const msgpack_object *v, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -41,62 +41,107 @@ static void unknown_path(char *out, size_t size, const char *base,
 			(k[i] >= '0' && k[i] <= '9') || k[i] == '_' ||
 			k[i] == '-' || k[i] == '.';
 	if (!plain) {
-		path_key(out, size, base, k, n);
+		al__path_key(out, size, base, k, n);
 		return;
 	}
 	memcpy(buf, k, n);
 	buf[n] = 0;
-	path_field(out, size, base, buf);
+	al__path_field(out, size, base, buf);
 }
 
-int walk_map(const msgpack_object *o, const char *path,
-	     const struct walk_field *fields, size_t n, void *out,
-	     struct al_diags *d, uint32_t *ret_seen)
+/* The field named by key, or NULL. */
+static const struct al__walk_field *find_field(const struct al__walk_table *t,
+					       const msgpack_object *key)
 {
-	uint32_t seen = 0;
+	for (size_t f = 0; f < t->n; f++)
+		if (t->fields[f].name &&
+		    al__walk_is_str(key, t->fields[f].name))
+			return &t->fields[f];
+	return NULL;
+}
+
+/* After the keys: absent required fields, then the table's own rules. */
+static void walk_after(const struct al__walk_table *t, uint32_t seen,
+		       const char *path, struct al_diags *d)
+{
 	char sub[160];
 
-	*ret_seen = 0;
+	for (size_t f = 0; f < t->n; f++) {
+		if (!t->fields[f].required || AL__SEEN(seen, f))
+			continue;
+		al__path_field(sub, sizeof(sub), path, t->fields[f].name);
+		al_diags_add(d, sub, "required");
+	}
+	if (t->check)
+		t->check(seen, path, d);
+}
+
+int al__walk_map(const msgpack_object *o, const char *path,
+		 const struct al__walk_table *t, void *out, struct al_diags *d,
+		 uint32_t *ret_seen)
+{
+	const struct al__walk_field *f;
+	uint32_t seen = 0, bit;
+	char sub[160];
+	int r;
+
+	if (ret_seen)
+		*ret_seen = 0;
 	if (o->type != MSGPACK_OBJECT_MAP) {
-		walk_type_error(d, path, "an object");
+		al__walk_type_error(d, path, "an object");
 		return 0;
 	}
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		const msgpack_object_kv *kv = &o->via.map.ptr[i];
-		size_t f;
-		int r;
 
 		if (kv->key.type != MSGPACK_OBJECT_STR) {
 			al_diags_add(d, path, "keys must be strings");
 			continue;
 		}
-		for (f = 0; f < n; f++)
-			if (walk_is_str(&kv->key, fields[f].name))
-				break;
-		if (f == n) {
+		f = find_field(t, &kv->key);
+		if (!f) {
 			unknown_path(sub, sizeof(sub), path, &kv->key);
 			al_diags_add(d, sub, "unknown field");
 			continue;
 		}
-		path_field(sub, sizeof(sub), path, fields[f].name);
-		if (seen & (1u << f)) {
+		al__path_field(sub, sizeof(sub), path, f->name);
+		bit = 1u << (f - t->fields);
+		if (seen & bit) {
 			al_diags_add(d, sub, "duplicate key");
 			continue;
 		}
-		seen |= 1u << f;
-		r = fields[f].fn(&kv->val, sub, (char *)out + fields[f].offset, d);
+		seen |= bit;
+		r = f->fn(&kv->val, sub, (char *)out + f->offset, d);
 		if (r < 0)
 			return r;
 	}
-	*ret_seen = seen;
+	walk_after(t, seen, path, d);
+	if (ret_seen)
+		*ret_seen = seen;
 	return 0;
 }
 
-int walk_str(const msgpack_object *v, const char *path, size_t max,
-	     struct al_diags *d, char **ret)
+int al__walk_object(const msgpack_object *o, const char *path,
+		    const struct al__walk_table *t, void *out,
+		    struct al_diags *d)
+{
+	struct al_diags local;
+	size_t before;
+	int r;
+
+	d = al__diags_or(d, &local);
+	before = al__diags_count(d);
+	r = al__walk_map(o, path, t, out, d, NULL);
+	if (r == 0 && al__diags_count(d) != before)
+		r = -EINVAL;
+	return r;
+}
+
+int al__walk_str(const msgpack_object *v, const char *path, size_t max,
+		 struct al_diags *d, char **ret)
 {
 	if (v->type != MSGPACK_OBJECT_STR) {
-		walk_type_error(d, path, "a string");
+		al__walk_type_error(d, path, "a string");
 		return 0;
 	}
 	if (v->via.str.size > max) {
@@ -112,12 +157,12 @@ int walk_str(const msgpack_object *v, const char *path, size_t max,
 		return 0;
 	}
 	free(*ret);
-	*ret = str_dup_n(v->via.str.ptr, v->via.str.size);
+	*ret = al__str_dup_n(v->via.str.ptr, v->via.str.size);
 	return *ret ? 0 : -ENOMEM;
 }
 
-int walk_u64(const msgpack_object *v, const char *path, struct al_diags *d,
-	     uint64_t *ret)
+int al__walk_u64(const msgpack_object *v, const char *path, struct al_diags *d,
+		 uint64_t *ret)
 {
 	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
 		*ret = v->via.u64;
@@ -126,16 +171,16 @@ int walk_u64(const msgpack_object *v, const char *path, struct al_diags *d,
 	if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
 		al_diags_add(d, path, "must not be negative");
 	else
-		walk_type_error(d, path, "an integer");
+		al__walk_type_error(d, path, "an integer");
 	return 0;
 }
 
-int walk_u32(const msgpack_object *v, const char *path, uint32_t lo,
-	     uint32_t hi, struct al_diags *d, uint32_t *ret)
+int al__walk_u32(const msgpack_object *v, const char *path, uint32_t lo,
+		 uint32_t hi, struct al_diags *d, uint32_t *ret)
 {
 	if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER &&
 	    v->type != MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		walk_type_error(d, path, "an integer");
+		al__walk_type_error(d, path, "an integer");
 		return 0;
 	}
 	if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER || v->via.u64 < lo ||
@@ -147,11 +192,11 @@ int walk_u32(const msgpack_object *v, const char *path, uint32_t lo,
 	return 0;
 }
 
-int walk_bool(const msgpack_object *v, const char *path, struct al_diags *d,
-	      bool *ret)
+int al__walk_bool(const msgpack_object *v, const char *path, struct al_diags *d,
+		  bool *ret)
 {
 	if (v->type != MSGPACK_OBJECT_BOOLEAN) {
-		walk_type_error(d, path, "a boolean");
+		al__walk_type_error(d, path, "a boolean");
 		return 0;
 	}
 	*ret = v->via.boolean;
@@ -159,27 +204,27 @@ int walk_bool(const msgpack_object *v, const char *path, struct al_diags *d,
 }
 
 /* A str, a bin, or {"base64": "..."}. */
-int walk_blob(const msgpack_object *v, const char *path, struct al_diags *d,
-	      struct al_blob *ret)
+int al__walk_blob(const msgpack_object *v, const char *path, struct al_diags *d,
+		  struct al_blob *ret)
 {
 	const msgpack_object *b64;
 	char sub[160];
 	int r;
 
 	if (v->type == MSGPACK_OBJECT_STR)
-		return blob_set(ret, v->via.str.ptr, v->via.str.size);
+		return al__blob_set(ret, v->via.str.ptr, v->via.str.size);
 	if (v->type == MSGPACK_OBJECT_BIN)
-		return blob_set(ret, v->via.bin.ptr, v->via.bin.size);
+		return al__blob_set(ret, v->via.bin.ptr, v->via.bin.size);
 	if (v->type != MSGPACK_OBJECT_MAP || v->via.map.size != 1 ||
-	    !walk_is_str(&v->via.map.ptr[0].key, "base64") ||
+	    !al__walk_is_str(&v->via.map.ptr[0].key, "base64") ||
 	    v->via.map.ptr[0].val.type != MSGPACK_OBJECT_STR) {
-		walk_type_error(d, path, "a string or {\"base64\": ...}");
+		al__walk_type_error(d, path, "a string or {\"base64\": ...}");
 		return 0;
 	}
 	b64 = &v->via.map.ptr[0].val;
-	r = base64_decode(b64->via.str.ptr, b64->via.str.size, ret);
+	r = al__base64_decode(b64->via.str.ptr, b64->via.str.size, ret);
 	if (r == -EINVAL) {
-		path_field(sub, sizeof(sub), path, "base64");
+		al__path_field(sub, sizeof(sub), path, "base64");
 		al_diags_add(d, sub, "invalid base64");
 		return 0;
 	}
@@ -187,14 +232,14 @@ int walk_blob(const msgpack_object *v, const char *path, struct al_diags *d,
 }
 
 /* Template, network and step names. */
-int walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
-	      char **ret)
+int al__walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
+		  char **ret)
 {
 	const char *s;
 	size_t n;
 
 	if (v->type != MSGPACK_OBJECT_STR) {
-		walk_type_error(d, path, "a string");
+		al__walk_type_error(d, path, "a string");
 		return 0;
 	}
 	s = v->via.str.ptr;
@@ -211,7 +256,7 @@ int walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
 			     AL_NAME_MAX - 1);
 		return 0;
 	}
-	return walk_str(v, path, AL_NAME_MAX, d, ret);
+	return al__walk_str(v, path, AL_NAME_MAX, d, ret);
 }
 
 /* Relative paths inside the work dir: no absolute paths, no . or ..
@@ -250,8 +295,8 @@ bool al_relpath_valid(const char *p, size_t len)
 	return relpath_reason(p, len) == NULL;
 }
 
-bool relpath_check(const char *p, size_t len, const char *path,
-		   struct al_diags *d)
+bool al__relpath_check(const char *p, size_t len, const char *path,
+		       struct al_diags *d)
 {
 	const char *why = relpath_reason(p, len);
 
@@ -260,16 +305,16 @@ bool relpath_check(const char *p, size_t len, const char *path,
 	return !why;
 }
 
-int walk_relpath(const msgpack_object *v, const char *path,
-		 struct al_diags *d, char **ret)
+int al__walk_relpath(const msgpack_object *v, const char *path,
+		     struct al_diags *d, char **ret)
 {
 	if (v->type != MSGPACK_OBJECT_STR) {
-		walk_type_error(d, path, "a string");
+		al__walk_type_error(d, path, "a string");
 		return 0;
 	}
-	if (!relpath_check(v->via.str.ptr, v->via.str.size, path, d))
+	if (!al__relpath_check(v->via.str.ptr, v->via.str.size, path, d))
 		return 0;
-	return walk_str(v, path, AL_PATH_MAX, d, ret);
+	return al__walk_str(v, path, AL_PATH_MAX, d, ret);
 }
 
 static int file_cmp(const void *a, const void *b)
@@ -294,9 +339,9 @@ static void files_conflicts(const struct al_file *f, size_t n,
 				break;
 			if (f[j].path[li] != '/')
 				continue;
-			path_key(sub, sizeof(sub), path, f[j].path,
-				 strlen(f[j].path));
-			path_key(other, sizeof(other), path, f[i].path, li);
+			al__path_key(sub, sizeof(sub), path, f[j].path,
+				     strlen(f[j].path));
+			al__path_key(other, sizeof(other), path, f[i].path, li);
 			al_diags_add(d, sub, "conflicts with %s", other);
 			break;
 		}
@@ -304,8 +349,8 @@ static void files_conflicts(const struct al_file *f, size_t n,
 }
 
 /* A map of relative path -> blob, sorted by path on return. */
-int walk_files(const msgpack_object *v, const char *path, struct al_diags *d,
-	       struct al_file **ret, size_t *ret_n)
+int al__walk_files(const msgpack_object *v, const char *path,
+		   struct al_diags *d, struct al_file **ret, size_t *ret_n)
 {
 	struct al_file *f;
 	size_t n = 0;
@@ -313,7 +358,7 @@ int walk_files(const msgpack_object *v, const char *path, struct al_diags *d,
 	int r = 0;
 
 	if (v->type != MSGPACK_OBJECT_MAP) {
-		walk_type_error(d, path, "an object");
+		al__walk_type_error(d, path, "an object");
 		return 0;
 	}
 	if (v->via.map.size > AL_FILES_MAX) {
@@ -332,33 +377,33 @@ int walk_files(const msgpack_object *v, const char *path, struct al_diags *d,
 			al_diags_add(d, path, "keys must be strings");
 			continue;
 		}
-		path_key(sub, sizeof(sub), path, kv->key.via.str.ptr,
-			 kv->key.via.str.size);
-		if (!relpath_check(kv->key.via.str.ptr, kv->key.via.str.size,
-				   sub, d))
+		al__path_key(sub, sizeof(sub), path, kv->key.via.str.ptr,
+			     kv->key.via.str.size);
+		if (!al__relpath_check(kv->key.via.str.ptr,
+				       kv->key.via.str.size, sub, d))
 			continue;
-		r = walk_blob(&kv->val, sub, d, &f[n].content);
+		r = al__walk_blob(&kv->val, sub, d, &f[n].content);
 		if (r == 0 && d->n + d->dropped == before) {
-			f[n].path = str_dup_n(kv->key.via.str.ptr,
-					      kv->key.via.str.size);
+			f[n].path = al__str_dup_n(kv->key.via.str.ptr,
+						  kv->key.via.str.size);
 			r = f[n].path ? 0 : -ENOMEM;
 			n++;
 		} else {
-			blob_release(&f[n].content);
+			al__blob_release(&f[n].content);
 		}
 	}
 	if (r == 0) {
 		qsort(f, n, sizeof(*f), file_cmp);
 		for (size_t i = 1; i < n; i++) {
 			if (strcmp(f[i - 1].path, f[i].path) == 0) {
-				path_key(sub, sizeof(sub), path, f[i].path,
-					 strlen(f[i].path));
+				al__path_key(sub, sizeof(sub), path, f[i].path,
+					     strlen(f[i].path));
 				al_diags_add(d, sub, "duplicate key");
 			}
 		}
 		files_conflicts(f, n, path, d);
 	}
-	files_release(*ret, *ret_n);
+	al__files_release(*ret, *ret_n);
 	*ret = f;
 	*ret_n = n;
 	return r;
@@ -410,8 +455,8 @@ static int meta_depth(const msgpack_object *v, int depth, const char *path,
 
 /* Any value: kept as its own msgpack encoding, checked for size, depth,
  * string keys (so it has a JSON form) and no ext types. */
-int walk_meta(const msgpack_object *v, const char *path, struct al_diags *d,
-	      struct al_blob *ret)
+int al__walk_meta(const msgpack_object *v, const char *path, struct al_diags *d,
+		  struct al_blob *ret)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -427,7 +472,7 @@ int walk_meta(const msgpack_object *v, const char *path, struct al_diags *d,
 		al_diags_add(d, path, "larger than %u bytes",
 			     AL_META_MAX_BYTES);
 	else
-		r = blob_set(ret, sb.data, sb.size);
+		r = al__blob_set(ret, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
 	return r;
 }

@@ -37,10 +37,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
 
 #define CHUNK	      (64u << 10) /* one read from a step pipe */
 #define KILL_GRACE_MS 3000u	  /* after a kill, wait this long for EOF */
@@ -94,14 +94,6 @@ struct child_err {
 	int err;       /* errno */
 	char what[64]; /* which setup stage failed */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* --- cgroup files --------------------------------------------------------- */
 
@@ -233,7 +225,7 @@ static void kill_for(struct run *rn, enum al_status why)
 	if (rn->kill_why == AL_OK)
 		rn->kill_why = why;
 	if (!rn->kill_at)
-		rn->kill_at = now_ms();
+		rn->kill_at = al_now_ms();
 	kill_all(rn);
 }
 
@@ -252,7 +244,7 @@ static void kill_for(struct run *rn, enum al_status why)
  * not read again, so it does not refault and is left alone. */
 static void watch_memory(struct run *rn)
 {
-	uint64_t t = now_ms(), hits, rf_file, rf_anon;
+	uint64_t t = al_now_ms(), hits, rf_file, rf_anon;
 
 	if (!rn->cg[0] || rn->kill_at || rn->exited ||
 	    t - rn->mem_at < THRASH_SAMPLE_MS)
@@ -279,12 +271,12 @@ static void watch_memory(struct run *rn)
  * its accounting, remove it. */
 static void cg_finish(struct run *rn)
 {
-	uint64_t v, deadline = now_ms() + EMPTY_WAIT_MS;
+	uint64_t v, deadline = al_now_ms() + EMPTY_WAIT_MS;
 
 	if (!rn->cg[0])
 		return;
 	while (cg_read_u64(rn->cg, "cgroup.events", "populated", &v) == 0 &&
-	       v && now_ms() < deadline) {
+	       v && al_now_ms() < deadline) {
 		kill_all(rn);
 		al_agent_reap(rn->a, -1, NULL, NULL);
 		usleep(2000);
@@ -451,7 +443,7 @@ static int spawn(struct run *rn, char **env)
 		snprintf(rn->err, sizeof(rn->err), "pipe: %s", strerror(-r));
 		goto out;
 	}
-	rn->t0 = now_ms();
+	rn->t0 = al_now_ms();
 	rn->pid = fork();
 	if (rn->pid < 0) {
 		r = -errno;
@@ -557,7 +549,7 @@ static int drain(struct run *rn, struct stream *st)
 
 static int poll_timeout(struct run *rn)
 {
-	uint64_t t = now_ms(), end;
+	uint64_t t = al_now_ms(), end;
 
 	if (rn->kill_at)
 		end = rn->kill_at + KILL_GRACE_MS;
@@ -585,9 +577,10 @@ static int pump(struct run *rn)
 			return -errno;
 		watch_memory(rn);
 		if (r == 0 && rn->kill_at &&
-		    now_ms() >= rn->kill_at + KILL_GRACE_MS)
+		    al_now_ms() >= rn->kill_at + KILL_GRACE_MS)
 			break; /* unkillable or fd held elsewhere: give up */
-		if (r == 0 && !rn->kill_at && now_ms() >= rn->t0 + rn->timeout_ms)
+		if (r == 0 && !rn->kill_at &&
+		    al_now_ms() >= rn->t0 + rn->timeout_ms)
 			kill_for(rn, AL_TO);
 		if (r <= 0)
 			continue;
@@ -599,7 +592,7 @@ static int pump(struct run *rn)
 		if (p[0].revents && !rn->exited &&
 		    al_agent_reap(rn->a, rn->pid, &rn->wstatus, &rn->ru)) {
 			rn->exited = true;
-			rn->t_end = now_ms();
+			rn->t_end = al_now_ms();
 			kill_for(rn, AL_OK); /* whatever it left behind */
 		}
 	}
@@ -634,13 +627,13 @@ static void verdict(struct run *rn)
 				  1000;
 	if (!res->max_rss_kb)
 		res->max_rss_kb = (uint64_t)rn->ru.ru_maxrss;
-	res->wall_ms = (rn->t_end ? rn->t_end : now_ms()) - rn->t0;
+	res->wall_ms = (rn->t_end ? rn->t_end : al_now_ms()) - rn->t0;
 }
 
 /* After a failed set-up the child exits by itself; reap it. */
 static void reap_child(struct run *rn)
 {
-	uint64_t deadline = now_ms() + EMPTY_WAIT_MS;
+	uint64_t deadline = al_now_ms() + EMPTY_WAIT_MS;
 	struct pollfd p = {rn->a->sig_fd, POLLIN, 0};
 
 	while (rn->pid > 0 && !rn->exited) {
@@ -648,7 +641,7 @@ static void reap_child(struct run *rn)
 			rn->exited = true;
 			break;
 		}
-		if (now_ms() > deadline)
+		if (al_now_ms() > deadline)
 			kill(rn->pid, SIGKILL);
 		poll(&p, 1, 100);
 	}
@@ -664,7 +657,7 @@ static int fail_xx(struct run *rn)
 	res->error = strdup(rn->err);
 	if (!res->error)
 		return -ENOMEM;
-	res->wall_ms = rn->t0 ? now_ms() - rn->t0 : 0;
+	res->wall_ms = rn->t0 ? al_now_ms() - rn->t0 : 0;
 	return 0;
 }
 
