@@ -808,8 +808,7 @@ static int spawn(struct wslot *w)
 	struct serve *s = w->s;
 	int r;
 
-	r = al_proc_spawn(s->o->sb, s->o->policy, w->name, s->o->run,
-			  &w->proc);
+	r = al_proc_spawn(s->o->sb, s->o->policy, w->name, s->o->run, &w->proc);
 	if (r < 0)
 		return r;
 	uv_pipe_init(&s->loop, &w->pipe, 0);

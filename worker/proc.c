@@ -163,8 +163,8 @@ static int read_frame(int fd, struct al_frame_reader *fr, uint8_t **ret,
 }
 
 /* Run the job of one frame into *res. */
-static int run_one(struct al_worker *w, al_proc_run_fn run,
-		   const uint8_t *body, size_t len, struct al_result *res)
+static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
+		   size_t len, struct al_result *res)
 {
 	struct al_proc_job pj;
 	struct al_job job = {0};

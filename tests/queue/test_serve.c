@@ -48,9 +48,9 @@ static const struct {
 	enum act first; /* on attempt 1 */
 	enum act later; /* on attempts 2.. */
 } acts[] = {
-    {"ok", ACT_OK, ACT_OK},	     {"xx", ACT_XX, ACT_XX},
-    {"xx-once", ACT_XX, ACT_OK},     {"die", ACT_DIE, ACT_DIE},
-    {"die-once", ACT_DIE, ACT_OK},   {"hang-once", ACT_HANG, ACT_OK},
+    {"ok", ACT_OK, ACT_OK},	   {"xx", ACT_XX, ACT_XX},
+    {"xx-once", ACT_XX, ACT_OK},   {"die", ACT_DIE, ACT_DIE},
+    {"die-once", ACT_DIE, ACT_OK}, {"hang-once", ACT_HANG, ACT_OK},
     {"slow", ACT_SLOW, ACT_SLOW},
 };
 
@@ -69,8 +69,8 @@ static bool ran(const char *id, uint32_t attempt)
 
 static enum act act_of(const struct al_job *job, uint32_t attempt)
 {
-	const char *sh = job->n_steps && job->steps[0].sh ? job->steps[0].sh
-							  : "ok";
+	const char *sh =
+	    job->n_steps && job->steps[0].sh ? job->steps[0].sh : "ok";
 
 	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++)
 		if (!strcmp(acts[i].sh, sh))
@@ -207,8 +207,8 @@ static long long raw_int(redisContext *rc, const char *fmt, ...)
 /* Entries delivered and not acknowledged in queue q's group. */
 static long long pending(redisContext *rc, const char *q)
 {
-	redisReply *r = redisCommand(rc, "XPENDING airlock:{%s}:jobs workers",
-				     q);
+	redisReply *r =
+	    redisCommand(rc, "XPENDING airlock:{%s}:jobs workers", q);
 	long long n;
 
 	assert_non_null(r);
@@ -395,8 +395,9 @@ static void test_dead_letter(void **state)
  * delivery count. */
 static long long owner(redisContext *rc, const char *q, char *buf, size_t len)
 {
-	redisReply *r = redisCommand(rc, "XPENDING airlock:{%s}:jobs workers "
-					 "- + 10",
+	redisReply *r = redisCommand(rc,
+				     "XPENDING airlock:{%s}:jobs workers "
+				     "- + 10",
 				     q);
 	long long n;
 
