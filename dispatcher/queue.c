@@ -28,6 +28,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "clock.h"
 #include "queue.h"
 
 /* --- keys ------------------------------------------------------------------
@@ -468,14 +469,6 @@ void alq_new_id(char buf[AL_ID_MAX + 1])
 		snprintf(buf + 2 + 2 * i, 3, "%02x", rnd[i]);
 }
 
-uint64_t alq_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* --- the blocking client ----------------------------------------------------
  */
 
@@ -592,7 +585,7 @@ static int append_submit(struct alq_client *c, const struct alq_submit *s,
 	if (alq_key(kjob, sizeof(kjob), c->queue, ALQ_KEY_JOB, s->id) < 0 ||
 	    alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL) < 0)
 		return -ENAMETOOLONG;
-	snprintf(t, sizeof(t), "%llu", (unsigned long long)alq_now_ms());
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)al_wall_ms());
 	snprintf(w, sizeof(w), "%u", s->wall_ms);
 	argv[0] = sha ? "EVALSHA" : "EVAL";
 	argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
@@ -768,11 +761,11 @@ int alq_client_wait_any(struct alq_client *c, const char *const *ids, size_t n,
 
 int alq_client_wait(struct alq_client *c, const char *id, uint32_t timeout_ms)
 {
-	uint64_t end = alq_now_ms() + timeout_ms;
+	uint64_t end = al_now_ms() + timeout_ms;
 	size_t idx;
 
 	for (;;) {
-		uint64_t now = alq_now_ms();
+		uint64_t now = al_now_ms();
 		uint32_t slice = 5000;
 		int r;
 
@@ -783,7 +776,7 @@ int alq_client_wait(struct alq_client *c, const char *id, uint32_t timeout_ms)
 				slice = (uint32_t)(end - now);
 		}
 		r = alq_client_wait_any(c, &id, 1, slice, &idx);
-		if (r != -ETIMEDOUT || (timeout_ms && alq_now_ms() >= end))
+		if (r != -ETIMEDOUT || (timeout_ms && al_now_ms() >= end))
 			return r;
 	}
 }
@@ -844,7 +837,7 @@ static int64_t int_or(const redisReply *r, int64_t dflt)
 
 static void status_serves(const redisReply *r, struct alq_status *st)
 {
-	uint64_t now = alq_now_ms();
+	uint64_t now = al_wall_ms(); /* heartbeats store wall time */
 
 	if (!r || r->type != REDIS_REPLY_ARRAY)
 		return;
@@ -878,7 +871,7 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 	char ktput[5][ALQ_KEY_MAX], min[24];
 	redisReply *rep[9] = {0};
 	struct alq_status st;
-	uint64_t minute = alq_now_ms() / 60000u;
+	uint64_t minute = al_wall_ms() / 60000u;
 	int e = 0;
 
 	memset(&st, 0, sizeof(st));

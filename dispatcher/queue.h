@@ -129,8 +129,6 @@ int alq_fetch_parse(const struct redisReply *r, enum alq_fetch *ret_kind,
 
 /* A fresh job id: "j-" + 20 random hex digits. */
 void alq_new_id(char buf[AL_ID_MAX + 1]);
-/* Milliseconds since the epoch. */
-uint64_t alq_now_ms(void);
 
 /* --- the blocking client (CLI) ------------------------------------------ */
 

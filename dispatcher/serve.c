@@ -54,6 +54,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "log.h"
 #include "proc.h"
@@ -374,7 +375,7 @@ static void store(struct task *t)
 
 	t->state = T_STORING;
 	snprintf(minute, sizeof(minute), "%llu",
-		 (unsigned long long)(alq_now_ms() / 60000u));
+		 (unsigned long long)(al_wall_ms() / 60000u));
 	alq_key(k[0], sizeof(k[0]), s->o->queue, ALQ_KEY_RESULT, t->id);
 	alq_key(k[1], sizeof(k[1]), s->o->queue, ALQ_KEY_DONE, t->id);
 	alq_key(k[2], sizeof(k[2]), s->o->queue, ALQ_KEY_JOBS, NULL);
@@ -675,7 +676,7 @@ static int send_job(struct wslot *w, struct task *t)
 {
 	struct al_proc_job pj = {
 	    .payload = t->payload, .len = t->len, .attempt = t->e.deliveries};
-	uint64_t now = alq_now_ms();
+	uint64_t now = al_wall_ms();
 	uv_write_t *req;
 	uv_buf_t b;
 	char *frame;
@@ -807,7 +808,7 @@ static int spawn(struct wslot *w)
 	struct serve *s = w->s;
 	int r;
 
-	r = al_proc_spawn(s->o->sb, s->o->policy, w->name, &w->proc);
+	r = al_proc_spawn(s->o->sb, s->o->policy, w->name, s->o->run, &w->proc);
 	if (r < 0)
 		return r;
 	uv_pipe_init(&s->loop, &w->pipe, 0);
@@ -974,7 +975,7 @@ static void heartbeat(uv_timer_t *h)
 		busy += s->w[i].task != NULL;
 	}
 	snprintf(val, sizeof(val), "%u %u %llu", alive, busy,
-		 (unsigned long long)alq_now_ms());
+		 (unsigned long long)al_wall_ms());
 	alq_conn_cmd(&s->cmd, ignore_reply, NULL, 4,
 		     (const char *[]){"HSET", s->k_serves, s->consumer, val},
 		     NULL);
@@ -1283,7 +1284,7 @@ static int setup(struct serve *s)
 		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
 			*p = '_';
 	{
-		uint32_t rnd = (uint32_t)alq_now_ms() ^ (uint32_t)getpid() << 8;
+		uint32_t rnd = (uint32_t)al_wall_ms() ^ (uint32_t)getpid() << 8;
 
 		snprintf(s->consumer, sizeof(s->consumer), "%s-%d-%04x", host,
 			 (int)getpid(), rnd & 0xffff);
@@ -1388,8 +1389,11 @@ int al_serve_run(const struct al_serve_opts *o)
 			o->queue, where, s->consumer, s->n_w);
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
-	if (uv_loop_close(&s->loop) != 0)
+	if (uv_loop_close(&s->loop) != 0) {
 		al_err("serve: handles left open at exit");
+		if (r == 0)
+			r = -EBUSY;
+	}
 	for (unsigned i = 0; s->w && i < s->n_w; i++) {
 		al_frame_reader_release(&s->w[i].fr);
 		free(s->w[i].rbuf);

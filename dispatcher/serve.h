@@ -12,7 +12,12 @@
  *     stop_fd), then drains: stops reading, lets running jobs finish for up
  *     to shutdown_grace_ms, hands every other claimed job back to the
  *     group, reaps every worker. Returns 0 after a clean drain, -errno when
- *     it could not start.
+ *     it could not start, -EBUSY when libuv handles were left open at the
+ *     end (a bug: uv_loop_close() refused).
+ *
+ * `run` is the seam for tests (tests/queue/test_serve.c): the worker
+ * processes are still forked and spoken to as in production, but each job
+ * is answered by that function instead of a VM.
  */
 #ifndef AL_SERVE_H
 #define AL_SERVE_H
@@ -20,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proc.h"
 #include "queue.h"
 #include "results.h"
 #include "sandbox.h"
@@ -40,6 +46,7 @@ struct al_serve_opts {
 	const struct sb_options *sb;	/* for the workers */
 	const struct al_policy *policy; /* for the workers and wall times */
 	int stop_fd;			/* readable = drain, -1 = none */
+	al_proc_run_fn run;		/* job runner, NULL = al_worker_run */
 };
 
 void al_serve_opts_init(struct al_serve_opts *o);

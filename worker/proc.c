@@ -163,8 +163,8 @@ static int read_frame(int fd, struct al_frame_reader *fr, uint8_t **ret,
 }
 
 /* Run the job of one frame into *res. */
-static int run_one(struct al_worker *w, const uint8_t *body, size_t len,
-		   struct al_result *res)
+static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
+		   size_t len, struct al_result *res)
 {
 	struct al_proc_job pj;
 	struct al_job job = {0};
@@ -178,13 +178,13 @@ static int run_one(struct al_worker *w, const uint8_t *body, size_t len,
 	}
 	if (al_job_from_msgpack(pj.payload, pj.len, &job, &d) < 0)
 		return al_worker_reject(d.id[0] ? d.id : NULL, &d, res);
-	r = al_worker_run(w, &job, pj.queued_ms, pj.attempt ? pj.attempt : 1,
-			  res);
+	r = (run ? run : al_worker_run)(w, &job, pj.queued_ms,
+					pj.attempt ? pj.attempt : 1, res);
 	al_job_release(&job);
 	return r;
 }
 
-int al_proc_serve(int fd, struct al_worker *w)
+int al_proc_serve(int fd, struct al_worker *w, al_proc_run_fn run)
 {
 	struct al_frame_reader fr;
 	int r;
@@ -203,7 +203,7 @@ int al_proc_serve(int fd, struct al_worker *w)
 		}
 		if (r < 0)
 			break;
-		r = run_one(w, body, len, &res);
+		r = run_one(w, run, body, len, &res);
 		free(body);
 		if (r == 0)
 			r = al_result_to_msgpack(&res, &out, &olen);
@@ -260,7 +260,7 @@ static void child_setup(int sock, pid_t parent)
 }
 
 int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
-		  const char *name, struct al_proc *ret)
+		  const char *name, al_proc_run_fn run, struct al_proc *ret)
 {
 	pid_t parent = getpid(), pid;
 	int sv[2], pidfd, r;
@@ -279,7 +279,7 @@ int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
 
 		child_setup(sv[1], parent);
 		al_worker_init(&w, sb, policy, name);
-		r = al_proc_serve(PROC_FD, &w);
+		r = al_proc_serve(PROC_FD, &w, run);
 		al_worker_release(&w);
 		_exit(r < 0 ? 1 : 0);
 	}

@@ -59,16 +59,27 @@ struct al_proc_job {
 	uint32_t attempt;    /* 1 for the first delivery */
 };
 
+/* What runs one decoded job inside a worker process, with the contract of
+ * al_worker_run() (*ret always filled; 0, or -ENOMEM when not even a
+ * result could be built). NULL means al_worker_run(): production passes
+ * NULL; tests pass a function that returns canned results (or dies, or
+ * hangs) so the dispatcher's retries and drains run without VMs. */
+typedef int (*al_proc_run_fn)(struct al_worker *w, const struct al_job *job,
+			      uint64_t queued_ms, uint32_t attempt,
+			      struct al_result *ret);
+
 /* Fork a worker running al_proc_serve() with a worker built from sb,
- * policy and name (all copied by the fork). Returns 0 or -errno. */
+ * policy and name (all copied by the fork) and `run` (NULL =
+ * al_worker_run). Returns 0 or -errno. */
 int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
-		  const char *name, struct al_proc *ret);
+		  const char *name, al_proc_run_fn run, struct al_proc *ret);
 /* Close what is left of `p` (socket, pidfd); does not kill or reap. */
 void al_proc_release(struct al_proc *p);
 
-/* The worker's loop on `fd`: returns 0 when the dispatcher closed the
- * socket, -errno on an I/O or protocol failure. */
-int al_proc_serve(int fd, struct al_worker *w);
+/* The worker's loop on `fd`, each job run by `run` (NULL =
+ * al_worker_run): returns 0 when the dispatcher closed the socket, -errno
+ * on an I/O or protocol failure. */
+int al_proc_serve(int fd, struct al_worker *w, al_proc_run_fn run);
 
 /* One job frame, prefix included (malloc'd). 0, -E2BIG, -ENOMEM. */
 int al_proc_job_frame(const struct al_proc_job *job, char **ret,

@@ -132,8 +132,8 @@ static void test_worker_rejects_and_exits(void **state)
 
 	(void)state;
 	sb_options_init(&sb);
-	assert_int_equal(al_proc_spawn(&sb, al_policy_default(), "t/w0", &p),
-			 0);
+	assert_int_equal(
+	    al_proc_spawn(&sb, al_policy_default(), "t/w0", NULL, &p), 0);
 	assert_true(p.pid > 0 && p.fd >= 0 && p.pidfd >= 0);
 	/* not msgpack: RJ, and the worker goes on */
 	send_job(p.fd, "\xc1\xc1", 2);
@@ -179,8 +179,8 @@ static void test_worker_bad_frame(void **state)
 
 	(void)state;
 	sb_options_init(&sb);
-	assert_int_equal(al_proc_spawn(&sb, al_policy_default(), "t/w1", &p),
-			 0);
+	assert_int_equal(
+	    al_proc_spawn(&sb, al_policy_default(), "t/w1", NULL, &p), 0);
 	assert_int_equal(write(p.fd, hdr, 4), 4);
 	st = reap(&p);
 	assert_true(WIFEXITED(st));
@@ -198,8 +198,8 @@ static void test_worker_dies_with_parent_fds(void **state)
 	(void)state;
 	sb_options_init(&sb);
 	assert_true(extra > 3);
-	assert_int_equal(al_proc_spawn(&sb, al_policy_default(), "t/w2", &p),
-			 0);
+	assert_int_equal(
+	    al_proc_spawn(&sb, al_policy_default(), "t/w2", NULL, &p), 0);
 	/* the child holds 0, 1, 2, its socket at 3, nothing else (once it
 	 * has run its setup: poll for up to 2 s) */
 	for (int tries = 0; tries < 200; tries++) {

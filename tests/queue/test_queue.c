@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "queue.h"
 #include "redistest.h"
@@ -543,7 +544,7 @@ static void test_status(void **state)
 		char v[64];
 
 		snprintf(v, sizeof(v), "2 1 %llu",
-			 (unsigned long long)alq_now_ms());
+			 (unsigned long long)al_wall_ms());
 		raw_ok(rc, "HSET airlock:{t6}:serves host-1 %s", v);
 	}
 	assert_int_equal(alq_client_status(&c, &st), 0);
