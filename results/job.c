@@ -232,6 +232,13 @@ static int step_timeout(const msgpack_object *v, const char *path, void *out,
 			&((struct al_step *)out)->timeout_ms);
 }
 
+static int step_cpu(const msgpack_object *v, const char *path, void *out,
+		    struct al_diags *d)
+{
+	return walk_u32(v, path, 1, AL_CPU_MS_MAX, d,
+			&((struct al_step *)out)->cpu_ms);
+}
+
 static int step_if(const msgpack_object *v, const char *path, void *out,
 		   struct al_diags *d)
 {
@@ -301,7 +308,7 @@ static int step_expect(const msgpack_object *v, const char *path, void *out,
 	{"cmd", off, step_cmd}, {"sh", off, step_sh},                         \
 		{"stdin", off, step_stdin}, {"env", off, step_env},           \
 		{"cwd", off, step_cwd}, {"timeout_ms", off, step_timeout},    \
-		{"expect", off, step_expect}
+		{"cpu_ms", off, step_cpu}, {"expect", off, step_expect}
 
 /* cmd and sh are the first two entries of STEP_FIELDS */
 #define SEEN_CMD_SH(seen, first) (((seen) >> (first)) & 3u)
@@ -637,8 +644,8 @@ void al_job_release(struct al_job *job)
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
 	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
-		   !!s->timeout_ms + (s->run_if == AL_RUN_SUCCESS) +
-		   s->expect.present;
+		   !!s->timeout_ms + !!s->cpu_ms +
+		   (s->run_if == AL_RUN_SUCCESS) + s->expect.present;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -673,6 +680,10 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 	if (s->timeout_ms) {
 		pack_key(pk, "timeout_ms");
 		msgpack_pack_uint32(pk, s->timeout_ms);
+	}
+	if (s->cpu_ms) {
+		pack_key(pk, "cpu_ms");
+		msgpack_pack_uint32(pk, s->cpu_ms);
 	}
 	if (s->run_if == AL_RUN_SUCCESS) {
 		pack_key(pk, "if");
