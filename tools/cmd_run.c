@@ -188,6 +188,8 @@ static void print_outputs(const struct al_result *res)
 			al_status_name(res->status), res->error);
 	else if (res->status == AL_TO)
 		fprintf(stderr, "airlock run: timed out\n");
+	else if (res->status == AL_TL)
+		fprintf(stderr, "airlock run: CPU time limit exceeded\n");
 }
 
 static int parse(const struct al_cmd *cmd, int argc, char **argv,
