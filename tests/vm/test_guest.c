@@ -118,12 +118,17 @@ static void test_job_wall(void **state)
 		      (unsigned long long)steps_wall_ms(&res),
 		      (unsigned long long)res.timing.run_ms,
 		      (unsigned long long)res.vm.restore_ms);
-	CHECK(res.status == AL_TO, &res);
-	CHECK(STEP(&res, 0)->status == AL_OK, &res);
-	CHECK(STEP(&res, 1)->status == AL_TO && STEP(&res, 1)->wall_ms < 2000,
+	CHECK(res.status == AL_TO && STEP(&res, 2)->status == AL_TO, &res);
+	/* on a loaded host step 0 may itself be cut (sh and sleep starting
+	 * in a fresh VM under TCG); otherwise step 1 is, after ~1 s */
+	CHECK(STEP(&res, 0)->status == AL_TO ||
+		      (STEP(&res, 0)->status == AL_OK &&
+		       STEP(&res, 1)->status == AL_TO &&
+		       STEP(&res, 1)->wall_ms < 2000),
 	      &res);
-	CHECK(STEP(&res, 2)->status == AL_TO, &res);
 	CHECK(steps_wall_ms(&res) <= 4000 + 1000, &res);
+	/* and on the host: the VM up, then done within wall_ms + 1 s */
+	CHECK(res.timing.run_ms - res.vm.restore_ms <= 4000 + 1000, &res);
 	al_result_release(&res);
 }
 
@@ -138,6 +143,9 @@ static void test_cpu_limit(void **state)
 	RUN("{\"sh\":\"(while :; do :; done) & while :; do :; done\","
 	    "\"cpu_ms\":1500,\"timeout_ms\":60000}",
 	    &res);
+	print_message("busy: cpu %llu ms in %llu ms\n",
+		      (unsigned long long)STEP(&res, 0)->cpu_ms,
+		      (unsigned long long)STEP(&res, 0)->wall_ms);
 	CHECK(res.status == AL_TL, &res);
 	CHECK(STEP(&res, 0)->cpu_ms > 1500 && STEP(&res, 0)->cpu_ms <= 1800,
 	      &res);
@@ -145,18 +153,23 @@ static void test_cpu_limit(void **state)
 	al_result_release(&res);
 }
 
-/* A step that waits is not charged for it: a small cpu_ms leaves a sleep
- * alone, and the wall timeout still bounds it. */
+/* A step that waits is not charged for it: a cpu_ms well below its wall
+ * time leaves a sleep alone, and the wall timeout still bounds it. (Not
+ * much below: under TCG on a loaded host, exec'ing `sleep` in a fresh VM
+ * has cost 200 ms of guest CPU time.) */
 static void test_cpu_limit_sleep(void **state)
 {
 	struct al_result res;
 
 	(void)state;
-	RUN("{\"steps\":[{\"cmd\":[\"sleep\",\"2\"],\"cpu_ms\":200},"
-	    "{\"cmd\":[\"sleep\",\"5\"],\"cpu_ms\":200,"
-	    "\"timeout_ms\":1000}]}",
+	RUN("{\"steps\":[{\"cmd\":[\"sleep\",\"3\"],\"cpu_ms\":1000},"
+	    "{\"cmd\":[\"sleep\",\"5\"],\"cpu_ms\":1000,"
+	    "\"timeout_ms\":1500}]}",
 	    &res);
-	CHECK(STEP(&res, 0)->status == AL_OK && STEP(&res, 0)->wall_ms >= 2000,
+	print_message("sleep: cpu %llu ms in %llu ms\n",
+		      (unsigned long long)STEP(&res, 0)->cpu_ms,
+		      (unsigned long long)STEP(&res, 0)->wall_ms);
+	CHECK(STEP(&res, 0)->status == AL_OK && STEP(&res, 0)->wall_ms >= 3000,
 	      &res);
 	CHECK(STEP(&res, 1)->status == AL_TO, &res);
 	al_result_release(&res);
@@ -327,5 +340,7 @@ int main(void)
 		cmocka_unit_test(test_big_stdin_binary),
 		cmocka_unit_test(test_entropy_differs),
 	};
+	if (getenv("AL_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("AL_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }
