@@ -130,6 +130,21 @@ static void test_job_wall(void **state)
 	/* and on the host: the VM up, then done within wall_ms + 1 s */
 	CHECK(res.timing.run_ms - res.vm.restore_ms <= 4000 + 1000, &res);
 	al_result_release(&res);
+
+	/* The same with room to spare, so that a slow host cannot hide the
+	 * bug: step 1 starts with ~3 s left and must end there, not at its
+	 * own 10 s. */
+	RUN("{\"limits\":{\"wall_ms\":4000},\"steps\":["
+	    "{\"sh\":\"sleep 0.2\"},"
+	    "{\"sh\":\"sleep 20\",\"timeout_ms\":10000},"
+	    "{\"sh\":\"sleep 3\",\"timeout_ms\":10000}]}",
+	    &res);
+	CHECK(STEP(&res, 0)->status == AL_OK, &res);
+	CHECK(STEP(&res, 1)->status == AL_TO && STEP(&res, 2)->status == AL_TO,
+	      &res);
+	CHECK(steps_wall_ms(&res) <= 4000 + 1000, &res);
+	CHECK(res.timing.run_ms - res.vm.restore_ms <= 4000 + 1000, &res);
+	al_result_release(&res);
 }
 
 /* cpu_ms stops a busy step at the limit with TL, long before its wall
