@@ -16,7 +16,7 @@
  * wall deadline. It keeps the first `output_bytes` of each stream; past that
  * the step is killed (OL). The deadline kills it too (TO), and so does
  * using more than the step's `cpu_ms` of CPU time (TL, see watch_cpu: a
- * limit that, unlike wall time, does not depend on host load). Killing means
+ * limit far less dependent on host load than wall time). Killing means
  * cgroup.kill: every process of the step, however it forked or setsid'd.
  * When the main child exits, the rest of the cgroup is killed as well, so
  * nothing outlives its step; then we wait for the cgroup to empty, read its
