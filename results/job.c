@@ -232,6 +232,13 @@ static int step_timeout(const msgpack_object *v, const char *path, void *out,
 			    &((struct al_step *)out)->timeout_ms);
 }
 
+static int step_cpu(const msgpack_object *v, const char *path, void *out,
+		    struct al_diags *d)
+{
+	return al__walk_u32(v, path, 1, AL_CPU_MS_MAX, d,
+			    &((struct al_step *)out)->cpu_ms);
+}
+
 static int step_if(const msgpack_object *v, const char *path, void *out,
 		   struct al_diags *d)
 {
@@ -302,6 +309,7 @@ enum {
 	STEP_ENV,
 	STEP_CWD,
 	STEP_TIMEOUT,
+	STEP_CPU,
 	STEP_EXPECT,
 	STEP_SHARED, /* count of the above */
 };
@@ -313,6 +321,7 @@ enum {
 	[(base) + STEP_ENV] = {"env", off, step_env, false},                   \
 	[(base) + STEP_CWD] = {"cwd", off, step_cwd, false},                   \
 	[(base) + STEP_TIMEOUT] = {"timeout_ms", off, step_timeout, false},    \
+	[(base) + STEP_CPU] = {"cpu_ms", off, step_cpu, false},                \
 	[(base) + STEP_EXPECT] = {"expect", off, step_expect, false}
 /* clang-format on */
 
@@ -638,8 +647,8 @@ void al_job_release(struct al_job *job)
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
 	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
-		   !!s->timeout_ms + (s->run_if == AL_RUN_SUCCESS) +
-		   s->expect.present;
+		   !!s->timeout_ms + !!s->cpu_ms +
+		   (s->run_if == AL_RUN_SUCCESS) + s->expect.present;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -674,6 +683,10 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 	if (s->timeout_ms) {
 		al__pack_key(pk, "timeout_ms");
 		msgpack_pack_uint32(pk, s->timeout_ms);
+	}
+	if (s->cpu_ms) {
+		al__pack_key(pk, "cpu_ms");
+		msgpack_pack_uint32(pk, s->cpu_ms);
 	}
 	if (s->run_if == AL_RUN_SUCCESS) {
 		al__pack_key(pk, "if");

@@ -87,6 +87,7 @@ struct al_step {
 	size_t n_env;             /* entries in env */
 	char *cwd;                /* relative to the work dir, NULL = work dir */
 	uint32_t timeout_ms;      /* 0 = the policy default */
+	uint32_t cpu_ms;          /* CPU-time limit (all its processes), 0 = none */
 	enum al_run_if run_if;    /* `if` */
 	struct al_expect expect;  /* expected output */
 };
@@ -123,6 +124,7 @@ enum al_status {
 	AL_RE,     /* exited non-zero */
 	AL_SG,     /* killed by a signal */
 	AL_TO,     /* timed out */
+	AL_TL,     /* CPU time limit (`cpu_ms`) exceeded */
 	AL_ML,     /* memory limit / OOM kill */
 	AL_OL,     /* output limit hit */
 	AL_XX,     /* Airlock's own failure, never the job's */

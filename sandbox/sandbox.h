@@ -148,8 +148,10 @@ void sb_pool_release(struct sb_pool *p);
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits);
 int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);
-/* Run a step with its own timeout; the call's deadline adds a margin for
- * the channel and is capped by the VM's TTL. */
+/* Run a step; the guest kills it after `timeout_ms` (the caller's, e.g.
+ * cut to the job's wall time left; 0 = the step's own), whatever the step
+ * says. The call's deadline adds a margin for the channel and is capped by
+ * the VM's TTL. */
 int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret);

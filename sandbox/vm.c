@@ -524,11 +524,17 @@ int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret)
 {
-	int r = al_agent_client_run_step(
-		&vm->agent, step, limits, NULL, NULL,
-		vm_call_timeout(vm, (uint64_t)timeout_ms + STEP_MARGIN_MS),
-		ret);
+	struct al_step s = *step; /* shallow: only the timeout differs */
+	int r;
 
+	/* the guest enforces the timeout the step carries: the caller's (cut
+	 * to the job's wall time left), not the one the job gave the step */
+	if (timeout_ms)
+		s.timeout_ms = timeout_ms;
+	r = al_agent_client_run_step(
+		&vm->agent, &s, limits, NULL, NULL,
+		vm_call_timeout(vm, (uint64_t)s.timeout_ms + STEP_MARGIN_MS),
+		ret);
 	if (r < 0)
 		vm_fail(vm, r, "run step");
 	return r;

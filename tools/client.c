@@ -221,6 +221,8 @@ int al_cli_exit_code(const struct al_result *r)
 	switch (s->status) {
 	case AL_TO:
 		return 124;
+	case AL_TL:
+		return 128 + SIGXCPU; /* as a shell reports RLIMIT_CPU */
 	case AL_ML:
 		return 137;
 	case AL_SG:

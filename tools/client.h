@@ -66,7 +66,8 @@ bool al_cli_interrupted(void);
  * `max_out` bytes of each stream). */
 void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out);
 /* The exit code `airlock run` gives for a result: the last step's exit
- * code, 128+N for signal N, 124 TO, 137 ML, 125 RJ/XX. */
+ * code, 128+N for signal N, 124 TO, 152 TL (128+SIGXCPU), 137 ML, 125
+ * RJ/XX. */
 int al_cli_exit_code(const struct al_result *r);
 
 struct al_embed {

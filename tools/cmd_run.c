@@ -185,6 +185,8 @@ static void print_outputs(const struct al_result *res)
 			al_status_name(res->status), res->error);
 	else if (res->status == AL_TO)
 		fprintf(stderr, "airlock run: timed out\n");
+	else if (res->status == AL_TL)
+		fprintf(stderr, "airlock run: CPU time limit exceeded\n");
 }
 
 static const struct option opts[] = {

@@ -14,7 +14,9 @@
  * The parent feeds stdin and drains stdout/stderr through non-blocking
  * pipes in one poll loop, which also watches SIGCHLD (the signalfd) and the
  * wall deadline. It keeps the first `output_bytes` of each stream; past that
- * the step is killed (OL). The deadline kills it too (TO). Killing means
+ * the step is killed (OL). The deadline kills it too (TO), and so does
+ * using more than the step's `cpu_ms` of CPU time (TL, see watch_cpu: a
+ * limit far less dependent on host load than wall time). Killing means
  * cgroup.kill: every process of the step, however it forked or setsid'd.
  * When the main child exits, the rest of the cgroup is killed as well, so
  * nothing outlives its step; then we wait for the cgroup to empty, read its
@@ -48,6 +50,8 @@
 #define THRASH_SAMPLE_MS 250u	  /* memory thrash watch period */
 #define THRASH_REFAULTS 256u	  /* refaults per sample that count */
 #define THRASH_STRIKES 4u	  /* samples in a row before ML */
+#define CPU_SAMPLE_MIN_MS 10u	  /* CPU-time watch: shortest sample period */
+#define CPU_SAMPLE_MAX_MS 250u	  /* and longest */
 #define ENV_PATH                                                               \
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -67,6 +71,8 @@ struct run {
 	const struct al_limits *lim; /* its limits */
 	struct al_step_result *res;  /* what we report */
 	uint32_t timeout_ms;	     /* wall limit */
+	uint32_t cpu_ms;	     /* CPU-time limit, 0 = none */
+	uint64_t cpu_at;	     /* CPU watch: next sample, ms */
 	uint32_t out_cap;	     /* kept bytes per stream */
 	char cg[PATH_MAX];	     /* step cgroup dir, "" without cgroups */
 	int procs_fd;		     /* cgroup.procs, for the child */
@@ -77,7 +83,7 @@ struct run {
 	bool exited;		     /* main child reaped */
 	int wstatus;		     /* its wait status */
 	struct rusage ru;	     /* its rusage */
-	enum al_status kill_why;     /* TO/OL once we killed it, else AL_OK */
+	enum al_status kill_why;     /* TO/TL/OL/ML once killed, else AL_OK */
 	uint64_t t0, t_end;	     /* CLOCK_MONOTONIC ms */
 	uint64_t kill_at;	     /* when we killed, 0 = not yet */
 	uint64_t mem_at;	     /* thrash watch: last sample, ms */
@@ -265,6 +271,81 @@ static void watch_memory(struct run *rn)
 	rn->mem_refaults = rf_file + rf_anon;
 	if (rn->mem_strikes >= THRASH_STRIKES)
 		kill_for(rn, AL_ML);
+}
+
+/* CPU time of the main child and the children it reaped, from
+ * /proc/PID/stat: the fallback without a cgroup (host tests), which a
+ * child that is not waited for escapes. */
+static int proc_cpu_ms(pid_t pid, uint64_t *ret)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut, st;
+	long cut, cst, hz = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	if (!p || hz <= 0 ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu "
+			  "%ld %ld", &ut, &st, &cut, &cst) != 4)
+		return -EBADMSG;
+	*ret = ((uint64_t)ut + st + (uint64_t)(cut + cst)) * 1000u /
+	       (uint64_t)hz;
+	return 0;
+}
+
+/* CPU time the step has used so far: the cgroup's (every process it ever
+ * had), else the main child's. */
+static int cpu_used_ms(struct run *rn, uint64_t *ret)
+{
+	uint64_t us;
+
+	if (rn->cg[0] &&
+	    cg_read_u64(rn->cg, "cpu.stat", "usage_usec", &us) == 0) {
+		*ret = us / 1000;
+		return 0;
+	}
+	return rn->exited ? -ESRCH : proc_cpu_ms(rn->pid, ret);
+}
+
+/* The CPU-time limit: sample the step's usage and kill it (TL) once it is
+ * past `cpu_ms`. The next sample comes when, with every CPU busy, the
+ * step could first reach the limit (clamped to CPU_SAMPLE_MIN_MS ..
+ * CPU_SAMPLE_MAX_MS), so a busy step overruns by at most one short
+ * sample period per CPU and an idle one costs a read every 250 ms.
+ * verdict() also makes a step TL that exited by itself past the limit, so
+ * the status follows the CPU time reported, whatever the sampling saw. */
+static void watch_cpu(struct run *rn)
+{
+	uint64_t t = al_now_ms(), used = 0, wait;
+	long ncpu;
+
+	if (!rn->cpu_ms || rn->kill_at || rn->exited || t < rn->cpu_at)
+		return;
+	if (cpu_used_ms(rn, &used) < 0) {
+		rn->cpu_at = t + CPU_SAMPLE_MAX_MS;
+		return;
+	}
+	if (used > rn->cpu_ms) {
+		kill_for(rn, AL_TL);
+		return;
+	}
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	wait = (rn->cpu_ms - used) / (uint64_t)(ncpu > 0 ? ncpu : 1);
+	if (wait < CPU_SAMPLE_MIN_MS)
+		wait = CPU_SAMPLE_MIN_MS;
+	if (wait > CPU_SAMPLE_MAX_MS)
+		wait = CPU_SAMPLE_MAX_MS;
+	rn->cpu_at = t + wait;
 }
 
 /* Wait for the cgroup to empty (reaping as we go: we may be init), read
@@ -558,6 +639,9 @@ static int poll_timeout(struct run *rn)
 	/* wake up to sample memory pressure */
 	if (rn->cg[0] && !rn->kill_at && end > t + THRASH_SAMPLE_MS)
 		end = t + THRASH_SAMPLE_MS;
+	/* and CPU time */
+	if (rn->cpu_ms && !rn->kill_at && !rn->exited && end > rn->cpu_at)
+		end = rn->cpu_at;
 	return t >= end ? 0 : (int)(end - t);
 }
 
@@ -576,6 +660,7 @@ static int pump(struct run *rn)
 		if (r < 0 && errno != EINTR)
 			return -errno;
 		watch_memory(rn);
+		watch_cpu(rn);
 		if (r == 0 && rn->kill_at &&
 		    al_now_ms() >= rn->kill_at + KILL_GRACE_MS)
 			break; /* unkillable or fd held elsewhere: give up */
@@ -627,6 +712,8 @@ static void verdict(struct run *rn)
 				  1000;
 	if (!res->max_rss_kb)
 		res->max_rss_kb = (uint64_t)rn->ru.ru_maxrss;
+	if (rn->cpu_ms && res->cpu_ms > rn->cpu_ms && rn->kill_why == AL_OK)
+		res->status = AL_TL; /* exited by itself, between samples */
 	res->wall_ms = (rn->t_end ? rn->t_end : al_now_ms()) - rn->t0;
 }
 
@@ -674,6 +761,8 @@ static void run_init(struct run *rn, struct al_agent *a,
 	    step->timeout_ms ? step->timeout_ms : AL_AGENT_TIMEOUT_MS;
 	if (rn->timeout_ms > AL_TIMEOUT_MS_MAX)
 		rn->timeout_ms = AL_TIMEOUT_MS_MAX;
+	rn->cpu_ms = step->cpu_ms < AL_CPU_MS_MAX ? step->cpu_ms
+						  : AL_CPU_MS_MAX;
 	rn->out_cap =
 	    lim->output_bytes ? lim->output_bytes : AL_AGENT_OUTPUT_BYTES;
 	if (rn->out_cap > AL_OUTPUT_MAX)

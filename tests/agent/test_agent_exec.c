@@ -447,6 +447,50 @@ static void test_background_killed(void **state)
 	al_step_result_release(&res);
 }
 
+/* cpu_ms stops a busy loop at the limit with TL, long before its wall
+ * timeout; with a cgroup it counts every process of the step, here a
+ * busy child the shell never waits for. */
+static void test_cpu_limit(void **state)
+{
+	struct fx *f = *state;
+	struct al_step s = {.sh = "while :; do :; done", .timeout_ms = 20000,
+			    .cpu_ms = 300};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_TL);
+	assert_int_equal(res.signal, SIGKILL);
+	assert_true(res.cpu_ms > 300);
+	assert_true(res.cpu_ms < 1500);
+	assert_true(res.wall_ms < 10000);
+	al_step_result_release(&res);
+	if (!g.cgroup)
+		return; /* /proc/PID/stat sees only the main child */
+	s.sh = "(while :; do :; done) & sleep 30";
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_TL);
+	assert_true(res.cpu_ms > 300);
+	assert_true(res.wall_ms < 10000);
+	al_step_result_release(&res);
+}
+
+/* A step that waits uses no CPU time: a small cpu_ms leaves it alone. */
+static void test_cpu_limit_sleep(void **state)
+{
+	struct fx *f = *state;
+	char *argv[] = {"sleep", "1", NULL};
+	struct al_step s = {.argv = argv, .argc = 2, .cpu_ms = 100};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	run(f, &s, 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	assert_true(res.wall_ms >= 1000);
+	assert_true(res.cpu_ms < 100);
+	al_step_result_release(&res);
+}
+
 struct collected {
 	char out[64]; /* streamed stdout */
 	size_t n_out;
@@ -535,6 +579,9 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_cwd_and_files, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_background_killed, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_cpu_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cpu_limit_sleep, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_identity, setup, teardown),

@@ -140,6 +140,7 @@ static void test_run_step_exit(void **state)
 					      .n_env = 1,
 					      .cwd = "sub",
 					      .timeout_ms = 500,
+					      .cpu_ms = 250,
 					      .has_stdin = true,
 					      .stdin_ = {(uint8_t *)"abc", 3}};
 	in.u.run_step.limits.output_bytes = 4096;
@@ -150,6 +151,7 @@ static void test_run_step_exit(void **state)
 	assert_string_equal(out.u.run_step.step.env[0].value, "bar");
 	assert_string_equal(out.u.run_step.step.cwd, "sub");
 	assert_int_equal(out.u.run_step.step.timeout_ms, 500);
+	assert_int_equal(out.u.run_step.step.cpu_ms, 250);
 	blob_eq(&in.u.run_step.step.stdin_, &out.u.run_step.step.stdin_);
 	assert_int_equal(out.u.run_step.limits.output_bytes, 4096);
 	assert_true(out.u.run_step.stream);

@@ -88,6 +88,11 @@ static const struct {
 	{"{\"sh\":\"x\",\"timeout_ms\":1.5}", "timeout_ms",
 	 "must be an integer"},
 	{"{\"sh\":\"x\",\"timeout_ms\":-1}", "timeout_ms", "must be 1..600000"},
+	{"{\"sh\":\"x\",\"cpu_ms\":0}", "cpu_ms", "must be 1..600000"},
+	{"{\"steps\":[{\"sh\":\"x\",\"cpu_ms\":600001}]}",
+	 "steps[0].cpu_ms", "must be 1..600000"},
+	{"{\"sh\":\"x\",\"cpu_ms\":\"1000\"}", "cpu_ms",
+	 "must be an integer"},
 	{"{\"steps\":[{\"sh\":\"x\",\"if\":\"never\"}]}", "steps[0].if",
 	 "must be \"always\" or \"success\""},
 	{"{\"sh\":\"x\",\"expect\":{\"stdout\":\"1\",\"compare\":\"fuzzy\"}}",
@@ -218,7 +223,7 @@ static void test_size_cap(void **state)
 static void test_shorthand(void **state)
 {
 	const char *j = "{\"cmd\":[\"python3\",\"-c\",\"print(6*7)\"],"
-			"\"timeout_ms\":2000,\"stdin\":\"x\"}";
+			"\"timeout_ms\":2000,\"cpu_ms\":500,\"stdin\":\"x\"}";
 	struct al_job job = {0};
 	char *out;
 
@@ -229,11 +234,12 @@ static void test_shorthand(void **state)
 	assert_string_equal(job.steps[0].argv[2], "print(6*7)");
 	assert_null(job.steps[0].argv[3]);
 	assert_int_equal(job.steps[0].timeout_ms, 2000);
+	assert_int_equal(job.steps[0].cpu_ms, 500);
 	assert_true(job.steps[0].has_stdin);
 	assert_int_equal(al_job_to_json(&job, &out), 0);
 	assert_string_equal(out, "{\"steps\":[{\"cmd\":[\"python3\",\"-c\","
 				 "\"print(6*7)\"],\"stdin\":\"x\","
-				 "\"timeout_ms\":2000}]}");
+				 "\"timeout_ms\":2000,\"cpu_ms\":500}]}");
 	free(out);
 	al_job_release(&job);
 }
