@@ -9,8 +9,9 @@
  *   2. mounts a small tmpfs on the jail dir and fills it: /usr read-only
  *      (QEMU, its libraries, its firmware: merged-usr, so bin, lib, lib64
  *      and sbin are symlinks into it), /etc/ld.so.cache read-only, /dev
- *      with bind-mounted null, zero, urandom (plus kvm and vhost-vsock
- *      only when used), a /proc of the new pid namespace (QEMU opens guest
+ *      with bind-mounted null, zero, urandom (plus kvm under KVM; the
+ *      vsock carrier's vhost device comes as an fd we opened), a /proc
+ *      of the new pid namespace (QEMU opens guest
  *      RAM as /proc/self/fd/N), and the files the command line names
  *      (kernel, initrd, root disk) read-only at their own paths,
  *   3. remounts that root read-only and pivot_root()s into it, detaching
@@ -91,13 +92,9 @@ static int make_dev(const struct vmm_jail *j)
 	char src[64], dst[64];
 	const unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC;
 
-	for (size_t i = 0; i < 3 + 2; i++) {
-		const char *name = i < 3   ? always[i]
-				   : i == 3 ? (j->kvm ? "kvm" : NULL)
-					    : (j->vsock ? "vhost-vsock" : NULL);
+	for (size_t i = 0; i < 3u + (j->kvm ? 1u : 0u); i++) {
+		const char *name = i < 3 ? always[i] : "kvm";
 
-		if (!name)
-			continue;
 		snprintf(src, sizeof(src), "/dev/%s", name);
 		snprintf(dst, sizeof(dst), "dev/%s", name);
 		if (bind_in(src, dst, false, fl) < 0)

@@ -76,9 +76,10 @@ static void machine_devices(struct vmm_argv *a, const struct machine_spec *m)
 		vmm_arg(a, "virtio-rng-pci,disable-legacy=on");
 	}
 	if (m->cid) {
-		/* QEMU opens /dev/vhost-vsock itself: the VMM user needs it */
+		/* /dev/vhost-vsock is root's: we open it, QEMU gets the fd */
 		vmm_arg(a, "-device");
-		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u", m->cid);
+		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u,vhostfd=%d", m->cid,
+			VMM_FD_VSOCK);
 	}
 }
 

@@ -276,19 +276,18 @@ static int vm_jail(struct sb_vm *vm, const struct sb_options *o,
 	if (strncmp(a->v[0], "/usr/", 5) != 0)
 		j->files[j->n_files++] = a->v[0];
 	j->kvm = vm->accel == AL_ACCEL_KVM;
-	j->vsock = vm->cid != 0;
 	spec->creds = (struct vmm_creds){vm->uid, vm->uid,
 					 j->kvm ? o->kvm_gid : 0};
 	spec->fds[VMM_FD_LEASE - 3] = vm->lease_fd;
 	return 0;
 }
 
-/* Our ends of QMP and the agent port, QEMU's in spec, and the log pipe
- * (its write end non-blocking too: a chatty QEMU loses words, it never
- * stalls). */
+/* Our ends of QMP and the agent port, QEMU's in spec (with the
+ * vhost-vsock fd on that carrier), and the log pipe (its write end
+ * non-blocking too: a chatty QEMU loses words, it never stalls). */
 static int vm_channels(struct sb_vm *vm, struct vmm_spec *spec, int *theirs)
 {
-	int qmp[2], ser[2], log[2];
+	int qmp[2], ser[2], log[2], vsock;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0)
 		return -errno;
@@ -302,6 +301,13 @@ static int vm_channels(struct sb_vm *vm, struct vmm_spec *spec, int *theirs)
 		return -errno;
 	vm->log_fd = log[0];
 	theirs[2] = log[1];
+	if (vm->cid) {
+		vsock = open("/dev/vhost-vsock", O_RDWR | O_CLOEXEC);
+		if (vsock < 0)
+			return -errno;
+		theirs[3] = vsock;
+		spec->fds[VMM_FD_VSOCK - 3] = vsock;
+	}
 	spec->fds[VMM_FD_QMP - 3] = qmp[1];
 	spec->fds[VMM_FD_AGENT - 3] = ser[1];
 	spec->log_fd = log[1];
@@ -333,13 +339,13 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	char paths[4][JAIL_PATH];
 	struct vmm_spec spec = {
 		.argv = a,
-		.fds = {-1, -1, mem->fd, -1},
+		.fds = {-1, -1, mem->fd, -1, -1},
 		.cg = &vm->cg,
 		/* a template build's QEMU writes its state to a file */
 		.jail.fsize = mem->share ? ((uint64_t)o->memory_mb + 256) << 20
 					 : 1u << 20,
 	};
-	int theirs[3] = {-1, -1, -1};
+	int theirs[4] = {-1, -1, -1, -1};
 	int r;
 
 	vm->start_ms = al_now_ms();
@@ -361,7 +367,7 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	} else if (!vm->error[0]) {
 		vm_fail(vm, r, "vmm channels");
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (theirs[i] >= 0)
 			close(theirs[i]);
 	return r;

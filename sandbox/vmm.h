@@ -15,7 +15,8 @@
 #define VMM_FD_AGENT 4 /* the agent's virtio-serial port: likewise */
 #define VMM_FD_MEM 5   /* guest RAM, a memfd (-1 = anonymous RAM) */
 #define VMM_FD_LEASE 6 /* the uid lease, held so it outlives us */
-#define VMM_FD_COUNT 4 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
+#define VMM_FD_VSOCK 7 /* /dev/vhost-vsock, opened by us (vsock carrier) */
+#define VMM_FD_COUNT 5 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
 
 /* Files bound read-only into a jail at their own paths. */
 #define VMM_JAIL_FILES 6
@@ -49,8 +50,8 @@ struct vmm_jail {
 			    * NULL = no jail (not root: nothing to drop) */
 	const char *files[VMM_JAIL_FILES]; /* bound read-only, same path */
 	size_t n_files;    /* entries used in files */
-	bool kvm;          /* /dev/kvm */
-	bool vsock;        /* /dev/vhost-vsock */
+	bool kvm;          /* /dev/kvm (the vhost-vsock node is never in:
+			    * QEMU gets an fd of it, VMM_FD_VSOCK) */
 	uint64_t fsize;    /* RLIMIT_FSIZE: what QEMU may write to files */
 };
 

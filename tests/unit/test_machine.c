@@ -417,7 +417,7 @@ static void test_vsock_adds_one_device(void **state)
 	assert_int_equal(a.n, n + 2);
 	at = n - 5; /* before -chardev qmp, -mon, -no-reboot */
 	assert_string_equal(a.v[at], "-device");
-	assert_string_equal(a.v[at + 1], "vhost-vsock-pci,guest-cid=7");
+	assert_string_equal(a.v[at + 1], "vhost-vsock-pci,guest-cid=7,vhostfd=7");
 	for (size_t i = 0; i < n; i++)
 		assert_string_equal(a.v[i < at ? i : i + 2], cold_tcg[i]);
 	vmm_argv_release(&a);
