@@ -10,9 +10,9 @@
  *     has answered hello and has been handed fresh entropy and the clock.
  *  3. sb_vm_setup() (job limits), sb_vm_put_files(), sb_vm_run_step() per
  *     step, sb_vm_get_files().
- *  4. sb_vm_destroy(): SIGKILL the VMM, reap it, remove its run dir,
- *     sockets and cgroup. Always, whatever happened; a VM never runs a
- *     second job.
+ *  4. sb_vm_destroy(): SIGKILL the VMM, reap it, close its channels,
+ *     remove its cgroup, release its uid. Always, whatever happened; a VM
+ *     never runs a second job.
  *
  * Errors are negative errno; sb_vm_error() says what failed in words for
  * the XX result (no guest bytes unescaped). A call that fails with

@@ -325,8 +325,12 @@ static int vm_cgroup(struct sb_vm *vm, const struct sb_options *o)
 	r = cg_create(&vm->cg, name,
 		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
 		      o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
-	if (r == 0 && o->jail && vm->cg.n == 0)
-		r = -ENOTSUP;
+	if (r == 0 && o->jail && vm->cg.n == 0) { /* fail closed */
+		snprintf(vm->error, sizeof(vm->error),
+			 "host cgroup: none can be made, and a jailed VMM "
+			 "needs one");
+		return -ENOTSUP;
+	}
 	if (r < 0)
 		vm_fail(vm, r, "host cgroup");
 	return r;
