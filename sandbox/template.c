@@ -443,12 +443,16 @@ static int mem_for(const char *dir, int fd)
 {
 	char path[PATH_MAX + 8];
 
-	for (size_t i = 0; i < mem_cached; i++)
-		if (!strcmp(mem_cache[i].dir, dir)) {
-			if (fd >= 0)
-				close(fd);
-			return mem_cache[i].fd;
-		}
+	for (size_t i = 0; i < mem_cached; i++) {
+		if (strcmp(mem_cache[i].dir, dir) != 0)
+			continue;
+		/* a rebuild under the same key (its files were removed):
+		 * the new RAM goes with the new state; the old fd stays
+		 * open, as an older sb_template may still name it */
+		if (fd >= 0)
+			mem_cache[i].fd = fd;
+		return mem_cache[i].fd;
+	}
 	if (mem_cached == MEM_CACHE_MAX) {
 		if (fd >= 0)
 			close(fd);
