@@ -2,9 +2,9 @@
  * pre-started VMMs that makes them fast.
  *
  * Theory of operation. A clone is a new QEMU with the template's command
- * line (machine.c) except that it maps the template's `mem` with
- * share=off (MAP_PRIVATE: every clone shares the untouched pages through
- * the page cache and gets private copies of what it writes) and waits in
+ * line (machine.c) except that it maps the template's sealed RAM memfd
+ * with share=off (MAP_PRIVATE: every clone shares the untouched pages
+ * and gets private copies of what it writes) and waits in
  * -incoming defer. A restore has three steps:
  *
  *   spawn    vm_create + vm_launch: QEMU starts and initialises on its
@@ -81,14 +81,13 @@ static int restore_load(struct sb_vm *vm)
 static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
 		       struct sb_vm **ret)
 {
-	char mem[PATH_MAX + 8];
-	struct machine_mem m = {.path = mem, .share = false, .incoming = true};
+	struct machine_mem m = {.fd = t->mem_fd, .share = false,
+				.incoming = true};
 	int r = vm_create(o, t->img.name, t->accel, ret);
 
 	if (r < 0)
 		return r;
 	(*ret)->restored = true;
-	snprintf(mem, sizeof(mem), "%s/mem", t->dir);
 	/* same devices as the template, a CID of its own (vm_create) */
 	return vm_launch(*ret, o, &t->img, &m);
 }

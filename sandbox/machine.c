@@ -6,8 +6,11 @@
  * vsock) and QMP. Every device a clone loads costs restore time, so each
  * one here earns its place (the comments say why).
  *
- * Networking plugs in here and in vmm.c: a spec will carry the tap fd
- * that the launch (struct vmm_spec) passes into the per-VM netns, and
+ * QEMU creates no file and no socket: QMP and the agent's channel are
+ * socketpair ends it inherits (VMM_FD_*), the console is a ring in its
+ * memory, guest RAM a memfd it inherits. Networking plugs in here and in
+ * vmm.c: the spec will carry the tap fd that the launch (struct
+ * vmm_spec) passes into the per-VM netns, and
  * `-nic none` becomes one `-netdev tap,fd=N` plus a virtio-net device.
  */
 #include "machine.h"
@@ -18,11 +21,11 @@ static void machine_ram(struct vmm_argv *a, const struct sb_options *o,
 {
 	vmm_arg(a, "-m");
 	vmm_arg(a, "%u", o->memory_mb);
-	if (mem->path) {
+	if (mem->fd >= 0) {
 		vmm_arg(a, "-object");
-		vmm_arg(a, "memory-backend-file,id=mem,size=%uM,mem-path=%s,"
-			   "share=%s",
-			o->memory_mb, mem->path, mem->share ? "on" : "off");
+		vmm_arg(a, "memory-backend-file,id=mem,size=%uM,"
+			   "mem-path=/proc/self/fd/%d,share=%s",
+			o->memory_mb, VMM_FD_MEM, mem->share ? "on" : "off");
 		vmm_arg(a, "-machine");
 		vmm_arg(a, "memory-backend=mem");
 	}
@@ -32,11 +35,14 @@ static void machine_ram(struct vmm_argv *a, const struct sb_options *o,
 	}
 }
 
-static void machine_boot(struct vmm_argv *a, const struct sb_image *img,
-			 const char *dir)
+static void machine_boot(struct vmm_argv *a, const struct sb_image *img)
 {
+	/* the console in a bounded ring QEMU keeps (QMP ringbuf-read reads
+	 * it when debugging): no file the VMM writes */
+	vmm_arg(a, "-chardev");
+	vmm_arg(a, "ringbuf,id=con,size=64K");
 	vmm_arg(a, "-serial");
-	vmm_arg(a, "file:%s/console.log", dir);
+	vmm_arg(a, "chardev:con");
 	vmm_arg(a, "-kernel");
 	vmm_arg(a, "%s/vmlinuz", img->dir);
 	vmm_arg(a, "-initrd");
@@ -52,14 +58,13 @@ static void machine_boot(struct vmm_argv *a, const struct sb_image *img,
 	vmm_arg(a, "virtio-blk-pci,drive=root,disable-legacy=on");
 }
 
-static void machine_devices(struct vmm_argv *a, const char *dir,
-			    const struct machine_spec *m)
+static void machine_devices(struct vmm_argv *a, const struct machine_spec *m)
 {
 	vmm_arg(a, "-device");
 	vmm_arg(a, "virtio-serial-pci,disable-legacy=on");
 	vmm_arg(a, "-chardev");
-	vmm_arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off",
-		dir);
+	/* a socketpair end we made: no socket file for anyone to reach */
+	vmm_arg(a, "socket,id=agent,fd=%d", VMM_FD_AGENT);
 	vmm_arg(a, "-device");
 	vmm_arg(a, "virtserialport,chardev=agent,name=%s", AL_AGENT_VPORT);
 	/* TCG's `max` CPU always has RDRAND, which seeds the guest's CRNG at
@@ -71,9 +76,10 @@ static void machine_devices(struct vmm_argv *a, const char *dir,
 		vmm_arg(a, "virtio-rng-pci,disable-legacy=on");
 	}
 	if (m->cid) {
-		/* QEMU opens /dev/vhost-vsock itself: the VMM user needs it */
+		/* /dev/vhost-vsock is root's: we open it, QEMU gets the fd */
 		vmm_arg(a, "-device");
-		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u", m->cid);
+		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u,vhostfd=%d", m->cid,
+			VMM_FD_VSOCK);
 	}
 }
 
@@ -104,9 +110,11 @@ void machine_argv(struct vmm_argv *a, const struct sb_options *o,
 	vmm_arg(a, "-sandbox");
 	vmm_arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 		   "resourcecontrol=deny");
-	machine_boot(a, img, m->dir);
-	machine_devices(a, m->dir, m);
-	vmm_arg(a, "-qmp");
-	vmm_arg(a, "unix:%s/qmp.sock,server=on,wait=off", m->dir);
+	machine_boot(a, img);
+	machine_devices(a, m);
+	vmm_arg(a, "-chardev");
+	vmm_arg(a, "socket,id=qmp,fd=%d", VMM_FD_QMP);
+	vmm_arg(a, "-mon");
+	vmm_arg(a, "chardev=qmp,mode=control");
 	vmm_arg(a, "-no-reboot");
 }

@@ -15,10 +15,12 @@
 #include "sandbox.h"
 #include "vmm.h"
 
-/* How guest RAM is backed: anonymous (cold boot), a shared file (a
- * template being made) or a private copy-on-write map of it (a clone). */
+/* How guest RAM is backed: anonymous (cold boot), a shared memfd (a
+ * template being made) or a private copy-on-write map of a sealed one (a
+ * clone). The memfd is the VMM's fd VMM_FD_MEM, opened as
+ * /proc/self/fd/N (QEMU 7.2 takes no fd for a memory backend). */
 struct machine_mem {
-	const char *path; /* NULL: anonymous RAM */
+	int fd;           /* the memfd (becomes VMM_FD_MEM), -1: anonymous */
 	bool share;       /* share=on (template) or off (clone) */
 	bool incoming;    /* -incoming defer (clone) */
 };
@@ -27,7 +29,6 @@ struct machine_mem {
 struct machine_spec {
 	const char *qemu;        /* QEMU binary path, argv[0] */
 	enum al_accel accel;     /* kvm or tcg */
-	const char *dir;         /* per-VM run dir: sockets, console log */
 	struct machine_mem mem;  /* RAM backing */
 	uint32_t cid;            /* vsock guest CID, 0 = virtio-serial */
 };

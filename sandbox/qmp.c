@@ -188,37 +188,54 @@ int qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
 	}
 }
 
-int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
+/* Read the greeting on q->fd and negotiate capabilities. */
+static int qmp_greet(struct qmp *q, struct al_deadline d)
 {
-	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
 	json_t *greeting = NULL;
+	int r = read_line(q, d, &greeting);
+
+	if (r < 0)
+		return r;
+	if (!json_object_get(greeting, "QMP")) {
+		json_decref(greeting);
+		return -EPROTO;
+	}
+	json_decref(greeting);
+	return qmp_execute(q, "qmp_capabilities", NULL, al_deadline_poll_ms(d),
+			   NULL, NULL, 0);
+}
+
+/* Take `fd` (closed on failure too) and greet within `d`. */
+static int qmp_start(struct qmp *q, int fd, struct al_deadline d)
+{
 	int r;
 
 	memset(q, 0, sizeof(*q));
-	q->fd = -1;
+	q->fd = fd;
 	q->buf = malloc(QMP_LINE_MAX);
-	if (!q->buf)
-		return -ENOMEM;
-	r = sb_connect_unix(path, d);
+	r = q->buf ? qmp_greet(q, d) : -ENOMEM;
 	if (r < 0)
-		goto fail;
-	q->fd = r;
-	r = read_line(q, d, &greeting);
-	if (r < 0)
-		goto fail;
-	if (!json_object_get(greeting, "QMP")) {
-		json_decref(greeting);
-		r = -EPROTO;
-		goto fail;
-	}
-	json_decref(greeting);
-	r = qmp_execute(q, "qmp_capabilities", NULL, al_deadline_poll_ms(d), NULL,
-			NULL, 0);
-	if (r == 0)
-		return 0;
-fail:
-	qmp_close(q);
+		qmp_close(q);
 	return r;
+}
+
+int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
+{
+	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
+	int fd = sb_connect_unix(path, d);
+
+	if (fd < 0) {
+		memset(q, 0, sizeof(*q));
+		q->fd = -1;
+		return fd;
+	}
+	return qmp_start(q, fd, d);
+}
+
+int qmp_open_fd(struct qmp *q, int fd, int timeout_ms)
+{
+	return qmp_start(q, fd,
+			 al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms));
 }
 
 void qmp_close(struct qmp *q)

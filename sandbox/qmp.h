@@ -5,8 +5,8 @@
  * with a line cap and a timeout, and a QEMU that stops answering costs the
  * caller at most its timeout.
  *
- *  1. qmp_connect(): connect to QEMU's -qmp unix socket, read the greeting,
- *     negotiate capabilities.
+ *  1. qmp_connect(): connect to QEMU's -qmp unix socket, or qmp_open_fd()
+ *     on a socketpair end; read the greeting, negotiate capabilities.
  *  2. qmp_execute() per command; qmp_execute_fd() passes an fd along
  *     (SCM_RIGHTS), as `getfd` needs.
  *  3. qmp_wait_event() for asynchronous events (events that arrive during
@@ -32,6 +32,9 @@ struct qmp {
 
 /* Connect and negotiate within timeout_ms. -ETIMEDOUT, -EPROTO, -errno. */
 int qmp_connect(struct qmp *q, const char *path, int timeout_ms);
+/* The same on a connected stream `fd` (a socketpair end QEMU got as
+ * `-chardev socket,fd=N`); takes fd, closing it on failure. */
+int qmp_open_fd(struct qmp *q, int fd, int timeout_ms);
 /* Run `cmd` with `args` (may be NULL; the reference is stolen). On success
  * *ret_return (if non-NULL) gets the "return" value (caller decrefs).
  * A QMP error reply gives -EREMOTEIO with the message in errbuf. */

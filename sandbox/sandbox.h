@@ -10,9 +10,9 @@
  *     has answered hello and has been handed fresh entropy and the clock.
  *  3. sb_vm_setup() (job limits), sb_vm_put_files(), sb_vm_run_step() per
  *     step, sb_vm_get_files().
- *  4. sb_vm_destroy(): SIGKILL the VMM, reap it, remove its run dir,
- *     sockets and cgroup. Always, whatever happened; a VM never runs a
- *     second job.
+ *  4. sb_vm_destroy(): SIGKILL the VMM, reap it, close its channels,
+ *     remove its cgroup, release its uid. Always, whatever happened; a VM
+ *     never runs a second job.
  *
  * Errors are negative errno; sb_vm_error() says what failed in words for
  * the XX result (no guest bytes unescaped). A call that fails with
@@ -47,7 +47,7 @@ enum sb_accel_mode {
 
 struct sb_options {
 	char state_dir[PATH_MAX]; /* images/ and templates/ live here */
-	char run_dir[PATH_MAX];   /* per-VM dirs with sockets (short path) */
+	char run_dir[PATH_MAX];   /* uid leases and the jail's mount point */
 	char qemu[PATH_MAX];      /* QEMU binary */
 	enum sb_accel_mode accel; /* accelerator choice */
 	uint32_t memory_mb;       /* guest RAM */
@@ -55,8 +55,9 @@ struct sb_options {
 	uint32_t boot_timeout_ms; /* cold boot -> agent hello */
 	uint32_t call_timeout_ms; /* agent calls other than run_step */
 	uint32_t ttl_ms;          /* hard lifetime of a VM; 0 = none */
-	uid_t vmm_uid;            /* run QEMU as this user, 0 = as we are */
-	gid_t vmm_gid;            /* and group */
+	bool jail;                /* jail each VMM (needs root) */
+	uint32_t vmm_uid_base;    /* jailed VMMs' uids (== gids): base .. */
+	uint32_t vmm_uid_count;   /* .. base + count - 1, one per live VMM */
 	gid_t kvm_gid;            /* supplementary group for /dev/kvm */
 	uint32_t vmm_overhead_mb; /* host cgroup memory: RAM + this */
 	uint32_t vmm_cpu_percent; /* host cgroup CPU per vCPU, 100 = one */
@@ -88,13 +89,16 @@ struct sb_template {
 	struct sb_image img;     /* the image it was booted from */
 	enum al_accel accel;     /* accelerator it was saved under */
 	char key[17];            /* cache key (hex) */
+	int mem_fd;              /* its RAM: a sealed memfd, the process's
+				  * own (kept for the process's life) */
 	bool built;              /* this open built it (a cache miss) */
 	uint64_t build_ms;       /* cold boot + save, when built */
 };
 
 /* Defaults: state dir /var/lib/airlock (root) or ~/.local/state/airlock,
  * run dir /run/airlock or /tmp/airlock-UID, 1024 MiB, 1 vCPU, auto,
- * one pre-started VMM, QEMU as `nobody` (+ group kvm) when we are root. */
+ * one pre-started VMM; when we are root, each QEMU jailed under a uid of
+ * its own from 1200000 .. 1201023 (+ group kvm under KVM). */
 void sb_options_init(struct sb_options *o);
 
 /* Find the newest built image of `template_` under o->state_dir. -ENOENT

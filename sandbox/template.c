@@ -2,33 +2,41 @@
  *
  * Theory of operation. A template is one booted, idle VM saved to disk:
  *
- *   STATE/templates/NAME-KEY/
- *     mem      guest RAM: the template ran with memory-backend-file,
- *              share=on, so its RAM *is* this file
+ *   STATE/templates/NAME-KEY/       root's, 0755
+ *     mem      guest RAM (0444): the data extents of the memfd the
+ *              template ran on (memory-backend-file, share=on)
  *     state    device state, saved with migration capability
  *              x-ignore-shared, which leaves shared RAM out of the stream
  *     inputs   what KEY was computed from, written last (= complete)
  *
- * Building one is a cold boot (vm.c's steps) with RAM in `mem`, the
+ * Building one is a cold boot (vm.c's steps) with RAM in a memfd, the
  * image's warm-up command, a settle pause, the reseed request a clone
  * will start with, then a migration to `state` while the guest runs.
+ * Once that QEMU is dead (no writable mapping left), the memfd's data
+ * goes to `mem` and the memfd is sealed (no write, grow, shrink or new
+ * seal: F_SEAL_*). Clones map that sealed memfd privately (share=off):
+ * no VMM can change the RAM every clone starts from, not even through
+ * the fd it holds. A process that opens a cached template makes its own
+ * sealed memfd from `mem`. Each process keeps one memfd per template
+ * (mem_cache below, the one table of process state in sandbox/: a
+ * worker's pool spawns clones of it for the process's life).
  * clone.c turns a template into VMs; this file only makes and finds
  * templates, and calls nothing in clone.c.
  *
  * KEY hashes the image hash, the machine config (RAM, vCPUs, accelerator,
  * carrier, the whole QEMU command line from machine.c, the revision
- * below), the VMM's uid
- * (it owns `mem`) and the QEMU binary's identity (path, size, mtime), so
+ * below), whether VMMs are jailed and the QEMU binary's identity (path,
+ * size, mtime), so
  * any change rebuilds. `inputs` holds the full text, compared on open, so
  * a hash collision cannot hand out a wrong template. Builds happen in a
  * temp dir under a lock and are renamed into place: concurrent openers
  * wait for one build, and a crash never leaves a half template.
  * Templates of an older image are unlinked when a new one is built;
- * running clones keep their private mapping of the old `mem` alive.
+ * running clones keep their memfd alive.
  *
- * The files live on disk (STATE), not tmpfs: the page cache shares them
- * just the same, they survive a reboot, and under memory pressure their
- * clean pages can be dropped instead of pinned.
+ * The files live on disk (STATE) so that they survive a reboot; the
+ * memfds are what clones share (shmem pages: they can be swapped, not
+ * dropped).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,10 +57,21 @@
 
 /* Bump when what a snapshot means changes (how it is saved or resumed);
  * the QEMU command line is in the key by itself (machine_hash). */
-#define MACHINE_REV 5
+#define MACHINE_REV 6 /* 6: RAM in a sealed memfd, jailed VMMs */
 #define SAVE_TIMEOUT_MS 60000
 #define WARMUP_TIMEOUT_MS 120000
 #define SETTLE_MS 2000
+#define MEM_CACHE_MAX 32 /* templates one process may open */
+#define MEM_SEALS (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)
+
+/* This process's sealed memfd per template dir (fds live as long as the
+ * process: sb_template carries the fd, and clones may be spawned from a
+ * template at any time). */
+static struct {
+	char dir[PATH_MAX];
+	int fd;
+} mem_cache[MEM_CACHE_MAX];
+static size_t mem_cached;
 
 static uint64_t fnv1a(const char *s)
 {
@@ -71,8 +91,7 @@ static uint64_t machine_hash(const struct sb_options *o,
 	struct machine_spec m = {
 		.qemu = qemu,
 		.accel = accel,
-		.dir = "DIR",
-		.mem = {.path = "MEM", .share = true},
+		.mem = {.fd = VMM_FD_MEM, .share = true},
 		.cid = sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? 3 : 0,
 	};
 	struct vmm_argv a = {0};
@@ -99,13 +118,13 @@ static int template_inputs(const struct sb_options *o,
 		return -errno;
 	if (snprintf(out, size,
 		     "rev=%d image=%s name=%s mem=%u vcpus=%u accel=%s "
-		     "carrier=%s uid=%u warmup=%016llx machine=%016llx "
+		     "carrier=%s jail=%d warmup=%016llx machine=%016llx "
 		     "qemu=%s:%lld:%lld\n",
 		     MACHINE_REV, img->hash, img->name, o->memory_mb, o->vcpus,
 		     al_accel_name(accel),
 		     sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? "vsock"
 							       : "serial",
-		     (unsigned)o->vmm_uid, (unsigned long long)fnv1a(img->warmup),
+		     (int)o->jail, (unsigned long long)fnv1a(img->warmup),
 		     (unsigned long long)machine_hash(o, img, accel, qemu),
 		     qemu, (long long)st.st_size,
 		     (long long)st.st_mtime) >= (int)size)
@@ -267,12 +286,12 @@ static int template_warmup(struct sb_vm *vm, const struct sb_image *img)
 	return r;
 }
 
-/* Cold boot with RAM in `mem` (shared), warm up, settle, and make the
+/* Cold boot with RAM in the memfd (shared), warm up, settle, and make the
  * request a clone starts with. */
 static int template_boot(struct sb_vm *vm, const struct sb_options *o,
-			 const struct sb_image *img, const char *mem)
+			 const struct sb_image *img, int mem_fd)
 {
-	struct machine_mem m = {.path = mem, .share = true};
+	struct machine_mem m = {.fd = mem_fd, .share = true};
 	int r = vm_launch(vm, o, img, &m);
 
 	if (r == 0)
@@ -323,33 +342,167 @@ static int template_save(struct sb_vm *vm, const char *path)
 	return r;
 }
 
-/* Cold boot into `dir`/mem (shared) and save the device state. */
+/* Copy the data extents of `in` to `out` (holes stay holes). */
+static int copy_extents(int in, int out)
+{
+	const size_t chunk = 1u << 20;
+	char *buf = malloc(chunk);
+	off_t at = 0, end;
+	int r = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (r == 0 && (at = lseek(in, at, SEEK_DATA)) >= 0) {
+		end = lseek(in, at, SEEK_HOLE);
+		if (end < 0) {
+			r = -errno;
+			break;
+		}
+		while (r == 0 && at < end) {
+			size_t n = end - at < (off_t)chunk ? (size_t)(end - at)
+							   : chunk;
+			ssize_t got = pread(in, buf, n, at);
+
+			if (got <= 0 || pwrite(out, buf, (size_t)got, at) != got)
+				r = got < 0 ? -errno : -EIO;
+			at += got > 0 ? got : 0;
+		}
+	}
+	if (r == 0 && at < 0 && errno != ENXIO) /* ENXIO: no data past at */
+		r = -errno;
+	free(buf);
+	return r;
+}
+
+/* A memfd of `size` bytes that can be sealed, for guest RAM. */
+static int mem_create(off_t size)
+{
+	int fd = memfd_create("airlock-template",
+			      MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, size) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Write the RAM in `mem_fd` to `path` (0444) and seal the memfd: its
+ * QEMU is dead, so no writable mapping of it is left. */
+static int mem_save(int mem_fd, const char *path)
+{
+	struct stat st;
+	int fd, r;
+
+	if (fstat(mem_fd, &st) < 0)
+		return -errno;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return -errno;
+	r = ftruncate(fd, st.st_size) < 0 ? -errno : copy_extents(mem_fd, fd);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r == 0) /* the memfd holds these pages: drop the cached copy */
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	if (r == 0 && fcntl(mem_fd, F_ADD_SEALS, MEM_SEALS) < 0)
+		r = -errno;
+	return r;
+}
+
+/* A sealed memfd holding the RAM saved in `path`. */
+static int mem_load(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), mfd = -1, r;
+
+	if (fd < 0)
+		return -errno;
+	r = fstat(fd, &st) < 0 ? -errno : 0;
+	if (r == 0)
+		r = mfd = mem_create(st.st_size);
+	if (r >= 0)
+		r = copy_extents(fd, mfd);
+	if (r == 0)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (r == 0 && fcntl(mfd, F_ADD_SEALS, MEM_SEALS) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0 && mfd >= 0)
+		close(mfd);
+	return r < 0 ? r : mfd;
+}
+
+/* The process's memfd of template dir `dir`: cached, else loaded from
+ * its `mem` (or `fd`, a fresh build's, when >= 0: the cache takes it). */
+static int mem_for(const char *dir, int fd)
+{
+	char path[PATH_MAX + 8];
+
+	for (size_t i = 0; i < mem_cached; i++) {
+		if (strcmp(mem_cache[i].dir, dir) != 0)
+			continue;
+		/* a rebuild under the same key (its files were removed):
+		 * the new RAM goes with the new state; the old fd stays
+		 * open, as an older sb_template may still name it */
+		if (fd >= 0)
+			mem_cache[i].fd = fd;
+		return mem_cache[i].fd;
+	}
+	if (mem_cached == MEM_CACHE_MAX) {
+		if (fd >= 0)
+			close(fd);
+		return -EMFILE;
+	}
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "%s/mem", dir);
+		fd = mem_load(path);
+		if (fd < 0)
+			return fd;
+	}
+	snprintf(mem_cache[mem_cached].dir, PATH_MAX, "%s", dir);
+	mem_cache[mem_cached++].fd = fd;
+	return fd;
+}
+
+/* Cold boot on a fresh memfd, save the device state to `dir`/state, end
+ * that QEMU, save the RAM to `dir`/mem and seal it: *ret_fd. */
 static int template_build(const struct sb_options *o,
 			  const struct sb_image *img, enum al_accel accel,
-			  const char *dir, char *err, size_t errlen)
+			  const char *dir, int *ret_fd, char *err,
+			  size_t errlen)
 {
 	char mem[PATH_MAX + 8], path[PATH_MAX + 8];
 	struct sb_vm *vm = NULL;
-	int fd, r;
+	int fd = mem_create((off_t)o->memory_mb << 20), r;
 
+	if (fd < 0)
+		return fd;
 	snprintf(mem, sizeof(mem), "%s/mem", dir);
 	snprintf(path, sizeof(path), "%s/state", dir);
 	r = vm_create(o, img->name, accel, &vm);
 	if (r == 0)
-		r = template_boot(vm, o, img, mem);
+		r = template_boot(vm, o, img, fd);
 	if (r == 0)
 		r = template_save(vm, path);
 	if (r < 0)
 		snprintf(err, errlen, "%s",
 			 vm && vm->error[0] ? vm->error : strerror(-r));
-	sb_vm_destroy(vm);
+	sb_vm_destroy(vm); /* QEMU killed and reaped: the RAM is still */
 	if (r == 0) {
-		fd = open(mem, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			fsync(fd);
-			close(fd);
-		}
+		r = mem_save(fd, mem);
+		if (r < 0)
+			snprintf(err, errlen, "save guest RAM: %s",
+				 strerror(-r));
 	}
+	if (r < 0)
+		close(fd);
+	else
+		*ret_fd = fd;
 	return r;
 }
 
@@ -376,29 +529,33 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 {
 	char tmp[PATH_MAX];
 	uint64_t t0 = al_now_ms();
-	int r;
+	int fd = -1, r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.build-%s-XXXXXX", base,
 		     t->img.name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	if (!mkdtemp(tmp))
 		return -errno;
-	/* the VMM writes `mem` here; clones (as that user) read it */
-	if (chmod(tmp, 0755) < 0 ||
-	    (o->vmm_uid && chown(tmp, o->vmm_uid, o->vmm_gid) < 0)) {
+	/* root's; only we write here (no VMM sees this dir at all) */
+	if (chmod(tmp, 0755) < 0) {
 		r = -errno;
 		rmdir(tmp);
 		return r;
 	}
-	r = template_build(o, &t->img, t->accel, tmp, err, errlen);
+	r = template_build(o, &t->img, t->accel, tmp, &fd, err, errlen);
 	if (r == 0)
 		r = write_inputs(tmp, inputs);
 	if (r == 0 && rename(tmp, t->dir) < 0)
 		r = -errno;
 	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
 		remove_template_dir(tmp);
 		return r;
 	}
+	t->mem_fd = mem_for(t->dir, fd);
+	if (t->mem_fd < 0)
+		return t->mem_fd;
 	t->built = true;
 	t->build_ms = al_now_ms() - t0;
 	return 0;
@@ -427,7 +584,7 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 		     t.key) >= (int)sizeof(t.dir))
 		return -ENAMETOOLONG;
 	if (template_complete(t.dir, inputs))
-		goto done;
+		goto cached;
 	if (mkdir(base, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	snprintf(lock, sizeof(lock), "%s/.%s.lock", base, template_);
@@ -442,7 +599,11 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 	if (!template_complete(t.dir, inputs)) {
 		remove_stale(base, template_, t.img.hash);
 		r = template_create(o, &t, base, inputs, err, sizeof(err));
+		goto done;
 	}
+cached:
+	t.mem_fd = mem_for(t.dir, -1);
+	r = t.mem_fd < 0 ? t.mem_fd : 0;
 done:
 	if (r == 0)
 		*ret = t;

@@ -1,12 +1,16 @@
 /* vm.c: one VM for one job: create, launch, cold boot, agent calls,
  * destroy, and the accessors of the opaque struct sb_vm.
  *
- * Theory of operation. A VM is a QEMU process with a per-VM run dir
- * holding its QMP socket, the agent's virtio-serial socket (QEMU is the
- * server; we connect) and QEMU's own log. The command line comes from
- * machine.c, one builder for templates and clones; vmm.c launches it
- * (struct vmm_spec: cgroup, user, and later the per-VM netns and tap). No
- * network device exists at all yet. After the agent answers hello it gets
+ * Theory of operation. A VM is a QEMU process that owns no file: QMP and
+ * the agent's virtio-serial port are socketpairs we made (QEMU gets one
+ * end of each), its stdout and stderr a pipe we read non-blocking into a
+ * bounded tail (the "qemu exited: LAST LINE" error text), its console a
+ * ring in its own memory. The command line comes from machine.c, one
+ * builder for templates and clones; vmm.c launches it (struct vmm_spec:
+ * fds, cgroup, jail, uid, and later the per-VM netns and tap). As root,
+ * each VMM is jailed (jail.c) under a uid leased for its life (lease.c);
+ * the run dir holds only those leases and the jail's mount point, both
+ * root's alone. No network device exists at all yet. After the agent answers hello it gets
  * fresh entropy and the wall clock before any job code runs. Every agent
  * call has a deadline, capped by the VM's hard TTL; a QEMU that dies
  * closes the agent socket, so a call in flight fails at once rather than
@@ -23,7 +27,9 @@
  *   vm.c        this file: a VM's steps and the public sb_vm_* calls
  *        +--> accel.c    KVM or TCG; the probe boot is vm.c's callback
  *        +--> machine.c  the QEMU command line, pure --> vmm.c (argv)
- *        +--> vmm.c      launch (struct vmm_spec), kill, reap --> cgroup.c
+ *        +--> vmm.c      launch (struct vmm_spec), kill, reap --> cgroup.c,
+ *        |               jail.c (namespaces, pivot_root, the drop)
+ *        +--> lease.c    the VMM's uid
  *        +--> qmp.c, agent_client.c --> util.c (the deadline read)
  *        +--> cgroup.c   the VMM's host cgroup
  *
@@ -46,6 +52,7 @@
 #include <unistd.h>
 
 #include "accel.h"
+#include "lease.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
@@ -53,6 +60,7 @@
 
 #define QMP_TIMEOUT_MS 5000 /* connect, and each QMP command */
 #define STEP_MARGIN_MS 5000 /* channel slack over a step's own timeout */
+#define JAIL_PATH (PATH_MAX + 80) /* a path in a dir of PATH_MAX */
 
 void sb_options_init(struct sb_options *o)
 {
@@ -79,16 +87,15 @@ void sb_options_init(struct sb_options *o)
 	o->vmm_cpu_percent = 100;
 	o->vmm_pids = 256;
 	o->prestart = 1;
-	/* QEMU is semi-trusted: as root, run it as nobody (plus the kvm
-	 * group for /dev/kvm) unless the config names a user */
+	o->vmm_uid_base = 1200000;
+	o->vmm_uid_count = 1024;
+	/* QEMU is semi-trusted: as root, jail each one under a uid of its
+	 * own (plus the kvm group for /dev/kvm); as anyone else there is no
+	 * privilege to drop and no namespace to make (`airlock doctor`) */
 	if (geteuid() == 0) {
-		const struct passwd *pw = getpwnam("nobody");
 		const struct group *kvm = getgrnam("kvm");
 
-		if (pw) {
-			o->vmm_uid = pw->pw_uid;
-			o->vmm_gid = pw->pw_gid;
-		}
+		o->jail = true;
 		o->kvm_gid = kvm ? kvm->gr_gid : 0;
 	}
 }
@@ -126,62 +133,60 @@ static struct sb_vm *vm_new(void)
 	vm->pidfd = -1;
 	vm->agent_fd = -1;
 	vm->qmp.fd = -1;
+	vm->qmp_end = -1;
+	vm->serial_end = -1;
+	vm->log_fd = -1;
+	vm->lease_fd = -1;
 	return vm;
 }
 
-static int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
+/* Read what QEMU wrote since last time (non-blocking, at most 64 KiB a
+ * call: it cannot keep us here), keeping the last bytes. */
+static void drain_log(struct sb_vm *vm)
 {
-	struct stat st;
+	char buf[4096];
+	const size_t cap = sizeof(vm->log_tail) - 1;
 
-	/* 0711: a VMM running as another user reaches its own dir only (an
-	 * older run dir of ours may be 0700: widen it) */
-	if (mkdir(o->run_dir, 0711) < 0 && errno != EEXIST)
-		return -errno;
-	if (o->vmm_uid && stat(o->run_dir, &st) == 0 &&
-	    st.st_uid == geteuid() && (st.st_mode & 0111) != 0111 &&
-	    chmod(o->run_dir, (st.st_mode & 07777) | 0111) < 0)
-		return -errno;
-	if (snprintf(vm->dir, sizeof(vm->dir), "%s/vm-XXXXXX", o->run_dir) >=
-	    (int)sizeof(vm->dir))
-		return -ENAMETOOLONG;
-	/* sockets live here: sun_path holds 108 bytes */
-	if (strlen(vm->dir) + sizeof("/agent.sock") > 108)
-		return -ENAMETOOLONG;
-	if (!mkdtemp(vm->dir)) {
-		vm->dir[0] = 0;
-		return -errno;
+	for (int i = 0; vm->log_fd >= 0 && i < 16; i++) {
+		ssize_t n = read(vm->log_fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		if ((size_t)n >= cap) {
+			memcpy(vm->log_tail, buf + n - cap, cap);
+			vm->log_len = cap;
+		} else {
+			size_t keep = vm->log_len + (size_t)n > cap
+					      ? cap - (size_t)n
+					      : vm->log_len;
+
+			memmove(vm->log_tail, vm->log_tail + vm->log_len - keep,
+				keep);
+			memcpy(vm->log_tail + keep, buf, (size_t)n);
+			vm->log_len = keep + (size_t)n;
+		}
 	}
-	if (o->vmm_uid && chown(vm->dir, o->vmm_uid, o->vmm_gid) < 0)
-		return -errno;
-	return 0;
+	vm->log_tail[vm->log_len] = 0;
+}
+
+const char *vm_log_tail(struct sb_vm *vm)
+{
+	drain_log(vm);
+	return vm->log_tail;
 }
 
 /* The last line QEMU logged, for the error text (QEMU's own words). */
 static void qemu_last_words(struct sb_vm *vm, char *out, size_t size)
 {
-	char path[PATH_MAX + 16], buf[512];
-	ssize_t n = 0;
-	int fd;
+	char buf[sizeof(vm->log_tail)];
+	size_t n;
+	char *line;
 
-	out[0] = 0;
-	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	off_t end = lseek(fd, 0, SEEK_END);
-	if (end > 0) {
-		off_t at = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
-
-		n = pread(fd, buf, sizeof(buf) - 1, at);
-	}
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
+	snprintf(buf, sizeof(buf), "%s", vm_log_tail(vm));
+	n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = 0;
-	char *line = strrchr(buf, '\n');
-
+	line = strrchr(buf, '\n');
 	line = line ? line + 1 : buf;
 	for (char *c = line; *c; c++)
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
@@ -240,76 +245,156 @@ int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
 }
 
 
-/* Start QEMU from argv in its cgroup; returns at once. */
-static int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
-		    const struct vmm_argv *a)
+/* The jail's side of a launch: the run dir (root's alone), its mount
+ * point, a uid lease, the files to bind in. */
+static int vm_jail(struct sb_vm *vm, const struct sb_options *o,
+		   const struct sb_image *img, const struct vmm_argv *a,
+		   struct vmm_spec *spec, char (*paths)[JAIL_PATH])
 {
-	char path[PATH_MAX + 16], name[64];
-	struct vmm_spec spec = {
-		.argv = a,
-		.log = path,
-		.creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid},
-		.cg = &vm->cg,
-	};
+	struct vmm_jail *j = &spec->jail;
 	int r;
 
-	/* cgroup names say which process owns the VM: PID-vm-XXXXXX */
-	snprintf(name, sizeof(name), "%d-%s", (int)getpid(),
-		 strrchr(vm->dir, '/') + 1);
-	vm->start_ms = al_now_ms();
+	if (mkdir(o->run_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (snprintf(paths[0], JAIL_PATH, "%s/uids", o->run_dir) >= JAIL_PATH ||
+	    snprintf(paths[1], JAIL_PATH, "%s/vmlinuz", img->dir) >= JAIL_PATH ||
+	    snprintf(paths[2], JAIL_PATH, "%s/%s", img->dir, img->initrd) >=
+		    JAIL_PATH ||
+	    snprintf(paths[3], JAIL_PATH, "%s/rootfs.ext4", img->dir) >=
+		    JAIL_PATH)
+		return -ENAMETOOLONG;
+	r = lease_uid(paths[0], o->vmm_uid_base, o->vmm_uid_count, &vm->uid,
+		      &vm->lease_fd);
+	if (r < 0)
+		return r;
+	snprintf(paths[0], JAIL_PATH, "%s/jail", o->run_dir);
+	if (mkdir(paths[0], 0700) < 0 && errno != EEXIST)
+		return -errno;
+	j->root = paths[0];
+	for (j->n_files = 0; j->n_files < 3; j->n_files++)
+		j->files[j->n_files] = paths[j->n_files + 1];
+	if (strncmp(a->v[0], "/usr/", 5) != 0)
+		j->files[j->n_files++] = a->v[0];
+	j->kvm = vm->accel == AL_ACCEL_KVM;
+	spec->creds = (struct vmm_creds){vm->uid, vm->uid,
+					 j->kvm ? o->kvm_gid : 0};
+	spec->fds[VMM_FD_LEASE - 3] = vm->lease_fd;
+	return 0;
+}
+
+/* Our ends of QMP and the agent port, QEMU's in spec (with the
+ * vhost-vsock fd on that carrier), and the log pipe (its write end
+ * non-blocking too: a chatty QEMU loses words, it never stalls). */
+static int vm_channels(struct sb_vm *vm, struct vmm_spec *spec, int *theirs)
+{
+	int qmp[2], ser[2], log[2], vsock;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0)
+		return -errno;
+	vm->qmp_end = qmp[0];
+	theirs[0] = qmp[1];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ser) < 0)
+		return -errno;
+	vm->serial_end = ser[0];
+	theirs[1] = ser[1];
+	if (pipe2(log, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	vm->log_fd = log[0];
+	theirs[2] = log[1];
+	if (vm->cid) {
+		vsock = open("/dev/vhost-vsock", O_RDWR | O_CLOEXEC);
+		if (vsock < 0)
+			return -errno;
+		theirs[3] = vsock;
+		spec->fds[VMM_FD_VSOCK - 3] = vsock;
+	}
+	spec->fds[VMM_FD_QMP - 3] = qmp[1];
+	spec->fds[VMM_FD_AGENT - 3] = ser[1];
+	spec->log_fd = log[1];
+	return 0;
+}
+
+/* The host cgroup; a jail without one is refused. */
+static int vm_cgroup(struct sb_vm *vm, const struct sb_options *o)
+{
+	char name[64];
+	int r;
+
+	/* cgroup names say which process owns the VM: PID-vm-N */
+	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), vm->name);
 	r = cg_create(&vm->cg, name,
 		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
 		      o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
-	if (r < 0) {
-		vm_fail(vm, r, "host cgroup");
-		return r;
+	if (r == 0 && o->jail && vm->cg.n == 0) { /* fail closed */
+		snprintf(vm->error, sizeof(vm->error),
+			 "host cgroup: none can be made, and a jailed VMM "
+			 "needs one");
+		return -ENOTSUP;
 	}
-	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
-	r = vmm_spawn(&spec, &vm->pid, &vm->pidfd);
 	if (r < 0)
-		vm_fail(vm, r, "start qemu");
+		vm_fail(vm, r, "host cgroup");
 	return r;
 }
 
-/* Wait for QEMU to create its QMP socket, or to die trying (then at once,
- * not after the whole timeout). */
-static int wait_socket(struct sb_vm *vm, const char *path,
-		       struct al_deadline d)
+int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
+		   const struct sb_image *img, const struct machine_mem *mem,
+		   const struct vmm_argv *a)
 {
-	while (access(path, F_OK) < 0) {
-		if (!sb_vm_alive(vm))
-			return -ECHILD;
-		if (al_deadline_passed(d))
-			return -ETIMEDOUT;
-		usleep(2000);
+	char paths[4][JAIL_PATH];
+	struct vmm_spec spec = {
+		.argv = a,
+		.fds = {-1, -1, mem->fd, -1, -1},
+		.cg = &vm->cg,
+		/* a template build's QEMU writes its state to a file */
+		.jail.fsize = mem->share ? ((uint64_t)o->memory_mb + 256) << 20
+					 : 1u << 20,
+	};
+	int theirs[4] = {-1, -1, -1, -1};
+	int r;
+
+	vm->start_ms = al_now_ms();
+	if (a->err)
+		return a->err;
+	r = vm_cgroup(vm, o);
+	if (r < 0)
+		return r;
+	r = vm_channels(vm, &spec, theirs);
+	if (r == 0 && o->jail) {
+		r = vm_jail(vm, o, img, a, &spec, paths);
+		if (r < 0)
+			vm_fail(vm, r, "vmm jail");
 	}
-	return 0;
+	if (r == 0) {
+		r = vmm_spawn(&spec, &vm->pid, &vm->pidfd);
+		if (r < 0)
+			vm_fail(vm, r, "start qemu");
+	} else if (!vm->error[0]) {
+		vm_fail(vm, r, "vmm channels");
+	}
+	for (int i = 0; i < 4; i++)
+		if (theirs[i] >= 0)
+			close(theirs[i]);
+	return r;
 }
 
 int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 {
-	char path[PATH_MAX + 16];
 	int r;
 
 	if (o->ttl_ms)
 		vm->deadline = al_deadline_in(o->ttl_ms);
-	snprintf(path, sizeof(path), "%s/qmp.sock", vm->dir);
-	r = wait_socket(vm, path, al_deadline_in(QMP_TIMEOUT_MS));
-	if (r == 0)
-		r = qmp_connect(&vm->qmp, path, QMP_TIMEOUT_MS);
+	/* QEMU greets once it has initialised (a pre-started VMM: long
+	 * ago); a QEMU that died first closes the pair: EOF at once */
+	r = qmp_open_fd(&vm->qmp, vm->qmp_end, QMP_TIMEOUT_MS);
+	vm->qmp_end = -1;
 	if (r < 0) {
-		vm_fail(vm, r, "connect qmp");
+		vm_fail(vm, r == 0 ? -EPIPE : r, "connect qmp");
 		return r;
 	}
 	if (vm->cid)
 		return 0; /* vsock: connected once the guest runs */
-	snprintf(path, sizeof(path), "%s/agent.sock", vm->dir);
-	r = sb_connect_unix(path, al_deadline_in(QMP_TIMEOUT_MS));
-	if (r < 0) {
-		vm_fail(vm, r, "connect agent socket");
-		return r;
-	}
-	vm->agent_fd = r;
+	vm->agent_fd = vm->serial_end;
+	vm->serial_end = -1;
 	al_agent_client_init(&vm->agent, vm->agent_fd);
 	return 0;
 }
@@ -397,20 +482,15 @@ int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 int vm_create(const struct sb_options *o, const char *name,
 	      enum al_accel accel, struct sb_vm **ret)
 {
+	static unsigned vm_serial;
 	struct sb_vm *vm = vm_new();
-	int r;
 
 	*ret = vm;
 	if (!vm)
 		return -ENOMEM;
 	vm->accel = accel;
 	snprintf(vm->template_, sizeof(vm->template_), "%s", name);
-	r = vm_make_dir(o, vm);
-	if (r < 0) {
-		snprintf(vm->error, sizeof(vm->error), "run dir in %.128s: %s",
-			 o->run_dir, strerror(-r));
-		return r;
-	}
+	snprintf(vm->name, sizeof(vm->name), "vm-%u", vm_serial++);
 	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
 		vm->cid = vm_new_cid();
 	return 0;
@@ -420,7 +500,7 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	      const struct sb_image *img, const struct machine_mem *mem)
 {
 	struct machine_spec m = {
-		.accel = vm->accel, .dir = vm->dir, .mem = *mem, .cid = vm->cid,
+		.accel = vm->accel, .mem = *mem, .cid = vm->cid,
 	};
 	struct vmm_argv a = {0};
 	char qemu[PATH_MAX];
@@ -433,7 +513,7 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	}
 	m.qemu = qemu;
 	machine_argv(&a, o, img, &m);
-	r = vm_spawn(vm, o, &a);
+	r = vm_launch_argv(vm, o, img, mem, &a);
 	vmm_argv_release(&a);
 	return r;
 }
@@ -447,7 +527,7 @@ static int vm_boot(const struct sb_options *o, const struct sb_image *img,
 	int r = vm_create(o, img->name, accel, ret);
 
 	if (r == 0)
-		r = vm_launch(*ret, o, img, &(struct machine_mem){0});
+		r = vm_launch(*ret, o, img, &(struct machine_mem){.fd = -1});
 	if (r == 0)
 		r = vm_connect(*ret, o);
 	if (r == 0)
@@ -556,21 +636,10 @@ bool sb_vm_alive(struct sb_vm *vm)
 	return vm->pidfd >= 0 && !vmm_exited(vm->pidfd);
 }
 
-/* Remove the run dir: only the files we know QEMU makes there. */
-static void remove_dir(const char *dir)
+static void close_fd(int fd)
 {
-	static const char *const names[] = {"qmp.sock", "agent.sock",
-					    "console.log", "qemu.log",
-					    "state"};
-	char path[PATH_MAX + 16];
-
-	if (!dir[0])
-		return;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		unlink(path);
-	}
-	rmdir(dir);
+	if (fd >= 0)
+		close(fd);
 }
 
 void sb_vm_destroy(struct sb_vm *vm)
@@ -583,7 +652,11 @@ void sb_vm_destroy(struct sb_vm *vm)
 	if (vm->agent_fd >= 0)
 		close(vm->agent_fd);
 	qmp_close(&vm->qmp);
-	remove_dir(vm->dir);
+	close_fd(vm->qmp_end);
+	close_fd(vm->serial_end);
+	close_fd(vm->log_fd);
+	/* last, QEMU reaped: the uid may go to the next VMM */
+	close_fd(vm->lease_fd);
 	free(vm);
 }
 

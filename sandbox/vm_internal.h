@@ -3,9 +3,9 @@
  * tests/vm and tools/bench_vm.c include this only to reach a VM's QMP
  * connection (white-box checks and figures no accessor should carry).
  *
- * A VM's life in these steps: vm_create() (struct, run dir, CID) ->
- * vm_launch() (command line, QEMU started in its cgroup, returns at once)
- * -> vm_connect() (QMP and the agent socket) -> vm_handshake() (cold: hello
+ * A VM's life in these steps: vm_create() (struct, CID) -> vm_launch()
+ * (command line, QEMU started in its cgroup and jail, returns at once)
+ * -> vm_connect() (QMP and the agent channel) -> vm_handshake() (cold: hello
  * then reseed) or vm_ready() (clone: reseed only) -> sb_vm_* calls ->
  * sb_vm_destroy(). A step that fails fills vm->error (vm_fail).
  */
@@ -26,7 +26,17 @@ struct sb_vm {
 	int agent_fd;                 /* stream to the agent */
 	struct al_agent_client agent; /* protocol state on agent_fd */
 	struct qmp qmp;               /* QMP connection (fd -1 if none) */
-	char dir[PATH_MAX];           /* per-VM run dir */
+	char name[32];                /* vm-N, unique in this process */
+	int qmp_end;                  /* our QMP socketpair end until
+				       * vm_connect takes it, else -1 */
+	int serial_end;               /* our end of the agent's virtio-serial
+				       * port until vm_connect takes it */
+	int log_fd;                   /* QEMU's stdout+stderr (pipe, read
+				       * non-blocking), -1 if none */
+	char log_tail[512];           /* the last bytes read from log_fd */
+	size_t log_len;               /* bytes used in log_tail */
+	uid_t uid;                    /* jailed VMM's leased uid, 0 = none */
+	int lease_fd;                 /* holds the uid lease, -1 if none */
 	char template_[AL_NAME_MAX + 1]; /* template it runs */
 	enum al_accel accel;          /* accelerator that ran */
 	bool restored;                /* restored from a snapshot */
@@ -42,8 +52,8 @@ struct sb_vm {
 	uint32_t cid;                 /* vsock guest CID, 0 = virtio-serial */
 };
 
-/* A VM of template `name` under `accel`, not yet started: its run dir
- * made and, on the vsock carrier, a CID of its own. *ret is set whenever
+/* A VM of template `name` under `accel`, not yet started: on the vsock
+ * carrier, a CID of its own. *ret is set whenever
  * the struct exists, failure included (the caller reads the error and
  * destroys it); -ENOMEM leaves it NULL. */
 int vm_create(const struct sb_options *o, const char *name,
@@ -53,6 +63,15 @@ int vm_create(const struct sb_options *o, const char *name,
  * pre-started VMM does so while a job runs elsewhere). */
 int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	      const struct sb_image *img, const struct machine_mem *mem);
+/* The launch of vm_launch with another command line (tests/vm's jail
+ * probe): the same fds (mem->fd included), cgroup, uid lease and jail,
+ * with argv[0] bound into the jail when it is not under /usr. */
+int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
+		   const struct sb_image *img, const struct machine_mem *mem,
+		   const struct vmm_argv *a);
+/* What QEMU wrote to stdout and stderr so far (bounded tail, drained
+ * non-blocking): tests/vm's probe reports this way. */
+const char *vm_log_tail(struct sb_vm *vm);
 /* Connect QMP and the agent's socket (QEMU may still be starting); starts
  * the TTL when o->ttl_ms is set. */
 int vm_connect(struct sb_vm *vm, const struct sb_options *o);

@@ -1,23 +1,28 @@
 /* vmm.c: starting and stopping QEMU processes.
  *
  * QEMU is semi-trusted: a guest escape lands in it. So it starts with an
- * empty environment (no secrets), no inherited fds but 0-2, in its own
- * session, and with PDEATHSIG so it cannot outlive the worker that owns it.
- * It is always ended with SIGKILL and reaped through a pidfd.
+ * empty environment (no secrets), only the fds it needs (at numbers the
+ * command line names: QMP and agent socketpair ends, the guest RAM memfd,
+ * the uid lease), in its own session, in its host cgroup, in a jail
+ * (jail.c) when we are root, and with PDEATHSIG so it cannot outlive the
+ * worker that owns it. It is always ended with SIGKILL and reaped through
+ * a pidfd.
  *
  * Theory of operation. vmm_spawn() takes a struct vmm_spec, everything
- * the launch applies, and does it in the child between fork and exec, in
- * this order: new session, join the host cgroup, drop to the VMM user,
- * arm PDEATHSIG (the uid change clears it), point stdio at /dev/null and
- * the log, close every other fd, exec with an empty environment. This is
- * where per-VM networking and the jail plug in: the spec gains a netns fd
- * (setns() before the privilege drop) and a tap fd (kept open across exec
- * and named in the command line by machine.c), and the jail (mount
- * namespace, pivot_root into the run dir, seccomp) goes in the same
- * child sequence. Nothing in the child allocates.
+ * the launch applies, clones the child (clone3: new namespaces for a
+ * jail, a pidfd either way; we stay its parent) and the child does, in
+ * this order: new session, join the host cgroup, enter the jail (mounts,
+ * pivot_root, hostname), drop (rlimits, no_new_privs, bounding set,
+ * uid/gid), arm PDEATHSIG (the uid change clears it) and check we still
+ * live, stdin from /dev/null, stdout and stderr to the log pipe, the
+ * spec's fds into place and every other fd closed, exec with an empty
+ * environment. Any step that fails ends the child with the reason on the
+ * log pipe: nothing starts half-jailed. Per-VM networking plugs in here:
+ * a netns fd setns()ed instead of the empty net namespace, and a tap fd
+ * in spec->fds. Nothing in the child allocates.
  *
- * Callers: vm.c only (vm_spawn), for cold boots, template builds and
- * clones alike.
+ * Callers: vm.c only (vm_spawn), for cold boots, template builds, clones
+ * and tests/vm's jail probe alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,10 +31,12 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <linux/sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,7 +76,7 @@ static int pidfd_open_(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-/* Drop to the VMM user: groups first, then gid, then uid. */
+/* Not jailed (we are not root): the old drop, when asked for at all. */
 static int drop_privileges(const struct vmm_creds *c)
 {
 	gid_t groups[1] = {c->extra};
@@ -82,59 +89,98 @@ static int drop_privileges(const struct vmm_creds *c)
 	return 0;
 }
 
-/* In the child, before exec: nothing here may allocate. */
-static void child(const struct vmm_spec *s, int log_fd, pid_t parent)
+/* Put spec->fds at 3, 4, ...: first out of the way (a source may sit on
+ * a target number), then into place without CLOEXEC; close the rest. */
+static int place_fds(const struct vmm_spec *s)
+{
+	int tmp[VMM_FD_COUNT];
+
+	for (int i = 0; i < VMM_FD_COUNT; i++) {
+		tmp[i] = -1;
+		if (s->fds[i] >= 0 &&
+		    (tmp[i] = fcntl(s->fds[i], F_DUPFD_CLOEXEC,
+				    3 + VMM_FD_COUNT)) < 0)
+			return -1;
+	}
+	for (int i = 0; i < VMM_FD_COUNT; i++) {
+		if (tmp[i] >= 0 && dup2(tmp[i], 3 + i) < 0)
+			return -1;
+		if (tmp[i] < 0)
+			close(3 + i);
+	}
+	syscall(SYS_close_range, 3u + VMM_FD_COUNT, ~0u, 0u);
+	return 0;
+}
+
+/* Die with a reason on the log (the launch's error text reads it). */
+static _Noreturn void child_fail(int log_fd, const char *step)
+{
+	dprintf(log_fd, "vmm: %s: %s\n", step, strerror(errno));
+	_exit(126);
+}
+
+/* In the child, before exec: nothing here may allocate. parent_fd is a
+ * pidfd of the worker: readable once it died. */
+static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 {
 	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+	struct pollfd p = {.fd = parent_fd, .events = POLLIN};
+	const bool jail = s->jail.root != NULL;
+	const char *step = "cgroup";
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	setsid();
-	if ((s->cg && cg_join_self(s->cg) < 0) ||
-	    drop_privileges(&s->creds) < 0) {
-		dprintf(log_fd, "vmm: cgroup or privileges: %s\n",
-			strerror(errno));
-		_exit(126);
-	}
-	/* after the uid change, which clears the parent-death signal */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(126);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 ||
-	    dup2(log_fd, 2) < 0)
-		_exit(126);
-	syscall(SYS_close_range, 3u, ~0u, 0u);
+	if (null < 0 || (s->cg && cg_join_self(s->cg) < 0))
+		child_fail(s->log_fd, null < 0 ? "/dev/null" : "cgroup");
+	if (jail && (jail_enter(&s->jail, &step) < 0 ||
+		     jail_drop(&s->jail, &s->creds, &step) < 0))
+		child_fail(s->log_fd, step);
+	if (!jail && drop_privileges(&s->creds) < 0)
+		child_fail(s->log_fd, "privileges");
+	/* after the uid change, which clears the parent-death signal; the
+	 * worker may have died before it was armed */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || poll(&p, 1, 0) != 0)
+		child_fail(s->log_fd, "parent-death signal");
+	if (dup2(null, 0) < 0 || dup2(s->log_fd, 1) < 0 ||
+	    dup2(s->log_fd, 2) < 0 || place_fds(s) < 0)
+		child_fail(s->log_fd, "fds");
 	execve(s->argv->v[0], s->argv->v, envp);
 	dprintf(2, "exec %s: %s\n", s->argv->v[0], strerror(errno));
 	_exit(127);
 }
 
+/* fork() for a jail: clone3 into new namespaces, returning a pidfd; we
+ * stay the parent (SIGCHLD, waitpid) though the child is pid 1 inside. */
+static pid_t clone_vmm(bool jail, int *ret_pidfd)
+{
+	struct clone_args ca = {
+		.flags = CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+		.exit_signal = SIGCHLD,
+	};
+
+	if (jail)
+		ca.flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+			    CLONE_NEWUTS | CLONE_NEWNET;
+	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+}
+
 int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd)
 {
-	pid_t parent = getpid(), pid;
-	int log_fd, pidfd;
+	int parent_fd, pidfd = -1;
+	pid_t pid;
 
 	if (spec->argv->err)
 		return spec->argv->err;
-	log_fd = open(spec->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (log_fd < 0)
+	parent_fd = pidfd_open_(getpid());
+	if (parent_fd < 0)
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int r = -errno;
-
-		close(log_fd);
-		return r;
-	}
+	pid = clone_vmm(spec->jail.root != NULL, &pidfd);
 	if (pid == 0)
-		child(spec, log_fd, parent);
-	close(log_fd);
-	pidfd = pidfd_open_(pid);
-	if (pidfd < 0) {
-		int r = -errno;
-
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		return r;
-	}
+		child(spec, parent_fd);
+	close(parent_fd);
+	if (pid < 0)
+		return -errno;
 	*ret_pid = pid;
 	*ret_pidfd = pidfd;
 	return 0;

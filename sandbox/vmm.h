@@ -1,13 +1,25 @@
-/* vmm.h: the QEMU process: argv building, launch, kill and reap. Internal
- * to sandbox/ (the command line itself is machine.h's). */
+/* vmm.h: the QEMU process: argv building, launch (in its jail), kill and
+ * reap. Internal to sandbox/ (the command line itself is machine.h's). */
 #ifndef AL_VMM_H
 #define AL_VMM_H
 
 #include <stddef.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define VMM_ARGV_MAX 96
+
+/* The fds a VMM inherits, at fixed numbers the command line names. */
+#define VMM_FD_QMP 3   /* QMP: our socketpair's other end */
+#define VMM_FD_AGENT 4 /* the agent's virtio-serial port: likewise */
+#define VMM_FD_MEM 5   /* guest RAM, a memfd (-1 = anonymous RAM) */
+#define VMM_FD_LEASE 6 /* the uid lease, held so it outlives us */
+#define VMM_FD_VSOCK 7 /* /dev/vhost-vsock, opened by us (vsock carrier) */
+#define VMM_FD_COUNT 5 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
+
+/* Files bound read-only into a jail at their own paths. */
+#define VMM_JAIL_FILES 6
 
 /* A command line being built; strings are owned by it. */
 struct vmm_argv {
@@ -30,25 +42,50 @@ struct vmm_creds {
 	gid_t extra;   /* one supplementary group (kvm), 0 = none */
 };
 
-/* Everything the launch applies to one VMM process. Networking adds two
- * fields here: the per-VM network namespace (an fd the child setns()es
- * into before exec) and the tap device in it (an fd the child keeps, which
- * the command line names); a jail (mount namespace, pivot_root, seccomp)
- * is applied by the same child code. */
-struct vmm_spec {
-	const struct vmm_argv *argv; /* command line, argv[0] the binary */
-	const char *log;             /* stdout and stderr go here */
-	struct vmm_creds creds;      /* who it runs as (uid 0: as we are) */
-	const struct cg *cg;         /* host cgroup to join, NULL = none */
+/* The jail (root only): new mount, pid, ipc, uts and net namespaces, a
+ * small read-only tmpfs root holding /usr, ld.so.cache, a few /dev nodes,
+ * its own /proc and `files`, then rlimits and no privileges at all. */
+struct vmm_jail {
+	const char *root;  /* empty root-owned dir to mount the root on;
+			    * NULL = no jail (not root: nothing to drop) */
+	const char *files[VMM_JAIL_FILES]; /* bound read-only, same path */
+	size_t n_files;    /* entries used in files */
+	bool kvm;          /* /dev/kvm (the vhost-vsock node is never in:
+			    * QEMU gets an fd of it, VMM_FD_VSOCK) */
+	uint64_t fsize;    /* RLIMIT_FSIZE: what QEMU may write to files */
 };
 
-/* Start spec->argv in a new session with an empty environment, stdin from
- * /dev/null and stdout/stderr to the log, inside the cgroup and as the
- * creds; it dies with us (PDEATHSIG). */
+/* Everything the launch applies to one VMM process. Networking adds two
+ * fields here: the per-VM network namespace (an fd the child setns()es
+ * into before exec, instead of the empty one the jail makes) and the tap
+ * device in it (one more fd in `fds`, named by the command line). */
+struct vmm_spec {
+	const struct vmm_argv *argv; /* command line, argv[0] the binary */
+	int log_fd;                  /* stdout and stderr (a pipe's end) */
+	int fds[VMM_FD_COUNT];       /* fds[i] becomes fd 3 + i; -1 = none */
+	struct vmm_creds creds;      /* who it runs as (uid 0: as we are) */
+	const struct cg *cg;         /* host cgroup to join, NULL = none */
+	struct vmm_jail jail;        /* the jail, jail.root NULL = none */
+};
+
+/* Start spec->argv with an empty environment, stdin from /dev/null,
+ * stdout/stderr to log_fd and only spec->fds open, inside the cgroup, the
+ * jail and as the creds; it dies with us (PDEATHSIG). We stay its parent
+ * (a jailed VMM is pid 1 of its own pid namespace). Any step that fails
+ * ends the child before exec with the reason on log_fd (exit 126). */
 int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd);
 /* Has the process exited? (non-blocking) */
 bool vmm_exited(int pidfd);
 /* SIGKILL, reap; accepts pid -1 / pidfd -1 and resets them. */
 void vmm_kill(pid_t *pid, int *pidfd);
+
+/* jail.c: in the child, enter the jail up to (not including) the
+ * privilege drop; nothing allocates. On failure returns -1 with errno set
+ * and *ret_step naming what failed. */
+int jail_enter(const struct vmm_jail *j, const char **ret_step);
+/* jail.c: rlimits, no new privileges, an empty capability bounding set,
+ * then the creds. Same contract as jail_enter. */
+int jail_drop(const struct vmm_jail *j, const struct vmm_creds *c,
+	      const char **ret_step);
 
 #endif

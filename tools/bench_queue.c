@@ -344,7 +344,6 @@ int main(int argc, char **argv)
 	}
 	if (jobs < 2 || jobs > 10000 || workers < 1 || workers > 64)
 		return 2;
-	sb.vmm_uid = 0; /* the VMM as us, like the tests */
 	al_log_level = AL_LOG_WARN;
 	for (int i = 0; i < 5; i++)
 		s[i].ms = calloc(jobs + 4, sizeof(double));

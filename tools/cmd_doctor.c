@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
+#include <sched.h>
 #include <linux/kvm.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,11 +87,15 @@ static void check_vsock(struct report *rp)
 				  "is used for snapshot clones");
 }
 
-static void check_cgroup(struct report *rp)
+static void check_cgroup(struct report *rp, const struct sb_options *o)
 {
 	const char *v = cg_version();
 
-	if (!strcmp(v, "none"))
+	if (!strcmp(v, "none") && o->jail)
+		line(rp, "FAIL", "cgroup",
+		     "no writable cgroup hierarchy: a jailed VMM needs one "
+		     "(memory/CPU/pids caps); fix: mount cgroup2");
+	else if (!strcmp(v, "none"))
 		line(rp, "warn", "cgroup",
 		     "no writable cgroup hierarchy: VMMs run without host "
 		     "memory/CPU caps; fix: run as root or delegate a cgroup");
@@ -97,6 +103,48 @@ static void check_cgroup(struct report *rp)
 		line(rp, "ok", "cgroup", "%s: each VMM gets memory, CPU and "
 					 "pids caps",
 		     v);
+}
+
+/* The VMM jail (sandbox/jail.c): root, the namespaces it makes, and a
+ * uid range no real user has. */
+static void check_jail(struct report *rp, const struct sb_options *o)
+{
+	const int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+		       CLONE_NEWUTS | CLONE_NEWNET;
+	int status = -1;
+	pid_t pid;
+
+	if (!o->jail) {
+		line(rp, "warn", "jail", "not root: each VMM runs unjailed as "
+		     "this user (no own uid, namespaces or pivot_root); fix: "
+		     "run the workers as root");
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(unshare(ns) < 0 ? 1 : 0);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	if (status != 0) {
+		line(rp, "FAIL", "jail", "cannot create mount/pid/ipc/uts/net "
+		     "namespaces: VMMs cannot start; fix: a kernel with "
+		     "namespaces, no seccomp or LSM denying unshare");
+		return;
+	}
+	for (uint32_t i = 0; i < o->vmm_uid_count; i++) {
+		const struct passwd *pw = getpwuid(o->vmm_uid_base + i);
+
+		if (pw) {
+			line(rp, "FAIL", "jail", "uid %u is user '%s': a VMM "
+			     "would run as it; fix: set sandbox.vmm_uid_base "
+			     "to a range no user has", pw->pw_uid,
+			     pw->pw_name);
+			return;
+		}
+	}
+	line(rp, "ok", "jail", "each VMM in its own namespaces and uid "
+	     "(%u..%u, no user has one)", o->vmm_uid_base,
+	     o->vmm_uid_base + o->vmm_uid_count - 1);
 }
 
 /* First line of `prog --version`. */
@@ -195,7 +243,8 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 	}
 	check_kvm(&rp, &o);
 	check_vsock(&rp);
-	check_cgroup(&rp);
+	check_cgroup(&rp, &o);
+	check_jail(&rp, &o);
 	check_qemu(&rp, &o);
 	check_space(&rp, "state", o.state_dir, 2048);
 	check_space(&rp, "run", o.run_dir, 64);
@@ -206,7 +255,8 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 
 const struct al_cmd al_cmd_doctor = {
 	.name = "doctor",
-	.summary = "check this host: KVM, vsock, cgroups, QEMU, space, images",
+	.summary = "check this host: KVM, vsock, cgroups, jail, QEMU, space, "
+		   "images",
 	.usage = "usage: airlock doctor [--config PATH]\n\n"
 		 "Checks what Airlock needs on this host and says what to do "
 		 "about\nanything missing. Exit 1 when jobs cannot run here.\n",

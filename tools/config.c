@@ -122,18 +122,6 @@ static bool check_command(const char *s)
 	return true;
 }
 
-static bool check_user(const char *s)
-{
-	if (!*s)
-		return true;
-	if (!(*s >= 'a' && *s <= 'z') && *s != '_')
-		return false;
-	for (s++; *s; s++)
-		if (!is_lower_digit(*s) && *s != '_' && *s != '-')
-			return false;
-	return true;
-}
-
 /* HOST:PORT with HOST a name, an IPv4 address or [IPv6]; port 1..65535. */
 static bool check_listen(const char *s)
 {
@@ -257,10 +245,11 @@ static const struct al_config_key keys[] = {
     U32(sandbox, vm_ttl_slack_ms, 0, 600000, "10000",
 	"ms: a VM is killed at its job's wall_ms plus this, whatever the "
 	"guest does"),
-    STR(sandbox, vmm_user, vmm_user, check_user,
-	"empty or a user name [a-z_][a-z0-9_-]*", "",
-	"user QEMU runs as; empty = nobody when run as root, else "
-	"the current user; root = stay root"),
+    U32(sandbox, vmm_uid_base, 1, 4000000000u, "1200000",
+	"first uid (== gid) of the jailed VMMs, one per live VM (as root; "
+	"never 0: uids of real users do not belong here)"),
+    U32(sandbox, vmm_uid_count, 1, 65536, "1024",
+	"uids from vmm_uid_base on: how many VMs may be alive at once"),
     STR(sandbox, vmm_cgroup, vmm_cgroup, check_abs_path, "an absolute path",
 	"/sys/fs/cgroup/airlock",
 	"cgroup v2 directory under which each VMM gets its own cgroup"),

@@ -103,7 +103,8 @@ struct al_config {
 		uint32_t vm_vcpus;		  /* template guest CPUs */
 		uint32_t prestart;		  /* idle VMM processes kept */
 		uint32_t vm_ttl_slack_ms;	  /* TTL = wall_ms + this */
-		char vmm_user[33];		  /* "" = the current user */
+		uint32_t vmm_uid_base;		  /* jailed VMMs' first uid */
+		uint32_t vmm_uid_count;		  /* uids, one per live VMM */
 		char vmm_cgroup[AL_CONFIG_STR_MAX + 1]; /* VM cgroups' parent */
 		uint32_t vmm_memory_overhead_mb; /* memory.max = RAM + this */
 		uint32_t vmm_cpu_max;		 /* cpu.max, % per vCPU */

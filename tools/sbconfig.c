@@ -1,7 +1,5 @@
 /* sbconfig.c: from the config file to the sandbox's options. */
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,8 +8,6 @@
 int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 		       char *err, size_t errlen)
 {
-	const struct passwd *pw;
-	const struct group *kvm;
 	int r;
 
 	sb_options_init(o);
@@ -29,21 +25,7 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->prestart = cfg->sandbox.prestart;
 	o->vmm_overhead_mb = cfg->sandbox.vmm_memory_overhead_mb;
 	o->vmm_cpu_percent = cfg->sandbox.vmm_cpu_max;
-	if (!cfg->sandbox.vmm_user[0])
-		return 0; /* the sandbox's default: nobody when root */
-	if (!strcmp(cfg->sandbox.vmm_user, "root")) {
-		o->vmm_uid = 0;
-		return 0;
-	}
-	pw = getpwnam(cfg->sandbox.vmm_user);
-	if (!pw) {
-		snprintf(err, errlen, "sandbox.vmm_user: no user '%s'",
-			 cfg->sandbox.vmm_user);
-		return -ENOENT;
-	}
-	o->vmm_uid = pw->pw_uid;
-	o->vmm_gid = pw->pw_gid;
-	kvm = getgrnam("kvm");
-	o->kvm_gid = kvm ? kvm->gr_gid : 0;
+	o->vmm_uid_base = cfg->sandbox.vmm_uid_base;
+	o->vmm_uid_count = cfg->sandbox.vmm_uid_count;
 	return 0;
 }

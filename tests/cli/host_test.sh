@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 printf '[sandbox]\nstate_dir = %s\n' "$tmp/state" > "$tmp/a.conf"
 out=$("$bin" doctor --config "$tmp/a.conf") && rc=0 || rc=$?
 [ "$rc" -le 1 ] || fail "doctor exit $rc"
-for check in kvm channel cgroup qemu state run image; do
+for check in kvm channel cgroup jail qemu state run image; do
   grep -qE "^(ok|warn|FAIL) +$check " <<<"$out" || fail "doctor: no $check line: $out"
 done
 grep -qE '^[0-9]+ problem\(s\), [0-9]+ warning\(s\)$' <<<"$out" || fail "doctor: no summary"

@@ -396,10 +396,11 @@ static void test_strings(void **state)
 		    "absolute path");
 	expect_load("[sandbox]\nqemu = /opt/qemu/bin/qemu-system-x86_64\n",
 		    NULL);
-	expect_load("[sandbox]\nvmm_user = Root\n",
-		    "t.conf:2: sandbox.vmm_user: must be empty or a user name "
-		    "[a-z_][a-z0-9_-]*");
-	expect_load("[sandbox]\nvmm_user = airlock-vmm\n", NULL);
+	/* uid 0 is never a VMM's */
+	expect_load("[sandbox]\nvmm_uid_base = 0\n",
+		    "t.conf:2: sandbox.vmm_uid_base: must be 1..4000000000");
+	expect_load("[sandbox]\nvmm_uid_base = 2000000\nvmm_uid_count = 64\n",
+		    NULL);
 	expect_load("[sandbox]\nqemu = a\tb\n",
 		    "t.conf:2: sandbox.qemu: must not contain control "
 		    "characters");
@@ -786,7 +787,7 @@ static void test_dump_roundtrip(void **state)
 	    "[workers]\ncount = 8\nshutdown_grace_ms = 0\n"
 	    "[sandbox]\nstate_dir = /srv/airlock\nqemu = /usr/local/bin/qemu\n"
 	    "accel = kvm\nvm_memory_mb = 2048\nvm_vcpus = 2\nprestart = 0\n"
-	    "vm_ttl_slack_ms = 1\nvmm_user = airlock\n"
+	    "vm_ttl_slack_ms = 1\nvmm_uid_base = 3000000\nvmm_uid_count = 9\n"
 	    "vmm_cgroup = /sys/fs/cgroup/al.slice\n"
 	    "vmm_memory_overhead_mb = 64\nvmm_cpu_max = 150\n"
 	    "[limits]\nmemory_mb = 128\nmemory_mb_max = 2048\nvcpus = 2\n"

@@ -17,8 +17,6 @@
 #include "machine.h"
 
 #define QEMU "/usr/bin/qemu-system-x86_64"
-#define RUN "/run/airlock/vm-abc123"
-#define MEM "/var/lib/airlock/templates/python-k/mem"
 
 /* One argument a line, as QEMU gets them. */
 /* clang-format off */
@@ -45,8 +43,10 @@ static const char *const cold_tcg[] = {
 	"-sandbox",
 	"on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 	"resourcecontrol=deny",
+	"-chardev",
+	"ringbuf,id=con,size=64K",
 	"-serial",
-	"file:/run/airlock/vm-abc123/console.log",
+	"chardev:con",
 	"-kernel",
 	"/img/python-0123/vmlinuz",
 	"-initrd",
@@ -61,12 +61,13 @@ static const char *const cold_tcg[] = {
 	"-device",
 	"virtio-serial-pci,disable-legacy=on",
 	"-chardev",
-	"socket,id=agent,path=/run/airlock/vm-abc123/agent.sock,"
-	"server=on,wait=off",
+	"socket,id=agent,fd=4",
 	"-device",
 	"virtserialport,chardev=agent,name=org.airlock.agent",
-	"-qmp",
-	"unix:/run/airlock/vm-abc123/qmp.sock,server=on,wait=off",
+	"-chardev",
+	"socket,id=qmp,fd=3",
+	"-mon",
+	"chardev=qmp,mode=control",
 	"-no-reboot",
 	NULL,
 };
@@ -94,8 +95,10 @@ static const char *const cold_kvm[] = {
 	"-sandbox",
 	"on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 	"resourcecontrol=deny",
+	"-chardev",
+	"ringbuf,id=con,size=64K",
 	"-serial",
-	"file:/run/airlock/vm-abc123/console.log",
+	"chardev:con",
 	"-kernel",
 	"/img/python-0123/vmlinuz",
 	"-initrd",
@@ -110,14 +113,15 @@ static const char *const cold_kvm[] = {
 	"-device",
 	"virtio-serial-pci,disable-legacy=on",
 	"-chardev",
-	"socket,id=agent,path=/run/airlock/vm-abc123/agent.sock,"
-	"server=on,wait=off",
+	"socket,id=agent,fd=4",
 	"-device",
 	"virtserialport,chardev=agent,name=org.airlock.agent",
 	"-device",
 	"virtio-rng-pci,disable-legacy=on",
-	"-qmp",
-	"unix:/run/airlock/vm-abc123/qmp.sock,server=on,wait=off",
+	"-chardev",
+	"socket,id=qmp,fd=3",
+	"-mon",
+	"chardev=qmp,mode=control",
 	"-no-reboot",
 	NULL,
 };
@@ -136,7 +140,7 @@ static const char *const clone_tcg[] = {
 	"512",
 	"-object",
 	"memory-backend-file,id=mem,size=512M,"
-	"mem-path=/var/lib/airlock/templates/python-k/mem,share=off",
+	"mem-path=/proc/self/fd/5,share=off",
 	"-machine",
 	"memory-backend=mem",
 	"-incoming",
@@ -152,8 +156,10 @@ static const char *const clone_tcg[] = {
 	"-sandbox",
 	"on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 	"resourcecontrol=deny",
+	"-chardev",
+	"ringbuf,id=con,size=64K",
 	"-serial",
-	"file:/run/airlock/vm-abc123/console.log",
+	"chardev:con",
 	"-kernel",
 	"/img/python-0123/vmlinuz",
 	"-initrd",
@@ -168,12 +174,13 @@ static const char *const clone_tcg[] = {
 	"-device",
 	"virtio-serial-pci,disable-legacy=on",
 	"-chardev",
-	"socket,id=agent,path=/run/airlock/vm-abc123/agent.sock,"
-	"server=on,wait=off",
+	"socket,id=agent,fd=4",
 	"-device",
 	"virtserialport,chardev=agent,name=org.airlock.agent",
-	"-qmp",
-	"unix:/run/airlock/vm-abc123/qmp.sock,server=on,wait=off",
+	"-chardev",
+	"socket,id=qmp,fd=3",
+	"-mon",
+	"chardev=qmp,mode=control",
 	"-no-reboot",
 	NULL,
 };
@@ -191,7 +198,7 @@ static const char *const clone_kvm[] = {
 	"512",
 	"-object",
 	"memory-backend-file,id=mem,size=512M,"
-	"mem-path=/var/lib/airlock/templates/python-k/mem,share=off",
+	"mem-path=/proc/self/fd/5,share=off",
 	"-machine",
 	"memory-backend=mem",
 	"-incoming",
@@ -207,8 +214,10 @@ static const char *const clone_kvm[] = {
 	"-sandbox",
 	"on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 	"resourcecontrol=deny",
+	"-chardev",
+	"ringbuf,id=con,size=64K",
 	"-serial",
-	"file:/run/airlock/vm-abc123/console.log",
+	"chardev:con",
 	"-kernel",
 	"/img/python-0123/vmlinuz",
 	"-initrd",
@@ -223,14 +232,15 @@ static const char *const clone_kvm[] = {
 	"-device",
 	"virtio-serial-pci,disable-legacy=on",
 	"-chardev",
-	"socket,id=agent,path=/run/airlock/vm-abc123/agent.sock,"
-	"server=on,wait=off",
+	"socket,id=agent,fd=4",
 	"-device",
 	"virtserialport,chardev=agent,name=org.airlock.agent",
 	"-device",
 	"virtio-rng-pci,disable-legacy=on",
-	"-qmp",
-	"unix:/run/airlock/vm-abc123/qmp.sock,server=on,wait=off",
+	"-chardev",
+	"socket,id=qmp,fd=3",
+	"-mon",
+	"chardev=qmp,mode=control",
 	"-no-reboot",
 	NULL,
 };
@@ -248,7 +258,7 @@ static const char *const template_tcg[] = {
 	"512",
 	"-object",
 	"memory-backend-file,id=mem,size=512M,"
-	"mem-path=/var/lib/airlock/templates/python-k/mem,share=on",
+	"mem-path=/proc/self/fd/5,share=on",
 	"-machine",
 	"memory-backend=mem",
 	"-smp",
@@ -262,8 +272,10 @@ static const char *const template_tcg[] = {
 	"-sandbox",
 	"on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 	"resourcecontrol=deny",
+	"-chardev",
+	"ringbuf,id=con,size=64K",
 	"-serial",
-	"file:/run/airlock/vm-abc123/console.log",
+	"chardev:con",
 	"-kernel",
 	"/img/python-0123/vmlinuz",
 	"-initrd",
@@ -278,12 +290,13 @@ static const char *const template_tcg[] = {
 	"-device",
 	"virtio-serial-pci,disable-legacy=on",
 	"-chardev",
-	"socket,id=agent,path=/run/airlock/vm-abc123/agent.sock,"
-	"server=on,wait=off",
+	"socket,id=agent,fd=4",
 	"-device",
 	"virtserialport,chardev=agent,name=org.airlock.agent",
-	"-qmp",
-	"unix:/run/airlock/vm-abc123/qmp.sock,server=on,wait=off",
+	"-chardev",
+	"socket,id=qmp,fd=3",
+	"-mon",
+	"chardev=qmp,mode=control",
 	"-no-reboot",
 	NULL,
 };
@@ -327,7 +340,7 @@ static void test_cold_tcg(void **state)
 	struct machine_spec m = {
 		.qemu = QEMU,
 		.accel = AL_ACCEL_TCG,
-		.dir = RUN,
+		.mem = {.fd = -1},
 	};
 
 	(void)state;
@@ -339,7 +352,7 @@ static void test_cold_kvm(void **state)
 	struct machine_spec m = {
 		.qemu = QEMU,
 		.accel = AL_ACCEL_KVM,
-		.dir = RUN,
+		.mem = {.fd = -1},
 	};
 
 	(void)state;
@@ -351,8 +364,7 @@ static void test_clone_tcg(void **state)
 	struct machine_spec m = {
 		.qemu = QEMU,
 		.accel = AL_ACCEL_TCG,
-		.dir = RUN,
-		.mem = {.path = MEM, .incoming = true},
+		.mem = {.fd = 9, .incoming = true},
 	};
 
 	(void)state;
@@ -364,8 +376,7 @@ static void test_clone_kvm(void **state)
 	struct machine_spec m = {
 		.qemu = QEMU,
 		.accel = AL_ACCEL_KVM,
-		.dir = RUN,
-		.mem = {.path = MEM, .incoming = true},
+		.mem = {.fd = 9, .incoming = true},
 	};
 
 	(void)state;
@@ -377,8 +388,7 @@ static void test_template_tcg(void **state)
 	struct machine_spec m = {
 		.qemu = QEMU,
 		.accel = AL_ACCEL_TCG,
-		.dir = RUN,
-		.mem = {.path = MEM, .share = true},
+		.mem = {.fd = 9, .share = true},
 	};
 
 	(void)state;
@@ -391,7 +401,7 @@ static void test_vsock_adds_one_device(void **state)
 	struct machine_spec m = {
 		.qemu = QEMU,
 		.accel = AL_ACCEL_TCG,
-		.dir = RUN,
+		.mem = {.fd = -1},
 		.cid = 7,
 	};
 	struct sb_options o;
@@ -405,9 +415,9 @@ static void test_vsock_adds_one_device(void **state)
 	while (cold_tcg[n])
 		n++;
 	assert_int_equal(a.n, n + 2);
-	at = n - 3; /* before -qmp ... -no-reboot */
+	at = n - 5; /* before -chardev qmp, -mon, -no-reboot */
 	assert_string_equal(a.v[at], "-device");
-	assert_string_equal(a.v[at + 1], "vhost-vsock-pci,guest-cid=7");
+	assert_string_equal(a.v[at + 1], "vhost-vsock-pci,guest-cid=7,vhostfd=7");
 	for (size_t i = 0; i < n; i++)
 		assert_string_equal(a.v[i < at ? i : i + 2], cold_tcg[i]);
 	vmm_argv_release(&a);
