@@ -79,6 +79,7 @@ void sb_options_init(struct sb_options *o)
 	o->vmm_cpu_percent = 100;
 	o->vmm_pids = 256;
 	o->prestart = 1;
+	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
 	/* QEMU is semi-trusted: as root, run it as nobody (plus the kvm
 	 * group for /dev/kvm) unless the config names a user */
 	if (geteuid() == 0) {

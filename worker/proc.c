@@ -4,6 +4,13 @@
  * the dispatcher is the one that watches clocks (it kills a worker that
  * runs past its job's wall time plus slack). Reads never go past the frame
  * being read (al_frame_reader_want), so nothing is buffered across jobs.
+ *
+ * Memory: right after the fork the worker moves into a host memory cgroup
+ * of its own (sb->worker_memory_mb; sandbox/cgroup.c) and reports how
+ * that went over a pipe before al_proc_spawn() returns. As root that is
+ * fail-closed: a worker that cannot be capped is not started and the
+ * spawn fails with the reason. A job cannot reach the cap (job.c keeps
+ * the result within its budget); the cap is for Airlock's own bugs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +27,7 @@
 
 #include "proc.h"
 #include "proto.h"
+#include "sandbox.h"
 
 #define PROC_FD 3 /* the socket's number in the worker */
 
@@ -259,24 +267,75 @@ static void child_setup(int sock, pid_t parent)
 			close(fd);
 }
 
+/* In the child: join the worker's memory cgroup and write how that went
+ * (0 or -errno) to `fd`. Without the cgroup only root fails (closed). */
+static int join_cgroup(const struct sb_options *sb, int fd)
+{
+	char dir[PATH_MAX];
+	int r = 0;
+
+	if (sb->worker_memory_mb)
+		r = cg_worker_join((uint64_t)sb->worker_memory_mb << 20, dir,
+				   sizeof(dir));
+	if (r < 0 && geteuid() != 0)
+		r = 0; /* as on hosts without cgroups */
+	if (write(fd, &r, sizeof(r)) != sizeof(r))
+		r = -EPIPE;
+	close(fd);
+	return r;
+}
+
+/* In the parent: the child's join_cgroup() report; -ECHILD if it died
+ * before it could say. */
+static int joined(int fd)
+{
+	ssize_t n;
+	int r;
+
+	do
+		n = read(fd, &r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	return n == sizeof(r) ? r : -ECHILD;
+}
+
+/* Kill and reap a child that never became a worker. */
+static void kill_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
 		  const char *name, struct al_proc *ret)
 {
 	pid_t parent = getpid(), pid;
-	int sv[2], pidfd, r;
+	int sv[2], st[2], pidfd, r;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
+	if (pipe2(st, O_CLOEXEC) < 0) {
 		r = -errno;
 		close(sv[0]);
 		close(sv[1]);
 		return r;
 	}
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		close(st[0]);
+		close(st[1]);
+		return r;
+	}
 	if (pid == 0) {
 		struct al_worker w;
 
+		close(st[0]);
+		if (join_cgroup(sb, st[1]) < 0)
+			_exit(1);
 		child_setup(sv[1], parent);
 		al_worker_init(&w, sb, policy, name);
 		r = al_proc_serve(PROC_FD, &w);
@@ -284,14 +343,14 @@ int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
 		_exit(r < 0 ? 1 : 0);
 	}
 	close(sv[1]);
+	close(st[1]);
 	/* the parent may also set the group: whoever runs first wins */
 	setpgid(pid, pid);
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	r = joined(st[0]);
+	pidfd = r < 0 ? -1 : (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0) {
-		r = -errno;
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		r = r < 0 ? r : -errno;
+		kill_child(pid);
 		close(sv[0]);
 		return r;
 	}
