@@ -192,6 +192,59 @@ static int run_one(struct al_worker *w, const uint8_t *body, size_t len,
 	return r;
 }
 
+/* A result over AL_RESULT_MAX_BYTES (job.c's budget should make that
+ * impossible): keep the statuses, drop the bytes, say so (XX). */
+static int shrink(struct al_result *res)
+{
+	for (size_t i = 0; i < res->n_steps; i++) {
+		struct al_step_result *sr = &res->steps[i];
+
+		sr->stdout_truncated |= sr->stdout_.len > 0;
+		sr->stderr_truncated |= sr->stderr_.len > 0;
+		free(sr->stdout_.data);
+		free(sr->stderr_.data);
+		sr->stdout_ = sr->stderr_ = (struct al_blob){0};
+	}
+	for (size_t i = 0; i < res->n_files; i++) {
+		free(res->files[i].path);
+		free(res->files[i].content.data);
+	}
+	free(res->files);
+	res->files = NULL;
+	res->n_files = 0;
+	free(res->error);
+	res->status = AL_XX;
+	res->error = strdup("result over the cap: output and files dropped");
+	return res->error ? 0 : -ENOMEM;
+}
+
+/* Encode `res` (within the cap) as one frame and send it. */
+static int send_result(int fd, struct al_result *res)
+{
+	char *out = NULL, hdr[AL_FRAME_HDR];
+	size_t olen = 0;
+	int r;
+
+	r = al_result_to_msgpack(res, &out, &olen);
+	if (r == 0 && olen > AL_RESULT_MAX_BYTES) {
+		free(out);
+		out = NULL;
+		r = shrink(res);
+		if (r == 0)
+			r = al_result_to_msgpack(res, &out, &olen);
+		if (r == 0 && olen > AL_RESULT_MAX_BYTES)
+			r = -E2BIG;
+	}
+	if (r == 0) {
+		put_be32(hdr, (uint32_t)olen);
+		r = write_all(fd, hdr, sizeof(hdr));
+		if (r == 0)
+			r = write_all(fd, out, olen);
+	}
+	free(out);
+	return r;
+}
+
 int al_proc_serve(int fd, struct al_worker *w)
 {
 	struct al_frame_reader fr;
@@ -201,8 +254,7 @@ int al_proc_serve(int fd, struct al_worker *w)
 	for (;;) {
 		struct al_result res = {0};
 		uint8_t *body = NULL;
-		char *out = NULL, hdr[AL_FRAME_HDR];
-		size_t len = 0, olen = 0;
+		size_t len = 0;
 
 		r = read_frame(fd, &fr, &body, &len);
 		if (r == -ENODATA) {
@@ -214,17 +266,8 @@ int al_proc_serve(int fd, struct al_worker *w)
 		r = run_one(w, body, len, &res);
 		free(body);
 		if (r == 0)
-			r = al_result_to_msgpack(&res, &out, &olen);
+			r = send_result(fd, &res);
 		al_result_release(&res);
-		if (r == 0 && olen > AL_RESULT_MAX_BYTES)
-			r = -E2BIG;
-		if (r == 0) {
-			put_be32(hdr, (uint32_t)olen);
-			r = write_all(fd, hdr, sizeof(hdr));
-			if (r == 0)
-				r = write_all(fd, out, olen);
-		}
-		free(out);
 		if (r < 0)
 			break;
 		al_worker_idle(w); /* the next restore's set-up, off its path */
