@@ -159,6 +159,9 @@ int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);
 int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret);
+/* Bring `paths` back, at most max_bytes of contents. Returns the count of
+ * files the guest sent that were not asked for (dropped), or -EMSGSIZE
+ * when it sent more than max_bytes (*ret then holds nothing). */
 int sb_vm_get_files(struct sb_vm *vm, char *const *paths, size_t n,
 		    uint64_t max_bytes, struct al_msg_files *ret);
 /* Is the VMM process still alive? */
