@@ -277,14 +277,17 @@ static int collect(struct sb_vm *vm, const struct al_job *job,
 
 	if (!job->n_collect)
 		return 0;
+	if (max == 0 && res->error)
+		return 1; /* the steps used it up: error says how */
 	if (max == 0)
 		return set_error(&res->error, "collect: no room left in the "
 				 "result for files") ?: 1;
-	r = sb_vm_get_files(vm, job->collect, job->n_collect,
-			    max < AL_OUTPUT_MAX ? max : AL_OUTPUT_MAX, &f);
+	max = max < AL_OUTPUT_MAX ? max : AL_OUTPUT_MAX;
+	r = sb_vm_get_files(vm, job->collect, job->n_collect, max, &f);
 	if (r == -EMSGSIZE)
-		return set_error(&res->error, "collect: %s",
-				 sb_vm_error(vm)) ?: 1;
+		return set_error(&res->error, "collect: the guest sent more "
+				 "than %llu bytes of files; none kept",
+				 (unsigned long long)max) ?: 1;
 	if (r < 0)
 		return r;
 	if (r > 0 && set_error(&res->error, "collect: dropped %d file(s) "
