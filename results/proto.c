@@ -695,7 +695,7 @@ int al_msg_encode(const struct al_msg *m, char **ret, size_t *ret_len)
 void al_frame_reader_init(struct al_frame_reader *r, uint32_t max)
 {
 	memset(r, 0, sizeof(*r));
-	r->max = max && max < AL_FRAME_MAX ? max : AL_FRAME_MAX;
+	r->max = max ? max : AL_FRAME_MAX; /* results frames pass 40 MiB */
 }
 
 void al_frame_reader_reset(struct al_frame_reader *r)

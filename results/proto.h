@@ -168,7 +168,8 @@ struct al_frame_reader {
 	uint32_t max;		   /* largest body accepted */
 };
 
-/* Start empty; `max` caps the body (0 = AL_FRAME_MAX). */
+/* Start empty; `max` caps the body (0 = AL_FRAME_MAX); a result frame
+ * (worker to dispatcher) may be up to AL_RESULT_MAX_BYTES. */
 void al_frame_reader_init(struct al_frame_reader *r, uint32_t max);
 
 /* Consume bytes from buf; stops at the end of a frame. Returns the count

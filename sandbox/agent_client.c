@@ -6,6 +6,17 @@
  * bytes or streams output forever still ends at the timeout; streamed
  * output is also capped in total. Guest text never reaches a log raw: the
  * `error` message is escaped and truncated here.
+ *
+ * Output budget. The guest keeps the first `output_bytes` of each stream
+ * and kills a step that writes more (OL), but a guest is not trusted to:
+ * the host applies the same cut itself. Streamed chunks past the cap are
+ * counted, not passed on; the `exit` reply's streams are cut to the cap
+ * and the memory past it handed back (realloc), marked truncated, and the
+ * step made OL. The largest a reply can be in flight is one frame
+ * (AL_FRAME_MAX, and AL_OUTPUT_MAX per stream once decoded); what a step
+ * keeps is at most its cap per stream. A `files` reply is checked against
+ * the request: a path not asked for (or sent twice) is dropped, and more
+ * bytes than `max_bytes` refuse the whole reply (-EMSGSIZE).
  */
 #include <errno.h>
 #include <poll.h>
@@ -101,14 +112,38 @@ static int recv_msg(struct al_agent_client *c, struct al_deadline d,
 	return r;
 }
 
-/* Send `req`, stream `out` chunks, and wait for a reply of type `want`
- * (left in *ret) or `error` (-EPROTO). */
+/* Where a run_step's `out` chunks go. */
+struct sink {
+	al_agent_out_fn fn; /* caller's callback, may be NULL */
+	void *opaque;	    /* its argument */
+	uint64_t cap;	    /* bytes passed on per stream */
+	uint64_t seen[2];   /* bytes received per stream (stdout, stderr) */
+	uint64_t total;	    /* bytes received in all */
+};
+
+/* Count a chunk; pass on what fits under the stream's cap. */
+static int sink_take(struct sink *s, const struct al_msg_out *o)
+{
+	int i = o->fd == 2;
+	uint64_t room = s->seen[i] < s->cap ? s->cap - s->seen[i] : 0;
+	size_t k = o->data.len < room ? o->data.len : (size_t)room;
+
+	s->total += o->data.len;
+	s->seen[i] += o->data.len;
+	if (s->total > STREAM_MAX)
+		return -EPROTO;
+	if (k && s->fn)
+		s->fn(s->opaque, (int)o->fd, o->data.data, k);
+	return 0;
+}
+
+/* Send `req`, stream `out` chunks into `sink` (run_step only), and wait
+ * for a reply of type `want` (left in *ret) or `error` (-EPROTO). */
 static int call(struct al_agent_client *c, const struct al_msg *req,
-		enum al_msg_type want, al_agent_out_fn out, void *opaque,
-		int timeout_ms, struct al_msg *ret)
+		enum al_msg_type want, struct sink *sink, int timeout_ms,
+		struct al_msg *ret)
 {
 	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
-	uint64_t streamed = 0;
 	struct al_msg m = {0};
 	char *buf = NULL;
 	size_t len;
@@ -124,17 +159,11 @@ static int call(struct al_agent_client *c, const struct al_msg *req,
 	free(buf);
 	while (r == 0) {
 		r = recv_msg(c, d, &m);
-		if (r < 0 || m.type != AL_MSG_OUT ||
-		    req->type != AL_MSG_RUN_STEP)
+		if (r < 0 || m.type != AL_MSG_OUT || !sink)
 			break;
-		streamed += m.u.out.data.len;
-		if (streamed > STREAM_MAX) {
-			r = -EPROTO;
+		r = sink_take(sink, &m.u.out);
+		if (r < 0)
 			break;
-		}
-		if (out)
-			out(opaque, (int)m.u.out.fd, m.u.out.data.data,
-			    m.u.out.data.len);
 		al_msg_release(&m);
 	}
 	if (r == 0 && m.type == want) {
@@ -160,7 +189,7 @@ static int call_simple(struct al_agent_client *c, const struct al_msg *req,
 	struct al_msg rep;
 	int r;
 
-	r = call(c, req, want, NULL, NULL, timeout_ms, &rep);
+	r = call(c, req, want, NULL, timeout_ms, &rep);
 	if (r == 0)
 		al_msg_release(&rep);
 	return r;
@@ -172,7 +201,7 @@ int al_agent_client_hello(struct al_agent_client *c, int timeout_ms,
 	struct al_msg req = {.type = AL_MSG_HELLO}, rep;
 	int r;
 
-	r = call(c, &req, AL_MSG_HELLO, NULL, NULL, timeout_ms, &rep);
+	r = call(c, &req, AL_MSG_HELLO, NULL, timeout_ms, &rep);
 	if (r < 0)
 		return r;
 	if (rep.u.hello.v == 0) {
@@ -227,6 +256,40 @@ int al_agent_client_put_files(struct al_agent_client *c,
 	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
 }
 
+/* Cut a stream the guest sent past `cap`; true when it was. */
+static bool cut_stream(struct al_blob *b, uint64_t cap, uint64_t *bytes)
+{
+	uint8_t *p;
+
+	if (*bytes < b->len)
+		*bytes = b->len; /* it wrote at least what it sent */
+	if (b->len <= cap)
+		return false;
+	p = realloc(b->data, (size_t)cap + 1); /* hand the rest back */
+	if (p)
+		b->data = p;
+	b->len = (size_t)cap;
+	b->data[b->len] = '\0';
+	return true;
+}
+
+/* The host's own output cap on a step result (see the top of the file). */
+static void enforce_output(struct al_step_result *r, const struct sink *s)
+{
+	bool over = s->seen[0] > s->cap || s->seen[1] > s->cap;
+
+	if (cut_stream(&r->stdout_, s->cap, &r->stdout_bytes) ||
+	    s->seen[0] > s->cap)
+		r->stdout_truncated = true;
+	if (cut_stream(&r->stderr_, s->cap, &r->stderr_bytes) ||
+	    s->seen[1] > s->cap)
+		r->stderr_truncated = true;
+	over |= r->stdout_truncated || r->stderr_truncated;
+	if (over && (r->status == AL_OK || r->status == AL_RE ||
+		     r->status == AL_SG))
+		r->status = AL_OL;
+}
+
 int al_agent_client_run_step(struct al_agent_client *c,
 			     const struct al_step *step,
 			     const struct al_limits *limits,
@@ -234,17 +297,60 @@ int al_agent_client_run_step(struct al_agent_client *c,
 			     struct al_step_result *ret)
 {
 	struct al_msg req = {.type = AL_MSG_RUN_STEP}, rep;
+	struct sink sink = {.fn = out, .opaque = opaque, .cap = AL_OUTPUT_MAX};
 	int r;
 
 	req.u.run_step.step = *step;
 	if (limits)
 		req.u.run_step.limits = *limits;
+	if (limits && limits->output_bytes &&
+	    limits->output_bytes < AL_OUTPUT_MAX)
+		sink.cap = limits->output_bytes;
 	req.u.run_step.stream = out != NULL;
-	r = call(c, &req, AL_MSG_EXIT, out, opaque, timeout_ms, &rep);
+	r = call(c, &req, AL_MSG_EXIT, &sink, timeout_ms, &rep);
 	if (r < 0)
 		return r;
 	*ret = rep.u.exit.result;
+	enforce_output(ret, &sink);
 	return 0;
+}
+
+/* Was `path` asked for (paths[0..n)) and not yet kept (kept[0..k))? */
+static bool wanted(const char *path, char *const *paths, size_t n,
+		   const struct al_file *kept, size_t k)
+{
+	bool asked = false;
+
+	for (size_t i = 0; i < n && !asked; i++)
+		asked = !strcmp(path, paths[i]);
+	for (size_t i = 0; i < k && asked; i++)
+		asked = strcmp(path, kept[i].path) != 0;
+	return asked;
+}
+
+/* Keep the files of the reply that were asked for, once each; the count
+ * dropped, or -EMSGSIZE when those kept hold more than max_bytes. */
+static int check_files(struct al_msg_files *f, char *const *paths, size_t n,
+		       uint64_t max_bytes)
+{
+	uint64_t bytes = 0;
+	size_t k = 0;
+	int dropped = 0;
+
+	for (size_t i = 0; i < f->n_files; i++) {
+		struct al_file *x = &f->files[i];
+
+		if (!wanted(x->path, paths, n, f->files, k)) {
+			free(x->path);
+			free(x->content.data);
+			dropped++;
+			continue;
+		}
+		bytes += x->content.len;
+		f->files[k++] = *x;
+	}
+	f->n_files = k;
+	return max_bytes && bytes > max_bytes ? -EMSGSIZE : dropped;
 }
 
 int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
@@ -259,11 +365,23 @@ int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
 	req.u.get_files.paths = (char **)paths;
 	req.u.get_files.n_paths = n;
 	req.u.get_files.max_bytes = max_bytes;
-	r = call(c, &req, AL_MSG_FILES, NULL, NULL, timeout_ms, &rep);
+	r = call(c, &req, AL_MSG_FILES, NULL, timeout_ms, &rep);
 	if (r < 0)
 		return r;
+	r = check_files(&rep.u.files, paths, n, max_bytes);
+	if (r == -EMSGSIZE) {
+		snprintf(c->error, sizeof(c->error),
+			 "files reply over %llu bytes",
+			 (unsigned long long)max_bytes);
+		al_msg_release(&rep);
+		c->broken = true; /* a lying guest: trust nothing more */
+		return r;
+	}
+	if (r > 0)
+		snprintf(c->error, sizeof(c->error),
+			 "dropped %d file(s) not asked for", r);
 	*ret = rep.u.files;
-	return 0;
+	return r;
 }
 
 void al_agent_client_files_release(struct al_msg_files *f)

@@ -19,8 +19,8 @@
  *  4. al_agent_client_release() frees the reader; it does not close fd.
  *
  * Errors: -ETIMEDOUT, -EPIPE (closed or broken), -EPROTO (guest `error` or
- * an unexpected reply), -EBADMSG (malformed reply), -EMSGSIZE (frame over
- * the cap), -ENOMEM, or another -errno from the socket.
+ * an unexpected reply), -EBADMSG (malformed reply), -EMSGSIZE (frame or
+ * files over the cap), -ENOMEM, or another -errno from the socket.
  */
 #ifndef AL_AGENT_CLIENT_H
 #define AL_AGENT_CLIENT_H
@@ -60,15 +60,19 @@ int al_agent_client_setup(struct al_agent_client *c,
 int al_agent_client_put_files(struct al_agent_client *c,
 			      const struct al_file *files, size_t n,
 			      int timeout_ms);
-/* Run one step; `out` (may be NULL) sees output as it is produced. On
- * success *ret holds the result (al_step_result_release it). */
+/* Run one step; `out` (may be NULL) sees output as it is produced, at
+ * most limits->output_bytes per stream. On success *ret holds the result
+ * (al_step_result_release it), each stream cut to output_bytes by the
+ * host whatever the guest sent: a cut stream is truncated and the step OL. */
 int al_agent_client_run_step(struct al_agent_client *c,
 			     const struct al_step *step,
 			     const struct al_limits *limits,
 			     al_agent_out_fn out, void *opaque, int timeout_ms,
 			     struct al_step_result *ret);
 /* Bring files back; *ret holds files and missing paths (free with
- * al_agent_client_files_release). */
+ * al_agent_client_files_release). Returns the count of files dropped
+ * from the reply because they were not in `paths` (or came twice), or
+ * -EMSGSIZE (and nothing) when the rest hold more than max_bytes. */
 int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
 			      size_t n, uint64_t max_bytes, int timeout_ms,
 			      struct al_msg_files *ret);

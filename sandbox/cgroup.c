@@ -7,8 +7,17 @@
  * operator sees and caps all VMMs in one place. Creation failing for lack
  * of permission is not an error: the VM runs without a host cgroup, and
  * `airlock doctor` says so.
+ *
+ * Workers get a memory cgroup of their own, airlock/workers/<pid> (memory
+ * controller only), which each worker creates and joins itself before it
+ * serves a job (cg_worker_join). A worker cannot remove its own cgroup, so
+ * each join first removes those of workers that are gone; the VMMs a
+ * worker starts move on to their own cgroups before they exec.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -180,4 +189,85 @@ void cg_destroy(struct cg *cg)
 			usleep(1000);
 	}
 	cg->n = 0;
+}
+
+/* Remove the cgroups of workers that are gone (named by their pid). */
+static void sweep_workers(const char *parent)
+{
+	char path[PATH_MAX + 256];
+	struct dirent *e;
+	DIR *d = opendir(parent);
+	char *end;
+	long pid;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue; /* alive (or its pid reused: next time) */
+		snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
+/* airlock/workers under the memory hierarchy; the limit's file name. */
+static int workers_parent(char *dir, size_t len, const char **limit)
+{
+	if (is_v2()) {
+		/* controllers are enabled from the root down */
+		write_file(CG_ROOT, "cgroup.subtree_control", "+memory");
+		if (mkdir(CG_ROOT "/airlock", 0755) < 0 && errno != EEXIST)
+			return -errno;
+		write_file(CG_ROOT "/airlock", "cgroup.subtree_control",
+			   "+memory");
+		snprintf(dir, len, "%s", CG_ROOT "/airlock/workers");
+		*limit = "memory.max";
+	} else {
+		if (mkdir(CG_ROOT "/memory/airlock", 0755) < 0 &&
+		    errno != EEXIST)
+			return -errno;
+		snprintf(dir, len, "%s", CG_ROOT "/memory/airlock/workers");
+		*limit = "memory.limit_in_bytes";
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (is_v2())
+		write_file(dir, "cgroup.subtree_control", "+memory");
+	return 0;
+}
+
+int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len)
+{
+	char parent[PATH_MAX], dir[PATH_MAX + 16], val[32];
+	const char *limit = "memory.max";
+	int r;
+
+	ret_dir[0] = '\0';
+	if (!strcmp(cg_version(), "none"))
+		return -EOPNOTSUPP;
+	r = workers_parent(parent, sizeof(parent), &limit);
+	if (r < 0)
+		return r;
+	sweep_workers(parent);
+	snprintf(dir, sizeof(dir), "%s/%d", parent, (int)getpid());
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)memory_bytes);
+	r = write_file(dir, limit, val);
+	if (r == 0 && is_v2())
+		r = write_file(dir, "memory.swap.max", "0");
+	else if (r == 0) /* no swap either, where v1 accounts it */
+		write_file(dir, "memory.memsw.limit_in_bytes", val);
+	if (r == 0)
+		r = write_file(dir, "cgroup.procs", "0");
+	if (r < 0) {
+		rmdir(dir);
+		return r;
+	}
+	snprintf(ret_dir, len, "%s", dir);
+	return 0;
 }

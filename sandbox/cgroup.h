@@ -24,6 +24,10 @@ int cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
 int cg_join_self(const struct cg *cg);
 /* Remove the cgroups (the processes must be gone). */
 void cg_destroy(struct cg *cg);
+/* Create airlock/workers/<our pid> in the memory hierarchy, capped at
+ * memory_bytes (no swap), and move this process into it; *ret_dir gets
+ * its path. -EOPNOTSUPP without cgroups, else -errno. */
+int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
 /* "v2", "v1" or "none": what cg_create would use on this host. */
 const char *cg_version(void);
 

@@ -64,7 +64,13 @@ struct sb_options {
 	uint32_t vmm_pids;        /* host cgroup pids.max */
 	uint32_t prestart;        /* pre-started VMMs per template */
 	enum sb_carrier carrier;  /* guest channel */
+	uint32_t worker_memory_mb; /* a worker's host memory cgroup, 0 = none */
 };
+
+/* A worker's memory cgroup by default, MiB: a result at its cap twice (the
+ * struct, then its encoding) plus room for the job (raw and decoded), a
+ * step's reply in flight (one frame, then decoded) and the process. */
+#define SB_WORKER_MEMORY_MB (2 * (AL_RESULT_MAX_BYTES >> 20) + 320)
 
 struct sb_image {
 	char dir[PATH_MAX];     /* resolved image dir */
@@ -159,6 +165,9 @@ int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);
 int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret);
+/* Bring `paths` back, at most max_bytes of contents. Returns the count of
+ * files the guest sent that were not asked for (dropped), or -EMSGSIZE
+ * when it sent more than max_bytes (*ret then holds nothing). */
 int sb_vm_get_files(struct sb_vm *vm, char *const *paths, size_t n,
 		    uint64_t max_bytes, struct al_msg_files *ret);
 /* Is the VMM process still alive? */
@@ -187,5 +196,9 @@ void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d);
 
 /* "v2", "v1" or "none": the host cgroup support VMMs get (doctor). */
 const char *cg_version(void);
+/* Move this process into a memory cgroup of its own capped at
+ * memory_bytes (airlock/workers/<pid>, see sandbox/cgroup.c); *ret_dir
+ * gets its path. -EOPNOTSUPP without cgroups, else -errno. */
+int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
 
 #endif

@@ -87,6 +87,7 @@ void sb_options_init(struct sb_options *o)
 	o->vmm_cpu_percent = 100;
 	o->vmm_pids = 256;
 	o->prestart = 1;
+	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
 	o->vmm_uid_base = 1200000;
 	o->vmm_uid_count = 1024;
 	/* QEMU is semi-trusted: as root, jail each one under a uid of its

@@ -225,6 +225,9 @@ static const struct al_config_key keys[] = {
     U32(workers, shutdown_grace_ms, 0, 3600000, "30000",
 	"ms running jobs get on shutdown before they are killed (and "
 	"redelivered)"),
+    U32(workers, memory_mb, 0, 65536, "512",
+	"host memory cgroup of each worker process, MiB; 0 = none; as "
+	"root a worker that cannot get one does not start"),
 
     STR(sandbox, state_dir, state_dir, check_opt_abs_path,
 	"empty or an absolute path", "",

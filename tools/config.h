@@ -93,6 +93,7 @@ struct al_config {
 	struct {
 		uint32_t count;		    /* 0 = one per online CPU */
 		uint32_t shutdown_grace_ms; /* running jobs get this long */
+		uint32_t memory_mb;	    /* memory cgroup per worker, 0 = none */
 	} workers;
 
 	struct {

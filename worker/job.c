@@ -8,6 +8,19 @@
  * is malformed) the step is XX with what failed, the rest are SK, and the
  * VM is destroyed: the queue decides whether to retry. Verdicts are
  * decided here, on the host, from the output the guest reported.
+ *
+ * Result budget. A result is at most AL_RESULT_MAX_BYTES encoded, and the
+ * worker never holds more than that of it: 256 steps of 2 x 16 MiB would
+ * be 8 GiB. result_bytes() is an upper bound of the encoded size so far
+ * (every step counted, run or not). Each step runs with its output_bytes
+ * cut to what the result still has room for (half each stream), so no
+ * step can push it over; the host cuts the streams to that cap itself
+ * (agent_client.c), whatever the guest sends. A step whose output the
+ * budget cut is OL and ends the job: the steps after it are SK. A step
+ * with no room left at all is OL without running. Collected files get
+ * what room is left (at most AL_OUTPUT_MAX); files the job did not ask
+ * for are dropped and a reply over the room is refused, both noted in
+ * `error`, the latter making the job OL.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -118,6 +131,55 @@ static int get_vm(struct al_worker *w, const char *name,
 	return r;
 }
 
+/* Bounds of the encoded result: the fixed part (id, worker, vm, timing,
+ * meta, error) and what a step or file adds besides its bytes. */
+#define RESULT_BASE_BYTES (AL_META_MAX_BYTES + AL_ERROR_MAX + (16u << 10))
+#define STEP_BYTES 512u
+#define FILE_BYTES 16u
+#define RESULT_BUDGET (AL_RESULT_MAX_BYTES - RESULT_BASE_BYTES)
+
+static size_t slen(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+/* An upper bound of the result's msgpack size, less the fixed part. */
+static uint64_t result_bytes(const struct al_result *res)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < res->n_steps; i++) {
+		const struct al_step_result *sr = &res->steps[i];
+
+		n += STEP_BYTES + sr->stdout_.len + sr->stderr_.len +
+		     slen(sr->name) + slen(sr->error);
+	}
+	for (size_t i = 0; i < res->n_files; i++)
+		n += FILE_BYTES + slen(res->files[i].path) +
+		     res->files[i].content.len;
+	return n;
+}
+
+/* Bytes the result still has room for. */
+static uint64_t budget_room(const struct al_result *res)
+{
+	uint64_t used = result_bytes(res);
+
+	return used < RESULT_BUDGET ? RESULT_BUDGET - used : 0;
+}
+
+/* Step i cannot run for lack of room: OL, and the rest SK. */
+static int out_of_room(const struct al_job *job, size_t i, bool ran,
+		       struct al_result *res)
+{
+	res->steps[i].status = AL_OL;
+	for (size_t k = i + 1; k < job->n_steps; k++)
+		res->steps[k].status = AL_SK;
+	return set_error(&res->error,
+			 "step %zu %s: the result would pass %u bytes", i,
+			 ran ? "output cut" : "not run", AL_RESULT_MAX_BYTES);
+}
+
 static bool earlier_failed(const struct al_result *res, size_t i)
 {
 	for (size_t k = 0; k < i; k++)
@@ -136,6 +198,7 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		struct al_step_result *sr = &res->steps[i];
 		int left = al_deadline_poll_ms(wall);
 		uint32_t t = al_job_step_timeout(job, i, w->policy);
+		struct al_limits sl;
 		int r;
 
 		if (s->run_if == AL_RUN_SUCCESS && earlier_failed(res, i)) {
@@ -148,7 +211,12 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		}
 		if (left > 0 && t > (uint32_t)left)
 			t = (uint32_t)left;
-		r = sb_vm_run_step(vm, s, lim, t, sr);
+		sl = *lim;
+		if (sl.output_bytes > budget_room(res) / 2)
+			sl.output_bytes = (uint32_t)(budget_room(res) / 2);
+		if (sl.output_bytes == 0)
+			return out_of_room(job, i, false, res);
+		r = sb_vm_run_step(vm, s, &sl, t, sr);
 		if (r < 0) {
 			sr->status = AL_XX;
 			if (set_error(&sr->error, "step %zu: %s", i,
@@ -161,6 +229,9 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		}
 		if (s->name && !sr->name)
 			sr->name = strdup(s->name);
+		if (sl.output_bytes < lim->output_bytes &&
+		    (sr->stdout_truncated || sr->stderr_truncated))
+			return out_of_room(job, i, true, res);
 	}
 	return 0;
 }
@@ -192,27 +263,45 @@ static void judge(const struct al_job *job, struct al_result *res)
 				   : AL_VERDICT_WRONG_ANSWER;
 }
 
+/* Bring the `collect` files back into what room the result has left.
+ * Returns 0, 1 when the guest sent more than that (no files, job OL), or
+ * <0 when the VM failed. */
 static int collect(struct sb_vm *vm, const struct al_job *job,
 		   struct al_result *res)
 {
+	uint64_t room = budget_room(res),
+		 per = job->n_collect * (uint64_t)(FILE_BYTES + AL_PATH_MAX);
+	uint64_t max = room > per ? room - per : 0;
 	struct al_msg_files f = {0};
 	int r;
 
 	if (!job->n_collect)
 		return 0;
-	r = sb_vm_get_files(vm, job->collect, job->n_collect, AL_OUTPUT_MAX,
-			    &f);
+	if (max == 0 && res->error)
+		return 1; /* the steps used it up: error says how */
+	if (max == 0)
+		return set_error(&res->error, "collect: no room left in the "
+				 "result for files") ?: 1;
+	max = max < AL_OUTPUT_MAX ? max : AL_OUTPUT_MAX;
+	r = sb_vm_get_files(vm, job->collect, job->n_collect, max, &f);
+	if (r == -EMSGSIZE)
+		return set_error(&res->error, "collect: the guest sent more "
+				 "than %llu bytes of files; none kept",
+				 (unsigned long long)max) ?: 1;
 	if (r < 0)
 		return r;
+	if (r > 0 && set_error(&res->error, "collect: dropped %d file(s) "
+			       "the job did not ask for", r) < 0)
+		r = -ENOMEM;
 	res->files = f.files; /* hand-off: missing paths are left out */
 	res->n_files = f.n_files;
 	f.files = NULL;
 	f.n_files = 0;
 	sb_files_release(&f);
-	return 0;
+	return r < 0 ? r : 0;
 }
 
-/* With the VM up: limits, files, steps, collect. */
+/* With the VM up: limits, files, steps, collect. 1 = over budget. */
 static int in_vm(struct sb_vm *vm, struct al_worker *w,
 		 const struct al_job *job, const struct al_limits *lim,
 		 struct al_deadline wall, struct al_result *res)
@@ -228,9 +317,12 @@ static int in_vm(struct sb_vm *vm, struct al_worker *w,
 				 sb_vm_error(vm)) ?: r;
 	}
 	r = run_steps(vm, w, job, lim, wall, res);
-	if (r == 0 && collect(vm, job, res) < 0)
+	if (r != 0)
+		return r;
+	r = collect(vm, job, res);
+	if (r < 0 && r != -ENOMEM)
 		r = set_error(&res->error, "collect (after %zu steps): %s",
-			      job->n_steps, sb_vm_error(vm)) ?: -EIO;
+			      job->n_steps, sb_vm_error(vm)) ?: r;
 	return r;
 }
 
@@ -308,6 +400,8 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	sb_vm_destroy(vm);
 	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	if (r > 0 && res->status == AL_OK)
+		res->status = AL_OL; /* the guest sent files past the budget */
 	res->timing.queued_ms = queued_ms;
 	res->timing.run_ms = al_now_ms() - t0;
 	res->timing.total_ms = queued_ms + res->timing.run_ms;

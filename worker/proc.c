@@ -4,6 +4,13 @@
  * the dispatcher is the one that watches clocks (it kills a worker that
  * runs past its job's wall time plus slack). Reads never go past the frame
  * being read (al_frame_reader_want), so nothing is buffered across jobs.
+ *
+ * Memory: right after the fork the worker moves into a host memory cgroup
+ * of its own (sb->worker_memory_mb; sandbox/cgroup.c) and reports how
+ * that went over a pipe before al_proc_spawn() returns. As root that is
+ * fail-closed: a worker that cannot be capped is not started and the
+ * spawn fails with the reason. A job cannot reach the cap (job.c keeps
+ * the result within its budget); the cap is for Airlock's own bugs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +27,7 @@
 
 #include "proc.h"
 #include "proto.h"
+#include "sandbox.h"
 
 #define PROC_FD 3 /* the socket's number in the worker */
 
@@ -184,6 +192,59 @@ static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
 	return r;
 }
 
+/* A result over AL_RESULT_MAX_BYTES (job.c's budget should make that
+ * impossible): keep the statuses, drop the bytes, say so (XX). */
+static int shrink(struct al_result *res)
+{
+	for (size_t i = 0; i < res->n_steps; i++) {
+		struct al_step_result *sr = &res->steps[i];
+
+		sr->stdout_truncated |= sr->stdout_.len > 0;
+		sr->stderr_truncated |= sr->stderr_.len > 0;
+		free(sr->stdout_.data);
+		free(sr->stderr_.data);
+		sr->stdout_ = sr->stderr_ = (struct al_blob){0};
+	}
+	for (size_t i = 0; i < res->n_files; i++) {
+		free(res->files[i].path);
+		free(res->files[i].content.data);
+	}
+	free(res->files);
+	res->files = NULL;
+	res->n_files = 0;
+	free(res->error);
+	res->status = AL_XX;
+	res->error = strdup("result over the cap: output and files dropped");
+	return res->error ? 0 : -ENOMEM;
+}
+
+/* Encode `res` (within the cap) as one frame and send it. */
+static int send_result(int fd, struct al_result *res)
+{
+	char *out = NULL, hdr[AL_FRAME_HDR];
+	size_t olen = 0;
+	int r;
+
+	r = al_result_to_msgpack(res, &out, &olen);
+	if (r == 0 && olen > AL_RESULT_MAX_BYTES) {
+		free(out);
+		out = NULL;
+		r = shrink(res);
+		if (r == 0)
+			r = al_result_to_msgpack(res, &out, &olen);
+		if (r == 0 && olen > AL_RESULT_MAX_BYTES)
+			r = -E2BIG;
+	}
+	if (r == 0) {
+		put_be32(hdr, (uint32_t)olen);
+		r = write_all(fd, hdr, sizeof(hdr));
+		if (r == 0)
+			r = write_all(fd, out, olen);
+	}
+	free(out);
+	return r;
+}
+
 int al_proc_serve(int fd, struct al_worker *w, al_proc_run_fn run)
 {
 	struct al_frame_reader fr;
@@ -193,8 +254,7 @@ int al_proc_serve(int fd, struct al_worker *w, al_proc_run_fn run)
 	for (;;) {
 		struct al_result res = {0};
 		uint8_t *body = NULL;
-		char *out = NULL, hdr[AL_FRAME_HDR];
-		size_t len = 0, olen = 0;
+		size_t len = 0;
 
 		r = read_frame(fd, &fr, &body, &len);
 		if (r == -ENODATA) {
@@ -206,17 +266,8 @@ int al_proc_serve(int fd, struct al_worker *w, al_proc_run_fn run)
 		r = run_one(w, run, body, len, &res);
 		free(body);
 		if (r == 0)
-			r = al_result_to_msgpack(&res, &out, &olen);
+			r = send_result(fd, &res);
 		al_result_release(&res);
-		if (r == 0 && olen > AL_RESULT_MAX_BYTES)
-			r = -E2BIG;
-		if (r == 0) {
-			put_be32(hdr, (uint32_t)olen);
-			r = write_all(fd, hdr, sizeof(hdr));
-			if (r == 0)
-				r = write_all(fd, out, olen);
-		}
-		free(out);
 		if (r < 0)
 			break;
 		al_worker_idle(w); /* the next restore's set-up, off its path */
@@ -259,24 +310,75 @@ static void child_setup(int sock, pid_t parent)
 			close(fd);
 }
 
+/* In the child: join the worker's memory cgroup and write how that went
+ * (0 or -errno) to `fd`. Without the cgroup only root fails (closed). */
+static int join_cgroup(const struct sb_options *sb, int fd)
+{
+	char dir[PATH_MAX];
+	int r = 0;
+
+	if (sb->worker_memory_mb)
+		r = cg_worker_join((uint64_t)sb->worker_memory_mb << 20, dir,
+				   sizeof(dir));
+	if (r < 0 && geteuid() != 0)
+		r = 0; /* as on hosts without cgroups */
+	if (write(fd, &r, sizeof(r)) != sizeof(r))
+		r = -EPIPE;
+	close(fd);
+	return r;
+}
+
+/* In the parent: the child's join_cgroup() report; -ECHILD if it died
+ * before it could say. */
+static int joined(int fd)
+{
+	ssize_t n;
+	int r;
+
+	do
+		n = read(fd, &r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	return n == sizeof(r) ? r : -ECHILD;
+}
+
+/* Kill and reap a child that never became a worker. */
+static void kill_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
 		  const char *name, al_proc_run_fn run, struct al_proc *ret)
 {
 	pid_t parent = getpid(), pid;
-	int sv[2], pidfd, r;
+	int sv[2], st[2], pidfd, r;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
+	if (pipe2(st, O_CLOEXEC) < 0) {
 		r = -errno;
 		close(sv[0]);
 		close(sv[1]);
 		return r;
 	}
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		close(st[0]);
+		close(st[1]);
+		return r;
+	}
 	if (pid == 0) {
 		struct al_worker w;
 
+		close(st[0]);
+		if (join_cgroup(sb, st[1]) < 0)
+			_exit(1);
 		child_setup(sv[1], parent);
 		al_worker_init(&w, sb, policy, name);
 		r = al_proc_serve(PROC_FD, &w, run);
@@ -284,14 +386,14 @@ int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
 		_exit(r < 0 ? 1 : 0);
 	}
 	close(sv[1]);
+	close(st[1]);
 	/* the parent may also set the group: whoever runs first wins */
 	setpgid(pid, pid);
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	r = joined(st[0]);
+	pidfd = r < 0 ? -1 : (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0) {
-		r = -errno;
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		r = r < 0 ? r : -errno;
+		kill_child(pid);
 		close(sv[0]);
 		return r;
 	}

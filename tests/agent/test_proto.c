@@ -263,6 +263,15 @@ static void test_reader_oversize(void **state)
 	al_frame_reader_init(&r, 100);
 	assert_int_equal(al_frame_reader_feed(&r, "\0\0\0\x65", 4), -EMSGSIZE);
 	al_frame_reader_release(&r);
+	/* so is a higher one: a result frame may pass AL_FRAME_MAX */
+	al_frame_reader_init(&r, AL_RESULT_MAX_BYTES);
+	assert_int_equal(al_frame_reader_feed(&r, "\x06\0\0\0", 4), 4);
+	assert_int_equal(al_frame_reader_want(&r), AL_RESULT_MAX_BYTES);
+	al_frame_reader_release(&r);
+	al_frame_reader_init(&r, AL_RESULT_MAX_BYTES);
+	assert_int_equal(al_frame_reader_feed(&r, "\x06\0\0\x01", 4),
+			 -EMSGSIZE);
+	al_frame_reader_release(&r);
 	al_frame_reader_init(&r, 0);
 	assert_int_equal(al_frame_reader_feed(&r, "\x02\x00\x00\x00xy", 6), 6);
 	assert_true(r.cap <= (64u << 10));

@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -232,6 +234,80 @@ static void test_worker_dies_with_parent_fds(void **state)
 	assert_true(WIFSIGNALED(reap(&p)));
 }
 
+/* The memory line of /proc/PID/cgroup ("" when there is none). */
+static void memory_cgroup(pid_t pid, char *ret, size_t len)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	ret[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		bool mem = strstr(line, ":memory:") != NULL;
+
+		/* v1's memory line, else (v2) the unified one */
+		if (mem || (!ret[0] && !strncmp(line, "0::", 3)))
+			snprintf(ret, len, "%s", strchr(strchr(line, ':') + 1,
+							':') + 1);
+		if (mem)
+			break;
+	}
+	fclose(f);
+}
+
+static uint64_t read_u64(const char *path)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "re");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu", &v), 1);
+	fclose(f);
+	return v;
+}
+
+/* As root with cgroups, a worker runs in airlock/workers/<pid> capped at
+ * workers.memory_mb; with 0 it stays where its parent is. */
+static void test_worker_memory_cgroup(void **state)
+{
+	char want[64], cg[512], limit[PATH_MAX];
+	bool v2 = !strcmp(cg_version(), "v2");
+	struct sb_options sb;
+	struct al_proc p;
+
+	(void)state;
+	if (geteuid() != 0 || !strcmp(cg_version(), "none"))
+		skip();
+	sb_options_init(&sb);
+	assert_int_equal(sb.worker_memory_mb, SB_WORKER_MEMORY_MB);
+	sb.worker_memory_mb = 300;
+	assert_int_equal(al_proc_spawn(&sb, al_policy_default(), "t/w3", NULL, &p),
+			 0);
+	/* joined before al_proc_spawn returned */
+	snprintf(want, sizeof(want), "/airlock/workers/%d\n", (int)p.pid);
+	memory_cgroup(p.pid, cg, sizeof(cg));
+	assert_string_equal(cg, want);
+	snprintf(limit, sizeof(limit), "/sys/fs/cgroup%s/airlock/workers/%d/%s",
+		 v2 ? "" : "/memory", (int)p.pid,
+		 v2 ? "memory.max" : "memory.limit_in_bytes");
+	assert_int_equal(read_u64(limit), 300ull << 20);
+	close(p.fd);
+	p.fd = -1;
+	assert_true(WIFEXITED(reap(&p)));
+
+	sb.worker_memory_mb = 0;
+	memory_cgroup(getpid(), want, sizeof(want));
+	assert_int_equal(al_proc_spawn(&sb, al_policy_default(), "t/w4", NULL, &p),
+			 0);
+	memory_cgroup(p.pid, cg, sizeof(cg));
+	assert_string_equal(cg, want);
+	close(p.fd);
+	p.fd = -1;
+	assert_true(WIFEXITED(reap(&p)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +316,7 @@ int main(void)
 	    cmocka_unit_test(test_worker_rejects_and_exits),
 	    cmocka_unit_test(test_worker_bad_frame),
 	    cmocka_unit_test(test_worker_dies_with_parent_fds),
+	    cmocka_unit_test(test_worker_memory_cgroup),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -784,7 +784,7 @@ static void test_dump_roundtrip(void **state)
 	    "result_ttl_s = 3600\nvisibility_slack_ms = 60000\n"
 	    "heartbeat_ms = 1000\ntrim_interval_ms = 5000\n"
 	    "dead_letter = off\n"
-	    "[workers]\ncount = 8\nshutdown_grace_ms = 0\n"
+	    "[workers]\ncount = 8\nshutdown_grace_ms = 0\nmemory_mb = 1024\n"
 	    "[sandbox]\nstate_dir = /srv/airlock\nqemu = /usr/local/bin/qemu\n"
 	    "accel = kvm\nvm_memory_mb = 2048\nvm_vcpus = 2\nprestart = 0\n"
 	    "vm_ttl_slack_ms = 1\nvmm_uid_base = 3000000\nvmm_uid_count = 9\n"
