@@ -285,8 +285,8 @@ static void enforce_output(struct al_step_result *r, const struct sink *s)
 	    s->seen[1] > s->cap)
 		r->stderr_truncated = true;
 	over |= r->stdout_truncated || r->stderr_truncated;
-	if (over && (r->status == AL_OK || r->status == AL_RE ||
-		     r->status == AL_SG))
+	if (over &&
+	    (r->status == AL_OK || r->status == AL_RE || r->status == AL_SG))
 		r->status = AL_OL;
 }
 

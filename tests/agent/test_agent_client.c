@@ -23,7 +23,7 @@
 #include "agent_client.h"
 
 #define CALL_MS 10000
-#define BIG (16u << 20) /* what the lying guest sends: AL_OUTPUT_MAX */
+#define BIG	(16u << 20) /* what the lying guest sends: AL_OUTPUT_MAX */
 
 /* What the fake agent answers with (built in the child, after the fork). */
 typedef void (*reply_fn)(int fd);
@@ -61,7 +61,8 @@ static void read_request(int fd)
 	al_frame_reader_init(&rd, 0);
 	while (!al_frame_reader_ready(&rd)) {
 		size_t want = al_frame_reader_want(&rd);
-		ssize_t n = read(fd, buf, want < sizeof(buf) ? want : sizeof(buf));
+		ssize_t n =
+		    read(fd, buf, want < sizeof(buf) ? want : sizeof(buf));
 
 		if (n <= 0 || al_frame_reader_feed(&rd, buf, (size_t)n) < 0)
 			_exit(4);
@@ -136,9 +137,9 @@ static void test_exit_past_cap_is_cut(void **state)
 
 	(void)state;
 	start(&f, reply_big_exit);
-	assert_int_equal(al_agent_client_run_step(&f.c, &s, &lim, NULL, NULL,
-						  CALL_MS, &r),
-			 0);
+	assert_int_equal(
+	    al_agent_client_run_step(&f.c, &s, &lim, NULL, NULL, CALL_MS, &r),
+	    0);
 	assert_int_equal(r.stdout_.len, 1024);
 	assert_true(r.stdout_truncated);
 	assert_true(r.stdout_bytes >= BIG); /* what it sent, at least */
@@ -177,9 +178,9 @@ static void test_exit_at_cap_is_kept(void **state)
 
 	(void)state;
 	start(&f, reply_small_exit);
-	assert_int_equal(al_agent_client_run_step(&f.c, &s, &lim, NULL, NULL,
-						  CALL_MS, &r),
-			 0);
+	assert_int_equal(
+	    al_agent_client_run_step(&f.c, &s, &lim, NULL, NULL, CALL_MS, &r),
+	    0);
 	assert_int_equal(r.stdout_.len, 1024);
 	assert_false(r.stdout_truncated);
 	assert_int_equal(r.status, AL_RE);
@@ -265,9 +266,8 @@ static void test_files_not_asked_for_dropped(void **state)
 
 	(void)state;
 	start(&f, reply_unasked);
-	assert_int_equal(al_agent_client_get_files(&f.c, paths, 2, 1024,
-						   CALL_MS, &got),
-			 1);
+	assert_int_equal(
+	    al_agent_client_get_files(&f.c, paths, 2, 1024, CALL_MS, &got), 1);
 	assert_int_equal(got.n_files, 2);
 	assert_string_equal(got.files[0].path, "a");
 	assert_string_equal(got.files[1].path, "b");
@@ -297,9 +297,9 @@ static void test_files_past_max_refused(void **state)
 
 	(void)state;
 	start(&f, reply_too_big);
-	assert_int_equal(al_agent_client_get_files(&f.c, paths, 1, 1024,
-						   CALL_MS, &got),
-			 -EMSGSIZE);
+	assert_int_equal(
+	    al_agent_client_get_files(&f.c, paths, 1, 1024, CALL_MS, &got),
+	    -EMSGSIZE);
 	assert_int_equal(got.n_files, 0);
 	assert_null(got.files);
 	assert_true(f.c.broken); /* a guest that lies is not asked again */
@@ -309,11 +309,11 @@ static void test_files_past_max_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_exit_past_cap_is_cut),
-		cmocka_unit_test(test_exit_at_cap_is_kept),
-		cmocka_unit_test(test_stream_past_cap_is_dropped),
-		cmocka_unit_test(test_files_not_asked_for_dropped),
-		cmocka_unit_test(test_files_past_max_refused),
+	    cmocka_unit_test(test_exit_past_cap_is_cut),
+	    cmocka_unit_test(test_exit_at_cap_is_kept),
+	    cmocka_unit_test(test_stream_past_cap_is_dropped),
+	    cmocka_unit_test(test_files_not_asked_for_dropped),
+	    cmocka_unit_test(test_files_past_max_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,8 +20,8 @@
 #include "proto.h"
 #include "vmtest.h"
 
-#define STEP_BYTES (16u << 20)
-#define RSS_MAX_KB (256u << 10) /* the bound asserted on the worker */
+#define STEP_BYTES     (16u << 20)
+#define RSS_MAX_KB     (256u << 10) /* the bound asserted on the worker */
 #define RESULT_WAIT_MS 240000
 
 static struct sb_options opts;
@@ -140,8 +140,9 @@ static void check_flood(const struct al_result *res, size_t len)
 		assert_int_equal(res->steps[i].status, AL_SK);
 	assert_non_null(res->error);
 	assert_non_null(strstr(res->error, "the result would pass"));
-	fprintf(stderr, "flood: %zu steps kept, step %zu cut to %zu bytes, "
-			"result %zu bytes\n",
+	fprintf(stderr,
+		"flood: %zu steps kept, step %zu cut to %zu bytes, "
+		"result %zu bytes\n",
 		k, k, res->steps[k].stdout_.len, len);
 }
 
@@ -152,11 +153,15 @@ static unsigned long cgroup_peak_kb(pid_t pid)
 	unsigned long long v = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/memory/airlock/workers/%d"
-		 "/memory.max_usage_in_bytes", (int)pid);
+	snprintf(path, sizeof(path),
+		 "/sys/fs/cgroup/memory/airlock/workers/%d"
+		 "/memory.max_usage_in_bytes",
+		 (int)pid);
 	if (access(path, R_OK) != 0)
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/airlock/workers/"
-			 "%d/memory.peak", (int)pid);
+		snprintf(path, sizeof(path),
+			 "/sys/fs/cgroup/airlock/workers/"
+			 "%d/memory.peak",
+			 (int)pid);
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -178,9 +183,9 @@ static void test_flood_ends_ol(void **state)
 	int st = 0;
 
 	(void)state;
-	assert_int_equal(al_proc_spawn(&opts, al_policy_default(), "t/budget", NULL,
-				       &p),
-			 0);
+	assert_int_equal(
+	    al_proc_spawn(&opts, al_policy_default(), "t/budget", NULL,
+			  &p), 0);
 	send_json(p.fd, job);
 	free(job);
 	assert_int_equal(read_result(p.fd, RESULT_WAIT_MS, &res, &len), 0);
@@ -190,8 +195,9 @@ static void test_flood_ends_ol(void **state)
 	pf = (struct pollfd){.fd = p.pidfd, .events = POLLIN};
 	assert_int_equal(poll(&pf, 1, 0), 0);
 	kb = peak_rss_kb(p.pid);
-	fprintf(stderr, "flood: worker peak RSS (VmHWM) %lu KiB, its memory "
-			"cgroup's peak %lu KiB, %llu ms\n",
+	fprintf(stderr,
+		"flood: worker peak RSS (VmHWM) %lu KiB, its memory "
+		"cgroup's peak %lu KiB, %llu ms\n",
 		kb, cgroup_peak_kb(p.pid),
 		(unsigned long long)(al_now_ms() - t0));
 	assert_true(kb > 0 && kb < RSS_MAX_KB);
@@ -213,7 +219,7 @@ static void test_flood_ends_ol(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_flood_ends_ol),
+	    cmocka_unit_test(test_flood_ends_ol),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
