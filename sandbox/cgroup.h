@@ -24,6 +24,13 @@ int cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
 int cg_join_self(const struct cg *cg);
 /* Remove the cgroups (the processes must be gone). */
 void cg_destroy(struct cg *cg);
+/* Remove every VMM cgroup (under each hierarchy's `airlock` parent) for
+ * which stale(name, arg) holds: SIGKILL what still runs in it, wait up to
+ * two seconds for it to empty, rmdir. Returns how many cgroup dirs it
+ * removed (v1: one per hierarchy) and adds the processes it killed to
+ * *ret_killed; a cgroup that will not empty stays for the next sweep. */
+int cg_sweep(bool (*stale)(const char *name, void *arg), void *arg,
+	     unsigned *ret_killed);
 /* "v2", "v1" or "none": what cg_create would use on this host. */
 const char *cg_version(void);
 

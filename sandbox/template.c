@@ -26,6 +26,14 @@
  * Templates of an older image are unlinked when a new one is built;
  * running clones keep their private mapping of the old `mem` alive.
  *
+ * Files root reads or writes in a template dir are opened relative to the
+ * dir's fd by sb_open_in() (util.c): no symlink followed, no FIFO blocked
+ * on, a regular file of the expected owner (`mem` is the VMM user's,
+ * `state` and `inputs` ours), and what root creates there is O_EXCL: the
+ * build VMM, and every other VMM (all run as one user), can write the
+ * build dir. A finished template dir is handed back to root before
+ * `inputs` marks it complete, so no VMM can plant anything in it later.
+ *
  * The files live on disk (STATE), not tmpfs: the page cache shares them
  * just the same, they survive a reboot, and under memory pressure their
  * clean pages can be dropped instead of pinned.
@@ -113,57 +121,85 @@ static int template_inputs(const struct sb_options *o,
 	return 0;
 }
 
-/* Is dir a complete template made from exactly `inputs`? */
-static bool template_complete(const char *dir, const char *inputs)
+/* Who owns `mem`: the VMM user (0: QEMU runs as we do). */
+static uid_t mem_owner(const struct sb_options *o)
 {
-	char path[PATH_MAX + 16], buf[1024];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/inputs", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	buf[n] = 0;
-	if (strcmp(buf, inputs) != 0)
-		return false;
-	snprintf(path, sizeof(path), "%s/state", dir);
-	if (access(path, R_OK) < 0)
-		return false;
-	snprintf(path, sizeof(path), "%s/mem", dir);
-	return access(path, R_OK) == 0;
+	return o->vmm_uid ? o->vmm_uid : geteuid();
 }
 
+/* Read `inputs` of the template dir `dfd` into buf; false if it is not
+ * a file of ours. */
+static bool read_inputs(int dfd, char *buf, size_t size)
+{
+	int fd = sb_open_in(dfd, "inputs", O_RDONLY, 0, geteuid());
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n >= 0;
+}
+
+/* Is `name` in `dfd` a regular file owned by `owner`? */
+static bool file_ok(int dfd, const char *name, uid_t owner)
+{
+	int fd = sb_open_in(dfd, name, O_RDONLY, 0, owner);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* Is dir a complete template made from exactly `inputs`? */
+static bool template_complete(const struct sb_options *o, const char *dir,
+			      const char *inputs)
+{
+	char buf[1024];
+	int dfd = sb_open_dir(dir);
+	bool ok;
+
+	if (dfd < 0)
+		return false;
+	ok = read_inputs(dfd, buf, sizeof(buf)) && !strcmp(buf, inputs) &&
+	     file_ok(dfd, "state", geteuid()) &&
+	     file_ok(dfd, "mem", mem_owner(o));
+	close(dfd);
+	return ok;
+}
+
+/* Remove a template dir and whatever is in it, following no link. */
 static void remove_template_dir(const char *dir)
 {
-	static const char *const names[] = {"mem", "state", "inputs"};
-	char path[PATH_MAX + 16];
+	const char *slash = strrchr(dir, '/');
+	char parent[PATH_MAX];
+	int pfd;
 
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		unlink(path);
-	}
-	rmdir(dir);
+	if (!slash || slash == dir)
+		return;
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir);
+	pfd = sb_open_dir(parent);
+	if (pfd < 0)
+		return;
+	sb_remove_at(pfd, slash + 1, 2);
+	close(pfd);
 }
 
 /* Does the template in `dir` come from another image (stale)? */
 static bool other_image(const char *dir, const char *image_hash)
 {
-	char path[PATH_MAX + 16], buf[1024], want[64];
-	ssize_t n;
-	int fd;
+	char buf[1024], want[64];
+	int dfd = sb_open_dir(dir);
+	bool ok;
 
-	snprintf(path, sizeof(path), "%s/inputs", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (dfd < 0)
+		return true;
+	ok = read_inputs(dfd, buf, sizeof(buf));
+	close(dfd);
+	if (!ok)
 		return true; /* incomplete */
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
 	snprintf(want, sizeof(want), " image=%s ", image_hash);
 	return !strstr(buf, want);
 }
@@ -299,18 +335,21 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 	return r;
 }
 
-/* Save the device state to `path`, the guest still running: QEMU stops it
- * itself for the device state, and the runstate it records makes clones
- * start on their own. */
-static int template_save(struct sb_vm *vm, const char *path)
+/* Save the device state to `state` in `dfd`, the guest still running:
+ * QEMU stops it itself for the device state, and the runstate it records
+ * makes clones start on their own. */
+static int template_save(struct sb_vm *vm, int dfd)
 {
 	int fd, r = vm_qmp_ignore_shared(vm);
 
 	if (r < 0)
 		return r;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	fd = sb_open_in(dfd, "state", O_WRONLY | O_CREAT, 0600, geteuid());
+	if (fd < 0) {
+		snprintf(vm->error, sizeof(vm->error), "create state: %s",
+			 strerror(-fd));
+		return fd;
+	}
 	r = vm_qmp_pass_state(vm, fd);
 	if (r == 0)
 		r = vm_qmp(vm, "migrate", json_pack("{s:s}", "uri", "fd:state"),
@@ -326,43 +365,47 @@ static int template_save(struct sb_vm *vm, const char *path)
 /* Cold boot into `dir`/mem (shared) and save the device state. */
 static int template_build(const struct sb_options *o,
 			  const struct sb_image *img, enum al_accel accel,
-			  const char *dir, char *err, size_t errlen)
+			  const char *dir, int dfd, char *err, size_t errlen)
 {
-	char mem[PATH_MAX + 8], path[PATH_MAX + 8];
+	char mem[PATH_MAX + 8];
 	struct sb_vm *vm = NULL;
 	int fd, r;
 
 	snprintf(mem, sizeof(mem), "%s/mem", dir);
-	snprintf(path, sizeof(path), "%s/state", dir);
 	r = vm_create(o, img->name, accel, &vm);
 	if (r == 0)
 		r = template_boot(vm, o, img, mem);
 	if (r == 0)
-		r = template_save(vm, path);
+		r = template_save(vm, dfd);
 	if (r < 0)
 		snprintf(err, errlen, "%s",
 			 vm && vm->error[0] ? vm->error : strerror(-r));
 	sb_vm_destroy(vm);
 	if (r == 0) {
-		fd = open(mem, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			fsync(fd);
-			close(fd);
+		fd = sb_open_in(dfd, "mem", O_RDONLY, 0, mem_owner(o));
+		if (fd < 0) {
+			snprintf(err, errlen, "guest RAM file: %s",
+				 strerror(-fd));
+			return fd;
 		}
+		fsync(fd);
+		close(fd);
 	}
 	return r;
 }
 
-static int write_inputs(const char *dir, const char *inputs)
+/* Seal a built dir: back to root (no VMM may add to it now), then
+ * `inputs`, written last: the template is complete. */
+static int write_inputs(int dfd, const char *inputs)
 {
-	char path[PATH_MAX + 16];
 	size_t n = strlen(inputs);
 	int fd, r = 0;
 
-	snprintf(path, sizeof(path), "%s/inputs", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
+	if (fchown(dfd, geteuid(), getegid()) < 0 || fchmod(dfd, 0755) < 0)
 		return -errno;
+	fd = sb_open_in(dfd, "inputs", O_WRONLY | O_CREAT, 0644, geteuid());
+	if (fd < 0)
+		return fd;
 	if (write(fd, inputs, n) != (ssize_t)n || fsync(fd) < 0)
 		r = -EIO;
 	close(fd);
@@ -376,7 +419,7 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 {
 	char tmp[PATH_MAX];
 	uint64_t t0 = al_now_ms();
-	int r;
+	int dfd, r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.build-%s-XXXXXX", base,
 		     t->img.name) >= (int)sizeof(tmp))
@@ -390,9 +433,14 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 		rmdir(tmp);
 		return r;
 	}
-	r = template_build(o, &t->img, t->accel, tmp, err, errlen);
+	dfd = sb_open_dir(tmp);
+	r = dfd < 0 ? dfd
+		    : template_build(o, &t->img, t->accel, tmp, dfd, err,
+				     errlen);
 	if (r == 0)
-		r = write_inputs(tmp, inputs);
+		r = write_inputs(dfd, inputs);
+	if (dfd >= 0)
+		close(dfd);
 	if (r == 0 && rename(tmp, t->dir) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -426,7 +474,7 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 	    snprintf(t.dir, sizeof(t.dir), "%s/%s-%s", base, template_,
 		     t.key) >= (int)sizeof(t.dir))
 		return -ENAMETOOLONG;
-	if (template_complete(t.dir, inputs))
+	if (template_complete(o, t.dir, inputs))
 		goto done;
 	if (mkdir(base, 0755) < 0 && errno != EEXIST)
 		return -errno;
@@ -439,8 +487,10 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 		goto out;
 	}
 	/* another process may have built it while we waited */
-	if (!template_complete(t.dir, inputs)) {
+	if (!template_complete(o, t.dir, inputs)) {
 		remove_stale(base, template_, t.img.hash);
+		/* an incomplete or tampered-with one would block the rename */
+		remove_template_dir(t.dir);
 		r = template_create(o, &t, base, inputs, err, sizeof(err));
 	}
 done:

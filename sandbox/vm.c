@@ -131,18 +131,15 @@ static struct sb_vm *vm_new(void)
 
 static int vm_make_dir(const struct sb_options *o, struct sb_vm *vm)
 {
-	struct stat st;
+	/* ours alone; 0711 when a VMM running as another user must reach
+	 * its own dir (sb_private_dir refuses a dir others may write) */
+	int r = sb_private_dir(o->run_dir, o->vmm_uid ? 0711 : 0700);
 
-	/* 0711: a VMM running as another user reaches its own dir only (an
-	 * older run dir of ours may be 0700: widen it) */
-	if (mkdir(o->run_dir, 0711) < 0 && errno != EEXIST)
-		return -errno;
-	if (o->vmm_uid && stat(o->run_dir, &st) == 0 &&
-	    st.st_uid == geteuid() && (st.st_mode & 0111) != 0111 &&
-	    chmod(o->run_dir, (st.st_mode & 07777) | 0111) < 0)
-		return -errno;
-	if (snprintf(vm->dir, sizeof(vm->dir), "%s/vm-XXXXXX", o->run_dir) >=
-	    (int)sizeof(vm->dir))
+	if (r < 0)
+		return r;
+	/* named after us, so sb_sweep() knows when its owner is dead */
+	if (snprintf(vm->dir, sizeof(vm->dir), "%s/%d-vm-XXXXXX", o->run_dir,
+		     (int)getpid()) >= (int)sizeof(vm->dir))
 		return -ENAMETOOLONG;
 	/* sockets live here: sun_path holds 108 bytes */
 	if (strlen(vm->dir) + sizeof("/agent.sock") > 108)
@@ -253,9 +250,8 @@ static int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 	};
 	int r;
 
-	/* cgroup names say which process owns the VM: PID-vm-XXXXXX */
-	snprintf(name, sizeof(name), "%d-%s", (int)getpid(),
-		 strrchr(vm->dir, '/') + 1);
+	/* the run dir's name, PID-vm-XXXXXX: says which process owns it */
+	snprintf(name, sizeof(name), "%s", strrchr(vm->dir, '/') + 1);
 	vm->start_ms = al_now_ms();
 	r = cg_create(&vm->cg, name,
 		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
