@@ -122,10 +122,13 @@ static bool check_command(const char *s)
 	return true;
 }
 
+/* A user name, never root: QEMU is where a guest escape lands. */
 static bool check_user(const char *s)
 {
 	if (!*s)
 		return true;
+	if (!strcmp(s, "root"))
+		return false;
 	if (!(*s >= 'a' && *s <= 'z') && *s != '_')
 		return false;
 	for (s++; *s; s++)
@@ -258,9 +261,9 @@ static const struct al_config_key keys[] = {
 	"ms: a VM is killed at its job's wall_ms plus this, whatever the "
 	"guest does"),
     STR(sandbox, vmm_user, vmm_user, check_user,
-	"empty or a user name [a-z_][a-z0-9_-]*", "",
+	"empty or a user name [a-z_][a-z0-9_-]* other than root", "",
 	"user QEMU runs as; empty = nobody when run as root, else "
-	"the current user; root = stay root"),
+	"the current user"),
     STR(sandbox, vmm_cgroup, vmm_cgroup, check_abs_path, "an absolute path",
 	"/sys/fs/cgroup/airlock",
 	"cgroup v2 directory under which each VMM gets its own cgroup"),

@@ -31,15 +31,17 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->vmm_cpu_percent = cfg->sandbox.vmm_cpu_max;
 	if (!cfg->sandbox.vmm_user[0])
 		return 0; /* the sandbox's default: nobody when root */
-	if (!strcmp(cfg->sandbox.vmm_user, "root")) {
-		o->vmm_uid = 0;
-		return 0;
-	}
 	pw = getpwnam(cfg->sandbox.vmm_user);
 	if (!pw) {
 		snprintf(err, errlen, "sandbox.vmm_user: no user '%s'",
 			 cfg->sandbox.vmm_user);
 		return -ENOENT;
+	}
+	/* config.c refuses "root"; another name for uid 0 is refused too */
+	if (pw->pw_uid == 0) {
+		snprintf(err, errlen, "sandbox.vmm_user: '%s' is uid 0 (root)",
+			 cfg->sandbox.vmm_user);
+		return -EPERM;
 	}
 	o->vmm_uid = pw->pw_uid;
 	o->vmm_gid = pw->pw_gid;

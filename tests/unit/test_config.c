@@ -398,8 +398,13 @@ static void test_strings(void **state)
 		    NULL);
 	expect_load("[sandbox]\nvmm_user = Root\n",
 		    "t.conf:2: sandbox.vmm_user: must be empty or a user name "
-		    "[a-z_][a-z0-9_-]*");
+		    "[a-z_][a-z0-9_-]* other than root");
+	/* QEMU never runs as root: a guest escape would own the host */
+	expect_load("[sandbox]\nvmm_user = root\n",
+		    "t.conf:2: sandbox.vmm_user: must be empty or a user name "
+		    "[a-z_][a-z0-9_-]* other than root");
 	expect_load("[sandbox]\nvmm_user = airlock-vmm\n", NULL);
+	expect_load("[sandbox]\nvmm_user = rootless\n", NULL);
 	expect_load("[sandbox]\nqemu = a\tb\n",
 		    "t.conf:2: sandbox.qemu: must not contain control "
 		    "characters");
