@@ -7,7 +7,10 @@
  * When the VM itself fails (QEMU dies, the agent stops answering, a frame
  * is malformed) the step is XX with what failed, the rest are SK, and the
  * VM is destroyed: the queue decides whether to retry. Verdicts are
- * decided here, on the host, from the output the guest reported.
+ * decided here, on the host, from the output the guest reported; a step
+ * status the guest reports is one of how processes end (OK RE SG TO ML
+ * OL): its XX, RJ or SK become RE (al_step_result_from_guest), so a
+ * guest cannot make the queue retry a job.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -159,6 +162,9 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 			return set_error(&res->error, "step %zu: %s", i,
 					 sb_vm_error(vm)) ?: r;
 		}
+		/* XX is ours alone: a guest's would be retried */
+		if (al_step_result_from_guest(sr) < 0)
+			return -ENOMEM;
 		if (s->name && !sr->name)
 			sr->name = strdup(s->name);
 	}
