@@ -146,7 +146,7 @@ int sb_private_dir(const char *path, mode_t mode)
 	else if (st.st_uid != geteuid() || (st.st_mode & 022))
 		r = -EPERM; /* someone else may have written in it */
 	if (r == 0) {
-		want = ((st.st_mode & 07777) & ~(mode_t)044) | (mode & 0111);
+		want = (st.st_mode & 07700) | (mode & 077);
 		if (want != (st.st_mode & 07777) && fchmod(fd, want) < 0)
 			r = -errno;
 	}

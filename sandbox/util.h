@@ -38,9 +38,10 @@ int sb_open_in(int dirfd, const char *name, int flags, mode_t mode,
 int sb_open_dir(const char *path);
 /* Make sure `path` is a directory only we may write: create it with
  * `mode` if absent; refuse (-EPERM) one that is a symlink, not ours, or
- * writable by group or others (another user could plant files in it);
- * drop read bits of group and others and add `mode`'s search bits (a VMM
- * running as another user needs 0711). The run dir's check. */
+ * writable by group or others (another user could have planted files in
+ * it); else give group and others `mode`'s bits (0700, or 0711 when a
+ * VMM running as another user must reach its own dir). The run dir's
+ * check. */
 int sb_private_dir(const char *path, mode_t mode);
 /* Remove `name` in `dirfd` and, if a directory, all it holds, at most
  * `depth` levels down, without following symlinks and without crossing
