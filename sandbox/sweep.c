@@ -6,7 +6,7 @@
  * killed with SIGKILL destroys nothing: its QEMU dies by PDEATHSIG, yet
  * the run dir and the cgroup stay, and a QEMU that somehow outlived it
  * would run on unowned. sb_sweep() looks for names whose PID is dead and
- * removes all three:
+ * removes all three (a zombie counts as dead):
  *
  *   1. cgroups: every process still in one is SIGKILLed, then it goes
  *      (cgroup.c, cg_sweep);
@@ -60,13 +60,36 @@ static pid_t name_owner(const char *name)
 	return (pid_t)pid;
 }
 
+/* Is `pid` gone or a zombie (killed, not yet reaped: an orphan waits
+ * for whoever reaps it, which may take a while)? */
+static bool dead(pid_t pid)
+{
+	char path[64], buf[512], *end;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) < 0)
+		return errno == ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	end = strrchr(buf, ')'); /* the name may hold anything */
+	return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
+}
+
 /* A VM name whose owner is dead. */
 static bool stale(const char *name, void *arg)
 {
 	pid_t pid = name_owner(name);
 
 	(void)arg;
-	return pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
+	return pid > 0 && dead(pid);
 }
 
 struct stale_dirs {
