@@ -280,8 +280,12 @@ static int template_warmup(struct sb_vm *vm, const struct sb_image *img)
 	char *clean[] = {"/bin/sh", "-c",
 			 "rm -rf /work/* /work/.[!.]* /tmp/* /tmp/.[!.]*; :",
 			 NULL};
-	struct al_step warm = {.argv = argv, .argc = 3};
-	struct al_step tidy = {.argv = clean, .argc = 3};
+	/* the step's own timeout too: the agent's default (10 s) is short
+	 * for an import under TCG on a loaded host */
+	struct al_step warm = {.argv = argv, .argc = 3,
+			       .timeout_ms = WARMUP_TIMEOUT_MS};
+	struct al_step tidy = {.argv = clean, .argc = 3,
+			       .timeout_ms = WARMUP_TIMEOUT_MS};
 	struct al_limits lim;
 	struct al_step_result res = {0};
 	int r;
