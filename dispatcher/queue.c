@@ -14,6 +14,12 @@
  * only then returns it. Results are read by clients with STRLEN before GET
  * (a result is written once, so the length cannot change in between).
  *
+ * RECLAIM reads an entry's `w` (its wall_ms) strictly: up to 19 decimal
+ * digits. Lua's tonumber() takes "nan", "inf", "0x1p4" and "1e9", and a
+ * NaN compares false with everything, so such an entry would never be
+ * reclaimed; anything but digits counts as 0 (reclaimable once idle past
+ * the slack), a missing `w` as the default.
+ *
  * Trimming: Redis 7.0's XTRIM drops entries whether or not they are
  * pending, so TRIM computes MINID as the oldest pending entry, else the
  * group's last-delivered id: nothing pending or undelivered is ever older
@@ -291,7 +297,11 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"  if #r == 1 and type(r[1][2]) == 'table' then\n"
 	"    local f = r[1][2]\n"
 	"    for i = 1, #f - 1, 2 do\n"
-	"      if f[i] == 'w' then w = tonumber(f[i + 1]) or dflt end\n"
+	"      if f[i] == 'w' then\n"
+	"        local v = f[i + 1]\n"
+	"        if type(v) == 'string' and #v <= 19 and v:match('^%d+$')\n"
+	"        then w = tonumber(v) else w = 0 end\n"
+	"      end\n"
 	"    end\n"
 	"  end\n"
 	"  if w < 0 or w > maxw then w = maxw end\n"

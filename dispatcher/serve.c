@@ -39,6 +39,13 @@
  * stored when the command connection is back; its entry stays pending
  * meanwhile, and the heartbeat keeps it ours.
  *
+ * Leftovers: a worker killed mid-job destroys nothing; its QEMU dies by
+ * PDEATHSIG but the VM's run dir and host cgroup stay. sb_sweep() removes
+ * those of dead processes (and kills anything still in such a cgroup):
+ * at start-up, for a serve or worker killed before us on this host, and
+ * each time one of our workers dies. VMs of live processes, another
+ * serve's included, are left alone.
+ *
  * Shutdown (SIGTERM, SIGINT, stop_fd): stop reading; hand claimed but
  * unstarted tasks back (XCLAIM IDLE <a year>: the next RECLAIM anywhere
  * takes them at once); let running jobs finish and store for up to
@@ -742,6 +749,24 @@ static void handle_closed(uv_handle_t *h)
 	maybe_finish(w->s);
 }
 
+/* What VMs of dead workers left (sandbox/sweep.c); `always` logs even
+ * when nothing was left (start-up). Blocks for at most a few seconds. */
+static void sweep(struct serve *s, const char *when, bool always)
+{
+	struct sb_sweep_stats st;
+	int r = sb_sweep(s->o->sb, &st);
+
+	if (r < 0)
+		al_warn("sweep %s: run dir %s: %s", when, s->o->sb->run_dir,
+			r == -EPERM ? "not ours alone (owner or mode): left "
+				      "alone"
+				    : strerror(-r));
+	if (always || st.dirs || st.cgroups || st.killed)
+		al_info("sweep %s: removed %u run dirs and %u cgroups of dead "
+			"workers, killed %u processes",
+			when, st.dirs, st.cgroups, st.killed);
+}
+
 static void on_exit_(uv_poll_t *p, int status, int events)
 {
 	struct wslot *w = p->data;
@@ -773,6 +798,7 @@ static void on_exit_(uv_poll_t *p, int status, int events)
 		al_warn("worker=%u pid=%d: %s%s", w->index, (int)w->proc.pid,
 			why, w->task ? " mid-job" : "");
 	w->proc.pid = -1;
+	sweep(s, "after a worker died", false);
 	uv_poll_stop(p);
 	uv_close((uv_handle_t *)&w->poll, handle_closed);
 	if (!uv_is_closing((uv_handle_t *)&w->pipe))
@@ -1376,8 +1402,10 @@ int al_serve_run(const struct al_serve_opts *o)
 		return r;
 	}
 	r = setup(s);
-	if (r == 0)
+	if (r == 0) {
+		sweep(s, "at start-up", true);
 		r = spawn_all(s);
+	}
 	alq_url_display(&o->url, where, sizeof(where));
 	if (r < 0) {
 		al_err("serve: cannot start: %s", strerror(-r));

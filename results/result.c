@@ -60,6 +60,27 @@ enum al_status al_result_overall_status(const struct al_result *r)
 	return AL_OK;
 }
 
+int al_step_result_from_guest(struct al_step_result *sr)
+{
+	char buf[AL_ERROR_MAX];
+	enum al_status st = sr->status;
+
+	switch (st) {
+	case AL_OK: case AL_RE: case AL_SG: case AL_TO: case AL_TL: case AL_ML:
+	case AL_OL:
+		return 0;
+	default:
+		break;
+	}
+	snprintf(buf, sizeof(buf), "guest agent reported %s%s%.4000s",
+		 al_status_name(st), sr->error ? ": " : "",
+		 sr->error ? sr->error : "");
+	free(sr->error);
+	sr->status = AL_RE;
+	sr->error = strdup(buf);
+	return sr->error ? 0 : -ENOMEM;
+}
+
 /* --- decoding --------------------------------------------------------------- */
 
 /* A string from a small table; *ret gets its index. */

@@ -274,6 +274,14 @@ int al_result_to_json(const struct al_result *r, char **ret);
 void al_result_release(struct al_result *r);
 /* The job status from its steps: the first non-OK (non-skipped) step's. */
 enum al_status al_result_overall_status(const struct al_result *r);
+/* Hold a step result the guest reported to what a guest may say: how the
+ * step's processes ended (OK, RE, SG, TO, ML, OL). XX is the host's alone
+ * (it is retried: a guest must not be able to ask for that), and RJ and
+ * SK are decided on the host, so a guest reporting any of them, e.g. the
+ * agent's own XX when a step could not be set up (which the job's earlier
+ * steps may have caused), gets RE, not retried, with error "guest agent
+ * reported XX: <its error>". 0 or -ENOMEM. */
+int al_step_result_from_guest(struct al_step_result *sr);
 
 /* Does `out` match the expectation? (exact / trim / lines, see expect.c) */
 bool al_expect_match(const struct al_expect *e, const struct al_blob *out);

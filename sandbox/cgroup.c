@@ -13,12 +13,16 @@
  * serves a job (cg_worker_join). A worker cannot remove its own cgroup, so
  * each join first removes those of workers that are gone; the VMMs a
  * worker starts move on to their own cgroups before they exec.
+ *
+ * A VMM cgroup's name is PID-vm-XXXXXX, PID being the process that made
+ * the VM: cg_sweep() removes those of dead processes
+ * (sandbox/sweep.c decides which are dead).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,6 +34,15 @@
 #define CGROUP2_MAGIC 0x63677270
 #define CG_ROOT "/sys/fs/cgroup"
 #define CPU_PERIOD_US 100000u
+#define SWEEP_WAIT_MS 2000u /* for a swept cgroup's processes to go */
+
+/* Every `airlock` parent a VMM cgroup may live under. */
+static const char *const parents[] = {
+	CG_ROOT "/airlock",
+	CG_ROOT "/memory/airlock",
+	CG_ROOT "/cpu/airlock",
+	CG_ROOT "/pids/airlock",
+};
 
 static bool is_v2(void)
 {
@@ -270,4 +283,82 @@ int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len)
 	}
 	snprintf(ret_dir, len, "%s", dir);
 	return 0;
+}
+
+/* SIGKILL every process in the cgroup `fd`; how many it signalled. */
+static unsigned kill_procs(int dfd)
+{
+	char buf[4096];
+	unsigned n = 0;
+	ssize_t len;
+	int fd = openat(dfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	for (char *p = buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0)
+			n++;
+	}
+	return n;
+}
+
+/* Kill what runs in parent/name and remove it; true once it is gone. */
+static bool sweep_one(int pfd, const char *name, unsigned *killed)
+{
+	uint64_t waited = 0;
+	int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					   O_CLOEXEC);
+
+	if (dfd < 0)
+		return false;
+	/* kill until empty: a process may fork as we read */
+	for (;;) {
+		unsigned k = kill_procs(dfd);
+
+		*killed += waited ? 0 : k;
+		if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+			break;
+		if (errno != EBUSY || waited >= SWEEP_WAIT_MS) {
+			close(dfd);
+			return false;
+		}
+		usleep(10000);
+		waited += 10;
+	}
+	close(dfd);
+	return true;
+}
+
+int cg_sweep(bool (*stale)(const char *name, void *arg), void *arg,
+	     unsigned *ret_killed)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
+		int pfd = open(parents[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = pfd < 0 ? NULL : fdopendir(pfd);
+		struct dirent *e;
+
+		if (!d) {
+			if (pfd >= 0)
+				close(pfd);
+			continue;
+		}
+		while ((e = readdir(d)))
+			if (e->d_type == DT_DIR && e->d_name[0] != '.' &&
+			    stale(e->d_name, arg) &&
+			    sweep_one(pfd, e->d_name, ret_killed))
+				n++;
+		closedir(d);
+	}
+	return n;
 }

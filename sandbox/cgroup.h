@@ -28,6 +28,13 @@ void cg_destroy(struct cg *cg);
  * memory_bytes (no swap), and move this process into it; *ret_dir gets
  * its path. -EOPNOTSUPP without cgroups, else -errno. */
 int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
+/* Remove every VMM cgroup (under each hierarchy's `airlock` parent) for
+ * which stale(name, arg) holds: SIGKILL what still runs in it, wait up to
+ * two seconds for it to empty, rmdir. Returns how many cgroup dirs it
+ * removed (v1: one per hierarchy) and adds the processes it killed to
+ * *ret_killed; a cgroup that will not empty stays for the next sweep. */
+int cg_sweep(bool (*stale)(const char *name, void *arg), void *arg,
+	     unsigned *ret_killed);
 /* "v2", "v1" or "none": what cg_create would use on this host. */
 const char *cg_version(void);
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "util.h"
 #include "vm_internal.h"
 
 /* Everything a restore needs that holds no guest state: QMP and the agent
@@ -45,8 +46,7 @@
 static int clone_prepare(struct sb_vm *vm, const struct sb_options *o,
 			 const struct sb_template *t)
 {
-	char path[PATH_MAX + 16];
-	int fd, r;
+	int dfd, fd, r;
 
 	if (vm->prepared)
 		return 0;
@@ -54,9 +54,13 @@ static int clone_prepare(struct sb_vm *vm, const struct sb_options *o,
 	if (r == 0)
 		r = vm_qmp_ignore_shared(vm);
 	if (r == 0) {
-		snprintf(path, sizeof(path), "%s/state", t->dir);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		r = fd < 0 ? -errno : vm_qmp_pass_state(vm, fd);
+		/* root's file: no link followed, no FIFO blocked on */
+		dfd = sb_open_dir(t->dir);
+		fd = dfd < 0 ? dfd
+			     : sb_open_in(dfd, "state", O_RDONLY, 0, geteuid());
+		if (dfd >= 0)
+			close(dfd);
+		r = fd < 0 ? fd : vm_qmp_pass_state(vm, fd);
 		if (fd >= 0)
 			close(fd); /* QEMU holds its own copy now */
 	}

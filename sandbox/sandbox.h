@@ -194,6 +194,21 @@ pid_t sb_vm_pid(const struct sb_vm *vm);
  * started with other options gets the job's TTL this way. */
 void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d);
 
+/* What sb_sweep() removed. */
+struct sb_sweep_stats {
+	unsigned dirs;    /* run dirs of dead owners */
+	unsigned cgroups; /* host cgroup dirs (v1: one per hierarchy) */
+	unsigned killed;  /* processes still running in them, SIGKILLed */
+};
+/* Remove what VMs of dead processes left: a VM's run dir and host cgroup
+ * are named PID-vm-XXXXXX after the process that made it; those whose PID
+ * is dead go, and any process still in such a cgroup (or naming such a
+ * run dir) is killed. VMs of live processes (another serve on this host)
+ * are never touched. *ret says what went even on failure; -EPERM when the
+ * run dir is not ours alone (sb_private_dir: then only cgroups are
+ * swept). Call at start-up and when a worker died. */
+int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret);
+
 /* "v2", "v1" or "none": the host cgroup support VMMs get (doctor). */
 const char *cg_version(void);
 /* Move this process into a memory cgroup of its own capped at

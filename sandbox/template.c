@@ -34,6 +34,13 @@
  * Templates of an older image are unlinked when a new one is built;
  * running clones keep their memfd alive.
  *
+ * Files root reads or writes in a template dir are opened relative to the
+ * dir's fd by sb_open_in() (util.c): no symlink followed, no FIFO blocked
+ * on, a regular file of ours, and what root creates there is O_EXCL. No
+ * VMM sees these dirs at all (the jail binds only the image), so this
+ * guards against anyone else who could write STATE, and keeps root's
+ * opens honest if that ever changes.
+ *
  * The files live on disk (STATE) so that they survive a reboot; the
  * memfds are what clones share (shmem pages: they can be swapped, not
  * dropped).
@@ -132,57 +139,78 @@ static int template_inputs(const struct sb_options *o,
 	return 0;
 }
 
+/* Read `inputs` of the template dir `dfd` into buf; false if it is not
+ * a file of ours. */
+static bool read_inputs(int dfd, char *buf, size_t size)
+{
+	int fd = sb_open_in(dfd, "inputs", O_RDONLY, 0, geteuid());
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n >= 0;
+}
+
+/* Is `name` in `dfd` a regular file owned by `owner`? */
+static bool file_ok(int dfd, const char *name, uid_t owner)
+{
+	int fd = sb_open_in(dfd, name, O_RDONLY, 0, owner);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 /* Is dir a complete template made from exactly `inputs`? */
 static bool template_complete(const char *dir, const char *inputs)
 {
-	char path[PATH_MAX + 16], buf[1024];
-	ssize_t n;
-	int fd;
+	char buf[1024];
+	int dfd = sb_open_dir(dir);
+	bool ok;
 
-	snprintf(path, sizeof(path), "%s/inputs", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (dfd < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	buf[n] = 0;
-	if (strcmp(buf, inputs) != 0)
-		return false;
-	snprintf(path, sizeof(path), "%s/state", dir);
-	if (access(path, R_OK) < 0)
-		return false;
-	snprintf(path, sizeof(path), "%s/mem", dir);
-	return access(path, R_OK) == 0;
+	ok = read_inputs(dfd, buf, sizeof(buf)) && !strcmp(buf, inputs) &&
+	     file_ok(dfd, "state", geteuid()) &&
+	     file_ok(dfd, "mem", geteuid());
+	close(dfd);
+	return ok;
 }
 
+/* Remove a template dir and whatever is in it, following no link. */
 static void remove_template_dir(const char *dir)
 {
-	static const char *const names[] = {"mem", "state", "inputs"};
-	char path[PATH_MAX + 16];
+	const char *slash = strrchr(dir, '/');
+	char parent[PATH_MAX];
+	int pfd;
 
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		unlink(path);
-	}
-	rmdir(dir);
+	if (!slash || slash == dir)
+		return;
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir);
+	pfd = sb_open_dir(parent);
+	if (pfd < 0)
+		return;
+	sb_remove_at(pfd, slash + 1, 2);
+	close(pfd);
 }
 
 /* Does the template in `dir` come from another image (stale)? */
 static bool other_image(const char *dir, const char *image_hash)
 {
-	char path[PATH_MAX + 16], buf[1024], want[64];
-	ssize_t n;
-	int fd;
+	char buf[1024], want[64];
+	int dfd = sb_open_dir(dir);
+	bool ok;
 
-	snprintf(path, sizeof(path), "%s/inputs", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (dfd < 0)
+		return true;
+	ok = read_inputs(dfd, buf, sizeof(buf));
+	close(dfd);
+	if (!ok)
 		return true; /* incomplete */
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
 	snprintf(want, sizeof(want), " image=%s ", image_hash);
 	return !strstr(buf, want);
 }
@@ -318,18 +346,18 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 	return r;
 }
 
-/* Save the device state to `path`, the guest still running: QEMU stops it
+/* Save the device state to `state` in `dfd`, the guest still running: QEMU stops it
  * itself for the device state, and the runstate it records makes clones
  * start on their own. */
-static int template_save(struct sb_vm *vm, const char *path)
+static int template_save(struct sb_vm *vm, int dfd)
 {
 	int fd, r = vm_qmp_ignore_shared(vm);
 
 	if (r < 0)
 		return r;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = sb_open_in(dfd, "state", O_WRONLY | O_CREAT, 0600, geteuid());
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = vm_qmp_pass_state(vm, fd);
 	if (r == 0)
 		r = vm_qmp(vm, "migrate", json_pack("{s:s}", "uri", "fd:state"),
@@ -391,18 +419,18 @@ static int mem_create(off_t size)
 	return fd;
 }
 
-/* Write the RAM in `mem_fd` to `path` (0444) and seal the memfd: its
- * QEMU is dead, so no writable mapping of it is left. */
-static int mem_save(int mem_fd, const char *path)
+/* Write the RAM in `mem_fd` to `mem` in `dfd` (0444) and seal the memfd:
+ * its QEMU is dead, so no writable mapping of it is left. */
+static int mem_save(int mem_fd, int dfd)
 {
 	struct stat st;
 	int fd, r;
 
 	if (fstat(mem_fd, &st) < 0)
 		return -errno;
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	fd = sb_open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = ftruncate(fd, st.st_size) < 0 ? -errno : copy_extents(mem_fd, fd);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
@@ -414,14 +442,19 @@ static int mem_save(int mem_fd, const char *path)
 	return r;
 }
 
-/* A sealed memfd holding the RAM saved in `path`. */
-static int mem_load(const char *path)
+/* A sealed memfd holding the RAM saved in `dir`/mem (root's file, no
+ * link followed, no FIFO blocked on). */
+static int mem_load(const char *dir)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), mfd = -1, r;
+	int dfd = sb_open_dir(dir), fd, mfd = -1, r;
 
+	if (dfd < 0)
+		return dfd;
+	fd = sb_open_in(dfd, "mem", O_RDONLY, 0, geteuid());
+	close(dfd);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = fstat(fd, &st) < 0 ? -errno : 0;
 	if (r == 0)
 		r = mfd = mem_create(st.st_size);
@@ -441,8 +474,6 @@ static int mem_load(const char *path)
  * its `mem` (or `fd`, a fresh build's, when >= 0: the cache takes it). */
 static int mem_for(const char *dir, int fd)
 {
-	char path[PATH_MAX + 8];
-
 	for (size_t i = 0; i < mem_cached; i++) {
 		if (strcmp(mem_cache[i].dir, dir) != 0)
 			continue;
@@ -459,8 +490,7 @@ static int mem_for(const char *dir, int fd)
 		return -EMFILE;
 	}
 	if (fd < 0) {
-		snprintf(path, sizeof(path), "%s/mem", dir);
-		fd = mem_load(path);
+		fd = mem_load(dir);
 		if (fd < 0)
 			return fd;
 	}
@@ -469,32 +499,28 @@ static int mem_for(const char *dir, int fd)
 	return fd;
 }
 
-/* Cold boot on a fresh memfd, save the device state to `dir`/state, end
- * that QEMU, save the RAM to `dir`/mem and seal it: *ret_fd. */
+/* Cold boot on a fresh memfd, save the device state to `state` in dfd, end
+ * that QEMU, save the RAM to `mem` there and seal it: *ret_fd. */
 static int template_build(const struct sb_options *o,
 			  const struct sb_image *img, enum al_accel accel,
-			  const char *dir, int *ret_fd, char *err,
-			  size_t errlen)
+			  int dfd, int *ret_fd, char *err, size_t errlen)
 {
-	char mem[PATH_MAX + 8], path[PATH_MAX + 8];
 	struct sb_vm *vm = NULL;
 	int fd = mem_create((off_t)o->memory_mb << 20), r;
 
 	if (fd < 0)
 		return fd;
-	snprintf(mem, sizeof(mem), "%s/mem", dir);
-	snprintf(path, sizeof(path), "%s/state", dir);
 	r = vm_create(o, img->name, accel, &vm);
 	if (r == 0)
 		r = template_boot(vm, o, img, fd);
 	if (r == 0)
-		r = template_save(vm, path);
+		r = template_save(vm, dfd);
 	if (r < 0)
 		snprintf(err, errlen, "%s",
 			 vm && vm->error[0] ? vm->error : strerror(-r));
 	sb_vm_destroy(vm); /* QEMU killed and reaped: the RAM is still */
 	if (r == 0) {
-		r = mem_save(fd, mem);
+		r = mem_save(fd, dfd);
 		if (r < 0)
 			snprintf(err, errlen, "save guest RAM: %s",
 				 strerror(-r));
@@ -506,16 +532,15 @@ static int template_build(const struct sb_options *o,
 	return r;
 }
 
-static int write_inputs(const char *dir, const char *inputs)
+/* `inputs`, written last: the template is complete. */
+static int write_inputs(int dfd, const char *inputs)
 {
-	char path[PATH_MAX + 16];
 	size_t n = strlen(inputs);
 	int fd, r = 0;
 
-	snprintf(path, sizeof(path), "%s/inputs", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = sb_open_in(dfd, "inputs", O_WRONLY | O_CREAT, 0644, geteuid());
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (write(fd, inputs, n) != (ssize_t)n || fsync(fd) < 0)
 		r = -EIO;
 	close(fd);
@@ -529,7 +554,7 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 {
 	char tmp[PATH_MAX];
 	uint64_t t0 = al_now_ms();
-	int fd = -1, r;
+	int fd = -1, dfd, r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.build-%s-XXXXXX", base,
 		     t->img.name) >= (int)sizeof(tmp))
@@ -542,9 +567,14 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 		rmdir(tmp);
 		return r;
 	}
-	r = template_build(o, &t->img, t->accel, tmp, &fd, err, errlen);
+	dfd = sb_open_dir(tmp);
+	r = dfd < 0 ? dfd
+		    : template_build(o, &t->img, t->accel, dfd, &fd, err,
+				     errlen);
 	if (r == 0)
-		r = write_inputs(tmp, inputs);
+		r = write_inputs(dfd, inputs);
+	if (dfd >= 0)
+		close(dfd);
 	if (r == 0 && rename(tmp, t->dir) < 0)
 		r = -errno;
 	if (r < 0) {

@@ -1,12 +1,23 @@
-/* util.c: the deadline-bound read, unix-socket connect and binary lookup
- * shared inside sandbox/. */
+/* util.c: the deadline-bound read, unix-socket connect, binary lookup and
+ * safe file calls shared inside sandbox/.
+ *
+ * Why the safe calls: a VMM runs as an unprivileged user but can write the
+ * directories it works in (its run dir, a template dir while it is built),
+ * and every VMM runs as the same user, so a compromised one can plant a
+ * symlink or a FIFO where root will open a file, in its own dir or in
+ * another VM's. Root therefore opens such files relative to a directory
+ * fd, never following a link, never blocking, and checks what it got.
+ */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -83,4 +94,119 @@ int sb_find_binary(const char *name, char *out, size_t size)
 		path += n + (path[n] == ':');
 	}
 	return -ENOENT;
+}
+
+int sb_open_in(int dirfd, const char *name, int flags, mode_t mode,
+	       uid_t owner)
+{
+	struct stat st;
+	int fd, r;
+
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, ".."))
+		return -EINVAL;
+	if (flags & O_CREAT)
+		flags |= O_EXCL;
+	fd = openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		    mode);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if (owner != (uid_t)-1 && st.st_uid != owner)
+		r = -EPERM;
+	else
+		return fd;
+	close(fd);
+	return r;
+}
+
+int sb_open_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int sb_private_dir(const char *path, mode_t mode)
+{
+	struct stat st;
+	mode_t want;
+	int fd, r = 0;
+
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return -errno;
+	fd = sb_open_dir(path);
+	if (fd < 0)
+		return fd == -ELOOP || fd == -ENOTDIR ? -EPERM : fd;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (st.st_uid != geteuid() || (st.st_mode & 022))
+		r = -EPERM; /* someone else may have written in it */
+	if (r == 0) {
+		want = (st.st_mode & 07700) | (mode & 077);
+		if (want != (st.st_mode & 07777) && fchmod(fd, want) < 0)
+			r = -errno;
+	}
+	close(fd);
+	return r;
+}
+
+/* Empty the directory open as `fd` (sb_remove_at's recursion). */
+static int remove_entries(int fd, dev_t dev, unsigned depth)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		int q;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone meanwhile */
+		if (S_ISDIR(st.st_mode) && st.st_dev != dev)
+			q = -EBUSY; /* a mount point: not ours to empty */
+		else
+			q = sb_remove_at(fd, e->d_name, depth);
+		if (q < 0 && r == 0)
+			r = q;
+	}
+	closedir(d);
+	return r;
+}
+
+int sb_remove_at(int dirfd, const char *name, unsigned depth)
+{
+	struct stat st;
+	int fd, r;
+
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth == 0)
+		return -ELOOP;
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	r = remove_entries(fd, st.st_dev, depth - 1);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && r == 0)
+		r = -errno;
+	return r;
 }

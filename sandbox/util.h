@@ -1,10 +1,13 @@
 /* util.h: small helpers shared inside sandbox/: the one deadline-bound
- * read, unix-socket connect and the binary lookup. Time is results/
- * clock.h's (al_now_ms, struct al_deadline). Internal to sandbox/. */
+ * read, unix-socket connect, the binary lookup, and the safe file calls
+ * for directories a VMM can write (the template dir, the per-VM run dir).
+ * Time is results/clock.h's (al_now_ms, struct al_deadline). Internal to
+ * sandbox/. */
 #ifndef AL_SB_UTIL_H
 #define AL_SB_UTIL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "clock.h"
@@ -21,5 +24,29 @@ int sb_connect_unix(const char *path, struct al_deadline d);
 /* A binary: a path (checked executable), or a name looked up in PATH.
  * -ENOENT when not found. */
 int sb_find_binary(const char *name, char *out, size_t size);
+
+/* Open `name` in `dirfd` where a VMM may have planted something: never
+ * follows a symlink (-ELOOP), never blocks on a FIFO, and the result must
+ * be a regular file (-EINVAL) owned by `owner` (-EPERM; (uid_t)-1 = any
+ * owner). With O_CREAT the file must not exist yet (O_EXCL: -EEXIST) and
+ * gets `mode`. `name` is one component (-EINVAL with a '/'). The fd is
+ * CLOEXEC and stays O_NONBLOCK (no effect on regular files). */
+int sb_open_in(int dirfd, const char *name, int flags, mode_t mode,
+	       uid_t owner);
+/* Open a directory without following a symlink in its last component
+ * (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); fd or -errno. */
+int sb_open_dir(const char *path);
+/* Make sure `path` is a directory only we may write: create it with
+ * `mode` if absent; refuse (-EPERM) one that is a symlink, not ours, or
+ * writable by group or others (another user could have planted files in
+ * it); else give group and others `mode`'s bits (0700, or 0711 when a
+ * VMM running as another user must reach its own dir). The run dir's
+ * check. */
+int sb_private_dir(const char *path, mode_t mode);
+/* Remove `name` in `dirfd` and, if a directory, all it holds, at most
+ * `depth` levels down, without following symlinks and without crossing
+ * into another filesystem (a mount point stays, and so its parents).
+ * 0 or the first -errno. */
+int sb_remove_at(int dirfd, const char *name, unsigned depth);
 
 #endif

@@ -255,8 +255,10 @@ static int vm_jail(struct sb_vm *vm, const struct sb_options *o,
 	struct vmm_jail *j = &spec->jail;
 	int r;
 
-	if (mkdir(o->run_dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	/* ours alone: sb_private_dir refuses one others may write */
+	r = sb_private_dir(o->run_dir, 0700);
+	if (r < 0)
+		return r;
 	if (snprintf(paths[0], JAIL_PATH, "%s/uids", o->run_dir) >= JAIL_PATH ||
 	    snprintf(paths[1], JAIL_PATH, "%s/vmlinuz", img->dir) >= JAIL_PATH ||
 	    snprintf(paths[2], JAIL_PATH, "%s/%s", img->dir, img->initrd) >=
@@ -491,7 +493,7 @@ int vm_create(const struct sb_options *o, const char *name,
 		return -ENOMEM;
 	vm->accel = accel;
 	snprintf(vm->template_, sizeof(vm->template_), "%s", name);
-	snprintf(vm->name, sizeof(vm->name), "vm-%u", vm_serial++);
+	snprintf(vm->name, sizeof(vm->name), "vm-%06x", vm_serial++ & 0xffffffu);
 	if (sb_carrier_resolve(o) == SB_CARRIER_VSOCK)
 		vm->cid = vm_new_cid();
 	return 0;

@@ -21,6 +21,10 @@
  * what room is left (at most AL_OUTPUT_MAX); files the job did not ask
  * for are dropped and a reply over the room is refused, both noted in
  * `error`, the latter making the job OL.
+ *
+ * A step status the guest reports is one of how processes end (OK RE SG
+ * TO TL ML OL): its XX, RJ or SK become RE (al_step_result_from_guest),
+ * so a guest cannot make the queue retry a job.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -227,6 +231,9 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 			return set_error(&res->error, "step %zu: %s", i,
 					 sb_vm_error(vm)) ?: r;
 		}
+		/* XX is ours alone: a guest's would be retried */
+		if (al_step_result_from_guest(sr) < 0)
+			return -ENOMEM;
 		if (s->name && !sr->name)
 			sr->name = strdup(s->name);
 		if (sl.output_bytes < lim->output_bytes &&

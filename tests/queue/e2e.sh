@@ -5,7 +5,12 @@
 #
 # usage: e2e.sh AIRLOCK_BIN SHARED_DIR CASE
 #   many200        200 jobs, 2 workers: 200 correct results, none twice
-#   kill-worker    SIGKILL a worker mid-job: the job completes once
+#   kill-worker    SIGKILL a worker mid-job: the job completes once, and
+#                  serve sweeps the dead worker's run dirs and cgroups
+#   sweep          SIGKILL a worker mid-job with serve stopped (nobody
+#                  cleans up), kill serve, start another: it sweeps the
+#                  dead worker's run dirs, cgroups and a process left in
+#                  one at start-up, and the job is retried to a result
 #   drain          SIGTERM mid-job: the job finishes, serve exits 0
 #   kill-serve     SIGKILL serve mid-batch, start another: one result each
 #   restart-redis  kill -9 redis (AOF on) mid-batch, restart: batch ends
@@ -116,6 +121,14 @@ busy_worker() {
   return 1
 }
 
+# What VMs of worker $1 left: run dirs, cgroups, processes naming them.
+leftovers() {
+  local w=$1
+  ls -d /run/airlock/"$w"-vm-* /sys/fs/cgroup/airlock/"$w"-vm-* \
+    /sys/fs/cgroup/{memory,cpu,pids}/airlock/"$w"-vm-* 2>/dev/null || true
+  pgrep -af "/run/airlock/$w-vm-" || true
+}
+
 result_json() { "$bin" result --redis "$url" --json "$1"; }
 
 jobs_sleep() { # N SECONDS PREFIX
@@ -182,12 +195,54 @@ kill-worker)
   [ "$(jq -r .steps[0].stdout <<<"$r")" = survived ] || fail "stdout: $r"
   grep -q "killed by signal 9 mid-job" "$tmp/serve-a.log" ||
     fail "serve did not see the worker die"
+  left=$(leftovers "$w")
+  [ -z "$left" ] || fail "the killed worker's VMs left: $left"
   [ "$(rcli llen 'airlock:{default}:done:kw')" -le 1 ] ||
     fail "signalled twice"
   # the pool came back: another job runs
   printf '{"id":"kw2","sh":"echo again"}\n' | "$bin" submit --redis "$url" - \
     >/dev/null
   "$bin" wait --redis "$url" --timeout 120 kw2
+  ;;
+
+sweep)
+  redis_start
+  serve_start a 1
+  printf '{"id":"sw","sh":"sleep 3; echo survived","limits":{"wall_ms":20000}}\n' |
+    "$bin" submit --redis "$url" - >/dev/null
+  w=$(busy_worker "$serve_a") || fail "no worker picked the job up"
+  log "stopping serve, killing worker $w mid-job, then serve"
+  kill -STOP "$serve_a"
+  kill -9 "$w"
+  kill -9 "$serve_a"
+  wait "$serve_a" 2>/dev/null || true
+  # its QEMUs die by PDEATHSIG; run dirs and cgroups stay
+  for _ in $(seq 100); do
+    pgrep -f "/run/airlock/$w-vm-" >/dev/null || break
+    sleep 0.05
+  done
+  left=$(leftovers "$w")
+  [ -n "$left" ] || fail "the killed worker left nothing: nothing to test"
+  log "left: $(echo $left)"
+  # a process that outlived it in its cgroup (as a QEMU without
+  # PDEATHSIG would): the sweep must kill it
+  cg=$( (ls -d /sys/fs/cgroup/memory/airlock/"$w"-vm-* \
+    /sys/fs/cgroup/airlock/"$w"-vm-* 2>/dev/null || true) | head -1)
+  [ -n "$cg" ] || fail "no cgroup of the killed worker"
+  sleep 600 &
+  straggler=$!
+  pids+=($straggler)
+  echo "$straggler" > "$cg/cgroup.procs"
+  serve_start b 1
+  "$bin" wait --redis "$url" --timeout 120 sw
+  r=$(result_json sw)
+  [ "$(jq -r .status <<<"$r")" = OK ] || fail "status: $r"
+  [ "$(jq -r .attempt <<<"$r")" = 2 ] || fail "attempt: $r"
+  left=$(leftovers "$w")
+  [ -z "$left" ] || fail "after the sweep, still: $left"
+  wait "$straggler" 2>/dev/null && fail "the straggler was not killed"
+  grep -Eq "sweep at start-up: removed [1-9][0-9]* run dirs and [1-9][0-9]* cgroups" \
+    "$tmp/serve-b.log" || fail "serve b swept nothing: $(grep sweep "$tmp/serve-b.log")"
   ;;
 
 drain)

@@ -517,6 +517,53 @@ static void test_heartbeat_and_reclaim(void **state)
 	alq_client_close(&c);
 }
 
+/* A `w` Lua's tonumber() would take (nan, inf, hex, exponent) or none
+ * at all: a NaN wall made an entry never reclaimable. Bad values count as
+ * 0, reclaimable once idle past the slack; a valid long wall still holds
+ * its entry. */
+static void test_reclaim_bad_wall(void **state)
+{
+	static const char *const bad[] = {"nan", "-nan", "inf", "-5",
+					  "1e3", "0x10", "", " 7",
+					  "-0"};
+	const size_t n_bad = sizeof(bad) / sizeof(bad[0]);
+	const char *rc_args[6];
+	struct alq_entry e;
+	redisContext *rc;
+	redisReply *r;
+
+	(void)state;
+	flush();
+	rc = raw();
+	group(rc, "t8");
+	for (size_t i = 0; i < n_bad; i++)
+		raw_ok(rc, "XADD airlock:{t8}:jobs * id b%d t 1 w %s", (int)i,
+		       bad[i]);
+	raw_ok(rc, "XADD airlock:{t8}:jobs * id good t 1 w 60000");
+	for (size_t i = 0; i <= n_bad; i++)
+		read_one(rc, "t8", "old", &e);
+	redistest_sleep_ms(300);
+	rc_args[0] = "airlock:{t8}:jobs";
+	rc_args[1] = "new";
+	rc_args[2] = "200";	/* slack */
+	rc_args[3] = "100";	/* want */
+	rc_args[4] = "600000";	/* default wall: would hold them all */
+	rc_args[5] = "3600000"; /* max wall */
+	r = eval(rc, ALQ_RECLAIM, 1, 6, rc_args);
+	assert_non_null(r);
+	if (r->type != REDIS_REPLY_ARRAY)
+		fail_msg("reclaim: %s",
+			 r->type == REDIS_REPLY_ERROR ? r->str : "?");
+	assert_int_equal(r->elements, n_bad);
+	for (size_t i = 0; i < r->elements; i++) {
+		assert_int_equal(alq_entry_parse(r->element[i], &e), 0);
+		assert_true(e.id[0] == 'b');
+		assert_int_equal(e.wall_ms, 0); /* and the C side agrees */
+	}
+	freeReplyObject(r);
+	redisFree(rc);
+}
+
 static void test_status(void **state)
 {
 	struct alq_client c;
@@ -778,6 +825,7 @@ int main(void)
 	    cmocka_unit_test(test_complete_once),
 	    cmocka_unit_test(test_trim_keeps_pending),
 	    cmocka_unit_test(test_heartbeat_and_reclaim),
+	    cmocka_unit_test(test_reclaim_bad_wall),
 	    cmocka_unit_test(test_status),
 	    cmocka_unit_test(test_client_errors),
 	    cmocka_unit_test(test_conn_commands_and_restart),

@@ -104,6 +104,43 @@ static void test_overall(void **state)
 }
 
 /* Output over AL_OUTPUT_MAX in a record is refused before it is copied. */
+/* What a guest may report: its XX (or RJ, SK) becomes RE, so the queue
+ * never retries on a guest's word; how processes end passes unchanged. */
+static void test_from_guest(void **state)
+{
+	static const enum al_status keep[] = {AL_OK, AL_RE, AL_SG,
+					      AL_TO, AL_ML, AL_OL};
+	static const enum al_status map[] = {AL_XX, AL_RJ, AL_SK,
+					     (enum al_status)77};
+	struct al_step_result sr;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		memset(&sr, 0, sizeof(sr));
+		sr.status = keep[i];
+		assert_int_equal(al_step_result_from_guest(&sr), 0);
+		assert_int_equal(sr.status, keep[i]);
+		assert_null(sr.error);
+	}
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		memset(&sr, 0, sizeof(sr));
+		sr.status = map[i];
+		sr.error = i ? NULL : strdup("fork: Resource unavailable");
+		assert_int_equal(al_step_result_from_guest(&sr), 0);
+		assert_int_equal(sr.status, AL_RE);
+		assert_non_null(sr.error);
+		assert_true(!strncmp(sr.error, "guest agent reported ", 21));
+		al_step_result_release(&sr);
+	}
+	memset(&sr, 0, sizeof(sr));
+	sr.status = AL_XX;
+	sr.error = strdup("fork: Resource unavailable");
+	assert_int_equal(al_step_result_from_guest(&sr), 0);
+	assert_string_equal(sr.error,
+			    "guest agent reported XX: fork: Resource unavailable");
+	al_step_result_release(&sr);
+}
+
 static void test_stream_cap(void **state)
 {
 	msgpack_sbuffer sb;
@@ -143,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_overall),
+		cmocka_unit_test(test_from_guest),
 		cmocka_unit_test(test_stream_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
