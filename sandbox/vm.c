@@ -38,7 +38,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
