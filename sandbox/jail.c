@@ -38,7 +38,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
-#include "vmm.h"
+#include "jail.h"
 
 #define JAIL_HOSTNAME "airlock-vm"
 #define JAIL_NOFILE 4096 /* QEMU's own fds: eventfds, vhost, the chardevs */

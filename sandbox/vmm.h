@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "jail.h"
+
 #define VMM_ARGV_MAX 96
 
 /* The fds a VMM inherits, at fixed numbers the command line names. */
@@ -17,9 +19,6 @@
 #define VMM_FD_LEASE 6 /* the uid lease, held so it outlives us */
 #define VMM_FD_VSOCK 7 /* /dev/vhost-vsock, opened by us (vsock carrier) */
 #define VMM_FD_COUNT 5 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
-
-/* Files bound read-only into a jail at their own paths. */
-#define VMM_JAIL_FILES 6
 
 /* A command line being built; strings are owned by it. */
 struct vmm_argv {
@@ -34,26 +33,6 @@ void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
 void vmm_argv_release(struct vmm_argv *a);
 
 struct cg;
-
-/* Who the VMM runs as: uid 0 keeps ours. */
-struct vmm_creds {
-	uid_t uid;     /* user to become, 0 = stay */
-	gid_t gid;     /* its group */
-	gid_t extra;   /* one supplementary group (kvm), 0 = none */
-};
-
-/* The jail (root only): new mount, pid, ipc, uts and net namespaces, a
- * small read-only tmpfs root holding /usr, ld.so.cache, a few /dev nodes,
- * its own /proc and `files`, then rlimits and no privileges at all. */
-struct vmm_jail {
-	const char *root;  /* empty root-owned dir to mount the root on;
-			    * NULL = no jail (not root: nothing to drop) */
-	const char *files[VMM_JAIL_FILES]; /* bound read-only, same path */
-	size_t n_files;    /* entries used in files */
-	bool kvm;          /* /dev/kvm (the vhost-vsock node is never in:
-			    * QEMU gets an fd of it, VMM_FD_VSOCK) */
-	uint64_t fsize;    /* RLIMIT_FSIZE: what QEMU may write to files */
-};
 
 /* Everything the launch applies to one VMM process. Networking adds two
  * fields here: the per-VM network namespace (an fd the child setns()es
@@ -78,14 +57,5 @@ int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd);
 bool vmm_exited(int pidfd);
 /* SIGKILL, reap; accepts pid -1 / pidfd -1 and resets them. */
 void vmm_kill(pid_t *pid, int *pidfd);
-
-/* jail.c: in the child, enter the jail up to (not including) the
- * privilege drop; nothing allocates. On failure returns -1 with errno set
- * and *ret_step naming what failed. */
-int jail_enter(const struct vmm_jail *j, const char **ret_step);
-/* jail.c: rlimits, no new privileges, an empty capability bounding set,
- * then the creds. Same contract as jail_enter. */
-int jail_drop(const struct vmm_jail *j, const struct vmm_creds *c,
-	      const char **ret_step);
 
 #endif
