@@ -198,7 +198,7 @@ void cg_destroy(struct cg *cg)
 	cg->n = 0;
 }
 
-/* SIGKILL every process in the cgroup `fd`; how many it signalled. */
+/* SIGKILL every process in the cgroup dir `dfd`; how many it signalled. */
 static unsigned kill_procs(int dfd)
 {
 	char buf[4096];
@@ -237,7 +237,7 @@ static bool sweep_one(int pfd, const char *name, unsigned *killed)
 	for (;;) {
 		unsigned k = kill_procs(dfd);
 
-		*killed += waited ? 0 : k;
+		*killed += waited ? 0 : k; /* count each process once */
 		if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 			break;
 		if (errno != EBUSY || waited >= SWEEP_WAIT_MS) {
