@@ -285,7 +285,7 @@ int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len)
 	return 0;
 }
 
-/* SIGKILL every process in the cgroup `fd`; how many it signalled. */
+/* SIGKILL every process in the cgroup dir `dfd`; how many it signalled. */
 static unsigned kill_procs(int dfd)
 {
 	char buf[4096];
@@ -324,7 +324,7 @@ static bool sweep_one(int pfd, const char *name, unsigned *killed)
 	for (;;) {
 		unsigned k = kill_procs(dfd);
 
-		*killed += waited ? 0 : k;
+		*killed += waited ? 0 : k; /* count each process once */
 		if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 			break;
 		if (errno != EBUSY || waited >= SWEEP_WAIT_MS) {
