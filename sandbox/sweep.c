@@ -1,12 +1,14 @@
 /* sweep.c: removing what VMs of dead processes left behind.
  *
- * Theory of operation. A VM's run dir is RUN/PID-vm-XXXXXX and its host
- * cgroup has the same name, PID being the process that made the VM (a
- * worker, or a CLI run). sb_vm_destroy() removes both, but a process
- * killed with SIGKILL destroys nothing: its QEMU dies by PDEATHSIG, yet
- * the run dir and the cgroup stay, and a QEMU that somehow outlived it
- * would run on unowned. sb_sweep() looks for names whose PID is dead and
- * removes all three (a zombie counts as dead):
+ * Theory of operation. A VM's host cgroup is named PID-vm-XXXXXX, PID
+ * being the process that made the VM (a worker, or a CLI run); a jailed
+ * VMM has no run dir of its own (its uid lease is a flock the kernel
+ * drops, its jail root a mount in its own namespace), but VMs of older
+ * versions had a run dir RUN/PID-vm-XXXXXX, swept the same way. sb_vm_destroy() removes them, but a process killed with
+ * SIGKILL destroys nothing: its QEMU dies by PDEATHSIG, yet the cgroup
+ * stays, and a QEMU that somehow outlived it would run on unowned.
+ * sb_sweep() looks for names whose PID is dead and removes all three (a
+ * zombie counts as dead):
  *
  *   1. cgroups: every process still in one is SIGKILLed, then it goes
  *      (cgroup.c, cg_sweep);
