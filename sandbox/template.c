@@ -628,6 +628,8 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 	/* another process may have built it while we waited */
 	if (!template_complete(t.dir, inputs)) {
 		remove_stale(base, template_, t.img.hash);
+		/* an incomplete or tampered-with one would block the rename */
+		remove_template_dir(t.dir);
 		r = template_create(o, &t, base, inputs, err, sizeof(err));
 		goto done;
 	}
