@@ -74,6 +74,13 @@ static void machine_devices(struct vmm_argv *a, const char *dir,
 		/* QEMU opens /dev/vhost-vsock itself: the VMM user needs it */
 		vmm_arg(a, "-device");
 		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u", m->cid);
+		/* the token the agent asks the host to prove (vm_token_fd):
+		 * fw_cfg is built from this command line, not migrated, so a
+		 * clone's file is its own although its RAM is the template's;
+		 * a memfd, so the secret is on no command line and no disk */
+		vmm_arg(a, "-fw_cfg");
+		vmm_arg(a, "name=%s,file=/proc/self/fd/%d", AL_AUTH_FW_CFG,
+			VMM_TOKEN_FD);
 	}
 }
 

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <linux/vm_sockets.h>
@@ -240,6 +241,30 @@ int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
 }
 
 
+/* A fresh vsock token in *token and a sealed memfd holding it, for QEMU's
+ * fw_cfg (machine.c): per VM, so a clone's differs from its template's
+ * and its siblings'. Only QEMU gets the fd; the agent reads the file
+ * through fw_cfg and asks us to prove we know it (agent/serve.c). */
+static int vm_token_fd(uint8_t token[AL_AUTH_TOKEN_LEN])
+{
+	int fd, r = 0;
+
+	if (getrandom(token, AL_AUTH_TOKEN_LEN, 0) != AL_AUTH_TOKEN_LEN)
+		return -EIO;
+	fd = memfd_create("airlock-token", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, token, AL_AUTH_TOKEN_LEN) != AL_AUTH_TOKEN_LEN ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+				       F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		r = errno ? -errno : -EIO;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 /* Start QEMU from argv in its cgroup; returns at once. */
 static int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 		    const struct vmm_argv *a)
@@ -251,7 +276,7 @@ static int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 		.creds = {o->vmm_uid, o->vmm_gid, o->kvm_gid},
 		.cg = &vm->cg,
 	};
-	int r;
+	int r, token_fd = -1;
 
 	/* cgroup names say which process owns the VM: PID-vm-XXXXXX */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(),
@@ -265,7 +290,17 @@ static int vm_spawn(struct sb_vm *vm, const struct sb_options *o,
 		return r;
 	}
 	snprintf(path, sizeof(path), "%s/qemu.log", vm->dir);
+	if (vm->cid) {
+		token_fd = vm_token_fd(vm->token);
+		if (token_fd < 0) {
+			vm_fail(vm, token_fd, "vsock token");
+			return token_fd;
+		}
+		spec.token_fd = token_fd;
+	}
 	r = vmm_spawn(&spec, &vm->pid, &vm->pidfd);
+	if (token_fd >= 0)
+		close(token_fd);
 	if (r < 0)
 		vm_fail(vm, r, "start qemu");
 	return r;
@@ -314,8 +349,9 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 	return 0;
 }
 
-/* Connect to the agent's vsock listener, retrying until it listens (a
- * cold boot) or the transport reset after a restore has settled. */
+/* Connect to the agent's vsock listener and prove we are its host (the
+ * token), retrying until it listens (a cold boot) or the transport reset
+ * after a restore has settled. */
 static int vsock_connect(struct sb_vm *vm, struct al_deadline d)
 {
 	struct sockaddr_vm sa = {
@@ -331,11 +367,21 @@ static int vsock_connect(struct sb_vm *vm, struct al_deadline d)
 		if (fd < 0)
 			return -errno;
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			vm->agent_fd = fd;
 			al_agent_client_init(&vm->agent, fd);
-			return 0;
+			e = al_deadline_poll_ms(d);
+			e = -al_agent_client_auth(&vm->agent, vm->token,
+						  e == 0 ? 1 : e);
+			if (e == 0) {
+				vm->agent_fd = fd;
+				return 0;
+			}
+			/* refused: the template's dead connection may still
+			 * look alive to the agent right after a restore */
+			al_agent_client_release(&vm->agent);
+			e = e == EPIPE ? ECONNRESET : e;
+		} else {
+			e = errno;
 		}
-		e = errno;
 		close(fd);
 		if (e != ECONNRESET && e != ECONNREFUSED && e != ENODEV &&
 		    e != ETIMEDOUT && e != EINTR)

@@ -101,7 +101,14 @@ static void child(const struct vmm_spec *s, int log_fd, pid_t parent)
 	if (null < 0 || dup2(null, 0) < 0 || dup2(log_fd, 1) < 0 ||
 	    dup2(log_fd, 2) < 0)
 		_exit(126);
-	syscall(SYS_close_range, 3u, ~0u, 0u);
+	/* the vsock token (vm_token_fd) is the one fd QEMU inherits */
+	if (s->token_fd > 0 && s->token_fd != VMM_TOKEN_FD &&
+	    dup2(s->token_fd, VMM_TOKEN_FD) < 0)
+		_exit(126);
+	if (s->token_fd == VMM_TOKEN_FD)
+		fcntl(VMM_TOKEN_FD, F_SETFD, 0);
+	syscall(SYS_close_range, s->token_fd > 0 ? VMM_TOKEN_FD + 1u : 3u,
+		~0u, 0u);
 	execve(s->argv->v[0], s->argv->v, envp);
 	dprintf(2, "exec %s: %s\n", s->argv->v[0], strerror(errno));
 	_exit(127);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #define VMM_ARGV_MAX 96
+#define VMM_TOKEN_FD 3 /* where QEMU finds spec->token_fd (machine.c) */
 
 /* A command line being built; strings are owned by it. */
 struct vmm_argv {
@@ -40,6 +41,8 @@ struct vmm_spec {
 	const char *log;             /* stdout and stderr go here */
 	struct vmm_creds creds;      /* who it runs as (uid 0: as we are) */
 	const struct cg *cg;         /* host cgroup to join, NULL = none */
+	int token_fd;                /* vsock token memfd, kept open in QEMU
+	                              * as VMM_TOKEN_FD; 0 = none */
 };
 
 /* Start spec->argv in a new session with an empty environment, stdin from
