@@ -90,6 +90,13 @@ static const struct field files_fields[] = {
     {"missing", F_PATHS, OFF(files.missing), OFF(files.n_missing), 0,
      AL_FILES_MAX, false},
 };
+static const struct field challenge_fields[] = {
+    {"nonce", F_BIN, OFF(challenge.nonce), 0, AL_AUTH_NONCE_LEN,
+     AL_AUTH_NONCE_LEN, true},
+};
+static const struct field auth_fields[] = {
+    {"mac", F_BIN, OFF(auth.mac), 0, AL_SHA256_LEN, AL_SHA256_LEN, true},
+};
 
 static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_HELLO] = {"hello", FIELDS(hello_fields)},
@@ -105,6 +112,8 @@ static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_EXIT] = {"exit", FIELDS(exit_fields)},
     [AL_MSG_FILES] = {"files", FIELDS(files_fields)},
     [AL_MSG_PONG] = {"pong", NULL, 0},
+    [AL_MSG_CHALLENGE] = {"challenge", FIELDS(challenge_fields)},
+    [AL_MSG_AUTH] = {"auth", FIELDS(auth_fields)},
 };
 
 

@@ -16,6 +16,17 @@
  *   ping                                     pong
  *   (any, on failure)                        error {msg}
  *
+ * Authentication (vsock only; see docs/vsock-auth.md). On a new vsock
+ * connection the agent speaks first and nothing else is served until the
+ * host has proved that it holds the VM's token (AL_AUTH_TOKEN_LEN random
+ * bytes the host hands to QEMU as the fw_cfg file AL_AUTH_FW_CFG):
+ *
+ *   (agent, unasked)  challenge {nonce: bin 32}
+ *   auth {mac: bin 32}                       ok, or the connection closes
+ *
+ * mac = HMAC-SHA256(token, AL_AUTH_LABEL || nonce) (al_auth_mac), checked
+ * with al_auth_equal; the token itself never crosses the channel.
+ *
  * Using it:
  *
  *  1. Reading: feed received bytes to a `struct al_frame_reader`; it checks
@@ -51,6 +62,11 @@
 #define AL_ENTROPY_MAX	    512u
 #define AL_AGENT_VPORT	    "org.airlock.agent" /* virtio-serial port name */
 #define AL_AGENT_VSOCK_PORT 1024u		/* AF_VSOCK port */
+#define AL_SHA256_LEN	    32u			/* SHA-256 digest bytes */
+#define AL_AUTH_TOKEN_LEN   32u			/* per-VM secret */
+#define AL_AUTH_NONCE_LEN   32u			/* agent's challenge */
+#define AL_AUTH_LABEL	    "airlock agent auth v1\n" /* mac prefix */
+#define AL_AUTH_FW_CFG	    "opt/airlock/token" /* fw_cfg file name */
 
 enum al_msg_type {
 	AL_MSG_NONE = 0,
@@ -67,6 +83,8 @@ enum al_msg_type {
 	AL_MSG_EXIT,	  /* reply to run_step */
 	AL_MSG_FILES,	  /* reply to get_files */
 	AL_MSG_PONG,	  /* reply to ping */
+	AL_MSG_CHALLENGE, /* agent, unasked, on a vsock connection */
+	AL_MSG_AUTH,	  /* request: the answer to challenge */
 	AL_MSG_TYPE_COUNT
 };
 
@@ -114,6 +132,14 @@ struct al_msg_get_files {
 	uint64_t max_bytes; /* file bytes the reply may carry in all */
 };
 
+struct al_msg_challenge {
+	struct al_blob nonce; /* AL_AUTH_NONCE_LEN bytes */
+};
+
+struct al_msg_auth {
+	struct al_blob mac; /* AL_SHA256_LEN bytes, al_auth_mac() */
+};
+
 struct al_msg_error {
 	char *msg; /* human text, at most AL_ERROR_MAX bytes */
 };
@@ -130,6 +156,8 @@ struct al_msg {
 		struct al_msg_exit exit;
 		struct al_msg_get_files get_files;
 		struct al_msg_error error;
+		struct al_msg_challenge challenge;
+		struct al_msg_auth auth;
 	} u;
 };
 
@@ -155,6 +183,21 @@ void al_msg_release(struct al_msg *m);
 
 /* Read the big-endian length prefix at `p`. */
 uint32_t al_frame_len(const uint8_t p[AL_FRAME_HDR]);
+
+/* --- authentication (auth.c) ------------------------------------------- */
+
+/* SHA-256 and HMAC-SHA256 (RFC 2104) of a message. */
+void al_sha256(const void *data, size_t len, uint8_t out[AL_SHA256_LEN]);
+void al_hmac_sha256(const void *key, size_t key_len, const void *msg,
+		    size_t msg_len, uint8_t out[AL_SHA256_LEN]);
+
+/* The host's answer to `nonce`: HMAC-SHA256(token, AL_AUTH_LABEL || nonce). */
+void al_auth_mac(const uint8_t token[AL_AUTH_TOKEN_LEN],
+		 const uint8_t nonce[AL_AUTH_NONCE_LEN],
+		 uint8_t ret[AL_SHA256_LEN]);
+
+/* a == b over len bytes, in time that depends on len only. */
+bool al_auth_equal(const void *a, const void *b, size_t len);
 
 /* --- incremental frame reader -------------------------------------------- */
 

@@ -393,6 +393,38 @@ void al_agent_client_files_release(struct al_msg_files *f)
 	memset(f, 0, sizeof(*f));
 }
 
+/* The vsock gate (proto.h, "Authentication"): the agent's challenge
+ * arrives unasked; we answer with the mac and never send the token. */
+int al_agent_client_auth(struct al_agent_client *c,
+			 const uint8_t token[AL_AUTH_TOKEN_LEN], int timeout_ms)
+{
+	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
+	struct al_msg ch = {0}, req = {.type = AL_MSG_AUTH};
+	uint8_t mac[AL_SHA256_LEN];
+	int r, left;
+
+	if (c->broken || c->fd < 0)
+		return -EPIPE;
+	r = recv_msg(c, d, &ch);
+	if (r == 0 && ch.type != AL_MSG_CHALLENGE)
+		r = -EPROTO;
+	if (r < 0) {
+		al_msg_release(&ch);
+		c->broken = true;
+		return r;
+	}
+	al_auth_mac(token, ch.u.challenge.nonce.data, mac);
+	al_msg_release(&ch);
+	req.u.auth.mac.data = mac;
+	req.u.auth.mac.len = sizeof(mac);
+	left = al_deadline_poll_ms(d);
+	r = call_simple(c, &req, AL_MSG_OK, left == 0 ? 1 : left);
+	explicit_bzero(mac, sizeof(mac));
+	if (r == -EPROTO)
+		c->broken = true; /* not authenticated: nothing else works */
+	return r;
+}
+
 int al_agent_client_ping(struct al_agent_client *c, int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_PING};

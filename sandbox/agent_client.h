@@ -10,6 +10,7 @@
  *  1. Connect a stream to the guest (QEMU's virtio-serial chardev socket,
  *     a vsock, or a socketpair in tests) and al_agent_client_init() on it.
  *     The fd stays the caller's; it may be blocking or not.
+ *     On vsock, al_agent_client_auth() must come first (proto.h).
  *  2. Call al_agent_client_hello() first, then reseed, setup, put_files,
  *     run_step (as often as there are steps), get_files. Each call sends one
  *     request and waits at most `timeout_ms` for its reply.
@@ -78,5 +79,10 @@ int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
 			      struct al_msg_files *ret);
 void al_agent_client_files_release(struct al_msg_files *f);
 int al_agent_client_ping(struct al_agent_client *c, int timeout_ms);
+/* vsock only, before anything else: answer the agent's challenge with
+ * the VM's token (never sent itself). 0 once the agent took it; a refused
+ * or failed proof leaves the client broken (the agent closed the stream). */
+int al_agent_client_auth(struct al_agent_client *c,
+			 const uint8_t token[AL_AUTH_TOKEN_LEN], int timeout_ms);
 
 #endif

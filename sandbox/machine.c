@@ -80,6 +80,13 @@ static void machine_devices(struct vmm_argv *a, const struct machine_spec *m)
 		vmm_arg(a, "-device");
 		vmm_arg(a, "vhost-vsock-pci,guest-cid=%u,vhostfd=%d", m->cid,
 			VMM_FD_VSOCK);
+		/* the token the agent asks the host to prove (vm_token_fd):
+		 * fw_cfg is built from this command line, not migrated, so a
+		 * clone's file is its own although its RAM is the template's;
+		 * a memfd, so the secret is on no command line and no disk */
+		vmm_arg(a, "-fw_cfg");
+		vmm_arg(a, "name=%s,file=/proc/self/fd/%d", AL_AUTH_FW_CFG,
+			VMM_FD_TOKEN);
 	}
 }
 

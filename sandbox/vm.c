@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <linux/vm_sockets.h>
@@ -245,6 +246,30 @@ int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
 }
 
 
+/* A fresh vsock token in *token and a sealed memfd holding it, for QEMU's
+ * fw_cfg (machine.c): per VM, so a clone's differs from its template's
+ * and its siblings'. Only QEMU gets the fd; the agent reads the file
+ * through fw_cfg and asks us to prove we know it (agent/serve.c). */
+static int vm_token_fd(uint8_t token[AL_AUTH_TOKEN_LEN])
+{
+	int fd, r = 0;
+
+	if (getrandom(token, AL_AUTH_TOKEN_LEN, 0) != AL_AUTH_TOKEN_LEN)
+		return -EIO;
+	fd = memfd_create("airlock-token", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, token, AL_AUTH_TOKEN_LEN) != AL_AUTH_TOKEN_LEN ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+				       F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		r = errno ? -errno : -EIO;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 /* The jail's side of a launch: the run dir (root's alone), its mount
  * point, a uid lease, the files to bind in. */
 static int vm_jail(struct sb_vm *vm, const struct sb_options *o,
@@ -285,8 +310,9 @@ static int vm_jail(struct sb_vm *vm, const struct sb_options *o,
 }
 
 /* Our ends of QMP and the agent port, QEMU's in spec (with the
- * vhost-vsock fd on that carrier), and the log pipe (its write end
- * non-blocking too: a chatty QEMU loses words, it never stalls). */
+ * vhost-vsock fd and the vsock token on that carrier), and the log pipe
+ * (its write end non-blocking too: a chatty QEMU loses words, it never
+ * stalls). */
 static int vm_channels(struct sb_vm *vm, struct vmm_spec *spec, int *theirs)
 {
 	int qmp[2], ser[2], log[2], vsock;
@@ -309,6 +335,10 @@ static int vm_channels(struct sb_vm *vm, struct vmm_spec *spec, int *theirs)
 			return -errno;
 		theirs[3] = vsock;
 		spec->fds[VMM_FD_VSOCK - 3] = vsock;
+		theirs[4] = vm_token_fd(vm->token);
+		if (theirs[4] < 0)
+			return theirs[4];
+		spec->fds[VMM_FD_TOKEN - 3] = theirs[4];
 	}
 	spec->fds[VMM_FD_QMP - 3] = qmp[1];
 	spec->fds[VMM_FD_AGENT - 3] = ser[1];
@@ -345,13 +375,13 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	char paths[4][JAIL_PATH];
 	struct vmm_spec spec = {
 		.argv = a,
-		.fds = {-1, -1, mem->fd, -1, -1},
+		.fds = {-1, -1, mem->fd, -1, -1, -1},
 		.cg = &vm->cg,
 		/* a template build's QEMU writes its state to a file */
 		.jail.fsize = mem->share ? ((uint64_t)o->memory_mb + 256) << 20
 					 : 1u << 20,
 	};
-	int theirs[4] = {-1, -1, -1, -1};
+	int theirs[5] = {-1, -1, -1, -1, -1};
 	int r;
 
 	vm->start_ms = al_now_ms();
@@ -373,7 +403,7 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	} else if (!vm->error[0]) {
 		vm_fail(vm, r, "vmm channels");
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (theirs[i] >= 0)
 			close(theirs[i]);
 	return r;
@@ -401,8 +431,9 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 	return 0;
 }
 
-/* Connect to the agent's vsock listener, retrying until it listens (a
- * cold boot) or the transport reset after a restore has settled. */
+/* Connect to the agent's vsock listener and prove we are its host (the
+ * token), retrying until it listens (a cold boot) or the transport reset
+ * after a restore has settled. */
 static int vsock_connect(struct sb_vm *vm, struct al_deadline d)
 {
 	struct sockaddr_vm sa = {
@@ -418,11 +449,21 @@ static int vsock_connect(struct sb_vm *vm, struct al_deadline d)
 		if (fd < 0)
 			return -errno;
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			vm->agent_fd = fd;
 			al_agent_client_init(&vm->agent, fd);
-			return 0;
+			e = al_deadline_poll_ms(d);
+			e = -al_agent_client_auth(&vm->agent, vm->token,
+						  e == 0 ? 1 : e);
+			if (e == 0) {
+				vm->agent_fd = fd;
+				return 0;
+			}
+			/* refused: the template's dead connection may still
+			 * look alive to the agent right after a restore */
+			al_agent_client_release(&vm->agent);
+			e = e == EPIPE ? ECONNRESET : e;
+		} else {
+			e = errno;
 		}
-		e = errno;
 		close(fd);
 		if (e != ECONNRESET && e != ECONNREFUSED && e != ENODEV &&
 		    e != ETIMEDOUT && e != EINTR)

@@ -50,6 +50,7 @@ struct sb_vm {
 	char error[256];              /* what went wrong, for XX */
 	struct cg cg;                 /* host cgroup of QEMU */
 	uint32_t cid;                 /* vsock guest CID, 0 = virtio-serial */
+	uint8_t token[AL_AUTH_TOKEN_LEN]; /* vsock: what the agent checks */
 };
 
 /* A VM of template `name` under `accel`, not yet started: on the vsock

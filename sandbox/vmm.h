@@ -18,7 +18,8 @@
 #define VMM_FD_MEM 5   /* guest RAM, a memfd (-1 = anonymous RAM) */
 #define VMM_FD_LEASE 6 /* the uid lease, held so it outlives us */
 #define VMM_FD_VSOCK 7 /* /dev/vhost-vsock, opened by us (vsock carrier) */
-#define VMM_FD_COUNT 5 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
+#define VMM_FD_TOKEN 8 /* the vsock token memfd, read by fw_cfg (vsock) */
+#define VMM_FD_COUNT 6 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
 
 /* A command line being built; strings are owned by it. */
 struct vmm_argv {

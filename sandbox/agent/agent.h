@@ -10,9 +10,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "clock.h"
 #include "proto.h"
 
 #define AL_AGENT_UID	      1000 /* user `job` in the guest image */
@@ -59,6 +61,39 @@ int al_agent_init_system(const struct al_agent_config *cfg);
 /* Apply `setup` limits to the guest (scratch tmpfs size). */
 int al_agent_apply_limits(struct al_agent *a, const struct al_limits *l,
 			  char *err, size_t err_size);
+
+/* One connection the agent serves. */
+struct al_chan {
+	int fd;			   /* -1 when closed */
+	bool vport;		   /* virtio-serial: keep the fd across hangups */
+	bool hup;		   /* vport with no host connected */
+	struct al_frame_reader rd; /* the request being read */
+};
+
+/* The vsock side (serve.c): connections from a listening socket, served
+ * only once they proved the host (proto.h, "Authentication"), and one host
+ * at a time. Any stream socket works: tests use AF_UNIX. */
+struct al_gate {
+	int lfd;		       /* listening socket, -1: none */
+	const char *token_path;	       /* read anew at each accept */
+	struct al_chan host;	       /* authenticated host, fd -1: none */
+	struct al_chan pending;	       /* connected, not yet authenticated */
+	uint8_t expect[AL_SHA256_LEN]; /* the mac `pending` must send */
+	struct al_deadline pending_by; /* when `pending` is dropped */
+};
+
+#define AL_GATE_NPOLL 3 /* pollfds al_gate_pollfds fills */
+
+/* Start with no connection on `lfd` (owned by the gate from now on). */
+void al_gate_init(struct al_gate *g, int lfd, const char *token_path);
+/* Close every fd of the gate. */
+void al_gate_release(struct al_gate *g);
+/* Fill p[0..AL_GATE_NPOLL) for poll(); returns the poll timeout it needs
+ * (-1: none). */
+int al_gate_pollfds(const struct al_gate *g, struct pollfd *p);
+/* Act on what poll() reported in p: accept, authenticate, serve. */
+void al_gate_act(struct al_agent *a, struct al_gate *g,
+		 const struct pollfd *p);
 
 /* Serve requests: on `fd` until EOF when fd >= 0, else on the guest's
  * virtio-serial port and vsock forever. */

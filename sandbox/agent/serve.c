@@ -2,8 +2,11 @@
  *
  * One poll loop, one request at a time. In the guest the channels are the
  * virtio-serial port `org.airlock.agent` and, when the vsock module loaded,
- * an AF_VSOCK listener on port 1024 (a new connection replaces the old one:
- * after a snapshot restore the host simply reconnects). A virtio-serial port
+ * an AF_VSOCK listener on port 1024 behind the gate below: a connection is
+ * served once it proved the host, and never replaces a live host (after a
+ * snapshot restore the old one is dead and the host reconnects). The
+ * virtio-serial port needs no proof: its host end is a socket in the VM's
+ * private run dir that QEMU serves to one client. A virtio-serial port
  * reports POLLHUP for as long as no host is connected, so a hung-up port
  * leaves the poll set and is re-checked on a short timer; any partial frame
  * is dropped, so the guest never notices a reconnect. The loop also reaps
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -29,15 +33,12 @@
 
 #define SEND_TIMEOUT_MS 60000 /* a host that stops reading loses the reply */
 #define RECHECK_MS	200   /* re-check a hung-up or missing port */
+/* where the qemu_fw_cfg module shows the host's token (read by root only) */
+#define AL_AGENT_TOKEN_PATH \
+	"/sys/firmware/qemu_fw_cfg/by_name/" AL_AUTH_FW_CFG "/raw"
 
-struct chan {
-	int fd;	    /* -1 when closed */
-	bool vport; /* virtio-serial: keep the fd across hangups */
-	bool hup;   /* vport with no host connected */
-	struct al_frame_reader rd; /* the request being read */
-};
 
-typedef int (*handler_fn)(struct al_agent *a, struct chan *c,
+typedef int (*handler_fn)(struct al_agent *a, struct al_chan *c,
 			  struct al_msg *req, struct al_msg *rep, char *err,
 			  size_t err_size);
 
@@ -68,7 +69,7 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-static int chan_send(struct chan *c, const struct al_msg *m)
+static int chan_send(struct al_chan *c, const struct al_msg *m)
 {
 	char *buf = NULL;
 	size_t len;
@@ -82,7 +83,7 @@ static int chan_send(struct chan *c, const struct al_msg *m)
 	return r;
 }
 
-static int send_error(struct chan *c, const char *msg)
+static int send_error(struct al_chan *c, const char *msg)
 {
 	struct al_msg m = {.type = AL_MSG_ERROR};
 
@@ -113,7 +114,7 @@ static char *cmdline_template(void)
 	return NULL;
 }
 
-static int on_hello(struct al_agent *a, struct chan *c, struct al_msg *req,
+static int on_hello(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		    struct al_msg *rep, char *err, size_t err_size)
 {
 	struct utsname u;
@@ -149,7 +150,7 @@ static int add_entropy(int fd, const struct al_blob *b)
 	return r;
 }
 
-static int on_reseed(struct al_agent *a, struct chan *c, struct al_msg *req,
+static int on_reseed(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		     struct al_msg *rep, char *err, size_t err_size)
 {
 	const struct al_msg_reseed *rs = &req->u.reseed;
@@ -173,7 +174,7 @@ static int on_reseed(struct al_agent *a, struct chan *c, struct al_msg *req,
 	return r;
 }
 
-static int on_setup(struct al_agent *a, struct chan *c, struct al_msg *req,
+static int on_setup(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		    struct al_msg *rep, char *err, size_t err_size)
 {
 	(void)c;
@@ -182,7 +183,7 @@ static int on_setup(struct al_agent *a, struct chan *c, struct al_msg *req,
 	return al_agent_apply_limits(a, &a->limits, err, err_size);
 }
 
-static int on_put_files(struct al_agent *a, struct chan *c, struct al_msg *req,
+static int on_put_files(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 			struct al_msg *rep, char *err, size_t err_size)
 {
 	(void)c;
@@ -212,7 +213,7 @@ static void merge_limits(const struct al_limits *base,
 		r[i] = o[i] ? o[i] : b[i];
 }
 
-static int on_run_step(struct al_agent *a, struct chan *c, struct al_msg *req,
+static int on_run_step(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		       struct al_msg *rep, char *err, size_t err_size)
 {
 	struct al_msg_run_step *rs = &req->u.run_step;
@@ -230,7 +231,7 @@ static int on_run_step(struct al_agent *a, struct chan *c, struct al_msg *req,
 	return 0;
 }
 
-static int on_get_files(struct al_agent *a, struct chan *c, struct al_msg *req,
+static int on_get_files(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 			struct al_msg *rep, char *err, size_t err_size)
 {
 	int r;
@@ -245,7 +246,7 @@ static int on_get_files(struct al_agent *a, struct chan *c, struct al_msg *req,
 	return 0;
 }
 
-static int on_ping(struct al_agent *a, struct chan *c, struct al_msg *req,
+static int on_ping(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		   struct al_msg *rep, char *err, size_t err_size)
 {
 	(void)a, (void)c, (void)req, (void)err, (void)err_size;
@@ -261,7 +262,7 @@ static const handler_fn handlers[AL_MSG_TYPE_COUNT] = {
 };
 
 /* Decode one request, run its handler, send the reply. */
-static int handle(struct al_agent *a, struct chan *c, const uint8_t *body,
+static int handle(struct al_agent *a, struct al_chan *c, const uint8_t *body,
 		  size_t len)
 {
 	struct al_msg req = {0}, rep = {0};
@@ -293,7 +294,7 @@ out:
 
 /* --- channels ------------------------------------------------------------- */
 
-static void chan_close(struct chan *c)
+static void chan_close(struct al_chan *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
@@ -302,29 +303,36 @@ static void chan_close(struct chan *c)
 	al_frame_reader_release(&c->rd);
 }
 
-/* Read what is there; handle a request once it is complete. Returns 0,
- * or -EPIPE when the peer is gone. */
-static int chan_read(struct al_agent *a, struct chan *c)
+/* Read what is there. Returns 1 with a complete frame in *body (caller
+ * frees), 0 when more is needed, or -EPIPE when the peer is gone. */
+static int chan_take(struct al_chan *c, uint8_t **body, size_t *len)
 {
 	static uint8_t buf[64u << 10];
 	size_t want = al_frame_reader_want(&c->rd);
-	uint8_t *body;
-	size_t len;
 	ssize_t n;
-	long used;
 
 	n = read(c->fd, buf, want < sizeof(buf) ? want : sizeof(buf));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (n <= 0)
 		return -EPIPE;
-	used = al_frame_reader_feed(&c->rd, buf, (size_t)n);
-	if (used < 0) {
+	if (al_frame_reader_feed(&c->rd, buf, (size_t)n) < 0) {
 		send_error(c, "bad frame length");
 		return -EPIPE; /* no way to resynchronise */
 	}
-	if (al_frame_reader_take(&c->rd, &body, &len) < 0)
-		return 0;
+	return al_frame_reader_take(&c->rd, body, len) < 0 ? 0 : 1;
+}
+
+/* Read what is there; handle a request once it is complete. Returns 0,
+ * or -EPIPE when the peer is gone. */
+static int chan_read(struct al_agent *a, struct al_chan *c)
+{
+	uint8_t *body;
+	size_t len;
+	int r = chan_take(c, &body, &len);
+
+	if (r <= 0)
+		return r;
 	if (handle(a, c, body, len) < 0)
 		al_agent_log("reply failed; dropping the connection");
 	free(body);
@@ -334,7 +342,7 @@ static int chan_read(struct al_agent *a, struct chan *c)
 /* Serve a single fd until EOF (host tests, --serve-fd / --socket). */
 static int serve_one(struct al_agent *a, int fd)
 {
-	struct chan c = {.fd = fd};
+	struct al_chan c = {.fd = fd};
 	struct pollfd p[2];
 
 	al_frame_reader_init(&c.rd, AL_FRAME_MAX);
@@ -412,7 +420,7 @@ static int vsock_listen(void)
 }
 
 /* The vport came back (host reconnected) or appeared (driver bound). */
-static void vport_recheck(struct chan *vp)
+static void vport_recheck(struct al_chan *vp)
 {
 	struct pollfd p = {vp->fd, POLLIN, 0};
 	int fd;
@@ -431,61 +439,231 @@ static void vport_recheck(struct chan *vp)
 		vp->hup = false;
 }
 
-static void vsock_accept(int lfd, struct chan *vs)
+/* --- the vsock gate --------------------------------------------------------
+ *
+ * vsock has no notion of who connects: any process on the host that can
+ * open an AF_VSOCK socket reaches our port on a CID it can read off QEMU's
+ * command line. So a vsock connection is served only once the peer proved
+ * that it holds this VM's token, which the host gave QEMU as an fw_cfg
+ * file (proto.h, "Authentication"; docs/vsock-auth.md):
+ *
+ *   accept   while an authenticated host is connected and alive, a new
+ *            connection is closed at once; the host is not disturbed. Else
+ *            it becomes `pending` (replacing an older pending one), gets
+ *            a fresh nonce in a `challenge`, and AUTH_TIMEOUT_MS to answer.
+ *   auth     the first frame of `pending` must be `auth` with the mac of
+ *            that nonce under the token, compared in constant time; then
+ *            it is the host (answered `ok`). Anything else closes it.
+ *
+ * The token is read from fw_cfg at each accept, not once: a clone runs the
+ * template's memory, but fw_cfg is device configuration that QEMU builds
+ * from its own command line, so it holds the clone's token. A restore also
+ * resets every vsock connection (the template's host connection dies), so
+ * "host alive" is checked at accept time rather than trusted; the host
+ * retries a refused connect until its deadline.
+ */
+
+#define AUTH_TIMEOUT_MS 5000u /* a pending connection's time to answer */
+#define AUTH_FRAME_MAX	256u  /* frame cap before auth: nothing to hoard */
+
+void al_gate_init(struct al_gate *g, int lfd, const char *token_path)
 {
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	memset(g, 0, sizeof(*g));
+	g->lfd = lfd;
+	g->token_path = token_path;
+	g->host.fd = -1;
+	g->pending.fd = -1;
+	al_frame_reader_init(&g->host.rd, AL_FRAME_MAX);
+	al_frame_reader_init(&g->pending.rd, AUTH_FRAME_MAX);
+}
+
+void al_gate_release(struct al_gate *g)
+{
+	chan_close(&g->host);
+	chan_close(&g->pending);
+	if (g->lfd >= 0)
+		close(g->lfd);
+	g->lfd = -1;
+	explicit_bzero(g->expect, sizeof(g->expect));
+}
+
+/* The VM's token: exactly AL_AUTH_TOKEN_LEN bytes at `path`. */
+static int read_token(const char *path, uint8_t ret[AL_AUTH_TOKEN_LEN])
+{
+	uint8_t buf[AL_AUTH_TOKEN_LEN + 1];
+	size_t got = 0;
+	ssize_t n = 1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (got < sizeof(buf) && n > 0) {
+		n = pread(fd, buf + got, sizeof(buf) - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			n = 1;
+		else if (n < 0)
+			r = -errno;
+		else
+			got += (size_t)n;
+	}
+	close(fd);
+	if (r == 0 && got != AL_AUTH_TOKEN_LEN)
+		r = -EBADMSG;
+	if (r == 0)
+		memcpy(ret, buf, AL_AUTH_TOKEN_LEN);
+	explicit_bzero(buf, sizeof(buf));
+	return r;
+}
+
+/* Challenge a new connection: nonce out, expected mac kept. */
+static int gate_challenge(struct al_gate *g)
+{
+	uint8_t token[AL_AUTH_TOKEN_LEN], nonce[AL_AUTH_NONCE_LEN];
+	struct al_msg m = {.type = AL_MSG_CHALLENGE};
+	int r = read_token(g->token_path, token);
+
+	if (r < 0) {
+		al_agent_log("vsock: no token at %s (%s): refused",
+			     g->token_path, strerror(-r));
+		return r;
+	}
+	if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+		r = -EIO;
+	if (r == 0) {
+		al_auth_mac(token, nonce, g->expect);
+		m.u.challenge.nonce.data = nonce;
+		m.u.challenge.nonce.len = sizeof(nonce);
+		r = chan_send(&g->pending, &m);
+	}
+	explicit_bzero(token, sizeof(token));
+	return r;
+}
+
+/* Is the host connection still there? A restore resets it under us. */
+static bool host_alive(const struct al_chan *h)
+{
+	struct pollfd p = {h->fd, POLLRDHUP, 0};
+
+	return h->fd >= 0 && poll(&p, 1, 0) >= 0 &&
+	       !(p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL));
+}
+
+static void gate_accept(struct al_gate *g)
+{
+	int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
 		return;
-	chan_close(vs); /* a reconnect replaces the old connection */
-	vs->fd = fd;
-	al_frame_reader_init(&vs->rd, AL_FRAME_MAX);
+	if (host_alive(&g->host)) {
+		close(fd); /* one host at a time: the live one stays */
+		al_agent_log("vsock: refused a connection (host connected)");
+		return;
+	}
+	chan_close(&g->host);
+	chan_close(&g->pending);
+	g->pending.fd = fd;
+	al_frame_reader_init(&g->pending.rd, AUTH_FRAME_MAX);
+	g->pending_by = al_deadline_in(AUTH_TIMEOUT_MS);
+	if (gate_challenge(g) < 0)
+		chan_close(&g->pending);
+}
+
+/* The pending connection's first frame: the right `auth` or goodbye. */
+static void gate_auth(struct al_gate *g)
+{
+	struct al_msg m = {0}, ok = {.type = AL_MSG_OK};
+	uint8_t *body = NULL;
+	size_t len;
+	bool good;
+	int r = chan_take(&g->pending, &body, &len);
+
+	if (r == 0)
+		return;
+	good = r > 0 && al_msg_decode(body, len, &m, NULL) == 0 &&
+	       m.type == AL_MSG_AUTH &&
+	       al_auth_equal(m.u.auth.mac.data, g->expect, AL_SHA256_LEN);
+	al_msg_release(&m);
+	free(body);
+	explicit_bzero(g->expect, sizeof(g->expect));
+	if (!good || chan_send(&g->pending, &ok) < 0) {
+		if (r > 0)
+			al_agent_log("vsock: authentication failed");
+		chan_close(&g->pending);
+		return;
+	}
+	g->host.fd = g->pending.fd; /* hand-off: pending becomes the host */
+	g->pending.fd = -1;
+	chan_close(&g->pending);
+	al_frame_reader_init(&g->host.rd, AL_FRAME_MAX);
+	al_agent_log("vsock: host authenticated");
+}
+
+int al_gate_pollfds(const struct al_gate *g, struct pollfd *p)
+{
+	p[0] = (struct pollfd){g->lfd, POLLIN, 0};
+	p[1] = (struct pollfd){g->host.fd, POLLIN, 0};
+	p[2] = (struct pollfd){g->pending.fd, POLLIN, 0};
+	return g->pending.fd >= 0 ? al_deadline_poll_ms(g->pending_by) : -1;
+}
+
+void al_gate_act(struct al_agent *a, struct al_gate *g,
+		 const struct pollfd *p)
+{
+	if (p[1].revents && chan_read(a, &g->host) < 0)
+		chan_close(&g->host);
+	if (p[2].revents && g->pending.fd >= 0)
+		gate_auth(g);
+	if (g->pending.fd >= 0 && al_deadline_passed(g->pending_by)) {
+		al_agent_log("vsock: no authentication in time");
+		chan_close(&g->pending);
+	}
+	if (p[0].revents)
+		gate_accept(g);
 }
 
 /* One round of the guest loop: poll, then act on what is ready. */
-static void guest_round(struct al_agent *a, struct chan *vp, struct chan *vs,
-			int lfd)
+static void guest_round(struct al_agent *a, struct al_chan *vp,
+			struct al_gate *g)
 {
-	struct pollfd p[4] = {
+	struct pollfd p[2 + AL_GATE_NPOLL] = {
 	    {a->sig_fd, POLLIN, 0},
-	    {lfd, POLLIN, 0},
 	    {vp->hup ? -1 : vp->fd, POLLIN, 0},
-	    {vs->fd, POLLIN, 0},
 	};
-	int timeout = vp->fd < 0 || vp->hup ? RECHECK_MS : -1;
+	int timeout = al_gate_pollfds(g, p + 2);
 
-	if (poll(p, 4, timeout) < 0)
+	if ((vp->fd < 0 || vp->hup) &&
+	    (timeout < 0 || timeout > (int)RECHECK_MS))
+		timeout = RECHECK_MS;
+	if (poll(p, 2 + AL_GATE_NPOLL, timeout) < 0)
 		return;
 	if (p[0].revents)
 		al_agent_reap(a, -1, NULL, NULL);
-	if (p[1].revents)
-		vsock_accept(lfd, vs);
-	if (p[2].revents & POLLIN && chan_read(a, vp) < 0)
-		p[2].revents |= POLLHUP;
-	if (p[2].revents & (POLLHUP | POLLERR)) {
+	if (p[1].revents & POLLIN && chan_read(a, vp) < 0)
+		p[1].revents |= POLLHUP;
+	if (p[1].revents & (POLLHUP | POLLERR)) {
 		vp->hup = true;
 		al_frame_reader_reset(&vp->rd);
 	}
-	if (p[3].revents && chan_read(a, vs) < 0)
-		chan_close(vs);
+	al_gate_act(a, g, p + 2);
 	vport_recheck(vp);
 }
 
 int al_agent_serve(struct al_agent *a, int fd)
 {
-	struct chan vp = {.fd = -1, .vport = true}, vs = {.fd = -1};
+	struct al_chan vp = {.fd = -1, .vport = true};
+	struct al_gate g;
 	int lfd;
 
 	if (fd >= 0)
 		return serve_one(a, fd);
 	al_frame_reader_init(&vp.rd, AL_FRAME_MAX);
-	al_frame_reader_init(&vs.rd, AL_FRAME_MAX);
 	lfd = vsock_listen();
 	if (lfd < 0)
 		al_agent_log("no vsock (%s); virtio-serial only",
 			     strerror(-lfd));
+	al_gate_init(&g, lfd, AL_AGENT_TOKEN_PATH);
 	vport_recheck(&vp);
 	al_agent_log("ready");
 	for (;;)
-		guest_round(a, &vp, &vs, lfd);
+		guest_round(a, &vp, &g);
 }

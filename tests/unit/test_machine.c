@@ -395,7 +395,8 @@ static void test_template_tcg(void **state)
 	check(&m, template_tcg);
 }
 
-/* The vsock carrier adds exactly one device, after the agent's port. */
+/* The vsock carrier adds exactly one device, after the agent's port, and
+ * the fw_cfg file of its token (the memfd QEMU inherits as fd 3). */
 static void test_vsock_adds_one_device(void **state)
 {
 	struct machine_spec m = {
@@ -414,12 +415,15 @@ static void test_vsock_adds_one_device(void **state)
 	machine_argv(&a, &o, &img, &m);
 	while (cold_tcg[n])
 		n++;
-	assert_int_equal(a.n, n + 2);
+	assert_int_equal(a.n, n + 4);
 	at = n - 5; /* before -chardev qmp, -mon, -no-reboot */
 	assert_string_equal(a.v[at], "-device");
 	assert_string_equal(a.v[at + 1], "vhost-vsock-pci,guest-cid=7,vhostfd=7");
+	assert_string_equal(a.v[at + 2], "-fw_cfg");
+	assert_string_equal(a.v[at + 3],
+			    "name=opt/airlock/token,file=/proc/self/fd/8");
 	for (size_t i = 0; i < n; i++)
-		assert_string_equal(a.v[i < at ? i : i + 2], cold_tcg[i]);
+		assert_string_equal(a.v[i < at ? i : i + 4], cold_tcg[i]);
 	vmm_argv_release(&a);
 }
 
