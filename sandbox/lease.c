@@ -34,17 +34,28 @@ static int open_lease_dir(const char *dir)
 	return fd;
 }
 
-/* Try to lock uid's file: its fd, or -EAGAIN if taken. */
+/* Try to lock uid's file: its fd, or -EAGAIN if taken or unusable (a
+ * symlink, FIFO or anything but our regular file planted there is never
+ * followed, blocked on or trusted: that uid is skipped). */
 static int try_uid(int dfd, uint32_t uid)
 {
 	char name[16];
+	struct stat st;
 	int fd;
 
 	snprintf(name, sizeof(name), "%u", uid);
-	fd = openat(dfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	fd = openat(dfd, name,
+		    O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 		    0600);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) /* a link (ELOOP), a dir: unusable, not an error */
+		return errno == ELOOP || errno == ENXIO || errno == EISDIR
+			       ? -EAGAIN
+			       : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		close(fd);
+		return -EAGAIN;
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int r = errno == EWOULDBLOCK ? -EAGAIN : -errno;
 
