@@ -80,7 +80,8 @@ static bool add_opts(struct option *all, size_t *len, const struct option *o,
 {
 	if (*len + n >= OPTS_MAX)
 		return false;
-	memcpy(all + *len, o, n * sizeof(*o));
+	if (n) /* o may be NULL then: memcpy's arguments must not be */
+		memcpy(all + *len, o, n * sizeof(*o));
 	*len += n;
 	return true;
 }
