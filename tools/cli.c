@@ -48,6 +48,9 @@ void al_cli_usage(const struct al_cmd *cmd, FILE *f)
 }
 
 static void verror(const struct al_cli *cli, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void verror(const struct al_cli *cli, const char *fmt, va_list ap)
 {
 	fprintf(stderr, "airlock %s: ", cli->cmd->name);
 	vfprintf(stderr, fmt, ap);
