@@ -1053,7 +1053,7 @@ out:
 static const char *const state_names[] = {
     [ALQ_UNKNOWN] = "unknown", [ALQ_QUEUED] = "queued",
     [ALQ_RUNNING] = "running", [ALQ_DONE] = "done",
-    [ALQ_DEAD] = "dead",       [ALQ_CANCEL_POLL] = "cancelled",
+    [ALQ_DEAD] = "dead",       [ALQ_CANCELLED] = "cancelled",
 };
 
 const char *al_queue_state_name(enum al_queue_state s)

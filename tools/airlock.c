@@ -52,6 +52,8 @@ static const struct al_cmd *const commands[] = {
     &al_cmd_wait,
     &al_cmd_result,
     &al_cmd_status,
+    &al_cmd_cancel,
+    &al_cmd_dead,
     &al_cmd_serve,
     &al_cmd_validate,
     &al_cmd_config,

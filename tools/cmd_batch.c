@@ -138,15 +138,18 @@ static int load(struct batch *b, const char *path, const struct al_policy *pol,
 		bj->status = -1;
 		snprintf(idn, sizeof(idn), "%s%zu", prefix, lineno);
 		al_diags_init(&d);
+		/* the policy validate, submit and serve apply */
 		if ((size_t)len > LINE_MAX_ ||
-		    al_job_from_json(line, (size_t)len, &job, &d) < 0) {
+		    al_job_from_json(line, (size_t)len, &job, &d) < 0 ||
+		    al_job_check_policy(&job, pol, &d) < 0) {
 			struct al_result res;
 
 			if ((size_t)len > LINE_MAX_)
 				al_diags_add(&d, "", "line over %u bytes",
 					     AL_JOB_MAX_BYTES);
 			snprintf(bj->id, sizeof(bj->id), "%s",
-				 d.id[0] ? d.id : idn);
+				 job.id ? job.id : d.id[0] ? d.id : idn);
+			al_job_release(&job);
 			if (al_worker_reject(bj->id, &d, &res) < 0 ||
 			    al_result_to_json(&res, &bj->local) < 0) {
 				al_result_release(&res);

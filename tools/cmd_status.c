@@ -1,4 +1,6 @@
-/* cmd_status.c: `airlock status`, the queue at a glance. */
+/* cmd_status.c: `airlock status [ID]`, the queue at a glance, or where one
+ * job is (al_queue_status: unknown, queued, running, done, dead,
+ * cancelled). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,7 +8,82 @@
 #include "cli.h"
 #include "client.h"
 
+#include <jansson.h>
+
 #define LIVE_MS 60000u /* a dispatcher silent this long is not counted */
+
+static const struct option opts[] = {
+    {"json", no_argument, NULL, 'j'},
+    {NULL, 0, NULL, 0},
+};
+
+static void print_job_json(const char *id, const struct al_queue_job *j)
+{
+	json_t *o = json_pack("{s:s, s:s}", "id", id, "state",
+			      al_queue_state_name(j->state));
+	char *text;
+
+	if (!o)
+		return;
+	if (j->sid[0])
+		json_object_set_new(o, "entry", json_string(j->sid));
+	if (j->state == ALQ_RUNNING) {
+		json_object_set_new(o, "dispatcher", json_string(j->consumer));
+		json_object_set_new(o, "attempt", json_integer(j->attempt));
+	}
+	if (j->state >= ALQ_DONE) {
+		json_object_set_new(o, "status",
+				    json_string(al_status_name(j->status)));
+		json_object_set_new(o, "attempt", json_integer(j->attempt));
+		if (j->worker[0])
+			json_object_set_new(o, "worker",
+					    json_string(j->worker));
+		if (j->error[0])
+			json_object_set_new(o, "error", json_string(j->error));
+	}
+	text = json_dumps(o, JSON_COMPACT);
+	if (text)
+		printf("%s\n", text);
+	free(text);
+	json_decref(o);
+}
+
+static void print_job(const char *id, const struct al_queue_job *j)
+{
+	printf("%s: %s", id, al_queue_state_name(j->state));
+	if (j->state == ALQ_RUNNING)
+		printf(" on %s, attempt %u", j->consumer, j->attempt);
+	if (j->state >= ALQ_DONE)
+		printf(" (%s, attempt %u%s%s)", al_status_name(j->status),
+		       j->attempt, j->worker[0] ? ", worker " : "", j->worker);
+	if ((j->state == ALQ_DEAD || j->state == ALQ_CANCELLED) && j->error[0])
+		printf(": %s", j->error);
+	printf("\n");
+}
+
+/* `airlock status ID`: exit 0 known, 1 unknown, 2 failure. */
+static int job_status(struct al_cli *cli, const char *id)
+{
+	struct alq_client cl = {0};
+	struct al_queue_job j;
+	int r;
+
+	if (!al_id_valid(id, strlen(id)))
+		return al_cli_usage_error(cli, "%s: not a valid job id", id);
+	if (al_cli_open(cli, &cl) < 0)
+		return AL_EXIT_USAGE;
+	r = al_queue_status(&cl, id, &j);
+	if (r < 0)
+		al_cli_error(cli, "%s", cl.err);
+	alq_client_close(&cl);
+	if (r < 0)
+		return AL_EXIT_USAGE;
+	if (cli->flag['j'])
+		print_job_json(id, &j);
+	else
+		print_job(id, &j);
+	return j.state == ALQ_UNKNOWN ? AL_EXIT_FAIL : AL_EXIT_OK;
+}
 
 static int run(struct al_cli *cli, int argc, char **argv)
 {
@@ -15,7 +92,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	unsigned serves = 0, workers = 0, busy = 0;
 	uint64_t last5 = 0;
 
-	(void)argc, (void)argv;
+	if (argc == 1)
+		return job_status(cli, argv[0]);
 	if (al_cli_open(cli, &cl) < 0)
 		return AL_EXIT_USAGE;
 	if (alq_client_status(&cl, &st) < 0) {
@@ -57,13 +135,30 @@ static int run(struct al_cli *cli, int argc, char **argv)
 
 const struct al_cmd al_cmd_status = {
     .name = "status",
-    .summary = "show the queue: depth, running, workers, dead letters",
-    .usage = "usage: airlock status [--redis URL] [--config PATH]\n"
-	     "                      [--queue NAME]\n"
+    .summary = "show the queue, or where one job is",
+    .usage = "usage: airlock status [--json] [--redis URL] [--config PATH]\n"
+	     "                      [--queue NAME] [ID]\n"
 	     "\n"
-	     "Print the queue's depth (jobs not yet picked up), the jobs\n"
-	     "running (claimed, not yet acknowledged), live dispatchers and\n"
-	     "their workers, dead letters and recent throughput.\n",
+	     "Without ID: print the queue's depth (jobs not yet picked up),\n"
+	     "the jobs running (claimed, not yet acknowledged), live\n"
+	     "dispatchers and their workers, dead letters and recent\n"
+	     "throughput.\n"
+	     "\n"
+	     "With ID: where that job is: unknown (never submitted, or its\n"
+	     "result expired), queued, running (on which dispatcher, which\n"
+	     "attempt), done (its status), dead (an XX result and a dead\n"
+	     "letter: `airlock dead`) or cancelled (CX). Exit 0 known, 1\n"
+	     "unknown, 2 failure.\n"
+	     "\n"
+	     "options:\n"
+	     "  -j, --json         one line of JSON (with ID): id, state,\n"
+	     "                     entry, dispatcher, attempt, status, worker,\n"
+	     "                     error\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
+    .shortopts = "j",
+    .longopts = opts,
+    .args_min = 0,
+    .args_max = 1,
+    .args_error = "takes at most one job id",
     .run = run,
 };

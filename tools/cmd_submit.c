@@ -32,7 +32,10 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		return AL_EXIT_USAGE;
 	}
 	al_diags_init(&d);
-	if (al_job_from_json(text, len, &job, &d) < 0) {
+	/* the policy validate and serve apply: refuse here what a worker
+	 * would reject (RJ) later */
+	if (al_job_from_json(text, len, &job, &d) < 0 ||
+	    al_job_check_policy(&job, &policy, &d) < 0) {
 		for (size_t i = 0; i < d.n; i++)
 			fprintf(stderr, "%s: %s%s%s\n", argv[0],
 				d.items[i].path, d.items[i].path[0] ? ": " : "",
@@ -75,7 +78,10 @@ const struct al_cmd al_cmd_submit = {
 	"Submit one JSON job (a file, or - for stdin) and print its id. A job\n"
 	"without an id gets a fresh one. The id is the idempotency key: a\n"
 	"second submit of the same id enqueues nothing (and says so on\n"
-	"stderr). Exit 0 submitted, 1 invalid job, 2 other failure.\n",
+	"stderr). The job is checked against the config's policy first\n"
+	"(limits, allowed templates: what `airlock validate` checks); a job\n"
+	"it rejects is not enqueued. Exit 0 submitted, 1 invalid job, 2\n"
+	"other failure.\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .args_min = 1,
     .args_max = 1,

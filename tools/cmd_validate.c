@@ -1,5 +1,7 @@
 /* cmd_validate.c: `airlock validate`, check job files against the schema and
- * the built-in policy (or --config's) without running anything.
+ * the effective config's policy (--config, $AIRLOCK_CONFIG or the system
+ * config; the built-in policy when there is none): the same policy submit,
+ * batch, run and serve apply (al_config_policy), without running anything.
  *
  * Input is untrusted: whatever the file holds, we never crash, never hold
  * more than a capped amount of it, and never echo its bytes (the library's
@@ -38,7 +40,7 @@
 struct validate_opts {
 	bool quiet;		      /* print no problems, exit code only */
 	bool verbose;		      /* print `ok ID` for valid jobs */
-	const struct al_policy *policy; /* the built-in one, or --config's */
+	const struct al_policy *policy; /* the effective config's */
 };
 
 /* Growable byte buffer, always NUL-terminated when data != NULL. */
@@ -519,13 +521,12 @@ static int run_validate(struct al_cli *cli, int argc, char **argv)
 	struct al_policy policy;
 	int rc, exit_code = AL_EXIT_OK;
 
-	o.policy = al_policy_default();
-	if (cli->config) {
-		if (al_cli_load(cli) < 0)
-			return AL_EXIT_USAGE;
-		al_config_policy(&cli->cfg, &policy);
-		o.policy = &policy;
-	}
+	/* the config the other commands would use, not built-in defaults:
+	 * a job validate accepts is one submit takes and serve runs */
+	if (al_cli_load(cli) < 0)
+		return AL_EXIT_USAGE;
+	al_config_policy(&cli->cfg, &policy);
+	o.policy = &policy;
 	for (int i = 0; i < argc; i++) {
 		rc = check_path(argv[i], &o);
 		if (rc == -ENOMEM) {
@@ -546,8 +547,10 @@ const struct al_cmd al_cmd_validate = {
     .usage = "usage: airlock validate [-q | -v] [--config PATH] FILE...\n"
 	     "\n"
 	     "Check each job in each FILE against the job schema and the\n"
-	     "built-in policy (docs/schema.md), or with --config the limits\n"
-	     "and allow-lists of that config. `-` reads standard input.\n"
+	     "limits and allow-lists of the effective config (--config,\n"
+	     "$AIRLOCK_CONFIG or the system config; the built-in policy of\n"
+	     "docs/schema.md when there is none): the policy submit, batch,\n"
+	     "run and serve apply. `-` reads standard input.\n"
 	     "\n"
 	     "A FILE is JSONL (one job per line, blank lines skipped) when\n"
 	     "its first non-blank line is a complete JSON value and more\n"

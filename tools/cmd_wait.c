@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "client.h"
 
+#define EXIT_UNKNOWN 3 /* no such job */
+
 struct wait_opts {
 	double timeout; /* --timeout seconds, 0 = forever */
 };
@@ -33,6 +35,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 {
 	const struct wait_opts *o = cli->opts;
 	struct alq_client cl = {0};
+	struct al_queue_job j;
 	int r;
 
 	(void)argc;
@@ -40,7 +43,17 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		return al_cli_usage_error(cli, "takes one job id");
 	if (al_cli_open(cli, &cl) < 0)
 		return AL_EXIT_USAGE;
-	r = alq_client_wait(&cl, argv[0], (uint32_t)(o->timeout * 1000));
+	/* a mistyped id would never get a result: say so now */
+	r = al_queue_status(&cl, argv[0], &j);
+	if (r == 0 && j.state == ALQ_UNKNOWN) {
+		al_cli_error(cli, "%s: no such job (never submitted, or its "
+			     "result expired)", argv[0]);
+		alq_client_close(&cl);
+		return EXIT_UNKNOWN;
+	}
+	if (r == 0)
+		r = alq_client_wait(&cl, argv[0],
+				    (uint32_t)(o->timeout * 1000));
 	if (r == -ETIMEDOUT)
 		al_cli_error(cli, "%s: no result yet", argv[0]);
 	else if (r < 0)
@@ -58,7 +71,9 @@ const struct al_cmd al_cmd_wait = {
 	     "                    [--config PATH] [--queue NAME] ID\n"
 	     "\n"
 	     "Block until the result of job ID is stored (forever, or up to\n"
-	     "--timeout). Exit 0 when it is, 1 on timeout, 2 on failure.\n"
+	     "--timeout). Exit 0 when it is, 1 on timeout, 2 on failure, 3\n"
+	     "at once when there is no such job (never submitted, or its\n"
+	     "result expired).\n"
 	     "`airlock result ID` prints it.\n"
 	     "\n"
 	     "options:\n"

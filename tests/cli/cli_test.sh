@@ -236,6 +236,14 @@ test_common()
 	grep -q "^$w/bad.conf:2: limits.frob: unknown key" "$err" || fail "validate bad config: $(cat "$err")"
 	run validate --config "$w/none.conf" "$job"
 	expect_rc 2 "validate --config missing"
+	# without --config: the effective config ($AIRLOCK_CONFIG), the one
+	# submit and serve would use, not the built-in policy
+	AIRLOCK_CONFIG=$w/c-only.conf run validate "$job"
+	expect_rc 1 "validate with \$AIRLOCK_CONFIG c-only"
+	AIRLOCK_CONFIG=$w/bad.conf run validate "$job"
+	expect_rc 2 "validate with an invalid \$AIRLOCK_CONFIG"
+	run status --config "$w/ok.conf" a b
+	expect_rc 2 "status with two ids"
 
 	# version and help take --config (and need no config)
 	run version --config "$w/bad.conf"
@@ -248,7 +256,7 @@ test_common()
 	expect_rc 0 "help run --config"
 
 	# operands a command does not take are usage errors everywhere
-	for c in doctor status serve config version; do
+	for c in doctor serve config version; do
 		run "$c" --config "$w/ok.conf" extra
 		expect_rc 2 "$c extra"
 		[[ $(head -1 "$err") == "airlock $c: takes no arguments" ]] ||

@@ -18,6 +18,11 @@
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
 #   humaneval      164 canonical solutions pass; `return None` ones fail
+#   manage         status ID through the states, cancel of queued, done and
+#                  unknown jobs, wait failing fast on an unknown id, submit
+#                  and validate applying the config's policy (no VM)
+#   cancel-running cancel a job while its VM runs: CX at once, the VM is
+#                  killed, the job is not retried, the worker comes back
 #
 # VM images come from the vm_images fixture ($AIRLOCK_TEST_STATE).
 set -euo pipefail
@@ -418,6 +423,117 @@ cli)
   set -e
   ;;
 
+manage)
+  # job management and one policy, against real Redis; no VM runs
+  redis_start
+  set +e
+  q='airlock:{default}'
+  printf '{"id":"m1","sh":"true"}\n' > "$tmp/m1.json"
+  printf '{"id":"m2","sh":"true"}\n' > "$tmp/m2.json"
+  "$bin" submit --redis "$url" "$tmp/m1.json" >/dev/null || fail "submit m1"
+  "$bin" submit --redis "$url" "$tmp/m2.json" >/dev/null || fail "submit m2"
+  out=$("$bin" status --redis "$url" m1); [ $? -eq 0 ] || fail "status m1"
+  [ "$out" = "m1: queued" ] || fail "status m1: $out"
+  out=$("$bin" status --redis "$url" --json m1)
+  [ "$(jq -r .state <<<"$out")" = queued ] || fail "status --json: $out"
+  [ "$(jq -r .entry <<<"$out")" = "$(rcli xrange "$q:jobs" - + | head -1)" ] ||
+    fail "status --json entry: $out"
+  # claimed by a dispatcher: running, with the consumer and the attempt
+  rcli xgroup create "$q:jobs" workers 0 >/dev/null
+  rcli xreadgroup group workers host-x count 1 streams "$q:jobs" '>' >/dev/null
+  out=$("$bin" status --redis "$url" --json m1)
+  [ "$(jq -r '[.state, .dispatcher, .attempt] | join(" ")' <<<"$out")" = \
+    "running host-x 1" ] || fail "status of a claimed job: $out"
+  # unknown: status exit 1, wait fails at once with 3, cancel exit 1
+  out=$("$bin" status --redis "$url" nosuch); [ $? -eq 1 ] ||
+    fail "status of an unknown id: exit"
+  [ "$out" = "nosuch: unknown" ] || fail "status nosuch: $out"
+  t0=$(date +%s%N)
+  "$bin" wait --redis "$url" nosuch 2>"$tmp/err"; rc=$?
+  [ $rc -eq 3 ] || fail "wait on an unknown id: exit $rc"
+  grep -q "no such job" "$tmp/err" || fail "wait nosuch: $(cat "$tmp/err")"
+  [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ] ||
+    fail "wait on an unknown id took over 3 s"
+  "$bin" cancel --redis "$url" nosuch 2>/dev/null; [ $? -eq 1 ] ||
+    fail "cancel of an unknown id"
+  # cancel a queued job: CX at once, waiters wake, a second cancel is late
+  "$bin" cancel --redis "$url" m2 > "$tmp/out" || fail "cancel m2"
+  grep -q "it was queued" "$tmp/out" || fail "cancel m2: $(cat "$tmp/out")"
+  "$bin" wait --redis "$url" --timeout 2 m2 || fail "wait after cancel"
+  [ "$(result_json m2 | jq -r .status)" = CX ] || fail "m2 not CX"
+  out=$("$bin" status --redis "$url" m2)
+  [ "$out" = "m2: cancelled (CX, attempt 1): cancelled before it ran (airlock cancel)" ] ||
+    fail "status m2: $out"
+  "$bin" cancel --redis "$url" m2 2>"$tmp/err"; [ $? -eq 1 ] ||
+    fail "second cancel"
+  grep -q "has a result already" "$tmp/err" || fail "late cancel message"
+  # cancel the claimed m1: its entry goes to the cancel hash for host-x
+  "$bin" cancel --redis "$url" m1 | grep -q "it was running" ||
+    fail "cancel of a running job"
+  [ "$(rcli hlen "$q:cancel")" = 1 ] || fail "cancel hash"
+  # one policy: what validate rejects, submit refuses (nothing enqueued)
+  cat "$tmp/airlock.conf" > "$tmp/strict.conf"
+  printf '[limits]\nmemory_mb_max = 1024\n[templates]\nallowed = python\n' \
+    >> "$tmp/strict.conf"
+  printf '{"id":"big","sh":"true","limits":{"memory_mb":2048}}\n' > "$tmp/big.json"
+  printf '{"id":"tc","template":"c","sh":"true"}\n' > "$tmp/tc.json"
+  len=$(rcli xlen "$q:jobs")
+  for j in big tc; do
+    AIRLOCK_CONFIG=$tmp/strict.conf "$bin" validate "$tmp/$j.json" \
+      >"$tmp/vout"; [ $? -eq 1 ] || fail "validate $j: $(cat "$tmp/vout")"
+    "$bin" validate --config "$tmp/strict.conf" "$tmp/$j.json" >/dev/null
+    [ $? -eq 1 ] || fail "validate --config $j"
+    AIRLOCK_CONFIG=$tmp/strict.conf "$bin" submit --redis "$url" \
+      "$tmp/$j.json" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] ||
+      fail "submit of over-policy $j: exit"
+    [ -s "$tmp/err" ] || fail "submit $j: no message"
+    "$bin" validate "$tmp/$j.json" >/dev/null || fail "validate $j, lax config"
+  done
+  grep -q memory_mb "$tmp/vout" "$tmp/err" || true
+  [ "$(rcli xlen "$q:jobs")" = "$len" ] || fail "over-policy jobs enqueued"
+  # batch: the over-policy line is RJ locally, never enqueued
+  cat "$tmp/big.json" "$tmp/m1.json" > "$tmp/b.jsonl"
+  AIRLOCK_CONFIG=$tmp/strict.conf timeout 20 "$bin" batch --redis "$url" \
+    "$tmp/b.jsonl" -o "$tmp/b-out.jsonl" 2>/dev/null
+  [ "$(jq -r 'select(.id=="big") | .status' "$tmp/b-out.jsonl")" = RJ ] ||
+    fail "batch: over-policy job not RJ: $(cat "$tmp/b-out.jsonl")"
+  rcli exists "$q:job:big" | grep -q '^0$' || fail "batch enqueued big"
+  for c in status cancel dead; do
+    "$bin" "$c" --help | grep -q "^usage: airlock $c" || fail "$c --help"
+  done
+  set -e
+  ;;
+
+cancel-running)
+  # one VM job cancelled while it runs: CX at once, its VM killed at the
+  # next heartbeat (300 ms here), no retry, the pool recovers
+  redis_start
+  serve_start a 1
+  printf '{"id":"cr-1","sh":"sleep 60; echo finished","limits":{"wall_ms":90000}}\n' \
+    > "$tmp/job.json"
+  "$bin" submit --redis "$url" "$tmp/job.json" >/dev/null
+  w=$(busy_worker "$serve_a") || fail "no worker picked the job up"
+  st=$("$bin" status --redis "$url" --json cr-1)
+  [ "$(jq -r .state <<<"$st")" = running ] || fail "status before: $st"
+  t0=$(date +%s)
+  "$bin" cancel --redis "$url" cr-1 | grep -q "it was running" ||
+    fail "cancel"
+  "$bin" wait --redis "$url" --timeout 5 cr-1 || fail "no result after cancel"
+  [ "$(result_json cr-1 | jq -r .status)" = CX ] || fail "not CX"
+  for _ in $(seq 100); do kill -0 "$w" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$w" 2>/dev/null && fail "worker $w (and its VM) still alive"
+  grep -aq "job=cr-1 worker=0: cancelled; VM killed" "$tmp/serve-a.log" ||
+    fail "serve did not log the kill"
+  grep -aq "retrying" "$tmp/serve-a.log" && fail "a cancelled job was retried"
+  [ "$(rcli xpending 'airlock:{default}:jobs' workers | head -1)" = 0 ] ||
+    fail "entry left pending"
+  # the pool recovers: the next job runs
+  printf '{"id":"cr-2","sh":"echo next"}\n' | "$bin" submit --redis "$url" - >/dev/null
+  "$bin" wait --redis "$url" --timeout 120 cr-2
+  [ "$(result_json cr-2 | jq -r .steps[0].stdout)" = next ] || fail "next job"
+  log "cancelled a running VM job; worker gone within $(( $(date +%s) - t0 )) s"
+  ;;
+
 dead-letter)
   # every run fails on our side (no image in an empty state dir: XX), so
   # the job is retried max_deliveries (3) times, then dead-lettered with
@@ -440,6 +556,32 @@ dead-letter)
     fail "not retried twice"
   [ "$(rcli xpending 'airlock:{default}:jobs' workers | head -1)" = 0 ] ||
     fail "entry left pending"
+  # status, dead list, requeue (once), then the requeued job runs again
+  [ "$("$bin" status --redis "$url" --json dl | jq -r .state)" = dead ] ||
+    fail "status of a dead job"
+  "$bin" dead list --redis "$url" > "$tmp/dead"
+  [ "$(cut -f1,3 "$tmp/dead")" = "dl	3" ] || fail "dead list: $(cat "$tmp/dead")"
+  grep -q "no image" "$tmp/dead" || fail "dead list reason"
+  [ "$("$bin" dead list --redis "$url" --json | jq -r .id)" = dl ] ||
+    fail "dead list --json"
+  "$bin" dead requeue --redis "$url" dl | grep -q "dl: requeued" ||
+    fail "requeue"
+  set +e
+  "$bin" dead requeue --redis "$url" nosuch 2>/dev/null; [ $? -eq 1 ] ||
+    fail "requeue of a job without a dead letter"
+  "$bin" dead frob --redis "$url" 2>/dev/null; [ $? -eq 2 ] || fail "dead frob"
+  set -e
+  # it runs again from attempt 1 and dies again (at once: no image):
+  # retried twice more, one dead letter again
+  for _ in $(seq 240); do
+    [ "$(grep -ac 'retrying (delivery' "$tmp/serve-a.log")" = 4 ] &&
+      [ "$(rcli xlen 'airlock:{default}:dead')" = 1 ] && break
+    sleep 0.25
+  done
+  [ "$(grep -ac 'retrying (delivery' "$tmp/serve-a.log")" = 4 ] ||
+    fail "the requeued job did not run again"
+  "$bin" dead requeue --redis "$url" --all | grep -q "requeued 1 dead" ||
+    fail "requeue --all"
   ;;
 
 humaneval)

@@ -706,6 +706,7 @@ static void test_job_management(void **state)
 	assert_int_equal(was, ALQ_QUEUED);
 	assert_int_equal(state_of(&c, "b", &j), ALQ_CANCELLED);
 	assert_int_equal(j.status, AL_CX);
+	assert_string_equal(al_queue_state_name(j.state), "cancelled");
 	assert_int_equal(alq_client_wait(&c, "b", 1000), 0);
 	assert_int_equal(al_queue_cancel(&c, "b", 600, &was), 0);
 	assert_int_equal(was, ALQ_DONE);
