@@ -1,0 +1,11 @@
+"""airlock: a Python client for the Airlock job queue.
+
+It speaks the queue protocol of docs/queue.md (the same keys and the same
+Lua scripts as the C client), so jobs it submits are run by `airlock
+serve` like any other, and results stored by serve are read back here.
+"""
+from .client import Client, AirlockError, new_id, stdout_of
+from .evaluate import pass_at_k, program, sample_job, verdict
+
+__all__ = ["Client", "AirlockError", "new_id", "stdout_of", "pass_at_k",
+           "program", "sample_job", "verdict"]

@@ -1,0 +1,215 @@
+"""test_client.py: the Python client against a real redis-server and the
+real `airlock` binary (serve, status, result, submit).
+
+usage: /usr/bin/python3 test_client.py AIRLOCK_BIN redis|vm
+  redis  the protocol, no VMs: ids and payloads the C side reads (serve
+         decodes and rejects an over-policy job: RJ), the CLI sees the
+         same jobs and results, idempotent ids, wait timeouts, pass@k
+  vm     real VM jobs through a real `airlock serve`: run(), and the
+         README's harness example (evaluate: pass@1 = 1/3 exactly),
+         cross-checked with `airlock status`/`result` under the same ids
+"""
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import airlock  # noqa: E402
+from airlock import Client, pass_at_k, sample_job  # noqa: E402
+
+BIN = None
+MODE = None
+
+
+class Env:
+    """A redis-server on a unix socket and, on demand, `airlock serve`."""
+
+    def __init__(self, state_dir=None, extra_conf=""):
+        self.tmp = tempfile.mkdtemp(prefix="al-py-")
+        self.sock = os.path.join(self.tmp, "redis.sock")
+        self.url = "unix://" + self.sock
+        self.conf = os.path.join(self.tmp, "airlock.conf")
+        state = state_dir or os.environ.get("AIRLOCK_TEST_STATE",
+                                            "/var/tmp/airlock-test")
+        with open(self.conf, "w") as f:
+            f.write("[queue]\nheartbeat_ms = 300\n[sandbox]\n"
+                    "state_dir = %s\n%s" % (state, extra_conf))
+        self.redis = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", self.sock,
+             "--unixsocketperm", "700", "--dir", self.tmp, "--save", "",
+             "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        for _ in range(200):
+            if os.path.exists(self.sock):
+                break
+            time.sleep(0.05)
+        self.serve = None
+
+    def env(self):
+        e = dict(os.environ, AIRLOCK_CONFIG=self.conf, AIRLOCK_REDIS=self.url)
+        return e
+
+    def cli(self, *args, check=True):
+        p = subprocess.run([BIN] + list(args), env=self.env(),
+                           capture_output=True, text=True, timeout=300)
+        if check and p.returncode != 0:
+            raise AssertionError("airlock %s: exit %d: %s" %
+                                 (" ".join(args), p.returncode, p.stderr))
+        return p
+
+    def start_serve(self, workers=1):
+        self.log = open(os.path.join(self.tmp, "serve.log"), "w")
+        self.serve = subprocess.Popen(
+            [BIN, "serve", "--workers", str(workers)], env=self.env(),
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def close(self):
+        if self.serve:
+            self.serve.terminate()
+            try:
+                self.serve.wait(30)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
+                self.serve.wait()
+            self.log.close()
+        self.redis.kill()
+        self.redis.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Unit(unittest.TestCase):
+    def test_pass_at_k(self):
+        self.assertAlmostEqual(pass_at_k(3, 1, 1), 1 / 3, places=15)
+        self.assertAlmostEqual(pass_at_k(3, 1, 2), 2 / 3, places=15)
+        self.assertEqual(pass_at_k(3, 1, 3), 1.0)
+        self.assertEqual(pass_at_k(5, 0, 1), 0.0)
+        # 1 - C(7,5)/C(10,5) = 1 - 21/252
+        self.assertAlmostEqual(pass_at_k(10, 3, 5), 1 - 21 / 252, places=15)
+        self.assertTrue(math.isnan(pass_at_k(2, 1, 3)))
+
+    def test_sample_ids(self):
+        p = {"task_id": "HumanEval/7", "prompt": "def f():\n",
+             "entry_point": "f", "test": "def check(c): pass\n"}
+        a = sample_job(p, {"task_id": "HumanEval/7", "completion": "  1\n"}, 0)
+        b = sample_job(p, {"task_id": "HumanEval/7", "completion": "  1\n"}, 0)
+        c = sample_job(p, {"task_id": "HumanEval/7", "completion": "  2\n"}, 0)
+        self.assertEqual(a, b)
+        self.assertRegex(a["id"], r"^HumanEval/7/s0-[0-9a-f]{10}$")
+        self.assertNotEqual(a["id"], c["id"])
+        self.assertEqual(a["files"]["prog.py"],
+                         "def f():\n  1\n\ndef check(c): pass\n\ncheck(f)\n")
+
+
+class Redis(unittest.TestCase):
+    def setUp(self):
+        if MODE != "redis":
+            self.skipTest("redis mode only")
+        self.e = Env(extra_conf="[limits]\nmemory_mb_max = 1024\n")
+        self.c = Client(self.e.url)
+
+    def tearDown(self):
+        self.e.close()
+
+    def test_same_jobs_as_the_cli(self):
+        jid = self.c.submit({"id": "py-1", "sh": "echo hi"})
+        self.assertEqual(jid, "py-1")
+        st = json.loads(self.e.cli("status", "--json", "py-1").stdout)
+        self.assertEqual(st["state"], "queued")
+        # the id is the idempotency key across clients
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write('{"id": "py-1", "sh": "echo other"}')
+            f.flush()
+            p = self.e.cli("submit", f.name)
+            self.assertIn("submitted before", p.stderr)
+        self.c.submit({"id": "py-1", "sh": "echo third"})
+        self.assertEqual(self.c.r.xlen(self.c.key("jobs")), 1)
+        # ids without one are fresh, as the CLI's
+        ids = self.c.submit_many([{"sh": "true"}, {"sh": "true"}])
+        self.assertEqual(len(set(ids)), 2)
+        self.assertTrue(all(re.match(r"^j-[0-9a-f]{20}$", i) for i in ids))
+
+    def test_serve_reads_our_payloads(self):
+        # an over-policy job: serve's worker decodes our msgpack and
+        # rejects it (RJ naming the field); no VM starts
+        self.e.start_serve()
+        jid = self.c.submit({"id": "py-big", "sh": "true",
+                             "limits": {"memory_mb": 4096}})
+        res = self.c.wait(jid, timeout=60)
+        self.assertIsNotNone(res, "no result from serve")
+        self.assertEqual(res["status"], "RJ")
+        self.assertIn("memory_mb", res["error"])
+        cli = json.loads(self.e.cli("result", "--json", jid).stdout)
+        self.assertEqual((cli["id"], cli["status"], cli["error"]),
+                         (res["id"], res["status"], res["error"]))
+        got = list(self.c.as_completed(["py-big"], timeout=1))
+        self.assertEqual([g[0] for g in got], ["py-big"])
+
+    def test_wait_timeout(self):
+        t0 = time.monotonic()
+        self.assertIsNone(self.c.wait("nobody", timeout=0.3))
+        self.assertIsNone(self.c.result("nobody"))
+        self.assertLess(time.monotonic() - t0, 3)
+        self.assertEqual(list(self.c.as_completed(["a", "b"], timeout=0.2)),
+                         [])
+
+
+class VM(unittest.TestCase):
+    def setUp(self):
+        if MODE != "vm":
+            self.skipTest("vm mode only")
+        self.e = Env()
+        self.e.start_serve(workers=2)
+        self.c = Client(self.e.url)
+
+    def tearDown(self):
+        self.e.close()
+
+    def test_readme_example(self):
+        readme = open(os.path.join(HERE, "..", "README.md")).read()
+        code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+        env = dict(self.e.env(), PYTHONPATH=os.path.dirname(HERE))
+        p = subprocess.run(["/usr/bin/python3", "-c", code], env=env,
+                           capture_output=True, text=True, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[0], "OK")
+        self.assertIn("'passed', 'failed: AssertionError', 'timed out'",
+                      lines[1])
+        self.assertIn("'pass@1': 0.333333333333333", lines[1])
+        self.assertIn("'pass@2': 0.666666666666666", lines[1])
+        # the same jobs and results through the CLI, under the same ids
+        ids = [k.decode() for k in self.c.r.keys(self.c.key("result:") + "*")]
+        self.assertEqual(len(ids), 4)
+        for k in ids:
+            jid = k.split(":result:", 1)[1]
+            mine = self.c.result(jid)
+            cli = json.loads(self.e.cli("result", "--json", jid).stdout)
+            self.assertEqual(cli["status"], mine["status"])
+            self.assertEqual(json.loads(self.e.cli(
+                "status", "--json", jid).stdout)["state"], "done")
+        # rerun: the samples map to the same jobs, nothing runs again
+        n = self.c.r.xlen(self.c.key("jobs"))
+        p = subprocess.run(["/usr/bin/python3", "-c", code], env=env,
+                           capture_output=True, text=True, timeout=900)
+        self.assertEqual(p.stdout.splitlines()[1], lines[1])
+        self.assertEqual(self.c.r.xlen(self.c.key("jobs")), n + 1)  # run()
+
+    def test_run(self):
+        res = self.c.run(["sh", "-c", "echo hello; exit 3"], timeout=300)
+        self.assertEqual(res["status"], "RE")
+        self.assertEqual(airlock.stdout_of(res), "hello\n")
+        cli = json.loads(self.e.cli("result", "--json", res["id"]).stdout)
+        self.assertEqual(cli["steps"][0]["stdout"], "hello\n")
+
+
+if __name__ == "__main__":
+    BIN, MODE = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0], "-v"])
