@@ -348,10 +348,12 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	(void)argc;
 	if (!o->problems)
 		return al_cli_usage_error(cli, "--problems FILE is needed");
+	if (!strcmp(argv[0], "-") && !o->output)
+		return al_cli_usage_error(cli, "samples from stdin need -o FILE");
 	if (!o->template_)
 		o->template_ = "python";
 	if (!o->cpu_ms)
-		o->cpu_ms = 10000;
+		o->cpu_ms = 20000;
 	snprintf(out, sizeof(out), "%s", o->output ? o->output : argv[0]);
 	if (!o->output)
 		strncat(out, "_results.jsonl", sizeof(out) - strlen(out) - 1);
@@ -402,7 +404,7 @@ const struct al_cmd al_cmd_eval = {
 	"\"failed: ...\") and `passed` added, in input order; prints pass@k\n"
 	"(the unbiased estimator) for each k no problem has fewer samples\n"
 	"than. A sample is timed out when it uses more than --cpu-ms of CPU\n"
-	"time (default 10000), not wall time, so verdicts do not depend on\n"
+	"time (default 20000), not wall time, so verdicts do not depend on\n"
 	"host load. Interrupted, rerun with --resume: samples done are not\n"
 	"run again. docs/eval.md has the details.\n"
 	"\n"
@@ -414,7 +416,7 @@ const struct al_cmd al_cmd_eval = {
 	"      --json FILE      also write pass@k as JSON (- = stdout)\n"
 	"      --resume         skip samples already done\n"
 	"  -w, --workers N      embedded workers (default workers.count)\n"
-	"      --cpu-ms MS      CPU-time limit per sample (default 10000)\n"
+	"      --cpu-ms MS      CPU-time limit per sample (default 20000)\n"
 	"      --template NAME  VM template (default python)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .shortopts = "p:k:o:w:",

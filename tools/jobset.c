@@ -310,8 +310,15 @@ static int open_store(struct al_jobset *s, const size_t *idx)
 	FILE *f;
 	int r = 0;
 
-	s->store_fd = path ? open(path, flags, 0644)
-			   : open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (path) {
+		s->store_fd = open(path, flags, 0644);
+	} else { /* stdout: nothing to resume, a nameless file will do */
+		char tmp[] = "/tmp/airlock-batch-XXXXXX";
+
+		s->store_fd = mkostemp(tmp, O_CLOEXEC);
+		if (s->store_fd >= 0)
+			unlink(tmp);
+	}
 	if (s->store_fd < 0)
 		return -errno;
 	if (path && s->o.resume) {
