@@ -545,7 +545,8 @@ static void claimed(struct serve *s, const struct alq_entry *e)
 	}
 	if (!e->id[0]) {
 		reject1(t, "id",
-			e->id_bad ? "must be [A-Za-z0-9._:-]{1,128}"
+			e->id_bad ? "must be [A-Za-z0-9._:/-]{1,128}, no "
+				    "empty, . or .. part between slashes"
 				  : "missing from the stream entry");
 		return;
 	}

@@ -4,7 +4,7 @@
 # in the python template. With `none`, every solution is `return None`
 # (a baseline that should fail every problem).
 #
-#   examples/humaneval-jobs.sh ../shared/datasets/HumanEval.jsonl.gz |
+#   examples/humaneval-jobs.sh datasets/HumanEval.jsonl.gz |
 #     airlock batch - -o humaneval-results.jsonl
 set -eu
 data=${1:?usage: humaneval-jobs.sh HumanEval.jsonl.gz [none]}

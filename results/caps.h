@@ -17,7 +17,7 @@
 #define AL_META_DEPTH_MAX 16            /* container nesting inside `meta` */
 
 /* names and strings */
-#define AL_ID_MAX 128           /* job id: [A-Za-z0-9._:-]{1,128} */
+#define AL_ID_MAX 128           /* job id: [A-Za-z0-9._:/-]{1,128}, al_id_valid() */
 #define AL_NAME_MAX 64          /* template, network, step name, worker */
 #define AL_PATH_MAX 512         /* a relative path in files/collect/cwd */
 #define AL_ERROR_MAX (8u << 10) /* a result's `error` text */

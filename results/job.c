@@ -12,19 +12,38 @@
 
 #include "internal.h"
 
+/* Is the '/'-separated part id[0..len) empty, "." or ".."? */
+static bool id_part_bad(const char *id, size_t len)
+{
+	return len == 0 || (len == 1 && id[0] == '.') ||
+	       (len == 2 && id[0] == '.' && id[1] == '.');
+}
+
+/* Ids are dataset keys (`HumanEval/0`, `Mbpp/2`), so '/' is allowed; they
+ * reach Redis keys and logs, never file names, but the parts between
+ * slashes are still kept path-safe (no empty, "." or ".." part) so that a
+ * later use as a relative path cannot climb. */
 bool al_id_valid(const char *id, size_t len)
 {
+	size_t part = 0;
+
 	if (len == 0 || len > AL_ID_MAX)
 		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = id[i];
 
+		if (c == '/') {
+			if (id_part_bad(id + part, i - part))
+				return false;
+			part = i + 1;
+			continue;
+		}
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
 		      c == ':' || c == '-'))
 			return false;
 	}
-	return true;
+	return !id_part_bad(id + part, len - part);
 }
 
 /* --- step fields ------------------------------------------------------------ */
@@ -396,8 +415,7 @@ static int job_id(const msgpack_object *v, const char *path, void *out,
 		return 0;
 	}
 	if (!al_id_valid(v->via.str.ptr, v->via.str.size)) {
-		al_diags_add(d, path, "must match [A-Za-z0-9._:-]{1,%d}",
-			     AL_ID_MAX);
+		al_diags_add(d, path, AL_ID_RULE, AL_ID_MAX);
 		return 0;
 	}
 	memcpy(d->id, v->via.str.ptr, v->via.str.size);

@@ -297,8 +297,7 @@ static int res_id(const msgpack_object *v, const char *path, void *out,
 {
 	if (v->type == MSGPACK_OBJECT_STR &&
 	    !al_id_valid(v->via.str.ptr, v->via.str.size)) {
-		al_diags_add(d, path, "must match [A-Za-z0-9._:-]{1,%d}",
-			     AL_ID_MAX);
+		al_diags_add(d, path, AL_ID_RULE, AL_ID_MAX);
 		return 0;
 	}
 	return al__walk_str(v, path, AL_ID_MAX, d,

@@ -260,7 +260,12 @@ int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
 int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len);
 int al_job_to_json(const struct al_job *job, char **ret);
 void al_job_release(struct al_job *job);
-/* Is `id` a valid job id? */
+/* Is `id` a valid job id? [A-Za-z0-9._:/-]{1,AL_ID_MAX}, and no part
+ * between slashes is empty, "." or "..". AL_ID_RULE says so (a format
+ * taking AL_ID_MAX). */
+#define AL_ID_RULE                                                             \
+	"must match [A-Za-z0-9._:/-]{1,%d} with no empty, . or .. part "     \
+	"between slashes"
 bool al_id_valid(const char *id, size_t len);
 
 /* --- results -------------------------------------------------------------- */

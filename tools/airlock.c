@@ -48,6 +48,7 @@ static const struct al_cmd version_cmd = {
 static const struct al_cmd *const commands[] = {
     &al_cmd_run,
     &al_cmd_batch,
+    &al_cmd_eval,
     &al_cmd_submit,
     &al_cmd_wait,
     &al_cmd_result,

@@ -1,12 +1,14 @@
 /* client.c: the CLI's shared queue plumbing and the embedded mode
  * (client.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -270,6 +272,7 @@ void al_embed_init(struct al_embed *e)
 	e->redis = -1;
 	e->serve = -1;
 	e->stop_w = -1;
+	e->lock_fd = -1;
 }
 
 static void sleep_ms(unsigned ms)
@@ -315,10 +318,56 @@ static void reap(pid_t *pid, unsigned wait_ms)
 	*pid = -1;
 }
 
+/* Remove the append-only files of an earlier run (a fresh start). */
+static void aof_clear(const char *aofdir)
+{
+	DIR *d = opendir(aofdir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+}
+
+/* With e->persist: lock and prepare STATE/embedded-redis/ (its path in
+ * dir[]); "" when not persisting (or another command holds it). */
+static void persist_dir(struct al_embed *e, const char *state_dir,
+			char *dir, size_t len)
+{
+	char lock[4200], aof[4200];
+
+	dir[0] = '\0';
+	if (!e->persist)
+		return;
+	snprintf(lock, sizeof(lock), "%s/embedded-redis.lock", state_dir);
+	e->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (e->lock_fd < 0 || flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		fprintf(stderr, "airlock: %s is held by another command: this "
+				"one keeps no append-only file\n",
+			lock);
+		if (e->lock_fd >= 0)
+			close(e->lock_fd);
+		e->lock_fd = -1;
+		return;
+	}
+	snprintf(dir, len, "%s/embedded-redis", state_dir);
+	snprintf(aof, sizeof(aof), "%s/aof", dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		dir[0] = '\0';
+		return;
+	}
+	if (!e->keep)
+		aof_clear(aof);
+}
+
 int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 		   size_t errlen)
 {
 	pid_t parent = getpid();
+	char pdir[4200];
 	int n;
 
 	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST) {
@@ -337,6 +386,7 @@ int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 		 (int)parent);
 	snprintf(e->url, sizeof(e->url), "unix://%s", e->sock);
 	unlink(e->sock);
+	persist_dir(e, state_dir, pdir, sizeof(pdir));
 	fflush(NULL);
 	e->redis = fork();
 	if (e->redis < 0) {
@@ -356,7 +406,9 @@ int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 		}
 		execlp("redis-server", "redis-server", "--port", "0",
 		       "--unixsocket", e->sock, "--unixsocketperm", "700",
-		       "--dir", state_dir, "--save", "", "--appendonly", "no",
+		       "--dir", pdir[0] ? pdir : state_dir, "--save", "",
+		       "--appendonly", pdir[0] ? "yes" : "no",
+		       "--appenddirname", "aof", "--appendfsync", "always",
 		       "--daemonize", "no", "--logfile", e->log, "--loglevel",
 		       "warning", (char *)NULL);
 		fprintf(stderr, "airlock: redis-server: %s\n", strerror(errno));
@@ -477,4 +529,8 @@ void al_embed_stop(struct al_embed *e, uint32_t grace_ms)
 		unlink(e->sock);
 	if (e->log[0])
 		unlink(e->log);
+	if (e->lock_fd >= 0) {
+		close(e->lock_fd); /* after Redis is gone: the file is ours */
+		e->lock_fd = -1;
+	}
 }

@@ -6,8 +6,14 @@
  * configured start, for the command's duration only,
  *
  *  1. a private redis-server on a unix socket in the state dir
- *     (STATE/redis-PID.sock, mode 0700, `--port 0`: no TCP at all; no RDB,
- *     no AOF: nothing outlives the command), and
+ *     (STATE/redis-PID.sock, mode 0700, `--port 0`: no TCP at all; no
+ *     RDB). By default no AOF either: nothing outlives the command. With
+ *     `persist` (batch, eval) it keeps an append-only file (fsync always)
+ *     in STATE/embedded-redis/, under an flock so that only one command at
+ *     a time owns it; with `keep` (--resume) it loads what is there, so
+ *     the results of an interrupted run are found again; without, it
+ *     starts empty, as before. When another command holds the lock, this
+ *     one runs without the file (and says so), and
  *  2. a dispatcher with local workers: a forked child running
  *     al_serve_run(), the same code as `airlock serve`. A child rather than
  *     a thread because the client side is blocking hiredis while the
@@ -77,6 +83,9 @@ struct al_embed {
 	char sock[108]; /* unix socket path */
 	char log[128];	/* redis-server's log file */
 	char url[128];	/* unix://sock */
+	bool persist;	/* in: keep an append-only file in the state dir */
+	bool keep;	/* in: with persist, load the file already there */
+	int lock_fd;	/* the flock on STATE/embedded-redis.lock, or -1 */
 };
 
 void al_embed_init(struct al_embed *e);

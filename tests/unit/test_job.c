@@ -22,8 +22,16 @@ static const struct {
 	{"{\"sh\":\"x\",\"bogus\":1}", "bogus", "unknown field"},
 	{"{\"steps\":[{\"sh\":\"x\",\"timeot_ms\":1}]}", "steps[0].timeot_ms",
 	 "unknown field"},
-	{"{\"sh\":\"x\",\"id\":\"a b\"}", "id",
-	 "must match [A-Za-z0-9._:-]{1,128}"},
+#define ID_RULE							       \
+	"must match [A-Za-z0-9._:/-]{1,128} with no empty, . or .. part "      \
+	"between slashes"
+	{"{\"sh\":\"x\",\"id\":\"a b\"}", "id", ID_RULE},
+	{"{\"sh\":\"x\",\"id\":\"/etc\"}", "id", ID_RULE},
+	{"{\"sh\":\"x\",\"id\":\"a//b\"}", "id", ID_RULE},
+	{"{\"sh\":\"x\",\"id\":\"a/../b\"}", "id", ID_RULE},
+	{"{\"sh\":\"x\",\"id\":\"a/.\"}", "id", ID_RULE},
+	{"{\"sh\":\"x\",\"id\":\"a/\"}", "id", ID_RULE},
+	{"{\"sh\":\"x\",\"id\":\"..\"}", "id", ID_RULE},
 	{"{\"sh\":\"x\",\"id\":7}", "id", "must be a string"},
 	{"{\"sh\":\"x\",\"template\":\"Py\"}", "template",
 	 "must match [a-z0-9][a-z0-9_.-]{0,63}"},
@@ -244,6 +252,25 @@ static void test_shorthand(void **state)
 	al_job_release(&job);
 }
 
+/* Dataset ids are accepted as given; the path-unsafe ones are not. */
+static void test_id_charset(void **state)
+{
+	static const char *const good[] = {"HumanEval/0", "Mbpp/2", "a:b.c-d_e",
+					   "x/y/z:1", "...", "a/.b/..c"};
+	static const char *const bad[] = {"/a", "a/", "a//b", "a/./b",
+					  "a/../b", ".", "..", "a b", "a\\b"};
+	char longid[AL_ID_MAX + 2];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(al_id_valid(good[i], strlen(good[i])));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(al_id_valid(bad[i], strlen(bad[i])));
+	memset(longid, 'a', sizeof(longid));
+	assert_true(al_id_valid(longid, AL_ID_MAX));
+	assert_false(al_id_valid(longid, AL_ID_MAX + 1));
+}
+
 static void test_id_reported(void **state)
 {
 	const char *j = "{\"id\":\"job-1\",\"sh\":\"\"}";
@@ -409,6 +436,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_id_charset),
 		cmocka_unit_test(test_all_errors),
 		cmocka_unit_test(test_diags_cap),
 		cmocka_unit_test(test_size_cap),

@@ -20,7 +20,7 @@ static const struct {
 	{"{\"id\":\"a\"}", "status", "required"},
 	{"{\"id\":\"a\",\"status\":\"MAYBE\"}", "status", "unknown value"},
 	{"{\"id\":\"a b\",\"status\":\"OK\"}", "id",
-	 "must match [A-Za-z0-9._:-]{1,128}"},
+	 "must match [A-Za-z0-9._:/-]{1,128} with no empty, . or .. part between slashes"},
 	{"{\"id\":\"a\",\"status\":\"OK\",\"verdict\":\"none\"}", "verdict",
 	 "unknown value"},
 	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{}]}", "steps[0].status",

