@@ -174,7 +174,7 @@ class Client:
         return self.wait(self.submit(job), timeout=timeout)
 
     def evaluate(self, samples, problems, k=(1, 10, 100), timeout=None,
-                 cpu_ms=10000, template="python"):
+                 cpu_ms=20000, template="python"):
         """Run code samples against problems and score them, as `airlock
         eval`: returns (results, pass_at_k). samples: dicts with task_id
         and completion (or solution); problems: HumanEval or MBPP dicts

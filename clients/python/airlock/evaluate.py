@@ -52,7 +52,7 @@ _ID_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
              "0123456789._:/-")
 
 
-def sample_job(problem, sample, nth, cpu_ms=10000, template="python"):
+def sample_job(problem, sample, nth, cpu_ms=20000, template="python"):
     """The job of the nth sample (0-based, among its task's) of problem:
     id TASK_ID/sN-HASH, HASH 10 hex digits of the SHA-256 of the job's
     canonical JSON, so a rerun maps each sample to the same job."""

@@ -201,6 +201,30 @@ class VM(unittest.TestCase):
                            capture_output=True, text=True, timeout=900)
         self.assertEqual(p.stdout.splitlines()[1], lines[1])
         self.assertEqual(self.c.r.xlen(self.c.key("jobs")), n + 1)  # run()
+        # `airlock eval` on the same samples: the same job ids (nothing
+        # new is enqueued), the same verdicts and pass@k
+        ns = {}
+        exec(code[code.index("problem = "):code.index("rows, scores")], ns)
+        sp = os.path.join(self.e.tmp, "samples.jsonl")
+        pp = os.path.join(self.e.tmp, "problems.jsonl")
+        with open(sp, "w") as f:
+            f.writelines(json.dumps(s) + "\n" for s in ns["samples"])
+        with open(pp, "w") as f:
+            f.write(json.dumps(ns["problem"]) + "\n")
+        n = self.c.r.xlen(self.c.key("jobs"))
+        p = self.e.cli("eval", sp, "--problems", pp, "-k", "1,2",
+                       "--json", "-")
+        cli_scores = json.loads([ln for ln in p.stdout.splitlines()
+                                 if ln.startswith("{")][-1])
+        mine = self.c.evaluate(ns["samples"], [ns["problem"]], k=[1, 2])
+        for k, v in mine[1].items():
+            self.assertAlmostEqual(cli_scores[k], v, places=12)
+        self.assertEqual(self.c.r.xlen(self.c.key("jobs")), n,
+                         "airlock eval made other job ids")
+        with open(sp + "_results.jsonl") as f:
+            cli_rows = [json.loads(x) for x in f]
+        self.assertEqual([r["result"] for r in cli_rows],
+                         [r["result"] for r in mine[0]])
 
     def test_run(self):
         res = self.c.run(["sh", "-c", "echo hello; exit 3"], timeout=300)
