@@ -28,6 +28,12 @@
  * a delivery (XCLAIM without JUSTID, so the count survives our own death);
  * past max_deliveries the job gets an XX result and a dead letter.
  *
+ * Cancel (`airlock cancel`): the CANCEL script stores a CX result and, for
+ * a pending entry, puts it in the cancel hash. With each heartbeat we ask
+ * (CANCEL_POLL) which of our entries are there: a queued task is
+ * acknowledged unrun; a running one's worker is killed (its VM with it),
+ * and when it is reaped the entry is acknowledged, not retried.
+ *
  * Bad payloads: entries without a valid id, missing or oversized payloads,
  * payloads that do not decode: an RJ result naming the fields (under
  * `entry-SID` when the entry has no usable id), stored and acknowledged
@@ -591,6 +597,12 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 		al_err("worker=%u: sent a result nobody asked for; killing it",
 		       w->index);
 		kill(-w->proc.pid, SIGKILL);
+		return;
+	}
+	if (t->cancelled) { /* finished as we killed it: CX stands */
+		free(body);
+		ack_entry(t->s, t->e.sid);
+		task_free(t);
 		return;
 	}
 	al_diags_init(&d);
