@@ -534,6 +534,13 @@ cancel-running)
   [ "$(result_json cr/1 | jq -r .status)" = CX ] || fail "not CX"
   for _ in $(seq 100); do kill -0 "$w" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$w" 2>/dev/null && fail "worker $w (and its VM) still alive"
+  gone=$(( $(date +%s) - t0 ))
+  # (the log line follows the sweep of the dead worker's cgroups)
+  for _ in $(seq 200); do
+    grep -aq "job=cr/1 worker=0: cancelled; VM killed" "$tmp/serve-a.log" &&
+      break
+    sleep 0.1
+  done
   grep -aq "job=cr/1 worker=0: cancelled; VM killed" "$tmp/serve-a.log" ||
     fail "serve did not log the kill"
   grep -aq "retrying" "$tmp/serve-a.log" && fail "a cancelled job was retried"
@@ -543,7 +550,7 @@ cancel-running)
   printf '{"id":"cr-2","sh":"echo next"}\n' | "$bin" submit --redis "$url" - >/dev/null
   "$bin" wait --redis "$url" --timeout 120 cr-2
   [ "$(result_json cr-2 | jq -r .steps[0].stdout)" = next ] || fail "next job"
-  log "cancelled a running VM job; worker gone within $(( $(date +%s) - t0 )) s"
+  log "cancelled a running VM job; its worker gone within ${gone} s"
   ;;
 
 dead-letter)
