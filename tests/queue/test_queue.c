@@ -804,6 +804,13 @@ static void test_job_management(void **state)
 	assert_int_equal(failed, 1);
 	assert_int_equal(state_of(&c, "c", &j), ALQ_QUEUED);
 	assert_int_equal(al_queue_dead_requeue(&c, "gone"), -ESTALE);
+
+	/* dataset ids with `/` */
+	alq_client_submit(&c, "HumanEval/0", "P", 1, 1000, &dup);
+	assert_int_equal(state_of(&c, "HumanEval/0", &j), ALQ_QUEUED);
+	assert_int_equal(al_queue_cancel(&c, "HumanEval/0", 600, &was), 0);
+	assert_int_equal(was, ALQ_QUEUED);
+	assert_int_equal(state_of(&c, "HumanEval/0", &j), ALQ_CANCELLED);
 	redisFree(rc);
 	alq_client_close(&c);
 }
