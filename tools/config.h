@@ -54,6 +54,11 @@ enum al_config_accel {
 	AL_CONFIG_ACCEL_TCG,	  /* always TCG (slow, runs anywhere) */
 };
 
+enum al_config_log_format {
+	AL_CONFIG_LOG_TEXT = 0,
+	AL_CONFIG_LOG_JSON,
+};
+
 enum al_config_log {
 	AL_CONFIG_LOG_ERROR = 0,
 	AL_CONFIG_LOG_WARN,
@@ -133,7 +138,19 @@ struct al_config {
 	} metrics;
 
 	struct {
+		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */
+		char token[AL_CONFIG_STR_MAX + 1];  /* bearer, "" = loopback */
+		uint32_t max_body_bytes;	    /* request body cap */
+		uint32_t max_connections;	    /* open at once */
+		uint32_t timeout_s;		    /* idle connection limit */
+		uint32_t max_wait_s;		    /* largest ?wait= */
+		struct al_config_names callback_allow; /* host:port, CIDR */
+		uint32_t callback_attempts;	    /* POSTs before giving up */
+	} http;
+
+	struct {
 		enum al_config_log level; /* least severe level logged */
+		enum al_config_log_format format; /* text or json lines */
 	} log;
 };
 
