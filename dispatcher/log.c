@@ -136,7 +136,7 @@ static void json_line(char *out, size_t len, const char *stamp,
 void al_log(enum al_log_level level, const char *fmt, ...)
 {
 	static const char *const names[] = {"error", "warn", "info", "debug"};
-	char msg[LINE_MAX_], line[2 * LINE_MAX_], stamp[40], ts[32];
+	char msg[LINE_MAX_], line[2 * LINE_MAX_], stamp[64], ts[32];
 	struct timeval tv;
 	struct tm tm;
 	va_list ap;
@@ -146,8 +146,8 @@ void al_log(enum al_log_level level, const char *fmt, ...)
 	gettimeofday(&tv, NULL);
 	gmtime_r(&tv.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(stamp, sizeof(stamp), "%s.%03ldZ", ts,
-		 (long)tv.tv_usec / 1000);
+	snprintf(stamp, sizeof(stamp), "%s.%03dZ", ts,
+		 (int)(tv.tv_usec / 1000) % 1000);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
