@@ -156,6 +156,11 @@ static bool check_listen(const char *s)
 	return true;
 }
 
+bool al_config_listen_valid(const char *s)
+{
+	return *s && check_listen(s);
+}
+
 /* A bearer token: 16+ characters of the RFC 6750 token68 alphabet. */
 static bool check_token(const char *s)
 {

@@ -186,6 +186,9 @@ int al_config_state_dir(const struct al_config *cfg, char *buf, size_t len);
  * build says otherwise). Returns 0 or -ENAMETOOLONG. */
 int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len);
 
+/* Is s HOST:PORT as metrics.listen and http.listen take it (not empty)? */
+bool al_config_listen_valid(const char *s);
+
 /* --- the key table, for the dumper, docs and tests ----------------------- */
 
 enum al_config_type {
