@@ -65,8 +65,15 @@ static int front_start(struct al_cli *cli, const char *http,
 	int r = 0;
 
 	al_metrics_init(&f->metrics);
-	f->api_o = (struct al_http_opts){http, false, cfg, pol, *url,
-					 &f->metrics, NULL};
+	f->api_o = (struct al_http_opts){.listen = http, .cfg = cfg,
+					 .policy = pol, .url = *url,
+					 .metrics = &f->metrics};
+	if (http[0])
+		r = al_http_load_token(cfg, f->api_o.token, err, sizeof(err));
+	if (r < 0) {
+		al_cli_error(cli, "%s", err);
+		return AL_EXIT_USAGE;
+	}
 	f->met_o = f->api_o;
 	f->met_o.listen = cfg->metrics.listen;
 	f->met_o.metrics_only = true;
@@ -90,7 +97,7 @@ static int front_start(struct al_cli *cli, const char *http,
 	}
 	if (http[0])
 		al_info("http: listening on %s (%s)", http,
-			cfg->http.token[0] ? "bearer token"
+			f->api_o.token[0] ? "bearer token"
 					   : "loopback clients only");
 	if (f->met_o.listen[0])
 		al_info("metrics: listening on %s", f->met_o.listen);

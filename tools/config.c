@@ -161,14 +161,11 @@ bool al_config_listen_valid(const char *s)
 	return *s && check_listen(s);
 }
 
-/* A bearer token: 16+ characters of the RFC 6750 token68 alphabet. */
-static bool check_token(const char *s)
+bool al_config_token_valid(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (!n)
-		return true;
-	if (n < 16)
+	if (n < 16 || n > 256)
 		return false;
 	for (; *s; s++)
 		if (!isalnum((unsigned char)*s) && !strchr("._~+/=-", *s))
@@ -346,9 +343,10 @@ static const struct al_config_key keys[] = {
     STR(http, listen, listen, check_listen, "empty or HOST:PORT", "",
 	"address of the HTTP API (airlock serve; --http overrides); empty = "
 	"off"),
-    STR(http, token, token, check_token, "empty or [A-Za-z0-9._~+/=-]{16,}",
-	"",
-	"bearer token the HTTP API requires; empty = loopback clients only"),
+    STR(http, token_file, token_file, check_opt_abs_path,
+	"empty or an absolute path", "",
+	"file holding the bearer token the HTTP API requires; empty = "
+	"loopback clients only"),
     U32(http, max_body_bytes, 4096, 268435456, "16777216",
 	"largest HTTP request body (a job or a batch), bytes"),
     U32(http, max_connections, 1, 10000, "64",
@@ -1225,8 +1223,6 @@ int al_config_dump(const struct al_config *cfg, FILE *f)
 			if (cfg->redis_from_env)
 				fputs("# from $AIRLOCK_REDIS\n", f);
 		}
-		if (cfield(cfg, k) == (const void *)cfg->http.token && val[0])
-			snprintf(val, sizeof(val), "REDACTED");
 		if (cfield(cfg, k) == (const void *)cfg->sandbox.state_dir &&
 		    !val[0] && al_config_state_dir(cfg, dir, sizeof(dir)) == 0)
 			fprintf(f, "# empty means %s\n", dir);

@@ -139,7 +139,7 @@ struct al_config {
 
 	struct {
 		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */
-		char token[AL_CONFIG_STR_MAX + 1];  /* bearer, "" = loopback */
+		char token_file[AL_CONFIG_STR_MAX + 1]; /* bearer, "" = loopback */
 		uint32_t max_body_bytes;	    /* request body cap */
 		uint32_t max_connections;	    /* open at once */
 		uint32_t timeout_s;		    /* idle connection limit */
@@ -188,6 +188,9 @@ int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len);
 
 /* Is s HOST:PORT as metrics.listen and http.listen take it (not empty)? */
 bool al_config_listen_valid(const char *s);
+/* Is s a bearer token http.token_file may hold: 16..256 characters of
+ * [A-Za-z0-9._~+/=-]? */
+bool al_config_token_valid(const char *s);
 
 /* --- the key table, for the dumper, docs and tests ----------------------- */
 

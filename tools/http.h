@@ -39,7 +39,13 @@ struct al_http_opts {
 	struct alq_url url;		/* Redis */
 	struct al_metrics *metrics;	/* rendered at /metrics */
 	struct al_callbacks *callbacks; /* NULL = callbacks off */
+	char token[257];		/* bearer token, "" = loopback only */
 };
+
+/* Read http.token_file into ret (trailing whitespace dropped); "" when
+ * the key is empty. 0, or -errno with err set (-EINVAL: not a token). */
+int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
+		       size_t errlen);
 
 struct al_http;
 
