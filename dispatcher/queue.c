@@ -47,10 +47,12 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    [ALQ_KEY_JOBS] = "jobs",	  [ALQ_KEY_JOB] = "job:",
 	    [ALQ_KEY_RESULT] = "result:", [ALQ_KEY_DONE] = "done:",
 	    [ALQ_KEY_DEAD] = "dead",	  [ALQ_KEY_SERVES] = "serves",
-	    [ALQ_KEY_TPUT] = "tput:",
+	    [ALQ_KEY_TPUT] = "tput:",	  [ALQ_KEY_SID] = "sid:",
+	    [ALQ_KEY_CANCEL] = "cancel",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
-		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT;
+		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT ||
+		       kind == ALQ_KEY_SID;
 	int n = snprintf(buf, len, "airlock:{%s}:%s%s", q, kinds[kind],
 			 with_id && id ? id : "");
 
@@ -233,8 +235,10 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
     [ALQ_SUBMIT] = "if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
 		   "  return false\n"
 		   "end\n"
-		   "return redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
-		   "                  't', ARGV[3], 'w', ARGV[4])\n",
+		   "local sid = redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
+		   "                       't', ARGV[3], 'w', ARGV[4])\n"
+		   "if KEYS[3] then redis.call('SET', KEYS[3], sid) end\n"
+		   "return sid\n",
 
     [ALQ_FETCH] =
 	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
@@ -255,6 +259,7 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"  stored = 1\n"
 	"end\n"
 	"redis.call('EXPIRE', KEYS[4], ARGV[2])\n"
+	"if KEYS[7] then redis.call('EXPIRE', KEYS[7], ARGV[2]) end\n"
 	"if ARGV[4] ~= '' then\n"
 	"  redis.call('XADD', KEYS[6], 'MAXLEN', '~', " ALQ_DEAD_MAXLEN
 	", '*',\n"
@@ -345,8 +350,110 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], 'workers', name)\n"
 	"  end\n"
 	"end\n"
+	"if KEYS[2] then\n" /* cancellations nobody holds any more */
+	"  for _, sid in ipairs(redis.call('HKEYS', KEYS[2])) do\n"
+	"    local p = redis.call('XPENDING', KEYS[1], 'workers', sid, sid, 1)\n"
+	"    if #p == 0 then redis.call('HDEL', KEYS[2], sid) end\n"
+	"  end\n"
+	"end\n"
 	"return n\n",
+
+    /* A job's state: done, unknown, running (its entry pending: claimed
+     * by a dispatcher) or queued. */
+    [ALQ_JOB_STATUS] =
+	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
+	"local sid = redis.call('GET', KEYS[3])\n"
+	"if not sid then return {'queued', ''} end\n"
+	"local p = redis.pcall('XPENDING', KEYS[4], 'workers', sid, sid, 1)\n"
+	"if type(p) == 'table' and #p == 1 then\n"
+	"  return {'running', sid, p[1][2], p[1][4]}\n"
+	"end\n"
+	"return {'queued', sid}\n",
+
+    /* Store the CX result (first result wins, as in COMPLETE) and signal
+     * it; a pending entry is also put in the cancel hash, so the
+     * dispatcher holding it learns it (CANCELLED) and kills its VM. */
+    [ALQ_CANCEL] =
+	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
+	"local sid = redis.call('GET', KEYS[4])\n"
+	"local st = 'queued'\n"
+	"if sid then\n"
+	"  local p = redis.pcall('XPENDING', KEYS[5], 'workers', sid, sid, 1)\n"
+	"  if type(p) == 'table' and #p == 1 then st = 'running' end\n"
+	"  redis.call('EXPIRE', KEYS[4], ARGV[3])\n"
+	"end\n"
+	"local res = ARGV[1]\n"
+	"if st == 'running' then\n"
+	"  res = ARGV[2]\n"
+	"  redis.call('HSET', KEYS[6], sid, ARGV[4])\n"
+	"end\n"
+	"redis.call('SET', KEYS[2], res, 'EX', ARGV[3])\n"
+	"redis.call('RPUSH', KEYS[3], '1')\n"
+	"redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
+	"redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
+	"return {st}\n",
+
+    /* Which of the entries ARGV (held by the caller) were cancelled; each
+     * is reported once. */
+    [ALQ_CANCEL_POLL] =
+	"local out = {}\n"
+	"for i = 1, #ARGV do\n"
+	"  if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then\n"
+	"    out[#out + 1] = ARGV[i]\n"
+	"  end\n"
+	"end\n"
+	"return out\n",
+
+    /* Run a dead job again: drop its dead letters ARGV[3..] (those that
+     * name it), its result and signal; keep its payload; a new entry
+     * with the old entry's wall time when that is still in the stream. */
+    [ALQ_REQUEUE] =
+	"local del, w = {}, nil\n"
+	"for i = 3, #ARGV do\n"
+	"  local e = redis.call('XRANGE', KEYS[6], ARGV[i], ARGV[i])\n"
+	"  if #e == 1 and type(e[1][2]) == 'table' then\n"
+	"    local f, id, entry = e[1][2], nil, nil\n"
+	"    for j = 1, #f - 1, 2 do\n"
+	"      if f[j] == 'id' then id = f[j + 1] end\n"
+	"      if f[j] == 'entry' then entry = f[j + 1] end\n"
+	"    end\n"
+	"    if id == ARGV[1] then\n"
+	"      del[#del + 1] = ARGV[i]\n"
+	"      if entry and entry ~= '' and not w then\n"
+	"        local o = redis.pcall('XRANGE', KEYS[5], entry, entry)\n"
+	"        if type(o) == 'table' and #o == 1 and\n"
+	"           type(o[1][2]) == 'table' then\n"
+	"          local g = o[1][2]\n"
+	"          for j = 1, #g - 1, 2 do\n"
+	"            if g[j] == 'w' then w = g[j + 1] end\n"
+	"          end\n"
+	"        end\n"
+	"      end\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if #del == 0 then return {'none'} end\n"
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end\n"
+	"if redis.call('EXISTS', KEYS[2]) == 0 then\n" /* requeued already */
+	"  redis.call('XDEL', KEYS[6], unpack(del))\n"
+	"  return {'dup'}\n"
+	"end\n"
+	"redis.call('XDEL', KEYS[6], unpack(del))\n"
+	"redis.call('DEL', KEYS[2], KEYS[3])\n"
+	"redis.call('PERSIST', KEYS[1])\n"
+	"local sid\n"
+	"if w then\n"
+	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', ARGV[2],\n"
+	"                   'w', w)\n"
+	"else\n"
+	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', ARGV[2])\n"
+	"end\n"
+	"redis.call('SET', KEYS[4], sid)\n"
+	"return {'ok', sid}\n",
 };
+
 
 const char *alq_script_text(enum alq_script s)
 {
@@ -588,27 +695,30 @@ static int load_submit(struct alq_client *c)
 static int append_submit(struct alq_client *c, const struct alq_submit *s,
 			 bool sha)
 {
-	char kjob[ALQ_KEY_MAX], kjobs[ALQ_KEY_MAX], t[24], w[16];
-	const char *argv[9];
-	size_t lens[9];
+	char kjob[ALQ_KEY_MAX], kjobs[ALQ_KEY_MAX], ksid[ALQ_KEY_MAX];
+	char t[24], w[16];
+	const char *argv[10];
+	size_t lens[10];
 
 	if (alq_key(kjob, sizeof(kjob), c->queue, ALQ_KEY_JOB, s->id) < 0 ||
-	    alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL) < 0)
+	    alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL) < 0 ||
+	    alq_key(ksid, sizeof(ksid), c->queue, ALQ_KEY_SID, s->id) < 0)
 		return -ENAMETOOLONG;
 	snprintf(t, sizeof(t), "%llu", (unsigned long long)al_wall_ms());
 	snprintf(w, sizeof(w), "%u", s->wall_ms);
 	argv[0] = sha ? "EVALSHA" : "EVAL";
 	argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
-	argv[2] = "2";
+	argv[2] = "3";
 	argv[3] = kjob;
 	argv[4] = kjobs;
-	argv[5] = s->payload;
-	argv[6] = s->id;
-	argv[7] = t;
-	argv[8] = w;
-	for (int i = 0; i < 9; i++)
-		lens[i] = i == 5 ? s->len : strlen(argv[i]);
-	return redisAppendCommandArgv(c->rc, 9, argv, lens) == REDIS_OK
+	argv[5] = ksid;
+	argv[6] = s->payload;
+	argv[7] = s->id;
+	argv[8] = t;
+	argv[9] = w;
+	for (int i = 0; i < 10; i++)
+		lens[i] = i == 6 ? s->len : strlen(argv[i]);
+	return redisAppendCommandArgv(c->rc, 10, argv, lens) == REDIS_OK
 		   ? 0
 		   : -ENOMEM;
 }
@@ -935,4 +1045,353 @@ out:
 	for (int i = 0; i < 9; i++)
 		freeReplyObject(rep[i]);
 	return e;
+}
+
+/* --- one job: status, cancel, dead letters ----------------------------------
+ */
+
+static const char *const state_names[] = {
+    [ALQ_UNKNOWN] = "unknown", [ALQ_QUEUED] = "queued",
+    [ALQ_RUNNING] = "running", [ALQ_DONE] = "done",
+    [ALQ_DEAD] = "dead",       [ALQ_CANCEL_POLL] = "cancelled",
+};
+
+const char *al_queue_state_name(enum al_queue_state s)
+{
+	return (unsigned)s <= ALQ_CANCELLED ? state_names[s] : "??";
+}
+
+/* EVAL script `s` with the keys of `kinds` for `id`, then args; the
+ * reply, or NULL with c->err set (*ret_err = -errno). */
+static redisReply *eval_job(struct alq_client *c, enum alq_script s,
+			    const enum alq_key_kind *kinds, int nkeys,
+			    const char *id, int nargs, const char **args,
+			    const size_t *arglens, int *ret_err)
+{
+	char keys[8][ALQ_KEY_MAX], nk[8];
+	const char *argv[3 + 8 + 512];
+	size_t lens[3 + 8 + 512];
+	redisReply *r;
+	int n = 0;
+
+	if (nkeys > 8 || nargs > 512) {
+		*ret_err = -EINVAL;
+		return NULL;
+	}
+	snprintf(nk, sizeof(nk), "%d", nkeys);
+	argv[n] = "EVAL", lens[n++] = 4;
+	argv[n] = scripts[s], lens[n++] = strlen(scripts[s]);
+	argv[n] = nk, lens[n++] = strlen(nk);
+	for (int i = 0; i < nkeys; i++) {
+		if (alq_key(keys[i], sizeof(keys[i]), c->queue, kinds[i], id) <
+		    0) {
+			*ret_err = -ENAMETOOLONG;
+			return NULL;
+		}
+		argv[n] = keys[i], lens[n++] = strlen(keys[i]);
+	}
+	for (int i = 0; i < nargs; i++)
+		argv[n] = args[i],
+		lens[n++] = arglens ? arglens[i] : strlen(args[i]);
+	r = redisCommandArgv(c->rc, n, argv, lens);
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+	    !is_str(r->element[0])) {
+		*ret_err = client_fail(c, r);
+		freeReplyObject(r);
+		return NULL;
+	}
+	*ret_err = 0;
+	return r;
+}
+
+static void copy_str(char *dst, size_t size, const redisReply *r)
+{
+	size_t n = 0;
+
+	if (is_str(r)) {
+		n = r->len < size - 1 ? r->len : size - 1;
+		memcpy(dst, r->str, n);
+	}
+	dst[n] = '\0';
+}
+
+/* A stored result's facts: DONE, DEAD (XX) or CANCELLED (CX). */
+static int status_done(struct alq_client *c, const char *id,
+		       struct al_queue_job *j)
+{
+	struct al_result res = {0};
+	struct al_diags d;
+	size_t len;
+	char *mp;
+	int r;
+
+	r = alq_client_result(c, id, &mp, &len);
+	if (r == -ENOENT) { /* expired in between */
+		j->state = ALQ_UNKNOWN;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	al_diags_init(&d);
+	r = al_result_from_msgpack(mp, len, &res, &d);
+	free(mp);
+	if (r < 0) {
+		snprintf(c->err, sizeof(c->err), "%s: stored result does not "
+			 "decode", id);
+		return -EPROTO;
+	}
+	j->status = res.status;
+	j->attempt = res.attempt;
+	j->state = res.status == AL_XX	 ? ALQ_DEAD
+		   : res.status == AL_CX ? ALQ_CANCELLED
+					 : ALQ_DONE;
+	snprintf(j->worker, sizeof(j->worker), "%s",
+		 res.worker ? res.worker : "");
+	snprintf(j->error, sizeof(j->error), "%s", res.error ? res.error : "");
+	al_result_release(&res);
+	return 0;
+}
+
+int al_queue_status(struct alq_client *c, const char *id,
+		    struct al_queue_job *ret)
+{
+	static const enum alq_key_kind k[] = {ALQ_KEY_JOB, ALQ_KEY_RESULT,
+					      ALQ_KEY_SID, ALQ_KEY_JOBS};
+	struct al_queue_job j;
+	redisReply *r;
+	uint64_t n;
+	int e;
+
+	memset(&j, 0, sizeof(j));
+	r = eval_job(c, ALQ_JOB_STATUS, k, 4, id, 0, NULL, NULL, &e);
+	if (!r)
+		return e;
+	if (str_eq(r->element[0], "done")) {
+		e = status_done(c, id, &j);
+	} else if (str_eq(r->element[0], "unknown")) {
+		j.state = ALQ_UNKNOWN;
+	} else if (str_eq(r->element[0], "queued") && r->elements == 2) {
+		j.state = ALQ_QUEUED;
+		copy_str(j.sid, sizeof(j.sid), r->element[1]);
+	} else if (str_eq(r->element[0], "running") && r->elements == 4 &&
+		   reply_u64(r->element[3], &n)) {
+		j.state = ALQ_RUNNING;
+		copy_str(j.sid, sizeof(j.sid), r->element[1]);
+		copy_str(j.consumer, sizeof(j.consumer), r->element[2]);
+		j.attempt = (uint32_t)n;
+	} else {
+		e = client_fail(c, NULL);
+	}
+	freeReplyObject(r);
+	if (e == 0)
+		*ret = j;
+	return e;
+}
+
+/* The CX result of `id`, msgpack (malloc'd). */
+static int cx_result(const char *id, const char *why, char **ret,
+		     size_t *ret_len)
+{
+	struct al_result res = {0};
+
+	res.id = (char *)id;
+	res.status = AL_CX;
+	res.error = (char *)why;
+	res.attempt = 1;
+	return al_result_to_msgpack(&res, ret, ret_len);
+}
+
+int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
+		    enum al_queue_state *ret_was)
+{
+	static const enum alq_key_kind k[] = {
+	    ALQ_KEY_JOB, ALQ_KEY_RESULT, ALQ_KEY_DONE,
+	    ALQ_KEY_SID, ALQ_KEY_JOBS,	 ALQ_KEY_CANCEL};
+	char *q = NULL, *run = NULL, ttl[16];
+	const char *args[4];
+	size_t lens[4];
+	redisReply *r = NULL;
+	int e;
+
+	if ((e = cx_result(id, "cancelled before it ran (airlock cancel)", &q,
+			   &lens[0])) < 0 ||
+	    (e = cx_result(id, "cancelled while running (airlock cancel): "
+			       "its VM was killed",
+			   &run, &lens[1])) < 0)
+		goto out;
+	snprintf(ttl, sizeof(ttl), "%u", ttl_s ? ttl_s : 1);
+	args[0] = q, args[1] = run, args[2] = ttl, args[3] = id;
+	lens[2] = strlen(ttl), lens[3] = strlen(id);
+	r = eval_job(c, ALQ_CANCEL, k, 6, id, 4, args, lens, &e);
+	if (!r)
+		goto out;
+	if (str_eq(r->element[0], "done"))
+		*ret_was = ALQ_DONE;
+	else if (str_eq(r->element[0], "unknown"))
+		*ret_was = ALQ_UNKNOWN;
+	else if (str_eq(r->element[0], "queued"))
+		*ret_was = ALQ_QUEUED;
+	else if (str_eq(r->element[0], "running"))
+		*ret_was = ALQ_RUNNING;
+	else
+		e = client_fail(c, NULL);
+out:
+	freeReplyObject(r);
+	free(q);
+	free(run);
+	return e;
+}
+
+/* One dead letter [sid, [k, v...]] into *d; false when unusable. */
+static bool dead_parse(const redisReply *r, struct al_queue_dead *d)
+{
+	const redisReply *f;
+	uint64_t n;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    !is_str(r->element[0]))
+		return false;
+	memset(d, 0, sizeof(*d));
+	copy_str(d->sid, sizeof(d->sid), r->element[0]);
+	f = r->element[1];
+	if (!f || f->type != REDIS_REPLY_ARRAY)
+		return true;
+	for (size_t i = 0; i + 1 < f->elements; i += 2) {
+		const redisReply *k = f->element[i], *v = f->element[i + 1];
+
+		if (str_eq(k, "id"))
+			copy_str(d->id, sizeof(d->id), v);
+		else if (str_eq(k, "entry"))
+			copy_str(d->entry, sizeof(d->entry), v);
+		else if (str_eq(k, "reason"))
+			copy_str(d->reason, sizeof(d->reason), v);
+		else if (str_eq(k, "deliveries") && reply_u64(v, &n))
+			d->deliveries = n > UINT32_MAX ? UINT32_MAX
+						       : (uint32_t)n;
+	}
+	return true;
+}
+
+int al_queue_dead_list(struct alq_client *c, const char *after,
+		       struct al_queue_dead *ret, size_t max, size_t *ret_n)
+{
+	char key[ALQ_KEY_MAX], start[ALQ_SID_MAX + 1], count[24];
+	const char *argv[6];
+	redisReply *r;
+	size_t n = 0;
+
+	if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_DEAD, NULL) < 0)
+		return -ENAMETOOLONG;
+	snprintf(start, sizeof(start), "%s%s", after && *after ? "(" : "",
+		 after && *after ? after : "-");
+	snprintf(count, sizeof(count), "%zu", max);
+	argv[0] = "XRANGE", argv[1] = key, argv[2] = start, argv[3] = "+";
+	argv[4] = "COUNT", argv[5] = count;
+	r = cmd_argv(c, 6, argv, NULL);
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		int e = client_fail(c, r);
+
+		freeReplyObject(r);
+		return e;
+	}
+	for (size_t i = 0; i < r->elements && n < max; i++)
+		if (dead_parse(r->element[i], &ret[n]))
+			n++;
+	freeReplyObject(r);
+	*ret_n = n;
+	return 0;
+}
+
+#define DEAD_PAGE 256
+
+/* REQUEUE `id` with the dead letters sids[0..n). */
+static int requeue(struct alq_client *c, const char *id, const char **sids,
+		   size_t n)
+{
+	static const enum alq_key_kind k[] = {
+	    ALQ_KEY_JOB,  ALQ_KEY_RESULT, ALQ_KEY_DONE,
+	    ALQ_KEY_SID,  ALQ_KEY_JOBS,	  ALQ_KEY_DEAD};
+	const char *args[2 + DEAD_PAGE];
+	char t[24];
+	redisReply *r;
+	int e;
+
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)al_wall_ms());
+	args[0] = id, args[1] = t;
+	for (size_t i = 0; i < n; i++)
+		args[2 + i] = sids[i];
+	r = eval_job(c, ALQ_REQUEUE, k, 6, id, 2 + (int)n, args, NULL, &e);
+	if (!r)
+		return e;
+	e = str_eq(r->element[0], "ok")	    ? 0
+	    : str_eq(r->element[0], "gone") ? -ESTALE
+	    : str_eq(r->element[0], "dup")  ? -EALREADY
+					    : -ENOENT;
+	freeReplyObject(r);
+	return e;
+}
+
+/* Requeue the dead jobs whose id is `id` (NULL: every one), page by page
+ * through the dead letter stream. */
+static int requeue_scan(struct alq_client *c, const char *id, size_t *ret_n,
+			size_t *ret_failed)
+{
+	struct al_queue_dead *page = calloc(DEAD_PAGE, sizeof(*page));
+	char after[ALQ_SID_MAX] = "";
+	const char *sids[1];
+	size_t got;
+	int e;
+
+	if (!page)
+		return -ENOMEM;
+	*ret_n = *ret_failed = 0;
+	do {
+		e = al_queue_dead_list(c, after, page, DEAD_PAGE, &got);
+		for (size_t i = 0; e == 0 && i < got; i++) {
+			int r;
+
+			if (id && strcmp(page[i].id, id))
+				continue;
+			sids[0] = page[i].sid;
+			r = requeue(c, page[i].id, sids, 1);
+			if (r == 0)
+				++*ret_n;
+			else if (r == -EALREADY)
+				continue; /* an older letter of a requeued job */
+			else if (r == -ESTALE || r == -ENOENT)
+				++*ret_failed;
+			else
+				e = r;
+		}
+		if (got)
+			snprintf(after, sizeof(after), "%s",
+				 page[got - 1].sid);
+	} while (e == 0 && got == DEAD_PAGE);
+	free(page);
+	return e;
+}
+
+int al_queue_dead_requeue(struct alq_client *c, const char *id)
+{
+	size_t n, failed;
+	int e = requeue_scan(c, id, &n, &failed);
+
+	if (e < 0)
+		return e;
+	if (n == 0 && failed) {
+		snprintf(c->err, sizeof(c->err),
+			 "%s: its payload expired; submit it again", id);
+		return -ESTALE;
+	}
+	if (n == 0) {
+		snprintf(c->err, sizeof(c->err), "%s: no dead letter", id);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int al_queue_dead_requeue_all(struct alq_client *c, size_t *ret_n,
+			      size_t *ret_failed)
+{
+	return requeue_scan(c, NULL, ret_n, ret_failed);
 }

@@ -14,6 +14,10 @@
  *   airlock:{Q}:dead        stream of dead letters {id, entry, reason, n}
  *   airlock:{Q}:serves      hash consumer -> "workers busy ms", liveness
  *   airlock:{Q}:tput:MIN    results stored in unix minute MIN (status)
+ *   airlock:{Q}:sid:ID      the stream entry of ID's submission (status,
+ *                           cancel); expires with the result
+ *   airlock:{Q}:cancel      hash entry sid -> id: cancelled while pending;
+ *                           the holding dispatcher kills its VM
  *
  * Every multi-key step that must be atomic is a Lua script (EVALSHA, EVAL
  * when the server does not know the script): submit (SET NX + XADD),
@@ -54,6 +58,8 @@ enum alq_key_kind {
 	ALQ_KEY_DEAD,	  /* dead letters */
 	ALQ_KEY_SERVES,	  /* live dispatchers */
 	ALQ_KEY_TPUT,	  /* tput:MINUTE (id = the minute) */
+	ALQ_KEY_SID,	  /* sid:ID */
+	ALQ_KEY_CANCEL,	  /* cancelled pending entries */
 };
 
 /* Write the key of `kind` for queue `q` (and `id` where the kind has one)
@@ -82,14 +88,21 @@ void alq_url_display(const struct alq_url *u, char *buf, size_t len);
 /* --- scripts ------------------------------------------------------------ */
 
 enum alq_script {
-	ALQ_SUBMIT = 0, /* K: job jobs; A: payload id t w -> sid | nil */
+	ALQ_SUBMIT = 0, /* K: job jobs [sid]; A: payload id t w -> sid | nil */
 	ALQ_FETCH,	/* K: job result; A: max -> {kind, payload|len} */
-	ALQ_COMPLETE,	/* K: result done jobs job tput dead;
+	ALQ_COMPLETE,	/* K: result done jobs job tput dead [sid];
 			   A: result ttl sid reason id n -> 1 stored | 0 */
 	ALQ_HEARTBEAT,	/* K: jobs; A: consumer sid... -> {lost sid...} */
 	ALQ_RECLAIM,	/* K: jobs; A: consumer slack count dflt_w max_w
 			   -> {{sid, fields, n}...} */
-	ALQ_TRIM,	/* K: jobs; A: consumer_idle_ms -> trimmed */
+	ALQ_TRIM,	/* K: jobs [cancel]; A: consumer_idle_ms -> trimmed */
+	ALQ_JOB_STATUS, /* K: job result sid jobs -> {done|unknown} |
+			   {queued, sid} | {running, sid, consumer, n} */
+	ALQ_CANCEL,	/* K: job result done sid jobs cancel; A: result
+			   (queued) result (running) ttl id -> {was} */
+	ALQ_CANCEL_POLL, /* K: cancel; A: sid... -> {cancelled sid...} */
+	ALQ_REQUEUE,	/* K: job result done sid jobs dead; A: id t
+			   dead_sid... -> {ok, sid} | {none} | {gone} */
 	ALQ_N_SCRIPTS
 };
 
@@ -198,5 +211,64 @@ struct alq_status {
 	} serves[ALQ_STATUS_SERVES];
 };
 int alq_client_status(struct alq_client *c, struct alq_status *ret);
+
+/* --- one job: status, cancel, dead letters --------------------------------
+ *
+ * For the CLI (`airlock status ID`, `cancel`, `dead`), the HTTP API and
+ * anything else with a blocking client. Each transition is one script.
+ */
+
+enum al_queue_state {
+	ALQ_UNKNOWN = 0, /* no payload, no result: never submitted/expired */
+	ALQ_QUEUED,	 /* submitted, not claimed by a dispatcher */
+	ALQ_RUNNING,	 /* claimed (its entry pending) */
+	ALQ_DONE,	 /* a result is stored */
+	ALQ_DEAD,	 /* a result with status XX: a dead letter */
+	ALQ_CANCELLED,	 /* a result with status CX */
+};
+/* "unknown", "queued", "running", "done", "dead", "cancelled" */
+const char *al_queue_state_name(enum al_queue_state s);
+
+struct al_queue_job {
+	enum al_queue_state state;
+	char sid[ALQ_SID_MAX];	      /* its stream entry, "" = unknown */
+	char consumer[AL_NAME_MAX + 1]; /* running: the dispatcher */
+	uint32_t attempt;	      /* running: delivery; done: the result's */
+	enum al_status status;	      /* done, dead, cancelled: the result's */
+	char worker[AL_NAME_MAX + 1]; /* done: the worker that ran it */
+	char error[256];	      /* dead, cancelled: the result's error */
+};
+/* Where job `id` is. 0 (unknown ids too: state ALQ_UNKNOWN) or -errno. */
+int al_queue_status(struct alq_client *c, const char *id,
+		    struct al_queue_job *ret);
+
+/* Cancel job `id`: store a CX result (result TTL ttl_s) and signal it. A
+ * queued job is then never run (FETCH sees the result); a running one's
+ * dispatcher learns it at its next heartbeat and kills the worker (and
+ * with it the VM). *ret_was: ALQ_QUEUED or ALQ_RUNNING when cancelled
+ * now, ALQ_DONE when it had a result already (nothing changed),
+ * ALQ_UNKNOWN when there is no such job. 0 or -errno. */
+int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
+		    enum al_queue_state *ret_was);
+
+struct al_queue_dead {
+	char sid[ALQ_SID_MAX];	 /* the dead letter's own entry */
+	char id[AL_ID_MAX + 1];	 /* the job */
+	char entry[ALQ_SID_MAX]; /* the job's stream entry */
+	char reason[256];	 /* why */
+	uint32_t deliveries;	 /* deliveries it had */
+};
+/* Up to `max` dead letters after stream id `after` ("" = from the first),
+ * oldest first; *ret_n gets how many. 0 or -errno. */
+int al_queue_dead_list(struct alq_client *c, const char *after,
+		       struct al_queue_dead *ret, size_t max, size_t *ret_n);
+/* Submit dead job `id` again (new entry, attempt 1; its dead letters,
+ * result and signal go). 0; -ENOENT when it has no dead letter; -ESTALE
+ * when its payload expired (it cannot run again). */
+int al_queue_dead_requeue(struct alq_client *c, const char *id);
+/* Requeue every dead job; *ret_n requeued, *ret_failed that could not be
+ * (payload expired). 0 or -errno. */
+int al_queue_dead_requeue_all(struct alq_client *c, size_t *ret_n,
+			      size_t *ret_failed);
 
 #endif

@@ -103,6 +103,7 @@ struct task {
 	uint64_t run_ms;	  /* result's timing.run_ms, for metrics */
 	uint64_t restore_ms;	  /* result's vm.restore_ms, for metrics */
 	char reason[200];	  /* dead-letter reason, "" = none */
+	bool cancelled;		  /* `airlock cancel`: its worker was killed */
 };
 
 struct wslot {
@@ -145,6 +146,7 @@ struct serve {
 	uint64_t drain_deadline;	    /* loop ms */
 	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
 	char k_jobs[ALQ_KEY_MAX], k_dead[ALQ_KEY_MAX], k_serves[ALQ_KEY_MAX];
+	char k_cancel[ALQ_KEY_MAX];
 	uint64_t stored, rejected, retried, dead; /* counters for the log */
 };
 
@@ -396,9 +398,9 @@ static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 static void store(struct task *t)
 {
 	struct serve *s = t->s;
-	char k[6][ALQ_KEY_MAX], ttl[16], n[16], minute[24];
-	const char *argv[12];
-	size_t lens[12];
+	char k[7][ALQ_KEY_MAX], ttl[16], n[16], minute[24];
+	const char *argv[13];
+	size_t lens[13];
 
 	t->state = T_STORING;
 	snprintf(minute, sizeof(minute), "%llu",
@@ -409,19 +411,20 @@ static void store(struct task *t)
 	alq_key(k[3], sizeof(k[3]), s->o->queue, ALQ_KEY_JOB, t->id);
 	alq_key(k[4], sizeof(k[4]), s->o->queue, ALQ_KEY_TPUT, minute);
 	alq_key(k[5], sizeof(k[5]), s->o->queue, ALQ_KEY_DEAD, NULL);
+	alq_key(k[6], sizeof(k[6]), s->o->queue, ALQ_KEY_SID, t->id);
 	snprintf(ttl, sizeof(ttl), "%u", s->o->result_ttl_s);
 	snprintf(n, sizeof(n), "%u", t->e.deliveries);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		argv[i] = k[i];
-	argv[6] = t->result;
-	argv[7] = ttl;
-	argv[8] = t->e.sid;
-	argv[9] = t->reason;
-	argv[10] = t->id;
-	argv[11] = n;
-	for (int i = 0; i < 12; i++)
-		lens[i] = i == 6 ? t->result_len : strlen(argv[i]);
-	if (alq_conn_eval(&s->cmd, ALQ_COMPLETE, store_cb, t, 6, 12, argv,
+	argv[7] = t->result;
+	argv[8] = ttl;
+	argv[9] = t->e.sid;
+	argv[10] = t->reason;
+	argv[11] = t->id;
+	argv[12] = n;
+	for (int i = 0; i < 13; i++)
+		lens[i] = i == 7 ? t->result_len : strlen(argv[i]);
+	if (alq_conn_eval(&s->cmd, ALQ_COMPLETE, store_cb, t, 7, 13, argv,
 			  lens) < 0)
 		t->state = T_STORE_WAIT;
 }
@@ -467,13 +470,20 @@ static void got_payload(struct task *t, const char *p, size_t len)
 	dispatch(s);
 }
 
+/* XACK without a result: one is stored already (cancelled, redelivered). */
+static void ack_entry(struct serve *s, const char *sid)
+{
+	const char *ack[] = {"XACK", s->k_jobs, ALQ_GROUP, sid};
+
+	alq_conn_cmd(&s->cmd, ignore_reply, NULL, 4, ack, NULL);
+}
+
 static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
 	struct serve *s = c->data;
 	enum alq_fetch kind;
 	const char *payload;
-	const char *ack[4];
 	char why[160];
 	size_t len;
 
@@ -499,12 +509,8 @@ static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 	case ALQ_FETCH_OK:
 		got_payload(t, payload, len);
 		break;
-	case ALQ_FETCH_DONE: /* redelivered after its result was stored */
-		ack[0] = "XACK";
-		ack[1] = s->k_jobs;
-		ack[2] = ALQ_GROUP;
-		ack[3] = t->e.sid;
-		alq_conn_cmd(c, ignore_reply, NULL, 4, ack, NULL);
+	case ALQ_FETCH_DONE: /* redelivered, or cancelled before it ran */
+		ack_entry(s, t->e.sid);
 		al_info("job=%s: has a result already; acknowledged", t->id);
 		task_free(t);
 		break;
@@ -834,7 +840,12 @@ static void on_exit_(uv_poll_t *p, int status, int events)
 		struct task *t = w->task;
 
 		w->task = NULL;
-		if (s->draining) {
+		if (t->cancelled) { /* its CX result is stored */
+			ack_entry(s, t->e.sid);
+			al_info("job=%s worker=%u: cancelled; VM killed",
+				t->id, w->index);
+			task_free(t);
+		} else if (s->draining) {
 			release_entry(s, t->e.sid);
 			task_free(t);
 		} else {
@@ -1002,6 +1013,50 @@ static void hb_cb(struct alq_conn *c, redisReply *r, void *priv)
 				r->element[i]->str);
 }
 
+/* Job `t` was cancelled (its CX result is stored): never run it; if it
+ * runs, kill its worker (on_exit_ acknowledges it, no retry). */
+static void cancel_task(struct serve *s, struct task *t)
+{
+	if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
+		al_info("job=%s: cancelled before it ran", t->id);
+		ack_entry(s, t->e.sid);
+		task_free(t);
+		return;
+	}
+	if (t->state != T_RUNNING)
+		return; /* fetching (it sees the result) or storing */
+	for (unsigned i = 0; i < s->n_w; i++) {
+		if (s->w[i].task == t && s->w[i].alive) {
+			t->cancelled = true;
+			al_info("job=%s worker=%u: cancelled; killing it",
+				t->id, i);
+			kill(-s->w[i].proc.pid, SIGKILL);
+		}
+	}
+}
+
+static void cancel_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct serve *s = c->data;
+	struct task *t;
+	char sid[ALQ_SID_MAX];
+
+	(void)priv;
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return;
+	for (size_t i = 0; i < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING ||
+		    r->element[i]->len >= sizeof(sid))
+			continue;
+		memcpy(sid, r->element[i]->str, r->element[i]->len);
+		sid[r->element[i]->len] = '\0';
+		if ((t = task_find(s, sid)))
+			cancel_task(s, t);
+	}
+	dispatch(s);
+	pump(s);
+}
+
 static void heartbeat(uv_timer_t *h)
 {
 	struct serve *s = h->data;
@@ -1019,6 +1074,10 @@ static void heartbeat(uv_timer_t *h)
 		if (n == 2 + (int)HB_BATCH || t->next == &s->tasks) {
 			alq_conn_eval(&s->cmd, ALQ_HEARTBEAT, hb_cb, NULL, 1, n,
 				      argv, NULL);
+			argv[1] = s->k_cancel;
+			alq_conn_eval(&s->cmd, ALQ_CANCEL_POLL, cancel_cb, NULL,
+				      1, n - 1, argv + 1, NULL);
+			argv[1] = s->consumer;
 			n = 2;
 		}
 	}
@@ -1101,10 +1160,10 @@ static void trim(uv_timer_t *h)
 {
 	struct serve *s = h->data;
 	/* consumers idle for a day with nothing pending are forgotten */
-	const char *argv[] = {s->k_jobs, "86400000"};
+	const char *argv[] = {s->k_jobs, s->k_cancel, "86400000"};
 
 	if (alq_conn_up(&s->cmd))
-		alq_conn_eval(&s->cmd, ALQ_TRIM, trim_cb, NULL, 1, 2, argv,
+		alq_conn_eval(&s->cmd, ALQ_TRIM, trim_cb, NULL, 2, 3, argv,
 			      NULL);
 }
 
@@ -1362,6 +1421,8 @@ static int setup(struct serve *s)
 	}
 	alq_key(s->k_jobs, sizeof(s->k_jobs), s->o->queue, ALQ_KEY_JOBS, NULL);
 	alq_key(s->k_dead, sizeof(s->k_dead), s->o->queue, ALQ_KEY_DEAD, NULL);
+	alq_key(s->k_cancel, sizeof(s->k_cancel), s->o->queue, ALQ_KEY_CANCEL,
+		NULL);
 	alq_key(s->k_serves, sizeof(s->k_serves), s->o->queue, ALQ_KEY_SERVES,
 		NULL);
 	s->tasks.next = s->tasks.prev = &s->tasks;

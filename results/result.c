@@ -14,7 +14,7 @@
 static const char *const status_names[AL_STATUS_COUNT] = {
 	[AL_OK] = "OK", [AL_RE] = "RE", [AL_SG] = "SG", [AL_TO] = "TO",
 	[AL_ML] = "ML", [AL_OL] = "OL", [AL_XX] = "XX", [AL_RJ] = "RJ",
-	[AL_SK] = "SK", [AL_TL] = "TL",
+	[AL_SK] = "SK", [AL_TL] = "TL", [AL_CX] = "CX",
 };
 
 const char *al_status_name(enum al_status s)

@@ -130,6 +130,7 @@ enum al_status {
 	AL_XX,     /* Airlock's own failure, never the job's */
 	AL_RJ,     /* the job itself is invalid */
 	AL_SK,     /* step skipped: an earlier step failed and it had if=success */
+	AL_CX,     /* cancelled (`airlock cancel`): job status only */
 	AL_STATUS_COUNT
 };
 

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -151,10 +152,12 @@ static void test_keys(void **state)
 /* --- blocking client + scripts, driven synchronously ---------------------- */
 
 /* EVAL a queue script through a raw connection. */
-static redisReply *eval(redisContext *rc, enum alq_script s, int nkeys,
-			int argc, const char **argv)
+/* EVAL; lens may be NULL (C strings) */
+static redisReply *eval_len(redisContext *rc, enum alq_script s, int nkeys,
+			    int argc, const char **argv, const size_t *lens)
 {
 	const char *a[24];
+	size_t l[24];
 	char nk[8];
 
 	snprintf(nk, sizeof(nk), "%d", nkeys);
@@ -163,7 +166,15 @@ static redisReply *eval(redisContext *rc, enum alq_script s, int nkeys,
 	a[2] = nk;
 	for (int i = 0; i < argc; i++)
 		a[i + 3] = argv[i];
-	return redisCommandArgv(rc, argc + 3, a, NULL);
+	for (int i = 0; i < argc + 3; i++)
+		l[i] = i >= 3 && lens ? lens[i - 3] : strlen(a[i]);
+	return redisCommandArgv(rc, argc + 3, a, l);
+}
+
+static redisReply *eval(redisContext *rc, enum alq_script s, int nkeys,
+			int argc, const char **argv)
+{
+	return eval_len(rc, s, nkeys, argc, argv, NULL);
 }
 
 static void group(redisContext *rc, const char *q)
@@ -192,12 +203,14 @@ static void read_one(redisContext *rc, const char *q, const char *consumer,
 }
 
 /* COMPLETE for job `id` at entry `sid`; returns 1 stored / 0 not. */
-static long long complete(redisContext *rc, const char *q, const char *id,
-			  const char *sid, const char *result,
-			  const char *reason)
+static long long complete_bin(redisContext *rc, const char *q,
+			      const char *id, const char *sid,
+			      const char *result, size_t len,
+			      const char *reason)
 {
 	char k[6][ALQ_KEY_MAX];
 	const char *argv[12];
+	size_t lens[12];
 	redisReply *r;
 	long long v;
 
@@ -215,7 +228,9 @@ static long long complete(redisContext *rc, const char *q, const char *id,
 	argv[9] = reason;
 	argv[10] = id;
 	argv[11] = "1";
-	r = eval(rc, ALQ_COMPLETE, 6, 12, argv);
+	for (int i = 0; i < 12; i++)
+		lens[i] = i == 6 ? len : strlen(argv[i]);
+	r = eval_len(rc, ALQ_COMPLETE, 6, 12, argv, lens);
 	assert_non_null(r);
 	if (r->type != REDIS_REPLY_INTEGER)
 		fail_msg("complete: %s",
@@ -223,6 +238,13 @@ static long long complete(redisContext *rc, const char *q, const char *id,
 	v = r->integer;
 	freeReplyObject(r);
 	return v;
+}
+
+static long long complete(redisContext *rc, const char *q, const char *id,
+			  const char *sid, const char *result,
+			  const char *reason)
+{
+	return complete_bin(rc, q, id, sid, result, strlen(result), reason);
 }
 
 static void test_submit_once(void **state)
@@ -606,6 +628,144 @@ static void test_status(void **state)
 	alq_client_close(&c);
 }
 
+/* A result record of `status` for `id`, msgpack (malloc'd). */
+static char *mk_result(const char *id, enum al_status status, size_t *len)
+{
+	struct al_result res = {0};
+	char *mp;
+
+	res.id = (char *)id;
+	res.status = status;
+	res.error = status == AL_XX ? (char *)"no image" : NULL;
+	res.attempt = 3;
+	assert_int_equal(al_result_to_msgpack(&res, &mp, len), 0);
+	return mp;
+}
+
+static enum al_queue_state state_of(struct alq_client *c, const char *id,
+				    struct al_queue_job *j)
+{
+	if (al_queue_status(c, id, j) != 0)
+		fail_msg("status %s: %s", id, c->err);
+	return j->state;
+}
+
+/* Poll the cancel hash as a dispatcher holding `sid` does. */
+static size_t cancel_poll(redisContext *rc, const char *q, const char *sid)
+{
+	char k[ALQ_KEY_MAX];
+	const char *argv[2] = {k, sid};
+	redisReply *r;
+	size_t n;
+
+	alq_key(k, sizeof(k), q, ALQ_KEY_CANCEL, NULL);
+	r = eval(rc, ALQ_CANCEL_POLL, 1, 2, argv);
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	n = r->elements;
+	if (n)
+		assert_string_equal(r->element[0]->str, sid);
+	freeReplyObject(r);
+	return n;
+}
+
+/* status ID through every state; cancel queued, running, done, unknown;
+ * dead letters listed and requeued (once), an expired one refused. */
+static void test_job_management(void **state)
+{
+	struct alq_client c;
+	struct al_queue_job j;
+	struct al_queue_dead dl[8];
+	enum al_queue_state was;
+	struct alq_entry e;
+	redisContext *rc;
+	size_t n, failed, len;
+	char *xx;
+	bool dup;
+
+	(void)state;
+	flush();
+	open_client(&c, "t9");
+	rc = raw();
+	group(rc, "t9");
+	assert_int_equal(state_of(&c, "nope", &j), ALQ_UNKNOWN);
+	alq_client_submit(&c, "a", "P", 1, 1000, &dup);
+	alq_client_submit(&c, "b", "P", 1, 1000, &dup);
+	alq_client_submit(&c, "c", "P", 1, 1000, &dup);
+	assert_int_equal(state_of(&c, "a", &j), ALQ_QUEUED);
+	read_one(rc, "t9", "host-1", &e);
+	assert_string_equal(e.id, "a");
+	assert_int_equal(state_of(&c, "a", &j), ALQ_RUNNING);
+	assert_string_equal(j.consumer, "host-1");
+	assert_int_equal(j.attempt, 1);
+	assert_string_equal(j.sid, e.sid);
+	assert_int_equal(state_of(&c, "b", &j), ALQ_QUEUED);
+
+	/* cancel: queued, again (done), unknown, running */
+	assert_int_equal(al_queue_cancel(&c, "b", 600, &was), 0);
+	assert_int_equal(was, ALQ_QUEUED);
+	assert_int_equal(state_of(&c, "b", &j), ALQ_CANCELLED);
+	assert_int_equal(j.status, AL_CX);
+	assert_int_equal(alq_client_wait(&c, "b", 1000), 0);
+	assert_int_equal(al_queue_cancel(&c, "b", 600, &was), 0);
+	assert_int_equal(was, ALQ_DONE);
+	assert_int_equal(al_queue_cancel(&c, "nope", 600, &was), 0);
+	assert_int_equal(was, ALQ_UNKNOWN);
+	assert_int_equal(cancel_poll(rc, "t9", e.sid), 0);
+	assert_int_equal(al_queue_cancel(&c, "a", 600, &was), 0);
+	assert_int_equal(was, ALQ_RUNNING);
+	assert_int_equal(cancel_poll(rc, "t9", e.sid), 1);
+	assert_int_equal(cancel_poll(rc, "t9", e.sid), 0); /* once */
+	/* the dispatcher's late result loses to CX */
+	xx = mk_result("a", AL_OK, &len);
+	assert_int_equal(complete_bin(rc, "t9", "a", e.sid, xx, len, ""), 0);
+	free(xx);
+	assert_int_equal(state_of(&c, "a", &j), ALQ_CANCELLED);
+
+	/* a dead letter: listed, requeued once, runs again from attempt 1 */
+	read_one(rc, "t9", "host-1", &e); /* b: its FETCH would say done */
+	read_one(rc, "t9", "host-1", &e);
+	assert_string_equal(e.id, "c");
+	xx = mk_result("c", AL_XX, &len);
+	assert_int_equal(
+	    complete_bin(rc, "t9", "c", e.sid, xx, len, "too often"), 1);
+	free(xx);
+	assert_int_equal(state_of(&c, "c", &j), ALQ_DEAD);
+	assert_string_equal(j.error, "no image");
+	assert_int_equal(al_queue_dead_list(&c, "", dl, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(dl[0].id, "c");
+	assert_string_equal(dl[0].entry, e.sid);
+	assert_string_equal(dl[0].reason, "too often");
+	assert_int_equal(al_queue_dead_list(&c, dl[0].sid, dl, 8, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(al_queue_dead_requeue(&c, "c"), 0);
+	assert_int_equal(state_of(&c, "c", &j), ALQ_QUEUED);
+	assert_string_not_equal(j.sid, e.sid);
+	assert_int_equal(al_queue_dead_list(&c, "", dl, 8, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(al_queue_dead_requeue(&c, "c"), -ENOENT);
+	read_one(rc, "t9", "host-2", &e);
+	assert_string_equal(e.id, "c");
+	assert_int_equal(e.wall_ms, 1000); /* kept from the first entry */
+	assert_int_equal(e.deliveries, 1);
+
+	/* --all: one requeued, one whose payload expired is refused */
+	xx = mk_result("c", AL_XX, &len);
+	assert_int_equal(complete_bin(rc, "t9", "c", e.sid, xx, len, "again"),
+			 1);
+	free(xx);
+	raw_ok(rc, "XADD airlock:{t9}:dead * id gone entry 1-1 reason x "
+		   "deliveries 3");
+	assert_int_equal(al_queue_dead_requeue_all(&c, &n, &failed), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(failed, 1);
+	assert_int_equal(state_of(&c, "c", &j), ALQ_QUEUED);
+	assert_int_equal(al_queue_dead_requeue(&c, "gone"), -ESTALE);
+	redisFree(rc);
+	alq_client_close(&c);
+}
+
 static void test_client_errors(void **state)
 {
 	struct alq_client c;
@@ -827,6 +987,7 @@ int main(void)
 	    cmocka_unit_test(test_heartbeat_and_reclaim),
 	    cmocka_unit_test(test_reclaim_bad_wall),
 	    cmocka_unit_test(test_status),
+	    cmocka_unit_test(test_job_management),
 	    cmocka_unit_test(test_client_errors),
 	    cmocka_unit_test(test_conn_commands_and_restart),
 	    cmocka_unit_test(test_conn_watchdog),

@@ -110,7 +110,7 @@ static void test_from_guest(void **state)
 {
 	static const enum al_status keep[] = {AL_OK, AL_RE, AL_SG,
 					      AL_TO, AL_ML, AL_OL};
-	static const enum al_status map[] = {AL_XX, AL_RJ, AL_SK,
+	static const enum al_status map[] = {AL_XX, AL_RJ, AL_SK, AL_CX,
 					     (enum al_status)77};
 	struct al_step_result sr;
 
