@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <microhttpd.h>
 
@@ -69,6 +68,10 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
 	size_t n;
 
 	json_decref(j);
+	if (!s) { /* out of memory, or a bug in a pack format */
+		s = strdup("{\"error\":\"internal error\"}");
+		status = 500;
+	}
 	if (!s)
 		return MHD_NO;
 	n = strlen(s);
@@ -369,41 +372,27 @@ out:
 	return ret;
 }
 
-/* Is there a job key for id (submitted, no result yet)? */
-static bool job_known(struct alq_client *cl, const char *id)
-{
-	char key[ALQ_KEY_MAX];
-	redisReply *r;
-	bool known;
-
-	if (alq_key(key, sizeof(key), cl->queue, ALQ_KEY_JOB, id) < 0)
-		return false;
-	r = redisCommand(cl->rc, "EXISTS %s", key);
-	known = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	if (r)
-		freeReplyObject(r);
-	return known;
-}
-
 static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 			      struct req *q)
 {
 	struct alq_client cl = {0};
+	struct al_queue_job st;
 	enum MHD_Result ret;
-	json_t *j;
-	int e;
+	json_t *j = NULL;
+	int e = 0;
 
-	if (open_redis(h, &cl) < 0) {
+	if (open_redis(h, &cl) < 0 || al_queue_status(&cl, q->id, &st) < 0) {
 		alq_client_close(&cl);
 		return send_error(c, 503, "the queue is unavailable");
 	}
-	j = result_obj(&cl, q->id, &e);
-	if (j)
+	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
+		ret = send_json(c, 202, json_pack("{sssssi}", "id", q->id,
+						  "state",
+						  al_queue_state_name(st.state),
+						  "attempt", (int)st.attempt));
+	else if (st.state != ALQ_UNKNOWN && (j = result_obj(&cl, q->id, &e)))
 		ret = send_json(c, 200, j);
-	else if (e == -ENOENT && job_known(&cl, q->id))
-		ret = send_json(c, 202, json_pack("{ssss}", "id", q->id,
-						  "state", "queued"));
-	else if (e == -ENOENT)
+	else if (st.state == ALQ_UNKNOWN || e == -ENOENT)
 		ret = send_error(c, 404, "no such job (or its result expired)");
 	else
 		ret = send_error(c, 503, "the queue is unavailable");
@@ -414,8 +403,29 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 				 struct req *q)
 {
-	(void)h, (void)q;
-	return send_error(c, 501, "cancel is not available in this build");
+	struct alq_client cl = {0};
+	enum al_queue_state was;
+	enum MHD_Result ret;
+
+	if (open_redis(h, &cl) < 0 ||
+	    al_queue_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s, &was) <
+		0) {
+		alq_client_close(&cl);
+		return send_error(c, 503, "the queue is unavailable");
+	}
+	alq_client_close(&cl);
+	if (was == ALQ_QUEUED || was == ALQ_RUNNING) {
+		al_info("job=%s was=%s: cancelled over http", q->id,
+			al_queue_state_name(was));
+		ret = send_json(c, 202, json_pack("{ssssss}", "id", q->id, "state",
+						  "cancelled", "was",
+						  al_queue_state_name(was)));
+	} else if (was == ALQ_UNKNOWN) {
+		ret = send_error(c, 404, "no such job");
+	} else {
+		ret = send_error(c, 409, "the job has a result already");
+	}
+	return ret;
 }
 
 /* Is name in the allowed list (empty list = any)? */

@@ -14,6 +14,9 @@
 #   metrics   promtool check metrics passes, counters move as a batch
 #             runs, metrics.listen serves /metrics and nothing else
 #   logjson   log.format = json: every serve line is one JSON object
+#   cancel    GET /jobs/ID says queued/running/done, DELETE cancels a
+#             running job (its worker is SIGSTOPped to hold it) and a
+#             queued one: CX results; 409 once done, 404 unknown
 #   e2e       (real VMs) submit -> wait -> result through curl equals
 #             `airlock result --json`, and the CLI's run of the same job
 #
@@ -278,6 +281,39 @@ format = json"
   jq -se 'any(.[]; .event == "result stored" and .job == "l1" and
          .fields.status == "XX")' "$tmp/serve.log" > /dev/null ||
     fail "no result stored line with job and status"
+  ;;
+
+cancel)
+  conf ""
+  serve_start
+  wpid=$(sed -n 's/.*worker=0 pid=\([0-9]*\): started.*/\1/p' "$tmp/serve.log" | head -1)
+  [ -n "$wpid" ] || fail "no worker pid"
+  kill -STOP "$wpid"
+  expect 201 -X POST "$api/jobs" -d '{"id":"c1","sh":"true"}'
+  expect 201 -X POST "$api/jobs" -d '{"id":"c2","sh":"true"}'
+  for _ in $(seq 50); do
+    [ "$(code "$api/jobs/c1")" = 202 ] &&
+      [ "$(jq -r .state "$tmp/body")" = running ] && break
+    sleep 0.1
+  done
+  [ "$(jq -r .state "$tmp/body")" = running ] || fail "c1: $(cat "$tmp/body")"
+  expect 202 "$api/jobs/c2"
+  [ "$(jq -r .state "$tmp/body")" = queued ] || fail "c2: $(cat "$tmp/body")"
+  expect 404 "$api/jobs/nope"
+  expect 202 -X DELETE "$api/jobs/c2"
+  [ "$(jq -r .was "$tmp/body")" = queued ] || fail "c2 was: $(cat "$tmp/body")"
+  expect 202 -X DELETE "$api/jobs/c1"
+  [ "$(jq -r .was "$tmp/body")" = running ] || fail "c1 was: $(cat "$tmp/body")"
+  expect 200 "$api/jobs/c1"
+  [ "$(jq -r .status "$tmp/body")" = CX ] || fail "c1: $(cat "$tmp/body")"
+  expect 200 "$api/jobs/c2"
+  [ "$(jq -r .status "$tmp/body")" = CX ] || fail "c2: $(cat "$tmp/body")"
+  expect 409 -X DELETE "$api/jobs/c1"
+  expect 404 -X DELETE "$api/jobs/nope"
+  # the held worker is killed (its job was cancelled) and replaced
+  for _ in $(seq 100); do kill -0 "$wpid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$wpid" 2>/dev/null && fail "cancelled job's worker still alive"
+  alive
   ;;
 
 e2e)
