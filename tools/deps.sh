@@ -8,7 +8,9 @@ pkgs=(
   build-essential cmake pkg-config clang      # toolchain, clang for fuzzing
   libmsgpack-dev libjansson-dev libcmocka-dev # results/, tests
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
-  libnftables-dev libmicrohttpd-dev           # network policy, metrics
+  libnftables-dev libmicrohttpd-dev           # network policy, HTTP API
+  libcurl4-openssl-dev                        # HTTP API result callbacks
+  prometheus                                  # promtool, in the HTTP tests
   redis-server                                # queue (tests, embedded mode)
   qemu-system-x86 qemu-utils                  # the VMM
   mmdebstrap e2fsprogs cpio kmod jq util-linux # guest image builder
