@@ -320,8 +320,9 @@ e2e)
   [ -d "$state/images" ] || { log "SKIP: no images in $state"; exit 77; }
   conf ""
   serve_start
-  job='{"id":"h-e2e","sh":"python3 -c \"print(6*7)\""}'
-  expect 200 -X POST "$api/jobs?wait=120" -d "$job"
+  # generous limits: under TCG on a loaded CI host python starts slowly
+  job='{"id":"h-e2e","steps":[{"cmd":["python3","-c","print(6*7)"],"timeout_ms":200000}],"limits":{"wall_ms":240000}}'
+  expect 200 -X POST "$api/jobs?wait=280" -d "$job"
   cp "$tmp/body" "$tmp/http.json"
   [ "$(jq -r '.steps[0].stdout' "$tmp/http.json")" = 42 ] ||
     fail "stdout: $(cat "$tmp/http.json")"
@@ -334,7 +335,7 @@ e2e)
   # the same job through the CLI: same status and output
   printf '%s\n' "${job/h-e2e/c-e2e}" |
     AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" submit --redis "$url" - > /dev/null
-  AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" wait --redis "$url" --timeout 120 c-e2e
+  AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" wait --redis "$url" --timeout 280 c-e2e
   "$bin" result --redis "$url" --json c-e2e > "$tmp/cli2.json"
   pick='{status, out: [.steps[] | {status, stdout, stderr, exit_code}]}'
   diff <(jq -S "$pick" "$tmp/http.json") <(jq -S "$pick" "$tmp/cli2.json") ||
