@@ -10,11 +10,11 @@
 
 /* Bucket bounds in ms: 10 ms .. 10 min covers a restore and a long job. */
 static const uint64_t bounds_ms[AL_METRICS_BUCKETS] = {
-    10,	  25,	 50,	100,	250,	500,	1000,
+    10,	  25,	50,    100,   250,   500,    1000,
     2500, 5000, 10000, 30000, 60000, 180000, 600000,
 };
 
-#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define LD(x)	  atomic_load_explicit(&(x), memory_order_relaxed)
 #define ADD(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)
 
 void al_metrics_init(struct al_metrics *m)
@@ -53,7 +53,7 @@ struct out {
 };
 
 static void put(struct out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void put(struct out *o, const char *fmt, ...)
 {
@@ -147,10 +147,10 @@ int al_metrics_render(const struct al_metrics *m, const struct alq_status *q,
 	scalar(&o, "airlock_vms_alive", "gauge",
 	       "microVMs running a job now (one per busy worker)",
 	       LD(m->vms_alive));
-	histogram(&o, "airlock_job_latency_seconds",
-		  "submit to result stored", &m->latency);
-	histogram(&o, "airlock_job_run_seconds",
-		  "picked up to VM destroyed", &m->run);
+	histogram(&o, "airlock_job_latency_seconds", "submit to result stored",
+		  &m->latency);
+	histogram(&o, "airlock_job_run_seconds", "picked up to VM destroyed",
+		  &m->run);
 	histogram(&o, "airlock_vm_restore_seconds",
 		  "VM restore from the template snapshot (or boot)",
 		  &m->restore);

@@ -40,9 +40,9 @@ struct al_metrics {
 	_Atomic uint64_t vms_alive;		/* workers running a job */
 	_Atomic uint64_t callbacks_ok;		/* callbacks delivered */
 	_Atomic uint64_t callbacks_failed;	/* callbacks given up */
-	struct al_histogram latency; /* submit -> result stored */
-	struct al_histogram run;     /* picked up -> VM destroyed */
-	struct al_histogram restore; /* VM restore or boot */
+	struct al_histogram latency;		/* submit -> result stored */
+	struct al_histogram run;		/* picked up -> VM destroyed */
+	struct al_histogram restore;		/* VM restore or boot */
 };
 
 void al_metrics_init(struct al_metrics *m);

@@ -30,19 +30,19 @@ struct entry {
 };
 
 struct al_callbacks {
-	pthread_t thread;		    /* the poster */
-	pthread_mutex_t lock;		    /* guards e, n, stop */
-	pthread_cond_t wake;		    /* stop, or a new entry */
-	struct entry *e;		    /* waiting callbacks */
-	size_t n, cap;			    /* used, allocated */
-	bool stop;			    /* the thread must end */
-	struct alq_url url;		    /* Redis */
-	char queue[AL_NAME_MAX + 1];	    /* queue name */
-	uint32_t timeout_ms;		    /* per Redis command */
-	struct al_config_names allow;	    /* targets allowed */
-	uint32_t attempts;		    /* POSTs before giving up */
-	struct al_metrics *m;		    /* counters, or NULL */
-	struct alq_client cl;		    /* the thread's Redis client */
+	pthread_t thread;	      /* the poster */
+	pthread_mutex_t lock;	      /* guards e, n, stop */
+	pthread_cond_t wake;	      /* stop, or a new entry */
+	struct entry *e;	      /* waiting callbacks */
+	size_t n, cap;		      /* used, allocated */
+	bool stop;		      /* the thread must end */
+	struct alq_url url;	      /* Redis */
+	char queue[AL_NAME_MAX + 1];  /* queue name */
+	uint32_t timeout_ms;	      /* per Redis command */
+	struct al_config_names allow; /* targets allowed */
+	uint32_t attempts;	      /* POSTs before giving up */
+	struct al_metrics *m;	      /* counters, or NULL */
+	struct alq_client cl;	      /* the thread's Redis client */
 };
 
 /* --- targets ------------------------------------------------------------ */
@@ -63,7 +63,8 @@ static bool in_block(int af, const unsigned char *a, const char *block)
 	if (inet_pton(af, addr, net) != 1 || bits < 0 || bits > bytes * 8)
 		return false;
 	for (int i = 0; i < bytes && bits > 0; i++, bits -= 8) {
-		unsigned char mask = bits >= 8 ? 0xff : (unsigned char)(0xff << (8 - bits));
+		unsigned char mask =
+		    bits >= 8 ? 0xff : (unsigned char)(0xff << (8 - bits));
 
 		if ((a[i] & mask) != (net[i] & mask))
 			return false;
@@ -84,8 +85,12 @@ static int resolve_in(const struct al_config_names *allow, const char *host,
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		const unsigned char *a =
 		    ai->ai_family == AF_INET
-			? (const unsigned char *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
-			: (const unsigned char *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+			? (const unsigned char *)&(
+			      (struct sockaddr_in *)ai->ai_addr)
+			      ->sin_addr
+			: (const unsigned char *)&(
+			      (struct sockaddr_in6 *)ai->ai_addr)
+			      ->sin6_addr;
 		bool ok = false;
 
 		for (size_t i = 0; i < allow->n && !ok; i++)
@@ -157,8 +162,7 @@ out:
 }
 
 int al_callback_target(const struct al_config_names *allow, const char *url,
-		       char *ret_pin, size_t pin_len, char *err,
-		       size_t errlen)
+		       char *ret_pin, size_t pin_len, char *err, size_t errlen)
 {
 	char host[256], port[8], addr[INET6_ADDRSTRLEN] = "";
 	int r;
@@ -177,8 +181,9 @@ int al_callback_target(const struct al_config_names *allow, const char *url,
 		return -EINVAL;
 	}
 	if (r < 0) {
-		snprintf(err, errlen, "callback_url: target not allowed "
-				      "(http.callback_allow)");
+		snprintf(err, errlen,
+			 "callback_url: target not allowed "
+			 "(http.callback_allow)");
 		return -EPERM;
 	}
 	if (ret_pin)
@@ -225,7 +230,8 @@ static long post(struct al_callbacks *cb, const struct entry *e,
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, POST_TIMEOUT);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+			 (curl_off_t)strlen(body));
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
 	if (pin)
 		curl_easy_setopt(c, CURLOPT_RESOLVE, pin);
@@ -281,15 +287,16 @@ static bool attempt(struct al_callbacks *cb, struct entry *e)
 			atomic_fetch_add(&cb->m->callbacks_failed, 1);
 		return true;
 	}
-	e->next_ms = al_wall_ms() +
-		     1000ull * (e->attempts > 6 ? BACKOFF_MAX_S
-						: 1u << (e->attempts - 1));
+	e->next_ms = al_wall_ms() + 1000ull * (e->attempts > 6
+						   ? BACKOFF_MAX_S
+						   : 1u << (e->attempts - 1));
 	al_info("job=%s attempt=%u status=%ld: callback failed; retrying",
 		e->id, e->attempts, code);
 	return false;
 }
 
-/* --- the thread ------------------------------------------------------------ */
+/* --- the thread ------------------------------------------------------------
+ */
 
 static struct entry *find(struct al_callbacks *cb, const char *id)
 {
@@ -370,7 +377,7 @@ static void round_(struct al_callbacks *cb, char (*ids)[AL_ID_MAX + 1])
 static void *loop(void *arg)
 {
 	struct al_callbacks *cb = arg;
-	char (*ids)[AL_ID_MAX + 1] = calloc(ALQ_WAIT_MANY, AL_ID_MAX + 1);
+	char(*ids)[AL_ID_MAX + 1] = calloc(ALQ_WAIT_MANY, AL_ID_MAX + 1);
 
 	if (!ids)
 		return NULL;

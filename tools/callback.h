@@ -43,11 +43,9 @@ int al_callbacks_start(const struct alq_url *url, const char *queue,
  * ret_pin (may be NULL) gets "HOST:PORT:ADDR" for CURLOPT_RESOLVE, or ""
  * when the target matched by name. */
 int al_callback_target(const struct al_config_names *allow, const char *url,
-		       char *ret_pin, size_t pin_len, char *err,
-		       size_t errlen);
+		       char *ret_pin, size_t pin_len, char *err, size_t errlen);
 /* Queue a callback for job `id`. 0, -ENOSPC (list full), -ENOMEM. */
-int al_callbacks_add(struct al_callbacks *cb, const char *id,
-		     const char *url);
+int al_callbacks_add(struct al_callbacks *cb, const char *id, const char *url);
 /* Stop the thread (an in-flight POST ends at its timeout) and free. */
 void al_callbacks_stop(struct al_callbacks *cb);
 

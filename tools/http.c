@@ -21,14 +21,14 @@
 #include "log.h"
 #include "proto.h"
 
-#define HEADER_MEM   (32u << 10) /* per connection: headers and buffers */
-#define METRICS_BUF  (64u << 10)
-#define WAIT_SLICE	 1000u	 /* ms: ?wait= checks for shutdown this often */
+#define HEADER_MEM  (32u << 10) /* per connection: headers and buffers */
+#define METRICS_BUF (64u << 10)
+#define WAIT_SLICE  1000u /* ms: ?wait= checks for shutdown this often */
 
 struct al_http {
-	struct MHD_Daemon *d;	     /* the listener */
+	struct MHD_Daemon *d;	      /* the listener */
 	const struct al_http_opts *o; /* options */
-	atomic_bool stopping;	     /* al_http_stop() began */
+	atomic_bool stopping;	      /* al_http_stop() began */
 };
 
 /* One request, kept across libmicrohttpd's calls for its body. */
@@ -45,8 +45,8 @@ struct req {
 static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
 				const char *type, char *buf, size_t len)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-	    len, buf, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
 
 	if (!r) {
@@ -95,8 +95,8 @@ static enum MHD_Result send_diags(struct MHD_Connection *c,
 		json_array_append_new(p, json_pack("{ssss}", "path",
 						   d->items[i].path, "reason",
 						   d->items[i].reason));
-	return send_json(c, 422, json_pack("{ssso}", "error", "invalid job",
-					   "problems", p));
+	return send_json(
+	    c, 422, json_pack("{ssso}", "error", "invalid job", "problems", p));
 }
 
 /* --- authentication ------------------------------------------------------ */
@@ -106,20 +106,22 @@ static bool loopback(struct MHD_Connection *c)
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-	static const unsigned char mapped[12] = {0, 0, 0, 0, 0,	  0,
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0,	   0,
 						 0, 0, 0, 0, 0xff, 0xff};
 
 	if (!sa)
 		return false;
 	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >>
+		return (ntohl(((const struct sockaddr_in *)sa)
+				  ->sin_addr.s_addr) >>
 			24) == 127;
 	if (sa->sa_family == AF_INET6) {
 		const struct in6_addr *a =
 		    &((const struct sockaddr_in6 *)sa)->sin6_addr;
 
 		return IN6_IS_ADDR_LOOPBACK(a) ||
-		       (!memcmp(a->s6_addr, mapped, 12) && a->s6_addr[12] == 127);
+		       (!memcmp(a->s6_addr, mapped, 12) &&
+			a->s6_addr[12] == 127);
 	}
 	return false;
 }
@@ -171,8 +173,9 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 	if (r == 0)
 		memcpy(ret, text, len + 1);
 	else
-		snprintf(err, errlen, "http.token_file %s: not a token (16..256 "
-				      "characters of [A-Za-z0-9._~+/=-])",
+		snprintf(err, errlen,
+			 "http.token_file %s: not a token (16..256 "
+			 "characters of [A-Za-z0-9._~+/=-])",
 			 path);
 	explicit_bzero(text, len);
 	free(text);
@@ -237,10 +240,11 @@ static bool check_jobs(const struct al_http *h, struct al_http_job *jobs,
 					jobs[i].callback, NULL, 0, err,
 					sizeof(err)) < 0))
 			al_diags_add(d, path, "%s",
-				     h->o->callbacks ? err
-						     : "callback_url: callbacks "
-						       "are off (empty "
-						       "http.callback_allow)");
+				     h->o->callbacks
+					 ? err
+					 : "callback_url: callbacks "
+					   "are off (empty "
+					   "http.callback_allow)");
 	}
 	return d->n == 0;
 }
@@ -253,8 +257,8 @@ static int wait_result(const struct al_http *h, struct alq_client *cl,
 
 	for (;;) {
 		uint64_t now = al_now_ms();
-		uint32_t slice = end - now < WAIT_SLICE ? (uint32_t)(end - now)
-							: WAIT_SLICE;
+		uint32_t slice =
+		    end - now < WAIT_SLICE ? (uint32_t)(end - now) : WAIT_SLICE;
 		int r;
 
 		if (now >= end || atomic_load(&h->stopping))
@@ -274,9 +278,9 @@ static int submit(const struct al_http *h, struct alq_client *cl,
 		if (al_cli_prepare(&jobs[i].job, h->o->policy, NULL, &prep[i]) <
 		    0)
 			return -ENOMEM;
-		subs[i] = (struct alq_submit){prep[i].id, prep[i].payload,
+		subs[i] = (struct alq_submit){prep[i].id,  prep[i].payload,
 					      prep[i].len, prep[i].wall_ms,
-					      false, 0};
+					      false,	   0};
 	}
 	if (open_redis(h, cl) < 0)
 		return -EIO;
@@ -292,8 +296,7 @@ static enum MHD_Result submitted(const struct al_http *h,
 	json_t *arr;
 	int e;
 
-	if (!batch && wait_s &&
-	    wait_result(h, cl, subs[0].id, wait_s) == 0) {
+	if (!batch && wait_s && wait_result(h, cl, subs[0].id, wait_s) == 0) {
 		json_t *j = result_obj(cl, subs[0].id, &e);
 
 		if (j)
@@ -325,14 +328,15 @@ static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
 	size_t n = 0;
 	int r;
 
-	if (al_http_parse_wait(MHD_lookup_connection_value(
-				   c, MHD_GET_ARGUMENT_KIND, "wait"),
-			       h->o->cfg->http.max_wait_s, &wait_s) < 0)
-		return send_error(c, 400, "wait: must be 0..http.max_wait_s "
-					  "seconds");
+	if (al_http_parse_wait(
+		MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait"),
+		h->o->cfg->http.max_wait_s, &wait_s) < 0)
+		return send_error(c, 400,
+				  "wait: must be 0..http.max_wait_s "
+				  "seconds");
 	al_diags_init(&d);
-	r = al_http_parse_jobs(q->body ? q->body : "", q->len, batch, &jobs,
-			       &n, &d);
+	r = al_http_parse_jobs(q->body ? q->body : "", q->len, batch, &jobs, &n,
+			       &d);
 	if (r == -ENOMEM)
 		return send_error(c, 503, "out of memory");
 	if (r < 0 || !check_jobs(h, jobs, n, batch, &d)) {
@@ -386,10 +390,10 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 		return send_error(c, 503, "the queue is unavailable");
 	}
 	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
-		ret = send_json(c, 202, json_pack("{sssssi}", "id", q->id,
-						  "state",
-						  al_queue_state_name(st.state),
-						  "attempt", (int)st.attempt));
+		ret = send_json(c, 202,
+				json_pack("{sssssi}", "id", q->id, "state",
+					  al_queue_state_name(st.state),
+					  "attempt", (int)st.attempt));
 	else if (st.state != ALQ_UNKNOWN && (j = result_obj(&cl, q->id, &e)))
 		ret = send_json(c, 200, j);
 	else if (st.state == ALQ_UNKNOWN || e == -ENOENT)
@@ -417,9 +421,10 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 	if (was == ALQ_QUEUED || was == ALQ_RUNNING) {
 		al_info("job=%s was=%s: cancelled over http", q->id,
 			al_queue_state_name(was));
-		ret = send_json(c, 202, json_pack("{ssssss}", "id", q->id, "state",
-						  "cancelled", "was",
-						  al_queue_state_name(was)));
+		ret = send_json(c, 202,
+				json_pack("{ssssss}", "id", q->id, "state",
+					  "cancelled", "was",
+					  al_queue_state_name(was)));
 	} else if (was == ALQ_UNKNOWN) {
 		ret = send_error(c, 404, "no such job");
 	} else {
@@ -437,8 +442,8 @@ static bool allowed(const struct al_config_names *l, const char *name)
 	return l->n == 0;
 }
 
-static enum MHD_Result do_templates(struct al_http *h,
-				    struct MHD_Connection *c, struct req *q)
+static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
+				    struct req *q)
 {
 	struct al_config *cfg = h->o->cfg;
 	char tdir[4096], sdir[4096], img[8400];
@@ -470,8 +475,8 @@ static enum MHD_Result do_templates(struct al_http *h,
 	}
 	closedir(d);
 	return send_json(c, 200,
-			 json_pack("{ssso}", "default",
-				   cfg->templates.default_, "templates", list));
+			 json_pack("{ssso}", "default", cfg->templates.default_,
+				   "templates", list));
 }
 
 static enum MHD_Result do_health(struct al_http *h, struct MHD_Connection *c,
@@ -482,9 +487,9 @@ static enum MHD_Result do_health(struct al_http *h, struct MHD_Connection *c,
 
 	(void)q;
 	alq_client_close(&cl);
-	return send_json(c, up ? 200 : 503,
-			 json_pack("{sssb}", "status", up ? "ok" : "degraded",
-				   "redis", up));
+	return send_json(
+	    c, up ? 200 : 503,
+	    json_pack("{sssb}", "status", up ? "ok" : "degraded", "redis", up));
 }
 
 static enum MHD_Result do_metrics(struct al_http *h, struct MHD_Connection *c,
@@ -501,27 +506,30 @@ static enum MHD_Result do_metrics(struct al_http *h, struct MHD_Connection *c,
 		return send_error(c, 503, "out of memory");
 	up = open_redis(h, &cl) == 0 && alq_client_status(&cl, &st) == 0;
 	alq_client_close(&cl);
-	n = al_metrics_render(h->o->metrics, up ? &st : NULL, buf,
-			      METRICS_BUF);
+	n = al_metrics_render(h->o->metrics, up ? &st : NULL, buf, METRICS_BUF);
 	if (n < 0) {
 		free(buf);
 		return send_error(c, 500, "metrics over their buffer");
 	}
-	return send_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8",
-			buf, (size_t)n);
+	return send_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8", buf,
+			(size_t)n);
 }
 
-typedef enum MHD_Result handler_fn(struct al_http *h,
-				   struct MHD_Connection *c, struct req *q);
+typedef enum MHD_Result handler_fn(struct al_http *h, struct MHD_Connection *c,
+				   struct req *q);
 
 static handler_fn *const handlers[] = {
-    [AL_ROUTE_SUBMIT] = do_submit,	 [AL_ROUTE_BATCH] = do_submit,
-    [AL_ROUTE_JOB] = do_job,		 [AL_ROUTE_CANCEL] = do_cancel,
-    [AL_ROUTE_TEMPLATES] = do_templates, [AL_ROUTE_HEALTH] = do_health,
+    [AL_ROUTE_SUBMIT] = do_submit,
+    [AL_ROUTE_BATCH] = do_submit,
+    [AL_ROUTE_JOB] = do_job,
+    [AL_ROUTE_CANCEL] = do_cancel,
+    [AL_ROUTE_TEMPLATES] = do_templates,
+    [AL_ROUTE_HEALTH] = do_health,
     [AL_ROUTE_METRICS] = do_metrics,
 };
 
-/* --- the daemon ------------------------------------------------------------ */
+/* --- the daemon ------------------------------------------------------------
+ */
 
 /* Append body bytes, up to the cap (then only remember it was over). */
 static void take_body(struct req *q, const char *data, size_t n, size_t max)
@@ -576,12 +584,13 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 				      : send_error(c, 404, "no such path");
 	} else if (!h->o->metrics_only && q->route != AL_ROUTE_HEALTH &&
 		   (a = auth(h, c)) != 0) {
-		*ret = send_error(c, a, a == 401 ? "a valid bearer token is "
-						   "required"
-						 : "only loopback clients "
-						   "(no http.token set)");
-	} else if (cl && strtoull(cl, NULL, 10) >
-			     h->o->cfg->http.max_body_bytes) {
+		*ret = send_error(c, a,
+				  a == 401 ? "a valid bearer token is "
+					     "required"
+					   : "only loopback clients "
+					     "(no http.token set)");
+	} else if (cl &&
+		   strtoull(cl, NULL, 10) > h->o->cfg->http.max_body_bytes) {
 		*ret = send_error(c, 413, "body over http.max_body_bytes");
 	} else {
 		return q;
@@ -663,8 +672,8 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *ret,
 	return 0;
 }
 
-int al_http_start(const struct al_http_opts *o, struct al_http **ret,
-		  char *err, size_t errlen)
+int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
+		  size_t errlen)
 {
 	const struct al_config *cfg = o->cfg;
 	struct sockaddr_storage sa;
@@ -688,8 +697,9 @@ int al_http_start(const struct al_http_opts *o, struct al_http **ret,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEM,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_END);
 	if (!h->d) {
-		snprintf(err, errlen, "%s: cannot listen (in use, or not an "
-				      "address of this host)",
+		snprintf(err, errlen,
+			 "%s: cannot listen (in use, or not an "
+			 "address of this host)",
 			 o->listen);
 		free(h);
 		return -EADDRINUSE;

@@ -51,8 +51,8 @@ struct al_http;
 
 /* Listen and serve; `o` and its pointees must outlive al_http_stop().
  * 0, or -errno with err set. */
-int al_http_start(const struct al_http_opts *o, struct al_http **ret,
-		  char *err, size_t errlen);
+int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
+		  size_t errlen);
 /* Close the listener and every connection (a handler blocked on ?wait=
  * ends at its Redis timeout), then free. */
 void al_http_stop(struct al_http *h);

@@ -111,8 +111,9 @@ static int take_callback(json_t *o, const char *path, char **ret,
 	s = json_string_value(v);
 	n = s ? json_string_length(v) : 0;
 	if (!s || !n || n > AL_HTTP_URL_MAX || strlen(s) != n) {
-		al_diags_add(d, path, "callback_url: must be a URL of 1..%d "
-				      "bytes",
+		al_diags_add(d, path,
+			     "callback_url: must be a URL of 1..%d "
+			     "bytes",
 			     AL_HTTP_URL_MAX);
 		return -EINVAL;
 	}
@@ -183,7 +184,8 @@ int al_http_parse_jobs(const char *body, size_t len, bool batch,
 		al_diags_add(d, "", "over the size cap");
 		return -E2BIG;
 	}
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+			  &jerr);
 	if (!root) {
 		al_diags_add(d, "", "not JSON: %.100s (offset %d)", jerr.text,
 			     jerr.position);

@@ -107,12 +107,19 @@ int main(int argc, char **argv)
 			size_t at = (size_t)rand() % len;
 
 			switch (rand() % 4) {
-			case 0: buf[at] = (uint8_t)rand(); break;
-			case 1: len = at; break;
-			case 2: buf[at] = "{}[]\",:\\\n?/="[rand() % 12]; break;
+			case 0:
+				buf[at] = (uint8_t)rand();
+				break;
+			case 1:
+				len = at;
+				break;
+			case 2:
+				buf[at] = "{}[]\",:\\\n?/="[rand() % 12];
+				break;
 			default:
 				if (len < sizeof(buf) - 64) {
-					memmove(buf + at + 8, buf + at, len - at);
+					memmove(buf + at + 8, buf + at,
+						len - at);
 					memcpy(buf + at, "\"\\u0000\"", 8);
 					len += 8;
 				}

@@ -87,9 +87,8 @@ static void test_bodies(void **state)
 	assert_string_equal(d.items[1].path, "[2]");
 
 	al_diags_init(&d);
-	assert_int_equal(al_http_parse_jobs("{\"sh\":", 6, false, &jobs, &n,
-					    &d),
-			 -EINVAL);
+	assert_int_equal(
+	    al_http_parse_jobs("{\"sh\":", 6, false, &jobs, &n, &d), -EINVAL);
 	assert_non_null(strstr(d.items[0].reason, "not JSON"));
 	al_diags_init(&d);
 	assert_int_equal(al_http_parse_jobs("[]", 2, true, &jobs, &n, &d),
@@ -115,8 +114,7 @@ static void test_targets(void **state)
 	strcpy(allow.name[0], "hooks.example:443");
 	strcpy(allow.name[1], "127.0.0.0/8");
 	assert_int_equal(al_callback_target(&allow, "https://hooks.example/x",
-					    pin, sizeof(pin), err,
-					    sizeof(err)),
+					    pin, sizeof(pin), err, sizeof(err)),
 			 0);
 	assert_string_equal(pin, "");
 	assert_int_equal(al_callback_target(&allow, "http://127.0.0.2:81/", pin,
@@ -132,9 +130,9 @@ static void test_targets(void **state)
 	assert_int_equal(al_callback_target(&allow, "file:///etc/passwd", pin,
 					    sizeof(pin), err, sizeof(err)),
 			 -EINVAL);
-	assert_int_equal(al_callback_target(&allow, "https://hooks.example:8443/",
-					    pin, sizeof(pin), err,
-					    sizeof(err)),
+	assert_int_equal(al_callback_target(&allow,
+					    "https://hooks.example:8443/", pin,
+					    sizeof(pin), err, sizeof(err)),
 			 -EINVAL); /* not by name, and it does not resolve */
 }
 
@@ -150,8 +148,8 @@ static void test_metrics(void **state)
 	al_metrics_job(&m, AL_OK, 20, 0, 0);
 	assert_true(al_metrics_render(&m, &q, buf, sizeof(buf)) > 0);
 	assert_non_null(strstr(buf, "airlock_jobs_total{status=\"OK\"} 2\n"));
-	assert_non_null(
-	    strstr(buf, "airlock_job_latency_seconds_bucket{le=\"0.025\"} 1\n"));
+	assert_non_null(strstr(
+	    buf, "airlock_job_latency_seconds_bucket{le=\"0.025\"} 1\n"));
 	assert_non_null(
 	    strstr(buf, "airlock_job_latency_seconds_bucket{le=\"+Inf\"} 2\n"));
 	assert_non_null(strstr(buf, "airlock_job_latency_seconds_sum 1.520\n"));
@@ -167,9 +165,8 @@ static void test_log_split(void **state)
 	const char *ev;
 
 	(void)state;
-	assert_int_equal(al_log_split("job=a status=OK: result stored", p, 8,
-				      &ev),
-			 2);
+	assert_int_equal(
+	    al_log_split("job=a status=OK: result stored", p, 8, &ev), 2);
 	assert_string_equal(ev, "result stored");
 	assert_int_equal(p[1].val_len, 2);
 	assert_memory_equal(p[1].val, "OK", 2);
