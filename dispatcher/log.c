@@ -23,7 +23,7 @@
 enum al_log_level al_log_level = AL_LOG_INFO;
 enum al_log_format al_log_format = AL_LOG_TEXT;
 
-#define LINE_MAX_ 1024
+#define LINE_MAX_ 1024 /* bytes of a message; a JSON line escapes up to 6x */
 #define PAIRS_MAX 8
 
 /* Append s (n bytes) JSON-escaped, as a string, to out at *used. */
@@ -136,7 +136,7 @@ static void json_line(char *out, size_t len, const char *stamp,
 void al_log(enum al_log_level level, const char *fmt, ...)
 {
 	static const char *const names[] = {"error", "warn", "info", "debug"};
-	char msg[LINE_MAX_], line[2 * LINE_MAX_], stamp[64], ts[32];
+	char msg[LINE_MAX_], line[8 * LINE_MAX_], stamp[64], ts[32];
 	struct timeval tv;
 	struct tm tm;
 	va_list ap;
