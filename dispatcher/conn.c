@@ -90,6 +90,7 @@ static void teardown(struct alq_conn *c, const char *why)
 		return;
 	alq_url_display(&c->url, where, sizeof(where));
 	al_warn("redis %s: %s: %s; reconnecting", c->name, where, why);
+	c->reconnects++;
 	schedule_retry(c);
 	if (was_up && c->on_down)
 		c->on_down(c);
@@ -113,6 +114,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	alq_url_display(&c->url, where, sizeof(where));
 	al_warn("redis %s: %s: connection lost (%s); reconnecting", c->name,
 		where, ac->errstr[0] ? ac->errstr : "closed");
+	c->reconnects++;
 	schedule_retry(c);
 	if (was_up && c->on_down)
 		c->on_down(c);

@@ -70,6 +70,7 @@ struct alq_conn {
 	bool drop;		     /* tear down at the next tick */
 	char sha[ALQ_N_SCRIPTS][41]; /* SCRIPT LOAD answers */
 	char err[160];		     /* last failure, for logs */
+	uint64_t reconnects;	     /* times it went down and retried */
 };
 
 /* Set up and start connecting. The string fields must outlive the conn.

@@ -70,6 +70,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "log.h"
+#include "metrics.h"
 #include "proc.h"
 #include "proto.h"
 #include "serve.h"
@@ -105,6 +106,8 @@ struct task {
 	char *result;		  /* result msgpack to store */
 	size_t result_len;	  /* bytes of result */
 	char status[4];		  /* its status, for the log */
+	uint64_t run_ms;	  /* result's timing.run_ms, for metrics */
+	uint64_t restore_ms;	  /* result's vm.restore_ms, for metrics */
 	char reason[200];	  /* dead-letter reason, "" = none */
 	bool cancelled;		  /* `airlock cancel`: its worker was killed */
 };
@@ -350,6 +353,22 @@ static void dead_letter(struct task *t, const char *why)
 	finish_with(t, &res, t->s->o->dead_letter ? reason : NULL);
 }
 
+/* A stored result into the metrics (o->metrics, when there are any). */
+static void count_job(const struct task *t)
+{
+	struct al_metrics *m = t->s->o->metrics;
+	uint64_t now = al_wall_ms(), lat = 0;
+	int st;
+
+	if (!m)
+		return;
+	st = al_status_from_name(t->status, strlen(t->status));
+	if (t->e.submit_ms && now > t->e.submit_ms)
+		lat = now - t->e.submit_ms;
+	al_metrics_job(m, st < 0 ? AL_XX : (enum al_status)st, lat, t->run_ms,
+		       t->restore_ms);
+}
+
 static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
@@ -368,6 +387,7 @@ static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 	} else {
 		if (r->integer == 1) {
 			s->stored++;
+			count_job(t);
 			al_info("job=%s status=%s attempt=%u: result stored",
 				t->id, t->status, t->e.deliveries);
 		} else {
@@ -572,6 +592,8 @@ static void retry_or_dead(struct task *t, const char *why)
 	}
 	t->e.deliveries++;
 	s->retried++;
+	if (s->o->metrics)
+		atomic_fetch_add(&s->o->metrics->retries, 1);
 	al_warn("job=%s: %s; retrying (delivery %u of %u)", t->id, why,
 		t->e.deliveries, s->o->max_deliveries);
 	count_delivery(s, t->e.sid);
@@ -628,6 +650,8 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 	}
 	snprintf(t->status, sizeof(t->status), "%s",
 		 al_status_name(res.status));
+	t->run_ms = res.timing.run_ms;
+	t->restore_ms = res.vm.restore_ms;
 	if (res.status == AL_XX) {
 		char why[200];
 
@@ -816,6 +840,8 @@ static void on_exit_(uv_poll_t *p, int status, int events)
 	if (w->task || !s->draining)
 		al_warn("worker=%u pid=%d: %s%s", w->index, (int)w->proc.pid,
 			why, w->task ? " mid-job" : "");
+	if (!s->draining && s->o->metrics)
+		atomic_fetch_add(&s->o->metrics->worker_restarts, 1);
 	w->proc.pid = -1;
 	sweep(s, "after a worker died", false);
 	uv_poll_stop(p);
@@ -1272,11 +1298,30 @@ static void maybe_finish(struct serve *s)
 	close_all(s);
 }
 
+/* The gauges of o->metrics, from the loop's own state. */
+static void gauges(struct serve *s)
+{
+	struct al_metrics *m = s->o->metrics;
+	uint64_t alive = 0, busy = 0;
+
+	if (!m)
+		return;
+	for (unsigned i = 0; i < s->n_w; i++) {
+		alive += s->w[i].alive;
+		busy += s->w[i].alive && s->w[i].task;
+	}
+	atomic_store(&m->workers, alive);
+	atomic_store(&m->vms_alive, busy);
+	atomic_store(&m->redis_reconnects,
+		     s->cmd.reconnects + s->blk.reconnects);
+}
+
 static void tick(uv_timer_t *h)
 {
 	struct serve *s = h->data;
 	uint64_t now = mono(s);
 
+	gauges(s);
 	for (unsigned i = 0; i < s->n_w; i++) {
 		struct wslot *w = &s->w[i];
 

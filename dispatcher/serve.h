@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "metrics.h"
 #include "proc.h"
 #include "queue.h"
 #include "results.h"
@@ -47,6 +48,7 @@ struct al_serve_opts {
 	const struct al_policy *policy; /* for the workers and wall times */
 	int stop_fd;			/* readable = drain, -1 = none */
 	al_proc_run_fn run;		/* job runner, NULL = al_worker_run */
+	struct al_metrics *metrics;	/* counters to keep, NULL = none */
 };
 
 void al_serve_opts_init(struct al_serve_opts *o);

@@ -275,5 +275,7 @@ int al_cli_load(struct al_cli *cli)
 	if ((size_t)cli->cfg.log.level <
 	    sizeof(log_levels) / sizeof(log_levels[0]))
 		al_log_level = log_levels[cli->cfg.log.level];
+	al_log_format = cli->cfg.log.format == AL_CONFIG_LOG_JSON ? AL_LOG_JSON
+								  : AL_LOG_TEXT;
 	return 0;
 }

@@ -26,6 +26,8 @@
  * (al_cli_serve_opts, al_sandbox_options, al_config_policy), so those
  * layers build and test without this parser.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -154,10 +156,51 @@ static bool check_listen(const char *s)
 	return true;
 }
 
+bool al_config_listen_valid(const char *s)
+{
+	return *s && check_listen(s);
+}
+
+bool al_config_token_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 16 || n > 256)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._~+/=-", *s))
+			return false;
+	return true;
+}
+
+/* A callback target: HOST:PORT, or an address block ADDR/PREFIX. */
+static bool check_target(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	unsigned char a[16];
+	char addr[64];
+	long bits;
+	char *end;
+
+	if (!slash)
+		return *s && check_listen(s);
+	if ((size_t)(slash - s) >= sizeof(addr) || !slash[1])
+		return false;
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = '\0';
+	bits = strtol(slash + 1, &end, 10);
+	if (*end || bits < 0)
+		return false;
+	if (inet_pton(AF_INET, addr, a) == 1)
+		return bits <= 32;
+	return inet_pton(AF_INET6, addr, a) == 1 && bits <= 128;
+}
+
 /* --- the table ------------------------------------------------------------ */
 
 static const char *const accel_names[] = {"auto", "kvm", "tcg", NULL};
 static const char *const log_names[] = {"error", "warn", "info", "debug", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
 
 /* clang-format off */
 #define OFF(f) offsetof(struct al_config, f)
@@ -178,6 +221,9 @@ static const char *const log_names[] = {"error", "warn", "info", "debug", NULL};
 #define NAMES(sec, k, d, doc) \
 	{#sec, #k, AL_CONFIG_NAMES, OFF(sec.k), 0, AL_CONFIG_NAMES_MAX, d, \
 	 0, NULL, check_name, "[a-z0-9][a-z0-9_.-]*", doc}
+#define NAMES_CHK(sec, k, chk, rule, d, doc) \
+	{#sec, #k, AL_CONFIG_NAMES, OFF(sec.k), 0, AL_CONFIG_NAMES_MAX, d, \
+	 0, NULL, chk, rule, doc}
 /* A job limit: default and maximum, both from al_policy_default(). */
 #define LIMIT(k, lo, hi, what) \
 	{"limits", #k, AL_CONFIG_U32, OFF(limits.defaults.k), lo, hi, \
@@ -294,7 +340,31 @@ static const struct al_config_key keys[] = {
     STR(metrics, listen, listen, check_listen, "empty or HOST:PORT", "",
 	"address of the Prometheus metrics endpoint; empty = off"),
 
+    STR(http, listen, listen, check_listen, "empty or HOST:PORT", "",
+	"address of the HTTP API (airlock serve; --http overrides); empty = "
+	"off"),
+    STR(http, token_file, token_file, check_opt_abs_path,
+	"empty or an absolute path", "",
+	"file holding the bearer token the HTTP API requires; empty = "
+	"loopback clients only"),
+    U32(http, max_body_bytes, 4096, 268435456, "16777216",
+	"largest HTTP request body (a job or a batch), bytes"),
+    U32(http, max_connections, 1, 10000, "64",
+	"HTTP connections open at once; more are refused"),
+    U32(http, timeout_s, 1, 3600, "30",
+	"seconds an HTTP connection may stay idle (slow clients are cut)"),
+    U32(http, max_wait_s, 0, 3600, "300",
+	"largest ?wait=SECONDS of POST /jobs"),
+    NAMES_CHK(http, callback_allow, check_target,
+	      "HOST:PORT or ADDR/PREFIX", "",
+	      "callback_url targets allowed, space-separated; empty = no "
+	      "callbacks"),
+    U32(http, callback_attempts, 1, 20, "5",
+	"POSTs of a callback before it is given up (1, 2, 4.. s apart)"),
+
     ENUM(log, level, log_names, "info", "least severe log level written"),
+    ENUM(log, format, log_formats, "text",
+	 "log lines: text, or json (one object a line)"),
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))

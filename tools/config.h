@@ -54,6 +54,11 @@ enum al_config_accel {
 	AL_CONFIG_ACCEL_TCG,	  /* always TCG (slow, runs anywhere) */
 };
 
+enum al_config_log_format {
+	AL_CONFIG_LOG_TEXT = 0,
+	AL_CONFIG_LOG_JSON,
+};
+
 enum al_config_log {
 	AL_CONFIG_LOG_ERROR = 0,
 	AL_CONFIG_LOG_WARN,
@@ -133,7 +138,19 @@ struct al_config {
 	} metrics;
 
 	struct {
+		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */
+		char token_file[AL_CONFIG_STR_MAX + 1]; /* bearer, "" = loopback */
+		uint32_t max_body_bytes;	    /* request body cap */
+		uint32_t max_connections;	    /* open at once */
+		uint32_t timeout_s;		    /* idle connection limit */
+		uint32_t max_wait_s;		    /* largest ?wait= */
+		struct al_config_names callback_allow; /* host:port, CIDR */
+		uint32_t callback_attempts;	    /* POSTs before giving up */
+	} http;
+
+	struct {
 		enum al_config_log level; /* least severe level logged */
+		enum al_config_log_format format; /* text or json lines */
 	} log;
 };
 
@@ -168,6 +185,12 @@ int al_config_state_dir(const struct al_config *cfg, char *buf, size_t len);
  * directory compiled in (the source tree's configs/templates unless the
  * build says otherwise). Returns 0 or -ENAMETOOLONG. */
 int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len);
+
+/* Is s HOST:PORT as metrics.listen and http.listen take it (not empty)? */
+bool al_config_listen_valid(const char *s);
+/* Is s a bearer token http.token_file may hold: 16..256 characters of
+ * [A-Za-z0-9._~+/=-]? */
+bool al_config_token_valid(const char *s);
 
 /* --- the key table, for the dumper, docs and tests ----------------------- */
 

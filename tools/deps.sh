@@ -9,7 +9,9 @@ pkgs=(
   libmsgpack-dev libjansson-dev libcmocka-dev # results/, tests
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
   zlib1g-dev                                  # eval: gzipped problems
-  libnftables-dev libmicrohttpd-dev           # network policy, metrics
+  libnftables-dev libmicrohttpd-dev           # network policy, HTTP API
+  libcurl4-openssl-dev                        # HTTP API result callbacks
+  prometheus                                  # promtool, in the HTTP tests
   redis-server                                # queue (tests, embedded mode)
   python3-redis python3-msgpack               # clients/python
   qemu-system-x86 qemu-utils                  # the VMM

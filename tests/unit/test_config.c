@@ -435,6 +435,25 @@ static void test_names(void **state)
 	expect_load(text, "t.conf:2: network.policies: more than 32 names");
 }
 
+/* The HTTP API's keys (issue 14): targets, listen, log format. */
+static void test_http_keys(void **state)
+{
+	(void)state;
+	expect_load("[http]\ncallback_allow = 10.0.0.0/33\n",
+		    "t.conf:2: http.callback_allow: names must be HOST:PORT "
+		    "or ADDR/PREFIX");
+	expect_load("[http]\ncallback_allow = example.org\n",
+		    "t.conf:2: http.callback_allow: names must be HOST:PORT "
+		    "or ADDR/PREFIX");
+	expect_load("[http]\nlisten = 8080\n",
+		    "t.conf:2: http.listen: must be empty or HOST:PORT");
+	expect_load("[log]\nformat = xml\n",
+		    "t.conf:2: log.format: must be one of text|json");
+	assert_true(al_config_token_valid("abcdefghijklmnop"));
+	assert_false(al_config_token_valid("short"));
+	assert_false(al_config_token_valid("abcdefghijklmnop q"));
+}
+
 static void test_syntax(void **state)
 {
 	char text[512];
@@ -800,7 +819,12 @@ static void test_dump_roundtrip(void **state)
 	    "dir = /usr/share/airlock/templates\n"
 	    "[network]\npolicies = pypi\n"
 	    "[metrics]\nlisten = 127.0.0.1:9464\n"
-	    "[log]\nlevel = warn\n";
+	    "[http]\nlisten = [::1]:8080\ntoken_file = /etc/airlock/token\n"
+	    "max_body_bytes = 65536\nmax_connections = 8\ntimeout_s = 5\n"
+	    "max_wait_s = 60\n"
+	    "callback_allow = 127.0.0.1:9000 10.0.0.0/8 fd00::/8\n"
+	    "callback_attempts = 2\n"
+	    "[log]\nlevel = warn\nformat = json\n";
 	struct al_config cfg, back, dflt;
 	char err[1024], *out, *out2;
 
@@ -904,6 +928,7 @@ int main(void)
 	    cmocka_unit_test(test_default_above_max),
 	    cmocka_unit_test(test_strings),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_http_keys),
 	    cmocka_unit_test(test_syntax),
 	    cmocka_unit_test(test_many_errors),
 	    cmocka_unit_test(test_values),

@@ -1,0 +1,133 @@
+/* fuzz_http.c: libFuzzer target for the HTTP API's request handling of
+ * untrusted bytes (tools/http_req.c): the route, ?wait= and both body
+ * forms, plus the log line splitter that sees job ids and guest text.
+ *
+ * Input: "METHOD PATH[?wait=N]\n" then the body. Beyond "no crash, no
+ * leak", a body that decodes must give jobs that re-encode, and a route
+ * that matches must give a valid id where it has one.
+ *
+ * Built with FUZZ_SMOKE (no libFuzzer), it is a CTest unit test instead:
+ * each seed in tests/data/http, then seeded random mutations of them.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_req.h"
+#include "log.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void body(const char *b, size_t len, bool batch)
+{
+	struct al_http_job *jobs = NULL;
+	struct al_diags d;
+	size_t n = 0;
+
+	al_diags_init(&d);
+	if (al_http_parse_jobs(b, len, batch, &jobs, &n, &d) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char *mp = NULL;
+		size_t mlen;
+
+		if (al_job_to_msgpack(&jobs[i].job, &mp, &mlen) != 0)
+			abort();
+		free(mp);
+		if (jobs[i].callback && !jobs[i].callback[0])
+			abort();
+	}
+	al_http_jobs_free(jobs, n);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *nl = memchr(data, '\n', size);
+	size_t hlen = nl ? (size_t)(nl - (const char *)data) : size;
+	char head[512], id[AL_ID_MAX + 1], *sp, *q;
+	struct al_log_pair pairs[8];
+	const char *event;
+	enum al_route route;
+	uint32_t wait;
+
+	if (hlen >= sizeof(head))
+		return 0;
+	memcpy(head, data, hlen);
+	head[hlen] = '\0';
+	al_log_split(head, pairs, 8, &event);
+	sp = strchr(head, ' ');
+	if (sp) {
+		*sp++ = '\0';
+		q = strchr(sp, '?');
+		if (q) {
+			*q++ = '\0';
+			if (!strncmp(q, "wait=", 5))
+				al_http_parse_wait(q + 5, 3600, &wait);
+		}
+		if (al_http_route(head, sp, &route, id) == 0 &&
+		    (route == AL_ROUTE_JOB || route == AL_ROUTE_CANCEL) &&
+		    !al_id_valid(id, strlen(id)))
+			abort();
+	}
+	if (nl) {
+		const char *b = nl + 1;
+		size_t blen = size - hlen - 1;
+
+		body(b, blen, false);
+		body(b, blen, true);
+	}
+	return 0;
+}
+
+#ifdef FUZZ_SMOKE
+/* Seeds, then `rounds` mutations (byte flips, cuts, splices) of them. */
+int main(int argc, char **argv)
+{
+	static uint8_t buf[1 << 16], seed[64][4096];
+	size_t lens[64], n = 0;
+	unsigned rounds = 20000;
+
+	srand(42);
+	for (int i = 1; i < argc && n < 64; i++) {
+		FILE *f = fopen(argv[i], "rb");
+
+		if (!f)
+			return 2;
+		lens[n] = fread(seed[n], 1, sizeof(seed[n]), f);
+		fclose(f);
+		LLVMFuzzerTestOneInput(seed[n], lens[n]);
+		n++;
+	}
+	for (unsigned r = 0; n && r < rounds; r++) {
+		size_t k = (size_t)rand() % n, len = lens[k];
+
+		memcpy(buf, seed[k], len);
+		for (int m = rand() % 8; m >= 0 && len; m--) {
+			size_t at = (size_t)rand() % len;
+
+			switch (rand() % 4) {
+			case 0:
+				buf[at] = (uint8_t)rand();
+				break;
+			case 1:
+				len = at;
+				break;
+			case 2:
+				buf[at] = "{}[]\",:\\\n?/="[rand() % 12];
+				break;
+			default:
+				if (len < sizeof(buf) - 64) {
+					memmove(buf + at + 8, buf + at,
+						len - at);
+					memcpy(buf + at, "\"\\u0000\"", 8);
+					len += 8;
+				}
+			}
+		}
+		LLVMFuzzerTestOneInput(buf, len);
+	}
+	printf("fuzz_http: %zu seeds, %u mutations, no crash\n", n, rounds);
+	return 0;
+}
+#endif

@@ -1,0 +1,347 @@
+#!/usr/bin/env bash
+# http_test.sh: the HTTP API of `airlock serve --http` through curl, with a
+# real redis-server (unix socket in a temp dir) and the real binary.
+#
+# usage: http_test.sh AIRLOCK_BIN CASE
+#   auth      a token set: no/wrong token 401, right token 201; no token
+#             set: a non-loopback peer gets 403
+#   limits    oversized (declared and chunked), malformed, wrong method,
+#             unknown path, bad id, bad ?wait=, huge headers, a slow
+#             client: each gets its error, serve keeps answering
+#   callback  the result is POSTed to a local server that answers 500
+#             once: retried, then delivered; a target outside
+#             http.callback_allow is refused at submit
+#   metrics   promtool check metrics passes, counters move as a batch
+#             runs, metrics.listen serves /metrics and nothing else
+#   logjson   log.format = json: every serve line is one JSON object
+#   cancel    GET /jobs/ID says queued/running/done, DELETE cancels a
+#             running job (its worker is SIGSTOPped to hold it) and a
+#             queued one: CX results; 409 once done, 404 unknown
+#   e2e       (real VMs) submit -> wait -> result through curl equals
+#             `airlock result --json`, and the CLI's run of the same job
+#
+# Every case but e2e runs jobs against an empty state dir: no image, so
+# each job ends XX at once (max_deliveries 1) and no VM starts.
+set -euo pipefail
+
+bin=$1 case=$2
+tmp=$(mktemp -d /tmp/al-http-XXXXXX)
+sock=$tmp/redis.sock
+url=unix://$sock
+port=$((20000 + RANDOM % 20000))
+api=http://127.0.0.1:$port
+pids=()
+
+log() { printf 'http %s: %s\n' "$case" "$*" >&2; }
+fail() {
+  log "FAIL: $*"
+  [ -f "$tmp/serve.log" ] && tail -20 "$tmp/serve.log" >&2
+  exit 1
+}
+
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for _ in $(seq 50); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -f "$tmp/redis.pid" ] && kill -9 "$(cat "$tmp/redis.pid")" 2>/dev/null
+  wait 2>/dev/null
+  if [ "${KEEP:-}" ]; then log "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$tmp" \
+  --save '' --appendonly no --daemonize yes --pidfile "$tmp/redis.pid" \
+  --logfile "$tmp/redis.log"
+for _ in $(seq 100); do
+  redis-cli -s "$sock" ping 2>/dev/null | grep -q PONG && break
+  sleep 0.05
+done
+
+mkdir "$tmp/empty"
+state=$tmp/empty
+[ "$case" = e2e ] && state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
+# config: $1 is appended (more sections)
+conf() {
+  cat > "$tmp/airlock.conf" <<EOC
+[queue]
+max_deliveries = 1
+[sandbox]
+state_dir = $state
+$1
+EOC
+}
+
+# Start serve with the API on $api; wait until /health answers.
+serve_start() {
+  AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
+    --http "127.0.0.1:$port" "$@" > "$tmp/serve.log" 2>&1 &
+  pids+=($!)
+  serve_pid=$!
+  for _ in $(seq 100); do
+    curl -s -o /dev/null "$api/health" && return 0
+    kill -0 "$serve_pid" 2>/dev/null || fail "serve exited"
+    sleep 0.1
+  done
+  fail "serve did not answer /health"
+}
+
+# HTTP status of a curl call (extra curl args follow)
+code() { curl -s -o "$tmp/body" -w '%{http_code}' "$@"; }
+expect() { # WANT CURL-ARGS...
+  local want=$1 got
+  shift
+  got=$(code "$@") || true
+  [ "$got" = "$want" ] || fail "curl $*: got $got, want $want: $(head -c 300 "$tmp/body" 2>/dev/null)"
+}
+alive() { expect 200 "$api/health"; }
+
+case $case in
+auth)
+  printf 'tok-0123456789abcdef\n' > "$tmp/token"
+  conf "[http]
+token_file = $tmp/token"
+  serve_start
+  job='{"id":"a1","sh":"true"}'
+  expect 401 -X POST "$api/jobs" -d "$job"
+  expect 401 -X POST "$api/jobs" -H 'Authorization: Bearer tok-0123456789abcdeX' -d "$job"
+  expect 401 -X POST "$api/jobs" -H 'Authorization: Bearer short' -d "$job"
+  expect 401 "$api/metrics"
+  expect 401 "$api/jobs/a1"
+  expect 201 -X POST "$api/jobs" -H 'Authorization: Bearer tok-0123456789abcdef' -d "$job"
+  [ "$(jq -r .id "$tmp/body")" = a1 ] || fail "no id: $(cat "$tmp/body")"
+  [ "$(redis-cli -s "$sock" exists 'airlock:{default}:job:a1')" = 1 ] ||
+    fail "job not in Redis"
+  alive # /health needs no token
+  kill "$serve_pid"; wait "$serve_pid" || true
+  # no token: loopback only; reach it through another address of ours
+  ip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' | grep -v : | head -1)
+  if [ -n "$ip" ]; then
+    conf ""
+    AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
+      --http "0.0.0.0:$port" > "$tmp/serve.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do curl -s -o /dev/null "$api/health" && break; sleep 0.1; done
+    expect 403 -X POST "http://$ip:$port/jobs" -d '{"sh":"true"}'
+    expect 201 -X POST "$api/jobs" -d '{"sh":"true"}'
+  else
+    log "no non-loopback address: loopback-only part skipped"
+  fi
+  ;;
+
+limits)
+  conf "[http]
+max_body_bytes = 4096
+timeout_s = 2"
+  serve_start
+  big=$(head -c 5000 /dev/zero | tr '\0' a)
+  expect 413 -X POST "$api/jobs" -d "{\"sh\":\"$big\"}"
+  # chunked: no Content-Length, the cap holds while reading
+  expect 413 -X POST "$api/jobs" -H 'Transfer-Encoding: chunked' -d "{\"sh\":\"$big\"}"
+  expect 422 -X POST "$api/jobs" -d '{"sh":'
+  expect 422 -X POST "$api/jobs" -d '{"sh":"true","bogus":1}'
+  expect 422 -X POST "$api/jobs" -d '{"sh":"true","limits":{"memory_mb":999999}}'
+  expect 422 -X POST "$api/jobs/batch" -d '{"sh":"true"}'
+  expect 405 "$api/jobs"
+  expect 404 "$api/nope"
+  expect 400 "$api/jobs/a%20b"
+  expect 400 -X POST "$api/jobs?wait=x" -d '{"sh":"true"}'
+  expect 400 -X POST "$api/jobs?wait=100000" -d '{"sh":"true"}'
+  hdr=$(head -c 40000 /dev/zero | tr '\0' h)
+  got=$(code -H "X-Big: $hdr" "$api/health") || true
+  case $got in 413 | 431) ;; *) fail "huge header: $got" ;; esac
+  alive
+  # slow client: headers never finished; cut after timeout_s, and others
+  # are served meanwhile
+  python3 - "$port" > "$tmp/slow" <<'PY' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+t = time.time()
+s.settimeout(20)
+try:
+    data = s.recv(4096)
+except Exception as e:
+    data = b"error " + str(e).encode()
+print("%.1f %r" % (time.time() - t, data[:40]))
+PY
+  slow=$!
+  sleep 0.5
+  alive
+  wait "$slow" || fail "slow client script"
+  read -r secs _ < "$tmp/slow"
+  awk -v s="$secs" 'BEGIN { exit !(s >= 1.5 && s < 10) }' ||
+    fail "slow client not cut after timeout_s: $(cat "$tmp/slow")"
+  alive
+  kill -0 "$serve_pid" || fail "serve died"
+  ;;
+
+callback)
+  cport=$((port + 1))
+  conf "[http]
+callback_allow = 127.0.0.1:$cport"
+  cat > "$tmp/hook.py" <<'PY'
+import http.server, json, sys
+hits = 0
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        global hits
+        hits += 1
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        code = 500 if hits == 1 else 200
+        with open(sys.argv[2], "a") as f:
+            f.write("%d %d %s %s\n" % (hits, code, self.headers.get("X-Airlock-Job"),
+                                       json.loads(body)["id"]))
+        self.send_response(code)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+  python3 "$tmp/hook.py" "$cport" "$tmp/hits" &
+  pids+=($!)
+  for _ in $(seq 100); do # a GET: answered 501, counts no hit
+    curl -s -o /dev/null "http://127.0.0.1:$cport/" && break
+    sleep 0.1
+  done
+  serve_start
+  expect 422 -X POST "$api/jobs" -d '{"sh":"true","callback_url":"http://10.0.0.1/"}'
+  expect 422 -X POST "$api/jobs" -d "{\"sh\":\"true\",\"callback_url\":\"http://127.0.0.1:$((cport + 1))/\"}"
+  expect 422 -X POST "$api/jobs" -d '{"sh":"true","callback_url":"file:///etc/passwd"}'
+  expect 201 -X POST "$api/jobs" -d "{\"id\":\"cb1\",\"sh\":\"true\",\"callback_url\":\"http://127.0.0.1:$cport/hook\"}"
+  # the first POST gets 500, the retry 1 s later 200
+  for _ in $(seq 150); do
+    [ -f "$tmp/hits" ] && [ "$(wc -l < "$tmp/hits")" -ge 2 ] && break
+    sleep 0.1
+  done
+  [ -f "$tmp/hits" ] || fail "no callback arrived"
+  grep -q '^1 500 cb1 cb1$' "$tmp/hits" || fail "callback: $(cat "$tmp/hits")"
+  grep -q '^2 200 cb1 cb1$' "$tmp/hits" || fail "no retry: $(cat "$tmp/hits")"
+  grep -q 'job=cb1 attempt=2: callback delivered' "$tmp/serve.log" ||
+    fail "not logged"
+  sleep 2
+  [ "$(wc -l < "$tmp/hits")" = 2 ] || fail "posted again after a 200"
+  curl -sf "$api/metrics" > "$tmp/m" || fail "no /metrics"
+  grep -q '^airlock_callbacks_total 1$' "$tmp/m" || fail "callbacks_total"
+  ;;
+
+metrics)
+  mport=$((port + 1))
+  conf "[metrics]
+listen = 127.0.0.1:$mport"
+  serve_start
+  curl -sf "$api/metrics" > "$tmp/m0" || fail "no /metrics"
+  promtool check metrics < "$tmp/m0" || fail "promtool: m0"
+  grep -q '^airlock_jobs_total{status="XX"} 0$' "$tmp/m0" || fail "XX not 0"
+  jobs='['
+  for i in 1 2 3 4 5; do jobs+="{\"id\":\"m$i\",\"sh\":\"true\"},"; done
+  jobs="${jobs%,}]"
+  expect 201 -X POST "$api/jobs/batch" -d "$jobs"
+  [ "$(jq '.jobs | length' "$tmp/body")" = 5 ] || fail "batch: $(cat "$tmp/body")"
+  for _ in $(seq 200); do
+    curl -sf "$api/metrics" > "$tmp/m1"
+    grep -q '^airlock_jobs_total{status="XX"} 5$' "$tmp/m1" && break
+    sleep 0.1
+  done
+  grep -q '^airlock_jobs_total{status="XX"} 5$' "$tmp/m1" ||
+    fail "counter did not move: $(grep jobs_total "$tmp/m1")"
+  promtool check metrics < "$tmp/m1" || fail "promtool: m1"
+  grep -q '^airlock_dead_letters 5$' "$tmp/m1" || fail "dead letters"
+  grep -q '^airlock_job_latency_seconds_count 5$' "$tmp/m1" || fail "latency"
+  grep -q '^airlock_workers 1$' "$tmp/m1" || fail "workers gauge"
+  grep -q '^airlock_up 1$' "$tmp/m1" || fail "up"
+  # the metrics-only listener
+  curl -sf "http://127.0.0.1:$mport/metrics" > "$tmp/m2" ||
+    fail "metrics.listen"
+  promtool check metrics < "$tmp/m2" || fail "promtool: metrics.listen"
+  expect 404 -X POST "http://127.0.0.1:$mport/jobs" -d '{"sh":"true"}'
+  ;;
+
+logjson)
+  conf "[log]
+format = json"
+  serve_start
+  expect 201 -X POST "$api/jobs" -d '{"id":"l1","sh":"true"}'
+  for _ in $(seq 100); do
+    grep -q '"result stored"' "$tmp/serve.log" && break
+    sleep 0.1
+  done
+  kill "$serve_pid"; wait "$serve_pid" || true
+  [ "$(wc -l < "$tmp/serve.log")" -ge 4 ] || fail "too few lines"
+  while IFS= read -r line; do
+    jq -e 'type == "object" and (.time | type == "string") and
+           (.level | type == "string") and (.event | type == "string")' \
+      <<<"$line" > /dev/null || fail "not a JSON log line: $line"
+  done < "$tmp/serve.log"
+  jq -se 'any(.[]; .event == "result stored" and .job == "l1" and
+         .fields.status == "XX")' "$tmp/serve.log" > /dev/null ||
+    fail "no result stored line with job and status"
+  ;;
+
+cancel)
+  conf ""
+  serve_start
+  wpid=$(sed -n 's/.*worker=0 pid=\([0-9]*\): started.*/\1/p' "$tmp/serve.log" | head -1)
+  [ -n "$wpid" ] || fail "no worker pid"
+  kill -STOP "$wpid"
+  expect 201 -X POST "$api/jobs" -d '{"id":"c1","sh":"true"}'
+  expect 201 -X POST "$api/jobs" -d '{"id":"c2","sh":"true"}'
+  for _ in $(seq 50); do
+    [ "$(code "$api/jobs/c1")" = 202 ] &&
+      [ "$(jq -r .state "$tmp/body")" = running ] && break
+    sleep 0.1
+  done
+  [ "$(jq -r .state "$tmp/body")" = running ] || fail "c1: $(cat "$tmp/body")"
+  expect 202 "$api/jobs/c2"
+  [ "$(jq -r .state "$tmp/body")" = queued ] || fail "c2: $(cat "$tmp/body")"
+  expect 404 "$api/jobs/nope"
+  expect 202 -X DELETE "$api/jobs/c2"
+  [ "$(jq -r .was "$tmp/body")" = queued ] || fail "c2 was: $(cat "$tmp/body")"
+  expect 202 -X DELETE "$api/jobs/c1"
+  [ "$(jq -r .was "$tmp/body")" = running ] || fail "c1 was: $(cat "$tmp/body")"
+  expect 200 "$api/jobs/c1"
+  [ "$(jq -r .status "$tmp/body")" = CX ] || fail "c1: $(cat "$tmp/body")"
+  expect 200 "$api/jobs/c2"
+  [ "$(jq -r .status "$tmp/body")" = CX ] || fail "c2: $(cat "$tmp/body")"
+  expect 409 -X DELETE "$api/jobs/c1"
+  expect 404 -X DELETE "$api/jobs/nope"
+  # the held worker is killed (its job was cancelled) and replaced
+  for _ in $(seq 100); do kill -0 "$wpid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$wpid" 2>/dev/null && fail "cancelled job's worker still alive"
+  alive
+  ;;
+
+e2e)
+  [ -d "$state/images" ] || { log "SKIP: no images in $state"; exit 77; }
+  conf ""
+  serve_start
+  # generous limits: under TCG on a loaded CI host python starts slowly
+  job='{"id":"h-e2e","steps":[{"cmd":["python3","-c","print(6*7)"],"timeout_ms":200000}],"limits":{"wall_ms":240000}}'
+  expect 200 -X POST "$api/jobs?wait=280" -d "$job"
+  cp "$tmp/body" "$tmp/http.json"
+  [ "$(jq -r '.steps[0].stdout' "$tmp/http.json")" = 42 ] ||
+    fail "stdout: $(cat "$tmp/http.json")"
+  "$bin" result --redis "$url" --json h-e2e > "$tmp/cli.json"
+  diff <(jq -S . "$tmp/http.json") <(jq -S . "$tmp/cli.json") ||
+    fail "curl and airlock result differ"
+  expect 200 "$api/jobs/h-e2e"
+  diff <(jq -S . "$tmp/body") <(jq -S . "$tmp/cli.json") ||
+    fail "GET /jobs/ID differs"
+  # the same job through the CLI: same status and output
+  printf '%s\n' "${job/h-e2e/c-e2e}" |
+    AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" submit --redis "$url" - > /dev/null
+  AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" wait --redis "$url" --timeout 280 c-e2e
+  "$bin" result --redis "$url" --json c-e2e > "$tmp/cli2.json"
+  pick='{status, out: [.steps[] | {status, stdout, stderr, exit_code}]}'
+  diff <(jq -S "$pick" "$tmp/http.json") <(jq -S "$pick" "$tmp/cli2.json") ||
+    fail "the CLI's run differs"
+  ;;
+
+*) fail "unknown case" ;;
+esac
+log ok

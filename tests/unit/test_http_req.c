@@ -1,0 +1,189 @@
+/* test_http_req.c: the HTTP API's routes, ?wait=, bodies (tools/http_req.c),
+ * the callback target check (tools/callback.c), the metrics text
+ * (dispatcher/metrics.c) and the JSON log splitter (dispatcher/log.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "callback.h"
+#include "http_req.h"
+#include "log.h"
+#include "metrics.h"
+
+static void test_routes(void **state)
+{
+	char id[AL_ID_MAX + 1];
+	enum al_route r;
+
+	(void)state;
+	assert_int_equal(al_http_route("POST", "/jobs", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_SUBMIT);
+	assert_int_equal(al_http_route("POST", "/jobs/batch", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_BATCH);
+	assert_int_equal(al_http_route("GET", "/jobs/j-1.a:b", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_JOB);
+	assert_string_equal(id, "j-1.a:b");
+	assert_int_equal(al_http_route("DELETE", "/jobs/x", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_CANCEL);
+	assert_int_equal(al_http_route("GET", "/metrics", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_METRICS);
+	/* wrong method, unknown path, bad id */
+	assert_int_equal(al_http_route("GET", "/jobs", &r, id), -EPERM);
+	assert_int_equal(al_http_route("PUT", "/jobs/x", &r, id), -EPERM);
+	assert_int_equal(al_http_route("DELETE", "/jobs/batch", &r, id),
+			 -EPERM);
+	assert_int_equal(al_http_route("GET", "/nope", &r, id), -ENOENT);
+	assert_int_equal(al_http_route("GET", "/jobs/a/b", &r, id), -ENOENT);
+	assert_int_equal(al_http_route("GET", "/jobs/", &r, id), -ENOENT);
+	assert_int_equal(al_http_route("GET", "/jobs/a b", &r, id), -EINVAL);
+}
+
+static void test_wait(void **state)
+{
+	uint32_t w = 7;
+
+	(void)state;
+	assert_int_equal(al_http_parse_wait(NULL, 10, &w), 0);
+	assert_int_equal(w, 0);
+	assert_int_equal(al_http_parse_wait("10", 10, &w), 0);
+	assert_int_equal(w, 10);
+	assert_int_equal(al_http_parse_wait("11", 10, &w), -EINVAL);
+	assert_int_equal(al_http_parse_wait("", 10, &w), -EINVAL);
+	assert_int_equal(al_http_parse_wait("-1", 10, &w), -EINVAL);
+	assert_int_equal(al_http_parse_wait("99999999999", 10, &w), -EINVAL);
+}
+
+static void test_bodies(void **state)
+{
+	static const char one[] = "{\"id\":\"a\",\"sh\":\"true\","
+				  "\"callback_url\":\"http://h:1/\"}";
+	static const char many[] = "[{\"sh\":\"true\"},{\"sh\":5},7]";
+	struct al_http_job *jobs = NULL;
+	struct al_diags d;
+	size_t n = 0;
+
+	(void)state;
+	al_diags_init(&d);
+	assert_int_equal(
+	    al_http_parse_jobs(one, strlen(one), false, &jobs, &n, &d), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(jobs[0].job.id, "a");
+	assert_string_equal(jobs[0].callback, "http://h:1/");
+	al_http_jobs_free(jobs, n);
+
+	al_diags_init(&d);
+	assert_int_equal(
+	    al_http_parse_jobs(many, strlen(many), true, &jobs, &n, &d),
+	    -EINVAL);
+	assert_int_equal(d.n, 2);
+	assert_string_equal(d.items[0].reason, "[1].sh: must be a string");
+	assert_string_equal(d.items[1].path, "[2]");
+
+	al_diags_init(&d);
+	assert_int_equal(
+	    al_http_parse_jobs("{\"sh\":", 6, false, &jobs, &n, &d), -EINVAL);
+	assert_non_null(strstr(d.items[0].reason, "not JSON"));
+	al_diags_init(&d);
+	assert_int_equal(al_http_parse_jobs("[]", 2, true, &jobs, &n, &d),
+			 -EINVAL);
+	al_diags_init(&d);
+	assert_int_equal(al_http_parse_jobs("{\"sh\":\"a\",\"callback_url\":"
+					    "3}",
+					    28, false, &jobs, &n, &d),
+			 -EINVAL);
+}
+
+static void test_targets(void **state)
+{
+	struct al_config_names allow = {0};
+	char pin[300], err[160];
+
+	(void)state;
+	/* none allowed by default */
+	assert_int_equal(al_callback_target(&allow, "http://127.0.0.1:9/", pin,
+					    sizeof(pin), err, sizeof(err)),
+			 -EPERM);
+	allow.n = 2;
+	strcpy(allow.name[0], "hooks.example:443");
+	strcpy(allow.name[1], "127.0.0.0/8");
+	assert_int_equal(al_callback_target(&allow, "https://hooks.example/x",
+					    pin, sizeof(pin), err, sizeof(err)),
+			 0);
+	assert_string_equal(pin, "");
+	assert_int_equal(al_callback_target(&allow, "http://127.0.0.2:81/", pin,
+					    sizeof(pin), err, sizeof(err)),
+			 0);
+	assert_string_equal(pin, "127.0.0.2:81:127.0.0.2");
+	assert_int_equal(al_callback_target(&allow, "http://10.0.0.1/", pin,
+					    sizeof(pin), err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(al_callback_target(&allow, "http://[::1]/", pin,
+					    sizeof(pin), err, sizeof(err)),
+			 -EPERM);
+	assert_int_equal(al_callback_target(&allow, "file:///etc/passwd", pin,
+					    sizeof(pin), err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(al_callback_target(&allow,
+					    "https://hooks.example:8443/", pin,
+					    sizeof(pin), err, sizeof(err)),
+			 -EINVAL); /* not by name, and it does not resolve */
+}
+
+static void test_metrics(void **state)
+{
+	struct al_metrics m;
+	struct alq_status q = {.depth = 3, .pending = 2, .dead = 1};
+	char buf[16384];
+
+	(void)state;
+	al_metrics_init(&m);
+	al_metrics_job(&m, AL_OK, 1500, 700, 30);
+	al_metrics_job(&m, AL_OK, 20, 0, 0);
+	assert_true(al_metrics_render(&m, &q, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "airlock_jobs_total{status=\"OK\"} 2\n"));
+	assert_non_null(strstr(
+	    buf, "airlock_job_latency_seconds_bucket{le=\"0.025\"} 1\n"));
+	assert_non_null(
+	    strstr(buf, "airlock_job_latency_seconds_bucket{le=\"+Inf\"} 2\n"));
+	assert_non_null(strstr(buf, "airlock_job_latency_seconds_sum 1.520\n"));
+	assert_non_null(strstr(buf, "airlock_job_run_seconds_count 1\n"));
+	assert_non_null(strstr(buf, "airlock_queue_depth 3\n"));
+	assert_non_null(strstr(buf, "airlock_up 1\n"));
+	assert_int_equal(al_metrics_render(&m, NULL, buf, 100), -ENOBUFS);
+}
+
+static void test_log_split(void **state)
+{
+	struct al_log_pair p[8];
+	const char *ev;
+
+	(void)state;
+	assert_int_equal(
+	    al_log_split("job=a status=OK: result stored", p, 8, &ev), 2);
+	assert_string_equal(ev, "result stored");
+	assert_int_equal(p[1].val_len, 2);
+	assert_memory_equal(p[1].val, "OK", 2);
+	assert_int_equal(al_log_split("redis cmd: lost", p, 8, &ev), 0);
+	assert_string_equal(ev, "redis cmd: lost");
+	assert_int_equal(al_log_split("no colon here", p, 8, &ev), 0);
+	assert_int_equal(al_log_split("job=: x", p, 8, &ev), 1);
+	assert_int_equal(p[0].val_len, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_routes),  cmocka_unit_test(test_wait),
+	    cmocka_unit_test(test_bodies),  cmocka_unit_test(test_targets),
+	    cmocka_unit_test(test_metrics), cmocka_unit_test(test_log_split),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,65 @@
+/* http_req.h: the HTTP API's handling of untrusted request bytes: the
+ * route and its id, the query (?wait=SECONDS), and JSON bodies turned into
+ * jobs with the same decoder and policy check as the CLI. No I/O, no
+ * sockets: tests/fuzz/fuzz_http.c feeds it arbitrary bytes.
+ *
+ * Bodies:
+ *
+ *   POST /jobs        one job object, as `airlock submit` takes, plus an
+ *                     optional top-level "callback_url" string
+ *   POST /jobs/batch  an array of such objects (at most AL_HTTP_BATCH_MAX)
+ *
+ * "callback_url" is taken out of each object before the job decoder sees
+ * it (the job schema itself has no such field). Every problem of every job
+ * is reported, as in `airlock validate`.
+ */
+#ifndef AL_HTTP_REQ_H
+#define AL_HTTP_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "results.h"
+
+#define AL_HTTP_BATCH_MAX 1000 /* jobs in one POST /jobs/batch */
+#define AL_HTTP_URL_MAX	  2048 /* bytes of a callback_url */
+
+enum al_route {
+	AL_ROUTE_SUBMIT = 0, /* POST /jobs */
+	AL_ROUTE_BATCH,	     /* POST /jobs/batch */
+	AL_ROUTE_JOB,	     /* GET /jobs/{id} */
+	AL_ROUTE_CANCEL,     /* DELETE /jobs/{id} */
+	AL_ROUTE_TEMPLATES,  /* GET /templates */
+	AL_ROUTE_HEALTH,     /* GET /health */
+	AL_ROUTE_METRICS,    /* GET /metrics */
+};
+
+/* Match method and path (no query). Returns 0 with *ret and, for routes
+ * with one, the job id in ret_id; -ENOENT no such path (404), -EPERM the
+ * path exists but not with this method (405), -EINVAL a bad job id. */
+int al_http_route(const char *method, const char *path, enum al_route *ret,
+		  char ret_id[AL_ID_MAX + 1]);
+
+/* Does the route carry a body? (the others must come without one) */
+bool al_http_route_has_body(enum al_route r);
+
+/* ?wait=SECONDS: decimal, 0..max. 0 or -EINVAL. NULL = 0. */
+int al_http_parse_wait(const char *s, uint32_t max, uint32_t *ret);
+
+struct al_http_job {
+	struct al_job job; /* decoded */
+	char *callback;	   /* callback_url, malloc'd, NULL = none */
+};
+
+/* Decode a body: one job (batch false) or an array (batch true). On
+ * success 0 with *ret (n entries, malloc'd; al_http_jobs_free()). On a bad
+ * body -EINVAL with `d` naming every problem, paths prefixed with the
+ * job's index for a batch ("[2].steps[0].sh: ..."); -E2BIG over a cap;
+ * -ENOMEM. The policy check is the caller's (al_job_check_policy). */
+int al_http_parse_jobs(const char *body, size_t len, bool batch,
+		       struct al_http_job **ret, size_t *ret_n,
+		       struct al_diags *d);
+void al_http_jobs_free(struct al_http_job *jobs, size_t n);
+
+#endif
