@@ -53,6 +53,7 @@
 
 #include "accel.h"
 #include "lease.h"
+#include "net.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
@@ -375,7 +376,8 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	char paths[4][JAIL_PATH];
 	struct vmm_spec spec = {
 		.argv = a,
-		.fds = {-1, -1, mem->fd, -1, -1, -1},
+		.fds = {-1, -1, mem->fd, -1, -1, -1, -1},
+		.net_ns = vm->net ? sb_net_ns(vm->net) : -1,
 		.cg = &vm->cg,
 		/* a template build's QEMU writes its state to a file */
 		.jail.fsize = mem->share ? ((uint64_t)o->memory_mb + 256) << 20
@@ -387,6 +389,8 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	vm->start_ms = al_now_ms();
 	if (a->err)
 		return a->err;
+	if (vm->net)
+		spec.fds[VMM_FD_TAP - 3] = sb_net_tap(vm->net);
 	r = vm_cgroup(vm, o);
 	if (r < 0)
 		return r;
@@ -544,6 +548,7 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 {
 	struct machine_spec m = {
 		.accel = vm->accel, .mem = *mem, .cid = vm->cid,
+		.net = vm->net != NULL,
 	};
 	struct vmm_argv a = {0};
 	char qemu[PATH_MAX];
@@ -698,6 +703,8 @@ void sb_vm_destroy(struct sb_vm *vm)
 	close_fd(vm->qmp_end);
 	close_fd(vm->serial_end);
 	close_fd(vm->log_fd);
+	/* QEMU reaped: its namespace goes with the slot */
+	sb_net_close(vm->net);
 	/* last, QEMU reaped: the uid may go to the next VMM */
 	close_fd(vm->lease_fd);
 	free(vm);
@@ -736,6 +743,11 @@ int64_t sb_vm_load_rt_us(const struct sb_vm *vm)
 pid_t sb_vm_pid(const struct sb_vm *vm)
 {
 	return vm->pid;
+}
+
+struct sb_net *sb_vm_net(struct sb_vm *vm)
+{
+	return vm ? vm->net : NULL;
 }
 
 void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d)
