@@ -45,6 +45,8 @@ enum sb_accel_mode {
 	SB_ACCEL_TCG,
 };
 
+struct sb_net_policy;
+
 struct sb_options {
 	char state_dir[PATH_MAX]; /* images/ and templates/ live here */
 	char run_dir[PATH_MAX];   /* uid leases and the jail's mount point */
@@ -65,6 +67,9 @@ struct sb_options {
 	uint32_t prestart;        /* pre-started VMMs per template */
 	enum sb_carrier carrier;  /* guest channel */
 	uint32_t worker_memory_mb; /* a worker's host memory cgroup, 0 = none */
+	const struct sb_net_policy *net_policies; /* [network.NAME] policies
+				   * (the config's; outlive the options) */
+	size_t n_net_policies;    /* entries in net_policies */
 };
 
 /* A worker's memory cgroup by default, MiB: a result at its cap twice (the
@@ -121,6 +126,12 @@ enum al_accel sb_accel_resolve(const struct sb_options *o,
 int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
 	       struct sb_vm **ret);
 
+/* Cold boot with a NIC in network slot `net` (net.h), which the VM owns
+ * from here on, failure included. */
+struct sb_net;
+int sb_vm_boot_net(const struct sb_options *o, const struct sb_image *img,
+		   struct sb_net *net, struct sb_vm **ret);
+
 /* Open the template of `template_`: reuse the cached snapshot when its key
  * (image hash, machine config, QEMU binary) matches, else cold boot and
  * save one. Safe against concurrent openers (a lock file). */
@@ -139,7 +150,6 @@ int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
  * which the VM owns from here on, failure included: sb_vm_destroy()
  * closes it after QEMU is gone. No pre-started VMM: its namespace is
  * the job's. */
-struct sb_net;
 int sb_vm_restore_net(const struct sb_options *o, const struct sb_template *t,
 		      struct sb_net *net, struct sb_vm **ret);
 

@@ -569,11 +569,15 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 /* Cold boot under `accel`: *ret is set even on failure (read its error,
  * destroy it). */
 static int vm_boot(const struct sb_options *o, const struct sb_image *img,
-		   enum al_accel accel, uint32_t timeout_ms,
+		   enum al_accel accel, uint32_t timeout_ms, struct sb_net *net,
 		   struct sb_vm **ret)
 {
 	int r = vm_create(o, img->name, accel, ret);
 
+	if (r < 0)
+		sb_net_close(net);
+	else
+		(*ret)->net = net;
 	if (r == 0)
 		r = vm_launch(*ret, o, img, &(struct machine_mem){.fd = -1});
 	if (r == 0)
@@ -588,7 +592,7 @@ static bool kvm_probe(const struct sb_options *o, const struct sb_image *img,
 		      uint32_t timeout_ms)
 {
 	struct sb_vm *vm = NULL;
-	bool ok = vm_boot(o, img, AL_ACCEL_KVM, timeout_ms, &vm) == 0;
+	bool ok = vm_boot(o, img, AL_ACCEL_KVM, timeout_ms, NULL, &vm) == 0;
 
 	sb_vm_destroy(vm);
 	return ok;
@@ -604,7 +608,14 @@ int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
 	       struct sb_vm **ret)
 {
 	return vm_boot(o, img, sb_accel_resolve(o, img), o->boot_timeout_ms,
-		       ret);
+		       NULL, ret);
+}
+
+int sb_vm_boot_net(const struct sb_options *o, const struct sb_image *img,
+		   struct sb_net *net, struct sb_vm **ret)
+{
+	return vm_boot(o, img, sb_accel_resolve(o, img), o->boot_timeout_ms,
+		       net, ret);
 }
 
 int vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret)
