@@ -48,6 +48,8 @@
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +60,13 @@
 #include <unistd.h>
 
 #include "lease.h"
+#include "resolver.h"
 #include "net.h"
 #include "rtnl.h"
 #include "util.h"
 
 struct sb_net {
+	const struct sb_net_policy *policy; /* NULL: no uplink */
 	int ns_fd;                  /* the VM's netns */
 	int tap_fd;                 /* tap0, QEMU's NIC */
 	int lease_fd;               /* holds slot `idx`, -1 = none */
@@ -70,6 +74,9 @@ struct sb_net {
 	char host_if[IFNAMSIZ];     /* the veth's host end, "" = none */
 	struct nft_ctx *nft;        /* a context inside the VM's netns */
 	pid_t resolver;             /* the resolver child, -1 = none */
+	int dns_listen;             /* its socket on the gateway:53 (VM ns) */
+	int dns_upstream;           /* its socket to the upstream (host ns) */
+	struct nft_ctx *dns_nft;    /* its nft context (VM ns) */
 };
 
 static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
@@ -452,6 +459,84 @@ static int host_link(struct sb_net *n, char *err, size_t errlen)
 	return r;
 }
 
+/* ---- the resolver ------------------------------------------------------ */
+
+/* The upstream resolver: o->net_dns, else the host's first nameserver. */
+static int upstream_addr(const struct sb_options *o, struct in_addr *ret)
+{
+	char line[256], addr[64] = "";
+	FILE *f;
+
+	if (o->net_dns[0])
+		return inet_pton(AF_INET, o->net_dns, ret) == 1 ? 0 : -EINVAL;
+	f = fopen("/etc/resolv.conf", "re");
+	if (!f)
+		return -errno;
+	while (!addr[0] && fgets(line, sizeof(line), f))
+		if (sscanf(line, " nameserver %63s", addr) == 1 &&
+		    inet_pton(AF_INET, addr, ret) != 1)
+			addr[0] = 0; /* an IPv6 one: the next */
+	fclose(f);
+	return addr[0] ? 0 : -ENOENT;
+}
+
+/* The resolver's upstream socket, made here (the host's namespace). */
+static int dns_upstream(const struct sb_options *o, struct sb_net *n,
+			char *err, size_t errlen)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
+	int r = upstream_addr(o, &sa.sin_addr);
+
+	if (r == 0) {
+		n->dns_upstream = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (n->dns_upstream < 0 ||
+		    connect(n->dns_upstream, (struct sockaddr *)&sa,
+			    sizeof(sa)) < 0)
+			r = -errno;
+	}
+	if (r < 0)
+		set_err(err, errlen, "upstream resolver", r);
+	return r;
+}
+
+/* Inside the VM's namespace: the resolver's socket and nft context. */
+static int dns_inside(struct sb_net *n)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
+
+	sa.sin_addr.s_addr = ip4(SB_NET_GATEWAY_IP);
+	n->dns_listen = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (n->dns_listen < 0 ||
+	    bind(n->dns_listen, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	n->dns_nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	return n->dns_nft ? 0 : -ENOMEM;
+}
+
+/* Fork the resolver; it dies with us (PDEATHSIG) or with the slot. Our
+ * copies of its sockets and context go: the child has its own. */
+static int dns_start(struct sb_net *n)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(1);
+		_exit(-sb_resolver_run(n->policy, n->dns_listen,
+				       n->dns_upstream, n->dns_nft,
+				       "inet " SB_NET_TABLE, "dns4", "dns6"));
+	}
+	n->resolver = pid;
+	nft_ctx_free(n->dns_nft);
+	n->dns_nft = NULL;
+	close(n->dns_listen);
+	close(n->dns_upstream);
+	n->dns_listen = n->dns_upstream = -1;
+	return 0;
+}
+
 /* ---- inside the VM's namespace ---------------------------------------- */
 
 /* lo and tap0 up, the gateway address, the guest's neighbour entry. */
@@ -498,7 +583,10 @@ static int inside_uplink(struct sb_net *n, int fd, int host_ns,
 	n->nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!n->nft)
 		return -ENOMEM;
-	return nft_apply(n->nft, rules, err, errlen);
+	r = nft_apply(n->nft, rules, err, errlen);
+	if (r == 0 && n->policy->n_names && (r = dns_inside(n)) < 0)
+		set_err(err, errlen, "resolver socket", r);
+	return r;
 }
 
 /* Everything inside the new namespace; the caller returns to the host's
@@ -610,12 +698,18 @@ int sb_net_open(const struct sb_options *o, const struct sb_net_policy *p,
 	if (!n)
 		return -ENOMEM;
 	n->ns_fd = n->tap_fd = n->lease_fd = -1;
+	n->dns_listen = n->dns_upstream = -1;
 	n->resolver = -1;
+	n->policy = p;
 	r = p ? open_uplink(o, n, p, &rules, err, errlen) : 0;
+	if (r == 0 && p && p->n_names)
+		r = dns_upstream(o, n, err, errlen);
 	if (r == 0)
 		r = build(n, rules, err, errlen);
 	if (r == 0 && p)
 		r = host_link(n, err, errlen);
+	if (r == 0 && p && p->n_names && (r = dns_start(n)) < 0)
+		set_err(err, errlen, "resolver", r);
 	free(rules);
 	if (r < 0) {
 		sb_net_close(n);
@@ -653,6 +747,12 @@ void sb_net_close(struct sb_net *n)
 	}
 	if (n->nft)
 		nft_ctx_free(n->nft);
+	if (n->dns_nft)
+		nft_ctx_free(n->dns_nft);
+	if (n->dns_listen >= 0)
+		close(n->dns_listen);
+	if (n->dns_upstream >= 0)
+		close(n->dns_upstream);
 	/* the namespace goes with its last user (QEMU is gone by now), and
 	 * the veth with it; delete the host end now so that its name and
 	 * address are free at once (the namespace is freed asynchronously) */

@@ -70,6 +70,9 @@ struct sb_options {
 	const struct sb_net_policy *net_policies; /* [network.NAME] policies
 				   * (the config's; outlive the options) */
 	size_t n_net_policies;    /* entries in net_policies */
+	char net_dns[64];         /* networked VMs' upstream resolver (IPv4),
+				   * "" = the first nameserver of the host's
+				   * /etc/resolv.conf */
 };
 
 /* A worker's memory cgroup by default, MiB: a result at its cap twice (the

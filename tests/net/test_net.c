@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -66,11 +67,12 @@ static uint16_t csum(const void *p, size_t n, uint32_t sum)
 
 /* A guest frame: Ethernet, IPv4, then a TCP SYN or an 8-byte UDP
  * datagram to dst:port from the guest's address. Returns its length. */
-static size_t frame(uint8_t *f, const uint8_t gw_mac[6], const char *dst,
-		    uint16_t port, int proto, uint16_t sport)
+static size_t frame_with(uint8_t *f, const uint8_t gw_mac[6], const char *dst,
+			 uint16_t port, int proto, uint16_t sport,
+			 const void *payload, size_t plen)
 {
 	uint8_t *ip = f + 14, *l4 = ip + 20, pseudo[12];
-	size_t l4len = proto == IPPROTO_TCP ? 20 : 16;
+	size_t l4len = proto == IPPROTO_TCP ? 20 : 8 + plen;
 	uint32_t s = inet_addr(SB_NET_GUEST_IP), d = inet_addr(dst);
 	uint16_t c;
 
@@ -95,18 +97,28 @@ static size_t frame(uint8_t *f, const uint8_t gw_mac[6], const char *dst,
 		l4[13] = 0x02; /* SYN */
 		l4[14] = 0xff, l4[15] = 0xff;
 	} else {
+		l4[4] = (uint8_t)(l4len >> 8);
 		l4[5] = (uint8_t)l4len;
+		memcpy(l4 + 8, payload, plen);
 	}
 	memcpy(pseudo, ip + 12, 8);
 	pseudo[8] = 0, pseudo[9] = (uint8_t)proto;
-	pseudo[10] = 0, pseudo[11] = (uint8_t)l4len;
+	pseudo[10] = (uint8_t)(l4len >> 8), pseudo[11] = (uint8_t)l4len;
 	c = csum(l4, l4len, (uint32_t)~csum(pseudo, 12, 0) & 0xffff);
 	l4[proto == IPPROTO_TCP ? 16 : 6] = (uint8_t)(c >> 8);
 	l4[proto == IPPROTO_TCP ? 17 : 7] = (uint8_t)c;
 	return 14 + 20 + l4len;
 }
 
-enum answer { NONE, SYNACK, RESET, PROHIBITED, OTHER };
+static size_t frame(uint8_t *f, const uint8_t gw_mac[6], const char *dst,
+		    uint16_t port, int proto, uint16_t sport)
+{
+	static const uint8_t zeros[8];
+
+	return frame_with(f, gw_mac, dst, port, proto, sport, zeros, 8);
+}
+
+enum answer { NONE, SYNACK, RESET, PROHIBITED, OTHER, NOERROR, NXDOMAIN };
 
 /* What came back for a probe from source port `sport`, within 2 s. */
 static enum answer answer(int tap, uint16_t sport)
@@ -129,6 +141,15 @@ static enum answer answer(int tap, uint16_t sport)
 			return (l4[13] & 0x12) == 0x12 ? SYNACK
 			       : (l4[13] & 0x04)       ? RESET
 						       : OTHER;
+		if (ip[9] == IPPROTO_UDP && (l4[2] << 8 | l4[3]) == sport &&
+		    n >= 14 + 20 + 8 + 12) {
+			unsigned rcode = l4[8 + 3] & 15, an = l4[8 + 6] << 8 |
+								 l4[8 + 7];
+
+			return rcode == 3		 ? NXDOMAIN
+			       : rcode == 0 && an > 0 ? NOERROR
+						      : OTHER;
+		}
 		if (ip[9] == IPPROTO_ICMP && l4[0] == 3) {
 			uint8_t *inner = l4 + 8, *il4 = inner + 20;
 
@@ -150,7 +171,83 @@ static enum answer probe(int tap, const uint8_t gw[6], const char *dst,
 	return answer(tap, sport);
 }
 
+/* A DNS question for `name` (type A) through the slot's resolver. */
+static enum answer ask(int tap, const uint8_t gw[6], const char *name)
+{
+	static uint16_t sport = 50000;
+	uint8_t q[300] = {0x12, 0x34, 0x01, 0x00, 0, 1}, f[400], *p = q + 12;
+	size_t n;
+
+	for (const char *s = name; *s;) {
+		size_t l = strcspn(s, ".");
+
+		*p++ = (uint8_t)l;
+		memcpy(p, s, l);
+		p += l;
+		s += l + (s[l] == '.');
+	}
+	*p++ = 0;
+	*p++ = 0, *p++ = 1, *p++ = 0, *p++ = 1; /* A, IN */
+	n = frame_with(f, gw, SB_NET_GATEWAY_IP, 53, IPPROTO_UDP, ++sport, q,
+		       (size_t)(p - q));
+	assert_int_equal(write(tap, f, n), (ssize_t)n);
+	return answer(tap, sport);
+}
+
 /* ---- the test internet ----------------------------------------------- */
+
+#define DNS_IP "192.0.2.53"
+
+/* The internet's DNS server: allowed.test is 192.0.2.10 for 2 seconds,
+ * denied.test 192.0.2.20; anything else does not exist. */
+static void *dns_main(void *arg)
+{
+	int fd = *(int *)arg;
+	uint8_t m[1500];
+
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t flen = sizeof(from);
+		ssize_t n = recvfrom(fd, m, 1000, 0, (struct sockaddr *)&from,
+				     &flen);
+		size_t end = 12;
+		bool allowed, denied;
+
+		if (n < 17)
+			continue;
+		while (end < (size_t)n && m[end])
+			end += 1u + m[end];
+		end += 5; /* root label, type, class */
+		allowed = !memcmp(m + 12, "\7allowed\4test", 14);
+		denied = !memcmp(m + 12, "\6denied\4test", 13);
+		m[2] = 0x81, m[3] = (allowed || denied) ? 0x80 : 0x83;
+		m[6] = 0, m[7] = (allowed || denied) ? 1 : 0;
+		m[10] = m[11] = 0; /* no OPT back */
+		if (allowed || denied) {
+			static const uint8_t rr[] = {0xc0, 12, 0, 1, 0, 1,
+						     0, 0, 0, 2, 0, 4};
+
+			memcpy(m + end, rr, sizeof(rr));
+			inet_pton(AF_INET, allowed ? ALLOWED_IP : DENIED_IP,
+				  m + end + sizeof(rr));
+			end += sizeof(rr) + 4;
+		}
+		sendto(fd, m, end, 0, (struct sockaddr *)&from, flen);
+	}
+	return NULL;
+}
+
+static void start_dns(void)
+{
+	static int fd;
+	static pthread_t t;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	inet_pton(AF_INET, DNS_IP, &a.sin_addr);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(pthread_create(&t, NULL, dns_main, &fd), 0);
+}
 
 static void in_ns(int ns)
 {
@@ -178,17 +275,19 @@ static void listen_on(const char *ip, uint16_t port)
  * (on lo: /32s), listeners. */
 static void make_internet(int fd)
 {
-	static const char *const ips[] = {ALLOWED_IP, DENIED_IP, META_IP};
+	static const char *const ips[] = {ALLOWED_IP, DENIED_IP, META_IP,
+					  DNS_IP};
 	int lo = (int)if_nametoindex("lo"), wan = (int)if_nametoindex("wan1");
 
 	assert_int_equal(rtnl_link_up(fd, lo), 0);
 	assert_int_equal(rtnl_addr4(fd, wan, inet_addr(INET_IP), 24), 0);
 	assert_int_equal(rtnl_link_up(fd, wan), 0);
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		assert_int_equal(rtnl_addr4(fd, lo, inet_addr(ips[i]), 32), 0);
 		listen_on(ips[i], 80);
 	}
 	listen_on(ALLOWED_IP, 81);
+	start_dns();
 }
 
 static int setup(void **state)
@@ -203,6 +302,7 @@ static int setup(void **state)
 		return -1;
 	sb_options_init(&opts);
 	snprintf(opts.run_dir, sizeof(opts.run_dir), "%s", run_dir);
+	snprintf(opts.net_dns, sizeof(opts.net_dns), DNS_IP);
 	if (unshare(CLONE_NEWNET) < 0)
 		return -1;
 	host_ns = ns_fd();
@@ -345,6 +445,41 @@ static void test_policy(void **state)
 	sb_net_close(n);
 }
 
+/* A name opens its addresses through the slot's resolver, for the
+ * record's TTL (2 s here) only; an unlisted name does not exist. */
+static void test_names(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net_stats st;
+	struct sb_net *n;
+	uint8_t gw[6];
+	int tap;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	p.n_cidrs = 0;
+	p.n_names = 1;
+	snprintf(p.names[0].name, sizeof(p.names[0].name), "allowed.test");
+	n = open_slot(&p);
+	tap = sb_net_tap(n);
+	gw_mac(n, gw);
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 80, IPPROTO_TCP), RESET);
+	assert_int_equal(ask(tap, gw, "denied.test"), NXDOMAIN);
+	assert_int_equal(ask(tap, gw, "allowed.test"), NOERROR);
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 80, IPPROTO_TCP), SYNACK);
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 81, IPPROTO_TCP), RESET);
+	assert_int_equal(probe(tap, gw, DENIED_IP, 80, IPPROTO_TCP), RESET);
+	/* DNS to anyone but the slot's resolver is refused */
+	assert_int_equal(probe(tap, gw, DNS_IP, 53, IPPROTO_UDP), PROHIBITED);
+	sleep(3); /* past the TTL: the element is gone */
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 80, IPPROTO_TCP), RESET);
+	assert_int_equal(sb_net_stats(n, &st), 0);
+	assert_true(dropped(&st, DNS_IP ":53"));
+	assert_true(dropped(&st, ALLOWED_IP ":81"));
+	sb_net_close(n);
+}
+
 /* The dropped list is capped. */
 static void test_dropped_cap(void **state)
 {
@@ -479,6 +614,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_dropped_cap),
 		cmocka_unit_test(test_two_slots),
 		cmocka_unit_test(test_no_leftovers),
