@@ -259,7 +259,20 @@ static int ns_fd(void)
 	return open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 }
 
-static void listen_on(const char *ip, uint16_t port)
+/* The allowed server's page: one line per connection. */
+static void *http_main(void *arg)
+{
+	int fd = *(int *)arg, c;
+
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		if (write(c, "hello\n", 6) != 6)
+			break;
+		close(c);
+	}
+	return NULL;
+}
+
+static int listen_on(const char *ip, uint16_t port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons(port)};
@@ -269,6 +282,7 @@ static void listen_on(const char *ip, uint16_t port)
 	assert_true(fd >= 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(fd, 64), 0); /* kept open: the test's life */
+	return fd;
 }
 
 /* The internet namespace: its end of the wire, the servers' addresses
@@ -282,10 +296,17 @@ static void make_internet(int fd)
 	assert_int_equal(rtnl_link_up(fd, lo), 0);
 	assert_int_equal(rtnl_addr4(fd, wan, inet_addr(INET_IP), 24), 0);
 	assert_int_equal(rtnl_link_up(fd, wan), 0);
+	static int http_fd;
+	static pthread_t http;
+
 	for (size_t i = 0; i < 4; i++) {
 		assert_int_equal(rtnl_addr4(fd, lo, inet_addr(ips[i]), 32), 0);
-		listen_on(ips[i], 80);
+		if (i == 0)
+			http_fd = listen_on(ips[i], 80);
+		else
+			listen_on(ips[i], 80);
 	}
+	assert_int_equal(pthread_create(&http, NULL, http_main, &http_fd), 0);
 	listen_on(ALLOWED_IP, 81);
 	start_dns();
 }
@@ -303,6 +324,12 @@ static int setup(void **state)
 	sb_options_init(&opts);
 	snprintf(opts.run_dir, sizeof(opts.run_dir), "%s", run_dir);
 	snprintf(opts.net_dns, sizeof(opts.net_dns), DNS_IP);
+	if (getenv("AIRLOCK_TEST_STATE") && *getenv("AIRLOCK_TEST_STATE"))
+		snprintf(opts.state_dir, sizeof(opts.state_dir), "%s",
+			 getenv("AIRLOCK_TEST_STATE"));
+	else
+		snprintf(opts.state_dir, sizeof(opts.state_dir),
+			 "/var/tmp/airlock-test");
 	if (unshare(CLONE_NEWNET) < 0)
 		return -1;
 	host_ns = ns_fd();
@@ -610,6 +637,9 @@ static void test_no_leftovers(void **state)
 	close(pipefd[0]);
 }
 
+#ifdef NET_VM
+#include "vm_part.h"
+#else
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -622,3 +652,4 @@ int main(void)
 
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
+#endif
