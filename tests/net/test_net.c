@@ -14,6 +14,7 @@
  * a closed slot and a SIGKILLed owner leave no host link. Needs root.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -583,13 +584,44 @@ static int host_links(void)
 	return n;
 }
 
+/* Processes named like us: ourselves, and resolvers forked by slots
+ * (readdir lists processes, not our threads). */
+static int our_processes(void)
+{
+	char path[300], comm[32], mine[32] = "";
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	FILE *f = fopen("/proc/self/comm", "re");
+
+	if (f && !fgets(mine, sizeof(mine), f))
+		mine[0] = 0;
+	if (f)
+		fclose(f);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, mine))
+			n++;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static bool gone(pid_t pid)
 {
 	return kill(pid, 0) < 0 && errno == ESRCH;
 }
 
 /* Closed slots leave no host link; nor does an owner killed with its
- * slots open (the kernel frees the namespace, the sweep the rest). */
+ * slots open (the kernel frees the namespace, the sweep the rest), and
+ * its resolvers die with it. */
 static void test_no_leftovers(void **state)
 {
 	struct sb_net_policy p;
@@ -609,6 +641,9 @@ static void test_no_leftovers(void **state)
 			sb_net_close(n[i]);
 		assert_int_equal(host_links(), 0);
 	}
+	p.n_names = 1; /* resolvers too */
+	snprintf(p.names[0].name, sizeof(p.names[0].name), "allowed.test");
+	assert_int_equal(our_processes(), 1);
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
 	pid = fork();
 	if (pid == 0) {
@@ -626,6 +661,7 @@ static void test_no_leftovers(void **state)
 	close(pipefd[1]);
 	assert_int_equal(read(pipefd[0], &c, 1), 1);
 	assert_int_equal(host_links(), 3);
+	assert_int_equal(our_processes(), 1 + 1 + 3); /* child, resolvers */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	/* the namespaces are freed asynchronously; the sweep deletes what
@@ -634,6 +670,9 @@ static void test_no_leftovers(void **state)
 	for (int i = 0; i < 50 && host_links(); i++)
 		usleep(100 * 1000);
 	assert_int_equal(host_links(), 0);
+	for (int i = 0; i < 50 && our_processes() > 1; i++)
+		usleep(100 * 1000);
+	assert_int_equal(our_processes(), 1);
 	close(pipefd[0]);
 }
 
