@@ -67,16 +67,16 @@
 
 struct sb_net {
 	const struct sb_net_policy *policy; /* NULL: no uplink */
-	int ns_fd;                  /* the VM's netns */
-	int tap_fd;                 /* tap0, QEMU's NIC */
-	int lease_fd;               /* holds slot `idx`, -1 = none */
-	uint32_t idx;               /* slot index, 0 = no uplink */
-	char host_if[IFNAMSIZ];     /* the veth's host end, "" = none */
-	struct nft_ctx *nft;        /* a context inside the VM's netns */
-	pid_t resolver;             /* the resolver child, -1 = none */
-	int dns_listen;             /* its socket on the gateway:53 (VM ns) */
-	int dns_upstream;           /* its socket to the upstream (host ns) */
-	struct nft_ctx *dns_nft;    /* its nft context (VM ns) */
+	int ns_fd;			    /* the VM's netns */
+	int tap_fd;			    /* tap0, QEMU's NIC */
+	int lease_fd;			    /* holds slot `idx`, -1 = none */
+	uint32_t idx;			    /* slot index, 0 = no uplink */
+	char host_if[IFNAMSIZ];		    /* the veth's host end, "" = none */
+	struct nft_ctx *nft;	 /* a context inside the VM's netns */
+	pid_t resolver;		 /* the resolver child, -1 = none */
+	int dns_listen;		 /* its socket on the gateway:53 (VM ns) */
+	int dns_upstream;	 /* its socket to the upstream (host ns) */
+	struct nft_ctx *dns_nft; /* its nft context (VM ns) */
 };
 
 static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
@@ -98,9 +98,9 @@ static const struct {
 	const char *addr;
 	uint8_t prefix;
 } private_ranges[] = {
-	{AF_INET, "10.0.0.0", 8},      {AF_INET, "172.16.0.0", 12},
-	{AF_INET, "192.168.0.0", 16},  {AF_INET, "100.64.0.0", 10},
-	{AF_INET, "198.18.0.0", 15},   {AF_INET6, "fc00::", 7},
+    {AF_INET, "10.0.0.0", 8},	  {AF_INET, "172.16.0.0", 12},
+    {AF_INET, "192.168.0.0", 16}, {AF_INET, "100.64.0.0", 10},
+    {AF_INET, "198.18.0.0", 15},  {AF_INET6, "fc00::", 7},
 };
 
 static void set_err(char *err, size_t len, const char *what, int r)
@@ -258,19 +258,19 @@ static int put_host_addrs(FILE *f)
 static void put_sets(FILE *f)
 {
 	static const char *const sets[] = {
-		"never4 { type ipv4_addr; flags interval; auto-merge; }",
-		"never6 { type ipv6_addr; flags interval; auto-merge; }",
-		"private4 { type ipv4_addr; flags interval; auto-merge; }",
-		"private6 { type ipv6_addr; flags interval; auto-merge; }",
-		"host4 { type ipv4_addr; }",
-		"host6 { type ipv6_addr; }",
-		"allow4 { type ipv4_addr; flags interval; auto-merge; }",
-		"allow6 { type ipv6_addr; flags interval; auto-merge; }",
-		"private_ok4 { type ipv4_addr; flags interval; auto-merge; }",
-		"private_ok6 { type ipv6_addr; flags interval; auto-merge; }",
-		"ports { type inet_proto . inet_service; flags interval; }",
-		"dns4 { type ipv4_addr; flags timeout; }",
-		"dns6 { type ipv6_addr; flags timeout; }",
+	    "never4 { type ipv4_addr; flags interval; auto-merge; }",
+	    "never6 { type ipv6_addr; flags interval; auto-merge; }",
+	    "private4 { type ipv4_addr; flags interval; auto-merge; }",
+	    "private6 { type ipv6_addr; flags interval; auto-merge; }",
+	    "host4 { type ipv4_addr; }",
+	    "host6 { type ipv6_addr; }",
+	    "allow4 { type ipv4_addr; flags interval; auto-merge; }",
+	    "allow6 { type ipv6_addr; flags interval; auto-merge; }",
+	    "private_ok4 { type ipv4_addr; flags interval; auto-merge; }",
+	    "private_ok6 { type ipv6_addr; flags interval; auto-merge; }",
+	    "ports { type inet_proto . inet_service; flags interval; }",
+	    "dns4 { type ipv4_addr; flags timeout; }",
+	    "dns6 { type ipv6_addr; flags timeout; }",
 	};
 
 	fprintf(f, "add table inet %s\n", SB_NET_TABLE);
@@ -281,13 +281,15 @@ static void put_sets(FILE *f)
 			"add set inet %s dropped%d { type ipv%d_addr . "
 			"inet_service; size %d; flags dynamic; }\n",
 			SB_NET_TABLE, v, v, SB_NET_DROPPED_MAX);
-	fprintf(f, "add counter inet %s out\nadd counter inet %s in\n"
-		   "add counter inet %s denied\n",
+	fprintf(f,
+		"add counter inet %s out\nadd counter inet %s in\n"
+		"add counter inet %s denied\n",
 		SB_NET_TABLE, SB_NET_TABLE, SB_NET_TABLE);
-	fprintf(f, "add element inet %s never4 { %s }\n"
-		   "add element inet %s never6 { %s }\n"
-		   "add element inet %s private4 { %s }\n"
-		   "add element inet %s private6 { %s }\n",
+	fprintf(f,
+		"add element inet %s never4 { %s }\n"
+		"add element inet %s never6 { %s }\n"
+		"add element inet %s private4 { %s }\n"
+		"add element inet %s private6 { %s }\n",
 		SB_NET_TABLE, never4, SB_NET_TABLE, never6, SB_NET_TABLE,
 		private4, SB_NET_TABLE, private6);
 }
@@ -310,31 +312,36 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 		t, t, t, t, t, t);
 	fprintf(f, "add chain %s allowed\n", t);
 	if (p->conn_per_min)
-		fprintf(f, "add rule %s allowed ct state new limit rate over "
-			   "%u/minute goto deny\n", t, p->conn_per_min);
-	if (p->rate_kbit)
-		fprintf(f, "add rule %s allowed limit rate over %u kbytes/"
-			   "second drop\n", t, p->rate_kbit / 8 ? p->rate_kbit / 8 : 1);
-	fprintf(f, "add rule %s allowed counter name out accept\n", t);
-	fprintf(f,
-		"add chain %s egress\n"
-		"add rule %s egress ip daddr @never4 goto deny\n"
-		"add rule %s egress ip6 daddr @never6 goto deny\n"
-		"add rule %s egress ip daddr @host4 goto deny\n"
-		"add rule %s egress ip6 daddr @host6 goto deny\n"
-		"add rule %s egress ip daddr @private4 ip daddr != @private_ok4 "
-		"goto deny\n"
-		"add rule %s egress ip6 daddr @private6 ip6 daddr != "
-		"@private_ok6 goto deny\n",
-		t, t, t, t, t, t, t);
-	for (int v = 4; v <= 6; v += 2)
 		fprintf(f,
-			"add rule %s egress %s daddr @allow%d meta l4proto . th "
-			"dport @ports goto allowed\n"
-			"add rule %s egress %s daddr @dns%d meta l4proto . th "
-			"dport @ports goto allowed\n",
-			t, v == 4 ? "ip" : "ip6", v, t, v == 4 ? "ip" : "ip6",
-			v);
+			"add rule %s allowed ct state new limit rate over "
+			"%u/minute goto deny\n",
+			t, p->conn_per_min);
+	if (p->rate_kbit)
+		fprintf(f,
+			"add rule %s allowed limit rate over %u kbytes/"
+			"second drop\n",
+			t, p->rate_kbit / 8 ? p->rate_kbit / 8 : 1);
+	fprintf(f, "add rule %s allowed counter name out accept\n", t);
+	fprintf(
+	    f,
+	    "add chain %s egress\n"
+	    "add rule %s egress ip daddr @never4 goto deny\n"
+	    "add rule %s egress ip6 daddr @never6 goto deny\n"
+	    "add rule %s egress ip daddr @host4 goto deny\n"
+	    "add rule %s egress ip6 daddr @host6 goto deny\n"
+	    "add rule %s egress ip daddr @private4 ip daddr != @private_ok4 "
+	    "goto deny\n"
+	    "add rule %s egress ip6 daddr @private6 ip6 daddr != "
+	    "@private_ok6 goto deny\n",
+	    t, t, t, t, t, t, t);
+	for (int v = 4; v <= 6; v += 2)
+		fprintf(
+		    f,
+		    "add rule %s egress %s daddr @allow%d meta l4proto . th "
+		    "dport @ports goto allowed\n"
+		    "add rule %s egress %s daddr @dns%d meta l4proto . th "
+		    "dport @ports goto allowed\n",
+		    t, v == 4 ? "ip" : "ip6", v, t, v == 4 ? "ip" : "ip6", v);
 	fprintf(f, "add rule %s egress goto deny\n", t);
 }
 
@@ -420,12 +427,12 @@ static int nft_apply(struct nft_ctx *nft, const char *script, char *err,
 static int host_prepare(char *err, size_t errlen)
 {
 	static const char script[] =
-		"add table ip airlock_nat\n"
-		"add chain ip airlock_nat post { type nat hook postrouting "
-		"priority srcnat; }\n"
-		"flush chain ip airlock_nat post\n"
-		"add rule ip airlock_nat post ip saddr 10.201.0.0/16 oifname "
-		"!= \"al*\" masquerade\n";
+	    "add table ip airlock_nat\n"
+	    "add chain ip airlock_nat post { type nat hook postrouting "
+	    "priority srcnat; }\n"
+	    "flush chain ip airlock_nat post\n"
+	    "add rule ip airlock_nat post ip saddr 10.201.0.0/16 oifname "
+	    "!= \"al*\" masquerade\n";
 	struct nft_ctx *nft;
 	int r = write_file("/proc/sys/net/ipv4/ip_forward", "1");
 
@@ -481,8 +488,8 @@ static int upstream_addr(const struct sb_options *o, struct in_addr *ret)
 }
 
 /* The resolver's upstream socket, made here (the host's namespace). */
-static int dns_upstream(const struct sb_options *o, struct sb_net *n,
-			char *err, size_t errlen)
+static int dns_upstream(const struct sb_options *o, struct sb_net *n, char *err,
+			size_t errlen)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
 	int r = upstream_addr(o, &sa.sin_addr);
@@ -552,7 +559,7 @@ static int inside_tap(struct sb_net *n, int fd)
 		return -ENODEV;
 	if ((r = rtnl_link_up(fd, lo)) < 0 ||
 	    (r = rtnl_addr4(fd, tap, ip4(SB_NET_GATEWAY_IP), SB_NET_PREFIX)) <
-		    0 ||
+		0 ||
 	    (r = rtnl_link_up(fd, tap)) < 0)
 		return r;
 	return rtnl_neigh4(fd, tap, ip4(SB_NET_GUEST_IP), guest_mac);
@@ -591,8 +598,8 @@ static int inside_uplink(struct sb_net *n, int fd, int host_ns,
 
 /* Everything inside the new namespace; the caller returns to the host's
  * whatever happens. */
-static int inside(struct sb_net *n, int host_ns, const char *rules,
-		  char *err, size_t errlen)
+static int inside(struct sb_net *n, int host_ns, const char *rules, char *err,
+		  size_t errlen)
 {
 	int fd = rtnl_open(), r;
 
@@ -611,8 +618,7 @@ static int inside(struct sb_net *n, int host_ns, const char *rules,
 }
 
 /* Make the namespace and enter it, set it up, come back. */
-static int build(struct sb_net *n, const char *rules, char *err,
-		 size_t errlen)
+static int build(struct sb_net *n, const char *rules, char *err, size_t errlen)
 {
 	int host_ns = ns_here(), r;
 
@@ -792,17 +798,20 @@ static json_t *nft_list(struct nft_ctx *nft, const char *cmd)
 
 static void read_counters(struct sb_net *n, struct sb_net_stats *s)
 {
-	json_t *arr = nft_list(n->nft, "list counters table inet " SB_NET_TABLE);
+	json_t *arr =
+	    nft_list(n->nft, "list counters table inet " SB_NET_TABLE);
 	json_t *e;
 	size_t i;
 
-	json_array_foreach(arr, i, e) {
+	json_array_foreach(arr, i, e)
+	{
 		json_t *c = json_object_get(e, "counter");
-		const char *name = json_string_value(json_object_get(c, "name"));
-		uint64_t pk = (uint64_t)json_integer_value(
-			json_object_get(c, "packets"));
-		uint64_t by = (uint64_t)json_integer_value(
-			json_object_get(c, "bytes"));
+		const char *name =
+		    json_string_value(json_object_get(c, "name"));
+		uint64_t pk =
+		    (uint64_t)json_integer_value(json_object_get(c, "packets"));
+		uint64_t by =
+		    (uint64_t)json_integer_value(json_object_get(c, "bytes"));
 
 		if (!name)
 			continue;
@@ -847,12 +856,12 @@ static void read_dropped(struct sb_net *n, struct sb_net_stats *s)
 		snprintf(cmd, sizeof(cmd), "list set inet %s dropped%d",
 			 SB_NET_TABLE, v);
 		arr = nft_list(n->nft, cmd);
-		json_array_foreach(arr, i, e) {
-			json_t *elems = json_object_get(
-				json_object_get(e, "set"), "elem");
+		json_array_foreach(arr, i, e)
+		{
+			json_t *elems =
+			    json_object_get(json_object_get(e, "set"), "elem");
 
-			json_array_foreach(elems, j, el)
-				add_dropped(s, el, v);
+			json_array_foreach(elems, j, el) add_dropped(s, el, v);
 		}
 		json_decref(arr);
 	}
@@ -905,8 +914,10 @@ int sb_net_probe(char *why, size_t len)
 	}
 	sb_net_close(n);
 	if (r < 0)
-		snprintf(why, len, "%s (needs root, network namespaces, "
-			 "nf_tables and the tun module)", err);
+		snprintf(why, len,
+			 "%s (needs root, network namespaces, "
+			 "nf_tables and the tun module)",
+			 err);
 	return r;
 }
 

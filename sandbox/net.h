@@ -30,22 +30,22 @@
 /* Every clone of a networked template has the same address and MAC: each
  * has a namespace of its own. The namespace end of the tap is the
  * guest's gateway and DNS resolver. */
-#define SB_NET_GUEST_IP "10.200.0.2"
-#define SB_NET_GATEWAY_IP "10.200.0.1"
-#define SB_NET_PREFIX 30
-#define SB_NET_GUEST_MAC "52:54:00:a1:0c:02"
-#define SB_NET_TAP "tap0"     /* the tap, in the VM's namespace */
-#define SB_NET_UPLINK "up0"   /* the veth's end in the VM's namespace */
-#define SB_NET_TABLE "airlock" /* the nft table (family inet) there */
-#define SB_NET_SLOTS 16383    /* slots on a host: 10.201.0.0/16 in /30s */
-#define SB_NET_DROPPED_MAX 16 /* dropped destinations kept per VM */
+#define SB_NET_GUEST_IP	   "10.200.0.2"
+#define SB_NET_GATEWAY_IP  "10.200.0.1"
+#define SB_NET_PREFIX	   30
+#define SB_NET_GUEST_MAC   "52:54:00:a1:0c:02"
+#define SB_NET_TAP	   "tap0"    /* the tap, in the VM's namespace */
+#define SB_NET_UPLINK	   "up0"     /* the veth's end in the VM's namespace */
+#define SB_NET_TABLE	   "airlock" /* the nft table (family inet) there */
+#define SB_NET_SLOTS	   16383 /* slots on a host: 10.201.0.0/16 in /30s */
+#define SB_NET_DROPPED_MAX 16	 /* dropped destinations kept per VM */
 
 /* What a VM's traffic came to. */
 struct sb_net_stats {
-	uint64_t bytes_out, packets_out; /* allowed, guest -> world */
-	uint64_t bytes_in, packets_in;   /* allowed, world -> guest */
-	uint64_t denied_packets;         /* refused, either way */
-	size_t n_dropped;                /* entries in dropped */
+	uint64_t bytes_out, packets_out;      /* allowed, guest -> world */
+	uint64_t bytes_in, packets_in;	      /* allowed, world -> guest */
+	uint64_t denied_packets;	      /* refused, either way */
+	size_t n_dropped;		      /* entries in dropped */
 	char dropped[SB_NET_DROPPED_MAX][64]; /* "ADDR:PORT", sorted */
 };
 

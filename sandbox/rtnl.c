@@ -104,7 +104,8 @@ static int req_send(int fd, struct req *r)
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
 		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n))
 			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+				return ((struct nlmsgerr *)NLMSG_DATA(h))
+				    ->error;
 	}
 }
 
@@ -114,8 +115,8 @@ int rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
 	struct ifinfomsg *ifi, *pi;
 	struct rtattr *li, *data, *pa;
 
-	ifi = req_init(&r, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
-		       sizeof(*ifi));
+	ifi =
+	    req_init(&r, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifi));
 	ifi->ifi_family = AF_UNSPEC;
 	rta_put(&r, IFLA_IFNAME, name, strlen(name) + 1);
 	li = nest_open(&r, IFLA_LINKINFO);
@@ -160,9 +161,8 @@ int rtnl_link_del(int fd, const char *name)
 int rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
 {
 	struct req r;
-	struct ifaddrmsg *ifa = req_init(&r, RTM_NEWADDR,
-					 NLM_F_CREATE | NLM_F_EXCL,
-					 sizeof(*ifa));
+	struct ifaddrmsg *ifa =
+	    req_init(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
 
 	ifa->ifa_family = AF_INET;
 	ifa->ifa_prefixlen = (unsigned char)prefix;
@@ -175,8 +175,8 @@ int rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
 int rtnl_default4(int fd, uint32_t gw)
 {
 	struct req r;
-	struct rtmsg *rt = req_init(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL,
-				    sizeof(*rt));
+	struct rtmsg *rt =
+	    req_init(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, sizeof(*rt));
 
 	rt->rtm_family = AF_INET;
 	rt->rtm_table = RT_TABLE_MAIN;
@@ -219,8 +219,8 @@ int rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
 {
 	static char buf[32768];
 	struct req r;
-	struct ifinfomsg *ifi = req_init(&r, RTM_GETLINK, NLM_F_DUMP,
-					 sizeof(*ifi));
+	struct ifinfomsg *ifi =
+	    req_init(&r, RTM_GETLINK, NLM_F_DUMP, sizeof(*ifi));
 	ssize_t n;
 	int ret = 0;
 
@@ -238,7 +238,8 @@ int rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
 			if (h->nlmsg_type == NLMSG_DONE)
 				return ret;
 			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+				return ((struct nlmsgerr *)NLMSG_DATA(h))
+				    ->error;
 			if (!ret && h->nlmsg_type == RTM_NEWLINK)
 				ret = link_name(h, fn, arg);
 		}

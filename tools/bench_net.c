@@ -101,8 +101,8 @@ static int bench_slots(const struct sb_options *o,
 }
 
 static int bench_restore(const struct sb_options *o,
-			 const struct sb_net_policy *p, const char *tmpl,
-			 int n, struct series *plain, struct series *net)
+			 const struct sb_net_policy *p, const char *tmpl, int n,
+			 struct series *plain, struct series *net)
 {
 	struct sb_template tp, tn;
 	char err[256];
@@ -135,12 +135,12 @@ static int bench_restore(const struct sb_options *o,
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"template", required_argument, NULL, 't'},
-		{"clones", required_argument, NULL, 'n'},
-		{"slots", required_argument, NULL, 'l'},
-		{"state-dir", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"template", required_argument, NULL, 't'},
+	    {"clones", required_argument, NULL, 'n'},
+	    {"slots", required_argument, NULL, 'l'},
+	    {"state-dir", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	static struct series open_ = {.name = "slot open"},
 			     close_ = {.name = "slot close"},
@@ -155,11 +155,18 @@ int main(int argc, char **argv)
 	snprintf(o.net_dns, sizeof(o.net_dns), "127.0.0.1");
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case 't': tmpl = optarg; break;
-		case 'n': clones = atoi(optarg); break;
-		case 'l': slots = atoi(optarg); break;
+		case 't':
+			tmpl = optarg;
+			break;
+		case 'n':
+			clones = atoi(optarg);
+			break;
+		case 'l':
+			slots = atoi(optarg);
+			break;
 		case 's':
-			snprintf(o.state_dir, sizeof(o.state_dir), "%s", optarg);
+			snprintf(o.state_dir, sizeof(o.state_dir), "%s",
+				 optarg);
 			break;
 		default:
 			printf("usage: airlock-bench-net [--template NAME] "

@@ -27,10 +27,10 @@
 
 #include "agent.h"
 
-#define NET_PARAM "airlock.net="
-#define NET_IF "eth0"
+#define NET_PARAM   "airlock.net="
+#define NET_IF	    "eth0"
 #define NET_WAIT_MS 10000u /* the NIC's driver probes asynchronously */
-#define RESOLV_RUN "/run/resolv.conf"
+#define RESOLV_RUN  "/run/resolv.conf"
 
 struct guest_net {
 	struct in_addr addr, mask, gw;
@@ -128,8 +128,8 @@ static int write_resolv(struct in_addr gw)
 		return -EIO;
 	chmod(RESOLV_RUN, 0644);
 	return mount(RESOLV_RUN, "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0
-		       ? -errno
-		       : 0;
+		   ? -errno
+		   : 0;
 }
 
 int al_agent_net_up(void)
@@ -146,7 +146,8 @@ int al_agent_net_up(void)
 	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
-	if ((r = if_up(s, "lo")) < 0 || (r = if_addr(s, SIOCSIFADDR, n.addr)) < 0 ||
+	if ((r = if_up(s, "lo")) < 0 ||
+	    (r = if_addr(s, SIOCSIFADDR, n.addr)) < 0 ||
 	    (r = if_addr(s, SIOCSIFNETMASK, n.mask)) < 0 ||
 	    (r = if_up(s, NET_IF)) < 0 || (r = default_route(s, n.gw)) < 0)
 		al_agent_log("network: %s", strerror(-r));

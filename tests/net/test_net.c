@@ -40,11 +40,11 @@
 #include "net.h"
 #include "rtnl.h"
 
-#define HOST_IP "198.51.100.1"
-#define INET_IP "198.51.100.2"
+#define HOST_IP	   "198.51.100.1"
+#define INET_IP	   "198.51.100.2"
 #define ALLOWED_IP "192.0.2.10"
-#define DENIED_IP "192.0.2.20"
-#define META_IP "169.254.169.254"
+#define DENIED_IP  "192.0.2.20"
+#define META_IP	   "169.254.169.254"
 
 static struct sb_options opts;
 static char run_dir[64];
@@ -93,7 +93,7 @@ static size_t frame_with(uint8_t *f, const uint8_t gw_mac[6], const char *dst,
 	l4[0] = (uint8_t)(sport >> 8), l4[1] = (uint8_t)sport;
 	l4[2] = (uint8_t)(port >> 8), l4[3] = (uint8_t)port;
 	if (proto == IPPROTO_TCP) {
-		l4[4] = 0x12; /* sequence number */
+		l4[4] = 0x12;  /* sequence number */
 		l4[12] = 0x50; /* data offset 5 */
 		l4[13] = 0x02; /* SYN */
 		l4[14] = 0xff, l4[15] = 0xff;
@@ -144,10 +144,10 @@ static enum answer answer(int tap, uint16_t sport)
 						       : OTHER;
 		if (ip[9] == IPPROTO_UDP && (l4[2] << 8 | l4[3]) == sport &&
 		    n >= 14 + 20 + 8 + 12) {
-			unsigned rcode = l4[8 + 3] & 15, an = l4[8 + 6] << 8 |
-								 l4[8 + 7];
+			unsigned rcode = l4[8 + 3] & 15,
+				 an = l4[8 + 6] << 8 | l4[8 + 7];
 
-			return rcode == 3		 ? NXDOMAIN
+			return rcode == 3	      ? NXDOMAIN
 			       : rcode == 0 && an > 0 ? NOERROR
 						      : OTHER;
 		}
@@ -209,8 +209,8 @@ static void *dns_main(void *arg)
 	for (;;) {
 		struct sockaddr_in from;
 		socklen_t flen = sizeof(from);
-		ssize_t n = recvfrom(fd, m, 1000, 0, (struct sockaddr *)&from,
-				     &flen);
+		ssize_t n =
+		    recvfrom(fd, m, 1000, 0, (struct sockaddr *)&from, &flen);
 		size_t end = 12;
 		bool allowed, denied;
 
@@ -226,7 +226,7 @@ static void *dns_main(void *arg)
 		m[10] = m[11] = 0; /* no OPT back */
 		if (allowed || denied) {
 			static const uint8_t rr[] = {0xc0, 12, 0, 1, 0, 1,
-						     0, 0, 0, 2, 0, 4};
+						     0,	   0,  0, 2, 0, 4};
 
 			memcpy(m + end, rr, sizeof(rr));
 			inet_pton(AF_INET, allowed ? ALLOWED_IP : DENIED_IP,
@@ -275,8 +275,7 @@ static void *http_main(void *arg)
 
 static int listen_on(const char *ip, uint16_t port)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons(port)};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	inet_pton(AF_INET, ip, &a.sin_addr);
@@ -419,10 +418,10 @@ static struct sb_net *open_slot(const struct sb_net_policy *p)
 	return n;
 }
 
-#define SKIP_UNLESS_ROOT()                                                    \
-	do {                                                                  \
-		if (geteuid() != 0)                                           \
-			skip();                                               \
+#define SKIP_UNLESS_ROOT()                                                     \
+	do {                                                                   \
+		if (geteuid() != 0)                                            \
+			skip();                                                \
 	} while (0)
 
 /* The policy's address on its port gets through; everything else is
@@ -454,9 +453,9 @@ static void test_policy(void **state)
 			 PROHIBITED);
 	/* the gateway answers DNS only (no resolver here: a refusal would be
 	 * an ICMP port unreachable, not a reset); other ports are refused */
-	assert_int_equal(probe(sb_net_tap(n), gw, SB_NET_GATEWAY_IP, 22,
-			       IPPROTO_TCP),
-			 RESET);
+	assert_int_equal(
+	    probe(sb_net_tap(n), gw, SB_NET_GATEWAY_IP, 22, IPPROTO_TCP),
+	    RESET);
 	assert_int_equal(sb_net_stats(n, &st), 0);
 	assert_true(st.bytes_out > 0 && st.bytes_in > 0);
 	assert_true(st.denied_packets >= 6);
@@ -522,9 +521,9 @@ static void test_dropped_cap(void **state)
 	n = open_slot(&p);
 	gw_mac(n, gw);
 	for (uint16_t port = 1000; port < 1000 + SB_NET_DROPPED_MAX + 4; port++)
-		assert_int_equal(probe(sb_net_tap(n), gw, DENIED_IP, port,
-				       IPPROTO_TCP),
-				 RESET); /* still refused once the list is full */
+		assert_int_equal(
+		    probe(sb_net_tap(n), gw, DENIED_IP, port, IPPROTO_TCP),
+		    RESET); /* still refused once the list is full */
 	assert_int_equal(sb_net_stats(n, &st), 0);
 	assert_int_equal(st.n_dropped, SB_NET_DROPPED_MAX);
 	sb_net_close(n);
@@ -682,11 +681,11 @@ static void test_no_leftovers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_policy),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_dropped_cap),
-		cmocka_unit_test(test_two_slots),
-		cmocka_unit_test(test_no_leftovers),
+	    cmocka_unit_test(test_policy),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_dropped_cap),
+	    cmocka_unit_test(test_two_slots),
+	    cmocka_unit_test(test_no_leftovers),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

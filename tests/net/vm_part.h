@@ -31,21 +31,38 @@ static bool has(const struct al_result *r, const char *d)
 	return false;
 }
 
-#define CONNECT(dst) "{\"cmd\":[\"bash\",\"-c\",\"exec 3<>/dev/tcp/" dst \
-		     " && head -c6 <&3\"]}"
+#define CONNECT(dst)                                                           \
+	"{\"cmd\":[\"bash\",\"-c\",\"exec 3<>/dev/tcp/" dst                    \
+	" && head -c6 <&3\"]}"
 
 /* The acceptance of issue 11 in one job: allowed by name, everything
  * else a fast failed connect listed in the result. */
 static void test_job(void **state)
 {
 	static const char *const nets[] = {"testnet", NULL};
-	const char *json =
-		"{\"template\":\"c\",\"network\":\"testnet\",\"steps\":["
-		CONNECT("allowed.test/80") "," CONNECT("denied.test/80") ","
-		CONNECT(DENIED_IP "/80") "," CONNECT(META_IP "/80") ","
-		CONNECT(HOST_IP "/80") "," CONNECT("allowed.test/81") ","
-		CONNECT("10.201.0.1/80") ","
-		"{\"cmd\":[\"cat\",\"/etc/resolv.conf\"]}]}";
+	const char
+	    *json =
+		"{\"template\":\"c\",\"network\":\"testnet\",\"steps\":"
+		"[" CONNECT("allowed.test/80") "," CONNECT("denied.test/80") "," CONNECT(
+		    DENIED_IP
+		    "/80") "," CONNECT(META_IP
+				       "/80") "," CONNECT(HOST_IP
+							  "/80") "," CONNECT("a"
+									     "l"
+									     "l"
+									     "o"
+									     "w"
+									     "e"
+									     "d"
+									     "."
+									     "t"
+									     "e"
+									     "s"
+									     "t"
+									     "/"
+									     "8"
+									     "1") "," CONNECT("10.201.0.1/80") ","
+													       "{\"cmd\":[\"cat\",\"/etc/resolv.conf\"]}]}";
 	struct al_policy pol = *al_policy_default();
 	struct al_worker w;
 	struct al_job job = {0};
@@ -82,21 +99,21 @@ static void test_job(void **state)
 	assert_true(has(&res, HOST_IP ":80"));
 	assert_true(has(&res, ALLOWED_IP ":81"));
 	assert_true(has(&res, "10.201.0.1:80"));
-	assert_true(out_is(&res, 7, "nameserver " SB_NET_GATEWAY_IP
-				    "\noptions timeout:2 attempts:2\n"));
+	assert_true(out_is(&res, 7,
+			   "nameserver " SB_NET_GATEWAY_IP
+			   "\noptions timeout:2 attempts:2\n"));
 	al_result_release(&res);
 	al_job_release(&job);
 	al_worker_release(&w);
 	assert_int_equal(host_links(), 0);
 }
 
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_job),
+	    cmocka_unit_test(test_job),
 	};
 	(void)test_policy, (void)test_names, (void)test_dropped_cap,
-		(void)test_two_slots, (void)test_no_leftovers;
+	    (void)test_two_slots, (void)test_no_leftovers;
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
