@@ -804,10 +804,10 @@ static void sweep(struct serve *s, const char *when, bool always)
 			r == -EPERM ? "not ours alone (owner or mode): left "
 				      "alone"
 				    : strerror(-r));
-	if (always || st.dirs || st.cgroups || st.killed)
+	if (always || st.dirs || st.cgroups || st.killed || st.links)
 		al_info("sweep %s: removed %u run dirs and %u cgroups of dead "
-			"workers, killed %u processes",
-			when, st.dirs, st.cgroups, st.killed);
+			"workers and %u network links, killed %u processes",
+			when, st.dirs, st.cgroups, st.links, st.killed);
 }
 
 static void on_exit_(uv_poll_t *p, int status, int events)

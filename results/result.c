@@ -273,6 +273,64 @@ static const struct al__walk_field vm_fields[] = {
 };
 static const struct al__walk_table vm_table = AL__WALK_TABLE(vm_fields, NULL);
 
+static int net_policy(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	return al__walk_name(v, path, d, &((struct al_net_info *)out)->policy);
+}
+
+static int net_bytes_in(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	return al__walk_u64(v, path, d, &((struct al_net_info *)out)->bytes_in);
+}
+
+static int net_bytes_out(const msgpack_object *v, const char *path, void *out,
+			 struct al_diags *d)
+{
+	return al__walk_u64(v, path, d,
+			    &((struct al_net_info *)out)->bytes_out);
+}
+
+/* An array of at most AL_NET_DROPPED_MAX strings of AL_NET_DEST_MAX. */
+static int net_dropped(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_net_info *n = out;
+	char sub[160], *s;
+
+	if (v->type != MSGPACK_OBJECT_ARRAY) {
+		al__walk_type_error(d, path, "an array");
+		return 0;
+	}
+	if (v->via.array.size > AL_NET_DROPPED_MAX) {
+		al_diags_add(d, path, "must have at most %d entries",
+			     AL_NET_DROPPED_MAX);
+		return 0;
+	}
+	for (uint32_t i = 0; i < v->via.array.size; i++) {
+		s = NULL;
+		al__path_index(sub, sizeof(sub), path, i);
+		if (al__walk_str(&v->via.array.ptr[i], sub, AL_NET_DEST_MAX, d,
+				 &s) < 0)
+			return -ENOMEM;
+		if (s)
+			snprintf(n->dropped[n->n_dropped++],
+				 sizeof(n->dropped[0]), "%s", s);
+		free(s);
+	}
+	return 0;
+}
+
+static const struct al__walk_field net_fields[] = {
+    {"policy", 0, net_policy, true},
+    {"bytes_in", 0, net_bytes_in, false},
+    {"bytes_out", 0, net_bytes_out, false},
+    {"dropped", 0, net_dropped, false},
+};
+static const struct al__walk_table net_table =
+    AL__WALK_TABLE(net_fields, NULL);
+
 #define TIMING_FIELD(name)                                                     \
 	static int timing_##name(const msgpack_object *v, const char *path,    \
 				 void *out, struct al_diags *d)                \
@@ -366,6 +424,13 @@ static int res_vm(const msgpack_object *v, const char *path, void *out,
 			    d, NULL);
 }
 
+static int res_network(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	return al__walk_map(v, path, &net_table,
+			    &((struct al_result *)out)->network, d, NULL);
+}
+
 static int res_timing(const msgpack_object *v, const char *path, void *out,
 		      struct al_diags *d)
 {
@@ -394,6 +459,7 @@ static const struct al__walk_field result_fields[] = {
     {"steps", 0, res_steps, false},
     {"files", 0, res_files, false},
     {"vm", 0, res_vm, false},
+    {"network", 0, res_network, false},
     {"timing", 0, res_timing, false},
     {"attempt", 0, res_attempt, false},
     {"worker", offsetof(struct al_result, worker), walk_label, false},
@@ -441,6 +507,7 @@ void al_result_release(struct al_result *r)
 	free(r->steps);
 	al__files_release(r->files, r->n_files);
 	free(r->vm.template_);
+	free(r->network.policy);
 	free(r->worker);
 	al__blob_release(&r->meta);
 	memset(r, 0, sizeof(*r));
@@ -516,11 +583,25 @@ static void pack_vm(msgpack_packer *pk, const struct al_vm_info *vm)
 	pack_u64(pk, "restore_ms", vm->restore_ms);
 }
 
+static void pack_net(msgpack_packer *pk, const struct al_net_info *n)
+{
+	msgpack_pack_map(pk, 4);
+	al__pack_key(pk, "policy");
+	al__pack_str(pk, n->policy);
+	pack_u64(pk, "bytes_in", n->bytes_in);
+	pack_u64(pk, "bytes_out", n->bytes_out);
+	al__pack_key(pk, "dropped");
+	msgpack_pack_array(pk, n->n_dropped);
+	for (size_t i = 0; i < n->n_dropped; i++)
+		al__pack_str(pk, n->dropped[i]);
+}
+
 static void pack_result(msgpack_packer *pk, const void *obj)
 {
 	const struct al_result *r = obj;
 	size_t n = 6 + (r->verdict != AL_VERDICT_NONE) + !!r->error +
-		   !!r->n_files + !!r->worker + !!r->meta.len;
+		   !!r->n_files + !!r->worker + !!r->meta.len +
+		   !!r->network.policy;
 
 	msgpack_pack_map(pk, n);
 	al__pack_key(pk, "id");
@@ -545,6 +626,10 @@ static void pack_result(msgpack_packer *pk, const void *obj)
 	}
 	al__pack_key(pk, "vm");
 	pack_vm(pk, &r->vm);
+	if (r->network.policy) {
+		al__pack_key(pk, "network");
+		pack_net(pk, &r->network);
+	}
 	al__pack_key(pk, "timing");
 	msgpack_pack_map(pk, 3);
 	pack_u64(pk, "queued_ms", r->timing.queued_ms);

@@ -178,6 +178,19 @@ struct al_vm_info {
 	uint64_t restore_ms; /* restore or boot time */
 };
 
+/* A networked job's traffic (docs/network.md): present when the job had a
+ * `network` policy. */
+#define AL_NET_DROPPED_MAX 16  /* dropped destinations kept */
+#define AL_NET_DEST_MAX 63     /* "ADDR:PORT" or "[ADDR6]:PORT" */
+struct al_net_info {
+	char *policy;        /* policy name, NULL = no network (omitted) */
+	uint64_t bytes_in;   /* allowed bytes, world -> guest */
+	uint64_t bytes_out;  /* allowed bytes, guest -> world */
+	size_t n_dropped;    /* entries in dropped */
+	char dropped[AL_NET_DROPPED_MAX][AL_NET_DEST_MAX + 1]; /* the first
+			      * distinct refused destinations, sorted */
+};
+
 struct al_timing {
 	uint64_t queued_ms; /* submit -> picked up */
 	uint64_t run_ms;    /* picked up -> VM destroyed */
@@ -194,6 +207,7 @@ struct al_result {
 	struct al_file *files;         /* collected files */
 	size_t n_files;                /* entries in files */
 	struct al_vm_info vm;          /* facts about the VM */
+	struct al_net_info network;    /* its network, policy NULL = none */
 	struct al_timing timing;       /* timings */
 	uint32_t attempt;              /* 1 for the first delivery */
 	char *worker;                  /* which worker ran it */

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
@@ -83,14 +84,24 @@ static int restore_load(struct sb_vm *vm)
 /* A VMM for a clone of `t`, waiting in -incoming defer: no guest state,
  * so it may be started ahead of the job that will use it. */
 static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
-		       struct sb_vm **ret)
+		       struct sb_net *net, struct sb_vm **ret)
 {
 	struct machine_mem m = {.fd = t->mem_fd, .share = false,
 				.incoming = true};
 	int r = vm_create(o, t->img.name, t->accel, ret);
 
-	if (r < 0)
+	if (r < 0) {
+		sb_net_close(net);
 		return r;
+	}
+	(*ret)->net = net; /* the VM's now, whatever happens */
+	if (t->net != (net != NULL)) {
+		snprintf((*ret)->error, sizeof((*ret)->error), "%s",
+			 t->net ? "a networked template's clone needs a "
+				  "network slot"
+				: "a network slot needs a networked template");
+		return -EINVAL;
+	}
 	(*ret)->restored = true;
 	/* same devices as the template, a CID of its own (vm_create) */
 	return vm_launch(*ret, o, &t->img, &m);
@@ -130,7 +141,13 @@ static int clone_finish(struct sb_vm *vm, const struct sb_options *o,
 int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
 		  struct sb_vm **ret)
 {
-	int r = clone_spawn(o, t, ret);
+	return sb_vm_restore_net(o, t, NULL, ret);
+}
+
+int sb_vm_restore_net(const struct sb_options *o, const struct sb_template *t,
+		      struct sb_net *net, struct sb_vm **ret)
+{
+	int r = clone_spawn(o, t, net, ret);
 
 	if (r == 0) {
 		(*ret)->start_ms = al_now_ms();
@@ -153,7 +170,7 @@ void sb_pool_fill(struct sb_pool *p)
 	while (p->n < p->want) {
 		struct sb_vm *vm = NULL;
 
-		if (clone_spawn(p->o, p->t, &vm) < 0) {
+		if (clone_spawn(p->o, p->t, NULL, &vm) < 0) {
 			sb_vm_destroy(vm);
 			return; /* restores spawn inline until this works again */
 		}
@@ -196,7 +213,7 @@ int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret)
 		}
 	}
 	if (!vm) {
-		r = clone_spawn(p->o, p->t, &vm);
+		r = clone_spawn(p->o, p->t, NULL, &vm);
 		if (r < 0) {
 			*ret = vm;
 			return r;

@@ -8,12 +8,15 @@
  *
  * QEMU creates no file and no socket: QMP and the agent's channel are
  * socketpair ends it inherits (VMM_FD_*), the console is a ring in its
- * memory, guest RAM a memfd it inherits. Networking plugs in here and in
- * vmm.c: the spec will carry the tap fd that the launch (struct
- * vmm_spec) passes into the per-VM netns, and
- * `-nic none` becomes one `-netdev tap,fd=N` plus a virtio-net device.
+ * memory, guest RAM a memfd it inherits. A networked VM (the networked
+ * variant of a template and its clones, docs/network.md) has one NIC, a
+ * virtio-net on the tap QEMU inherits (VMM_FD_TAP, made by net.c in the
+ * VM's own namespace), with the same MAC in every clone, and the kernel
+ * command line tells the agent the address to configure: every clone has
+ * the same one, each in a namespace of its own.
  */
 #include "machine.h"
+#include "net.h"
 #include "proto.h"
 
 static void machine_ram(struct vmm_argv *a, const struct sb_options *o,
@@ -35,7 +38,11 @@ static void machine_ram(struct vmm_argv *a, const struct sb_options *o,
 	}
 }
 
-static void machine_boot(struct vmm_argv *a, const struct sb_image *img)
+#define AL_STR_(x) #x
+#define AL_STR(x) AL_STR_(x)
+
+static void machine_boot(struct vmm_argv *a, const struct sb_image *img,
+			 bool net)
 {
 	/* the console in a bounded ring QEMU keeps (QMP ringbuf-read reads
 	 * it when debugging): no file the VMM writes */
@@ -48,7 +55,10 @@ static void machine_boot(struct vmm_argv *a, const struct sb_image *img)
 	vmm_arg(a, "-initrd");
 	vmm_arg(a, "%s/%s", img->dir, img->initrd);
 	vmm_arg(a, "-append");
-	vmm_arg(a, "%s airlock.template=%s", img->cmdline, img->name);
+	vmm_arg(a, "%s airlock.template=%s%s", img->cmdline, img->name,
+		net ? " airlock.net=" SB_NET_GUEST_IP "/" AL_STR(SB_NET_PREFIX)
+		      "," SB_NET_GATEWAY_IP
+		    : "");
 	vmm_arg(a, "-drive");
 	vmm_arg(a, "if=none,id=root,file=%s/rootfs.ext4,format=raw,"
 		   "readonly=on",
@@ -71,6 +81,16 @@ static void machine_devices(struct vmm_argv *a, const struct machine_spec *m)
 	 * boot (random.trust_cpu); a KVM host's CPU might not, so it gets a
 	 * virtio-rng. Under TCG the device would cost every restore 2-5 ms of
 	 * loading. Clones get host entropy from the reseed either way. */
+	if (m->net) {
+		/* the tap net.c made in the VM's namespace; no option ROM
+		 * (the kernel is loaded directly: nothing would run it) */
+		vmm_arg(a, "-netdev");
+		vmm_arg(a, "tap,id=net0,fd=%d", VMM_FD_TAP);
+		vmm_arg(a, "-device");
+		vmm_arg(a, "virtio-net-pci,netdev=net0,mac=%s,"
+			   "disable-legacy=on,romfile=",
+			SB_NET_GUEST_MAC);
+	}
 	if (m->accel == AL_ACCEL_KVM) {
 		vmm_arg(a, "-device");
 		vmm_arg(a, "virtio-rng-pci,disable-legacy=on");
@@ -110,14 +130,16 @@ void machine_argv(struct vmm_argv *a, const struct sb_options *o,
 	vmm_arg(a, "%u", o->vcpus);
 	vmm_arg(a, "-nodefaults");
 	vmm_arg(a, "-no-user-config");
-	vmm_arg(a, "-nic");
-	vmm_arg(a, "none");
+	if (!m->net) {
+		vmm_arg(a, "-nic");
+		vmm_arg(a, "none");
+	}
 	vmm_arg(a, "-display");
 	vmm_arg(a, "none");
 	vmm_arg(a, "-sandbox");
 	vmm_arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 		   "resourcecontrol=deny");
-	machine_boot(a, img);
+	machine_boot(a, img, m->net);
 	machine_devices(a, m);
 	vmm_arg(a, "-chardev");
 	vmm_arg(a, "socket,id=qmp,fd=%d", VMM_FD_QMP);

@@ -31,6 +31,7 @@ struct machine_spec {
 	enum al_accel accel;     /* kvm or tcg */
 	struct machine_mem mem;  /* RAM backing */
 	uint32_t cid;            /* vsock guest CID, 0 = virtio-serial */
+	bool net;                /* a NIC on the tap VMM_FD_TAP (net.c) */
 };
 
 /* Append the command line to `a` (a->err says if it did not fit). */

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "caps.h" /* AL_NAME_MAX */
 
@@ -61,5 +62,41 @@ struct sb_net_policy {
 	uint32_t rate_kbit;	 /* bandwidth cap each way, 0 = none */
 	uint32_t conn_per_min;	 /* new connections a minute, 0 = none */
 };
+
+/* --- reading, printing and matching policies (netpolicy.c) ---------------
+ *
+ * The config parser (tools/config.c) owns the file: sections, lines,
+ * errors with FILE:LINE. It hands each `KEY = VALUE` of a [network.NAME]
+ * section to sb_net_policy_set(), then calls sb_net_policy_check() once
+ * the file is read. These functions do no I/O but the dumper's and never
+ * log; `why` gets a lowercase reason without the key. */
+
+/* One key of a [network.NAME] section: for the parser, docs and tests. */
+struct sb_net_key {
+	const char *key;  /* "allow" */
+	bool repeat;	  /* may be given on several lines, each adds */
+	const char *rule; /* what it accepts, for messages and docs */
+	const char *doc;  /* one line: what it means */
+};
+
+/* The keys, in the order the dumper writes them; *ret_n gets the count. */
+const struct sb_net_key *sb_net_policy_keys(size_t *ret_n);
+/* Apply `key = value` to p: allow and ports add to what p holds, the
+ * numbers replace. Returns 0, -ENOENT (no such key) or -EINVAL (why says
+ * what is wrong with the value; p is then unchanged). */
+int sb_net_policy_set(struct sb_net_policy *p, const char *key,
+		      const char *value, char *why, size_t whylen);
+/* Checks of the whole policy, after its last key: it allows something and
+ * names its ports. Returns 0 or -EINVAL with why. */
+int sb_net_policy_check(const struct sb_net_policy *p, char *why,
+			size_t whylen);
+/* Write p as a `[network.NAME]` section that sb_net_policy_set() reads
+ * back to the same policy (one allow / ports line per entry, so no line is
+ * longer than the config's line limit). Returns 0 or -EIO. */
+int sb_net_policy_dump(const struct sb_net_policy *p, FILE *f);
+/* Is `name` (a DNS name in any case, a trailing dot allowed) one of p's
+ * names: equal to an exact one, or strictly below a `*.` one? */
+bool sb_net_policy_allows_name(const struct sb_net_policy *p,
+			       const char *name);
 
 #endif

@@ -45,6 +45,8 @@ enum sb_accel_mode {
 	SB_ACCEL_TCG,
 };
 
+struct sb_net_policy;
+
 struct sb_options {
 	char state_dir[PATH_MAX]; /* images/ and templates/ live here */
 	char run_dir[PATH_MAX];   /* uid leases and the jail's mount point */
@@ -65,6 +67,12 @@ struct sb_options {
 	uint32_t prestart;        /* pre-started VMMs per template */
 	enum sb_carrier carrier;  /* guest channel */
 	uint32_t worker_memory_mb; /* a worker's host memory cgroup, 0 = none */
+	const struct sb_net_policy *net_policies; /* [network.NAME] policies
+				   * (the config's; outlive the options) */
+	size_t n_net_policies;    /* entries in net_policies */
+	char net_dns[64];         /* networked VMs' upstream resolver (IPv4),
+				   * "" = the first nameserver of the host's
+				   * /etc/resolv.conf */
 };
 
 /* A worker's memory cgroup by default, MiB: a result at its cap twice (the
@@ -98,6 +106,7 @@ struct sb_template {
 	int mem_fd;              /* its RAM: a sealed memfd, the process's
 				  * own (kept for the process's life) */
 	bool built;              /* this open built it (a cache miss) */
+	bool net;                /* the networked variant: one NIC */
 	uint64_t build_ms;       /* cold boot + save, when built */
 };
 
@@ -120,16 +129,32 @@ enum al_accel sb_accel_resolve(const struct sb_options *o,
 int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
 	       struct sb_vm **ret);
 
+/* Cold boot with a NIC in network slot `net` (net.h), which the VM owns
+ * from here on, failure included. */
+struct sb_net;
+int sb_vm_boot_net(const struct sb_options *o, const struct sb_image *img,
+		   struct sb_net *net, struct sb_vm **ret);
+
 /* Open the template of `template_`: reuse the cached snapshot when its key
  * (image hash, machine config, QEMU binary) matches, else cold boot and
  * save one. Safe against concurrent openers (a lock file). */
 int sb_template_open(const struct sb_options *o, const char *template_,
 		     struct sb_template *ret);
+/* The same, or (net) its networked variant: same image, one NIC, its own
+ * cache key; every clone has the same address and MAC (docs/network.md). */
+int sb_template_open_net(const struct sb_options *o, const char *template_,
+			 bool net, struct sb_template *ret);
 /* A fresh clone of the template: a new QEMU maps the template's RAM
  * copy-on-write, loads its device state, resumes, and the agent gets new
  * entropy and the clock. On failure *ret (if set) holds vm->error. */
 int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
 		  struct sb_vm **ret);
+/* A clone of a networked template in network slot `net` (sandbox/net.h),
+ * which the VM owns from here on, failure included: sb_vm_destroy()
+ * closes it after QEMU is gone. No pre-started VMM: its namespace is
+ * the job's. */
+int sb_vm_restore_net(const struct sb_options *o, const struct sb_template *t,
+		      struct sb_net *net, struct sb_vm **ret);
 
 /* Pre-started VMMs: QEMU processes of one template waiting in -incoming
  * defer, holding no guest state, so that a restore skips QEMU's own
@@ -190,6 +215,8 @@ uint64_t sb_vm_ready_ms(const struct sb_vm *vm);
 int64_t sb_vm_load_rt_us(const struct sb_vm *vm);
 /* The VMM's pid (-1 once reaped), for /proc figures in benchmarks. */
 pid_t sb_vm_pid(const struct sb_vm *vm);
+/* Its network slot (counters, dropped destinations), NULL = none. */
+struct sb_net *sb_vm_net(struct sb_vm *vm);
 /* Set the VM's hard deadline: every later call is cut to it. A pooled VMM
  * started with other options gets the job's TTL this way. */
 void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d);
@@ -199,6 +226,7 @@ struct sb_sweep_stats {
 	unsigned dirs;    /* run dirs of dead owners */
 	unsigned cgroups; /* host cgroup dirs (v1: one per hierarchy) */
 	unsigned killed;  /* processes still running in them, SIGKILLed */
+	unsigned links;   /* host ends of network slots' veths (net.c) */
 };
 /* Remove what VMs of dead processes left: a VM's run dir and host cgroup
  * are named PID-vm-XXXXXX after the process that made it; those whose PID

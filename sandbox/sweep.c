@@ -15,7 +15,10 @@
  *   2. processes outside any cgroup (a host without cgroups) whose
  *      command line names a stale run dir: SIGKILLed;
  *   3. run dirs: removed with everything in them, never following a link
- *      a VMM planted (util.c, sb_remove_at).
+ *      a VMM planted (util.c, sb_remove_at);
+ *   4. host links al<PID>-<slot> of network slots (net.c): the kernel
+ *      frees a slot's namespace, and the veth with it, once its last
+ *      process is gone; a link still there is deleted.
  *
  * A name whose PID is alive belongs to a live process (another serve on
  * this host, a CLI run, ourselves) and is never touched. A PID reused by
@@ -36,6 +39,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "net.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -193,6 +197,9 @@ int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret)
 	if (!s)
 		return -ENOMEM;
 	r = cg_sweep(stale, NULL, &ret->killed);
+	/* a slot's namespace dies with its last process; its host link
+	 * goes with it, but not at once: delete what is still there */
+	ret->links = sb_net_sweep(dead);
 	if (r > 0)
 		ret->cgroups = (unsigned)r;
 	/* a run dir that is not ours alone is not swept (nor used) */

@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "machine.h"
+#include "net.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
@@ -93,13 +94,14 @@ static uint64_t fnv1a(const char *s)
  * out: any change to the machine (a device, an option) rebuilds. */
 static uint64_t machine_hash(const struct sb_options *o,
 			     const struct sb_image *img, enum al_accel accel,
-			     const char *qemu)
+			     bool net, const char *qemu)
 {
 	struct machine_spec m = {
 		.qemu = qemu,
 		.accel = accel,
 		.mem = {.fd = VMM_FD_MEM, .share = true},
 		.cid = sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? 3 : 0,
+		.net = net, /* the networked variant: its own key */
 	};
 	struct vmm_argv a = {0};
 	uint64_t h = 0;
@@ -113,7 +115,7 @@ static uint64_t machine_hash(const struct sb_options *o,
 
 static int template_inputs(const struct sb_options *o,
 			   const struct sb_image *img, enum al_accel accel,
-			   char *out, size_t size)
+			   bool net, char *out, size_t size)
 {
 	char qemu[PATH_MAX];
 	struct stat st;
@@ -132,7 +134,7 @@ static int template_inputs(const struct sb_options *o,
 		     sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? "vsock"
 							       : "serial",
 		     (int)o->jail, (unsigned long long)fnv1a(img->warmup),
-		     (unsigned long long)machine_hash(o, img, accel, qemu),
+		     (unsigned long long)machine_hash(o, img, accel, net, qemu),
 		     qemu, (long long)st.st_size,
 		     (long long)st.st_mtime) >= (int)size)
 		return -ENAMETOOLONG;
@@ -503,7 +505,8 @@ static int mem_for(const char *dir, int fd)
  * that QEMU, save the RAM to `mem` there and seal it: *ret_fd. */
 static int template_build(const struct sb_options *o,
 			  const struct sb_image *img, enum al_accel accel,
-			  int dfd, int *ret_fd, char *err, size_t errlen)
+			  bool net, int dfd, int *ret_fd, char *err,
+			  size_t errlen)
 {
 	struct sb_vm *vm = NULL;
 	int fd = mem_create((off_t)o->memory_mb << 20), r;
@@ -511,6 +514,11 @@ static int template_build(const struct sb_options *o,
 	if (fd < 0)
 		return fd;
 	r = vm_create(o, img->name, accel, &vm);
+	/* the networked variant boots with its NIC on a tap in a namespace
+	 * with no way out: the guest configures it, nothing reaches it */
+	if (r == 0 && net)
+		r = sb_net_open(o, NULL, &vm->net, vm->error,
+				sizeof(vm->error));
 	if (r == 0)
 		r = template_boot(vm, o, img, fd);
 	if (r == 0)
@@ -569,8 +577,8 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 	}
 	dfd = sb_open_dir(tmp);
 	r = dfd < 0 ? dfd
-		    : template_build(o, &t->img, t->accel, dfd, &fd, err,
-				     errlen);
+		    : template_build(o, &t->img, t->accel, t->net, dfd, &fd,
+				     err, errlen);
 	if (r == 0)
 		r = write_inputs(dfd, inputs);
 	if (dfd >= 0)
@@ -594,6 +602,12 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 int sb_template_open(const struct sb_options *o, const char *template_,
 		     struct sb_template *ret)
 {
+	return sb_template_open_net(o, template_, false, ret);
+}
+
+int sb_template_open_net(const struct sb_options *o, const char *template_,
+			 bool net, struct sb_template *ret)
+{
 	char base[PATH_MAX], lock[PATH_MAX + 64], inputs[PATH_MAX + 256];
 	char err[256] = "";
 	struct sb_template t = {0};
@@ -603,7 +617,8 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 	if (r < 0)
 		return r;
 	t.accel = sb_accel_resolve(o, &t.img);
-	r = template_inputs(o, &t.img, t.accel, inputs, sizeof(inputs));
+	t.net = net;
+	r = template_inputs(o, &t.img, t.accel, net, inputs, sizeof(inputs));
 	if (r < 0)
 		return r;
 	snprintf(t.key, sizeof(t.key), "%016llx",

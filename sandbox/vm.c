@@ -53,6 +53,7 @@
 
 #include "accel.h"
 #include "lease.h"
+#include "net.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
@@ -375,7 +376,8 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	char paths[4][JAIL_PATH];
 	struct vmm_spec spec = {
 		.argv = a,
-		.fds = {-1, -1, mem->fd, -1, -1, -1},
+		.fds = {-1, -1, mem->fd, -1, -1, -1, -1},
+		.net_ns = vm->net ? sb_net_ns(vm->net) : -1,
 		.cg = &vm->cg,
 		/* a template build's QEMU writes its state to a file */
 		.jail.fsize = mem->share ? ((uint64_t)o->memory_mb + 256) << 20
@@ -387,6 +389,8 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	vm->start_ms = al_now_ms();
 	if (a->err)
 		return a->err;
+	if (vm->net)
+		spec.fds[VMM_FD_TAP - 3] = sb_net_tap(vm->net);
 	r = vm_cgroup(vm, o);
 	if (r < 0)
 		return r;
@@ -544,6 +548,7 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 {
 	struct machine_spec m = {
 		.accel = vm->accel, .mem = *mem, .cid = vm->cid,
+		.net = vm->net != NULL,
 	};
 	struct vmm_argv a = {0};
 	char qemu[PATH_MAX];
@@ -564,11 +569,15 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 /* Cold boot under `accel`: *ret is set even on failure (read its error,
  * destroy it). */
 static int vm_boot(const struct sb_options *o, const struct sb_image *img,
-		   enum al_accel accel, uint32_t timeout_ms,
+		   enum al_accel accel, uint32_t timeout_ms, struct sb_net *net,
 		   struct sb_vm **ret)
 {
 	int r = vm_create(o, img->name, accel, ret);
 
+	if (r < 0)
+		sb_net_close(net);
+	else
+		(*ret)->net = net;
 	if (r == 0)
 		r = vm_launch(*ret, o, img, &(struct machine_mem){.fd = -1});
 	if (r == 0)
@@ -583,7 +592,7 @@ static bool kvm_probe(const struct sb_options *o, const struct sb_image *img,
 		      uint32_t timeout_ms)
 {
 	struct sb_vm *vm = NULL;
-	bool ok = vm_boot(o, img, AL_ACCEL_KVM, timeout_ms, &vm) == 0;
+	bool ok = vm_boot(o, img, AL_ACCEL_KVM, timeout_ms, NULL, &vm) == 0;
 
 	sb_vm_destroy(vm);
 	return ok;
@@ -599,7 +608,14 @@ int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
 	       struct sb_vm **ret)
 {
 	return vm_boot(o, img, sb_accel_resolve(o, img), o->boot_timeout_ms,
-		       ret);
+		       NULL, ret);
+}
+
+int sb_vm_boot_net(const struct sb_options *o, const struct sb_image *img,
+		   struct sb_net *net, struct sb_vm **ret)
+{
+	return vm_boot(o, img, sb_accel_resolve(o, img), o->boot_timeout_ms,
+		       net, ret);
 }
 
 int vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret)
@@ -698,6 +714,8 @@ void sb_vm_destroy(struct sb_vm *vm)
 	close_fd(vm->qmp_end);
 	close_fd(vm->serial_end);
 	close_fd(vm->log_fd);
+	/* QEMU reaped: its namespace goes with the slot */
+	sb_net_close(vm->net);
 	/* last, QEMU reaped: the uid may go to the next VMM */
 	close_fd(vm->lease_fd);
 	free(vm);
@@ -736,6 +754,11 @@ int64_t sb_vm_load_rt_us(const struct sb_vm *vm)
 pid_t sb_vm_pid(const struct sb_vm *vm)
 {
 	return vm->pid;
+}
+
+struct sb_net *sb_vm_net(struct sb_vm *vm)
+{
+	return vm ? vm->net : NULL;
 }
 
 void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d)

@@ -51,6 +51,8 @@ struct sb_vm {
 	struct cg cg;                 /* host cgroup of QEMU */
 	uint32_t cid;                 /* vsock guest CID, 0 = virtio-serial */
 	uint8_t token[AL_AUTH_TOKEN_LEN]; /* vsock: what the agent checks */
+	struct sb_net *net;           /* its network slot (owned), NULL = no
+				       * NIC (net.c) */
 };
 
 /* A VM of template `name` under `accel`, not yet started: on the vsock

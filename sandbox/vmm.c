@@ -17,9 +17,10 @@
  * live, stdin from /dev/null, stdout and stderr to the log pipe, the
  * spec's fds into place and every other fd closed, exec with an empty
  * environment. Any step that fails ends the child with the reason on the
- * log pipe: nothing starts half-jailed. Per-VM networking plugs in here:
- * a netns fd setns()ed instead of the empty net namespace, and a tap fd
- * in spec->fds. Nothing in the child allocates.
+ * log pipe: nothing starts half-jailed. A networked VM's child first
+ * setns()es into the VM's own network namespace (net.c), instead of a new
+ * empty one, and gets its tap as VMM_FD_TAP. Nothing in the child
+ * allocates.
  *
  * Callers: vm.c only (vm_spawn), for cold boots, template builds, clones
  * and tests/vm's jail probe alike.
@@ -28,6 +29,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -130,6 +132,8 @@ static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	setsid();
+	if (s->net_ns >= 0 && setns(s->net_ns, CLONE_NEWNET) < 0)
+		child_fail(s->log_fd, "network namespace");
 	if (null < 0 || (s->cg && cg_join_self(s->cg) < 0))
 		child_fail(s->log_fd, null < 0 ? "/dev/null" : "cgroup");
 	if (jail && (jail_enter(&s->jail, &step) < 0 ||
@@ -151,7 +155,7 @@ static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 
 /* fork() for a jail: clone3 into new namespaces, returning a pidfd; we
  * stay the parent (SIGCHLD, waitpid) though the child is pid 1 inside. */
-static pid_t clone_vmm(bool jail, int *ret_pidfd)
+static pid_t clone_vmm(bool jail, bool own_net, int *ret_pidfd)
 {
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD,
@@ -161,7 +165,7 @@ static pid_t clone_vmm(bool jail, int *ret_pidfd)
 
 	if (jail)
 		ca.flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-			    CLONE_NEWUTS | CLONE_NEWNET;
+			    CLONE_NEWUTS | (own_net ? 0 : CLONE_NEWNET);
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
@@ -175,7 +179,7 @@ int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd)
 	parent_fd = pidfd_open_(getpid());
 	if (parent_fd < 0)
 		return -errno;
-	pid = clone_vmm(spec->jail.root != NULL, &pidfd);
+	pid = clone_vmm(spec->jail.root != NULL, spec->net_ns >= 0, &pidfd);
 	if (pid == 0)
 		child(spec, parent_fd);
 	close(parent_fd);

@@ -19,7 +19,8 @@
 #define VMM_FD_LEASE 6 /* the uid lease, held so it outlives us */
 #define VMM_FD_VSOCK 7 /* /dev/vhost-vsock, opened by us (vsock carrier) */
 #define VMM_FD_TOKEN 8 /* the vsock token memfd, read by fw_cfg (vsock) */
-#define VMM_FD_COUNT 6 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
+#define VMM_FD_TAP 9   /* the NIC's tap, in the VM's netns (net.c) */
+#define VMM_FD_COUNT 7 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
 
 /* A command line being built; strings are owned by it. */
 struct vmm_argv {
@@ -35,10 +36,9 @@ void vmm_argv_release(struct vmm_argv *a);
 
 struct cg;
 
-/* Everything the launch applies to one VMM process. Networking adds two
- * fields here: the per-VM network namespace (an fd the child setns()es
- * into before exec, instead of the empty one the jail makes) and the tap
- * device in it (one more fd in `fds`, named by the command line). */
+/* Everything the launch applies to one VMM process. A networked VM has
+ * its own network namespace (net_ns: the child setns()es into it instead
+ * of the empty one the jail makes) and the tap in it (VMM_FD_TAP). */
 struct vmm_spec {
 	const struct vmm_argv *argv; /* command line, argv[0] the binary */
 	int log_fd;                  /* stdout and stderr (a pipe's end) */
@@ -46,6 +46,8 @@ struct vmm_spec {
 	struct vmm_creds creds;      /* who it runs as (uid 0: as we are) */
 	const struct cg *cg;         /* host cgroup to join, NULL = none */
 	struct vmm_jail jail;        /* the jail, jail.root NULL = none */
+	int net_ns;                  /* netns to join, -1 = a new empty one
+				      * (jailed) or ours (not jailed) */
 };
 
 /* Start spec->argv with an empty environment, stdin from /dev/null,

@@ -7,7 +7,9 @@
 #include <limits.h>
 #include <pwd.h>
 #include <sched.h>
+#include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,8 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <nftables/libnftables.h>
 
 #include "cli.h"
 #include "sandbox.h"
@@ -147,6 +151,78 @@ static void check_jail(struct report *rp, const struct sb_options *o)
 	     o->vmm_uid_base + o->vmm_uid_count - 1);
 }
 
+/* Networked jobs (docs/network.md): in a child, a fresh network
+ * namespace (gone with the child, so nothing is left behind), an nf_tables
+ * table in it through libnftables, and a tap device from /dev/net/tun.
+ * FAIL when the config defines policies, else warn: `none` jobs need none
+ * of it. */
+static void probe_network(int err[3])
+{
+	struct nft_ctx *nft;
+	struct ifreq ifr = {0};
+	int fd;
+
+	if (unshare(CLONE_NEWNET) < 0) {
+		err[0] = errno;
+		return;
+	}
+	nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!nft || nft_ctx_buffer_error(nft) != 0 ||
+	    nft_run_cmd_from_buffer(nft, "add table inet airlock_doctor"))
+		err[1] = nft ? EPROTONOSUPPORT : ENOMEM;
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "altap0");
+	if (fd < 0 || ioctl(fd, TUNSETIFF, &ifr) < 0)
+		err[2] = errno;
+}
+
+static void check_network(struct report *rp, const struct al_config *cfg)
+{
+	static const char *const what[3] = {
+	    "cannot create a network namespace",
+	    "nf_tables unusable",
+	    "/dev/net/tun: no tap device",
+	};
+	static const char *const fix[3] = {
+	    "run the workers as root, raise user.max_net_namespaces, "
+	    "allow unshare",
+	    "a kernel with CONFIG_NF_TABLES and CONFIG_NF_TABLES_INET, or "
+	    "`modprobe nf_tables`",
+	    "`modprobe tun`, or mknod /dev/net/tun c 10 200",
+	};
+	const char *level = cfg->network.n ? "FAIL" : "warn";
+	int err[3] = {0}, p[2], bad = 0;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		probe_network(err);
+		_exit(write(p[1], err, sizeof(err)) == sizeof(err) ? 0 : 1);
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], err, sizeof(err)) != sizeof(err))
+		err[0] = pid < 0 ? errno : EIO;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	for (int i = 0; i < 3; i++) {
+		if (!err[i])
+			continue;
+		line(rp, level, "network", "%s (%s): networked jobs get RJ; "
+		     "fix: %s", what[i], strerror(err[i]), fix[i]);
+		bad++;
+	}
+	if (!bad)
+		line(rp, "ok", "network", "netns, nf_tables, tap: networked "
+		     "jobs can run (%zu policies defined)", cfg->network.n);
+	else if (!cfg->network.n)
+		line(rp, "ok", "network", "no policies defined: every job runs "
+		     "with no network device (none)");
+}
+
 /* First line of `prog --version`. */
 static void check_qemu(struct report *rp, const struct sb_options *o)
 {
@@ -245,6 +321,7 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 	check_vsock(&rp);
 	check_cgroup(&rp, &o);
 	check_jail(&rp, &o);
+	check_network(&rp, &cli->cfg);
 	check_qemu(&rp, &o);
 	check_space(&rp, "state", o.state_dir, 2048);
 	check_space(&rp, "run", o.run_dir, 64);
@@ -255,8 +332,8 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 
 const struct al_cmd al_cmd_doctor = {
 	.name = "doctor",
-	.summary = "check this host: KVM, vsock, cgroups, jail, QEMU, space, "
-		   "images",
+	.summary = "check this host: KVM, vsock, cgroups, jail, network, QEMU, "
+		   "space, images",
 	.usage = "usage: airlock doctor [--config PATH]\n\n"
 		 "Checks what Airlock needs on this host and says what to do "
 		 "about\nanything missing. Exit 1 when jobs cannot run here.\n",

@@ -11,6 +11,14 @@
  * docs/config.md against it. Checks across keys (a default above its
  * maximum) are the `pairs` table, run after the whole file is read.
  *
+ * Network policies are the one kind of section whose name is not fixed:
+ * `[network.NAME]` defines the policy NAME. on_key() sends their keys to
+ * on_policy_key(), which finds or makes the policy in cfg.network and
+ * hands the value to sb_net_policy_set() (sandbox/netpolicy.c: the value
+ * syntax lives next to the struct, and is fuzzed there); the policy's own
+ * key table is sb_net_policy_keys(). The policies jobs may name are
+ * exactly the sections defined, plus "none".
+ *
  * Why ini_parse_stream() and not ini_parse_file(): Debian's libinih is
  * built without INI_HANDLER_LINENO, and it silently splits a line longer
  * than its 200-byte buffer into two "lines" (the tail of a long value can
@@ -334,9 +342,6 @@ static const struct al_config_key keys[] = {
 	"template definitions; empty = $AIRLOCK_TEMPLATES_DIR, else the "
 	"built-in dir"),
 
-    NAMES(network, policies, "",
-	  "network policies jobs may name besides none, space-separated"),
-
     STR(metrics, listen, listen, check_listen, "empty or HOST:PORT", "",
 	"address of the Prometheus metrics endpoint; empty = off"),
 
@@ -647,6 +652,11 @@ struct load_ctx {
 	size_t n_err;	      /* entries used in err */
 	size_t dropped;	      /* errors past AL_CONFIG_ERRORS_MAX */
 	char bad_section[72]; /* last unknown section reported */
+	/* [network.NAME] sections, by index in cfg.network.policy */
+	unsigned pol_line[SB_NET_POLICIES_MAX];	  /* first key's, 0 = none */
+	unsigned pol_set[SB_NET_POLICIES_MAX][8]; /* line a single key was
+						     set on, by key index */
+	bool pol_bad[SB_NET_POLICIES_MAX];	  /* a key was refused */
 };
 
 static void add_error(struct load_ctx *c, unsigned line, const char *fmt, ...)
@@ -733,6 +743,104 @@ static void unknown_key(struct load_ctx *c, const char *section,
 		  clean(name, nbuf), section, list);
 }
 
+/* --- [network.NAME] sections ------------------------------------------- */
+
+/* The policy called `name` in the file being read: found, or made (a
+ * policy from an earlier load is replaced whole on its first key here).
+ * NULL when there is no room. */
+static struct sb_net_policy *policy_slot(struct load_ctx *c, const char *name,
+					 size_t *ret_i)
+{
+	struct al_config *cfg = &c->cfg;
+	size_t i;
+
+	for (i = 0; i < cfg->network.n; i++)
+		if (strcmp(cfg->network.policy[i].name, name) == 0)
+			break;
+	if (i == cfg->network.n) {
+		if (i == SB_NET_POLICIES_MAX)
+			return NULL;
+		cfg->network.n++;
+	}
+	if (!c->pol_line[i]) {
+		memset(&cfg->network.policy[i], 0, sizeof(cfg->network.policy[i]));
+		strcpy(cfg->network.policy[i].name, name);
+		c->pol_line[i] = c->line;
+	}
+	*ret_i = i;
+	return &cfg->network.policy[i];
+}
+
+static int on_policy_key(struct load_ctx *c, const char *pname,
+			 const char *key, const char *value)
+{
+	const struct sb_net_key *k;
+	struct sb_net_policy *p;
+	char why[192], sbuf[72], nbuf[72];
+	size_t i, n, ki;
+	int rc;
+
+	clean(pname, sbuf);
+	if (!check_name(pname) || strlen(pname) > AL_NAME_MAX ||
+	    strcmp(pname, "none") == 0) {
+		if (strcmp(c->bad_section, sbuf) != 0)
+			add_error(c, c->line,
+				  "network.%s: a policy name must be "
+				  "[a-z0-9][a-z0-9_.-]*, at most %d bytes, "
+				  "and not none",
+				  sbuf, AL_NAME_MAX);
+		memcpy(c->bad_section, sbuf, sizeof(sbuf));
+		return 0;
+	}
+	p = policy_slot(c, pname, &i);
+	if (!p) {
+		add_error(c, c->line, "network.%s: more than %d policies", sbuf,
+			  SB_NET_POLICIES_MAX);
+		return 0;
+	}
+	k = sb_net_policy_keys(&n);
+	for (ki = 0; ki < n && strcmp(k[ki].key, key) != 0; ki++)
+		;
+	if (ki == n || ki >= sizeof(c->pol_set[0]) / sizeof(unsigned)) {
+		c->pol_bad[i] = true; /* no "names no ports" after "port =" */
+		add_error(c, c->line,
+			  "network.%s.%s: unknown key; a policy has allow, "
+			  "ports, rate_kbit, conn_per_min",
+			  sbuf, clean(key, nbuf));
+		return 0;
+	}
+	if (!k[ki].repeat && c->pol_set[i][ki]) {
+		c->pol_bad[i] = true;
+		add_error(c, c->line,
+			  "network.%s.%s: set twice (first on line %u)", sbuf,
+			  key, c->pol_set[i][ki]);
+		return 0;
+	}
+	c->pol_set[i][ki] = c->line;
+	rc = sb_net_policy_set(p, key, value, why, sizeof(why));
+	if (rc < 0) {
+		c->pol_bad[i] = true;
+		add_error(c, c->line, "network.%s.%s: %s", sbuf, key, why);
+		return 0;
+	}
+	return 1;
+}
+
+/* Each policy of this file is whole: it allows something, names ports. */
+static void check_policies(struct load_ctx *c)
+{
+	char why[160];
+
+	for (size_t i = 0; i < c->cfg.network.n; i++) {
+		const struct sb_net_policy *p = &c->cfg.network.policy[i];
+
+		if (!c->pol_line[i] || c->pol_bad[i] ||
+		    sb_net_policy_check(p, why, sizeof(why)) == 0)
+			continue;
+		add_error(c, c->pol_line[i], "network.%s: %s", p->name, why);
+	}
+}
+
 static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
 {
@@ -744,6 +852,15 @@ static int on_key(void *user, const char *section, const char *name,
 
 	if (!*section) {
 		add_error(c, c->line, "%s: key outside a [section]",
+			  clean(name, nbuf));
+		return 0;
+	}
+	if (strncmp(section, "network.", 8) == 0)
+		return on_policy_key(c, section + 8, name, value);
+	if (strcmp(section, "network") == 0) {
+		add_error(c, c->line,
+			  "network.%s: [network] has no keys; a policy is a "
+			  "[network.NAME] section",
 			  clean(name, nbuf));
 		return 0;
 	}
@@ -833,16 +950,7 @@ static void check_across(struct load_ctx *c)
 			  "templates.allowed",
 			  cfg->templates.default_);
 	}
-	for (size_t i = 0; i < cfg->network.policies.n; i++) {
-		if (strcmp(cfg->network.policies.name[i], "none") == 0) {
-			const struct al_config_key *k =
-			    find_key("network", "policies");
-
-			add_error(c, c->set[k - keys],
-				  "network.policies: \"none\" is always "
-				  "allowed, list only the others");
-		}
-	}
+	check_policies(c);
 }
 
 static unsigned sort_key(unsigned line)
@@ -1087,6 +1195,16 @@ static const char *const *names_ptrs(struct al_config_names *l)
 	return l->ptr;
 }
 
+static const char *const *policy_ptrs(struct al_config *cfg)
+{
+	if (!cfg->network.n)
+		return NULL;
+	for (size_t i = 0; i < cfg->network.n; i++)
+		cfg->network.ptr[i] = cfg->network.policy[i].name;
+	cfg->network.ptr[cfg->network.n] = NULL;
+	return cfg->network.ptr;
+}
+
 void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 {
 	*ret = (struct al_policy){
@@ -1096,8 +1214,19 @@ void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 	    .step_timeout_max_ms = cfg->limits.step_timeout_ms_max,
 	    .template_ = cfg->templates.default_,
 	    .templates = names_ptrs(&cfg->templates.allowed),
-	    .networks = names_ptrs(&cfg->network.policies),
+	    .networks = policy_ptrs(cfg),
 	};
+}
+
+const struct sb_net_policy *al_config_net_policy(const struct al_config *cfg,
+						 const char *name)
+{
+	if (!name || strcmp(name, "none") == 0)
+		return NULL;
+	for (size_t i = 0; i < cfg->network.n; i++)
+		if (strcmp(cfg->network.policy[i].name, name) == 0)
+			return &cfg->network.policy[i];
+	return NULL;
 }
 
 static int join_path(char *buf, size_t len, size_t cap, const char *a,
@@ -1232,6 +1361,9 @@ int al_config_dump(const struct al_config *cfg, FILE *f)
 			fprintf(f, "# empty means %s\n", dir);
 		fprintf(f, val[0] ? "%s = %s\n" : "%s =\n", k->key, val);
 	}
+	for (size_t i = 0; i < cfg->network.n; i++)
+		if (sb_net_policy_dump(&cfg->network.policy[i], f) < 0)
+			return -EIO;
 	if (fflush(f) != 0 || ferror(f))
 		return -EIO;
 	return 0;

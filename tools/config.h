@@ -24,6 +24,11 @@
  *     settings whose empty value means "find it".
  *  5. al_config_release(&cfg) when done.
  *
+ * Network policies are sections of their own, `[network.NAME]`, one per
+ * policy, with the keys of sb_net_policy_keys() (sandbox/netpolicy.h);
+ * al_config_net_policy() finds one by name. A policy defined again by a
+ * later file replaces the earlier one whole.
+ *
  * A file holds only what it changes; absent keys keep their defaults.
  * Unknown sections and keys are errors (a misspelt limit that is silently
  * ignored costs hours), so is a key set twice. Every number is range-checked,
@@ -38,6 +43,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "netpolicy.h"
 #include "results.h"
 
 #define AL_CONFIG_SYSTEM_PATH	"/etc/airlock/airlock.conf"
@@ -130,7 +136,11 @@ struct al_config {
 	} templates;
 
 	struct {
-		struct al_config_names policies; /* allowed besides "none" */
+		size_t n; /* [network.NAME] sections: the policies jobs may
+			     name besides "none" */
+		struct sb_net_policy policy[SB_NET_POLICIES_MAX];
+		const char *ptr[SB_NET_POLICIES_MAX + 1]; /* al_config_policy
+							     scratch */
 	} network;
 
 	struct {
@@ -170,6 +180,11 @@ int al_config_load_default(struct al_config *cfg, const char *explicit_path,
 /* Fill a policy for al_job_check_policy() and friends. Its strings and lists
  * point into cfg (which is why cfg is not const): valid until cfg changes. */
 void al_config_policy(struct al_config *cfg, struct al_policy *ret);
+/* The policy a job's `network` names: NULL for NULL, "none" and names no
+ * [network.NAME] section defines (al_job_check_policy() has refused those
+ * already). Points into cfg. */
+const struct sb_net_policy *al_config_net_policy(const struct al_config *cfg,
+						 const char *name);
 /* Leave cfg zeroed. cfg owns no memory today; call it anyway. */
 void al_config_release(struct al_config *cfg);
 /* Print the effective config as INI that al_config_load() reads back to the

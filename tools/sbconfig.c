@@ -28,5 +28,7 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->vmm_cpu_percent = cfg->sandbox.vmm_cpu_max;
 	o->vmm_uid_base = cfg->sandbox.vmm_uid_base;
 	o->vmm_uid_count = cfg->sandbox.vmm_uid_count;
+	o->net_policies = cfg->network.policy;
+	o->n_net_policies = cfg->network.n;
 	return 0;
 }

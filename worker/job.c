@@ -22,6 +22,15 @@
  * for are dropped and a reply over the room is refused, both noted in
  * `error`, the latter making the job OL.
  *
+ * Network. A job whose `network` names a policy (sb_options'
+ * net_policies) runs in the networked variant of its template, restored
+ * into a network slot opened for it (sandbox/net.h: namespace, tap,
+ * veth, rules, resolver), never a pre-started VMM; the slot goes with the
+ * VM. A host that cannot make one (no netns, nf_tables or tun) makes the
+ * job RJ with what is missing; `none` jobs never touch any of it. The
+ * result's `network` object has the policy, the allowed bytes and the
+ * first refused destinations.
+ *
  * A step status the guest reports is one of how processes end (OK RE SG
  * TO TL ML OL): its XX, RJ or SK become RE (al_step_result_from_guest),
  * so a guest cannot make the queue retry a job.
@@ -34,6 +43,7 @@
 #include <sys/random.h>
 
 #include "clock.h"
+#include "net.h"
 #include "proto.h"
 #include "worker.h"
 
@@ -73,23 +83,26 @@ static int set_error(char **dst, const char *fmt, ...)
 	return 0;
 }
 
-/* The pool of `name`'s template, opened (and pre-started) on first use. */
+/* The pool of `name`'s template (or its networked variant), opened (and
+ * pre-started, when not networked) on first use. */
 static struct sb_pool *find_pool(struct al_worker *w, const char *name,
-				 int *ret)
+				 bool net, int *ret)
 {
 	size_t i = w->n_templates;
 
 	for (size_t k = 0; k < w->n_templates; k++)
-		if (!strcmp(w->templates[k].img.name, name))
+		if (!strcmp(w->templates[k].img.name, name) &&
+		    w->templates[k].net == net)
 			return &w->pools[k];
 	if (i == AL_WORKER_TEMPLATES) {
 		*ret = -ENOSPC;
 		return NULL;
 	}
-	*ret = sb_template_open(w->sb, name, &w->templates[i]);
+	*ret = sb_template_open_net(w->sb, name, net, &w->templates[i]);
 	if (*ret < 0)
 		return NULL;
-	sb_pool_init(&w->pools[i], w->sb, &w->templates[i], w->sb->prestart);
+	sb_pool_init(&w->pools[i], w->sb, &w->templates[i],
+		     net ? 0 : w->sb->prestart);
 	w->n_templates++;
 	return &w->pools[i];
 }
@@ -100,10 +113,12 @@ void al_worker_idle(struct al_worker *w)
 		sb_pool_prepare(&w->pools[i]);
 }
 
-/* A VM for `name`, cold or restored; on failure *err says why. */
+/* A VM for `name`, cold or restored, in network slot `net` (NULL =
+ * none; the VM's whatever happens); on failure *err says why. */
 static int get_vm(struct al_worker *w, const char *name,
 		  struct sb_options *o, const struct al_limits *lim,
-		  struct sb_vm **ret, char *err, size_t errlen)
+		  struct sb_net *net, struct sb_vm **ret, char *err,
+		  size_t errlen)
 {
 	bool fits = lim->memory_mb + AL_WORKER_RESERVE_MB <= o->memory_mb &&
 		    lim->vcpus <= o->vcpus;
@@ -119,11 +134,17 @@ static int get_vm(struct al_worker *w, const char *name,
 		}
 		r = sb_image_open(o, name, &img);
 		if (r == 0)
-			r = sb_vm_boot(o, &img, ret);
+			r = sb_vm_boot_net(o, &img, net, ret);
+		else
+			sb_net_close(net);
 	} else {
-		pool = find_pool(w, name, &r);
-		if (pool)
+		pool = find_pool(w, name, net != NULL, &r);
+		if (pool && net)
+			r = sb_vm_restore_net(o, pool->t, net, ret);
+		else if (pool)
 			r = sb_pool_restore(pool, ret);
+		else
+			sb_net_close(net);
 	}
 	if (r < 0 && sb_vm_error(*ret)[0])
 		snprintf(err, errlen, "%s", sb_vm_error(*ret));
@@ -369,6 +390,69 @@ static int reject(struct al_result *res, const struct al_diags *d)
 	return res->error ? 0 : -ENOMEM;
 }
 
+/* The policy the job's `network` names: NULL for none (or no network). */
+static const struct sb_net_policy *job_net_policy(const struct al_worker *w,
+						  const struct al_job *job)
+{
+	if (!job->network || !strcmp(job->network, "none"))
+		return NULL;
+	for (size_t i = 0; i < w->sb->n_net_policies; i++)
+		if (!strcmp(w->sb->net_policies[i].name, job->network))
+			return &w->sb->net_policies[i];
+	return NULL;
+}
+
+/* A slot for a networked job, or RJ when it names no defined policy or
+ * this host cannot make one (*ret NULL, result filled: return 1). */
+static int open_slot(struct al_worker *w, const struct al_job *job,
+		     const struct sb_options *o, struct sb_net **ret,
+		     struct al_result *res, char *err, size_t errlen)
+{
+	const struct sb_net_policy *p = job_net_policy(w, job);
+	struct al_diags d;
+	char why[256];
+	int r;
+
+	*ret = NULL;
+	if (!job->network || !strcmp(job->network, "none"))
+		return 0;
+	al_diags_init(&d);
+	if (!p) {
+		al_diags_add(&d, "network", "unknown network policy \"%s\"",
+			     job->network);
+		return reject(res, &d) < 0 ? -ENOMEM : 1;
+	}
+	res->network.policy = strdup(p->name);
+	r = sb_net_open(o, p, ret, why, sizeof(why));
+	if (r == -EOPNOTSUPP || r == -EPERM) {
+		al_diags_add(&d, "network", "this host cannot run networked "
+			     "jobs (%s; see airlock doctor)", why);
+		return reject(res, &d) < 0 ? -ENOMEM : 1;
+	}
+	if (r < 0)
+		snprintf(err, errlen, "network slot: %s", why[0] ? why
+					: strerror(-r));
+	return r;
+}
+
+/* The slot's figures into the result's `network` object. */
+static void net_result(struct sb_vm *vm, struct al_result *res)
+{
+	struct sb_net *n = sb_vm_net(vm);
+	struct sb_net_stats st;
+
+	if (!n || sb_net_stats(n, &st) < 0)
+		return;
+	res->network.bytes_in = st.bytes_in;
+	res->network.bytes_out = st.bytes_out;
+	res->network.n_dropped = st.n_dropped < AL_NET_DROPPED_MAX
+					 ? st.n_dropped
+					 : AL_NET_DROPPED_MAX;
+	for (size_t i = 0; i < res->network.n_dropped; i++)
+		snprintf(res->network.dropped[i], sizeof(res->network.dropped[0]),
+			 "%s", st.dropped[i]);
+}
+
 int al_worker_run(struct al_worker *w, const struct al_job *job,
 		  uint64_t queued_ms, uint32_t attempt, struct al_result *res)
 {
@@ -376,6 +460,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	uint64_t t0 = al_now_ms();
 	struct sb_options o = *w->sb;
 	struct sb_vm *vm = NULL;
+	struct sb_net *net = NULL;
 	struct al_limits lim;
 	struct al_diags d;
 	char err[300] = "";
@@ -390,7 +475,11 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	al_job_limits(job, w->policy, &lim);
 	o.ttl_ms = lim.wall_ms + 30000; /* hard stop past the job's budget */
 	res->vm.template_ = strdup(tmpl);
-	r = get_vm(w, tmpl, &o, &lim, &vm, err, sizeof(err));
+	r = open_slot(w, job, &o, &net, res, err, sizeof(err));
+	if (r > 0)
+		return 0; /* RJ */
+	if (r == 0)
+		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
 	if (r == 0) {
 		/* a pooled VMM too */
 		sb_vm_set_deadline(vm, al_deadline_in(o.ttl_ms));
@@ -398,6 +487,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		res->vm.restored = sb_vm_restored(vm);
 		res->vm.restore_ms = sb_vm_ready_ms(vm);
 		r = in_vm(vm, w, job, &lim, al_deadline_in(lim.wall_ms), res);
+		net_result(vm, res);
 	} else {
 		for (size_t i = 0; i < job->n_steps; i++)
 			res->steps[i].status = AL_SK;

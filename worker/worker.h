@@ -22,7 +22,9 @@ struct al_worker {
 	const struct al_policy *policy;   /* limits and allow-lists */
 	bool cold;                        /* cold boot every job */
 	char name[AL_NAME_MAX + 1];       /* `worker` in results */
-	struct sb_template templates[AL_WORKER_TEMPLATES]; /* opened */
+	struct sb_template templates[AL_WORKER_TEMPLATES]; /* opened (a
+					   * name's networked variant is an
+					   * entry of its own) */
 	struct sb_pool pools[AL_WORKER_TEMPLATES]; /* pre-started VMMs */
 	size_t n_templates;               /* entries used */
 };

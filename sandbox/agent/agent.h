@@ -58,6 +58,11 @@ bool al_agent_reap(struct al_agent *a, pid_t want, int *ret_status,
  * past whatever it can; returns -errno only when nothing can work. */
 int al_agent_init_system(const struct al_agent_config *cfg);
 
+/* PID 1 only, after the scratch mounts: a networked template's eth0,
+ * default route and resolv.conf (agent/net.c); nothing without
+ * airlock.net= on the kernel command line. */
+int al_agent_net_up(void);
+
 /* Apply `setup` limits to the guest (scratch tmpfs size). */
 int al_agent_apply_limits(struct al_agent *a, const struct al_limits *l,
 			  char *err, size_t err_size);

@@ -10,7 +10,8 @@
  *     the initramfs contents are simply left behind);
  *  4. one size-capped tmpfs for scratch space, bound to /work (job-owned)
  *     and /tmp (1777), so disk_mb caps both together; /run, /dev/shm;
- *  5. cgroup2 on /sys/fs/cgroup with +memory +pids +cpu for children; the
+ *  5. a networked template's interface, route and resolver (net.c);
+ *  6. cgroup2 on /sys/fs/cgroup with +memory +pids +cpu for children; the
  *     agent moves to /agent with a memory reserve, OOM-exempt and locked.
  */
 #include <errno.h>
@@ -186,6 +187,7 @@ int al_agent_init_system(const struct al_agent_config *cfg)
 	if (switch_root() < 0)
 		return -ENODEV;
 	mount_scratch(cfg);
+	al_agent_net_up();
 	setup_cgroups();
 	return 0;
 }

@@ -33,8 +33,10 @@ readonly AGENT_PORT_NAME="org.airlock.agent"
 # every other virtio device; virtio_blk: /dev/vda (root disk);
 # virtio_console: the org.airlock.agent virtio-serial port;
 # vmw_vsock_virtio_transport: AF_VSOCK; virtio_rng: entropy from the host;
-# qemu_fw_cfg: the vsock token under /sys/firmware/qemu_fw_cfg (agent/serve.c).
-readonly GUEST_MODULES=(virtio_pci virtio_blk virtio_console vmw_vsock_virtio_transport virtio_rng qemu_fw_cfg)
+# qemu_fw_cfg: the vsock token under /sys/firmware/qemu_fw_cfg (agent/serve.c);
+# virtio_net: the NIC of a networked template (docs/network.md; a VM without
+# one never probes it).
+readonly GUEST_MODULES=(virtio_pci virtio_blk virtio_console vmw_vsock_virtio_transport virtio_rng qemu_fw_cfg virtio_net)
 # The initramfs is an uncompressed newc cpio: measured faster to boot under
 # TCG than gzip (see README.md), and the kernel is lz4 compressed anyway.
 readonly INITRD_NAME="initrd.cpio"

@@ -245,6 +245,27 @@ test_common()
 	run status --config "$w/ok.conf" a b
 	expect_rc 2 "status with two ids"
 
+	# network policies: the [network.NAME] sections, plus none
+	printf '[network.testnet]\nallow = allowed.test\nports = tcp/80\n' >"$w/net.conf"
+	printf '{"sh":"true","network":"testnet"}\n' >"$w/net-job.json"
+	printf '{"sh":"true","network":"none"}\n' >"$w/none-job.json"
+	printf '{"sh":"true","network":"other"}\n' >"$w/other-job.json"
+	run validate --config "$w/net.conf" "$w/net-job.json" "$w/none-job.json"
+	expect_rc 0 "validate network testnet"
+	run validate --config "$w/net.conf" "$w/other-job.json"
+	expect_rc 1 "validate network other"
+	expect_out "$w/other-job.json:1: network: unknown network policy \"other\""
+	run validate "$w/net-job.json"
+	expect_rc 1 "validate network, built-in policy"
+	printf '[network.testnet]\nallow = allowed.test\nports = tcp/80 tcp/0\n' >"$w/badnet.conf"
+	run config --check --config "$w/badnet.conf"
+	expect_rc 1 "config --check bad policy"
+	[[ $(cat "$err") == "$w/badnet.conf:3: network.testnet.ports: \"tcp/0\": ports are 1..65535" ]] ||
+		fail "config --check bad policy: $(cat "$err")"
+	run config --config "$w/net.conf"
+	expect_rc 0 "config with a policy"
+	grep -qx '\[network.testnet\]' "$out" || fail "config: no [network.testnet]: $(cat "$out")"
+
 	# version and help take --config (and need no config)
 	run version --config "$w/bad.conf"
 	expect_rc 0 "version --config"

@@ -11,12 +11,22 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 printf '[sandbox]\nstate_dir = %s\n' "$tmp/state" > "$tmp/a.conf"
 out=$("$bin" doctor --config "$tmp/a.conf") && rc=0 || rc=$?
 [ "$rc" -le 1 ] || fail "doctor exit $rc"
-for check in kvm channel cgroup jail qemu state run image; do
+for check in kvm channel cgroup jail network qemu state run image; do
   grep -qE "^(ok|warn|FAIL) +$check " <<<"$out" || fail "doctor: no $check line: $out"
 done
 grep -qE '^[0-9]+ problem\(s\), [0-9]+ warning\(s\)$' <<<"$out" || fail "doctor: no summary"
 grep -q "python: not built; fix: airlock image build python" <<<"$out" ||
   fail "doctor: empty state dir should say how to build images"
+
+# networking: a missing tap device is a FAIL once a policy is defined
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+  printf '[network.t]\nallow = a.test\nports = tcp/80\n' >> "$tmp/a.conf"
+  out=$(unshare -m sh -c 'mount --bind /dev/null /dev/net/tun && "$0" doctor --config "$1"' \
+    "$bin" "$tmp/a.conf") && rc=0 || rc=$?
+  [ "$rc" = 1 ] || fail "doctor without a tap device: exit $rc"
+  grep -q '^FAIL  network    /dev/net/tun: no tap device' <<<"$out" ||
+    fail "doctor without a tap device: $out"
+fi
 
 "$bin" image >/dev/null 2>&1 && fail "image with no verb succeeded"
 "$bin" image build --config "$tmp/a.conf" >/dev/null 2>&1 && fail "image build with no template succeeded"

@@ -22,11 +22,20 @@ done < "$src/tests/data/roundtrip/jobs.jsonl"
 find "$src/tests/data/jobs" -name '*.json' -exec cp -t "$js" {} + 2>/dev/null || true
 "$build/tests/fuzz/mkseeds" job "$src/tests/data/roundtrip/jobs.jsonl" "$(seed job_msgpack)"
 "$build/tests/fuzz/mkseeds" result "$src/tests/data/roundtrip/results.jsonl" "$(seed result)"
+# seeds for the policy parser (KEY-byte + value lines) and DNS messages
+np=$(seed netpolicy)
+printf 'aallowed.test *.example.org 192.0.2.0/24\nbtcp/80 udp/1000-2000\nc100\n' >"$np/ok"
+printf 'a2001:db8::/32 192.0.2.1/24\nbtcp/0\n' >"$np/bad"
+dn=$(seed dns)
+printf '\0\11\1\0\0\1\0\0\0\0\0\0\7allowed\4test\0\0\1\0\1' >"$dn/query"
+printf '\0\11\201\200\0\1\0\1\0\0\0\0\7allowed\4test\0\0\1\0\1\300\14\0\1\0\1\0\0\0\2\0\4\300\0\2\12' >"$dn/reply"
+ht=$(seed http)
+cp -r "$src/tests/data/http/." "$ht/"
 fr=$(seed frame)
 if [ -d "$src/tests/fuzz/corpus/frame" ]; then cp -r "$src/tests/fuzz/corpus/frame/." "$fr/"; fi
 
 targets=()
-for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame; do
+for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http; do
   [ -x "$build/tests/fuzz/$t" ] && targets+=("$t")
 done
 [ ${#targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build" >&2; exit 1; }
@@ -38,6 +47,9 @@ run_one() {
     fuzz_job_msgpack) seeddir=$work/seed-job_msgpack ;;
     fuzz_result) seeddir=$work/seed-result ;;
     fuzz_frame) seeddir=$work/seed-frame ;;
+    fuzz_netpolicy) seeddir=$work/seed-netpolicy ;;
+    fuzz_dns) seeddir=$work/seed-dns ;;
+    fuzz_http) seeddir=$work/seed-http ;;
   esac
   mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
   if "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 \

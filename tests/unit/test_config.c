@@ -85,6 +85,10 @@ static void assert_config_equal(const struct al_config *a,
 			fail_msg("%s.%s: \"%s\" != \"%s\"", k[i].section,
 				 k[i].key, va, vb);
 	}
+	assert_int_equal(a->network.n, b->network.n);
+	for (size_t i = 0; i < a->network.n; i++)
+		assert_memory_equal(&a->network.policy[i], &b->network.policy[i],
+				    sizeof(a->network.policy[i]));
 }
 
 /* Load `text` as file "t.conf" on top of the defaults; the error must be
@@ -159,7 +163,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.templates.allowed.n, 2);
 	assert_string_equal(cfg.templates.allowed.name[0], "python");
 	assert_string_equal(cfg.templates.allowed.name[1], "c");
-	assert_int_equal(cfg.network.policies.n, 0);
+	assert_int_equal(cfg.network.n, 0);
 	assert_int_equal(cfg.log.level, AL_CONFIG_LOG_INFO);
 	al_config_release(&cfg);
 }
@@ -425,14 +429,11 @@ static void test_names(void **state)
 	expect_load("[templates]\nallowed = python C\n",
 		    "t.conf:2: templates.allowed: names must be "
 		    "[a-z0-9][a-z0-9_.-]*");
-	expect_load("[network]\npolicies = none egress\n",
-		    "t.conf:2: network.policies: \"none\" is always allowed, "
-		    "list only the others");
-	n = (size_t)snprintf(text, sizeof(text), "[network]\npolicies =");
+	n = (size_t)snprintf(text, sizeof(text), "[templates]\nallowed =");
 	for (int i = 0; i < 33; i++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, " p%d", i);
 	snprintf(text + n, sizeof(text) - n, "\n");
-	expect_load(text, "t.conf:2: network.policies: more than 32 names");
+	expect_load(text, "t.conf:2: templates.allowed: more than 32 names");
 }
 
 /* The HTTP API's keys (issue 14): targets, listen, log format. */
@@ -713,6 +714,116 @@ static void test_resolve(void **state)
 	al_config_release(&cfg);
 }
 
+/* [network.NAME] sections: each problem named with its line and key. */
+static void test_net_policies(void **state)
+{
+	struct al_config cfg;
+	const struct sb_net_policy *p;
+	char text[4096], err[1024];
+	size_t n;
+
+	(void)state;
+	expect_load("[network.web]\nallow = a.test\nports = tcp/80\n", NULL);
+	expect_load("[network.web]\nallow = a.test\nport = tcp/80\n",
+		    "t.conf:3: network.web.port: unknown key; a policy has "
+		    "allow, ports, rate_kbit, conn_per_min");
+	expect_load("[network.web]\nports = tcp/80\n\n[log]\nlevel = info\n",
+		    "t.conf:2: network.web: allows nothing: set allow "
+		    "(names, CIDRs)");
+	expect_load("[network.web]\nallow = a.test 192.0.2.1/24\n"
+		    "ports = tcp/80\n",
+		    "t.conf:2: network.web.allow: \"192.0.2.1/24\" has host "
+		    "bits set (network 192.0.2.0/24?)");
+	expect_load("[network.web]\nallow = a.test\nports = tcp/80 sctp/9\n",
+		    "t.conf:3: network.web.ports: \"sctp/9\": want tcp/PORT, "
+		    "udp/PORT or PROTO/LO-HI");
+	expect_load("[network.web]\nallow = a.test\nports = tcp/80\n"
+		    "rate_kbit = 5\nrate_kbit = 6\n",
+		    "t.conf:5: network.web.rate_kbit: set twice (first on "
+		    "line 4)");
+	expect_load("[network.none]\nallow = a.test\nports = tcp/80\n",
+		    "t.conf:2: network.none: a policy name must be "
+		    "[a-z0-9][a-z0-9_.-]*, at most 64 bytes, and not none");
+	expect_load("[network.Web]\nallow = a.test\n",
+		    "t.conf:2: network.Web: a policy name must be "
+		    "[a-z0-9][a-z0-9_.-]*, at most 64 bytes, and not none");
+	/* the old name list is gone, with a pointer to what replaced it */
+	expect_load("[network]\npolicies = pypi\n",
+		    "t.conf:2: network.policies: [network] has no keys; a "
+		    "policy is a [network.NAME] section");
+	/* too many policies */
+	n = 0;
+	for (int i = 0; i <= SB_NET_POLICIES_MAX; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "[network.p%d]\nallow = a.test\n"
+				      "ports = tcp/1\n",
+				      i);
+	snprintf(err, sizeof(err), "t.conf:%d: network.p%d: more than %d "
+		 "policies\nt.conf:%d: network.p%d: more than %d policies",
+		 3 * SB_NET_POLICIES_MAX + 2, SB_NET_POLICIES_MAX,
+		 SB_NET_POLICIES_MAX, 3 * SB_NET_POLICIES_MAX + 3,
+		 SB_NET_POLICIES_MAX, SB_NET_POLICIES_MAX);
+	expect_load(text, err);
+
+	/* lists span lines; a section seen twice adds to the same policy */
+	al_config_init(&cfg);
+	if (al_config_load_string(&cfg, "m",
+				  "[network.web]\nallow = A.Test\n"
+				  "ports = tcp/80\n[log]\nlevel = warn\n"
+				  "[network.web]\nallow = *.b.test 10.0.0.0/8\n"
+				  "ports = udp/53\n",
+				  err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.network.n, 1);
+	p = al_config_net_policy(&cfg, "web");
+	assert_non_null(p);
+	assert_int_equal(p->n_names, 2);
+	assert_string_equal(p->names[0].name, "a.test");
+	assert_true(p->names[1].suffix);
+	assert_int_equal(p->n_cidrs, 1);
+	assert_int_equal(p->n_ports, 2);
+	/* a later file replaces a policy whole, keeps the others */
+	if (al_config_load_string(&cfg, "m2",
+				  "[network.web]\nallow = c.test\n"
+				  "ports = tcp/443\n"
+				  "[network.db]\nallow = 192.0.2.9\n"
+				  "ports = tcp/5432\n",
+				  err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.network.n, 2);
+	p = al_config_net_policy(&cfg, "web");
+	assert_int_equal(p->n_names, 1);
+	assert_int_equal(p->n_cidrs, 0);
+	assert_string_equal(p->names[0].name, "c.test");
+	al_config_release(&cfg);
+}
+
+/* docs/config.md and configs/airlock.conf describe every policy key. */
+static void test_net_docs(void **state)
+{
+	char *doc = read_all(AL_SOURCE_DIR "/docs/config.md");
+	char *conf = read_all(AL_SOURCE_DIR "/configs/airlock.conf");
+	const struct sb_net_key *k;
+	char want[64];
+	size_t n;
+
+	(void)state;
+	k = sb_net_policy_keys(&n);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "| `%s` |", k[i].key);
+		if (!strstr(doc, want))
+			fail_msg("docs/config.md lacks policy key %s",
+				 k[i].key);
+		snprintf(want, sizeof(want), "\n# %s = ", k[i].key);
+		if (!strstr(conf, want))
+			fail_msg("configs/airlock.conf lacks policy key %s",
+				 k[i].key);
+	}
+	assert_non_null(strstr(doc, "[network.NAME]"));
+	free(doc);
+	free(conf);
+}
+
 /* --- using it ------------------------------------------------------------- */
 
 static void test_policy(void **state)
@@ -732,7 +843,10 @@ static void test_policy(void **state)
 			     "vcpus_max = 2\nstep_timeout_ms = 3000\n"
 			     "step_timeout_ms_max = 60000\n"
 			     "[templates]\ndefault = c\nallowed = c rust\n"
-			     "[network]\npolicies = pypi egress-all\n",
+			     "[network.pypi]\nallow = pypi.org\n"
+			     "ports = tcp/443\n"
+			     "[network.egress-all]\nallow = 0.0.0.0/0\n"
+			     "ports = tcp/1-65535\n",
 			     err, sizeof(err)),
 			 0);
 	al_config_policy(&cfg, &p);
@@ -763,10 +877,19 @@ static void test_policy(void **state)
 	assert_string_equal(d.items[0].path, "limits.memory_mb");
 	assert_string_equal(d.items[1].path, "template");
 
+	/* the policies by name, for the sandbox */
+	assert_non_null(al_config_net_policy(&cfg, "pypi"));
+	assert_string_equal(al_config_net_policy(&cfg, "pypi")->names[0].name,
+			    "pypi.org");
+	assert_int_equal(al_config_net_policy(&cfg, "egress-all")->n_cidrs, 1);
+	assert_null(al_config_net_policy(&cfg, "none"));
+	assert_null(al_config_net_policy(&cfg, NULL));
+	assert_null(al_config_net_policy(&cfg, "web"));
+
 	/* empty lists: any template, no network policy */
+	al_config_init(&cfg);
 	assert_int_equal(al_config_load_string(&cfg, "q",
-					       "[templates]\nallowed =\n"
-					       "[network]\npolicies =\n",
+					       "[templates]\nallowed =\n",
 					       err, sizeof(err)),
 			 0);
 	al_config_policy(&cfg, &p);
@@ -817,7 +940,9 @@ static void test_dump_roundtrip(void **state)
 	    "step_timeout_ms = 9\nstep_timeout_ms_max = 10\n"
 	    "[templates]\ndefault = c\nallowed = c python rust\n"
 	    "dir = /usr/share/airlock/templates\n"
-	    "[network]\npolicies = pypi\n"
+	    "[network.pypi]\nallow = pypi.org *.pythonhosted.org\n"
+	    "allow = 2001:db8::/32 192.0.2.7\nports = tcp/443 udp/1000-2000\n"
+	    "rate_kbit = 800\nconn_per_min = 60\n"
 	    "[metrics]\nlisten = 127.0.0.1:9464\n"
 	    "[http]\nlisten = [::1]:8080\ntoken_file = /etc/airlock/token\n"
 	    "max_body_bytes = 65536\nmax_connections = 8\ntimeout_s = 5\n"
@@ -936,6 +1061,8 @@ int main(void)
 	    cmocka_unit_test(test_precedence),
 	    cmocka_unit_test(test_env_redis),
 	    cmocka_unit_test(test_resolve),
+	    cmocka_unit_test(test_net_policies),
+	    cmocka_unit_test(test_net_docs),
 	    cmocka_unit_test(test_policy),
 	    cmocka_unit_test(test_dump_roundtrip),
 	    cmocka_unit_test(test_dump_redacts),

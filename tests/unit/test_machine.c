@@ -300,6 +300,69 @@ static const char *const template_tcg[] = {
 	"-no-reboot",
 	NULL,
 };
+
+/* A clone of a networked template: no `-nic none`; the address on the
+ * kernel command line; the NIC on the tap (fd 9) after the agent's port. */
+static const char *const clone_tcg_net[] = {
+	"/usr/bin/qemu-system-x86_64",
+	"-M",
+	"pc,hpet=off,vmport=off",
+	"-accel",
+	"tcg",
+	"-cpu",
+	"max",
+	"-m",
+	"512",
+	"-object",
+	"memory-backend-file,id=mem,size=512M,"
+	"mem-path=/proc/self/fd/5,share=off",
+	"-machine",
+	"memory-backend=mem",
+	"-incoming",
+	"defer",
+	"-smp",
+	"2",
+	"-nodefaults",
+	"-no-user-config",
+	"-display",
+	"none",
+	"-sandbox",
+	"on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
+	"resourcecontrol=deny",
+	"-chardev",
+	"ringbuf,id=con,size=64K",
+	"-serial",
+	"chardev:con",
+	"-kernel",
+	"/img/python-0123/vmlinuz",
+	"-initrd",
+	"/img/python-0123/initramfs.cpio.gz",
+	"-append",
+	"console=ttyS0 quiet airlock.template=python "
+	"airlock.net=10.200.0.2/30,10.200.0.1",
+	"-drive",
+	"if=none,id=root,file=/img/python-0123/rootfs.ext4,"
+	"format=raw,readonly=on",
+	"-device",
+	"virtio-blk-pci,drive=root,disable-legacy=on",
+	"-device",
+	"virtio-serial-pci,disable-legacy=on",
+	"-chardev",
+	"socket,id=agent,fd=4",
+	"-device",
+	"virtserialport,chardev=agent,name=org.airlock.agent",
+	"-netdev",
+	"tap,id=net0,fd=9",
+	"-device",
+	"virtio-net-pci,netdev=net0,mac=52:54:00:a1:0c:02,"
+	"disable-legacy=on,romfile=",
+	"-chardev",
+	"socket,id=qmp,fd=3",
+	"-mon",
+	"chardev=qmp,mode=control",
+	"-no-reboot",
+	NULL,
+};
 /* clang-format on */
 
 static void options(struct sb_options *o, struct sb_image *img)
@@ -383,6 +446,19 @@ static void test_clone_kvm(void **state)
 	check(&m, clone_kvm);
 }
 
+static void test_clone_tcg_net(void **state)
+{
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_TCG,
+		.mem = {.fd = 9, .incoming = true},
+		.net = true,
+	};
+
+	(void)state;
+	check(&m, clone_tcg_net);
+}
+
 static void test_template_tcg(void **state)
 {
 	struct machine_spec m = {
@@ -435,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_clone_tcg),
 		cmocka_unit_test(test_clone_kvm),
 		cmocka_unit_test(test_template_tcg),
+		cmocka_unit_test(test_clone_tcg_net),
 		cmocka_unit_test(test_vsock_adds_one_device),
 	};
 

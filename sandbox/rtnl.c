@@ -1,0 +1,247 @@
+/* rtnl.c: rtnetlink requests for net.c (see rtnl.h).
+ *
+ * Each request is built in a stack buffer: a struct nlmsghdr, the
+ * family's header, then attributes (rta_put). Nested attributes (a veth's
+ * peer, inside IFLA_LINKINFO / IFLA_INFO_DATA) are opened with nest_open
+ * and their length fixed by nest_close. No library: libmnl's headers are
+ * not a dependency of ours, and these are six small messages.
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+
+#include "rtnl.h"
+
+#define RTNL_BUF 4096
+
+struct req {
+	union {
+		struct nlmsghdr h;
+		char buf[RTNL_BUF];
+	};
+};
+
+int rtnl_open(void)
+{
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void *tail(struct req *r)
+{
+	return r->buf + NLMSG_ALIGN(r->h.nlmsg_len);
+}
+
+static void rta_put(struct req *r, unsigned short type, const void *data,
+		    size_t len)
+{
+	struct rtattr *a = tail(r);
+
+	a->rta_type = type;
+	a->rta_len = (unsigned short)RTA_LENGTH(len);
+	if (len)
+		memcpy(RTA_DATA(a), data, len);
+	r->h.nlmsg_len = NLMSG_ALIGN(r->h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+}
+
+static struct rtattr *nest_open(struct req *r, unsigned short type)
+{
+	struct rtattr *a = tail(r);
+
+	rta_put(r, type, NULL, 0);
+	return a;
+}
+
+static void nest_close(struct req *r, struct rtattr *a)
+{
+	a->rta_len = (unsigned short)((char *)tail(r) - (char *)a);
+}
+
+/* Start a request of `type` with a family header of `hlen` bytes. */
+static void *req_init(struct req *r, unsigned short type, unsigned short flags,
+		      size_t hlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->h.nlmsg_len = (uint32_t)NLMSG_LENGTH(hlen);
+	r->h.nlmsg_type = type;
+	r->h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+	r->h.nlmsg_seq = 1;
+	return NLMSG_DATA(&r->h);
+}
+
+/* Send, then read the ack: 0 or the kernel's -errno. */
+static int req_send(int fd, struct req *r)
+{
+	char buf[RTNL_BUF];
+	ssize_t n;
+
+	if (send(fd, r->buf, r->h.nlmsg_len, 0) < 0)
+		return -errno;
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n))
+			if (h->nlmsg_type == NLMSG_ERROR)
+				return ((struct nlmsgerr *)NLMSG_DATA(h))
+				    ->error;
+	}
+}
+
+int rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
+{
+	struct req r;
+	struct ifinfomsg *ifi, *pi;
+	struct rtattr *li, *data, *pa;
+
+	ifi =
+	    req_init(&r, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifi));
+	ifi->ifi_family = AF_UNSPEC;
+	rta_put(&r, IFLA_IFNAME, name, strlen(name) + 1);
+	li = nest_open(&r, IFLA_LINKINFO);
+	rta_put(&r, IFLA_INFO_KIND, "veth", 4);
+	data = nest_open(&r, IFLA_INFO_DATA);
+	pa = nest_open(&r, VETH_INFO_PEER);
+	pi = tail(&r);
+	memset(pi, 0, sizeof(*pi));
+	r.h.nlmsg_len += NLMSG_ALIGN(sizeof(*pi));
+	rta_put(&r, IFLA_IFNAME, peer, strlen(peer) + 1);
+	if (peer_ns_fd >= 0)
+		rta_put(&r, IFLA_NET_NS_FD, &(uint32_t){(uint32_t)peer_ns_fd},
+			4);
+	nest_close(&r, pa);
+	nest_close(&r, data);
+	nest_close(&r, li);
+	return req_send(fd, &r);
+}
+
+int rtnl_link_up(int fd, int ifindex)
+{
+	struct req r;
+	struct ifinfomsg *ifi = req_init(&r, RTM_NEWLINK, 0, sizeof(*ifi));
+
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = ifindex;
+	ifi->ifi_flags = IFF_UP;
+	ifi->ifi_change = IFF_UP;
+	return req_send(fd, &r);
+}
+
+int rtnl_link_del(int fd, const char *name)
+{
+	struct req r;
+	struct ifinfomsg *ifi = req_init(&r, RTM_DELLINK, 0, sizeof(*ifi));
+
+	ifi->ifi_family = AF_UNSPEC;
+	rta_put(&r, IFLA_IFNAME, name, strlen(name) + 1);
+	return req_send(fd, &r);
+}
+
+int rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
+{
+	struct req r;
+	struct ifaddrmsg *ifa =
+	    req_init(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
+
+	ifa->ifa_family = AF_INET;
+	ifa->ifa_prefixlen = (unsigned char)prefix;
+	ifa->ifa_index = (unsigned)ifindex;
+	rta_put(&r, IFA_LOCAL, &addr, 4);
+	rta_put(&r, IFA_ADDRESS, &addr, 4);
+	return req_send(fd, &r);
+}
+
+int rtnl_default4(int fd, uint32_t gw)
+{
+	struct req r;
+	struct rtmsg *rt =
+	    req_init(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, sizeof(*rt));
+
+	rt->rtm_family = AF_INET;
+	rt->rtm_table = RT_TABLE_MAIN;
+	rt->rtm_protocol = RTPROT_STATIC;
+	rt->rtm_scope = RT_SCOPE_UNIVERSE;
+	rt->rtm_type = RTN_UNICAST;
+	rta_put(&r, RTA_GATEWAY, &gw, 4);
+	return req_send(fd, &r);
+}
+
+int rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6])
+{
+	struct req r;
+	struct ndmsg *nd = req_init(&r, RTM_NEWNEIGH,
+				    NLM_F_CREATE | NLM_F_REPLACE, sizeof(*nd));
+
+	nd->ndm_family = AF_INET;
+	nd->ndm_ifindex = ifindex;
+	nd->ndm_state = NUD_PERMANENT;
+	rta_put(&r, NDA_DST, &addr, 4);
+	rta_put(&r, NDA_LLADDR, mac, 6);
+	return req_send(fd, &r);
+}
+
+/* One message of a link dump: its IFLA_IFNAME to fn. */
+static int link_name(struct nlmsghdr *h, int (*fn)(const char *, void *),
+		     void *arg)
+{
+	struct ifinfomsg *ifi = NLMSG_DATA(h);
+	int len = (int)IFLA_PAYLOAD(h);
+
+	for (struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, len);
+	     a = RTA_NEXT(a, len))
+		if (a->rta_type == IFLA_IFNAME)
+			return fn(RTA_DATA(a), arg);
+	return 0;
+}
+
+int rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
+{
+	static char buf[32768];
+	struct req r;
+	struct ifinfomsg *ifi =
+	    req_init(&r, RTM_GETLINK, NLM_F_DUMP, sizeof(*ifi));
+	ssize_t n;
+	int ret = 0;
+
+	ifi->ifi_family = AF_UNSPEC;
+	if (send(fd, r.buf, r.h.nlmsg_len, 0) < 0)
+		return -errno;
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				return ret;
+			if (h->nlmsg_type == NLMSG_ERROR)
+				return ((struct nlmsgerr *)NLMSG_DATA(h))
+				    ->error;
+			if (!ret && h->nlmsg_type == RTM_NEWLINK)
+				ret = link_name(h, fn, arg);
+		}
+	}
+}

@@ -1,0 +1,693 @@
+/* test_net.c: sandbox/net.c's slots and rules, with no VM: the test plays
+ * the guest by writing Ethernet frames into the slot's tap and reading
+ * what comes back.
+ *
+ * The test first moves itself into a network namespace of its own (the
+ * "host": ip_forward and the host NAT table stay in it) wired by a veth to
+ * an "internet" namespace holding documentation addresses: 192.0.2.10
+ * (allowed by the policy, listening on 80 and 81), 192.0.2.20 (not
+ * allowed) and 169.254.169.254 (the metadata address), each with TCP
+ * listeners made in that namespace. A TCP SYN from the "guest" then gets
+ * a SYN-ACK (allowed) or a reset (refused: fast, no hang), a UDP datagram
+ * to a refused place an ICMP admin-prohibited, and every refusal shows
+ * in the slot's dropped destinations. Two slots cannot reach each other;
+ * a closed slot and a SIGKILLed owner leave no host link. Needs root.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "clock.h"
+#include "net.h"
+#include "rtnl.h"
+
+#define HOST_IP	   "198.51.100.1"
+#define INET_IP	   "198.51.100.2"
+#define ALLOWED_IP "192.0.2.10"
+#define DENIED_IP  "192.0.2.20"
+#define META_IP	   "169.254.169.254"
+
+static struct sb_options opts;
+static char run_dir[64];
+static int host_ns = -1, inet_ns = -1;
+static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
+
+/* ---- packets ---------------------------------------------------------- */
+
+static uint16_t csum(const void *p, size_t n, uint32_t sum)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)(b[i] << 8 | b[i + 1]);
+	if (n & 1)
+		sum += (uint32_t)(b[n - 1] << 8);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* A guest frame: Ethernet, IPv4, then a TCP SYN or an 8-byte UDP
+ * datagram to dst:port from the guest's address. Returns its length. */
+static size_t frame_with(uint8_t *f, const uint8_t gw_mac[6], const char *dst,
+			 uint16_t port, int proto, uint16_t sport,
+			 const void *payload, size_t plen)
+{
+	uint8_t *ip = f + 14, *l4 = ip + 20, pseudo[12];
+	size_t l4len = proto == IPPROTO_TCP ? 20 : 8 + plen;
+	uint32_t s = inet_addr(SB_NET_GUEST_IP), d = inet_addr(dst);
+	uint16_t c;
+
+	memset(f, 0, 14 + 20 + l4len);
+	memcpy(f, gw_mac, 6);
+	memcpy(f + 6, guest_mac, 6);
+	f[12] = 0x08;
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)((20 + l4len) >> 8);
+	ip[3] = (uint8_t)(20 + l4len);
+	ip[8] = 64;
+	ip[9] = (uint8_t)proto;
+	memcpy(ip + 12, &s, 4);
+	memcpy(ip + 16, &d, 4);
+	c = csum(ip, 20, 0);
+	ip[10] = (uint8_t)(c >> 8), ip[11] = (uint8_t)c;
+	l4[0] = (uint8_t)(sport >> 8), l4[1] = (uint8_t)sport;
+	l4[2] = (uint8_t)(port >> 8), l4[3] = (uint8_t)port;
+	if (proto == IPPROTO_TCP) {
+		l4[4] = 0x12;  /* sequence number */
+		l4[12] = 0x50; /* data offset 5 */
+		l4[13] = 0x02; /* SYN */
+		l4[14] = 0xff, l4[15] = 0xff;
+	} else {
+		l4[4] = (uint8_t)(l4len >> 8);
+		l4[5] = (uint8_t)l4len;
+		memcpy(l4 + 8, payload, plen);
+	}
+	memcpy(pseudo, ip + 12, 8);
+	pseudo[8] = 0, pseudo[9] = (uint8_t)proto;
+	pseudo[10] = (uint8_t)(l4len >> 8), pseudo[11] = (uint8_t)l4len;
+	c = csum(l4, l4len, (uint32_t)~csum(pseudo, 12, 0) & 0xffff);
+	l4[proto == IPPROTO_TCP ? 16 : 6] = (uint8_t)(c >> 8);
+	l4[proto == IPPROTO_TCP ? 17 : 7] = (uint8_t)c;
+	return 14 + 20 + l4len;
+}
+
+static size_t frame(uint8_t *f, const uint8_t gw_mac[6], const char *dst,
+		    uint16_t port, int proto, uint16_t sport)
+{
+	static const uint8_t zeros[8];
+
+	return frame_with(f, gw_mac, dst, port, proto, sport, zeros, 8);
+}
+
+enum answer { NONE, SYNACK, RESET, PROHIBITED, OTHER, NOERROR, NXDOMAIN };
+
+/* What came back for a probe from source port `sport`, within 2 s. */
+static enum answer answer(int tap, uint16_t sport)
+{
+	struct al_deadline d = al_deadline_in(2000);
+	uint8_t f[2048];
+
+	while (!al_deadline_passed(d)) {
+		struct pollfd p = {.fd = tap, .events = POLLIN};
+		uint8_t *ip = f + 14, *l4;
+		ssize_t n;
+
+		if (poll(&p, 1, al_deadline_poll_ms(d)) <= 0)
+			continue;
+		n = read(tap, f, sizeof(f));
+		if (n < 14 + 20 + 8 || f[12] != 0x08 || f[13] != 0)
+			continue;
+		l4 = ip + (ip[0] & 15) * 4;
+		if (ip[9] == IPPROTO_TCP && (l4[2] << 8 | l4[3]) == sport)
+			return (l4[13] & 0x12) == 0x12 ? SYNACK
+			       : (l4[13] & 0x04)       ? RESET
+						       : OTHER;
+		if (ip[9] == IPPROTO_UDP && (l4[2] << 8 | l4[3]) == sport &&
+		    n >= 14 + 20 + 8 + 12) {
+			unsigned rcode = l4[8 + 3] & 15,
+				 an = l4[8 + 6] << 8 | l4[8 + 7];
+
+			return rcode == 3	      ? NXDOMAIN
+			       : rcode == 0 && an > 0 ? NOERROR
+						      : OTHER;
+		}
+		if (ip[9] == IPPROTO_ICMP && l4[0] == 3) {
+			uint8_t *inner = l4 + 8, *il4 = inner + 20;
+
+			if ((il4[0] << 8 | il4[1]) == sport)
+				return l4[1] == 13 ? PROHIBITED : OTHER;
+		}
+	}
+	return NONE;
+}
+
+static enum answer probe(int tap, const uint8_t gw[6], const char *dst,
+			 uint16_t port, int proto)
+{
+	static uint16_t sport = 40000;
+	uint8_t f[128];
+	size_t n = frame(f, gw, dst, port, proto, ++sport);
+
+	assert_int_equal(write(tap, f, n), (ssize_t)n);
+	return answer(tap, sport);
+}
+
+/* A DNS question for `name` (type A) through the slot's resolver. */
+static enum answer ask(int tap, const uint8_t gw[6], const char *name)
+{
+	static uint16_t sport = 50000;
+	uint8_t q[300] = {0x12, 0x34, 0x01, 0x00, 0, 1}, f[400], *p = q + 12;
+	size_t n;
+
+	for (const char *s = name; *s;) {
+		size_t l = strcspn(s, ".");
+
+		*p++ = (uint8_t)l;
+		memcpy(p, s, l);
+		p += l;
+		s += l + (s[l] == '.');
+	}
+	*p++ = 0;
+	*p++ = 0, *p++ = 1, *p++ = 0, *p++ = 1; /* A, IN */
+	n = frame_with(f, gw, SB_NET_GATEWAY_IP, 53, IPPROTO_UDP, ++sport, q,
+		       (size_t)(p - q));
+	assert_int_equal(write(tap, f, n), (ssize_t)n);
+	return answer(tap, sport);
+}
+
+/* ---- the test internet ----------------------------------------------- */
+
+#define DNS_IP "192.0.2.53"
+
+/* The internet's DNS server: allowed.test is 192.0.2.10 for 2 seconds,
+ * denied.test 192.0.2.20; anything else does not exist. */
+static void *dns_main(void *arg)
+{
+	int fd = *(int *)arg;
+	uint8_t m[1500];
+
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t flen = sizeof(from);
+		ssize_t n =
+		    recvfrom(fd, m, 1000, 0, (struct sockaddr *)&from, &flen);
+		size_t end = 12;
+		bool allowed, denied;
+
+		if (n < 17)
+			continue;
+		while (end < (size_t)n && m[end])
+			end += 1u + m[end];
+		end += 5; /* root label, type, class */
+		allowed = !memcmp(m + 12, "\7allowed\4test", 14);
+		denied = !memcmp(m + 12, "\6denied\4test", 13);
+		m[2] = 0x81, m[3] = (allowed || denied) ? 0x80 : 0x83;
+		m[6] = 0, m[7] = (allowed || denied) ? 1 : 0;
+		m[10] = m[11] = 0; /* no OPT back */
+		if (allowed || denied) {
+			static const uint8_t rr[] = {0xc0, 12, 0, 1, 0, 1,
+						     0,	   0,  0, 2, 0, 4};
+
+			memcpy(m + end, rr, sizeof(rr));
+			inet_pton(AF_INET, allowed ? ALLOWED_IP : DENIED_IP,
+				  m + end + sizeof(rr));
+			end += sizeof(rr) + 4;
+		}
+		sendto(fd, m, end, 0, (struct sockaddr *)&from, flen);
+	}
+	return NULL;
+}
+
+static void start_dns(void)
+{
+	static int fd;
+	static pthread_t t;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	inet_pton(AF_INET, DNS_IP, &a.sin_addr);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(pthread_create(&t, NULL, dns_main, &fd), 0);
+}
+
+static void in_ns(int ns)
+{
+	assert_int_equal(setns(ns, CLONE_NEWNET), 0);
+}
+
+static int ns_fd(void)
+{
+	return open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+}
+
+/* The allowed server's page: one line per connection. */
+static void *http_main(void *arg)
+{
+	int fd = *(int *)arg, c;
+
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		if (write(c, "hello\n", 6) != 6)
+			break;
+		close(c);
+	}
+	return NULL;
+}
+
+static int listen_on(const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 64), 0); /* kept open: the test's life */
+	return fd;
+}
+
+/* The internet namespace: its end of the wire, the servers' addresses
+ * (on lo: /32s), listeners. */
+static void make_internet(int fd)
+{
+	static const char *const ips[] = {ALLOWED_IP, DENIED_IP, META_IP,
+					  DNS_IP};
+	int lo = (int)if_nametoindex("lo"), wan = (int)if_nametoindex("wan1");
+
+	assert_int_equal(rtnl_link_up(fd, lo), 0);
+	assert_int_equal(rtnl_addr4(fd, wan, inet_addr(INET_IP), 24), 0);
+	assert_int_equal(rtnl_link_up(fd, wan), 0);
+	static int http_fd;
+	static pthread_t http;
+
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(rtnl_addr4(fd, lo, inet_addr(ips[i]), 32), 0);
+		if (i == 0)
+			http_fd = listen_on(ips[i], 80);
+		else
+			listen_on(ips[i], 80);
+	}
+	assert_int_equal(pthread_create(&http, NULL, http_main, &http_fd), 0);
+	listen_on(ALLOWED_IP, 81);
+	start_dns();
+}
+
+static int setup(void **state)
+{
+	int fd;
+
+	(void)state;
+	if (geteuid() != 0)
+		return 0;
+	snprintf(run_dir, sizeof(run_dir), "/tmp/al-net-XXXXXX");
+	if (!mkdtemp(run_dir))
+		return -1;
+	sb_options_init(&opts);
+	snprintf(opts.run_dir, sizeof(opts.run_dir), "%s", run_dir);
+	snprintf(opts.net_dns, sizeof(opts.net_dns), DNS_IP);
+	if (getenv("AIRLOCK_TEST_STATE") && *getenv("AIRLOCK_TEST_STATE"))
+		snprintf(opts.state_dir, sizeof(opts.state_dir), "%s",
+			 getenv("AIRLOCK_TEST_STATE"));
+	else
+		snprintf(opts.state_dir, sizeof(opts.state_dir),
+			 "/var/tmp/airlock-test");
+	if (unshare(CLONE_NEWNET) < 0)
+		return -1;
+	host_ns = ns_fd();
+	fd = rtnl_open();
+	if (unshare(CLONE_NEWNET) < 0)
+		return -1;
+	inet_ns = ns_fd();
+	/* the wire: wan0 in the host, wan1 here */
+	in_ns(host_ns);
+	if (rtnl_veth(fd, "wan0", "wan1", inet_ns) < 0)
+		return -1;
+	rtnl_link_up(fd, (int)if_nametoindex("lo"));
+	rtnl_addr4(fd, (int)if_nametoindex("wan0"), inet_addr(HOST_IP), 24);
+	rtnl_link_up(fd, (int)if_nametoindex("wan0"));
+	rtnl_default4(fd, inet_addr(INET_IP));
+	close(fd);
+	in_ns(inet_ns);
+	fd = rtnl_open();
+	make_internet(fd);
+	close(fd);
+	in_ns(host_ns);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	if (run_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", run_dir);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* The MAC of the slot's tap (the guest's gateway). */
+static void gw_mac(struct sb_net *n, uint8_t mac[6])
+{
+	struct ifreq ifr = {0};
+	int s;
+
+	in_ns(sb_net_ns(n));
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), SB_NET_TAP);
+	assert_int_equal(ioctl(s, SIOCGIFHWADDR, &ifr), 0);
+	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	close(s);
+	in_ns(host_ns);
+}
+
+static void policy(struct sb_net_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "testnet");
+	p->n_cidrs = 1;
+	p->cidrs[0].family = AF_INET;
+	inet_pton(AF_INET, ALLOWED_IP, p->cidrs[0].addr);
+	p->cidrs[0].prefix = 32;
+	p->n_ports = 1;
+	p->ports[0] = (struct sb_net_port){IPPROTO_TCP, 80, 80};
+}
+
+static bool dropped(const struct sb_net_stats *s, const char *what)
+{
+	for (size_t i = 0; i < s->n_dropped; i++)
+		if (!strcmp(s->dropped[i], what))
+			return true;
+	return false;
+}
+
+static struct sb_net *open_slot(const struct sb_net_policy *p)
+{
+	struct sb_net *n = NULL;
+	char err[256];
+	uint64_t t0 = al_now_ms();
+	int r = sb_net_open(&opts, p, &n, err, sizeof(err));
+
+	if (r < 0)
+		fail_msg("sb_net_open: %s (%s)", err, strerror(-r));
+	print_message("slot %u ready in %llu ms\n", sb_net_index(n),
+		      (unsigned long long)(al_now_ms() - t0));
+	return n;
+}
+
+#define SKIP_UNLESS_ROOT()                                                     \
+	do {                                                                   \
+		if (geteuid() != 0)                                            \
+			skip();                                                \
+	} while (0)
+
+/* The policy's address on its port gets through; everything else is
+ * refused at once and listed. */
+static void test_policy(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net_stats st;
+	struct sb_net *n;
+	uint8_t gw[6];
+	char other[32];
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	n = open_slot(&p);
+	gw_mac(n, gw);
+	assert_int_equal(probe(sb_net_tap(n), gw, ALLOWED_IP, 80, IPPROTO_TCP),
+			 SYNACK);
+	assert_int_equal(probe(sb_net_tap(n), gw, ALLOWED_IP, 81, IPPROTO_TCP),
+			 RESET);
+	assert_int_equal(probe(sb_net_tap(n), gw, DENIED_IP, 80, IPPROTO_TCP),
+			 RESET);
+	assert_int_equal(probe(sb_net_tap(n), gw, META_IP, 80, IPPROTO_TCP),
+			 RESET);
+	assert_int_equal(probe(sb_net_tap(n), gw, HOST_IP, 80, IPPROTO_TCP),
+			 RESET);
+	assert_int_equal(probe(sb_net_tap(n), gw, DENIED_IP, 53, IPPROTO_UDP),
+			 PROHIBITED);
+	/* the gateway answers DNS only (no resolver here: a refusal would be
+	 * an ICMP port unreachable, not a reset); other ports are refused */
+	assert_int_equal(
+	    probe(sb_net_tap(n), gw, SB_NET_GATEWAY_IP, 22, IPPROTO_TCP),
+	    RESET);
+	assert_int_equal(sb_net_stats(n, &st), 0);
+	assert_true(st.bytes_out > 0 && st.bytes_in > 0);
+	assert_true(st.denied_packets >= 6);
+	for (size_t i = 0; i < st.n_dropped; i++)
+		print_message("dropped %s\n", st.dropped[i]);
+	assert_true(dropped(&st, ALLOWED_IP ":81"));
+	assert_true(dropped(&st, DENIED_IP ":80"));
+	assert_true(dropped(&st, META_IP ":80"));
+	assert_true(dropped(&st, HOST_IP ":80"));
+	assert_true(dropped(&st, DENIED_IP ":53"));
+	assert_false(dropped(&st, ALLOWED_IP ":80"));
+	snprintf(other, sizeof(other), "%s:22", SB_NET_GATEWAY_IP);
+	assert_true(dropped(&st, other));
+	sb_net_close(n);
+}
+
+/* A name opens its addresses through the slot's resolver, for the
+ * record's TTL (2 s here) only; an unlisted name does not exist. */
+static void test_names(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net_stats st;
+	struct sb_net *n;
+	uint8_t gw[6];
+	int tap;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	p.n_cidrs = 0;
+	p.n_names = 1;
+	snprintf(p.names[0].name, sizeof(p.names[0].name), "allowed.test");
+	n = open_slot(&p);
+	tap = sb_net_tap(n);
+	gw_mac(n, gw);
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 80, IPPROTO_TCP), RESET);
+	assert_int_equal(ask(tap, gw, "denied.test"), NXDOMAIN);
+	assert_int_equal(ask(tap, gw, "allowed.test"), NOERROR);
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 80, IPPROTO_TCP), SYNACK);
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 81, IPPROTO_TCP), RESET);
+	assert_int_equal(probe(tap, gw, DENIED_IP, 80, IPPROTO_TCP), RESET);
+	/* DNS to anyone but the slot's resolver is refused */
+	assert_int_equal(probe(tap, gw, DNS_IP, 53, IPPROTO_UDP), PROHIBITED);
+	sleep(3); /* past the TTL: the element is gone */
+	assert_int_equal(probe(tap, gw, ALLOWED_IP, 80, IPPROTO_TCP), RESET);
+	assert_int_equal(sb_net_stats(n, &st), 0);
+	assert_true(dropped(&st, DNS_IP ":53"));
+	assert_true(dropped(&st, ALLOWED_IP ":81"));
+	sb_net_close(n);
+}
+
+/* The dropped list is capped. */
+static void test_dropped_cap(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net_stats st;
+	struct sb_net *n;
+	uint8_t gw[6];
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	n = open_slot(&p);
+	gw_mac(n, gw);
+	for (uint16_t port = 1000; port < 1000 + SB_NET_DROPPED_MAX + 4; port++)
+		assert_int_equal(
+		    probe(sb_net_tap(n), gw, DENIED_IP, port, IPPROTO_TCP),
+		    RESET); /* still refused once the list is full */
+	assert_int_equal(sb_net_stats(n, &st), 0);
+	assert_int_equal(st.n_dropped, SB_NET_DROPPED_MAX);
+	sb_net_close(n);
+}
+
+/* A private range is closed unless the policy lists it; the veth ranges
+ * (this host's other VMs) never open. */
+static void test_two_slots(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net *a, *b;
+	uint8_t gw[6];
+	char b_host[32], b_vm[32];
+	uint32_t i;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	/* even a policy opening all of 10.0.0.0/8 cannot reach a slot */
+	p.n_cidrs = 2;
+	p.cidrs[1].family = AF_INET;
+	inet_pton(AF_INET, "10.0.0.0", p.cidrs[1].addr);
+	p.cidrs[1].prefix = 8;
+	a = open_slot(&p);
+	b = open_slot(&p);
+	assert_int_not_equal(sb_net_index(a), sb_net_index(b));
+	i = sb_net_index(b);
+	snprintf(b_host, sizeof(b_host), "10.201.%u.%u", (i * 4) >> 8 & 255,
+		 (i * 4 + 1) & 255);
+	snprintf(b_vm, sizeof(b_vm), "10.201.%u.%u", (i * 4) >> 8 & 255,
+		 (i * 4 + 2) & 255);
+	gw_mac(a, gw);
+	assert_int_equal(probe(sb_net_tap(a), gw, b_host, 80, IPPROTO_TCP),
+			 RESET);
+	assert_int_equal(probe(sb_net_tap(a), gw, b_vm, 80, IPPROTO_TCP),
+			 RESET);
+	assert_int_equal(probe(sb_net_tap(a), gw, ALLOWED_IP, 80, IPPROTO_TCP),
+			 SYNACK);
+	sb_net_close(a);
+	sb_net_close(b);
+}
+
+static int count_links(const char *name, void *arg)
+{
+	if (!strncmp(name, "al", 2) && name[2] >= '1' && name[2] <= '9')
+		++*(int *)arg;
+	return 0;
+}
+
+static int host_links(void)
+{
+	int fd = rtnl_open(), n = 0;
+
+	assert_true(fd >= 0);
+	assert_int_equal(rtnl_links(fd, count_links, &n), 0);
+	close(fd);
+	return n;
+}
+
+/* Processes named like us: ourselves, and resolvers forked by slots
+ * (readdir lists processes, not our threads). */
+static int our_processes(void)
+{
+	char path[300], comm[32], mine[32] = "";
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+	FILE *f = fopen("/proc/self/comm", "re");
+
+	if (f && !fgets(mine, sizeof(mine), f))
+		mine[0] = 0;
+	if (f)
+		fclose(f);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, mine))
+			n++;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static bool gone(pid_t pid)
+{
+	return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Closed slots leave no host link; nor does an owner killed with its
+ * slots open (the kernel frees the namespace, the sweep the rest), and
+ * its resolvers die with it. */
+static void test_no_leftovers(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net *n[4];
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	for (int round = 0; round < 5; round++) {
+		for (int i = 0; i < 4; i++)
+			n[i] = open_slot(&p);
+		assert_int_equal(host_links(), 4);
+		for (int i = 0; i < 4; i++)
+			sb_net_close(n[i]);
+		assert_int_equal(host_links(), 0);
+	}
+	p.n_names = 1; /* resolvers too */
+	snprintf(p.names[0].name, sizeof(p.names[0].name), "allowed.test");
+	assert_int_equal(our_processes(), 1);
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct sb_net *m[3];
+		char e[128];
+
+		for (int i = 0; i < 3; i++)
+			if (sb_net_open(&opts, &p, &m[i], e, sizeof(e)) < 0)
+				_exit(1);
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	assert_int_equal(read(pipefd[0], &c, 1), 1);
+	assert_int_equal(host_links(), 3);
+	assert_int_equal(our_processes(), 1 + 1 + 3); /* child, resolvers */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* the namespaces are freed asynchronously; the sweep deletes what
+	 * is still there */
+	sb_net_sweep(gone);
+	for (int i = 0; i < 50 && host_links(); i++)
+		usleep(100 * 1000);
+	assert_int_equal(host_links(), 0);
+	for (int i = 0; i < 50 && our_processes() > 1; i++)
+		usleep(100 * 1000);
+	assert_int_equal(our_processes(), 1);
+	close(pipefd[0]);
+}
+
+#ifdef NET_VM
+#include "vm_part.h"
+#else
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_policy),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_dropped_cap),
+	    cmocka_unit_test(test_two_slots),
+	    cmocka_unit_test(test_no_leftovers),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
+#endif

@@ -1,0 +1,188 @@
+/* bench_net.c: what networking costs a VM.
+ *
+ *   airlock-bench-net [--template NAME] [--clones N] [--slots N]
+ *                     [--state-dir DIR]
+ *
+ * Measures, on this machine (root: namespaces and nftables):
+ *   slot open     a network slot's namespace, tap, veth, addresses and the
+ *                 rules of a policy with one name and one CIDR, with its
+ *                 resolver started (sandbox/net.c, sb_net_open)
+ *   slot close    the resolver killed, the host link deleted, all closed
+ *   restore       request -> agent ready of N clones of the plain template
+ *                 and N of its networked variant, alternating, none
+ *                 pre-started (a networked clone never is), the slot made
+ *                 beforehand (its time is `slot open`)
+ * Prints p50 / p90 / max of each, in milliseconds.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "net.h"
+#include "sandbox.h"
+
+#define SAMPLES_MAX 1000
+
+struct series {
+	const char *name;
+	double v[SAMPLES_MAX];
+	size_t n;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void add(struct series *s, double v)
+{
+	if (s->n < SAMPLES_MAX)
+		s->v[s->n++] = v;
+}
+
+static void print(struct series *s)
+{
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(double), cmp_double);
+	printf("%-22s n=%-4zu p50 %8.1f  p90 %8.1f  max %8.1f ms\n", s->name,
+	       s->n, s->v[s->n / 2], s->v[s->n * 9 / 10], s->v[s->n - 1]);
+}
+
+static void bench_policy(struct sb_net_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "bench");
+	p->n_names = 1;
+	snprintf(p->names[0].name, sizeof(p->names[0].name), "example.org");
+	p->n_cidrs = 1;
+	p->cidrs[0].family = AF_INET;
+	inet_pton(AF_INET, "192.0.2.0", p->cidrs[0].addr);
+	p->cidrs[0].prefix = 24;
+	p->n_ports = 1;
+	p->ports[0] = (struct sb_net_port){IPPROTO_TCP, 443, 443};
+}
+
+static int bench_slots(const struct sb_options *o,
+		       const struct sb_net_policy *p, int n, struct series *op,
+		       struct series *cl)
+{
+	char err[256];
+
+	for (int i = 0; i < n; i++) {
+		struct sb_net *s = NULL;
+		double t0 = now_ms();
+		int r = sb_net_open(o, p, &s, err, sizeof(err));
+
+		if (r < 0) {
+			fprintf(stderr, "slot: %s\n", err);
+			return r;
+		}
+		add(op, now_ms() - t0);
+		t0 = now_ms();
+		sb_net_close(s);
+		add(cl, now_ms() - t0);
+	}
+	return 0;
+}
+
+static int bench_restore(const struct sb_options *o,
+			 const struct sb_net_policy *p, const char *tmpl, int n,
+			 struct series *plain, struct series *net)
+{
+	struct sb_template tp, tn;
+	char err[256];
+	int r = sb_template_open(o, tmpl, &tp);
+
+	if (r == 0)
+		r = sb_template_open_net(o, tmpl, true, &tn);
+	for (int i = 0; r == 0 && i < n; i++) {
+		struct sb_vm *vm = NULL;
+		struct sb_net *s = NULL;
+
+		r = sb_vm_restore(o, &tp, &vm);
+		if (r == 0)
+			add(plain, (double)sb_vm_ready_ms(vm));
+		sb_vm_destroy(vm);
+		vm = NULL;
+		if (r == 0)
+			r = sb_net_open(o, p, &s, err, sizeof(err));
+		if (r == 0)
+			r = sb_vm_restore_net(o, &tn, s, &vm);
+		if (r == 0)
+			add(net, (double)sb_vm_ready_ms(vm));
+		else
+			fprintf(stderr, "restore: %s\n", sb_vm_error(vm));
+		sb_vm_destroy(vm);
+	}
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"template", required_argument, NULL, 't'},
+	    {"clones", required_argument, NULL, 'n'},
+	    {"slots", required_argument, NULL, 'l'},
+	    {"state-dir", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	static struct series open_ = {.name = "slot open"},
+			     close_ = {.name = "slot close"},
+			     plain = {.name = "restore plain"},
+			     net = {.name = "restore networked"};
+	const char *tmpl = "c";
+	struct sb_net_policy p;
+	struct sb_options o;
+	int clones = 10, slots = 50, c, r;
+
+	sb_options_init(&o);
+	snprintf(o.net_dns, sizeof(o.net_dns), "127.0.0.1");
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			tmpl = optarg;
+			break;
+		case 'n':
+			clones = atoi(optarg);
+			break;
+		case 'l':
+			slots = atoi(optarg);
+			break;
+		case 's':
+			snprintf(o.state_dir, sizeof(o.state_dir), "%s",
+				 optarg);
+			break;
+		default:
+			printf("usage: airlock-bench-net [--template NAME] "
+			       "[--clones N] [--slots N] [--state-dir DIR]\n");
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	bench_policy(&p);
+	r = bench_slots(&o, &p, slots, &open_, &close_);
+	if (r == 0 && clones > 0)
+		r = bench_restore(&o, &p, tmpl, clones, &plain, &net);
+	print(&open_);
+	print(&close_);
+	print(&plain);
+	print(&net);
+	if (r < 0)
+		fprintf(stderr, "airlock-bench-net: %s\n", strerror(-r));
+	return r < 0;
+}
