@@ -56,6 +56,7 @@ struct eval {
 	struct task_count *tasks;     /* parallel to ps.v */
 	struct al_jobset set;	      /* one job per sample */
 	struct al_policy policy;      /* for wall times */
+	size_t ours;		      /* samples that failed on our side (XX) */
 };
 
 /* The job for sample s of problem p, its id derived as above. */
@@ -182,6 +183,8 @@ static int judge(struct eval *ev, size_t i)
 	al_diags_init(&d);
 	if (al_result_from_json(line, strlen(line), &res, &d) == 0)
 		v = al_eval_verdict(&res, buf, sizeof(buf));
+	if (strncmp(v, "failed: XX", 10) == 0 || strstr(v, "result lost"))
+		ev->ours++;
 	json_object_set_new(s->doc, "result", json_string(v));
 	json_object_set_new(s->doc, "passed", json_boolean(!strcmp(v, "passed")));
 	ev->tasks[p - ev->ps.v].c += !strcmp(v, "passed");
@@ -281,8 +284,13 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 	if (!pk)
 		return rc;
 	print_pass(pk, out, o->json && !strcmp(o->json, "-") ? stderr : stdout);
+	if (ev->ours)
+		al_cli_error(cli,
+			     "%zu samples failed on Airlock's side (XX), not "
+			     "their own: counted as failed; exit 1",
+			     ev->ours);
 	if (!o->json)
-		rc = AL_EXIT_OK;
+		rc = ev->ours ? AL_EXIT_FAIL : AL_EXIT_OK;
 	else if (!strcmp(o->json, "-"))
 		rc = json_dumpf(pk, stdout, JSON_COMPACT) == 0 &&
 			     fputc('\n', stdout) != EOF
@@ -290,6 +298,8 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 			 : rc;
 	else if (json_dump_file(pk, o->json, JSON_INDENT(2)) == 0)
 		rc = AL_EXIT_OK;
+	if (rc == AL_EXIT_OK && ev->ours)
+		rc = AL_EXIT_FAIL;
 	else
 		al_cli_error(cli, "%s: cannot write", o->json);
 	json_decref(pk);
@@ -406,7 +416,9 @@ const struct al_cmd al_cmd_eval = {
 	"than. A sample is timed out when it uses more than --cpu-ms of CPU\n"
 	"time (default 20000), not wall time, so verdicts do not depend on\n"
 	"host load. Interrupted, rerun with --resume: samples done are not\n"
-	"run again. docs/eval.md has the details.\n"
+	"run again. Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
+	"counted as failed, so pass@k is low), 2 on bad input, 130\n"
+	"interrupted. docs/eval.md has the details.\n"
 	"\n"
 	"options:\n"
 	"  -p, --problems FILE  the benchmark's problems (required)\n"

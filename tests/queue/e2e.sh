@@ -477,14 +477,15 @@ eval3)
   # stopped by its CPU-time limit). Run 1 is interrupted with SIGINT once
   # results come in, then finished with --resume.
   data=$src/datasets/HumanEval.jsonl.gz
-  zcat "$data" | head -3 | jq -c '
+  { zcat "$data" || true; } | head -3 | jq -c '
     {task_id, completion: .canonical_solution, kind: "ok"},
     {task_id, completion: "    return None\n", kind: "none"},
     {task_id, completion: "    while True:\n        pass\n", kind: "loop"}' \
     > "$tmp/s.jsonl"
-  ev() { "$bin" eval --workers 2 --cpu-ms 20000 -k 1,2,3,10 \
-    --problems "$data" --json "$tmp/pk.json" "$tmp/s.jsonl" "$@"; }
-  ev > "$tmp/ev1.log" 2>&1 &
+  args=(eval --workers 2 --cpu-ms 20000 -k 1,2,3,10 --problems "$data"
+    --json "$tmp/pk.json" "$tmp/s.jsonl")
+  ev() { "$bin" "${args[@]}" "$@"; }
+  "$bin" "${args[@]}" > "$tmp/ev1.log" 2>&1 &  # $! is airlock itself
   epid=$!
   for _ in $(seq 1200); do
     [ "$(cat "$tmp/s.jsonl_results.jsonl.partial" 2>/dev/null | wc -l)" \
