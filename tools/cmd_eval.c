@@ -290,7 +290,7 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 			     "their own: counted as failed; exit 1",
 			     ev->ours);
 	if (!o->json)
-		rc = ev->ours ? AL_EXIT_FAIL : AL_EXIT_OK;
+		rc = AL_EXIT_OK;
 	else if (!strcmp(o->json, "-"))
 		rc = json_dumpf(pk, stdout, JSON_COMPACT) == 0 &&
 			     fputc('\n', stdout) != EOF
@@ -298,10 +298,10 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 			 : rc;
 	else if (json_dump_file(pk, o->json, JSON_INDENT(2)) == 0)
 		rc = AL_EXIT_OK;
-	if (rc == AL_EXIT_OK && ev->ours)
-		rc = AL_EXIT_FAIL;
 	else
 		al_cli_error(cli, "%s: cannot write", o->json);
+	if (rc == AL_EXIT_OK && ev->ours)
+		rc = AL_EXIT_FAIL;
 	json_decref(pk);
 	return rc;
 }

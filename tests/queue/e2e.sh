@@ -18,7 +18,7 @@
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
 #   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1
-#   eval3          pass@k of 3 samples x 3 problems, 3 runs, 0 flaky;
+#   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
 #                  SIGINT + --resume
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
 #
@@ -471,18 +471,21 @@ humaneval)
   ;;
 
 eval3)
-  # 3 problems x 3 samples: the canonical completion, `return None`, an
+  # 2 problems x 3 samples: the canonical completion, `return None`, an
   # infinite loop. pass@1 = 1/3, pass@2 = 2/3, pass@3 = 1 exactly, and
   # the same verdict for every sample in each of three runs (the loop is
   # stopped by its CPU-time limit). Run 1 is interrupted with SIGINT once
-  # results come in, then finished with --resume.
+  # results come in, then finished with --resume. The CPU limit is 40 s:
+  # under TCG the guest's CPU clock runs while the host deschedules its
+  # vCPU, and with 20 s a canonical solution has timed out on a busy host
+  # (docs/eval.md); 2 problems keep the loops' cost down.
   data=$src/datasets/HumanEval.jsonl.gz
-  { zcat "$data" || true; } | head -3 | jq -c '
+  { zcat "$data" || true; } | head -2 | jq -c '
     {task_id, completion: .canonical_solution, kind: "ok"},
     {task_id, completion: "    return None\n", kind: "none"},
     {task_id, completion: "    while True:\n        pass\n", kind: "loop"}' \
     > "$tmp/s.jsonl"
-  args=(eval --workers 2 --cpu-ms 20000 -k 1,2,3,10 --problems "$data"
+  args=(eval --workers 2 --cpu-ms 40000 -k 1,2,3,10 --problems "$data"
     --json "$tmp/pk.json" "$tmp/s.jsonl")
   ev() { "$bin" "${args[@]}" "$@"; }
   "$bin" "${args[@]}" > "$tmp/ev1.log" 2>&1 &  # $! is airlock itself
@@ -503,7 +506,7 @@ eval3)
     [ $run = 1 ] || ev >&2
     jq -e '(.["pass@1"] - 1/3 | fabs) < 1e-12 and
            (.["pass@2"] - 2/3 | fabs) < 1e-12 and .["pass@3"] == 1 and
-           (has("pass@10") | not) and .samples == 9' "$tmp/pk.json" \
+           (has("pass@10") | not) and .samples == 6' "$tmp/pk.json" \
       >/dev/null || { cat "$tmp/pk.json" >&2; fail "run $run: pass@k"; }
     jq -c '[.task_id, .kind, .passed, .result]' \
       "$tmp/s.jsonl_results.jsonl" > "$tmp/verdicts$run"
