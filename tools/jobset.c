@@ -785,7 +785,8 @@ void al_jobset_summary(struct al_jobset *s, FILE *f, const char *out_name)
 		    (unsigned long long)runs[nr - 1]);
 	}
 	if (s->resumed)
-		fprintf(f, "%zu resumed from an earlier run\n", s->resumed);
+		fprintf(f, "%zu resumed from an earlier run; %zu enqueued anew\n",
+			s->resumed, s->submitted);
 	fprintf(f, "%zu jobs in %s (%.1f s), %.2f jobs/s; results: %s\n", s->n,
 		dur, el, el > 0 ? (double)(s->n - s->resumed) / el : 0.0,
 		out_name);
