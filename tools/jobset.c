@@ -22,8 +22,8 @@
 #include "proto.h"
 #include "sbconfig.h"
 
-#define RECONNECT_S   120
-#define PLAIN_EVERY_S 10
+#define RECONNECT_S    120
+#define PLAIN_EVERY_S  10
 #define STORE_LINE_MAX ((size_t)AL_RESULT_MAX_BYTES * 2) /* JSON of one */
 
 static double now_s(void)
@@ -136,8 +136,7 @@ static size_t *by_id(const struct al_jobset *s)
 }
 
 /* The first job with `id`, or SIZE_MAX. */
-static size_t find(const struct al_jobset *s, const size_t *idx,
-		   const char *id)
+static size_t find(const struct al_jobset *s, const size_t *idx, const char *id)
 {
 	size_t lo = 0, hi = s->n;
 
@@ -164,13 +163,13 @@ static int check_duplicates(struct al_jobset *s, const size_t *idx)
 
 		if (strcmp(first->id, j->id))
 			continue;
-		j->dup_of = first->dup_of == SIZE_MAX ? idx[k - 1]
-						      : first->dup_of;
+		j->dup_of =
+		    first->dup_of == SIZE_MAX ? idx[k - 1] : first->dup_of;
 		if (dups++ < 5)
-			al_cli_error(s->cli, "id \"%s\" repeats (entries "
-					     "%zu and %zu)%s",
-				     j->id, j->dup_of + 1,
-				     idx[k] + 1,
+			al_cli_error(s->cli,
+				     "id \"%s\" repeats (entries "
+				     "%zu and %zu)%s",
+				     j->id, j->dup_of + 1, idx[k] + 1,
 				     s->o.allow_duplicates
 					 ? "; they share one result"
 					 : "");
@@ -202,8 +201,8 @@ static int store_put(struct al_jobset *s, size_t i, const char *line,
 		size_t o = 0;
 
 		while (o < parts[k].n) {
-			ssize_t w = write(s->store_fd, parts[k].b + o,
-					  parts[k].n - o);
+			ssize_t w =
+			    write(s->store_fd, parts[k].b + o, parts[k].n - o);
 
 			if (w < 0 && errno == EINTR)
 				continue;
@@ -425,8 +424,7 @@ static int reconnect(struct al_jobset *s)
 		struct timespec ts = {delay / 1000,
 				      (long)(delay % 1000) * 1000000L};
 
-		if (al_cli_connect(&s->cli->cfg, &s->cl, err, sizeof(err)) ==
-		    0)
+		if (al_cli_connect(&s->cli->cfg, &s->cl, err, sizeof(err)) == 0)
 			return 0;
 		nanosleep(&ts, NULL);
 		delay = delay * 2 > 5000 ? 5000 : delay * 2;
@@ -581,9 +579,10 @@ static int start_embedded(struct al_jobset *s, struct al_embed *e,
 
 	if (cfg->redis.url[0]) {
 		if (s->o.workers)
-			al_cli_error(s->cli, "--workers applies to the embedded "
-					     "pool only; ignored with a Redis "
-					     "URL");
+			al_cli_error(s->cli,
+				     "--workers applies to the embedded "
+				     "pool only; ignored with a Redis "
+				     "URL");
 		return 0;
 	}
 	if (s->o.workers)
@@ -776,17 +775,18 @@ void al_jobset_summary(struct al_jobset *s, FILE *f, const char *out_name)
 			runs[nr++] = s->jobs[i].run_ms;
 	if (nr) {
 		qsort(runs, nr, sizeof(*runs), cmp_u64);
-		fprintf(f,
-			"run time per job: p50 %llu ms, p95 %llu ms, max "
-			"%llu ms\n",
-			(unsigned long long)runs[nr / 2],
-			(unsigned long long)runs[(nr * 95) / 100 < nr
-						     ? (nr * 95) / 100
-						     : nr - 1],
-			(unsigned long long)runs[nr - 1]);
+		fprintf(
+		    f,
+		    "run time per job: p50 %llu ms, p95 %llu ms, max "
+		    "%llu ms\n",
+		    (unsigned long long)runs[nr / 2],
+		    (unsigned long long)
+			runs[(nr * 95) / 100 < nr ? (nr * 95) / 100 : nr - 1],
+		    (unsigned long long)runs[nr - 1]);
 	}
 	if (s->resumed)
-		fprintf(f, "%zu resumed from an earlier run\n", s->resumed);
+		fprintf(f, "%zu resumed from an earlier run; %zu enqueued anew\n",
+			s->resumed, s->submitted);
 	fprintf(f, "%zu jobs in %s (%.1f s), %.2f jobs/s; results: %s\n", s->n,
 		dur, el, el > 0 ? (double)(s->n - s->resumed) / el : 0.0,
 		out_name);

@@ -68,11 +68,11 @@ struct al_jobset_opts {
 };
 
 struct al_jobset {
-	struct al_jobset_job *jobs; /* in input order */
-	size_t n;		    /* entries in jobs */
-	size_t done;		    /* of them with a line */
-	size_t submitted;	    /* sent to the queue by this run */
-	size_t resumed;		    /* done from the store or `previous` */
+	struct al_jobset_job *jobs;	/* in input order */
+	size_t n;			/* entries in jobs */
+	size_t done;			/* of them with a line */
+	size_t submitted;		/* sent to the queue by this run */
+	size_t resumed;			/* done from the store or `previous` */
 	size_t counts[AL_STATUS_COUNT]; /* by status */
 	size_t accepted, wrong;		/* verdicts */
 	double t0;			/* start, monotonic seconds */
@@ -92,8 +92,7 @@ void al_jobset_release(struct al_jobset *s);
  * 0 or -ENOMEM (the payload is freed then too). */
 int al_jobset_add(struct al_jobset *s, const struct al_prepared *p);
 /* Add a job whose result is already known (JSON, copied). */
-int al_jobset_add_local(struct al_jobset *s, const char *id,
-			const char *json);
+int al_jobset_add_local(struct al_jobset *s, const char *id, const char *json);
 
 /* A content-derived id for a job without one: "h-" and 24 hex digits of
  * the SHA-256 of its canonical msgpack; the n-th (n >= 2) repeat of the

