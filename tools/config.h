@@ -127,6 +127,10 @@ struct al_config {
 	struct {
 		struct al_config_names policies; /* allowed besides "none" */
 	} network;
+	struct {
+		struct al_config_names allowed;	 /* jobs may name as template */
+		uint32_t max_disk_mb;		 /* cap on all, 0 = none */
+	} snapshots;
 
 	struct {
 		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */
