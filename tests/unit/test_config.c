@@ -799,6 +799,7 @@ static void test_dump_roundtrip(void **state)
 	    "[templates]\ndefault = c\nallowed = c python rust\n"
 	    "dir = /usr/share/airlock/templates\n"
 	    "[network]\npolicies = pypi\n"
+	    "[snapshots]\nallowed = c-deps\nmax_disk_mb = 2048\n"
 	    "[metrics]\nlisten = 127.0.0.1:9464\n"
 	    "[log]\nlevel = warn\n";
 	struct al_config cfg, back, dflt;
