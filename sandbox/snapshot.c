@@ -65,6 +65,8 @@
 #define PAGE 4096u          /* granule of the RAM diff */
 #define CHUNK (1u << 20)    /* bytes read per pass over RAM */
 #define SAVE_TIMEOUT_MS 60000
+#define STATE_MAX (64u << 20) /* device state is ~400 KiB: a QEMU that
+			       * writes more is refused, not kept */
 #define SNAP_CACHE_MAX 32   /* snapshots one process may hold open */
 #define SNAP_LIST_MAX 256   /* snapshots considered by the disk cap */
 #define ID_LEN 26           /* "-" KEY(16) "-" ID(8) after NAME */
@@ -621,6 +623,8 @@ static int save_state(struct sb_vm *vm, int dfd)
 		r = wait_saved(vm);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
+	if (r == 0 && lseek(fd, 0, SEEK_END) > (off_t)STATE_MAX)
+		r = -EFBIG;
 	close(fd);
 	return r;
 }
