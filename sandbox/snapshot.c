@@ -372,7 +372,7 @@ int sb_snapshot_open(const struct sb_options *o, const char *name,
 	int dfd, fd, r;
 
 	if (!name_ok(name))
-		return -EINVAL;
+		return -ENOENT; /* as sb_image_open says of such a name */
 	r = snap_root(o, root, sizeof(root));
 	if (r == 0)
 		r = find_build(root, name, ent, sizeof(ent));
