@@ -109,8 +109,9 @@ static char *job_json(const char *tmpl, int units, bool compile, bool run)
 			"timeout_ms", STEP_MS));
 	}
 	if (run)
-		json_array_append_new(steps, json_pack("{s:s,s:s}", "name",
-						       "run", "sh", "/work/app"));
+		json_array_append_new(steps, json_pack(
+			"{s:s,s:s,s:i}", "name", "run", "sh", "/work/app",
+			"timeout_ms", 60000));
 	job = json_pack("{s:s,s:o,s:o,s:{s:i}}", "template", tmpl, "files",
 			files, "steps", steps, "limits", "wall_ms",
 			STEP_MS + 60000);

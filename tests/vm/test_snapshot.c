@@ -30,7 +30,7 @@ static const char *const snaps[] = {SNAP, SNAP_C, SNAP_BAD, NULL};
 #define SETUP                                                                 \
 	"{\"template\": \"python\", \"steps\": [{\"sh\": \"echo base > "     \
 	"/work/a.txt && mkdir /work/d && echo t > /tmp/b.txt && echo x > "   \
-	"/work/d/c\"}]}"
+	"/work/d/c\", \"timeout_ms\": 60000}]}"
 
 #define CHECK(cond, res)                                                      \
 	do {                                                                  \
@@ -155,7 +155,8 @@ static void test_ten_jobs(void **state)
 			 "tr '\\\\n' ' '; echo; echo job%d >> /work/a.txt; "
 			 "echo %d > /tmp/b.txt; touch /work/mine%d; "
 			 "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\\\n'"
-			 "; echo; date +%%s\"}]}", SNAP, i, i, i);
+			 "; echo; date +%%s\", \"timeout_ms\": 60000}]}", SNAP,
+			 i, i, i);
 		vmtest_run(&worker, json, &res);
 		CHECK(res.status == AL_OK && res.steps[0].stdout_.data, &res);
 		/* the setup's files as it left them, and nothing else */
