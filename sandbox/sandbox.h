@@ -147,8 +147,8 @@ int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
  *  3. sb_snapshot_commit() when every step was OK (saves, destroys the
  *     VM), else sb_snapshot_abort() (destroys the VM, saves nothing).
  *
- * Jobs then name it like a template: sb_template_open() finds snapshots
- * by name when no image has that name. See docs/snapshots.md. */
+ * Jobs then name it like a template: the worker opens it with
+ * sb_snapshot_open() when no image has that name. See docs/snapshots.md. */
 struct sb_snapshot_build {
 	char name[AL_NAME_MAX + 1]; /* the snapshot */
 	char tmp[PATH_MAX];         /* build dir, renamed into place */

@@ -34,8 +34,9 @@
  * so that a rebuilt NAME never shares a dir name with the one it
  * replaces: a process's memfd cache is keyed by dir.
  *
- * Opening one (sb_snapshot_open, through sb_template_open when no image
- * is named so) makes a sealed memfd: the base's RAM, then the `mem`
+ * Opening one (sb_snapshot_open: the worker tries it when no image has
+ * the name; it opens the base with sb_template_open, and template.c
+ * calls nothing here) makes a sealed memfd: the base's RAM, then the `mem`
  * pages over it; clones map it share=off exactly as they map a
  * template's. The process keeps it (snap_cache) and holds a shared flock
  * on the snapshot's dir for as long: eviction over the disk cap skips

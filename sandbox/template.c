@@ -600,8 +600,6 @@ int sb_template_open(const struct sb_options *o, const char *template_,
 	int lock_fd = -1, r;
 
 	r = sb_image_open(o, template_, &t.img);
-	if (r == -ENOENT) /* no image of that name: a snapshot of it? */
-		return sb_snapshot_open(o, template_, ret);
 	if (r < 0)
 		return r;
 	t.accel = sb_accel_resolve(o, &t.img);

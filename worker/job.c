@@ -96,6 +96,8 @@ static struct sb_pool *find_pool(struct al_worker *w, const char *name,
 		return NULL;
 	}
 	*ret = sb_template_open(w->sb, name, &w->templates[i]);
+	if (*ret == -ENOENT) /* no image of that name: a snapshot? */
+		*ret = sb_snapshot_open(w->sb, name, &w->templates[i]);
 	if (*ret < 0) {
 		if (i < w->n_templates) /* the slot of a removed snapshot */
 			w->templates[i].img.name[0] = 0;

@@ -212,7 +212,7 @@ static void test_rm_while_running(void **state)
 	struct al_result res;
 
 	(void)state;
-	assert_int_equal(sb_template_open(&opts, SNAP, &t), 0);
+	assert_int_equal(sb_snapshot_open(&opts, SNAP, &t), 0);
 	assert_true(t.snapshot && sb_template_current(&t));
 	assert_int_equal(sb_vm_restore(&opts, &t, &vm), 0);
 	assert_int_equal(sb_snapshot_remove(&opts, SNAP), 0);
@@ -225,7 +225,7 @@ static void test_rm_while_running(void **state)
 	assert_memory_equal(sr.stdout_.data, "base\n", 5);
 	al_step_result_release(&sr);
 	sb_vm_destroy(vm);
-	assert_int_equal(sb_template_open(&opts, SNAP, &t), -ENOENT);
+	assert_int_equal(sb_snapshot_open(&opts, SNAP, &t), -ENOENT);
 	vmtest_run(&worker, "{\"template\": \"" SNAP "\", \"sh\": \"true\"}",
 		   &res);
 	CHECK(res.status == AL_RJ, &res);
@@ -258,7 +258,7 @@ static void test_stale_base(void **state)
 	f = fopen(path, "w");
 	fputs(buf, f);
 	fclose(f);
-	assert_int_equal(sb_template_open(&opts, SNAP_C, &t), -ESTALE);
+	assert_int_equal(sb_snapshot_open(&opts, SNAP_C, &t), -ESTALE);
 	vmtest_run(&worker, "{\"template\": \"" SNAP_C "\", \"sh\": \"true\"}",
 		   &res);
 	CHECK(res.status == AL_RJ && strstr(res.error, "stale"), &res);
