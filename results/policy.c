@@ -49,6 +49,11 @@ static bool in_list(const char *const *list, const char *s)
 	return false;
 }
 
+bool al_policy_snapshot(const struct al_policy *p, const char *name)
+{
+	return in_list(p->snapshots, name);
+}
+
 static void check_limit(const char *name, uint32_t v, uint32_t lo,
 			uint32_t hi, struct al_diags *d)
 {
@@ -86,7 +91,8 @@ int al_job_check_policy(const struct al_job *job, const struct al_policy *p,
 		}
 	}
 	if (job->template_ && p->templates &&
-	    !in_list(p->templates, job->template_))
+	    !in_list(p->templates, job->template_) &&
+	    !in_list(p->snapshots, job->template_))
 		al_diags_add(d, "template", "unknown template \"%s\"",
 			     job->template_);
 	if (job->network && strcmp(job->network, "none") != 0 &&

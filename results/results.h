@@ -249,10 +249,15 @@ struct al_policy {
 					  NULL = any name */
 	const char *const *networks;   /* allowed network policies besides
 					  "none", NULL-terminated; NULL = none */
+	const char *const *snapshots;  /* snapshots jobs may name as their
+					  template (besides `templates`),
+					  NULL-terminated; NULL = none */
 };
 
 /* The built-in policy (docs/schema.md lists its values). */
 const struct al_policy *al_policy_default(void);
+/* Is `name` one of the policy's snapshots (docs/snapshots.md)? */
+bool al_policy_snapshot(const struct al_policy *p, const char *name);
 /* Check `job` against the policy's maxima and allow-lists; adds to `d`.
  * Returns 0 when it fits, -EINVAL otherwise. */
 int al_job_check_policy(const struct al_job *job, const struct al_policy *p,

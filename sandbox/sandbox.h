@@ -73,6 +73,7 @@ struct sb_options {
 	char net_dns[64];         /* networked VMs' upstream resolver (IPv4),
 				   * "" = the first nameserver of the host's
 				   * /etc/resolv.conf */
+	uint32_t snapshot_max_mb;  /* cap on all snapshots' disk, 0 = none */
 };
 
 /* A worker's memory cgroup by default, MiB: a result at its cap twice (the
@@ -107,6 +108,7 @@ struct sb_template {
 				  * own (kept for the process's life) */
 	bool built;              /* this open built it (a cache miss) */
 	bool net;                /* the networked variant: one NIC */
+	bool snapshot;           /* a snapshot (snapshot.c): dir may go */
 	uint64_t build_ms;       /* cold boot + save, when built */
 };
 
@@ -144,6 +146,9 @@ int sb_template_open(const struct sb_options *o, const char *template_,
  * cache key; every clone has the same address and MAC (docs/network.md). */
 int sb_template_open_net(const struct sb_options *o, const char *template_,
 			 bool net, struct sb_template *ret);
+/* Is `t` still what its name opens? False once a snapshot was removed or
+ * re-created (reopen it); always true for an image template. */
+bool sb_template_current(const struct sb_template *t);
 /* A fresh clone of the template: a new QEMU maps the template's RAM
  * copy-on-write, loads its device state, resumes, and the agent gets new
  * entropy and the clock. On failure *ret (if set) holds vm->error. */
@@ -155,6 +160,63 @@ int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
  * the job's. */
 int sb_vm_restore_net(const struct sb_options *o, const struct sb_template *t,
 		      struct sb_net *net, struct sb_vm **ret);
+
+/* Snapshots (snapshot.c): a template derived from an image template by
+ * running a setup job in a clone of it and saving that VM, RAM (and so
+ * the /work and /tmp tmpfs) included.
+ *
+ *  1. sb_snapshot_begin(): 1 when a snapshot NAME of exactly this base and
+ *     setup hash exists (a cache hit: done); else 0 and *ret_vm, a clone
+ *     of the base whose RAM is a shared copy of the base's.
+ *  2. Run the setup job's steps in *ret_vm (sb_vm_setup, sb_vm_run_step).
+ *  3. sb_snapshot_commit() when every step was OK (saves, destroys the
+ *     VM), else sb_snapshot_abort() (destroys the VM, saves nothing).
+ *
+ * Jobs then name it like a template: the worker opens it with
+ * sb_snapshot_open() when no image has that name. See docs/snapshots.md. */
+struct sb_snapshot_build {
+	char name[AL_NAME_MAX + 1]; /* the snapshot */
+	char tmp[PATH_MAX];         /* build dir, renamed into place */
+	char inputs[PATH_MAX + 512]; /* what the key covers, text */
+	char key[17];               /* hash of inputs, hex */
+	struct sb_template base;    /* the image template it derives from */
+	struct sb_vm *vm;           /* the setup's VM until commit/abort */
+	int mem_fd;                 /* its RAM: a shared copy of base's */
+	int lock_fd;                /* the snapshot name's build lock */
+	uint64_t t0;                /* al_now_ms() at begin */
+};
+/* What a snapshot holds on disk (list, commit). */
+struct sb_snapshot_info {
+	char name[AL_NAME_MAX + 1]; /* the snapshot */
+	char base[AL_NAME_MAX + 1]; /* its base template */
+	char dir[PATH_MAX];         /* STATE/snapshots/NAME-KEY-ID */
+	char setup[65];             /* the setup job's hash, hex */
+	uint64_t disk_bytes;        /* allocated on disk */
+	uint64_t mem_bytes;         /* RAM pages saved (differ from base) */
+	int64_t created;            /* wall clock, seconds */
+	bool in_use;                /* a process holds it open */
+	bool stale;                 /* its base template changed */
+	uint64_t build_ms;          /* commit: begin -> saved */
+	uint64_t save_ms;           /* commit: state + RAM written */
+};
+int sb_snapshot_begin(const struct sb_options *o, const char *name,
+		      const char *base, const char *setup_hash,
+		      struct sb_snapshot_build *b, struct sb_vm **ret_vm);
+/* Save b->vm as snapshot b->name; evicts old unused snapshots over
+ * o->snapshot_max_mb. *ret (may be NULL) describes it. */
+int sb_snapshot_commit(const struct sb_options *o,
+		       struct sb_snapshot_build *b, struct sb_snapshot_info *ret);
+void sb_snapshot_abort(struct sb_snapshot_build *b);
+/* Open snapshot `name` as a template: -ENOENT (none here), -ESTALE (its
+ * base template changed: re-create it). */
+int sb_snapshot_open(const struct sb_options *o, const char *name,
+		     struct sb_template *ret);
+/* Up to `max` snapshots of the state dir, oldest first; the count. */
+int sb_snapshot_list(const struct sb_options *o, struct sb_snapshot_info *ret,
+		     size_t max);
+/* Remove snapshot `name` (-ENOENT if none). Clones running from it keep
+ * running: they hold its RAM and state open. */
+int sb_snapshot_remove(const struct sb_options *o, const char *name);
 
 /* Pre-started VMMs: QEMU processes of one template waiting in -incoming
  * defer, holding no guest state, so that a restore skips QEMU's own

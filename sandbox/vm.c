@@ -19,6 +19,9 @@
  * Layout of sandbox/, each arrow a call; none goes back up, so no two
  * files call each other:
  *
+ *   snapshot.c  a clone saved after a setup job; opens its base
+ *        |      through template.c, loads like clone.c (vm.c's steps)
+ *        v
  *   clone.c     restores a template clone; the pre-started VMM pool
  *   template.c  the template cache: key, lock, build (cold boot + save);
  *               also image.c (the manifest) and machine.c (argv in the key)

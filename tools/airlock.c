@@ -59,6 +59,7 @@ static const struct al_cmd *const commands[] = {
     &al_cmd_validate,
     &al_cmd_config,
     &al_cmd_image,
+    &al_cmd_snapshot,
     &al_cmd_doctor,
     &help_cmd,
     &version_cmd,

@@ -342,6 +342,13 @@ static const struct al_config_key keys[] = {
 	"template definitions; empty = $AIRLOCK_TEMPLATES_DIR, else the "
 	"built-in dir"),
 
+    NAMES(snapshots, allowed, "",
+	  "snapshots jobs may name as their template, space-separated "
+	  "(docs/snapshots.md)"),
+    U32(snapshots, max_disk_mb, 0, 4194304, "0",
+	"cap on the disk all snapshots take, MiB; over it the oldest unused "
+	"go first; 0 = no cap"),
+
     STR(metrics, listen, listen, check_listen, "empty or HOST:PORT", "",
 	"address of the Prometheus metrics endpoint; empty = off"),
 
@@ -1215,6 +1222,7 @@ void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 	    .template_ = cfg->templates.default_,
 	    .templates = names_ptrs(&cfg->templates.allowed),
 	    .networks = policy_ptrs(cfg),
+	    .snapshots = names_ptrs(&cfg->snapshots.allowed),
 	};
 }
 

@@ -142,6 +142,10 @@ struct al_config {
 		const char *ptr[SB_NET_POLICIES_MAX + 1]; /* al_config_policy
 							     scratch */
 	} network;
+	struct {
+		struct al_config_names allowed;	 /* jobs may name as template */
+		uint32_t max_disk_mb;		 /* cap on all, 0 = none */
+	} snapshots;
 
 	struct {
 		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */

@@ -24,6 +24,7 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->vcpus = cfg->sandbox.vm_vcpus;
 	o->prestart = cfg->sandbox.prestart;
 	o->worker_memory_mb = cfg->workers.memory_mb;
+	o->snapshot_max_mb = cfg->snapshots.max_disk_mb;
 	o->vmm_overhead_mb = cfg->sandbox.vmm_memory_overhead_mb;
 	o->vmm_cpu_percent = cfg->sandbox.vmm_cpu_max;
 	o->vmm_uid_base = cfg->sandbox.vmm_uid_base;

@@ -90,20 +90,34 @@ static struct sb_pool *find_pool(struct al_worker *w, const char *name,
 {
 	size_t i = w->n_templates;
 
-	for (size_t k = 0; k < w->n_templates; k++)
-		if (!strcmp(w->templates[k].img.name, name) &&
-		    w->templates[k].net == net)
+	for (size_t k = 0; k < w->n_templates; k++) {
+		if (!w->templates[k].img.name[0] && i == w->n_templates)
+			i = k; /* a free slot: a snapshot that went */
+		if (strcmp(w->templates[k].img.name, name) != 0 ||
+		    w->templates[k].net != net)
+			continue;
+		if (sb_template_current(&w->templates[k]))
 			return &w->pools[k];
+		/* a snapshot removed or re-created: open it again here */
+		sb_pool_release(&w->pools[k]);
+		i = k;
+		break;
+	}
 	if (i == AL_WORKER_TEMPLATES) {
 		*ret = -ENOSPC;
 		return NULL;
 	}
 	*ret = sb_template_open_net(w->sb, name, net, &w->templates[i]);
-	if (*ret < 0)
+	if (*ret == -ENOENT && !net) /* no image of that name: a snapshot? */
+		*ret = sb_snapshot_open(w->sb, name, &w->templates[i]);
+	if (*ret < 0) {
+		if (i < w->n_templates) /* the slot of a removed snapshot */
+			w->templates[i].img.name[0] = 0;
 		return NULL;
+	}
 	sb_pool_init(&w->pools[i], w->sb, &w->templates[i],
 		     net ? 0 : w->sb->prestart);
-	w->n_templates++;
+	w->n_templates += i == w->n_templates;
 	return &w->pools[i];
 }
 
@@ -127,7 +141,13 @@ static int get_vm(struct al_worker *w, const char *name,
 	int r;
 
 	*ret = NULL;
-	if (w->cold || !fits) {
+	if (!fits && al_policy_snapshot(w->policy, name)) {
+		snprintf(err, errlen, "snapshot %s: the job asks for more "
+			 "than its VM has (memory_mb <= %u, vcpus <= %u)", name,
+			 o->memory_mb - AL_WORKER_RESERVE_MB, o->vcpus);
+		return -E2BIG;
+	}
+	if ((w->cold || !fits) && !al_policy_snapshot(w->policy, name)) {
 		if (!fits) {
 			o->memory_mb = lim->memory_mb + AL_WORKER_RESERVE_MB;
 			o->vcpus = lim->vcpus;
@@ -148,6 +168,13 @@ static int get_vm(struct al_worker *w, const char *name,
 	}
 	if (r < 0 && sb_vm_error(*ret)[0])
 		snprintf(err, errlen, "%s", sb_vm_error(*ret));
+	else if ((r == -ENOENT || r == -ESTALE) &&
+		 al_policy_snapshot(w->policy, name))
+		snprintf(err, errlen, "snapshot %s: %s on worker %s (create "
+			 "it there: `airlock snapshot create %s SETUP.json`)",
+			 name, r == -ENOENT ? "not on this host"
+					    : "stale (its base template changed)",
+			 w->name, name);
 	else if (r == -ENOENT)
 		snprintf(err, errlen, "template %s: no image (run `airlock "
 			 "image build %s`)", name, name);
@@ -464,6 +491,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	struct al_limits lim;
 	struct al_diags d;
 	char err[300] = "";
+	bool no_vm;
 	int r;
 
 	r = result_init(job, job->id ? job->id : "-", w, attempt, res);
@@ -480,6 +508,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		return 0; /* RJ */
 	if (r == 0)
 		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
+	no_vm = r < 0;
 	if (r == 0) {
 		/* a pooled VMM too */
 		sb_vm_set_deadline(vm, al_deadline_in(o.ttl_ms));
@@ -497,6 +526,11 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	sb_vm_destroy(vm);
 	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	/* a snapshot this host lacks, or a job too big for it: retrying on
+	 * this host cannot help (docs/snapshots.md) */
+	if (no_vm && (r == -ENOENT || r == -ESTALE || r == -E2BIG) &&
+	    al_policy_snapshot(w->policy, tmpl))
+		res->status = AL_RJ;
 	if (r > 0 && res->status == AL_OK)
 		res->status = AL_OL; /* the guest sent files past the budget */
 	res->timing.queued_ms = queued_ms;
@@ -513,4 +547,99 @@ int al_worker_reject(const char *id, const struct al_diags *d,
 	if (!res->id)
 		return -ENOMEM;
 	return reject(res, d);
+}
+
+/* The setup job's content hash, its id and meta left out (they name the
+ * request, not what it does), as hex. */
+static int job_hash(const struct al_job *job, char out[65])
+{
+	struct al_job j = *job;
+	uint8_t h[AL_SHA256_LEN];
+	char *mp = NULL;
+	size_t len = 0;
+	int r;
+
+	j.id = NULL;
+	j.meta.data = NULL;
+	j.meta.len = 0;
+	r = al_job_to_msgpack(&j, &mp, &len);
+	if (r < 0)
+		return r;
+	al_sha256(mp, len, h);
+	free(mp);
+	for (size_t i = 0; i < AL_SHA256_LEN; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+	return 0;
+}
+
+/* Run the setup's steps in the snapshot's VM; save it if all were OK. */
+static int setup_run(struct al_worker *w, struct sb_options *o,
+		     const struct al_job *job, const struct al_limits *lim,
+		     struct sb_snapshot_build *b, struct sb_vm *vm,
+		     struct al_result *res, struct sb_snapshot_info *info)
+{
+	int r;
+
+	sb_vm_set_deadline(vm, al_deadline_in(o->ttl_ms));
+	res->vm.accel = sb_vm_accel(vm);
+	res->vm.restored = true;
+	res->vm.restore_ms = sb_vm_ready_ms(vm);
+	r = in_vm(vm, w, job, lim, al_deadline_in(lim->wall_ms), res);
+	judge(job, res);
+	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	if (r > 0 && res->status == AL_OK)
+		res->status = AL_OL;
+	if (r < 0 || res->status != AL_OK) {
+		sb_snapshot_abort(b);
+		return r < 0 ? r : -ECANCELED;
+	}
+	r = sb_snapshot_commit(o, b, info);
+	if (r < 0) {
+		res->status = AL_XX;
+		set_error(&res->error, "save snapshot: %s", strerror(-r));
+	}
+	return r;
+}
+
+int al_worker_snapshot(struct al_worker *w, const char *name,
+		       const struct al_job *job, struct al_result *res,
+		       struct sb_snapshot_info *info)
+{
+	const char *tmpl = job->template_ ? job->template_ : w->policy->template_;
+	uint64_t t0 = al_now_ms();
+	struct sb_options o = *w->sb;
+	struct sb_snapshot_build b;
+	struct sb_vm *vm = NULL;
+	struct al_limits lim;
+	struct al_diags d;
+	char hash[65];
+	int r;
+
+	r = result_init(job, job->id ? job->id : "-", w, 1, res);
+	if (r < 0)
+		return r;
+	al_diags_init(&d);
+	if (al_job_check_policy(job, w->policy, &d) < 0)
+		return reject(res, &d) ?: -EINVAL;
+	al_job_limits(job, w->policy, &lim);
+	o.ttl_ms = lim.wall_ms + 30000; /* hard stop past the job's budget */
+	res->vm.template_ = strdup(tmpl);
+	r = job_hash(job, hash);
+	if (r == 0)
+		r = sb_snapshot_begin(&o, name, tmpl, hash, &b, &vm);
+	if (r == 0) {
+		r = setup_run(w, &o, job, &lim, &b, vm, res, info);
+	} else {
+		for (size_t i = 0; i < job->n_steps; i++)
+			res->steps[i].status = AL_SK;
+		res->status = r == 1 ? AL_OK : AL_XX;
+		if (r < 0)
+			set_error(&res->error, "snapshot %s: %s", name,
+				  sb_vm_error(vm)[0] ? sb_vm_error(vm)
+						     : strerror(-r));
+		sb_snapshot_abort(&b);
+	}
+	res->timing.run_ms = al_now_ms() - t0;
+	res->timing.total_ms = res->timing.run_ms;
+	return r;
 }

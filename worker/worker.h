@@ -41,6 +41,17 @@ void al_worker_init(struct al_worker *w, const struct sb_options *sb,
  * even a result could be built. */
 int al_worker_run(struct al_worker *w, const struct al_job *job,
 		  uint64_t queued_ms, uint32_t attempt, struct al_result *ret);
+/* Make snapshot `name` from setup job `job` (its template is the base):
+ * run its steps in a clone of the base and save that VM when every step
+ * is OK (sandbox.h, docs/snapshots.md). *ret is filled as by
+ * al_worker_run, *info (may be NULL) when one was saved. Returns 0 (made;
+ * *info set), 1 (a cache hit: the same base and setup exist; no step
+ * ran), -EINVAL (the job breaks the policy: *ret is RJ), -ECANCELED (a
+ * step was not OK: *ret says which; nothing saved), else -errno (our own
+ * failure: *ret is XX). */
+int al_worker_snapshot(struct al_worker *w, const char *name,
+		       const struct al_job *job, struct al_result *ret,
+		       struct sb_snapshot_info *info);
 /* Between jobs: get the pre-started VMMs ready to load a snapshot, so the
  * next restore skips that work (waits for QEMU start-up if need be). */
 void al_worker_idle(struct al_worker *w);

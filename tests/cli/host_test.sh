@@ -32,4 +32,28 @@ fi
 "$bin" image build --config "$tmp/a.conf" >/dev/null 2>&1 && fail "image build with no template succeeded"
 "$bin" image list --config "$tmp/a.conf" | grep -q "no images" || fail "image list on an empty state dir"
 "$bin" image --help | grep -q "airlock image build TEMPLATE" || fail "image --help"
+
+# snapshot: usage, an empty list, rm of a missing one, a setup that names
+# no built image (nothing created), and an invalid setup file
+"$bin" snapshot --help | grep -q "airlock snapshot create NAME SETUP.json" ||
+  fail "snapshot --help"
+"$bin" snapshot >/dev/null 2>&1 && fail "snapshot with no verb succeeded"
+"$bin" snapshot create x --config "$tmp/a.conf" >/dev/null 2>&1 &&
+  fail "snapshot create without a setup succeeded"
+"$bin" snapshot frob --config "$tmp/a.conf" >/dev/null 2>&1 && fail "snapshot frob"
+"$bin" snapshot list --config "$tmp/a.conf" | grep -q "no snapshots" ||
+  fail "snapshot list on an empty state dir"
+rc=0; "$bin" snapshot rm nope --config "$tmp/a.conf" 2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "snapshot rm of a missing one: exit $rc"
+echo '{"template": "python", "sh": "true"}' > "$tmp/setup.json"
+rc=0; "$bin" snapshot create s1 "$tmp/setup.json" --config "$tmp/a.conf" \
+  2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] || fail "snapshot create with no image: exit $rc"
+grep -q "s1 not created: XX" "$tmp/err" || fail "create error: $(cat "$tmp/err")"
+"$bin" snapshot list --config "$tmp/a.conf" | grep -q "no snapshots" ||
+  fail "a failed create left a snapshot"
+echo '{"steps": 3}' > "$tmp/bad.json"
+rc=0; "$bin" snapshot create s1 "$tmp/bad.json" --config "$tmp/a.conf" \
+  2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "snapshot create of an invalid job: exit $rc"
 echo "host commands: ok"

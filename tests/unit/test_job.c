@@ -334,6 +334,30 @@ static void test_policy(void **state)
 	al_job_release(&job);
 }
 
+/* A snapshot name is allowed when snapshots lists it, and only then. */
+static void test_policy_snapshots(void **state)
+{
+	const char *const tmpl[] = {"python", NULL};
+	const char *const snaps[] = {"deps", NULL};
+	struct al_policy p = *al_policy_default();
+	const char *j = "{\"sh\":\"x\",\"template\":\"deps\"}";
+	struct al_job job = {0};
+	struct al_diags d;
+
+	(void)state;
+	p.templates = tmpl;
+	assert_int_equal(al_job_from_json(j, strlen(j), &job, NULL), 0);
+	al_diags_init(&d);
+	assert_int_equal(al_job_check_policy(&job, &p, &d), -EINVAL);
+	assert_false(al_policy_snapshot(&p, "deps"));
+	p.snapshots = snaps;
+	al_diags_init(&d);
+	assert_int_equal(al_job_check_policy(&job, &p, &d), 0);
+	assert_true(al_policy_snapshot(&p, "deps"));
+	assert_false(al_policy_snapshot(&p, "python"));
+	al_job_release(&job);
+}
+
 /* msgpack input: bin contents, str contents, and what JSON cannot say. */
 static void test_msgpack_input(void **state)
 {
@@ -443,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_shorthand),
 		cmocka_unit_test(test_id_reported),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_policy_snapshots),
 		cmocka_unit_test(test_msgpack_input),
 		cmocka_unit_test(test_release_zeroed),
 	};
