@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "accel.h"
+#include "util.h"
 
 #define PROBE_MS 20000
 
@@ -62,6 +63,12 @@ static void cache_write(const char *path, enum al_accel a)
 	FILE *f;
 
 	if (!path[0])
+		return;
+	/* a user's own state dir may not exist yet (images from the
+	 * system dir): the verdict goes there all the same */
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	*strrchr(tmp, '/') = 0;
+	if (sb_mkdirs(tmp, 0755) < 0)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	f = fopen(tmp, "we");

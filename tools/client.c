@@ -321,10 +321,11 @@ int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 	pid_t parent = getpid();
 	int n;
 
-	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST) {
+	n = sb_mkdirs(state_dir, 0700); /* ~/.local/state may not exist */
+	if (n < 0) {
 		snprintf(err, errlen, "state dir %s: %s", state_dir,
-			 strerror(errno));
-		return -errno;
+			 strerror(-n));
+		return n;
 	}
 	n = snprintf(e->sock, sizeof(e->sock), "%s/redis-%d.sock", state_dir,
 		     (int)parent);
