@@ -191,7 +191,8 @@ static const char *const log_names[] = {"error", "warn", "info", "debug", NULL};
 static const struct al_config_key keys[] = {
     STR(redis, url, url, check_url,
 	"empty, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-	"unix://[[USER]:PASSWORD@]/PATH",
+	"unix://[[USER]:PASSWORD@]/PATH; not rediss://, hiredis 0.14 has no "
+	"TLS",
 	"",
 	"Redis to use; empty = a private redis-server on a unix socket in "
 	"the state dir"),

@@ -73,6 +73,7 @@ struct al_config_names {
 struct al_config {
 	char source[1024];   /* the file loaded last, "" = built-ins only */
 	bool redis_from_env; /* redis.url came from $AIRLOCK_REDIS */
+	bool redis_from_cli; /* redis.url came from --redis */
 
 	struct {
 		char url[AL_CONFIG_STR_MAX + 1]; /* "" = embedded Redis */
@@ -159,6 +160,12 @@ void al_config_release(struct al_config *cfg);
  * same values (a password in redis.url is printed as REDACTED). Returns 0
  * or -EIO. */
 int al_config_dump(const struct al_config *cfg, FILE *f);
+
+/* Why a rediss:// URL is refused, appended to the error that says so. */
+#define AL_NO_TLS                                                            \
+	" (rediss:// is not supported: this build's hiredis, 0.14 in Debian " \
+	"12, has no TLS; hiredis_ssl came with 1.0. Use a unix socket or a " \
+	"TLS tunnel such as stunnel to a local port)"
 
 /* sandbox.state_dir resolved: itself, else /var/lib/airlock for root, else
  * $XDG_STATE_HOME/airlock, else ~/.local/state/airlock. Returns 0,
