@@ -100,3 +100,17 @@ enum al_accel accel_decide(const struct sb_options *o,
 	cache_write(path, a);
 	return a;
 }
+
+int sb_accel_known(const struct sb_options *o, const struct sb_image *img)
+{
+	char path[PATH_MAX];
+	int cached;
+
+	if (o->accel == SB_ACCEL_KVM)
+		return AL_ACCEL_KVM;
+	if (o->accel == SB_ACCEL_TCG || !kvm_openable())
+		return AL_ACCEL_TCG;
+	cache_path(o, img, path, sizeof(path));
+	cached = cache_read(path);
+	return cached >= 0 ? cached : -ENOENT;
+}

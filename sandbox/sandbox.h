@@ -129,6 +129,11 @@ int sb_image_open(const struct sb_options *o, const char *template_,
 enum al_accel sb_accel_resolve(const struct sb_options *o,
 			       const struct sb_image *img);
 
+/* What sb_accel_resolve() would answer without probing: the enum
+ * al_accel, or -ENOENT when auto has no cached verdict for img yet (the
+ * first VM of the image probes). For `airlock doctor`. */
+int sb_accel_known(const struct sb_options *o, const struct sb_image *img);
+
 /* Cold boot: start QEMU on the image, wait for the agent, reseed it. */
 int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
 	       struct sb_vm **ret);

@@ -69,12 +69,7 @@ static bool check_queue(const char *s)
 /* Template and network policy names, as the job schema spells them. */
 static bool check_name(const char *s)
 {
-	if (!is_lower_digit(*s))
-		return false;
-	for (s++; *s; s++)
-		if (!is_lower_digit(*s) && !strchr("_.-", *s))
-			return false;
-	return true;
+	return al_name_valid(s); /* the jobs' rule (results.h) */
 }
 
 static bool no_space(const char *s)
@@ -191,8 +186,7 @@ static const char *const log_names[] = {"error", "warn", "info", "debug", NULL};
 static const struct al_config_key keys[] = {
     STR(redis, url, url, check_url,
 	"empty, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-	"unix://[[USER]:PASSWORD@]/PATH; not rediss://, hiredis 0.14 has no "
-	"TLS",
+	"unix://[[USER]:PASSWORD@]/PATH",
 	"",
 	"Redis to use; empty = a private redis-server on a unix socket in "
 	"the state dir"),
@@ -520,7 +514,11 @@ static const char *parse_value(struct al_config *cfg,
 		if (has_control(v, false))
 			return "must not contain control characters";
 		if (!k->check(v)) {
-			snprintf(why, whylen, "must be %s", k->rule);
+			snprintf(why, whylen, "must be %s%s", k->rule,
+				 k->check == check_url &&
+					 strncmp(v, "rediss://", 9) == 0
+				     ? AL_NO_TLS
+				     : "");
 			return why;
 		}
 		strcpy(field(cfg, k), v);
@@ -669,7 +667,7 @@ static int on_key(void *user, const char *section, const char *name,
 {
 	struct load_ctx *c = user;
 	const struct al_config_key *k;
-	char buf[192], sbuf[72], nbuf[72];
+	char buf[512], sbuf[72], nbuf[72];
 	const char *why;
 	size_t i;
 
@@ -963,7 +961,7 @@ static int redis_from_env(struct al_config *cfg, char *err, size_t errlen)
 	const struct al_config_key *k = find_key("redis", "url");
 	const char *v = getenv("AIRLOCK_REDIS");
 	struct al_config tmp;
-	char buf[192];
+	char buf[512];
 	const char *why;
 
 	if (!v || !*v)
