@@ -19,19 +19,27 @@
 #include "cli.h"
 #include "sandbox.h"
 
-static const char *path_or_env(const char *env, const char *builtin)
+/* $env, else the installed copy (al_install_path), else the build's. */
+static const char *shipped(const char *env, const char *rel,
+			   const char *builtin, char *buf)
 {
 	const char *v = getenv(env);
 
-	return v && *v ? v : builtin;
+	if (v && *v)
+		return v;
+	if (al_install_path(rel, builtin, buf, PATH_MAX) < 0)
+		return builtin;
+	return buf;
 }
 
 static int build_one(const char *state, const char *tdir, const char *name,
 		     bool force)
 {
-	const char *script = path_or_env("AIRLOCK_IMAGE_SCRIPT",
-					 AL_IMAGE_SCRIPT);
-	const char *agent = path_or_env("AIRLOCK_AGENT", AL_AGENT_BIN);
+	char sbuf[PATH_MAX], abuf[PATH_MAX];
+	const char *script = shipped("AIRLOCK_IMAGE_SCRIPT", AL_REL_SCRIPT,
+				     AL_IMAGE_SCRIPT, sbuf);
+	const char *agent = shipped("AIRLOCK_AGENT", AL_REL_AGENT,
+				    AL_AGENT_BIN, abuf);
 	char *argv[] = {"bash",	      (char *)script, "--template",
 			(char *)name, "--agent",      (char *)agent,
 			"--state-dir", (char *)state, "--templates-dir",

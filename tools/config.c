@@ -40,6 +40,10 @@
 
 #include "config.h"
 
+#ifndef AL_REL_BINDIR /* GNUInstallDirs' dirs, relative to the prefix */
+#define AL_REL_BINDIR "bin"
+#define AL_REL_TEMPLATES "share/airlock/templates"
+#endif
 #ifndef AL_TEMPLATES_DIR
 #define AL_TEMPLATES_DIR "/usr/share/airlock/templates"
 #endif
@@ -1069,7 +1073,45 @@ int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len)
 		return join_path(buf, len, SIZE_MAX, cfg->templates.dir, "");
 	if (env && *env)
 		return join_path(buf, len, SIZE_MAX, env, "");
-	return join_path(buf, len, SIZE_MAX, AL_TEMPLATES_DIR, "");
+	return al_install_path(AL_REL_TEMPLATES, AL_TEMPLATES_DIR, buf, len);
+}
+
+/* The prefix this binary is installed under: /proc/self/exe's dir minus
+ * the bin dir ("/usr/bin/airlock" -> "/usr"); false if it is not in one
+ * (a build tree). */
+static bool install_prefix(char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	size_t nb = strlen(AL_REL_BINDIR);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return false;
+	*slash = 0; /* the dir */
+	n = slash - exe;
+	if ((size_t)n <= nb || exe[n - nb - 1] != '/' ||
+	    strcmp(exe + n - nb, AL_REL_BINDIR) != 0)
+		return false;
+	exe[n - nb - 1] = 0;
+	return join_path(buf, len, SIZE_MAX, exe, "") == 0;
+}
+
+int al_install_path(const char *rel, const char *fallback, char *buf,
+		    size_t len)
+{
+	char prefix[PATH_MAX], path[PATH_MAX * 2];
+
+	if (install_prefix(prefix, sizeof(prefix)) &&
+	    snprintf(path, sizeof(path), "%s/%s", prefix, rel) <
+		(int)sizeof(path) &&
+	    access(path, F_OK) == 0)
+		return join_path(buf, len, SIZE_MAX, path, "");
+	return join_path(buf, len, SIZE_MAX, fallback, "");
 }
 
 /* --- printing ------------------------------------------------------------- */

@@ -161,6 +161,13 @@ void al_config_release(struct al_config *cfg);
  * or -EIO. */
 int al_config_dump(const struct al_config *cfg, FILE *f);
 
+/* A file or dir shipped with airlock: PREFIX/rel when this binary runs
+ * from PREFIX/bin (an installed copy, wherever it was moved) and that
+ * exists, else `fallback` (the build tree's path, compiled in). 0 or
+ * -ENAMETOOLONG. */
+int al_install_path(const char *rel, const char *fallback, char *buf,
+		    size_t len);
+
 /* Why a rediss:// URL is refused, appended to the error that says so. */
 #define AL_NO_TLS                                                            \
 	" (rediss:// is not supported: this build's hiredis, 0.14 in Debian " \
@@ -172,6 +179,7 @@ int al_config_dump(const struct al_config *cfg, FILE *f);
  * -ENAMETOOLONG (over AL_CONFIG_STATE_DIR_MAX) or -ENOENT (no home). */
 int al_config_state_dir(const struct al_config *cfg, char *buf, size_t len);
 /* templates.dir resolved: itself, else $AIRLOCK_TEMPLATES_DIR, else the
+ * installed share/airlock/templates (al_install_path), else the
  * directory compiled in (the source tree's configs/templates unless the
  * build says otherwise). Returns 0 or -ENAMETOOLONG. */
 int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len);

@@ -8,6 +8,7 @@ pkgs=(
   build-essential cmake pkg-config clang      # toolchain, clang for fuzzing
   libmsgpack-dev libjansson-dev libcmocka-dev # results/, tests
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
+  libsystemd-dev                              # serve's sd_notify
   libnftables-dev libmicrohttpd-dev           # network policy, metrics
   redis-server                                # queue (tests, embedded mode)
   qemu-system-x86 qemu-utils                  # the VMM
