@@ -1,4 +1,5 @@
 /* cmd_status.c: `airlock status`, the queue at a glance. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,30 @@
 #include "client.h"
 
 #define LIVE_MS 60000u /* a dispatcher silent this long is not counted */
+
+/* --json: the same figures, one object; -1 where unknown. */
+static void print_json(const char *queue, const struct alq_status *st)
+{
+	json_t *serves = json_array(), *j;
+
+	for (size_t i = 0; i < st->n_serves; i++)
+		json_array_append_new(
+		    serves, json_pack("{s:s, s:i, s:i, s:I, s:b}", "name",
+				      st->serves[i].name, "workers",
+				      (int)st->serves[i].workers, "busy",
+				      (int)st->serves[i].busy, "age_ms",
+				      (json_int_t)st->serves[i].age_ms, "live",
+				      st->serves[i].age_ms <= LIVE_MS));
+	j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "queue", queue,
+		      "waiting", (json_int_t)st->depth, "running",
+		      (json_int_t)st->pending, "consumers",
+		      (json_int_t)st->consumers, "dead_letters",
+		      (json_int_t)st->dead, "done_this_minute",
+		      (json_int_t)st->tput[0], "serves", serves);
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+	json_decref(j);
+}
 
 static int run(struct al_cli *cli, int argc, char **argv)
 {
@@ -24,6 +49,10 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		return AL_EXIT_USAGE;
 	}
 	alq_client_close(&cl);
+	if (cli->flag['j']) {
+		print_json(cli->cfg.queue.name, &st);
+		return AL_EXIT_OK;
+	}
 	for (size_t i = 0; i < st.n_serves; i++) {
 		if (st.serves[i].age_ms > LIVE_MS)
 			continue;
@@ -55,15 +84,24 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	return AL_EXIT_OK;
 }
 
+static const struct option status_opts[] = {
+    {"json", no_argument, NULL, 'j'},
+    {NULL, 0, NULL, 0},
+};
+
 const struct al_cmd al_cmd_status = {
     .name = "status",
     .summary = "show the queue: depth, running, workers, dead letters",
-    .usage = "usage: airlock status [--redis URL] [--config PATH]\n"
+    .usage = "usage: airlock status [--json] [--redis URL] [--config PATH]\n"
 	     "                      [--queue NAME]\n"
 	     "\n"
 	     "Print the queue's depth (jobs not yet picked up), the jobs\n"
 	     "running (claimed, not yet acknowledged), live dispatchers and\n"
-	     "their workers, dead letters and recent throughput.\n",
+	     "their workers, dead letters and recent throughput.\n"
+	     "\n"
+	     "options:\n"
+	     "      --json         the same as one JSON object\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
+    .longopts = status_opts,
     .run = run,
 };
