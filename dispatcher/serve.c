@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -1203,6 +1204,7 @@ static void begin_drain(struct serve *s, const char *why)
 	}
 	s->draining = true;
 	s->drain_deadline = mono(s) + s->o->shutdown_grace_ms;
+	sd_notify(0, "STOPPING=1\nSTATUS=draining");
 	al_info("%s: draining (%u jobs held, grace %u ms)", why, s->n_tasks,
 		s->o->shutdown_grace_ms);
 	for (struct task *t = s->tasks.next, *nx; t != &s->tasks; t = nx) {
@@ -1534,6 +1536,9 @@ int al_serve_run(const struct al_serve_opts *o)
 	} else {
 		al_info("serving queue %s on %s as %s with %u workers",
 			o->queue, where, s->consumer, s->n_w);
+		/* systemd's Type=notify: up once the workers are spawned */
+		sd_notifyf(0, "READY=1\nSTATUS=serving queue %s on %s, %u "
+			   "workers", o->queue, where, s->n_w);
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&s->loop) != 0) {

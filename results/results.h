@@ -350,6 +350,11 @@ int al_status_from_name(const char *s, size_t len); /* -EINVAL if unknown */
 const char *al_verdict_name(enum al_verdict v);     /* "accepted", ... */
 const char *al_accel_name(enum al_accel a);         /* "kvm", "tcg" */
 
+/* Template, network and step names, one rule for jobs, the config and
+ * `airlock image build`: [a-z0-9][a-z0-9_.-]*, 1..AL_NAME_MAX bytes. */
+bool al_name_valid_n(const char *s, size_t len);
+bool al_name_valid(const char *s); /* NUL-terminated */
+
 /* Is data[0..len) valid UTF-8 (no overlongs, no surrogates)? */
 bool al_utf8_valid(const uint8_t *data, size_t len);
 

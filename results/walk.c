@@ -231,6 +231,25 @@ int al__walk_blob(const msgpack_object *v, const char *path, struct al_diags *d,
 	return r;
 }
 
+bool al_name_valid_n(const char *s, size_t n)
+{
+	if (n == 0 || n > AL_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			  (i > 0 && (c == '_' || c == '.' || c == '-'));
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+bool al_name_valid(const char *s)
+{
+	return al_name_valid_n(s, strlen(s));
+}
+
 /* Template, network and step names. */
 int al__walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
 		  char **ret)
@@ -244,14 +263,7 @@ int al__walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
 	}
 	s = v->via.str.ptr;
 	n = v->via.str.size;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			  (i > 0 && (c == '_' || c == '.' || c == '-'));
-		if (!ok)
-			n = 0;
-	}
-	if (n == 0 || n > AL_NAME_MAX) {
+	if (!al_name_valid_n(s, n)) {
 		al_diags_add(d, path, "must match [a-z0-9][a-z0-9_.-]{0,%d}",
 			     AL_NAME_MAX - 1);
 		return 0;

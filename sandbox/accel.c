@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "accel.h"
+#include "util.h"
 
 #define PROBE_MS 20000
 
@@ -63,6 +64,12 @@ static void cache_write(const char *path, enum al_accel a)
 
 	if (!path[0])
 		return;
+	/* a user's own state dir may not exist yet (images from the
+	 * system dir): the verdict goes there all the same */
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	*strrchr(tmp, '/') = 0;
+	if (sb_mkdirs(tmp, 0755) < 0)
+		return;
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	f = fopen(tmp, "we");
 	if (!f)
@@ -92,4 +99,18 @@ enum al_accel accel_decide(const struct sb_options *o,
 	a = probe(o, img, PROBE_MS) ? AL_ACCEL_KVM : AL_ACCEL_TCG;
 	cache_write(path, a);
 	return a;
+}
+
+int sb_accel_known(const struct sb_options *o, const struct sb_image *img)
+{
+	char path[PATH_MAX];
+	int cached;
+
+	if (o->accel == SB_ACCEL_KVM)
+		return AL_ACCEL_KVM;
+	if (o->accel == SB_ACCEL_TCG || !kvm_openable())
+		return AL_ACCEL_TCG;
+	cache_path(o, img, path, sizeof(path));
+	cached = cache_read(path);
+	return cached >= 0 ? cached : -ENOENT;
 }

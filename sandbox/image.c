@@ -5,6 +5,13 @@
  * The manifest is ours (written by the builder) but is read with caps all
  * the same: it is a file on disk that anything with write access to the
  * state dir could change.
+ *
+ * A user other than root has a state dir of their own but usually no
+ * images in it: root built them (tools/quickstart.sh) under the system
+ * dir. Images are read-only to a VM (the rootfs is attached read-only,
+ * the kernel and initramfs are only read), so such a user's VMs use the
+ * system dir's images as they are; templates (snapshots) and the accel
+ * verdicts are written to the user's own state dir.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -40,10 +47,23 @@ static bool safe_name(const char *s)
 	return true;
 }
 
+/* STATE/images/NAME resolved into dir (PATH_MAX): 0, -ENOENT, -errno. */
+static int find_image(const char *state, const char *name, char *dir)
+{
+	char link[PATH_MAX];
+
+	if (snprintf(link, sizeof(link), "%s/images/%s", state, name) >=
+	    (int)sizeof(link))
+		return -ENAMETOOLONG;
+	if (!realpath(link, dir))
+		return -errno;
+	return 0;
+}
+
 int sb_image_open(const struct sb_options *o, const char *template_,
 		  struct sb_image *ret)
 {
-	char link[PATH_MAX], path[PATH_MAX + 16];
+	char path[PATH_MAX + 16];
 	struct sb_image img = {0};
 	json_error_t err;
 	json_t *m = NULL;
@@ -52,11 +72,12 @@ int sb_image_open(const struct sb_options *o, const char *template_,
 
 	if (!safe_name(template_))
 		return -EINVAL;
-	if (snprintf(link, sizeof(link), "%s/images/%s", o->state_dir,
-		     template_) >= (int)sizeof(link))
-		return -ENAMETOOLONG;
-	if (!realpath(link, img.dir))
-		return -errno;
+	r = find_image(o->state_dir, template_, img.dir);
+	if (r == -ENOENT && o->system_dir[0] &&
+	    strcmp(o->system_dir, o->state_dir) != 0)
+		r = find_image(o->system_dir, template_, img.dir);
+	if (r < 0)
+		return r;
 	snprintf(path, sizeof(path), "%s/manifest.json", img.dir);
 	if (stat(path, &st) < 0)
 		return -errno;

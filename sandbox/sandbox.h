@@ -46,9 +46,14 @@ enum sb_accel_mode {
 };
 
 struct sb_net_policy;
+/* root's state dir, where tools/quickstart.sh builds the images; the
+ * system dir of everyone else */
+#define SB_SYSTEM_DIR "/var/lib/airlock"
 
 struct sb_options {
 	char state_dir[PATH_MAX]; /* images/ and templates/ live here */
+	char system_dir[PATH_MAX]; /* read-only images when state_dir has
+				    * none (root's, for other users), "" */
 	char run_dir[PATH_MAX];   /* uid leases and the jail's mount point */
 	char qemu[PATH_MAX];      /* QEMU binary */
 	enum sb_accel_mode accel; /* accelerator choice */
@@ -112,20 +117,32 @@ struct sb_template {
 	uint64_t build_ms;       /* cold boot + save, when built */
 };
 
-/* Defaults: state dir /var/lib/airlock (root) or ~/.local/state/airlock,
- * run dir /run/airlock or /tmp/airlock-UID, 1024 MiB, 1 vCPU, auto,
+/* Defaults: state dir /var/lib/airlock (root) or ~/.local/state/airlock
+ * with /var/lib/airlock as its system dir, run dir /run/airlock or
+ * $XDG_RUNTIME_DIR/airlock or /tmp/airlock-UID, 1024 MiB, 1 vCPU, auto,
  * one pre-started VMM; when we are root, each QEMU jailed under a uid of
  * its own from 1200000 .. 1201023 (+ group kvm under KVM). */
 void sb_options_init(struct sb_options *o);
 
-/* Find the newest built image of `template_` under o->state_dir. -ENOENT
- * (not built: `airlock image build NAME`), -EBADMSG (bad manifest). */
+/* mkdir -p: `path` and its missing parents with `mode`; 0 or -errno
+ * (-ENAMETOOLONG past PATH_MAX). A per-user state dir may not exist yet
+ * when a template or an accel verdict is first written to it. */
+int sb_mkdirs(const char *path, mode_t mode);
+
+/* Find the newest built image of `template_` under o->state_dir, else
+ * (read-only) under o->system_dir. -ENOENT (not built: `airlock image
+ * build NAME`), -EACCES (there, not readable), -EBADMSG (bad manifest). */
 int sb_image_open(const struct sb_options *o, const char *template_,
 		  struct sb_image *ret);
 
 /* Which accelerator `mode` resolves to on this host (auto probes KVM). */
 enum al_accel sb_accel_resolve(const struct sb_options *o,
 			       const struct sb_image *img);
+
+/* What sb_accel_resolve() would answer without probing: the enum
+ * al_accel, or -ENOENT when auto has no cached verdict for img yet (the
+ * first VM of the image probes). For `airlock doctor`. */
+int sb_accel_known(const struct sb_options *o, const struct sb_image *img);
 
 /* Cold boot: start QEMU on the image, wait for the agent, reseed it. */
 int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,

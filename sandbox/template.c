@@ -630,8 +630,9 @@ int sb_template_open_net(const struct sb_options *o, const char *template_,
 		return -ENAMETOOLONG;
 	if (template_complete(t.dir, inputs))
 		goto cached;
-	if (mkdir(base, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	r = sb_mkdirs(base, 0755);
+	if (r < 0)
+		return r;
 	snprintf(lock, sizeof(lock), "%s/.%s.lock", base, template_);
 	lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock_fd < 0)

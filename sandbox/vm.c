@@ -72,13 +72,23 @@ void sb_options_init(struct sb_options *o)
 
 	memset(o, 0, sizeof(*o));
 	if (geteuid() == 0 || !home) {
-		snprintf(o->state_dir, sizeof(o->state_dir), "/var/lib/airlock");
+		snprintf(o->state_dir, sizeof(o->state_dir), "%s",
+			 SB_SYSTEM_DIR);
 		snprintf(o->run_dir, sizeof(o->run_dir), "/run/airlock");
 	} else {
+		const char *xrd = getenv("XDG_RUNTIME_DIR");
+
 		snprintf(o->state_dir, sizeof(o->state_dir),
 			 "%s/.local/state/airlock", home);
-		snprintf(o->run_dir, sizeof(o->run_dir), "/tmp/airlock-%u",
-			 (unsigned)geteuid());
+		snprintf(o->system_dir, sizeof(o->system_dir), "%s",
+			 SB_SYSTEM_DIR);
+		if (xrd && xrd[0] == '/' &&
+		    strlen(xrd) + 8 < sizeof(o->run_dir))
+			snprintf(o->run_dir, sizeof(o->run_dir), "%s/airlock",
+				 xrd);
+		else
+			snprintf(o->run_dir, sizeof(o->run_dir),
+				 "/tmp/airlock-%u", (unsigned)geteuid());
 	}
 	snprintf(o->qemu, sizeof(o->qemu), "qemu-system-x86_64");
 	o->accel = SB_ACCEL_AUTO;

@@ -224,11 +224,14 @@ static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
 			snprintf(err, errlen,
 				 "--redis: must be redis://[[USER]:PASSWORD@]"
 				 "HOST[:PORT][/DB] or unix://[[USER]:PASSWORD@]"
-				 "/PATH");
+				 "/PATH%s",
+				 strncmp(cli->redis, "rediss://", 9) ? ""
+								     : AL_NO_TLS);
 			return -EINVAL;
 		}
 		snprintf(cfg->redis.url, sizeof(cfg->redis.url), "%s",
 			 cli->redis);
+		cfg->redis_from_cli = true;
 	}
 	if (cfg->redis.url[0] && alq_url_parse(cfg->redis.url, &u) < 0) {
 		snprintf(err, errlen,

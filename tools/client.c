@@ -44,6 +44,21 @@ void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
 	ret->sb = sb;
 }
 
+void al_cli_redis_error(const struct al_config *cfg, const struct alq_url *u,
+			const char *why, char *err, size_t errlen)
+{
+	char where[300];
+
+	alq_url_display(u, where, sizeof(where));
+	if (strncmp(why, "redis: ", 7) == 0)
+		why += 7;
+	snprintf(err, errlen, "redis %s (%s): %s", where,
+		 cfg->redis_from_cli   ? "--redis"
+		 : cfg->redis_from_env ? "$AIRLOCK_REDIS"
+				       : "redis.url",
+		 why);
+}
+
 int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 		   size_t errlen)
 {
@@ -59,7 +74,7 @@ int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 	r = alq_client_open(c, &u, cfg->queue.name,
 			    cfg->redis.command_timeout_ms);
 	if (r < 0)
-		snprintf(err, errlen, "%s", c->err);
+		al_cli_redis_error(cfg, &u, c->err, err, errlen);
 	return r;
 }
 
@@ -370,10 +385,11 @@ int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 	char pdir[4200];
 	int n;
 
-	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST) {
+	n = sb_mkdirs(state_dir, 0700); /* ~/.local/state may not exist */
+	if (n < 0) {
 		snprintf(err, errlen, "state dir %s: %s", state_dir,
-			 strerror(errno));
-		return -errno;
+			 strerror(-n));
+		return n;
 	}
 	n = snprintf(e->sock, sizeof(e->sock), "%s/redis-%d.sock", state_dir,
 		     (int)parent);

@@ -43,7 +43,13 @@ void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
 		       const struct al_policy *policy,
 		       const struct sb_options *sb, struct al_serve_opts *ret);
 
-/* Connect the blocking client to cfg->redis.url. */
+/* "redis ENDPOINT (SETTING): WHY" into err: which server and which
+ * setting named it (--redis, $AIRLOCK_REDIS or redis.url); WHY loses
+ * the client's "redis: " prefix. */
+void al_cli_redis_error(const struct al_config *cfg, const struct alq_url *u,
+			const char *why, char *err, size_t errlen);
+
+/* Connect the blocking client to cfg->redis.url; err as above. */
 int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 		   size_t errlen);
 

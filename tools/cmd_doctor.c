@@ -1,9 +1,16 @@
-/* cmd_doctor.c: `airlock doctor`: is this host ready to run jobs, and if
- * not, what to do. One line per check: ok, warn (works, but slower or less
- * isolated) or FAIL (jobs cannot run), each with the fix. */
+/* cmd_doctor.c: `airlock doctor`: is this host ready to run jobs for this
+ * user, and if not, what to do. One line per check: ok, warn (works, but
+ * slower or less isolated) or FAIL (jobs cannot run), each with the fix;
+ * --json prints the same lines as one JSON object. Exit 1 on any FAIL.
+ *
+ * Honesty rules: a line says what jobs will really get (the accelerator
+ * of each image from its cached verdict, not from /dev/kvm opening), and
+ * a check that cannot tell says so rather than "ok".
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pwd.h>
 #include <sched.h>
@@ -15,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,12 +30,18 @@
 #include <nftables/libnftables.h>
 
 #include "cli.h"
+#include "client.h"
 #include "sandbox.h"
 #include "sbconfig.h"
 
 struct report {
-	int fails; /* FAIL lines printed */
-	int warns; /* warn lines printed */
+	int fails;	   /* FAIL lines printed */
+	int warns;	   /* warn lines printed */
+	json_t *json;	   /* --json: the lines collected, else NULL */
+	int images;	   /* images usable by this user */
+	int kvm_images;	   /* of those, with a KVM verdict */
+	int tcg_images;	   /* of those, with a TCG verdict */
+	bool kvm_opens;	   /* /dev/kvm opened and has our API */
 };
 
 static void line(struct report *rp, const char *level, const char *what,
@@ -36,15 +50,21 @@ static void line(struct report *rp, const char *level, const char *what,
 static void line(struct report *rp, const char *level, const char *what,
 		 const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
 	rp->fails += !strcmp(level, "FAIL");
 	rp->warns += !strcmp(level, "warn");
-	printf("%-4s  %-10s ", level, what);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	putchar('\n');
+	if (rp->json)
+		json_array_append_new(rp->json,
+				      json_pack("{s:s, s:s, s:s}", "level",
+						level, "check", what,
+						"message", msg));
+	else
+		printf("%-4s  %-10s %s\n", level, what, msg);
 }
 
 static void check_kvm(struct report *rp, const struct sb_options *o)
@@ -67,9 +87,10 @@ static void check_kvm(struct report *rp, const struct sb_options *o)
 		     KVM_API_VERSION);
 		return;
 	}
+	rp->kvm_opens = true;
 	line(rp, "ok", "kvm",
-	     "/dev/kvm usable (accel=%s: auto boots the image once under KVM "
-	     "and falls back to TCG if it cannot)",
+	     "/dev/kvm opens (accel=%s; under auto each image is booted once "
+	     "under KVM and falls back to TCG if it cannot: see its image line)",
 	     o->accel == SB_ACCEL_AUTO ? "auto"
 	     : o->accel == SB_ACCEL_KVM ? "kvm"
 					: "tcg");
@@ -223,15 +244,45 @@ static void check_network(struct report *rp, const struct al_config *cfg)
 		     "with no network device (none)");
 }
 
+/* sandbox.qemu: a path that is wrong is the config's fault, a name not
+ * on $PATH the host's. */
+static bool qemu_missing(struct report *rp, const struct sb_options *o)
+{
+	if (!strchr(o->qemu, '/')) {
+		for (const char *p = getenv("PATH") ?: "/usr/bin:/bin"; *p;) {
+			size_t n = strcspn(p, ":");
+			char f[PATH_MAX];
+			int w = snprintf(f, sizeof(f), "%.*s/%s", (int)n, p,
+					 o->qemu);
+
+			if (w > 0 && (size_t)w < sizeof(f) &&
+			    access(f, X_OK) == 0)
+				return false;
+			p += n + (p[n] == ':');
+		}
+		line(rp, "FAIL", "qemu", "%s: not found on $PATH; fix: "
+		     "apt-get install qemu-system-x86, or set sandbox.qemu to "
+		     "its path", o->qemu);
+		return true;
+	}
+	if (access(o->qemu, X_OK) < 0) {
+		line(rp, "FAIL", "qemu", "sandbox.qemu = %s: %s; fix: set "
+		     "sandbox.qemu to the QEMU binary's path (or its name, to "
+		     "search $PATH)", o->qemu, strerror(errno));
+		return true;
+	}
+	return false;
+}
+
 /* First line of `prog --version`. */
 static void check_qemu(struct report *rp, const struct sb_options *o)
 {
 	char buf[256] = "";
-	int p[2], status;
+	int p[2], status = -1;
 	ssize_t n;
 	pid_t pid;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if (qemu_missing(rp, o) || pipe2(p, O_CLOEXEC) < 0)
 		return;
 	pid = fork();
 	if (pid == 0) {
@@ -243,15 +294,65 @@ static void check_qemu(struct report *rp, const struct sb_options *o)
 	close(p[1]);
 	n = read(p[0], buf, sizeof(buf) - 1);
 	close(p[0]);
-	waitpid(pid, &status, 0);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
 	buf[n > 0 ? n : 0] = 0;
 	buf[strcspn(buf, "\n")] = 0;
 	if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		line(rp, "FAIL", "qemu",
-		     "%s not runnable; fix: apt-get install qemu-system-x86",
-		     o->qemu);
+		line(rp, "FAIL", "qemu", "sandbox.qemu = %s: `--version` "
+		     "failed (%s); fix: point sandbox.qemu at a working "
+		     "qemu-system-x86_64", o->qemu, buf[0] ? buf : "no output");
 	else
 		line(rp, "ok", "qemu", "%s", buf);
+}
+
+/* redis.url empty: `run` and `batch` start a private redis-server, which
+ * must exist; set: it must answer (connect, AUTH, SELECT). */
+static void check_redis(struct report *rp, const struct al_config *cfg)
+{
+	char err[512], path[PATH_MAX] = "";
+	struct alq_client c;
+	FILE *f;
+
+	if (cfg->redis.url[0]) {
+		if (al_cli_connect(cfg, &c, err, sizeof(err)) < 0) {
+			line(rp, "FAIL", "redis", "%s; fix: start it, or fix "
+			     "the URL", err);
+			return;
+		}
+		alq_client_close(&c);
+		line(rp, "ok", "redis", "%s answers", cfg->redis.url[0] == 'u'
+		     ? "the unix socket" : "the server");
+		return;
+	}
+	f = popen("command -v redis-server", "re");
+	if (f && !fgets(path, sizeof(path), f))
+		path[0] = 0;
+	if (f)
+		pclose(f);
+	path[strcspn(path, "\n")] = 0;
+	if (!path[0])
+		line(rp, "FAIL", "redis", "no redis.url and no redis-server on "
+		     "$PATH: run and batch start a private one; fix: apt-get "
+		     "install redis-server, or set redis.url");
+	else
+		line(rp, "ok", "redis", "no redis.url: run and batch start a "
+		     "private %s", path);
+}
+
+/* Who runs the jobs, and what that user gets (docs/operations.md). */
+static void check_user(struct report *rp, const struct sb_options *o)
+{
+	if (geteuid() == 0) {
+		line(rp, "ok", "user", "root: images, templates and state in "
+		     "%s; image build works", o->state_dir);
+		return;
+	}
+	line(rp, "warn", "user", "uid %u, not root: own state in %s, images "
+	     "read-only from %s when not built here; VMMs run unjailed as "
+	     "this user; `airlock image build` needs root",
+	     (unsigned)geteuid(), o->state_dir,
+	     o->system_dir[0] ? o->system_dir : "(none)");
 }
 
 static void check_space(struct report *rp, const char *what, const char *dir,
@@ -270,8 +371,43 @@ static void check_space(struct report *rp, const char *what, const char *dir,
 	     mb, mb < want_mb ? " (low)" : "");
 }
 
-static void check_templates(struct report *rp, const struct sb_options *o,
-			    const char *tdir)
+static const char *accel_name(int a)
+{
+	return a == AL_ACCEL_KVM ? "kvm" : "tcg";
+}
+
+/* One template's image: where it is, and the accelerator it gets. */
+static void check_image(struct report *rp, const struct sb_options *o,
+			const char *name, bool needed)
+{
+	struct sb_image img;
+	int r = sb_image_open(o, name, &img), a;
+	char acc[160];
+
+	if (r < 0) {
+		line(rp, needed ? "FAIL" : "warn", "image",
+		     "%s: %s%s; fix: airlock image build %s (as root)", name,
+		     r == -ENOENT ? "not built" : strerror(-r),
+		     needed ? " and it is templates.default" : "", name);
+		return;
+	}
+	rp->images++;
+	a = sb_accel_known(o, &img);
+	if (a < 0)
+		snprintf(acc, sizeof(acc), "accel not probed yet (the first "
+			 "VM boots it once under KVM)");
+	else
+		snprintf(acc, sizeof(acc), "accel %s%s", accel_name(a),
+			 a == AL_ACCEL_TCG ? " (20-30x slower guest code)"
+					   : "");
+	rp->kvm_images += a == AL_ACCEL_KVM;
+	rp->tcg_images += a == AL_ACCEL_TCG;
+	line(rp, a == AL_ACCEL_TCG ? "warn" : "ok", "image", "%s: %s, %s",
+	     name, img.dir, acc);
+}
+
+static void check_templates(struct report *rp, const struct al_config *cfg,
+			    const struct sb_options *o, const char *tdir)
 {
 	struct dirent *e;
 	DIR *d = opendir(tdir);
@@ -283,21 +419,63 @@ static void check_templates(struct report *rp, const struct sb_options *o,
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
 		char name[AL_NAME_MAX + 1];
-		struct sb_image img;
 
 		if (n < 6 || n - 5 > AL_NAME_MAX ||
 		    strcmp(e->d_name + n - 5, ".conf"))
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), e->d_name);
-		if (sb_image_open(o, name, &img) < 0) {
-			line(rp, "warn", "image",
-			     "%s: not built; fix: airlock image build %s",
-			     name, name);
-			continue;
-		}
-		line(rp, "ok", "image", "%s: %s", name, img.dir);
+		check_image(rp, o, name,
+			    !strcmp(name, cfg->templates.default_));
 	}
 	closedir(d);
+	if (rp->images == 0)
+		line(rp, "FAIL", "image", "no image usable by this user: no "
+		     "job can run; fix: airlock image build %s (as root)",
+		     cfg->templates.default_);
+	if (rp->kvm_opens && rp->tcg_images && !rp->kvm_images)
+		line(rp, "warn", "kvm", "/dev/kvm opens but every cached "
+		     "verdict says TCG: KVM cannot boot the guest here "
+		     "(nested virtualisation?)");
+}
+
+/* The state dir must be writable, or creatable if missing (the nearest
+ * existing parent writable): templates and sockets go there. Nothing is
+ * created: doctor only looks. */
+static void check_state(struct report *rp, const struct sb_options *o)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int r = 0;
+
+	snprintf(dir, sizeof(dir), "%s", o->state_dir);
+	while (access(dir, F_OK) < 0 && (slash = strrchr(dir, '/')) &&
+	       slash != dir)
+		*slash = 0;
+	if (access(dir, W_OK) < 0)
+		r = -errno;
+	if (r < 0) {
+		line(rp, "FAIL", "state", "%s: %s: %s: templates cannot be "
+		     "saved; fix: set sandbox.state_dir to a dir this user "
+		     "may write", o->state_dir, dir, strerror(-r));
+		return;
+	}
+	check_space(rp, "state", o->state_dir, 2048);
+}
+
+static void finish(struct report *rp)
+{
+	json_t *j;
+
+	if (!rp->json) {
+		printf("\n%d problem(s), %d warning(s)\n", rp->fails,
+		       rp->warns);
+		return;
+	}
+	j = json_pack("{s:O, s:i, s:i, s:b}", "checks", rp->json, "problems",
+		      rp->fails, "warnings", rp->warns, "ok", rp->fails == 0);
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+	json_decref(j);
 }
 
 static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
@@ -317,26 +495,45 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 		al_cli_error(cli, "templates dir: %s", strerror(-r));
 		return AL_EXIT_USAGE;
 	}
+	if (cli->flag['j'] && !(rp.json = json_array())) {
+		al_cli_error(cli, "out of memory");
+		return AL_EXIT_USAGE;
+	}
+	check_user(&rp, &o);
 	check_kvm(&rp, &o);
 	check_vsock(&rp);
 	check_cgroup(&rp, &o);
 	check_jail(&rp, &o);
 	check_network(&rp, &cli->cfg);
 	check_qemu(&rp, &o);
-	check_space(&rp, "state", o.state_dir, 2048);
+	check_redis(&rp, &cli->cfg);
+	check_state(&rp, &o);
 	check_space(&rp, "run", o.run_dir, 64);
-	check_templates(&rp, &o, tdir);
-	printf("\n%d problem(s), %d warning(s)\n", rp.fails, rp.warns);
+	check_templates(&rp, &cli->cfg, &o, tdir);
+	finish(&rp);
+	json_decref(rp.json);
 	return rp.fails ? AL_EXIT_FAIL : AL_EXIT_OK;
 }
 
+static const struct option doctor_opts[] = {
+    {"json", no_argument, NULL, 'j'},
+    {NULL, 0, NULL, 0},
+};
+
 const struct al_cmd al_cmd_doctor = {
 	.name = "doctor",
-	.summary = "check this host: KVM, vsock, cgroups, jail, network, QEMU, "
-		   "space, images",
-	.usage = "usage: airlock doctor [--config PATH]\n\n"
-		 "Checks what Airlock needs on this host and says what to do "
-		 "about\nanything missing. Exit 1 when jobs cannot run here.\n",
-	.flags = AL_CMD_CONFIG,
+	.summary = "check this host for this user: KVM, QEMU, Redis, jail, "
+		   "network, space, images",
+	.usage = "usage: airlock doctor [--json] [--redis URL] [--config PATH]\n\n"
+		 "Checks what Airlock needs on this host, for the user running "
+		 "it, and says\nwhat to do about anything missing. Each image "
+		 "line shows the accelerator\nits jobs will use. Exit 1 when "
+		 "jobs cannot run for this user.\n"
+		 "\n"
+		 "options:\n"
+		 "      --json         one JSON object: checks, problems, "
+		 "warnings, ok\n",
+	.flags = AL_CMD_CONFIG | AL_CMD_QUEUE,
+	.longopts = doctor_opts,
 	.run = cmd_doctor,
 };

@@ -85,6 +85,30 @@ static int job_status(struct al_cli *cli, const char *id)
 	return j.state == ALQ_UNKNOWN ? AL_EXIT_FAIL : AL_EXIT_OK;
 }
 
+/* --json: the same figures, one object; -1 where unknown. */
+static void print_json(const char *queue, const struct alq_status *st)
+{
+	json_t *serves = json_array(), *j;
+
+	for (size_t i = 0; i < st->n_serves; i++)
+		json_array_append_new(
+		    serves, json_pack("{s:s, s:i, s:i, s:I, s:b}", "name",
+				      st->serves[i].name, "workers",
+				      (int)st->serves[i].workers, "busy",
+				      (int)st->serves[i].busy, "age_ms",
+				      (json_int_t)st->serves[i].age_ms, "live",
+				      st->serves[i].age_ms <= LIVE_MS));
+	j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "queue", queue,
+		      "waiting", (json_int_t)st->depth, "running",
+		      (json_int_t)st->pending, "consumers",
+		      (json_int_t)st->consumers, "dead_letters",
+		      (json_int_t)st->dead, "done_this_minute",
+		      (json_int_t)st->tput[0], "serves", serves);
+	json_dumpf(j, stdout, JSON_INDENT(2));
+	putchar('\n');
+	json_decref(j);
+}
+
 static int run(struct al_cli *cli, int argc, char **argv)
 {
 	struct alq_client cl = {0};
@@ -102,6 +126,10 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		return AL_EXIT_USAGE;
 	}
 	alq_client_close(&cl);
+	if (cli->flag['j']) {
+		print_json(cli->cfg.queue.name, &st);
+		return AL_EXIT_OK;
+	}
 	for (size_t i = 0; i < st.n_serves; i++) {
 		if (st.serves[i].age_ms > LIVE_MS)
 			continue;
@@ -151,7 +179,8 @@ const struct al_cmd al_cmd_status = {
 	     "unknown, 2 failure.\n"
 	     "\n"
 	     "options:\n"
-	     "  -j, --json         one line of JSON (with ID): id, state,\n"
+	     "  -j, --json         without ID: the queue as one JSON object;\n"
+	     "                     with ID: one line of JSON: id, state,\n"
 	     "                     entry, dispatcher, attempt, status, worker,\n"
 	     "                     error\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,

@@ -40,6 +40,7 @@
 struct validate_opts {
 	bool quiet;		      /* print no problems, exit code only */
 	bool verbose;		      /* print `ok ID` for valid jobs */
+	bool json;		      /* --json: one JSON object a line */
 	const struct al_policy *policy; /* the effective config's */
 };
 
@@ -212,9 +213,33 @@ static void put_clean(const char *s)
 	}
 }
 
-static void print_problem(const struct job_src *src, const char *path,
-			  const char *reason)
+/* --json: one object a line; the reason is UTF-8-escaped by jansson. */
+static void print_json(const struct job_src *src, const char *path,
+		       const char *reason, const char *id)
 {
+	json_t *j = json_pack("{s:s, s:I}", "file", src->file, "line",
+			      (json_int_t)src->line);
+
+	if (reason) {
+		json_object_set_new(j, "field", json_string(path));
+		json_object_set_new(j, "reason", json_string(reason));
+	} else {
+		json_object_set_new(j, "ok", json_true());
+		if (id)
+			json_object_set_new(j, "id", json_string(id));
+	}
+	json_dumpf(j, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
+	putchar('\n');
+	json_decref(j);
+}
+
+static void print_problem(const struct job_src *src, const char *path,
+			  const char *reason, const struct validate_opts *o)
+{
+	if (o->json) {
+		print_json(src, path, reason, NULL);
+		return;
+	}
 	printf("%s:%lu: ", src->file, src->line);
 	if (path[0]) {
 		put_clean(path);
@@ -224,13 +249,16 @@ static void print_problem(const struct job_src *src, const char *path,
 	putchar('\n');
 }
 
-static void print_diags(const struct job_src *src, const struct al_diags *d)
+static void print_diags(const struct job_src *src, const struct al_diags *d,
+			const struct validate_opts *o)
 {
+	char more[64];
+
 	for (size_t i = 0; i < d->n && i < AL_DIAGS_MAX; i++)
-		print_problem(src, d->items[i].path, d->items[i].reason);
+		print_problem(src, d->items[i].path, d->items[i].reason, o);
+	snprintf(more, sizeof(more), "... and %zu more", d->dropped);
 	if (d->dropped > 0)
-		printf("%s:%lu: ... and %zu more\n", src->file, src->line,
-		       d->dropped);
+		print_problem(src, "", more, o);
 }
 
 static void print_too_big(const struct job_src *src,
@@ -242,7 +270,7 @@ static void print_too_big(const struct job_src *src,
 		return;
 	snprintf(reason, sizeof(reason), "larger than %u bytes",
 		 AL_JOB_MAX_BYTES);
-	print_problem(src, "", reason);
+	print_problem(src, "", reason, o);
 }
 
 /* Decode and policy-check one job; print what is wrong. Returns 1 valid,
@@ -264,13 +292,16 @@ static int check_job(const struct job_src *src, const char *text, size_t len,
 		goto out;
 	if (rc < 0 || d.n > 0 || d.dropped > 0) {
 		if (!o->quiet && d.n == 0 && d.dropped == 0)
-			print_problem(src, "", strerror(rc < 0 ? -rc : EINVAL));
+			print_problem(src, "", strerror(rc < 0 ? -rc : EINVAL),
+				      o);
 		if (!o->quiet)
-			print_diags(src, &d);
+			print_diags(src, &d, o);
 		rc = 0;
 		goto out;
 	}
-	if (o->verbose && !o->quiet)
+	if (o->verbose && !o->quiet && o->json)
+		print_json(src, "", NULL, job.id);
+	else if (o->verbose && !o->quiet)
 		printf("%s:%lu: ok%s%s\n", src->file, src->line,
 		       job.id ? " " : "", job.id ? job.id : "");
 	rc = 1;
@@ -511,13 +542,15 @@ out:
 static const struct option opts[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
+    {"json", no_argument, NULL, 'j'},
     {NULL, 0, NULL, 0},
 };
 
 static int run_validate(struct al_cli *cli, int argc, char **argv)
 {
 	struct validate_opts o = {.quiet = cli->flag['q'],
-				  .verbose = cli->flag['v']};
+				  .verbose = cli->flag['v'],
+				  .json = cli->flag['j']};
 	struct al_policy policy;
 	int rc, exit_code = AL_EXIT_OK;
 
@@ -544,7 +577,8 @@ static int run_validate(struct al_cli *cli, int argc, char **argv)
 const struct al_cmd al_cmd_validate = {
     .name = "validate",
     .summary = "check job files (JSON or JSONL) without running them",
-    .usage = "usage: airlock validate [-q | -v] [--config PATH] FILE...\n"
+    .usage = "usage: airlock validate [-q | -v] [--json] [--config PATH] "
+	     "FILE...\n"
 	     "\n"
 	     "Check each job in each FILE against the job schema and the\n"
 	     "limits and allow-lists of the effective config (--config,\n"
@@ -563,6 +597,8 @@ const struct al_cmd al_cmd_validate = {
 	     "options:\n"
 	     "  -q, --quiet    print nothing, only set the exit code\n"
 	     "  -v, --verbose  also print `FILE:LINE: ok ID` for valid jobs\n"
+	     "      --json     one JSON object a line instead: {file, line,\n"
+	     "                 field, reason}, or {file, line, ok, id} (-v)\n"
 	     "\n"
 	     "exit status: 0 every job valid, 1 some job invalid, 2 usage\n"
 	     "error, an invalid config or a FILE could not be read.\n",

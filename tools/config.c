@@ -50,6 +50,10 @@
 
 #include "config.h"
 
+#ifndef AL_REL_BINDIR /* GNUInstallDirs' dirs, relative to the prefix */
+#define AL_REL_BINDIR "bin"
+#define AL_REL_TEMPLATES "share/airlock/templates"
+#endif
 #ifndef AL_TEMPLATES_DIR
 #define AL_TEMPLATES_DIR "/usr/share/airlock/templates"
 #endif
@@ -79,12 +83,7 @@ static bool check_queue(const char *s)
 /* Template and network policy names, as the job schema spells them. */
 static bool check_name(const char *s)
 {
-	if (!is_lower_digit(*s))
-		return false;
-	for (s++; *s; s++)
-		if (!is_lower_digit(*s) && !strchr("_.-", *s))
-			return false;
-	return true;
+	return al_name_valid(s); /* the jobs' rule (results.h) */
 }
 
 static bool no_space(const char *s)
@@ -601,7 +600,11 @@ static const char *parse_value(struct al_config *cfg,
 		if (has_control(v, false))
 			return "must not contain control characters";
 		if (!k->check(v)) {
-			snprintf(why, whylen, "must be %s", k->rule);
+			snprintf(why, whylen, "must be %s%s", k->rule,
+				 k->check == check_url &&
+					 strncmp(v, "rediss://", 9) == 0
+				     ? AL_NO_TLS
+				     : "");
 			return why;
 		}
 		strcpy(field(cfg, k), v);
@@ -853,7 +856,7 @@ static int on_key(void *user, const char *section, const char *name,
 {
 	struct load_ctx *c = user;
 	const struct al_config_key *k;
-	char buf[192], sbuf[72], nbuf[72];
+	char buf[512], sbuf[72], nbuf[72];
 	const char *why;
 	size_t i;
 
@@ -1147,7 +1150,7 @@ static int redis_from_env(struct al_config *cfg, char *err, size_t errlen)
 	const struct al_config_key *k = find_key("redis", "url");
 	const char *v = getenv("AIRLOCK_REDIS");
 	struct al_config tmp;
-	char buf[192];
+	char buf[512];
 	const char *why;
 
 	if (!v || !*v)
@@ -1277,7 +1280,45 @@ int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len)
 		return join_path(buf, len, SIZE_MAX, cfg->templates.dir, "");
 	if (env && *env)
 		return join_path(buf, len, SIZE_MAX, env, "");
-	return join_path(buf, len, SIZE_MAX, AL_TEMPLATES_DIR, "");
+	return al_install_path(AL_REL_TEMPLATES, AL_TEMPLATES_DIR, buf, len);
+}
+
+/* The prefix this binary is installed under: /proc/self/exe's dir minus
+ * the bin dir ("/usr/bin/airlock" -> "/usr"); false if it is not in one
+ * (a build tree). */
+static bool install_prefix(char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	size_t nb = strlen(AL_REL_BINDIR);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return false;
+	*slash = 0; /* the dir */
+	n = slash - exe;
+	if ((size_t)n <= nb || exe[n - nb - 1] != '/' ||
+	    strcmp(exe + n - nb, AL_REL_BINDIR) != 0)
+		return false;
+	exe[n - nb - 1] = 0;
+	return join_path(buf, len, SIZE_MAX, exe, "") == 0;
+}
+
+int al_install_path(const char *rel, const char *fallback, char *buf,
+		    size_t len)
+{
+	char prefix[PATH_MAX], path[PATH_MAX * 2];
+
+	if (install_prefix(prefix, sizeof(prefix)) &&
+	    snprintf(path, sizeof(path), "%s/%s", prefix, rel) <
+		(int)sizeof(path) &&
+	    access(path, F_OK) == 0)
+		return join_path(buf, len, SIZE_MAX, path, "");
+	return join_path(buf, len, SIZE_MAX, fallback, "");
 }
 
 /* --- printing ------------------------------------------------------------- */

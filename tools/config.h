@@ -84,6 +84,7 @@ struct al_config_names {
 struct al_config {
 	char source[1024];   /* the file loaded last, "" = built-ins only */
 	bool redis_from_env; /* redis.url came from $AIRLOCK_REDIS */
+	bool redis_from_cli; /* redis.url came from --redis */
 
 	struct {
 		char url[AL_CONFIG_STR_MAX + 1]; /* "" = embedded Redis */
@@ -196,11 +197,25 @@ void al_config_release(struct al_config *cfg);
  * or -EIO. */
 int al_config_dump(const struct al_config *cfg, FILE *f);
 
+/* A file or dir shipped with airlock: PREFIX/rel when this binary runs
+ * from PREFIX/bin (an installed copy, wherever it was moved) and that
+ * exists, else `fallback` (the build tree's path, compiled in). 0 or
+ * -ENAMETOOLONG. */
+int al_install_path(const char *rel, const char *fallback, char *buf,
+		    size_t len);
+
+/* Why a rediss:// URL is refused, appended to the error that says so. */
+#define AL_NO_TLS                                                            \
+	" (rediss:// is not supported: this build's hiredis, 0.14 in Debian " \
+	"12, has no TLS; hiredis_ssl came with 1.0. Use a unix socket or a " \
+	"TLS tunnel such as stunnel to a local port)"
+
 /* sandbox.state_dir resolved: itself, else /var/lib/airlock for root, else
  * $XDG_STATE_HOME/airlock, else ~/.local/state/airlock. Returns 0,
  * -ENAMETOOLONG (over AL_CONFIG_STATE_DIR_MAX) or -ENOENT (no home). */
 int al_config_state_dir(const struct al_config *cfg, char *buf, size_t len);
 /* templates.dir resolved: itself, else $AIRLOCK_TEMPLATES_DIR, else the
+ * installed share/airlock/templates (al_install_path), else the
  * directory compiled in (the source tree's configs/templates unless the
  * build says otherwise). Returns 0 or -ENAMETOOLONG. */
 int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len);

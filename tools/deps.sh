@@ -8,6 +8,7 @@ pkgs=(
   build-essential cmake pkg-config clang      # toolchain, clang for fuzzing
   libmsgpack-dev libjansson-dev libcmocka-dev # results/, tests
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
+  libsystemd-dev                              # serve's sd_notify
   zlib1g-dev                                  # eval: gzipped problems
   libnftables-dev libmicrohttpd-dev           # network policy, HTTP API
   libcurl4-openssl-dev                        # HTTP API result callbacks

@@ -128,8 +128,8 @@ done
 [[ -n "$TEMPLATE" ]]  || die "--template is required (see --help)"
 [[ -n "$AGENT" ]]     || die "--agent is required (see --help)"
 [[ -n "$STATE_DIR" ]] || die "--state-dir is required (see --help)"
-[[ "$TEMPLATE" =~ ^[a-z0-9][a-z0-9_-]{0,47}$ ]] \
-    || die "invalid template name '$TEMPLATE' (allowed: [a-z0-9][a-z0-9_-]*, at most 48 chars)"
+[[ "$TEMPLATE" =~ ^[a-z0-9][a-z0-9_.-]{0,63}$ ]] \
+    || die "invalid template name '$TEMPLATE' (allowed: [a-z0-9][a-z0-9_.-]*, at most 64 chars, as for jobs)"
 
 [[ "$(id -u)" -eq 0 ]] || die "must run as root (mmdebstrap root mode, mkfs.ext4 -d with real ownership)"
 
