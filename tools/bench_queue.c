@@ -18,6 +18,11 @@
  *
  * usage: airlock-bench-queue [--state-dir DIR] [--jobs N] [--workers W]
  *                            [--json FILE]
+ *        airlock-bench-queue --humaneval [--dataset FILE] [--airlock BIN]
+ *                            [--state-dir DIR] [--workers W] [--json FILE]
+ *
+ * --humaneval: HumanEval's canonical solutions through `airlock batch`,
+ * runsc, bwrap and python3 instead (bench_humaneval.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_humaneval.h"
 #include "client.h"
 #include "log.h"
 #include "worker.h"
@@ -288,8 +294,14 @@ int main(int argc, char **argv)
 	    {"jobs", required_argument, NULL, 'n'},
 	    {"workers", required_argument, NULL, 'w'},
 	    {"json", required_argument, NULL, 'j'},
+	    {"humaneval", no_argument, NULL, 'H'},
+	    {"dataset", required_argument, NULL, 'D'},
+	    {"airlock", required_argument, NULL, 'A'},
 	    {NULL, 0, NULL, 0},
 	};
+	struct he_opts he = {.dataset = "../shared/datasets/HumanEval.jsonl.gz"};
+	char self[4096] = "";
+	bool humaneval = false, state_set = false;
 	const char *json = NULL;
 	unsigned jobs = 40, workers = 2;
 	struct sb_options sb;
@@ -324,6 +336,16 @@ int main(int argc, char **argv)
 		case 's':
 			snprintf(sb.state_dir, sizeof(sb.state_dir), "%s",
 				 optarg);
+			state_set = true;
+			break;
+		case 'H':
+			humaneval = true;
+			break;
+		case 'D':
+			he.dataset = optarg;
+			break;
+		case 'A':
+			he.airlock = optarg;
 			break;
 		case 'n':
 			jobs = (unsigned)atoi(optarg);
@@ -338,9 +360,27 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: airlock-bench-queue [--state-dir "
 				"DIR] [--jobs N] [--workers W] "
+				"[--json FILE]\n"
+				"       airlock-bench-queue --humaneval "
+				"[--dataset FILE] [--airlock BIN] "
+				"[--state-dir DIR] [--workers W] "
 				"[--json FILE]\n");
 			return 2;
 		}
+	}
+	if (humaneval) {
+		/* airlock next to this program (both in build/tools) */
+		if (!he.airlock &&
+		    readlink("/proc/self/exe", self, sizeof(self) - 16) > 0) {
+			char *slash = strrchr(self, '/');
+
+			strcpy(slash ? slash + 1 : self, "airlock");
+			he.airlock = self;
+		}
+		he.state_dir = state_set ? sb.state_dir : NULL;
+		he.workers = workers;
+		he.json = json;
+		return bench_humaneval(&he) < 0 ? 1 : 0;
 	}
 	if (jobs < 2 || jobs > 10000 || workers < 1 || workers > 64)
 		return 2;

@@ -10,6 +10,7 @@ pkgs=(
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
   libnftables-dev libmicrohttpd-dev           # network policy, metrics
   redis-server                                # queue (tests, embedded mode)
+  runsc bubblewrap                            # peers in airlock-bench-queue
   qemu-system-x86 qemu-utils                  # the VMM
   mmdebstrap e2fsprogs cpio kmod jq util-linux # guest image builder
 )

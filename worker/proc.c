@@ -246,12 +246,18 @@ static int send_result(int fd, struct al_result *res)
 	return r;
 }
 
-/* Is a job (or the dispatcher's hang-up) waiting on the socket? */
+/* How long the worker waits for a next job before it starts a restore or
+ * a warm-up: with a backlog the dispatcher sends the next job within a
+ * few ms of a result, and a warm-up begun then would be in its way. */
+#define JOB_GRACE_MS 50
+
+/* Is a job (or the dispatcher's hang-up) waiting on the socket? Asked
+ * before each restore and warm-up (sb_pool_warm). */
 static bool job_waiting(void *arg)
 {
 	struct pollfd p = {*(int *)arg, POLLIN, 0};
 
-	return poll(&p, 1, 0) > 0;
+	return poll(&p, 1, JOB_GRACE_MS) > 0;
 }
 
 /* Between jobs: keep the warm clones (al_worker_idle) until a job comes,
