@@ -25,6 +25,14 @@
  * wait as long as it likes; each is used once. The TTL and ready_ms count
  * from the job's request, not from the pre-start.
  *
+ * Warm clones (docs/warm.md) go one step further, between jobs: restored,
+ * reseeded and warmed up (the image's clone_warmup run as the job user
+ * through the step path, then the writable dirs tidied), they wait in
+ * p->warm until sb_pool_take reseeds them again (entropy and clock: they
+ * may have waited minutes) and hands one to a job. One that died, does
+ * not answer the reseed in time or has waited max_age_ms is destroyed and
+ * replaced; the job then takes the next one or the restore path.
+ *
  * Reads a struct sb_template (template.c makes them) but calls nothing
  * there; builds on vm.c's steps (vm_internal.h).
  */
