@@ -17,7 +17,10 @@
  * not a timed test: figures depend on the machine (TCG vs KVM above all).
  *
  * usage: airlock-bench-queue [--state-dir DIR] [--jobs N] [--workers W]
- *                            [--json FILE]
+ *                            [--json FILE] [--gap MS]
+ *
+ * --gap MS: sleep MS before each latency job, the idle time a worker
+ * needs to have a warm clone ready (docs/warm.md); default 0.
  *        airlock-bench-queue --humaneval [--dataset FILE] [--airlock BIN]
  *                            [--state-dir DIR] [--workers W] [--json FILE]
  *
@@ -88,6 +91,10 @@ static int prepare(struct al_prepared *p, const char *id)
 	return r;
 }
 
+/* ms between the latency run's jobs (--gap): the idle time a worker has
+ * to get a warm clone ready (docs/warm.md); 0 = back to back. */
+static unsigned gap_ms;
+
 static int bench_queue(const struct sb_options *sb, unsigned jobs,
 		       unsigned workers, struct series *lat,
 		       struct series *tput)
@@ -146,6 +153,8 @@ static int bench_queue(const struct sb_options *sb, unsigned jobs,
 		snprintf(id, sizeof(id), "lat-%u", i);
 		if ((r = prepare(&p, id)) < 0)
 			goto out;
+		if (gap_ms)
+			usleep(gap_ms * 1000u);
 		t0 = now_ms();
 		r = alq_client_submit(&cl, p.id, p.payload, p.len, p.wall_ms,
 				      &dup);
@@ -295,6 +304,7 @@ int main(int argc, char **argv)
 	    {"workers", required_argument, NULL, 'w'},
 	    {"json", required_argument, NULL, 'j'},
 	    {"humaneval", no_argument, NULL, 'H'},
+	    {"gap", required_argument, NULL, 'G'},
 	    {"dataset", required_argument, NULL, 'D'},
 	    {"airlock", required_argument, NULL, 'A'},
 	    {NULL, 0, NULL, 0},
@@ -341,6 +351,9 @@ int main(int argc, char **argv)
 		case 'H':
 			humaneval = true;
 			break;
+		case 'G':
+			gap_ms = (unsigned)atoi(optarg);
+			break;
 		case 'D':
 			he.dataset = optarg;
 			break;
@@ -360,7 +373,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: airlock-bench-queue [--state-dir "
 				"DIR] [--jobs N] [--workers W] "
-				"[--json FILE]\n"
+				"[--json FILE] [--gap MS]\n"
 				"       airlock-bench-queue --humaneval "
 				"[--dataset FILE] [--airlock BIN] "
 				"[--state-dir DIR] [--workers W] "
@@ -412,8 +425,9 @@ int main(int argc, char **argv)
 
 		if (f) {
 			fprintf(f,
-				"{\"jobs\": %u, \"workers\": %u, \"rows\": [\n",
-				jobs, workers);
+				"{\"jobs\": %u, \"workers\": %u, "
+				"\"gap_ms\": %u, \"rows\": [\n",
+				jobs, workers, gap_ms);
 			for (int i = 0; i < 5; i++)
 				json_row(f, &s[i], i == 4);
 			fprintf(f, "], \"queue_overhead_ratio\": %.3f}\n",
