@@ -25,6 +25,14 @@
  * wait as long as it likes; each is used once. The TTL and ready_ms count
  * from the job's request, not from the pre-start.
  *
+ * Warm clones (docs/warm.md) go one step further, between jobs: restored,
+ * reseeded and warmed up (the image's clone_warmup run as the job user
+ * through the step path, then the writable dirs tidied), they wait in
+ * p->warm until sb_pool_take reseeds them again (entropy and clock: they
+ * may have waited minutes) and hands one to a job. One that died, does
+ * not answer the reseed in time or has waited max_age_ms is destroyed and
+ * replaced; the job then takes the next one or the restore path.
+ *
  * Reads a struct sb_template (template.c makes them) but calls nothing
  * there; builds on vm.c's steps (vm_internal.h).
  */
@@ -39,6 +47,9 @@
 #include "sandbox.h"
 #include "util.h"
 #include "vm_internal.h"
+
+#define WARM_TIMEOUT_MS 120000 /* a clone's warm-up command */
+#define HANDOFF_TIMEOUT_MS 2000 /* a waiting warm clone's reseed */
 
 /* Everything a restore needs that holds no guest state: QMP and the agent
  * socket connected, x-ignore-shared set, the state file's fd handed over.
@@ -198,11 +209,10 @@ void sb_pool_prepare(struct sb_pool *p)
 	}
 }
 
-int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret)
+/* A VMM for the next clone: the oldest live spare, else a new one. */
+static int pool_vmm(struct sb_pool *p, struct sb_vm **ret)
 {
 	struct sb_vm *vm = NULL;
-	uint64_t t0 = al_now_ms();
-	int r;
 
 	/* oldest first; a spare whose QEMU died is dropped */
 	while (p->n && !vm) {
@@ -212,16 +222,19 @@ int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret)
 			vm = NULL;
 		}
 	}
-	if (!vm) {
-		r = clone_spawn(p->o, p->t, NULL, &vm);
-		if (r < 0) {
-			*ret = vm;
-			return r;
-		}
-	}
 	*ret = vm;
-	vm->start_ms = t0 > vm->start_ms ? t0 : vm->start_ms;
-	r = clone_finish(vm, p->o, p->t);
+	return vm ? 0 : clone_spawn(p->o, p->t, NULL, ret);
+}
+
+int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret)
+{
+	uint64_t t0 = al_now_ms();
+	int r = pool_vmm(p, ret);
+
+	if (r < 0)
+		return r;
+	(*ret)->start_ms = t0 > (*ret)->start_ms ? t0 : (*ret)->start_ms;
+	r = clone_finish(*ret, p->o, p->t);
 	/* the next VMM starts while this job runs (not while this restore
 	 * loads: its start-up would compete for the CPU, measured +10 ms) */
 	sb_pool_fill(p);
@@ -233,4 +246,156 @@ void sb_pool_release(struct sb_pool *p)
 	for (size_t i = 0; i < p->n; i++)
 		sb_vm_destroy(p->spare[i]);
 	p->n = 0;
+	for (size_t i = 0; i < p->n_warm; i++)
+		sb_vm_destroy(p->warm[i]);
+	p->n_warm = 0;
+}
+
+/* --- warm clones ------------------------------------------------------ */
+
+void sb_pool_set_warm(struct sb_pool *p, unsigned n, uint64_t max_age_ms)
+{
+	p->want_warm = n > SB_POOL_MAX ? SB_POOL_MAX : n;
+	p->max_age_ms = max_age_ms;
+}
+
+/* Take warm clone i out of the pool, keeping the rest in order. */
+static struct sb_vm *warm_take(struct sb_pool *p, size_t i)
+{
+	struct sb_vm *vm = p->warm[i];
+
+	p->n_warm--;
+	memmove(p->warm + i, p->warm + i + 1,
+		(p->n_warm - i) * sizeof(p->warm[0]));
+	memmove(p->warm_at + i, p->warm_at + i + 1,
+		(p->n_warm - i) * sizeof(p->warm_at[0]));
+	return vm;
+}
+
+/* Run `cmd` through /bin/sh as the job user, the way a job step runs
+ * (its own step cgroup, removed after), then remove what it left in the
+ * writable dirs: the job must find them as a cold clone would. */
+static int warm_run(struct sb_vm *vm, const char *cmd)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+	char *clean[] = {"/bin/sh", "-c",
+			 "rm -rf /work/* /work/.[!.]* /tmp/* /tmp/.[!.]*; :",
+			 NULL};
+	struct al_step warm = {.argv = argv, .argc = 3};
+	struct al_step tidy = {.argv = clean, .argc = 3};
+	struct al_step_result res = {0};
+	struct al_limits lim;
+	int r = 0;
+
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	if (cmd[0])
+		r = sb_vm_run_step(vm, &warm, &lim, WARM_TIMEOUT_MS, &res);
+	if (r == 0 && cmd[0] && res.status != AL_OK) {
+		snprintf(vm->error, sizeof(vm->error),
+			 "clone warm-up ended %s (exit %d)",
+			 al_status_name(res.status), res.exit_code);
+		r = -EIO;
+	}
+	al_step_result_release(&res);
+	if (r == 0)
+		r = sb_vm_run_step(vm, &tidy, &lim, WARM_TIMEOUT_MS, &res);
+	if (r == 0 && res.status != AL_OK)
+		r = -EIO;
+	al_step_result_release(&res);
+	return r;
+}
+
+/* Drop the warm clones that can no longer serve: QEMU gone, or older
+ * than max_age_ms (a clone that hangs is found at hand-off). */
+static void warm_sweep(struct sb_pool *p)
+{
+	uint64_t now = al_now_ms();
+
+	for (size_t i = 0; i < p->n_warm;) {
+		bool old = p->max_age_ms &&
+			   now - p->warm_at[i] >= p->max_age_ms;
+
+		if (!old && sb_vm_alive(p->warm[i])) {
+			i++;
+			continue;
+		}
+		sb_vm_destroy(warm_take(p, i));
+		p->replaced++;
+	}
+}
+
+/* Restore a clone for the pool; warm it up unless `stop` says a job
+ * waits (then it waits restored only: still off the job's path). */
+static int warm_one(struct sb_pool *p, bool (*stop)(void *), void *arg)
+{
+	struct sb_vm *vm = NULL;
+	int r = pool_vmm(p, &vm);
+
+	if (r == 0) {
+		vm->start_ms = al_now_ms();
+		r = clone_finish(vm, p->o, p->t);
+	}
+	if (r == 0 && !(stop && stop(arg))) {
+		r = warm_run(vm, p->t->img.clone_warmup);
+		vm->warm = r == 0;
+	}
+	if (r < 0) {
+		sb_vm_destroy(vm);
+		return r;
+	}
+	p->warm[p->n_warm] = vm;
+	p->warm_at[p->n_warm++] = al_now_ms();
+	return 0;
+}
+
+int sb_pool_warm(struct sb_pool *p, bool (*stop)(void *), void *arg)
+{
+	int made = 0, r;
+
+	warm_sweep(p);
+	/* a clone restored but not warmed (a job was waiting then) gets its
+	 * warm-up now */
+	for (size_t i = 0; i < p->n_warm && !(stop && stop(arg)); i++)
+		if (!p->warm[i]->warm) {
+			r = warm_run(p->warm[i], p->t->img.clone_warmup);
+			if (r < 0) {
+				sb_vm_destroy(warm_take(p, i));
+				return r;
+			}
+			p->warm[i]->warm = true;
+			p->warm_at[i] = al_now_ms();
+		}
+	while (p->n_warm < p->want_warm && !(stop && stop(arg))) {
+		r = warm_one(p, stop, arg);
+		if (r < 0)
+			return r;
+		made++;
+	}
+	sb_pool_fill(p);
+	return made;
+}
+
+int sb_pool_take(struct sb_pool *p, struct sb_vm **ret)
+{
+	uint64_t t0 = al_now_ms();
+
+	*ret = NULL;
+	warm_sweep(p);
+	while (p->n_warm) {
+		struct sb_vm *vm = warm_take(p, 0);
+		struct sb_options o = *p->o;
+
+		/* a clone that stopped answering is not worth a job's wait */
+		if (o.call_timeout_ms > HANDOFF_TIMEOUT_MS)
+			o.call_timeout_ms = HANDOFF_TIMEOUT_MS;
+		if (vm_reseed(vm, &o) == 0) {
+			vm->start_ms = t0;
+			vm->ready_ms = al_now_ms() - t0;
+			*ret = vm;
+			return 0;
+		}
+		sb_vm_destroy(vm);
+		p->replaced++;
+	}
+	return -ENOENT;
 }

@@ -97,6 +97,13 @@ int sb_image_open(const struct sb_options *o, const char *template_,
 	if (r == 0 && json_string_value(json_object_get(m, "warmup")))
 		r = copy_str(img.warmup, sizeof(img.warmup),
 			     json_object_get(m, "warmup"));
+	/* images built before clone_warmup existed warm clones up with the
+	 * template's own command */
+	if (r == 0 && json_string_value(json_object_get(m, "clone_warmup")))
+		r = copy_str(img.clone_warmup, sizeof(img.clone_warmup),
+			     json_object_get(m, "clone_warmup"));
+	else if (r == 0)
+		strcpy(img.clone_warmup, img.warmup);
 	json_decref(m);
 	if (r < 0 || !safe_name(img.initrd))
 		return -EBADMSG;

@@ -70,6 +70,11 @@ struct sb_options {
 	uint32_t vmm_cpu_percent; /* host cgroup CPU per vCPU, 100 = one */
 	uint32_t vmm_pids;        /* host cgroup pids.max */
 	uint32_t prestart;        /* pre-started VMMs per template */
+	uint32_t warm_last;       /* warm clones of the last job's template */
+	uint32_t warm_max_age_s;  /* a warm clone older than this is
+				   * replaced; 0 = never */
+	char warm[256];           /* "python:2 c:1": warm clones per
+				   * template besides warm_last, per worker */
 	enum sb_carrier carrier;  /* guest channel */
 	uint32_t worker_memory_mb; /* a worker's host memory cgroup, 0 = none */
 	const struct sb_net_policy *net_policies; /* [network.NAME] policies
@@ -93,6 +98,8 @@ struct sb_image {
 	char initrd[64];        /* initramfs file name in dir */
 	char cmdline[1024];     /* kernel command line */
 	char warmup[1024];      /* shell command run before a snapshot, "" */
+	char clone_warmup[1024]; /* run in each warm clone before its job
+				  * (the manifest's, else `warmup`), "" */
 };
 
 /* One VM (opaque: sandbox/vm_internal.h defines it). Read it through the
@@ -237,7 +244,14 @@ int sb_snapshot_remove(const struct sb_options *o, const char *name);
 
 /* Pre-started VMMs: QEMU processes of one template waiting in -incoming
  * defer, holding no guest state, so that a restore skips QEMU's own
- * start-up. Each is used once. */
+ * start-up. Each is used once.
+ *
+ * Warm clones (docs/warm.md): clones already restored, reseeded and
+ * warmed up (the image's clone_warmup command run in them as the job
+ * user, through the step path a job uses), waiting for a job. A warm
+ * clone has run only the template's own trusted command; it is handed
+ * to one job (sb_pool_take) with fresh entropy and the clock, and is
+ * destroyed after it like any VM. */
 #define SB_POOL_MAX 8
 struct sb_pool {
 	const struct sb_options *o;    /* options, outlive the pool */
@@ -245,6 +259,13 @@ struct sb_pool {
 	struct sb_vm *spare[SB_POOL_MAX]; /* started, not yet used */
 	size_t n;                      /* entries in spare */
 	size_t want;                   /* spares to keep */
+	struct sb_vm *warm[SB_POOL_MAX]; /* warmed clones, oldest first */
+	uint64_t warm_at[SB_POOL_MAX]; /* al_now_ms() when each got warm */
+	size_t n_warm;                 /* entries in warm */
+	size_t want_warm;              /* warm clones to keep */
+	uint64_t max_age_ms;           /* replace older ones; 0 = never */
+	unsigned replaced;             /* warm clones dropped: died, hung or
+					* too old (tests, logs) */
 };
 void sb_pool_init(struct sb_pool *p, const struct sb_options *o,
 		  const struct sb_template *t, unsigned size);
@@ -259,6 +280,23 @@ void sb_pool_prepare(struct sb_pool *p);
  * refill. */
 int sb_pool_restore(struct sb_pool *p, struct sb_vm **ret);
 void sb_pool_release(struct sb_pool *p);
+/* Keep `n` warm clones (at most SB_POOL_MAX), each replaced once it has
+ * waited max_age_ms (0 = never). */
+void sb_pool_set_warm(struct sb_pool *p, unsigned n, uint64_t max_age_ms);
+/* Drop warm clones whose QEMU died or that are too old, then make new
+ * ones until want_warm wait: restore, reseed, warm-up, tidy. Blocks for
+ * the warm-ups (call between jobs); `stop` (may be NULL) is asked before
+ * each restore and warm-up: when it says a job waits, a restored clone
+ * waits without its warm-up (sb_vm_warm false) and the call returns.
+ * Returns how many were made, or the -errno of a failed one (that clone
+ * is dropped; the next call retries). */
+int sb_pool_warm(struct sb_pool *p, bool (*stop)(void *), void *arg);
+/* A warm clone for a job: the oldest live one that answers a reseed
+ * (fresh entropy and the clock: it may have waited minutes) within a
+ * short timeout; those that do not are destroyed and counted in
+ * `replaced`. -ENOENT when none is left: restore (sb_pool_restore). Its
+ * ready_ms is the hand-off time. */
+int sb_pool_take(struct sb_pool *p, struct sb_vm **ret);
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits);
 int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);
@@ -287,6 +325,8 @@ const char *sb_vm_error(const struct sb_vm *vm);
 enum al_accel sb_vm_accel(const struct sb_vm *vm);
 /* Restored from a template snapshot (else cold-booted). */
 bool sb_vm_restored(const struct sb_vm *vm);
+/* Handed over warm (sb_pool_take): restored and warmed before the job. */
+bool sb_vm_warm(const struct sb_vm *vm);
 /* Milliseconds from the request (boot or restore) to the agent ready. */
 uint64_t sb_vm_ready_ms(const struct sb_vm *vm);
 /* A restore: CLOCK_REALTIME in microseconds when the snapshot load was

@@ -101,6 +101,8 @@ void sb_options_init(struct sb_options *o)
 	o->vmm_cpu_percent = 100;
 	o->vmm_pids = 256;
 	o->prestart = 1;
+	o->warm_last = 1;
+	o->warm_max_age_s = 600;
 	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
 	o->vmm_uid_base = 1200000;
 	o->vmm_uid_count = 1024;
@@ -752,6 +754,11 @@ enum al_accel sb_vm_accel(const struct sb_vm *vm)
 bool sb_vm_restored(const struct sb_vm *vm)
 {
 	return vm->restored;
+}
+
+bool sb_vm_warm(const struct sb_vm *vm)
+{
+	return vm && vm->warm;
 }
 
 uint64_t sb_vm_ready_ms(const struct sb_vm *vm)

@@ -41,6 +41,7 @@ struct sb_vm {
 	enum al_accel accel;          /* accelerator that ran */
 	bool restored;                /* restored from a snapshot */
 	bool prepared;                /* clone VMM connected, state fd in */
+	bool warm;                    /* warmed up before its job */
 	uint64_t start_ms;            /* al_now_ms() at start */
 	uint64_t ready_ms;            /* start -> agent ready */
 	int64_t load_rt_us;           /* restore: CLOCK_REALTIME (us) when the

@@ -17,7 +17,15 @@
  * not a timed test: figures depend on the machine (TCG vs KVM above all).
  *
  * usage: airlock-bench-queue [--state-dir DIR] [--jobs N] [--workers W]
- *                            [--json FILE]
+ *                            [--json FILE] [--gap MS]
+ *
+ * --gap MS: sleep MS before each latency job, the idle time a worker
+ * needs to have a warm clone ready (docs/warm.md); default 0.
+ *        airlock-bench-queue --humaneval [--dataset FILE] [--airlock BIN]
+ *                            [--state-dir DIR] [--workers W] [--json FILE]
+ *
+ * --humaneval: HumanEval's canonical solutions through `airlock batch`,
+ * runsc, bwrap and python3 instead (bench_humaneval.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_humaneval.h"
 #include "client.h"
 #include "log.h"
 #include "worker.h"
@@ -81,6 +90,10 @@ static int prepare(struct al_prepared *p, const char *id)
 	al_job_release(&job);
 	return r;
 }
+
+/* ms between the latency run's jobs (--gap): the idle time a worker has
+ * to get a warm clone ready (docs/warm.md); 0 = back to back. */
+static unsigned gap_ms;
 
 static int bench_queue(const struct sb_options *sb, unsigned jobs,
 		       unsigned workers, struct series *lat,
@@ -140,6 +153,8 @@ static int bench_queue(const struct sb_options *sb, unsigned jobs,
 		snprintf(id, sizeof(id), "lat-%u", i);
 		if ((r = prepare(&p, id)) < 0)
 			goto out;
+		if (gap_ms)
+			usleep(gap_ms * 1000u);
 		t0 = now_ms();
 		r = alq_client_submit(&cl, p.id, p.payload, p.len, p.wall_ms,
 				      &dup);
@@ -288,8 +303,15 @@ int main(int argc, char **argv)
 	    {"jobs", required_argument, NULL, 'n'},
 	    {"workers", required_argument, NULL, 'w'},
 	    {"json", required_argument, NULL, 'j'},
+	    {"humaneval", no_argument, NULL, 'H'},
+	    {"gap", required_argument, NULL, 'G'},
+	    {"dataset", required_argument, NULL, 'D'},
+	    {"airlock", required_argument, NULL, 'A'},
 	    {NULL, 0, NULL, 0},
 	};
+	struct he_opts he = {.dataset = "../shared/datasets/HumanEval.jsonl.gz"};
+	char self[4096] = "";
+	bool humaneval = false, state_set = false;
 	const char *json = NULL;
 	unsigned jobs = 40, workers = 2;
 	struct sb_options sb;
@@ -324,6 +346,19 @@ int main(int argc, char **argv)
 		case 's':
 			snprintf(sb.state_dir, sizeof(sb.state_dir), "%s",
 				 optarg);
+			state_set = true;
+			break;
+		case 'H':
+			humaneval = true;
+			break;
+		case 'G':
+			gap_ms = (unsigned)atoi(optarg);
+			break;
+		case 'D':
+			he.dataset = optarg;
+			break;
+		case 'A':
+			he.airlock = optarg;
 			break;
 		case 'n':
 			jobs = (unsigned)atoi(optarg);
@@ -338,9 +373,27 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: airlock-bench-queue [--state-dir "
 				"DIR] [--jobs N] [--workers W] "
+				"[--json FILE] [--gap MS]\n"
+				"       airlock-bench-queue --humaneval "
+				"[--dataset FILE] [--airlock BIN] "
+				"[--state-dir DIR] [--workers W] "
 				"[--json FILE]\n");
 			return 2;
 		}
+	}
+	if (humaneval) {
+		/* airlock next to this program (both in build/tools) */
+		if (!he.airlock &&
+		    readlink("/proc/self/exe", self, sizeof(self) - 16) > 0) {
+			char *slash = strrchr(self, '/');
+
+			strcpy(slash ? slash + 1 : self, "airlock");
+			he.airlock = self;
+		}
+		he.state_dir = state_set ? sb.state_dir : NULL;
+		he.workers = workers;
+		he.json = json;
+		return bench_humaneval(&he) < 0 ? 1 : 0;
 	}
 	if (jobs < 2 || jobs > 10000 || workers < 1 || workers > 64)
 		return 2;
@@ -372,8 +425,9 @@ int main(int argc, char **argv)
 
 		if (f) {
 			fprintf(f,
-				"{\"jobs\": %u, \"workers\": %u, \"rows\": [\n",
-				jobs, workers);
+				"{\"jobs\": %u, \"workers\": %u, "
+				"\"gap_ms\": %u, \"rows\": [\n",
+				jobs, workers, gap_ms);
 			for (int i = 0; i < 5; i++)
 				json_row(f, &s[i], i == 4);
 			fprintf(f, "], \"queue_overhead_ratio\": %.3f}\n",

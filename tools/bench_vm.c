@@ -16,6 +16,12 @@
  *   steps          a `true` step, first and second in a clone (10 clones)
  *   memory         PSS and RSS of each QEMU with `alive` idle clones up
  *                  at once (smaps_rollup; PSS shares the template pages)
+ *   hand-off       for `true` and `python3 -c 'print(6*7)'`, today's path
+ *                  (pre-started VMM, restored for the job) beside a warm
+ *                  clone (restored and warmed before the job): job
+ *                  received -> first step sent (restore or reseed, setup),
+ *                  the first step's time and the second's in that clone
+ *   idle warm      a warm clone waiting 10 s: its PSS and CPU use
  * Prints a table and writes the figures as JSON. Needs built images.
  *
  * A white-box tool: besides sandbox.h it includes sandbox/vm_internal.h,
@@ -28,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sandbox.h"
 #include "vm_internal.h" /* vm->qmp: HMP `info jit`, the RESUME event */
@@ -123,7 +130,8 @@ static int mem_of(pid_t pid, long *pss, long *rss)
 
 struct opts {
 	const char *tmpl, *json;
-	int clones, cold, alive;
+	int clones, cold, alive, handoffs;
+	bool handoff_only; /* skip the cold/restore/memory sections */
 };
 
 static int bench_cold(const struct sb_options *o, const struct opts *b,
@@ -335,12 +343,131 @@ static int bench_memory(const struct sb_options *o, const struct opts *b,
 	return r;
 }
 
+/* Hand-off figures of one path for one command. */
+struct handoff {
+	struct series handoff; /* job received -> first step sent */
+	struct series first;   /* the first step */
+	struct series second;  /* the same step again in that clone */
+};
+
+/* A VM for a job as a worker gets it: a warm clone (sb_pool_take after
+ * sb_pool_warm, the warm-up off the clock) or today's restore through a
+ * prepared pre-started VMM; then the job's setup. */
+static int handoff_vm(struct sb_pool *pool, bool warm, struct sb_vm **vm,
+		      double *ms)
+{
+	struct al_limits lim;
+	double t0;
+	int r;
+
+	if (warm && sb_pool_warm(pool, NULL, NULL) < 0)
+		return -EIO;
+	if (!warm)
+		sb_pool_prepare(pool);
+	nanosleep(&(struct timespec){0, 200 * 1000000}, NULL);
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	t0 = now_ms();
+	r = warm ? sb_pool_take(pool, vm) : sb_pool_restore(pool, vm);
+	if (r == 0)
+		r = sb_vm_setup(*vm, &lim);
+	*ms = now_ms() - t0;
+	return r;
+}
+
+static int bench_handoff(const struct sb_options *o, const struct opts *b,
+			 const struct sb_template *t, bool warm, char **argv,
+			 size_t out_len, struct handoff *h)
+{
+	struct sb_pool pool;
+	int r = 0;
+
+	sb_pool_init(&pool, o, t, o->prestart);
+	sb_pool_set_warm(&pool, warm, 0);
+	sb_pool_fill(&pool);
+	for (int i = 0; i < b->handoffs && r == 0; i++) {
+		struct sb_vm *vm = NULL;
+		double t0, ms = 0;
+
+		r = handoff_vm(&pool, warm, &vm, &ms);
+		if (r == 0) {
+			add(&h->handoff, ms);
+			t0 = now_ms();
+			r = run_cmd(vm, argv, out_len);
+			add(&h->first, now_ms() - t0);
+		}
+		if (r == 0) {
+			t0 = now_ms();
+			r = run_cmd(vm, argv, out_len);
+			add(&h->second, now_ms() - t0);
+		}
+		if (r < 0)
+			fprintf(stderr, "hand-off: %s\n", sb_vm_error(vm));
+		sb_vm_destroy(vm);
+	}
+	sb_pool_release(&pool);
+	return r;
+}
+
+/* utime + stime of a process, clock ticks. */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)(ut + st);
+}
+
+/* One warm clone left idle for 10 s: PSS (MiB) and CPU (% of a core). */
+static int bench_idle(const struct sb_options *o, const struct sb_template *t,
+		      double *pss_mib, double *cpu_pct)
+{
+	struct sb_pool pool;
+	long pss = 0, rss = 0, c0, c1;
+	double t0;
+	pid_t pid;
+	int r;
+
+	sb_pool_init(&pool, o, t, 0);
+	sb_pool_set_warm(&pool, 1, 0);
+	r = sb_pool_warm(&pool, NULL, NULL);
+	if (r < 1) {
+		sb_pool_release(&pool);
+		return r < 0 ? r : -EIO;
+	}
+	pid = sb_vm_pid(pool.warm[0]);
+	sleep(2); /* what the warm-up left pending settles */
+	t0 = now_ms();
+	c0 = cpu_ticks(pid);
+	sleep(10);
+	c1 = cpu_ticks(pid);
+	*cpu_pct = (double)(c1 - c0) * 1000.0 / sysconf(_SC_CLK_TCK) /
+		   (now_ms() - t0) * 100.0;
+	r = mem_of(pid, &pss, &rss);
+	*pss_mib = (double)pss / 1024.0;
+	sb_pool_release(&pool);
+	return r;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: airlock-bench-vm [--template NAME] [--clones N] "
 		   "[--cold N] [--alive N]\n"
 		   "                        [--prestart N] [--json FILE] "
-		   "[--state-dir DIR] [--accel auto|kvm|tcg]\n");
+		   "[--state-dir DIR] [--accel auto|kvm|tcg]\n"
+		   "                        [--handoffs N] [--handoff-only]\n");
 }
 
 static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
@@ -350,6 +477,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		{"cold", 1, 0, 'c'},     {"alive", 1, 0, 'a'},
 		{"prestart", 1, 0, 'p'}, {"json", 1, 0, 'j'},
 		{"state-dir", 1, 0, 's'}, {"accel", 1, 0, 'x'},
+		{"handoffs", 1, 0, 'o'}, {"handoff-only", 0, 0, 'O'},
 		{"help", 0, 0, 'h'},     {0, 0, 0, 0},
 	};
 	int c;
@@ -362,6 +490,8 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		case 'a': b->alive = atoi(optarg); break;
 		case 'p': o->prestart = (uint32_t)atoi(optarg); break;
 		case 'j': b->json = optarg; break;
+		case 'o': b->handoffs = atoi(optarg); break;
+		case 'O': b->handoff_only = true; break;
 		case 's': snprintf(o->state_dir, sizeof(o->state_dir), "%s", optarg); break;
 		case 'x':
 			o->accel = !strcmp(optarg, "kvm")   ? SB_ACCEL_KVM
@@ -373,16 +503,79 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		}
 	}
 	if (b->clones < 1 || b->cold < 1 || b->alive < 1 || b->clones > 100000 ||
-	    b->cold > 1000 || b->alive > 1000 || o->prestart < 1) {
+	    b->cold > 1000 || b->alive > 1000 || o->prestart < 1 ||
+	    b->handoffs < 1 || b->handoffs > 1000) {
 		fprintf(stderr, "airlock-bench-vm: counts must be positive\n");
 		return -1;
 	}
 	return 0;
 }
 
+/* The hand-off section: both paths for `true` and print(6*7), the idle
+ * warm clone; a table on stdout and a JSON object on `f`. */
+static int handoff_report(const struct sb_options *o, const struct opts *b,
+			  const struct sb_template *t, FILE *f)
+{
+	char *tr[] = {"true", NULL};
+	char *py[] = {"python3", "-c", "print(6*7)", NULL};
+	static const char *const cmd[] = {"true", "print"};
+	static const char *const path[] = {"today", "warm"};
+	struct handoff h[2][2]; /* [cmd][warm] */
+	double pss = 0, cpu = 0;
+	int r = 0;
+
+	memset(h, 0, sizeof(h));
+	for (int c = 0; c < 2; c++)
+		for (int w = 0; w < 2; w++) {
+			h[c][w].handoff.v = calloc((size_t)b->handoffs, 8);
+			h[c][w].first.v = calloc((size_t)b->handoffs, 8);
+			h[c][w].second.v = calloc((size_t)b->handoffs, 8);
+		}
+	for (int w = 0; w < 2 && r == 0; w++) {
+		r = bench_handoff(o, b, t, w, tr, 0, &h[0][w]);
+		if (r == 0)
+			r = bench_handoff(o, b, t, w, py, 3, &h[1][w]);
+	}
+	if (r == 0)
+		r = bench_idle(o, t, &pss, &cpu);
+	if (r < 0)
+		return r;
+	printf("\nhand-off, %d jobs each (ms, p50)   today       warm\n",
+	       b->handoffs);
+	for (int c = 0; c < 2; c++) {
+		printf("  %-5s job received -> step  %10.1f %10.1f\n", cmd[c],
+		       pct(&h[c][0].handoff, 50), pct(&h[c][1].handoff, 50));
+		printf("  %-5s first step            %10.1f %10.1f\n", cmd[c],
+		       pct(&h[c][0].first, 50), pct(&h[c][1].first, 50));
+		printf("  %-5s second step           %10.1f %10.1f\n", cmd[c],
+		       pct(&h[c][0].second, 50), pct(&h[c][1].second, 50));
+	}
+	printf("print(6*7) first/second step: %.2fx today, %.2fx warm\n",
+	       pct(&h[1][0].first, 50) / pct(&h[1][0].second, 50),
+	       pct(&h[1][1].first, 50) / pct(&h[1][1].second, 50));
+	printf("idle warm clone: PSS %.1f MiB, CPU %.2f%% of a core\n", pss,
+	       cpu);
+	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->handoffs);
+	for (int c = 0; c < 2; c++)
+		for (int w = 0; w < 2; w++)
+			fprintf(f,
+				"\"%s_%s\":{\"handoff_ms\":{\"p50\":%.1f,"
+				"\"p99\":%.1f},\"first_step_ms\":{\"p50\":%.1f,"
+				"\"p99\":%.1f},\"second_step_ms\":{\"p50\":"
+				"%.1f,\"p99\":%.1f}},",
+				cmd[c], path[w], pct(&h[c][w].handoff, 50),
+				pct(&h[c][w].handoff, 99),
+				pct(&h[c][w].first, 50), pct(&h[c][w].first, 99),
+				pct(&h[c][w].second, 50),
+				pct(&h[c][w].second, 99));
+	fprintf(f, "\"idle_warm_pss_mib\":%.1f,\"idle_warm_cpu_pct\":%.2f}",
+		pss, cpu);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	struct opts b = {"python", "bench-vm.json", 50, 5, 20};
+	struct opts b = {"python", "bench-vm.json", 50, 5, 20, 10, false};
 	struct series cold = {0}, coldf = {0}, pool = {0}, poolf = {0};
 	struct series bare = {0}, baref = {0};
 	struct phases ph = {0};
@@ -413,6 +606,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "airlock-bench-vm: template %s: %s\n", b.tmpl,
 			strerror(-r));
 		return 1;
+	}
+	if (b.handoff_only) {
+		f = fopen(b.json, "we");
+		if (!f) {
+			perror(b.json);
+			return 1;
+		}
+		fprintf(f, "{\"template\":\"%s\",\"accel\":\"%s\",", b.tmpl,
+			al_accel_name(t.accel));
+		r = handoff_report(&o, &b, &t, f);
+		fprintf(f, "}\n");
+		fclose(f);
+		printf("json: %s\n", b.json);
+		return r < 0 ? 1 : 0;
 	}
 	if (bench_cold(&o, &b, &cold, &coldf) < 0 ||
 	    bench_restore(&o, &b, &t, &ph, &pool, &poolf) < 0 ||
@@ -480,7 +687,7 @@ int main(int argc, char **argv)
 		"\"step_true_first_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
 		"\"step_true_second_ms\":{\"p50\":%.1f,\"p99\":%.1f},"
 		"\"ratio_cold_over_restore\":%.2f,"
-		"\"idle_pss_mib\":%.1f,\"idle_rss_mib\":%.1f}\n",
+		"\"idle_pss_mib\":%.1f,\"idle_rss_mib\":%.1f,",
 		b.tmpl, al_accel_name(t.accel), o.memory_mb, b.clones, b.cold,
 		b.alive, pct(&cold, 50), pct(&cold, 99), pct(&coldf, 50),
 		pct(&coldf, 99), pct(&pool, 50), pct(&pool, 99),
@@ -491,7 +698,11 @@ int main(int argc, char **argv)
 		pct(&ph.faults, 50), pct(&ph.faults, 99), pct(&true1, 50),
 		pct(&true1, 99), pct(&true2, 50), pct(&true2, 99),
 		pct(&cold, 50) / pct(&pool, 50), pss, rss);
+	r = handoff_report(&o, &b, &t, f);
+	fprintf(f, "}\n");
 	fclose(f);
+	if (r < 0)
+		return 1;
 	printf("json: %s\n", b.json);
 	return 0;
 }

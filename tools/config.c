@@ -86,6 +86,33 @@ static bool check_name(const char *s)
 	return al_name_valid(s); /* the jobs' rule (results.h) */
 }
 
+/* [pool] warm: space-separated NAME:N, N 0..8 (SB_POOL_MAX); the same
+ * grammar as al_worker_warm_count() in worker/job.c, which reads it. */
+static bool check_warm(const char *s)
+{
+	while (*s) {
+		size_t len = strcspn(s, ": ");
+		char name[AL_NAME_MAX + 1], *end;
+		unsigned long n;
+
+		if (*s == ' ') {
+			s++;
+			continue;
+		}
+		if (len == 0 || len > AL_NAME_MAX || s[len] != ':')
+			return false;
+		memcpy(name, s, len);
+		name[len] = 0;
+		if (!check_name(name) || s[len + 1] < '0' || s[len + 1] > '9')
+			return false;
+		n = strtoul(s + len + 1, &end, 10);
+		if (n > 8 || (*end && *end != ' '))
+			return false;
+		s = end;
+	}
+	return true;
+}
+
 static bool no_space(const char *s)
 {
 	for (; *s; s++)
@@ -313,6 +340,14 @@ static const struct al_config_key keys[] = {
 	"VMM cgroup memory.max = guest RAM plus this, MiB"),
     U32(sandbox, vmm_cpu_max, 1, 1000, "100",
 	"VMM cgroup cpu.max, percent of one CPU per vCPU"),
+
+    STR(pool, warm, warm, check_warm, "NAME:N pairs, N 0..8, space-separated",
+	"", "warm clones each worker keeps per template, e.g. python:2 c:1 "
+	"(docs/warm.md)"),
+    U32(pool, warm_last, 0, 8, "1",
+	"warm clones each worker keeps of its last job's template"),
+    U32(pool, max_age_s, 0, 86400, "600",
+	"seconds: a warm clone that waited this long is replaced; 0 = never"),
 
     LIMIT(memory_mb, AL_MEMORY_MB_MIN, AL_MEMORY_MB_MAX, "guest memory in MiB"),
     LIMIT(vcpus, 1, AL_VCPUS_MAX, "vCPUs"),

@@ -124,6 +124,12 @@ struct al_config {
 	} sandbox;
 
 	struct {
+		char warm[AL_CONFIG_STR_MAX + 1]; /* "python:2 c:1" per worker */
+		uint32_t warm_last;	/* warm clones of the last job's template */
+		uint32_t max_age_s;	/* replace a warm clone older than this */
+	} pool;
+
+	struct {
 		struct al_limits defaults;    /* for absent job limits */
 		struct al_limits max;	      /* largest a job may ask */
 		uint32_t step_timeout_ms;     /* default step timeout */

@@ -15,6 +15,7 @@ pkgs=(
   prometheus                                  # promtool, in the HTTP tests
   redis-server                                # queue (tests, embedded mode)
   python3-redis python3-msgpack               # clients/python
+  runsc bubblewrap                            # peers in airlock-bench-queue
   qemu-system-x86 qemu-utils                  # the VMM
   mmdebstrap e2fsprogs cpio kmod jq util-linux # guest image builder
 )

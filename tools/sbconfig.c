@@ -23,6 +23,9 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->memory_mb = cfg->sandbox.vm_memory_mb;
 	o->vcpus = cfg->sandbox.vm_vcpus;
 	o->prestart = cfg->sandbox.prestart;
+	snprintf(o->warm, sizeof(o->warm), "%s", cfg->pool.warm);
+	o->warm_last = cfg->pool.warm_last;
+	o->warm_max_age_s = cfg->pool.max_age_s;
 	o->worker_memory_mb = cfg->workers.memory_mb;
 	o->snapshot_max_mb = cfg->snapshots.max_disk_mb;
 	o->vmm_overhead_mb = cfg->sandbox.vmm_memory_overhead_mb;

@@ -54,6 +54,7 @@ void al_worker_init(struct al_worker *w, const struct sb_options *sb,
 	w->sb = sb;
 	w->policy = policy;
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
+	w->last = AL_WORKER_TEMPLATES;
 }
 
 void al_worker_release(struct al_worker *w)
@@ -62,6 +63,7 @@ void al_worker_release(struct al_worker *w)
 		sb_pool_release(&w->pools[i]);
 	memset(w->templates, 0, sizeof(w->templates));
 	w->n_templates = 0;
+	w->last = AL_WORKER_TEMPLATES;
 }
 
 static int set_error(char **dst, const char *fmt, ...)
@@ -121,10 +123,88 @@ static struct sb_pool *find_pool(struct al_worker *w, const char *name,
 	return &w->pools[i];
 }
 
+int al_worker_warm_count(const char *spec, const char *name)
+{
+	const char *p = spec;
+	int found = 0;
+
+	while (*p) {
+		size_t len = strcspn(p, ": ");
+		char *end;
+		unsigned long n;
+
+		if (*p == ' ') {
+			p++;
+			continue;
+		}
+		if (len == 0 || len > AL_NAME_MAX || p[len] != ':')
+			return -1;
+		n = strtoul(p + len + 1, &end, 10);
+		if (end == p + len + 1 || (*end && *end != ' ') ||
+		    n > SB_POOL_MAX)
+			return -1;
+		if (name && strlen(name) == len && !strncmp(p, name, len))
+			found = (int)n;
+		p = end;
+	}
+	return found;
+}
+
+/* Open the pools `sb->warm` names (once: a template that cannot be
+ * opened is left to its first job to report). */
+static void warm_open(struct al_worker *w)
+{
+	const char *p = w->sb->warm;
+
+	while (*p) {
+		size_t len = strcspn(p, ": ");
+		char name[AL_NAME_MAX + 1];
+		int r;
+
+		if (len && len <= AL_NAME_MAX) {
+			snprintf(name, sizeof(name), "%.*s", (int)len, p);
+			find_pool(w, name, false, &r);
+		}
+		p += len;
+		p += strspn(p, "0123456789: ");
+	}
+}
+
+/* Warm clones pool i keeps: the config's, and warm_last for the template
+ * of the last job. */
+static unsigned warm_want(const struct al_worker *w, size_t i)
+{
+	int n = al_worker_warm_count(w->sb->warm, w->templates[i].img.name);
+	unsigned want = n > 0 ? (unsigned)n : 0;
+
+	if (i == w->last && want < w->sb->warm_last)
+		want = w->sb->warm_last;
+	return want;
+}
+
 void al_worker_idle(struct al_worker *w)
 {
-	for (size_t i = 0; i < w->n_templates; i++)
+	warm_open(w);
+	for (size_t i = 0; i < w->n_templates; i++) {
 		sb_pool_prepare(&w->pools[i]);
+		/* a networked pool's clones need their job's slot: none warm */
+		sb_pool_set_warm(&w->pools[i],
+				 w->templates[i].net ? 0 : warm_want(w, i),
+				 w->sb->warm_max_age_s * 1000ull);
+		if (w->warm_failed[i] || w->cold)
+			continue;
+		if (sb_pool_warm(&w->pools[i], w->job_waiting,
+				 w->job_waiting_arg) < 0)
+			w->warm_failed[i] = true;
+	}
+}
+
+int al_worker_idle_ms(const struct al_worker *w)
+{
+	for (size_t i = 0; i < w->n_templates; i++)
+		if (w->pools[i].want_warm && !w->warm_failed[i])
+			return 1000;
+	return -1;
 }
 
 /* A VM for `name`, cold or restored, in network slot `net` (NULL =
@@ -159,12 +239,17 @@ static int get_vm(struct al_worker *w, const char *name,
 			sb_net_close(net);
 	} else {
 		pool = find_pool(w, name, net != NULL, &r);
-		if (pool && net)
+		if (pool && net) {
 			r = sb_vm_restore_net(o, pool->t, net, ret);
-		else if (pool)
-			r = sb_pool_restore(pool, ret);
-		else
+		} else if (pool) {
+			/* a warm clone when one waits, else a restore */
+			if (sb_pool_take(pool, ret) < 0)
+				r = sb_pool_restore(pool, ret);
+			w->last = (size_t)(pool - w->pools);
+			w->warm_failed[w->last] = false;
+		} else {
 			sb_net_close(net);
+		}
 	}
 	if (r < 0 && sb_vm_error(*ret)[0])
 		snprintf(err, errlen, "%s", sb_vm_error(*ret));

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,12 +246,46 @@ static int send_result(int fd, struct al_result *res)
 	return r;
 }
 
+/* How long the worker waits for a next job before it starts a restore or
+ * a warm-up: with a backlog the dispatcher sends the next job within a
+ * few ms of a result, and a warm-up begun then would be in its way. */
+#define JOB_GRACE_MS 50
+
+/* Is a job (or the dispatcher's hang-up) waiting on the socket? Asked
+ * before each restore and warm-up (sb_pool_warm). */
+static bool job_waiting(void *arg)
+{
+	struct pollfd p = {*(int *)arg, POLLIN, 0};
+
+	return poll(&p, 1, JOB_GRACE_MS) > 0;
+}
+
+/* Between jobs: keep the warm clones (al_worker_idle) until a job comes,
+ * waking when they are due a check (they age, their QEMU may die). */
+static void idle_wait(int fd, struct al_worker *w)
+{
+	int ms;
+
+	al_worker_idle(w);
+	while ((ms = al_worker_idle_ms(w)) >= 0) {
+		struct pollfd p = {fd, POLLIN, 0};
+
+		if (poll(&p, 1, ms) != 0)
+			return;
+		al_worker_idle(w);
+	}
+}
+
 int al_proc_serve(int fd, struct al_worker *w, al_proc_run_fn run)
 {
 	struct al_frame_reader fr;
 	int r;
 
 	al_frame_reader_init(&fr, AL_PROC_JOB_FRAME_MAX);
+	w->job_waiting = job_waiting;
+	w->job_waiting_arg = &fd;
+	/* the warm clones the config asks for, before the first job */
+	idle_wait(fd, w);
 	for (;;) {
 		struct al_result res = {0};
 		uint8_t *body = NULL;
@@ -270,8 +305,9 @@ int al_proc_serve(int fd, struct al_worker *w, al_proc_run_fn run)
 		al_result_release(&res);
 		if (r < 0)
 			break;
-		al_worker_idle(w); /* the next restore's set-up, off its path */
+		idle_wait(fd, w); /* the next job's clone, off its path */
 	}
+	w->job_waiting = NULL;
 	al_frame_reader_release(&fr);
 	return r;
 }

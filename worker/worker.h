@@ -27,6 +27,13 @@ struct al_worker {
 					   * entry of its own) */
 	struct sb_pool pools[AL_WORKER_TEMPLATES]; /* pre-started VMMs */
 	size_t n_templates;               /* entries used */
+	size_t last;                      /* pool of the last job, or
+					   * AL_WORKER_TEMPLATES: none yet */
+	bool warm_failed[AL_WORKER_TEMPLATES]; /* warm-up failed: no retry
+					   * until the next job */
+	bool (*job_waiting)(void *);      /* NULL, or: a job waits (stop
+					   * warming, al_proc_serve sets it) */
+	void *job_waiting_arg;            /* its argument */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:
@@ -53,8 +60,17 @@ int al_worker_snapshot(struct al_worker *w, const char *name,
 		       const struct al_job *job, struct al_result *ret,
 		       struct sb_snapshot_info *info);
 /* Between jobs: get the pre-started VMMs ready to load a snapshot, so the
- * next restore skips that work (waits for QEMU start-up if need be). */
+ * next restore skips that work (waits for QEMU start-up if need be), and
+ * keep the warm clones (docs/warm.md): the last job's template's
+ * (sb->warm_last) and those of sb->warm, replacing dead or old ones.
+ * Stops early when w->job_waiting says a job waits. */
 void al_worker_idle(struct al_worker *w);
+/* How long the idle loop may sleep before al_worker_idle() is due again
+ * (warm clones age and die), ms; -1 = until the next job. */
+int al_worker_idle_ms(const struct al_worker *w);
+/* Warm clones `spec` ("python:2 c:1") asks of `name`: 0 if none; -1 if
+ * spec is malformed (config check). */
+int al_worker_warm_count(const char *spec, const char *name);
 /* An RJ result for a job that could not be decoded. */
 int al_worker_reject(const char *id, const struct al_diags *d,
 		     struct al_result *ret);

@@ -166,6 +166,7 @@ mkdir -p -- "$IMAGES_DIR"
 T_DESCRIPTION=""
 T_PACKAGES=""
 T_WARMUP=""
+T_CLONE_WARMUP=""
 lineno=0
 while IFS= read -r line || [[ -n "$line" ]]; do
     lineno=$((lineno + 1))
@@ -183,7 +184,8 @@ while IFS= read -r line || [[ -n "$line" ]]; do
         description) T_DESCRIPTION="$val" ;;
         packages)    T_PACKAGES="$val" ;;
         warmup)      T_WARMUP="$val" ;;
-        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup)" ;;
+        clone_warmup) T_CLONE_WARMUP="$val" ;;
+        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup)" ;;
     esac
 done < "$CONF"
 [[ -n "$T_DESCRIPTION" ]] || die "$CONF: missing 'description = ...'"
@@ -503,6 +505,7 @@ jq -n \
     --arg template "$TEMPLATE" \
     --arg description "$T_DESCRIPTION" \
     --arg warmup "${T_WARMUP:-}" \
+    --arg clone_warmup "${T_CLONE_WARMUP:-}" \
     --arg hash "$HASH" \
     --arg suite "$SUITE" \
     --arg arch "$ARCH" \
@@ -529,6 +532,7 @@ jq -n \
        template: $template,
        description: $description,
        warmup: $warmup,
+       clone_warmup: $clone_warmup,
        hash: $hash,
        built_at: $built_at,
        build_seconds: $build_seconds,

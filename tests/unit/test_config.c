@@ -380,6 +380,16 @@ static void test_strings(void **state)
 		    "t.conf:2: queue.name: must be [a-z0-9_-]+");
 	expect_load("[queue]\nname = Q\n",
 		    "t.conf:2: queue.name: must be [a-z0-9_-]+");
+	expect_load("[pool]\nwarm = python:2  c:1\n", NULL);
+	expect_load("[pool]\nwarm = python:9\n",
+		    "t.conf:2: pool.warm: must be NAME:N pairs, N 0..8, "
+		    "space-separated");
+	expect_load("[pool]\nwarm = python\n",
+		    "t.conf:2: pool.warm: must be NAME:N pairs, N 0..8, "
+		    "space-separated");
+	expect_load("[pool]\nwarm = Py:1\n",
+		    "t.conf:2: pool.warm: must be NAME:N pairs, N 0..8, "
+		    "space-separated");
 	expect_load("[redis]\nurl = http://x\n",
 		    "t.conf:2: redis.url: must be empty, "
 		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
@@ -932,6 +942,7 @@ static void test_dump_roundtrip(void **state)
 	    "vm_ttl_slack_ms = 1\nvmm_uid_base = 3000000\nvmm_uid_count = 9\n"
 	    "vmm_cgroup = /sys/fs/cgroup/al.slice\n"
 	    "vmm_memory_overhead_mb = 64\nvmm_cpu_max = 150\n"
+	    "[pool]\nwarm = python:2 c:1\nwarm_last = 0\nmax_age_s = 30\n"
 	    "[limits]\nmemory_mb = 128\nmemory_mb_max = 2048\nvcpus = 2\n"
 	    "vcpus_max = 2\nwall_ms = 1000\nwall_ms_max = 2000\n"
 	    "output_bytes = 10\noutput_bytes_max = 20\npids = 3\n"

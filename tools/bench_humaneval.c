@@ -1,0 +1,308 @@
+/* bench_humaneval.c: HumanEval's canonical solutions through Airlock and
+ * its peers, the same programs at the same concurrency, in one run.
+ *
+ * Each problem becomes one program: prompt + canonical solution + its
+ * tests + check(entry_point); it passes when it exits 0. The paths:
+ *
+ *   airlock   `airlock batch -w W` on a JSONL of jobs (one python3 step
+ *             each, the program as a file): embedded Redis and W workers,
+ *             as a user runs it; timed from the command's start to its
+ *             exit, so the workers' start-up is in
+ *   runsc     `runsc --rootless --network=none do python3 FILE`
+ *   bwrap     `bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all
+ *             --die-with-parent python3 FILE`
+ *   python3   plain `python3 FILE`
+ *
+ * Peers run W at a time, each child with a clean environment
+ * (`env -i PATH=/usr/bin:/bin`): runsc do is measured 3x slower with a
+ * long environment, and a peer at its best is the honest comparison.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_humaneval.h"
+
+#define HE_MAX 1024 /* problems read at most */
+
+struct peer {
+	const char *name;    /* row label */
+	char *argv[16];      /* command before the program's path */
+	double wall_ms;      /* whole run */
+	unsigned passed;     /* programs that exited 0 */
+	const char *note;    /* why absent */
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Read the dataset into `progs` (malloc'd programs); returns the count. */
+static int load(const char *path, char **progs, size_t max)
+{
+	char cmd[4200], *line = NULL;
+	size_t cap = 0;
+	int n = 0;
+	FILE *f;
+
+	if (snprintf(cmd, sizeof(cmd), "gzip -dc -- '%s'", path) >=
+		    (int)sizeof(cmd) ||
+	    strchr(path, '\''))
+		return -EINVAL;
+	f = popen(cmd, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0 && (size_t)n < max) {
+		json_t *o = json_loads(line, 0, NULL);
+		const char *p = json_string_value(json_object_get(o, "prompt"));
+		const char *s = json_string_value(
+		    json_object_get(o, "canonical_solution"));
+		const char *t = json_string_value(json_object_get(o, "test"));
+		const char *e =
+		    json_string_value(json_object_get(o, "entry_point"));
+
+		if (p && s && t && e &&
+		    asprintf(&progs[n], "%s%s\n\n%s\n\ncheck(%s)\n", p, s, t,
+			     e) > 0)
+			n++;
+		json_decref(o);
+	}
+	free(line);
+	if (pclose(f) != 0 && n == 0)
+		return -EIO;
+	return n;
+}
+
+/* Write every program to dir/pNNN.py. */
+static int write_progs(const char *dir, char **progs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char path[4200];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/p%03d.py", dir, i);
+		f = fopen(path, "we");
+		if (!f)
+			return -errno;
+		fputs(progs[i], f);
+		if (fclose(f) != 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+/* Start `argv` + dir/pNNN.py with a clean environment. */
+static pid_t start(char *const *argv, const char *dir, int i)
+{
+	char *env[] = {"PATH=/usr/bin:/bin", NULL}, path[4200], *av[24];
+	int k = 0;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/p%03d.py", dir, i);
+	while (argv[k] && k < 22) {
+		av[k] = argv[k];
+		k++;
+	}
+	av[k++] = path;
+	av[k] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		freopen("/dev/null", "w", stdout);
+		freopen("/dev/null", "w", stderr);
+		execve(av[0], av, env);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Every program through `p`, `conc` at a time. */
+static void run_peer(struct peer *p, const char *dir, int n, unsigned conc)
+{
+	unsigned running = 0;
+	double t0 = now_ms();
+	int next = 0, st;
+	pid_t pid;
+
+	while (next < n || running) {
+		while (running < conc && next < n) {
+			if (start(p->argv, dir, next++) < 0) {
+				p->note = "fork failed";
+				break;
+			}
+			running++;
+		}
+		pid = wait(&st);
+		if (pid < 0)
+			break;
+		running--;
+		p->passed += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	p->wall_ms = now_ms() - t0;
+}
+
+/* The jobs file for `airlock batch`: one python3 step per program. */
+static int write_jobs(const char *path, char **progs, int n)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		char id[32], *line;
+		json_t *j;
+
+		snprintf(id, sizeof(id), "he-%03d", i);
+		j = json_pack("{s:s,s:s,s:{s:s},s:[s,s]}", "id", id,
+			      "template", "python", "files", "p.py", progs[i],
+			      "cmd", "python3", "p.py");
+		line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		if (line)
+			fprintf(f, "%s\n", line);
+		free(line);
+		json_decref(j);
+	}
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* Count the OK results in `airlock batch`'s output. */
+static unsigned count_ok(const char *path)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned ok = 0;
+	FILE *f = fopen(path, "re");
+
+	while (f && getline(&line, &cap, f) > 0) {
+		json_t *o = json_loads(line, 0, NULL);
+		const char *s = json_string_value(json_object_get(o, "status"));
+
+		ok += s && !strcmp(s, "OK");
+		json_decref(o);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* `airlock batch` on the jobs, with a config naming the state dir. */
+static void run_airlock(const struct he_opts *o, struct peer *p,
+			const char *dir, char **progs, int n)
+{
+	char jobs[4200], out[4200], conf[4200], w[16];
+	double t0;
+	pid_t pid;
+	int st = 0;
+	FILE *f;
+
+	snprintf(jobs, sizeof(jobs), "%s/jobs.jsonl", dir);
+	snprintf(out, sizeof(out), "%s/results.jsonl", dir);
+	snprintf(conf, sizeof(conf), "%s/airlock.conf", dir);
+	snprintf(w, sizeof(w), "%u", o->workers);
+	f = fopen(conf, "we");
+	if (!f || write_jobs(jobs, progs, n) < 0) {
+		p->note = "cannot write the jobs";
+		if (f)
+			fclose(f);
+		return;
+	}
+	fprintf(f, "[sandbox]\nstate_dir = %s\n[log]\nlevel = warn\n",
+		o->state_dir ? o->state_dir : "");
+	fclose(f);
+	t0 = now_ms();
+	pid = fork();
+	if (pid == 0) {
+		char *av[] = {(char *)o->airlock, "batch", "-c", conf, "-w", w,
+			      "-o", out, jobs, NULL};
+
+		freopen("/dev/null", "w", stdout);
+		freopen("/dev/null", "w", stderr);
+		unsetenv("AIRLOCK_REDIS");
+		execv(av[0], av);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		p->note = "airlock batch failed";
+	p->wall_ms = now_ms() - t0;
+	p->passed = count_ok(out);
+}
+
+static void report(const struct he_opts *o, struct peer *p, size_t np, int n)
+{
+	double base = p[0].wall_ms;
+	FILE *f = o->json ? fopen(o->json, "we") : NULL;
+
+	printf("HumanEval: %d canonical solutions, %u at a time\n", n,
+	       o->workers);
+	printf("%-10s %10s %8s %12s\n", "path", "wall s", "passed",
+	       "vs airlock");
+	for (size_t i = 0; i < np; i++)
+		printf("%-10s %10.2f %4u/%-3d %11.2fx  %s\n", p[i].name,
+		       p[i].wall_ms / 1e3, p[i].passed, n,
+		       p[i].wall_ms > 0 ? base / p[i].wall_ms : 0,
+		       p[i].note ? p[i].note : "");
+	if (!f)
+		return;
+	fprintf(f, "{\"problems\": %d, \"concurrency\": %u, \"rows\": [\n", n,
+		o->workers);
+	for (size_t i = 0; i < np; i++)
+		fprintf(f,
+			"  {\"name\": \"%s\", \"wall_s\": %.3f, \"passed\": %u, "
+			"\"airlock_over_this\": %.3f, \"note\": \"%s\"}%s\n",
+			p[i].name, p[i].wall_ms / 1e3, p[i].passed,
+			p[i].wall_ms > 0 ? base / p[i].wall_ms : 0,
+			p[i].note ? p[i].note : "", i + 1 < np ? "," : "");
+	fprintf(f, "]}\n");
+	fclose(f);
+}
+
+int bench_humaneval(const struct he_opts *o)
+{
+	struct peer p[] = {
+	    {.name = "airlock"},
+	    {.name = "runsc",
+	     .argv = {"/usr/bin/runsc", "--rootless", "--network=none", "do",
+		      "/usr/bin/python3", NULL}},
+	    {.name = "bwrap",
+	     .argv = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
+		      "--proc", "/proc", "--unshare-all", "--die-with-parent",
+		      "/usr/bin/python3", NULL}},
+	    {.name = "python3", .argv = {"/usr/bin/python3", NULL}},
+	};
+	char dir[] = "/tmp/al-humaneval-XXXXXX", cmd[64];
+	char **progs = calloc(HE_MAX, sizeof(*progs));
+	int n = progs ? load(o->dataset, progs, HE_MAX) : -ENOMEM;
+
+	if (n <= 0 || !mkdtemp(dir) || write_progs(dir, progs, n) < 0) {
+		fprintf(stderr, "bench: %s: no programs\n", o->dataset);
+		return n < 0 ? n : -EIO;
+	}
+	run_airlock(o, &p[0], dir, progs, n);
+	for (size_t i = 1; i < sizeof(p) / sizeof(p[0]); i++) {
+		if (access(p[i].argv[0], X_OK) < 0) {
+			p[i].note = "not installed (tools/deps.sh)";
+			continue;
+		}
+		run_peer(&p[i], dir, n, o->workers);
+	}
+	report(o, p, sizeof(p) / sizeof(p[0]), n);
+	for (int i = 0; i < n; i++)
+		free(progs[i]);
+	free(progs);
+	if (p[0].passed < (unsigned)n) { /* keep Airlock's results to read */
+		printf("airlock's results kept: %s/results.jsonl\n", dir);
+		return 0;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf -- %s", dir);
+	return system(cmd) == 0 ? 0 : 0;
+}
