@@ -1068,7 +1068,7 @@ static redisReply *eval_job(struct alq_client *c, enum alq_script s,
 			    const char *id, int nargs, const char **args,
 			    const size_t *arglens, int *ret_err)
 {
-	char keys[8][ALQ_KEY_MAX], nk[8];
+	char keys[8][ALQ_KEY_MAX], nk[12];
 	const char *argv[3 + 8 + 512];
 	size_t lens[3 + 8 + 512];
 	redisReply *r;
