@@ -131,6 +131,10 @@ done
 [[ "$TEMPLATE" =~ ^[a-z0-9][a-z0-9_.-]{0,63}$ ]] \
     || die "invalid template name '$TEMPLATE' (allowed: [a-z0-9][a-z0-9_.-]*, at most 64 chars, as for jobs)"
 
+# the template first: a user's mistake is named before the host's
+CONF="$TEMPLATES_DIR/$TEMPLATE.conf"
+[[ -f "$CONF" && -r "$CONF" ]] || die "template '$TEMPLATE' not found: no readable $CONF"
+
 [[ "$(id -u)" -eq 0 ]] || die "must run as root (mmdebstrap root mode, mkfs.ext4 -d with real ownership)"
 
 for cmd in mmdebstrap apt-get apt-cache apt-config dpkg-deb dpkg-query depmod modprobe \
@@ -149,9 +153,6 @@ fi
 if command -v readelf >/dev/null 2>&1 && readelf -lW -- "$AGENT" 2>/dev/null | grep -q 'INTERP'; then
     die "agent '$AGENT' is dynamically linked; /init must be a static binary"
 fi
-
-CONF="$TEMPLATES_DIR/$TEMPLATE.conf"
-[[ -f "$CONF" && -r "$CONF" ]] || die "template '$TEMPLATE' not found: no readable $CONF"
 
 # findmnt escapes whitespace in mount points; keep the mount-safety checks exact.
 [[ "$(readlink -m -- "$STATE_DIR")" != *[[:space:]\\]* ]] || die "state dir '$STATE_DIR' must not contain whitespace or backslashes"

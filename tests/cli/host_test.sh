@@ -90,7 +90,8 @@ grep -qE "^python +0123456789abcdef +3 MiB " <<<"$out" || fail "image list size:
   fail "image list --json"
 # one template-name rule: python3.11 is a job's valid name, so build gets
 # as far as the missing definition; Bad is refused by the rule
-"$bin" image build python3.11 --config "$tmp/b.conf" > /dev/null 2> "$tmp/err" || true
+# any readable file stands in for the agent (sanitizer builds have none)
+AIRLOCK_AGENT=/bin/true "$bin" image build python3.11 --config "$tmp/b.conf" > /dev/null 2> "$tmp/err" || true
 grep -q "python3.11.conf" "$tmp/err" || fail "image build python3.11: $(cat "$tmp/err")"
 "$bin" image build Bad --config "$tmp/b.conf" 2> "$tmp/err" && fail "image build Bad"
 grep -q "template names are \[a-z0-9\]\[a-z0-9_.-\]\*" "$tmp/err" || fail "image build Bad: $(cat "$tmp/err")"
