@@ -65,7 +65,6 @@
 #define SNAP_REV 1          /* bump when the layout or meaning changes */
 #define PAGE 4096u          /* granule of the RAM diff */
 #define CHUNK (1u << 20)    /* bytes read per pass over RAM */
-#define SAVE_TIMEOUT_MS 60000
 #define STATE_MAX (64u << 20) /* device state is ~400 KiB: a QEMU that
 			       * writes more is refused, not kept */
 #define SNAP_CACHE_MAX 32   /* snapshots one process may hold open */
@@ -175,34 +174,6 @@ static int find_build(const char *root, const char *name, char *out,
 	return r;
 }
 
-/* Copy the data extents of `in` to `out` (holes stay holes). */
-static int mem_copy(int in, int out)
-{
-	char *buf = malloc(CHUNK);
-	off_t at = 0, end;
-	int r = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	while (r == 0 && (at = lseek(in, at, SEEK_DATA)) >= 0) {
-		end = lseek(in, at, SEEK_HOLE);
-		if (end < 0)
-			r = -errno;
-		while (r == 0 && at < end) {
-			size_t n = end - at < CHUNK ? (size_t)(end - at) : CHUNK;
-			ssize_t got = pread(in, buf, n, at);
-
-			if (got <= 0 || pwrite(out, buf, (size_t)got, at) != got)
-				r = got < 0 ? -errno : -EIO;
-			at += got > 0 ? got : 0;
-		}
-	}
-	if (r == 0 && at < 0 && errno != ENXIO) /* ENXIO: no data past at */
-		r = -errno;
-	free(buf);
-	return r;
-}
-
 /* Write the pages of `ram` that differ from `base` to `mem_fd` (same
  * offsets) and set their bits in `bits`; *ret_pages counts them. Only the
  * data extents of `ram` are read: a hole there is a hole in base too
@@ -245,23 +216,6 @@ static int mem_diff(int ram, int base, int mem_fd, uint8_t *bits,
 	free(a);
 	free(b);
 	return r;
-}
-
-/* A new memfd of `size` bytes that can be sealed. */
-static int mem_new(off_t size)
-{
-	int fd = memfd_create("airlock-snapshot",
-			      MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, size) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	return fd;
 }
 
 /* A whole file of ours in `dfd` into buf of exactly `size` bytes. */
@@ -311,10 +265,10 @@ static int mem_load(int dfd, int base_fd)
 
 	if (fstat(base_fd, &st) < 0)
 		return -errno;
-	mfd = mem_new(st.st_size);
+	mfd = template_memfd(st.st_size);
 	if (mfd < 0)
 		return mfd;
-	r = mem_copy(base_fd, mfd);
+	r = template_copy_extents(base_fd, mfd);
 	if (r == 0)
 		r = mem_apply(dfd, mfd, (size_t)st.st_size / PAGE);
 	if (r == 0 && fcntl(mfd, F_ADD_SEALS, MEM_SEALS) < 0)
@@ -547,9 +501,9 @@ int sb_snapshot_begin(const struct sb_options *o, const char *name,
 		return r; /* 1: a cache hit */
 	r = fstat(b->base.mem_fd, &st) < 0 ? -errno : 0;
 	if (r == 0)
-		r = b->mem_fd = mem_new(st.st_size);
+		r = b->mem_fd = template_memfd(st.st_size);
 	if (r >= 0)
-		r = mem_copy(b->base.mem_fd, b->mem_fd);
+		r = template_copy_extents(b->base.mem_fd, b->mem_fd);
 	if (r == 0)
 		r = setup_vm(o, b);
 	*ret_vm = b->vm;
@@ -578,56 +532,6 @@ void sb_snapshot_abort(struct sb_snapshot_build *b)
 	if (b->lock_fd >= 0)
 		close(b->lock_fd); /* releases the lock */
 	b->lock_fd = -1;
-}
-
-/* Poll query-migrate until it completes; -EIO if it failed. */
-static int wait_saved(struct sb_vm *vm)
-{
-	struct al_deadline d = al_deadline_in(SAVE_TIMEOUT_MS);
-
-	for (;;) {
-		json_t *ret = NULL;
-		const char *st;
-		int r = vm_qmp(vm, "query-migrate", NULL, &ret);
-
-		if (r < 0)
-			return r;
-		st = json_string_value(json_object_get(ret, "status"));
-		r = !st ? -EBADMSG
-		    : !strcmp(st, "completed") ? 0
-		    : !strcmp(st, "failed") || !strcmp(st, "cancelled") ? -EIO
-									: 1;
-		json_decref(ret);
-		if (r <= 0)
-			return r;
-		if (al_deadline_passed(d))
-			return -ETIMEDOUT;
-		usleep(1000);
-	}
-}
-
-/* Device state to `state` in dfd, the guest running (as a template's). */
-static int save_state(struct sb_vm *vm, int dfd)
-{
-	int fd, r = vm_qmp_ignore_shared(vm);
-
-	if (r < 0)
-		return r;
-	fd = sb_open_in(dfd, "state", O_WRONLY | O_CREAT, 0600, geteuid());
-	if (fd < 0)
-		return fd;
-	r = vm_qmp_pass_state(vm, fd);
-	if (r == 0)
-		r = vm_qmp(vm, "migrate", json_pack("{s:s}", "uri", "fd:state"),
-			   NULL);
-	if (r == 0)
-		r = wait_saved(vm);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r == 0 && lseek(fd, 0, SEEK_END) > (off_t)STATE_MAX)
-		r = -EFBIG;
-	close(fd);
-	return r;
 }
 
 /* Write `len` bytes as new file `name` in dfd, synced. */
@@ -825,7 +729,7 @@ static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 	/* the very request a clone starts with (as template.c does) */
 	r = vm_reseed(b->vm, o);
 	if (r == 0)
-		r = save_state(b->vm, dfd);
+		r = template_save_state(b->vm, dfd, (off_t)STATE_MAX);
 	if (r < 0)
 		vm_fail(b->vm, r, "save snapshot state");
 	sb_vm_destroy(b->vm); /* QEMU reaped: the RAM in mem_fd is final */

@@ -351,7 +351,7 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 /* Save the device state to `state` in `dfd`, the guest still running: QEMU stops it
  * itself for the device state, and the runstate it records makes clones
  * start on their own. */
-static int template_save(struct sb_vm *vm, int dfd)
+int template_save_state(struct sb_vm *vm, int dfd, off_t max)
 {
 	int fd, r = vm_qmp_ignore_shared(vm);
 
@@ -368,12 +368,13 @@ static int template_save(struct sb_vm *vm, int dfd)
 		r = wait_migration(vm, SAVE_TIMEOUT_MS);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
+	if (r == 0 && max && lseek(fd, 0, SEEK_END) > max)
+		r = -EFBIG;
 	close(fd);
 	return r;
 }
 
-/* Copy the data extents of `in` to `out` (holes stay holes). */
-static int copy_extents(int in, int out)
+int template_copy_extents(int in, int out)
 {
 	const size_t chunk = 1u << 20;
 	char *buf = malloc(chunk);
@@ -404,8 +405,7 @@ static int copy_extents(int in, int out)
 	return r;
 }
 
-/* A memfd of `size` bytes that can be sealed, for guest RAM. */
-static int mem_create(off_t size)
+int template_memfd(off_t size)
 {
 	int fd = memfd_create("airlock-template",
 			      MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -433,7 +433,7 @@ static int mem_save(int mem_fd, int dfd)
 	fd = sb_open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
 	if (fd < 0)
 		return fd;
-	r = ftruncate(fd, st.st_size) < 0 ? -errno : copy_extents(mem_fd, fd);
+	r = ftruncate(fd, st.st_size) < 0 ? -errno : template_copy_extents(mem_fd, fd);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0) /* the memfd holds these pages: drop the cached copy */
@@ -459,9 +459,9 @@ static int mem_load(const char *dir)
 		return fd;
 	r = fstat(fd, &st) < 0 ? -errno : 0;
 	if (r == 0)
-		r = mfd = mem_create(st.st_size);
+		r = mfd = template_memfd(st.st_size);
 	if (r >= 0)
-		r = copy_extents(fd, mfd);
+		r = template_copy_extents(fd, mfd);
 	if (r == 0)
 		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (r == 0 && fcntl(mfd, F_ADD_SEALS, MEM_SEALS) < 0)
@@ -509,7 +509,7 @@ static int template_build(const struct sb_options *o,
 			  size_t errlen)
 {
 	struct sb_vm *vm = NULL;
-	int fd = mem_create((off_t)o->memory_mb << 20), r;
+	int fd = template_memfd((off_t)o->memory_mb << 20), r;
 
 	if (fd < 0)
 		return fd;
@@ -522,7 +522,7 @@ static int template_build(const struct sb_options *o,
 	if (r == 0)
 		r = template_boot(vm, o, img, fd);
 	if (r == 0)
-		r = template_save(vm, dfd);
+		r = template_save_state(vm, dfd, 0);
 	if (r < 0)
 		snprintf(err, errlen, "%s",
 			 vm && vm->error[0] ? vm->error : strerror(-r));

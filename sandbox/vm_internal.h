@@ -100,4 +100,13 @@ int vm_qmp_ignore_shared(struct sb_vm *vm);
 /* Hand `fd` to QEMU as the migration fd "state" (getfd). */
 int vm_qmp_pass_state(struct sb_vm *vm, int fd);
 
+/* template.c's pieces snapshot.c shares. Save the device state to `state`
+ * in `dfd` with the guest running (x-ignore-shared: RAM stays out);
+ * -EFBIG past `max` bytes (0 = no cap). */
+int template_save_state(struct sb_vm *vm, int dfd, off_t max);
+/* Copy the data extents of `in` to `out` (holes stay holes). */
+int template_copy_extents(int in, int out);
+/* A memfd of `size` bytes that can be sealed, for guest RAM. */
+int template_memfd(off_t size);
+
 #endif

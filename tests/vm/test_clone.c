@@ -38,12 +38,6 @@ static int group_setup(void **state)
 }
 
 #define RUN(json, res) vmtest_run(&worker, json, res)
-#define CHECK(cond, res)                                                      \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			vmtest_dump(res);                                     \
-		assert_true(cond);                                            \
-	} while (0)
 
 static bool out_is(const struct al_result *r, size_t i, const char *s)
 {

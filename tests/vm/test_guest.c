@@ -23,12 +23,6 @@ static int group_setup(void **state)
 
 #define RUN(json, res) vmtest_run(&worker, json, res)
 #define STEP(res, i) (&(res)->steps[i])
-#define CHECK(cond, res)                                                      \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			vmtest_dump(res);                                     \
-		assert_true(cond);                                            \
-	} while (0)
 
 static void test_python_hello(void **state)
 {

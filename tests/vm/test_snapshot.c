@@ -32,13 +32,6 @@ static const char *const snaps[] = {SNAP, SNAP_C, SNAP_BAD, NULL};
 	"/work/a.txt && mkdir /work/d && echo t > /tmp/b.txt && echo x > "   \
 	"/work/d/c\", \"timeout_ms\": 60000}]}"
 
-#define CHECK(cond, res)                                                      \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			vmtest_dump(res);                                     \
-		assert_true(cond);                                            \
-	} while (0)
-
 static int group_setup(void **state)
 {
 	(void)state;

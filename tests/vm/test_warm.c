@@ -25,12 +25,6 @@ static struct al_worker worker;
 static pid_t test_pid;
 
 #define RUN(json, res) vmtest_run(&worker, json, res)
-#define CHECK(cond, res)                                                      \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			vmtest_dump(res);                                     \
-		assert_true(cond);                                            \
-	} while (0)
 
 static int group_setup(void **state)
 {

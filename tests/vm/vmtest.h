@@ -58,4 +58,12 @@ static inline void vmtest_dump(const struct al_result *res)
 	free(json);
 }
 
+/* assert_true(cond), printing the result first when it fails. */
+#define CHECK(cond, res)                                                      \
+	do {                                                                  \
+		if (!(cond))                                                  \
+			vmtest_dump(res);                                     \
+		assert_true(cond);                                            \
+	} while (0)
+
 #endif
