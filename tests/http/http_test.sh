@@ -243,9 +243,12 @@ listen = 127.0.0.1:$mport"
   jobs="${jobs%,}]"
   expect 201 -X POST "$api/jobs/batch" -d "$jobs"
   [ "$(jq '.jobs | length' "$tmp/body")" = 5 ] || fail "batch: $(cat "$tmp/body")"
+  # counters move as results are stored; gauges are sampled at serve's
+  # tick, which may come after five quick XX results: wait for both
   for _ in $(seq 200); do
     curl -sf "$api/metrics" > "$tmp/m1"
-    grep -q '^airlock_jobs_total{status="XX"} 5$' "$tmp/m1" && break
+    grep -q '^airlock_jobs_total{status="XX"} 5$' "$tmp/m1" &&
+      grep -q '^airlock_workers 1$' "$tmp/m1" && break
     sleep 0.1
   done
   grep -q '^airlock_jobs_total{status="XX"} 5$' "$tmp/m1" ||
