@@ -22,6 +22,10 @@
  *       the guest never holds an address that is not open.
  *   deadline --> SERVFAIL.
  *
+ * At most SB_RESOLVER_PENDING_MAX questions wait upstream and at most
+ * SB_RESOLVER_QPS go out a second; past either the guest gets SERVFAIL,
+ * so a guest cannot flood the upstream resolver through us.
+ *
  * `cache` remembers until when each address is open, so an answer never
  * shortens an element (two names on one CDN address with different TTLs)
  * and a repeated answer costs no netlink round trip. Kernels since 6.10
@@ -74,6 +78,8 @@ struct resolver {
 	const char *table, *set4, *set6;
 	struct pending pend[SB_RESOLVER_PENDING_MAX];
 	struct opened cache[SB_RESOLVER_CACHE_MAX];
+	uint64_t second_ms;	/* start of the current second */
+	unsigned sent;		/* questions sent upstream in it */
 	uint8_t in[SB_DNS_MSG_MAX], out[SB_DNS_MSG_MAX];
 };
 
@@ -295,11 +301,21 @@ static bool forward(struct resolver *r, const struct sb_dns_query *q,
 	struct pending *p = NULL;
 	size_t n;
 
+	uint64_t now = al_now_ms();
+
+	/* a guest must not turn us into a flood of its upstream's */
+	if (now - r->second_ms >= 1000) {
+		r->second_ms = now;
+		r->sent = 0;
+	}
+	if (r->sent >= SB_RESOLVER_QPS)
+		return false;
 	for (size_t i = 0; !p && i < SB_RESOLVER_PENDING_MAX; i++)
 		if (!r->pend[i].used)
 			p = &r->pend[i];
 	if (!p || new_id(r, &p->up_id) < 0)
 		return false;
+	r->sent++;
 	n = sb_dns_build_query(q, p->up_id, r->out, sizeof(r->out));
 	if (!n || send(r->ufd, r->out, n, MSG_DONTWAIT) != (ssize_t)n)
 		return false;

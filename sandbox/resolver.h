@@ -36,6 +36,7 @@
 #define SB_RESOLVER_UPSTREAM_MS 2000 /* then the guest gets SERVFAIL */
 #define SB_RESOLVER_PENDING_MAX 32   /* questions upstream at once */
 #define SB_RESOLVER_CACHE_MAX 256    /* addresses whose expiry we track */
+#define SB_RESOLVER_QPS 100	    /* questions sent upstream a second */
 
 struct nft_ctx;
 

@@ -106,10 +106,29 @@ static size_t answer(const uint8_t *q, size_t qend, const char *name,
 		p = put_a(p, name, 2, "2001:db8::10");
 		an = 1;
 	} else if (strcmp(name, "www.cdn.test") == 0) {
+		/* compressed as servers do: the CNAME's owner points at the
+		 * question, the A record's at the CNAME's target */
+		static const uint8_t ptr_q[] = {0xc0, 12};
+		uint8_t ptr_t[2];
 		size_t n = (size_t)(put_name(cname, "edge.other.test") - cname);
 
-		p = put_rr(p, name, 5, 300, cname, n);
-		p = put_a(p, "edge.other.test", 600, "198.51.100.5");
+		memcpy(p, ptr_q, 2);
+		p = put16(p + 2, 5);
+		p = put16(p, 1);
+		p = put16(p, 0);
+		p = put16(p, 300);
+		p = put16(p, (unsigned)n);
+		put16(ptr_t, 0xc000 | (unsigned)(p - out));
+		memcpy(p, cname, n);
+		p += n;
+		memcpy(p, ptr_t, 2);
+		p = put16(p + 2, 1);
+		p = put16(p, 1);
+		p = put16(p, 0);
+		p = put16(p, 600);
+		p = put16(p, 4);
+		inet_pton(AF_INET, "198.51.100.5", p);
+		p += 4;
 		p = put_a(p, "evil.test", 600, "203.0.113.66");
 		an = 3;
 	} else if (strcmp(name, "gone.test") == 0) {
@@ -483,6 +502,52 @@ static void test_upstream(void **state)
 	assert_true(al_now_ms() - t0 < SB_RESOLVER_UPSTREAM_MS + 1000);
 }
 
+/* A burst of allowed questions: at most SB_RESOLVER_QPS go upstream in a
+ * second, the rest get SERVFAIL at once; the next second serves again. */
+static void test_rate(void **state)
+{
+	int fd = udp_socket(RESOLVER_IP, false), nx = 0, servfail = 0;
+	struct pollfd pf = {fd, POLLIN, 0};
+	uint8_t q[512], reply[4096];
+	int before = atomic_load(&forwarded);
+	struct result r;
+	uint64_t took;
+
+	(void)state;
+	NEED_ROOT();
+	usleep(1100 * 1000); /* a fresh second */
+	took = al_now_ms();
+	for (int i = 0; i < 2 * SB_RESOLVER_QPS; i++) {
+		size_t n = query("gone.test", 1, (uint16_t)i, q);
+
+		assert_int_equal(send(fd, q, n, 0), (ssize_t)n);
+		/* keep under the pending cap: read what is back so far */
+		while (poll(&pf, 1, i % 16 == 15 ? 50 : 0) == 1 &&
+		       recv(fd, reply, sizeof(reply), 0) >= 12) {
+			nx += (reply[3] & 0xf) == 3;
+			servfail += (reply[3] & 0xf) == 2;
+		}
+	}
+	took = al_now_ms() - took;
+	while (poll(&pf, 1, 2500) == 1 &&
+	       recv(fd, reply, sizeof(reply), 0) >= 12) {
+		nx += (reply[3] & 0xf) == 3;
+		servfail += (reply[3] & 0xf) == 2;
+	}
+	close(fd);
+	assert_int_equal(nx + servfail, 2 * SB_RESOLVER_QPS);
+	if (took < 1000) { /* the burst fell in one second (not under load) */
+		assert_int_equal(nx, SB_RESOLVER_QPS);
+		assert_int_equal(servfail, SB_RESOLVER_QPS);
+	} else {
+		assert_true(servfail > 0);
+	}
+	assert_int_equal(atomic_load(&forwarded) - before, nx);
+	usleep(1100 * 1000);
+	ask("gone.test", 1, &r);
+	assert_int_equal(r.rcode, 3);
+}
+
 /* Hostile bytes: FORMERR, NOTIMP or silence, and it keeps serving. */
 static void test_malformed(void **state)
 {
@@ -541,6 +606,7 @@ int main(void)
 	    cmocka_unit_test(test_cname),
 	    cmocka_unit_test(test_unlisted),
 	    cmocka_unit_test(test_upstream),
+	    cmocka_unit_test(test_rate),
 	    cmocka_unit_test(test_malformed),
 	};
 
