@@ -9,7 +9,14 @@
 #      its summary is the last thing printed
 #
 # Environment: BUILD_DIR (build), FUZZ_SECONDS (60; 0 skips fuzzing),
-# CTEST_LABELS (a ctest -L regex; default: every test).
+# CTEST_LABELS (a ctest -L regex; default: every test), STRICT (1: no
+# second run of a failed test).
+#
+# A test that fails is run once more, alone. If it passes then, it is a
+# flake: it is named under "== FLAKY" and in $BUILD_DIR/flaky.txt, and the
+# suite still passes; a test that fails twice fails the suite. Timing-bound
+# tests on a loaded 2-core TCG machine do flake, and one flake must not
+# hide the other seventy results; the list says which test to fix.
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +27,22 @@ cd "$src"
 
 step() { printf '\n== %s\n' "$*"; }
 
+# ctest_once_more DIR ARGS...: ctest, and a second run of what failed
+# (see the top); the first run's failures go to DIR/flaky.txt.
+ctest_once_more() {
+  local dir=$1
+  shift
+  if ctest --test-dir "$dir" "$@"; then
+    return 0
+  fi
+  [ "${STRICT:-0}" = 1 ] && return 1
+  cp "$dir/Testing/Temporary/LastTestsFailed.log" "$dir/flaky.txt"
+  step "second run of the failed tests"
+  ctest --test-dir "$dir" --output-on-failure --rerun-failed || return 1
+  step "FLAKY: failed once, passed when run again (fix these)"
+  cat "$dir/flaky.txt"
+}
+
 step "dependencies"
 tools/deps.sh
 
@@ -29,13 +52,14 @@ cmake -S . -B "$build-asan" -DAIRLOCK_SANITIZE=ON -DAIRLOCK_AGENT=OFF \
 cmake --build "$build-asan" -j "$jobs" > /dev/null
 if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-     ctest --test-dir "$build-asan" -L 'unit|redis' -LE vm --output-on-failure \
+     ctest_once_more "$build-asan" -L 'unit|redis' -LE vm --output-on-failure \
        -j "$jobs" \
        > "$build-asan/ctest.log" 2>&1; then
   cat "$build-asan/ctest.log"
   exit 1
 fi
-grep -E 'tests passed|tests failed' "$build-asan/ctest.log"
+grep -E -A20 'tests passed|tests failed|^== FLAKY' "$build-asan/ctest.log" |
+  grep -v '^ *Start\|Test *#' || true
 
 if [ "$fuzz_secs" -gt 0 ]; then
   step "fuzzing, ${fuzz_secs}s per target"
@@ -48,6 +72,6 @@ fi
 step "build (-Werror) and every test"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build "$build" -j "$jobs" > /dev/null
-args=(--test-dir "$build" --output-on-failure)
+args=(--output-on-failure)
 [ -n "${CTEST_LABELS:-}" ] && args+=(-L "$CTEST_LABELS")
-ctest "${args[@]}"
+ctest_once_more "$build" "${args[@]}"

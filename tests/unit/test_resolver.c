@@ -252,16 +252,19 @@ struct result {
 	char qname[1100];   /* as the reply spells it */
 };
 
-/* Ask and parse the reply with libresolv (not our own parser). */
-static void ask(const char *name, unsigned type, struct result *r)
+/* Ask up to `tries` times, `wait_ms` each, as a stub resolver does, and
+ * parse the reply with libresolv (not our own parser). */
+static void ask_tries(const char *name, unsigned type, struct result *r,
+		      int tries, int wait_ms)
 {
 	uint8_t q[512], reply[4096];
-	size_t n;
+	size_t n = 0;
 	ns_msg m;
 	ns_rr rr;
 
 	memset(r, 0, sizeof(*r));
-	n = exchange(q, query(name, type, 0x1234, q), reply, 5000);
+	while (!n && tries-- > 0)
+		n = exchange(q, query(name, type, 0x1234, q), reply, wait_ms);
 	if (!n)
 		fail_msg("%s: no reply", name);
 	assert_int_equal(ns_initparse(reply, (int)n, &m), 0);
@@ -278,6 +281,18 @@ static void ask(const char *name, unsigned type, struct result *r)
 			  ns_rr_rdata(rr), r->addr[r->n], 64);
 		r->ttl[r->n++] = ns_rr_ttl(rr);
 	}
+}
+
+/* One question, one answer: the tests that time the resolver. */
+static void ask(const char *name, unsigned type, struct result *r)
+{
+	ask_tries(name, type, r, 1, 5000);
+}
+
+/* After a flood the resolver's socket may have dropped the question. */
+static void ask_retrying(const char *name, unsigned type, struct result *r)
+{
+	ask_tries(name, type, r, 10, 1000);
 }
 
 /* Is `ip` an element of set `set` now? */
@@ -502,8 +517,10 @@ static void test_upstream(void **state)
 	assert_true(al_now_ms() - t0 < SB_RESOLVER_UPSTREAM_MS + 1000);
 }
 
-/* A burst of allowed questions: at most SB_RESOLVER_QPS go upstream in a
- * second, the rest get SERVFAIL at once; the next second serves again. */
+/* Allowed questions one after another: within one second at most
+ * SB_RESOLVER_QPS go upstream, the rest get SERVFAIL at once; the next
+ * second serves again. One question in flight at a time, so the pending
+ * cap never answers for the rate cap. */
 static void test_rate(void **state)
 {
 	int fd = udp_socket(RESOLVER_IP, false), nx = 0, servfail = 0;
@@ -515,34 +532,27 @@ static void test_rate(void **state)
 
 	(void)state;
 	NEED_ROOT();
-	usleep(1100 * 1000); /* a fresh second */
+	usleep(1100 * 1000); /* the resolver starts a fresh second */
 	took = al_now_ms();
 	for (int i = 0; i < 2 * SB_RESOLVER_QPS; i++) {
 		size_t n = query("gone.test", 1, (uint16_t)i, q);
 
 		assert_int_equal(send(fd, q, n, 0), (ssize_t)n);
-		/* keep under the pending cap: read what is back so far */
-		while (poll(&pf, 1, i % 16 == 15 ? 50 : 0) == 1 &&
-		       recv(fd, reply, sizeof(reply), 0) >= 12) {
-			nx += (reply[3] & 0xf) == 3;
-			servfail += (reply[3] & 0xf) == 2;
-		}
-	}
-	took = al_now_ms() - took;
-	while (poll(&pf, 1, 2500) == 1 &&
-	       recv(fd, reply, sizeof(reply), 0) >= 12) {
+		assert_int_equal(poll(&pf, 1, 5000), 1);
+		assert_true(recv(fd, reply, sizeof(reply), 0) >= 12);
 		nx += (reply[3] & 0xf) == 3;
 		servfail += (reply[3] & 0xf) == 2;
 	}
+	took = al_now_ms() - took;
 	close(fd);
 	assert_int_equal(nx + servfail, 2 * SB_RESOLVER_QPS);
-	if (took < 1000) { /* the burst fell in one second (not under load) */
+	assert_int_equal(atomic_load(&forwarded) - before, nx);
+	/* every window the resolver opened began inside [start, end] */
+	assert_true(nx <= SB_RESOLVER_QPS * (int)(1 + took / 1000));
+	if (took < 1000) { /* one window: exactly the cap went out */
 		assert_int_equal(nx, SB_RESOLVER_QPS);
 		assert_int_equal(servfail, SB_RESOLVER_QPS);
-	} else {
-		assert_true(servfail > 0);
 	}
-	assert_int_equal(atomic_load(&forwarded) - before, nx);
 	usleep(1100 * 1000);
 	ask("gone.test", 1, &r);
 	assert_int_equal(r.rcode, 3);
@@ -592,7 +602,7 @@ static void test_malformed(void **state)
 		close(fd);
 	}
 	assert_true(child_alive());
-	ask("allowed.test", 1, &r);
+	ask_retrying("allowed.test", 1, &r);
 	assert_int_equal(r.rcode, 0);
 	assert_int_equal(r.n, 1);
 	assert_true(child_alive());
