@@ -125,20 +125,6 @@ static void field(const char *inputs, const char *key, char *out, size_t size)
 			 p + strlen(pat));
 }
 
-/* `inputs` of dir `dfd` into buf: false if not a complete snapshot. */
-static bool read_inputs_at(int dfd, char *buf, size_t size)
-{
-	int fd = sb_open_in(dfd, "inputs", O_RDONLY, 0, geteuid());
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	return n > 0;
-}
-
 /* The complete build of `name` under root (newest if several): its dir
  * name in out. -ENOENT if none. */
 static int find_build(const char *root, const char *name, char *out,
@@ -162,7 +148,7 @@ static int find_build(const char *root, const char *name, char *out,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (read_inputs_at(fd, buf, sizeof(buf)) &&
+		if (template_read_inputs(fd, buf, sizeof(buf)) &&
 		    fstat(fd, &st) == 0 && (r < 0 || st.st_mtime >= best)) {
 			best = st.st_mtime;
 			snprintf(out, size, "%s", e->d_name);
@@ -338,7 +324,7 @@ int sb_snapshot_open(const struct sb_options *o, const char *name,
 	dfd = sb_open_dir(dir);
 	if (dfd < 0)
 		return dfd;
-	r = read_inputs_at(dfd, buf, sizeof(buf)) ? 0 : -ENOENT;
+	r = template_read_inputs(dfd, buf, sizeof(buf)) ? 0 : -ENOENT;
 	close(dfd);
 	if (r < 0)
 		return r;
@@ -421,7 +407,8 @@ static bool cache_hit(const char *root, const struct sb_snapshot_build *b)
 	dfd = sb_open_dir(dir);
 	if (dfd < 0)
 		return false;
-	hit = read_inputs_at(dfd, buf, sizeof(buf)) && !strcmp(buf, b->inputs);
+	hit = template_read_inputs(dfd, buf, sizeof(buf)) &&
+	      !strcmp(buf, b->inputs);
 	close(dfd);
 	return hit;
 }
@@ -600,7 +587,7 @@ static bool snap_info(const char *root, int rfd, const char *ent,
 	if (dfd < 0)
 		return false;
 	memset(ret, 0, sizeof(*ret));
-	if (!read_inputs_at(dfd, buf, sizeof(buf))) {
+	if (!template_read_inputs(dfd, buf, sizeof(buf))) {
 		close(dfd);
 		return false;
 	}

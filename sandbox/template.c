@@ -141,9 +141,8 @@ static int template_inputs(const struct sb_options *o,
 	return 0;
 }
 
-/* Read `inputs` of the template dir `dfd` into buf; false if it is not
- * a file of ours. */
-static bool read_inputs(int dfd, char *buf, size_t size)
+/* Shared with snapshot.c (vm_internal.h). */
+bool template_read_inputs(int dfd, char *buf, size_t size)
 {
 	int fd = sb_open_in(dfd, "inputs", O_RDONLY, 0, geteuid());
 	ssize_t n;
@@ -153,7 +152,7 @@ static bool read_inputs(int dfd, char *buf, size_t size)
 	n = read(fd, buf, size - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = 0;
-	return n >= 0;
+	return n > 0;
 }
 
 /* Is `name` in `dfd` a regular file owned by `owner`? */
@@ -176,7 +175,7 @@ static bool template_complete(const char *dir, const char *inputs)
 
 	if (dfd < 0)
 		return false;
-	ok = read_inputs(dfd, buf, sizeof(buf)) && !strcmp(buf, inputs) &&
+	ok = template_read_inputs(dfd, buf, sizeof(buf)) && !strcmp(buf, inputs) &&
 	     file_ok(dfd, "state", geteuid()) &&
 	     file_ok(dfd, "mem", geteuid());
 	close(dfd);
@@ -209,7 +208,7 @@ static bool other_image(const char *dir, const char *image_hash)
 
 	if (dfd < 0)
 		return true;
-	ok = read_inputs(dfd, buf, sizeof(buf));
+	ok = template_read_inputs(dfd, buf, sizeof(buf));
 	close(dfd);
 	if (!ok)
 		return true; /* incomplete */

@@ -108,5 +108,8 @@ int template_save_state(struct sb_vm *vm, int dfd, off_t max);
 int template_copy_extents(int in, int out);
 /* A memfd of `size` bytes that can be sealed, for guest RAM. */
 int template_memfd(off_t size);
+/* The `inputs` file of the dir `dfd` (a template's or a snapshot's) into
+ * buf, read as its owner; false if absent, empty or not ours. */
+bool template_read_inputs(int dfd, char *buf, size_t size);
 
 #endif

@@ -200,6 +200,14 @@ int al_cli_open(const struct al_cli *cli, struct alq_client *c)
 	return r;
 }
 
+int al_cli_open_job(const struct al_cli *cli, const char *id,
+		    struct alq_client *c)
+{
+	if (!al_id_valid(id, strlen(id)))
+		return al_cli_usage_error(cli, "takes one job id");
+	return al_cli_open(cli, c) < 0 ? AL_EXIT_USAGE : 0;
+}
+
 int al_cli_opt_workers(const struct al_cli *cli, const char *arg, uint32_t *ret)
 {
 	char *end;

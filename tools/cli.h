@@ -111,6 +111,10 @@ struct alq_client;
 /* Connect the blocking client to the configured Redis (after
  * al_cli_load()); on failure says why. 0 or -errno. */
 int al_cli_open(const struct al_cli *cli, struct alq_client *c);
+/* For the commands that take one job ID: check it, then al_cli_open.
+ * 0, or the exit code to return (a usage error said). */
+int al_cli_open_job(const struct al_cli *cli, const char *id,
+		    struct alq_client *c);
 /* --workers N of serve and batch, 1..1024: 0, or a usage error's exit
  * code. */
 int al_cli_opt_workers(const struct al_cli *cli, const char *arg,

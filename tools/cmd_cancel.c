@@ -14,10 +14,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	int r;
 
 	(void)argc;
-	if (!al_id_valid(argv[0], strlen(argv[0])))
-		return al_cli_usage_error(cli, "takes one job id");
-	if (al_cli_open(cli, &cl) < 0)
-		return AL_EXIT_USAGE;
+	if ((r = al_cli_open_job(cli, argv[0], &cl)))
+		return r;
 	r = al_queue_cancel(&cl, argv[0], cli->cfg.queue.result_ttl_s, &was);
 	if (r < 0)
 		al_cli_error(cli, "%s", cl.err);

@@ -22,10 +22,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	int r, rc = AL_EXIT_USAGE;
 
 	(void)argc;
-	if (!al_id_valid(argv[0], strlen(argv[0])))
-		return al_cli_usage_error(cli, "takes one job id");
-	if (al_cli_open(cli, &cl) < 0)
-		return AL_EXIT_USAGE;
+	if ((r = al_cli_open_job(cli, argv[0], &cl)))
+		return r;
 	r = alq_client_result(&cl, argv[0], &buf, &len);
 	if (r == -ENOENT) {
 		al_cli_error(cli, "%s: no result (not done, unknown or expired)",

@@ -39,10 +39,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	int r;
 
 	(void)argc;
-	if (!al_id_valid(argv[0], strlen(argv[0])))
-		return al_cli_usage_error(cli, "takes one job id");
-	if (al_cli_open(cli, &cl) < 0)
-		return AL_EXIT_USAGE;
+	if ((r = al_cli_open_job(cli, argv[0], &cl)))
+		return r;
 	/* a mistyped id would never get a result: say so now */
 	r = al_queue_status(&cl, argv[0], &j);
 	if (r == 0 && j.state == ALQ_UNKNOWN) {

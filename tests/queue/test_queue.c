@@ -18,36 +18,10 @@
 #include "clock.h"
 #include "conn.h"
 #include "queue.h"
+#include "redisraw.h"
 #include "redistest.h"
 
 static struct redistest srv;
-
-static redisContext *raw(void)
-{
-	redisContext *rc = redisConnectUnix(srv.sock);
-
-	assert_non_null(rc);
-	assert_int_equal(rc->err, 0);
-	return rc;
-}
-
-static long long raw_int(redisContext *rc, const char *fmt, ...)
-{
-	redisReply *r;
-	long long v;
-	va_list ap;
-
-	va_start(ap, fmt);
-	r = redisvCommand(rc, fmt, ap);
-	va_end(ap);
-	assert_non_null(r);
-	if (r->type != REDIS_REPLY_INTEGER)
-		fail_msg("expected an integer, got type %d (%s)", r->type,
-			 r->type == REDIS_REPLY_ERROR ? r->str : "");
-	v = r->integer;
-	freeReplyObject(r);
-	return v;
-}
 
 static void raw_ok(redisContext *rc, const char *fmt, ...)
 {
@@ -78,7 +52,7 @@ static int teardown(void **state)
 
 static void flush(void)
 {
-	redisContext *rc = raw();
+	redisContext *rc = redistest_raw(&srv);
 
 	raw_ok(rc, "FLUSHALL");
 	redisFree(rc);
@@ -271,8 +245,8 @@ static void test_submit_once(void **state)
 	assert_false(many[0].dup);
 	assert_false(many[1].dup);
 	assert_true(many[2].dup);
-	rc = raw();
-	assert_int_equal(raw_int(rc, "XLEN airlock:{t1}:jobs"), 3);
+	rc = redistest_raw(&srv);
+	assert_int_equal(redistest_int(rc, "XLEN airlock:{t1}:jobs"), 3);
 	/* the payload of a duplicate never replaces the first */
 	{
 		redisReply *r = redisCommand(rc, "GET airlock:{t1}:job:j1");
@@ -284,7 +258,7 @@ static void test_submit_once(void **state)
 	raw_ok(rc, "SCRIPT FLUSH");
 	assert_int_equal(alq_client_submit(&c, "j2", "p", 1, 1, &dup), 0);
 	assert_false(dup);
-	assert_int_equal(raw_int(rc, "XLEN airlock:{t1}:jobs"), 4);
+	assert_int_equal(redistest_int(rc, "XLEN airlock:{t1}:jobs"), 4);
 	redisFree(rc);
 	alq_client_close(&c);
 }
@@ -305,7 +279,7 @@ static void test_entry_and_fetch(void **state)
 	(void)state;
 	flush();
 	open_client(&c, "t2");
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t2");
 	assert_int_equal(
 	    alq_client_submit(&c, "job.1", "PAYLOAD", 7, 4321, &dup), 0);
@@ -381,7 +355,7 @@ static void test_complete_once(void **state)
 	(void)state;
 	flush();
 	open_client(&c, "t3");
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t3");
 	assert_int_equal(alq_client_submit(&c, "k", "P", 1, 1000, &dup), 0);
 	assert_int_equal(alq_client_result(&c, "k", &res, &len), -ENOENT);
@@ -396,10 +370,10 @@ static void test_complete_once(void **state)
 	assert_string_equal(res, "FIRST");
 	free(res);
 	/* one signal only, and the result is still there for a 2nd waiter */
-	assert_int_equal(raw_int(rc, "LLEN airlock:{t3}:done:k"), 1);
+	assert_int_equal(redistest_int(rc, "LLEN airlock:{t3}:done:k"), 1);
 	assert_int_equal(alq_client_wait(&c, "k", 100), 0);
-	assert_true(raw_int(rc, "TTL airlock:{t3}:result:k") > 0);
-	assert_true(raw_int(rc, "TTL airlock:{t3}:job:k") > 0);
+	assert_true(redistest_int(rc, "TTL airlock:{t3}:result:k") > 0);
+	assert_true(redistest_int(rc, "TTL airlock:{t3}:job:k") > 0);
 	{
 		redisReply *r = redisCommand(rc, "XPENDING airlock:{t3}:jobs "
 						 "workers");
@@ -411,7 +385,7 @@ static void test_complete_once(void **state)
 	assert_int_equal(alq_client_submit(&c, "d", "P", 1, 1000, &dup), 0);
 	read_one(rc, "t3", "c1", &e);
 	assert_int_equal(complete(rc, "t3", "d", e.sid, "XX", "too many"), 1);
-	assert_int_equal(raw_int(rc, "XLEN airlock:{t3}:dead"), 1);
+	assert_int_equal(redistest_int(rc, "XLEN airlock:{t3}:dead"), 1);
 	/* wait_any picks the finished one among many */
 	{
 		const char *ids[3] = {"nope", "d", "k"};
@@ -440,7 +414,7 @@ static void test_slash_id_roundtrip(void **state)
 	(void)state;
 	flush();
 	open_client(&c, "t9");
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t9");
 	assert_int_equal(alq_client_submit(&c, id, "P", 1, 1000, &dup), 0);
 	assert_false(dup);
@@ -456,7 +430,7 @@ static void test_slash_id_roundtrip(void **state)
 	assert_memory_equal(res, "R", 1);
 	free(res);
 	assert_int_equal(
-	    raw_int(rc, "EXISTS airlock:{t9}:result:HumanEval/0:s1"), 1);
+	    redistest_int(rc, "EXISTS airlock:{t9}:result:HumanEval/0:s1"), 1);
 	/* a climbing id is refused by the worker side's parse */
 	raw_ok(rc, "XADD airlock:{t9}:jobs * id HumanEval/../x t 12");
 	read_one(rc, "t9", "c1", &e);
@@ -478,7 +452,7 @@ static void test_trim_keeps_pending(void **state)
 	(void)state;
 	flush();
 	open_client(&c, "t4");
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t4");
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof(id), "j%d", i);
@@ -499,7 +473,7 @@ static void test_trim_keeps_pending(void **state)
 	r = eval(rc, ALQ_TRIM, 1, 2, argv);
 	assert_int_equal(r->integer, 2); /* j1, j2; j3 = last delivered */
 	freeReplyObject(r);
-	assert_int_equal(raw_int(rc, "XLEN airlock:{t4}:jobs"), 2);
+	assert_int_equal(redistest_int(rc, "XLEN airlock:{t4}:jobs"), 2);
 	read_one(rc, "t4", "c1", &e[4]);
 	assert_string_equal(e[4].id, "j4"); /* undelivered survived */
 	/* idle consumers without pending entries are removed */
@@ -532,7 +506,7 @@ static void test_heartbeat_and_reclaim(void **state)
 	(void)state;
 	flush();
 	open_client(&c, "t5");
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t5");
 	assert_int_equal(alq_client_submit(&c, "a", "P", 1, 100, &dup), 0);
 	assert_int_equal(alq_client_submit(&c, "b", "P", 1, 5000, &dup), 0);
@@ -597,7 +571,7 @@ static void test_reclaim_bad_wall(void **state)
 
 	(void)state;
 	flush();
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t8");
 	for (size_t i = 0; i < n_bad; i++)
 		raw_ok(rc, "XADD airlock:{t8}:jobs * id b%d t 1 w %s", (int)i,
@@ -641,7 +615,7 @@ static void test_status(void **state)
 	assert_int_equal(alq_client_status(&c, &st), 0);
 	assert_int_equal(st.length, 0);
 	assert_int_equal(st.depth, 0);
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t6");
 	for (int i = 0; i < 3; i++) {
 		char id[4];
@@ -727,7 +701,7 @@ static void test_job_management(void **state)
 	(void)state;
 	flush();
 	open_client(&c, "t9");
-	rc = raw();
+	rc = redistest_raw(&srv);
 	group(rc, "t9");
 	assert_int_equal(state_of(&c, "nope", &j), ALQ_UNKNOWN);
 	alq_client_submit(&c, "a", "P", 1, 1000, &dup);
@@ -934,7 +908,7 @@ static void test_conn_commands_and_restart(void **state)
 	assert_true(run_until(&loop, &a.replies, 2, 2000));
 	assert_int_equal(a.last, 0);
 	{
-		redisContext *rc = raw();
+		redisContext *rc = redistest_raw(&srv);
 
 		raw_ok(rc, "SCRIPT FLUSH");
 		redisFree(rc);

@@ -26,6 +26,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "redisraw.h"
 #include "redistest.h"
 #include "serve.h"
 
@@ -177,33 +178,6 @@ static void serve_join(struct served *h)
 
 /* --- Redis helpers -------------------------------------------------------- */
 
-static redisContext *raw(void)
-{
-	redisContext *rc = redisConnectUnix(srv.sock);
-
-	assert_non_null(rc);
-	assert_int_equal(rc->err, 0);
-	return rc;
-}
-
-static long long raw_int(redisContext *rc, const char *fmt, ...)
-{
-	redisReply *r;
-	long long v;
-	va_list ap;
-
-	va_start(ap, fmt);
-	r = redisvCommand(rc, fmt, ap);
-	va_end(ap);
-	assert_non_null(r);
-	if (r->type != REDIS_REPLY_INTEGER)
-		fail_msg("expected an integer, got type %d (%s)", r->type,
-			 r->type == REDIS_REPLY_ERROR ? r->str : "");
-	v = r->integer;
-	freeReplyObject(r);
-	return v;
-}
-
 /* Entries delivered and not acknowledged in queue q's group. */
 static long long pending(redisContext *rc, const char *q)
 {
@@ -305,7 +279,7 @@ static void test_retry(void **state)
 {
 	struct alq_client c;
 	struct served h;
-	redisContext *rc = raw();
+	redisContext *rc = redistest_raw(&srv);
 
 	(void)state;
 	open_client(&c, "r");
@@ -322,7 +296,7 @@ static void test_retry(void **state)
 	serve_request_stop(&h);
 	serve_join(&h);
 	assert_int_equal(pending(rc, "r"), 0);
-	assert_int_equal(raw_int(rc, "XLEN airlock:{r}:dead"), 0);
+	assert_int_equal(redistest_int(rc, "XLEN airlock:{r}:dead"), 0);
 	redisFree(rc);
 	alq_client_close(&c);
 }
@@ -363,7 +337,7 @@ static void test_dead_letter(void **state)
 	struct al_result res = {0};
 	struct served h;
 	char why[300];
-	redisContext *rc = raw();
+	redisContext *rc = redistest_raw(&srv);
 
 	(void)state;
 	open_client(&c, "d");
@@ -381,7 +355,7 @@ static void test_dead_letter(void **state)
 	serve_request_stop(&h);
 	serve_join(&h);
 	assert_int_equal(pending(rc, "d"), 0);
-	assert_int_equal(raw_int(rc, "XLEN airlock:{d}:dead"), 2);
+	assert_int_equal(redistest_int(rc, "XLEN airlock:{d}:dead"), 2);
 	dead_reason(rc, "d", "xx3", why, sizeof(why));
 	assert_string_equal(why, "XX: canned failure");
 	dead_reason(rc, "d", "die3", why, sizeof(why));
@@ -421,7 +395,7 @@ static void test_lost_heartbeat(void **state)
 	struct al_result res = {0};
 	struct alq_client c;
 	struct served a, b;
-	redisContext *rc = raw();
+	redisContext *rc = redistest_raw(&srv);
 	pid_t pid;
 	int st;
 
@@ -440,7 +414,7 @@ static void test_lost_heartbeat(void **state)
 	assert_int_equal(owner(rc, "h", a_name, sizeof(a_name)), 1);
 	serve_start(&b, "h", 1);
 	redistest_sleep_ms(2000);
-	assert_int_equal(raw_int(rc, "EXISTS airlock:{h}:result:hb"), 0);
+	assert_int_equal(redistest_int(rc, "EXISTS airlock:{h}:result:hb"), 0);
 	assert_int_equal(owner(rc, "h", now_name, sizeof(now_name)), 1);
 	assert_string_equal(now_name, a_name);
 	assert_false(ran("hb", 2));
@@ -466,7 +440,7 @@ static void test_drain(void **state)
 {
 	struct alq_client c;
 	struct served h;
-	redisContext *rc = raw();
+	redisContext *rc = redistest_raw(&srv);
 	redisReply *r;
 	uint64_t t0;
 
@@ -481,11 +455,11 @@ static void test_drain(void **state)
 	serve_join(&h);
 	/* the drain waited for the job (most of SLOW_MS was still to go) */
 	assert_true(al_now_ms() - t0 >= SLOW_MS / 2);
-	assert_int_equal(raw_int(rc, "EXISTS airlock:{s}:result:slow1"), 1);
+	assert_int_equal(redistest_int(rc, "EXISTS airlock:{s}:result:slow1"), 1);
 	assert_int_equal(pending(rc, "s"), 0);
 	expect_result(&c, "slow1", AL_OK, 1);
 	assert_false(ran("after", 1));
-	assert_int_equal(raw_int(rc, "EXISTS airlock:{s}:result:after"), 0);
+	assert_int_equal(redistest_int(rc, "EXISTS airlock:{s}:result:after"), 0);
 	r = redisCommand(rc, "XREADGROUP GROUP workers probe COUNT 10 STREAMS "
 			     "airlock:{s}:jobs >");
 	assert_non_null(r);
