@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "client.h"
 #include "log.h"
+#include "results.h"
 
 #define OPTS_MAX 24 /* long options of one command, common ones included */
 
@@ -198,6 +199,15 @@ int al_cli_open(const struct al_cli *cli, struct alq_client *c)
 	if (r < 0)
 		al_cli_error(cli, "%s", err);
 	return r;
+}
+
+void al_cli_print_output(const struct al_step_result *s)
+{
+	fwrite(s->stdout_.data ? (void *)s->stdout_.data : "", 1,
+	       s->stdout_.len, stdout);
+	fflush(stdout);
+	fwrite(s->stderr_.data ? (void *)s->stderr_.data : "", 1,
+	       s->stderr_.len, stderr);
 }
 
 int al_cli_open_job(const struct al_cli *cli, const char *id,

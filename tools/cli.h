@@ -111,6 +111,9 @@ struct alq_client;
 /* Connect the blocking client to the configured Redis (after
  * al_cli_load()); on failure says why. 0 or -errno. */
 int al_cli_open(const struct al_cli *cli, struct alq_client *c);
+struct al_step_result;
+/* A step's captured stdout and stderr, to ours (as `run` shows them). */
+void al_cli_print_output(const struct al_step_result *s);
 /* For the commands that take one job ID: check it, then al_cli_open.
  * 0, or the exit code to return (a usage error said). */
 int al_cli_open_job(const struct al_cli *cli, const char *id,

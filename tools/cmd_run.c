@@ -171,11 +171,7 @@ static void print_outputs(const struct al_result *res)
 	for (size_t i = 0; i < res->n_steps; i++) {
 		const struct al_step_result *s = &res->steps[i];
 
-		fwrite(s->stdout_.data ? (void *)s->stdout_.data : "", 1,
-		       s->stdout_.len, stdout);
-		fflush(stdout);
-		fwrite(s->stderr_.data ? (void *)s->stderr_.data : "", 1,
-		       s->stderr_.len, stderr);
+		al_cli_print_output(s);
 		if (s->stdout_truncated || s->stderr_truncated)
 			fprintf(stderr, "airlock run: output truncated at "
 					"the output limit\n");

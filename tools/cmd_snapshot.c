@@ -40,11 +40,7 @@ static void print_steps(const struct al_result *res)
 	for (size_t i = 0; i < res->n_steps; i++) {
 		const struct al_step_result *s = &res->steps[i];
 
-		fwrite(s->stdout_.data ? (void *)s->stdout_.data : "", 1,
-		       s->stdout_.len, stdout);
-		fflush(stdout);
-		fwrite(s->stderr_.data ? (void *)s->stderr_.data : "", 1,
-		       s->stderr_.len, stderr);
+		al_cli_print_output(s);
 		fprintf(stderr, "airlock snapshot: step %zu%s%s: %s (exit %d, "
 			"%llu ms)\n", i, s->name ? " " : "", s->name ? s->name : "",
 			al_status_name(s->status), s->exit_code,
