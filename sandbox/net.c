@@ -468,20 +468,33 @@ static int host_link(struct sb_net *n, char *err, size_t errlen)
 
 /* ---- the resolver ------------------------------------------------------ */
 
-/* The upstream resolver: o->net_dns, else the host's first nameserver. */
-static int upstream_addr(const struct sb_options *o, struct in_addr *ret)
+/* The upstream resolver: o->net_dns (IPv4[:PORT]), else the host's
+ * first IPv4 nameserver, port 53. */
+static int upstream_addr(const struct sb_options *o, struct sockaddr_in *ret)
 {
-	char line[256], addr[64] = "";
+	char line[256], addr[64] = "", *colon, *end;
 	FILE *f;
 
-	if (o->net_dns[0])
-		return inet_pton(AF_INET, o->net_dns, ret) == 1 ? 0 : -EINVAL;
+	if (o->net_dns[0]) {
+		snprintf(addr, sizeof(addr), "%s", o->net_dns);
+		colon = strchr(addr, ':');
+		if (colon) {
+			long port = strtol(colon + 1, &end, 10);
+
+			if (*end || port < 1 || port > 65535)
+				return -EINVAL;
+			ret->sin_port = htons((uint16_t)port);
+			*colon = 0;
+		}
+		return inet_pton(AF_INET, addr, &ret->sin_addr) == 1 ? 0
+								      : -EINVAL;
+	}
 	f = fopen("/etc/resolv.conf", "re");
 	if (!f)
 		return -errno;
 	while (!addr[0] && fgets(line, sizeof(line), f))
 		if (sscanf(line, " nameserver %63s", addr) == 1 &&
-		    inet_pton(AF_INET, addr, ret) != 1)
+		    inet_pton(AF_INET, addr, &ret->sin_addr) != 1)
 			addr[0] = 0; /* an IPv6 one: the next */
 	fclose(f);
 	return addr[0] ? 0 : -ENOENT;
@@ -492,7 +505,7 @@ static int dns_upstream(const struct sb_options *o, struct sb_net *n, char *err,
 			size_t errlen)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
-	int r = upstream_addr(o, &sa.sin_addr);
+	int r = upstream_addr(o, &sa);
 
 	if (r == 0) {
 		n->dns_upstream = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

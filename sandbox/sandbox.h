@@ -80,7 +80,8 @@ struct sb_options {
 	const struct sb_net_policy *net_policies; /* [network.NAME] policies
 				   * (the config's; outlive the options) */
 	size_t n_net_policies;    /* entries in net_policies */
-	char net_dns[64];         /* networked VMs' upstream resolver (IPv4),
+	char net_dns[64];         /* networked VMs' upstream resolver,
+				   * IPv4[:PORT] (config [network] dns),
 				   * "" = the first nameserver of the host's
 				   * /etc/resolv.conf */
 	uint32_t snapshot_max_mb;  /* cap on all snapshots' disk, 0 = none */
