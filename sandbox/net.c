@@ -295,7 +295,8 @@ static void put_sets(FILE *f)
 }
 
 /* The chains. `deny` records, counts and rejects; `allowed` counts and
- * applies the policy's caps. Rules are one per line, chain by chain. */
+ * applies conn_per_min (rate_kbit is put_rate's). Rules are one per
+ * line, chain by chain. */
 static void put_chains(FILE *f, const struct sb_net_policy *p)
 {
 	const char *t = "inet " SB_NET_TABLE;
@@ -311,16 +312,13 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 		"add rule %s deny reject with icmpx type admin-prohibited\n",
 		t, t, t, t, t, t);
 	fprintf(f, "add chain %s allowed\n", t);
+	/* the burst is the whole minute's worth: N connects in a row pass
+	 * (nft's default burst is 5 packets) */
 	if (p->conn_per_min)
 		fprintf(f,
 			"add rule %s allowed ct state new limit rate over "
-			"%u/minute goto deny\n",
-			t, p->conn_per_min);
-	if (p->rate_kbit)
-		fprintf(f,
-			"add rule %s allowed limit rate over %u kbytes/"
-			"second drop\n",
-			t, p->rate_kbit / 8 ? p->rate_kbit / 8 : 1);
+			"%u/minute burst %u packets goto deny\n",
+			t, p->conn_per_min, p->conn_per_min);
 	fprintf(f, "add rule %s allowed counter name out accept\n", t);
 	fprintf(
 	    f,
@@ -345,14 +343,31 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 	fprintf(f, "add rule %s egress goto deny\n", t);
 }
 
+/* rate_kbit, each way, on every packet (`allowed` sees only a flow's
+ * first): a policer. With no burst given its bucket holds one second's
+ * worth (the kernel adds a burst to that second). */
+static void put_rate(FILE *f, const struct sb_net_policy *p)
+{
+	unsigned long long bytes = p->rate_kbit * 125ull; /* a second */
+
+	for (int i = 0; p->rate_kbit && i < 2; i++)
+		fprintf(f,
+			"add rule inet %s forward iifname %s oifname %s limit "
+			"rate over %llu bytes/second drop\n",
+			SB_NET_TABLE, i ? SB_NET_UPLINK : SB_NET_TAP,
+			i ? SB_NET_TAP : SB_NET_UPLINK, bytes);
+}
+
 /* The base chains: forward and input drop by default; NAT out of up0. */
-static void put_hooks(FILE *f)
+static void put_hooks(FILE *f, const struct sb_net_policy *p)
 {
 	const char *t = "inet " SB_NET_TABLE;
 
 	fprintf(f,
 		"add chain %s forward { type filter hook forward priority 0; "
-		"policy drop; }\n"
+		"policy drop; }\n", t);
+	put_rate(f, p);
+	fprintf(f,
 		"add rule %s forward iifname %s oifname %s ct state "
 		"established,related counter name in accept\n"
 		"add rule %s forward iifname %s oifname %s ct state "
@@ -360,7 +375,7 @@ static void put_hooks(FILE *f)
 		"add rule %s forward iifname %s oifname %s jump egress\n"
 		"add rule %s forward iifname %s jump deny\n"
 		"add rule %s forward counter name denied drop\n",
-		t, t, SB_NET_UPLINK, SB_NET_TAP, t, SB_NET_TAP, SB_NET_UPLINK,
+		t, SB_NET_UPLINK, SB_NET_TAP, t, SB_NET_TAP, SB_NET_UPLINK,
 		t, SB_NET_TAP, SB_NET_UPLINK, t, SB_NET_TAP, t);
 	fprintf(f,
 		"add chain %s input { type filter hook input priority 0; "
@@ -395,7 +410,7 @@ static char *ruleset(const struct sb_net_policy *p, const char *host_addrs)
 	put_cidrs(f, p, AF_INET6, true, "private_ok6");
 	put_ports(f, p);
 	put_chains(f, p);
-	put_hooks(f);
+	put_hooks(f, p);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

@@ -114,6 +114,7 @@ int main(void)
 	    cmocka_unit_test(test_job),
 	};
 	(void)test_policy, (void)test_names, (void)test_dropped_cap,
-	    (void)test_two_slots, (void)test_no_leftovers;
+	    (void)test_two_slots, (void)test_no_leftovers,
+	    (void)test_rate, (void)test_conn_rate;
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
