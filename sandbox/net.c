@@ -365,7 +365,8 @@ static void put_hooks(FILE *f, const struct sb_net_policy *p)
 
 	fprintf(f,
 		"add chain %s forward { type filter hook forward priority 0; "
-		"policy drop; }\n", t);
+		"policy drop; }\n",
+		t);
 	put_rate(f, p);
 	fprintf(f,
 		"add rule %s forward iifname %s oifname %s ct state "
@@ -375,8 +376,8 @@ static void put_hooks(FILE *f, const struct sb_net_policy *p)
 		"add rule %s forward iifname %s oifname %s jump egress\n"
 		"add rule %s forward iifname %s jump deny\n"
 		"add rule %s forward counter name denied drop\n",
-		t, SB_NET_UPLINK, SB_NET_TAP, t, SB_NET_TAP, SB_NET_UPLINK,
-		t, SB_NET_TAP, SB_NET_UPLINK, t, SB_NET_TAP, t);
+		t, SB_NET_UPLINK, SB_NET_TAP, t, SB_NET_TAP, SB_NET_UPLINK, t,
+		SB_NET_TAP, SB_NET_UPLINK, t, SB_NET_TAP, t);
 	fprintf(f,
 		"add chain %s input { type filter hook input priority 0; "
 		"policy drop; }\n"
@@ -502,7 +503,7 @@ static int upstream_addr(const struct sb_options *o, struct sockaddr_in *ret)
 			*colon = 0;
 		}
 		return inet_pton(AF_INET, addr, &ret->sin_addr) == 1 ? 0
-								      : -EINVAL;
+								     : -EINVAL;
 	}
 	f = fopen("/etc/resolv.conf", "re");
 	if (!f)

@@ -319,8 +319,7 @@ static void *server_main(void *arg)
 	int c;
 
 	while ((c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-		if (pthread_create(&t, NULL, s->conn, (void *)(intptr_t)c) ==
-		    0)
+		if (pthread_create(&t, NULL, s->conn, (void *)(intptr_t)c) == 0)
 			pthread_detach(t);
 	return NULL;
 }
@@ -750,7 +749,7 @@ static void test_no_leftovers(void **state)
  * its fd and the slot's tap, as QEMU would, so real sockets made there
  * go through the slot's rules. */
 struct guest {
-	int ns;       /* the guest's namespace */
+	int ns;	      /* the guest's namespace */
 	int tap;      /* eth0's fd */
 	int slot_tap; /* the slot's tap fd */
 	int stop[2];  /* a byte on stop[1] ends the pump */
@@ -773,9 +772,10 @@ static void *pump_main(void *arg)
 		for (int i = 0; i < 2; i++)
 			if (p[i].revents & POLLIN) {
 				n = read(p[i].fd, buf, sizeof(buf));
-				if (n > 0 && write(p[1 - i].fd, buf,
-						   (size_t)n) != n)
-					continue; /* a lost frame, as on a wire */
+				/* a frame not written is lost, as on a wire */
+				if (n > 0 &&
+				    write(p[1 - i].fd, buf, (size_t)n) != n)
+					continue;
 			}
 	}
 }
@@ -800,9 +800,8 @@ static void guest_open(struct guest *g, struct sb_net *n)
 	fd = rtnl_open();
 	eth = (int)if_nametoindex("eth0");
 	assert_int_equal(rtnl_link_up(fd, (int)if_nametoindex("lo")), 0);
-	assert_int_equal(rtnl_addr4(fd, eth, inet_addr(SB_NET_GUEST_IP),
-				    SB_NET_PREFIX),
-			 0);
+	assert_int_equal(
+	    rtnl_addr4(fd, eth, inet_addr(SB_NET_GUEST_IP), SB_NET_PREFIX), 0);
 	assert_int_equal(rtnl_link_up(fd, eth), 0);
 	assert_int_equal(rtnl_default4(fd, inet_addr(SB_NET_GATEWAY_IP)), 0);
 	close(fd);

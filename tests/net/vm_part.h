@@ -187,8 +187,8 @@ static size_t check_results(const char *out, uint32_t *max_attempt)
 	while ((len = getline(&line, &cap, f)) > 0) {
 		struct al_result r;
 
-		assert_int_equal(al_result_from_json(line, (size_t)len, &r, NULL),
-				 0);
+		assert_int_equal(
+		    al_result_from_json(line, (size_t)len, &r, NULL), 0);
 		if (r.status != AL_OK)
 			fail_msg("job %zu: %.2000s", n, line);
 		assert_string_equal(r.network.policy, "testnet");
@@ -409,8 +409,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_leftovers),
 	};
 	(void)test_policy, (void)test_names, (void)test_dropped_cap,
-	    (void)test_two_slots, (void)test_no_leftovers,
-	    (void)test_rate, (void)test_conn_rate;
+	    (void)test_two_slots, (void)test_no_leftovers, (void)test_rate,
+	    (void)test_conn_rate;
 	/* test_net_leftovers is a CTest entry of its own (argv[1]) */
 	if (argc > 1 && !strcmp(argv[1], "leftovers"))
 		return cmocka_run_group_tests(leftovers, setup, teardown);
