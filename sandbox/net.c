@@ -295,7 +295,8 @@ static void put_sets(FILE *f)
 }
 
 /* The chains. `deny` records, counts and rejects; `allowed` counts and
- * applies the policy's caps. Rules are one per line, chain by chain. */
+ * applies conn_per_min (rate_kbit is put_rate's). Rules are one per
+ * line, chain by chain. */
 static void put_chains(FILE *f, const struct sb_net_policy *p)
 {
 	const char *t = "inet " SB_NET_TABLE;
@@ -311,16 +312,13 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 		"add rule %s deny reject with icmpx type admin-prohibited\n",
 		t, t, t, t, t, t);
 	fprintf(f, "add chain %s allowed\n", t);
+	/* the burst is the whole minute's worth: N connects in a row pass
+	 * (nft's default burst is 5 packets) */
 	if (p->conn_per_min)
 		fprintf(f,
 			"add rule %s allowed ct state new limit rate over "
-			"%u/minute goto deny\n",
-			t, p->conn_per_min);
-	if (p->rate_kbit)
-		fprintf(f,
-			"add rule %s allowed limit rate over %u kbytes/"
-			"second drop\n",
-			t, p->rate_kbit / 8 ? p->rate_kbit / 8 : 1);
+			"%u/minute burst %u packets goto deny\n",
+			t, p->conn_per_min, p->conn_per_min);
 	fprintf(f, "add rule %s allowed counter name out accept\n", t);
 	fprintf(
 	    f,
@@ -345,14 +343,32 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 	fprintf(f, "add rule %s egress goto deny\n", t);
 }
 
+/* rate_kbit, each way, on every packet (`allowed` sees only a flow's
+ * first): a policer. With no burst given its bucket holds one second's
+ * worth (the kernel adds a burst to that second). */
+static void put_rate(FILE *f, const struct sb_net_policy *p)
+{
+	unsigned long long bytes = p->rate_kbit * 125ull; /* a second */
+
+	for (int i = 0; p->rate_kbit && i < 2; i++)
+		fprintf(f,
+			"add rule inet %s forward iifname %s oifname %s limit "
+			"rate over %llu bytes/second drop\n",
+			SB_NET_TABLE, i ? SB_NET_UPLINK : SB_NET_TAP,
+			i ? SB_NET_TAP : SB_NET_UPLINK, bytes);
+}
+
 /* The base chains: forward and input drop by default; NAT out of up0. */
-static void put_hooks(FILE *f)
+static void put_hooks(FILE *f, const struct sb_net_policy *p)
 {
 	const char *t = "inet " SB_NET_TABLE;
 
 	fprintf(f,
 		"add chain %s forward { type filter hook forward priority 0; "
-		"policy drop; }\n"
+		"policy drop; }\n",
+		t);
+	put_rate(f, p);
+	fprintf(f,
 		"add rule %s forward iifname %s oifname %s ct state "
 		"established,related counter name in accept\n"
 		"add rule %s forward iifname %s oifname %s ct state "
@@ -360,8 +376,8 @@ static void put_hooks(FILE *f)
 		"add rule %s forward iifname %s oifname %s jump egress\n"
 		"add rule %s forward iifname %s jump deny\n"
 		"add rule %s forward counter name denied drop\n",
-		t, t, SB_NET_UPLINK, SB_NET_TAP, t, SB_NET_TAP, SB_NET_UPLINK,
-		t, SB_NET_TAP, SB_NET_UPLINK, t, SB_NET_TAP, t);
+		t, SB_NET_UPLINK, SB_NET_TAP, t, SB_NET_TAP, SB_NET_UPLINK, t,
+		SB_NET_TAP, SB_NET_UPLINK, t, SB_NET_TAP, t);
 	fprintf(f,
 		"add chain %s input { type filter hook input priority 0; "
 		"policy drop; }\n"
@@ -395,7 +411,7 @@ static char *ruleset(const struct sb_net_policy *p, const char *host_addrs)
 	put_cidrs(f, p, AF_INET6, true, "private_ok6");
 	put_ports(f, p);
 	put_chains(f, p);
-	put_hooks(f);
+	put_hooks(f, p);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -468,20 +484,33 @@ static int host_link(struct sb_net *n, char *err, size_t errlen)
 
 /* ---- the resolver ------------------------------------------------------ */
 
-/* The upstream resolver: o->net_dns, else the host's first nameserver. */
-static int upstream_addr(const struct sb_options *o, struct in_addr *ret)
+/* The upstream resolver: o->net_dns (IPv4[:PORT]), else the host's
+ * first IPv4 nameserver, port 53. */
+static int upstream_addr(const struct sb_options *o, struct sockaddr_in *ret)
 {
-	char line[256], addr[64] = "";
+	char line[256], addr[64] = "", *colon, *end;
 	FILE *f;
 
-	if (o->net_dns[0])
-		return inet_pton(AF_INET, o->net_dns, ret) == 1 ? 0 : -EINVAL;
+	if (o->net_dns[0]) {
+		snprintf(addr, sizeof(addr), "%s", o->net_dns);
+		colon = strchr(addr, ':');
+		if (colon) {
+			long port = strtol(colon + 1, &end, 10);
+
+			if (*end || port < 1 || port > 65535)
+				return -EINVAL;
+			ret->sin_port = htons((uint16_t)port);
+			*colon = 0;
+		}
+		return inet_pton(AF_INET, addr, &ret->sin_addr) == 1 ? 0
+								     : -EINVAL;
+	}
 	f = fopen("/etc/resolv.conf", "re");
 	if (!f)
 		return -errno;
 	while (!addr[0] && fgets(line, sizeof(line), f))
 		if (sscanf(line, " nameserver %63s", addr) == 1 &&
-		    inet_pton(AF_INET, addr, ret) != 1)
+		    inet_pton(AF_INET, addr, &ret->sin_addr) != 1)
 			addr[0] = 0; /* an IPv6 one: the next */
 	fclose(f);
 	return addr[0] ? 0 : -ENOENT;
@@ -492,7 +521,7 @@ static int dns_upstream(const struct sb_options *o, struct sb_net *n, char *err,
 			size_t errlen)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
-	int r = upstream_addr(o, &sa.sin_addr);
+	int r = upstream_addr(o, &sa);
 
 	if (r == 0) {
 		n->dns_upstream = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -80,7 +80,8 @@ struct sb_options {
 	const struct sb_net_policy *net_policies; /* [network.NAME] policies
 				   * (the config's; outlive the options) */
 	size_t n_net_policies;    /* entries in net_policies */
-	char net_dns[64];         /* networked VMs' upstream resolver (IPv4),
+	char net_dns[64];         /* networked VMs' upstream resolver,
+				   * IPv4[:PORT] (config [network] dns),
 				   * "" = the first nameserver of the host's
 				   * /etc/resolv.conf */
 	uint32_t snapshot_max_mb;  /* cap on all snapshots' disk, 0 = none */
@@ -355,6 +356,11 @@ struct sb_sweep_stats {
  * run dir is not ours alone (sb_private_dir: then only cgroups are
  * swept). Call at start-up and when a worker died. */
 int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret);
+/* What sb_sweep() would remove now, touching nothing (airlock doctor):
+ * dirs, cgroups, links, and in `killed` the processes that name a stale
+ * run dir. `example` gets one stale name ("" when none). */
+void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
+		   char *example, size_t len);
 
 /* "v2", "v1" or "none": the host cgroup support VMMs get (doctor). */
 const char *cg_version(void);

@@ -26,8 +26,11 @@
  * sweep errs on the side of leaving things. Names not of this form are
  * not ours and stay too.
  *
+ * sb_sweep_scan() finds the same things and removes nothing: `airlock
+ * doctor` reports them (and `doctor --fix` calls sb_sweep()).
+ *
  * Callers: the dispatcher, at start-up and whenever one of its workers
- * dies (dispatcher/serve.c).
+ * dies (dispatcher/serve.c); doctor (tools/cmd_doctor.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +43,7 @@
 
 #include "cgroup.h"
 #include "net.h"
+#include "rtnl.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -211,4 +215,92 @@ int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret)
 	}
 	free(s);
 	return r;
+}
+
+/* ---- looking only ------------------------------------------------------ */
+
+struct scan {
+	unsigned n;	  /* stale names seen */
+	char *example;	  /* the first one, for the report */
+	size_t len;	  /* its buffer */
+	const char *kind; /* what it is: "cgroup", "link", "run dir" */
+};
+
+static void seen(struct scan *s, const char *name)
+{
+	if (!s->n++ && s->len)
+		snprintf(s->example, s->len, "%s %s", s->kind, name);
+}
+
+/* cg_sweep()'s callback: counts a stale cgroup and keeps it. */
+static bool scan_cgroup(const char *name, void *arg)
+{
+	if (stale(name, NULL))
+		seen(arg, name);
+	return false;
+}
+
+/* rtnl_links()'s callback: a host link al<PID>-<slot> of a dead PID. */
+static int scan_link(const char *name, void *arg)
+{
+	char *end;
+	long pid;
+
+	if (strncmp(name, "al", 2) || name[2] < '1' || name[2] > '9')
+		return 0;
+	pid = strtol(name + 2, &end, 10);
+	if (*end == '-' && pid > 0 && pid <= 0x3fffffff && dead((pid_t)pid))
+		seen(arg, name);
+	return 0;
+}
+
+/* Processes naming a stale run dir; how many. */
+static unsigned count_by_cmdline(const struct stale_dirs *s)
+{
+	char *buf = s->n ? malloc(CMDLINE_MAX) : NULL;
+	DIR *d = buf ? opendir("/proc") : NULL;
+	struct dirent *e;
+	unsigned n = 0;
+
+	while (d && (e = readdir(d))) {
+		long pid = strtol(e->d_name, NULL, 10);
+
+		if (pid > 1 && pid != getpid() && names_stale_dir(pid, s, buf))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	free(buf);
+	return n;
+}
+
+void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
+		   char *example, size_t len)
+{
+	struct scan cg = {0, example, len, "cgroup"},
+		    ln = {0, example, len, "link"};
+	struct stale_dirs *s = calloc(1, sizeof(*s));
+	int fd = rtnl_open();
+	unsigned killed = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (len)
+		example[0] = 0;
+	cg_sweep(scan_cgroup, &cg, &killed);
+	if (fd >= 0) {
+		ln.n = 0;
+		ln.len = cg.n ? 0 : len; /* one example: the first kind found */
+		rtnl_links(fd, scan_link, &ln);
+		close(fd);
+	}
+	if (s) {
+		find_dirs(o->run_dir, s);
+		if (s->n && !cg.n && !ln.n && len)
+			snprintf(example, len, "run dir %s", s->path[0]);
+		ret->dirs = s->n;
+		ret->killed = count_by_cmdline(s);
+		free(s);
+	}
+	ret->cgroups = cg.n;
+	ret->links = ln.n;
 }

@@ -244,6 +244,38 @@ static void check_network(struct report *rp, const struct al_config *cfg)
 		     "with no network device (none)");
 }
 
+/* What VMs of dead workers left (sandbox/sweep.c): host links of network
+ * slots, VM cgroups, run dirs, processes naming those. serve sweeps them
+ * at start and whenever a worker dies, so any here means a worker died
+ * with nobody sweeping after it; --fix sweeps now. */
+static void check_leftovers(struct report *rp, const struct sb_options *o,
+			    bool fix)
+{
+	struct sb_sweep_stats st;
+	char example[128];
+	int r;
+
+	sb_sweep_scan(o, &st, example, sizeof(example));
+	if (!st.links && !st.cgroups && !st.dirs && !st.killed) {
+		line(rp, "ok", "leftovers", "none: no network link, VM cgroup "
+		     "or run dir of a dead worker");
+		return;
+	}
+	if (!fix) {
+		line(rp, "warn", "leftovers", "of dead workers: %u network "
+		     "links, %u VM cgroups, %u run dirs, %u processes (e.g. "
+		     "%s); `airlock serve` sweeps them when it starts and when "
+		     "a worker dies; fix now: airlock doctor --fix",
+		     st.links, st.cgroups, st.dirs, st.killed, example);
+		return;
+	}
+	r = sb_sweep(o, &st);
+	line(rp, r < 0 ? "warn" : "ok", "leftovers", "swept: removed %u "
+	     "network links, %u VM cgroups, %u run dirs, killed %u processes"
+	     "%s%s", st.links, st.cgroups, st.dirs, st.killed,
+	     r < 0 ? "; run dir: " : "", r < 0 ? strerror(-r) : "");
+}
+
 /* sandbox.qemu: a path that is wrong is the config's fault, a name not
  * on $PATH the host's. */
 static bool qemu_missing(struct report *rp, const struct sb_options *o)
@@ -505,6 +537,7 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 	check_cgroup(&rp, &o);
 	check_jail(&rp, &o);
 	check_network(&rp, &cli->cfg);
+	check_leftovers(&rp, &o, cli->flag['f']);
 	check_qemu(&rp, &o);
 	check_redis(&rp, &cli->cfg);
 	check_state(&rp, &o);
@@ -517,6 +550,7 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 
 static const struct option doctor_opts[] = {
     {"json", no_argument, NULL, 'j'},
+    {"fix", no_argument, NULL, 'f'},
     {NULL, 0, NULL, 0},
 };
 
@@ -524,15 +558,19 @@ const struct al_cmd al_cmd_doctor = {
 	.name = "doctor",
 	.summary = "check this host for this user: KVM, QEMU, Redis, jail, "
 		   "network, space, images",
-	.usage = "usage: airlock doctor [--json] [--redis URL] [--config PATH]\n\n"
+	.usage = "usage: airlock doctor [--json] [--fix] [--redis URL] "
+		 "[--config PATH]\n\n"
 		 "Checks what Airlock needs on this host, for the user running "
 		 "it, and says\nwhat to do about anything missing. Each image "
 		 "line shows the accelerator\nits jobs will use. Exit 1 when "
-		 "jobs cannot run for this user.\n"
+		 "jobs cannot run for this user. Leftovers of\ndead workers "
+		 "(network links, VM cgroups, run dirs) are reported; --fix\n"
+		 "removes them, as serve's sweep does.\n"
 		 "\n"
 		 "options:\n"
 		 "      --json         one JSON object: checks, problems, "
-		 "warnings, ok\n",
+		 "warnings, ok\n"
+		 "      --fix          remove leftovers of dead workers\n",
 	.flags = AL_CMD_CONFIG | AL_CMD_QUEUE,
 	.longopts = doctor_opts,
 	.run = cmd_doctor,

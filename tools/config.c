@@ -230,6 +230,29 @@ static bool check_target(const char *s)
 	return inet_pton(AF_INET6, addr, a) == 1 && bits <= 128;
 }
 
+/* [network] dns: empty, or an IPv4 address with an optional :PORT
+ * (1..65535), the form sb_options.net_dns takes. */
+static bool check_dns(const char *s)
+{
+	const char *colon = strchr(s, ':');
+	char addr[INET_ADDRSTRLEN];
+	unsigned char a[4];
+	char *end;
+	long port;
+
+	if (!*s)
+		return true;
+	if (!colon)
+		return inet_pton(AF_INET, s, a) == 1;
+	if ((size_t)(colon - s) >= sizeof(addr) || colon[1] < '1' ||
+	    colon[1] > '9')
+		return false;
+	memcpy(addr, s, (size_t)(colon - s));
+	addr[colon - s] = 0;
+	port = strtol(colon + 1, &end, 10);
+	return !*end && port <= 65535 && inet_pton(AF_INET, addr, a) == 1;
+}
+
 /* --- the table ------------------------------------------------------------ */
 
 static const char *const accel_names[] = {"auto", "kvm", "tcg", NULL};
@@ -375,6 +398,10 @@ static const struct al_config_key keys[] = {
 	"",
 	"template definitions; empty = $AIRLOCK_TEMPLATES_DIR, else the "
 	"built-in dir"),
+
+    STR(network, dns, dns, check_dns, "empty or IPV4[:PORT]", "",
+	"upstream DNS server of the networked VMs' resolvers; empty = the "
+	"first IPv4 nameserver of the host's /etc/resolv.conf"),
 
     NAMES(snapshots, allowed, "",
 	  "snapshots jobs may name as their template, space-separated "
@@ -902,9 +929,9 @@ static int on_key(void *user, const char *section, const char *name,
 	}
 	if (strncmp(section, "network.", 8) == 0)
 		return on_policy_key(c, section + 8, name, value);
-	if (strcmp(section, "network") == 0) {
+	if (strcmp(section, "network") == 0 && strcmp(name, "dns") != 0) {
 		add_error(c, c->line,
-			  "network.%s: [network] has no keys; a policy is a "
+			  "network.%s: [network] has only dns; a policy is a "
 			  "[network.NAME] section",
 			  clean(name, nbuf));
 		return 0;

@@ -143,6 +143,8 @@ struct al_config {
 	} templates;
 
 	struct {
+		char dns[64]; /* [network] dns: upstream resolver IPv4[:PORT],
+				 "" = the host's /etc/resolv.conf */
 		size_t n; /* [network.NAME] sections: the policies jobs may
 			     name besides "none" */
 		struct sb_net_policy policy[SB_NET_POLICIES_MAX];

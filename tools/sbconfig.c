@@ -34,5 +34,6 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->vmm_uid_count = cfg->sandbox.vmm_uid_count;
 	o->net_policies = cfg->network.policy;
 	o->n_net_policies = cfg->network.n;
+	snprintf(o->net_dns, sizeof(o->net_dns), "%s", cfg->network.dns);
 	return 0;
 }

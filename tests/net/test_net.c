@@ -29,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_tun.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -273,6 +275,55 @@ static void *http_main(void *arg)
 	return NULL;
 }
 
+static int listen_on(const char *ip, uint16_t port);
+
+/* Port 8080 of the allowed server: a stream of bytes to whoever
+ * connects, until they hang up. */
+static void *blast_conn(void *arg)
+{
+	static char buf[65536];
+	int c = (int)(intptr_t)arg;
+
+	while (send(c, buf, sizeof(buf), MSG_NOSIGNAL) > 0)
+		;
+	close(c);
+	return NULL;
+}
+
+/* Port 8081: a sink counting what arrives (sink_bytes). */
+static uint64_t sink_bytes;
+
+static void *sink_conn(void *arg)
+{
+	static char buf[65536];
+	int c = (int)(intptr_t)arg;
+	ssize_t n;
+
+	while ((n = read(c, buf, sizeof(buf))) > 0)
+		__atomic_add_fetch(&sink_bytes, (uint64_t)n, __ATOMIC_RELAXED);
+	close(c);
+	return NULL;
+}
+
+/* A thread per connection: a guest that went away without a FIN leaves
+ * its connection hanging, and must not hold up the next. */
+struct server {
+	int fd;
+	void *(*conn)(void *arg);
+};
+
+static void *server_main(void *arg)
+{
+	struct server *s = arg;
+	pthread_t t;
+	int c;
+
+	while ((c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		if (pthread_create(&t, NULL, s->conn, (void *)(intptr_t)c) == 0)
+			pthread_detach(t);
+	return NULL;
+}
+
 static int listen_on(const char *ip, uint16_t port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -308,6 +359,18 @@ static void make_internet(int fd)
 	}
 	assert_int_equal(pthread_create(&http, NULL, http_main, &http_fd), 0);
 	listen_on(ALLOWED_IP, 81);
+	{
+		static struct server blast = {.conn = blast_conn},
+				     sink = {.conn = sink_conn};
+		static pthread_t blast_t, sink_t;
+
+		blast.fd = listen_on(ALLOWED_IP, 8080);
+		sink.fd = listen_on(ALLOWED_IP, 8081);
+		assert_int_equal(
+		    pthread_create(&blast_t, NULL, server_main, &blast), 0);
+		assert_int_equal(
+		    pthread_create(&sink_t, NULL, server_main, &sink), 0);
+	}
 	start_dns();
 }
 
@@ -627,7 +690,7 @@ static void test_no_leftovers(void **state)
 	struct sb_net *n[4];
 	int pipefd[2];
 	pid_t pid;
-	char c;
+	char c, c_name[16];
 
 	(void)state;
 	SKIP_UNLESS_ROOT();
@@ -642,6 +705,10 @@ static void test_no_leftovers(void **state)
 	}
 	p.n_names = 1; /* resolvers too */
 	snprintf(p.names[0].name, sizeof(p.names[0].name), "allowed.test");
+	/* a name of our own, which forked children inherit: another
+	 * test_net running on this host is not counted */
+	snprintf(c_name, sizeof(c_name), "tnl%d", (int)getpid());
+	prctl(PR_SET_NAME, c_name);
 	assert_int_equal(our_processes(), 1);
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
 	pid = fork();
@@ -675,6 +742,222 @@ static void test_no_leftovers(void **state)
 	close(pipefd[0]);
 }
 
+/* ---- a guest with a kernel network stack ------------------------------ */
+
+/* The "guest" of the limit tests is a namespace of its own holding a tap
+ * eth0 with the guest's MAC and address; a thread copies frames between
+ * its fd and the slot's tap, as QEMU would, so real sockets made there
+ * go through the slot's rules. */
+struct guest {
+	int ns;	      /* the guest's namespace */
+	int tap;      /* eth0's fd */
+	int slot_tap; /* the slot's tap fd */
+	int stop[2];  /* a byte on stop[1] ends the pump */
+	pthread_t pump;
+};
+
+static void *pump_main(void *arg)
+{
+	struct guest *g = arg;
+	static char buf[65536];
+
+	for (;;) {
+		struct pollfd p[3] = {{.fd = g->tap, .events = POLLIN},
+				      {.fd = g->slot_tap, .events = POLLIN},
+				      {.fd = g->stop[0], .events = POLLIN}};
+		ssize_t n;
+
+		if (poll(p, 3, -1) < 0 || p[2].revents)
+			return NULL;
+		for (int i = 0; i < 2; i++)
+			if (p[i].revents & POLLIN) {
+				n = read(p[i].fd, buf, sizeof(buf));
+				/* a frame not written is lost, as on a wire */
+				if (n > 0 &&
+				    write(p[1 - i].fd, buf, (size_t)n) != n)
+					continue;
+			}
+	}
+}
+
+static void guest_open(struct guest *g, struct sb_net *n)
+{
+	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI};
+	int fd, s, eth;
+
+	assert_int_equal(unshare(CLONE_NEWNET), 0);
+	g->ns = ns_fd();
+	g->slot_tap = sb_net_tap(n);
+	g->tap = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	assert_true(g->tap >= 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "eth0");
+	assert_int_equal(ioctl(g->tap, TUNSETIFF, &ifr), 0);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ifr.ifr_hwaddr.sa_family = 1; /* ARPHRD_ETHER */
+	memcpy(ifr.ifr_hwaddr.sa_data, guest_mac, 6);
+	assert_int_equal(ioctl(s, SIOCSIFHWADDR, &ifr), 0);
+	close(s);
+	fd = rtnl_open();
+	eth = (int)if_nametoindex("eth0");
+	assert_int_equal(rtnl_link_up(fd, (int)if_nametoindex("lo")), 0);
+	assert_int_equal(
+	    rtnl_addr4(fd, eth, inet_addr(SB_NET_GUEST_IP), SB_NET_PREFIX), 0);
+	assert_int_equal(rtnl_link_up(fd, eth), 0);
+	assert_int_equal(rtnl_default4(fd, inet_addr(SB_NET_GATEWAY_IP)), 0);
+	close(fd);
+	in_ns(host_ns);
+	assert_int_equal(pipe2(g->stop, O_CLOEXEC), 0);
+	assert_int_equal(pthread_create(&g->pump, NULL, pump_main, g), 0);
+}
+
+static void guest_close(struct guest *g)
+{
+	assert_int_equal(write(g->stop[1], "x", 1), 1);
+	pthread_join(g->pump, NULL);
+	close(g->stop[0]);
+	close(g->stop[1]);
+	close(g->tap);
+	close(g->ns);
+}
+
+/* A TCP connect from the guest to ip:port within 3 s: the socket, or
+ * -errno (ECONNREFUSED: a reset, as the deny chain sends). */
+static int guest_connect(struct guest *g, const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	struct timeval tv = {.tv_sec = 3};
+	int fd, r;
+
+	in_ns(g->ns);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	in_ns(host_ns);
+	assert_true(fd >= 0);
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	if (r < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+#define RATE_KBIT 2000 /* 250000 bytes a second */
+#define RATE_MS	  2000 /* measured over this long */
+
+/* At most the cap times the window, plus the burst (one second's worth)
+ * and a TCP window in flight; and at least a quarter of the cap: a
+ * policer, not a wall. */
+static void check_rate(const char *what, uint64_t bytes, uint64_t ms)
+{
+	uint64_t cap = RATE_KBIT * 125ull, most = cap * ms / 1000 + cap + 65536;
+
+	print_message("%s: %llu bytes in %llu ms (cap %llu/s, at most %llu)\n",
+		      what, (unsigned long long)bytes, (unsigned long long)ms,
+		      (unsigned long long)cap, (unsigned long long)most);
+	assert_true(bytes <= most);
+	assert_true(bytes >= cap * ms / 1000 / 4);
+}
+
+/* rate_kbit caps a TCP stream each way: a download from the allowed
+ * server's blast port and an upload to its sink. Without the cap the same
+ * streams run at memory speed (checked first: the test can fail). */
+static void test_rate(void **state)
+{
+	static char buf[65536];
+	struct sb_net_policy p;
+	struct guest g;
+	struct sb_net *n;
+	uint64_t got = 0, t0, base;
+	int fd;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	for (int capped = 0; capped < 2; capped++) {
+		policy(&p);
+		p.n_ports = 2;
+		p.ports[1] = (struct sb_net_port){IPPROTO_TCP, 8080, 8081};
+		p.rate_kbit = capped ? RATE_KBIT : 0;
+		n = open_slot(&p);
+		guest_open(&g, n);
+		fd = guest_connect(&g, ALLOWED_IP, 8080);
+		assert_true(fd >= 0);
+		got = 0;
+		t0 = al_now_ms();
+		while (al_now_ms() - t0 < RATE_MS) {
+			ssize_t r = read(fd, buf, sizeof(buf));
+
+			if (r > 0)
+				got += (uint64_t)r;
+		}
+		close(fd);
+		if (capped)
+			check_rate("download", got, al_now_ms() - t0);
+		else /* uncapped: well past what the cap would let through */
+			assert_true(got > 8 * RATE_KBIT * 125ull);
+		fd = guest_connect(&g, ALLOWED_IP, 8081);
+		assert_true(fd >= 0);
+		base = __atomic_load_n(&sink_bytes, __ATOMIC_RELAXED);
+		t0 = al_now_ms();
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		while (al_now_ms() - t0 < RATE_MS)
+			if (write(fd, buf, sizeof(buf)) < 0)
+				usleep(1000);
+		got = __atomic_load_n(&sink_bytes, __ATOMIC_RELAXED) - base;
+		if (capped)
+			check_rate("upload", got, al_now_ms() - t0);
+		else
+			assert_true(got > 8 * RATE_KBIT * 125ull);
+		close(fd);
+		guest_close(&g);
+		sb_net_close(n);
+	}
+}
+
+#define CONNS 6 /* conn_per_min of the test */
+
+/* conn_per_min: that many connects in a row succeed, the next ones are
+ * reset at once (and listed), while the open ones keep working. */
+static void test_conn_rate(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net_stats st;
+	struct guest g;
+	struct sb_net *n;
+	int fds[CONNS];
+	char c[6];
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	p.conn_per_min = CONNS;
+	n = open_slot(&p);
+	guest_open(&g, n);
+	for (int i = 0; i < CONNS; i++) {
+		fds[i] = guest_connect(&g, ALLOWED_IP, 80);
+		if (fds[i] < 0)
+			fail_msg("connect %d of %d: %s", i + 1, CONNS,
+				 strerror(-fds[i]));
+	}
+	for (int i = 0; i < 3; i++) {
+		uint64_t t0 = al_now_ms();
+
+		assert_int_equal(guest_connect(&g, ALLOWED_IP, 80),
+				 -ECONNREFUSED);
+		assert_true(al_now_ms() - t0 < 1000); /* a reset, no wait */
+	}
+	for (int i = 0; i < CONNS; i++) {
+		assert_int_equal(read(fds[i], c, 6), 6); /* still served */
+		close(fds[i]);
+	}
+	assert_int_equal(sb_net_stats(n, &st), 0);
+	assert_true(dropped(&st, ALLOWED_IP ":80"));
+	guest_close(&g);
+	sb_net_close(n);
+}
+
 #ifdef NET_VM
 #include "vm_part.h"
 #else
@@ -686,6 +969,8 @@ int main(void)
 	    cmocka_unit_test(test_dropped_cap),
 	    cmocka_unit_test(test_two_slots),
 	    cmocka_unit_test(test_no_leftovers),
+	    cmocka_unit_test(test_rate),
+	    cmocka_unit_test(test_conn_rate),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

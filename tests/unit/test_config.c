@@ -759,8 +759,25 @@ static void test_net_policies(void **state)
 		    "[a-z0-9][a-z0-9_.-]*, at most 64 bytes, and not none");
 	/* the old name list is gone, with a pointer to what replaced it */
 	expect_load("[network]\npolicies = pypi\n",
-		    "t.conf:2: network.policies: [network] has no keys; a "
+		    "t.conf:2: network.policies: [network] has only dns; a "
 		    "policy is a [network.NAME] section");
+	/* [network] dns: IPv4[:PORT] */
+	expect_load("[network]\ndns = 2001:db8::1\n",
+		    "t.conf:2: network.dns: must be empty or IPV4[:PORT]");
+	expect_load("[network]\ndns = 192.0.2.1:0\n",
+		    "t.conf:2: network.dns: must be empty or IPV4[:PORT]");
+	expect_load("[network]\ndns = 192.0.2.1:65536\n",
+		    "t.conf:2: network.dns: must be empty or IPV4[:PORT]");
+	expect_load("[network]\ndns = resolver.test\n",
+		    "t.conf:2: network.dns: must be empty or IPV4[:PORT]");
+	al_config_init(&cfg);
+	assert_int_equal(al_config_load_string(&cfg, "t.conf",
+					       "[network]\ndns = "
+					       "192.0.2.53:5353\n",
+					       err, sizeof(err)),
+			 0);
+	assert_string_equal(cfg.network.dns, "192.0.2.53:5353");
+	al_config_release(&cfg);
 	/* too many policies */
 	n = 0;
 	for (int i = 0; i <= SB_NET_POLICIES_MAX; i++)
@@ -951,6 +968,7 @@ static void test_dump_roundtrip(void **state)
 	    "step_timeout_ms = 9\nstep_timeout_ms_max = 10\n"
 	    "[templates]\ndefault = c\nallowed = c python rust\n"
 	    "dir = /usr/share/airlock/templates\n"
+	    "[network]\ndns = 192.0.2.53:5353\n"
 	    "[network.pypi]\nallow = pypi.org *.pythonhosted.org\n"
 	    "allow = 2001:db8::/32 192.0.2.7\nports = tcp/443 udp/1000-2000\n"
 	    "rate_kbit = 800\nconn_per_min = 60\n"
