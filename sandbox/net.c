@@ -294,9 +294,10 @@ static void put_sets(FILE *f)
 		private4, SB_NET_TABLE, private6);
 }
 
-/* The chains. `deny` records, counts and rejects; `allowed` counts and
- * applies the policy's caps. Rules are one per line, chain by chain. */
-static void put_chains(FILE *f, const struct sb_net_policy *p)
+/* The chains, the same for every policy. `deny` records, counts and
+ * rejects; `allowed` counts (a policy's caps go in front: put_caps). Rules
+ * are one per line, chain by chain. */
+static void put_chains(FILE *f)
 {
 	const char *t = "inet " SB_NET_TABLE;
 
@@ -311,16 +312,6 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 		"add rule %s deny reject with icmpx type admin-prohibited\n",
 		t, t, t, t, t, t);
 	fprintf(f, "add chain %s allowed\n", t);
-	if (p->conn_per_min)
-		fprintf(f,
-			"add rule %s allowed ct state new limit rate over "
-			"%u/minute goto deny\n",
-			t, p->conn_per_min);
-	if (p->rate_kbit)
-		fprintf(f,
-			"add rule %s allowed limit rate over %u kbytes/"
-			"second drop\n",
-			t, p->rate_kbit / 8 ? p->rate_kbit / 8 : 1);
 	fprintf(f, "add rule %s allowed counter name out accept\n", t);
 	fprintf(
 	    f,
@@ -378,8 +369,28 @@ static void put_hooks(FILE *f)
 		t, t, SB_NET_UPLINK);
 }
 
-/* The whole ruleset of policy `p`, as one nft script (one transaction). */
-static char *ruleset(const struct sb_net_policy *p, const char *host_addrs)
+/* A policy's caps, in front of `allowed`'s accept (each insert goes
+ * first: the connection cap ends up before the bandwidth cap). */
+static void put_caps(FILE *f, const struct sb_net_policy *p)
+{
+	const char *t = "inet " SB_NET_TABLE;
+
+	if (p->rate_kbit)
+		fprintf(f,
+			"insert rule %s allowed limit rate over %u kbytes/"
+			"second drop\n",
+			t, p->rate_kbit / 8 ? p->rate_kbit / 8 : 1);
+	if (p->conn_per_min)
+		fprintf(f,
+			"insert rule %s allowed ct state new limit rate over "
+			"%u/minute goto deny\n",
+			t, p->conn_per_min);
+}
+
+/* The base ruleset, policy-free: sets, chains, hooks; every destination
+ * is refused until a policy's part (policy_script) fills the allow sets.
+ * One nft script (one transaction). */
+static char *base_script(const char *host_addrs)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -389,18 +400,60 @@ static char *ruleset(const struct sb_net_policy *p, const char *host_addrs)
 		return NULL;
 	put_sets(f);
 	fputs(host_addrs, f);
-	put_cidrs(f, p, AF_INET, false, "allow4");
-	put_cidrs(f, p, AF_INET6, false, "allow6");
-	put_cidrs(f, p, AF_INET, true, "private_ok4");
-	put_cidrs(f, p, AF_INET6, true, "private_ok6");
-	put_ports(f, p);
-	put_chains(f, p);
+	put_chains(f);
 	put_hooks(f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
 	}
 	return buf;
+}
+
+/* A policy's part: the host's addresses as they are now (a ready slot
+ * may have waited), its CIDRs, ports and caps. One transaction. */
+static char *policy_script(const struct sb_net_policy *p,
+			   const char *host_addrs)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "flush set inet %s host4\nflush set inet %s host6\n",
+		SB_NET_TABLE, SB_NET_TABLE);
+	fputs(host_addrs, f);
+	put_cidrs(f, p, AF_INET, false, "allow4");
+	put_cidrs(f, p, AF_INET6, false, "allow6");
+	put_cidrs(f, p, AF_INET, true, "private_ok4");
+	put_cidrs(f, p, AF_INET6, true, "private_ok6");
+	if (p->n_ports)
+		put_ports(f, p);
+	put_caps(f, p);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The `add element` lines of every address of the host: *ret (free). */
+static int host_addrs(char **ret)
+{
+	size_t len = 0;
+	FILE *f = open_memstream(ret, &len);
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	r = put_host_addrs(f);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		free(*ret);
+		*ret = NULL;
+	}
+	return r;
 }
 
 /* Run an nft script; on failure `err` gets nft's first error line. */
@@ -591,7 +644,7 @@ static int inside_uplink(struct sb_net *n, int fd, int host_ns,
 	if (!n->nft)
 		return -ENOMEM;
 	r = nft_apply(n->nft, rules, err, errlen);
-	if (r == 0 && n->policy->n_names && (r = dns_inside(n)) < 0)
+	if (r == 0 && (r = dns_inside(n)) < 0)
 		set_err(err, errlen, "resolver socket", r);
 	return r;
 }
@@ -661,14 +714,11 @@ static int lease_slot(const struct sb_options *o, struct sb_net *n)
 	return 0;
 }
 
-/* The uplink part of an open: slot, host NAT, rules text. */
+/* The uplink part of a base: slot, host NAT, base rules text. */
 static int open_uplink(const struct sb_options *o, struct sb_net *n,
-		       const struct sb_net_policy *p, char **ret_rules,
-		       char *err, size_t errlen)
+		       char **ret_rules, char *err, size_t errlen)
 {
-	char *hosts = NULL, *rules;
-	size_t len = 0;
-	FILE *f;
+	char *hosts = NULL;
 	int r = lease_slot(o, n);
 
 	if (r < 0) {
@@ -676,47 +726,102 @@ static int open_uplink(const struct sb_options *o, struct sb_net *n,
 		return r;
 	}
 	r = host_prepare(err, errlen);
+	if (r == 0)
+		r = host_addrs(&hosts);
 	if (r < 0)
 		return r;
-	f = open_memstream(&hosts, &len);
-	if (!f)
-		return -ENOMEM;
-	r = put_host_addrs(f);
-	if (fclose(f) != 0 && r == 0)
-		r = -ENOMEM;
-	rules = r == 0 ? ruleset(p, hosts) : NULL;
+	*ret_rules = base_script(hosts);
 	free(hosts);
-	if (!rules)
-		return r < 0 ? r : -ENOMEM;
-	*ret_rules = rules;
+	return *ret_rules ? 0 : -ENOMEM;
+}
+
+static struct sb_net *net_new(char *err, size_t errlen)
+{
+	struct sb_net *n = calloc(1, sizeof(*n));
+
+	if (errlen)
+		err[0] = 0;
+	if (!n)
+		return NULL;
+	n->ns_fd = n->tap_fd = n->lease_fd = -1;
+	n->dns_listen = n->dns_upstream = -1;
+	n->resolver = -1;
+	return n;
+}
+
+int sb_net_base(const struct sb_options *o, struct sb_net **ret, char *err,
+		size_t errlen)
+{
+	struct sb_net *n = net_new(err, errlen);
+	char *rules = NULL;
+	int r;
+
+	if (!n)
+		return -ENOMEM;
+	r = open_uplink(o, n, &rules, err, errlen);
+	if (r == 0)
+		r = build(n, rules, err, errlen);
+	if (r == 0)
+		r = host_link(n, err, errlen);
+	free(rules);
+	if (r < 0) {
+		sb_net_close(n);
+		return r;
+	}
+	*ret = n;
 	return 0;
+}
+
+int sb_net_apply(struct sb_net *n, const struct sb_options *o,
+		 const struct sb_net_policy *p, char *err, size_t errlen)
+{
+	char *hosts = NULL, *script = NULL;
+	int r;
+
+	if (errlen)
+		err[0] = 0;
+	if (!n->nft || n->policy)
+		return -EBUSY; /* no uplink, or a policy already */
+	n->policy = p;
+	r = host_addrs(&hosts);
+	if (r == 0 && !(script = policy_script(p, hosts)))
+		r = -ENOMEM;
+	if (r == 0)
+		r = nft_apply(n->nft, script, err, errlen);
+	free(hosts);
+	free(script);
+	if (r == 0 && p->n_names) {
+		r = dns_upstream(o, n, err, errlen);
+		if (r == 0 && (r = dns_start(n)) < 0)
+			set_err(err, errlen, "resolver", r);
+	} else if (r == 0) {
+		/* no names: nothing answers on port 53 (port unreachable) */
+		nft_ctx_free(n->dns_nft);
+		close(n->dns_listen);
+		n->dns_nft = NULL;
+		n->dns_listen = -1;
+	}
+	return r;
 }
 
 int sb_net_open(const struct sb_options *o, const struct sb_net_policy *p,
 		struct sb_net **ret, char *err, size_t errlen)
 {
-	struct sb_net *n = calloc(1, sizeof(*n));
-	char *rules = NULL;
+	struct sb_net *n;
 	int r;
 
-	if (errlen)
-		err[0] = 0;
+	if (p) {
+		r = sb_net_base(o, &n, err, errlen);
+		if (r == 0 && (r = sb_net_apply(n, o, p, err, errlen)) < 0)
+			sb_net_close(n);
+		if (r == 0)
+			*ret = n;
+		return r;
+	}
+	n = net_new(err, errlen);
 	if (!n)
 		return -ENOMEM;
-	n->ns_fd = n->tap_fd = n->lease_fd = -1;
-	n->dns_listen = n->dns_upstream = -1;
-	n->resolver = -1;
-	n->policy = p;
-	r = p ? open_uplink(o, n, p, &rules, err, errlen) : 0;
-	if (r == 0 && p && p->n_names)
-		r = dns_upstream(o, n, err, errlen);
-	if (r == 0)
-		r = build(n, rules, err, errlen);
-	if (r == 0 && p)
-		r = host_link(n, err, errlen);
-	if (r == 0 && p && p->n_names && (r = dns_start(n)) < 0)
-		set_err(err, errlen, "resolver", r);
-	free(rules);
+	r = build(n, NULL, err, errlen);
 	if (r < 0) {
 		sb_net_close(n);
 		return r;
@@ -773,6 +878,73 @@ void sb_net_close(struct sb_net *n)
 	if (n->lease_fd >= 0)
 		close(n->lease_fd);
 	free(n);
+}
+
+/* ---- ready slots ------------------------------------------------------- */
+
+void sb_net_pool_init(struct sb_net_pool *np, const struct sb_options *o)
+{
+	memset(np, 0, sizeof(*np));
+	np->o = o;
+	np->want = o->net_ready < SB_NET_READY_MAX ? o->net_ready
+						   : SB_NET_READY_MAX;
+	/* no policy to run: no slot to keep */
+	if (!o->n_net_policies)
+		np->want = 0;
+}
+
+int sb_net_pool_fill(struct sb_net_pool *np, bool (*stop)(void *), void *arg)
+{
+	char err[256];
+	int r = 0;
+
+	sb_net_close(np->spent);
+	np->spent = NULL;
+	while (!np->off && np->n_ready < np->want && !(stop && stop(arg))) {
+		r = sb_net_base(np->o, &np->ready[np->n_ready], err,
+				sizeof(err));
+		if (r == -EOPNOTSUPP || r == -EPERM)
+			np->off = true; /* the host cannot: jobs say so (RJ) */
+		if (r < 0)
+			break;
+		np->n_ready++;
+	}
+	return r;
+}
+
+int sb_net_pool_take(struct sb_net_pool *np, const struct sb_net_policy *p,
+		     struct sb_net **ret, bool *ready, char *err,
+		     size_t errlen)
+{
+	struct sb_net *n;
+	int r;
+
+	*ready = np->n_ready > 0;
+	if (!*ready)
+		return sb_net_open(np->o, p, ret, err, errlen);
+	n = np->ready[--np->n_ready];
+	np->ready[np->n_ready] = NULL;
+	r = sb_net_apply(n, np->o, p, err, errlen);
+	if (r < 0) {
+		sb_net_close(n);
+		return r;
+	}
+	*ret = n;
+	return 0;
+}
+
+void sb_net_pool_put(struct sb_net_pool *np, struct sb_net *n)
+{
+	sb_net_close(np->spent); /* one waits at most */
+	np->spent = n;
+}
+
+void sb_net_pool_release(struct sb_net_pool *np)
+{
+	sb_net_close(np->spent);
+	np->spent = NULL;
+	while (np->n_ready)
+		sb_net_close(np->ready[--np->n_ready]);
 }
 
 /* ---- figures ----------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #ifndef AL_WORKER_H
 #define AL_WORKER_H
 
+#include "net.h"
 #include "results.h"
 #include "sandbox.h"
 
@@ -34,6 +35,8 @@ struct al_worker {
 	bool (*job_waiting)(void *);      /* NULL, or: a job waits (stop
 					   * warming, al_proc_serve sets it) */
 	void *job_waiting_arg;            /* its argument */
+	struct sb_net_pool net;           /* ready network slots, and the
+					   * last job's, closed when idle */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:
