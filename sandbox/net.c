@@ -56,6 +56,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,7 +77,9 @@ struct sb_net {
 	pid_t resolver;		 /* the resolver child, -1 = none */
 	int dns_listen;		 /* its socket on the gateway:53 (VM ns) */
 	int dns_upstream;	 /* its socket to the upstream (host ns) */
-	struct nft_ctx *dns_nft; /* its nft context (VM ns) */
+	int dns_go;		 /* the waiting resolver's policy pipe */
+	int dns_err;		 /* why there is no resolver, 0 = there is */
+	char dns_why[128];	 /* the same, said (set_err) */
 };
 
 static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
@@ -559,7 +562,7 @@ static int dns_upstream(const struct sb_options *o, struct sb_net *n, char *err,
 	return r;
 }
 
-/* Inside the VM's namespace: the resolver's socket and nft context. */
+/* Inside the VM's namespace: the resolver's socket. */
 static int dns_inside(struct sb_net *n)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
@@ -569,32 +572,126 @@ static int dns_inside(struct sb_net *n)
 	if (n->dns_listen < 0 ||
 	    bind(n->dns_listen, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	n->dns_nft = nft_ctx_new(NFT_CTX_DEFAULT);
-	return n->dns_nft ? 0 : -ENOMEM;
+	return 0;
 }
 
-/* Fork the resolver; it dies with us (PDEATHSIG) or with the slot. Our
- * copies of its sockets and context go: the child has its own. */
-static int dns_start(struct sb_net *n)
+static int cmp_int(const void *a, const void *b)
 {
-	pid_t parent = getpid(), pid = fork();
+	return *(const int *)a - *(const int *)b;
+}
 
-	if (pid < 0)
+/* Close every fd but 0-2 and those of `keep` (4 of them). */
+static void close_all_but(int keep[4])
+{
+	unsigned lo = 3;
+
+	qsort(keep, 4, sizeof(int), cmp_int);
+	for (int i = 0; i < 4; i++) {
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		if ((unsigned)keep[i] >= lo)
+			lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0u, 0);
+}
+
+static bool read_full(int fd, void *buf, size_t len)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t k = read(fd, (char *)buf + got, len - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		got += (size_t)k;
+	}
+	return true;
+}
+
+/* The resolver-to-be: keeps only its sockets, its pipe and the VM's
+ * namespace (none of the worker's other slots), waits for its policy
+ * (EOF: none, exit), makes its nft context inside the namespace, runs. */
+static _Noreturn void dns_child(struct sb_net *n, int go)
+{
+	int keep[4] = {n->dns_listen, n->dns_upstream, go, n->ns_fd};
+	struct sb_net_policy *p = malloc(sizeof(*p));
+	struct nft_ctx *nft;
+
+	close_all_but(keep);
+	if (!p || !read_full(go, p, sizeof(*p)))
+		_exit(0);
+	close(go);
+	if (setns(n->ns_fd, CLONE_NEWNET) < 0)
+		_exit(1);
+	close(n->ns_fd);
+	nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!nft)
+		_exit(1);
+	_exit(-sb_resolver_run(p, n->dns_listen, n->dns_upstream, nft,
+			       "inet " SB_NET_TABLE, "dns4", "dns6"));
+}
+
+/* Fork the resolver, to wait for its policy (dns_go); it dies with us
+ * (PDEATHSIG) or with the slot. Our copies of its sockets go. Off the
+ * job's path: a fork costs the worker a few ms (its page tables, then
+ * copy-on-write faults), more than the policy's rules. */
+static int dns_prefork(struct sb_net *n)
+{
+	pid_t parent = getpid(), pid;
+	int go[2];
+
+	if (pipe2(go, O_CLOEXEC) < 0)
 		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(go[0]);
+		close(go[1]);
+		return -errno;
+	}
 	if (pid == 0) {
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(1);
-		_exit(-sb_resolver_run(n->policy, n->dns_listen,
-				       n->dns_upstream, n->dns_nft,
-				       "inet " SB_NET_TABLE, "dns4", "dns6"));
+		dns_child(n, go[0]);
 	}
+	close(go[0]);
 	n->resolver = pid;
-	nft_ctx_free(n->dns_nft);
-	n->dns_nft = NULL;
+	n->dns_go = go[1];
 	close(n->dns_listen);
 	close(n->dns_upstream);
 	n->dns_listen = n->dns_upstream = -1;
 	return 0;
+}
+
+/* Start the waiting resolver with policy `p`. */
+static int dns_start(struct sb_net *n, const struct sb_net_policy *p)
+{
+	const char *b = (const char *)p;
+	size_t done = 0;
+
+	while (done < sizeof(*p)) {
+		ssize_t k = write(n->dns_go, b + done, sizeof(*p) - done);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		done += (size_t)k;
+	}
+	close(n->dns_go);
+	n->dns_go = -1;
+	return 0;
+}
+
+/* The resolver's part of a base: its sockets and its waiting process.
+ * Failing leaves a slot for policies without names (dns_err). */
+static void dns_base(const struct sb_options *o, struct sb_net *n)
+{
+	int r = dns_upstream(o, n, n->dns_why, sizeof(n->dns_why));
+
+	if (r == 0 && (r = dns_prefork(n)) < 0)
+		set_err(n->dns_why, sizeof(n->dns_why), "resolver", r);
+	n->dns_err = r;
 }
 
 /* ---- inside the VM's namespace ---------------------------------------- */
@@ -744,7 +841,7 @@ static struct sb_net *net_new(char *err, size_t errlen)
 	if (!n)
 		return NULL;
 	n->ns_fd = n->tap_fd = n->lease_fd = -1;
-	n->dns_listen = n->dns_upstream = -1;
+	n->dns_listen = n->dns_upstream = n->dns_go = -1;
 	n->resolver = -1;
 	return n;
 }
@@ -763,6 +860,8 @@ int sb_net_base(const struct sb_options *o, struct sb_net **ret, char *err,
 		r = build(n, rules, err, errlen);
 	if (r == 0)
 		r = host_link(n, err, errlen);
+	if (r == 0)
+		dns_base(o, n);
 	free(rules);
 	if (r < 0) {
 		sb_net_close(n);
@@ -772,8 +871,8 @@ int sb_net_base(const struct sb_options *o, struct sb_net **ret, char *err,
 	return 0;
 }
 
-int sb_net_apply(struct sb_net *n, const struct sb_options *o,
-		 const struct sb_net_policy *p, char *err, size_t errlen)
+int sb_net_apply(struct sb_net *n, const struct sb_net_policy *p, char *err,
+		 size_t errlen)
 {
 	char *hosts = NULL, *script = NULL;
 	int r;
@@ -790,16 +889,17 @@ int sb_net_apply(struct sb_net *n, const struct sb_options *o,
 		r = nft_apply(n->nft, script, err, errlen);
 	free(hosts);
 	free(script);
-	if (r == 0 && p->n_names) {
-		r = dns_upstream(o, n, err, errlen);
-		if (r == 0 && (r = dns_start(n)) < 0)
-			set_err(err, errlen, "resolver", r);
-	} else if (r == 0) {
-		/* no names: nothing answers on port 53 (port unreachable) */
-		nft_ctx_free(n->dns_nft);
-		close(n->dns_listen);
-		n->dns_nft = NULL;
-		n->dns_listen = -1;
+	if (r == 0 && p->n_names && n->dns_err) {
+		r = n->dns_err;
+		if (errlen)
+			snprintf(err, errlen, "%s", n->dns_why);
+	} else if (r == 0 && p->n_names && (r = dns_start(n, p)) < 0) {
+		set_err(err, errlen, "resolver", r);
+	} else if (r == 0 && n->dns_go >= 0) {
+		/* no names: the resolver-to-be exits, nothing answers on
+		 * port 53 (port unreachable) */
+		close(n->dns_go);
+		n->dns_go = -1;
 	}
 	return r;
 }
@@ -812,7 +912,7 @@ int sb_net_open(const struct sb_options *o, const struct sb_net_policy *p,
 
 	if (p) {
 		r = sb_net_base(o, &n, err, errlen);
-		if (r == 0 && (r = sb_net_apply(n, o, p, err, errlen)) < 0)
+		if (r == 0 && (r = sb_net_apply(n, p, err, errlen)) < 0)
 			sb_net_close(n);
 		if (r == 0)
 			*ret = n;
@@ -858,8 +958,8 @@ void sb_net_close(struct sb_net *n)
 	}
 	if (n->nft)
 		nft_ctx_free(n->nft);
-	if (n->dns_nft)
-		nft_ctx_free(n->dns_nft);
+	if (n->dns_go >= 0)
+		close(n->dns_go);
 	if (n->dns_listen >= 0)
 		close(n->dns_listen);
 	if (n->dns_upstream >= 0)
@@ -924,7 +1024,7 @@ int sb_net_pool_take(struct sb_net_pool *np, const struct sb_net_policy *p,
 		return sb_net_open(np->o, p, ret, err, errlen);
 	n = np->ready[--np->n_ready];
 	np->ready[np->n_ready] = NULL;
-	r = sb_net_apply(n, np->o, p, err, errlen);
+	r = sb_net_apply(n, p, err, errlen);
 	if (r < 0) {
 		sb_net_close(n);
 		return r;

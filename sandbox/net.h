@@ -78,11 +78,12 @@ void sb_net_close(struct sb_net *n);
  * refused until sb_net_apply(). */
 int sb_net_base(const struct sb_options *o, struct sb_net **ret, char *err,
 		size_t errlen);
-/* Give base `n` policy `p` (which outlives it): its allow sets, ports and
- * caps, and its resolver when it has names. -EBUSY if `n` has a policy
+/* Give base `n` policy `p`: its allow sets, ports and caps, and (when it
+ * has names) the policy to the base's resolver, forked with the base and
+ * waiting for it. -EBUSY if `n` has a policy
  * already or no uplink. On failure the caller closes `n`. */
-int sb_net_apply(struct sb_net *n, const struct sb_options *o,
-		 const struct sb_net_policy *p, char *err, size_t errlen);
+int sb_net_apply(struct sb_net *n, const struct sb_net_policy *p, char *err,
+		 size_t errlen);
 
 /* A worker's ready slots (bases) and the slot of its last job, closed
  * when it is idle again. Ready slots are named and leased like any slot

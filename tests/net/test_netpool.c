@@ -2,8 +2,8 @@
  * a base refuses everything until a job's policy is applied; a taken
  * slot enforces that job's policy and no other; two jobs never get the
  * same slot; a spent slot is closed when the pool is next filled; an
- * owner SIGKILLed with ready slots leaves no host link, lease or
- * namespace once swept.
+ * owner SIGKILLed with ready slots leaves no host link, lease, namespace
+ * or resolver once swept.
  *
  * It reuses test_net.c's test internet and fake guest (the file is
  * included, its main renamed), so the probes are real frames through a
@@ -99,7 +99,7 @@ static void test_take(void **state)
 	a = take(&np, &pols[0], true);
 	b = take(&np, &pols[1], true);
 	c = take(&np, &pols[0], false); /* the pool is empty: from scratch */
-	assert_int_equal(sb_net_apply(a, &o, &pols[1], err, sizeof(err)),
+	assert_int_equal(sb_net_apply(a, &pols[1], err, sizeof(err)),
 			 -EBUSY);
 	assert_int_not_equal(sb_net_index(a), sb_net_index(b));
 	assert_int_not_equal(sb_net_index(a), sb_net_index(c));
@@ -284,6 +284,7 @@ static void test_killed(void **state)
 	close(pipefd[1]);
 	assert_int_equal(read(pipefd[0], &k, sizeof(k)), sizeof(k));
 	assert_int_equal(host_links(), 3);
+	assert_true(our_processes() >= 1 + 1 + 2); /* + bases' resolvers */
 	for (int i = 0; i < 3; i++)
 		assert_true(ns_held(k.ino[i]) && leased(k.idx[i]));
 	kill(pid, SIGKILL);
@@ -294,6 +295,10 @@ static void test_killed(void **state)
 	assert_int_equal(host_links(), 0);
 	for (int i = 0; i < 3; i++)
 		assert_false(ns_held(k.ino[i]) || leased(k.idx[i]));
+	/* the resolvers forked with the bases die with their owner */
+	for (int i = 0; i < 50 && our_processes() > 1; i++)
+		usleep(100 * 1000);
+	assert_int_equal(our_processes(), 1);
 	close(pipefd[0]);
 }
 
