@@ -36,8 +36,21 @@
  * 53 on 10.200.0.1). Named counters `out`, `in`, `denied` give the
  * figures for the result.
  *
+ * Two halves. sb_net_base() makes everything above that no policy
+ * changes: namespace, tap, veth, addresses, routes, NAT, the table with
+ * its sets and chains (the allow sets empty: all is refused), and the
+ * resolver's sockets and process, forked now and waiting on a pipe for
+ * its policy. sb_net_apply() adds one policy: host addresses refreshed,
+ * its CIDRs and ports into the sets, its caps in front of `allowed`, and
+ * the policy down the pipe (or the pipe closed: no names, no resolver).
+ * sb_net_open() is both. A worker keeps [pool] net_ready bases made
+ * between jobs (struct sb_net_pool), so a job waits only for the apply
+ * (~1 ms of nft) instead of the whole set-up; a slot serves one job and
+ * is closed after that job's result is sent (no reuse: no conntrack
+ * entries, set elements or resolver state can pass between jobs).
+ *
  * Callers: the worker (worker/job.c) per networked job, template.c for a
- * networked template (a slot with no policy), tests/net, tools/bench_vm.
+ * networked template (a slot with no policy), tests/net, tools/bench_net.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,8 +4,9 @@
  *
  * Using it (a worker, for a job with `network = NAME`):
  *
- *  1. sb_net_open() with the policy: the namespace, tap, veth, addresses,
- *     rules and (for a policy with names) the resolver are ready.
+ *  1. sb_net_open() with the policy (or sb_net_pool_take(), below): the
+ *     namespace, tap, veth, addresses, rules and (for a policy with
+ *     names) the resolver are ready.
  *  2. Launch the VMM into sb_net_ns() with sb_net_tap() as its NIC
  *     (struct sb_vm_net, sandbox.h).
  *  3. After the job, sb_net_stats(): bytes each way and the first

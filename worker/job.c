@@ -24,9 +24,11 @@
  *
  * Network. A job whose `network` names a policy (sb_options'
  * net_policies) runs in the networked variant of its template, restored
- * into a network slot opened for it (sandbox/net.h: namespace, tap,
- * veth, rules, resolver), never a pre-started VMM; the slot goes with the
- * VM. A host that cannot make one (no netns, nf_tables or tun) makes the
+ * into a network slot (sandbox/net.h: namespace, tap, veth, rules,
+ * resolver), never a pre-started VMM. The slot is one the worker made
+ * ready while idle (w->net, [pool] net_ready) given the job's policy, or
+ * one opened from scratch when none is ready; it is closed after the
+ * job's result is sent (al_worker_idle), never reused. A host that cannot make one (no netns, nf_tables or tun) makes the
  * job RJ with what is missing; `none` jobs never touch any of it. The
  * result's `network` object has the policy, the allowed bytes and the
  * first refused destinations.
