@@ -39,7 +39,7 @@
  * Two halves. sb_net_base() makes everything above that no policy
  * changes: namespace, tap, veth, addresses, routes, NAT, the table with
  * its sets and chains (the allow sets empty: all is refused), and the
- * resolver's sockets and process, forked now and waiting on a pipe for
+ * resolver's sockets and process, spawned now and waiting on a pipe for
  * its policy. sb_net_apply() adds one policy: host addresses refreshed,
  * its CIDRs and ports into the sets, its caps in front of `allowed`, and
  * the policy down the pipe (or the pipe closed: no names, no resolver).
@@ -682,7 +682,7 @@ static int resolver_spawn(const int fds[4], pid_t *ret)
 
 /* Start the resolver, to wait for its policy (dns_go); it dies with us
  * (PDEATHSIG) or with the slot. Our copies of its sockets go. */
-static int dns_prefork(struct sb_net *n)
+static int dns_spawn(struct sb_net *n)
 {
 	int go[2], r;
 
@@ -730,7 +730,7 @@ static void dns_base(const struct sb_options *o, struct sb_net *n)
 {
 	int r = dns_upstream(o, n, n->dns_why, sizeof(n->dns_why));
 
-	if (r == 0 && (r = dns_prefork(n)) < 0)
+	if (r == 0 && (r = dns_spawn(n)) < 0)
 		set_err(n->dns_why, sizeof(n->dns_why), "resolver", r);
 	n->dns_err = r;
 }

@@ -80,7 +80,7 @@ void sb_net_close(struct sb_net *n);
 int sb_net_base(const struct sb_options *o, struct sb_net **ret, char *err,
 		size_t errlen);
 /* Give base `n` policy `p`: its allow sets, ports and caps, and (when it
- * has names) the policy to the base's resolver, forked with the base and
+ * has names) the policy to the base's resolver, spawned with the base and
  * waiting for it. -EBUSY if `n` has a policy
  * already or no uplink. On failure the caller closes `n`. */
 int sb_net_apply(struct sb_net *n, const struct sb_net_policy *p, char *err,
