@@ -1041,11 +1041,16 @@ int sb_net_pool_fill(struct sb_net_pool *np, bool (*stop)(void *), void *arg)
 
 	sb_net_close(np->spent);
 	np->spent = NULL;
-	while (!np->off && np->n_ready < np->want && !(stop && stop(arg))) {
+	while (!np->off && !np->failed && np->n_ready < np->want &&
+	       !(stop && stop(arg))) {
 		r = sb_net_base(np->o, &np->ready[np->n_ready], err,
 				sizeof(err));
-		if (r == -EOPNOTSUPP || r == -EPERM)
-			np->off = true; /* the host cannot: jobs say so (RJ) */
+		/* the host cannot (jobs say so: RJ), or not now (again after
+		 * the next job) */
+		if (r == -EOPNOTSUPP || r == -EPERM || r == -EACCES)
+			np->off = true;
+		else if (r < 0)
+			np->failed = true;
 		if (r < 0)
 			break;
 		np->n_ready++;
@@ -1060,6 +1065,7 @@ int sb_net_pool_take(struct sb_net_pool *np, const struct sb_net_policy *p,
 	struct sb_net *n;
 	int r;
 
+	np->failed = false;
 	*ready = np->n_ready > 0;
 	if (!*ready)
 		return sb_net_open(np->o, p, ret, err, errlen);

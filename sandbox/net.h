@@ -98,6 +98,8 @@ struct sb_net_pool {
 	unsigned want;			       /* o->net_ready, capped; 0 with
 						* no policy configured */
 	bool off;			       /* the host cannot: no retry */
+	bool failed;			       /* a base failed: retry after
+						* the next take */
 	struct sb_net *spent;		       /* a done job's, to close */
 };
 
