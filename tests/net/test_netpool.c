@@ -7,7 +7,9 @@
  *
  * It reuses test_net.c's test internet and fake guest (the file is
  * included, its main renamed), so the probes are real frames through a
- * real slot's tap, rules and uplink. Needs root; label net.
+ * real slot's tap, rules and uplink. Needs root; label net. Built with
+ * NET_VM (test_netpool_vm, label vm): a worker's ready slot serving real
+ * networked jobs in VMs, closed after each job's result.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -302,6 +304,79 @@ static void test_killed(void **state)
 	close(pipefd[0]);
 }
 
+#ifdef NET_VM
+static void run_job(struct al_worker *w, struct al_result *res)
+{
+	const char *json = "{\"template\":\"c\",\"network\":\"testnet\","
+			   "\"steps\":[" CONNECT("allowed.test/80") "," CONNECT(
+			       DENIED_IP "/80") "]}";
+	struct al_job job = {0};
+
+	assert_int_equal(al_job_from_json(json, strlen(json), &job, NULL), 0);
+	assert_int_equal(al_worker_run(w, &job, 0, 1, res), 0);
+	al_job_release(&job);
+	if (!out_is(res, 0, "hello\n") || res->steps[1].status != AL_RE ||
+	    !has(res, DENIED_IP ":80")) {
+		dump(res);
+		fail_msg("the networked job did not get its policy");
+	}
+	al_result_release(res);
+}
+
+/* A worker's ready slot serves a job (the job's policy in it), is kept
+ * past the job (the result goes out first) and closed at the next idle
+ * turn, which makes the next job's; nothing is left at the end. */
+static void test_worker(void **state)
+{
+	static const char *const nets[] = {"testnet", NULL};
+	struct al_policy pol = *al_policy_default();
+	struct al_worker w;
+	struct al_result res;
+	ino_t ready;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	pol.networks = nets;
+	policy(&testnet);
+	testnet.n_cidrs = 0;
+	testnet.n_names = 1;
+	snprintf(testnet.names[0].name, sizeof(testnet.names[0].name),
+		 "allowed.test");
+	opts.net_policies = &testnet;
+	opts.n_net_policies = 1;
+	opts.net_ready = 1;
+	al_worker_init(&w, &opts, &pol, "test-netpool");
+	for (int job = 0; job < 2; job++) {
+		al_worker_idle(&w); /* the last job's slot goes, one is made */
+		assert_null(w.net.spent);
+		assert_int_equal(w.net.n_ready, 1);
+		assert_int_equal(host_links(), 1);
+		ready = ns_ino(w.net.ready[0]);
+		run_job(&w, &res);
+		/* it ran in the ready slot, which waits for the idle turn */
+		assert_int_equal(w.net.n_ready, 0);
+		assert_non_null(w.net.spent);
+		assert_int_equal(ns_ino(w.net.spent), ready);
+		assert_int_equal(host_links(), 1);
+	}
+	al_worker_release(&w);
+	assert_int_equal(host_links(), 0);
+	for (int i = 0; i < 50 && our_processes() > 1; i++)
+		usleep(100 * 1000);
+	assert_int_equal(our_processes(), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_worker),
+	};
+
+	(void)test_take, (void)test_take_names, (void)test_want,
+	    (void)test_killed;
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
+#else
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,3 +388,4 @@ int main(void)
 
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
+#endif
