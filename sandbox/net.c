@@ -87,13 +87,13 @@ struct sb_net {
 	int lease_fd;			    /* holds slot `idx`, -1 = none */
 	uint32_t idx;			    /* slot index, 0 = no uplink */
 	char host_if[IFNAMSIZ];		    /* the veth's host end, "" = none */
-	struct nft_ctx *nft;	 /* a context inside the VM's netns */
-	pid_t resolver;		 /* the resolver child, -1 = none */
-	int dns_listen;		 /* its socket on the gateway:53 (VM ns) */
-	int dns_upstream;	 /* its socket to the upstream (host ns) */
-	int dns_go;		 /* the waiting resolver's policy pipe */
-	int dns_err;		 /* why there is no resolver, 0 = there is */
-	char dns_why[128];	 /* the same, said (set_err) */
+	struct nft_ctx *nft; /* a context inside the VM's netns */
+	pid_t resolver;	     /* the resolver child, -1 = none */
+	int dns_listen;	     /* its socket on the gateway:53 (VM ns) */
+	int dns_upstream;    /* its socket to the upstream (host ns) */
+	int dns_go;	     /* the waiting resolver's policy pipe */
+	int dns_err;	     /* why there is no resolver, 0 = there is */
+	char dns_why[128];   /* the same, said (set_err) */
 };
 
 static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
@@ -656,7 +656,7 @@ __attribute__((constructor)) static void resolver_entry(void)
 static int resolver_spawn(const int fds[4], pid_t *ret)
 {
 	char env[64], comm[16] = "", *argv[] = {"airlock-resolver", NULL},
-			 *envp[] = {env, NULL};
+		      *envp[] = {env, NULL};
 	posix_spawn_file_actions_t fa;
 	int high[4], r = 0, n = 0;
 
@@ -688,9 +688,9 @@ static int dns_spawn(struct sb_net *n)
 
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return -errno;
-	r = resolver_spawn((int[4]){n->dns_listen, n->dns_upstream, go[0],
-				    n->ns_fd},
-			   &n->resolver);
+	r = resolver_spawn(
+	    (int[4]){n->dns_listen, n->dns_upstream, go[0], n->ns_fd},
+	    &n->resolver);
 	close(go[0]);
 	if (r < 0) {
 		n->resolver = -1;
@@ -1027,8 +1027,8 @@ void sb_net_pool_init(struct sb_net_pool *np, const struct sb_options *o)
 {
 	memset(np, 0, sizeof(*np));
 	np->o = o;
-	np->want = o->net_ready < SB_NET_READY_MAX ? o->net_ready
-						   : SB_NET_READY_MAX;
+	np->want =
+	    o->net_ready < SB_NET_READY_MAX ? o->net_ready : SB_NET_READY_MAX;
 	/* no policy to run: no slot to keep */
 	if (!o->n_net_policies)
 		np->want = 0;
@@ -1059,8 +1059,7 @@ int sb_net_pool_fill(struct sb_net_pool *np, bool (*stop)(void *), void *arg)
 }
 
 int sb_net_pool_take(struct sb_net_pool *np, const struct sb_net_policy *p,
-		     struct sb_net **ret, bool *ready, char *err,
-		     size_t errlen)
+		     struct sb_net **ret, bool *ready, char *err, size_t errlen)
 {
 	struct sb_net *n;
 	int r;

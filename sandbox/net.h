@@ -92,15 +92,15 @@ int sb_net_apply(struct sb_net *n, const struct sb_net_policy *p, char *err,
  * way (sb_net_sweep) and the kernel frees their namespaces. */
 #define SB_NET_READY_MAX 4
 struct sb_net_pool {
-	const struct sb_options *o;	       /* outlives the pool */
+	const struct sb_options *o;		/* outlives the pool */
 	struct sb_net *ready[SB_NET_READY_MAX]; /* bases, no policy yet */
-	size_t n_ready;			       /* entries used */
-	unsigned want;			       /* o->net_ready, capped; 0 with
-						* no policy configured */
-	bool off;			       /* the host cannot: no retry */
-	bool failed;			       /* a base failed: retry after
-						* the next take */
-	struct sb_net *spent;		       /* a done job's, to close */
+	size_t n_ready;				/* entries used */
+	unsigned want;				/* o->net_ready, capped; 0 with
+						 * no policy configured */
+	bool off;				/* the host cannot: no retry */
+	bool failed;				/* a base failed: retry after
+						 * the next take */
+	struct sb_net *spent;			/* a done job's, to close */
 };
 
 void sb_net_pool_init(struct sb_net_pool *np, const struct sb_options *o);

@@ -210,8 +210,8 @@ int main(int argc, char **argv)
 	    .path_open = {.name = "path net, slot open"},
 	    .path_take = {.name = "path net, slot take"},
 	};
-	struct series *all[] = {&f.open_, &f.base,	 &f.take,
-				&f.close_, &f.plain,	 &f.net,
+	struct series *all[] = {&f.open_,      &f.base,	     &f.take,
+				&f.close_,     &f.plain,     &f.net,
 				&f.path_plain, &f.path_open, &f.path_take};
 	const char *tmpl = "c";
 	struct sb_net_policy p;

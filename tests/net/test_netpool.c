@@ -101,8 +101,7 @@ static void test_take(void **state)
 	a = take(&np, &pols[0], true);
 	b = take(&np, &pols[1], true);
 	c = take(&np, &pols[0], false); /* the pool is empty: from scratch */
-	assert_int_equal(sb_net_apply(a, &pols[1], err, sizeof(err)),
-			 -EBUSY);
+	assert_int_equal(sb_net_apply(a, &pols[1], err, sizeof(err)), -EBUSY);
 	assert_int_not_equal(sb_net_index(a), sb_net_index(b));
 	assert_int_not_equal(sb_net_index(a), sb_net_index(c));
 	assert_int_not_equal(ns_ino(a), ns_ino(b));
@@ -275,8 +274,8 @@ static void test_killed(void **state)
 			k.ino[i] = ns_ino(np.ready[i]);
 			k.idx[i] = sb_net_index(np.ready[i]);
 		}
-		if (sb_net_pool_take(&np, &pols[0], &n, &ready, e,
-				     sizeof(e)) < 0)
+		if (sb_net_pool_take(&np, &pols[0], &n, &ready, e, sizeof(e)) <
+		    0)
 			_exit(1);
 		if (write(pipefd[1], &k, sizeof(k)) != sizeof(k))
 			_exit(1);
