@@ -651,6 +651,24 @@ __attribute__((constructor)) static void resolver_entry(void)
 		resolver_main(arg);
 }
 
+/* Our executable's path when it is still there, so that the resolver is
+ * named like us from its exec on (a process is named after the file it
+ * executes: "exe" for /proc/self/exe, until the constructor renames it);
+ * else `path` stays /proc/self/exe (the same file, even deleted). */
+static void self_exe(char *path, size_t len)
+{
+	char buf[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	struct stat a, b;
+
+	if (k <= 0 || (size_t)k >= len)
+		return;
+	buf[k] = 0;
+	if (stat(buf, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		memcpy(path, buf, (size_t)k + 1);
+}
+
 /* Spawn the resolver-to-be with `fds` (listen, upstream, go, ns) as its
  * RFD_*: duplicated above them first, so that each dup2 clears CLOEXEC. */
 static int resolver_spawn(const int fds[4], pid_t *ret)
@@ -658,9 +676,11 @@ static int resolver_spawn(const int fds[4], pid_t *ret)
 	char env[64], comm[16] = "", *argv[] = {"airlock-resolver", NULL},
 		      *envp[] = {env, NULL};
 	posix_spawn_file_actions_t fa;
+	char exe[PATH_MAX] = "/proc/self/exe";
 	int high[4], r = 0, n = 0;
 
 	prctl(PR_GET_NAME, comm);
+	self_exe(exe, sizeof(exe));
 	snprintf(env, sizeof(env), RESOLVER_ENV "=%d %s", (int)getpid(), comm);
 	for (; n < 4 && r == 0; n++)
 		if ((high[n] = fcntl(fds[n], F_DUPFD_CLOEXEC, RFD_END)) < 0)
@@ -670,8 +690,7 @@ static int resolver_spawn(const int fds[4], pid_t *ret)
 			r = -posix_spawn_file_actions_adddup2(&fa, high[i],
 							      RFD_LISTEN + i);
 		if (r == 0)
-			r = -posix_spawn(ret, "/proc/self/exe", &fa, NULL, argv,
-					 envp);
+			r = -posix_spawn(ret, exe, &fa, NULL, argv, envp);
 		posix_spawn_file_actions_destroy(&fa);
 	}
 	while (n--)
@@ -686,7 +705,9 @@ static int dns_spawn(struct sb_net *n)
 {
 	int go[2], r;
 
-	if (pipe2(go, O_CLOEXEC) < 0)
+	/* a socket, not a pipe: send() to a resolver that died is EPIPE,
+	 * not SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
 		return -errno;
 	r = resolver_spawn(
 	    (int[4]){n->dns_listen, n->dns_upstream, go[0], n->ns_fd},
@@ -711,7 +732,8 @@ static int dns_start(struct sb_net *n, const struct sb_net_policy *p)
 	size_t done = 0;
 
 	while (done < sizeof(*p)) {
-		ssize_t k = write(n->dns_go, b + done, sizeof(*p) - done);
+		ssize_t k =
+		    send(n->dns_go, b + done, sizeof(*p) - done, MSG_NOSIGNAL);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -936,11 +958,14 @@ int sb_net_apply(struct sb_net *n, const struct sb_net_policy *p, char *err,
 			snprintf(err, errlen, "%s", n->dns_why);
 	} else if (r == 0 && p->n_names && (r = dns_start(n, p)) < 0) {
 		set_err(err, errlen, "resolver", r);
-	} else if (r == 0 && n->dns_go >= 0) {
+	} else if (r == 0 && !p->n_names) {
 		/* no names: the resolver-to-be exits, nothing answers on
 		 * port 53 (port unreachable) */
-		close(n->dns_go);
-		n->dns_go = -1;
+		if (n->dns_go >= 0)
+			close(n->dns_go);
+		if (n->dns_listen >= 0)
+			close(n->dns_listen);
+		n->dns_go = n->dns_listen = -1;
 	}
 	return r;
 }
