@@ -1097,8 +1097,10 @@ int sb_net_pool_take(struct sb_net_pool *np, const struct sb_net_policy *p,
 	np->ready[np->n_ready] = NULL;
 	r = sb_net_apply(n, p, err, errlen);
 	if (r < 0) {
+		/* e.g. its resolver died waiting: one from scratch instead */
 		sb_net_close(n);
-		return r;
+		*ready = false;
+		return sb_net_open(np->o, p, ret, err, errlen);
 	}
 	*ret = n;
 	return 0;

@@ -136,7 +136,38 @@ static void test_take(void **state)
 	assert_int_equal(host_links(), 0);
 }
 
-/* A ready slot given a policy with names gets its resolver. */
+/* SIGKILL and reap our children (the waiting resolvers); how many. */
+static int kill_children(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], stat[512], *rp;
+		long ppid = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(stat, sizeof(stat), f) && (rp = strrchr(stat, ')')) &&
+		    sscanf(rp + 1, " %*c %ld", &ppid) == 1 &&
+		    ppid == getpid()) {
+			kill(atoi(e->d_name), SIGKILL);
+			waitpid(atoi(e->d_name), NULL, 0);
+			n++;
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A ready slot given a policy with names gets its resolver; one whose
+ * resolver died gives way to a slot from scratch. */
 static void test_take_names(void **state)
 {
 	struct sb_options o = pool_opts(1);
@@ -159,6 +190,13 @@ static void test_take_names(void **state)
 	assert_int_equal(ask(sb_net_tap(n), gw, "allowed.test"), NOERROR);
 	assert_int_equal(probe(sb_net_tap(n), gw, ALLOWED_IP, 80, IPPROTO_TCP),
 			 SYNACK);
+	sb_net_pool_put(&np, n);
+	/* a ready slot whose resolver died waiting: a slot from scratch */
+	assert_int_equal(sb_net_pool_fill(&np, NULL, NULL), 0);
+	assert_int_equal(kill_children(), 1);
+	n = take(&np, &p, false);
+	gw_mac(n, gw);
+	assert_int_equal(ask(sb_net_tap(n), gw, "allowed.test"), NOERROR);
 	sb_net_pool_put(&np, n);
 	sb_net_pool_release(&np);
 	assert_int_equal(host_links(), 0);
