@@ -36,8 +36,21 @@
  * 53 on 10.200.0.1). Named counters `out`, `in`, `denied` give the
  * figures for the result.
  *
+ * Two halves. sb_net_base() makes everything above that no policy
+ * changes: namespace, tap, veth, addresses, routes, NAT, the table with
+ * its sets and chains (the allow sets empty: all is refused), and the
+ * resolver's sockets and process, spawned now and waiting on a pipe for
+ * its policy. sb_net_apply() adds one policy: host addresses refreshed,
+ * its CIDRs and ports into the sets, its caps in front of `allowed`, and
+ * the policy down the pipe (or the pipe closed: no names, no resolver).
+ * sb_net_open() is both. A worker keeps [pool] net_ready bases made
+ * between jobs (struct sb_net_pool), so a job waits only for the apply
+ * (~1 ms of nft) instead of the whole set-up; a slot serves one job and
+ * is closed after that job's result is sent (no reuse: no conntrack
+ * entries, set elements or resolver state can pass between jobs).
+ *
  * Callers: the worker (worker/job.c) per networked job, template.c for a
- * networked template (a slot with no policy), tests/net, tools/bench_vm.
+ * networked template (a slot with no policy), tests/net, tools/bench_net.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,6 +61,7 @@
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -56,6 +70,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,11 +87,13 @@ struct sb_net {
 	int lease_fd;			    /* holds slot `idx`, -1 = none */
 	uint32_t idx;			    /* slot index, 0 = no uplink */
 	char host_if[IFNAMSIZ];		    /* the veth's host end, "" = none */
-	struct nft_ctx *nft;	 /* a context inside the VM's netns */
-	pid_t resolver;		 /* the resolver child, -1 = none */
-	int dns_listen;		 /* its socket on the gateway:53 (VM ns) */
-	int dns_upstream;	 /* its socket to the upstream (host ns) */
-	struct nft_ctx *dns_nft; /* its nft context (VM ns) */
+	struct nft_ctx *nft; /* a context inside the VM's netns */
+	pid_t resolver;	     /* the resolver child, -1 = none */
+	int dns_listen;	     /* its socket on the gateway:53 (VM ns) */
+	int dns_upstream;    /* its socket to the upstream (host ns) */
+	int dns_go;	     /* the waiting resolver's policy pipe */
+	int dns_err;	     /* why there is no resolver, 0 = there is */
+	char dns_why[128];   /* the same, said (set_err) */
 };
 
 static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
@@ -294,10 +311,10 @@ static void put_sets(FILE *f)
 		private4, SB_NET_TABLE, private6);
 }
 
-/* The chains. `deny` records, counts and rejects; `allowed` counts and
- * applies conn_per_min (rate_kbit is put_rate's). Rules are one per
- * line, chain by chain. */
-static void put_chains(FILE *f, const struct sb_net_policy *p)
+/* The chains, the same for every policy. `deny` records, counts and
+ * rejects; `allowed` counts (a policy's caps go in front: put_caps). Rules
+ * are one per line, chain by chain. */
+static void put_chains(FILE *f)
 {
 	const char *t = "inet " SB_NET_TABLE;
 
@@ -312,13 +329,6 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 		"add rule %s deny reject with icmpx type admin-prohibited\n",
 		t, t, t, t, t, t);
 	fprintf(f, "add chain %s allowed\n", t);
-	/* the burst is the whole minute's worth: N connects in a row pass
-	 * (nft's default burst is 5 packets) */
-	if (p->conn_per_min)
-		fprintf(f,
-			"add rule %s allowed ct state new limit rate over "
-			"%u/minute burst %u packets goto deny\n",
-			t, p->conn_per_min, p->conn_per_min);
 	fprintf(f, "add rule %s allowed counter name out accept\n", t);
 	fprintf(
 	    f,
@@ -343,23 +353,8 @@ static void put_chains(FILE *f, const struct sb_net_policy *p)
 	fprintf(f, "add rule %s egress goto deny\n", t);
 }
 
-/* rate_kbit, each way, on every packet (`allowed` sees only a flow's
- * first): a policer. With no burst given its bucket holds one second's
- * worth (the kernel adds a burst to that second). */
-static void put_rate(FILE *f, const struct sb_net_policy *p)
-{
-	unsigned long long bytes = p->rate_kbit * 125ull; /* a second */
-
-	for (int i = 0; p->rate_kbit && i < 2; i++)
-		fprintf(f,
-			"add rule inet %s forward iifname %s oifname %s limit "
-			"rate over %llu bytes/second drop\n",
-			SB_NET_TABLE, i ? SB_NET_UPLINK : SB_NET_TAP,
-			i ? SB_NET_TAP : SB_NET_UPLINK, bytes);
-}
-
 /* The base chains: forward and input drop by default; NAT out of up0. */
-static void put_hooks(FILE *f, const struct sb_net_policy *p)
+static void put_hooks(FILE *f)
 {
 	const char *t = "inet " SB_NET_TABLE;
 
@@ -367,7 +362,6 @@ static void put_hooks(FILE *f, const struct sb_net_policy *p)
 		"add chain %s forward { type filter hook forward priority 0; "
 		"policy drop; }\n",
 		t);
-	put_rate(f, p);
 	fprintf(f,
 		"add rule %s forward iifname %s oifname %s ct state "
 		"established,related counter name in accept\n"
@@ -394,8 +388,34 @@ static void put_hooks(FILE *f, const struct sb_net_policy *p)
 		t, t, SB_NET_UPLINK);
 }
 
-/* The whole ruleset of policy `p`, as one nft script (one transaction). */
-static char *ruleset(const struct sb_net_policy *p, const char *host_addrs)
+/* A policy's caps, inserted in front of the base rules. rate_kbit is a
+ * policer at the top of `forward`, each way, on every packet (`allowed`
+ * sees only a flow's first): with no burst given its bucket holds one
+ * second's worth. conn_per_min goes first in `allowed`, with the whole
+ * minute as its burst (N connects in a row pass; nft's default burst is 5
+ * packets). */
+static void put_caps(FILE *f, const struct sb_net_policy *p)
+{
+	const char *t = "inet " SB_NET_TABLE;
+	unsigned long long bytes = p->rate_kbit * 125ull; /* a second */
+
+	for (int i = 0; p->rate_kbit && i < 2; i++)
+		fprintf(f,
+			"insert rule %s forward iifname %s oifname %s limit "
+			"rate over %llu bytes/second drop\n",
+			t, i ? SB_NET_UPLINK : SB_NET_TAP,
+			i ? SB_NET_TAP : SB_NET_UPLINK, bytes);
+	if (p->conn_per_min)
+		fprintf(f,
+			"insert rule %s allowed ct state new limit rate over "
+			"%u/minute burst %u packets goto deny\n",
+			t, p->conn_per_min, p->conn_per_min);
+}
+
+/* The base ruleset, policy-free: sets, chains, hooks; every destination
+ * is refused until a policy's part (policy_script) fills the allow sets.
+ * One nft script (one transaction). */
+static char *base_script(const char *host_addrs)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -405,18 +425,60 @@ static char *ruleset(const struct sb_net_policy *p, const char *host_addrs)
 		return NULL;
 	put_sets(f);
 	fputs(host_addrs, f);
-	put_cidrs(f, p, AF_INET, false, "allow4");
-	put_cidrs(f, p, AF_INET6, false, "allow6");
-	put_cidrs(f, p, AF_INET, true, "private_ok4");
-	put_cidrs(f, p, AF_INET6, true, "private_ok6");
-	put_ports(f, p);
-	put_chains(f, p);
-	put_hooks(f, p);
+	put_chains(f);
+	put_hooks(f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
 	}
 	return buf;
+}
+
+/* A policy's part: the host's addresses as they are now (a ready slot
+ * may have waited), its CIDRs, ports and caps. One transaction. */
+static char *policy_script(const struct sb_net_policy *p,
+			   const char *host_addrs)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "flush set inet %s host4\nflush set inet %s host6\n",
+		SB_NET_TABLE, SB_NET_TABLE);
+	fputs(host_addrs, f);
+	put_cidrs(f, p, AF_INET, false, "allow4");
+	put_cidrs(f, p, AF_INET6, false, "allow6");
+	put_cidrs(f, p, AF_INET, true, "private_ok4");
+	put_cidrs(f, p, AF_INET6, true, "private_ok6");
+	if (p->n_ports)
+		put_ports(f, p);
+	put_caps(f, p);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The `add element` lines of every address of the host: *ret (free). */
+static int host_addrs(char **ret)
+{
+	size_t len = 0;
+	FILE *f = open_memstream(ret, &len);
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	r = put_host_addrs(f);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		free(*ret);
+		*ret = NULL;
+	}
+	return r;
 }
 
 /* Run an nft script; on failure `err` gets nft's first error line. */
@@ -535,7 +597,7 @@ static int dns_upstream(const struct sb_options *o, struct sb_net *n, char *err,
 	return r;
 }
 
-/* Inside the VM's namespace: the resolver's socket and nft context. */
+/* Inside the VM's namespace: the resolver's socket. */
 static int dns_inside(struct sb_net *n)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
@@ -545,32 +607,175 @@ static int dns_inside(struct sb_net *n)
 	if (n->dns_listen < 0 ||
 	    bind(n->dns_listen, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	n->dns_nft = nft_ctx_new(NFT_CTX_DEFAULT);
-	return n->dns_nft ? 0 : -ENOMEM;
+	return 0;
 }
 
-/* Fork the resolver; it dies with us (PDEATHSIG) or with the slot. Our
- * copies of its sockets and context go: the child has its own. */
-static int dns_start(struct sb_net *n)
+static bool read_full(int fd, void *buf, size_t len)
 {
-	pid_t parent = getpid(), pid = fork();
+	for (size_t got = 0; got < len;) {
+		ssize_t k = read(fd, (char *)buf + got, len - got);
 
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			_exit(1);
-		_exit(-sb_resolver_run(n->policy, n->dns_listen,
-				       n->dns_upstream, n->dns_nft,
-				       "inet " SB_NET_TABLE, "dns4", "dns6"));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		got += (size_t)k;
 	}
-	n->resolver = pid;
-	nft_ctx_free(n->dns_nft);
-	n->dns_nft = NULL;
+	return true;
+}
+
+/* The resolver process is this same executable, started afresh
+ * (posix_spawn of /proc/self/exe) rather than forked: a forked child that
+ * lives on shares every page of the worker, which then pays a
+ * copy-on-write fault on each page it writes (measured ~0.2 ms a page on
+ * the 2-core test machine: tens of ms on the next job's path). The new
+ * image finds RESOLVER_ENV set and becomes the resolver in a constructor,
+ * before any main() runs: every program that makes slots links this file,
+ * so the entry point is always there. Its fds: */
+#define RESOLVER_ENV "AIRLOCK_NET_RESOLVER" /* "PARENT_PID COMM" */
+enum { RFD_LISTEN = 3, RFD_UPSTREAM, RFD_GO, RFD_NS, RFD_END };
+
+/* In the new image: the resolver-to-be. Dies with the parent that
+ * spawned it, waits for its policy (EOF: none, exit), makes its nft
+ * context inside the VM's namespace and serves. */
+static _Noreturn void resolver_main(const char *arg)
+{
+	struct sb_net_policy *p = malloc(sizeof(*p));
+	char comm[16] = "";
+	struct nft_ctx *nft;
+	long parent = 0;
+
+	syscall(SYS_close_range, RFD_END, ~0u, 0);
+	if (sscanf(arg, "%ld %15s", &parent, comm) < 1 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
+	if (comm[0])
+		prctl(PR_SET_NAME, comm); /* named like its worker */
+	if (!p || !read_full(RFD_GO, p, sizeof(*p)))
+		_exit(0);
+	close(RFD_GO);
+	if (setns(RFD_NS, CLONE_NEWNET) < 0)
+		_exit(1);
+	close(RFD_NS);
+	nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!nft)
+		_exit(1);
+	_exit(-sb_resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, nft,
+			       "inet " SB_NET_TABLE, "dns4", "dns6"));
+}
+
+__attribute__((constructor)) static void resolver_entry(void)
+{
+	const char *arg = getenv(RESOLVER_ENV);
+
+	if (arg)
+		resolver_main(arg);
+}
+
+/* Our executable's path when it is still there, so that the resolver is
+ * named like us from its exec on (a process is named after the file it
+ * executes: "exe" for /proc/self/exe, until the constructor renames it);
+ * else `path` stays /proc/self/exe (the same file, even deleted). */
+static void self_exe(char *path, size_t len)
+{
+	char buf[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	struct stat a, b;
+
+	if (k <= 0 || (size_t)k >= len)
+		return;
+	buf[k] = 0;
+	if (stat(buf, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		memcpy(path, buf, (size_t)k + 1);
+}
+
+/* Spawn the resolver-to-be with `fds` (listen, upstream, go, ns) as its
+ * RFD_*: duplicated above them first, so that each dup2 clears CLOEXEC. */
+static int resolver_spawn(const int fds[4], pid_t *ret)
+{
+	char env[64], comm[16] = "", *argv[] = {"airlock-resolver", NULL},
+		      *envp[] = {env, NULL};
+	posix_spawn_file_actions_t fa;
+	char exe[PATH_MAX] = "/proc/self/exe";
+	int high[4], r = 0, n = 0;
+
+	prctl(PR_GET_NAME, comm);
+	self_exe(exe, sizeof(exe));
+	snprintf(env, sizeof(env), RESOLVER_ENV "=%d %s", (int)getpid(), comm);
+	for (; n < 4 && r == 0; n++)
+		if ((high[n] = fcntl(fds[n], F_DUPFD_CLOEXEC, RFD_END)) < 0)
+			r = -errno;
+	if (r == 0 && (r = -posix_spawn_file_actions_init(&fa)) == 0) {
+		for (int i = 0; i < 4 && r == 0; i++)
+			r = -posix_spawn_file_actions_adddup2(&fa, high[i],
+							      RFD_LISTEN + i);
+		if (r == 0)
+			r = -posix_spawn(ret, exe, &fa, NULL, argv, envp);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	while (n--)
+		if (high[n] >= 0)
+			close(high[n]);
+	return r;
+}
+
+/* Start the resolver, to wait for its policy (dns_go); it dies with us
+ * (PDEATHSIG) or with the slot. Our copies of its sockets go. */
+static int dns_spawn(struct sb_net *n)
+{
+	int go[2], r;
+
+	/* a socket, not a pipe: send() to a resolver that died is EPIPE,
+	 * not SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
+		return -errno;
+	r = resolver_spawn(
+	    (int[4]){n->dns_listen, n->dns_upstream, go[0], n->ns_fd},
+	    &n->resolver);
+	close(go[0]);
+	if (r < 0) {
+		n->resolver = -1;
+		close(go[1]);
+		return r;
+	}
+	n->dns_go = go[1];
 	close(n->dns_listen);
 	close(n->dns_upstream);
 	n->dns_listen = n->dns_upstream = -1;
 	return 0;
+}
+
+/* Start the waiting resolver with policy `p`. */
+static int dns_start(struct sb_net *n, const struct sb_net_policy *p)
+{
+	const char *b = (const char *)p;
+	size_t done = 0;
+
+	while (done < sizeof(*p)) {
+		ssize_t k =
+		    send(n->dns_go, b + done, sizeof(*p) - done, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		done += (size_t)k;
+	}
+	close(n->dns_go);
+	n->dns_go = -1;
+	return 0;
+}
+
+/* The resolver's part of a base: its sockets and its waiting process.
+ * Failing leaves a slot for policies without names (dns_err). */
+static void dns_base(const struct sb_options *o, struct sb_net *n)
+{
+	int r = dns_upstream(o, n, n->dns_why, sizeof(n->dns_why));
+
+	if (r == 0 && (r = dns_spawn(n)) < 0)
+		set_err(n->dns_why, sizeof(n->dns_why), "resolver", r);
+	n->dns_err = r;
 }
 
 /* ---- inside the VM's namespace ---------------------------------------- */
@@ -620,7 +825,7 @@ static int inside_uplink(struct sb_net *n, int fd, int host_ns,
 	if (!n->nft)
 		return -ENOMEM;
 	r = nft_apply(n->nft, rules, err, errlen);
-	if (r == 0 && n->policy->n_names && (r = dns_inside(n)) < 0)
+	if (r == 0 && (r = dns_inside(n)) < 0)
 		set_err(err, errlen, "resolver socket", r);
 	return r;
 }
@@ -690,14 +895,11 @@ static int lease_slot(const struct sb_options *o, struct sb_net *n)
 	return 0;
 }
 
-/* The uplink part of an open: slot, host NAT, rules text. */
+/* The uplink part of a base: slot, host NAT, base rules text. */
 static int open_uplink(const struct sb_options *o, struct sb_net *n,
-		       const struct sb_net_policy *p, char **ret_rules,
-		       char *err, size_t errlen)
+		       char **ret_rules, char *err, size_t errlen)
 {
-	char *hosts = NULL, *rules;
-	size_t len = 0;
-	FILE *f;
+	char *hosts = NULL;
 	int r = lease_slot(o, n);
 
 	if (r < 0) {
@@ -705,47 +907,108 @@ static int open_uplink(const struct sb_options *o, struct sb_net *n,
 		return r;
 	}
 	r = host_prepare(err, errlen);
+	if (r == 0)
+		r = host_addrs(&hosts);
 	if (r < 0)
 		return r;
-	f = open_memstream(&hosts, &len);
-	if (!f)
-		return -ENOMEM;
-	r = put_host_addrs(f);
-	if (fclose(f) != 0 && r == 0)
-		r = -ENOMEM;
-	rules = r == 0 ? ruleset(p, hosts) : NULL;
+	*ret_rules = base_script(hosts);
 	free(hosts);
-	if (!rules)
-		return r < 0 ? r : -ENOMEM;
-	*ret_rules = rules;
+	return *ret_rules ? 0 : -ENOMEM;
+}
+
+static struct sb_net *net_new(char *err, size_t errlen)
+{
+	struct sb_net *n = calloc(1, sizeof(*n));
+
+	if (errlen)
+		err[0] = 0;
+	if (!n)
+		return NULL;
+	n->ns_fd = n->tap_fd = n->lease_fd = -1;
+	n->dns_listen = n->dns_upstream = n->dns_go = -1;
+	n->resolver = -1;
+	return n;
+}
+
+int sb_net_base(const struct sb_options *o, struct sb_net **ret, char *err,
+		size_t errlen)
+{
+	struct sb_net *n = net_new(err, errlen);
+	char *rules = NULL;
+	int r;
+
+	if (!n)
+		return -ENOMEM;
+	r = open_uplink(o, n, &rules, err, errlen);
+	if (r == 0)
+		r = build(n, rules, err, errlen);
+	if (r == 0)
+		r = host_link(n, err, errlen);
+	if (r == 0)
+		dns_base(o, n);
+	free(rules);
+	if (r < 0) {
+		sb_net_close(n);
+		return r;
+	}
+	*ret = n;
 	return 0;
+}
+
+int sb_net_apply(struct sb_net *n, const struct sb_net_policy *p, char *err,
+		 size_t errlen)
+{
+	char *hosts = NULL, *script = NULL;
+	int r;
+
+	if (errlen)
+		err[0] = 0;
+	if (!n->nft || n->policy)
+		return -EBUSY; /* no uplink, or a policy already */
+	n->policy = p;
+	r = host_addrs(&hosts);
+	if (r == 0 && !(script = policy_script(p, hosts)))
+		r = -ENOMEM;
+	if (r == 0)
+		r = nft_apply(n->nft, script, err, errlen);
+	free(hosts);
+	free(script);
+	if (r == 0 && p->n_names && n->dns_err) {
+		r = n->dns_err;
+		if (errlen)
+			snprintf(err, errlen, "%s", n->dns_why);
+	} else if (r == 0 && p->n_names && (r = dns_start(n, p)) < 0) {
+		set_err(err, errlen, "resolver", r);
+	} else if (r == 0 && !p->n_names) {
+		/* no names: the resolver-to-be exits, nothing answers on
+		 * port 53 (port unreachable) */
+		if (n->dns_go >= 0)
+			close(n->dns_go);
+		if (n->dns_listen >= 0)
+			close(n->dns_listen);
+		n->dns_go = n->dns_listen = -1;
+	}
+	return r;
 }
 
 int sb_net_open(const struct sb_options *o, const struct sb_net_policy *p,
 		struct sb_net **ret, char *err, size_t errlen)
 {
-	struct sb_net *n = calloc(1, sizeof(*n));
-	char *rules = NULL;
+	struct sb_net *n;
 	int r;
 
-	if (errlen)
-		err[0] = 0;
+	if (p) {
+		r = sb_net_base(o, &n, err, errlen);
+		if (r == 0 && (r = sb_net_apply(n, p, err, errlen)) < 0)
+			sb_net_close(n);
+		if (r == 0)
+			*ret = n;
+		return r;
+	}
+	n = net_new(err, errlen);
 	if (!n)
 		return -ENOMEM;
-	n->ns_fd = n->tap_fd = n->lease_fd = -1;
-	n->dns_listen = n->dns_upstream = -1;
-	n->resolver = -1;
-	n->policy = p;
-	r = p ? open_uplink(o, n, p, &rules, err, errlen) : 0;
-	if (r == 0 && p && p->n_names)
-		r = dns_upstream(o, n, err, errlen);
-	if (r == 0)
-		r = build(n, rules, err, errlen);
-	if (r == 0 && p)
-		r = host_link(n, err, errlen);
-	if (r == 0 && p && p->n_names && (r = dns_start(n)) < 0)
-		set_err(err, errlen, "resolver", r);
-	free(rules);
+	r = build(n, NULL, err, errlen);
 	if (r < 0) {
 		sb_net_close(n);
 		return r;
@@ -782,8 +1045,8 @@ void sb_net_close(struct sb_net *n)
 	}
 	if (n->nft)
 		nft_ctx_free(n->nft);
-	if (n->dns_nft)
-		nft_ctx_free(n->dns_nft);
+	if (n->dns_go >= 0)
+		close(n->dns_go);
 	if (n->dns_listen >= 0)
 		close(n->dns_listen);
 	if (n->dns_upstream >= 0)
@@ -802,6 +1065,80 @@ void sb_net_close(struct sb_net *n)
 	if (n->lease_fd >= 0)
 		close(n->lease_fd);
 	free(n);
+}
+
+/* ---- ready slots ------------------------------------------------------- */
+
+void sb_net_pool_init(struct sb_net_pool *np, const struct sb_options *o)
+{
+	memset(np, 0, sizeof(*np));
+	np->o = o;
+	np->want =
+	    o->net_ready < SB_NET_READY_MAX ? o->net_ready : SB_NET_READY_MAX;
+	/* no policy to run: no slot to keep */
+	if (!o->n_net_policies)
+		np->want = 0;
+}
+
+int sb_net_pool_fill(struct sb_net_pool *np, bool (*stop)(void *), void *arg)
+{
+	char err[256];
+	int r = 0;
+
+	sb_net_close(np->spent);
+	np->spent = NULL;
+	while (!np->off && !np->failed && np->n_ready < np->want &&
+	       !(stop && stop(arg))) {
+		r = sb_net_base(np->o, &np->ready[np->n_ready], err,
+				sizeof(err));
+		/* the host cannot (jobs say so: RJ), or not now (again after
+		 * the next job) */
+		if (r == -EOPNOTSUPP || r == -EPERM || r == -EACCES)
+			np->off = true;
+		else if (r < 0)
+			np->failed = true;
+		if (r < 0)
+			break;
+		np->n_ready++;
+	}
+	return r;
+}
+
+int sb_net_pool_take(struct sb_net_pool *np, const struct sb_net_policy *p,
+		     struct sb_net **ret, bool *ready, char *err, size_t errlen)
+{
+	struct sb_net *n;
+	int r;
+
+	np->failed = false;
+	*ready = np->n_ready > 0;
+	if (!*ready)
+		return sb_net_open(np->o, p, ret, err, errlen);
+	n = np->ready[--np->n_ready];
+	np->ready[np->n_ready] = NULL;
+	r = sb_net_apply(n, p, err, errlen);
+	if (r < 0) {
+		/* e.g. its resolver died waiting: one from scratch instead */
+		sb_net_close(n);
+		*ready = false;
+		return sb_net_open(np->o, p, ret, err, errlen);
+	}
+	*ret = n;
+	return 0;
+}
+
+void sb_net_pool_put(struct sb_net_pool *np, struct sb_net *n)
+{
+	sb_net_close(np->spent); /* one waits at most */
+	np->spent = n;
+}
+
+void sb_net_pool_release(struct sb_net_pool *np)
+{
+	sb_net_close(np->spent);
+	np->spent = NULL;
+	while (np->n_ready)
+		sb_net_close(np->ready[--np->n_ready]);
 }
 
 /* ---- figures ----------------------------------------------------------- */

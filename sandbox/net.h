@@ -4,8 +4,9 @@
  *
  * Using it (a worker, for a job with `network = NAME`):
  *
- *  1. sb_net_open() with the policy: the namespace, tap, veth, addresses,
- *     rules and (for a policy with names) the resolver are ready.
+ *  1. sb_net_open() with the policy (or sb_net_pool_take(), below): the
+ *     namespace, tap, veth, addresses, rules and (for a policy with
+ *     names) the resolver are ready.
  *  2. Launch the VMM into sb_net_ns() with sb_net_tap() as its NIC
  *     (struct sb_vm_net, sandbox.h).
  *  3. After the job, sb_net_stats(): bytes each way and the first
@@ -16,6 +17,14 @@
  *
  * A slot with no policy (NULL) is a namespace and a tap only, with no way
  * out: what a networked template is built in.
+ *
+ * sb_net_open() is sb_net_base() (the policy-free part: namespace, tap,
+ * veth, addresses, routes, NAT, the always-denied rules; everything is
+ * refused) then sb_net_apply() (the policy's allow sets, ports, caps and
+ * resolver). A worker keeps a few bases ready (struct sb_net_pool, made
+ * between jobs) so a job pays only for sb_net_apply(); a slot serves one
+ * job and is then closed, after the job's result is sent (no conntrack
+ * state or rules ever pass from one job to the next).
  */
 #ifndef AL_SB_NET_H
 #define AL_SB_NET_H
@@ -65,6 +74,50 @@ uint32_t sb_net_index(const struct sb_net *n);
 int sb_net_stats(struct sb_net *n, struct sb_net_stats *ret);
 /* Tear everything down; accepts NULL. */
 void sb_net_close(struct sb_net *n);
+
+/* The policy-free base of a slot with an uplink: every destination is
+ * refused until sb_net_apply(). */
+int sb_net_base(const struct sb_options *o, struct sb_net **ret, char *err,
+		size_t errlen);
+/* Give base `n` policy `p`: its allow sets, ports and caps, and (when it
+ * has names) the policy to the base's resolver, spawned with the base and
+ * waiting for it. -EBUSY if `n` has a policy
+ * already or no uplink. On failure the caller closes `n`. */
+int sb_net_apply(struct sb_net *n, const struct sb_net_policy *p, char *err,
+		 size_t errlen);
+
+/* A worker's ready slots (bases) and the slot of its last job, closed
+ * when it is idle again. Ready slots are named and leased like any slot
+ * (host link al<pid>-<index>), so a killed worker's are swept the same
+ * way (sb_net_sweep) and the kernel frees their namespaces. */
+#define SB_NET_READY_MAX 4
+struct sb_net_pool {
+	const struct sb_options *o;		/* outlives the pool */
+	struct sb_net *ready[SB_NET_READY_MAX]; /* bases, no policy yet */
+	size_t n_ready;				/* entries used */
+	unsigned want;				/* o->net_ready, capped; 0 with
+						 * no policy configured */
+	bool off;				/* the host cannot: no retry */
+	bool failed;				/* a base failed: retry after
+						 * the next take */
+	struct sb_net *spent;			/* a done job's, to close */
+};
+
+void sb_net_pool_init(struct sb_net_pool *np, const struct sb_options *o);
+/* Between jobs: close the spent slot, then make bases up to `want`,
+ * stopping when stop(arg) says a job waits (stop may be NULL). 0 or the
+ * -errno of the base that failed. */
+int sb_net_pool_fill(struct sb_net_pool *np, bool (*stop)(void *), void *arg);
+/* A slot with policy `p`: a ready base given `p` (*ready = true), else
+ * one opened from scratch (sb_net_open). */
+int sb_net_pool_take(struct sb_net_pool *np, const struct sb_net_policy *p,
+		     struct sb_net **ret, bool *ready, char *err,
+		     size_t errlen);
+/* Hand back a done job's slot (its VM destroyed): closed by the next
+ * sb_net_pool_fill or put, or sb_net_pool_release. Accepts NULL. */
+void sb_net_pool_put(struct sb_net_pool *np, struct sb_net *n);
+/* Close every slot the pool holds. */
+void sb_net_pool_release(struct sb_net_pool *np);
 
 /* Can this host run networked jobs? 0, or -errno with `why` saying what
  * is missing and what to do (doctor, and the RJ of a networked job). */

@@ -16,7 +16,9 @@
  *     in); nft from nft_ctx_new() run inside the VM's netns (its netlink
  *     socket stays bound there). The table and its sets must exist: set4
  *     of type ipv4_addr and set6 of ipv6_addr, both `flags timeout`.
- *  2. fork(); in the child call sb_resolver_run(), which never returns
+ *  2. In a child (net.c spawns a fresh image of the program: a forked
+ *     child sharing the worker's pages would cost it copy-on-write
+ *     faults), call sb_resolver_run(), which never returns
  *     but on a fatal error (then _exit with it).
  *  3. Kill (SIGKILL) and reap the child with the VM. It also dies with
  *     its parent (PDEATHSIG).

@@ -80,6 +80,7 @@ struct sb_options {
 	const struct sb_net_policy *net_policies; /* [network.NAME] policies
 				   * (the config's; outlive the options) */
 	size_t n_net_policies;    /* entries in net_policies */
+	uint32_t net_ready;       /* ready network slots per worker (net.h) */
 	char net_dns[64];         /* networked VMs' upstream resolver,
 				   * IPv4[:PORT] (config [network] dns),
 				   * "" = the first nameserver of the host's
@@ -337,6 +338,9 @@ int64_t sb_vm_load_rt_us(const struct sb_vm *vm);
 pid_t sb_vm_pid(const struct sb_vm *vm);
 /* Its network slot (counters, dropped destinations), NULL = none. */
 struct sb_net *sb_vm_net(struct sb_vm *vm);
+/* Take its network slot away from it (sb_vm_destroy then leaves it be):
+ * closed by the caller after the VM, e.g. once the job's result is sent. */
+struct sb_net *sb_vm_detach_net(struct sb_vm *vm);
 /* Set the VM's hard deadline: every later call is cut to it. A pooled VMM
  * started with other options gets the job's TTL this way. */
 void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d);

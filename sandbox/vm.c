@@ -102,6 +102,7 @@ void sb_options_init(struct sb_options *o)
 	o->vmm_pids = 256;
 	o->prestart = 1;
 	o->warm_last = 1;
+	o->net_ready = 1;
 	o->warm_max_age_s = 600;
 	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
 	o->vmm_uid_base = 1200000;
@@ -779,6 +780,15 @@ pid_t sb_vm_pid(const struct sb_vm *vm)
 struct sb_net *sb_vm_net(struct sb_vm *vm)
 {
 	return vm ? vm->net : NULL;
+}
+
+struct sb_net *sb_vm_detach_net(struct sb_vm *vm)
+{
+	struct sb_net *n = vm ? vm->net : NULL;
+
+	if (vm)
+		vm->net = NULL;
+	return n;
 }
 
 void sb_vm_set_deadline(struct sb_vm *vm, struct al_deadline d)

@@ -371,6 +371,9 @@ static const struct al_config_key keys[] = {
 	"warm clones each worker keeps of its last job's template"),
     U32(pool, max_age_s, 0, 86400, "600",
 	"seconds: a warm clone that waited this long is replaced; 0 = never"),
+    U32(pool, net_ready, 0, 4, "1",
+	"network slots each worker keeps ready for networked jobs, made "
+	"between jobs (docs/network.md); 0 = each job makes its own"),
 
     LIMIT(memory_mb, AL_MEMORY_MB_MIN, AL_MEMORY_MB_MAX, "guest memory in MiB"),
     LIMIT(vcpus, 1, AL_VCPUS_MAX, "vCPUs"),

@@ -24,9 +24,11 @@
  *
  * Network. A job whose `network` names a policy (sb_options'
  * net_policies) runs in the networked variant of its template, restored
- * into a network slot opened for it (sandbox/net.h: namespace, tap,
- * veth, rules, resolver), never a pre-started VMM; the slot goes with the
- * VM. A host that cannot make one (no netns, nf_tables or tun) makes the
+ * into a network slot (sandbox/net.h: namespace, tap, veth, rules,
+ * resolver), never a pre-started VMM. The slot is one the worker made
+ * ready while idle (w->net, [pool] net_ready) given the job's policy, or
+ * one opened from scratch when none is ready; it is closed after the
+ * job's result is sent (al_worker_idle), never reused. A host that cannot make one (no netns, nf_tables or tun) makes the
  * job RJ with what is missing; `none` jobs never touch any of it. The
  * result's `network` object has the policy, the allowed bytes and the
  * first refused destinations.
@@ -55,10 +57,12 @@ void al_worker_init(struct al_worker *w, const struct sb_options *sb,
 	w->policy = policy;
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
 	w->last = AL_WORKER_TEMPLATES;
+	sb_net_pool_init(&w->net, sb);
 }
 
 void al_worker_release(struct al_worker *w)
 {
+	sb_net_pool_release(&w->net);
 	for (size_t i = 0; i < w->n_templates; i++)
 		sb_pool_release(&w->pools[i]);
 	memset(w->templates, 0, sizeof(w->templates));
@@ -184,6 +188,8 @@ static unsigned warm_want(const struct al_worker *w, size_t i)
 
 void al_worker_idle(struct al_worker *w)
 {
+	/* the last job's slot goes, a ready one comes (net.h) */
+	sb_net_pool_fill(&w->net, w->job_waiting, w->job_waiting_arg);
 	warm_open(w);
 	for (size_t i = 0; i < w->n_templates; i++) {
 		sb_pool_prepare(&w->pools[i]);
@@ -517,11 +523,12 @@ static const struct sb_net_policy *job_net_policy(const struct al_worker *w,
 /* A slot for a networked job, or RJ when it names no defined policy or
  * this host cannot make one (*ret NULL, result filled: return 1). */
 static int open_slot(struct al_worker *w, const struct al_job *job,
-		     const struct sb_options *o, struct sb_net **ret,
-		     struct al_result *res, char *err, size_t errlen)
+		     struct sb_net **ret, struct al_result *res, char *err,
+		     size_t errlen)
 {
 	const struct sb_net_policy *p = job_net_policy(w, job);
 	struct al_diags d;
+	bool ready;
 	char why[256];
 	int r;
 
@@ -535,7 +542,7 @@ static int open_slot(struct al_worker *w, const struct al_job *job,
 		return reject(res, &d) < 0 ? -ENOMEM : 1;
 	}
 	res->network.policy = strdup(p->name);
-	r = sb_net_open(o, p, ret, why, sizeof(why));
+	r = sb_net_pool_take(&w->net, p, ret, &ready, why, sizeof(why));
 	if (r == -EOPNOTSUPP || r == -EPERM) {
 		al_diags_add(&d, "network", "this host cannot run networked "
 			     "jobs (%s; see airlock doctor)", why);
@@ -588,7 +595,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	al_job_limits(job, w->policy, &lim);
 	o.ttl_ms = lim.wall_ms + 30000; /* hard stop past the job's budget */
 	res->vm.template_ = strdup(tmpl);
-	r = open_slot(w, job, &o, &net, res, err, sizeof(err));
+	r = open_slot(w, job, &net, res, err, sizeof(err));
 	if (r > 0)
 		return 0; /* RJ */
 	if (r == 0)
@@ -602,13 +609,17 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		res->vm.restore_ms = sb_vm_ready_ms(vm);
 		r = in_vm(vm, w, job, &lim, al_deadline_in(lim.wall_ms), res);
 		net_result(vm, res);
+		/* the slot is closed once the result is sent (idle) */
+		net = sb_vm_detach_net(vm);
 	} else {
+		net = NULL; /* get_vm closed it */
 		for (size_t i = 0; i < job->n_steps; i++)
 			res->steps[i].status = AL_SK;
 		free(res->error);
 		res->error = strdup(err);
 	}
 	sb_vm_destroy(vm);
+	sb_net_pool_put(&w->net, net);
 	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
 	/* a snapshot this host lacks, or a job too big for it: retrying on

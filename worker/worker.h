@@ -12,6 +12,7 @@
 #ifndef AL_WORKER_H
 #define AL_WORKER_H
 
+#include "net.h"
 #include "results.h"
 #include "sandbox.h"
 
@@ -34,6 +35,8 @@ struct al_worker {
 	bool (*job_waiting)(void *);      /* NULL, or: a job waits (stop
 					   * warming, al_proc_serve sets it) */
 	void *job_waiting_arg;            /* its argument */
+	struct sb_net_pool net;           /* ready network slots, and the
+					   * last job's, closed when idle */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:
@@ -59,7 +62,8 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 int al_worker_snapshot(struct al_worker *w, const char *name,
 		       const struct al_job *job, struct al_result *ret,
 		       struct sb_snapshot_info *info);
-/* Between jobs: get the pre-started VMMs ready to load a snapshot, so the
+/* Between jobs: close the last job's network slot and make the ready
+ * ones (w->net, sandbox/net.h); get the pre-started VMMs ready to load a snapshot, so the
  * next restore skips that work (waits for QEMU start-up if need be), and
  * keep the warm clones (docs/warm.md): the last job's template's
  * (sb->warm_last) and those of sb->warm, replacing dead or old ones.
