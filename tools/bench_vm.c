@@ -18,9 +18,11 @@
  *                  at once (smaps_rollup; PSS shares the template pages)
  *   hand-off       for `true` and `python3 -c 'print(6*7)'`, today's path
  *                  (pre-started VMM, restored for the job) beside a warm
- *                  clone (restored and warmed before the job): job
- *                  received -> first step sent (restore or reseed, setup),
- *                  the first step's time and the second's in that clone
+ *                  clone (restored and warmed before the job) taken with
+ *                  two round trips (reseed, then setup) and with one
+ *                  (setup carrying the reseed, the worker's path): job
+ *                  received -> first step sent, the first step's time
+ *                  and the second's in that clone
  *   idle warm      a warm clone waiting 10 s: its PSS and CPU use
  * Prints a table and writes the figures as JSON. Needs built images.
  *
@@ -350,24 +352,31 @@ struct handoff {
 	struct series second;  /* the same step again in that clone */
 };
 
+/* The hand-off paths side by side: today's restore, a warm clone with
+ * its reseed and the job's setup as two round trips (as before proto v2),
+ * and a warm clone whose setup carries the reseed (one round trip). */
+enum path { P_TODAY, P_WARM2, P_WARM, P_COUNT };
+
 /* A VM for a job as a worker gets it: a warm clone (sb_pool_take after
  * sb_pool_warm, the warm-up off the clock) or today's restore through a
- * prepared pre-started VMM; then the job's setup. */
-static int handoff_vm(struct sb_pool *pool, bool warm, struct sb_vm **vm,
+ * prepared pre-started VMM; then the job's setup (sent by sb_pool_take
+ * itself on P_WARM: sb_vm_setup then sends nothing). */
+static int handoff_vm(struct sb_pool *pool, enum path w, struct sb_vm **vm,
 		      double *ms)
 {
 	struct al_limits lim;
 	double t0;
 	int r;
 
-	if (warm && sb_pool_warm(pool, NULL, NULL) < 0)
+	if (w != P_TODAY && sb_pool_warm(pool, NULL, NULL) < 0)
 		return -EIO;
-	if (!warm)
+	if (w == P_TODAY)
 		sb_pool_prepare(pool);
 	nanosleep(&(struct timespec){0, 200 * 1000000}, NULL);
 	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
 	t0 = now_ms();
-	r = warm ? sb_pool_take(pool, vm) : sb_pool_restore(pool, vm);
+	r = w == P_TODAY ? sb_pool_restore(pool, vm)
+			 : sb_pool_take(pool, w == P_WARM ? &lim : NULL, vm);
 	if (r == 0)
 		r = sb_vm_setup(*vm, &lim);
 	*ms = now_ms() - t0;
@@ -375,20 +384,20 @@ static int handoff_vm(struct sb_pool *pool, bool warm, struct sb_vm **vm,
 }
 
 static int bench_handoff(const struct sb_options *o, const struct opts *b,
-			 const struct sb_template *t, bool warm, char **argv,
+			 const struct sb_template *t, enum path w, char **argv,
 			 size_t out_len, struct handoff *h)
 {
 	struct sb_pool pool;
 	int r = 0;
 
 	sb_pool_init(&pool, o, t, o->prestart);
-	sb_pool_set_warm(&pool, warm, 0);
+	sb_pool_set_warm(&pool, w != P_TODAY, 0);
 	sb_pool_fill(&pool);
 	for (int i = 0; i < b->handoffs && r == 0; i++) {
 		struct sb_vm *vm = NULL;
 		double t0, ms = 0;
 
-		r = handoff_vm(&pool, warm, &vm, &ms);
+		r = handoff_vm(&pool, w, &vm, &ms);
 		if (r == 0) {
 			add(&h->handoff, ms);
 			t0 = now_ms();
@@ -519,19 +528,19 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 	char *tr[] = {"true", NULL};
 	char *py[] = {"python3", "-c", "print(6*7)", NULL};
 	static const char *const cmd[] = {"true", "print"};
-	static const char *const path[] = {"today", "warm"};
-	struct handoff h[2][2]; /* [cmd][warm] */
+	static const char *const path[] = {"today", "warm2rt", "warm"};
+	struct handoff h[2][P_COUNT]; /* [cmd][path] */
 	double pss = 0, cpu = 0;
 	int r = 0;
 
 	memset(h, 0, sizeof(h));
 	for (int c = 0; c < 2; c++)
-		for (int w = 0; w < 2; w++) {
+		for (int w = 0; w < P_COUNT; w++) {
 			h[c][w].handoff.v = calloc((size_t)b->handoffs, 8);
 			h[c][w].first.v = calloc((size_t)b->handoffs, 8);
 			h[c][w].second.v = calloc((size_t)b->handoffs, 8);
 		}
-	for (int w = 0; w < 2 && r == 0; w++) {
+	for (int w = 0; w < P_COUNT && r == 0; w++) {
 		r = bench_handoff(o, b, t, w, tr, 0, &h[0][w]);
 		if (r == 0)
 			r = bench_handoff(o, b, t, w, py, 3, &h[1][w]);
@@ -540,24 +549,32 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 		r = bench_idle(o, t, &pss, &cpu);
 	if (r < 0)
 		return r;
-	printf("\nhand-off, %d jobs each (ms, p50)   today       warm\n",
-	       b->handoffs);
+	printf("\nhand-off, %d jobs each (ms, p50)   today  warm,2 RT  "
+	       "warm,1 RT\n", b->handoffs);
 	for (int c = 0; c < 2; c++) {
-		printf("  %-5s job received -> step  %10.1f %10.1f\n", cmd[c],
-		       pct(&h[c][0].handoff, 50), pct(&h[c][1].handoff, 50));
-		printf("  %-5s first step            %10.1f %10.1f\n", cmd[c],
-		       pct(&h[c][0].first, 50), pct(&h[c][1].first, 50));
-		printf("  %-5s second step           %10.1f %10.1f\n", cmd[c],
-		       pct(&h[c][0].second, 50), pct(&h[c][1].second, 50));
+		static const char *const what[] = {
+			"job received -> step", "first step", "second step"};
+
+		for (int k = 0; k < 3; k++) {
+			printf("  %-5s %-22s", cmd[c], what[k]);
+			for (int w = 0; w < P_COUNT; w++) {
+				struct series *sr[] = {&h[c][w].handoff,
+						       &h[c][w].first,
+						       &h[c][w].second};
+
+				printf(" %10.1f", pct(sr[k], 50));
+			}
+			printf("\n");
+		}
 	}
 	printf("print(6*7) first/second step: %.2fx today, %.2fx warm\n",
-	       pct(&h[1][0].first, 50) / pct(&h[1][0].second, 50),
-	       pct(&h[1][1].first, 50) / pct(&h[1][1].second, 50));
+	       pct(&h[1][P_TODAY].first, 50) / pct(&h[1][P_TODAY].second, 50),
+	       pct(&h[1][P_WARM].first, 50) / pct(&h[1][P_WARM].second, 50));
 	printf("idle warm clone: PSS %.1f MiB, CPU %.2f%% of a core\n", pss,
 	       cpu);
 	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->handoffs);
 	for (int c = 0; c < 2; c++)
-		for (int w = 0; w < 2; w++)
+		for (int w = 0; w < P_COUNT; w++)
 			fprintf(f,
 				"\"%s_%s\":{\"handoff_ms\":{\"p50\":%.1f,"
 				"\"p99\":%.1f},\"first_step_ms\":{\"p50\":%.1f,"
