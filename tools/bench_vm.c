@@ -130,10 +130,63 @@ static int mem_of(pid_t pid, long *pss, long *rss)
 	return 0;
 }
 
+/* Where an idle QEMU's memory is (kB, from /proc/PID/smaps): the guest
+ * RAM mapping (the template's memfd, MAP_PRIVATE: Private_Dirty is what
+ * this clone wrote), the TCG code buffer (the one rwx anonymous
+ * mapping), other anonymous memory (heap: softmmu TLBs, TB metadata,
+ * device state) and file mappings (QEMU and its libraries). */
+enum part { M_RAM, M_TCG, M_ANON, M_FILE, M_PARTS };
+static const char *const part_name[M_PARTS] = {"guest RAM", "TCG code",
+					       "heap/anon", "files"};
+struct mem_parts {
+	long pss[M_PARTS];   /* proportional set size */
+	long dirty[M_PARTS]; /* Private_Dirty */
+};
+
+/* The part a smaps header line's mapping belongs to. */
+static enum part part_of(const char *hdr)
+{
+	char perms[8] = "", name[256] = "";
+
+	sscanf(hdr, "%*s %7s %*s %*s %*s %255[^\n]", perms, name);
+	if (strstr(name, "memfd:airlock-template"))
+		return M_RAM;
+	if (!name[0] && !strcmp(perms, "rwxp"))
+		return M_TCG;
+	return name[0] == '/' ? M_FILE : M_ANON;
+}
+
+static int mem_parts_of(pid_t pid, struct mem_parts *m)
+{
+	char path[64], line[512];
+	enum part cur = M_ANON;
+	long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	memset(m, 0, sizeof(*m));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) /* a mapping */
+			cur = part_of(line);
+		if (sscanf(line, "Pss: %ld kB", &v) == 1)
+			m->pss[cur] += v;
+		if (sscanf(line, "Private_Dirty: %ld kB", &v) == 1)
+			m->dirty[cur] += v;
+	}
+	fclose(f);
+	return 0;
+}
+
 struct opts {
 	const char *tmpl, *json;
 	int clones, cold, alive, handoffs;
 	bool handoff_only; /* skip the cold/restore/memory sections */
+	bool idle_only;	   /* only the idle warm clone's memory and CPU */
 };
 
 static int bench_cold(const struct sb_options *o, const struct opts *b,
@@ -441,7 +494,7 @@ static long cpu_ticks(pid_t pid)
 
 /* One warm clone left idle for 10 s: PSS (MiB) and CPU (% of a core). */
 static int bench_idle(const struct sb_options *o, const struct sb_template *t,
-		      double *pss_mib, double *cpu_pct)
+		      double *pss_mib, double *cpu_pct, struct mem_parts *mp)
 {
 	struct sb_pool pool;
 	long pss = 0, rss = 0, c0, c1;
@@ -465,6 +518,8 @@ static int bench_idle(const struct sb_options *o, const struct sb_template *t,
 	*cpu_pct = (double)(c1 - c0) * 1000.0 / sysconf(_SC_CLK_TCK) /
 		   (now_ms() - t0) * 100.0;
 	r = mem_of(pid, &pss, &rss);
+	if (r == 0)
+		r = mem_parts_of(pid, mp);
 	*pss_mib = (double)pss / 1024.0;
 	sb_pool_release(&pool);
 	return r;
@@ -476,7 +531,8 @@ static void usage(FILE *f)
 		   "[--cold N] [--alive N]\n"
 		   "                        [--prestart N] [--json FILE] "
 		   "[--state-dir DIR] [--accel auto|kvm|tcg]\n"
-		   "                        [--handoffs N] [--handoff-only]\n");
+		   "                        [--handoffs N] [--handoff-only] "
+		   "[--idle-only]\n");
 }
 
 static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
@@ -487,6 +543,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		{"prestart", 1, 0, 'p'}, {"json", 1, 0, 'j'},
 		{"state-dir", 1, 0, 's'}, {"accel", 1, 0, 'x'},
 		{"handoffs", 1, 0, 'o'}, {"handoff-only", 0, 0, 'O'},
+		{"idle-only", 0, 0, 'I'},
 		{"help", 0, 0, 'h'},     {0, 0, 0, 0},
 	};
 	int c;
@@ -501,6 +558,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		case 'j': b->json = optarg; break;
 		case 'o': b->handoffs = atoi(optarg); break;
 		case 'O': b->handoff_only = true; break;
+		case 'I': b->idle_only = b->handoff_only = true; break;
 		case 's': snprintf(o->state_dir, sizeof(o->state_dir), "%s", optarg); break;
 		case 'x':
 			o->accel = !strcmp(optarg, "kvm")   ? SB_ACCEL_KVM
@@ -530,10 +588,17 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 	static const char *const cmd[] = {"true", "print"};
 	static const char *const path[] = {"today", "warm2rt", "warm"};
 	struct handoff h[2][P_COUNT]; /* [cmd][path] */
+	struct mem_parts mp = {0};
 	double pss = 0, cpu = 0;
 	int r = 0;
 
 	memset(h, 0, sizeof(h));
+	if (b->idle_only) {
+		r = bench_idle(o, t, &pss, &cpu, &mp);
+		if (r < 0)
+			return r;
+		goto report;
+	}
 	for (int c = 0; c < 2; c++)
 		for (int w = 0; w < P_COUNT; w++) {
 			h[c][w].handoff.v = calloc((size_t)b->handoffs, 8);
@@ -546,7 +611,7 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 			r = bench_handoff(o, b, t, w, py, 3, &h[1][w]);
 	}
 	if (r == 0)
-		r = bench_idle(o, t, &pss, &cpu);
+		r = bench_idle(o, t, &pss, &cpu, &mp);
 	if (r < 0)
 		return r;
 	printf("\nhand-off, %d jobs each (ms, p50)   today  warm,2 RT  "
@@ -570,10 +635,14 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 	printf("print(6*7) first/second step: %.2fx today, %.2fx warm\n",
 	       pct(&h[1][P_TODAY].first, 50) / pct(&h[1][P_TODAY].second, 50),
 	       pct(&h[1][P_WARM].first, 50) / pct(&h[1][P_WARM].second, 50));
+report:
 	printf("idle warm clone: PSS %.1f MiB, CPU %.2f%% of a core\n", pss,
 	       cpu);
-	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->handoffs);
-	for (int c = 0; c < 2; c++)
+	for (int k = 0; k < M_PARTS; k++)
+		printf("  %-10s PSS %7.1f MiB, private dirty %7.1f MiB\n",
+		       part_name[k], mp.pss[k] / 1024.0, mp.dirty[k] / 1024.0);
+	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->idle_only ? 0 : b->handoffs);
+	for (int c = 0; c < 2 && !b->idle_only; c++)
 		for (int w = 0; w < P_COUNT; w++)
 			fprintf(f,
 				"\"%s_%s\":{\"handoff_ms\":{\"p50\":%.1f,"
@@ -585,14 +654,19 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 				pct(&h[c][w].first, 50), pct(&h[c][w].first, 99),
 				pct(&h[c][w].second, 50),
 				pct(&h[c][w].second, 99));
-	fprintf(f, "\"idle_warm_pss_mib\":%.1f,\"idle_warm_cpu_pct\":%.2f}",
-		pss, cpu);
+	fprintf(f, "\"idle_warm_pss_mib\":%.1f,\"idle_warm_cpu_pct\":%.2f,"
+		"\"idle_warm_parts\":{", pss, cpu);
+	for (int k = 0; k < M_PARTS; k++)
+		fprintf(f, "%s\"%s\":{\"pss_mib\":%.1f,\"private_dirty_mib\":"
+			"%.1f}", k ? "," : "", part_name[k], mp.pss[k] / 1024.0,
+			mp.dirty[k] / 1024.0);
+	fprintf(f, "}}");
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts b = {"python", "bench-vm.json", 50, 5, 20, 10, false};
+	struct opts b = {"python", "bench-vm.json", 50, 5, 20, 10, false, false};
 	struct series cold = {0}, coldf = {0}, pool = {0}, poolf = {0};
 	struct series bare = {0}, baref = {0};
 	struct phases ph = {0};
