@@ -131,13 +131,17 @@ static int mem_of(pid_t pid, long *pss, long *rss)
 }
 
 /* Where an idle QEMU's memory is (kB, from /proc/PID/smaps): the guest
- * RAM mapping (the template's memfd, MAP_PRIVATE: Private_Dirty is what
- * this clone wrote), the TCG code buffer (the one rwx anonymous
- * mapping), other anonymous memory (heap: softmmu TLBs, TB metadata,
- * device state) and file mappings (QEMU and its libraries). */
-enum part { M_RAM, M_TCG, M_ANON, M_FILE, M_PARTS };
-static const char *const part_name[M_PARTS] = {"guest RAM", "TCG code",
-					       "heap/anon", "files"};
+ * RAM mapping (the template's memfd, MAP_PRIVATE) split into the pages
+ * this clone wrote (its own copies: `Anonymous`) and the template's pages
+ * it only mapped (memfd pages resident whether or not a clone maps them;
+ * smaps calls them Private_Dirty while one clone is their only mapper,
+ * and PSS splits them across clones), the TCG code buffer (the one rwx
+ * anonymous mapping), other anonymous memory (heap: softmmu TLBs, TB
+ * hash, device state) and file mappings (QEMU and its libraries). */
+enum part { M_RAM, M_TMPL, M_TCG, M_ANON, M_FILE, M_PARTS };
+static const char *const part_name[M_PARTS] = {
+	"guest RAM written", "template pages", "TCG code", "heap/anon",
+	"files"};
 struct mem_parts {
 	long pss[M_PARTS];   /* proportional set size */
 	long dirty[M_PARTS]; /* Private_Dirty */
@@ -173,10 +177,18 @@ static int mem_parts_of(pid_t pid, struct mem_parts *m)
 
 		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) /* a mapping */
 			cur = part_of(line);
+		/* the RAM mapping: its own copies are `Anonymous` (one
+		 * mapper: PSS = size), the rest are template pages */
+		if (cur == M_RAM && sscanf(line, "Anonymous: %ld kB", &v) == 1) {
+			m->pss[M_TMPL] -= v;
+			m->dirty[M_TMPL] -= v;
+			m->pss[M_RAM] += v;
+			m->dirty[M_RAM] += v;
+		}
 		if (sscanf(line, "Pss: %ld kB", &v) == 1)
-			m->pss[cur] += v;
+			m->pss[cur == M_RAM ? M_TMPL : cur] += v;
 		if (sscanf(line, "Private_Dirty: %ld kB", &v) == 1)
-			m->dirty[cur] += v;
+			m->dirty[cur == M_RAM ? M_TMPL : cur] += v;
 	}
 	fclose(f);
 	return 0;
@@ -436,37 +448,50 @@ static int handoff_vm(struct sb_pool *pool, enum path w, struct sb_vm **vm,
 	return r;
 }
 
-static int bench_handoff(const struct sb_options *o, const struct opts *b,
-			 const struct sb_template *t, enum path w, char **argv,
-			 size_t out_len, struct handoff *h)
+/* One job on path w: hand-off, then the command twice in that VM. */
+static int handoff_one(struct sb_pool *pool, enum path w, char **argv,
+		       size_t out_len, struct handoff *h)
 {
-	struct sb_pool pool;
+	struct sb_vm *vm = NULL;
+	double t0, ms = 0;
+	int r = handoff_vm(pool, w, &vm, &ms);
+
+	if (r == 0) {
+		add(&h->handoff, ms);
+		t0 = now_ms();
+		r = run_cmd(vm, argv, out_len);
+		add(&h->first, now_ms() - t0);
+	}
+	if (r == 0) {
+		t0 = now_ms();
+		r = run_cmd(vm, argv, out_len);
+		add(&h->second, now_ms() - t0);
+	}
+	if (r < 0)
+		fprintf(stderr, "hand-off: %s\n", sb_vm_error(vm));
+	sb_vm_destroy(vm);
+	return r;
+}
+
+/* The paths take turns, job by job, so that a change in the machine's
+ * load over the run touches them alike: their ratios hold. */
+static int bench_handoff(const struct sb_options *o, const struct opts *b,
+			 const struct sb_template *t, char **argv,
+			 size_t out_len, struct handoff h[P_COUNT])
+{
+	struct sb_pool pool[P_COUNT];
 	int r = 0;
 
-	sb_pool_init(&pool, o, t, o->prestart);
-	sb_pool_set_warm(&pool, w != P_TODAY, 0);
-	sb_pool_fill(&pool);
-	for (int i = 0; i < b->handoffs && r == 0; i++) {
-		struct sb_vm *vm = NULL;
-		double t0, ms = 0;
-
-		r = handoff_vm(&pool, w, &vm, &ms);
-		if (r == 0) {
-			add(&h->handoff, ms);
-			t0 = now_ms();
-			r = run_cmd(vm, argv, out_len);
-			add(&h->first, now_ms() - t0);
-		}
-		if (r == 0) {
-			t0 = now_ms();
-			r = run_cmd(vm, argv, out_len);
-			add(&h->second, now_ms() - t0);
-		}
-		if (r < 0)
-			fprintf(stderr, "hand-off: %s\n", sb_vm_error(vm));
-		sb_vm_destroy(vm);
+	for (int w = 0; w < P_COUNT; w++) {
+		sb_pool_init(&pool[w], o, t, o->prestart);
+		sb_pool_set_warm(&pool[w], w != P_TODAY, 0);
+		sb_pool_fill(&pool[w]);
 	}
-	sb_pool_release(&pool);
+	for (int i = 0; i < b->handoffs && r == 0; i++)
+		for (int w = 0; w < P_COUNT && r == 0; w++)
+			r = handoff_one(&pool[w], w, argv, out_len, &h[w]);
+	for (int w = 0; w < P_COUNT; w++)
+		sb_pool_release(&pool[w]);
 	return r;
 }
 
@@ -492,19 +517,28 @@ static long cpu_ticks(pid_t pid)
 	return (long)(ut + st);
 }
 
-/* One warm clone left idle for 10 s: PSS (MiB) and CPU (% of a core). */
+/* sb_pool_warm's `stop`: let the restore happen, stop the warm-up. */
+static bool stop_after_restore(void *arg)
+{
+	return (*(int *)arg)++ > 0;
+}
+
+/* One warm clone (or, !warm, a clone restored the same way and not
+ * warmed up) left idle for 10 s: PSS (MiB), CPU (% of a core), parts. */
 static int bench_idle(const struct sb_options *o, const struct sb_template *t,
-		      double *pss_mib, double *cpu_pct, struct mem_parts *mp)
+		      bool warm, double *pss_mib, double *cpu_pct,
+		      struct mem_parts *mp)
 {
 	struct sb_pool pool;
 	long pss = 0, rss = 0, c0, c1;
+	int asked = 0;
 	double t0;
 	pid_t pid;
 	int r;
 
 	sb_pool_init(&pool, o, t, 0);
 	sb_pool_set_warm(&pool, 1, 0);
-	r = sb_pool_warm(&pool, NULL, NULL);
+	r = sb_pool_warm(&pool, warm ? NULL : stop_after_restore, &asked);
 	if (r < 1) {
 		sb_pool_release(&pool);
 		return r < 0 ? r : -EIO;
@@ -594,9 +628,20 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 
 	memset(h, 0, sizeof(h));
 	if (b->idle_only) {
-		r = bench_idle(o, t, &pss, &cpu, &mp);
+		struct mem_parts rp = {0};
+		double rpss = 0, rcpu = 0;
+
+		r = bench_idle(o, t, false, &rpss, &rcpu, &rp);
+		if (r == 0)
+			r = bench_idle(o, t, true, &pss, &cpu, &mp);
 		if (r < 0)
 			return r;
+		printf("idle restored clone (no warm-up): PSS %.1f MiB, CPU "
+		       "%.2f%% of a core\n", rpss, rcpu);
+		for (int k = 0; k < M_PARTS; k++)
+			printf("  %-17s PSS %7.1f MiB, private dirty %7.1f "
+			       "MiB\n", part_name[k], rp.pss[k] / 1024.0,
+			       rp.dirty[k] / 1024.0);
 		goto report;
 	}
 	for (int c = 0; c < 2; c++)
@@ -605,13 +650,11 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 			h[c][w].first.v = calloc((size_t)b->handoffs, 8);
 			h[c][w].second.v = calloc((size_t)b->handoffs, 8);
 		}
-	for (int w = 0; w < P_COUNT && r == 0; w++) {
-		r = bench_handoff(o, b, t, w, tr, 0, &h[0][w]);
-		if (r == 0)
-			r = bench_handoff(o, b, t, w, py, 3, &h[1][w]);
-	}
+	r = bench_handoff(o, b, t, tr, 0, h[0]);
 	if (r == 0)
-		r = bench_idle(o, t, &pss, &cpu, &mp);
+		r = bench_handoff(o, b, t, py, 3, h[1]);
+	if (r == 0)
+		r = bench_idle(o, t, true, &pss, &cpu, &mp);
 	if (r < 0)
 		return r;
 	printf("\nhand-off, %d jobs each (ms, p50)   today  warm,2 RT  "
@@ -639,7 +682,7 @@ report:
 	printf("idle warm clone: PSS %.1f MiB, CPU %.2f%% of a core\n", pss,
 	       cpu);
 	for (int k = 0; k < M_PARTS; k++)
-		printf("  %-10s PSS %7.1f MiB, private dirty %7.1f MiB\n",
+		printf("  %-17s PSS %7.1f MiB, private dirty %7.1f MiB\n",
 		       part_name[k], mp.pss[k] / 1024.0, mp.dirty[k] / 1024.0);
 	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->idle_only ? 0 : b->handoffs);
 	for (int c = 0; c < 2 && !b->idle_only; c++)
