@@ -495,6 +495,55 @@ static int bench_handoff(const struct sb_options *o, const struct opts *b,
 	return r;
 }
 
+/* What one agent round trip costs on a warm clone, by request: ping (the
+ * channel and the agent's loop alone), reseed, setup, and setup carrying
+ * the reseed (the hand-off); TRIPS of each, in turns. */
+#define TRIPS 10
+enum trip { T_PING, T_RESEED, T_SETUP, T_BOTH, T_COUNT };
+static const char *const trip_name[T_COUNT] = {"ping", "reseed", "setup",
+					       "setup+reseed"};
+
+static int trip_one(struct sb_vm *vm, const struct sb_options *o,
+		    const struct al_limits *lim, enum trip k)
+{
+	switch (k) {
+	case T_PING:
+		return al_agent_client_ping(&vm->agent, 2000);
+	case T_RESEED:
+		return vm_reseed(vm, o);
+	case T_SETUP:
+		return al_agent_client_setup(&vm->agent, lim, 2000);
+	default:
+		return vm_setup_reseed(vm, lim, 2000);
+	}
+}
+
+static int bench_trips(const struct sb_options *o, const struct sb_template *t,
+		       struct series s[T_COUNT])
+{
+	struct sb_pool pool;
+	struct sb_vm *vm = NULL;
+	struct al_limits lim;
+	int r;
+
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	sb_pool_init(&pool, o, t, 0);
+	sb_pool_set_warm(&pool, 1, 0);
+	r = sb_pool_warm(&pool, NULL, NULL);
+	if (r == 1)
+		r = sb_pool_take(&pool, &lim, &vm);
+	for (int i = 0; i < TRIPS && r == 0; i++)
+		for (int k = 0; k < T_COUNT && r == 0; k++) {
+			double t0 = now_ms();
+
+			r = trip_one(vm, o, &lim, (enum trip)k);
+			add(&s[k], now_ms() - t0);
+		}
+	sb_vm_destroy(vm);
+	sb_pool_release(&pool);
+	return r < 0 ? r : 0;
+}
+
 /* utime + stime of a process, clock ticks. */
 static long cpu_ticks(pid_t pid)
 {
@@ -622,6 +671,7 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 	static const char *const cmd[] = {"true", "print"};
 	static const char *const path[] = {"today", "warm2rt", "warm"};
 	struct handoff h[2][P_COUNT]; /* [cmd][path] */
+	struct series trips[T_COUNT] = {{0}};
 	struct mem_parts mp = {0};
 	double pss = 0, cpu = 0;
 	int r = 0;
@@ -650,9 +700,13 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 			h[c][w].first.v = calloc((size_t)b->handoffs, 8);
 			h[c][w].second.v = calloc((size_t)b->handoffs, 8);
 		}
+	for (int k = 0; k < T_COUNT; k++)
+		trips[k].v = calloc(TRIPS, sizeof(double));
 	r = bench_handoff(o, b, t, tr, 0, h[0]);
 	if (r == 0)
 		r = bench_handoff(o, b, t, py, 3, h[1]);
+	if (r == 0)
+		r = bench_trips(o, t, trips);
 	if (r == 0)
 		r = bench_idle(o, t, true, &pss, &cpu, &mp);
 	if (r < 0)
@@ -675,6 +729,10 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 			printf("\n");
 		}
 	}
+	printf("one round trip to a warm clone (ms, p50 of %d):", TRIPS);
+	for (int k = 0; k < T_COUNT; k++)
+		printf(" %s %.1f%s", trip_name[k], pct(&trips[k], 50),
+		       k + 1 < T_COUNT ? "," : "\n");
 	printf("print(6*7) first/second step: %.2fx today, %.2fx warm\n",
 	       pct(&h[1][P_TODAY].first, 50) / pct(&h[1][P_TODAY].second, 50),
 	       pct(&h[1][P_WARM].first, 50) / pct(&h[1][P_WARM].second, 50));
@@ -697,6 +755,9 @@ report:
 				pct(&h[c][w].first, 50), pct(&h[c][w].first, 99),
 				pct(&h[c][w].second, 50),
 				pct(&h[c][w].second, 99));
+	for (int k = 0; k < T_COUNT && !b->idle_only; k++)
+		fprintf(f, "\"trip_%s_ms\":%.1f,", k == T_BOTH ? "setup_reseed"
+			: trip_name[k], pct(&trips[k], 50));
 	fprintf(f, "\"idle_warm_pss_mib\":%.1f,\"idle_warm_cpu_pct\":%.2f,"
 		"\"idle_warm_parts\":{", pss, cpu);
 	for (int k = 0; k < M_PARTS; k++)
