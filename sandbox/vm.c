@@ -695,9 +695,12 @@ int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits)
 {
 	int r;
 
-	/* a warm clone's hand-off (sb_pool_take) sent these already */
-	if (vm->set_up && !memcmp(&vm->limits, limits, sizeof(*limits)))
+	/* a warm clone's hand-off (sb_pool_take) sent these already; once */
+	if (vm->set_up && !memcmp(&vm->limits, limits, sizeof(*limits))) {
+		vm->set_up = false;
 		return 0;
+	}
+	vm->set_up = false;
 	r = al_agent_client_setup(&vm->agent, limits,
 				  vm_call_timeout(vm, 30000));
 
