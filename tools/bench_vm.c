@@ -670,112 +670,141 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 	return 0;
 }
 
-/* The hand-off section: both paths for `true` and print(6*7), the idle
- * warm clone; a table on stdout and a JSON object on `f`. */
-static int handoff_report(const struct sb_options *o, const struct opts *b,
-			  const struct sb_template *t, FILE *f)
+static const char *const cmd_name[2] = {"true", "print"};
+static const char *const path_name[P_COUNT] = {"today", "warm2rt", "warm"};
+
+/* Everything the hand-off section measures. */
+struct handoff_figs {
+	struct handoff h[2][P_COUNT]; /* [command][path] */
+	struct series trips[T_COUNT]; /* single round trips */
+	struct mem_parts mp;	      /* idle warm clone, by part */
+	double pss, cpu;	      /* idle warm clone: MiB, % of a core */
+};
+
+static void print_parts(const char *what, double pss, double cpu,
+			const struct mem_parts *mp)
 {
-	char *tr[] = {"true", NULL};
-	char *py[] = {"python3", "-c", "print(6*7)", NULL};
-	static const char *const cmd[] = {"true", "print"};
-	static const char *const path[] = {"today", "warm2rt", "warm"};
-	struct handoff h[2][P_COUNT]; /* [cmd][path] */
-	struct series trips[T_COUNT] = {{0}};
-	struct mem_parts mp = {0};
-	double pss = 0, cpu = 0;
-	int r = 0;
+	printf("%s: PSS %.1f MiB, CPU %.2f%% of a core\n", what, pss, cpu);
+	for (int k = 0; k < M_PARTS; k++)
+		printf("  %-17s PSS %7.1f MiB, private dirty %7.1f MiB\n",
+		       part_name[k], mp->pss[k] / 1024.0, mp->dirty[k] / 1024.0);
+}
 
-	memset(h, 0, sizeof(h));
-	if (b->idle_only) {
-		struct mem_parts rp = {0};
-		double rpss = 0, rcpu = 0;
+static void print_handoff(const struct opts *b, struct handoff_figs *x)
+{
+	static const char *const what[] = {"job received -> step",
+					   "first step", "second step"};
 
-		r = bench_idle(o, t, false, &rpss, &rcpu, &rp);
-		if (r == 0)
-			r = bench_idle(o, t, true, &pss, &cpu, &mp);
-		if (r < 0)
-			return r;
-		printf("idle restored clone (no warm-up): PSS %.1f MiB, CPU "
-		       "%.2f%% of a core\n", rpss, rcpu);
-		for (int k = 0; k < M_PARTS; k++)
-			printf("  %-17s PSS %7.1f MiB, private dirty %7.1f "
-			       "MiB\n", part_name[k], rp.pss[k] / 1024.0,
-			       rp.dirty[k] / 1024.0);
-		goto report;
-	}
-	for (int c = 0; c < 2; c++)
-		for (int w = 0; w < P_COUNT; w++) {
-			h[c][w].handoff.v = calloc((size_t)b->handoffs, 8);
-			h[c][w].first.v = calloc((size_t)b->handoffs, 8);
-			h[c][w].second.v = calloc((size_t)b->handoffs, 8);
-		}
-	for (int k = 0; k < T_COUNT; k++)
-		trips[k].v = calloc(TRIPS, sizeof(double));
-	r = bench_handoff(o, b, t, tr, 0, h[0]);
-	if (r == 0)
-		r = bench_handoff(o, b, t, py, 3, h[1]);
-	if (r == 0)
-		r = bench_trips(o, t, trips);
-	if (r == 0)
-		r = bench_idle(o, t, true, &pss, &cpu, &mp);
-	if (r < 0)
-		return r;
 	printf("\nhand-off, %d jobs each (ms, p50)   today  warm,2 RT  "
 	       "warm,1 RT\n", b->handoffs);
-	for (int c = 0; c < 2; c++) {
-		static const char *const what[] = {
-			"job received -> step", "first step", "second step"};
-
+	for (int c = 0; c < 2; c++)
 		for (int k = 0; k < 3; k++) {
-			printf("  %-5s %-22s", cmd[c], what[k]);
+			printf("  %-5s %-22s", cmd_name[c], what[k]);
 			for (int w = 0; w < P_COUNT; w++) {
-				struct series *sr[] = {&h[c][w].handoff,
-						       &h[c][w].first,
-						       &h[c][w].second};
+				struct handoff *h = &x->h[c][w];
+				struct series *sr[] = {&h->handoff, &h->first,
+						       &h->second};
 
 				printf(" %10.1f", pct(sr[k], 50));
 			}
 			printf("\n");
 		}
-	}
 	printf("one round trip to a warm clone (ms, p50 of %d):", TRIPS);
 	for (int k = 0; k < T_COUNT; k++)
-		printf(" %s %.1f%s", trip_name[k], pct(&trips[k], 50),
+		printf(" %s %.1f%s", trip_name[k], pct(&x->trips[k], 50),
 		       k + 1 < T_COUNT ? "," : "\n");
 	printf("print(6*7) first/second step: %.2fx today, %.2fx warm\n",
-	       pct(&h[1][P_TODAY].first, 50) / pct(&h[1][P_TODAY].second, 50),
-	       pct(&h[1][P_WARM].first, 50) / pct(&h[1][P_WARM].second, 50));
-report:
-	printf("idle warm clone: PSS %.1f MiB, CPU %.2f%% of a core\n", pss,
-	       cpu);
-	for (int k = 0; k < M_PARTS; k++)
-		printf("  %-17s PSS %7.1f MiB, private dirty %7.1f MiB\n",
-		       part_name[k], mp.pss[k] / 1024.0, mp.dirty[k] / 1024.0);
+	       pct(&x->h[1][P_TODAY].first, 50) /
+		   pct(&x->h[1][P_TODAY].second, 50),
+	       pct(&x->h[1][P_WARM].first, 50) /
+		   pct(&x->h[1][P_WARM].second, 50));
+}
+
+static void json_handoff(FILE *f, const struct opts *b,
+			 struct handoff_figs *x)
+{
 	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->idle_only ? 0 : b->handoffs);
 	for (int c = 0; c < 2 && !b->idle_only; c++)
-		for (int w = 0; w < P_COUNT; w++)
+		for (int w = 0; w < P_COUNT; w++) {
+			struct handoff *h = &x->h[c][w];
+
 			fprintf(f,
 				"\"%s_%s\":{\"handoff_ms\":{\"p50\":%.1f,"
 				"\"p99\":%.1f},\"first_step_ms\":{\"p50\":%.1f,"
 				"\"p99\":%.1f},\"second_step_ms\":{\"p50\":"
 				"%.1f,\"p99\":%.1f}},",
-				cmd[c], path[w], pct(&h[c][w].handoff, 50),
-				pct(&h[c][w].handoff, 99),
-				pct(&h[c][w].first, 50), pct(&h[c][w].first, 99),
-				pct(&h[c][w].second, 50),
-				pct(&h[c][w].second, 99));
+				cmd_name[c], path_name[w], pct(&h->handoff, 50),
+				pct(&h->handoff, 99), pct(&h->first, 50),
+				pct(&h->first, 99), pct(&h->second, 50),
+				pct(&h->second, 99));
+		}
 	for (int k = 0; k < T_COUNT && !b->idle_only; k++)
 		fprintf(f, "\"trip_%s_ms\":%.1f,", k == T_BOTH ? "setup_reseed"
 			: k == T_IDLE ? "ping_idle" : trip_name[k],
-			pct(&trips[k], 50));
+			pct(&x->trips[k], 50));
 	fprintf(f, "\"idle_warm_pss_mib\":%.1f,\"idle_warm_cpu_pct\":%.2f,"
-		"\"idle_warm_parts\":{", pss, cpu);
+		"\"idle_warm_parts\":{", x->pss, x->cpu);
 	for (int k = 0; k < M_PARTS; k++)
 		fprintf(f, "%s\"%s\":{\"pss_mib\":%.1f,\"private_dirty_mib\":"
-			"%.1f}", k ? "," : "", part_name[k], mp.pss[k] / 1024.0,
-			mp.dirty[k] / 1024.0);
+			"%.1f}", k ? "," : "", part_name[k],
+			x->mp.pss[k] / 1024.0, x->mp.dirty[k] / 1024.0);
 	fprintf(f, "}}");
-	return 0;
+}
+
+/* --idle-only: a restored clone and a warm one, idle, side by side. */
+static int idle_report(const struct sb_options *o, const struct sb_template *t,
+		       struct handoff_figs *x)
+{
+	struct mem_parts rp = {0};
+	double rpss = 0, rcpu = 0;
+	int r = bench_idle(o, t, false, &rpss, &rcpu, &rp);
+
+	if (r == 0)
+		r = bench_idle(o, t, true, &x->pss, &x->cpu, &x->mp);
+	if (r == 0)
+		print_parts("idle restored clone (no warm-up)", rpss, rcpu, &rp);
+	return r;
+}
+
+/* The hand-off section: the three paths for `true` and print(6*7), the
+ * single round trips, the idle warm clone; a table on stdout and a JSON
+ * object on `f`. */
+static int handoff_report(const struct sb_options *o, const struct opts *b,
+			  const struct sb_template *t, FILE *f)
+{
+	char *tr[] = {"true", NULL};
+	char *py[] = {"python3", "-c", "print(6*7)", NULL};
+	struct handoff_figs *x = calloc(1, sizeof(*x));
+	size_t n = (size_t)b->handoffs;
+	int r = x ? 0 : -ENOMEM;
+
+	for (int c = 0; c < 2 && r == 0; c++)
+		for (int w = 0; w < P_COUNT; w++) {
+			x->h[c][w].handoff.v = calloc(n, sizeof(double));
+			x->h[c][w].first.v = calloc(n, sizeof(double));
+			x->h[c][w].second.v = calloc(n, sizeof(double));
+		}
+	for (int k = 0; k < T_COUNT && r == 0; k++)
+		x->trips[k].v = calloc(TRIPS, sizeof(double));
+	if (r == 0 && b->idle_only)
+		r = idle_report(o, t, x);
+	if (r == 0 && !b->idle_only) {
+		r = bench_handoff(o, b, t, tr, 0, x->h[0]);
+		if (r == 0)
+			r = bench_handoff(o, b, t, py, 3, x->h[1]);
+		if (r == 0)
+			r = bench_trips(o, t, x->trips);
+		if (r == 0)
+			r = bench_idle(o, t, true, &x->pss, &x->cpu, &x->mp);
+		if (r == 0)
+			print_handoff(b, x);
+	}
+	if (r == 0) {
+		print_parts("idle warm clone", x->pss, x->cpu, &x->mp);
+		json_handoff(f, b, x);
+	}
+	free(x); /* the series' arrays live until exit, as main's do */
+	return r;
 }
 
 int main(int argc, char **argv)
