@@ -27,7 +27,8 @@
  *
  * Warm clones (docs/warm.md) go one step further, between jobs: restored,
  * reseeded and warmed up (the image's clone_warmup run as the job user
- * through the step path, then the writable dirs tidied), they wait in
+ * through the step path, then the writable dirs tidied, then a setup with
+ * the default job limits, the slow first one), they wait in
  * p->warm until sb_pool_take hands one to a job in one round trip: the
  * job's setup carrying a fresh reseed (entropy and clock: they may have
  * waited minutes; proto v2), applied by the agent before the limits. One
