@@ -59,6 +59,12 @@ static const struct field reseed_fields[] = {
 };
 static const struct field setup_fields[] = {
     {"limits", F_LIMITS, OFF(setup.limits), 0, 0, 0, true},
+    {"entropy", F_BIN, OFF(setup.entropy), 0, AL_ENTROPY_MIN, AL_ENTROPY_MAX,
+     false},
+    {"time_ns", F_U64, OFF(setup.time_ns), 0, 0, UINT64_MAX, false},
+};
+static const struct field ok_fields[] = {
+    {"reseeded", F_BOOL, OFF(ok.reseeded), 0, 0, 1, false},
 };
 static const struct field put_files_fields[] = {
     {"files", F_FILES, OFF(files.files), OFF(files.n_files), 0, AL_FILES_MAX,
@@ -106,7 +112,7 @@ static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_RUN_STEP] = {"run_step", FIELDS(run_step_fields)},
     [AL_MSG_GET_FILES] = {"get_files", FIELDS(get_files_fields)},
     [AL_MSG_PING] = {"ping", NULL, 0},
-    [AL_MSG_OK] = {"ok", NULL, 0},
+    [AL_MSG_OK] = {"ok", FIELDS(ok_fields)},
     [AL_MSG_ERROR] = {"error", FIELDS(error_fields)},
     [AL_MSG_OUT] = {"out", FIELDS(out_fields)},
     [AL_MSG_EXIT] = {"exit", FIELDS(exit_fields)},

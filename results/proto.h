@@ -8,13 +8,23 @@
  *   request                                  reply
  *   hello                                    hello {v, agent, kernel, template}
  *   reseed {entropy: bin 32..512, time_ns}   ok
- *   setup {limits}                           ok
+ *   setup {limits, entropy?, time_ns?}       ok {reseeded?}
  *   put_files {files: {path: str|bin}}       ok
  *   run_step {step, limits, stream}          out {fd, data}*, then
  *                                            exit {result}
  *   get_files {paths: [..], max_bytes}       files {files, missing: [..]}
  *   ping                                     pong
  *   (any, on failure)                        error {msg}
+ *
+ * Versions. `v` in hello is AL_PROTO_VERSION; a field added later is
+ * optional and ignored by an older peer (the decoders skip unknown keys),
+ * so a host that relies on one needs the peer to acknowledge it:
+ *   v2  setup may carry a reseed (entropy + time_ns, both or neither,
+ *       the same bounds as reseed), applied before the limits: a warm
+ *       clone's hand-off is then one round trip. The agent answers
+ *       `ok {reseeded: true}`; a v1 agent answers a plain `ok` (it
+ *       ignored the reseed), and the host must then send `reseed`
+ *       before any step (al_agent_client_setup_reseed says which).
  *
  * Authentication (vsock only; see docs/vsock-auth.md). On a new vsock
  * connection the agent speaks first and nothing else is served until the
@@ -53,7 +63,7 @@
 
 #include "results.h"
 
-#define AL_PROTO_VERSION    1u		/* `v` in hello */
+#define AL_PROTO_VERSION    2u		/* `v` in hello; see "Versions" */
 #define AL_FRAME_HDR	    4u		/* bytes of the length prefix */
 #define AL_FRAME_MAX	    (40u << 20) /* largest frame body either side sends */
 #define AL_PROTO_STR_MAX    256u	/* agent, kernel in hello */
@@ -102,6 +112,13 @@ struct al_msg_reseed {
 
 struct al_msg_setup {
 	struct al_limits limits; /* job-wide limits */
+	struct al_blob entropy;	 /* v2, optional: a reseed's entropy (data
+				  * NULL = none), mixed in before the limits */
+	uint64_t time_ns;	 /* v2, with entropy: CLOCK_REALTIME to set */
+};
+
+struct al_msg_ok {
+	bool reseeded; /* v2, reply to setup: its reseed was applied */
 };
 
 struct al_msg_files {
@@ -150,6 +167,7 @@ struct al_msg {
 		struct al_msg_hello hello;
 		struct al_msg_reseed reseed;
 		struct al_msg_setup setup;
+		struct al_msg_ok ok;
 		struct al_msg_files files; /* put_files and files */
 		struct al_msg_run_step run_step;
 		struct al_msg_out out;

@@ -243,6 +243,30 @@ int al_agent_client_setup(struct al_agent_client *c,
 	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
 }
 
+int al_agent_client_setup_reseed(struct al_agent_client *c,
+				 const struct al_limits *limits,
+				 const void *entropy, size_t len,
+				 uint64_t time_ns, int timeout_ms,
+				 bool *reseeded)
+{
+	struct al_msg req = {.type = AL_MSG_SETUP}, rep;
+	int r;
+
+	*reseeded = false;
+	if (len < AL_ENTROPY_MIN || len > AL_ENTROPY_MAX || !time_ns)
+		return -EINVAL;
+	req.u.setup.limits = *limits;
+	req.u.setup.entropy.data = (uint8_t *)entropy;
+	req.u.setup.entropy.len = len;
+	req.u.setup.time_ns = time_ns;
+	r = call(c, &req, AL_MSG_OK, NULL, timeout_ms, &rep);
+	if (r < 0)
+		return r;
+	*reseeded = rep.u.ok.reseeded; /* false: a v1 agent ignored it */
+	al_msg_release(&rep);
+	return 0;
+}
+
 int al_agent_client_put_files(struct al_agent_client *c,
 			      const struct al_file *files, size_t n,
 			      int timeout_ms)

@@ -12,7 +12,8 @@
  *     The fd stays the caller's; it may be blocking or not.
  *     On vsock, al_agent_client_auth() must come first (proto.h).
  *  2. Call al_agent_client_hello() first, then reseed, setup, put_files,
- *     run_step (as often as there are steps), get_files. Each call sends one
+ *     run_step (as often as there are steps), get_files; reseed and setup
+ *     may be one call (al_agent_client_setup_reseed). Each call sends one
  *     request and waits at most `timeout_ms` for its reply.
  *  3. A call that fails with anything but -EPROTO (the guest answered
  *     `error`) leaves the stream in an unknown state: the client is then
@@ -58,6 +59,15 @@ int al_agent_client_reseed(struct al_agent_client *c, const void *entropy,
 			   size_t len, uint64_t time_ns, int timeout_ms);
 int al_agent_client_setup(struct al_agent_client *c,
 			  const struct al_limits *limits, int timeout_ms);
+/* setup and reseed in one round trip (proto v2): the agent mixes in the
+ * entropy and sets the clock, then applies the limits. *reseeded false
+ * after a 0 return means a v1 agent took the limits but ignored the
+ * reseed: send al_agent_client_reseed before any step. */
+int al_agent_client_setup_reseed(struct al_agent_client *c,
+				 const struct al_limits *limits,
+				 const void *entropy, size_t len,
+				 uint64_t time_ns, int timeout_ms,
+				 bool *reseeded);
 int al_agent_client_put_files(struct al_agent_client *c,
 			      const struct al_file *files, size_t n,
 			      int timeout_ms);

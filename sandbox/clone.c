@@ -27,11 +27,15 @@
  *
  * Warm clones (docs/warm.md) go one step further, between jobs: restored,
  * reseeded and warmed up (the image's clone_warmup run as the job user
- * through the step path, then the writable dirs tidied), they wait in
- * p->warm until sb_pool_take reseeds them again (entropy and clock: they
- * may have waited minutes) and hands one to a job. One that died, does
- * not answer the reseed in time or has waited max_age_ms is destroyed and
- * replaced; the job then takes the next one or the restore path.
+ * through the step path, then the writable dirs tidied, then a setup with
+ * the default job limits, the slow first one), they wait in
+ * p->warm until sb_pool_take hands one to a job in one round trip: the
+ * job's setup carrying a fresh reseed (entropy and clock: they may have
+ * waited minutes; proto v2), applied by the agent before the limits. One
+ * whose QEMU died or that has waited max_age_ms is dropped without a
+ * round trip (warm_sweep); one that does not answer that setup within
+ * HANDOFF_TIMEOUT_MS is destroyed; the job then takes the next one or the
+ * restore path.
  *
  * Reads a struct sb_template (template.c makes them) but calls nothing
  * there; builds on vm.c's steps (vm_internal.h).
@@ -302,6 +306,11 @@ static int warm_run(struct sb_vm *vm, const char *cmd)
 	if (r == 0 && res.status != AL_OK)
 		r = -EIO;
 	al_step_result_release(&res);
+	/* the default job limits once now: the agent's first setup after
+	 * the warm-up (its scratch remount) is slow under TCG, 4-18 ms, a
+	 * second one ~1 ms; the job's own setup then meets the fast case */
+	if (r == 0)
+		r = sb_vm_setup(vm, &lim);
 	return r;
 }
 
@@ -375,7 +384,22 @@ int sb_pool_warm(struct sb_pool *p, bool (*stop)(void *), void *arg)
 	return made;
 }
 
-int sb_pool_take(struct sb_pool *p, struct sb_vm **ret)
+/* Hand warm clone `vm` to a job: one round trip, setup with the reseed
+ * in it (or the reseed alone when the caller sends setup itself). */
+static int take_one(struct sb_vm *vm, const struct sb_options *o,
+		    const struct al_limits *lim)
+{
+	struct sb_options short_o = *o;
+
+	/* a clone that stopped answering is not worth a job's wait */
+	if (short_o.call_timeout_ms > HANDOFF_TIMEOUT_MS)
+		short_o.call_timeout_ms = HANDOFF_TIMEOUT_MS;
+	return lim ? vm_setup_reseed(vm, lim, short_o.call_timeout_ms)
+		   : vm_reseed(vm, &short_o);
+}
+
+int sb_pool_take(struct sb_pool *p, const struct al_limits *lim,
+		 struct sb_vm **ret)
 {
 	uint64_t t0 = al_now_ms();
 
@@ -383,17 +407,15 @@ int sb_pool_take(struct sb_pool *p, struct sb_vm **ret)
 	warm_sweep(p);
 	while (p->n_warm) {
 		struct sb_vm *vm = warm_take(p, 0);
-		struct sb_options o = *p->o;
 
-		/* a clone that stopped answering is not worth a job's wait */
-		if (o.call_timeout_ms > HANDOFF_TIMEOUT_MS)
-			o.call_timeout_ms = HANDOFF_TIMEOUT_MS;
-		if (vm_reseed(vm, &o) == 0) {
+		if (take_one(vm, p->o, lim) == 0) {
 			vm->start_ms = t0;
 			vm->ready_ms = al_now_ms() - t0;
 			*ret = vm;
 			return 0;
 		}
+		/* hung, dead, or refused the job's limits: a restored clone
+		 * gets the same setup and reports its error to the job */
 		sb_vm_destroy(vm);
 		p->replaced++;
 	}

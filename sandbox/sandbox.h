@@ -293,12 +293,15 @@ void sb_pool_set_warm(struct sb_pool *p, unsigned n, uint64_t max_age_ms);
  * Returns how many were made, or the -errno of a failed one (that clone
  * is dropped; the next call retries). */
 int sb_pool_warm(struct sb_pool *p, bool (*stop)(void *), void *arg);
-/* A warm clone for a job: the oldest live one that answers a reseed
- * (fresh entropy and the clock: it may have waited minutes) within a
- * short timeout; those that do not are destroyed and counted in
- * `replaced`. -ENOENT when none is left: restore (sb_pool_restore). Its
- * ready_ms is the hand-off time. */
-int sb_pool_take(struct sb_pool *p, struct sb_vm **ret);
+/* A warm clone for a job: the oldest live one that answers, within a
+ * short timeout, the job's setup with `lim` carrying fresh entropy and
+ * the clock (it may have waited minutes): one round trip, and the job's
+ * own sb_vm_setup(lim) then sends nothing. lim NULL: a reseed only (the
+ * caller sends setup). Those that do not answer are destroyed and
+ * counted in `replaced`. -ENOENT when none is left: restore
+ * (sb_pool_restore). Its ready_ms is the hand-off time. */
+int sb_pool_take(struct sb_pool *p, const struct al_limits *lim,
+		 struct sb_vm **ret);
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits);
 int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);

@@ -246,22 +246,59 @@ static int vm_call_timeout(const struct sb_vm *vm, uint64_t want)
 	return want > INT32_MAX ? INT32_MAX : (int)want;
 }
 
+/* Fresh entropy and the host's wall clock (ns) for a reseed. */
+static int reseed_fill(uint8_t entropy[64], uint64_t *time_ns)
+{
+	struct timespec ts;
+
+	if (getrandom(entropy, 64, 0) != 64)
+		return -EIO;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return 0;
+}
+
 /* Give the guest fresh entropy and the clock: clones of one snapshot are
  * otherwise identical, CRNG state included. */
 int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
 {
 	uint8_t entropy[64];
-	struct timespec ts;
+	uint64_t ns;
+	int r = reseed_fill(entropy, &ns);
 
-	if (getrandom(entropy, sizeof(entropy), 0) != sizeof(entropy))
-		return -EIO;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return al_agent_client_reseed(
-		&vm->agent, entropy, sizeof(entropy),
-		(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
-		vm_call_timeout(vm, o->call_timeout_ms));
+	if (r == 0)
+		r = al_agent_client_reseed(
+			&vm->agent, entropy, sizeof(entropy), ns,
+			vm_call_timeout(vm, o->call_timeout_ms));
+	explicit_bzero(entropy, sizeof(entropy));
+	return r;
 }
 
+int vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
+		    uint32_t timeout_ms)
+{
+	uint8_t entropy[64];
+	bool done = false;
+	uint64_t ns;
+	int r = reseed_fill(entropy, &ns);
+
+	if (r == 0)
+		r = al_agent_client_setup_reseed(
+			&vm->agent, limits, entropy, sizeof(entropy), ns,
+			vm_call_timeout(vm, timeout_ms), &done);
+	/* a v1 agent took the limits only: reseed on its own, still before
+	 * any step */
+	if (r == 0 && !done && reseed_fill(entropy, &ns) == 0)
+		r = al_agent_client_reseed(&vm->agent, entropy,
+					   sizeof(entropy), ns,
+					   vm_call_timeout(vm, timeout_ms));
+	explicit_bzero(entropy, sizeof(entropy));
+	if (r == 0) {
+		vm->set_up = true;
+		vm->limits = *limits;
+	}
+	return r;
+}
 
 /* A fresh vsock token in *token and a sealed memfd holding it, for QEMU's
  * fw_cfg (machine.c): per VM, so a clone's differs from its template's
@@ -657,8 +694,16 @@ int vm_qmp_pass_state(struct sb_vm *vm, int fd)
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits)
 {
-	int r = al_agent_client_setup(&vm->agent, limits,
-				      vm_call_timeout(vm, 30000));
+	int r;
+
+	/* a warm clone's hand-off (sb_pool_take) sent these already; once */
+	if (vm->set_up && !memcmp(&vm->limits, limits, sizeof(*limits))) {
+		vm->set_up = false;
+		return 0;
+	}
+	vm->set_up = false;
+	r = al_agent_client_setup(&vm->agent, limits,
+				  vm_call_timeout(vm, 30000));
 
 	if (r < 0)
 		vm_fail(vm, r, "agent setup");

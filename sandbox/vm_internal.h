@@ -42,6 +42,8 @@ struct sb_vm {
 	bool restored;                /* restored from a snapshot */
 	bool prepared;                /* clone VMM connected, state fd in */
 	bool warm;                    /* warmed up before its job */
+	bool set_up;                  /* `limits` sent with the hand-off */
+	struct al_limits limits;      /* what set_up sent */
 	uint64_t start_ms;            /* al_now_ms() at start */
 	uint64_t ready_ms;            /* start -> agent ready */
 	int64_t load_rt_us;           /* restore: CLOCK_REALTIME (us) when the
@@ -79,6 +81,11 @@ const char *vm_log_tail(struct sb_vm *vm);
 /* Connect QMP and the agent's socket (QEMU may still be starting); starts
  * the TTL when o->ttl_ms is set. */
 int vm_connect(struct sb_vm *vm, const struct sb_options *o);
+/* The job's setup with a fresh reseed in the same message (a warm
+ * clone's hand-off: one round trip; a v1 agent gets a reseed after);
+ * sb_vm_setup with the same limits then sends nothing. */
+int vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
+		    uint32_t timeout_ms);
 /* hello (the agent booted and speaks our protocol), then vm_ready. */
 int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
 		 uint32_t timeout_ms);

@@ -18,9 +18,11 @@
  *                  at once (smaps_rollup; PSS shares the template pages)
  *   hand-off       for `true` and `python3 -c 'print(6*7)'`, today's path
  *                  (pre-started VMM, restored for the job) beside a warm
- *                  clone (restored and warmed before the job): job
- *                  received -> first step sent (restore or reseed, setup),
- *                  the first step's time and the second's in that clone
+ *                  clone (restored and warmed before the job) taken with
+ *                  two round trips (reseed, then setup) and with one
+ *                  (setup carrying the reseed, the worker's path): job
+ *                  received -> first step sent, the first step's time
+ *                  and the second's in that clone
  *   idle warm      a warm clone waiting 10 s: its PSS and CPU use
  * Prints a table and writes the figures as JSON. Needs built images.
  *
@@ -128,10 +130,75 @@ static int mem_of(pid_t pid, long *pss, long *rss)
 	return 0;
 }
 
+/* Where an idle QEMU's memory is (kB, from /proc/PID/smaps): the guest
+ * RAM mapping (the template's memfd, MAP_PRIVATE) split into the pages
+ * this clone wrote (its own copies: `Anonymous`) and the template's pages
+ * it only mapped (memfd pages resident whether or not a clone maps them;
+ * smaps calls them Private_Dirty while one clone is their only mapper,
+ * and PSS splits them across clones), the TCG code buffer (the one rwx
+ * anonymous mapping), other anonymous memory (heap: softmmu TLBs, TB
+ * hash, device state) and file mappings (QEMU and its libraries). */
+enum part { M_RAM, M_TMPL, M_TCG, M_ANON, M_FILE, M_PARTS };
+static const char *const part_name[M_PARTS] = {
+	"guest RAM written", "template pages", "TCG code", "heap/anon",
+	"files"};
+struct mem_parts {
+	long pss[M_PARTS];   /* proportional set size */
+	long dirty[M_PARTS]; /* Private_Dirty */
+};
+
+/* The part a smaps header line's mapping belongs to. */
+static enum part part_of(const char *hdr)
+{
+	char perms[8] = "", name[256] = "";
+
+	sscanf(hdr, "%*s %7s %*s %*s %*s %255[^\n]", perms, name);
+	if (strstr(name, "memfd:airlock-template"))
+		return M_RAM;
+	if (!name[0] && !strcmp(perms, "rwxp"))
+		return M_TCG;
+	return name[0] == '/' ? M_FILE : M_ANON;
+}
+
+static int mem_parts_of(pid_t pid, struct mem_parts *m)
+{
+	char path[64], line[512];
+	enum part cur = M_ANON;
+	long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	memset(m, 0, sizeof(*m));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) /* a mapping */
+			cur = part_of(line);
+		/* the RAM mapping: its own copies are `Anonymous` (one
+		 * mapper: PSS = size), the rest are template pages */
+		if (cur == M_RAM && sscanf(line, "Anonymous: %ld kB", &v) == 1) {
+			m->pss[M_TMPL] -= v;
+			m->dirty[M_TMPL] -= v;
+			m->pss[M_RAM] += v;
+			m->dirty[M_RAM] += v;
+		}
+		if (sscanf(line, "Pss: %ld kB", &v) == 1)
+			m->pss[cur == M_RAM ? M_TMPL : cur] += v;
+		if (sscanf(line, "Private_Dirty: %ld kB", &v) == 1)
+			m->dirty[cur == M_RAM ? M_TMPL : cur] += v;
+	}
+	fclose(f);
+	return 0;
+}
+
 struct opts {
 	const char *tmpl, *json;
 	int clones, cold, alive, handoffs;
 	bool handoff_only; /* skip the cold/restore/memory sections */
+	bool idle_only;	   /* only the idle warm clone's memory and CPU */
 };
 
 static int bench_cold(const struct sb_options *o, const struct opts *b,
@@ -350,62 +417,140 @@ struct handoff {
 	struct series second;  /* the same step again in that clone */
 };
 
+/* The hand-off paths side by side: today's restore, a warm clone with
+ * its reseed and the job's setup as two round trips (as before proto v2),
+ * and a warm clone whose setup carries the reseed (one round trip). */
+enum path { P_TODAY, P_WARM2, P_WARM, P_COUNT };
+
 /* A VM for a job as a worker gets it: a warm clone (sb_pool_take after
  * sb_pool_warm, the warm-up off the clock) or today's restore through a
- * prepared pre-started VMM; then the job's setup. */
-static int handoff_vm(struct sb_pool *pool, bool warm, struct sb_vm **vm,
+ * prepared pre-started VMM; then the job's setup (sent by sb_pool_take
+ * itself on P_WARM: sb_vm_setup then sends nothing). */
+static int handoff_vm(struct sb_pool *pool, enum path w, struct sb_vm **vm,
 		      double *ms)
 {
 	struct al_limits lim;
 	double t0;
 	int r;
 
-	if (warm && sb_pool_warm(pool, NULL, NULL) < 0)
+	if (w != P_TODAY && sb_pool_warm(pool, NULL, NULL) < 0)
 		return -EIO;
-	if (!warm)
-		sb_pool_prepare(pool);
+	/* the next spare VMM has started up (the worker's next idle pass
+	 * prepares it too): a job then meets an idle worker, as it does
+	 * after a gap */
+	sb_pool_prepare(pool);
 	nanosleep(&(struct timespec){0, 200 * 1000000}, NULL);
 	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
 	t0 = now_ms();
-	r = warm ? sb_pool_take(pool, vm) : sb_pool_restore(pool, vm);
+	r = w == P_TODAY ? sb_pool_restore(pool, vm)
+			 : sb_pool_take(pool, w == P_WARM ? &lim : NULL, vm);
 	if (r == 0)
 		r = sb_vm_setup(*vm, &lim);
 	*ms = now_ms() - t0;
 	return r;
 }
 
-static int bench_handoff(const struct sb_options *o, const struct opts *b,
-			 const struct sb_template *t, bool warm, char **argv,
-			 size_t out_len, struct handoff *h)
+/* One job on path w: hand-off, then the command twice in that VM. */
+static int handoff_one(struct sb_pool *pool, enum path w, char **argv,
+		       size_t out_len, struct handoff *h)
 {
-	struct sb_pool pool;
+	struct sb_vm *vm = NULL;
+	double t0, ms = 0;
+	int r = handoff_vm(pool, w, &vm, &ms);
+
+	if (r == 0) {
+		add(&h->handoff, ms);
+		t0 = now_ms();
+		r = run_cmd(vm, argv, out_len);
+		add(&h->first, now_ms() - t0);
+	}
+	if (r == 0) {
+		t0 = now_ms();
+		r = run_cmd(vm, argv, out_len);
+		add(&h->second, now_ms() - t0);
+	}
+	if (r < 0)
+		fprintf(stderr, "hand-off: %s\n", sb_vm_error(vm));
+	sb_vm_destroy(vm);
+	return r;
+}
+
+/* The paths take turns, job by job, so that a change in the machine's
+ * load over the run touches them alike: their ratios hold. */
+static int bench_handoff(const struct sb_options *o, const struct opts *b,
+			 const struct sb_template *t, char **argv,
+			 size_t out_len, struct handoff h[P_COUNT])
+{
+	struct sb_pool pool[P_COUNT];
 	int r = 0;
 
-	sb_pool_init(&pool, o, t, o->prestart);
-	sb_pool_set_warm(&pool, warm, 0);
-	sb_pool_fill(&pool);
-	for (int i = 0; i < b->handoffs && r == 0; i++) {
-		struct sb_vm *vm = NULL;
-		double t0, ms = 0;
-
-		r = handoff_vm(&pool, warm, &vm, &ms);
-		if (r == 0) {
-			add(&h->handoff, ms);
-			t0 = now_ms();
-			r = run_cmd(vm, argv, out_len);
-			add(&h->first, now_ms() - t0);
-		}
-		if (r == 0) {
-			t0 = now_ms();
-			r = run_cmd(vm, argv, out_len);
-			add(&h->second, now_ms() - t0);
-		}
-		if (r < 0)
-			fprintf(stderr, "hand-off: %s\n", sb_vm_error(vm));
-		sb_vm_destroy(vm);
+	for (int w = 0; w < P_COUNT; w++) {
+		sb_pool_init(&pool[w], o, t, o->prestart);
+		sb_pool_set_warm(&pool[w], w != P_TODAY, 0);
+		sb_pool_fill(&pool[w]);
 	}
-	sb_pool_release(&pool);
+	for (int i = 0; i < b->handoffs && r == 0; i++)
+		for (int w = 0; w < P_COUNT && r == 0; w++)
+			r = handoff_one(&pool[w], w, argv, out_len, &h[w]);
+	for (int w = 0; w < P_COUNT; w++)
+		sb_pool_release(&pool[w]);
 	return r;
+}
+
+/* What one agent round trip costs on a warm clone, by request: ping (the
+ * channel and the agent's loop alone), reseed, setup, and setup carrying
+ * the reseed (the hand-off), and a ping after the guest idled 200 ms (as
+ * a hand-off finds it); TRIPS of each, in turns. */
+#define TRIPS 10
+enum trip { T_PING, T_RESEED, T_SETUP, T_BOTH, T_IDLE, T_COUNT };
+static const char *const trip_name[T_COUNT] = {
+	"ping", "reseed", "setup", "setup+reseed", "ping after 200 ms idle"};
+
+static int trip_one(struct sb_vm *vm, const struct sb_options *o,
+		    const struct al_limits *lim, enum trip k)
+{
+	switch (k) {
+	case T_PING:
+		return al_agent_client_ping(&vm->agent, 2000);
+	case T_RESEED:
+		return vm_reseed(vm, o);
+	case T_SETUP:
+		return al_agent_client_setup(&vm->agent, lim, 2000);
+	case T_IDLE:
+		return al_agent_client_ping(&vm->agent, 2000);
+	default:
+		return vm_setup_reseed(vm, lim, 2000);
+	}
+}
+
+static int bench_trips(const struct sb_options *o, const struct sb_template *t,
+		       struct series s[T_COUNT])
+{
+	struct sb_pool pool;
+	struct sb_vm *vm = NULL;
+	struct al_limits lim;
+	int r;
+
+	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+	sb_pool_init(&pool, o, t, 0);
+	sb_pool_set_warm(&pool, 1, 0);
+	r = sb_pool_warm(&pool, NULL, NULL);
+	if (r == 1)
+		r = sb_pool_take(&pool, &lim, &vm);
+	for (int i = 0; i < TRIPS && r == 0; i++)
+		for (int k = 0; k < T_COUNT && r == 0; k++) {
+			double t0;
+
+			if (k == T_IDLE) /* as the hand-off meets it */
+				nanosleep(&(struct timespec){0, 200000000},
+					  NULL);
+			t0 = now_ms();
+			r = trip_one(vm, o, &lim, (enum trip)k);
+			add(&s[k], now_ms() - t0);
+		}
+	sb_vm_destroy(vm);
+	sb_pool_release(&pool);
+	return r < 0 ? r : 0;
 }
 
 /* utime + stime of a process, clock ticks. */
@@ -430,19 +575,28 @@ static long cpu_ticks(pid_t pid)
 	return (long)(ut + st);
 }
 
-/* One warm clone left idle for 10 s: PSS (MiB) and CPU (% of a core). */
+/* sb_pool_warm's `stop`: let the restore happen, stop the warm-up. */
+static bool stop_after_restore(void *arg)
+{
+	return (*(int *)arg)++ > 0;
+}
+
+/* One warm clone (or, !warm, a clone restored the same way and not
+ * warmed up) left idle for 10 s: PSS (MiB), CPU (% of a core), parts. */
 static int bench_idle(const struct sb_options *o, const struct sb_template *t,
-		      double *pss_mib, double *cpu_pct)
+		      bool warm, double *pss_mib, double *cpu_pct,
+		      struct mem_parts *mp)
 {
 	struct sb_pool pool;
 	long pss = 0, rss = 0, c0, c1;
+	int asked = 0;
 	double t0;
 	pid_t pid;
 	int r;
 
 	sb_pool_init(&pool, o, t, 0);
 	sb_pool_set_warm(&pool, 1, 0);
-	r = sb_pool_warm(&pool, NULL, NULL);
+	r = sb_pool_warm(&pool, warm ? NULL : stop_after_restore, &asked);
 	if (r < 1) {
 		sb_pool_release(&pool);
 		return r < 0 ? r : -EIO;
@@ -456,6 +610,8 @@ static int bench_idle(const struct sb_options *o, const struct sb_template *t,
 	*cpu_pct = (double)(c1 - c0) * 1000.0 / sysconf(_SC_CLK_TCK) /
 		   (now_ms() - t0) * 100.0;
 	r = mem_of(pid, &pss, &rss);
+	if (r == 0)
+		r = mem_parts_of(pid, mp);
 	*pss_mib = (double)pss / 1024.0;
 	sb_pool_release(&pool);
 	return r;
@@ -467,7 +623,8 @@ static void usage(FILE *f)
 		   "[--cold N] [--alive N]\n"
 		   "                        [--prestart N] [--json FILE] "
 		   "[--state-dir DIR] [--accel auto|kvm|tcg]\n"
-		   "                        [--handoffs N] [--handoff-only]\n");
+		   "                        [--handoffs N] [--handoff-only] "
+		   "[--idle-only]\n");
 }
 
 static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
@@ -478,6 +635,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		{"prestart", 1, 0, 'p'}, {"json", 1, 0, 'j'},
 		{"state-dir", 1, 0, 's'}, {"accel", 1, 0, 'x'},
 		{"handoffs", 1, 0, 'o'}, {"handoff-only", 0, 0, 'O'},
+		{"idle-only", 0, 0, 'I'},
 		{"help", 0, 0, 'h'},     {0, 0, 0, 0},
 	};
 	int c;
@@ -492,6 +650,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		case 'j': b->json = optarg; break;
 		case 'o': b->handoffs = atoi(optarg); break;
 		case 'O': b->handoff_only = true; break;
+		case 'I': b->idle_only = b->handoff_only = true; break;
 		case 's': snprintf(o->state_dir, sizeof(o->state_dir), "%s", optarg); break;
 		case 'x':
 			o->accel = !strcmp(optarg, "kvm")   ? SB_ACCEL_KVM
@@ -511,71 +670,146 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 	return 0;
 }
 
-/* The hand-off section: both paths for `true` and print(6*7), the idle
- * warm clone; a table on stdout and a JSON object on `f`. */
-static int handoff_report(const struct sb_options *o, const struct opts *b,
-			  const struct sb_template *t, FILE *f)
-{
-	char *tr[] = {"true", NULL};
-	char *py[] = {"python3", "-c", "print(6*7)", NULL};
-	static const char *const cmd[] = {"true", "print"};
-	static const char *const path[] = {"today", "warm"};
-	struct handoff h[2][2]; /* [cmd][warm] */
-	double pss = 0, cpu = 0;
-	int r = 0;
+static const char *const cmd_name[2] = {"true", "print"};
+static const char *const path_name[P_COUNT] = {"today", "warm2rt", "warm"};
 
-	memset(h, 0, sizeof(h));
+/* Everything the hand-off section measures. */
+struct handoff_figs {
+	struct handoff h[2][P_COUNT]; /* [command][path] */
+	struct series trips[T_COUNT]; /* single round trips */
+	struct mem_parts mp;	      /* idle warm clone, by part */
+	double pss, cpu;	      /* idle warm clone: MiB, % of a core */
+};
+
+static void print_parts(const char *what, double pss, double cpu,
+			const struct mem_parts *mp)
+{
+	printf("%s: PSS %.1f MiB, CPU %.2f%% of a core\n", what, pss, cpu);
+	for (int k = 0; k < M_PARTS; k++)
+		printf("  %-17s PSS %7.1f MiB, private dirty %7.1f MiB\n",
+		       part_name[k], mp->pss[k] / 1024.0, mp->dirty[k] / 1024.0);
+}
+
+static void print_handoff(const struct opts *b, struct handoff_figs *x)
+{
+	static const char *const what[] = {"job received -> step",
+					   "first step", "second step"};
+
+	printf("\nhand-off, %d jobs each (ms, p50)   today  warm,2 RT  "
+	       "warm,1 RT\n", b->handoffs);
 	for (int c = 0; c < 2; c++)
-		for (int w = 0; w < 2; w++) {
-			h[c][w].handoff.v = calloc((size_t)b->handoffs, 8);
-			h[c][w].first.v = calloc((size_t)b->handoffs, 8);
-			h[c][w].second.v = calloc((size_t)b->handoffs, 8);
+		for (int k = 0; k < 3; k++) {
+			printf("  %-5s %-22s", cmd_name[c], what[k]);
+			for (int w = 0; w < P_COUNT; w++) {
+				struct handoff *h = &x->h[c][w];
+				struct series *sr[] = {&h->handoff, &h->first,
+						       &h->second};
+
+				printf(" %10.1f", pct(sr[k], 50));
+			}
+			printf("\n");
 		}
-	for (int w = 0; w < 2 && r == 0; w++) {
-		r = bench_handoff(o, b, t, w, tr, 0, &h[0][w]);
-		if (r == 0)
-			r = bench_handoff(o, b, t, w, py, 3, &h[1][w]);
-	}
-	if (r == 0)
-		r = bench_idle(o, t, &pss, &cpu);
-	if (r < 0)
-		return r;
-	printf("\nhand-off, %d jobs each (ms, p50)   today       warm\n",
-	       b->handoffs);
-	for (int c = 0; c < 2; c++) {
-		printf("  %-5s job received -> step  %10.1f %10.1f\n", cmd[c],
-		       pct(&h[c][0].handoff, 50), pct(&h[c][1].handoff, 50));
-		printf("  %-5s first step            %10.1f %10.1f\n", cmd[c],
-		       pct(&h[c][0].first, 50), pct(&h[c][1].first, 50));
-		printf("  %-5s second step           %10.1f %10.1f\n", cmd[c],
-		       pct(&h[c][0].second, 50), pct(&h[c][1].second, 50));
-	}
+	printf("one round trip to a warm clone (ms, p50 of %d):", TRIPS);
+	for (int k = 0; k < T_COUNT; k++)
+		printf(" %s %.1f%s", trip_name[k], pct(&x->trips[k], 50),
+		       k + 1 < T_COUNT ? "," : "\n");
 	printf("print(6*7) first/second step: %.2fx today, %.2fx warm\n",
-	       pct(&h[1][0].first, 50) / pct(&h[1][0].second, 50),
-	       pct(&h[1][1].first, 50) / pct(&h[1][1].second, 50));
-	printf("idle warm clone: PSS %.1f MiB, CPU %.2f%% of a core\n", pss,
-	       cpu);
-	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->handoffs);
-	for (int c = 0; c < 2; c++)
-		for (int w = 0; w < 2; w++)
+	       pct(&x->h[1][P_TODAY].first, 50) /
+		   pct(&x->h[1][P_TODAY].second, 50),
+	       pct(&x->h[1][P_WARM].first, 50) /
+		   pct(&x->h[1][P_WARM].second, 50));
+}
+
+static void json_handoff(FILE *f, const struct opts *b,
+			 struct handoff_figs *x)
+{
+	fprintf(f, "\"handoff\":{\"jobs\":%d,", b->idle_only ? 0 : b->handoffs);
+	for (int c = 0; c < 2 && !b->idle_only; c++)
+		for (int w = 0; w < P_COUNT; w++) {
+			struct handoff *h = &x->h[c][w];
+
 			fprintf(f,
 				"\"%s_%s\":{\"handoff_ms\":{\"p50\":%.1f,"
 				"\"p99\":%.1f},\"first_step_ms\":{\"p50\":%.1f,"
 				"\"p99\":%.1f},\"second_step_ms\":{\"p50\":"
 				"%.1f,\"p99\":%.1f}},",
-				cmd[c], path[w], pct(&h[c][w].handoff, 50),
-				pct(&h[c][w].handoff, 99),
-				pct(&h[c][w].first, 50), pct(&h[c][w].first, 99),
-				pct(&h[c][w].second, 50),
-				pct(&h[c][w].second, 99));
-	fprintf(f, "\"idle_warm_pss_mib\":%.1f,\"idle_warm_cpu_pct\":%.2f}",
-		pss, cpu);
-	return 0;
+				cmd_name[c], path_name[w], pct(&h->handoff, 50),
+				pct(&h->handoff, 99), pct(&h->first, 50),
+				pct(&h->first, 99), pct(&h->second, 50),
+				pct(&h->second, 99));
+		}
+	for (int k = 0; k < T_COUNT && !b->idle_only; k++)
+		fprintf(f, "\"trip_%s_ms\":%.1f,", k == T_BOTH ? "setup_reseed"
+			: k == T_IDLE ? "ping_idle" : trip_name[k],
+			pct(&x->trips[k], 50));
+	fprintf(f, "\"idle_warm_pss_mib\":%.1f,\"idle_warm_cpu_pct\":%.2f,"
+		"\"idle_warm_parts\":{", x->pss, x->cpu);
+	for (int k = 0; k < M_PARTS; k++)
+		fprintf(f, "%s\"%s\":{\"pss_mib\":%.1f,\"private_dirty_mib\":"
+			"%.1f}", k ? "," : "", part_name[k],
+			x->mp.pss[k] / 1024.0, x->mp.dirty[k] / 1024.0);
+	fprintf(f, "}}");
+}
+
+/* --idle-only: a restored clone and a warm one, idle, side by side. */
+static int idle_report(const struct sb_options *o, const struct sb_template *t,
+		       struct handoff_figs *x)
+{
+	struct mem_parts rp = {0};
+	double rpss = 0, rcpu = 0;
+	int r = bench_idle(o, t, false, &rpss, &rcpu, &rp);
+
+	if (r == 0)
+		r = bench_idle(o, t, true, &x->pss, &x->cpu, &x->mp);
+	if (r == 0)
+		print_parts("idle restored clone (no warm-up)", rpss, rcpu, &rp);
+	return r;
+}
+
+/* The hand-off section: the three paths for `true` and print(6*7), the
+ * single round trips, the idle warm clone; a table on stdout and a JSON
+ * object on `f`. */
+static int handoff_report(const struct sb_options *o, const struct opts *b,
+			  const struct sb_template *t, FILE *f)
+{
+	char *tr[] = {"true", NULL};
+	char *py[] = {"python3", "-c", "print(6*7)", NULL};
+	struct handoff_figs *x = calloc(1, sizeof(*x));
+	size_t n = (size_t)b->handoffs;
+	int r = x ? 0 : -ENOMEM;
+
+	for (int c = 0; c < 2 && r == 0; c++)
+		for (int w = 0; w < P_COUNT; w++) {
+			x->h[c][w].handoff.v = calloc(n, sizeof(double));
+			x->h[c][w].first.v = calloc(n, sizeof(double));
+			x->h[c][w].second.v = calloc(n, sizeof(double));
+		}
+	for (int k = 0; k < T_COUNT && r == 0; k++)
+		x->trips[k].v = calloc(TRIPS, sizeof(double));
+	if (r == 0 && b->idle_only)
+		r = idle_report(o, t, x);
+	if (r == 0 && !b->idle_only) {
+		r = bench_handoff(o, b, t, tr, 0, x->h[0]);
+		if (r == 0)
+			r = bench_handoff(o, b, t, py, 3, x->h[1]);
+		if (r == 0)
+			r = bench_trips(o, t, x->trips);
+		if (r == 0)
+			r = bench_idle(o, t, true, &x->pss, &x->cpu, &x->mp);
+		if (r == 0)
+			print_handoff(b, x);
+	}
+	if (r == 0) {
+		print_parts("idle warm clone", x->pss, x->cpu, &x->mp);
+		json_handoff(f, b, x);
+	}
+	free(x); /* the series' arrays live until exit, as main's do */
+	return r;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts b = {"python", "bench-vm.json", 50, 5, 20, 10, false};
+	struct opts b = {"python", "bench-vm.json", 50, 5, 20, 10, false, false};
 	struct series cold = {0}, coldf = {0}, pool = {0}, poolf = {0};
 	struct series bare = {0}, baref = {0};
 	struct phases ph = {0};

@@ -249,7 +249,7 @@ static int get_vm(struct al_worker *w, const char *name,
 			r = sb_vm_restore_net(o, pool->t, net, ret);
 		} else if (pool) {
 			/* a warm clone when one waits, else a restore */
-			if (sb_pool_take(pool, ret) < 0)
+			if (sb_pool_take(pool, lim, ret) < 0)
 				r = sb_pool_restore(pool, ret);
 			w->last = (size_t)(pool - w->pools);
 			w->warm_failed[w->last] = false;

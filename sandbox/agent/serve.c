@@ -150,19 +150,18 @@ static int add_entropy(int fd, const struct al_blob *b)
 	return r;
 }
 
-static int on_reseed(struct al_agent *a, struct al_chan *c, struct al_msg *req,
-		     struct al_msg *rep, char *err, size_t err_size)
+/* Mix `entropy` into the CRNG, reseed it, and set the clock: a clone's
+ * first act for a job (reseed, or setup since v2). */
+static int reseed_apply(struct al_agent *a, const struct al_blob *entropy,
+			uint64_t time_ns, char *err, size_t err_size)
 {
-	const struct al_msg_reseed *rs = &req->u.reseed;
-	struct timespec ts = {(time_t)(rs->time_ns / 1000000000u),
-			      (long)(rs->time_ns % 1000000000u)};
+	struct timespec ts = {(time_t)(time_ns / 1000000000u),
+			      (long)(time_ns % 1000000000u)};
 	int r;
 
-	(void)c;
-	rep->type = AL_MSG_OK;
 	if (!a->cfg->init) /* host tests: never touch the host's clock */
 		return 0;
-	r = add_entropy(a->random_fd, &rs->entropy);
+	r = add_entropy(a->random_fd, entropy);
 	if (r < 0) {
 		snprintf(err, err_size, "add entropy: %s", strerror(-r));
 		return r;
@@ -174,12 +173,36 @@ static int on_reseed(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 	return r;
 }
 
-static int on_setup(struct al_agent *a, struct al_chan *c, struct al_msg *req,
-		    struct al_msg *rep, char *err, size_t err_size)
+static int on_reseed(struct al_agent *a, struct al_chan *c, struct al_msg *req,
+		     struct al_msg *rep, char *err, size_t err_size)
 {
 	(void)c;
 	rep->type = AL_MSG_OK;
-	a->limits = req->u.setup.limits;
+	return reseed_apply(a, &req->u.reseed.entropy, req->u.reseed.time_ns,
+			    err, err_size);
+}
+
+/* The job's limits; since v2 a reseed may come with them (a warm clone's
+ * hand-off), applied first and acknowledged in the reply. */
+static int on_setup(struct al_agent *a, struct al_chan *c, struct al_msg *req,
+		    struct al_msg *rep, char *err, size_t err_size)
+{
+	const struct al_msg_setup *su = &req->u.setup;
+	int r;
+
+	(void)c;
+	rep->type = AL_MSG_OK;
+	if (!su->entropy.data != !su->time_ns) {
+		snprintf(err, err_size, "setup: entropy and time_ns go together");
+		return -EINVAL;
+	}
+	if (su->entropy.data) {
+		r = reseed_apply(a, &su->entropy, su->time_ns, err, err_size);
+		if (r < 0)
+			return r;
+		rep->u.ok.reseeded = true;
+	}
+	a->limits = su->limits;
 	return al_agent_apply_limits(a, &a->limits, err, err_size);
 }
 

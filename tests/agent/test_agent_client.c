@@ -306,6 +306,61 @@ static void test_files_past_max_refused(void **state)
 	stop(&f);
 }
 
+/* A v1 agent: it ignores setup's reseed keys and answers a plain ok. */
+static void reply_plain_ok(int fd)
+{
+	struct al_msg m = {.type = AL_MSG_OK};
+
+	send_msg(fd, &m);
+}
+
+/* A v2 agent's acknowledgement. */
+static void reply_reseeded(int fd)
+{
+	struct al_msg m = {.type = AL_MSG_OK};
+
+	m.u.ok.reseeded = true;
+	send_msg(fd, &m);
+}
+
+/* The host learns from the reply alone whether the reseed in setup was
+ * applied: a plain ok (v1) says it was not, and the caller must reseed
+ * before any step (sandbox/vm.c vm_setup_reseed does). */
+static void test_setup_reseed_ack(void **state)
+{
+	struct al_limits lim = {.memory_mb = 256};
+	uint8_t ent[AL_ENTROPY_MIN] = {7};
+	bool done = true;
+	struct fx f;
+
+	(void)state;
+	start(&f, reply_plain_ok);
+	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent,
+						      sizeof(ent), 1, CALL_MS,
+						      &done),
+			 0);
+	assert_false(done);
+	stop(&f);
+	start(&f, reply_reseeded);
+	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent,
+						      sizeof(ent), 1, CALL_MS,
+						      &done),
+			 0);
+	assert_true(done);
+	stop(&f);
+	/* refused locally, nothing sent: too little entropy, or no clock */
+	start(&f, reply_plain_ok);
+	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent, 8, 1,
+						      CALL_MS, &done),
+			 -EINVAL);
+	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent,
+						      sizeof(ent), 0, CALL_MS,
+						      &done),
+			 -EINVAL);
+	assert_int_equal(al_agent_client_setup(&f.c, &lim, CALL_MS), 0);
+	stop(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +369,7 @@ int main(void)
 	    cmocka_unit_test(test_stream_past_cap_is_dropped),
 	    cmocka_unit_test(test_files_not_asked_for_dropped),
 	    cmocka_unit_test(test_files_past_max_refused),
+	    cmocka_unit_test(test_setup_reseed_ack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

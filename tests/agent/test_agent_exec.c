@@ -563,6 +563,59 @@ static void test_bad_limits_rejected(void **state)
 	assert_int_equal(al_agent_client_ping(&f->c, CALL_MS), 0);
 }
 
+/* Send `req` as raw bytes and read one reply frame (blocking). */
+static void raw_call(struct fx *f, const struct al_msg *req,
+		     struct al_msg *rep)
+{
+	struct al_frame_reader rd;
+	uint8_t b, *body;
+	char *buf = NULL;
+	size_t len = 0;
+
+	assert_int_equal(al_msg_encode(req, &buf, &len), 0);
+	assert_int_equal(write(f->fd, buf, len), (ssize_t)len);
+	free(buf);
+	al_frame_reader_init(&rd, 0);
+	while (!al_frame_reader_ready(&rd)) {
+		assert_int_equal(read(f->fd, &b, 1), 1);
+		assert_int_equal(al_frame_reader_feed(&rd, &b, 1), 1);
+	}
+	assert_int_equal(al_frame_reader_take(&rd, &body, &len), 0);
+	assert_int_equal(al_msg_decode(body, len, rep, NULL), 0);
+	free(body);
+	al_frame_reader_release(&rd);
+}
+
+/* proto v2: setup carries a reseed and the agent acknowledges it (host
+ * mode: it never sets the host's clock, but answers the same); a plain
+ * setup gets a plain ok; time_ns without entropy is refused. */
+static void test_setup_reseed(void **state)
+{
+	struct fx *f = *state;
+	struct al_limits lim = {.memory_mb = 256, .pids = 32};
+	struct al_msg req = {.type = AL_MSG_SETUP}, rep;
+	uint8_t ent[32] = {1, 2, 3};
+	bool done = false;
+
+	SKIP_UNLESS_READY();
+	assert_int_equal(al_agent_client_setup_reseed(&f->c, &lim, ent,
+						      sizeof(ent), 1, CALL_MS,
+						      &done),
+			 0);
+	assert_true(done);
+	req.u.setup.limits = lim;
+	raw_call(f, &req, &rep);
+	assert_int_equal(rep.type, AL_MSG_OK);
+	assert_false(rep.u.ok.reseeded);
+	al_msg_release(&rep);
+	req.u.setup.time_ns = 1;
+	raw_call(f, &req, &rep);
+	assert_int_equal(rep.type, AL_MSG_ERROR);
+	assert_non_null(strstr(rep.u.error.msg, "go together"));
+	al_msg_release(&rep);
+	assert_int_equal(al_agent_client_ping(&f->c, CALL_MS), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -585,6 +638,7 @@ int main(int argc, char **argv)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_setup_reseed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_limits_rejected, setup,
 					    teardown),
 	};
