@@ -110,16 +110,6 @@ static void machine_devices(struct vmm_argv *a, const struct machine_spec *m)
 	}
 }
 
-/* Under TCG: every feature TCG emulates (RDRAND included: the guest's
- * CRNG trusts it at boot, see machine_devices) except ERMS and FSRM. TCG
- * runs a rep-prefixed string instruction one iteration per translated
- * block execution, and with ERMS the guest kernel clears and copies pages
- * (clear_page_erms, copy_user_enhanced_fast_string) and glibc does large
- * memcpy/memset with `rep movsb`/`rep stosb`, byte by byte; without it
- * they take their vector or 8-byte paths (docs/performance.md, "Warm
- * clones"). Under KVM the host CPU, whose ERMS is fast. */
-#define TCG_CPU "max,-erms,-fsrm"
-
 void machine_argv(struct vmm_argv *a, const struct sb_options *o,
 		  const struct sb_image *img, const struct machine_spec *m)
 {
@@ -134,7 +124,7 @@ void machine_argv(struct vmm_argv *a, const struct sb_options *o,
 	vmm_arg(a, "-accel");
 	vmm_arg(a, "%s", kvm ? "kvm" : "tcg");
 	vmm_arg(a, "-cpu");
-	vmm_arg(a, "%s", kvm ? "host" : TCG_CPU);
+	vmm_arg(a, "%s", kvm ? "host" : "max");
 	machine_ram(a, o, &m->mem);
 	vmm_arg(a, "-smp");
 	vmm_arg(a, "%u", o->vcpus);
