@@ -41,7 +41,11 @@ readonly GUEST_MODULES=(virtio_pci virtio_blk virtio_console vmw_vsock_virtio_tr
 # TCG than gzip (see README.md), and the kernel is lz4 compressed anyway.
 readonly INITRD_NAME="initrd.cpio"
 # Recommended kernel command line (measured under TCG, see README.md).
-readonly KERNEL_CMDLINE="console=ttyS0 panic=-1 quiet loglevel=3 tsc=reliable no_timer_check random.trust_cpu=on i8042.noaux i8042.nokbd i8042.nopnp i8042.dumbkbd 8250.nr_uarts=1 pci=lastbus=0 cryptomgr.notests"
+# mitigations=off: no retpolines, RSB filling or swapgs barriers; under TCG
+# each indirect branch through a retpoline is a TB lookup. A VM runs one
+# job: the guest kernel/user line is not the boundary, the VM is
+# (docs/architecture.md, trust table; docs/performance.md, "Warm clones").
+readonly KERNEL_CMDLINE="console=ttyS0 panic=-1 quiet loglevel=3 tsc=reliable no_timer_check random.trust_cpu=on i8042.noaux i8042.nokbd i8042.nopnp i8042.dumbkbd 8250.nr_uarts=1 pci=lastbus=0 cryptomgr.notests mitigations=off"
 # Packages every template gets on top of Debian's minbase variant.
 readonly BASE_PACKAGES=()
 # Paths dropped from the rootfs (dpkg path-exclude + a final sweep).
