@@ -148,8 +148,9 @@ static bool names_stale_dir(long pid, const struct stale_dirs *s, char *buf)
 	return false;
 }
 
-/* SIGKILL processes that name a stale run dir; how many. */
-static unsigned kill_by_cmdline(const struct stale_dirs *s)
+/* Processes that name a stale run dir (SIGKILLed if `kill_them`); how
+ * many. */
+static unsigned by_cmdline(const struct stale_dirs *s, bool kill_them)
 {
 	char *buf = s->n ? malloc(CMDLINE_MAX) : NULL;
 	DIR *d = buf ? opendir("/proc") : NULL;
@@ -161,7 +162,7 @@ static unsigned kill_by_cmdline(const struct stale_dirs *s)
 
 		if (pid > 1 && pid != getpid() &&
 		    names_stale_dir(pid, s, buf) &&
-		    kill((pid_t)pid, SIGKILL) == 0)
+		    (!kill_them || kill((pid_t)pid, SIGKILL) == 0))
 			n++;
 	}
 	if (d)
@@ -210,7 +211,7 @@ int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret)
 	r = sb_private_dir(o->run_dir, 0700);
 	if (r == 0) {
 		find_dirs(o->run_dir, s);
-		ret->killed += kill_by_cmdline(s);
+		ret->killed += by_cmdline(s, true);
 		ret->dirs = remove_dirs(o->run_dir, s);
 	}
 	free(s);
@@ -254,26 +255,6 @@ static int scan_link(const char *name, void *arg)
 	return 0;
 }
 
-/* Processes naming a stale run dir; how many. */
-static unsigned count_by_cmdline(const struct stale_dirs *s)
-{
-	char *buf = s->n ? malloc(CMDLINE_MAX) : NULL;
-	DIR *d = buf ? opendir("/proc") : NULL;
-	struct dirent *e;
-	unsigned n = 0;
-
-	while (d && (e = readdir(d))) {
-		long pid = strtol(e->d_name, NULL, 10);
-
-		if (pid > 1 && pid != getpid() && names_stale_dir(pid, s, buf))
-			n++;
-	}
-	if (d)
-		closedir(d);
-	free(buf);
-	return n;
-}
-
 void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
 		   char *example, size_t len)
 {
@@ -298,7 +279,7 @@ void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
 		if (s->n && !cg.n && !ln.n && len)
 			snprintf(example, len, "run dir %s", s->path[0]);
 		ret->dirs = s->n;
-		ret->killed = count_by_cmdline(s);
+		ret->killed = by_cmdline(s, false);
 		free(s);
 	}
 	ret->cgroups = cg.n;
