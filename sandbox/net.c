@@ -93,6 +93,8 @@ struct sb_net {
 	int dns_upstream;    /* its socket to the upstream (host ns) */
 	int dns_go;	     /* the waiting resolver's policy pipe */
 	int dns_err;	     /* why there is no resolver, 0 = there is */
+	int dns_lease_fd;    /* holds dns_uid, -1 = none */
+	uid_t dns_uid;	     /* the resolver's own uid, 0 = nobody's */
 	char dns_why[128];   /* the same, said (set_err) */
 };
 
@@ -632,7 +634,7 @@ static bool read_full(int fd, void *buf, size_t len)
  * image finds RESOLVER_ENV set and becomes the resolver in a constructor,
  * before any main() runs: every program that makes slots links this file,
  * so the entry point is always there. Its fds: */
-#define RESOLVER_ENV "AIRLOCK_NET_RESOLVER" /* "PARENT_PID COMM" */
+#define RESOLVER_ENV "AIRLOCK_NET_RESOLVER" /* "PARENT_PID UID COMM" */
 enum { RFD_LISTEN = 3, RFD_UPSTREAM, RFD_GO, RFD_NS, RFD_END };
 
 /* In the new image: the resolver-to-be. Dies with the parent that
@@ -644,9 +646,10 @@ static _Noreturn void resolver_main(const char *arg)
 	char comm[16] = "";
 	struct nft_ctx *nft;
 	long parent = 0;
+	unsigned uid = 0;
 
 	syscall(SYS_close_range, RFD_END, ~0u, 0);
-	if (sscanf(arg, "%ld %15s", &parent, comm) < 1 ||
+	if (sscanf(arg, "%ld %u %15s", &parent, &uid, comm) < 2 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(1);
 	if (comm[0])
@@ -660,7 +663,7 @@ static _Noreturn void resolver_main(const char *arg)
 	nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!nft)
 		_exit(1);
-	_exit(-sb_resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, nft,
+	_exit(-sb_resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, nft, (uid_t)uid,
 			       "inet " SB_NET_TABLE, "dns4", "dns6"));
 }
 
@@ -692,7 +695,7 @@ static void self_exe(char *path, size_t len)
 
 /* Spawn the resolver-to-be with `fds` (listen, upstream, go, ns) as its
  * RFD_*: duplicated above them first, so that each dup2 clears CLOEXEC. */
-static int resolver_spawn(const int fds[4], pid_t *ret)
+static int resolver_spawn(const int fds[4], uid_t uid, pid_t *ret)
 {
 	char env[64], comm[16] = "", *argv[] = {"airlock-resolver", NULL},
 		      *envp[] = {env, NULL};
@@ -702,7 +705,8 @@ static int resolver_spawn(const int fds[4], pid_t *ret)
 
 	prctl(PR_GET_NAME, comm);
 	self_exe(exe, sizeof(exe));
-	snprintf(env, sizeof(env), RESOLVER_ENV "=%d %s", (int)getpid(), comm);
+	snprintf(env, sizeof(env), RESOLVER_ENV "=%d %u %s", (int)getpid(),
+		 (unsigned)uid, comm);
 	for (; n < 4 && r == 0; n++)
 		if ((high[n] = fcntl(fds[n], F_DUPFD_CLOEXEC, RFD_END)) < 0)
 			r = -errno;
@@ -732,7 +736,7 @@ static int dns_spawn(struct sb_net *n)
 		return -errno;
 	r = resolver_spawn(
 	    (int[4]){n->dns_listen, n->dns_upstream, go[0], n->ns_fd},
-	    &n->resolver);
+	    n->dns_uid, &n->resolver);
 	close(go[0]);
 	if (r < 0) {
 		n->resolver = -1;
@@ -767,12 +771,31 @@ static int dns_start(struct sb_net *n, const struct sb_net_policy *p)
 	return 0;
 }
 
+/* A uid of its own for the resolver, from the VMMs' range (RUN/uids,
+ * vm.c's leases): a resolver parses what its guest sends, and one that
+ * was taken over must not be able to signal another VM's resolver or
+ * QEMU. None (not root, no range, every uid taken): it runs as nobody,
+ * shared by every such resolver. */
+static void dns_lease(const struct sb_options *o, struct sb_net *n)
+{
+	char dir[PATH_MAX];
+
+	if (geteuid() != 0 || !o->vmm_uid_count ||
+	    snprintf(dir, sizeof(dir), "%s/uids", o->run_dir) >=
+		(int)sizeof(dir) ||
+	    lease_uid(dir, o->vmm_uid_base, o->vmm_uid_count, &n->dns_uid,
+		      &n->dns_lease_fd) < 0)
+		n->dns_uid = 0;
+}
+
 /* The resolver's part of a base: its sockets and its waiting process.
  * Failing leaves a slot for policies without names (dns_err). */
 static void dns_base(const struct sb_options *o, struct sb_net *n)
 {
 	int r = dns_upstream(o, n, n->dns_why, sizeof(n->dns_why));
 
+	if (r == 0)
+		dns_lease(o, n);
 	if (r == 0 && (r = dns_spawn(n)) < 0)
 		set_err(n->dns_why, sizeof(n->dns_why), "resolver", r);
 	n->dns_err = r;
@@ -925,7 +948,7 @@ static struct sb_net *net_new(char *err, size_t errlen)
 	if (!n)
 		return NULL;
 	n->ns_fd = n->tap_fd = n->lease_fd = -1;
-	n->dns_listen = n->dns_upstream = n->dns_go = -1;
+	n->dns_listen = n->dns_upstream = n->dns_go = n->dns_lease_fd = -1;
 	n->resolver = -1;
 	return n;
 }
@@ -1064,6 +1087,8 @@ void sb_net_close(struct sb_net *n)
 		close(n->ns_fd);
 	if (n->lease_fd >= 0)
 		close(n->lease_fd);
+	if (n->dns_lease_fd >= 0) /* its resolver is reaped above */
+		close(n->dns_lease_fd);
 	free(n);
 }
 

@@ -136,11 +136,9 @@ static int keep_only_net_admin(void)
 	return 0;
 }
 
-/* As root: uid/gid SB_RESOLVER_UID, no groups, CAP_NET_ADMIN alone. */
-static int drop_root(void)
+/* As root: uid/gid u, no groups, CAP_NET_ADMIN alone. */
+static int drop_root(uid_t u)
 {
-	const uid_t u = SB_RESOLVER_UID;
-
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
 		return -errno;
 	for (int cap = 0; cap < 64; cap++) {
@@ -160,14 +158,14 @@ static int drop_root(void)
 	return keep_only_net_admin();
 }
 
-static int drop_privileges(int lfd, int ufd, pid_t parent)
+static int drop_privileges(int lfd, int ufd, pid_t parent, uid_t uid)
 {
 	const struct rlimit none = {0, 0};
 	int rc;
 
 	rc = close_others(lfd, ufd);
 	if (rc == 0 && geteuid() == 0)
-		rc = drop_root();
+		rc = drop_root(uid ? uid : SB_RESOLVER_UID);
 	if (rc < 0)
 		return rc;
 	/* after the uid change, which clears the parent-death signal */
@@ -466,8 +464,8 @@ static int serve(struct resolver *r)
 }
 
 int sb_resolver_run(const struct sb_net_policy *p, int listen_fd,
-		    int upstream_fd, struct nft_ctx *nft, const char *table,
-		    const char *set4, const char *set6)
+		    int upstream_fd, struct nft_ctx *nft, uid_t uid,
+		    const char *table, const char *set4, const char *set6)
 {
 	pid_t parent = getppid();
 	struct resolver *r;
@@ -486,7 +484,7 @@ int sb_resolver_run(const struct sb_net_policy *p, int listen_fd,
 	rc = -ENOMEM;
 	if (nft_ctx_buffer_output(nft) != 0 || nft_ctx_buffer_error(nft) != 0)
 		goto out;
-	rc = drop_privileges(listen_fd, upstream_fd, parent);
+	rc = drop_privileges(listen_fd, upstream_fd, parent, uid);
 	if (rc == 0)
 		rc = serve(r);
 out:

@@ -24,7 +24,9 @@
  *     its parent (PDEATHSIG).
  *
  * Once started it keeps only its two sockets, nft's netlink socket and
- * fds 0-2, and as root drops to uid/gid SB_RESOLVER_UID with no groups,
+ * fds 0-2, and as root drops to the uid/gid it is given (net.c leases one
+from the VMMs' range, so no other VM's resolver or VMM shares it;
+SB_RESOLVER_UID when there is none) with no groups,
  * every capability gone but CAP_NET_ADMIN (nf_tables checks the sender's
  * capability on every message, not only the opener's: measured, see
  * docs/network.md), no_new_privs, not dumpable, no fork.
@@ -32,9 +34,11 @@
 #ifndef SB_RESOLVER_H
 #define SB_RESOLVER_H
 
+#include <sys/types.h>
+
 #include "netpolicy.h"
 
-#define SB_RESOLVER_UID 65534	    /* nobody: owns no files we care about */
+#define SB_RESOLVER_UID 65534	    /* nobody: the uid when none is leased */
 #define SB_RESOLVER_UPSTREAM_MS 2000 /* then the guest gets SERVFAIL */
 #define SB_RESOLVER_PENDING_MAX 32   /* questions upstream at once */
 #define SB_RESOLVER_CACHE_MAX 256    /* addresses whose expiry we track */
@@ -43,10 +47,10 @@
 struct nft_ctx;
 
 /* Serve the guest until a fatal error (-errno: a socket failed, the
- * privileges could not be dropped). `table` is "FAMILY NAME", e.g.
- * "inet airlock". */
+ * privileges could not be dropped). As root, run as `uid` (== gid; 0 =
+ * SB_RESOLVER_UID). `table` is "FAMILY NAME", e.g. "inet airlock". */
 int sb_resolver_run(const struct sb_net_policy *p, int listen_fd,
-		    int upstream_fd, struct nft_ctx *nft, const char *table,
-		    const char *set4, const char *set6);
+		    int upstream_fd, struct nft_ctx *nft, uid_t uid,
+		    const char *table, const char *set4, const char *set6);
 
 #endif

@@ -681,6 +681,69 @@ static bool gone(pid_t pid)
 	return kill(pid, 0) < 0 && errno == ESRCH;
 }
 
+/* The uids of our children that are not root (the resolvers, once they
+ * have dropped), up to `max`, waiting up to 5 s for `want` of them. */
+static int child_uids(uid_t *uids, int max, int want)
+{
+	int n = 0;
+
+	for (int tries = 0; tries < 50 && n < want; tries++) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+
+		n = 0;
+		while (d && (e = readdir(d)) && n < max) {
+			char path[300], line[128];
+			long ppid = -1, uid = -1;
+			FILE *f;
+
+			if (e->d_name[0] < '1' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/status",
+				 e->d_name);
+			if (!(f = fopen(path, "re")))
+				continue;
+			while (fgets(line, sizeof(line), f)) {
+				sscanf(line, "PPid: %ld", &ppid);
+				sscanf(line, "Uid: %ld", &uid);
+			}
+			fclose(f);
+			if (ppid == getpid() && uid > 0)
+				uids[n++] = (uid_t)uid;
+		}
+		if (d)
+			closedir(d);
+		if (n < want)
+			usleep(100 * 1000);
+	}
+	return n;
+}
+
+/* Each slot's resolver runs as a uid of its own, leased from the VMMs'
+ * range: not nobody, not shared with another VM's resolver. */
+static void test_resolver_uids(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net *a, *b;
+	uid_t uids[4];
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	p.n_names = 1;
+	snprintf(p.names[0].name, sizeof(p.names[0].name), "allowed.test");
+	a = open_slot(&p);
+	b = open_slot(&p);
+	assert_int_equal(child_uids(uids, 4, 2), 2);
+	assert_int_not_equal(uids[0], uids[1]);
+	for (int i = 0; i < 2; i++) {
+		assert_true(uids[i] >= opts.vmm_uid_base);
+		assert_true(uids[i] < opts.vmm_uid_base + opts.vmm_uid_count);
+	}
+	sb_net_close(a);
+	sb_net_close(b);
+}
+
 /* Closed slots leave no host link; nor does an owner killed with its
  * slots open (the kernel frees the namespace, the sweep the rest), and
  * its resolvers die with it. */
@@ -974,6 +1037,7 @@ int main(void)
 	    cmocka_unit_test(test_dropped_cap),
 	    cmocka_unit_test(test_two_slots),
 	    cmocka_unit_test(test_no_leftovers),
+	    cmocka_unit_test(test_resolver_uids),
 	    cmocka_unit_test(test_rate),
 	    cmocka_unit_test(test_conn_rate),
 	};

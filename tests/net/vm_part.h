@@ -410,7 +410,7 @@ int main(int argc, char **argv)
 	};
 	(void)test_policy, (void)test_names, (void)test_dropped_cap,
 	    (void)test_two_slots, (void)test_no_leftovers, (void)test_rate,
-	    (void)test_conn_rate;
+	    (void)test_conn_rate, (void)test_resolver_uids;
 	/* test_net_leftovers is a CTest entry of its own (argv[1]) */
 	if (argc > 1 && !strcmp(argv[1], "leftovers"))
 		return cmocka_run_group_tests(leftovers, setup, teardown);

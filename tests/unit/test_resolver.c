@@ -32,6 +32,7 @@
 #include "resolver.h"
 
 #define RESOLVER_IP "127.0.0.53"
+#define TEST_UID 60999 /* as net.c's leased uids: not nobody */
 #define UPSTREAM_IP "127.0.0.54"
 
 static struct nft_ctx *nft;
@@ -361,8 +362,8 @@ static int setup(void **state)
 	assert_true(child >= 0);
 	if (child == 0) {
 		struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-		int rc = sb_resolver_run(&p, lfd, ufd, c, "inet airlock", "a4",
-					 "a6");
+		int rc = sb_resolver_run(&p, lfd, ufd, c, TEST_UID,
+					 "inet airlock", "a4", "a6");
 
 		fprintf(stderr, "resolver: %s\n", strerror(-rc));
 		_exit(2);
@@ -395,7 +396,8 @@ static int teardown(void **state)
 
 /* --- the tests ------------------------------------------------------------ */
 
-/* It runs as nobody with CAP_NET_ADMIN alone, and nft still works. */
+/* It runs as the uid it was given with CAP_NET_ADMIN alone, and nft still
+ * works. */
 static void test_privileges(void **state)
 {
 	char path[64], line[256];
@@ -413,7 +415,7 @@ static void test_privileges(void **state)
 	f = fopen(path, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
-		uid |= strcmp(line, "Uid:\t65534\t65534\t65534\t65534\n") == 0;
+		uid |= strcmp(line, "Uid:\t60999\t60999\t60999\t60999\n") == 0;
 		cap |= strcmp(line, "CapEff:\t0000000000001000\n") == 0;
 		nnp |= strcmp(line, "NoNewPrivs:\t1\n") == 0;
 	}
