@@ -378,13 +378,7 @@ static void test_worker(void **state)
 	(void)state;
 	SKIP_UNLESS_ROOT();
 	pol.networks = nets;
-	policy(&testnet);
-	testnet.n_cidrs = 0;
-	testnet.n_names = 1;
-	snprintf(testnet.names[0].name, sizeof(testnet.names[0].name),
-		 "allowed.test");
-	opts.net_policies = &testnet;
-	opts.n_net_policies = 1;
+	use_testnet();
 	opts.net_ready = 1;
 	al_worker_init(&w, &opts, &pol, "test-netpool");
 	for (int job = 0; job < 2; job++) {

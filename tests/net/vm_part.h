@@ -6,6 +6,18 @@
 
 static struct sb_net_policy testnet;
 
+/* `testnet` by name only (allowed.test), the options' one policy. */
+static void use_testnet(void)
+{
+	policy(&testnet);
+	testnet.n_cidrs = 0;
+	testnet.n_names = 1;
+	snprintf(testnet.names[0].name, sizeof(testnet.names[0].name),
+		 "allowed.test");
+	opts.net_policies = &testnet;
+	opts.n_net_policies = 1;
+}
+
 /* What every step prints: the step's stdout, NUL-terminated. */
 static bool out_is(const struct al_result *r, size_t i, const char *s)
 {
@@ -71,13 +83,7 @@ static void test_job(void **state)
 	(void)state;
 	SKIP_UNLESS_ROOT();
 	pol.networks = nets;
-	policy(&testnet);
-	testnet.n_cidrs = 0;
-	testnet.n_names = 1;
-	snprintf(testnet.names[0].name, sizeof(testnet.names[0].name),
-		 "allowed.test");
-	opts.net_policies = &testnet;
-	opts.n_net_policies = 1;
+	use_testnet();
 	al_worker_init(&w, &opts, &pol, "test-net");
 	assert_int_equal(al_job_from_json(json, strlen(json), &job, NULL), 0);
 	assert_int_equal(al_worker_run(&w, &job, 0, 1, &res), 0);
