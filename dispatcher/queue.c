@@ -860,7 +860,7 @@ out:
 int alq_client_wait_any(struct alq_client *c, const char *const *ids, size_t n,
 			uint32_t timeout_ms, size_t *ret_index)
 {
-	bool done[ALQ_WAIT_MANY];
+	bool done[ALQ_WAIT_MANY] = { false };
 	int r;
 
 	if (n == 0 || n > ALQ_WAIT_MANY)

@@ -592,7 +592,11 @@ static bool snap_info(const char *root, int rfd, const char *ent,
 		return false;
 	}
 	snprintf(ret->name, sizeof(ret->name), "%.*s", (int)(n - ID_LEN), ent);
-	snprintf(ret->dir, sizeof(ret->dir), "%s/%s", root, ent);
+	if (snprintf(ret->dir, sizeof(ret->dir), "%s/%s", root, ent) >=
+	    (int)sizeof(ret->dir)) {
+		close(dfd);
+		return false;
+	}
 	field(buf, "base", ret->base, sizeof(ret->base));
 	field(buf, "setup", ret->setup, sizeof(ret->setup));
 	field(buf, "basekey", bkey, sizeof(bkey));

@@ -109,7 +109,9 @@ static int cg_write(const char *dir, const char *file, const char *val)
 	ssize_t n;
 	int fd, r = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -129,7 +131,9 @@ static int cg_read_u64(const char *dir, const char *file, const char *key,
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
