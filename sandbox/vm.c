@@ -429,7 +429,7 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	char paths[4][JAIL_PATH];
 	struct vmm_spec spec = {
 		.argv = a,
-		.fds = {-1, -1, mem->fd, -1, -1, -1, -1},
+		.fds = {-1, -1, mem->fd, -1, -1, -1, -1, -1},
 		.net_ns = vm->net ? sb_net_ns(vm->net) : -1,
 		.cg = &vm->cg,
 		/* a template build's QEMU writes its state to a file */

@@ -16,7 +16,9 @@
  * uid/gid), arm PDEATHSIG (the uid change clears it) and check we still
  * live, stdin from /dev/null, stdout and stderr to the log pipe, the
  * spec's fds into place and every other fd closed, exec with an empty
- * environment. Any step that fails ends the child with the reason on the
+ * environment (but for LD_PRELOAD of sandbox/preload/'s shim, a sealed
+ * memfd at VMM_FD_PRELOAD: see there why). Any step that fails ends the
+ * child with the reason on the
  * log pipe: nothing starts half-jailed. A networked VM's child first
  * setns()es into the VM's own network namespace (net.c), instead of a new
  * empty one, and gets its tap as VMM_FD_TAP. Nothing in the child
@@ -29,6 +31,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <linux/sched.h>
 #include <sys/syscall.h>
@@ -45,6 +49,52 @@
 
 #include "cgroup.h"
 #include "vmm.h"
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U /* Linux 6.3: executable even under memfd_noexec */
+#endif
+
+/* sandbox/preload/qemu_preload.c, built and embedded by CMake */
+extern const unsigned char sb_qemu_preload[];
+extern const size_t sb_qemu_preload_len;
+
+static int preload_fd = -1;
+static pthread_once_t preload_once = PTHREAD_ONCE_INIT;
+
+/* The shim as a sealed memfd, once per process. If it cannot be made
+ * (an old kernel, memfd_noexec=2) QEMU runs without it: slower, not
+ * wrong. */
+static void preload_make(void)
+{
+	const unsigned int seals =
+	    F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+	const char *name = "airlock-qemu-preload";
+	size_t off = 0;
+	int fd;
+
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (fd < 0 && errno == EINVAL) /* before 6.3: no MFD_EXEC */
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return;
+	while (off < sb_qemu_preload_len) {
+		ssize_t n = write(fd, sb_qemu_preload + off,
+				  sb_qemu_preload_len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return;
+		}
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, seals) < 0) {
+		close(fd);
+		return;
+	}
+	preload_fd = fd;
+}
 
 void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
 {
@@ -126,6 +176,11 @@ static _Noreturn void child_fail(int log_fd, const char *step)
 static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 {
 	static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+	static char *const envp_preload[] = {
+	    "PATH=/usr/bin:/bin",
+	    "LD_PRELOAD=/proc/self/fd/10", NULL};
+
+	_Static_assert(VMM_FD_PRELOAD == 10, "LD_PRELOAD names the fd");
 	struct pollfd p = {.fd = parent_fd, .events = POLLIN};
 	const bool jail = s->jail.root != NULL;
 	const char *step = "cgroup";
@@ -148,7 +203,8 @@ static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 	if (dup2(null, 0) < 0 || dup2(s->log_fd, 1) < 0 ||
 	    dup2(s->log_fd, 2) < 0 || place_fds(s) < 0)
 		child_fail(s->log_fd, "fds");
-	execve(s->argv->v[0], s->argv->v, envp);
+	execve(s->argv->v[0], s->argv->v,
+	       s->fds[VMM_FD_PRELOAD - 3] >= 0 ? envp_preload : envp);
 	dprintf(2, "exec %s: %s\n", s->argv->v[0], strerror(errno));
 	_exit(127);
 }
@@ -169,13 +225,17 @@ static pid_t clone_vmm(bool jail, bool own_net, int *ret_pidfd)
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
-int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd)
+int vmm_spawn(const struct vmm_spec *spec_in, pid_t *ret_pid,
+	       int *ret_pidfd)
 {
+	struct vmm_spec copy = *spec_in, *spec = &copy;
 	int parent_fd, pidfd = -1;
 	pid_t pid;
 
 	if (spec->argv->err)
 		return spec->argv->err;
+	pthread_once(&preload_once, preload_make);
+	spec->fds[VMM_FD_PRELOAD - 3] = preload_fd;
 	parent_fd = pidfd_open_(getpid());
 	if (parent_fd < 0)
 		return -errno;

@@ -20,7 +20,8 @@
 #define VMM_FD_VSOCK 7 /* /dev/vhost-vsock, opened by us (vsock carrier) */
 #define VMM_FD_TOKEN 8 /* the vsock token memfd, read by fw_cfg (vsock) */
 #define VMM_FD_TAP 9   /* the NIC's tap, in the VM's netns (net.c) */
-#define VMM_FD_COUNT 7 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
+#define VMM_FD_PRELOAD 10 /* the preloaded shim (vmm.c), set by vmm_spawn */
+#define VMM_FD_COUNT 8 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
 
 /* A command line being built; strings are owned by it. */
 struct vmm_argv {
@@ -50,7 +51,8 @@ struct vmm_spec {
 				      * (jailed) or ours (not jailed) */
 };
 
-/* Start spec->argv with an empty environment, stdin from /dev/null,
+/* Start spec->argv with an empty environment (but for LD_PRELOAD of the
+ * shim in sandbox/preload/, at VMM_FD_PRELOAD), stdin from /dev/null,
  * stdout/stderr to log_fd and only spec->fds open, inside the cgroup, the
  * jail and as the creds; it dies with us (PDEATHSIG). We stay its parent
  * (a jailed VMM is pid 1 of its own pid namespace). Any step that fails

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -127,6 +128,41 @@ static void test_pool(void **state)
 	sb_vm_destroy(vm);
 	sb_pool_release(&pool);
 	assert_int_equal(pool.n, 0);
+}
+
+/* Does /proc/PID/maps of `pid` map a file whose name contains `what`? */
+static bool maps_has(pid_t pid, const char *what)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* Every QEMU runs with sandbox/preload's shim (its malloc_trim): the
+ * sealed memfd is mapped in a clone's QEMU, which restores and runs. */
+static void test_qemu_preload(void **state)
+{
+	struct sb_template t;
+	struct sb_pool pool;
+	struct sb_vm *vm = NULL;
+
+	(void)state;
+	assert_int_equal(sb_template_open(&opts, "python", &t), 0);
+	sb_pool_init(&pool, &opts, &t, 1);
+	assert_int_equal(sb_pool_restore(&pool, &vm), 0);
+	assert_true(maps_has(sb_vm_pid(vm), "memfd:airlock-qemu-preload"));
+	assert_true(prints_42(vm));
+	sb_vm_destroy(vm);
+	sb_pool_release(&pool);
 }
 
 /* 8 clones alive at once all answer, with distinct entropy and the
@@ -442,6 +478,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sequential),
 		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_qemu_preload),
 		cmocka_unit_test(test_eight_alive),
 		cmocka_unit_test(test_kill_vmm),
 		cmocka_unit_test(test_hundred_jobs_clean),
