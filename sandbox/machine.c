@@ -42,7 +42,7 @@ static void machine_ram(struct vmm_argv *a, const struct sb_options *o,
 #define AL_STR(x) AL_STR_(x)
 
 static void machine_boot(struct vmm_argv *a, const struct sb_image *img,
-			 bool net)
+			 const struct machine_spec *m)
 {
 	/* the console in a bounded ring QEMU keeps (QMP ringbuf-read reads
 	 * it when debugging): no file the VMM writes */
@@ -50,13 +50,23 @@ static void machine_boot(struct vmm_argv *a, const struct sb_image *img,
 	vmm_arg(a, "ringbuf,id=con,size=64K");
 	vmm_arg(a, "-serial");
 	vmm_arg(a, "chardev:con");
+	/* A clone never boots (-no-reboot: a guest reboot ends QEMU), yet
+	 * QEMU reads -kernel and -initrd whole into its heap for fw_cfg: 16
+	 * MiB read and kept per clone. It gets a stub instead, the kernel's
+	 * setup header (vm.c), which QEMU parses the same way: the option
+	 * ROM and every RAM block stay the template's; fw_cfg's contents
+	 * are not migrated. */
 	vmm_arg(a, "-kernel");
-	vmm_arg(a, "%s/vmlinuz", img->dir);
-	vmm_arg(a, "-initrd");
-	vmm_arg(a, "%s/%s", img->dir, img->initrd);
+	if (m->kernel_stub) {
+		vmm_arg(a, "/proc/self/fd/%d", VMM_FD_KERNEL);
+	} else {
+		vmm_arg(a, "%s/vmlinuz", img->dir);
+		vmm_arg(a, "-initrd");
+		vmm_arg(a, "%s/%s", img->dir, img->initrd);
+	}
 	vmm_arg(a, "-append");
 	vmm_arg(a, "%s airlock.template=%s%s", img->cmdline, img->name,
-		net ? " airlock.net=" SB_NET_GUEST_IP "/" AL_STR(SB_NET_PREFIX)
+		m->net ? " airlock.net=" SB_NET_GUEST_IP "/" AL_STR(SB_NET_PREFIX)
 		      "," SB_NET_GATEWAY_IP
 		    : "");
 	vmm_arg(a, "-drive");
@@ -139,7 +149,7 @@ void machine_argv(struct vmm_argv *a, const struct sb_options *o,
 	vmm_arg(a, "-sandbox");
 	vmm_arg(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
 		   "resourcecontrol=deny");
-	machine_boot(a, img, m->net);
+	machine_boot(a, img, m);
 	machine_devices(a, m);
 	vmm_arg(a, "-chardev");
 	vmm_arg(a, "socket,id=qmp,fd=%d", VMM_FD_QMP);

@@ -32,6 +32,7 @@ struct machine_spec {
 	struct machine_mem mem;  /* RAM backing */
 	uint32_t cid;            /* vsock guest CID, 0 = virtio-serial */
 	bool net;                /* a NIC on the tap VMM_FD_TAP (net.c) */
+	bool kernel_stub;        /* -kernel is VMM_FD_KERNEL, no -initrd */
 };
 
 /* Append the command line to `a` (a->err says if it did not fit). */

@@ -424,12 +424,12 @@ static int vm_cgroup(struct sb_vm *vm, const struct sb_options *o)
 
 int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 		   const struct sb_image *img, const struct machine_mem *mem,
-		   const struct vmm_argv *a)
+		   int kernel_fd, const struct vmm_argv *a)
 {
 	char paths[4][JAIL_PATH];
 	struct vmm_spec spec = {
 		.argv = a,
-		.fds = {-1, -1, mem->fd, -1, -1, -1, -1, -1},
+		.fds = {-1, -1, mem->fd, -1, -1, -1, -1, -1, kernel_fd},
 		.net_ns = vm->net ? sb_net_ns(vm->net) : -1,
 		.cg = &vm->cg,
 		/* a template build's QEMU writes its state to a file */
@@ -596,6 +596,48 @@ int vm_create(const struct sb_options *o, const char *name,
 	return 0;
 }
 
+/* A clone's stub kernel (machine.c says why): the setup header of the
+ * image's bzImage and one sector after it, which QEMU's loader takes as
+ * a kernel, in a sealed memfd. -1 when vmlinuz is no bzImage or the stub
+ * cannot be made: the clone then gets the real kernel, as before. */
+static int kernel_stub(const struct sb_image *img)
+{
+	const unsigned int seals =
+	    F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+	const size_t max = 257 * 512; /* 255 setup sectors, boot, one more */
+	char path[PATH_MAX];
+	size_t setup, keep;
+	uint8_t *buf;
+	ssize_t n;
+	int fd, mfd = -1;
+
+	if (snprintf(path, sizeof(path), "%s/vmlinuz", img->dir) >=
+		(int)sizeof(path) ||
+	    !(buf = malloc(max)))
+		return -1;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = fd < 0 ? -1 : pread(fd, buf, max, 0);
+	if (fd >= 0)
+		close(fd);
+	/* "HdrS" at 0x202; setup sectors at 0x1f1 (0 means 4) */
+	if (n < 0x230 || memcmp(buf + 0x202, "HdrS", 4) != 0)
+		goto out;
+	setup = ((size_t)(buf[0x1f1] ? buf[0x1f1] : 4) + 1) * 512;
+	keep = setup + 512;
+	if (keep > (size_t)n)
+		goto out;
+	mfd = memfd_create("airlock-kernel-stub",
+			   MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd >= 0 && (write(mfd, buf, keep) != (ssize_t)keep ||
+			 fcntl(mfd, F_ADD_SEALS, seals) < 0)) {
+		close(mfd);
+		mfd = -1;
+	}
+out:
+	free(buf);
+	return mfd;
+}
+
 int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	      const struct sb_image *img, const struct machine_mem *mem)
 {
@@ -605,7 +647,7 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	};
 	struct vmm_argv a = {0};
 	char qemu[PATH_MAX];
-	int r = sb_find_binary(o->qemu, qemu, sizeof(qemu));
+	int kfd = -1, r = sb_find_binary(o->qemu, qemu, sizeof(qemu));
 
 	if (r < 0) {
 		snprintf(vm->error, sizeof(vm->error),
@@ -613,9 +655,14 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 		return r;
 	}
 	m.qemu = qemu;
+	if (mem->incoming) /* a clone: it never boots */
+		kfd = kernel_stub(img);
+	m.kernel_stub = kfd >= 0;
 	machine_argv(&a, o, img, &m);
-	r = vm_launch_argv(vm, o, img, mem, &a);
+	r = vm_launch_argv(vm, o, img, mem, kfd, &a);
 	vmm_argv_release(&a);
+	if (kfd >= 0)
+		close(kfd);
 	return r;
 }
 

@@ -70,11 +70,12 @@ int vm_create(const struct sb_options *o, const char *name,
 int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	      const struct sb_image *img, const struct machine_mem *mem);
 /* The launch of vm_launch with another command line (tests/vm's jail
- * probe): the same fds (mem->fd included), cgroup, uid lease and jail,
+ * probe): the same fds (mem->fd included; kernel_fd, -1 for none, as
+ * VMM_FD_KERNEL), cgroup, uid lease and jail,
  * with argv[0] bound into the jail when it is not under /usr. */
 int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 		   const struct sb_image *img, const struct machine_mem *mem,
-		   const struct vmm_argv *a);
+		   int kernel_fd, const struct vmm_argv *a);
 /* What QEMU wrote to stdout and stderr so far (bounded tail, drained
  * non-blocking): tests/vm's probe reports this way. */
 const char *vm_log_tail(struct sb_vm *vm);

@@ -21,7 +21,8 @@
 #define VMM_FD_TOKEN 8 /* the vsock token memfd, read by fw_cfg (vsock) */
 #define VMM_FD_TAP 9   /* the NIC's tap, in the VM's netns (net.c) */
 #define VMM_FD_PRELOAD 10 /* the preloaded shim (vmm.c), set by vmm_spawn */
-#define VMM_FD_COUNT 8 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
+#define VMM_FD_KERNEL 11  /* a clone's stub kernel, a memfd (vm.c) */
+#define VMM_FD_COUNT 9 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
 
 /* A command line being built; strings are owned by it. */
 struct vmm_argv {

@@ -459,6 +459,41 @@ static void test_clone_tcg_net(void **state)
 	check(&m, clone_tcg_net);
 }
 
+/* A clone's stub kernel: `-kernel` names VMM_FD_KERNEL and `-initrd`
+ * goes; every other argument is the plain clone's, in its order. */
+static void test_clone_kernel_stub(void **state)
+{
+	struct machine_spec m = {
+		.qemu = QEMU,
+		.accel = AL_ACCEL_TCG,
+		.mem = {.fd = 9, .incoming = true},
+		.kernel_stub = true,
+	};
+	struct sb_options o;
+	struct sb_image img;
+	struct vmm_argv a = {0};
+	size_t i = 0, j = 0;
+
+	(void)state;
+	options(&o, &img);
+	machine_argv(&a, &o, &img, &m);
+	assert_int_equal(a.err, 0);
+	while (clone_tcg[j]) {
+		if (!strcmp(clone_tcg[j], "-initrd")) {
+			j += 2;
+			continue;
+		}
+		assert_non_null(a.v[i]);
+		if (i > 0 && !strcmp(a.v[i - 1], "-kernel"))
+			assert_string_equal(a.v[i], "/proc/self/fd/11");
+		else
+			assert_string_equal(a.v[i], clone_tcg[j]);
+		i++, j++;
+	}
+	assert_int_equal(a.n, i);
+	vmm_argv_release(&a);
+}
+
 static void test_template_tcg(void **state)
 {
 	struct machine_spec m = {
@@ -510,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_cold_kvm),
 		cmocka_unit_test(test_clone_tcg),
 		cmocka_unit_test(test_clone_kvm),
+		cmocka_unit_test(test_clone_kernel_stub),
 		cmocka_unit_test(test_template_tcg),
 		cmocka_unit_test(test_clone_tcg_net),
 		cmocka_unit_test(test_vsock_adds_one_device),

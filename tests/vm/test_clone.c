@@ -147,19 +147,43 @@ static bool maps_has(pid_t pid, const char *what)
 	return found;
 }
 
-/* Every QEMU runs with sandbox/preload's shim (its malloc_trim): the
- * sealed memfd is mapped in a clone's QEMU, which restores and runs. */
-static void test_qemu_preload(void **state)
+/* The -kernel argument of `pid`'s command line, "" if none. */
+static void kernel_arg(pid_t pid, char *buf, size_t size)
+{
+	char path[64], cmd[8192];
+	size_t n;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fread(cmd, 1, sizeof(cmd) - 1, f);
+	fclose(f);
+	cmd[n] = '\0';
+	for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+		if (!strcmp(cmd + i, "-kernel") && i + 8 < n)
+			snprintf(buf, size, "%s", cmd + i + 8);
+}
+
+/* A clone's QEMU process: it runs with sandbox/preload's shim (its
+ * malloc_trim), the sealed memfd mapped, and with the stub kernel
+ * (vm.c), not the image's; it restores and runs. */
+static void test_qemu_process(void **state)
 {
 	struct sb_template t;
 	struct sb_pool pool;
 	struct sb_vm *vm = NULL;
+	char karg[256];
 
 	(void)state;
 	assert_int_equal(sb_template_open(&opts, "python", &t), 0);
 	sb_pool_init(&pool, &opts, &t, 1);
 	assert_int_equal(sb_pool_restore(&pool, &vm), 0);
 	assert_true(maps_has(sb_vm_pid(vm), "memfd:airlock-qemu-preload"));
+	kernel_arg(sb_vm_pid(vm), karg, sizeof(karg));
+	assert_string_equal(karg, "/proc/self/fd/11");
 	assert_true(prints_42(vm));
 	sb_vm_destroy(vm);
 	sb_pool_release(&pool);
@@ -478,7 +502,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sequential),
 		cmocka_unit_test(test_pool),
-		cmocka_unit_test(test_qemu_preload),
+		cmocka_unit_test(test_qemu_process),
 		cmocka_unit_test(test_eight_alive),
 		cmocka_unit_test(test_kill_vmm),
 		cmocka_unit_test(test_hundred_jobs_clean),

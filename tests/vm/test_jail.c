@@ -76,7 +76,7 @@ static unsigned run_probe(const struct sb_template *t, pid_t a, pid_t b,
 	vmm_arg(&argv, "%d", (int)b);
 	vmm_arg(&argv, "%s", mem);
 	assert_int_equal(vm_create(&opts, "probe", t->accel, &vm), 0);
-	if (vm_launch_argv(vm, &opts, &t->img, &m, &argv) != 0)
+	if (vm_launch_argv(vm, &opts, &t->img, &m, -1, &argv) != 0)
 		fail_msg("probe launch: %s", sb_vm_error(vm));
 	vmm_argv_release(&argv);
 	uid = vm->uid;
