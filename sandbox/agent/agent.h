@@ -38,6 +38,7 @@ struct al_agent {
 	const struct al_agent_config *cfg; /* how we were started */
 	struct al_limits limits;	   /* from `setup`, 0 = unset */
 	unsigned step_no;		   /* steps run so far */
+	unsigned cg_ready;		   /* step cgroup made ahead, 0 none */
 	int sig_fd;			   /* signalfd for SIGCHLD */
 	int work_fd;			   /* O_PATH of cfg->work_dir */
 	int random_fd;			   /* /dev/urandom (PID 1 only) */
@@ -45,6 +46,11 @@ struct al_agent {
 
 /* Log one line to stderr (the console in the guest). Never pass job bytes. */
 void al_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Make the next step's cgroup ahead of it (no limits yet; al_exec_step
+ * sets them). Called on `setup`, so a template's snapshot holds it and a
+ * clone's first step makes none. Best effort: the step makes its own. */
+void al_exec_prepare(struct al_agent *a);
 
 /* Block SIGCHLD into a signalfd, ignore SIGPIPE; fills a->sig_fd. */
 int al_agent_signals(struct al_agent *a);

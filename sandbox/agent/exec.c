@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/sched.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
@@ -76,6 +77,7 @@ struct run {
 	uint32_t out_cap;	     /* kept bytes per stream */
 	char cg[PATH_MAX];	     /* step cgroup dir, "" without cgroups */
 	int procs_fd;		     /* cgroup.procs, for the child */
+	int cg_fd;		     /* the step cgroup dir (clone3), -1 */
 	pid_t pid;		     /* main child, 0 before fork */
 	int in_fd;		     /* stdin write end, -1 when done */
 	size_t in_off;		     /* stdin bytes written */
@@ -176,27 +178,49 @@ static int cg_limit(struct run *rn, const char *file, uint64_t v, bool max)
 	return r;
 }
 
-static int cg_create(struct run *rn, const struct al_limits *lim)
+/* Make the cgroup of step `no` (and the job's, with its controllers, the
+ * first time) into `step`, empty and without limits. */
+static int cg_make(struct al_agent *a, unsigned no, char step[PATH_MAX])
 {
-	const char *root = rn->a->cfg->cgroup_root;
-	char job[PATH_MAX], step[PATH_MAX];
-	int r, dir;
+	const char *root = a->cfg->cgroup_root;
+	char job[PATH_MAX];
 
-	if (strlen(root) > PATH_MAX / 2) {
-		errno = ENAMETOOLONG;
-		goto fail;
-	}
-	snprintf(job, sizeof(job), "%.2048s/job", root);
+	if (strlen(root) > PATH_MAX / 2)
+		return -ENAMETOOLONG;
+	snprintf(job, PATH_MAX, "%.2048s/job", root);
 	if (mkdir(job, 0755) < 0 && errno != EEXIST)
-		goto fail;
+		return -errno;
 	/* best effort: absent controllers leave their files absent */
 	cg_write(job, "cgroup.subtree_control", "+memory");
 	cg_write(job, "cgroup.subtree_control", "+pids");
 	cg_write(job, "cgroup.subtree_control", "+cpu");
-	snprintf(step, sizeof(step), "%.2048s/job/step-%u", root,
-		 rn->a->step_no);
-	if (mkdir(step, 0755) < 0)
+	snprintf(step, PATH_MAX, "%.2048s/job/step-%u", root, no);
+	return mkdir(step, 0755) < 0 ? -errno : 0;
+}
+
+void al_exec_prepare(struct al_agent *a)
+{
+	char step[PATH_MAX];
+
+	if (a->cfg->cgroup_root && a->cg_ready != a->step_no + 1 &&
+	    cg_make(a, a->step_no + 1, step) == 0)
+		a->cg_ready = a->step_no + 1;
+}
+
+static int cg_create(struct run *rn, const struct al_limits *lim)
+{
+	const char *root = rn->a->cfg->cgroup_root;
+	char step[PATH_MAX];
+	int r, dir;
+
+	if (rn->a->cg_ready == rn->a->step_no) { /* made ahead, empty */
+		snprintf(step, sizeof(step), "%.2048s/job/step-%u", root,
+			 rn->a->step_no);
+	} else if ((r = cg_make(rn->a, rn->a->step_no, step)) < 0) {
+		errno = -r;
 		goto fail;
+	}
+	rn->a->cg_ready = 0;
 	memcpy(rn->cg, step, sizeof(step));
 	r = cg_limit(rn, "memory.max", (uint64_t)lim->memory_mb << 20, true);
 	r = r ? r : cg_limit(rn, "memory.swap.max", 0, false);
@@ -204,11 +228,11 @@ static int cg_create(struct run *rn, const struct al_limits *lim)
 	r = r ? r : cg_limit(rn, "pids.max", lim->pids, true);
 	if (r < 0)
 		return r;
-	dir = open(step, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	dir = open(step, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		goto fail;
 	rn->procs_fd = openat(dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
-	close(dir);
+	rn->cg_fd = dir; /* spawn's clone3 starts the child in it */
 	if (rn->procs_fd < 0)
 		goto fail;
 	return 0;
@@ -450,7 +474,8 @@ static void child_setup(struct run *rn, const int fds[3], int err_fd)
 			child_fail(err_fd, "dup2");
 	if (setsid() < 0)
 		child_fail(err_fd, "setsid");
-	if (rn->procs_fd >= 0 && write(rn->procs_fd, "0", 1) < 0)
+	if (rn->procs_fd >= 0 && rn->cg_fd < 0 &&
+	    write(rn->procs_fd, "0", 1) < 0)
 		child_fail(err_fd, "join cgroup");
 	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -514,6 +539,30 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* fork(), the child born in the step cgroup when there is one (clone3's
+ * CLONE_INTO_CGROUP: no migration of a running process into it, the
+ * kernel's heavier path, which the guest would translate anew in every
+ * clone under TCG). A kernel without it: fork, and the child joins
+ * through cgroup.procs (cg_fd -1 tells it to). */
+static pid_t fork_into(struct run *rn)
+{
+	struct clone_args ca = {
+		.flags = CLONE_INTO_CGROUP,
+		.exit_signal = SIGCHLD,
+		.cgroup = (uint64_t)rn->cg_fd,
+	};
+	long pid;
+
+	if (rn->cg_fd < 0)
+		return fork();
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG)) {
+		close_fd(&rn->cg_fd);
+		return fork();
+	}
+	return (pid_t)pid;
+}
+
 /* Fork the child with pipes; on success the parent ends are in rn. */
 static int spawn(struct run *rn, char **env)
 {
@@ -529,7 +578,7 @@ static int spawn(struct run *rn, char **env)
 		goto out;
 	}
 	rn->t0 = al_now_ms();
-	rn->pid = fork();
+	rn->pid = fork_into(rn);
 	if (rn->pid < 0) {
 		r = -errno;
 		rn->pid = 0;
@@ -760,7 +809,8 @@ static void run_init(struct run *rn, struct al_agent *a,
 	rn->a = a;
 	rn->step = step;
 	rn->lim = lim;
-	rn->procs_fd = rn->in_fd = rn->out[0].fd = rn->out[1].fd = -1;
+	rn->procs_fd = rn->cg_fd = rn->in_fd = rn->out[0].fd = rn->out[1].fd =
+	    -1;
 	rn->timeout_ms =
 	    step->timeout_ms ? step->timeout_ms : AL_AGENT_TIMEOUT_MS;
 	if (rn->timeout_ms > AL_TIMEOUT_MS_MAX)
@@ -803,10 +853,13 @@ int al_exec_step(struct al_agent *a, const struct al_step *step,
 	if (r < 0)
 		snprintf(rn.err, sizeof(rn.err), "step i/o: %s", strerror(-r));
 out:
-	kill_all(&rn);
+	/* a step that ended by itself leaves nothing to kill but what it
+	 * left running, which cg_finish kills; without cgroups, its group */
+	if (!rn.exited || !rn.cg[0])
+		kill_all(&rn);
 	reap_child(&rn);
 	close_fd(&rn.in_fd), close_fd(&rn.out[0].fd), close_fd(&rn.out[1].fd);
-	close_fd(&rn.procs_fd);
+	close_fd(&rn.procs_fd), close_fd(&rn.cg_fd);
 	cg_finish(&rn);
 	free_env(env);
 	if (rn.err[0])

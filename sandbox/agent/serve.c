@@ -176,10 +176,15 @@ static int reseed_apply(struct al_agent *a, const struct al_blob *entropy,
 static int on_reseed(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		     struct al_msg *rep, char *err, size_t err_size)
 {
+	int r;
+
 	(void)c;
 	rep->type = AL_MSG_OK;
-	return reseed_apply(a, &req->u.reseed.entropy, req->u.reseed.time_ns,
-			    err, err_size);
+	r = reseed_apply(a, &req->u.reseed.entropy, req->u.reseed.time_ns, err,
+			 err_size);
+	if (r == 0) /* a template's last request before its snapshot */
+		al_exec_prepare(a);
+	return r;
 }
 
 /* The job's limits; since v2 a reseed may come with them (a warm clone's
@@ -203,7 +208,10 @@ static int on_setup(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		rep->u.ok.reseeded = true;
 	}
 	a->limits = su->limits;
-	return al_agent_apply_limits(a, &a->limits, err, err_size);
+	r = al_agent_apply_limits(a, &a->limits, err, err_size);
+	if (r == 0)
+		al_exec_prepare(a);
+	return r;
 }
 
 static int on_put_files(struct al_agent *a, struct al_chan *c, struct al_msg *req,

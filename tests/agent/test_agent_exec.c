@@ -550,6 +550,41 @@ static void test_identity(void **state)
 	assert_int_equal(access(step_dir, F_OK), -1);
 }
 
+/* A step's processes are in its cgroup from the first instruction
+ * (clone3 into it); `setup` makes that cgroup ahead (al_exec_prepare, so
+ * a template's snapshot holds it), and it is gone after the step. */
+static void test_step_cgroup(void **state)
+{
+	struct fx *f = *state;
+	struct al_limits lim = {.memory_mb = 256, .pids = 32};
+	struct al_step_result res;
+	uint8_t ent[32] = {1};
+	char dir[600];
+	bool done = false;
+
+	SKIP_UNLESS_READY();
+	if (!g.cgroup)
+		skip();
+	assert_int_equal(al_agent_client_setup_reseed(&f->c, &lim, ent,
+						      sizeof(ent), 1, CALL_MS,
+						      &done),
+			 0);
+	snprintf(dir, sizeof(dir), "%s/job/step-1", g.cg_root);
+	assert_int_equal(access(dir, F_OK), 0);
+	run_sh(f, "cat /proc/self/cgroup", 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	assert_non_null(memmem(res.stdout_.data, res.stdout_.len,
+			       "/job/step-1\n", 12));
+	al_step_result_release(&res);
+	assert_int_equal(access(dir, F_OK), -1);
+	/* the next step makes its own */
+	run_sh(f, "cat /proc/self/cgroup", 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	assert_non_null(memmem(res.stdout_.data, res.stdout_.len,
+			       "/job/step-2\n", 12));
+	al_step_result_release(&res);
+}
+
 static void test_bad_limits_rejected(void **state)
 {
 	struct fx *f = *state;
@@ -629,6 +664,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_signal, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_env, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_step_cgroup, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cwd_and_files, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_background_killed, setup,
