@@ -329,6 +329,15 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 		r = vm_handshake(vm, o, o->boot_timeout_ms);
 	if (r == 0)
 		r = template_warmup(vm, img);
+	/* the default job limits, so that a clone's job with those finds
+	 * its scratch at that size already (the agent then skips the
+	 * remount) and its first step's cgroup made (al_exec_prepare) */
+	if (r == 0) {
+		struct al_limits lim;
+
+		al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
+		r = sb_vm_setup(vm, &lim);
+	}
 	/* let the guest finish what the boot and warm-up left pending
 	 * (deferred frees, timers, writeback): a clone otherwise does it in
 	 * its first milliseconds, in front of the job (measured: the first

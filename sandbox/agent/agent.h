@@ -39,6 +39,7 @@ struct al_agent {
 	struct al_limits limits;	   /* from `setup`, 0 = unset */
 	unsigned step_no;		   /* steps run so far */
 	unsigned cg_ready;		   /* step cgroup made ahead, 0 none */
+	uint32_t scratch_mb;		   /* scratch size last set, 0 boot's */
 	int sig_fd;			   /* signalfd for SIGCHLD */
 	int work_fd;			   /* O_PATH of cfg->work_dir */
 	int random_fd;			   /* /dev/urandom (PID 1 only) */

@@ -197,7 +197,9 @@ int al_agent_apply_limits(struct al_agent *a, const struct al_limits *l,
 {
 	char opts[64];
 
-	if (!a->cfg->init || !l->disk_mb)
+	/* already that size (a clone's template set it before its
+	 * snapshot): no remount, kernel code a clone would translate anew */
+	if (!a->cfg->init || !l->disk_mb || l->disk_mb == a->scratch_mb)
 		return 0;
 	snprintf(opts, sizeof(opts), "size=%um", l->disk_mb);
 	if (mount(NULL, a->cfg->scratch_dir, NULL, MS_REMOUNT | MOUNT_NOSUID,
@@ -205,5 +207,6 @@ int al_agent_apply_limits(struct al_agent *a, const struct al_limits *l,
 		snprintf(err, err_size, "resize scratch: %s", strerror(errno));
 		return -errno;
 	}
+	a->scratch_mb = l->disk_mb;
 	return 0;
 }

@@ -284,6 +284,20 @@ static void test_filesystem(void **state)
 	      &res);
 	CHECK(STEP(&res, 2)->status == AL_OK, &res);
 	al_result_release(&res);
+	/* the default size, which the template set before its snapshot
+	 * (the agent then skips the remount), and another after it */
+	RUN("{\"sh\":\"df -m /work | tail -1 | awk '{print $2}'\"}", &res);
+	CHECK(res.status == AL_OK && STEP(&res, 0)->stdout_.len == 4 &&
+		      !memcmp(STEP(&res, 0)->stdout_.data, "256\n", 4),
+	      &res);
+	al_result_release(&res);
+	RUN("{\"sh\":\"df -m /work | tail -1 | awk '{print $2}'\","
+	    "\"limits\":{\"disk_mb\":64}}",
+	    &res);
+	CHECK(res.status == AL_OK && STEP(&res, 0)->stdout_.len == 3 &&
+		      !memcmp(STEP(&res, 0)->stdout_.data, "64\n", 3),
+	      &res);
+	al_result_release(&res);
 }
 
 static void test_big_stdin_binary(void **state)
