@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -227,4 +228,42 @@ int sb_remove_at(int dirfd, const char *name, unsigned depth)
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && r == 0)
 		r = -errno;
 	return r;
+}
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U /* Linux 6.3: executable even under memfd_noexec */
+#endif
+
+int sb_sealed_memfd(const char *name, const void *data, size_t len,
+		    bool exec)
+{
+	const unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	const unsigned int seals =
+	    F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+	size_t off = 0;
+	int fd, r;
+
+	fd = memfd_create(name, flags | (exec ? MFD_EXEC : 0));
+	if (fd < 0 && exec && errno == EINVAL) /* before 6.3: no MFD_EXEC */
+		fd = memfd_create(name, flags);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			close(fd);
+			return r;
+		}
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, seals) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }

@@ -49,4 +49,10 @@ int sb_private_dir(const char *path, mode_t mode);
  * 0 or the first -errno. */
 int sb_remove_at(int dirfd, const char *name, unsigned depth);
 
+/* A memfd `name` holding `len` bytes of `data`, sealed (no write, grow,
+ * shrink or further seal), CLOEXEC; `exec` asks for MFD_EXEC where the
+ * kernel has it (Linux 6.3, for memfd_noexec). The fd or -errno. */
+int sb_sealed_memfd(const char *name, const void *data, size_t len,
+		    bool exec);
+
 #endif

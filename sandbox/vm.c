@@ -306,22 +306,10 @@ int vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
  * through fw_cfg and asks us to prove we know it (agent/serve.c). */
 static int vm_token_fd(uint8_t token[AL_AUTH_TOKEN_LEN])
 {
-	int fd, r = 0;
-
 	if (getrandom(token, AL_AUTH_TOKEN_LEN, 0) != AL_AUTH_TOKEN_LEN)
 		return -EIO;
-	fd = memfd_create("airlock-token", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, token, AL_AUTH_TOKEN_LEN) != AL_AUTH_TOKEN_LEN ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
-				       F_SEAL_WRITE | F_SEAL_SEAL) < 0)
-		r = errno ? -errno : -EIO;
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	return fd;
+	return sb_sealed_memfd("airlock-token", token, AL_AUTH_TOKEN_LEN,
+			       false);
 }
 
 /* The jail's side of a launch: the run dir (root's alone), its mount
@@ -602,8 +590,6 @@ int vm_create(const struct sb_options *o, const char *name,
  * cannot be made: the clone then gets the real kernel, as before. */
 static int kernel_stub(const struct sb_image *img)
 {
-	const unsigned int seals =
-	    F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
 	const size_t max = 257 * 512; /* 255 setup sectors, boot, one more */
 	char path[PATH_MAX];
 	size_t setup, keep;
@@ -626,13 +612,9 @@ static int kernel_stub(const struct sb_image *img)
 	keep = setup + 512;
 	if (keep > (size_t)n)
 		goto out;
-	mfd = memfd_create("airlock-kernel-stub",
-			   MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (mfd >= 0 && (write(mfd, buf, keep) != (ssize_t)keep ||
-			 fcntl(mfd, F_ADD_SEALS, seals) < 0)) {
-		close(mfd);
+	mfd = sb_sealed_memfd("airlock-kernel-stub", buf, keep, false);
+	if (mfd < 0)
 		mfd = -1;
-	}
 out:
 	free(buf);
 	return mfd;

@@ -48,11 +48,8 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "util.h"
 #include "vmm.h"
-
-#ifndef MFD_EXEC
-#define MFD_EXEC 0x0010U /* Linux 6.3: executable even under memfd_noexec */
-#endif
 
 /* sandbox/preload/qemu_preload.c, built and embedded by CMake */
 extern const unsigned char sb_qemu_preload[];
@@ -66,34 +63,10 @@ static pthread_once_t preload_once = PTHREAD_ONCE_INIT;
  * wrong. */
 static void preload_make(void)
 {
-	const unsigned int seals =
-	    F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
-	const char *name = "airlock-qemu-preload";
-	size_t off = 0;
-	int fd;
+	int fd = sb_sealed_memfd("airlock-qemu-preload", sb_qemu_preload,
+				 sb_qemu_preload_len, true);
 
-	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-	if (fd < 0 && errno == EINVAL) /* before 6.3: no MFD_EXEC */
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return;
-	while (off < sb_qemu_preload_len) {
-		ssize_t n = write(fd, sb_qemu_preload + off,
-				  sb_qemu_preload_len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return;
-		}
-		off += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS, seals) < 0) {
-		close(fd);
-		return;
-	}
-	preload_fd = fd;
+	preload_fd = fd >= 0 ? fd : -1;
 }
 
 void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
