@@ -434,6 +434,15 @@ static int reconnect(struct al_jobset *s)
 	return -EIO;
 }
 
+/* A Redis call's failure as the loop must see it: an I/O error on the
+ * connection (a reset while Redis restarts) is a connection to remake,
+ * never -EIO, which drive() keeps for what reconnecting cannot fix (a
+ * results file that cannot be written). */
+static int redis_err(int r)
+{
+	return r == -EIO ? -ECONNRESET : r;
+}
+
 /* Fetch job i's result into the store. A result gone (expired) or
  * unreadable gets an XX line naming the problem. */
 static int collect(struct al_jobset *s, size_t i)
@@ -447,7 +456,7 @@ static int collect(struct al_jobset *s, size_t i)
 
 	r = alq_client_result(&s->cl, j->id, &buf, &len);
 	if (r < 0 && r != -ENOENT && r != -E2BIG)
-		return r;
+		return redis_err(r);
 	al_diags_init(&d);
 	if (r < 0 || al_result_from_msgpack(buf, len, &res, &d) < 0 ||
 	    al_result_to_json(&res, &json) < 0) {
@@ -497,7 +506,7 @@ static int wait_round(struct al_jobset *s, size_t *cursor, struct al_embed *e)
 			s->o.name);
 		return -ECHILD;
 	}
-	r = alq_client_have_results(&s->cl, ids, n, done);
+	r = redis_err(alq_client_have_results(&s->cl, ids, n, done));
 	for (size_t m = 0; r == 0 && m < n; m++)
 		if (done[m])
 			r = collect(s, idx[m]);
@@ -505,7 +514,7 @@ static int wait_round(struct al_jobset *s, size_t *cursor, struct al_embed *e)
 		for (size_t m = 0; m < n; m++)
 			if (done[m])
 				return 0;
-		r = alq_client_wait_any(&s->cl, ids, n, 1000, &k);
+		r = redis_err(alq_client_wait_any(&s->cl, ids, n, 1000, &k));
 		if (r == 0)
 			r = collect(s, idx[k]);
 		if (r == -ETIMEDOUT)
