@@ -104,6 +104,10 @@ static const struct field auth_fields[] = {
     {"mac", F_BIN, OFF(auth.mac), 0, AL_SHA256_LEN, AL_SHA256_LEN, true},
 };
 
+static const struct field zygote_fields[] = {
+    {"modules", F_STR, OFF(zygote.modules), 0, 0, AL_ZYGOTE_MODULES_MAX, true},
+};
+
 static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_HELLO] = {"hello", FIELDS(hello_fields)},
     [AL_MSG_RESEED] = {"reseed", FIELDS(reseed_fields)},
@@ -120,6 +124,7 @@ static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_PONG] = {"pong", NULL, 0},
     [AL_MSG_CHALLENGE] = {"challenge", FIELDS(challenge_fields)},
     [AL_MSG_AUTH] = {"auth", FIELDS(auth_fields)},
+    [AL_MSG_ZYGOTE] = {"zygote", FIELDS(zygote_fields)},
 };
 
 

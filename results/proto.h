@@ -25,6 +25,10 @@
  *       `ok {reseeded: true}`; a v1 agent answers a plain `ok` (it
  *       ignored the reseed), and the host must then send `reseed`
  *       before any step (al_agent_client_setup_reseed says which).
+ *   v2  `zygote {modules}` (a template's, before its snapshot): start a
+ *       pre-initialized python3 that a job's first python3 step runs in
+ *       (docs/zygote.md); an agent without it answers `error`, and the
+ *       template is then saved without one.
  *
  * Authentication (vsock only; see docs/vsock-auth.md). On a new vsock
  * connection the agent speaks first and nothing else is served until the
@@ -95,6 +99,7 @@ enum al_msg_type {
 	AL_MSG_PONG,	  /* reply to ping */
 	AL_MSG_CHALLENGE, /* agent, unasked, on a vsock connection */
 	AL_MSG_AUTH,	  /* request: the answer to challenge */
+	AL_MSG_ZYGOTE,	  /* request: start the zygote (docs/zygote.md) */
 	AL_MSG_TYPE_COUNT
 };
 
@@ -161,6 +166,12 @@ struct al_msg_error {
 	char *msg; /* human text, at most AL_ERROR_MAX bytes */
 };
 
+#define AL_ZYGOTE_MODULES_MAX 1024u /* bytes of zygote.modules */
+
+struct al_msg_zygote {
+	char *modules; /* Python modules it imports, space-separated */
+};
+
 struct al_msg {
 	enum al_msg_type type; /* which member of u is used */
 	union {
@@ -176,6 +187,7 @@ struct al_msg {
 		struct al_msg_error error;
 		struct al_msg_challenge challenge;
 		struct al_msg_auth auth;
+		struct al_msg_zygote zygote;
 	} u;
 };
 

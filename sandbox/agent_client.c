@@ -449,6 +449,15 @@ int al_agent_client_auth(struct al_agent_client *c,
 	return r;
 }
 
+int al_agent_client_zygote(struct al_agent_client *c, const char *modules,
+			   int timeout_ms)
+{
+	struct al_msg req = {.type = AL_MSG_ZYGOTE};
+
+	req.u.zygote.modules = (char *)modules;
+	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
+}
+
 int al_agent_client_ping(struct al_agent_client *c, int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_PING};

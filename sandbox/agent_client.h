@@ -89,6 +89,12 @@ int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
 			      struct al_msg_files *ret);
 void al_agent_client_files_release(struct al_msg_files *f);
 int al_agent_client_ping(struct al_agent_client *c, int timeout_ms);
+
+/* Start the agent's zygote, a python3 that imports `modules` (space-
+ * separated) and waits for a job's first python3 step (docs/zygote.md);
+ * returns once it is ready. -EPROTO: the agent could not (its error). */
+int al_agent_client_zygote(struct al_agent_client *c, const char *modules,
+			   int timeout_ms);
 /* vsock only, before anything else: answer the agent's challenge with
  * the VM's token (never sent itself). 0 once the agent took it; a refused
  * or failed proof leaves the client broken (the agent closed the stream). */

@@ -22,7 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto.h"
 #include "sandbox.h"
+
+_Static_assert(sizeof(((struct sb_image *)0)->zygote) ==
+		       AL_ZYGOTE_MODULES_MAX + 1, "zygote holds the field");
 
 #define MANIFEST_MAX (1u << 20)
 
@@ -104,6 +108,9 @@ int sb_image_open(const struct sb_options *o, const char *template_,
 			     json_object_get(m, "clone_warmup"));
 	else if (r == 0)
 		strcpy(img.clone_warmup, img.warmup);
+	if (r == 0 && json_string_value(json_object_get(m, "zygote")))
+		r = copy_str(img.zygote, sizeof(img.zygote),
+			     json_object_get(m, "zygote"));
 	json_decref(m);
 	if (r < 0 || !safe_name(img.initrd))
 		return -EBADMSG;

@@ -102,6 +102,9 @@ struct sb_image {
 	char warmup[1024];      /* shell command run before a snapshot, "" */
 	char clone_warmup[1024]; /* run in each warm clone before its job
 				  * (the manifest's, else `warmup`), "" */
+	char zygote[1025];      /* python modules the
+				  * template's zygote imports, "" = no
+				  * zygote (docs/zygote.md) */
 };
 
 /* One VM (opaque: sandbox/vm_internal.h defines it). Read it through the

@@ -68,6 +68,7 @@
 #define MACHINE_REV 6 /* 6: RAM in a sealed memfd, jailed VMMs */
 #define SAVE_TIMEOUT_MS 60000
 #define WARMUP_TIMEOUT_MS 120000
+#define ZYGOTE_TIMEOUT_MS 120000 /* its imports, under TCG */
 #define SETTLE_MS 2000
 #define MEM_CACHE_MAX 32 /* templates one process may open */
 #define MEM_SEALS (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)
@@ -127,13 +128,14 @@ static int template_inputs(const struct sb_options *o,
 		return -errno;
 	if (snprintf(out, size,
 		     "rev=%d image=%s name=%s mem=%u vcpus=%u accel=%s "
-		     "carrier=%s jail=%d warmup=%016llx machine=%016llx "
-		     "qemu=%s:%lld:%lld\n",
+		     "carrier=%s jail=%d warmup=%016llx zygote=%016llx "
+		     "machine=%016llx qemu=%s:%lld:%lld\n",
 		     MACHINE_REV, img->hash, img->name, o->memory_mb, o->vcpus,
 		     al_accel_name(accel),
 		     sb_carrier_resolve(o) == SB_CARRIER_VSOCK ? "vsock"
 							       : "serial",
 		     (int)o->jail, (unsigned long long)fnv1a(img->warmup),
+		     (unsigned long long)fnv1a(img->zygote),
 		     (unsigned long long)machine_hash(o, img, accel, net, qemu),
 		     qemu, (long long)st.st_size,
 		     (long long)st.st_mtime) >= (int)size)
@@ -337,6 +339,14 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 
 		al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
 		r = sb_vm_setup(vm, &lim);
+	}
+	/* the python zygote, after the warm-up (whose steps would end it):
+	 * every clone then has it waiting for its job (docs/zygote.md) */
+	if (r == 0 && img->zygote[0]) {
+		r = al_agent_client_zygote(&vm->agent, img->zygote,
+					   ZYGOTE_TIMEOUT_MS);
+		if (r < 0)
+			vm_fail(vm, r, "agent zygote");
 	}
 	/* let the guest finish what the boot and warm-up left pending
 	 * (deferred frees, timers, writeback): a clone otherwise does it in

@@ -50,6 +50,7 @@ bool al_agent_reap(struct al_agent *a, pid_t want, int *ret_status,
 	while (read(a->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 		;
 	while ((pid = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		al_zygote_reaped(a, pid);
 		if (pid != want || want <= 0)
 			continue;
 		found = true;

@@ -43,6 +43,8 @@ struct al_agent {
 	int sig_fd;			   /* signalfd for SIGCHLD */
 	int work_fd;			   /* O_PATH of cfg->work_dir */
 	int random_fd;			   /* /dev/urandom (PID 1 only) */
+	pid_t zygote_pid;		   /* zygote.c: waiting, 0 = none */
+	int zygote_fd;			   /* our end of its socket, -1 */
 };
 
 /* Log one line to stderr (the console in the guest). Never pass job bytes. */
@@ -121,6 +123,32 @@ typedef int (*al_exec_out_fn)(void *opaque, int fd, const void *data,
 int al_exec_step(struct al_agent *a, const struct al_step *step,
 		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
 		 struct al_step_result *ret);
+
+/* The step environment: a fixed base (PATH, LANG, TMPDIR, HOME) under
+ * the step's own variables (s NULL: none). NULL when out of memory. */
+char **al_exec_env(const struct al_agent *a, const struct al_step *s);
+void al_exec_env_free(char **env);
+
+/* --- zygote.c: the template's pre-initialized python3 (docs/zygote.md) */
+
+/* Spawn it like a step, importing `modules` (space-separated), and wait
+ * until it is ready. 0, or -errno with the reason in err. */
+int al_zygote_start(struct al_agent *a, const char *modules,
+		    uint32_t timeout_ms, char *err, size_t err_size);
+/* Would step `s` run in the waiting zygote? */
+bool al_zygote_fits(const struct al_agent *a, const struct al_step *s);
+/* Make it step `s`'s main child: into the step's cgroup (procs_fd),
+ * the step's file-size limit, then its stdio `fds`, its cwd and argv.
+ * On success *ret_pid is the step's and the zygote is gone; on failure
+ * the caller ends it (al_zygote_end) and runs the step as usual. */
+int al_zygote_take(struct al_agent *a, const struct al_step *s,
+		   const struct al_limits *lim, int procs_fd, const int fds[3],
+		   int cwd_fd, pid_t *ret_pid);
+/* Kill and reap a waiting zygote, if any: before any step that does not
+ * run in it, so that no job code ever runs beside it. */
+void al_zygote_end(struct al_agent *a);
+/* al_agent_reap reaped `pid`: forget the zygote if it was that. */
+void al_zygote_reaped(struct al_agent *a, pid_t pid);
 
 /* Write `files` under the work dir (owned by the step user). */
 int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,

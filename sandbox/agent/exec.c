@@ -30,6 +30,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/sched.h>
+#include <linux/close_range.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
@@ -79,6 +80,7 @@ struct run {
 	int procs_fd;		     /* cgroup.procs, for the child */
 	int cg_fd;		     /* the step cgroup dir (clone3), -1 */
 	pid_t pid;		     /* main child, 0 before fork */
+	bool zygote;		     /* run it in the zygote (zygote.c) */
 	int in_fd;		     /* stdin write end, -1 when done */
 	size_t in_off;		     /* stdin bytes written */
 	struct stream out[2];	     /* stdout, stderr */
@@ -404,11 +406,16 @@ static void cg_finish(struct run *rn)
 /* --- the child ------------------------------------------------------------ */
 
 /* Environment: a small fixed base, overridden by the step's own. */
-static char **build_env(const struct al_agent *a, const struct al_step *s)
+char **al_exec_env(const struct al_agent *a, const struct al_step *s)
 {
+	static const struct al_step none;
 	const char *base[] = {ENV_PATH, "LANG=C.UTF-8", "TMPDIR=/tmp", NULL};
 	size_t n = 0, i;
-	char **env = calloc(s->n_env + 5, sizeof(*env));
+	char **env;
+
+	if (!s)
+		s = &none;
+	env = calloc(s->n_env + 5, sizeof(*env));
 
 	if (!env)
 		return NULL;
@@ -440,7 +447,7 @@ fail:
 	return NULL;
 }
 
-static void free_env(char **env)
+void al_exec_env_free(char **env)
 {
 	for (size_t i = 0; env && env[i]; i++)
 		free(env[i]);
@@ -495,6 +502,8 @@ static void child_setup(struct run *rn, const int fds[3], int err_fd)
 		child_fail(err_fd, "drop privileges");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(err_fd, "no_new_privs");
+	/* nothing but stdio reaches the job, whatever we inherited */
+	syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
 }
 
 /* The job's side: failures here are the job's, reported like a shell. */
@@ -563,6 +572,34 @@ static pid_t fork_into(struct run *rn)
 	return (pid_t)pid;
 }
 
+/* The step's main child is the waiting zygote (zygote.c), given these
+ * ends of its pipes. Any failure ends the zygote and returns -errno: the
+ * step then forks as usual (which reports a bad cwd as the job's). */
+static int zygote_hand(struct run *rn, int in, int out, int err)
+{
+	struct open_how how = {
+	    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	const int fds[3] = {in, out, err};
+	const char *cwd = rn->step->cwd ? rn->step->cwd : ".";
+	long fd = syscall(SYS_openat2, rn->a->work_fd, cwd, &how, sizeof(how));
+	int r = fd < 0 ? -errno : 0;
+
+	if (r == 0) {
+		r = al_zygote_take(rn->a, rn->step, rn->lim, rn->procs_fd, fds,
+				   (int)fd, &rn->pid);
+		close((int)fd);
+		if (r < 0)
+			al_agent_log("zygote hand-over: %s", strerror(-r));
+	}
+	if (r < 0) {
+		al_zygote_end(rn->a);
+		rn->pid = 0;
+	}
+	return r;
+}
+
 /* Fork the child with pipes; on success the parent ends are in rn. */
 static int spawn(struct run *rn, char **env)
 {
@@ -578,6 +615,8 @@ static int spawn(struct run *rn, char **env)
 		goto out;
 	}
 	rn->t0 = al_now_ms();
+	if (rn->zygote && zygote_hand(rn, in[0], o[1], e[1]) == 0)
+		goto started;
 	rn->pid = fork_into(rn);
 	if (rn->pid < 0) {
 		r = -errno;
@@ -603,6 +642,7 @@ static int spawn(struct run *rn, char **env)
 		r = -ce.err;
 		goto out;
 	}
+started:
 	rn->in_fd = in[1], in[1] = -1;
 	rn->out[0].fd = o[0], o[0] = -1;
 	rn->out[1].fd = e[0], e[0] = -1;
@@ -840,7 +880,11 @@ int al_exec_step(struct al_agent *a, const struct al_step *step,
 		return -ENOMEM;
 	run_init(&rn, a, step, lim);
 	a->step_no++;
-	env = build_env(a, step);
+	/* the zygote runs this step, or nothing: no job code beside it */
+	rn.zygote = al_zygote_fits(a, step);
+	if (!rn.zygote)
+		al_zygote_end(a);
+	env = al_exec_env(a, step);
 	if (!env) {
 		snprintf(rn.err, sizeof(rn.err), "out of memory");
 		goto out;
@@ -861,7 +905,7 @@ out:
 	close_fd(&rn.in_fd), close_fd(&rn.out[0].fd), close_fd(&rn.out[1].fd);
 	close_fd(&rn.procs_fd), close_fd(&rn.cg_fd);
 	cg_finish(&rn);
-	free_env(env);
+	al_exec_env_free(env);
 	if (rn.err[0])
 		return fail_xx(&rn);
 	verdict(&rn);

@@ -109,7 +109,8 @@ int main(int argc, char **argv)
 	    .serve_fd = -1,
 	};
 	struct al_agent a = {
-	    .cfg = &cfg, .sig_fd = -1, .work_fd = -1, .random_fd = -1};
+	    .cfg = &cfg, .sig_fd = -1, .work_fd = -1, .random_fd = -1,
+	    .zygote_fd = -1};
 	int fd;
 
 	if (parse_args(argc, argv, &cfg) < 0 && !cfg.init) {

@@ -33,6 +33,7 @@
 
 #define SEND_TIMEOUT_MS 60000 /* a host that stops reading loses the reply */
 #define RECHECK_MS	200   /* re-check a hung-up or missing port */
+#define ZYGOTE_READY_MS 100000u /* its imports under TCG; the host waits 120 s */
 /* where the qemu_fw_cfg module shows the host's token (read by root only) */
 #define AL_AGENT_TOKEN_PATH \
 	"/sys/firmware/qemu_fw_cfg/by_name/" AL_AUTH_FW_CFG "/raw"
@@ -285,11 +286,21 @@ static int on_ping(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 	return 0;
 }
 
+/* A template's, before its snapshot: start the python zygote. */
+static int on_zygote(struct al_agent *a, struct al_chan *c, struct al_msg *req,
+		     struct al_msg *rep, char *err, size_t err_size)
+{
+	(void)c;
+	rep->type = AL_MSG_OK;
+	return al_zygote_start(a, req->u.zygote.modules, ZYGOTE_READY_MS, err,
+			       err_size);
+}
+
 static const handler_fn handlers[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_HELLO] = on_hello,	     [AL_MSG_RESEED] = on_reseed,
     [AL_MSG_SETUP] = on_setup,	     [AL_MSG_PUT_FILES] = on_put_files,
     [AL_MSG_RUN_STEP] = on_run_step, [AL_MSG_GET_FILES] = on_get_files,
-    [AL_MSG_PING] = on_ping,
+    [AL_MSG_PING] = on_ping,	     [AL_MSG_ZYGOTE] = on_zygote,
 };
 
 /* Decode one request, run its handler, send the reply. */

@@ -172,6 +172,7 @@ T_DESCRIPTION=""
 T_PACKAGES=""
 T_WARMUP=""
 T_CLONE_WARMUP=""
+T_ZYGOTE=""
 lineno=0
 while IFS= read -r line || [[ -n "$line" ]]; do
     lineno=$((lineno + 1))
@@ -190,7 +191,8 @@ while IFS= read -r line || [[ -n "$line" ]]; do
         packages)    T_PACKAGES="$val" ;;
         warmup)      T_WARMUP="$val" ;;
         clone_warmup) T_CLONE_WARMUP="$val" ;;
-        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup)" ;;
+        zygote)      T_ZYGOTE="$val" ;;
+        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup, zygote)" ;;
     esac
 done < "$CONF"
 [[ -n "$T_DESCRIPTION" ]] || die "$CONF: missing 'description = ...'"
@@ -511,6 +513,7 @@ jq -n \
     --arg description "$T_DESCRIPTION" \
     --arg warmup "${T_WARMUP:-}" \
     --arg clone_warmup "${T_CLONE_WARMUP:-}" \
+    --arg zygote "${T_ZYGOTE:-}" \
     --arg hash "$HASH" \
     --arg suite "$SUITE" \
     --arg arch "$ARCH" \
@@ -538,6 +541,7 @@ jq -n \
        description: $description,
        warmup: $warmup,
        clone_warmup: $clone_warmup,
+       zygote: $zygote,
        hash: $hash,
        built_at: $built_at,
        build_seconds: $build_seconds,

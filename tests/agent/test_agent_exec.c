@@ -162,6 +162,14 @@ static int teardown(void **state)
 		kill(f->agent, SIGKILL);
 		waitpid(f->agent, &st, 0);
 	}
+	/* a step cgroup `setup` made ahead dies with the VM in a guest;
+	 * here the next test's agent would trip over it */
+	for (int i = 1; g.cg_root[0] && i < 64; i++) {
+		char dir[600];
+
+		snprintf(dir, sizeof(dir), "%s/job/step-%d", g.cg_root, i);
+		rmdir(dir);
+	}
 	/* EOF ends the agent cleanly (and, sanitized, without leaks) */
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
@@ -585,6 +593,197 @@ static void test_step_cgroup(void **state)
 	al_step_result_release(&res);
 }
 
+/* --- the python zygote (zygote.c, docs/zygote.md) ---------------------- */
+
+/* What a python3 step can see of how it was started: printed by the probe
+ * below, compared between a step run in the zygote and the same step run
+ * the usual way. The first line says which it was. */
+static const char zygote_probe[] =
+    "import sys, os, resource\n"
+    "print('zygote' if 'json' in sys.modules else 'exec')\n"
+    "print(sys.argv, sys.orig_argv, sys.path[0], sys.executable)\n"
+    "print(__name__, __file__, __doc__, __package__, __spec__,\n"
+    "      type(__loader__).__name__, type(__builtins__).__name__)\n"
+    "print(sorted(k for k in globals()))\n"
+    "print(sorted(os.environ.items()), os.getcwd(), sys.flags)\n"
+    "print(os.getuid(), os.getgid(), os.getgroups(), os.getsid(0) == os.getpid())\n"
+    "print(resource.getrlimit(resource.RLIMIT_CORE),\n"
+    "      resource.getrlimit(resource.RLIMIT_FSIZE))\n"
+    "print([l for l in open('/proc/self/status') if l.startswith('NoNewPrivs')])\n"
+    "print(open('/proc/self/cgroup').read().rsplit('-', 1)[0])\n"
+    "print(repr(sys.stdin.read()), sys.stdout.line_buffering, sys.stdout.encoding)\n"
+    "print(sorted(os.listdir('/proc/self/fd')))\n"
+    "import helper; print(helper.X)\n"
+    "def f():\n"
+    "    raise ValueError('from the job')\n"
+    "f()\n";
+
+static bool zygote_waiting(void)
+{
+	char dir[600];
+
+	snprintf(dir, sizeof(dir), "%s/job/zygote", g.cg_root);
+	return access(dir, F_OK) == 0;
+}
+
+/* Run `s` in a fresh zygote, then the usual way; both results out. */
+static void zygote_pair(struct fx *f, struct al_step *s,
+			struct al_step_result res[2])
+{
+	if (al_agent_client_zygote(&f->c, "json", CALL_MS) != 0)
+		fail_msg("zygote: %s", f->c.error);
+	assert_true(zygote_waiting());
+	run(f, s, 0, &res[0]);
+	if (zygote_waiting())
+		fail_msg("zygote still waiting after %s (%s): %.*s / %.*s",
+			 al_status_name(res[0].status), res[0].error,
+			 (int)res[0].stdout_.len, (char *)res[0].stdout_.data,
+			 (int)res[0].stderr_.len, (char *)res[0].stderr_.data);
+	run(f, s, 0, &res[1]);
+}
+
+static void same_result(struct al_step_result res[2], size_t skip_line)
+{
+	const char *a = (const char *)res[0].stdout_.data;
+	const char *b = (const char *)res[1].stdout_.data;
+
+	assert_int_equal(res[0].status, res[1].status);
+	assert_int_equal(res[0].exit_code, res[1].exit_code);
+	assert_int_equal(res[0].signal, res[1].signal);
+	if (skip_line) {
+		assert_non_null(a);
+		assert_non_null(b);
+		a = strchr(a, '\n');
+		b = strchr(b, '\n');
+		assert_non_null(a);
+		assert_non_null(b);
+	}
+	if (!a || !b || strcmp(a, b)) {
+		for (size_t i = 0; a && b && a[i]; i++)
+			if (a[i] != b[i]) {
+				print_message("differ at: %.200s\n  vs: %.200s\n",
+					      a + i, b + i);
+				break;
+			}
+		fail();
+	}
+	if (res[0].stderr_.len != res[1].stderr_.len ||
+	    memcmp(res[0].stderr_.data, res[1].stderr_.data,
+		   res[0].stderr_.len)) {
+		print_message("zygote stderr: %.*s\nexec stderr:   %.*s\n",
+			      (int)res[0].stderr_.len,
+			      (const char *)res[0].stderr_.data,
+			      (int)res[1].stderr_.len,
+			      (const char *)res[1].stderr_.data);
+		fail();
+	}
+}
+
+static void write_work(struct fx *f, const char *name, const char *text)
+{
+	char path[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", f->work, name);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	assert_int_equal(chown(path, 1000, 1000), 0);
+}
+
+static void test_zygote(void **state)
+{
+	struct fx *f = *state;
+	char *probe[] = {"python3", "p.py", "a", "b c", NULL};
+	char *bad[] = {"python3", "bad.py", NULL};
+	char *missing[] = {"python3", "nope.py", NULL};
+	char *code[] = {"/usr/bin/python3", "-c",
+			"import sys; print(sys.argv, repr(sys.path[0]), "
+			"__name__); sys.exit('bye')",
+			"x", NULL};
+	char *dir[] = {"python3", "d", NULL};
+	char *sh[] = {"sh", "-c", "true", NULL};
+	struct al_step s = {.argv = probe, .argc = 4};
+	struct al_step_result res[2];
+
+	SKIP_UNLESS_READY();
+	if (!g.cgroup || access("/usr/bin/python3", X_OK) < 0)
+		skip();
+	write_work(f, "p.py", zygote_probe);
+	write_work(f, "helper.py", "X = 'sibling module'\n");
+	write_work(f, "bad.py", "def (:\n");
+	s.has_stdin = true;
+	s.stdin_.data = (uint8_t *)"input\n";
+	s.stdin_.len = 6;
+	zygote_pair(f, &s, res);
+	assert_memory_equal(res[0].stdout_.data, "zygote\n", 7);
+	assert_memory_equal(res[1].stdout_.data, "exec\n", 5);
+	assert_int_equal(res[0].status, AL_RE);
+	same_result(res, 1);
+	for (int i = 0; i < 2; i++)
+		al_step_result_release(&res[i]);
+
+	/* a syntax error, a missing file, -c with sys.exit(str) */
+	s = (struct al_step){.argv = bad, .argc = 2};
+	zygote_pair(f, &s, res);
+	same_result(res, 0);
+	for (int i = 0; i < 2; i++)
+		al_step_result_release(&res[i]);
+	s = (struct al_step){.argv = missing, .argc = 2};
+	zygote_pair(f, &s, res);
+	assert_int_equal(res[0].exit_code, 2);
+	same_result(res, 0);
+	for (int i = 0; i < 2; i++)
+		al_step_result_release(&res[i]);
+	s = (struct al_step){.argv = code, .argc = 4};
+	zygote_pair(f, &s, res);
+	same_result(res, 0);
+	for (int i = 0; i < 2; i++)
+		al_step_result_release(&res[i]);
+	/* a directory: handed to a fresh interpreter (execv) */
+	{
+		char d[256];
+
+		snprintf(d, sizeof(d), "%s/d", f->work);
+		assert_int_equal(mkdir(d, 0755), 0);
+		assert_int_equal(chown(d, 1000, 1000), 0);
+		write_work(f, "d/__main__.py",
+			   "import sys; print('main of a dir', sys.argv)\n");
+	}
+	s = (struct al_step){.argv = dir, .argc = 2};
+	zygote_pair(f, &s, res);
+	assert_int_equal(res[0].status, AL_OK);
+	same_result(res, 0);
+	for (int i = 0; i < 2; i++)
+		al_step_result_release(&res[i]);
+
+	/* any other step ends a waiting zygote first */
+	assert_int_equal(al_agent_client_zygote(&f->c, "json", CALL_MS), 0);
+	assert_true(zygote_waiting());
+	s = (struct al_step){.argv = sh, .argc = 3};
+	run(f, &s, 0, &res[0]);
+	assert_int_equal(res[0].status, AL_OK);
+	assert_false(zygote_waiting());
+	al_step_result_release(&res[0]);
+	/* a bad module list is refused, a failing import is not fatal */
+	assert_int_equal(al_agent_client_zygote(&f->c, "os; rm", CALL_MS),
+			 -EPROTO);
+	assert_int_equal(
+	    al_agent_client_zygote(&f->c, "no_such_module_x json", CALL_MS), 0);
+	/* a step past its timeout in the zygote is killed like any */
+	{
+		char *spin[] = {"python3", "-c", "while True: pass", NULL};
+
+		s = (struct al_step){.argv = spin, .argc = 3,
+				     .timeout_ms = 500};
+		run(f, &s, 0, &res[0]);
+		assert_int_equal(res[0].status, AL_TO);
+		assert_false(zygote_waiting());
+		al_step_result_release(&res[0]);
+	}
+}
+
 static void test_bad_limits_rejected(void **state)
 {
 	struct fx *f = *state;
@@ -675,6 +874,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_setup_reseed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zygote, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_limits_rejected, setup,
 					    teardown),
 	};
