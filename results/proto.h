@@ -137,6 +137,8 @@ struct al_msg_run_step {
 	struct al_step step;	 /* the step to run */
 	struct al_limits limits; /* limits for this step */
 	bool stream;		 /* send `out` chunks while it runs */
+	bool warmup;		 /* v2: a warm clone's warm-up (trusted):
+				  * leaves the zygote be (zygote.c) */
 };
 
 struct al_msg_out {

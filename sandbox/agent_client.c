@@ -314,11 +314,10 @@ static void enforce_output(struct al_step_result *r, const struct sink *s)
 		r->status = AL_OL;
 }
 
-int al_agent_client_run_step(struct al_agent_client *c,
-			     const struct al_step *step,
-			     const struct al_limits *limits,
-			     al_agent_out_fn out, void *opaque, int timeout_ms,
-			     struct al_step_result *ret)
+static int run_step(struct al_agent_client *c, const struct al_step *step,
+		    const struct al_limits *limits, bool warmup,
+		    al_agent_out_fn out, void *opaque, int timeout_ms,
+		    struct al_step_result *ret)
 {
 	struct al_msg req = {.type = AL_MSG_RUN_STEP}, rep;
 	struct sink sink = {.fn = out, .opaque = opaque, .cap = AL_OUTPUT_MAX};
@@ -331,12 +330,30 @@ int al_agent_client_run_step(struct al_agent_client *c,
 	    limits->output_bytes < AL_OUTPUT_MAX)
 		sink.cap = limits->output_bytes;
 	req.u.run_step.stream = out != NULL;
+	req.u.run_step.warmup = warmup;
 	r = call(c, &req, AL_MSG_EXIT, &sink, timeout_ms, &rep);
 	if (r < 0)
 		return r;
 	*ret = rep.u.exit.result;
 	enforce_output(ret, &sink);
 	return 0;
+}
+
+int al_agent_client_run_step(struct al_agent_client *c,
+			     const struct al_step *step,
+			     const struct al_limits *limits,
+			     al_agent_out_fn out, void *opaque, int timeout_ms,
+			     struct al_step_result *ret)
+{
+	return run_step(c, step, limits, false, out, opaque, timeout_ms, ret);
+}
+
+int al_agent_client_run_warmup(struct al_agent_client *c,
+			       const struct al_step *step,
+			       const struct al_limits *limits, int timeout_ms,
+			       struct al_step_result *ret)
+{
+	return run_step(c, step, limits, true, NULL, NULL, timeout_ms, ret);
 }
 
 /* Was `path` asked for (paths[0..n)) and not yet kept (kept[0..k))? */

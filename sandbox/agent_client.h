@@ -89,6 +89,12 @@ int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
 			      struct al_msg_files *ret);
 void al_agent_client_files_release(struct al_msg_files *f);
 int al_agent_client_ping(struct al_agent_client *c, int timeout_ms);
+/* run_step for a warm clone's warm-up, the template's own command: the
+ * agent runs it beside its zygote, which it neither uses nor ends. */
+int al_agent_client_run_warmup(struct al_agent_client *c,
+			       const struct al_step *step,
+			       const struct al_limits *limits, int timeout_ms,
+			       struct al_step_result *ret);
 
 /* Start the agent's zygote, a python3 that imports `modules` (space-
  * separated) and waits for a job's first python3 step (docs/zygote.md);

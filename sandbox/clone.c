@@ -293,7 +293,7 @@ static int warm_run(struct sb_vm *vm, const char *cmd)
 
 	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
 	if (cmd[0])
-		r = sb_vm_run_step(vm, &warm, &lim, WARM_TIMEOUT_MS, &res);
+		r = vm_run_warmup(vm, &warm, &lim, WARM_TIMEOUT_MS, &res);
 	if (r == 0 && cmd[0] && res.status != AL_OK) {
 		snprintf(vm->error, sizeof(vm->error),
 			 "clone warm-up ended %s (exit %d)",
@@ -302,7 +302,7 @@ static int warm_run(struct sb_vm *vm, const char *cmd)
 	}
 	al_step_result_release(&res);
 	if (r == 0)
-		r = sb_vm_run_step(vm, &tidy, &lim, WARM_TIMEOUT_MS, &res);
+		r = vm_run_warmup(vm, &tidy, &lim, WARM_TIMEOUT_MS, &res);
 	if (r == 0 && res.status != AL_OK)
 		r = -EIO;
 	al_step_result_release(&res);

@@ -749,6 +749,22 @@ int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n)
 	return r;
 }
 
+int vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
+		  const struct al_limits *limits, uint32_t timeout_ms,
+		  struct al_step_result *ret)
+{
+	struct al_step s = *step;
+	int r;
+
+	s.timeout_ms = timeout_ms;
+	r = al_agent_client_run_warmup(
+		&vm->agent, &s, limits,
+		vm_call_timeout(vm, (uint64_t)timeout_ms + STEP_MARGIN_MS), ret);
+	if (r < 0)
+		vm_fail(vm, r, "run warm-up");
+	return r;
+}
+
 int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret)

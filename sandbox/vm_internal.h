@@ -96,6 +96,11 @@ int vm_ready(struct sb_vm *vm, const struct sb_options *o,
 	     uint32_t timeout_ms);
 /* Fresh entropy and the clock, without touching ready_ms. */
 int vm_reseed(struct sb_vm *vm, const struct sb_options *o);
+/* A warm clone's warm-up step (the template's own command, timeout_ms
+ * its limit): run beside the template's zygote, which it leaves be. */
+int vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
+		  const struct al_limits *limits, uint32_t timeout_ms,
+		  struct al_step_result *ret);
 /* Fill vm->error from r and `what`, with QEMU's last words if it died. */
 void vm_fail(struct sb_vm *vm, int r, const char *what);
 

@@ -123,6 +123,10 @@ typedef int (*al_exec_out_fn)(void *opaque, int fd, const void *data,
 int al_exec_step(struct al_agent *a, const struct al_step *step,
 		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
 		 struct al_step_result *ret);
+/* The same for a warm clone's warm-up (the template's own command): it
+ * neither runs in the zygote nor ends it. */
+int al_exec_warmup(struct al_agent *a, const struct al_step *step,
+		   const struct al_limits *lim, struct al_step_result *ret);
 
 /* The step environment: a fixed base (PATH, LANG, TMPDIR, HOME) under
  * the step's own variables (s NULL: none). NULL when out of memory. */

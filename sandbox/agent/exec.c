@@ -867,9 +867,10 @@ static void run_init(struct run *rn, struct al_agent *a,
 	    -1, 2, &res->stderr_, &res->stderr_truncated, &res->stderr_bytes};
 }
 
-int al_exec_step(struct al_agent *a, const struct al_step *step,
-		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
-		 struct al_step_result *ret)
+static int exec_step(struct al_agent *a, const struct al_step *step,
+		     const struct al_limits *lim, bool warmup,
+		     al_exec_out_fn out, void *opaque,
+		     struct al_step_result *ret)
 {
 	struct run rn = {.res = ret, .cb = out, .opaque = opaque};
 	char **env = NULL;
@@ -881,8 +882,8 @@ int al_exec_step(struct al_agent *a, const struct al_step *step,
 	run_init(&rn, a, step, lim);
 	a->step_no++;
 	/* the zygote runs this step, or nothing: no job code beside it */
-	rn.zygote = al_zygote_fits(a, step);
-	if (!rn.zygote)
+	rn.zygote = !warmup && al_zygote_fits(a, step);
+	if (!rn.zygote && !warmup)
 		al_zygote_end(a);
 	env = al_exec_env(a, step);
 	if (!env) {
@@ -910,4 +911,17 @@ out:
 		return fail_xx(&rn);
 	verdict(&rn);
 	return 0;
+}
+
+int al_exec_step(struct al_agent *a, const struct al_step *step,
+		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
+		 struct al_step_result *ret)
+{
+	return exec_step(a, step, lim, false, out, opaque, ret);
+}
+
+int al_exec_warmup(struct al_agent *a, const struct al_step *step,
+		   const struct al_limits *lim, struct al_step_result *ret)
+{
+	return exec_step(a, step, lim, true, NULL, NULL, ret);
 }

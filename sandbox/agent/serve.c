@@ -253,8 +253,11 @@ static int on_run_step(struct al_agent *a, struct al_chan *c, struct al_msg *req
 	int r;
 
 	merge_limits(&a->limits, &rs->limits, &lim);
-	r = al_exec_step(a, &rs->step, &lim, rs->stream ? stream_out : NULL, c,
-			 &rep->u.exit.result);
+	r = rs->warmup ? al_exec_warmup(a, &rs->step, &lim,
+					&rep->u.exit.result)
+		       : al_exec_step(a, &rs->step, &lim,
+				      rs->stream ? stream_out : NULL, c,
+				      &rep->u.exit.result);
 	if (r < 0) {
 		snprintf(err, err_size, "run step: %s", strerror(-r));
 		return r;

@@ -758,6 +758,29 @@ static void test_zygote(void **state)
 	for (int i = 0; i < 2; i++)
 		al_step_result_release(&res[i]);
 
+	/* a warm clone's warm-up (python too) runs beside it, and leaves it */
+	{
+		char *warm[] = {"python3", "-c", "import json", NULL};
+		char *which[] = {"python3", "-c",
+				 "import sys; print('json' in sys.modules)",
+				 NULL};
+		struct al_limits lim = {0};
+
+		assert_int_equal(al_agent_client_zygote(&f->c, "json", CALL_MS),
+				 0);
+		s = (struct al_step){.argv = warm, .argc = 3};
+		assert_int_equal(al_agent_client_run_warmup(&f->c, &s, &lim,
+							    CALL_MS, &res[0]),
+				 0);
+		assert_int_equal(res[0].status, AL_OK);
+		assert_true(zygote_waiting());
+		al_step_result_release(&res[0]);
+		s = (struct al_step){.argv = which, .argc = 3};
+		run(f, &s, 0, &res[0]);
+		blob_is(&res[0].stdout_, "True\n");
+		assert_false(zygote_waiting());
+		al_step_result_release(&res[0]);
+	}
 	/* any other step ends a waiting zygote first */
 	assert_int_equal(al_agent_client_zygote(&f->c, "json", CALL_MS), 0);
 	assert_true(zygote_waiting());

@@ -67,6 +67,42 @@ static void test_hello(void **state)
 	al_msg_release(&out);
 }
 
+/* zygote {modules}, bounded; run_step's optional warmup flag */
+static void test_zygote_warmup(void **state)
+{
+	struct al_msg in = {.type = AL_MSG_ZYGOTE}, out;
+	char *argv[] = {"true", NULL};
+	char *big = malloc(AL_ZYGOTE_MODULES_MAX + 2);
+	char *buf = NULL;
+	size_t len;
+
+	(void)state;
+	in.u.zygote.modules = "typing re json";
+	round_trip(&in, &out);
+	assert_string_equal(out.u.zygote.modules, "typing re json");
+	al_msg_release(&out);
+	/* one byte over the cap: the decoder refuses it */
+	assert_non_null(big);
+	memset(big, 'a', AL_ZYGOTE_MODULES_MAX + 1);
+	big[AL_ZYGOTE_MODULES_MAX + 1] = '\0';
+	in.u.zygote.modules = big;
+	assert_int_equal(al_msg_encode(&in, &buf, &len), 0);
+	assert_int_not_equal(al_frame_decode(buf, len, &out, NULL), 0);
+	free(buf);
+	free(big);
+	in = (struct al_msg){.type = AL_MSG_RUN_STEP};
+	in.u.run_step.step.argv = argv;
+	in.u.run_step.step.argc = 1;
+	in.u.run_step.warmup = true;
+	round_trip(&in, &out);
+	assert_true(out.u.run_step.warmup);
+	al_msg_release(&out);
+	in.u.run_step.warmup = false;
+	round_trip(&in, &out);
+	assert_false(out.u.run_step.warmup);
+	al_msg_release(&out);
+}
+
 static void test_reseed_setup(void **state)
 {
 	uint8_t ent[64];
@@ -464,6 +500,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_simple_types),
 	    cmocka_unit_test(test_hello),
+	    cmocka_unit_test(test_zygote_warmup),
 	    cmocka_unit_test(test_reseed_setup),
 	    cmocka_unit_test(test_setup_versions),
 	    cmocka_unit_test(test_files),
