@@ -7,6 +7,7 @@
 #ifndef AL_VMTEST_H
 #define AL_VMTEST_H
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,26 @@
 
 #include "sandbox.h"
 #include "worker.h"
+
+static char vmtest_run_dir[PATH_MAX];
+static pid_t vmtest_pid;
+
+static inline int vmtest_rm(const char *path, const struct stat *st,
+			    int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* At exit (of the test process, not of a child it forked): remove our
+ * run dir (its uid leases, the jail's mount point), as a host would
+ * clear /run at boot. */
+static inline void vmtest_cleanup(void)
+{
+	if (vmtest_run_dir[0] && getpid() == vmtest_pid)
+		nftw(vmtest_run_dir, vmtest_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static inline void vmtest_options(struct sb_options *o)
 {
@@ -25,6 +46,12 @@ static inline void vmtest_options(struct sb_options *o)
 	/* a run dir per test process: leak checks count only our VMMs */
 	snprintf(o->run_dir, sizeof(o->run_dir), "/tmp/al-run-%d",
 		 (int)getpid());
+	if (!vmtest_run_dir[0]) {
+		snprintf(vmtest_run_dir, sizeof(vmtest_run_dir), "%s",
+			 o->run_dir);
+		vmtest_pid = getpid();
+		atexit(vmtest_cleanup);
+	}
 	o->accel = SB_ACCEL_AUTO;
 	o->memory_mb = 1024;
 }
