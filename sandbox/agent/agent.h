@@ -2,8 +2,10 @@
  *
  * main.c parses the command line into a struct al_agent_config; init.c turns
  * the initramfs into the running guest (PID 1 only); serve.c speaks the
- * protocol on its channels; exec.c runs one step; files.c writes and reads
- * work-dir files; agent.c holds what they all use (log, SIGCHLD, reaping).
+ * protocol on its channels; exec.c runs one step; zygote.c keeps a
+ * template's pre-started python3 for a job's first python3 step; files.c
+ * writes and reads work-dir files; agent.c holds what they all use (log,
+ * SIGCHLD, reaping).
  */
 #ifndef AL_AGENT_H
 #define AL_AGENT_H
