@@ -22,6 +22,11 @@
  * nothing outlives its step; then we wait for the cgroup to empty, read its
  * cpu.stat / memory.peak / memory.events and remove it.
  *
+ * A template may keep a pre-started python3 (zygote.c): a job's first
+ * python3 step then runs in it instead of a forked child (moved into the
+ * step's cgroup, handed its stdio and cwd) and everything above holds
+ * for it the same; any other step ends a waiting zygote first.
+ *
  * Without a cgroup root (host tests as an ordinary user) the same happens
  * by process group, which a job can escape with setsid: tests only.
  */
