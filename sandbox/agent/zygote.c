@@ -60,9 +60,16 @@ static bool module_name_ok(const char *s)
 	return true;
 }
 
-/* The zygote's cgroup: job/zygote, made like a step's (no limits: it is
- * the template's; its job's cgroup has them). */
-static int cg_dir(const struct al_agent *a, char path[PATH_MAX])
+/* The zygote's cgroup, job/zygote: its path (the root's length was
+ * checked when it was made). */
+static void cg_path(const struct al_agent *a, char path[PATH_MAX])
+{
+	snprintf(path, PATH_MAX, "%.2048s/job/zygote", a->cfg->cgroup_root);
+}
+
+/* Make it, like a step's (no limits: it is the template's; its job's
+ * cgroup has them). */
+static int cg_make(const struct al_agent *a, char path[PATH_MAX])
 {
 	const char *root = a->cfg->cgroup_root;
 
@@ -71,7 +78,7 @@ static int cg_dir(const struct al_agent *a, char path[PATH_MAX])
 	snprintf(path, PATH_MAX, "%.2048s/job", root);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	snprintf(path, PATH_MAX, "%.2048s/job/zygote", root);
+	cg_path(a, path);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
@@ -109,8 +116,7 @@ static __attribute__((noreturn)) void child(const struct al_agent *a,
 	if (cg_fd < 0) { /* no CLONE_INTO_CGROUP: join by hand */
 		char procs[PATH_MAX];
 
-		if (cg_dir(a, procs) < 0)
-			child_fail("cgroup");
+		cg_path(a, procs);
 		strncat(procs, "/cgroup.procs", PATH_MAX - strlen(procs) - 1);
 		fd = open(procs, O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, "0", 1) < 0)
@@ -196,7 +202,7 @@ int al_zygote_start(struct al_agent *a, const char *modules,
 		argv[n++] = m;
 	}
 	argv[n] = NULL;
-	if ((r = cg_dir(a, cg)) < 0)
+	if ((r = cg_make(a, cg)) < 0)
 		goto out;
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg_fd < 0 ||
@@ -275,8 +281,8 @@ void al_zygote_end(struct al_agent *a)
 	if (a->zygote_fd >= 0)
 		close(a->zygote_fd);
 	a->zygote_fd = -1;
-	if (cg_dir(a, cg) == 0)
-		rmdir(cg);
+	cg_path(a, cg);
+	rmdir(cg);
 }
 
 void al_zygote_reaped(struct al_agent *a, pid_t pid)
@@ -360,7 +366,8 @@ int al_zygote_take(struct al_agent *a, const struct al_step *s,
 	{
 		char cg[PATH_MAX];
 
-		if (cg_dir(a, cg) == 0 && rmdir(cg) < 0) /* empty now */
+		cg_path(a, cg);
+		if (rmdir(cg) < 0) /* empty now */
 			al_agent_log("rmdir %s: %s", cg, strerror(errno));
 	}
 out:
