@@ -496,10 +496,16 @@ manage)
   done
   grep -q memory_mb "$tmp/vout" "$tmp/err" || true
   [ "$(rcli xlen "$q:jobs")" = "$len" ] || fail "over-policy jobs enqueued"
-  # batch: the over-policy line is RJ locally, never enqueued
+  # batch: the over-policy line is RJ locally, never enqueued; the valid
+  # one (m1, cancelled above) has its result; exit 1 for the rejected line
   cat "$tmp/big.json" "$tmp/m1.json" > "$tmp/b.jsonl"
   AIRLOCK_CONFIG=$tmp/strict.conf timeout 20 "$bin" batch --redis "$url" \
-    "$tmp/b.jsonl" -o "$tmp/b-out.jsonl" 2>/dev/null
+    "$tmp/b.jsonl" -o "$tmp/b-out.jsonl" 2>"$tmp/err"
+  [ $? -eq 1 ] || fail "batch with a rejected line: exit"
+  grep -q "1 of 2 lines is not a valid job" "$tmp/err" ||
+    fail "batch: $(cat "$tmp/err")"
+  [ "$(jq -r 'select(.id=="m1") | .status' "$tmp/b-out.jsonl")" = CX ] ||
+    fail "batch: m1: $(cat "$tmp/b-out.jsonl")"
   [ "$(jq -r 'select(.id=="big") | .status' "$tmp/b-out.jsonl")" = RJ ] ||
     fail "batch: over-policy job not RJ: $(cat "$tmp/b-out.jsonl")"
   rcli exists "$q:job:big" | grep -q '^0$' || fail "batch enqueued big"

@@ -4,7 +4,11 @@ real `airlock` binary (serve, status, result, submit).
 usage: /usr/bin/python3 test_client.py AIRLOCK_BIN redis|vm
   redis  the protocol, no VMs: ids and payloads the C side reads (serve
          decodes and rejects an over-policy job: RJ), the CLI sees the
-         same jobs and results, idempotent ids, wait timeouts, pass@k
+         same jobs and results, idempotent ids, wait timeouts, pass@k;
+         status()/cancel() against `airlock status`/`cancel` (the same
+         scripts as dispatcher/queue.c, the same answers and stored CX
+         results), stdout/stderr always bytes, evaluate()'s harness
+         timeout (HarnessTimeout, never a sample's "timed out")
   vm     real VM jobs through a real `airlock serve`: run(), and the
          README's harness example (evaluate: pass@1 = 1/3 exactly),
          cross-checked with `airlock status`/`result` under the same ids
@@ -23,8 +27,11 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+import msgpack  # noqa: E402
+
 import airlock  # noqa: E402
 from airlock import Client, pass_at_k, sample_job  # noqa: E402
+from airlock import client as client_mod  # noqa: E402
 
 BIN = None
 MODE = None
@@ -122,6 +129,23 @@ class Unit(unittest.TestCase):
                          "def f():\n  1\n\ndef check(c): pass\n\ncheck(f)\n")
 
 
+def c_scripts():
+    """The Lua scripts of dispatcher/queue.c, by name (ALQ_X -> text)."""
+    with open(os.path.join(HERE, "..", "..", "..", "dispatcher",
+                           "queue.c")) as f:
+        src = f.read()
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    body = src[src.index("scripts[ALQ_N_SCRIPTS] = {"):]
+    body = body[:body.index("\n};\n")]
+    lit = r'"(?:[^"\\]|\\.)*"'
+    out = {}
+    for m in re.finditer(r"\[(ALQ_\w+)\]\s*=((?:\s*%s)+)" % lit, body):
+        out[m.group(1)] = "".join(
+            x[1:-1].encode().decode("unicode_escape")
+            for x in re.findall(lit, m.group(2)))
+    return out
+
+
 class Redis(unittest.TestCase):
     def setUp(self):
         if MODE != "redis":
@@ -165,6 +189,139 @@ class Redis(unittest.TestCase):
                          (res["id"], res["status"], res["error"]))
         got = list(self.c.as_completed(["py-big"], timeout=1))
         self.assertEqual([g[0] for g in got], ["py-big"])
+        st = self.c.status(jid)
+        self.assertEqual((st["state"], st["status"]), ("done", "RJ"))
+        self.assertEqual(st, json.loads(self.e.cli("status", "--json",
+                                                   jid).stdout))
+        self.assertEqual(self.c.cancel(jid), "done")
+
+    def test_scripts_are_the_c_ones(self):
+        c = c_scripts()
+        self.assertEqual(client_mod.SUBMIT, c["ALQ_SUBMIT"])
+        self.assertEqual(client_mod.JOB_STATUS, c["ALQ_JOB_STATUS"])
+        self.assertEqual(client_mod.CANCEL, c["ALQ_CANCEL"])
+
+    def cli_status(self, jid):
+        p = self.e.cli("status", "--json", jid, check=False)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        return json.loads(p.stdout)
+
+    def test_status_as_the_cli(self):
+        # eval-style ids, with slashes; every state but done/dead (below)
+        q, r = "HumanEval/0/s0-q", "HumanEval/0/s1-r"
+        self.assertEqual(self.c.status(q), {"id": q, "state": "unknown"})
+        self.assertEqual(self.c.status(q), self.cli_status(q))
+        self.c.submit_many([{"id": q, "sh": "true"}, {"id": r, "sh": "true"}])
+        st = self.c.status(q)
+        self.assertEqual(st["state"], "queued")
+        self.assertEqual(st, self.cli_status(q))
+        # a dispatcher "d1" claims the first entry: q runs, r waits
+        jobs = self.c.key("jobs")
+        self.c.r.xgroup_create(jobs, "workers", id="0")
+        self.c.r.xreadgroup("workers", "d1", {jobs: ">"}, count=1)
+        st = self.c.status(q)
+        self.assertEqual((st["state"], st["dispatcher"], st["attempt"]),
+                         ("running", "d1", 1))
+        self.assertEqual(st, self.cli_status(q))
+        self.assertEqual(self.c.status(r)["state"], "queued")
+        self.assertEqual(self.c.status(r), self.cli_status(r))
+        for bad in ("", "a b", "a//b", "../x", "x" * 129, "a/./b"):
+            with self.assertRaises(ValueError, msg=bad):
+                self.c.status(bad)
+            with self.assertRaises(ValueError, msg=bad):
+                self.c.cancel(bad)
+
+    def test_cancel_as_the_cli(self):
+        # one queued job cancelled by each client: the same answer and
+        # the same stored result, byte for byte but for the id
+        self.c.submit_many([{"id": "cq/1", "sh": "true"},
+                            {"id": "pq/1", "sh": "true"},
+                            {"id": "pr/1", "sh": "true"}])
+        p = self.e.cli("cancel", "cq/1")
+        self.assertIn("it was queued", p.stdout)
+        self.assertEqual(self.c.cancel("pq/1"), "queued")
+        cli = self.c.r.get(self.c.key("result:", "cq/1"))
+        mine = self.c.r.get(self.c.key("result:", "pq/1"))
+        self.assertEqual(mine.replace(b"pq/1", b"cq/1"), cli)
+        self.assertEqual(self.c.status("pq/1"), self.cli_status("pq/1"))
+        self.assertEqual(self.c.status("pq/1")["state"], "cancelled")
+        self.assertEqual(self.c.wait("pq/1", timeout=1)["status"], "CX")
+        # a running one: its entry goes to the cancel hash for serve
+        jobs = self.c.key("jobs")
+        self.c.r.xgroup_create(jobs, "workers", id="0")
+        got = self.c.r.xreadgroup("workers", "d1", {jobs: ">"}, count=3)
+        sid = {f[b"id"]: e for e, f in got[0][1]}[b"pr/1"]
+        self.assertEqual(self.c.cancel("pr/1"), "running")
+        self.assertEqual(self.c.r.hget(self.c.key("cancel"), sid), b"pr/1")
+        res = json.loads(self.e.cli("result", "--json", "pr/1").stdout)
+        self.assertEqual(res["status"], "CX")
+        self.assertIn("while running", res["error"])
+        # nothing to cancel: as the CLI's exit 1 cases
+        self.assertEqual(self.c.cancel("pq/1"), "done")
+        self.assertEqual(self.c.cancel("nobody"), "unknown")
+        for jid in ("pq/1", "nobody"):
+            self.assertEqual(self.e.cli("cancel", jid,
+                                        check=False).returncode, 1)
+
+    def store(self, jid, res):
+        """A result as serve stores it: msgpack, blobs str when UTF-8."""
+        self.c.r.set(self.c.key("result:", jid),
+                     msgpack.packb(res, use_bin_type=True))
+        self.c.r.rpush(self.c.key("done:", jid), "1")
+
+    def test_output_is_bytes(self):
+        step = {"status": "RE", "exit_code": 1, "stdout": "caf\u00e9\n",
+                "stderr": b"\xff\xfe\n", "stdout_truncated": False,
+                "stderr_truncated": False, "stdout_bytes": 6,
+                "stderr_bytes": 3, "wall_ms": 1, "cpu_ms": 1,
+                "max_rss_kb": 1}
+        self.store("b/1", {"id": "b/1", "status": "RE", "steps": [step],
+                           "files": {"a.txt": "x", "b.bin": b"\x00\xff"},
+                           "vm": {"accel": "kvm", "restored": True,
+                                  "restore_ms": 1},
+                           "timing": {"queued_ms": 0, "run_ms": 1,
+                                      "total_ms": 1}, "attempt": 1})
+        # the CLI reads it: text where it can, base64 where it cannot
+        cli = json.loads(self.e.cli("result", "--json", "b/1").stdout)
+        self.assertEqual(cli["steps"][0]["stdout"], "caf\u00e9\n")
+        self.assertEqual(cli["steps"][0]["stderr"], {"base64": "//4K"})
+        # Python: bytes whichever the content, text on request
+        res = self.c.result("b/1")
+        st = res["steps"][0]
+        self.assertEqual(st["stdout"], "caf\u00e9\n".encode())
+        self.assertEqual(st["stderr"], b"\xff\xfe\n")
+        self.assertEqual(res["files"], {"a.txt": b"x", "b.bin": b"\x00\xff"})
+        self.assertEqual(airlock.stdout_of(res), "caf\u00e9\n")
+        self.assertEqual(airlock.stderr_of(res), "\ufffd\ufffd\n")
+        self.assertEqual(airlock.verdict(res), "failed: RE: ??")
+
+    def test_harness_timeout(self):
+        # no serve: nothing runs. One sample's result is stored already
+        # (OK); the other never comes: evaluate gives up after its
+        # timeout, and that is no verdict of the sample's
+        p = {"task_id": "T/0", "prompt": "def f():\n", "entry_point": "f",
+             "test": "def check(c): pass\n"}
+        samples = [{"task_id": "T/0", "completion": "    return 1\n"},
+                   {"task_id": "T/0", "completion": "    return 2\n"}]
+        done = sample_job(p, samples[0], 0)["id"]
+        self.store(done, {"id": done, "status": "OK", "steps": []})
+        t0 = time.monotonic()
+        with self.assertRaises(airlock.HarnessTimeout) as cm:
+            self.c.evaluate(samples, [p], k=[1], timeout=0.5)
+        self.assertLess(time.monotonic() - t0, 10)
+        e = cm.exception
+        self.assertIsInstance(e, airlock.AirlockError)
+        self.assertIn("harness timeout", str(e))
+        self.assertEqual([(r["result"], r["passed"]) for r in e.results],
+                         [("passed", True), (None, None)])
+        self.assertEqual(e.pending, [sample_job(p, samples[1], 1)["id"]])
+        # the job is still queued: a later evaluate picks it up
+        self.assertEqual(self.c.status(e.pending[0])["state"], "queued")
+        self.store(e.pending[0], {"id": e.pending[0], "status": "TL",
+                                  "steps": []})
+        rows, scores = self.c.evaluate(samples, [p], k=[1], timeout=5)
+        self.assertEqual([r["result"] for r in rows], ["passed", "timed out"])
+        self.assertEqual(scores, {"pass@1": 0.5})
 
     def test_wait_timeout(self):
         t0 = time.monotonic()
@@ -241,9 +398,12 @@ class VM(unittest.TestCase):
                          [r["result"] for r in mine[0]])
 
     def test_run(self):
-        res = self.c.run(["sh", "-c", "echo hello; exit 3"], timeout=300)
+        res = self.c.run(["sh", "-c", "echo hello; printf '\\377' >&2; "
+                          "exit 3"], timeout=300)
         self.assertEqual(res["status"], "RE")
         self.assertEqual(airlock.stdout_of(res), "hello\n")
+        self.assertEqual(res["steps"][0]["stdout"], b"hello\n")
+        self.assertEqual(res["steps"][0]["stderr"], b"\xff")
         cli = json.loads(self.e.cli("result", "--json", res["id"]).stdout)
         self.assertEqual(cli["steps"][0]["stdout"], "hello\n")
 
