@@ -40,7 +40,7 @@ struct eval_opts {
 	unsigned ks[KS_MAX];   /* -k */
 	int n_ks;	       /* entries in ks, 0 = default */
 	uint32_t cpu_ms;       /* --cpu-ms */
-	double timeout_s;      /* --timeout */
+	uint32_t timeout_ms;   /* --timeout, in ms */
 	bool strict;	       /* --strict */
 	bool no_guard;	       /* --no-guard */
 	uint32_t workers;      /* --workers */
@@ -76,11 +76,11 @@ static int sample_job(struct eval *ev, const struct al_eval_problem *p,
 	struct al_eval_check chk = {
 	    .strict = o->strict,
 	    .guard = !o->no_guard,
-	    .timeout_s = o->timeout_s,
-	    .cpu_s = o->cpu_ms / 1000.0,
+	    .timeout_ms = o->timeout_ms,
+	    .cpu_ms = o->cpu_ms,
 	};
 	uint32_t cpu = o->cpu_ms + EVAL_CPU_SLACK_MS,
-		 to = cpu * 2 + (uint32_t)(o->timeout_s * 1000) + 20000;
+		 to = cpu * 2 + o->timeout_ms + 20000;
 	char *spec = al_eval_check_spec(p, s, &chk), *text = NULL,
 	     id[AL_ID_MAX + 1];
 	json_t *job = NULL;
@@ -383,11 +383,15 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 		o->cpu_ms = (uint32_t)v;
 		return 0;
 	case 't':
-		o->timeout_s = strtod(arg, &end);
-		if (*end || !(o->timeout_s >= 0.1 && o->timeout_s <= 60))
+	{
+		double t = strtod(arg, &end);
+
+		if (*end || !(t >= 0.1 && t <= 60))
 			return al_cli_usage_error(cli, "--timeout: 0.1..60 "
 						  "seconds");
+		o->timeout_ms = (uint32_t)(t * 1000 + 0.5);
 		return 0;
+	}
 	case 'S':
 		o->strict = true;
 		return 0;
@@ -420,8 +424,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		o->cpu_ms = 20000;
 	if (o->cpu_ms > AL_CPU_MS_MAX - EVAL_CPU_SLACK_MS)
 		o->cpu_ms = AL_CPU_MS_MAX - EVAL_CPU_SLACK_MS;
-	if (!o->timeout_s)
-		o->timeout_s = 3.0;
+	if (!o->timeout_ms)
+		o->timeout_ms = 3000;
 	snprintf(out, sizeof(out), "%s", o->output ? o->output : argv[0]);
 	if (!o->output)
 		strncat(out, "_results.jsonl", sizeof(out) - strlen(out) - 1);

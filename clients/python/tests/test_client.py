@@ -103,18 +103,32 @@ class Unit(unittest.TestCase):
         self.assertTrue(math.isnan(pass_at_k(2, 1, 3)))
 
     def test_verdict(self):
-        v = airlock.verdict
-        self.assertEqual(v({"status": "OK"}), "passed")
-        self.assertEqual(v({"status": "TL"}), "timed out")
-        self.assertEqual(v({"status": "RE", "steps": [
-            {"stderr": b"Traceback\nAssertionError\n", "exit_code": 1}]}),
-            "failed: RE: AssertionError")
-        self.assertEqual(v({"status": "RE", "steps": [
-            {"stderr": b"", "exit_code": 3}]}), "failed: RE: exit 3")
-        self.assertEqual(v({"status": "RJ", "error": "steps: bad",
-                            "steps": []}), "failed: RJ: steps: bad")
-        self.assertEqual(v({"status": "SG", "steps": [{"stderr": b""}]}),
-                         "failed: SG")
+        j = airlock.judge
+        rep = b'{"result": "passed", "reason": "passed"}\n'
+        ok = {"status": "OK", "attested": True, "stdout": rep}
+        self.assertEqual(j({"status": "OK", "steps": [ok]}),
+                         ("passed", True, "passed"))
+        # the runner's words without the host's proof: not a pass
+        forged = dict(ok, attested=False)
+        self.assertEqual(j({"status": "OK", "steps": [forged]}),
+                         ("timed out", False,
+                          "failed: exited before check (OK)"))
+        self.assertEqual(j({"status": "OK", "steps": [dict(
+            ok, attested=None)]})[1], False)
+        self.assertEqual(j({"status": "ML", "steps": [dict(
+            ok, status="ML")]}), ("failed: ML", False, "passed"))
+        self.assertEqual(j({"status": "OK", "steps": [dict(
+            ok, stdout=b'{"result": "failed: ", "reason": '
+            b'"failed: AssertionError"}\n')]}),
+            ("failed: ", False, "failed: AssertionError"))
+        self.assertEqual(j({"status": "TL"})[:2], ("timed out", False))
+        self.assertEqual(j({"status": "RE", "steps": [
+            {"stderr": b"", "exit_code": 3}]}),
+            ("timed out", False, "failed: exited before check (RE: exit 3)"))
+        self.assertEqual(j({"status": "RJ", "error": "steps: bad",
+                            "steps": []})[0], "failed: RJ: steps: bad")
+        self.assertEqual(airlock.verdict({"status": "SG", "steps": [
+            {"stderr": b"", "signal": 9}]}), "timed out")
 
     def test_sample_ids(self):
         p = {"task_id": "HumanEval/7", "prompt": "def f():\n",
@@ -125,8 +139,20 @@ class Unit(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertRegex(a["id"], r"^HumanEval/7/s0-[0-9a-f]{10}$")
         self.assertNotEqual(a["id"], c["id"])
-        self.assertEqual(a["files"]["prog.py"],
+        step = a["steps"][0]
+        self.assertEqual(step["cmd"], ["python3",
+                                       "/run/airlock-check/check.py"])
+        self.assertIs(step["attest"], True)
+        spec = json.loads(step["stdin"])
+        self.assertEqual(spec["program"],
                          "def f():\n  1\n\ndef check(c): pass\n\ncheck(f)\n")
+        # jansson's text, control characters in capitals: the CLI's hash
+        d = sample_job(p, {"task_id": "HumanEval/7",
+                           "completion": "  '\x0c\x01\x1f\u00e9'\n"}, 0)
+        self.assertIn("\\f\\u0001\\u001F\u00e9", d["steps"][0]["stdin"])
+        self.assertNotEqual(sample_job(p, {"task_id": "HumanEval/7",
+                                           "completion": "  1\n"}, 0,
+                                       strict=True)["id"], a["id"])
 
 
 def c_scripts():
@@ -155,6 +181,42 @@ class Redis(unittest.TestCase):
 
     def tearDown(self):
         self.e.close()
+
+    def test_eval_ids_as_the_cli(self):
+        # `airlock eval` against a queue nobody serves: the ids it enqueues
+        # are the ones sample_job computes, control characters, non-ASCII,
+        # --strict and --timeout included (jansson's text, hashed)
+        p = {"task_id": "E/0", "prompt": "def f(x):\n", "entry_point": "f",
+             "test": "def check(c):\n    assert c(1) == '\x0c\x01\u00e9'\n"}
+        samples = [{"task_id": "E/0", "completion": "    return '\x0c'\n"},
+                   {"task_id": "E/0", "completion": "    return '\u00e9\t'\n"}]
+        sp = os.path.join(self.e.tmp, "s.jsonl")
+        pp = os.path.join(self.e.tmp, "p.jsonl")
+        with open(sp, "w") as f:
+            f.writelines(json.dumps(s) + "\n" for s in samples)
+        with open(pp, "w") as f:
+            f.write(json.dumps(p) + "\n")
+        for args, kw in ((["--cpu-ms", "7000"], {"cpu_ms": 7000}),
+                         (["--strict", "--timeout", "2.5"],
+                          {"strict": True, "timeout_ms": 2500})):
+            want = {sample_job(p, s, i, **kw)["id"]
+                    for i, s in enumerate(samples)}
+            ev = subprocess.Popen([BIN, "eval", sp, "--problems", pp,
+                                   "-o", os.devnull] + args,
+                                  env=self.e.env(), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+            try:
+                got = set()
+                for _ in range(200):
+                    got = {k.decode().split(":job:", 1)[1] for k in
+                           self.c.r.keys(self.c.key("job:") + "*")} & want
+                    if got == want:
+                        break
+                    time.sleep(0.05)
+                self.assertEqual(got, want)
+            finally:
+                ev.kill()
+                ev.wait()
 
     def test_same_jobs_as_the_cli(self):
         jid = self.c.submit({"id": "py/1", "sh": "echo hi"})
@@ -293,7 +355,8 @@ class Redis(unittest.TestCase):
         self.assertEqual(res["files"], {"a.txt": b"x", "b.bin": b"\x00\xff"})
         self.assertEqual(airlock.stdout_of(res), "caf\u00e9\n")
         self.assertEqual(airlock.stderr_of(res), "\ufffd\ufffd\n")
-        self.assertEqual(airlock.verdict(res), "failed: RE: ??")
+        self.assertEqual(airlock.judge(res), (
+            "timed out", False, "failed: exited before check (RE: ??)"))
 
     def test_harness_timeout(self):
         # no serve: nothing runs. One sample's result is stored already
@@ -304,7 +367,9 @@ class Redis(unittest.TestCase):
         samples = [{"task_id": "T/0", "completion": "    return 1\n"},
                    {"task_id": "T/0", "completion": "    return 2\n"}]
         done = sample_job(p, samples[0], 0)["id"]
-        self.store(done, {"id": done, "status": "OK", "steps": []})
+        self.store(done, {"id": done, "status": "OK", "steps": [{
+            "status": "OK", "attested": True,
+            "stdout": '{"result": "passed", "reason": "passed"}\n'}]})
         t0 = time.monotonic()
         with self.assertRaises(airlock.HarnessTimeout) as cm:
             self.c.evaluate(samples, [p], k=[1], timeout=0.5)
@@ -352,8 +417,7 @@ class VM(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
         self.assertEqual(lines[0], "OK")
-        self.assertIn("'passed', 'failed: RE: AssertionError', 'timed out'",
-                      lines[1])
+        self.assertIn("'passed', 'failed: ', 'timed out'", lines[1])
         self.assertIn("'pass@1': 0.333333333333333", lines[1])
         self.assertIn("'pass@2': 0.666666666666666", lines[1])
         # the same jobs and results through the CLI, under the same ids
