@@ -298,8 +298,9 @@ def _returned_line():
     raise RuntimeError("check.py: no RETURNED line")
 
 
-def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s):
-    """Step 2, 4 and 6: the main thread's loop; never returns."""
+def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate):
+    """Step 2, 4 and 6: the main thread's loop; never returns. Everything
+    it uses is bound before it opens the gate and the sample starts."""
     import time
     write, _exit, pread, sleep = os.write, os._exit, os.pread, time.sleep
     mono, cpu = time.monotonic, time.process_time
@@ -354,6 +355,7 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s):
     try:
         t0, c0 = mono(), cpu()
         on0, wait0 = sched()
+        gate.release()
         while True:
             sleep(0.01)
             while not qempty():
@@ -414,8 +416,7 @@ def main():
     if spec.get("guard", True):
         _guard()
     del spec
-    gate.release()
-    _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s)
+    _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate)
 
 
 if __name__ == "__main__":
