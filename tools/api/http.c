@@ -14,12 +14,12 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "client.h"
 #include "clock.h"
 #include "http.h"
 #include "http_req.h"
 #include "log.h"
 #include "proto.h"
+#include "readfile.h"
 
 #define HEADER_MEM  (32u << 10) /* per connection: headers and buffers */
 #define METRICS_BUF (64u << 10)
@@ -160,7 +160,7 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 	ret[0] = '\0';
 	if (!path[0])
 		return 0;
-	r = al_cli_read_file(path, 256, &text, &len);
+	r = al_read_file(path, 256, &text, &len);
 	if (r < 0) {
 		snprintf(err, errlen, "http.token_file %s: %s", path,
 			 r == -E2BIG ? "over 256 bytes" : strerror(-r));
@@ -272,10 +272,10 @@ static int wait_result(const struct al_http *h, struct alq_client *cl,
 /* Submit the prepared jobs; per-job outcomes into subs. */
 static int submit(const struct al_http *h, struct alq_client *cl,
 		  struct al_http_job *jobs, struct alq_submit *subs,
-		  struct al_prepared *prep, size_t n)
+		  struct alq_prepared *prep, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (al_cli_prepare(&jobs[i].job, h->o->policy, NULL, &prep[i]) <
+		if (alq_prepare(&jobs[i].job, h->o->policy, NULL, &prep[i]) <
 		    0)
 			return -ENOMEM;
 		subs[i] = (struct alq_submit){prep[i].id,  prep[i].payload,
@@ -320,7 +320,7 @@ static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
 	bool batch = q->route == AL_ROUTE_BATCH;
 	struct al_http_job *jobs = NULL;
 	struct alq_submit *subs = NULL;
-	struct al_prepared *prep = NULL;
+	struct alq_prepared *prep = NULL;
 	struct alq_client cl = {0};
 	struct al_diags d;
 	enum MHD_Result ret;

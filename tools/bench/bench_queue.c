@@ -77,7 +77,7 @@ static void finish(struct series *s)
 
 static const char job_json[] = "{\"template\":\"python\",\"cmd\":[\"true\"]}";
 
-static int prepare(struct al_prepared *p, const char *id)
+static int prepare(struct alq_prepared *p, const char *id)
 {
 	struct al_job job = {0};
 	struct al_diags d;
@@ -86,7 +86,7 @@ static int prepare(struct al_prepared *p, const char *id)
 	al_diags_init(&d);
 	if (al_job_from_json(job_json, strlen(job_json), &job, &d) < 0)
 		return -EINVAL;
-	r = al_cli_prepare(&job, al_policy_default(), id, p);
+	r = alq_prepare(&job, al_policy_default(), id, p);
 	al_job_release(&job);
 	return r;
 }
@@ -131,7 +131,7 @@ static int bench_queue(const struct sb_options *sb, unsigned jobs,
 	}
 	/* warm up: templates opened, VMMs pre-started in every worker */
 	for (unsigned i = 0; i < workers * 2; i++) {
-		struct al_prepared p;
+		struct alq_prepared p;
 		bool dup;
 
 		snprintf(id, sizeof(id), "warm-%u", i);
@@ -146,7 +146,7 @@ static int bench_queue(const struct sb_options *sb, unsigned jobs,
 			goto out;
 	}
 	for (unsigned i = 0; i < jobs; i++) {
-		struct al_prepared p;
+		struct alq_prepared p;
 		double t0;
 		bool dup;
 
@@ -179,7 +179,7 @@ static int bench_queue(const struct sb_options *sb, unsigned jobs,
 			goto out;
 		}
 		for (unsigned i = 0; i < jobs; i++) {
-			struct al_prepared p;
+			struct alq_prepared p;
 
 			snprintf(ids[i], 64, "tp-%u", i);
 			prepare(&p, ids[i]);

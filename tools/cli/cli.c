@@ -1,14 +1,17 @@
 /* cli.c: the set-up every `airlock` command shares (cli.h): its options,
- * --help, the common options, the config and error messages.
+ * --help, the common options, the config and error messages; and the
+ * queue commands' plumbing: dispatcher options from the config, the
+ * connection, result printing and exit codes, SIGINT.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
-#include "client.h"
 #include "log.h"
 #include "results.h"
 
@@ -299,4 +302,189 @@ int al_cli_load(struct al_cli *cli)
 	al_log_format = cli->cfg.log.format == AL_CONFIG_LOG_JSON ? AL_LOG_JSON
 								  : AL_LOG_TEXT;
 	return 0;
+}
+
+/* --- the queue commands' plumbing -------------------------------------- */
+
+void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
+		       const struct al_policy *policy,
+		       const struct sb_options *sb, struct al_serve_opts *ret)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	al_serve_opts_init(ret);
+	ret->url = *url;
+	snprintf(ret->queue, sizeof(ret->queue), "%s", cfg->queue.name);
+	ret->connect_timeout_ms = cfg->redis.connect_timeout_ms;
+	ret->command_timeout_ms = cfg->redis.command_timeout_ms;
+	ret->workers = cfg->workers.count ? cfg->workers.count
+					  : (uint32_t)(cpus > 0 ? cpus : 1);
+	ret->max_deliveries = cfg->queue.max_deliveries;
+	ret->result_ttl_s = cfg->queue.result_ttl_s;
+	ret->visibility_slack_ms = cfg->queue.visibility_slack_ms;
+	ret->heartbeat_ms = cfg->queue.heartbeat_ms;
+	ret->trim_interval_ms = cfg->queue.trim_interval_ms;
+	ret->dead_letter = cfg->queue.dead_letter;
+	ret->shutdown_grace_ms = cfg->workers.shutdown_grace_ms;
+	ret->policy = policy;
+	ret->sb = sb;
+}
+
+void al_cli_redis_error(const struct al_config *cfg, const struct alq_url *u,
+			const char *why, char *err, size_t errlen)
+{
+	char where[300];
+
+	alq_url_display(u, where, sizeof(where));
+	if (strncmp(why, "redis: ", 7) == 0)
+		why += 7;
+	snprintf(err, errlen, "redis %s (%s): %s", where,
+		 cfg->redis_from_cli   ? "--redis"
+		 : cfg->redis_from_env ? "$AIRLOCK_REDIS"
+				       : "redis.url",
+		 why);
+}
+
+int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
+		   size_t errlen)
+{
+	struct alq_url u;
+	int r;
+
+	if (alq_url_parse(cfg->redis.url, &u) < 0) {
+		snprintf(err, errlen,
+			 "no Redis configured (--redis URL, "
+			 "$AIRLOCK_REDIS or redis.url)");
+		return -EINVAL;
+	}
+	r = alq_client_open(c, &u, cfg->queue.name,
+			    cfg->redis.command_timeout_ms);
+	if (r < 0)
+		al_cli_redis_error(cfg, &u, c->err, err, errlen);
+	return r;
+}
+
+/* Print bytes with control and non-ASCII bytes escaped. */
+static void print_escaped(FILE *f, const struct al_blob *b, size_t max)
+{
+	size_t n = b->len < max ? b->len : max;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = b->data[i];
+
+		if (ch == '\n')
+			fputs("\n      ", f);
+		else if (ch == '\t' || (ch >= 0x20 && ch < 0x7f))
+			fputc(ch, f);
+		else
+			fprintf(f, "\\x%02x", ch);
+	}
+	if (n < b->len)
+		fprintf(f, "... (%zu more bytes)", b->len - n);
+}
+
+void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out)
+{
+	fprintf(f, "job %s: %s", r->id ? r->id : "-",
+		al_status_name(r->status));
+	if (r->verdict != AL_VERDICT_NONE)
+		fprintf(f, " (%s)", al_verdict_name(r->verdict));
+	fprintf(f, ", attempt %u", r->attempt);
+	if (r->worker)
+		fprintf(f, ", worker %s", r->worker);
+	fputc('\n', f);
+	if (r->vm.template_)
+		fprintf(f, "  vm: %s, %s, %s in %llu ms\n", r->vm.template_,
+			al_accel_name(r->vm.accel),
+			r->vm.restored ? "restored" : "cold boot",
+			(unsigned long long)r->vm.restore_ms);
+	fprintf(f, "  time: queued %llu ms, run %llu ms\n",
+		(unsigned long long)r->timing.queued_ms,
+		(unsigned long long)r->timing.run_ms);
+	if (r->error)
+		fprintf(f, "  error: %s\n", r->error);
+	for (size_t i = 0; i < r->n_steps; i++) {
+		const struct al_step_result *s = &r->steps[i];
+
+		fprintf(f, "  step %zu%s%s%s: %s", i, s->name ? " (" : "",
+			s->name ? s->name : "", s->name ? ")" : "",
+			al_status_name(s->status));
+		if (s->has_exit_code)
+			fprintf(f, ", exit %d", s->exit_code);
+		if (s->signal)
+			fprintf(f, ", signal %d", s->signal);
+		if (s->expect_ok != AL_UNSET)
+			fprintf(f, ", expect %s",
+				s->expect_ok == AL_TRUE ? "ok" : "failed");
+		fprintf(f, ", %llu ms wall, %llu ms cpu\n",
+			(unsigned long long)s->wall_ms,
+			(unsigned long long)s->cpu_ms);
+		if (s->stdout_.len) {
+			fputs("    stdout: ", f);
+			print_escaped(f, &s->stdout_, max_out);
+			fputc('\n', f);
+		}
+		if (s->stderr_.len) {
+			fputs("    stderr: ", f);
+			print_escaped(f, &s->stderr_, max_out);
+			fputc('\n', f);
+		}
+	}
+}
+
+int al_cli_exit_code(const struct al_result *r)
+{
+	const struct al_step_result *s = NULL;
+
+	if (r->status == AL_RJ || r->status == AL_XX)
+		return 125;
+	for (size_t i = r->n_steps; i-- > 0;) {
+		if (r->steps[i].status != AL_SK) {
+			s = &r->steps[i];
+			break;
+		}
+	}
+	if (!s)
+		return 125;
+	switch (s->status) {
+	case AL_TO:
+		return 124;
+	case AL_TL:
+		return 128 + SIGXCPU; /* as a shell reports RLIMIT_CPU */
+	case AL_ML:
+		return 137;
+	case AL_SG:
+		return 128 + (s->signal > 0 && s->signal < 128 ? s->signal : 0);
+	case AL_XX:
+	case AL_RJ:
+		return 125;
+	default:
+		if (s->has_exit_code)
+			return s->exit_code & 0xff;
+		return s->signal ? 128 + s->signal : 125;
+	}
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	if (interrupted)
+		_exit(130);
+	interrupted = 1;
+}
+
+void al_cli_catch_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_interrupt};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+bool al_cli_interrupted(void)
+{
+	return interrupted != 0;
 }

@@ -47,6 +47,9 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "queue.h"
+#include "readfile.h"
+#include "serve.h"
 
 /* Exit codes of every subcommand. */
 enum {
@@ -132,5 +135,36 @@ void al_cli_error(const struct al_cli *cli, const char *fmt, ...)
  * returns AL_EXIT_USAGE. */
 int al_cli_usage_error(const struct al_cli *cli, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* --- the queue commands' plumbing (cli.c) ----------------------------- */
+
+/* Dispatcher options from the config; `url`, `policy` and `sb` must
+ * outlive *ret. workers.count 0 becomes the number of online CPUs. */
+void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
+		       const struct al_policy *policy,
+		       const struct sb_options *sb, struct al_serve_opts *ret);
+
+/* "redis ENDPOINT (SETTING): WHY" into err: which server and which
+ * setting named it (--redis, $AIRLOCK_REDIS or redis.url); WHY loses
+ * the client's "redis: " prefix. */
+void al_cli_redis_error(const struct al_config *cfg, const struct alq_url *u,
+			const char *why, char *err, size_t errlen);
+
+/* Connect the blocking client to cfg->redis.url; err as above. */
+int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
+		   size_t errlen);
+
+/* SIGINT/SIGTERM set a flag (no SA_RESTART: blocking reads return) that
+ * al_cli_interrupted() reports; a second one exits at once (130). */
+void al_cli_catch_signals(void);
+bool al_cli_interrupted(void);
+
+/* A human summary of `r` on f: status, steps, outputs (escaped, at most
+ * `max_out` bytes of each stream). */
+void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out);
+/* The exit code `airlock run` gives for a result: the last step's exit
+ * code, 128+N for signal N, 124 TO, 152 TL (128+SIGXCPU), 137 ML, 125
+ * RJ/XX. */
+int al_cli_exit_code(const struct al_result *r);
 
 #endif

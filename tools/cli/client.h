@@ -1,6 +1,5 @@
-/* client.h: what the queue commands of the CLI share: the config turned
- * into dispatcher options, the blocking client, job and result helpers,
- * and the embedded mode. (Their options and config loading: cli.h.)
+/* embed.h: the embedded mode of the CLI (embed.c). (What the queue
+ * commands share besides, the connection and result printing: cli.h.)
  *
  * Embedded mode: `airlock run` and `airlock batch` with no Redis
  * configured start, for the command's duration only,
@@ -33,54 +32,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "config.h"
-#include "queue.h"
-#include "serve.h"
-
-/* Dispatcher options from the config; `url`, `policy` and `sb` must
- * outlive *ret. workers.count 0 becomes the number of online CPUs. */
-void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
-		       const struct al_policy *policy,
-		       const struct sb_options *sb, struct al_serve_opts *ret);
-
-/* "redis ENDPOINT (SETTING): WHY" into err: which server and which
- * setting named it (--redis, $AIRLOCK_REDIS or redis.url); WHY loses
- * the client's "redis: " prefix. */
-void al_cli_redis_error(const struct al_config *cfg, const struct alq_url *u,
-			const char *why, char *err, size_t errlen);
-
-/* Connect the blocking client to cfg->redis.url; err as above. */
-int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
-		   size_t errlen);
-
-/* A job ready to submit. */
-struct al_prepared {
-	char id[AL_ID_MAX + 1]; /* its id (given or generated) */
-	char *payload;		/* msgpack, malloc'd */
-	size_t len;		/* bytes of payload */
-	uint32_t wall_ms;	/* effective wall limit under `policy` */
-};
-
-/* Encode `job` for submission: give it `id_if_none` (or a fresh id) when
- * it has no id, resolve its wall time. The policy is not checked here:
- * the dispatcher's policy decides (an RJ result). 0 or -ENOMEM. */
-int al_cli_prepare(struct al_job *job, const struct al_policy *policy,
-		   const char *id_if_none, struct al_prepared *ret);
-/* Read a whole file (or stdin for "-"), at most `max` bytes. */
-int al_cli_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
-
-/* SIGINT/SIGTERM set a flag (no SA_RESTART: blocking reads return) that
- * al_cli_interrupted() reports; a second one exits at once (130). */
-void al_cli_catch_signals(void);
-bool al_cli_interrupted(void);
-
-/* A human summary of `r` on f: status, steps, outputs (escaped, at most
- * `max_out` bytes of each stream). */
-void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out);
-/* The exit code `airlock run` gives for a result: the last step's exit
- * code, 128+N for signal N, 124 TO, 152 TL (128+SIGXCPU), 137 ML, 125
- * RJ/XX. */
-int al_cli_exit_code(const struct al_result *r);
+#include "cli.h"
 
 struct al_embed {
 	pid_t redis;	/* redis-server, -1 = none */

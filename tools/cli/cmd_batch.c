@@ -99,7 +99,7 @@ static int add_rejected(struct loader *l, struct al_diags *d, size_t len,
 /* A valid job: derive its id if it has none, encode and add it. */
 static int add_job(struct loader *l, struct al_job *job)
 {
-	struct al_prepared p;
+	struct alq_prepared p;
 	char id[AL_ID_MAX + 1], *mp = NULL;
 	size_t len = 0;
 	unsigned nth;
@@ -116,7 +116,7 @@ static int add_job(struct loader *l, struct al_job *job)
 		al_jobset_derive_id(mp, len, nth, id);
 		free(mp);
 	}
-	if (al_cli_prepare(job, l->p, job->id ? NULL : id, &p) < 0)
+	if (alq_prepare(job, l->p, job->id ? NULL : id, &p) < 0)
 		return -ENOMEM;
 	return al_jobset_add(l->set, &p);
 }

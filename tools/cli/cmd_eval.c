@@ -62,7 +62,7 @@ struct eval {
 /* The job for sample s of problem p, its id derived as above. */
 static int sample_job(struct eval *ev, const struct al_eval_problem *p,
 		      const struct al_eval_sample *s, unsigned nth,
-		      struct al_prepared *ret, char *err, size_t errlen)
+		      struct alq_prepared *ret, char *err, size_t errlen)
 {
 	uint32_t cpu = ev->o->cpu_ms, to = cpu * 2 + 20000;
 	char *prog = al_eval_program(p, s), *text = NULL, id[AL_ID_MAX + 1];
@@ -106,7 +106,7 @@ static int sample_job(struct eval *ev, const struct al_eval_problem *p,
 		r = text ? -EINVAL : -ENOMEM;
 		goto out;
 	}
-	r = al_cli_prepare(&j, &ev->policy, NULL, ret);
+	r = alq_prepare(&j, &ev->policy, NULL, ret);
 out:
 	al_job_release(&j);
 	json_decref(job);
@@ -129,7 +129,7 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
 		const struct al_eval_problem *p = NULL;
 		struct al_eval_sample s, *v = NULL;
-		struct al_prepared prep;
+		struct alq_prepared prep;
 		size_t t;
 
 		lineno++;

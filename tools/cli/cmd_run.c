@@ -39,7 +39,7 @@ static int add_file(struct al_job *job, const char *spec)
 	if (!local)
 		return -ENOMEM;
 	guest = colon ? guest : (guest ? guest + 1 : spec);
-	r = al_cli_read_file(local, AL_JOB_MAX_BYTES, (char **)&f->content.data,
+	r = al_read_file(local, AL_JOB_MAX_BYTES, (char **)&f->content.data,
 			     &len);
 	if (r < 0) {
 		fprintf(stderr, "airlock run: --file %s: %s\n", local,
@@ -87,7 +87,7 @@ static int build_job(const struct run_opts *ro, const struct al_policy *pol,
 	if (ro->stdin_path) {
 		size_t len;
 
-		r = al_cli_read_file(ro->stdin_path, AL_JOB_MAX_BYTES,
+		r = al_read_file(ro->stdin_path, AL_JOB_MAX_BYTES,
 				     (char **)&s->stdin_.data, &len);
 		if (r < 0) {
 			fprintf(stderr, "airlock run: --stdin %s: %s\n",
@@ -121,7 +121,7 @@ out:
 
 /* Submit, wait (interruptible), fetch. */
 static int execute(const struct al_cli *cli, struct al_embed *e,
-		   struct al_prepared *p, struct al_result *res)
+		   struct alq_prepared *p, struct al_result *res)
 {
 	struct alq_client cl = {0};
 	struct al_diags d;
@@ -245,7 +245,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 {
 	const struct run_opts *ro = cli->opts;
 	struct al_config *cfg = &cli->cfg;
-	struct al_prepared prep = {0};
+	struct alq_prepared prep = {0};
 	struct al_result res = {0};
 	struct al_job job = {0};
 	struct al_serve_opts so;
@@ -260,7 +260,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	al_config_policy(cfg, &policy);
 	if (build_job(ro, &policy, argc, argv, &job) < 0)
 		return AL_EXIT_USAGE;
-	if (al_cli_prepare(&job, &policy, NULL, &prep) < 0)
+	if (alq_prepare(&job, &policy, NULL, &prep) < 0)
 		goto out;
 	al_cli_catch_signals();
 	embedded = !cfg->redis.url[0];

@@ -84,7 +84,7 @@ static int create(struct al_cli *cli, const char *name, const char *path)
 	if (!name_allowed(&cli->cfg, name))
 		al_cli_error(cli, "warning: jobs cannot name %s until "
 			     "snapshots.allowed lists it", name);
-	r = al_cli_read_file(path, AL_JOB_MAX_BYTES, &text, &len);
+	r = al_read_file(path, AL_JOB_MAX_BYTES, &text, &len);
 	if (r < 0) {
 		al_cli_error(cli, "%s: %s", path, strerror(-r));
 		return AL_EXIT_USAGE;

@@ -12,7 +12,7 @@
 
 static int run(struct al_cli *cli, int argc, char **argv)
 {
-	struct al_prepared prep = {0};
+	struct alq_prepared prep = {0};
 	struct al_job job = {0};
 	struct al_policy policy;
 	struct alq_client cl = {0};
@@ -24,7 +24,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 
 	(void)argc;
 	al_config_policy(&cli->cfg, &policy);
-	r = al_cli_read_file(argv[0], AL_JOB_MAX_BYTES, &text, &len);
+	r = al_read_file(argv[0], AL_JOB_MAX_BYTES, &text, &len);
 	if (r < 0) {
 		al_cli_error(cli, "%s: %s", argv[0],
 			     r == -E2BIG ? "over the job size cap"
@@ -43,7 +43,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		rc = AL_EXIT_FAIL;
 		goto out;
 	}
-	if (al_cli_prepare(&job, &policy, NULL, &prep) < 0) {
+	if (alq_prepare(&job, &policy, NULL, &prep) < 0) {
 		al_cli_error(cli, "out of memory");
 		goto out;
 	}

@@ -66,7 +66,7 @@ static struct al_jobset_job *grow(struct al_jobset *s, const char *id)
 	return j;
 }
 
-int al_jobset_add(struct al_jobset *s, const struct al_prepared *p)
+int al_jobset_add(struct al_jobset *s, const struct alq_prepared *p)
 {
 	struct al_jobset_job *j = grow(s, p->id);
 

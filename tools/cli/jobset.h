@@ -88,9 +88,9 @@ struct al_jobset {
 void al_jobset_init(struct al_jobset *s);
 void al_jobset_release(struct al_jobset *s);
 
-/* Add a job to submit (its id set: al_cli_prepare()); takes the payload.
+/* Add a job to submit (its id set: alq_prepare()); takes the payload.
  * 0 or -ENOMEM (the payload is freed then too). */
-int al_jobset_add(struct al_jobset *s, const struct al_prepared *p);
+int al_jobset_add(struct al_jobset *s, const struct alq_prepared *p);
 /* Add a job whose result is already known (JSON, copied). */
 int al_jobset_add_local(struct al_jobset *s, const char *id, const char *json);
 
