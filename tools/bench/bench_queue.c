@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "bench_humaneval.h"
-#include "client.h"
+#include "embed.h"
 #include "log.h"
 #include "worker.h"
 

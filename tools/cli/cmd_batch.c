@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "client.h"
 #include "jobset.h"
 #include "worker.h"
 

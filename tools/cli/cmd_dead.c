@@ -9,7 +9,6 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "client.h"
 
 #define PAGE 256
 

@@ -30,7 +30,6 @@
 #include <nftables/libnftables.h>
 
 #include "cli.h"
-#include "client.h"
 #include "sandbox.h"
 #include "sbconfig.h"
 

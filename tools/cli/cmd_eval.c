@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "client.h"
 #include "eval.h"
 #include "jobset.h"
 #include "proto.h"

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "client.h"
 
 static const struct option opts[] = {
     {"json", no_argument, NULL, 'j'}, /* the whole record */

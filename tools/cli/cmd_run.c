@@ -4,7 +4,7 @@
  * The job goes through the queue like any other (so what `run` shows is
  * what `serve` does): to the configured Redis, or, with none, to an
  * embedded redis-server and dispatcher that live for this command only
- * (client.h).
+ * (embed.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "client.h"
+#include "embed.h"
 #include "sbconfig.h"
 
 struct run_opts {

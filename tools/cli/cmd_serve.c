@@ -10,7 +10,6 @@
 
 #include "callback.h"
 #include "cli.h"
-#include "client.h"
 #include "http.h"
 #include "log.h"
 #include "sbconfig.h"

@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "client.h"
 #include "sbconfig.h"
 #include "worker.h"
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "client.h"
 
 #include <jansson.h>
 

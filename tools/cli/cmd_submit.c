@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "client.h"
 
 static int run(struct al_cli *cli, int argc, char **argv)
 {

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "client.h"
 
 #define EXIT_UNKNOWN 3 /* no such job */
 

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "embed.h"
 #include "log.h"
 
 /* --- embedded mode

@@ -39,7 +39,7 @@
 #include <sys/types.h>
 
 #include "cli.h"
-#include "client.h"
+#include "embed.h"
 
 /* One job of the set. */
 struct al_jobset_job {
