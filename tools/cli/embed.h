@@ -24,8 +24,8 @@
  * al_embed_stop() stops both, reaps both and removes the socket; both also
  * die with the CLI (PR_SET_PDEATHSIG), so nothing is left behind.
  */
-#ifndef AL_CLIENT_H
-#define AL_CLIENT_H
+#ifndef AL_EMBED_H
+#define AL_EMBED_H
 
 #include <stdbool.h>
 #include <stddef.h>
