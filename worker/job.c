@@ -45,7 +45,6 @@
 #include <sys/random.h>
 
 #include "clock.h"
-#include "net.h"
 #include "proto.h"
 #include "worker.h"
 

@@ -12,7 +12,6 @@
 #ifndef AL_WORKER_H
 #define AL_WORKER_H
 
-#include "net.h"
 #include "results.h"
 #include "sandbox.h"
 

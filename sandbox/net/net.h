@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "netpolicy.h"
-#include "sandbox.h"
+#include "options.h"
 
 /* Every clone of a networked template has the same address and MAC: each
  * has a namespace of its own. The namespace end of the tap is the

@@ -32,7 +32,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "net.h"
 #include "sandbox.h"
 
 #define SAMPLES_MAX 1000

@@ -43,8 +43,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "netpolicy.h"
 #include "results.h"
+#include "sandbox.h"
 
 #define AL_CONFIG_SYSTEM_PATH	"/etc/airlock/airlock.conf"
 #define AL_CONFIG_FILE_MAX	(256u << 10) /* bytes in one config file */
