@@ -1,15 +1,17 @@
 /* options.c: the sandbox's defaults (options.h) and the carrier they
- * resolve to on this host.
+ * resolve to on this host; sb_mkdirs() for the dirs they name.
  *
  * Callers: the config (tools/config/sbconfig.c fills the options over these
  * defaults), the doctor, benchmarks and tests; sb_carrier_resolve() the VM
  * code (vm.c, template.c).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "options.h"
@@ -77,4 +79,21 @@ enum sb_carrier sb_carrier_resolve(const struct sb_options *o)
 		return SB_CARRIER_SERIAL;
 	close(fd);
 	return SB_CARRIER_VSOCK;
+}
+
+int sb_mkdirs(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
 }

@@ -84,4 +84,9 @@ void sb_options_init(struct sb_options *o);
 /* Which carrier `o` resolves to on this host. */
 enum sb_carrier sb_carrier_resolve(const struct sb_options *o);
 
+/* mkdir -p: `path` and its missing parents with `mode`; 0 or -errno
+ * (-ENAMETOOLONG past PATH_MAX). A per-user state dir may not exist yet
+ * when a template or an accel verdict is first written to it. */
+int sb_mkdirs(const char *path, mode_t mode);
+
 #endif

@@ -68,11 +68,6 @@ struct sb_template {
 };
 
 
-/* mkdir -p: `path` and its missing parents with `mode`; 0 or -errno
- * (-ENAMETOOLONG past PATH_MAX). A per-user state dir may not exist yet
- * when a template or an accel verdict is first written to it. */
-int sb_mkdirs(const char *path, mode_t mode);
-
 /* Find the newest built image of `template_` under o->state_dir, else
  * (read-only) under o->system_dir. -ENOENT (not built: `airlock image
  * build NAME`), -EACCES (there, not readable), -EBADMSG (bad manifest). */

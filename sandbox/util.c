@@ -22,7 +22,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "sandbox.h"
 #include "util.h"
 
 ssize_t sb_read_deadline(int fd, void *buf, size_t len, struct al_deadline d)
@@ -154,23 +153,6 @@ int sb_private_dir(const char *path, mode_t mode)
 	}
 	close(fd);
 	return r;
-}
-
-int sb_mkdirs(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
 }
 
 /* Empty the directory open as `fd` (sb_remove_at's recursion). */
