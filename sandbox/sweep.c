@@ -43,7 +43,6 @@
 
 #include "cgroup.h"
 #include "net.h"
-#include "rtnl.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -241,47 +240,29 @@ static bool scan_cgroup(const char *name, void *arg)
 	return false;
 }
 
-/* rtnl_links()'s callback: a host link al<PID>-<slot> of a dead PID. */
-static int scan_link(const char *name, void *arg)
-{
-	char *end;
-	long pid;
-
-	if (strncmp(name, "al", 2) || name[2] < '1' || name[2] > '9')
-		return 0;
-	pid = strtol(name + 2, &end, 10);
-	if (*end == '-' && pid > 0 && pid <= 0x3fffffff && dead((pid_t)pid))
-		seen(arg, name);
-	return 0;
-}
-
 void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
 		   char *example, size_t len)
 {
-	struct scan cg = {0, example, len, "cgroup"},
-		    ln = {0, example, len, "link"};
+	struct scan cg = {0, example, len, "cgroup"};
 	struct stale_dirs *s = calloc(1, sizeof(*s));
-	int fd = rtnl_open();
-	unsigned killed = 0;
+	unsigned killed = 0, links;
+	char link[64];
 
 	memset(ret, 0, sizeof(*ret));
 	if (len)
 		example[0] = 0;
 	cg_sweep(scan_cgroup, &cg, &killed);
-	if (fd >= 0) {
-		ln.n = 0;
-		ln.len = cg.n ? 0 : len; /* one example: the first kind found */
-		rtnl_links(fd, scan_link, &ln);
-		close(fd);
-	}
+	links = sb_net_scan(dead, link, sizeof(link));
+	if (links && !cg.n && len) /* one example: the first kind found */
+		snprintf(example, len, "link %s", link);
 	if (s) {
 		find_dirs(o->run_dir, s);
-		if (s->n && !cg.n && !ln.n && len)
+		if (s->n && !cg.n && !links && len)
 			snprintf(example, len, "run dir %s", s->path[0]);
 		ret->dirs = s->n;
 		ret->killed = by_cmdline(s, false);
 		free(s);
 	}
 	ret->cgroups = cg.n;
-	ret->links = ln.n;
+	ret->links = links;
 }

@@ -1315,7 +1315,8 @@ int sb_net_probe(char *why, size_t len)
 struct sweep_links {
 	bool (*dead)(pid_t pid);
 	char names[64][IFNAMSIZ]; /* stale links found */
-	unsigned n;
+	unsigned n;		  /* entries in names */
+	unsigned total;		  /* stale links seen, past names' cap too */
 };
 
 /* Collect al<pid>-<n> links whose pid is dead. */
@@ -1330,6 +1331,7 @@ static int stale_link(const char *name, void *arg)
 	pid = strtol(name + 2, &end, 10);
 	if (*end != '-' || pid <= 0 || pid > 0x3fffffff || !s->dead((pid_t)pid))
 		return 0;
+	s->total++;
 	if (s->n < sizeof(s->names) / sizeof(s->names[0]))
 		snprintf(s->names[s->n++], IFNAMSIZ, "%s", name);
 	return 0;
@@ -1349,4 +1351,20 @@ unsigned sb_net_sweep(bool (*dead)(pid_t pid))
 			gone++;
 	close(fd);
 	return gone;
+}
+
+unsigned sb_net_scan(bool (*dead)(pid_t pid), char *first, size_t len)
+{
+	struct sweep_links s = {.dead = dead};
+	int fd = rtnl_open();
+
+	if (len)
+		first[0] = 0;
+	if (fd < 0)
+		return 0;
+	rtnl_links(fd, stale_link, &s);
+	close(fd);
+	if (s.n && len)
+		snprintf(first, len, "%s", s.names[0]);
+	return s.total;
 }

@@ -126,5 +126,8 @@ int sb_net_probe(char *why, size_t len);
 /* Remove the host links (al<pid>-<n>) of dead owners: sweep.c. Returns
  * how many went. */
 unsigned sb_net_sweep(bool (*dead)(pid_t pid));
+/* Count them and remove none (doctor: sb_sweep_scan); the first one's
+ * name goes to `first` (len bytes, "" when none). */
+unsigned sb_net_scan(bool (*dead)(pid_t pid), char *first, size_t len);
 
 #endif
