@@ -1,5 +1,6 @@
 /* options.c: the sandbox's defaults (options.h) and the carrier they
- * resolve to on this host; sb_mkdirs() for the dirs they name.
+ * resolve to on this host; sb_mkdirs() for the dirs they name; sb_log()
+ * for the events the sandbox reports.
  *
  * Callers: the config (tools/config/sbconfig.c fills the options over these
  * defaults), the doctor, benchmarks and tests; sb_carrier_resolve() the VM
@@ -8,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,25 @@
 #include <unistd.h>
 
 #include "options.h"
+
+/* The default log: stderr, as a program without a logger wants it. */
+static void log_stderr(enum sb_log_level level, const char *msg)
+{
+	(void)level;
+	fprintf(stderr, "airlock: %s\n", msg);
+}
+
+void sb_log(const struct sb_options *o, enum sb_log_level level,
+	    const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	(o->log ? o->log : log_stderr)(level, line);
+}
 
 void sb_options_init(struct sb_options *o)
 {
@@ -57,6 +78,7 @@ void sb_options_init(struct sb_options *o)
 	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
 	o->vmm_uid_base = 1200000;
 	o->vmm_uid_count = 1024;
+	o->log = log_stderr;
 	/* QEMU is semi-trusted: as root, jail each one under a uid of its
 	 * own (plus the kvm group for /dev/kvm); as anyone else there is no
 	 * privilege to drop and no namespace to make (`airlock doctor`) */

@@ -27,6 +27,14 @@ enum sb_accel_mode {
 };
 
 struct sb_net_policy;
+
+/* How the sandbox reports an event that is no caller's error (a template
+ * build that failed, a snapshot evicted over the cap): one line, no
+ * newline. sb_options_init() sets one that writes "airlock: MSG" on
+ * stderr; the CLI routes it through its logger (log.level, log.format). */
+enum sb_log_level { SB_LOG_WARN, SB_LOG_INFO };
+typedef void (*sb_log_fn)(enum sb_log_level level, const char *msg);
+
 /* root's state dir, where tools/quickstart.sh builds the images; the
  * system dir of everyone else */
 #define SB_SYSTEM_DIR "/var/lib/airlock"
@@ -67,6 +75,7 @@ struct sb_options {
 				   * "" = the first nameserver of the host's
 				   * /etc/resolv.conf */
 	uint32_t snapshot_max_mb;  /* cap on all snapshots' disk, 0 = none */
+	sb_log_fn log;             /* where events go (never NULL after init) */
 };
 
 /* A worker's memory cgroup by default, MiB: a result at its cap twice (the
@@ -88,5 +97,9 @@ enum sb_carrier sb_carrier_resolve(const struct sb_options *o);
  * (-ENAMETOOLONG past PATH_MAX). A per-user state dir may not exist yet
  * when a template or an accel verdict is first written to it. */
 int sb_mkdirs(const char *path, mode_t mode);
+
+/* Report an event through o->log (sandbox/ internal; printf format). */
+void sb_log(const struct sb_options *o, enum sb_log_level level,
+	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

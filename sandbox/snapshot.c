@@ -700,9 +700,9 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 		if (all[i].in_use || !strcmp(all[i].name, keep))
 			continue;
 		if (sb_snapshot_remove(o, all[i].name) == 0) {
-			fprintf(stderr, "airlock: snapshot %s removed: over "
-				"the %u MiB cap\n", all[i].name,
-				o->snapshot_max_mb);
+			sb_log(o, SB_LOG_INFO,
+			       "snapshot %s removed: over the %u MiB cap",
+			       all[i].name, o->snapshot_max_mb);
 			total -= all[i].disk_bytes;
 		}
 	}

@@ -677,7 +677,7 @@ out:
 	if (lock_fd >= 0)
 		close(lock_fd); /* releases the lock */
 	if (r < 0 && err[0])
-		fprintf(stderr, "airlock: template %s: %s\n", template_, err);
+		sb_log(o, SB_LOG_WARN, "template %s: %s", template_, err);
 	return r;
 }
 

@@ -98,6 +98,8 @@ static void test_sandbox(void **state)
 	SAME_STR(&got, &want, net_dns);
 	assert_int_equal(got.n_net_policies, 0);
 	got.net_policies = want.net_policies; /* the config's empty array */
+	assert_non_null(got.log);		/* the CLI's logger */
+	got.log = want.log;
 	assert_memory_equal(&got, &want, sizeof(got));
 }
 

@@ -3,7 +3,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "sbconfig.h"
+
+/* The sandbox's events through the logger (log.level, log.format). */
+static void log_event(enum sb_log_level level, const char *msg)
+{
+	if (level == SB_LOG_WARN)
+		al_warn("%s", msg);
+	else
+		al_info("%s", msg);
+}
 
 int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 		       char *err, size_t errlen)
@@ -36,5 +46,6 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->net_policies = cfg->network.policy;
 	o->n_net_policies = cfg->network.n;
 	snprintf(o->net_dns, sizeof(o->net_dns), "%s", cfg->network.dns);
+	o->log = log_event;
 	return 0;
 }
