@@ -1,7 +1,7 @@
 /* qmp.c: QMP client: newline-delimited JSON over a unix socket, every read
  * under a deadline and a line cap. Callers: vm.c (connect, the migration
  * capability and fd hand-over), template.c (saving a template), clone.c
- * (loading a snapshot), tests/vm/test_qmp.c and tools/bench_vm.c. */
+ * (loading a snapshot), tests/vm/test_qmp.c and tools/bench/bench_vm.c. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>

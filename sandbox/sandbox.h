@@ -110,7 +110,7 @@ bool sb_template_current(const struct sb_template *t);
  * entropy and the clock. On failure *ret (if set) holds vm->error. */
 int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
 		  struct sb_vm **ret);
-/* A clone of a networked template in network slot `net` (sandbox/net.h),
+/* A clone of a networked template in network slot `net` (sandbox/net/net.h),
  * which the VM owns from here on, failure included: sb_vm_destroy()
  * closes it after QEMU is gone. No pre-started VMM: its namespace is
  * the job's. */

@@ -7,11 +7,13 @@
  * bounded tail (the "qemu exited: LAST LINE" error text), its console a
  * ring in its own memory. The command line comes from machine.c, one
  * builder for templates and clones; vmm.c launches it (struct vmm_spec:
- * fds, cgroup, jail, uid, and later the per-VM netns and tap). As root,
- * each VMM is jailed (jail.c) under a uid leased for its life (lease.c);
- * the run dir holds only those leases and the jail's mount point, both
- * root's alone. No network device exists at all yet. After the agent answers hello it gets
- * fresh entropy and the wall clock before any job code runs. Every agent
+ * fds, cgroup, jail, uid, and the per-VM netns and tap). As root, each
+ * VMM is jailed (jail.c) under a uid leased for its life (lease.c); the
+ * run dir holds only those leases and the jail's mount point, both root's
+ * alone. A VM has no network device unless its job's policy allows
+ * egress: then its one NIC is the tap of a network slot (net/net.h) that
+ * the VMM enters as its network namespace. After the agent answers hello
+ * it gets fresh entropy and the wall clock before any job code runs. Every agent
  * call has a deadline, capped by the VM's hard TTL; a QEMU that dies
  * closes the agent socket, so a call in flight fails at once rather than
  * at its deadline.
@@ -35,8 +37,10 @@
  *        +--> lease.c    the VMM's uid
  *        +--> qmp.c, agent_client.c --> util.c (the deadline read)
  *        +--> cgroup.c   the VMM's host cgroup
+ *        +--> net/       a networked VM's slot, through net.h only
+ *   options.c   struct sb_options and its defaults, below all of these
  *
- * Callers: workers (through sandbox.h), tests/vm, tools/bench_vm.c.
+ * Callers: workers (through sandbox.h), tests/vm, tools/bench/bench_vm.c.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* vm_internal.h: struct sb_vm and the steps of vm.c that template.c and
  * clone.c build on. Internal to sandbox/: sandbox.h keeps the VM opaque.
- * tests/vm and tools/bench_vm.c include this only to reach a VM's QMP
+ * tests/vm and tools/bench/bench_vm.c include this only to reach a VM's QMP
  * connection (white-box checks and figures no accessor should carry).
  *
  * A VM's life in these steps: vm_create() (struct, CID) -> vm_launch()

@@ -1,6 +1,6 @@
 /* dns.h: the few DNS messages a per-VM resolver reads and writes.
  *
- * Not a DNS library: exactly what sandbox/resolver.c needs, strict about
+ * Not a DNS library: exactly what sandbox/net/resolver.c needs, strict about
  * what it accepts, because one side of it is a hostile guest. A query is
  * one question, no compression, labels of [A-Za-z0-9_-] only (a label
  * holding a dot could pass for two labels in text). A reply is matched to

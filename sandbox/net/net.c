@@ -50,7 +50,7 @@
  * entries, set elements or resolver state can pass between jobs).
  *
  * Callers: the worker (worker/job.c) per networked job, template.c for a
- * networked template (a slot with no policy), tests/net, tools/bench_net.
+ * networked template (a slot with no policy), tests/net, tools/bench/bench_net.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -18,8 +18,8 @@
  * query is a case-insensitive compare (sb_net_policy_allows_name, used by
  * the resolver on every guest query).
  *
- * Callers: tools/config.c (parsing, dump), sandbox/resolver.c (matching),
- * tests/unit/test_netpolicy.c and tests/fuzz/fuzz_netpolicy.c.
+ * Callers: tools/config/config.c (parsing, dump), sandbox/net/resolver.c
+ * (matching), tests/unit/test_netpolicy.c and tests/fuzz/fuzz_netpolicy.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,10 +1,11 @@
 /* netpolicy.h: a named network policy: what a networked job may reach.
  *
  * A policy is plain data, parsed from the config's `[network.NAME]`
- * sections (tools/config.c) and enforced per VM by sandbox/net.c (the
- * network namespace, tap, veth and nftables rules) and sandbox/resolver.c
- * (the DNS resolver that answers only for the policy's names and opens
- * each answer's addresses in nftables for the record's TTL).
+ * sections (tools/config/config.c) and enforced per VM by
+ * sandbox/net/net.c (the network namespace, tap, veth and nftables rules)
+ * and sandbox/net/resolver.c (the DNS resolver that answers only for the
+ * policy's names and opens each answer's addresses in nftables for the
+ * record's TTL).
  *
  * A destination is allowed when it is one of `names` (resolved through the
  * VM's resolver) or inside one of `cidrs`, AND the packet's protocol and
@@ -65,7 +66,7 @@ struct sb_net_policy {
 
 /* --- reading, printing and matching policies (netpolicy.c) ---------------
  *
- * The config parser (tools/config.c) owns the file: sections, lines,
+ * The config parser (tools/config/config.c) owns the file: sections, lines,
  * errors with FILE:LINE. It hands each `KEY = VALUE` of a [network.NAME]
  * section to sb_net_policy_set(), then calls sb_net_policy_check() once
  * the file is read. These functions do no I/O but the dumper's and never

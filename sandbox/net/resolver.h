@@ -7,7 +7,7 @@
  * element timeout, before the answer reaches the guest. Why our own and
  * not dnsmasq's nftset: docs/network.md, "Resolver".
  *
- * Using it (sandbox/net.c does this per networked VM):
+ * Using it (sandbox/net/net.c does this per networked VM):
  *
  *  1. Make the fds and the nft context: listen_fd a UDP socket bound in
  *     the VM's netns to the guest's resolver address, port 53;

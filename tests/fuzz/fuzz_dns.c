@@ -1,4 +1,4 @@
-/* fuzz_dns.c: libFuzzer target for the resolver's DNS code (sandbox/dns.c).
+/* fuzz_dns.c: libFuzzer target for the resolver's DNS code (sandbox/net/dns.c).
  *
  * The input is one datagram, read both ways: as a guest's query (hostile:
  * the guest is untrusted) and as an upstream reply to a fixed question

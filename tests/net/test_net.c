@@ -1,4 +1,4 @@
-/* test_net.c: sandbox/net.c's slots and rules, with no VM: the test plays
+/* test_net.c: sandbox/net/net.c's slots and rules, with no VM: the test plays
  * the guest by writing Ethernet frames into the slot's tap and reading
  * what comes back.
  *

@@ -1,4 +1,4 @@
-/* test_resolver.c: the per-VM resolver (sandbox/resolver.c) for real: its
+/* test_resolver.c: the per-VM resolver (sandbox/net/resolver.c) for real: its
  * own network namespace, an nft table with timeout sets made through
  * libnftables, a fake upstream DNS server on real UDP (a thread here),
  * sb_resolver_run() in a child, and queries as a guest sends them. Needs

@@ -30,7 +30,7 @@
  *
  * Adding a command:
  *
- *  1. Write tools/cmd_NAME.c defining `const struct al_cmd al_cmd_NAME`
+ *  1. Write tools/cli/cmd_NAME.c defining `const struct al_cmd al_cmd_NAME`
  *     with its name, one-line summary, usage text (synopsis, description,
  *     its own options: al_cli_usage() appends the common ones), options
  *     and handlers.

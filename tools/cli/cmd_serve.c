@@ -1,7 +1,7 @@
 /* cmd_serve.c: `airlock serve`, the dispatcher: jobs from Redis to worker
  * processes and results back (dispatcher/serve.c has the theory of
  * operation), and with --http / http.listen the HTTP API next to it
- * (tools/http.h), with metrics.listen a metrics-only listener. Runs until
+ * (tools/api/http.h), with metrics.listen a metrics-only listener. Runs until
  * SIGTERM or SIGINT, then drains; the listeners close after the drain.
  */
 #include <stdio.h>

@@ -14,7 +14,7 @@
  * Network policies are the one kind of section whose name is not fixed:
  * `[network.NAME]` defines the policy NAME. on_key() sends their keys to
  * on_policy_key(), which finds or makes the policy in cfg.network and
- * hands the value to sb_net_policy_set() (sandbox/netpolicy.c: the value
+ * hands the value to sb_net_policy_set() (sandbox/net/netpolicy.c: the value
  * syntax lives next to the struct, and is fuzzed there); the policy's own
  * key table is sb_net_policy_keys(). The policies jobs may name are
  * exactly the sections defined, plus "none".

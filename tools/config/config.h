@@ -25,7 +25,7 @@
  *  5. al_config_release(&cfg) when done.
  *
  * Network policies are sections of their own, `[network.NAME]`, one per
- * policy, with the keys of sb_net_policy_keys() (sandbox/netpolicy.h);
+ * policy, with the keys of sb_net_policy_keys() (sandbox/net/netpolicy.h);
  * al_config_net_policy() finds one by name. A policy defined again by a
  * later file replaces the earlier one whole.
  *
