@@ -81,8 +81,8 @@ static void cache_write(const char *path, enum al_accel a)
 		unlink(tmp);
 }
 
-enum al_accel accel_decide(const struct sb_options *o,
-			   const struct sb_image *img, accel_probe_fn probe)
+enum al_accel sb__accel_decide(const struct sb_options *o,
+			       const struct sb_image *img, accel_probe_fn probe)
 {
 	char path[PATH_MAX];
 	enum al_accel a;

@@ -290,7 +290,7 @@ struct sb_sweep_stats {
  * is dead go, and any process still in such a cgroup (or naming such a
  * run dir) is killed. VMs of live processes (another serve on this host)
  * are never touched. *ret says what went even on failure; -EPERM when the
- * run dir is not ours alone (sb_private_dir: then only cgroups are
+ * run dir is not ours alone (sb__private_dir: then only cgroups are
  * swept). Call at start-up and when a worker died. */
 int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret);
 /* What sb_sweep() would remove now, touching nothing (airlock doctor):
@@ -300,11 +300,11 @@ void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
 		   char *example, size_t len);
 
 /* "v2", "v1" or "none": the host cgroup support VMMs get (doctor). */
-const char *cg_version(void);
+const char *sb_cg_version(void);
 /* Move this process into a memory cgroup of its own capped at
  * memory_bytes (airlock/workers/<pid>, see sandbox/cgroup.c); *ret_dir
  * gets its path. -EOPNOTSUPP without cgroups, else -errno. */
-int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
+int sb_cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
 
 /* The network slots a networked VM runs in (sandbox/net/: net.h). */
 #include "net.h"

@@ -152,8 +152,8 @@ static int read_qname(const uint8_t *msg, size_t len, size_t *pos,
 	return 0;
 }
 
-int sb_dns_parse_query(const uint8_t *msg, size_t len,
-		       struct sb_dns_query *ret)
+int sb__dns_parse_query(const uint8_t *msg, size_t len,
+			struct sb_dns_query *ret)
 {
 	size_t pos = HDR;
 	int rc;
@@ -207,8 +207,8 @@ static size_t put_name(const char *name, uint8_t *buf, size_t len)
 	return n;
 }
 
-size_t sb_dns_build_query(const struct sb_dns_query *q, uint16_t id,
-			  uint8_t *buf, size_t len)
+size_t sb__dns_build_query(const struct sb_dns_query *q, uint16_t id,
+			   uint8_t *buf, size_t len)
 {
 	uint8_t *p = buf;
 	size_t n;
@@ -363,9 +363,9 @@ static int read_answers(const uint8_t *msg, size_t len, size_t pos,
 	return 0;
 }
 
-int sb_dns_parse_reply(const uint8_t *msg, size_t len,
-		       const struct sb_dns_query *q, uint16_t id,
-		       struct sb_dns_answer *ret)
+int sb__dns_parse_reply(const uint8_t *msg, size_t len,
+			const struct sb_dns_query *q, uint16_t id,
+			struct sb_dns_answer *ret)
 {
 	char name[SB_NET_DNAME_MAX + 2];
 	size_t pos = HDR;
@@ -401,9 +401,9 @@ int sb_dns_parse_reply(const uint8_t *msg, size_t len,
 
 /* --- the guest's answer ------------------------------------------------- */
 
-size_t sb_dns_build_reply(const struct sb_dns_query *q, uint8_t rcode,
-			  const struct sb_dns_answer *a, uint8_t *buf,
-			  size_t len)
+size_t sb__dns_build_reply(const struct sb_dns_query *q, uint8_t rcode,
+			   const struct sb_dns_answer *a, uint8_t *buf,
+			   size_t len)
 {
 	size_t cap = len < REPLY_MAX ? len : REPLY_MAX, n;
 	int family = q->qtype == SB_DNS_T_A ? AF_INET : AF_INET6;

@@ -67,24 +67,24 @@ struct sb_dns_answer {
  * header is readable (ret holds id and flags: answer FORMERR); -ENOTSUP for
  * an opcode other than QUERY (answer NOTIMP); -EBADMSG for bytes not worth
  * an answer (shorter than a header, or a response). */
-int sb_dns_parse_query(const uint8_t *msg, size_t len,
-		       struct sb_dns_query *ret);
+int sb__dns_parse_query(const uint8_t *msg, size_t len,
+			struct sb_dns_query *ret);
 /* The query we send upstream for q: id `id`, RD, q's name lowercase, EDNS
  * with SB_DNS_UDP_SIZE. Returns its length, 0 when buf is too small. */
-size_t sb_dns_build_query(const struct sb_dns_query *q, uint16_t id,
-			  uint8_t *buf, size_t len);
+size_t sb__dns_build_query(const struct sb_dns_query *q, uint16_t id,
+			   uint8_t *buf, size_t len);
 /* Read upstream's reply to the query built for q with `id`. Returns 0
  * (ret filled; rcode is NOERROR, NXDOMAIN or SERVFAIL for any other or a
  * truncated reply) or -EBADMSG (not a reply to that query: ignore it). */
-int sb_dns_parse_reply(const uint8_t *msg, size_t len,
-		       const struct sb_dns_query *q, uint16_t id,
-		       struct sb_dns_answer *ret);
+int sb__dns_parse_reply(const uint8_t *msg, size_t len,
+			const struct sb_dns_query *q, uint16_t id,
+			struct sb_dns_answer *ret);
 /* The reply to the guest: its id and question, `rcode`, and when `a` is
  * not NULL the addresses of a of q's qtype, as records of the question's
  * name. Answers that do not fit 512 bytes are left out. Returns the
  * length, 0 when buf is too small. */
-size_t sb_dns_build_reply(const struct sb_dns_query *q, uint8_t rcode,
-			  const struct sb_dns_answer *a, uint8_t *buf,
-			  size_t len);
+size_t sb__dns_build_reply(const struct sb_dns_query *q, uint8_t rcode,
+			   const struct sb_dns_answer *a, uint8_t *buf,
+			   size_t len);
 
 #endif

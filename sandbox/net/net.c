@@ -531,15 +531,15 @@ static int host_prepare(char *err, size_t errlen)
 /* The veth's host end: address, up. In the host netns. */
 static int host_link(struct sb_net *n, char *err, size_t errlen)
 {
-	int fd = rtnl_open(), idx, r;
+	int fd = sb__rtnl_open(), idx, r;
 
 	if (fd < 0)
 		return fd;
 	idx = (int)if_nametoindex(n->host_if);
-	r = idx ? rtnl_addr4(fd, idx, slot_ip(n->idx, 1), SB_NET_PREFIX)
+	r = idx ? sb__rtnl_addr4(fd, idx, slot_ip(n->idx, 1), SB_NET_PREFIX)
 		: -ENODEV;
 	if (r == 0)
-		r = rtnl_link_up(fd, idx);
+		r = sb__rtnl_link_up(fd, idx);
 	close(fd);
 	if (r < 0)
 		set_err(err, errlen, "host end of the veth", r);
@@ -663,8 +663,8 @@ static _Noreturn void resolver_main(const char *arg)
 	nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!nft)
 		_exit(1);
-	_exit(-sb_resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, nft, (uid_t)uid,
-			       "inet " SB_NET_TABLE, "dns4", "dns6"));
+	_exit(-sb__resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, nft, (uid_t)uid,
+				"inet " SB_NET_TABLE, "dns4", "dns6"));
 }
 
 __attribute__((constructor)) static void resolver_entry(void)
@@ -783,8 +783,8 @@ static void dns_lease(const struct sb_options *o, struct sb_net *n)
 	if (geteuid() != 0 || !o->vmm_uid_count ||
 	    snprintf(dir, sizeof(dir), "%s/uids", o->run_dir) >=
 		(int)sizeof(dir) ||
-	    lease_uid(dir, o->vmm_uid_base, o->vmm_uid_count, &n->dns_uid,
-		      &n->dns_lease_fd) < 0)
+	    sb__lease_uid(dir, o->vmm_uid_base, o->vmm_uid_count, &n->dns_uid,
+			  &n->dns_lease_fd) < 0)
 		n->dns_uid = 0;
 }
 
@@ -814,12 +814,12 @@ static int inside_tap(struct sb_net *n, int fd)
 	tap = (int)if_nametoindex(SB_NET_TAP);
 	if (!lo || !tap)
 		return -ENODEV;
-	if ((r = rtnl_link_up(fd, lo)) < 0 ||
-	    (r = rtnl_addr4(fd, tap, ip4(SB_NET_GATEWAY_IP), SB_NET_PREFIX)) <
-		0 ||
-	    (r = rtnl_link_up(fd, tap)) < 0)
+	if ((r = sb__rtnl_link_up(fd, lo)) < 0 ||
+	    (r = sb__rtnl_addr4(fd, tap, ip4(SB_NET_GATEWAY_IP),
+				SB_NET_PREFIX)) < 0 ||
+	    (r = sb__rtnl_link_up(fd, tap)) < 0)
 		return r;
-	return rtnl_neigh4(fd, tap, ip4(SB_NET_GUEST_IP), guest_mac);
+	return sb__rtnl_neigh4(fd, tap, ip4(SB_NET_GUEST_IP), guest_mac);
 }
 
 /* The veth (its peer into the host netns `host_ns`), up0's address and
@@ -829,7 +829,7 @@ static int inside_uplink(struct sb_net *n, int fd, int host_ns,
 {
 	int up, r;
 
-	r = rtnl_veth(fd, SB_NET_UPLINK, n->host_if, host_ns);
+	r = sb__rtnl_veth(fd, SB_NET_UPLINK, n->host_if, host_ns);
 	if (r < 0) {
 		set_err(err, errlen, "veth", r);
 		return r;
@@ -837,9 +837,10 @@ static int inside_uplink(struct sb_net *n, int fd, int host_ns,
 	up = (int)if_nametoindex(SB_NET_UPLINK);
 	if (!up)
 		return -ENODEV;
-	if ((r = rtnl_addr4(fd, up, slot_ip(n->idx, 2), SB_NET_PREFIX)) < 0 ||
-	    (r = rtnl_link_up(fd, up)) < 0 ||
-	    (r = rtnl_default4(fd, slot_ip(n->idx, 1))) < 0 ||
+	if ((r = sb__rtnl_addr4(fd, up, slot_ip(n->idx, 2), SB_NET_PREFIX)) <
+		0 ||
+	    (r = sb__rtnl_link_up(fd, up)) < 0 ||
+	    (r = sb__rtnl_default4(fd, slot_ip(n->idx, 1))) < 0 ||
 	    (r = write_file("/proc/sys/net/ipv4/ip_forward", "1")) < 0) {
 		set_err(err, errlen, "uplink", r);
 		return r;
@@ -858,7 +859,7 @@ static int inside_uplink(struct sb_net *n, int fd, int host_ns,
 static int inside(struct sb_net *n, int host_ns, const char *rules, char *err,
 		  size_t errlen)
 {
-	int fd = rtnl_open(), r;
+	int fd = sb__rtnl_open(), r;
 
 	if (fd < 0)
 		return fd;
@@ -902,14 +903,14 @@ static int lease_slot(const struct sb_options *o, struct sb_net *n)
 {
 	char dir[PATH_MAX];
 	uid_t idx;
-	int r = sb_private_dir(o->run_dir, 0700);
+	int r = sb__private_dir(o->run_dir, 0700);
 
 	if (r < 0)
 		return r;
 	if (snprintf(dir, sizeof(dir), "%s/nets", o->run_dir) >=
 	    (int)sizeof(dir))
 		return -ENAMETOOLONG;
-	r = lease_uid(dir, 1, SB_NET_SLOTS, &idx, &n->lease_fd);
+	r = sb__lease_uid(dir, 1, SB_NET_SLOTS, &idx, &n->lease_fd);
 	if (r < 0)
 		return r;
 	n->idx = (uint32_t)idx;
@@ -1077,8 +1078,8 @@ void sb_net_close(struct sb_net *n)
 	/* the namespace goes with its last user (QEMU is gone by now), and
 	 * the veth with it; delete the host end now so that its name and
 	 * address are free at once (the namespace is freed asynchronously) */
-	if (n->host_if[0] && (fd = rtnl_open()) >= 0) {
-		rtnl_link_del(fd, n->host_if);
+	if (n->host_if[0] && (fd = sb__rtnl_open()) >= 0) {
+		sb__rtnl_link_del(fd, n->host_if);
 		close(fd);
 	}
 	if (n->tap_fd >= 0)
@@ -1341,13 +1342,13 @@ unsigned sb_net_sweep(bool (*dead)(pid_t pid))
 {
 	struct sweep_links s = {.dead = dead};
 	unsigned gone = 0;
-	int fd = rtnl_open();
+	int fd = sb__rtnl_open();
 
 	if (fd < 0)
 		return 0;
-	rtnl_links(fd, stale_link, &s);
+	sb__rtnl_links(fd, stale_link, &s);
 	for (unsigned i = 0; i < s.n; i++)
-		if (rtnl_link_del(fd, s.names[i]) == 0)
+		if (sb__rtnl_link_del(fd, s.names[i]) == 0)
 			gone++;
 	close(fd);
 	return gone;
@@ -1356,13 +1357,13 @@ unsigned sb_net_sweep(bool (*dead)(pid_t pid))
 unsigned sb_net_scan(bool (*dead)(pid_t pid), char *first, size_t len)
 {
 	struct sweep_links s = {.dead = dead};
-	int fd = rtnl_open();
+	int fd = sb__rtnl_open();
 
 	if (len)
 		first[0] = 0;
 	if (fd < 0)
 		return 0;
-	rtnl_links(fd, stale_link, &s);
+	sb__rtnl_links(fd, stale_link, &s);
 	close(fd);
 	if (s.n && len)
 		snprintf(first, len, "%s", s.names[0]);

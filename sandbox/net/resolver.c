@@ -268,7 +268,7 @@ static void reply(struct resolver *r, const struct sb_dns_query *q,
 		  const struct sockaddr_storage *to, socklen_t to_len,
 		  uint8_t rcode, const struct sb_dns_answer *a)
 {
-	size_t n = sb_dns_build_reply(q, rcode, a, r->out, sizeof(r->out));
+	size_t n = sb__dns_build_reply(q, rcode, a, r->out, sizeof(r->out));
 
 	/* a lost reply is the guest's to retry, like any lost datagram */
 	if (n)
@@ -314,7 +314,7 @@ static bool forward(struct resolver *r, const struct sb_dns_query *q,
 	if (!p || new_id(r, &p->up_id) < 0)
 		return false;
 	r->sent++;
-	n = sb_dns_build_query(q, p->up_id, r->out, sizeof(r->out));
+	n = sb__dns_build_query(q, p->up_id, r->out, sizeof(r->out));
 	if (!n || send(r->ufd, r->out, n, MSG_DONTWAIT) != (ssize_t)n)
 		return false;
 	p->used = true;
@@ -329,7 +329,7 @@ static void on_query(struct resolver *r, size_t len,
 		     const struct sockaddr_storage *from, socklen_t from_len)
 {
 	struct sb_dns_query q;
-	int rc = sb_dns_parse_query(r->in, len, &q);
+	int rc = sb__dns_parse_query(r->in, len, &q);
 
 	if (rc == -EBADMSG)
 		return;
@@ -374,7 +374,7 @@ static void finish(struct resolver *r, struct pending *p, size_t len)
 {
 	struct sb_dns_answer a;
 
-	if (sb_dns_parse_reply(r->in, len, &p->q, p->up_id, &a) < 0)
+	if (sb__dns_parse_reply(r->in, len, &p->q, p->up_id, &a) < 0)
 		return; /* not the reply to this question: keep waiting */
 	if (a.rcode == SB_DNS_NOERROR && open_addrs(r, &a) < 0)
 		a.rcode = SB_DNS_SERVFAIL;
@@ -463,9 +463,9 @@ static int serve(struct resolver *r)
 	}
 }
 
-int sb_resolver_run(const struct sb_net_policy *p, int listen_fd,
-		    int upstream_fd, struct nft_ctx *nft, uid_t uid,
-		    const char *table, const char *set4, const char *set6)
+int sb__resolver_run(const struct sb_net_policy *p, int listen_fd,
+		     int upstream_fd, struct nft_ctx *nft, uid_t uid,
+		     const char *table, const char *set4, const char *set6)
 {
 	pid_t parent = getppid();
 	struct resolver *r;

@@ -18,7 +18,7 @@
  *     of type ipv4_addr and set6 of ipv6_addr, both `flags timeout`.
  *  2. In a child (net.c spawns a fresh image of the program: a forked
  *     child sharing the worker's pages would cost it copy-on-write
- *     faults), call sb_resolver_run(), which never returns
+ *     faults), call sb__resolver_run(), which never returns
  *     but on a fatal error (then _exit with it).
  *  3. Kill (SIGKILL) and reap the child with the VM. It also dies with
  *     its parent (PDEATHSIG).
@@ -49,8 +49,8 @@ struct nft_ctx;
 /* Serve the guest until a fatal error (-errno: a socket failed, the
  * privileges could not be dropped). As root, run as `uid` (== gid; 0 =
  * SB_RESOLVER_UID). `table` is "FAMILY NAME", e.g. "inet airlock". */
-int sb_resolver_run(const struct sb_net_policy *p, int listen_fd,
-		    int upstream_fd, struct nft_ctx *nft, uid_t uid,
-		    const char *table, const char *set4, const char *set6);
+int sb__resolver_run(const struct sb_net_policy *p, int listen_fd,
+		     int upstream_fd, struct nft_ctx *nft, uid_t uid,
+		     const char *table, const char *set4, const char *set6);
 
 #endif

@@ -29,7 +29,7 @@ struct req {
 	};
 };
 
-int rtnl_open(void)
+int sb__rtnl_open(void)
 {
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -109,7 +109,7 @@ static int req_send(int fd, struct req *r)
 	}
 }
 
-int rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
+int sb__rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
 {
 	struct req r;
 	struct ifinfomsg *ifi, *pi;
@@ -136,7 +136,7 @@ int rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
 	return req_send(fd, &r);
 }
 
-int rtnl_link_up(int fd, int ifindex)
+int sb__rtnl_link_up(int fd, int ifindex)
 {
 	struct req r;
 	struct ifinfomsg *ifi = req_init(&r, RTM_NEWLINK, 0, sizeof(*ifi));
@@ -148,7 +148,7 @@ int rtnl_link_up(int fd, int ifindex)
 	return req_send(fd, &r);
 }
 
-int rtnl_link_del(int fd, const char *name)
+int sb__rtnl_link_del(int fd, const char *name)
 {
 	struct req r;
 	struct ifinfomsg *ifi = req_init(&r, RTM_DELLINK, 0, sizeof(*ifi));
@@ -158,7 +158,7 @@ int rtnl_link_del(int fd, const char *name)
 	return req_send(fd, &r);
 }
 
-int rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
+int sb__rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
 {
 	struct req r;
 	struct ifaddrmsg *ifa =
@@ -172,7 +172,7 @@ int rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
 	return req_send(fd, &r);
 }
 
-int rtnl_default4(int fd, uint32_t gw)
+int sb__rtnl_default4(int fd, uint32_t gw)
 {
 	struct req r;
 	struct rtmsg *rt =
@@ -187,7 +187,7 @@ int rtnl_default4(int fd, uint32_t gw)
 	return req_send(fd, &r);
 }
 
-int rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6])
+int sb__rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6])
 {
 	struct req r;
 	struct ndmsg *nd = req_init(&r, RTM_NEWNEIGH,
@@ -215,7 +215,7 @@ static int link_name(struct nlmsghdr *h, int (*fn)(const char *, void *),
 	return 0;
 }
 
-int rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
+int sb__rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
 {
 	static char buf[32768];
 	struct req r;

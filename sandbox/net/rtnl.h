@@ -13,22 +13,22 @@
 #include <stdint.h>
 
 /* A NETLINK_ROUTE socket (CLOEXEC) in the caller's namespace, or -errno. */
-int rtnl_open(void);
+int sb__rtnl_open(void);
 /* A veth pair: `name` here, its peer `peer` moved into the namespace of
  * `peer_ns_fd` (-1: stays here). */
-int rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd);
+int sb__rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd);
 /* Set a link up, by index. */
-int rtnl_link_up(int fd, int ifindex);
+int sb__rtnl_link_up(int fd, int ifindex);
 /* Delete a link by name (-ENODEV when there is none). */
-int rtnl_link_del(int fd, const char *name);
+int sb__rtnl_link_del(int fd, const char *name);
 /* Add IPv4 address `addr` (network byte order) / `prefix` to a link. */
-int rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix);
+int sb__rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix);
 /* A default IPv4 route via `gw` (network byte order). */
-int rtnl_default4(int fd, uint32_t gw);
+int sb__rtnl_default4(int fd, uint32_t gw);
 /* A permanent neighbour entry: `addr` is at `mac` on the link. */
-int rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6]);
+int sb__rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6]);
 /* Call `fn` with the name of every link here; stops at the first nonzero
  * return and returns it (or -errno of the dump). */
-int rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg);
+int sb__rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg);
 
 #endif

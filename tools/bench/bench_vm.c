@@ -266,9 +266,9 @@ static long tcg_blocks(struct sb_vm *vm)
 	long v = 0;
 
 	if (sb_vm_accel(vm) != AL_ACCEL_TCG ||
-	    qmp_execute(&vm->qmp, "human-monitor-command",
-			json_pack("{s:s}", "command-line", "info jit"), 2000,
-			&ret, err, sizeof(err)) < 0)
+	    sb__qmp_execute(&vm->qmp, "human-monitor-command",
+			    json_pack("{s:s}", "command-line", "info jit"),
+			    2000, &ret, err, sizeof(err)) < 0)
 		return 0;
 	s = json_string_value(ret);
 	at = s ? strstr(s, "TB count") : NULL;
@@ -287,7 +287,7 @@ static void record_phases(struct sb_vm *vm, double ready_rt, long faults0,
 	add(&ph->faults, faults0 < 0 ? 0 : (double)(minor_faults(sb_vm_pid(vm)) -
 						     faults0));
 	add(&ph->blocks, (double)tcg_blocks(vm));
-	if (qmp_wait_event(&vm->qmp, "RESUME", 1000, &ev) < 0) {
+	if (sb__qmp_wait_event(&vm->qmp, "RESUME", 1000, &ev) < 0) {
 		add(&ph->load, 0);
 		add(&ph->guest, 0);
 		return;
@@ -511,15 +511,15 @@ static int trip_one(struct sb_vm *vm, const struct sb_options *o,
 {
 	switch (k) {
 	case T_PING:
-		return al_agent_client_ping(&vm->agent, 2000);
+		return sb__agent_client_ping(&vm->agent, 2000);
 	case T_RESEED:
-		return vm_reseed(vm, o);
+		return sb__vm_reseed(vm, o);
 	case T_SETUP:
-		return al_agent_client_setup(&vm->agent, lim, 2000);
+		return sb__agent_client_setup(&vm->agent, lim, 2000);
 	case T_IDLE:
-		return al_agent_client_ping(&vm->agent, 2000);
+		return sb__agent_client_ping(&vm->agent, 2000);
 	default:
-		return vm_setup_reseed(vm, lim, 2000);
+		return sb__vm_setup_reseed(vm, lim, 2000);
 	}
 }
 

@@ -113,7 +113,7 @@ static void check_vsock(struct report *rp)
 
 static void check_cgroup(struct report *rp, const struct sb_options *o)
 {
-	const char *v = cg_version();
+	const char *v = sb_cg_version();
 
 	if (!strcmp(v, "none") && o->jail)
 		line(rp, "FAIL", "cgroup",
