@@ -129,6 +129,24 @@ static int cg_write(const char *dir, const char *file, const char *val)
 	return r;
 }
 
+/* A small file's text into buf (NUL-terminated, cut at len - 1 bytes):
+ * the byte count or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
 /* The value after `key` in a "key value" file, or the first number in the
  * file when key is NULL. */
 static int cg_read_u64(const char *dir, const char *file, const char *key,
@@ -136,19 +154,13 @@ static int cg_read_u64(const char *dir, const char *file, const char *key,
 {
 	char path[PATH_MAX], buf[2048], *p;
 	ssize_t n;
-	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = read_small(path, buf, sizeof(buf));
 	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+		return (int)n;
 	p = buf;
 	if (key) {
 		size_t kl = strlen(key);
@@ -315,17 +327,11 @@ static int proc_cpu_ms(pid_t pid, uint64_t *ret)
 	unsigned long ut, st;
 	long cut, cst, hz = sysconf(_SC_CLK_TCK);
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = read_small(path, buf, sizeof(buf));
 	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+		return (int)n;
 	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
 	if (!p || hz <= 0 ||
 	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu "

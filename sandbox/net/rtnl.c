@@ -87,6 +87,19 @@ static void *req_init(struct req *r, unsigned short type, unsigned short flags,
 	return NLMSG_DATA(&r->h);
 }
 
+/* recv() again when a signal interrupts it: bytes or -errno. */
+static ssize_t recv_retry(int fd, char *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = recv(fd, buf, len, 0);
+
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
 /* Send, then read the ack: 0 or the kernel's -errno. */
 static int req_send(int fd, struct req *r)
 {
@@ -96,11 +109,9 @@ static int req_send(int fd, struct req *r)
 	if (send(fd, r->buf, r->h.nlmsg_len, 0) < 0)
 		return -errno;
 	for (;;) {
-		n = recv(fd, buf, sizeof(buf), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = recv_retry(fd, buf, sizeof(buf));
 		if (n < 0)
-			return -errno;
+			return (int)n;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
 		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n))
 			if (h->nlmsg_type == NLMSG_ERROR)
@@ -228,11 +239,9 @@ int sb__rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
 	if (send(fd, r.buf, r.h.nlmsg_len, 0) < 0)
 		return -errno;
 	for (;;) {
-		n = recv(fd, buf, sizeof(buf), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = recv_retry(fd, buf, sizeof(buf));
 		if (n < 0)
-			return -errno;
+			return (int)n;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
 		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
 			if (h->nlmsg_type == NLMSG_DONE)

@@ -91,6 +91,17 @@ static int prepare(struct alq_prepared *p, const char *id)
 	return r;
 }
 
+/* Submit p (its payload freed) and wait up to 5 minutes for its result. */
+static int submit_wait(struct alq_client *cl, struct alq_prepared *p)
+{
+	bool dup;
+	int r = alq_client_submit(cl, p->id, p->payload, p->len, p->wall_ms,
+				  &dup);
+
+	free(p->payload);
+	return r < 0 ? r : alq_client_wait(cl, p->id, 300000);
+}
+
 /* ms between the latency run's jobs (--gap): the idle time a worker has
  * to get a warm clone ready (docs/warm.md); 0 = back to back. */
 static unsigned gap_ms;
@@ -132,23 +143,14 @@ static int bench_queue(const struct sb_options *sb, unsigned jobs,
 	/* warm up: templates opened, VMMs pre-started in every worker */
 	for (unsigned i = 0; i < workers * 2; i++) {
 		struct alq_prepared p;
-		bool dup;
 
 		snprintf(id, sizeof(id), "warm-%u", i);
-		if ((r = prepare(&p, id)) < 0)
-			goto out;
-		r = alq_client_submit(&cl, p.id, p.payload, p.len, p.wall_ms,
-				      &dup);
-		free(p.payload);
-		if (r == 0)
-			r = alq_client_wait(&cl, id, 300000);
-		if (r < 0)
+		if ((r = prepare(&p, id)) < 0 || (r = submit_wait(&cl, &p)) < 0)
 			goto out;
 	}
 	for (unsigned i = 0; i < jobs; i++) {
 		struct alq_prepared p;
 		double t0;
-		bool dup;
 
 		snprintf(id, sizeof(id), "lat-%u", i);
 		if ((r = prepare(&p, id)) < 0)
@@ -156,12 +158,7 @@ static int bench_queue(const struct sb_options *sb, unsigned jobs,
 		if (gap_ms)
 			usleep(gap_ms * 1000u);
 		t0 = now_ms();
-		r = alq_client_submit(&cl, p.id, p.payload, p.len, p.wall_ms,
-				      &dup);
-		free(p.payload);
-		if (r == 0)
-			r = alq_client_wait(&cl, id, 300000);
-		if (r < 0)
+		if ((r = submit_wait(&cl, &p)) < 0)
 			goto out;
 		lat->ms[lat->n++] = now_ms() - t0;
 	}
