@@ -340,6 +340,21 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 	pending_free(p);
 }
 
+/* A command's pending entry, or NULL when out of memory. */
+static struct pending *pending_new(struct alq_conn *c, alq_reply_fn *cb,
+				   void *priv, int script)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (p) {
+		p->c = c;
+		p->cb = cb;
+		p->priv = priv;
+		p->script = script;
+	}
+	return p;
+}
+
 int alq_conn_cmd(struct alq_conn *c, alq_reply_fn *cb, void *priv, int argc,
 		 const char **argv, const size_t *lens)
 {
@@ -347,13 +362,9 @@ int alq_conn_cmd(struct alq_conn *c, alq_reply_fn *cb, void *priv, int argc,
 
 	if (!alq_conn_up(c))
 		return -ENOTCONN;
-	p = calloc(1, sizeof(*p));
+	p = pending_new(c, cb, priv, -1);
 	if (!p)
 		return -ENOMEM;
-	p->c = c;
-	p->cb = cb;
-	p->priv = priv;
-	p->script = -1;
 	if (redisAsyncCommandArgv(c->ac, reply_cb, p, argc, argv, lens) !=
 	    REDIS_OK) {
 		free(p);
@@ -374,13 +385,9 @@ int alq_conn_eval(struct alq_conn *c, enum alq_script s, alq_reply_fn *cb,
 
 	if (!alq_conn_up(c))
 		return -ENOTCONN;
-	p = calloc(1, sizeof(*p));
+	p = pending_new(c, cb, priv, c->sha[s][0] ? (int)s : -1);
 	if (!p)
 		return -ENOMEM;
-	p->c = c;
-	p->cb = cb;
-	p->priv = priv;
-	p->script = c->sha[s][0] ? (int)s : -1;
 	p->argv = calloc((size_t)n, sizeof(*p->argv));
 	p->lens = calloc((size_t)n, sizeof(*p->lens));
 	if (!p->argv || !p->lens)

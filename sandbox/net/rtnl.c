@@ -100,24 +100,40 @@ static ssize_t recv_retry(int fd, char *buf, size_t len)
 	}
 }
 
-/* Send, then read the ack: 0 or the kernel's -errno. */
-static int req_send(int fd, struct req *r)
+/* Send r, then read replies into buf: each message that is neither an
+ * error nor the end of a dump goes to each() (may be NULL). Returns the
+ * kernel's answer (0 for an ack, or -errno), 1 at the end of a dump, or
+ * the -errno of send/recv. */
+static int req_talk(int fd, struct req *r, char *buf, size_t len,
+		    void (*each)(struct nlmsghdr *h, void *arg), void *arg)
 {
-	char buf[RTNL_BUF];
 	ssize_t n;
 
 	if (send(fd, r->buf, r->h.nlmsg_len, 0) < 0)
 		return -errno;
 	for (;;) {
-		n = recv_retry(fd, buf, sizeof(buf));
+		n = recv_retry(fd, buf, len);
 		if (n < 0)
 			return (int)n;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
-		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n))
+		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				return 1;
 			if (h->nlmsg_type == NLMSG_ERROR)
 				return ((struct nlmsgerr *)NLMSG_DATA(h))
 				    ->error;
+			if (each)
+				each(h, arg);
+		}
 	}
+}
+
+/* Send, then read the ack: 0 or the kernel's -errno. */
+static int req_send(int fd, struct req *r)
+{
+	char buf[RTNL_BUF];
+
+	return req_talk(fd, r, buf, sizeof(buf), NULL, NULL);
 }
 
 int sb__rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
@@ -226,31 +242,31 @@ static int link_name(struct nlmsghdr *h, int (*fn)(const char *, void *),
 	return 0;
 }
 
+struct link_walk {
+	int (*fn)(const char *name, void *arg); /* the caller's */
+	void *arg;				/* its argument */
+	int ret;				/* fn's first non-zero, or 0 */
+};
+
+/* req_talk's each() for a link dump: names to fn until it says stop. */
+static void each_link(struct nlmsghdr *h, void *arg)
+{
+	struct link_walk *w = arg;
+
+	if (!w->ret && h->nlmsg_type == RTM_NEWLINK)
+		w->ret = link_name(h, w->fn, w->arg);
+}
+
 int sb__rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
 {
 	static char buf[32768];
+	struct link_walk w = {fn, arg, 0};
 	struct req r;
 	struct ifinfomsg *ifi =
 	    req_init(&r, RTM_GETLINK, NLM_F_DUMP, sizeof(*ifi));
-	ssize_t n;
-	int ret = 0;
+	int rc;
 
 	ifi->ifi_family = AF_UNSPEC;
-	if (send(fd, r.buf, r.h.nlmsg_len, 0) < 0)
-		return -errno;
-	for (;;) {
-		n = recv_retry(fd, buf, sizeof(buf));
-		if (n < 0)
-			return (int)n;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
-		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_DONE)
-				return ret;
-			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))
-				    ->error;
-			if (!ret && h->nlmsg_type == RTM_NEWLINK)
-				ret = link_name(h, fn, arg);
-		}
-	}
+	rc = req_talk(fd, &r, buf, sizeof(buf), each_link, &w);
+	return rc == 1 ? w.ret : rc;
 }

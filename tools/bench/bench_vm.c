@@ -236,23 +236,33 @@ struct phases {
 	struct series faults; /* host page faults QEMU took in the restore */
 };
 
-/* Minor page faults of a process so far (field 10 of /proc/PID/stat). */
-static long minor_faults(pid_t pid)
+/* /proc/PID/stat from the field after the command name (which may hold
+ * anything, spaces and parentheses too), NUL-terminated; NULL if gone. */
+static const char *proc_stat(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[1024], *p;
-	long v = -1;
+	char path[64], *p;
 	size_t n;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	p = strrchr(buf, ')'); /* the command name may hold anything */
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %ld", &v) != 1)
+	p = strrchr(buf, ')');
+	return p ? p + 2 : NULL;
+}
+
+/* Minor page faults of a process so far (field 10 of /proc/PID/stat). */
+static long minor_faults(pid_t pid)
+{
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
+	long v = -1;
+
+	if (p && sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %ld", &v) != 1)
 		v = -1;
 	return v;
 }
@@ -303,6 +313,47 @@ static void record_phases(struct sb_vm *vm, double ready_rt, long faults0,
 	add(&ph->guest, ready_rt - resume);
 }
 
+/* A pause for the pool's refill to start up, then get it ready to load:
+ * what a worker's pool does while a real job runs. */
+static void pause_prepare(struct sb_pool *pool)
+{
+	struct timespec pause = {0, 300 * 1000000};
+
+	nanosleep(&pause, NULL);
+	sb_pool_prepare(pool);
+}
+
+/* Run argv in vm, its time into s. */
+static int timed_cmd(struct sb_vm *vm, char **argv, struct series *s)
+{
+	double t0 = now_ms();
+	int r = run_cmd(vm, argv, 0);
+
+	add(s, now_ms() - t0);
+	return r;
+}
+
+/* Done with one clone: say why it failed (r < 0), destroy it. */
+static void vm_done(struct sb_vm *vm, int r, const char *what)
+{
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", what, sb_vm_error(vm));
+	sb_vm_destroy(vm);
+}
+
+/* One line of the report per row, "what  p50  p99", up to a NULL what. */
+struct row {
+	const char *what;
+	struct series *s;
+};
+
+static void print_rows(const struct row *rows)
+{
+	for (const struct row *r = rows; r->what; r++)
+		printf("%-34s %10.1f %10.1f\n", r->what, pct(r->s, 50),
+		       pct(r->s, 99));
+}
+
 static int bench_restore(const struct sb_options *o, const struct opts *b,
 			 const struct sb_template *t, struct phases *ph,
 			 struct series *ready, struct series *first)
@@ -320,12 +371,8 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 
 		/* let the refill start up and be prepared, as the worker does
 		 * while a real job runs */
-		if (pooled) {
-			struct timespec pause = {0, 300 * 1000000};
-
-			nanosleep(&pause, NULL);
-			sb_pool_prepare(&pool);
-		}
+		if (pooled)
+			pause_prepare(&pool);
 		faults0 = pool.n ? minor_faults(sb_vm_pid(pool.spare[0])) : -1;
 		t0 = now_ms();
 		r = sb_pool_restore(&pool, &vm);
@@ -338,9 +385,7 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 			r = hello_step(vm);
 			add(first, now_ms() - t0);
 		}
-		if (r < 0)
-			fprintf(stderr, "restore: %s\n", sb_vm_error(vm));
-		sb_vm_destroy(vm);
+		vm_done(vm, r, "restore");
 	}
 	sb_pool_release(&pool);
 	return r;
@@ -361,25 +406,14 @@ static int bench_steps(const struct sb_options *o, const struct opts *b,
 	sb_pool_fill(&pool);
 	for (int i = 0; i < b->clones && i < 10 && r == 0; i++) {
 		struct sb_vm *vm = NULL;
-		struct timespec pause = {0, 300 * 1000000};
-		double t0;
 
-		nanosleep(&pause, NULL);
-		sb_pool_prepare(&pool);
+		pause_prepare(&pool);
 		r = sb_pool_restore(&pool, &vm);
-		if (r == 0) {
-			t0 = now_ms();
-			r = run_cmd(vm, argv, 0);
-			add(first, now_ms() - t0);
-		}
-		if (r == 0) {
-			t0 = now_ms();
-			r = run_cmd(vm, argv, 0);
-			add(second, now_ms() - t0);
-		}
-		if (r < 0)
-			fprintf(stderr, "steps: %s\n", sb_vm_error(vm));
-		sb_vm_destroy(vm);
+		if (r == 0)
+			r = timed_cmd(vm, argv, first);
+		if (r == 0)
+			r = timed_cmd(vm, argv, second);
+		vm_done(vm, r, "steps");
 	}
 	sb_pool_release(&pool);
 	return r;
@@ -556,20 +590,11 @@ static int bench_trips(const struct sb_options *o, const struct sb_template *t,
 /* utime + stime of a process, clock ticks. */
 static long cpu_ticks(pid_t pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
 	unsigned long ut = 0, st = 0;
-	FILE *f;
-	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+	if (!p || sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
 			 "%lu %lu", &ut, &st) != 2)
 		return -1;
 	return (long)(ut + st);
@@ -867,22 +892,17 @@ int main(int argc, char **argv)
 	       b.tmpl, al_accel_name(t.accel), o.memory_mb, b.clones, b.cold,
 	       b.alive);
 	printf("%-34s %10s %10s\n", "measure (ms)", "p50", "p99");
-	printf("%-34s %10.1f %10.1f\n", "cold boot -> agent ready",
-	       pct(&cold, 50), pct(&cold, 99));
-	printf("%-34s %10.1f %10.1f\n", "cold boot -> first output",
-	       pct(&coldf, 50), pct(&coldf, 99));
-	printf("%-34s %10.1f %10.1f\n", "restore (pre-started) -> ready",
-	       pct(&pool, 50), pct(&pool, 99));
-	printf("%-34s %10.1f %10.1f\n", "restore (pre-started) -> output",
-	       pct(&poolf, 50), pct(&poolf, 99));
-	printf("%-34s %10.1f %10.1f\n", "restore (fresh QEMU) -> ready",
-	       pct(&bare, 50), pct(&bare, 99));
-	printf("%-34s %10.1f %10.1f\n", "restore (fresh QEMU) -> output",
-	       pct(&baref, 50), pct(&baref, 99));
-	printf("%-34s %10.1f %10.1f\n", "step `true`, first in a clone",
-	       pct(&true1, 50), pct(&true1, 99));
-	printf("%-34s %10.1f %10.1f\n", "step `true`, second in a clone",
-	       pct(&true2, 50), pct(&true2, 99));
+	print_rows((const struct row[]){
+	    {"cold boot -> agent ready", &cold},
+	    {"cold boot -> first output", &coldf},
+	    {"restore (pre-started) -> ready", &pool},
+	    {"restore (pre-started) -> output", &poolf},
+	    {"restore (fresh QEMU) -> ready", &bare},
+	    {"restore (fresh QEMU) -> output", &baref},
+	    {"step `true`, first in a clone", &true1},
+	    {"step `true`, second in a clone", &true2},
+	    {NULL, NULL},
+	});
 	printf("\npre-started restore, per clone        p50        p99\n");
 	printf("%-34s %10.1f %10.1f\n", "  state load (ms)", pct(&ph.load, 50),
 	       pct(&ph.load, 99));
