@@ -24,7 +24,7 @@
  *
  * Network. A job whose `network` names a policy (sb_options'
  * net_policies) runs in the networked variant of its template, restored
- * into a network slot (sandbox/net.h: namespace, tap, veth, rules,
+ * into a network slot (sandbox/net/net.h: namespace, tap, veth, rules,
  * resolver), never a pre-started VMM. The slot is one the worker made
  * ready while idle (w->net, [pool] net_ready) given the job's policy, or
  * one opened from scratch when none is ready; it is closed after the
