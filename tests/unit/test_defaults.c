@@ -5,7 +5,7 @@
  * the dispatcher's al_serve_opts_init() (dispatcher/serve.c, what a caller
  * without a config gets), the sandbox's sb_options_init()
  * (sandbox/options.c) and the shipped configs/airlock.conf. The two mappers
- * between them (al_cli_serve_opts, al_sandbox_options) copy one into the
+ * between them (al_config_serve_opts, al_sandbox_options) copy one into the
  * other. This test fails when any one of the four is changed alone:
  *
  *  - the config table's defaults mapped to serve options must equal
@@ -49,7 +49,7 @@ static void test_serve(void **state)
 	(void)state;
 	al_config_init(&cfg);
 	al_serve_opts_init(&want);
-	al_cli_serve_opts(&cfg, &want.url, want.policy, want.sb, &got);
+	al_config_serve_opts(&cfg, &want.url, want.policy, want.sb, &got);
 	SAME_STR(&got, &want, queue);
 	SAME_U32(&got, &want, connect_timeout_ms);
 	SAME_U32(&got, &want, command_timeout_ms);

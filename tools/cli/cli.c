@@ -1,7 +1,7 @@
 /* cli.c: the set-up every `airlock` command shares (cli.h): its options,
  * --help, the common options, the config and error messages; and the
- * queue commands' plumbing: dispatcher options from the config, the
- * connection, result printing and exit codes, SIGINT.
+ * queue commands' plumbing: the connection, result printing and exit
+ * codes, SIGINT.
  */
 #include <errno.h>
 #include <signal.h>
@@ -305,30 +305,6 @@ int al_cli_load(struct al_cli *cli)
 }
 
 /* --- the queue commands' plumbing -------------------------------------- */
-
-void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
-		       const struct al_policy *policy,
-		       const struct sb_options *sb, struct al_serve_opts *ret)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	al_serve_opts_init(ret);
-	ret->url = *url;
-	snprintf(ret->queue, sizeof(ret->queue), "%s", cfg->queue.name);
-	ret->connect_timeout_ms = cfg->redis.connect_timeout_ms;
-	ret->command_timeout_ms = cfg->redis.command_timeout_ms;
-	ret->workers = cfg->workers.count ? cfg->workers.count
-					  : (uint32_t)(cpus > 0 ? cpus : 1);
-	ret->max_deliveries = cfg->queue.max_deliveries;
-	ret->result_ttl_s = cfg->queue.result_ttl_s;
-	ret->visibility_slack_ms = cfg->queue.visibility_slack_ms;
-	ret->heartbeat_ms = cfg->queue.heartbeat_ms;
-	ret->trim_interval_ms = cfg->queue.trim_interval_ms;
-	ret->dead_letter = cfg->queue.dead_letter;
-	ret->shutdown_grace_ms = cfg->workers.shutdown_grace_ms;
-	ret->policy = policy;
-	ret->sb = sb;
-}
 
 void al_cli_redis_error(const struct al_config *cfg, const struct alq_url *u,
 			const char *why, char *err, size_t errlen)

@@ -138,12 +138,6 @@ int al_cli_usage_error(const struct al_cli *cli, const char *fmt, ...)
 
 /* --- the queue commands' plumbing (cli.c) ----------------------------- */
 
-/* Dispatcher options from the config; `url`, `policy` and `sb` must
- * outlive *ret. workers.count 0 becomes the number of online CPUs. */
-void al_cli_serve_opts(const struct al_config *cfg, const struct alq_url *url,
-		       const struct al_policy *policy,
-		       const struct sb_options *sb, struct al_serve_opts *ret);
-
 /* "redis ENDPOINT (SETTING): WHY" into err: which server and which
  * setting named it (--redis, $AIRLOCK_REDIS or redis.url); WHY loses
  * the client's "redis: " prefix. */

@@ -131,7 +131,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		return al_cli_usage_error(cli, "--http: not HOST:PORT: %s",
 					  o->http);
 	al_config_policy(cfg, &policy);
-	al_cli_serve_opts(cfg, &url, &policy, &sb, &so);
+	al_config_serve_opts(cfg, &url, &policy, &sb, &so);
 	rc = front_start(cli, o->http ? o->http : cfg->http.listen, &url,
 			 &policy, &f);
 	if (rc != AL_EXIT_OK)

@@ -19,6 +19,7 @@
 
 #include "embed.h"
 #include "log.h"
+#include "sbconfig.h"
 
 /* --- embedded mode
  * ------------------------------------------------------------ */
@@ -213,7 +214,7 @@ int al_embed_start(struct al_embed *e, struct al_config *cfg,
 		snprintf(err, errlen, "embedded redis: bad socket path");
 		return -EINVAL;
 	}
-	al_cli_serve_opts(cfg, &url, policy, sb, so);
+	al_config_serve_opts(cfg, &url, policy, sb, so);
 	r = al_embed_serve(e, so);
 	if (r < 0)
 		snprintf(err, errlen, "starting the dispatcher: %s",

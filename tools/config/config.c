@@ -31,7 +31,7 @@
  * Callers: tools/ only: al_cli_load() (cli.c) for every command that reads
  * the config, test_config. The dispatcher, workers and sandbox never see
  * struct al_config: the CLI turns it into their own options
- * (al_cli_serve_opts, al_sandbox_options, al_config_policy), so those
+ * (al_config_serve_opts, al_sandbox_options, al_config_policy), so those
  * layers build and test without this parser.
  */
 #include <arpa/inet.h>

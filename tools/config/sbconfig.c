@@ -1,7 +1,12 @@
-/* sbconfig.c: from the config file to the sandbox's options. */
+/* sbconfig.c: from the config file to the options of the layers below:
+ * the sandbox's (struct sb_options) and the dispatcher's (struct
+ * al_serve_opts). With the key table (config.c) these are where a
+ * default written in the config meets the layers' own (test_defaults).
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "sbconfig.h"
@@ -48,4 +53,30 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	snprintf(o->net_dns, sizeof(o->net_dns), "%s", cfg->network.dns);
 	o->log = log_event;
 	return 0;
+}
+
+void al_config_serve_opts(const struct al_config *cfg,
+			  const struct alq_url *url,
+			  const struct al_policy *policy,
+			  const struct sb_options *sb,
+			  struct al_serve_opts *ret)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	al_serve_opts_init(ret);
+	ret->url = *url;
+	snprintf(ret->queue, sizeof(ret->queue), "%s", cfg->queue.name);
+	ret->connect_timeout_ms = cfg->redis.connect_timeout_ms;
+	ret->command_timeout_ms = cfg->redis.command_timeout_ms;
+	ret->workers = cfg->workers.count ? cfg->workers.count
+					  : (uint32_t)(cpus > 0 ? cpus : 1);
+	ret->max_deliveries = cfg->queue.max_deliveries;
+	ret->result_ttl_s = cfg->queue.result_ttl_s;
+	ret->visibility_slack_ms = cfg->queue.visibility_slack_ms;
+	ret->heartbeat_ms = cfg->queue.heartbeat_ms;
+	ret->trim_interval_ms = cfg->queue.trim_interval_ms;
+	ret->dead_letter = cfg->queue.dead_letter;
+	ret->shutdown_grace_ms = cfg->workers.shutdown_grace_ms;
+	ret->policy = policy;
+	ret->sb = sb;
 }
