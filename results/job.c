@@ -319,6 +319,18 @@ static int step_expect(const msgpack_object *v, const char *path, void *out,
 	return 0;
 }
 
+static int step_attest(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_step *s = out;
+
+	if (v->type != MSGPACK_OBJECT_BOOLEAN) {
+		al__walk_type_error(d, path, "a boolean");
+		return 0;
+	}
+	return al__walk_bool(v, path, d, &s->attest);
+}
+
 /* The fields a step shares with the job's top level (its one-step
  * shorthand), at index base + STEP_* of a table; `off` locates the step. */
 enum {
@@ -330,6 +342,7 @@ enum {
 	STEP_TIMEOUT,
 	STEP_CPU,
 	STEP_EXPECT,
+	STEP_ATTEST,
 	STEP_SHARED, /* count of the above */
 };
 /* clang-format off */
@@ -341,7 +354,8 @@ enum {
 	[(base) + STEP_CWD] = {"cwd", off, step_cwd, false},                   \
 	[(base) + STEP_TIMEOUT] = {"timeout_ms", off, step_timeout, false},    \
 	[(base) + STEP_CPU] = {"cpu_ms", off, step_cpu, false},                \
-	[(base) + STEP_EXPECT] = {"expect", off, step_expect, false}
+	[(base) + STEP_EXPECT] = {"expect", off, step_expect, false},          \
+	[(base) + STEP_ATTEST] = {"attest", off, step_attest, false}
 /* clang-format on */
 
 /* Bit 0: cmd seen, bit 1: sh seen, for STEP_FIELDS at `base`. */
@@ -666,7 +680,8 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
 	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
 		   !!s->timeout_ms + !!s->cpu_ms +
-		   (s->run_if == AL_RUN_SUCCESS) + s->expect.present;
+		   (s->run_if == AL_RUN_SUCCESS) + s->expect.present +
+		   s->attest;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -720,6 +735,10 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 			al__pack_key(pk, "compare");
 			al__pack_str(pk, compare_names[s->expect.compare]);
 		}
+	}
+	if (s->attest) {
+		al__pack_key(pk, "attest");
+		msgpack_pack_true(pk);
 	}
 	return 0;
 }

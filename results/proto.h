@@ -67,6 +67,11 @@
 
 #include "results.h"
 
+/* Where the agent puts the eval check runner (sandbox/agent/check.py) at
+ * boot; `airlock eval` jobs run it (docs/eval.md). */
+#define AL_CHECK_DIR "/run/airlock-check"
+#define AL_CHECK_PY  AL_CHECK_DIR "/check.py"
+
 #define AL_PROTO_VERSION    2u		/* `v` in hello; see "Versions" */
 #define AL_FRAME_HDR	    4u		/* bytes of the length prefix */
 #define AL_FRAME_MAX	    (40u << 20) /* largest frame body either side sends */

@@ -65,6 +65,8 @@ int al_step_result_from_guest(struct al_step_result *sr)
 	char buf[AL_ERROR_MAX];
 	enum al_status st = sr->status;
 
+	sr->expect_ok = AL_UNSET; /* the host's to say, never the guest's */
+	sr->attested = AL_UNSET;
 	switch (st) {
 	case AL_OK: case AL_RE: case AL_SG: case AL_TO: case AL_TL: case AL_ML:
 	case AL_OL:
@@ -175,10 +177,9 @@ SR_FIELD(wall_ms, al__walk_u64(v, path, d, &s->wall_ms))
 SR_FIELD(cpu_ms, al__walk_u64(v, path, d, &s->cpu_ms))
 SR_FIELD(max_rss_kb, al__walk_u64(v, path, d, &s->max_rss_kb))
 
-static int sr_expect_ok(const msgpack_object *v, const char *path, void *out,
-			struct al_diags *d)
+static int walk_tristate(const msgpack_object *v, const char *path,
+			 struct al_diags *d, enum al_tristate *ret)
 {
-	struct al_step_result *s = out;
 	bool ok = false;
 
 	if (v->type != MSGPACK_OBJECT_BOOLEAN) {
@@ -186,9 +187,11 @@ static int sr_expect_ok(const msgpack_object *v, const char *path, void *out,
 		return 0;
 	}
 	al__walk_bool(v, path, d, &ok);
-	s->expect_ok = ok ? AL_TRUE : AL_FALSE;
+	*ret = ok ? AL_TRUE : AL_FALSE;
 	return 0;
 }
+SR_FIELD(expect_ok, walk_tristate(v, path, d, &s->expect_ok))
+SR_FIELD(attested, walk_tristate(v, path, d, &s->attested))
 
 static const struct al__walk_field step_result_fields[] = {
     {"name", offsetof(struct al_step_result, name), walk_label, false},
@@ -205,6 +208,7 @@ static const struct al__walk_field step_result_fields[] = {
     {"cpu_ms", 0, sr_cpu_ms, false},
     {"max_rss_kb", 0, sr_max_rss_kb, false},
     {"expect_ok", 0, sr_expect_ok, false},
+    {"attested", 0, sr_attested, false},
     {"error", offsetof(struct al_step_result, error), walk_error, false},
 };
 
@@ -533,7 +537,8 @@ static void pack_bool(msgpack_packer *pk, const char *key, bool v)
 int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 {
 	size_t n = 10 + !!s->name + s->has_exit_code + !!s->signal +
-		   (s->expect_ok != AL_UNSET) + !!s->error;
+		   (s->expect_ok != AL_UNSET) + (s->attested != AL_UNSET) +
+		   !!s->error;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -563,6 +568,8 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 	pack_u64(pk, "max_rss_kb", s->max_rss_kb);
 	if (s->expect_ok != AL_UNSET)
 		pack_bool(pk, "expect_ok", s->expect_ok == AL_TRUE);
+	if (s->attested != AL_UNSET)
+		pack_bool(pk, "attested", s->attested == AL_TRUE);
 	if (s->error) {
 		al__pack_key(pk, "error");
 		al__pack_str(pk, s->error);

@@ -90,6 +90,8 @@ struct al_step {
 	uint32_t cpu_ms;          /* CPU-time limit (all its processes), 0 = none */
 	enum al_run_if run_if;    /* `if` */
 	struct al_expect expect;  /* expected output */
+	bool attest;              /* the host proves the step's last line
+				     (docs/schema.md, "Attested steps") */
 };
 
 /* Job-wide limits; 0 means "not given, use the policy default". */
@@ -168,6 +170,8 @@ struct al_step_result {
 	uint64_t cpu_ms;         /* user + system CPU time */
 	uint64_t max_rss_kb;     /* peak memory of the step's cgroup */
 	enum al_tristate expect_ok; /* matched `expect`; unset without one */
+	enum al_tristate attested; /* `attest`: the last stdout line carried
+				      the host's token; unset without one */
 	char *error;             /* XX: what failed on our side, else NULL */
 };
 
@@ -305,8 +309,20 @@ enum al_status al_result_overall_status(const struct al_result *r);
  * SK are decided on the host, so a guest reporting any of them, e.g. the
  * agent's own XX when a step could not be set up (which the job's earlier
  * steps may have caused), gets RE, not retried, with error "guest agent
- * reported XX: <its error>". 0 or -ENOMEM. */
+ * reported XX: <its error>". What only the host decides, `expect_ok`
+ * and `attested`, is cleared. 0 or -ENOMEM. */
 int al_step_result_from_guest(struct al_step_result *sr);
+
+/* Attested steps (attest.c). The stdin an attested step gets: `token`,
+ * a newline, then the step's own stdin (`in` may be NULL); *ret is
+ * malloc'd. 0, -EINVAL (empty or over AL_ATTEST_TOKEN_MAX) or -ENOMEM. */
+#define AL_ATTEST_TOKEN_MAX 64
+int al_attest_stdin(const char *token, const struct al_blob *in,
+		    struct al_blob *ret);
+/* Set sr->attested: true when the last line of its (untruncated) stdout
+ * starts with `token` followed by a space or the line's end; that prefix
+ * is then cut from stdout. False otherwise, stdout untouched. */
+void al_attest_verify(const char *token, struct al_step_result *sr);
 
 /* Does `out` match the expectation? (exact / trim / lines, see expect.c) */
 bool al_expect_match(const struct al_expect *e, const struct al_blob *out);

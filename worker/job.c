@@ -330,6 +330,44 @@ static bool earlier_failed(const struct al_result *res, size_t i)
 	return false;
 }
 
+/* A fresh token for an attested step: 32 hex digits from getrandom. */
+static int attest_token(char out[33])
+{
+	uint8_t b[16];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return -errno ?: -EIO;
+	for (size_t i = 0; i < sizeof(b); i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+/* Run step s; an attested one (results/attest.c) with `token` (made
+ * here) before its stdin, to be checked by the caller once the guest's
+ * report is held to what a guest may say. The token lives only here. */
+static int run_one(struct sb_vm *vm, const struct al_step *s,
+		   const struct al_limits *sl, uint32_t t,
+		   struct al_step_result *sr, char token[33])
+{
+	struct al_step cp;
+	int r;
+
+	token[0] = '\0';
+	if (!s->attest)
+		return sb_vm_run_step(vm, s, sl, t, sr);
+	cp = *s;
+	cp.attest = false;
+	cp.has_stdin = true;
+	r = attest_token(token);
+	if (r == 0)
+		r = al_attest_stdin(token, &s->stdin_, &cp.stdin_);
+	if (r < 0)
+		return r;
+	r = sb_vm_run_step(vm, &cp, sl, t, sr);
+	free(cp.stdin_.data);
+	return r;
+}
+
 /* Run steps [0, n): returns 0, or <0 when the VM failed (steps say how). */
 static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		     const struct al_job *job, const struct al_limits *lim,
@@ -341,6 +379,7 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		int left = al_deadline_poll_ms(wall);
 		uint32_t t = al_job_step_timeout(job, i, w->policy);
 		struct al_limits sl;
+		char token[33];
 		int r;
 
 		if (s->run_if == AL_RUN_SUCCESS && earlier_failed(res, i)) {
@@ -358,7 +397,7 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 			sl.output_bytes = (uint32_t)(budget_room(res) / 2);
 		if (sl.output_bytes == 0)
 			return out_of_room(job, i, false, res);
-		r = sb_vm_run_step(vm, s, &sl, t, sr);
+		r = run_one(vm, s, &sl, t, sr, token);
 		if (r < 0) {
 			sr->status = AL_XX;
 			if (set_error(&sr->error, "step %zu: %s", i,
@@ -372,6 +411,9 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		/* XX is ours alone: a guest's would be retried */
 		if (al_step_result_from_guest(sr) < 0)
 			return -ENOMEM;
+		if (s->attest)
+			al_attest_verify(token, sr);
+		explicit_bzero(token, sizeof(token));
 		if (s->name && !sr->name)
 			sr->name = strdup(s->name);
 		if (sl.output_bytes < lim->output_bytes &&

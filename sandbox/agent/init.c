@@ -156,6 +156,33 @@ static void mount_scratch(const struct al_agent_config *cfg)
 	mnt("tmpfs", "/dev/shm", "tmpfs", MOUNT_NOSUID, "mode=1777,size=64m");
 }
 
+/* sandbox/agent/check.py, embedded by CMake */
+extern const unsigned char al_check_py[];
+extern const size_t al_check_py_len;
+
+/* The check runner (check.py) at AL_CHECK_PY, root's and read-only, for
+ * `airlock eval` jobs (docs/eval.md). Boot time, so templates hold it. */
+static void install_check(void)
+{
+	int fd;
+
+	if (mkdir(AL_CHECK_DIR, 0755) < 0 && errno != EEXIST)
+		goto fail;
+	fd = open(AL_CHECK_PY, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+				   O_NOFOLLOW, 0444);
+	if (fd < 0)
+		goto fail;
+	if (write(fd, al_check_py, al_check_py_len) !=
+	    (ssize_t)al_check_py_len) {
+		close(fd);
+		goto fail;
+	}
+	close(fd);
+	return;
+fail:
+	al_agent_log("install %s: %s", AL_CHECK_PY, strerror(errno));
+}
+
 static void setup_cgroups(void)
 {
 	static const char *const ctl[] = {"+memory", "+pids", "+cpu"};
@@ -187,6 +214,7 @@ int al_agent_init_system(const struct al_agent_config *cfg)
 	if (switch_root() < 0)
 		return -ENODEV;
 	mount_scratch(cfg);
+	install_check();
 	al_agent_net_up();
 	setup_cgroups();
 	return 0;

@@ -3,7 +3,12 @@
 # `airlock validate` against the job corpus in tests/data/jobs.
 #
 # usage: cli_test.sh CASE AIRLOCK SOURCE_DIR WORK_DIR VERSION
-#   CASE is one of: usage common valid invalid formats big
+#   CASE is one of: usage common valid invalid formats big batch
+#
+# batch: what `airlock batch` does with input that is no valid job, which
+# needs no Redis (nothing is submitted): exit 1 and an RJ result a line
+# when lines are rejected; a pretty-printed document or a JSON array is
+# refused whole (exit 2, one message, no output).
 #
 # An invalid/NAME.json comes with NAME.expect: the lines `airlock validate`
 # must print for it, minus the `FILE:LINE: ` prefix. In an expected line `*`
@@ -543,8 +548,53 @@ test_big()
 	expect_out 'env-name-big.json:1: steps[0].env["VVV*"]: must match [A-Za-z_][A-Za-z0-9_]*'
 }
 
+test_batch()
+{
+	local w=$work job=$jobs/valid/python-hello.json f
+
+	# every line rejected: an RJ result each, in order, and exit 1
+	printf '{"sh": "true", "bogus": 1}\n\n{"sh":\n[1, 2]\n' >"$w/bad.jsonl"
+	run batch -o "$w/bad.out" "$w/bad.jsonl"
+	expect_rc 1 "batch, every line rejected"
+	[[ $(jq -r '.status' "$w/bad.out" | tr '\n' ' ') == "RJ RJ RJ " ]] ||
+		fail "batch bad.jsonl: results: $(cat "$w/bad.out")"
+	[[ $(jq -r '.id' "$w/bad.out" | tr '\n' ' ') == "line-1 line-3 line-4 " ]] ||
+		fail "batch bad.jsonl: ids: $(cat "$w/bad.out")"
+	grep -q "^airlock batch: 3 of 3 lines are not valid jobs (RJ results, not run): exit 1$" "$err" ||
+		fail "batch bad.jsonl: message: $(cat "$err")"
+	# one JSON document over lines, as `jq .` writes it: refused whole
+	jq . "$job" >"$w/pretty.json"
+	run batch -o "$w/pretty.out" "$w/pretty.json"
+	expect_rc 2 "batch of a pretty-printed job"
+	[[ $(cat "$err") == "airlock batch: $w/pretty.json: one JSON document spread over $(grep -c . "$w/pretty.json") lines, not JSONL: batch takes one job object a line (jq -c . FILE); nothing was run" ]] ||
+		fail "batch pretty.json: message: $(cat "$err")"
+	[[ ! -e $w/pretty.out && ! -e $w/pretty.out.partial ]] ||
+		fail "batch pretty.json wrote results"
+	# a JSON array of jobs, pretty or on one line, from a file or stdin
+	jq -s . "$job" "$job" >"$w/array.json"
+	jq -sc . "$job" "$job" >"$w/array1.json"
+	for f in array.json array1.json; do
+		run batch "$w/$f"
+		expect_rc 2 "batch $f"
+		[[ $(wc -l <"$err") == 1 ]] && grep -q "^airlock batch: $w/$f: one JSON array (of 2 values) over [0-9]* lines\?, not JSONL: .*jq -c '.\[\]' FILE" "$err" ||
+			fail "batch $f: message: $(cat "$err")"
+		expect_empty "$out" "batch $f"
+		run_in "$w/$f" batch -
+		expect_rc 2 "batch - < $f"
+	done
+	# JSONL after all: a first line cut short is its own RJ result
+	printf '{"sh":\n{"sh": "true", "bogus": 1}\n' >"$w/cut.jsonl"
+	run batch "$w/cut.jsonl"
+	expect_rc 1 "batch cut.jsonl"
+	[[ $(jq -r .status "$out" | tr '\n' ' ') == "RJ RJ " ]] ||
+		fail "batch cut.jsonl: $(cat "$out")"
+	run batch --help
+	grep -q "1 when some line was not a valid job" "$out" ||
+		fail "batch --help: exit codes"
+}
+
 case $case_name in
-usage | common | valid | invalid | formats | big) "test_$case_name" ;;
+usage | common | valid | invalid | formats | big | batch) "test_$case_name" ;;
 *)
 	echo "unknown case '$case_name'"
 	exit 2

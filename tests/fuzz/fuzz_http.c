@@ -2,9 +2,10 @@
  * untrusted bytes (tools/api/http_req.c): the route, ?wait= and both body
  * forms, plus the log line splitter that sees job ids and guest text.
  *
- * Input: "METHOD PATH[?wait=N]\n" then the body. Beyond "no crash, no
- * leak", a body that decodes must give jobs that re-encode, and a route
- * that matches must give a valid id where it has one.
+ * Input: "METHOD PATH[?wait=N]\n" then the body; PATH and N are
+ * percent-decoded first, as libmicrohttpd does with our callback. Beyond
+ * "no crash, no leak", a body that decodes must give jobs that re-encode,
+ * and a route that matches must give a valid id where it has one.
  *
  * Built with FUZZ_SMOKE (no libFuzzer), it is a CTest unit test instead:
  * each seed in tests/data/http, then seeded random mutations of them.
@@ -62,9 +63,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		q = strchr(sp, '?');
 		if (q) {
 			*q++ = '\0';
+			if (al_http_unescape(q) != strlen(q))
+				abort();
 			if (!strncmp(q, "wait=", 5))
 				al_http_parse_wait(q + 5, 3600, &wait);
 		}
+		if (al_http_unescape(sp) != strlen(sp))
+			abort();
 		if (al_http_route(head, sp, &route, id) == 0 &&
 		    (route == AL_ROUTE_JOB || route == AL_ROUTE_CANCEL) &&
 		    !al_id_valid(id, strlen(id)))

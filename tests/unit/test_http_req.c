@@ -38,12 +38,76 @@ static void test_routes(void **state)
 	/* wrong method, unknown path, bad id */
 	assert_int_equal(al_http_route("GET", "/jobs", &r, id), -EPERM);
 	assert_int_equal(al_http_route("PUT", "/jobs/x", &r, id), -EPERM);
-	assert_int_equal(al_http_route("DELETE", "/jobs/batch", &r, id),
-			 -EPERM);
+	assert_int_equal(al_http_route("POST", "/jobs/x", &r, id), -EPERM);
 	assert_int_equal(al_http_route("GET", "/nope", &r, id), -ENOENT);
-	assert_int_equal(al_http_route("GET", "/jobs/a/b", &r, id), -ENOENT);
 	assert_int_equal(al_http_route("GET", "/jobs/", &r, id), -ENOENT);
+	assert_int_equal(al_http_route("GET", "/jobsx", &r, id), -ENOENT);
 	assert_int_equal(al_http_route("GET", "/jobs/a b", &r, id), -EINVAL);
+	assert_int_equal(al_http_route("GET", "/jobs/a//b", &r, id), -EINVAL);
+	assert_int_equal(al_http_route("GET", "/jobs/a/", &r, id), -EINVAL);
+	assert_int_equal(al_http_route("GET", "/jobs/a/../b", &r, id), -EINVAL);
+	assert_int_equal(al_http_route("GET", "/jobs/a%00b", &r, id), -EINVAL);
+}
+
+/* Ids with slashes (every `airlock eval` id) are reachable: the id is
+ * the whole rest of the path; "batch" is a job but for POST. */
+static void test_route_slash_ids(void **state)
+{
+	char id[AL_ID_MAX + 1], path[256], max[AL_ID_MAX + 8];
+	enum al_route r;
+
+	(void)state;
+	assert_int_equal(
+	    al_http_route("GET", "/jobs/HumanEval/0/s0-ab12cd34ef", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_JOB);
+	assert_string_equal(id, "HumanEval/0/s0-ab12cd34ef");
+	assert_int_equal(al_http_route("DELETE", "/jobs/Mbpp/2/s1-x", &r, id),
+			 0);
+	assert_int_equal(r, AL_ROUTE_CANCEL);
+	assert_string_equal(id, "Mbpp/2/s1-x");
+	assert_int_equal(al_http_route("POST", "/jobs/a/b", &r, id), -EPERM);
+	/* the batch route stays POST's; GET and DELETE reach job "batch" */
+	assert_int_equal(al_http_route("POST", "/jobs/batch", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_BATCH);
+	assert_int_equal(al_http_route("GET", "/jobs/batch", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_JOB);
+	assert_string_equal(id, "batch");
+	assert_int_equal(al_http_route("DELETE", "/jobs/batch", &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_CANCEL);
+	assert_int_equal(al_http_route("GET", "/jobs/batch/1", &r, id), 0);
+	assert_string_equal(id, "batch/1");
+	/* %2F (decoded before routing, as libmicrohttpd does) */
+	snprintf(path, sizeof(path), "/jobs/HumanEval%%2F0%%2fs0-ab");
+	al_http_unescape(path);
+	assert_int_equal(al_http_route("GET", path, &r, id), 0);
+	assert_string_equal(id, "HumanEval/0/s0-ab");
+	/* the longest id, and one byte more */
+	memset(max, 'a', sizeof(max));
+	memcpy(max, "/jobs/", 6);
+	max[6 + AL_ID_MAX] = '\0';
+	max[6 + 10] = '/';
+	assert_int_equal(al_http_route("GET", max, &r, id), 0);
+	assert_int_equal(strlen(id), AL_ID_MAX);
+	max[6 + AL_ID_MAX] = 'a';
+	max[6 + AL_ID_MAX + 1] = '\0';
+	assert_int_equal(al_http_route("GET", max, &r, id), -EINVAL);
+}
+
+static void test_unescape(void **state)
+{
+	char s[64];
+
+	(void)state;
+	snprintf(s, sizeof(s), "a%%2Fb%%2fc%%41");
+	assert_int_equal(al_http_unescape(s), 6);
+	assert_string_equal(s, "a/b/cA");
+	/* %00 stays, so a NUL cannot cut the path; bad escapes stay */
+	snprintf(s, sizeof(s), "a%%00b%%zz%%4%%");
+	assert_int_equal(al_http_unescape(s), strlen("a%00b%zz%4%"));
+	assert_string_equal(s, "a%00b%zz%4%");
+	snprintf(s, sizeof(s), "%%252F");
+	al_http_unescape(s);
+	assert_string_equal(s, "%2F"); /* once, not twice */
 }
 
 static void test_wait(void **state)
@@ -181,9 +245,14 @@ static void test_log_split(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_routes),  cmocka_unit_test(test_wait),
-	    cmocka_unit_test(test_bodies),  cmocka_unit_test(test_targets),
-	    cmocka_unit_test(test_metrics), cmocka_unit_test(test_log_split),
+	    cmocka_unit_test(test_routes),
+	    cmocka_unit_test(test_wait),
+	    cmocka_unit_test(test_route_slash_ids),
+	    cmocka_unit_test(test_unescape),
+	    cmocka_unit_test(test_bodies),
+	    cmocka_unit_test(test_targets),
+	    cmocka_unit_test(test_metrics),
+	    cmocka_unit_test(test_log_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

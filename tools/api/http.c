@@ -628,6 +628,15 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c,
 	return handlers[q->route](h, c, q);
 }
 
+/* Percent-decoding of the path and query: ours, which keeps %00 (see
+ * al_http_unescape), instead of libmicrohttpd's, which would cut the path
+ * at it. */
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls, (void)c;
+	return al_http_unescape(s);
+}
+
 static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -695,6 +704,7 @@ int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http.max_connections,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http.timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEM,
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen,

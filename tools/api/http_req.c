@@ -25,17 +25,21 @@ static const struct {
 
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
-/* "/jobs/ID" with ID a valid job id (not "batch": that is its own). */
+/* "/jobs/ID": ID is the whole rest of the path, slashes included, since
+ * ids may have them (every `airlock eval` id is TASK/sN-HASH); so nothing
+ * may ever be routed below /jobs/{id}. "/jobs/batch" is this too: the
+ * literal POST route is matched first, and GET or DELETE of it is the job
+ * "batch". -ENOENT no such path, -EINVAL a bad id. */
 static int job_path(const char *path, char id[AL_ID_MAX + 1])
 {
 	const char *p;
 	size_t n;
 
-	if (strncmp(path, "/jobs/", 6) != 0 || !strcmp(path, "/jobs/batch"))
+	if (strncmp(path, "/jobs/", 6) != 0)
 		return -ENOENT;
 	p = path + 6;
 	n = strlen(p);
-	if (!n || strchr(p, '/'))
+	if (!n)
 		return -ENOENT;
 	if (!al_id_valid(p, n))
 		return -EINVAL;
@@ -69,6 +73,37 @@ int al_http_route(const char *method, const char *path, enum al_route *ret,
 		return 0;
 	}
 	return known ? -EPERM : -ENOENT;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+size_t al_http_unescape(char *s)
+{
+	char *w = s;
+	const char *r = s;
+
+	while (*r) {
+		int hi = r[0] == '%' ? hexval(r[1]) : -1;
+		int lo = hi >= 0 ? hexval(r[2]) : -1;
+
+		if (lo >= 0 && (hi || lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
 }
 
 bool al_http_route_has_body(enum al_route r)

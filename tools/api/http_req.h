@@ -35,11 +35,19 @@ enum al_route {
 	AL_ROUTE_METRICS,    /* GET /metrics */
 };
 
-/* Match method and path (no query). Returns 0 with *ret and, for routes
- * with one, the job id in ret_id; -ENOENT no such path (404), -EPERM the
- * path exists but not with this method (405), -EINVAL a bad job id. */
+/* Match method and path (no query, percent-decoded). Returns 0 with *ret
+ * and, for routes with one, the job id in ret_id: all of the path after
+ * "/jobs/", slashes included; -ENOENT no such path (404), -EPERM the path
+ * exists but not with this method (405), -EINVAL a bad job id. POST
+ * "/jobs/batch" is the batch; GET or DELETE of it, the job "batch". */
 int al_http_route(const char *method, const char *path, enum al_route *ret,
 		  char ret_id[AL_ID_MAX + 1]);
+
+/* Percent-decode s in place (libmicrohttpd's unescape callback, for the
+ * path and the query): %XX becomes its byte, except %00, which is kept as
+ * it is so that a NUL cannot cut the path short ("/jobs/a%00b" is a bad
+ * id, not job "a"). Returns the new length. */
+size_t al_http_unescape(char *s);
 
 /* Does the route carry a body? (the others must come without one) */
 bool al_http_route_has_body(enum al_route r);

@@ -8,6 +8,9 @@
  *             each, the program as a file): embedded Redis and W workers,
  *             as a user runs it; timed from the command's start to its
  *             exit, so the workers' start-up is in
+ *   airlock-check  the same, each program through the guest's check
+ *             runner as `airlock eval` runs it (an attested step, the
+ *             program on stdin, docs/eval.md); passes are attested ones
  *   runsc     `runsc --rootless --network=none do python3 FILE`
  *   bwrap     `bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all
  *             --die-with-parent python3 FILE`
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include "bench_humaneval.h"
+#include "proto.h"
 
 #define HE_MAX 1024 /* problems read at most */
 
@@ -150,8 +154,27 @@ static void run_peer(struct peer *p, const char *dir, int n, unsigned conc)
 	p->wall_ms = now_ms() - t0;
 }
 
-/* The jobs file for `airlock batch`: one python3 step per program. */
-static int write_jobs(const char *path, char **progs, int n)
+/* Program i's job through the check runner: its spec on stdin. */
+static json_t *check_job(const char *id, const char *prog)
+{
+	json_t *spec = json_pack("{s:s,s:b,s:b,s:i,s:i}", "program", prog,
+				 "guard", 1, "strict", 0, "timeout_ms", 3000,
+				 "cpu_ms", 60000);
+	char *text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
+	json_t *j = text ? json_pack("{s:s,s:s,s:[{s:[s,s],s:s,s:b}]}", "id",
+				     id, "template", "python", "steps", "cmd",
+				     "python3", AL_CHECK_PY, "stdin", text,
+				     "attest", 1)
+			 : NULL;
+
+	free(text);
+	json_decref(spec);
+	return j;
+}
+
+/* The jobs file for `airlock batch`: one python3 step per program, or
+ * (check) one check runner step. */
+static int write_jobs(const char *path, char **progs, int n, bool check)
 {
 	FILE *f = fopen(path, "we");
 
@@ -161,10 +184,11 @@ static int write_jobs(const char *path, char **progs, int n)
 		char id[32], *line;
 		json_t *j;
 
-		snprintf(id, sizeof(id), "he-%03d", i);
-		j = json_pack("{s:s,s:s,s:{s:s},s:[s,s]}", "id", id,
-			      "template", "python", "files", "p.py", progs[i],
-			      "cmd", "python3", "p.py");
+		snprintf(id, sizeof(id), "%s-%03d", check ? "hc" : "he", i);
+		j = check ? check_job(id, progs[i])
+			  : json_pack("{s:s,s:s,s:{s:s},s:[s,s]}", "id", id,
+				      "template", "python", "files", "p.py",
+				      progs[i], "cmd", "python3", "p.py");
 		line = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		if (line)
 			fprintf(f, "%s\n", line);
@@ -174,8 +198,19 @@ static int write_jobs(const char *path, char **progs, int n)
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 
-/* Count the OK results in `airlock batch`'s output. */
-static unsigned count_ok(const char *path)
+/* A check runner's pass: an attested step whose report says passed. */
+static bool attested_pass(json_t *o)
+{
+	json_t *st = json_array_get(json_object_get(o, "steps"), 0);
+	const char *out = json_string_value(json_object_get(st, "stdout"));
+
+	return json_is_true(json_object_get(st, "attested")) && out &&
+	       strstr(out, "{\"result\": \"passed\"");
+}
+
+/* Count the OK results (check: attested passes) in `airlock batch`'s
+ * output. */
+static unsigned count_ok(const char *path, bool check)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -186,7 +221,7 @@ static unsigned count_ok(const char *path)
 		json_t *o = json_loads(line, 0, NULL);
 		const char *s = json_string_value(json_object_get(o, "status"));
 
-		ok += s && !strcmp(s, "OK");
+		ok += s && !strcmp(s, "OK") && (!check || attested_pass(o));
 		json_decref(o);
 	}
 	free(line);
@@ -225,20 +260,22 @@ static bool airlock_batch(const struct he_opts *o, const char *conf,
  * the state dir has none yet, so the timed run measures jobs, as the
  * peers' runs do. */
 static void run_airlock(const struct he_opts *o, struct peer *p,
-			const char *dir, char **progs, int n)
+			const char *dir, char **progs, int n, bool check)
 {
 	char jobs[4200], out[4200], conf[4200], prime[4200], pout[4200];
 	double t0;
 	FILE *f;
 
-	snprintf(jobs, sizeof(jobs), "%s/jobs.jsonl", dir);
-	snprintf(out, sizeof(out), "%s/results.jsonl", dir);
-	snprintf(prime, sizeof(prime), "%s/prime.jsonl", dir);
-	snprintf(pout, sizeof(pout), "%s/prime-results.jsonl", dir);
+	const char *k = check ? "check-" : "";
+
+	snprintf(jobs, sizeof(jobs), "%s/%sjobs.jsonl", dir, k);
+	snprintf(out, sizeof(out), "%s/%sresults.jsonl", dir, k);
+	snprintf(prime, sizeof(prime), "%s/%sprime.jsonl", dir, k);
+	snprintf(pout, sizeof(pout), "%s/%sprime-results.jsonl", dir, k);
 	snprintf(conf, sizeof(conf), "%s/airlock.conf", dir);
 	f = fopen(conf, "we");
-	if (!f || write_jobs(jobs, progs, n) < 0 ||
-	    write_jobs(prime, progs, 1) < 0) {
+	if (!f || write_jobs(jobs, progs, n, check) < 0 ||
+	    write_jobs(prime, progs, 1, check) < 0) {
 		p->note = "cannot write the jobs";
 		if (f)
 			fclose(f);
@@ -255,7 +292,7 @@ static void run_airlock(const struct he_opts *o, struct peer *p,
 	if (!airlock_batch(o, conf, jobs, out))
 		p->note = "airlock batch failed";
 	p->wall_ms = now_ms() - t0;
-	p->passed = count_ok(out);
+	p->passed = count_ok(out, check);
 }
 
 static void report(const struct he_opts *o, struct peer *p, size_t np, int n)
@@ -265,10 +302,10 @@ static void report(const struct he_opts *o, struct peer *p, size_t np, int n)
 
 	printf("HumanEval: %d canonical solutions, %u at a time\n", n,
 	       o->workers);
-	printf("%-10s %10s %8s %12s\n", "path", "wall s", "passed",
+	printf("%-14s %10s %8s %12s\n", "path", "wall s", "passed",
 	       "vs airlock");
 	for (size_t i = 0; i < np; i++)
-		printf("%-10s %10.2f %4u/%-3d %11.2fx  %s\n", p[i].name,
+		printf("%-14s %10.2f %4u/%-3d %11.2fx  %s\n", p[i].name,
 		       p[i].wall_ms / 1e3, p[i].passed, n,
 		       p[i].wall_ms > 0 ? base / p[i].wall_ms : 0,
 		       p[i].note ? p[i].note : "");
@@ -291,6 +328,7 @@ int bench_humaneval(const struct he_opts *o)
 {
 	struct peer p[] = {
 	    {.name = "airlock"},
+	    {.name = "airlock-check"},
 	    {.name = "runsc",
 	     .argv = {"/usr/bin/runsc", "--rootless", "--network=none", "do",
 		      "/usr/bin/python3", NULL}},
@@ -308,8 +346,9 @@ int bench_humaneval(const struct he_opts *o)
 		fprintf(stderr, "bench: %s: no programs\n", o->dataset);
 		return n < 0 ? n : -EIO;
 	}
-	run_airlock(o, &p[0], dir, progs, n);
-	for (size_t i = 1; i < sizeof(p) / sizeof(p[0]); i++) {
+	run_airlock(o, &p[0], dir, progs, n, false);
+	run_airlock(o, &p[1], dir, progs, n, true);
+	for (size_t i = 2; i < sizeof(p) / sizeof(p[0]); i++) {
 		if (access(p[i].argv[0], X_OK) < 0) {
 			p[i].note = "not installed (tools/deps.sh)";
 			continue;
@@ -320,8 +359,9 @@ int bench_humaneval(const struct he_opts *o)
 	for (int i = 0; i < n; i++)
 		free(progs[i]);
 	free(progs);
-	if (p[0].passed < (unsigned)n) { /* keep Airlock's results to read */
-		printf("airlock's results kept: %s/results.jsonl\n", dir);
+	if (p[0].passed < (unsigned)n || p[1].passed < (unsigned)n) {
+		/* keep Airlock's results to read */
+		printf("airlock's results kept: %s/*results.jsonl\n", dir);
 		return 0;
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf -- %s", dir);

