@@ -71,13 +71,26 @@ static void schedule_retry(struct alq_conn *c)
 							   : c->backoff_ms * 2;
 }
 
+/* The connection is gone (`what` says how): say so once, reconnect after
+ * the backoff, and tell the owner when it had been up. */
+static void lost(struct alq_conn *c, bool was_up, const char *what)
+{
+	char where[300];
+
+	alq_url_display(&c->url, where, sizeof(where));
+	al_warn("redis %s: %s: %s; reconnecting", c->name, where, what);
+	c->reconnects++;
+	schedule_retry(c);
+	if (was_up && c->on_down)
+		c->on_down(c);
+}
+
 /* Free the hiredis context now (from the timer or the owner, never from
  * inside a hiredis callback: hiredis defers that case itself). */
 static void teardown(struct alq_conn *c, const char *why)
 {
 	redisAsyncContext *ac = c->ac;
 	bool was_up = c->state == ALQ_CONN_UP;
-	char where[300];
 
 	c->ac = NULL;
 	if (c->state != ALQ_CONN_CLOSED)
@@ -88,19 +101,14 @@ static void teardown(struct alq_conn *c, const char *why)
 	c->inflight = 0;
 	if (c->state == ALQ_CONN_CLOSED)
 		return;
-	alq_url_display(&c->url, where, sizeof(where));
-	al_warn("redis %s: %s: %s; reconnecting", c->name, where, why);
-	c->reconnects++;
-	schedule_retry(c);
-	if (was_up && c->on_down)
-		c->on_down(c);
+	lost(c, was_up, why);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
 	struct alq_conn *c = ac->data;
 	bool was_up;
-	char where[300];
+	char what[160];
 
 	(void)status;
 	if (!c || c->ac != ac)
@@ -111,13 +119,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	if (c->state == ALQ_CONN_CLOSED)
 		return;
 	c->state = ALQ_CONN_DOWN;
-	alq_url_display(&c->url, where, sizeof(where));
-	al_warn("redis %s: %s: connection lost (%s); reconnecting", c->name,
-		where, ac->errstr[0] ? ac->errstr : "closed");
-	c->reconnects++;
-	schedule_retry(c);
-	if (was_up && c->on_down)
-		c->on_down(c);
+	snprintf(what, sizeof(what), "connection lost (%s)",
+		 ac->errstr[0] ? ac->errstr : "closed");
+	lost(c, was_up, what);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -336,6 +340,21 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 	pending_free(p);
 }
 
+/* A command's pending entry, or NULL when out of memory. */
+static struct pending *pending_new(struct alq_conn *c, alq_reply_fn *cb,
+				   void *priv, int script)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (p) {
+		p->c = c;
+		p->cb = cb;
+		p->priv = priv;
+		p->script = script;
+	}
+	return p;
+}
+
 int alq_conn_cmd(struct alq_conn *c, alq_reply_fn *cb, void *priv, int argc,
 		 const char **argv, const size_t *lens)
 {
@@ -343,13 +362,9 @@ int alq_conn_cmd(struct alq_conn *c, alq_reply_fn *cb, void *priv, int argc,
 
 	if (!alq_conn_up(c))
 		return -ENOTCONN;
-	p = calloc(1, sizeof(*p));
+	p = pending_new(c, cb, priv, -1);
 	if (!p)
 		return -ENOMEM;
-	p->c = c;
-	p->cb = cb;
-	p->priv = priv;
-	p->script = -1;
 	if (redisAsyncCommandArgv(c->ac, reply_cb, p, argc, argv, lens) !=
 	    REDIS_OK) {
 		free(p);
@@ -370,13 +385,9 @@ int alq_conn_eval(struct alq_conn *c, enum alq_script s, alq_reply_fn *cb,
 
 	if (!alq_conn_up(c))
 		return -ENOTCONN;
-	p = calloc(1, sizeof(*p));
+	p = pending_new(c, cb, priv, c->sha[s][0] ? (int)s : -1);
 	if (!p)
 		return -ENOMEM;
-	p->c = c;
-	p->cb = cb;
-	p->priv = priv;
-	p->script = c->sha[s][0] ? (int)s : -1;
 	p->argv = calloc((size_t)n, sizeof(*p->argv));
 	p->lens = calloc((size_t)n, sizeof(*p->lens));
 	if (!p->argv || !p->lens)

@@ -586,6 +586,28 @@ void alq_new_id(char buf[AL_ID_MAX + 1])
 		snprintf(buf + 2 + 2 * i, 3, "%02x", rnd[i]);
 }
 
+int alq_prepare(struct al_job *job, const struct al_policy *policy,
+		const char *id_if_none, struct alq_prepared *ret)
+{
+	struct al_limits lim;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!job->id) {
+		if (id_if_none)
+			snprintf(ret->id, sizeof(ret->id), "%s", id_if_none);
+		else
+			alq_new_id(ret->id);
+		job->id = strdup(ret->id);
+		if (!job->id)
+			return -ENOMEM;
+	} else {
+		snprintf(ret->id, sizeof(ret->id), "%s", job->id);
+	}
+	al_job_limits(job, policy, &lim);
+	ret->wall_ms = lim.wall_ms;
+	return al_job_to_msgpack(job, &ret->payload, &ret->len);
+}
+
 /* --- the blocking client ----------------------------------------------------
  */
 

@@ -143,6 +143,22 @@ int alq_fetch_parse(const struct redisReply *r, enum alq_fetch *ret_kind,
 /* A fresh job id: "j-" + 20 random hex digits. */
 void alq_new_id(char buf[AL_ID_MAX + 1]);
 
+/* A job ready to submit: what alq_prepare() makes of a parsed job and what
+ * alq_client_submit() and the HTTP API's pipelined submit take. */
+struct alq_prepared {
+	char id[AL_ID_MAX + 1]; /* its id (given or generated) */
+	char *payload;		/* msgpack, malloc'd */
+	size_t len;		/* bytes of payload */
+	uint32_t wall_ms;	/* effective wall limit under `policy` */
+};
+
+/* Encode `job` for submission: give it `id_if_none` (or a fresh id) when
+ * it has no id, resolve its wall time. The policy is not checked here:
+ * the dispatcher's policy decides (an RJ result). 0 or -ENOMEM.
+ * Callers: the CLI (run, submit, batch, eval), the HTTP API, bench_queue. */
+int alq_prepare(struct al_job *job, const struct al_policy *policy,
+		const char *id_if_none, struct alq_prepared *ret);
+
 /* --- the blocking client (CLI) ------------------------------------------ */
 
 struct redisContext;

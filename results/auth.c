@@ -3,7 +3,8 @@
  *
  * SHA-256 (FIPS 180-4) and HMAC (RFC 2104) are written out here because the
  * guest agent is a static binary with no crypto library; both are checked
- * against the standard test vectors in tests/agent/test_auth.c. No I/O.
+ * against the standard test vectors (FIPS 180-2's "abc", RFC 4231's HMAC
+ * cases 1 and 2) in tests/agent/test_gate.c. No I/O.
  */
 #include <string.h>
 

@@ -24,7 +24,7 @@
  *       clone's hand-off is then one round trip. The agent answers
  *       `ok {reseeded: true}`; a v1 agent answers a plain `ok` (it
  *       ignored the reseed), and the host must then send `reseed`
- *       before any step (al_agent_client_setup_reseed says which).
+ *       before any step (sb__agent_client_setup_reseed says which).
  *   v2  `zygote {modules}` (a template's, before its snapshot): start a
  *       pre-initialized python3 that a job's first python3 step runs in
  *       (docs/zygote.md); an agent without it answers `error`, and the

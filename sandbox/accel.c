@@ -81,21 +81,16 @@ static void cache_write(const char *path, enum al_accel a)
 		unlink(tmp);
 }
 
-enum al_accel accel_decide(const struct sb_options *o,
-			   const struct sb_image *img, accel_probe_fn probe)
+enum al_accel sb__accel_decide(const struct sb_options *o,
+			       const struct sb_image *img, accel_probe_fn probe)
 {
+	int known = sb_accel_known(o, img);
 	char path[PATH_MAX];
 	enum al_accel a;
-	int cached;
 
-	if (o->accel == SB_ACCEL_KVM)
-		return AL_ACCEL_KVM;
-	if (o->accel == SB_ACCEL_TCG || !kvm_openable())
-		return AL_ACCEL_TCG;
+	if (known >= 0)
+		return (enum al_accel)known;
 	cache_path(o, img, path, sizeof(path));
-	cached = cache_read(path);
-	if (cached >= 0)
-		return (enum al_accel)cached;
 	a = probe(o, img, PROBE_MS) ? AL_ACCEL_KVM : AL_ACCEL_TCG;
 	cache_write(path, a);
 	return a;

@@ -17,7 +17,8 @@ typedef bool (*accel_probe_fn)(const struct sb_options *o,
 /* The accelerator for o->accel on this host: kvm/tcg as asked; auto is
  * TCG without a usable /dev/kvm, else the cached verdict for this image,
  * else what `probe` says (then cached). */
-enum al_accel accel_decide(const struct sb_options *o,
-			   const struct sb_image *img, accel_probe_fn probe);
+enum al_accel sb__accel_decide(const struct sb_options *o,
+			       const struct sb_image *img,
+			       accel_probe_fn probe);
 
 #endif

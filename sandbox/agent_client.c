@@ -33,21 +33,21 @@
  * this in all is a misbehaving guest. */
 #define STREAM_MAX (2 * (uint64_t)AL_OUTPUT_MAX + (1u << 20))
 
-void al_agent_client_init(struct al_agent_client *c, int fd)
+void sb__agent_client_init(struct sb__agent_client *c, int fd)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	al_frame_reader_init(&c->rd, AL_FRAME_MAX);
 }
 
-void al_agent_client_release(struct al_agent_client *c)
+void sb__agent_client_release(struct sb__agent_client *c)
 {
 	al_frame_reader_release(&c->rd);
 	c->fd = -1;
 }
 
 /* Keep printable ASCII of the guest's text, at most ERROR_MAX bytes. */
-static void keep_error(struct al_agent_client *c, const char *msg)
+static void keep_error(struct sb__agent_client *c, const char *msg)
 {
 	size_t i;
 
@@ -56,7 +56,7 @@ static void keep_error(struct al_agent_client *c, const char *msg)
 	c->error[i] = '\0';
 }
 
-static int send_all(struct al_agent_client *c, const char *buf, size_t len,
+static int send_all(struct sb__agent_client *c, const char *buf, size_t len,
 		    struct al_deadline d)
 {
 	struct pollfd p = {c->fd, POLLOUT, 0};
@@ -83,7 +83,7 @@ static int send_all(struct al_agent_client *c, const char *buf, size_t len,
 }
 
 /* Read until one frame is complete, then decode it. */
-static int recv_msg(struct al_agent_client *c, struct al_deadline d,
+static int recv_msg(struct sb__agent_client *c, struct al_deadline d,
 		    struct al_msg *ret)
 {
 	static __thread uint8_t buf[64u << 10];
@@ -94,8 +94,8 @@ static int recv_msg(struct al_agent_client *c, struct al_deadline d,
 
 	while (!al_frame_reader_ready(&c->rd)) {
 		want = al_frame_reader_want(&c->rd);
-		n = sb_read_deadline(c->fd, buf,
-				     want < sizeof(buf) ? want : sizeof(buf), d);
+		n = sb__read_deadline(
+		    c->fd, buf, want < sizeof(buf) ? want : sizeof(buf), d);
 		if (n == 0 || n == -ECONNRESET)
 			return -EPIPE;
 		if (n < 0)
@@ -139,7 +139,7 @@ static int sink_take(struct sink *s, const struct al_msg_out *o)
 
 /* Send `req`, stream `out` chunks into `sink` (run_step only), and wait
  * for a reply of type `want` (left in *ret) or `error` (-EPROTO). */
-static int call(struct al_agent_client *c, const struct al_msg *req,
+static int call(struct sb__agent_client *c, const struct al_msg *req,
 		enum al_msg_type want, struct sink *sink, int timeout_ms,
 		struct al_msg *ret)
 {
@@ -183,7 +183,7 @@ static int call(struct al_agent_client *c, const struct al_msg *req,
 }
 
 /* A request whose only good reply carries no data. */
-static int call_simple(struct al_agent_client *c, const struct al_msg *req,
+static int call_simple(struct sb__agent_client *c, const struct al_msg *req,
 		       enum al_msg_type want, int timeout_ms)
 {
 	struct al_msg rep;
@@ -195,8 +195,8 @@ static int call_simple(struct al_agent_client *c, const struct al_msg *req,
 	return r;
 }
 
-int al_agent_client_hello(struct al_agent_client *c, int timeout_ms,
-			  struct al_msg_hello *ret)
+int sb__agent_client_hello(struct sb__agent_client *c, int timeout_ms,
+			   struct al_msg_hello *ret)
 {
 	struct al_msg req = {.type = AL_MSG_HELLO}, rep;
 	int r;
@@ -213,7 +213,7 @@ int al_agent_client_hello(struct al_agent_client *c, int timeout_ms,
 	return 0;
 }
 
-void al_agent_client_hello_release(struct al_msg_hello *h)
+void sb__agent_client_hello_release(struct al_msg_hello *h)
 {
 	free(h->agent);
 	free(h->kernel);
@@ -221,8 +221,8 @@ void al_agent_client_hello_release(struct al_msg_hello *h)
 	memset(h, 0, sizeof(*h));
 }
 
-int al_agent_client_reseed(struct al_agent_client *c, const void *entropy,
-			   size_t len, uint64_t time_ns, int timeout_ms)
+int sb__agent_client_reseed(struct sb__agent_client *c, const void *entropy,
+			    size_t len, uint64_t time_ns, int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_RESEED};
 
@@ -234,8 +234,8 @@ int al_agent_client_reseed(struct al_agent_client *c, const void *entropy,
 	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
 }
 
-int al_agent_client_setup(struct al_agent_client *c,
-			  const struct al_limits *limits, int timeout_ms)
+int sb__agent_client_setup(struct sb__agent_client *c,
+			   const struct al_limits *limits, int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_SETUP};
 
@@ -243,11 +243,11 @@ int al_agent_client_setup(struct al_agent_client *c,
 	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
 }
 
-int al_agent_client_setup_reseed(struct al_agent_client *c,
-				 const struct al_limits *limits,
-				 const void *entropy, size_t len,
-				 uint64_t time_ns, int timeout_ms,
-				 bool *reseeded)
+int sb__agent_client_setup_reseed(struct sb__agent_client *c,
+				  const struct al_limits *limits,
+				  const void *entropy, size_t len,
+				  uint64_t time_ns, int timeout_ms,
+				  bool *reseeded)
 {
 	struct al_msg req = {.type = AL_MSG_SETUP}, rep;
 	int r;
@@ -267,9 +267,9 @@ int al_agent_client_setup_reseed(struct al_agent_client *c,
 	return 0;
 }
 
-int al_agent_client_put_files(struct al_agent_client *c,
-			      const struct al_file *files, size_t n,
-			      int timeout_ms)
+int sb__agent_client_put_files(struct sb__agent_client *c,
+			       const struct al_file *files, size_t n,
+			       int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_PUT_FILES};
 
@@ -314,7 +314,7 @@ static void enforce_output(struct al_step_result *r, const struct sink *s)
 		r->status = AL_OL;
 }
 
-static int run_step(struct al_agent_client *c, const struct al_step *step,
+static int run_step(struct sb__agent_client *c, const struct al_step *step,
 		    const struct al_limits *limits, bool warmup,
 		    al_agent_out_fn out, void *opaque, int timeout_ms,
 		    struct al_step_result *ret)
@@ -339,19 +339,19 @@ static int run_step(struct al_agent_client *c, const struct al_step *step,
 	return 0;
 }
 
-int al_agent_client_run_step(struct al_agent_client *c,
-			     const struct al_step *step,
-			     const struct al_limits *limits,
-			     al_agent_out_fn out, void *opaque, int timeout_ms,
-			     struct al_step_result *ret)
+int sb__agent_client_run_step(struct sb__agent_client *c,
+			      const struct al_step *step,
+			      const struct al_limits *limits,
+			      al_agent_out_fn out, void *opaque, int timeout_ms,
+			      struct al_step_result *ret)
 {
 	return run_step(c, step, limits, false, out, opaque, timeout_ms, ret);
 }
 
-int al_agent_client_run_warmup(struct al_agent_client *c,
-			       const struct al_step *step,
-			       const struct al_limits *limits, int timeout_ms,
-			       struct al_step_result *ret)
+int sb__agent_client_run_warmup(struct sb__agent_client *c,
+				const struct al_step *step,
+				const struct al_limits *limits, int timeout_ms,
+				struct al_step_result *ret)
 {
 	return run_step(c, step, limits, true, NULL, NULL, timeout_ms, ret);
 }
@@ -394,9 +394,9 @@ static int check_files(struct al_msg_files *f, char *const *paths, size_t n,
 	return max_bytes && bytes > max_bytes ? -EMSGSIZE : dropped;
 }
 
-int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
-			      size_t n, uint64_t max_bytes, int timeout_ms,
-			      struct al_msg_files *ret)
+int sb__agent_client_get_files(struct sb__agent_client *c, char *const *paths,
+			       size_t n, uint64_t max_bytes, int timeout_ms,
+			       struct al_msg_files *ret)
 {
 	struct al_msg req = {.type = AL_MSG_GET_FILES}, rep;
 	int r;
@@ -425,7 +425,7 @@ int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
 	return r;
 }
 
-void al_agent_client_files_release(struct al_msg_files *f)
+void sb__agent_client_files_release(struct al_msg_files *f)
 {
 	struct al_msg m = {.type = AL_MSG_FILES};
 
@@ -436,8 +436,9 @@ void al_agent_client_files_release(struct al_msg_files *f)
 
 /* The vsock gate (proto.h, "Authentication"): the agent's challenge
  * arrives unasked; we answer with the mac and never send the token. */
-int al_agent_client_auth(struct al_agent_client *c,
-			 const uint8_t token[AL_AUTH_TOKEN_LEN], int timeout_ms)
+int sb__agent_client_auth(struct sb__agent_client *c,
+			  const uint8_t token[AL_AUTH_TOKEN_LEN],
+			  int timeout_ms)
 {
 	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
 	struct al_msg ch = {0}, req = {.type = AL_MSG_AUTH};
@@ -466,8 +467,8 @@ int al_agent_client_auth(struct al_agent_client *c,
 	return r;
 }
 
-int al_agent_client_zygote(struct al_agent_client *c, const char *modules,
-			   int timeout_ms)
+int sb__agent_client_zygote(struct sb__agent_client *c, const char *modules,
+			    int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_ZYGOTE};
 
@@ -475,7 +476,7 @@ int al_agent_client_zygote(struct al_agent_client *c, const char *modules,
 	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
 }
 
-int al_agent_client_ping(struct al_agent_client *c, int timeout_ms)
+int sb__agent_client_ping(struct sb__agent_client *c, int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_PING};
 

@@ -8,17 +8,17 @@
  * Using it:
  *
  *  1. Connect a stream to the guest (QEMU's virtio-serial chardev socket,
- *     a vsock, or a socketpair in tests) and al_agent_client_init() on it.
+ *     a vsock, or a socketpair in tests) and sb__agent_client_init() on it.
  *     The fd stays the caller's; it may be blocking or not.
- *     On vsock, al_agent_client_auth() must come first (proto.h).
- *  2. Call al_agent_client_hello() first, then reseed, setup, put_files,
+ *     On vsock, sb__agent_client_auth() must come first (proto.h).
+ *  2. Call sb__agent_client_hello() first, then reseed, setup, put_files,
  *     run_step (as often as there are steps), get_files; reseed and setup
- *     may be one call (al_agent_client_setup_reseed). Each call sends one
+ *     may be one call (sb__agent_client_setup_reseed). Each call sends one
  *     request and waits at most `timeout_ms` for its reply.
  *  3. A call that fails with anything but -EPROTO (the guest answered
  *     `error`) leaves the stream in an unknown state: the client is then
  *     `broken` and every later call fails with -EPIPE. Destroy the VM.
- *  4. al_agent_client_release() frees the reader; it does not close fd.
+ *  4. sb__agent_client_release() frees the reader; it does not close fd.
  *
  * Errors: -ETIMEDOUT, -EPIPE (closed or broken), -EPROTO (guest `error` or
  * an unexpected reply), -EBADMSG (malformed reply), -EMSGSIZE (frame or
@@ -35,7 +35,7 @@
 
 #define AL_AGENT_CLIENT_ERROR_MAX 200 /* kept bytes of a guest error */
 
-struct al_agent_client {
+struct sb__agent_client {
 	int fd;			   /* connected stream to the agent */
 	bool broken;		   /* stream state unknown: stop using it */
 	struct al_frame_reader rd; /* reply being read */
@@ -47,64 +47,65 @@ struct al_agent_client {
 typedef void (*al_agent_out_fn)(void *opaque, int fd, const uint8_t *data,
 				size_t len);
 
-void al_agent_client_init(struct al_agent_client *c, int fd);
-void al_agent_client_release(struct al_agent_client *c);
+void sb__agent_client_init(struct sb__agent_client *c, int fd);
+void sb__agent_client_release(struct sb__agent_client *c);
 
-/* hello: *ret gets the agent's facts (al_agent_client_hello_release). */
-int al_agent_client_hello(struct al_agent_client *c, int timeout_ms,
-			  struct al_msg_hello *ret);
-void al_agent_client_hello_release(struct al_msg_hello *h);
+/* hello: *ret gets the agent's facts (sb__agent_client_hello_release). */
+int sb__agent_client_hello(struct sb__agent_client *c, int timeout_ms,
+			   struct al_msg_hello *ret);
+void sb__agent_client_hello_release(struct al_msg_hello *h);
 /* Fresh entropy (AL_ENTROPY_MIN..MAX bytes) and the wall clock. */
-int al_agent_client_reseed(struct al_agent_client *c, const void *entropy,
-			   size_t len, uint64_t time_ns, int timeout_ms);
-int al_agent_client_setup(struct al_agent_client *c,
-			  const struct al_limits *limits, int timeout_ms);
+int sb__agent_client_reseed(struct sb__agent_client *c, const void *entropy,
+			    size_t len, uint64_t time_ns, int timeout_ms);
+int sb__agent_client_setup(struct sb__agent_client *c,
+			   const struct al_limits *limits, int timeout_ms);
 /* setup and reseed in one round trip (proto v2): the agent mixes in the
  * entropy and sets the clock, then applies the limits. *reseeded false
  * after a 0 return means a v1 agent took the limits but ignored the
- * reseed: send al_agent_client_reseed before any step. */
-int al_agent_client_setup_reseed(struct al_agent_client *c,
-				 const struct al_limits *limits,
-				 const void *entropy, size_t len,
-				 uint64_t time_ns, int timeout_ms,
-				 bool *reseeded);
-int al_agent_client_put_files(struct al_agent_client *c,
-			      const struct al_file *files, size_t n,
-			      int timeout_ms);
+ * reseed: send sb__agent_client_reseed before any step. */
+int sb__agent_client_setup_reseed(struct sb__agent_client *c,
+				  const struct al_limits *limits,
+				  const void *entropy, size_t len,
+				  uint64_t time_ns, int timeout_ms,
+				  bool *reseeded);
+int sb__agent_client_put_files(struct sb__agent_client *c,
+			       const struct al_file *files, size_t n,
+			       int timeout_ms);
 /* Run one step; `out` (may be NULL) sees output as it is produced, at
  * most limits->output_bytes per stream. On success *ret holds the result
  * (al_step_result_release it), each stream cut to output_bytes by the
  * host whatever the guest sent: a cut stream is truncated and the step OL. */
-int al_agent_client_run_step(struct al_agent_client *c,
-			     const struct al_step *step,
-			     const struct al_limits *limits,
-			     al_agent_out_fn out, void *opaque, int timeout_ms,
-			     struct al_step_result *ret);
+int sb__agent_client_run_step(struct sb__agent_client *c,
+			      const struct al_step *step,
+			      const struct al_limits *limits,
+			      al_agent_out_fn out, void *opaque, int timeout_ms,
+			      struct al_step_result *ret);
 /* Bring files back; *ret holds files and missing paths (free with
- * al_agent_client_files_release). Returns the count of files dropped
+ * sb__agent_client_files_release). Returns the count of files dropped
  * from the reply because they were not in `paths` (or came twice), or
  * -EMSGSIZE (and nothing) when the rest hold more than max_bytes. */
-int al_agent_client_get_files(struct al_agent_client *c, char *const *paths,
-			      size_t n, uint64_t max_bytes, int timeout_ms,
-			      struct al_msg_files *ret);
-void al_agent_client_files_release(struct al_msg_files *f);
-int al_agent_client_ping(struct al_agent_client *c, int timeout_ms);
+int sb__agent_client_get_files(struct sb__agent_client *c, char *const *paths,
+			       size_t n, uint64_t max_bytes, int timeout_ms,
+			       struct al_msg_files *ret);
+void sb__agent_client_files_release(struct al_msg_files *f);
+int sb__agent_client_ping(struct sb__agent_client *c, int timeout_ms);
 /* run_step for a warm clone's warm-up, the template's own command: the
  * agent runs it beside its zygote, which it neither uses nor ends. */
-int al_agent_client_run_warmup(struct al_agent_client *c,
-			       const struct al_step *step,
-			       const struct al_limits *limits, int timeout_ms,
-			       struct al_step_result *ret);
+int sb__agent_client_run_warmup(struct sb__agent_client *c,
+				const struct al_step *step,
+				const struct al_limits *limits, int timeout_ms,
+				struct al_step_result *ret);
 
 /* Start the agent's zygote, a python3 that imports `modules` (space-
  * separated) and waits for a job's first python3 step (docs/zygote.md);
  * returns once it is ready. -EPROTO: the agent could not (its error). */
-int al_agent_client_zygote(struct al_agent_client *c, const char *modules,
-			   int timeout_ms);
+int sb__agent_client_zygote(struct sb__agent_client *c, const char *modules,
+			    int timeout_ms);
 /* vsock only, before anything else: answer the agent's challenge with
  * the VM's token (never sent itself). 0 once the agent took it; a refused
  * or failed proof leaves the client broken (the agent closed the stream). */
-int al_agent_client_auth(struct al_agent_client *c,
-			 const uint8_t token[AL_AUTH_TOKEN_LEN], int timeout_ms);
+int sb__agent_client_auth(struct sb__agent_client *c,
+			  const uint8_t token[AL_AUTH_TOKEN_LEN],
+			  int timeout_ms);
 
 #endif

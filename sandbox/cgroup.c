@@ -10,12 +10,12 @@
  *
  * Workers get a memory cgroup of their own, airlock/workers/<pid> (memory
  * controller only), which each worker creates and joins itself before it
- * serves a job (cg_worker_join). A worker cannot remove its own cgroup, so
+ * serves a job (sb_cg_worker_join). A worker cannot remove its own cgroup, so
  * each join first removes those of workers that are gone; the VMMs a
  * worker starts move on to their own cgroups before they exec.
  *
  * A VMM cgroup's name is PID-vm-XXXXXX, PID being the process that made
- * the VM: cg_sweep() removes those of dead processes
+ * the VM: sb__cg_sweep() removes those of dead processes
  * (sandbox/sweep.c decides which are dead).
  */
 #include <dirent.h>
@@ -59,7 +59,7 @@ static bool v1_has(const char *ctl)
 	return access(path, W_OK) == 0;
 }
 
-const char *cg_version(void)
+const char *sb_cg_version(void)
 {
 	if (is_v2())
 		return access(CG_ROOT "/cgroup.subtree_control", W_OK) == 0
@@ -154,10 +154,10 @@ static int create_v1(struct cg *cg, const char *name, uint64_t mem,
 	return r;
 }
 
-int cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
-	      uint32_t cpu_percent, uint32_t pids)
+int sb__cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
+		  uint32_t cpu_percent, uint32_t pids)
 {
-	const char *v = cg_version();
+	const char *v = sb_cg_version();
 	int r;
 
 	memset(cg, 0, sizeof(*cg));
@@ -168,14 +168,14 @@ int cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
 	else
 		r = create_v1(cg, name, memory_bytes, cpu_percent, pids);
 	if (r < 0) {
-		cg_destroy(cg);
+		sb__cg_destroy(cg);
 		/* no permission: run without, as on hosts without cgroups */
 		return r == -EACCES || r == -EPERM || r == -EROFS ? 0 : r;
 	}
 	return 0;
 }
 
-int cg_join_self(const struct cg *cg)
+int sb__cg_join_self(const struct cg *cg)
 {
 	for (int i = 0; i < cg->n; i++) {
 		int fd = open(cg->procs[i], O_WRONLY | O_CLOEXEC);
@@ -191,7 +191,7 @@ int cg_join_self(const struct cg *cg)
 	return 0;
 }
 
-void cg_destroy(struct cg *cg)
+void sb__cg_destroy(struct cg *cg)
 {
 	for (int i = cg->n - 1; i >= 0; i--) {
 		/* a just-killed process may linger a moment as a zombie of
@@ -253,14 +253,14 @@ static int workers_parent(char *dir, size_t len, const char **limit)
 	return 0;
 }
 
-int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len)
+int sb_cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len)
 {
 	char parent[PATH_MAX], dir[PATH_MAX + 16], val[32];
 	const char *limit = "memory.max";
 	int r;
 
 	ret_dir[0] = '\0';
-	if (!strcmp(cg_version(), "none"))
+	if (!strcmp(sb_cg_version(), "none"))
 		return -EOPNOTSUPP;
 	r = workers_parent(parent, sizeof(parent), &limit);
 	if (r < 0)
@@ -338,8 +338,8 @@ static bool sweep_one(int pfd, const char *name, unsigned *killed)
 	return true;
 }
 
-int cg_sweep(bool (*stale)(const char *name, void *arg), void *arg,
-	     unsigned *ret_killed)
+int sb__cg_sweep(bool (*stale)(const char *name, void *arg), void *arg,
+		 unsigned *ret_killed)
 {
 	int n = 0;
 

@@ -18,24 +18,24 @@ struct cg {
 
 /* Create `name` under each hierarchy with the caps; 0 with n = 0 when the
  * host has no cgroup we may create (reported by `airlock doctor`). */
-int cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
-	      uint32_t cpu_percent, uint32_t pids);
+int sb__cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
+		  uint32_t cpu_percent, uint32_t pids);
 /* In the child after fork: join every hierarchy (no allocation). */
-int cg_join_self(const struct cg *cg);
+int sb__cg_join_self(const struct cg *cg);
 /* Remove the cgroups (the processes must be gone). */
-void cg_destroy(struct cg *cg);
+void sb__cg_destroy(struct cg *cg);
 /* Create airlock/workers/<our pid> in the memory hierarchy, capped at
  * memory_bytes (no swap), and move this process into it; *ret_dir gets
  * its path. -EOPNOTSUPP without cgroups, else -errno. */
-int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
+int sb_cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
 /* Remove every VMM cgroup (under each hierarchy's `airlock` parent) for
  * which stale(name, arg) holds: SIGKILL what still runs in it, wait up to
  * two seconds for it to empty, rmdir. Returns how many cgroup dirs it
  * removed (v1: one per hierarchy) and adds the processes it killed to
  * *ret_killed; a cgroup that will not empty stays for the next sweep. */
-int cg_sweep(bool (*stale)(const char *name, void *arg), void *arg,
-	     unsigned *ret_killed);
-/* "v2", "v1" or "none": what cg_create would use on this host. */
-const char *cg_version(void);
+int sb__cg_sweep(bool (*stale)(const char *name, void *arg), void *arg,
+		 unsigned *ret_killed);
+/* "v2", "v1" or "none": what sb__cg_create would use on this host. */
+const char *sb_cg_version(void);
 
 #endif

@@ -7,7 +7,7 @@
  * and gets private copies of what it writes) and waits in
  * -incoming defer. A restore has three steps:
  *
- *   spawn    vm_create + vm_launch: QEMU starts and initialises on its
+ *   spawn    sb__vm_create + sb__vm_launch: QEMU starts and initialises on its
  *            own; no guest state yet (clone_spawn)
  *   prepare  QMP and the agent socket connected, x-ignore-shared set,
  *            the template's `state` fd handed over (clone_prepare)
@@ -66,22 +66,23 @@ static int clone_prepare(struct sb_vm *vm, const struct sb_options *o,
 
 	if (vm->prepared)
 		return 0;
-	r = vm_connect(vm, o);
+	r = sb__vm_connect(vm, o);
 	if (r == 0)
-		r = vm_qmp_ignore_shared(vm);
+		r = sb__vm_qmp_ignore_shared(vm);
 	if (r == 0) {
 		/* root's file: no link followed, no FIFO blocked on */
-		dfd = sb_open_dir(t->dir);
-		fd = dfd < 0 ? dfd
-			     : sb_open_in(dfd, "state", O_RDONLY, 0, geteuid());
+		dfd = sb__open_dir(t->dir);
+		fd = dfd < 0
+			 ? dfd
+			 : sb__open_in(dfd, "state", O_RDONLY, 0, geteuid());
 		if (dfd >= 0)
 			close(dfd);
-		r = fd < 0 ? fd : vm_qmp_pass_state(vm, fd);
+		r = fd < 0 ? fd : sb__vm_qmp_pass_state(vm, fd);
 		if (fd >= 0)
 			close(fd); /* QEMU holds its own copy now */
 	}
 	if (r < 0 && !vm->error[0])
-		vm_fail(vm, r, "prepare restore");
+		sb__vm_fail(vm, r, "prepare restore");
 	vm->prepared = r == 0;
 	return r;
 }
@@ -92,8 +93,8 @@ static int clone_prepare(struct sb_vm *vm, const struct sb_options *o,
  * the reason on stderr, which the first agent call reports. */
 static int restore_load(struct sb_vm *vm)
 {
-	return vm_qmp(vm, "migrate-incoming",
-		      json_pack("{s:s}", "uri", "fd:state"), NULL);
+	return sb__vm_qmp(vm, "migrate-incoming",
+			  json_pack("{s:s}", "uri", "fd:state"), NULL);
 }
 
 /* A VMM for a clone of `t`, waiting in -incoming defer: no guest state,
@@ -103,7 +104,7 @@ static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
 {
 	struct machine_mem m = {.fd = t->mem_fd, .share = false,
 				.incoming = true};
-	int r = vm_create(o, t->img.name, t->accel, ret);
+	int r = sb__vm_create(o, t->img.name, t->accel, ret);
 
 	if (r < 0) {
 		sb_net_close(net);
@@ -118,8 +119,8 @@ static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
 		return -EINVAL;
 	}
 	(*ret)->restored = true;
-	/* same devices as the template, a CID of its own (vm_create) */
-	return vm_launch(*ret, o, &t->img, &m);
+	/* same devices as the template, a CID of its own (sb__vm_create) */
+	return sb__vm_launch(*ret, o, &t->img, &m);
 }
 
 /* Load the snapshot into a spawned VMM and bring the agent up. */
@@ -141,13 +142,13 @@ static int clone_finish(struct sb_vm *vm, const struct sb_options *o,
 		vm->load_rt_us = (int64_t)rt.tv_sec * 1000000 + rt.tv_nsec / 1000;
 		r = restore_load(vm);
 		if (r < 0 && vm->error[0] == 0)
-			vm_fail(vm, r, "load snapshot");
+			sb__vm_fail(vm, r, "load snapshot");
 	}
 	/* the template's agent said hello when it was built: reseed is the
 	 * clone's first request (it waits in the socket until the guest
 	 * runs), and its reply says the agent is there */
 	if (r == 0)
-		r = vm_ready(vm, o, o->call_timeout_ms);
+		r = sb__vm_ready(vm, o, o->call_timeout_ms);
 	/* a pre-started VMM's start-up is not the job's restore time */
 	vm->ready_ms = al_now_ms() - (vm->start_ms > t0 ? vm->start_ms : t0);
 	return r;
@@ -293,7 +294,7 @@ static int warm_run(struct sb_vm *vm, const char *cmd)
 
 	al_job_limits(&(struct al_job){0}, al_policy_default(), &lim);
 	if (cmd[0])
-		r = vm_run_warmup(vm, &warm, &lim, WARM_TIMEOUT_MS, &res);
+		r = sb__vm_run_warmup(vm, &warm, &lim, WARM_TIMEOUT_MS, &res);
 	if (r == 0 && cmd[0] && res.status != AL_OK) {
 		snprintf(vm->error, sizeof(vm->error),
 			 "clone warm-up ended %s (exit %d)",
@@ -302,7 +303,7 @@ static int warm_run(struct sb_vm *vm, const char *cmd)
 	}
 	al_step_result_release(&res);
 	if (r == 0)
-		r = vm_run_warmup(vm, &tidy, &lim, WARM_TIMEOUT_MS, &res);
+		r = sb__vm_run_warmup(vm, &tidy, &lim, WARM_TIMEOUT_MS, &res);
 	if (r == 0 && res.status != AL_OK)
 		r = -EIO;
 	al_step_result_release(&res);
@@ -394,8 +395,8 @@ static int take_one(struct sb_vm *vm, const struct sb_options *o,
 	/* a clone that stopped answering is not worth a job's wait */
 	if (short_o.call_timeout_ms > HANDOFF_TIMEOUT_MS)
 		short_o.call_timeout_ms = HANDOFF_TIMEOUT_MS;
-	return lim ? vm_setup_reseed(vm, lim, short_o.call_timeout_ms)
-		   : vm_reseed(vm, &short_o);
+	return lim ? sb__vm_setup_reseed(vm, lim, short_o.call_timeout_ms)
+		   : sb__vm_reseed(vm, &short_o);
 }
 
 int sb_pool_take(struct sb_pool *p, const struct al_limits *lim,

@@ -16,7 +16,7 @@
  *      (kernel, initrd, root disk) read-only at their own paths,
  *   3. remounts that root read-only and pivot_root()s into it, detaching
  *      the host's tree: no host file, socket or process is reachable,
- *   4. (jail_drop) rlimits (no core, FSIZE as asked, a NOFILE cap),
+ *   4. (sb__jail_drop) rlimits (no core, FSIZE as asked, a NOFILE cap),
  *      PR_SET_NO_NEW_PRIVS, an empty capability bounding set, and the
  *      VMM's own uid and gid (a lease: no other live VMM has them).
  *
@@ -136,7 +136,7 @@ static int make_tree(const struct vmm_jail *j, const char **step)
 	return 0;
 }
 
-int jail_enter(const struct vmm_jail *j, const char **ret_step)
+int sb__jail_enter(const struct vmm_jail *j, const char **ret_step)
 {
 	const char *opts = "mode=0755,size=256k,nr_inodes=256";
 
@@ -182,8 +182,8 @@ static int drop_bounding_set(void)
 	return 0;
 }
 
-int jail_drop(const struct vmm_jail *j, const struct vmm_creds *c,
-	      const char **ret_step)
+int sb__jail_drop(const struct vmm_jail *j, const struct vmm_creds *c,
+		  const char **ret_step)
 {
 	gid_t groups[1] = {c->extra};
 

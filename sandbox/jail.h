@@ -35,10 +35,10 @@ struct vmm_jail {
 /* In the child, enter the jail up to (not including) the
  * privilege drop; nothing allocates. On failure returns -1 with errno set
  * and *ret_step naming what failed. */
-int jail_enter(const struct vmm_jail *j, const char **ret_step);
+int sb__jail_enter(const struct vmm_jail *j, const char **ret_step);
 /* Rlimits, no new privileges, an empty capability bounding set,
- * then the creds. Same contract as jail_enter. */
-int jail_drop(const struct vmm_jail *j, const struct vmm_creds *c,
-	      const char **ret_step);
+ * then the creds. Same contract as sb__jail_enter. */
+int sb__jail_drop(const struct vmm_jail *j, const struct vmm_creds *c,
+		  const char **ret_step);
 
 #endif

@@ -65,8 +65,8 @@ static int try_uid(int dfd, uint32_t uid)
 	return fd;
 }
 
-int lease_uid(const char *dir, uint32_t base, uint32_t count, uid_t *ret_uid,
-	      int *ret_fd)
+int sb__lease_uid(const char *dir, uint32_t base, uint32_t count,
+		  uid_t *ret_uid, int *ret_fd)
 {
 	uint32_t start = 0;
 	int dfd, fd = -EAGAIN;

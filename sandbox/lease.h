@@ -16,7 +16,7 @@
  * 0700 if missing; refused if anyone else may write it). *ret_fd holds
  * the lease (CLOEXEC; close it to release). -EINVAL for a range that
  * includes uid 0 or overflows, -EAGAIN when every uid is taken. */
-int lease_uid(const char *dir, uint32_t base, uint32_t count, uid_t *ret_uid,
-	      int *ret_fd);
+int sb__lease_uid(const char *dir, uint32_t base, uint32_t count,
+		  uid_t *ret_uid, int *ret_fd);
 
 #endif

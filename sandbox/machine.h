@@ -36,7 +36,7 @@ struct machine_spec {
 };
 
 /* Append the command line to `a` (a->err says if it did not fit). */
-void machine_argv(struct vmm_argv *a, const struct sb_options *o,
-		  const struct sb_image *img, const struct machine_spec *m);
+void sb__machine_argv(struct vmm_argv *a, const struct sb_options *o,
+		      const struct sb_image *img, const struct machine_spec *m);
 
 #endif

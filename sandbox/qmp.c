@@ -1,7 +1,7 @@
 /* qmp.c: QMP client: newline-delimited JSON over a unix socket, every read
  * under a deadline and a line cap. Callers: vm.c (connect, the migration
  * capability and fd hand-over), template.c (saving a template), clone.c
- * (loading a snapshot), tests/vm/test_qmp.c and tools/bench_vm.c. */
+ * (loading a snapshot), tests/vm/test_qmp.c and tools/bench/bench_vm.c. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,8 +31,8 @@ static int read_line(struct qmp *q, struct al_deadline d, json_t **ret)
 		}
 		if (q->len >= QMP_LINE_MAX)
 			return -EPROTO;
-		n = sb_read_deadline(q->fd, q->buf + q->len,
-				     QMP_LINE_MAX - q->len, d);
+		n = sb__read_deadline(q->fd, q->buf + q->len,
+				      QMP_LINE_MAX - q->len, d);
 		if (n < 0)
 			return (int)n;
 		if (n == 0)
@@ -139,21 +139,22 @@ static int exchange(struct qmp *q, const char *cmd, json_t *args, int fd,
 	return r;
 }
 
-int qmp_execute(struct qmp *q, const char *cmd, json_t *args, int timeout_ms,
-		json_t **ret_return, char *errbuf, size_t errlen)
+int sb__qmp_execute(struct qmp *q, const char *cmd, json_t *args,
+		    int timeout_ms, json_t **ret_return, char *errbuf,
+		    size_t errlen)
 {
 	return exchange(q, cmd, args, -1, timeout_ms, ret_return, errbuf,
 			errlen);
 }
 
-int qmp_execute_fd(struct qmp *q, const char *cmd, json_t *args, int fd,
-		   int timeout_ms, char *errbuf, size_t errlen)
+int sb__qmp_execute_fd(struct qmp *q, const char *cmd, json_t *args, int fd,
+		       int timeout_ms, char *errbuf, size_t errlen)
 {
 	return exchange(q, cmd, args, fd, timeout_ms, NULL, errbuf, errlen);
 }
 
-int qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
-		   json_t **ret_event)
+int sb__qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
+		       json_t **ret_event)
 {
 	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
 
@@ -201,8 +202,8 @@ static int qmp_greet(struct qmp *q, struct al_deadline d)
 		return -EPROTO;
 	}
 	json_decref(greeting);
-	return qmp_execute(q, "qmp_capabilities", NULL, al_deadline_poll_ms(d),
-			   NULL, NULL, 0);
+	return sb__qmp_execute(q, "qmp_capabilities", NULL,
+			       al_deadline_poll_ms(d), NULL, NULL, 0);
 }
 
 /* Take `fd` (closed on failure too) and greet within `d`. */
@@ -215,14 +216,14 @@ static int qmp_start(struct qmp *q, int fd, struct al_deadline d)
 	q->buf = malloc(QMP_LINE_MAX);
 	r = q->buf ? qmp_greet(q, d) : -ENOMEM;
 	if (r < 0)
-		qmp_close(q);
+		sb__qmp_close(q);
 	return r;
 }
 
-int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
+int sb__qmp_connect(struct qmp *q, const char *path, int timeout_ms)
 {
 	struct al_deadline d = al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms);
-	int fd = sb_connect_unix(path, d);
+	int fd = sb__connect_unix(path, d);
 
 	if (fd < 0) {
 		memset(q, 0, sizeof(*q));
@@ -232,13 +233,13 @@ int qmp_connect(struct qmp *q, const char *path, int timeout_ms)
 	return qmp_start(q, fd, d);
 }
 
-int qmp_open_fd(struct qmp *q, int fd, int timeout_ms)
+int sb__qmp_open_fd(struct qmp *q, int fd, int timeout_ms)
 {
 	return qmp_start(q, fd,
 			 al_deadline_in(timeout_ms < 0 ? 0 : timeout_ms));
 }
 
-void qmp_close(struct qmp *q)
+void sb__qmp_close(struct qmp *q)
 {
 	if (q->fd >= 0)
 		close(q->fd);

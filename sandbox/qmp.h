@@ -5,13 +5,14 @@
  * with a line cap and a timeout, and a QEMU that stops answering costs the
  * caller at most its timeout.
  *
- *  1. qmp_connect(): connect to QEMU's -qmp unix socket, or qmp_open_fd()
- *     on a socketpair end; read the greeting, negotiate capabilities.
- *  2. qmp_execute() per command; qmp_execute_fd() passes an fd along
- *     (SCM_RIGHTS), as `getfd` needs.
- *  3. qmp_wait_event() for asynchronous events (events that arrive during
- *     qmp_execute() are kept, the last QMP_EVENTS_MAX of them).
- *  4. qmp_close().
+ *  1. sb__qmp_connect(): connect to QEMU's -qmp unix socket, or
+ *     sb__qmp_open_fd() on a socketpair end; read the greeting, negotiate
+ *     capabilities.
+ *  2. sb__qmp_execute() per command; sb__qmp_execute_fd() passes an fd
+ *     along (SCM_RIGHTS), as `getfd` needs.
+ *  3. sb__qmp_wait_event() for asynchronous events (events that arrive during
+ *     sb__qmp_execute() are kept, the last QMP_EVENTS_MAX of them).
+ *  4. sb__qmp_close().
  */
 #ifndef AL_QMP_H
 #define AL_QMP_H
@@ -31,21 +32,22 @@ struct qmp {
 };
 
 /* Connect and negotiate within timeout_ms. -ETIMEDOUT, -EPROTO, -errno. */
-int qmp_connect(struct qmp *q, const char *path, int timeout_ms);
+int sb__qmp_connect(struct qmp *q, const char *path, int timeout_ms);
 /* The same on a connected stream `fd` (a socketpair end QEMU got as
  * `-chardev socket,fd=N`); takes fd, closing it on failure. */
-int qmp_open_fd(struct qmp *q, int fd, int timeout_ms);
+int sb__qmp_open_fd(struct qmp *q, int fd, int timeout_ms);
 /* Run `cmd` with `args` (may be NULL; the reference is stolen). On success
  * *ret_return (if non-NULL) gets the "return" value (caller decrefs).
  * A QMP error reply gives -EREMOTEIO with the message in errbuf. */
-int qmp_execute(struct qmp *q, const char *cmd, json_t *args, int timeout_ms,
-		json_t **ret_return, char *errbuf, size_t errlen);
+int sb__qmp_execute(struct qmp *q, const char *cmd, json_t *args,
+		    int timeout_ms, json_t **ret_return, char *errbuf,
+		    size_t errlen);
 /* The same, passing `fd` with the command (for getfd / add-fd). */
-int qmp_execute_fd(struct qmp *q, const char *cmd, json_t *args, int fd,
-		   int timeout_ms, char *errbuf, size_t errlen);
+int sb__qmp_execute_fd(struct qmp *q, const char *cmd, json_t *args, int fd,
+		       int timeout_ms, char *errbuf, size_t errlen);
 /* Wait for event `name`; *ret_event (if non-NULL) gets it. */
-int qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
-		   json_t **ret_event);
-void qmp_close(struct qmp *q);
+int sb__qmp_wait_event(struct qmp *q, const char *name, int timeout_ms,
+		       json_t **ret_event);
+void sb__qmp_close(struct qmp *q);
 
 #endif

@@ -31,67 +31,8 @@
 #include <sys/types.h>
 
 #include "clock.h"
+#include "options.h"
 #include "results.h"
-
-enum sb_carrier {
-	SB_CARRIER_AUTO = 0, /* vsock where /dev/vhost-vsock is usable */
-	SB_CARRIER_SERIAL,   /* virtio-serial port (a unix socket here) */
-	SB_CARRIER_VSOCK,    /* vhost-vsock, a unique guest CID per VM */
-};
-
-enum sb_accel_mode {
-	SB_ACCEL_AUTO = 0, /* KVM when a probe shows it can run the guest */
-	SB_ACCEL_KVM,
-	SB_ACCEL_TCG,
-};
-
-struct sb_net_policy;
-/* root's state dir, where tools/quickstart.sh builds the images; the
- * system dir of everyone else */
-#define SB_SYSTEM_DIR "/var/lib/airlock"
-
-struct sb_options {
-	char state_dir[PATH_MAX]; /* images/ and templates/ live here */
-	char system_dir[PATH_MAX]; /* read-only images when state_dir has
-				    * none (root's, for other users), "" */
-	char run_dir[PATH_MAX];   /* uid leases and the jail's mount point */
-	char qemu[PATH_MAX];      /* QEMU binary */
-	enum sb_accel_mode accel; /* accelerator choice */
-	uint32_t memory_mb;       /* guest RAM */
-	uint32_t vcpus;           /* guest CPUs */
-	uint32_t boot_timeout_ms; /* cold boot -> agent hello */
-	uint32_t call_timeout_ms; /* agent calls other than run_step */
-	uint32_t ttl_ms;          /* hard lifetime of a VM; 0 = none */
-	bool jail;                /* jail each VMM (needs root) */
-	uint32_t vmm_uid_base;    /* jailed VMMs' uids (== gids): base .. */
-	uint32_t vmm_uid_count;   /* .. base + count - 1, one per live VMM */
-	gid_t kvm_gid;            /* supplementary group for /dev/kvm */
-	uint32_t vmm_overhead_mb; /* host cgroup memory: RAM + this */
-	uint32_t vmm_cpu_percent; /* host cgroup CPU per vCPU, 100 = one */
-	uint32_t vmm_pids;        /* host cgroup pids.max */
-	uint32_t prestart;        /* pre-started VMMs per template */
-	uint32_t warm_last;       /* warm clones of the last job's template */
-	uint32_t warm_max_age_s;  /* a warm clone older than this is
-				   * replaced; 0 = never */
-	char warm[256];           /* "python:2 c:1": warm clones per
-				   * template besides warm_last, per worker */
-	enum sb_carrier carrier;  /* guest channel */
-	uint32_t worker_memory_mb; /* a worker's host memory cgroup, 0 = none */
-	const struct sb_net_policy *net_policies; /* [network.NAME] policies
-				   * (the config's; outlive the options) */
-	size_t n_net_policies;    /* entries in net_policies */
-	uint32_t net_ready;       /* ready network slots per worker (net.h) */
-	char net_dns[64];         /* networked VMs' upstream resolver,
-				   * IPv4[:PORT] (config [network] dns),
-				   * "" = the first nameserver of the host's
-				   * /etc/resolv.conf */
-	uint32_t snapshot_max_mb;  /* cap on all snapshots' disk, 0 = none */
-};
-
-/* A worker's memory cgroup by default, MiB: a result at its cap twice (the
- * struct, then its encoding) plus room for the job (raw and decoded), a
- * step's reply in flight (one frame, then decoded) and the process. */
-#define SB_WORKER_MEMORY_MB (2 * (AL_RESULT_MAX_BYTES >> 20) + 320)
 
 struct sb_image {
 	char dir[PATH_MAX];     /* resolved image dir */
@@ -112,9 +53,6 @@ struct sb_image {
 struct sb_vm;
 struct al_msg_files;
 
-/* Which carrier `o` resolves to on this host. */
-enum sb_carrier sb_carrier_resolve(const struct sb_options *o);
-
 /* A template: a snapshot of a booted, idle VM of one image. */
 struct sb_template {
 	char dir[PATH_MAX];      /* STATE/templates/NAME-KEY */
@@ -129,17 +67,6 @@ struct sb_template {
 	uint64_t build_ms;       /* cold boot + save, when built */
 };
 
-/* Defaults: state dir /var/lib/airlock (root) or ~/.local/state/airlock
- * with /var/lib/airlock as its system dir, run dir /run/airlock or
- * $XDG_RUNTIME_DIR/airlock or /tmp/airlock-UID, 1024 MiB, 1 vCPU, auto,
- * one pre-started VMM; when we are root, each QEMU jailed under a uid of
- * its own from 1200000 .. 1201023 (+ group kvm under KVM). */
-void sb_options_init(struct sb_options *o);
-
-/* mkdir -p: `path` and its missing parents with `mode`; 0 or -errno
- * (-ENAMETOOLONG past PATH_MAX). A per-user state dir may not exist yet
- * when a template or an accel verdict is first written to it. */
-int sb_mkdirs(const char *path, mode_t mode);
 
 /* Find the newest built image of `template_` under o->state_dir, else
  * (read-only) under o->system_dir. -ENOENT (not built: `airlock image
@@ -183,7 +110,7 @@ bool sb_template_current(const struct sb_template *t);
  * entropy and the clock. On failure *ret (if set) holds vm->error. */
 int sb_vm_restore(const struct sb_options *o, const struct sb_template *t,
 		  struct sb_vm **ret);
-/* A clone of a networked template in network slot `net` (sandbox/net.h),
+/* A clone of a networked template in network slot `net` (sandbox/net/net.h),
  * which the VM owns from here on, failure included: sb_vm_destroy()
  * closes it after QEMU is gone. No pre-started VMM: its namespace is
  * the job's. */
@@ -363,7 +290,7 @@ struct sb_sweep_stats {
  * is dead go, and any process still in such a cgroup (or naming such a
  * run dir) is killed. VMs of live processes (another serve on this host)
  * are never touched. *ret says what went even on failure; -EPERM when the
- * run dir is not ours alone (sb_private_dir: then only cgroups are
+ * run dir is not ours alone (sb__private_dir: then only cgroups are
  * swept). Call at start-up and when a worker died. */
 int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret);
 /* What sb_sweep() would remove now, touching nothing (airlock doctor):
@@ -373,10 +300,13 @@ void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
 		   char *example, size_t len);
 
 /* "v2", "v1" or "none": the host cgroup support VMMs get (doctor). */
-const char *cg_version(void);
+const char *sb_cg_version(void);
 /* Move this process into a memory cgroup of its own capped at
  * memory_bytes (airlock/workers/<pid>, see sandbox/cgroup.c); *ret_dir
  * gets its path. -EOPNOTSUPP without cgroups, else -errno. */
-int cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
+int sb_cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
+
+/* The network slots a networked VM runs in (sandbox/net/: net.h). */
+#include "net.h"
 
 #endif

@@ -148,7 +148,7 @@ static int find_build(const char *root, const char *name, char *out,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (template_read_inputs(fd, buf, sizeof(buf)) &&
+		if (sb__template_read_inputs(fd, buf, sizeof(buf)) &&
 		    fstat(fd, &st) == 0 && (r < 0 || st.st_mtime >= best)) {
 			best = st.st_mtime;
 			snprintf(out, size, "%s", e->d_name);
@@ -207,7 +207,7 @@ static int mem_diff(int ram, int base, int mem_fd, uint8_t *bits,
 /* A whole file of ours in `dfd` into buf of exactly `size` bytes. */
 static int read_exact(int dfd, const char *name, void *buf, size_t size)
 {
-	int fd = sb_open_in(dfd, name, O_RDONLY, 0, geteuid());
+	int fd = sb__open_in(dfd, name, O_RDONLY, 0, geteuid());
 	ssize_t n;
 
 	if (fd < 0)
@@ -227,7 +227,7 @@ static int mem_apply(int dfd, int mfd, size_t pages)
 	if (r == 0)
 		r = read_exact(dfd, "pages", bits, (pages + 7) / 8);
 	if (r == 0)
-		r = fd = sb_open_in(dfd, "mem", O_RDONLY, 0, geteuid());
+		r = fd = sb__open_in(dfd, "mem", O_RDONLY, 0, geteuid());
 	for (size_t pg = 0; r >= 0 && pg < pages; pg++) {
 		if (!(bits[pg / 8] & (1u << (pg % 8))))
 			continue;
@@ -251,10 +251,10 @@ static int mem_load(int dfd, int base_fd)
 
 	if (fstat(base_fd, &st) < 0)
 		return -errno;
-	mfd = template_memfd(st.st_size);
+	mfd = sb__template_memfd(st.st_size);
 	if (mfd < 0)
 		return mfd;
-	r = template_copy_extents(base_fd, mfd);
+	r = sb__template_copy_extents(base_fd, mfd);
 	if (r == 0)
 		r = mem_apply(dfd, mfd, (size_t)st.st_size / PAGE);
 	if (r == 0 && fcntl(mfd, F_ADD_SEALS, MEM_SEALS) < 0)
@@ -282,7 +282,7 @@ static int snap_mem_for(const char *name, const char *dir, int base_fd)
 	}
 	if (i == SNAP_CACHE_MAX)
 		return -EMFILE;
-	dfd = sb_open_dir(dir);
+	dfd = sb__open_dir(dir);
 	if (dfd < 0)
 		return dfd;
 	fd = flock(dfd, LOCK_SH) < 0 ? -errno : mem_load(dfd, base_fd);
@@ -321,10 +321,10 @@ int sb_snapshot_open(const struct sb_options *o, const char *name,
 		return r;
 	if (snprintf(dir, sizeof(dir), "%s/%s", root, ent) >= (int)sizeof(dir))
 		return -ENAMETOOLONG;
-	dfd = sb_open_dir(dir);
+	dfd = sb__open_dir(dir);
 	if (dfd < 0)
 		return dfd;
-	r = template_read_inputs(dfd, buf, sizeof(buf)) ? 0 : -ENOENT;
+	r = sb__template_read_inputs(dfd, buf, sizeof(buf)) ? 0 : -ENOENT;
 	close(dfd);
 	if (r < 0)
 		return r;
@@ -364,33 +364,34 @@ static int setup_vm(const struct sb_options *o, struct sb_snapshot_build *b)
 {
 	struct machine_mem m = {.fd = b->mem_fd, .share = true,
 				.incoming = true};
-	int dfd, fd, r = vm_create(o, b->name, b->base.accel, &b->vm);
+	int dfd, fd, r = sb__vm_create(o, b->name, b->base.accel, &b->vm);
 
 	if (r == 0) {
 		b->vm->restored = true;
-		r = vm_launch(b->vm, o, &b->base.img, &m);
+		r = sb__vm_launch(b->vm, o, &b->base.img, &m);
 	}
 	if (r == 0)
-		r = vm_connect(b->vm, o);
+		r = sb__vm_connect(b->vm, o);
 	if (r == 0)
-		r = vm_qmp_ignore_shared(b->vm);
+		r = sb__vm_qmp_ignore_shared(b->vm);
 	if (r == 0) {
-		dfd = sb_open_dir(b->base.dir);
-		fd = dfd < 0 ? dfd
-			     : sb_open_in(dfd, "state", O_RDONLY, 0, geteuid());
+		dfd = sb__open_dir(b->base.dir);
+		fd = dfd < 0
+			 ? dfd
+			 : sb__open_in(dfd, "state", O_RDONLY, 0, geteuid());
 		if (dfd >= 0)
 			close(dfd);
-		r = fd < 0 ? fd : vm_qmp_pass_state(b->vm, fd);
+		r = fd < 0 ? fd : sb__vm_qmp_pass_state(b->vm, fd);
 		if (fd >= 0)
 			close(fd); /* QEMU holds its own copy now */
 	}
 	if (r == 0)
-		r = vm_qmp(b->vm, "migrate-incoming",
-			   json_pack("{s:s}", "uri", "fd:state"), NULL);
+		r = sb__vm_qmp(b->vm, "migrate-incoming",
+			       json_pack("{s:s}", "uri", "fd:state"), NULL);
 	if (r == 0)
-		r = vm_ready(b->vm, o, o->call_timeout_ms);
+		r = sb__vm_ready(b->vm, o, o->call_timeout_ms);
 	if (r < 0 && b->vm && !b->vm->error[0])
-		vm_fail(b->vm, r, "snapshot setup VM");
+		sb__vm_fail(b->vm, r, "snapshot setup VM");
 	return r;
 }
 
@@ -404,10 +405,10 @@ static bool cache_hit(const char *root, const struct sb_snapshot_build *b)
 	if (find_build(root, b->name, ent, sizeof(ent)) < 0 ||
 	    snprintf(dir, sizeof(dir), "%s/%s", root, ent) >= (int)sizeof(dir))
 		return false;
-	dfd = sb_open_dir(dir);
+	dfd = sb__open_dir(dir);
 	if (dfd < 0)
 		return false;
-	hit = template_read_inputs(dfd, buf, sizeof(buf)) &&
+	hit = sb__template_read_inputs(dfd, buf, sizeof(buf)) &&
 	      !strcmp(buf, b->inputs);
 	close(dfd);
 	return hit;
@@ -488,9 +489,9 @@ int sb_snapshot_begin(const struct sb_options *o, const char *name,
 		return r; /* 1: a cache hit */
 	r = fstat(b->base.mem_fd, &st) < 0 ? -errno : 0;
 	if (r == 0)
-		r = b->mem_fd = template_memfd(st.st_size);
+		r = b->mem_fd = sb__template_memfd(st.st_size);
 	if (r >= 0)
-		r = template_copy_extents(b->base.mem_fd, b->mem_fd);
+		r = sb__template_copy_extents(b->base.mem_fd, b->mem_fd);
 	if (r == 0)
 		r = setup_vm(o, b);
 	*ret_vm = b->vm;
@@ -509,9 +510,9 @@ void sb_snapshot_abort(struct sb_snapshot_build *b)
 		char *slash = strrchr(b->tmp, '/');
 
 		*slash = 0;
-		pfd = sb_open_dir(b->tmp);
+		pfd = sb__open_dir(b->tmp);
 		if (pfd >= 0) {
-			sb_remove_at(pfd, slash + 1, 2);
+			sb__remove_at(pfd, slash + 1, 2);
 			close(pfd);
 		}
 		b->tmp[0] = 0;
@@ -525,7 +526,7 @@ void sb_snapshot_abort(struct sb_snapshot_build *b)
 static int write_file(int dfd, const char *name, const void *data,
 		      size_t len, mode_t mode)
 {
-	int fd = sb_open_in(dfd, name, O_WRONLY | O_CREAT, mode, geteuid());
+	int fd = sb__open_in(dfd, name, O_WRONLY | O_CREAT, mode, geteuid());
 	int r = 0;
 
 	if (fd < 0)
@@ -551,7 +552,7 @@ static int save_mem(const struct sb_snapshot_build *b, int dfd,
 	bits = calloc(1, nbits);
 	if (!bits)
 		return -ENOMEM;
-	fd = sb_open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
+	fd = sb__open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
 	r = fd;
 	if (fd >= 0)
 		r = ftruncate(fd, st.st_size) < 0 ? -errno : 0;
@@ -587,7 +588,7 @@ static bool snap_info(const char *root, int rfd, const char *ent,
 	if (dfd < 0)
 		return false;
 	memset(ret, 0, sizeof(*ret));
-	if (!template_read_inputs(dfd, buf, sizeof(buf))) {
+	if (!sb__template_read_inputs(dfd, buf, sizeof(buf))) {
 		close(dfd);
 		return false;
 	}
@@ -652,7 +653,7 @@ int sb_snapshot_list(const struct sb_options *o, struct sb_snapshot_info *ret,
 /* Remove the builds of `name` in root but `keep` ("" = all); the count. */
 static int remove_builds(const char *root, const char *name, const char *keep)
 {
-	int rfd = sb_open_dir(root), n = 0;
+	int rfd = sb__open_dir(root), n = 0;
 	struct dirent *e;
 	DIR *d;
 
@@ -661,7 +662,7 @@ static int remove_builds(const char *root, const char *name, const char *keep)
 	d = fdopendir(dup(rfd));
 	while (d && (e = readdir(d)))
 		if (entry_of(e->d_name, name) && strcmp(e->d_name, keep) != 0 &&
-		    sb_remove_at(rfd, e->d_name, 2) == 0)
+		    sb__remove_at(rfd, e->d_name, 2) == 0)
 			n++;
 	if (d)
 		closedir(d);
@@ -700,9 +701,9 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 		if (all[i].in_use || !strcmp(all[i].name, keep))
 			continue;
 		if (sb_snapshot_remove(o, all[i].name) == 0) {
-			fprintf(stderr, "airlock: snapshot %s removed: over "
-				"the %u MiB cap\n", all[i].name,
-				o->snapshot_max_mb);
+			sb_log(o, SB_LOG_INFO,
+			       "snapshot %s removed: over the %u MiB cap",
+			       all[i].name, o->snapshot_max_mb);
 			total -= all[i].disk_bytes;
 		}
 	}
@@ -713,16 +714,16 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 		      uint64_t *ret_pages)
 {
-	int dfd = sb_open_dir(b->tmp), r;
+	int dfd = sb__open_dir(b->tmp), r;
 
 	if (dfd < 0)
 		return dfd;
 	/* the very request a clone starts with (as template.c does) */
-	r = vm_reseed(b->vm, o);
+	r = sb__vm_reseed(b->vm, o);
 	if (r == 0)
-		r = template_save_state(b->vm, dfd, (off_t)STATE_MAX);
+		r = sb__template_save_state(b->vm, dfd, (off_t)STATE_MAX);
 	if (r < 0)
-		vm_fail(b->vm, r, "save snapshot state");
+		sb__vm_fail(b->vm, r, "save snapshot state");
 	sb_vm_destroy(b->vm); /* QEMU reaped: the RAM in mem_fd is final */
 	b->vm = NULL;
 	if (r == 0)
@@ -758,7 +759,7 @@ int sb_snapshot_commit(const struct sb_options *o,
 		enforce_cap(o, b->name);
 	}
 	if (r == 0 && ret) {
-		int rfd = sb_open_dir(root);
+		int rfd = sb__open_dir(root);
 
 		if (rfd >= 0 && snap_info(root, rfd, ent, ret)) {
 			ret->save_ms = al_now_ms() - t0;

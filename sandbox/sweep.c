@@ -4,18 +4,18 @@
  * being the process that made the VM (a worker, or a CLI run); a jailed
  * VMM has no run dir of its own (its uid lease is a flock the kernel
  * drops, its jail root a mount in its own namespace), but VMs of older
- * versions had a run dir RUN/PID-vm-XXXXXX, swept the same way. sb_vm_destroy() removes them, but a process killed with
- * SIGKILL destroys nothing: its QEMU dies by PDEATHSIG, yet the cgroup
- * stays, and a QEMU that somehow outlived it would run on unowned.
- * sb_sweep() looks for names whose PID is dead and removes all three (a
- * zombie counts as dead):
+ * versions had a run dir RUN/PID-vm-XXXXXX, swept the same way. sb_vm_destroy()
+ * removes them, but a process killed with SIGKILL destroys nothing: its QEMU
+ * dies by PDEATHSIG, yet the cgroup stays, and a QEMU that somehow outlived it
+ * would run on unowned. sb_sweep() looks for names whose PID is dead and
+ * removes all three (a zombie counts as dead):
  *
  *   1. cgroups: every process still in one is SIGKILLed, then it goes
- *      (cgroup.c, cg_sweep);
+ *      (cgroup.c, sb__cg_sweep);
  *   2. processes outside any cgroup (a host without cgroups) whose
  *      command line names a stale run dir: SIGKILLed;
  *   3. run dirs: removed with everything in them, never following a link
- *      a VMM planted (util.c, sb_remove_at);
+ *      a VMM planted (util.c, sb__remove_at);
  *   4. host links al<PID>-<slot> of network slots (net.c): the kernel
  *      frees a slot's namespace, and the veth with it, once its last
  *      process is gone; a link still there is deleted.
@@ -30,7 +30,7 @@
  * doctor` reports them (and `doctor --fix` calls sb_sweep()).
  *
  * Callers: the dispatcher, at start-up and whenever one of its workers
- * dies (dispatcher/serve.c); doctor (tools/cmd_doctor.c).
+ * dies (dispatcher/serve.c); doctor (tools/cli/cmd_doctor.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -43,7 +43,6 @@
 
 #include "cgroup.h"
 #include "net.h"
-#include "rtnl.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -176,7 +175,7 @@ static unsigned remove_dirs(const char *run_dir, const struct stale_dirs *s)
 {
 	size_t base = strlen(run_dir) + 1;
 	unsigned n = 0;
-	int dfd = sb_open_dir(run_dir);
+	int dfd = sb__open_dir(run_dir);
 
 	if (dfd < 0)
 		return 0;
@@ -186,7 +185,7 @@ static unsigned remove_dirs(const char *run_dir, const struct stale_dirs *s)
 		snprintf(name, sizeof(name), "%.*s",
 			 (int)(strlen(s->path[i]) - base - 1),
 			 s->path[i] + base);
-		if (sb_remove_at(dfd, name, SWEEP_DEPTH) == 0)
+		if (sb__remove_at(dfd, name, SWEEP_DEPTH) == 0)
 			n++;
 	}
 	close(dfd);
@@ -201,14 +200,14 @@ int sb_sweep(const struct sb_options *o, struct sb_sweep_stats *ret)
 	memset(ret, 0, sizeof(*ret));
 	if (!s)
 		return -ENOMEM;
-	r = cg_sweep(stale, NULL, &ret->killed);
+	r = sb__cg_sweep(stale, NULL, &ret->killed);
 	/* a slot's namespace dies with its last process; its host link
 	 * goes with it, but not at once: delete what is still there */
 	ret->links = sb_net_sweep(dead);
 	if (r > 0)
 		ret->cgroups = (unsigned)r;
 	/* a run dir that is not ours alone is not swept (nor used) */
-	r = sb_private_dir(o->run_dir, 0700);
+	r = sb__private_dir(o->run_dir, 0700);
 	if (r == 0) {
 		find_dirs(o->run_dir, s);
 		ret->killed += by_cmdline(s, true);
@@ -233,7 +232,7 @@ static void seen(struct scan *s, const char *name)
 		snprintf(s->example, s->len, "%s %s", s->kind, name);
 }
 
-/* cg_sweep()'s callback: counts a stale cgroup and keeps it. */
+/* sb__cg_sweep()'s callback: counts a stale cgroup and keeps it. */
 static bool scan_cgroup(const char *name, void *arg)
 {
 	if (stale(name, NULL))
@@ -241,47 +240,29 @@ static bool scan_cgroup(const char *name, void *arg)
 	return false;
 }
 
-/* rtnl_links()'s callback: a host link al<PID>-<slot> of a dead PID. */
-static int scan_link(const char *name, void *arg)
-{
-	char *end;
-	long pid;
-
-	if (strncmp(name, "al", 2) || name[2] < '1' || name[2] > '9')
-		return 0;
-	pid = strtol(name + 2, &end, 10);
-	if (*end == '-' && pid > 0 && pid <= 0x3fffffff && dead((pid_t)pid))
-		seen(arg, name);
-	return 0;
-}
-
 void sb_sweep_scan(const struct sb_options *o, struct sb_sweep_stats *ret,
 		   char *example, size_t len)
 {
-	struct scan cg = {0, example, len, "cgroup"},
-		    ln = {0, example, len, "link"};
+	struct scan cg = {0, example, len, "cgroup"};
 	struct stale_dirs *s = calloc(1, sizeof(*s));
-	int fd = rtnl_open();
-	unsigned killed = 0;
+	unsigned killed = 0, links;
+	char link[64];
 
 	memset(ret, 0, sizeof(*ret));
 	if (len)
 		example[0] = 0;
-	cg_sweep(scan_cgroup, &cg, &killed);
-	if (fd >= 0) {
-		ln.n = 0;
-		ln.len = cg.n ? 0 : len; /* one example: the first kind found */
-		rtnl_links(fd, scan_link, &ln);
-		close(fd);
-	}
+	sb__cg_sweep(scan_cgroup, &cg, &killed);
+	links = sb_net_scan(dead, link, sizeof(link));
+	if (links && !cg.n && len) /* one example: the first kind found */
+		snprintf(example, len, "link %s", link);
 	if (s) {
 		find_dirs(o->run_dir, s);
-		if (s->n && !cg.n && !ln.n && len)
+		if (s->n && !cg.n && !links && len)
 			snprintf(example, len, "run dir %s", s->path[0]);
 		ret->dirs = s->n;
 		ret->killed = by_cmdline(s, false);
 		free(s);
 	}
 	ret->cgroups = cg.n;
-	ret->links = ln.n;
+	ret->links = links;
 }

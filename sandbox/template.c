@@ -35,7 +35,7 @@
  * running clones keep their memfd alive.
  *
  * Files root reads or writes in a template dir are opened relative to the
- * dir's fd by sb_open_in() (util.c): no symlink followed, no FIFO blocked
+ * dir's fd by sb__open_in() (util.c): no symlink followed, no FIFO blocked
  * on, a regular file of ours, and what root creates there is O_EXCL. No
  * VMM sees these dirs at all (the jail binds only the image), so this
  * guards against anyone else who could write STATE, and keeps root's
@@ -107,10 +107,10 @@ static uint64_t machine_hash(const struct sb_options *o,
 	struct vmm_argv a = {0};
 	uint64_t h = 0;
 
-	machine_argv(&a, o, img, &m);
+	sb__machine_argv(&a, o, img, &m);
 	for (size_t i = 0; i < a.n; i++)
 		h = h * 31 + fnv1a(a.v[i]);
-	vmm_argv_release(&a);
+	sb__vmm_argv_release(&a);
 	return h;
 }
 
@@ -120,7 +120,7 @@ static int template_inputs(const struct sb_options *o,
 {
 	char qemu[PATH_MAX];
 	struct stat st;
-	int r = sb_find_binary(o->qemu, qemu, sizeof(qemu));
+	int r = sb__find_binary(o->qemu, qemu, sizeof(qemu));
 
 	if (r < 0)
 		return r;
@@ -144,9 +144,9 @@ static int template_inputs(const struct sb_options *o,
 }
 
 /* Shared with snapshot.c (vm_internal.h). */
-bool template_read_inputs(int dfd, char *buf, size_t size)
+bool sb__template_read_inputs(int dfd, char *buf, size_t size)
 {
-	int fd = sb_open_in(dfd, "inputs", O_RDONLY, 0, geteuid());
+	int fd = sb__open_in(dfd, "inputs", O_RDONLY, 0, geteuid());
 	ssize_t n;
 
 	if (fd < 0)
@@ -160,7 +160,7 @@ bool template_read_inputs(int dfd, char *buf, size_t size)
 /* Is `name` in `dfd` a regular file owned by `owner`? */
 static bool file_ok(int dfd, const char *name, uid_t owner)
 {
-	int fd = sb_open_in(dfd, name, O_RDONLY, 0, owner);
+	int fd = sb__open_in(dfd, name, O_RDONLY, 0, owner);
 
 	if (fd < 0)
 		return false;
@@ -172,13 +172,13 @@ static bool file_ok(int dfd, const char *name, uid_t owner)
 static bool template_complete(const char *dir, const char *inputs)
 {
 	char buf[1024];
-	int dfd = sb_open_dir(dir);
+	int dfd = sb__open_dir(dir);
 	bool ok;
 
 	if (dfd < 0)
 		return false;
-	ok = template_read_inputs(dfd, buf, sizeof(buf)) && !strcmp(buf, inputs) &&
-	     file_ok(dfd, "state", geteuid()) &&
+	ok = sb__template_read_inputs(dfd, buf, sizeof(buf)) &&
+	     !strcmp(buf, inputs) && file_ok(dfd, "state", geteuid()) &&
 	     file_ok(dfd, "mem", geteuid());
 	close(dfd);
 	return ok;
@@ -194,10 +194,10 @@ static void remove_template_dir(const char *dir)
 	if (!slash || slash == dir)
 		return;
 	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir);
-	pfd = sb_open_dir(parent);
+	pfd = sb__open_dir(parent);
 	if (pfd < 0)
 		return;
-	sb_remove_at(pfd, slash + 1, 2);
+	sb__remove_at(pfd, slash + 1, 2);
 	close(pfd);
 }
 
@@ -205,12 +205,12 @@ static void remove_template_dir(const char *dir)
 static bool other_image(const char *dir, const char *image_hash)
 {
 	char buf[1024], want[64];
-	int dfd = sb_open_dir(dir);
+	int dfd = sb__open_dir(dir);
 	bool ok;
 
 	if (dfd < 0)
 		return true;
-	ok = template_read_inputs(dfd, buf, sizeof(buf));
+	ok = sb__template_read_inputs(dfd, buf, sizeof(buf));
 	close(dfd);
 	if (!ok)
 		return true; /* incomplete */
@@ -257,7 +257,7 @@ static int wait_migration(struct sb_vm *vm, int timeout_ms)
 		const char *st;
 		int r;
 
-		r = vm_qmp(vm, "query-migrate", NULL, &ret);
+		r = sb__vm_qmp(vm, "query-migrate", NULL, &ret);
 		if (r < 0)
 			return r;
 		st = json_string_value(json_object_get(ret, "status"));
@@ -323,12 +323,12 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 			 const struct sb_image *img, int mem_fd)
 {
 	struct machine_mem m = {.fd = mem_fd, .share = true};
-	int r = vm_launch(vm, o, img, &m);
+	int r = sb__vm_launch(vm, o, img, &m);
 
 	if (r == 0)
-		r = vm_connect(vm, o);
+		r = sb__vm_connect(vm, o);
 	if (r == 0)
-		r = vm_handshake(vm, o, o->boot_timeout_ms);
+		r = sb__vm_handshake(vm, o, o->boot_timeout_ms);
 	if (r == 0)
 		r = template_warmup(vm, img);
 	/* the default job limits, so that a clone's job with those finds
@@ -343,10 +343,10 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 	/* the python zygote, after the warm-up (whose steps would end it):
 	 * every clone then has it waiting for its job (docs/zygote.md) */
 	if (r == 0 && img->zygote[0]) {
-		r = al_agent_client_zygote(&vm->agent, img->zygote,
-					   ZYGOTE_TIMEOUT_MS);
+		r = sb__agent_client_zygote(&vm->agent, img->zygote,
+					    ZYGOTE_TIMEOUT_MS);
 		if (r < 0)
-			vm_fail(vm, r, "agent zygote");
+			sb__vm_fail(vm, r, "agent zygote");
 	}
 	/* let the guest finish what the boot and warm-up left pending
 	 * (deferred frees, timers, writeback): a clone otherwise does it in
@@ -359,9 +359,9 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 	 * left, so clones take no page faults for them (measured under TCG:
 	 * ~400 fewer translated blocks in a clone's first exchange) */
 	if (r == 0) {
-		r = vm_reseed(vm, o);
+		r = sb__vm_reseed(vm, o);
 		if (r < 0)
-			vm_fail(vm, r, "agent reseed");
+			sb__vm_fail(vm, r, "agent reseed");
 	}
 	return r;
 }
@@ -369,19 +369,19 @@ static int template_boot(struct sb_vm *vm, const struct sb_options *o,
 /* Save the device state to `state` in `dfd`, the guest still running: QEMU stops it
  * itself for the device state, and the runstate it records makes clones
  * start on their own. */
-int template_save_state(struct sb_vm *vm, int dfd, off_t max)
+int sb__template_save_state(struct sb_vm *vm, int dfd, off_t max)
 {
-	int fd, r = vm_qmp_ignore_shared(vm);
+	int fd, r = sb__vm_qmp_ignore_shared(vm);
 
 	if (r < 0)
 		return r;
-	fd = sb_open_in(dfd, "state", O_WRONLY | O_CREAT, 0600, geteuid());
+	fd = sb__open_in(dfd, "state", O_WRONLY | O_CREAT, 0600, geteuid());
 	if (fd < 0)
 		return fd;
-	r = vm_qmp_pass_state(vm, fd);
+	r = sb__vm_qmp_pass_state(vm, fd);
 	if (r == 0)
-		r = vm_qmp(vm, "migrate", json_pack("{s:s}", "uri", "fd:state"),
-			   NULL);
+		r = sb__vm_qmp(vm, "migrate",
+			       json_pack("{s:s}", "uri", "fd:state"), NULL);
 	if (r == 0)
 		r = wait_migration(vm, SAVE_TIMEOUT_MS);
 	if (r == 0 && fsync(fd) < 0)
@@ -392,7 +392,7 @@ int template_save_state(struct sb_vm *vm, int dfd, off_t max)
 	return r;
 }
 
-int template_copy_extents(int in, int out)
+int sb__template_copy_extents(int in, int out)
 {
 	const size_t chunk = 1u << 20;
 	char *buf = malloc(chunk);
@@ -423,7 +423,7 @@ int template_copy_extents(int in, int out)
 	return r;
 }
 
-int template_memfd(off_t size)
+int sb__template_memfd(off_t size)
 {
 	int fd = memfd_create("airlock-template",
 			      MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -448,10 +448,12 @@ static int mem_save(int mem_fd, int dfd)
 
 	if (fstat(mem_fd, &st) < 0)
 		return -errno;
-	fd = sb_open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
+	fd = sb__open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
 	if (fd < 0)
 		return fd;
-	r = ftruncate(fd, st.st_size) < 0 ? -errno : template_copy_extents(mem_fd, fd);
+	r = ftruncate(fd, st.st_size) < 0
+		? -errno
+		: sb__template_copy_extents(mem_fd, fd);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0) /* the memfd holds these pages: drop the cached copy */
@@ -467,19 +469,19 @@ static int mem_save(int mem_fd, int dfd)
 static int mem_load(const char *dir)
 {
 	struct stat st;
-	int dfd = sb_open_dir(dir), fd, mfd = -1, r;
+	int dfd = sb__open_dir(dir), fd, mfd = -1, r;
 
 	if (dfd < 0)
 		return dfd;
-	fd = sb_open_in(dfd, "mem", O_RDONLY, 0, geteuid());
+	fd = sb__open_in(dfd, "mem", O_RDONLY, 0, geteuid());
 	close(dfd);
 	if (fd < 0)
 		return fd;
 	r = fstat(fd, &st) < 0 ? -errno : 0;
 	if (r == 0)
-		r = mfd = template_memfd(st.st_size);
+		r = mfd = sb__template_memfd(st.st_size);
 	if (r >= 0)
-		r = template_copy_extents(fd, mfd);
+		r = sb__template_copy_extents(fd, mfd);
 	if (r == 0)
 		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (r == 0 && fcntl(mfd, F_ADD_SEALS, MEM_SEALS) < 0)
@@ -527,11 +529,11 @@ static int template_build(const struct sb_options *o,
 			  size_t errlen)
 {
 	struct sb_vm *vm = NULL;
-	int fd = template_memfd((off_t)o->memory_mb << 20), r;
+	int fd = sb__template_memfd((off_t)o->memory_mb << 20), r;
 
 	if (fd < 0)
 		return fd;
-	r = vm_create(o, img->name, accel, &vm);
+	r = sb__vm_create(o, img->name, accel, &vm);
 	/* the networked variant boots with its NIC on a tap in a namespace
 	 * with no way out: the guest configures it, nothing reaches it */
 	if (r == 0 && net)
@@ -540,7 +542,7 @@ static int template_build(const struct sb_options *o,
 	if (r == 0)
 		r = template_boot(vm, o, img, fd);
 	if (r == 0)
-		r = template_save_state(vm, dfd, 0);
+		r = sb__template_save_state(vm, dfd, 0);
 	if (r < 0)
 		snprintf(err, errlen, "%s",
 			 vm && vm->error[0] ? vm->error : strerror(-r));
@@ -564,7 +566,7 @@ static int write_inputs(int dfd, const char *inputs)
 	size_t n = strlen(inputs);
 	int fd, r = 0;
 
-	fd = sb_open_in(dfd, "inputs", O_WRONLY | O_CREAT, 0644, geteuid());
+	fd = sb__open_in(dfd, "inputs", O_WRONLY | O_CREAT, 0644, geteuid());
 	if (fd < 0)
 		return fd;
 	if (write(fd, inputs, n) != (ssize_t)n || fsync(fd) < 0)
@@ -593,7 +595,7 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 		rmdir(tmp);
 		return r;
 	}
-	dfd = sb_open_dir(tmp);
+	dfd = sb__open_dir(tmp);
 	r = dfd < 0 ? dfd
 		    : template_build(o, &t->img, t->accel, t->net, dfd, &fd,
 				     err, errlen);
@@ -677,7 +679,7 @@ out:
 	if (lock_fd >= 0)
 		close(lock_fd); /* releases the lock */
 	if (r < 0 && err[0])
-		fprintf(stderr, "airlock: template %s: %s\n", template_, err);
+		sb_log(o, SB_LOG_WARN, "template %s: %s", template_, err);
 	return r;
 }
 

@@ -22,10 +22,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "sandbox.h"
 #include "util.h"
 
-ssize_t sb_read_deadline(int fd, void *buf, size_t len, struct al_deadline d)
+ssize_t sb__read_deadline(int fd, void *buf, size_t len, struct al_deadline d)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 
@@ -46,7 +45,7 @@ ssize_t sb_read_deadline(int fd, void *buf, size_t len, struct al_deadline d)
 	}
 }
 
-int sb_connect_unix(const char *path, struct al_deadline d)
+int sb__connect_unix(const char *path, struct al_deadline d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
@@ -71,7 +70,7 @@ int sb_connect_unix(const char *path, struct al_deadline d)
 	}
 }
 
-int sb_find_binary(const char *name, char *out, size_t size)
+int sb__find_binary(const char *name, char *out, size_t size)
 {
 	const char *path = getenv("PATH");
 	char buf[PATH_MAX];
@@ -98,8 +97,8 @@ int sb_find_binary(const char *name, char *out, size_t size)
 	return -ENOENT;
 }
 
-int sb_open_in(int dirfd, const char *name, int flags, mode_t mode,
-	       uid_t owner)
+int sb__open_in(int dirfd, const char *name, int flags, mode_t mode,
+		uid_t owner)
 {
 	struct stat st;
 	int fd, r;
@@ -125,14 +124,14 @@ int sb_open_in(int dirfd, const char *name, int flags, mode_t mode,
 	return r;
 }
 
-int sb_open_dir(const char *path)
+int sb__open_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
 }
 
-int sb_private_dir(const char *path, mode_t mode)
+int sb__private_dir(const char *path, mode_t mode)
 {
 	struct stat st;
 	mode_t want;
@@ -140,7 +139,7 @@ int sb_private_dir(const char *path, mode_t mode)
 
 	if (mkdir(path, mode) < 0 && errno != EEXIST)
 		return -errno;
-	fd = sb_open_dir(path);
+	fd = sb__open_dir(path);
 	if (fd < 0)
 		return fd == -ELOOP || fd == -ENOTDIR ? -EPERM : fd;
 	if (fstat(fd, &st) < 0)
@@ -156,24 +155,7 @@ int sb_private_dir(const char *path, mode_t mode)
 	return r;
 }
 
-int sb_mkdirs(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
-}
-
-/* Empty the directory open as `fd` (sb_remove_at's recursion). */
+/* Empty the directory open as `fd` (sb__remove_at's recursion). */
 static int remove_entries(int fd, dev_t dev, unsigned depth)
 {
 	DIR *d = fdopendir(fd);
@@ -196,7 +178,7 @@ static int remove_entries(int fd, dev_t dev, unsigned depth)
 		if (S_ISDIR(st.st_mode) && st.st_dev != dev)
 			q = -EBUSY; /* a mount point: not ours to empty */
 		else
-			q = sb_remove_at(fd, e->d_name, depth);
+			q = sb__remove_at(fd, e->d_name, depth);
 		if (q < 0 && r == 0)
 			r = q;
 	}
@@ -204,7 +186,7 @@ static int remove_entries(int fd, dev_t dev, unsigned depth)
 	return r;
 }
 
-int sb_remove_at(int dirfd, const char *name, unsigned depth)
+int sb__remove_at(int dirfd, const char *name, unsigned depth)
 {
 	struct stat st;
 	int fd, r;
@@ -234,8 +216,7 @@ int sb_remove_at(int dirfd, const char *name, unsigned depth)
 #define MFD_EXEC 0x0010U /* Linux 6.3: executable even under memfd_noexec */
 #endif
 
-int sb_sealed_memfd(const char *name, const void *data, size_t len,
-		    bool exec)
+int sb__sealed_memfd(const char *name, const void *data, size_t len, bool exec)
 {
 	const unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	const unsigned int seals =

@@ -7,11 +7,13 @@
  * bounded tail (the "qemu exited: LAST LINE" error text), its console a
  * ring in its own memory. The command line comes from machine.c, one
  * builder for templates and clones; vmm.c launches it (struct vmm_spec:
- * fds, cgroup, jail, uid, and later the per-VM netns and tap). As root,
- * each VMM is jailed (jail.c) under a uid leased for its life (lease.c);
- * the run dir holds only those leases and the jail's mount point, both
- * root's alone. No network device exists at all yet. After the agent answers hello it gets
- * fresh entropy and the wall clock before any job code runs. Every agent
+ * fds, cgroup, jail, uid, and the per-VM netns and tap). As root, each
+ * VMM is jailed (jail.c) under a uid leased for its life (lease.c); the
+ * run dir holds only those leases and the jail's mount point, both root's
+ * alone. A VM has no network device unless its job's policy allows
+ * egress: then its one NIC is the tap of a network slot (net/net.h) that
+ * the VMM enters as its network namespace. After the agent answers hello
+ * it gets fresh entropy and the wall clock before any job code runs. Every agent
  * call has a deadline, capped by the VM's hard TTL; a QEMU that dies
  * closes the agent socket, so a call in flight fails at once rather than
  * at its deadline.
@@ -35,12 +37,13 @@
  *        +--> lease.c    the VMM's uid
  *        +--> qmp.c, agent_client.c --> util.c (the deadline read)
  *        +--> cgroup.c   the VMM's host cgroup
+ *        +--> net/       a networked VM's slot, through net.h only
+ *   options.c   struct sb_options and its defaults, below all of these
  *
- * Callers: workers (through sandbox.h), tests/vm, tools/bench_vm.c.
+ * Callers: workers (through sandbox.h), tests/vm, tools/bench/bench_vm.c.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -65,71 +68,6 @@
 #define QMP_TIMEOUT_MS 5000 /* connect, and each QMP command */
 #define STEP_MARGIN_MS 5000 /* channel slack over a step's own timeout */
 #define JAIL_PATH (PATH_MAX + 80) /* a path in a dir of PATH_MAX */
-
-void sb_options_init(struct sb_options *o)
-{
-	const char *home = getenv("HOME");
-
-	memset(o, 0, sizeof(*o));
-	if (geteuid() == 0 || !home) {
-		snprintf(o->state_dir, sizeof(o->state_dir), "%s",
-			 SB_SYSTEM_DIR);
-		snprintf(o->run_dir, sizeof(o->run_dir), "/run/airlock");
-	} else {
-		const char *xrd = getenv("XDG_RUNTIME_DIR");
-
-		snprintf(o->state_dir, sizeof(o->state_dir),
-			 "%s/.local/state/airlock", home);
-		snprintf(o->system_dir, sizeof(o->system_dir), "%s",
-			 SB_SYSTEM_DIR);
-		if (xrd && xrd[0] == '/' &&
-		    strlen(xrd) + 8 < sizeof(o->run_dir))
-			snprintf(o->run_dir, sizeof(o->run_dir), "%s/airlock",
-				 xrd);
-		else
-			snprintf(o->run_dir, sizeof(o->run_dir),
-				 "/tmp/airlock-%u", (unsigned)geteuid());
-	}
-	snprintf(o->qemu, sizeof(o->qemu), "qemu-system-x86_64");
-	o->accel = SB_ACCEL_AUTO;
-	o->memory_mb = 1024;
-	o->vcpus = 1;
-	o->boot_timeout_ms = 60000;
-	o->call_timeout_ms = 30000;
-	o->ttl_ms = 0;
-	o->vmm_overhead_mb = 256;
-	o->vmm_cpu_percent = 100;
-	o->vmm_pids = 256;
-	o->prestart = 1;
-	o->warm_last = 1;
-	o->net_ready = 1;
-	o->warm_max_age_s = 600;
-	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
-	o->vmm_uid_base = 1200000;
-	o->vmm_uid_count = 1024;
-	/* QEMU is semi-trusted: as root, jail each one under a uid of its
-	 * own (plus the kvm group for /dev/kvm); as anyone else there is no
-	 * privilege to drop and no namespace to make (`airlock doctor`) */
-	if (geteuid() == 0) {
-		const struct group *kvm = getgrnam("kvm");
-
-		o->jail = true;
-		o->kvm_gid = kvm ? kvm->gr_gid : 0;
-	}
-}
-
-enum sb_carrier sb_carrier_resolve(const struct sb_options *o)
-{
-	int fd;
-
-	if (o->carrier != SB_CARRIER_AUTO)
-		return o->carrier;
-	fd = open("/dev/vhost-vsock", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return SB_CARRIER_SERIAL;
-	close(fd);
-	return SB_CARRIER_VSOCK;
-}
 
 /* A guest CID no other live VM of ours has: the pid in the high bits, a
  * counter in the low ones (CIDs 0-2 are reserved). */
@@ -187,7 +125,7 @@ static void drain_log(struct sb_vm *vm)
 	vm->log_tail[vm->log_len] = 0;
 }
 
-const char *vm_log_tail(struct sb_vm *vm)
+const char *sb__vm_log_tail(struct sb_vm *vm)
 {
 	drain_log(vm);
 	return vm->log_tail;
@@ -200,7 +138,7 @@ static void qemu_last_words(struct sb_vm *vm, char *out, size_t size)
 	size_t n;
 	char *line;
 
-	snprintf(buf, sizeof(buf), "%s", vm_log_tail(vm));
+	snprintf(buf, sizeof(buf), "%s", sb__vm_log_tail(vm));
 	n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = 0;
@@ -212,7 +150,7 @@ static void qemu_last_words(struct sb_vm *vm, char *out, size_t size)
 	snprintf(out, size, "%.*s", (int)(size - 1), line);
 }
 
-void vm_fail(struct sb_vm *vm, int r, const char *what)
+void sb__vm_fail(struct sb_vm *vm, int r, const char *what)
 {
 	char words[200] = "";
 	struct pollfd p = {.fd = vm->pidfd, .events = POLLIN};
@@ -221,7 +159,7 @@ void vm_fail(struct sb_vm *vm, int r, const char *what)
 	 * when the channel broke, give the exit a moment to show */
 	if (vm->pidfd >= 0 && (r == -EPIPE || r == -ECONNRESET))
 		poll(&p, 1, 200);
-	if (vm->pidfd >= 0 && vmm_exited(vm->pidfd)) {
+	if (vm->pidfd >= 0 && sb__vmm_exited(vm->pidfd)) {
 		qemu_last_words(vm, words, sizeof(words));
 		snprintf(vm->error, sizeof(vm->error),
 			 "%s: qemu exited%s%s", what, words[0] ? ": " : "",
@@ -260,22 +198,22 @@ static int reseed_fill(uint8_t entropy[64], uint64_t *time_ns)
 
 /* Give the guest fresh entropy and the clock: clones of one snapshot are
  * otherwise identical, CRNG state included. */
-int vm_reseed(struct sb_vm *vm, const struct sb_options *o)
+int sb__vm_reseed(struct sb_vm *vm, const struct sb_options *o)
 {
 	uint8_t entropy[64];
 	uint64_t ns;
 	int r = reseed_fill(entropy, &ns);
 
 	if (r == 0)
-		r = al_agent_client_reseed(
-			&vm->agent, entropy, sizeof(entropy), ns,
-			vm_call_timeout(vm, o->call_timeout_ms));
+		r = sb__agent_client_reseed(
+		    &vm->agent, entropy, sizeof(entropy), ns,
+		    vm_call_timeout(vm, o->call_timeout_ms));
 	explicit_bzero(entropy, sizeof(entropy));
 	return r;
 }
 
-int vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
-		    uint32_t timeout_ms)
+int sb__vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
+			uint32_t timeout_ms)
 {
 	uint8_t entropy[64];
 	bool done = false;
@@ -283,15 +221,15 @@ int vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
 	int r = reseed_fill(entropy, &ns);
 
 	if (r == 0)
-		r = al_agent_client_setup_reseed(
-			&vm->agent, limits, entropy, sizeof(entropy), ns,
-			vm_call_timeout(vm, timeout_ms), &done);
+		r = sb__agent_client_setup_reseed(
+		    &vm->agent, limits, entropy, sizeof(entropy), ns,
+		    vm_call_timeout(vm, timeout_ms), &done);
 	/* a v1 agent took the limits only: reseed on its own, still before
 	 * any step */
 	if (r == 0 && !done && reseed_fill(entropy, &ns) == 0)
-		r = al_agent_client_reseed(&vm->agent, entropy,
-					   sizeof(entropy), ns,
-					   vm_call_timeout(vm, timeout_ms));
+		r = sb__agent_client_reseed(&vm->agent, entropy,
+					    sizeof(entropy), ns,
+					    vm_call_timeout(vm, timeout_ms));
 	explicit_bzero(entropy, sizeof(entropy));
 	if (r == 0) {
 		vm->set_up = true;
@@ -308,8 +246,8 @@ static int vm_token_fd(uint8_t token[AL_AUTH_TOKEN_LEN])
 {
 	if (getrandom(token, AL_AUTH_TOKEN_LEN, 0) != AL_AUTH_TOKEN_LEN)
 		return -EIO;
-	return sb_sealed_memfd("airlock-token", token, AL_AUTH_TOKEN_LEN,
-			       false);
+	return sb__sealed_memfd("airlock-token", token, AL_AUTH_TOKEN_LEN,
+				false);
 }
 
 /* The jail's side of a launch: the run dir (root's alone), its mount
@@ -321,8 +259,8 @@ static int vm_jail(struct sb_vm *vm, const struct sb_options *o,
 	struct vmm_jail *j = &spec->jail;
 	int r;
 
-	/* ours alone: sb_private_dir refuses one others may write */
-	r = sb_private_dir(o->run_dir, 0700);
+	/* ours alone: sb__private_dir refuses one others may write */
+	r = sb__private_dir(o->run_dir, 0700);
 	if (r < 0)
 		return r;
 	if (snprintf(paths[0], JAIL_PATH, "%s/uids", o->run_dir) >= JAIL_PATH ||
@@ -332,8 +270,8 @@ static int vm_jail(struct sb_vm *vm, const struct sb_options *o,
 	    snprintf(paths[3], JAIL_PATH, "%s/rootfs.ext4", img->dir) >=
 		    JAIL_PATH)
 		return -ENAMETOOLONG;
-	r = lease_uid(paths[0], o->vmm_uid_base, o->vmm_uid_count, &vm->uid,
-		      &vm->lease_fd);
+	r = sb__lease_uid(paths[0], o->vmm_uid_base, o->vmm_uid_count, &vm->uid,
+			  &vm->lease_fd);
 	if (r < 0)
 		return r;
 	snprintf(paths[0], JAIL_PATH, "%s/jail", o->run_dir);
@@ -396,9 +334,9 @@ static int vm_cgroup(struct sb_vm *vm, const struct sb_options *o)
 
 	/* cgroup names say which process owns the VM: PID-vm-N */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), vm->name);
-	r = cg_create(&vm->cg, name,
-		      ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
-		      o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
+	r = sb__cg_create(&vm->cg, name,
+			  ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
+			  o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
 	if (r == 0 && o->jail && vm->cg.n == 0) { /* fail closed */
 		snprintf(vm->error, sizeof(vm->error),
 			 "host cgroup: none can be made, and a jailed VMM "
@@ -406,13 +344,14 @@ static int vm_cgroup(struct sb_vm *vm, const struct sb_options *o)
 		return -ENOTSUP;
 	}
 	if (r < 0)
-		vm_fail(vm, r, "host cgroup");
+		sb__vm_fail(vm, r, "host cgroup");
 	return r;
 }
 
-int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
-		   const struct sb_image *img, const struct machine_mem *mem,
-		   int kernel_fd, const struct vmm_argv *a)
+int sb__vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
+		       const struct sb_image *img,
+		       const struct machine_mem *mem, int kernel_fd,
+		       const struct vmm_argv *a)
 {
 	char paths[4][JAIL_PATH];
 	struct vmm_spec spec = {
@@ -439,14 +378,14 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	if (r == 0 && o->jail) {
 		r = vm_jail(vm, o, img, a, &spec, paths);
 		if (r < 0)
-			vm_fail(vm, r, "vmm jail");
+			sb__vm_fail(vm, r, "vmm jail");
 	}
 	if (r == 0) {
-		r = vmm_spawn(&spec, &vm->pid, &vm->pidfd);
+		r = sb__vmm_spawn(&spec, &vm->pid, &vm->pidfd);
 		if (r < 0)
-			vm_fail(vm, r, "start qemu");
+			sb__vm_fail(vm, r, "start qemu");
 	} else if (!vm->error[0]) {
-		vm_fail(vm, r, "vmm channels");
+		sb__vm_fail(vm, r, "vmm channels");
 	}
 	for (int i = 0; i < 5; i++)
 		if (theirs[i] >= 0)
@@ -454,7 +393,7 @@ int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
 	return r;
 }
 
-int vm_connect(struct sb_vm *vm, const struct sb_options *o)
+int sb__vm_connect(struct sb_vm *vm, const struct sb_options *o)
 {
 	int r;
 
@@ -462,17 +401,17 @@ int vm_connect(struct sb_vm *vm, const struct sb_options *o)
 		vm->deadline = al_deadline_in(o->ttl_ms);
 	/* QEMU greets once it has initialised (a pre-started VMM: long
 	 * ago); a QEMU that died first closes the pair: EOF at once */
-	r = qmp_open_fd(&vm->qmp, vm->qmp_end, QMP_TIMEOUT_MS);
+	r = sb__qmp_open_fd(&vm->qmp, vm->qmp_end, QMP_TIMEOUT_MS);
 	vm->qmp_end = -1;
 	if (r < 0) {
-		vm_fail(vm, r == 0 ? -EPIPE : r, "connect qmp");
+		sb__vm_fail(vm, r == 0 ? -EPIPE : r, "connect qmp");
 		return r;
 	}
 	if (vm->cid)
 		return 0; /* vsock: connected once the guest runs */
 	vm->agent_fd = vm->serial_end;
 	vm->serial_end = -1;
-	al_agent_client_init(&vm->agent, vm->agent_fd);
+	sb__agent_client_init(&vm->agent, vm->agent_fd);
 	return 0;
 }
 
@@ -494,17 +433,17 @@ static int vsock_connect(struct sb_vm *vm, struct al_deadline d)
 		if (fd < 0)
 			return -errno;
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			al_agent_client_init(&vm->agent, fd);
+			sb__agent_client_init(&vm->agent, fd);
 			e = al_deadline_poll_ms(d);
-			e = -al_agent_client_auth(&vm->agent, vm->token,
-						  e == 0 ? 1 : e);
+			e = -sb__agent_client_auth(&vm->agent, vm->token,
+						   e == 0 ? 1 : e);
 			if (e == 0) {
 				vm->agent_fd = fd;
 				return 0;
 			}
 			/* refused: the template's dead connection may still
 			 * look alive to the agent right after a restore */
-			al_agent_client_release(&vm->agent);
+			sb__agent_client_release(&vm->agent);
 			e = e == EPIPE ? ECONNRESET : e;
 		} else {
 			e = errno;
@@ -527,21 +466,21 @@ static int vm_channel(struct sb_vm *vm, uint32_t timeout_ms)
 	if (vm->cid && vm->agent_fd < 0) {
 		r = vsock_connect(vm, al_deadline_in(timeout_ms));
 		if (r < 0)
-			vm_fail(vm, r, "connect agent vsock");
+			sb__vm_fail(vm, r, "connect agent vsock");
 	}
 	return r;
 }
 
 /* Reseed: the agent is ready for a job. */
-int vm_ready(struct sb_vm *vm, const struct sb_options *o,
-	     uint32_t timeout_ms)
+int sb__vm_ready(struct sb_vm *vm, const struct sb_options *o,
+		 uint32_t timeout_ms)
 {
 	int r = vm_channel(vm, timeout_ms);
 
 	if (r == 0) {
-		r = vm_reseed(vm, o);
+		r = sb__vm_reseed(vm, o);
 		if (r < 0)
-			vm_fail(vm, r, "agent reseed");
+			sb__vm_fail(vm, r, "agent reseed");
 	}
 	if (r == 0)
 		vm->ready_ms = al_now_ms() - vm->start_ms;
@@ -549,26 +488,26 @@ int vm_ready(struct sb_vm *vm, const struct sb_options *o,
 }
 
 /* hello (the agent booted and speaks our protocol), then reseed. */
-int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
-		 uint32_t timeout_ms)
+int sb__vm_handshake(struct sb_vm *vm, const struct sb_options *o,
+		     uint32_t timeout_ms)
 {
 	struct al_msg_hello h = {0};
 	int r = vm_channel(vm, timeout_ms);
 
 	if (r < 0)
 		return r;
-	r = al_agent_client_hello(&vm->agent, vm_call_timeout(vm, timeout_ms),
-				  &h);
+	r = sb__agent_client_hello(&vm->agent, vm_call_timeout(vm, timeout_ms),
+				   &h);
 	if (r < 0) {
-		vm_fail(vm, r, "agent hello");
+		sb__vm_fail(vm, r, "agent hello");
 		return r;
 	}
-	al_agent_client_hello_release(&h);
-	return vm_ready(vm, o, timeout_ms);
+	sb__agent_client_hello_release(&h);
+	return sb__vm_ready(vm, o, timeout_ms);
 }
 
-int vm_create(const struct sb_options *o, const char *name,
-	      enum al_accel accel, struct sb_vm **ret)
+int sb__vm_create(const struct sb_options *o, const char *name,
+		  enum al_accel accel, struct sb_vm **ret)
 {
 	static unsigned vm_serial;
 	struct sb_vm *vm = vm_new();
@@ -612,7 +551,7 @@ static int kernel_stub(const struct sb_image *img)
 	keep = setup + 512;
 	if (keep > (size_t)n)
 		goto out;
-	mfd = sb_sealed_memfd("airlock-kernel-stub", buf, keep, false);
+	mfd = sb__sealed_memfd("airlock-kernel-stub", buf, keep, false);
 	if (mfd < 0)
 		mfd = -1;
 out:
@@ -620,8 +559,8 @@ out:
 	return mfd;
 }
 
-int vm_launch(struct sb_vm *vm, const struct sb_options *o,
-	      const struct sb_image *img, const struct machine_mem *mem)
+int sb__vm_launch(struct sb_vm *vm, const struct sb_options *o,
+		  const struct sb_image *img, const struct machine_mem *mem)
 {
 	struct machine_spec m = {
 		.accel = vm->accel, .mem = *mem, .cid = vm->cid,
@@ -629,7 +568,7 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	};
 	struct vmm_argv a = {0};
 	char qemu[PATH_MAX];
-	int kfd = -1, r = sb_find_binary(o->qemu, qemu, sizeof(qemu));
+	int kfd = -1, r = sb__find_binary(o->qemu, qemu, sizeof(qemu));
 
 	if (r < 0) {
 		snprintf(vm->error, sizeof(vm->error),
@@ -640,9 +579,9 @@ int vm_launch(struct sb_vm *vm, const struct sb_options *o,
 	if (mem->incoming) /* a clone: it never boots */
 		kfd = kernel_stub(img);
 	m.kernel_stub = kfd >= 0;
-	machine_argv(&a, o, img, &m);
-	r = vm_launch_argv(vm, o, img, mem, kfd, &a);
-	vmm_argv_release(&a);
+	sb__machine_argv(&a, o, img, &m);
+	r = sb__vm_launch_argv(vm, o, img, mem, kfd, &a);
+	sb__vmm_argv_release(&a);
 	if (kfd >= 0)
 		close(kfd);
 	return r;
@@ -654,18 +593,19 @@ static int vm_boot(const struct sb_options *o, const struct sb_image *img,
 		   enum al_accel accel, uint32_t timeout_ms, struct sb_net *net,
 		   struct sb_vm **ret)
 {
-	int r = vm_create(o, img->name, accel, ret);
+	int r = sb__vm_create(o, img->name, accel, ret);
 
 	if (r < 0)
 		sb_net_close(net);
 	else
 		(*ret)->net = net;
 	if (r == 0)
-		r = vm_launch(*ret, o, img, &(struct machine_mem){.fd = -1});
+		r = sb__vm_launch(*ret, o, img,
+				  &(struct machine_mem){.fd = -1});
 	if (r == 0)
-		r = vm_connect(*ret, o);
+		r = sb__vm_connect(*ret, o);
 	if (r == 0)
-		r = vm_handshake(*ret, o, timeout_ms);
+		r = sb__vm_handshake(*ret, o, timeout_ms);
 	return r;
 }
 
@@ -683,7 +623,7 @@ static bool kvm_probe(const struct sb_options *o, const struct sb_image *img,
 enum al_accel sb_accel_resolve(const struct sb_options *o,
 			       const struct sb_image *img)
 {
-	return accel_decide(o, img, kvm_probe);
+	return sb__accel_decide(o, img, kvm_probe);
 }
 
 int sb_vm_boot(const struct sb_options *o, const struct sb_image *img,
@@ -700,25 +640,26 @@ int sb_vm_boot_net(const struct sb_options *o, const struct sb_image *img,
 		       net, ret);
 }
 
-int vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret)
+int sb__vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret)
 {
-	return qmp_execute(&vm->qmp, cmd, args, QMP_TIMEOUT_MS, ret,
-			   vm->error, sizeof(vm->error));
+	return sb__qmp_execute(&vm->qmp, cmd, args, QMP_TIMEOUT_MS, ret,
+			       vm->error, sizeof(vm->error));
 }
 
-int vm_qmp_ignore_shared(struct sb_vm *vm)
+int sb__vm_qmp_ignore_shared(struct sb_vm *vm)
 {
-	return vm_qmp(vm, "migrate-set-capabilities",
-		      json_pack("{s:[{s:s,s:b}]}", "capabilities",
-				"capability", "x-ignore-shared", "state", 1),
-		      NULL);
+	return sb__vm_qmp(vm, "migrate-set-capabilities",
+			  json_pack("{s:[{s:s,s:b}]}", "capabilities",
+				    "capability", "x-ignore-shared", "state",
+				    1),
+			  NULL);
 }
 
-int vm_qmp_pass_state(struct sb_vm *vm, int fd)
+int sb__vm_qmp_pass_state(struct sb_vm *vm, int fd)
 {
-	return qmp_execute_fd(&vm->qmp, "getfd",
-			      json_pack("{s:s}", "fdname", "state"), fd,
-			      QMP_TIMEOUT_MS, vm->error, sizeof(vm->error));
+	return sb__qmp_execute_fd(&vm->qmp, "getfd",
+				  json_pack("{s:s}", "fdname", "state"), fd,
+				  QMP_TIMEOUT_MS, vm->error, sizeof(vm->error));
 }
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits)
@@ -731,37 +672,37 @@ int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits)
 		return 0;
 	}
 	vm->set_up = false;
-	r = al_agent_client_setup(&vm->agent, limits,
-				  vm_call_timeout(vm, 30000));
+	r = sb__agent_client_setup(&vm->agent, limits,
+				   vm_call_timeout(vm, 30000));
 
 	if (r < 0)
-		vm_fail(vm, r, "agent setup");
+		sb__vm_fail(vm, r, "agent setup");
 	return r;
 }
 
 int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n)
 {
-	int r = al_agent_client_put_files(&vm->agent, files, n,
-					  vm_call_timeout(vm, 60000));
+	int r = sb__agent_client_put_files(&vm->agent, files, n,
+					   vm_call_timeout(vm, 60000));
 
 	if (r < 0)
-		vm_fail(vm, r, "put files");
+		sb__vm_fail(vm, r, "put files");
 	return r;
 }
 
-int vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
-		  const struct al_limits *limits, uint32_t timeout_ms,
-		  struct al_step_result *ret)
+int sb__vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
+		      const struct al_limits *limits, uint32_t timeout_ms,
+		      struct al_step_result *ret)
 {
 	struct al_step s = *step;
 	int r;
 
 	s.timeout_ms = timeout_ms;
-	r = al_agent_client_run_warmup(
-		&vm->agent, &s, limits,
-		vm_call_timeout(vm, (uint64_t)timeout_ms + STEP_MARGIN_MS), ret);
+	r = sb__agent_client_run_warmup(
+	    &vm->agent, &s, limits,
+	    vm_call_timeout(vm, (uint64_t)timeout_ms + STEP_MARGIN_MS), ret);
 	if (r < 0)
-		vm_fail(vm, r, "run warm-up");
+		sb__vm_fail(vm, r, "run warm-up");
 	return r;
 }
 
@@ -776,29 +717,28 @@ int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 	 * to the job's wall time left), not the one the job gave the step */
 	if (timeout_ms)
 		s.timeout_ms = timeout_ms;
-	r = al_agent_client_run_step(
-		&vm->agent, &s, limits, NULL, NULL,
-		vm_call_timeout(vm, (uint64_t)s.timeout_ms + STEP_MARGIN_MS),
-		ret);
+	r = sb__agent_client_run_step(
+	    &vm->agent, &s, limits, NULL, NULL,
+	    vm_call_timeout(vm, (uint64_t)s.timeout_ms + STEP_MARGIN_MS), ret);
 	if (r < 0)
-		vm_fail(vm, r, "run step");
+		sb__vm_fail(vm, r, "run step");
 	return r;
 }
 
 int sb_vm_get_files(struct sb_vm *vm, char *const *paths, size_t n,
 		    uint64_t max_bytes, struct al_msg_files *ret)
 {
-	int r = al_agent_client_get_files(&vm->agent, paths, n, max_bytes,
-					  vm_call_timeout(vm, 60000), ret);
+	int r = sb__agent_client_get_files(&vm->agent, paths, n, max_bytes,
+					   vm_call_timeout(vm, 60000), ret);
 
 	if (r < 0)
-		vm_fail(vm, r, "get files");
+		sb__vm_fail(vm, r, "get files");
 	return r;
 }
 
 bool sb_vm_alive(struct sb_vm *vm)
 {
-	return vm->pidfd >= 0 && !vmm_exited(vm->pidfd);
+	return vm->pidfd >= 0 && !sb__vmm_exited(vm->pidfd);
 }
 
 static void close_fd(int fd)
@@ -811,12 +751,12 @@ void sb_vm_destroy(struct sb_vm *vm)
 {
 	if (!vm)
 		return;
-	vmm_kill(&vm->pid, &vm->pidfd);
-	cg_destroy(&vm->cg);
-	al_agent_client_release(&vm->agent);
+	sb__vmm_kill(&vm->pid, &vm->pidfd);
+	sb__cg_destroy(&vm->cg);
+	sb__agent_client_release(&vm->agent);
 	if (vm->agent_fd >= 0)
 		close(vm->agent_fd);
-	qmp_close(&vm->qmp);
+	sb__qmp_close(&vm->qmp);
 	close_fd(vm->qmp_end);
 	close_fd(vm->serial_end);
 	close_fd(vm->log_fd);
@@ -829,7 +769,7 @@ void sb_vm_destroy(struct sb_vm *vm)
 
 void sb_files_release(struct al_msg_files *f)
 {
-	al_agent_client_files_release(f);
+	sb__agent_client_files_release(f);
 }
 
 const char *sb_vm_error(const struct sb_vm *vm)

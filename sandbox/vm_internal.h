@@ -1,13 +1,13 @@
 /* vm_internal.h: struct sb_vm and the steps of vm.c that template.c and
  * clone.c build on. Internal to sandbox/: sandbox.h keeps the VM opaque.
- * tests/vm and tools/bench_vm.c include this only to reach a VM's QMP
+ * tests/vm and tools/bench/bench_vm.c include this only to reach a VM's QMP
  * connection (white-box checks and figures no accessor should carry).
  *
- * A VM's life in these steps: vm_create() (struct, CID) -> vm_launch()
+ * A VM's life in these steps: sb__vm_create() (struct, CID) -> sb__vm_launch()
  * (command line, QEMU started in its cgroup and jail, returns at once)
- * -> vm_connect() (QMP and the agent channel) -> vm_handshake() (cold: hello
- * then reseed) or vm_ready() (clone: reseed only) -> sb_vm_* calls ->
- * sb_vm_destroy(). A step that fails fills vm->error (vm_fail).
+ * -> sb__vm_connect() (QMP and the agent channel) -> sb__vm_handshake() (cold:
+ * hello then reseed) or sb__vm_ready() (clone: reseed only) -> sb_vm_* calls ->
+ * sb_vm_destroy(). A step that fails fills vm->error (sb__vm_fail).
  */
 #ifndef AL_VM_INTERNAL_H
 #define AL_VM_INTERNAL_H
@@ -24,13 +24,13 @@ struct sb_vm {
 	pid_t pid;                    /* QEMU, -1 once reaped */
 	int pidfd;                    /* pidfd of QEMU, -1 if none */
 	int agent_fd;                 /* stream to the agent */
-	struct al_agent_client agent; /* protocol state on agent_fd */
+	struct sb__agent_client agent; /* protocol state on agent_fd */
 	struct qmp qmp;               /* QMP connection (fd -1 if none) */
 	char name[32];                /* vm-N, unique in this process */
-	int qmp_end;                  /* our QMP socketpair end until
-				       * vm_connect takes it, else -1 */
-	int serial_end;               /* our end of the agent's virtio-serial
-				       * port until vm_connect takes it */
+	int qmp_end;		      /* our QMP socketpair end until
+				       * sb__vm_connect takes it, else -1 */
+	int serial_end;		      /* our end of the agent's virtio-serial
+				       * port until sb__vm_connect takes it */
 	int log_fd;                   /* QEMU's stdout+stderr (pipe, read
 				       * non-blocking), -1 if none */
 	char log_tail[512];           /* the last bytes read from log_fd */
@@ -62,67 +62,68 @@ struct sb_vm {
  * carrier, a CID of its own. *ret is set whenever
  * the struct exists, failure included (the caller reads the error and
  * destroys it); -ENOMEM leaves it NULL. */
-int vm_create(const struct sb_options *o, const char *name,
-	      enum al_accel accel, struct sb_vm **ret);
+int sb__vm_create(const struct sb_options *o, const char *name,
+		  enum al_accel accel, struct sb_vm **ret);
 /* Build the command line of `img` with RAM backed as `mem` and start QEMU
  * in its cgroup; returns at once (QEMU initialises on its own: a
  * pre-started VMM does so while a job runs elsewhere). */
-int vm_launch(struct sb_vm *vm, const struct sb_options *o,
-	      const struct sb_image *img, const struct machine_mem *mem);
-/* The launch of vm_launch with another command line (tests/vm's jail
+int sb__vm_launch(struct sb_vm *vm, const struct sb_options *o,
+		  const struct sb_image *img, const struct machine_mem *mem);
+/* The launch of sb__vm_launch with another command line (tests/vm's jail
  * probe): the same fds (mem->fd included; kernel_fd, -1 for none, as
  * VMM_FD_KERNEL), cgroup, uid lease and jail,
  * with argv[0] bound into the jail when it is not under /usr. */
-int vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
-		   const struct sb_image *img, const struct machine_mem *mem,
-		   int kernel_fd, const struct vmm_argv *a);
+int sb__vm_launch_argv(struct sb_vm *vm, const struct sb_options *o,
+		       const struct sb_image *img,
+		       const struct machine_mem *mem, int kernel_fd,
+		       const struct vmm_argv *a);
 /* What QEMU wrote to stdout and stderr so far (bounded tail, drained
  * non-blocking): tests/vm's probe reports this way. */
-const char *vm_log_tail(struct sb_vm *vm);
+const char *sb__vm_log_tail(struct sb_vm *vm);
 /* Connect QMP and the agent's socket (QEMU may still be starting); starts
  * the TTL when o->ttl_ms is set. */
-int vm_connect(struct sb_vm *vm, const struct sb_options *o);
+int sb__vm_connect(struct sb_vm *vm, const struct sb_options *o);
 /* The job's setup with a fresh reseed in the same message (a warm
  * clone's hand-off: one round trip; a v1 agent gets a reseed after);
  * sb_vm_setup with the same limits then sends nothing. */
-int vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
-		    uint32_t timeout_ms);
-/* hello (the agent booted and speaks our protocol), then vm_ready. */
-int vm_handshake(struct sb_vm *vm, const struct sb_options *o,
-		 uint32_t timeout_ms);
+int sb__vm_setup_reseed(struct sb_vm *vm, const struct al_limits *limits,
+			uint32_t timeout_ms);
+/* hello (the agent booted and speaks our protocol), then sb__vm_ready. */
+int sb__vm_handshake(struct sb_vm *vm, const struct sb_options *o,
+		     uint32_t timeout_ms);
 /* Reseed only (a clone: its template's agent already said hello); sets
  * ready_ms. */
-int vm_ready(struct sb_vm *vm, const struct sb_options *o,
-	     uint32_t timeout_ms);
+int sb__vm_ready(struct sb_vm *vm, const struct sb_options *o,
+		 uint32_t timeout_ms);
 /* Fresh entropy and the clock, without touching ready_ms. */
-int vm_reseed(struct sb_vm *vm, const struct sb_options *o);
+int sb__vm_reseed(struct sb_vm *vm, const struct sb_options *o);
 /* A warm clone's warm-up step (the template's own command, timeout_ms
  * its limit): run beside the template's zygote, which it leaves be. */
-int vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
-		  const struct al_limits *limits, uint32_t timeout_ms,
-		  struct al_step_result *ret);
+int sb__vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
+		      const struct al_limits *limits, uint32_t timeout_ms,
+		      struct al_step_result *ret);
 /* Fill vm->error from r and `what`, with QEMU's last words if it died. */
-void vm_fail(struct sb_vm *vm, int r, const char *what);
+void sb__vm_fail(struct sb_vm *vm, int r, const char *what);
 
 /* QMP with the VM's error buffer and the usual timeout; `args` (may be
  * NULL) is stolen, *ret (may be NULL) gets the "return" value. */
-int vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret);
+int sb__vm_qmp(struct sb_vm *vm, const char *cmd, json_t *args, json_t **ret);
 /* Turn on x-ignore-shared: guest RAM (a shared file) stays out of the
  * migration stream, both when a template is saved and when it loads. */
-int vm_qmp_ignore_shared(struct sb_vm *vm);
+int sb__vm_qmp_ignore_shared(struct sb_vm *vm);
 /* Hand `fd` to QEMU as the migration fd "state" (getfd). */
-int vm_qmp_pass_state(struct sb_vm *vm, int fd);
+int sb__vm_qmp_pass_state(struct sb_vm *vm, int fd);
 
 /* template.c's pieces snapshot.c shares. Save the device state to `state`
  * in `dfd` with the guest running (x-ignore-shared: RAM stays out);
  * -EFBIG past `max` bytes (0 = no cap). */
-int template_save_state(struct sb_vm *vm, int dfd, off_t max);
+int sb__template_save_state(struct sb_vm *vm, int dfd, off_t max);
 /* Copy the data extents of `in` to `out` (holes stay holes). */
-int template_copy_extents(int in, int out);
+int sb__template_copy_extents(int in, int out);
 /* A memfd of `size` bytes that can be sealed, for guest RAM. */
-int template_memfd(off_t size);
+int sb__template_memfd(off_t size);
 /* The `inputs` file of the dir `dfd` (a template's or a snapshot's) into
  * buf, read as its owner; false if absent, empty or not ours. */
-bool template_read_inputs(int dfd, char *buf, size_t size);
+bool sb__template_read_inputs(int dfd, char *buf, size_t size);
 
 #endif

@@ -8,7 +8,7 @@
  * worker that owns it. It is always ended with SIGKILL and reaped through
  * a pidfd.
  *
- * Theory of operation. vmm_spawn() takes a struct vmm_spec, everything
+ * Theory of operation. sb__vmm_spawn() takes a struct vmm_spec, everything
  * the launch applies, clones the child (clone3: new namespaces for a
  * jail, a pidfd either way; we stay its parent) and the child does, in
  * this order: new session, join the host cgroup, enter the jail (mounts,
@@ -52,8 +52,8 @@
 #include "vmm.h"
 
 /* sandbox/preload/qemu_preload.c, built and embedded by CMake */
-extern const unsigned char sb_qemu_preload[];
-extern const size_t sb_qemu_preload_len;
+extern const unsigned char sb__qemu_preload[];
+extern const size_t sb__qemu_preload_len;
 
 static int preload_fd = -1;
 static pthread_once_t preload_once = PTHREAD_ONCE_INIT;
@@ -63,13 +63,13 @@ static pthread_once_t preload_once = PTHREAD_ONCE_INIT;
  * wrong. */
 static void preload_make(void)
 {
-	int fd = sb_sealed_memfd("airlock-qemu-preload", sb_qemu_preload,
-				 sb_qemu_preload_len, true);
+	int fd = sb__sealed_memfd("airlock-qemu-preload", sb__qemu_preload,
+				  sb__qemu_preload_len, true);
 
 	preload_fd = fd >= 0 ? fd : -1;
 }
 
-void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
+void sb__vmm_arg(struct vmm_argv *a, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -89,7 +89,7 @@ void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
 	a->v[a->n] = NULL;
 }
 
-void vmm_argv_release(struct vmm_argv *a)
+void sb__vmm_argv_release(struct vmm_argv *a)
 {
 	for (size_t i = 0; i < a->n; i++)
 		free(a->v[i]);
@@ -162,10 +162,10 @@ static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 	setsid();
 	if (s->net_ns >= 0 && setns(s->net_ns, CLONE_NEWNET) < 0)
 		child_fail(s->log_fd, "network namespace");
-	if (null < 0 || (s->cg && cg_join_self(s->cg) < 0))
+	if (null < 0 || (s->cg && sb__cg_join_self(s->cg) < 0))
 		child_fail(s->log_fd, null < 0 ? "/dev/null" : "cgroup");
-	if (jail && (jail_enter(&s->jail, &step) < 0 ||
-		     jail_drop(&s->jail, &s->creds, &step) < 0))
+	if (jail && (sb__jail_enter(&s->jail, &step) < 0 ||
+		     sb__jail_drop(&s->jail, &s->creds, &step) < 0))
 		child_fail(s->log_fd, step);
 	if (!jail && drop_privileges(&s->creds) < 0)
 		child_fail(s->log_fd, "privileges");
@@ -198,8 +198,8 @@ static pid_t clone_vmm(bool jail, bool own_net, int *ret_pidfd)
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
-int vmm_spawn(const struct vmm_spec *spec_in, pid_t *ret_pid,
-	       int *ret_pidfd)
+int sb__vmm_spawn(const struct vmm_spec *spec_in, pid_t *ret_pid,
+		  int *ret_pidfd)
 {
 	struct vmm_spec copy = *spec_in, *spec = &copy;
 	int parent_fd, pidfd = -1;
@@ -223,14 +223,14 @@ int vmm_spawn(const struct vmm_spec *spec_in, pid_t *ret_pid,
 	return 0;
 }
 
-bool vmm_exited(int pidfd)
+bool sb__vmm_exited(int pidfd)
 {
 	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 
 	return pidfd < 0 || poll(&p, 1, 0) > 0;
 }
 
-void vmm_kill(pid_t *pid, int *pidfd)
+void sb__vmm_kill(pid_t *pid, int *pidfd)
 {
 	if (*pid > 0) {
 		kill(*pid, SIGKILL);

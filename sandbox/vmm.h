@@ -20,7 +20,7 @@
 #define VMM_FD_VSOCK 7 /* /dev/vhost-vsock, opened by us (vsock carrier) */
 #define VMM_FD_TOKEN 8 /* the vsock token memfd, read by fw_cfg (vsock) */
 #define VMM_FD_TAP 9   /* the NIC's tap, in the VM's netns (net.c) */
-#define VMM_FD_PRELOAD 10 /* the preloaded shim (vmm.c), set by vmm_spawn */
+#define VMM_FD_PRELOAD 10 /* the preloaded shim, set by sb__vmm_spawn */
 #define VMM_FD_KERNEL 11  /* a clone's stub kernel, a memfd (vm.c) */
 #define VMM_FD_COUNT 9 /* fds 3 .. 3 + VMM_FD_COUNT - 1 */
 
@@ -32,9 +32,9 @@ struct vmm_argv {
 };
 
 /* Append one argument, printf-style. */
-void vmm_arg(struct vmm_argv *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void vmm_argv_release(struct vmm_argv *a);
+void sb__vmm_arg(struct vmm_argv *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void sb__vmm_argv_release(struct vmm_argv *a);
 
 struct cg;
 
@@ -58,10 +58,10 @@ struct vmm_spec {
  * jail and as the creds; it dies with us (PDEATHSIG). We stay its parent
  * (a jailed VMM is pid 1 of its own pid namespace). Any step that fails
  * ends the child before exec with the reason on log_fd (exit 126). */
-int vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd);
+int sb__vmm_spawn(const struct vmm_spec *spec, pid_t *ret_pid, int *ret_pidfd);
 /* Has the process exited? (non-blocking) */
-bool vmm_exited(int pidfd);
+bool sb__vmm_exited(int pidfd);
 /* SIGKILL, reap; accepts pid -1 / pidfd -1 and resets them. */
-void vmm_kill(pid_t *pid, int *pidfd);
+void sb__vmm_kill(pid_t *pid, int *pidfd);
 
 #endif

@@ -24,7 +24,7 @@
  *
  * Network. A job whose `network` names a policy (sb_options'
  * net_policies) runs in the networked variant of its template, restored
- * into a network slot (sandbox/net.h: namespace, tap, veth, rules,
+ * into a network slot (sandbox/net/net.h: namespace, tap, veth, rules,
  * resolver), never a pre-started VMM. The slot is one the worker made
  * ready while idle (w->net, [pool] net_ready) given the job's policy, or
  * one opened from scratch when none is ready; it is closed after the
@@ -45,7 +45,6 @@
 #include <sys/random.h>
 
 #include "clock.h"
-#include "net.h"
 #include "proto.h"
 #include "worker.h"
 
@@ -489,7 +488,15 @@ static int collect(struct sb_vm *vm, const struct al_job *job,
 	return r < 0 ? r : 0;
 }
 
-/* With the VM up: limits, files, steps, collect. 1 = over budget. */
+/* What open_slot() and in_vm() return besides 0 and -errno. */
+enum run_end {
+	RUN_REJECTED = 1,    /* open_slot: no slot; the result is an RJ */
+	RUN_OVER_BUDGET = 2, /* in_vm: the guest sent more files than the
+			      * result has room for: the job is OL */
+};
+
+/* With the VM up: limits, files, steps, collect: 0, -errno or
+ * RUN_OVER_BUDGET. */
 static int in_vm(struct sb_vm *vm, struct al_worker *w,
 		 const struct al_job *job, const struct al_limits *lim,
 		 struct al_deadline wall, struct al_result *res)
@@ -508,6 +515,8 @@ static int in_vm(struct sb_vm *vm, struct al_worker *w,
 	if (r != 0)
 		return r;
 	r = collect(vm, job, res);
+	if (r > 0)
+		return RUN_OVER_BUDGET;
 	if (r < 0 && r != -ENOMEM)
 		r = set_error(&res->error, "collect (after %zu steps): %s",
 			      job->n_steps, sb_vm_error(vm)) ?: r;
@@ -563,7 +572,7 @@ static const struct sb_net_policy *job_net_policy(const struct al_worker *w,
 }
 
 /* A slot for a networked job, or RJ when it names no defined policy or
- * this host cannot make one (*ret NULL, result filled: return 1). */
+ * this host cannot make one (*ret NULL, result filled: RUN_REJECTED). */
 static int open_slot(struct al_worker *w, const struct al_job *job,
 		     struct sb_net **ret, struct al_result *res, char *err,
 		     size_t errlen)
@@ -581,14 +590,14 @@ static int open_slot(struct al_worker *w, const struct al_job *job,
 	if (!p) {
 		al_diags_add(&d, "network", "unknown network policy \"%s\"",
 			     job->network);
-		return reject(res, &d) < 0 ? -ENOMEM : 1;
+		return reject(res, &d) < 0 ? -ENOMEM : RUN_REJECTED;
 	}
 	res->network.policy = strdup(p->name);
 	r = sb_net_pool_take(&w->net, p, ret, &ready, why, sizeof(why));
 	if (r == -EOPNOTSUPP || r == -EPERM) {
 		al_diags_add(&d, "network", "this host cannot run networked "
 			     "jobs (%s; see airlock doctor)", why);
-		return reject(res, &d) < 0 ? -ENOMEM : 1;
+		return reject(res, &d) < 0 ? -ENOMEM : RUN_REJECTED;
 	}
 	if (r < 0)
 		snprintf(err, errlen, "network slot: %s", why[0] ? why
@@ -625,8 +634,8 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	struct al_limits lim;
 	struct al_diags d;
 	char err[300] = "";
-	bool no_vm;
-	int r;
+	bool no_vm, over = false;
+	int r; /* 0 or -errno, once each call's own codes are taken out */
 
 	r = result_init(job, job->id ? job->id : "-", w, attempt, res);
 	if (r < 0)
@@ -638,8 +647,8 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	o.ttl_ms = lim.wall_ms + 30000; /* hard stop past the job's budget */
 	res->vm.template_ = strdup(tmpl);
 	r = open_slot(w, job, &net, res, err, sizeof(err));
-	if (r > 0)
-		return 0; /* RJ */
+	if (r == RUN_REJECTED)
+		return 0;
 	if (r == 0)
 		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
 	no_vm = r < 0;
@@ -650,6 +659,9 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		res->vm.restored = sb_vm_restored(vm);
 		res->vm.restore_ms = sb_vm_ready_ms(vm);
 		r = in_vm(vm, w, job, &lim, al_deadline_in(lim.wall_ms), res);
+		over = r == RUN_OVER_BUDGET;
+		if (over)
+			r = 0;
 		net_result(vm, res);
 		/* the slot is closed once the result is sent (idle) */
 		net = sb_vm_detach_net(vm);
@@ -669,7 +681,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	if (no_vm && (r == -ENOENT || r == -ESTALE || r == -E2BIG) &&
 	    al_policy_snapshot(w->policy, tmpl))
 		res->status = AL_RJ;
-	if (r > 0 && res->status == AL_OK)
+	if (over && res->status == AL_OK)
 		res->status = AL_OL; /* the guest sent files past the budget */
 	res->timing.queued_ms = queued_ms;
 	res->timing.run_ms = al_now_ms() - t0;

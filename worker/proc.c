@@ -354,8 +354,8 @@ static int join_cgroup(const struct sb_options *sb, int fd)
 	int r = 0;
 
 	if (sb->worker_memory_mb)
-		r = cg_worker_join((uint64_t)sb->worker_memory_mb << 20, dir,
-				   sizeof(dir));
+		r = sb_cg_worker_join((uint64_t)sb->worker_memory_mb << 20, dir,
+				      sizeof(dir));
 	if (r < 0 && geteuid() != 0)
 		r = 0; /* as on hosts without cgroups */
 	if (write(fd, &r, sizeof(r)) != sizeof(r))

@@ -12,7 +12,6 @@
 #ifndef AL_WORKER_H
 #define AL_WORKER_H
 
-#include "net.h"
 #include "results.h"
 #include "sandbox.h"
 
@@ -63,10 +62,11 @@ int al_worker_snapshot(struct al_worker *w, const char *name,
 		       const struct al_job *job, struct al_result *ret,
 		       struct sb_snapshot_info *info);
 /* Between jobs: close the last job's network slot and make the ready
- * ones (w->net, sandbox/net.h); get the pre-started VMMs ready to load a snapshot, so the
- * next restore skips that work (waits for QEMU start-up if need be), and
- * keep the warm clones (docs/warm.md): the last job's template's
- * (sb->warm_last) and those of sb->warm, replacing dead or old ones.
+ * ones (w->net, sandbox/net/net.h); get the pre-started VMMs ready to
+ * load a snapshot, so the next restore skips that work (waits for QEMU
+ * start-up if need be), and keep the warm clones (docs/warm.md): the last
+ * job's template's (sb->warm_last) and those of sb->warm, replacing dead
+ * or old ones.
  * Stops early when w->job_waiting says a job waits. */
 void al_worker_idle(struct al_worker *w);
 /* How long the idle loop may sleep before al_worker_idle() is due again

@@ -65,6 +65,12 @@ int al_agent_signals(struct al_agent *a);
 bool al_agent_reap(struct al_agent *a, pid_t want, int *ret_status,
 		   struct rusage *ret_ru);
 
+/* A step's environment: a fixed base (PATH, LANG, TMPDIR, HOME) under
+ * the step's own variables (s NULL: none; the zygote's). NULL when out of
+ * memory. Used by exec.c and zygote.c. */
+char **al_agent_env(const struct al_agent *a, const struct al_step *s);
+void al_agent_env_free(char **env);
+
 /* PID 1 only: mounts, modules, switch root, cgroups. Logs and carries on
  * past whatever it can; returns -errno only when nothing can work. */
 int al_agent_init_system(const struct al_agent_config *cfg);
@@ -130,10 +136,6 @@ int al_exec_step(struct al_agent *a, const struct al_step *step,
 int al_exec_warmup(struct al_agent *a, const struct al_step *step,
 		   const struct al_limits *lim, struct al_step_result *ret);
 
-/* The step environment: a fixed base (PATH, LANG, TMPDIR, HOME) under
- * the step's own variables (s NULL: none). NULL when out of memory. */
-char **al_exec_env(const struct al_agent *a, const struct al_step *s);
-void al_exec_env_free(char **env);
 
 /* --- zygote.c: the template's pre-initialized python3 (docs/zygote.md) */
 
@@ -153,8 +155,6 @@ int al_zygote_take(struct al_agent *a, const struct al_step *s,
 /* Kill and reap a waiting zygote, if any: before any step that does not
  * run in it, so that no job code ever runs beside it. */
 void al_zygote_end(struct al_agent *a);
-/* al_agent_reap reaped `pid`: forget the zygote if it was that. */
-void al_zygote_reaped(struct al_agent *a, pid_t pid);
 
 /* Write `files` under the work dir (owned by the step user). */
 int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,

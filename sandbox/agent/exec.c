@@ -59,8 +59,6 @@
 #define THRASH_STRIKES 4u	  /* samples in a row before ML */
 #define CPU_SAMPLE_MIN_MS 10u	  /* CPU-time watch: shortest sample period */
 #define CPU_SAMPLE_MAX_MS 250u	  /* and longest */
-#define ENV_PATH                                                               \
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 extern char **environ;
 
@@ -131,6 +129,24 @@ static int cg_write(const char *dir, const char *file, const char *val)
 	return r;
 }
 
+/* A small file's text into buf (NUL-terminated, cut at len - 1 bytes):
+ * the byte count or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
 /* The value after `key` in a "key value" file, or the first number in the
  * file when key is NULL. */
 static int cg_read_u64(const char *dir, const char *file, const char *key,
@@ -138,19 +154,13 @@ static int cg_read_u64(const char *dir, const char *file, const char *key,
 {
 	char path[PATH_MAX], buf[2048], *p;
 	ssize_t n;
-	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = read_small(path, buf, sizeof(buf));
 	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+		return (int)n;
 	p = buf;
 	if (key) {
 		size_t kl = strlen(key);
@@ -317,17 +327,11 @@ static int proc_cpu_ms(pid_t pid, uint64_t *ret)
 	unsigned long ut, st;
 	long cut, cst, hz = sysconf(_SC_CLK_TCK);
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = read_small(path, buf, sizeof(buf));
 	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+		return (int)n;
 	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
 	if (!p || hz <= 0 ||
 	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu "
@@ -409,55 +413,6 @@ static void cg_finish(struct run *rn)
 }
 
 /* --- the child ------------------------------------------------------------ */
-
-/* Environment: a small fixed base, overridden by the step's own. */
-char **al_exec_env(const struct al_agent *a, const struct al_step *s)
-{
-	static const struct al_step none;
-	const char *base[] = {ENV_PATH, "LANG=C.UTF-8", "TMPDIR=/tmp", NULL};
-	size_t n = 0, i;
-	char **env;
-
-	if (!s)
-		s = &none;
-	env = calloc(s->n_env + 5, sizeof(*env));
-
-	if (!env)
-		return NULL;
-	for (i = 0; base[i]; i++) {
-		size_t k = strchr(base[i], '=') - base[i];
-		bool over = false;
-
-		for (size_t j = 0; j < s->n_env; j++)
-			over |= strlen(s->env[j].name) == k &&
-				!strncmp(s->env[j].name, base[i], k);
-		if (!over && !(env[n++] = strdup(base[i])))
-			goto fail;
-	}
-	if (asprintf(&env[n++], "HOME=%s", a->cfg->work_dir) < 0) {
-		env[n - 1] = NULL;
-		goto fail;
-	}
-	for (i = 0; i < s->n_env; i++)
-		if (asprintf(&env[n++], "%s=%s", s->env[i].name,
-			     s->env[i].value) < 0) {
-			env[n - 1] = NULL;
-			goto fail;
-		}
-	return env;
-fail:
-	for (i = 0; env[i]; i++)
-		free(env[i]);
-	free(env);
-	return NULL;
-}
-
-void al_exec_env_free(char **env)
-{
-	for (size_t i = 0; env && env[i]; i++)
-		free(env[i]);
-	free(env);
-}
 
 static __attribute__((noreturn)) void child_fail(int err_fd, const char *what)
 {
@@ -890,7 +845,7 @@ static int exec_step(struct al_agent *a, const struct al_step *step,
 	rn.zygote = !warmup && al_zygote_fits(a, step);
 	if (!rn.zygote && !warmup)
 		al_zygote_end(a);
-	env = al_exec_env(a, step);
+	env = al_agent_env(a, step);
 	if (!env) {
 		snprintf(rn.err, sizeof(rn.err), "out of memory");
 		goto out;
@@ -911,7 +866,7 @@ out:
 	close_fd(&rn.in_fd), close_fd(&rn.out[0].fd), close_fd(&rn.out[1].fd);
 	close_fd(&rn.procs_fd), close_fd(&rn.cg_fd);
 	cg_finish(&rn);
-	al_exec_env_free(env);
+	al_agent_env_free(env);
 	if (rn.err[0])
 		return fail_xx(&rn);
 	verdict(&rn);

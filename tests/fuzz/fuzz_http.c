@@ -1,5 +1,5 @@
 /* fuzz_http.c: libFuzzer target for the HTTP API's request handling of
- * untrusted bytes (tools/http_req.c): the route, ?wait= and both body
+ * untrusted bytes (tools/api/http_req.c): the route, ?wait= and both body
  * forms, plus the log line splitter that sees job ids and guest text.
  *
  * Input: "METHOD PATH[?wait=N]\n" then the body; PATH and N are

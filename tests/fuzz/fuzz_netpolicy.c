@@ -1,5 +1,5 @@
 /* fuzz_netpolicy.c: libFuzzer target for the network policy value parser
- * (sandbox/netpolicy.c), which reads `[network.NAME]` lines of a config.
+ * (sandbox/net/netpolicy.c), which reads `[network.NAME]` lines of a config.
  *
  * The input is lines of `KEY VALUE` (the first byte of a line picks the
  * key). Each goes through sb_net_policy_set(); a refused line must leave

@@ -294,7 +294,14 @@ format = json"
 cancel)
   conf ""
   serve_start
-  wpid=$(sed -n 's/.*worker=0 pid=\([0-9]*\): started.*/\1/p' "$tmp/serve.log" | head -1)
+  # /health answers before the dispatcher has spawned its worker: wait
+  # for the worker's start line (up to 10 s)
+  wpid=
+  for _ in $(seq 100); do
+    wpid=$(sed -n 's/.*worker=0 pid=\([0-9]*\): started.*/\1/p' "$tmp/serve.log" | head -1)
+    [ -n "$wpid" ] && break
+    sleep 0.1
+  done
   [ -n "$wpid" ] || fail "no worker pid"
   kill -STOP "$wpid"
   expect 201 -X POST "$api/jobs" -d '{"id":"c1","sh":"true"}'

@@ -1,4 +1,4 @@
-/* test_net.c: sandbox/net.c's slots and rules, with no VM: the test plays
+/* test_net.c: sandbox/net/net.c's slots and rules, with no VM: the test plays
  * the guest by writing Ethernet frames into the slot's tap and reading
  * what comes back.
  *
@@ -344,14 +344,15 @@ static void make_internet(int fd)
 					  DNS_IP};
 	int lo = (int)if_nametoindex("lo"), wan = (int)if_nametoindex("wan1");
 
-	assert_int_equal(rtnl_link_up(fd, lo), 0);
-	assert_int_equal(rtnl_addr4(fd, wan, inet_addr(INET_IP), 24), 0);
-	assert_int_equal(rtnl_link_up(fd, wan), 0);
+	assert_int_equal(sb__rtnl_link_up(fd, lo), 0);
+	assert_int_equal(sb__rtnl_addr4(fd, wan, inet_addr(INET_IP), 24), 0);
+	assert_int_equal(sb__rtnl_link_up(fd, wan), 0);
 	static int http_fd;
 	static pthread_t http;
 
 	for (size_t i = 0; i < 4; i++) {
-		assert_int_equal(rtnl_addr4(fd, lo, inet_addr(ips[i]), 32), 0);
+		assert_int_equal(sb__rtnl_addr4(fd, lo, inet_addr(ips[i]), 32),
+				 0);
 		if (i == 0)
 			http_fd = listen_on(ips[i], 80);
 		else
@@ -396,21 +397,21 @@ static int setup(void **state)
 	if (unshare(CLONE_NEWNET) < 0)
 		return -1;
 	host_ns = ns_fd();
-	fd = rtnl_open();
+	fd = sb__rtnl_open();
 	if (unshare(CLONE_NEWNET) < 0)
 		return -1;
 	inet_ns = ns_fd();
 	/* the wire: wan0 in the host, wan1 here */
 	in_ns(host_ns);
-	if (rtnl_veth(fd, "wan0", "wan1", inet_ns) < 0)
+	if (sb__rtnl_veth(fd, "wan0", "wan1", inet_ns) < 0)
 		return -1;
-	rtnl_link_up(fd, (int)if_nametoindex("lo"));
-	rtnl_addr4(fd, (int)if_nametoindex("wan0"), inet_addr(HOST_IP), 24);
-	rtnl_link_up(fd, (int)if_nametoindex("wan0"));
-	rtnl_default4(fd, inet_addr(INET_IP));
+	sb__rtnl_link_up(fd, (int)if_nametoindex("lo"));
+	sb__rtnl_addr4(fd, (int)if_nametoindex("wan0"), inet_addr(HOST_IP), 24);
+	sb__rtnl_link_up(fd, (int)if_nametoindex("wan0"));
+	sb__rtnl_default4(fd, inet_addr(INET_IP));
 	close(fd);
 	in_ns(inet_ns);
-	fd = rtnl_open();
+	fd = sb__rtnl_open();
 	make_internet(fd);
 	close(fd);
 	in_ns(host_ns);
@@ -638,10 +639,10 @@ static int count_links(const char *name, void *arg)
 
 static int host_links(void)
 {
-	int fd = rtnl_open(), n = 0;
+	int fd = sb__rtnl_open(), n = 0;
 
 	assert_true(fd >= 0);
-	assert_int_equal(rtnl_links(fd, count_links, &n), 0);
+	assert_int_equal(sb__rtnl_links(fd, count_links, &n), 0);
 	close(fd);
 	return n;
 }
@@ -865,13 +866,15 @@ static void guest_open(struct guest *g, struct sb_net *n)
 	memcpy(ifr.ifr_hwaddr.sa_data, guest_mac, 6);
 	assert_int_equal(ioctl(s, SIOCSIFHWADDR, &ifr), 0);
 	close(s);
-	fd = rtnl_open();
+	fd = sb__rtnl_open();
 	eth = (int)if_nametoindex("eth0");
-	assert_int_equal(rtnl_link_up(fd, (int)if_nametoindex("lo")), 0);
+	assert_int_equal(sb__rtnl_link_up(fd, (int)if_nametoindex("lo")), 0);
 	assert_int_equal(
-	    rtnl_addr4(fd, eth, inet_addr(SB_NET_GUEST_IP), SB_NET_PREFIX), 0);
-	assert_int_equal(rtnl_link_up(fd, eth), 0);
-	assert_int_equal(rtnl_default4(fd, inet_addr(SB_NET_GATEWAY_IP)), 0);
+	    sb__rtnl_addr4(fd, eth, inet_addr(SB_NET_GUEST_IP), SB_NET_PREFIX),
+	    0);
+	assert_int_equal(sb__rtnl_link_up(fd, eth), 0);
+	assert_int_equal(sb__rtnl_default4(fd, inet_addr(SB_NET_GATEWAY_IP)),
+			 0);
 	close(fd);
 	in_ns(host_ns);
 	assert_int_equal(pipe2(g->stop, O_CLOEXEC), 0);

@@ -1,4 +1,4 @@
-/* test_netpool.c: ready network slots (sandbox/net.h struct sb_net_pool):
+/* test_netpool.c: ready network slots (sandbox/net/net.h struct sb_net_pool):
  * a base refuses everything until a job's policy is applied; a taken
  * slot enforces that job's policy and no other; two jobs never get the
  * same slot; a spent slot is closed when the pool is next filled; an

@@ -335,10 +335,10 @@ static bool has_qemu_child(pid_t w)
 static pid_t busy_worker(void)
 {
 	for (int i = 0; i < 1200; i++) {
-		int fd = rtnl_open();
+		int fd = sb__rtnl_open();
 		pid_t w = 0;
 
-		rtnl_links(fd, link_owner, &w);
+		sb__rtnl_links(fd, link_owner, &w);
 		close(fd);
 		if (w && has_qemu_child(w))
 			return w;

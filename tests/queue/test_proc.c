@@ -273,12 +273,12 @@ static uint64_t read_u64(const char *path)
 static void test_worker_memory_cgroup(void **state)
 {
 	char want[64], cg[512], limit[PATH_MAX];
-	bool v2 = !strcmp(cg_version(), "v2");
+	bool v2 = !strcmp(sb_cg_version(), "v2");
 	struct sb_options sb;
 	struct al_proc p;
 
 	(void)state;
-	if (geteuid() != 0 || !strcmp(cg_version(), "none"))
+	if (geteuid() != 0 || !strcmp(sb_cg_version(), "none"))
 		skip();
 	sb_options_init(&sb);
 	assert_int_equal(sb.worker_memory_mb, SB_WORKER_MEMORY_MB);

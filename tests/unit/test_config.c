@@ -1,4 +1,4 @@
-/* test_config.c: the config file (tools/config.c): defaults, the shipped
+/* test_config.c: the config file (tools/config/config.c): defaults, the shipped
  * configs/airlock.conf and docs/config.md against the key table, every
  * error path, file search and environment overrides, the policy mapping,
  * and dump -> parse round trips. */

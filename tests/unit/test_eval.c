@@ -1,5 +1,5 @@
 /* test_eval.c: benchmark problems and samples, the program per sample,
- * verdict text, pass@k (tools/eval.c). The problems file is the shipped
+ * verdict text, pass@k (tools/eval/eval.c). The problems file is the shipped
  * HumanEval (datasets/), read gzipped, plus MBPP-style lines.
  */
 #include <errno.h>

@@ -49,14 +49,14 @@ static void test_once_each(void **state)
 	int fa, fb, fc;
 
 	(void)state;
-	assert_int_equal(lease_uid(uids, 5000, 2, &a, &fa), 0);
-	assert_int_equal(lease_uid(uids, 5000, 2, &b, &fb), 0);
+	assert_int_equal(sb__lease_uid(uids, 5000, 2, &a, &fa), 0);
+	assert_int_equal(sb__lease_uid(uids, 5000, 2, &b, &fb), 0);
 	assert_true(a != b);
 	assert_true(a >= 5000 && a < 5002 && b >= 5000 && b < 5002);
 	/* all taken */
-	assert_int_equal(lease_uid(uids, 5000, 2, &c, &fc), -EAGAIN);
+	assert_int_equal(sb__lease_uid(uids, 5000, 2, &c, &fc), -EAGAIN);
 	close(fa);
-	assert_int_equal(lease_uid(uids, 5000, 2, &c, &fc), 0);
+	assert_int_equal(sb__lease_uid(uids, 5000, 2, &c, &fc), 0);
 	assert_int_equal(c, a);
 	close(fb);
 	close(fc);
@@ -68,9 +68,10 @@ static void test_never_root(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(lease_uid(uids, 0, 10, &u, &fd), -EINVAL);
-	assert_int_equal(lease_uid(uids, 1, 0, &u, &fd), -EINVAL);
-	assert_int_equal(lease_uid(uids, 0xfffffff0u, 100, &u, &fd), -EINVAL);
+	assert_int_equal(sb__lease_uid(uids, 0, 10, &u, &fd), -EINVAL);
+	assert_int_equal(sb__lease_uid(uids, 1, 0, &u, &fd), -EINVAL);
+	assert_int_equal(sb__lease_uid(uids, 0xfffffff0u, 100, &u, &fd),
+			 -EINVAL);
 }
 
 static void test_planted(void **state)
@@ -94,12 +95,12 @@ static void test_planted(void **state)
 	assert_int_equal(mkdir(path, 0700), 0);
 	/* only 7003 is usable, wherever the random search starts */
 	for (int i = 0; i < 8; i++) {
-		assert_int_equal(lease_uid(uids, 7000, 4, &u, &fd), 0);
+		assert_int_equal(sb__lease_uid(uids, 7000, 4, &u, &fd), 0);
 		assert_int_equal(u, 7003);
 		close(fd);
 	}
 	/* and none at all: -EAGAIN, not a hang or a followed link */
-	assert_int_equal(lease_uid(uids, 7000, 3, &u, &fd), -EAGAIN);
+	assert_int_equal(sb__lease_uid(uids, 7000, 3, &u, &fd), -EAGAIN);
 	snprintf(path, sizeof(path), "%s/7000", uids);
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
@@ -113,7 +114,7 @@ static void test_open_dir_refused(void **state)
 	(void)state;
 	assert_int_equal(mkdir(uids, 0777), 0);
 	assert_int_equal(chmod(uids, 0777), 0);
-	assert_int_equal(lease_uid(uids, 8000, 4, &u, &fd), -EPERM);
+	assert_int_equal(sb__lease_uid(uids, 8000, 4, &u, &fd), -EPERM);
 }
 
 int main(void)

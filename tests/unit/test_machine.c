@@ -3,7 +3,7 @@
  * The argv is what a template snapshot and its clones must agree on, and
  * the template key hashes it: a change here rebuilds every template and
  * may break restores, so it must be a decision, made by editing these
- * lists. machine_argv() is pure (no I/O, no QEMU needed): fixed options,
+ * lists. sb__machine_argv() is pure (no I/O, no QEMU needed): fixed options,
  * image and spec in, the exact argv out.
  */
 #include <setjmp.h>
@@ -385,7 +385,7 @@ static void check(const struct machine_spec *m, const char *const *want)
 	size_t n = 0;
 
 	options(&o, &img);
-	machine_argv(&a, &o, &img, m);
+	sb__machine_argv(&a, &o, &img, m);
 	assert_int_equal(a.err, 0);
 	while (want[n])
 		n++;
@@ -395,7 +395,7 @@ static void check(const struct machine_spec *m, const char *const *want)
 				 want[i]);
 	assert_int_equal(a.n, n);
 	assert_null(a.v[a.n]);
-	vmm_argv_release(&a);
+	sb__vmm_argv_release(&a);
 }
 
 static void test_cold_tcg(void **state)
@@ -476,7 +476,7 @@ static void test_clone_kernel_stub(void **state)
 
 	(void)state;
 	options(&o, &img);
-	machine_argv(&a, &o, &img, &m);
+	sb__machine_argv(&a, &o, &img, &m);
 	assert_int_equal(a.err, 0);
 	while (clone_tcg[j]) {
 		if (!strcmp(clone_tcg[j], "-initrd")) {
@@ -491,7 +491,7 @@ static void test_clone_kernel_stub(void **state)
 		i++, j++;
 	}
 	assert_int_equal(a.n, i);
-	vmm_argv_release(&a);
+	sb__vmm_argv_release(&a);
 }
 
 static void test_template_tcg(void **state)
@@ -523,7 +523,7 @@ static void test_vsock_adds_one_device(void **state)
 
 	(void)state;
 	options(&o, &img);
-	machine_argv(&a, &o, &img, &m);
+	sb__machine_argv(&a, &o, &img, &m);
 	while (cold_tcg[n])
 		n++;
 	assert_int_equal(a.n, n + 4);
@@ -535,7 +535,7 @@ static void test_vsock_adds_one_device(void **state)
 			    "name=opt/airlock/token,file=/proc/self/fd/8");
 	for (size_t i = 0; i < n; i++)
 		assert_string_equal(a.v[i < at ? i : i + 4], cold_tcg[i]);
-	vmm_argv_release(&a);
+	sb__vmm_argv_release(&a);
 }
 
 int main(void)

@@ -1,4 +1,4 @@
-/* test_netpolicy.c: a network policy's values (sandbox/netpolicy.c): every
+/* test_netpolicy.c: a network policy's values (sandbox/net/netpolicy.c): every
  * entry kind read, every refusal with its reason, lists that add up, the
  * dump read back, and name matching as the resolver uses it. */
 #include <arpa/inet.h>

@@ -1,7 +1,7 @@
-/* test_resolver.c: the per-VM resolver (sandbox/resolver.c) for real: its
+/* test_resolver.c: the per-VM resolver (sandbox/net/resolver.c) for real: its
  * own network namespace, an nft table with timeout sets made through
  * libnftables, a fake upstream DNS server on real UDP (a thread here),
- * sb_resolver_run() in a child, and queries as a guest sends them. Needs
+ * sb__resolver_run() in a child, and queries as a guest sends them. Needs
  * root (label `net`); skipped otherwise. Nothing leaves the namespace. */
 #include <arpa/inet.h>
 #include <arpa/nameser.h>
@@ -362,8 +362,8 @@ static int setup(void **state)
 	assert_true(child >= 0);
 	if (child == 0) {
 		struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-		int rc = sb_resolver_run(&p, lfd, ufd, c, TEST_UID,
-					 "inet airlock", "a4", "a6");
+		int rc = sb__resolver_run(&p, lfd, ufd, c, TEST_UID,
+					  "inet airlock", "a4", "a6");
 
 		fprintf(stderr, "resolver: %s\n", strerror(-rc));
 		_exit(2);

@@ -42,19 +42,19 @@ static int setup(void **state)
 	snprintf(dir, sizeof(dir), "/tmp/al-util-XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
-	dfd = sb_open_dir(dir);
+	dfd = sb__open_dir(dir);
 	alarm(20); /* a blocked open fails the test, never hangs it */
 	return dfd < 0;
 }
 
 static int teardown(void **state)
 {
-	int pfd = sb_open_dir("/tmp");
+	int pfd = sb__open_dir("/tmp");
 
 	(void)state;
 	alarm(0);
 	close(dfd);
-	sb_remove_at(pfd, dir + 5, 4);
+	sb__remove_at(pfd, dir + 5, 4);
 	close(pfd);
 	return 0;
 }
@@ -71,43 +71,43 @@ static void test_open_in_planted(void **state)
 	put(target, "keep me");
 	at(p, sizeof(p), "file");
 	put(p, "x");
-	fd = sb_open_in(dfd, "file", O_RDONLY, 0, geteuid());
+	fd = sb__open_in(dfd, "file", O_RDONLY, 0, geteuid());
 	assert_true(fd >= 0);
 	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	close(fd);
 	/* a symlink: not followed, for reading or creating */
 	assert_int_equal(symlinkat(target, dfd, "link"), 0);
-	assert_int_equal(sb_open_in(dfd, "link", O_RDONLY, 0, geteuid()),
+	assert_int_equal(sb__open_in(dfd, "link", O_RDONLY, 0, geteuid()),
 			 -ELOOP);
-	assert_int_equal(sb_open_in(dfd, "link", O_WRONLY | O_CREAT | O_TRUNC,
-				    0600, geteuid()),
+	assert_int_equal(sb__open_in(dfd, "link", O_WRONLY | O_CREAT | O_TRUNC,
+				     0600, geteuid()),
 			 -EEXIST);
 	assert_int_equal(stat(target, &st), 0);
 	assert_int_equal(st.st_size, 7); /* not truncated through it */
 	/* a FIFO with no writer (or reader): an error at once */
 	assert_int_equal(mkfifoat(dfd, "fifo", 0666), 0);
-	assert_int_equal(sb_open_in(dfd, "fifo", O_RDONLY, 0, geteuid()),
+	assert_int_equal(sb__open_in(dfd, "fifo", O_RDONLY, 0, geteuid()),
 			 -EINVAL);
-	assert_int_equal(sb_open_in(dfd, "fifo", O_WRONLY, 0, geteuid()),
+	assert_int_equal(sb__open_in(dfd, "fifo", O_WRONLY, 0, geteuid()),
 			 -ENXIO);
-	assert_int_equal(sb_open_in(dfd, "fifo", O_WRONLY | O_CREAT, 0600,
-				    geteuid()),
-			 -EEXIST);
+	assert_int_equal(
+	    sb__open_in(dfd, "fifo", O_WRONLY | O_CREAT, 0600, geteuid()),
+	    -EEXIST);
 	/* a dir, another owner, a path, an existing file to create */
 	assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
-	assert_int_equal(sb_open_in(dfd, "sub", O_RDONLY, 0, geteuid()),
+	assert_int_equal(sb__open_in(dfd, "sub", O_RDONLY, 0, geteuid()),
 			 -EINVAL);
-	assert_int_equal(sb_open_in(dfd, "file", O_RDONLY, 0, geteuid() + 1),
+	assert_int_equal(sb__open_in(dfd, "file", O_RDONLY, 0, geteuid() + 1),
 			 -EPERM);
-	assert_int_equal(sb_open_in(dfd, "sub/x", O_RDONLY, 0, (uid_t)-1),
+	assert_int_equal(sb__open_in(dfd, "sub/x", O_RDONLY, 0, (uid_t)-1),
 			 -EINVAL);
-	assert_int_equal(sb_open_in(dfd, "..", O_RDONLY, 0, (uid_t)-1),
+	assert_int_equal(sb__open_in(dfd, "..", O_RDONLY, 0, (uid_t)-1),
 			 -EINVAL);
-	assert_int_equal(sb_open_in(dfd, "file", O_WRONLY | O_CREAT, 0600,
-				    geteuid()),
-			 -EEXIST);
+	assert_int_equal(
+	    sb__open_in(dfd, "file", O_WRONLY | O_CREAT, 0600, geteuid()),
+	    -EEXIST);
 	/* and a new file is created with the mode asked for */
-	fd = sb_open_in(dfd, "new", O_WRONLY | O_CREAT, 0640, geteuid());
+	fd = sb__open_in(dfd, "new", O_WRONLY | O_CREAT, 0640, geteuid());
 	assert_true(fd >= 0);
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0640 & ~umask(022));
@@ -129,31 +129,31 @@ static void test_private_dir(void **state)
 	(void)state;
 	umask(022);
 	at(p, sizeof(p), "run");
-	assert_int_equal(sb_private_dir(p, 0700), 0);
+	assert_int_equal(sb__private_dir(p, 0700), 0);
 	assert_int_equal(mode_of(p), 0700);
 	/* readable by others: tightened; 0711 for a VMM of another user */
 	assert_int_equal(chmod(p, 0755), 0);
-	assert_int_equal(sb_private_dir(p, 0700), 0);
+	assert_int_equal(sb__private_dir(p, 0700), 0);
 	assert_int_equal(mode_of(p), 0700);
-	assert_int_equal(sb_private_dir(p, 0711), 0);
+	assert_int_equal(sb__private_dir(p, 0711), 0);
 	assert_int_equal(mode_of(p), 0711);
-	assert_int_equal(sb_private_dir(p, 0700), 0);
+	assert_int_equal(sb__private_dir(p, 0700), 0);
 	assert_int_equal(mode_of(p), 0700);
 	/* writable by others: refused, left as it is */
 	assert_int_equal(chmod(p, 0777), 0);
-	assert_int_equal(sb_private_dir(p, 0700), -EPERM);
+	assert_int_equal(sb__private_dir(p, 0700), -EPERM);
 	assert_int_equal(mode_of(p), 0777);
 	assert_int_equal(chmod(p, 0770), 0);
-	assert_int_equal(sb_private_dir(p, 0700), -EPERM);
+	assert_int_equal(sb__private_dir(p, 0700), -EPERM);
 	/* a symlink to a dir of ours: refused */
 	at(q, sizeof(q), "runlink");
 	assert_int_equal(chmod(p, 0700), 0);
 	assert_int_equal(symlink(p, q), 0);
-	assert_int_equal(sb_private_dir(q, 0700), -EPERM);
+	assert_int_equal(sb__private_dir(q, 0700), -EPERM);
 	/* someone else's (root only can make one) */
 	if (geteuid() == 0) {
 		assert_int_equal(chown(p, 65534, 65534), 0);
-		assert_int_equal(sb_private_dir(p, 0700), -EPERM);
+		assert_int_equal(sb__private_dir(p, 0700), -EPERM);
 	}
 }
 
@@ -178,7 +178,7 @@ static void test_remove_at(void **state)
 	assert_int_equal(mkdirat(t, "a/b", 0700), 0);
 	assert_int_equal(symlinkat(out, t, "a/b/up"), 0);
 	close(t);
-	assert_int_equal(sb_remove_at(dfd, "tree", 8), 0);
+	assert_int_equal(sb__remove_at(dfd, "tree", 8), 0);
 	assert_int_equal(faccessat(dfd, "tree", F_OK, AT_SYMLINK_NOFOLLOW),
 			 -1);
 	assert_int_equal(access(p, F_OK), 0);
@@ -186,10 +186,10 @@ static void test_remove_at(void **state)
 	assert_int_equal(mkdirat(dfd, "deep", 0755), 0);
 	assert_int_equal(mkdirat(dfd, "deep/1", 0755), 0);
 	assert_int_equal(mkdirat(dfd, "deep/1/2", 0755), 0);
-	assert_true(sb_remove_at(dfd, "deep", 1) < 0);
-	assert_int_equal(sb_remove_at(dfd, "deep", 3), 0);
+	assert_true(sb__remove_at(dfd, "deep", 1) < 0);
+	assert_int_equal(sb__remove_at(dfd, "deep", 3), 0);
 	/* a missing one is gone already */
-	assert_int_equal(sb_remove_at(dfd, "nothing", 2), 0);
+	assert_int_equal(sb__remove_at(dfd, "nothing", 2), 0);
 }
 
 int main(void)

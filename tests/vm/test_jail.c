@@ -1,6 +1,6 @@
 /* test_jail.c: the VMM jail (sandbox/jail.c, lease.c): two VMMs of one
  * pool run under different uids, and a probe launched through the very
- * same launch path as QEMU (vm_launch_argv: cgroup, uid lease, jail, the
+ * same launch path as QEMU (sb__vm_launch_argv: cgroup, uid lease, jail, the
  * sealed template memfd as fd 5) reports that it cannot see or touch the
  * other VMMs, their sockets, the template RAM, or any host network. */
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "vm_internal.h" /* vm_launch_argv, the probe's log pipe */
+#include "vm_internal.h" /* sb__vm_launch_argv, the probe's log pipe */
 #include "vmtest.h"
 
 #define PROBE AL_BINARY_DIR "/tests/vm/jail_probe"
@@ -71,14 +71,14 @@ static unsigned run_probe(const struct sb_template *t, pid_t a, pid_t b,
 	unsigned uid;
 
 	snprintf(mem, sizeof(mem), "%s/mem", t->dir);
-	vmm_arg(&argv, "%s", PROBE);
-	vmm_arg(&argv, "%d", (int)a);
-	vmm_arg(&argv, "%d", (int)b);
-	vmm_arg(&argv, "%s", mem);
-	assert_int_equal(vm_create(&opts, "probe", t->accel, &vm), 0);
-	if (vm_launch_argv(vm, &opts, &t->img, &m, -1, &argv) != 0)
+	sb__vmm_arg(&argv, "%s", PROBE);
+	sb__vmm_arg(&argv, "%d", (int)a);
+	sb__vmm_arg(&argv, "%d", (int)b);
+	sb__vmm_arg(&argv, "%s", mem);
+	assert_int_equal(sb__vm_create(&opts, "probe", t->accel, &vm), 0);
+	if (sb__vm_launch_argv(vm, &opts, &t->img, &m, -1, &argv) != 0)
 		fail_msg("probe launch: %s", sb_vm_error(vm));
-	vmm_argv_release(&argv);
+	sb__vmm_argv_release(&argv);
 	uid = vm->uid;
 	p = (struct pollfd){.fd = vm->pidfd, .events = POLLIN};
 	assert_int_equal(poll(&p, 1, 20000), 1); /* it exited */

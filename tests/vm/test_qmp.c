@@ -74,33 +74,33 @@ static void test_real_qemu(void **state)
 	int fds[2];
 
 	start_qemu(f);
-	assert_int_equal(qmp_connect(&q, f->sock, 10000), 0);
-	assert_int_equal(qmp_execute(&q, "query-status", NULL, 5000, &ret, err,
-				     sizeof(err)),
+	assert_int_equal(sb__qmp_connect(&q, f->sock, 10000), 0);
+	assert_int_equal(sb__qmp_execute(&q, "query-status", NULL, 5000, &ret,
+					 err, sizeof(err)),
 			 0);
 	assert_non_null(json_object_get(ret, "status"));
 	json_decref(ret);
 	/* an error reply carries QEMU's message */
-	assert_int_equal(qmp_execute(&q, "no-such-command", NULL, 5000, NULL,
-				     err, sizeof(err)),
+	assert_int_equal(sb__qmp_execute(&q, "no-such-command", NULL, 5000,
+					 NULL, err, sizeof(err)),
 			 -EREMOTEIO);
 	assert_non_null(strstr(err, "no-such-command"));
 	/* pass an fd with getfd, then close it by name */
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
-	assert_int_equal(qmp_execute_fd(&q, "getfd",
-					json_pack("{s:s}", "fdname", "p"),
-					fds[0], 5000, err, sizeof(err)),
+	assert_int_equal(sb__qmp_execute_fd(&q, "getfd",
+					    json_pack("{s:s}", "fdname", "p"),
+					    fds[0], 5000, err, sizeof(err)),
 			 0);
-	assert_int_equal(qmp_execute(&q, "closefd",
-				     json_pack("{s:s}", "fdname", "p"), 5000,
-				     NULL, err, sizeof(err)),
+	assert_int_equal(sb__qmp_execute(&q, "closefd",
+					 json_pack("{s:s}", "fdname", "p"),
+					 5000, NULL, err, sizeof(err)),
 			 0);
 	close(fds[0]);
 	close(fds[1]);
 	/* quit: the SHUTDOWN event arrives, then the socket closes */
-	qmp_execute(&q, "quit", NULL, 5000, NULL, NULL, 0);
-	assert_int_equal(qmp_wait_event(&q, "SHUTDOWN", 5000, NULL), 0);
-	qmp_close(&q);
+	sb__qmp_execute(&q, "quit", NULL, 5000, NULL, NULL, 0);
+	assert_int_equal(sb__qmp_wait_event(&q, "SHUTDOWN", 5000, NULL), 0);
+	sb__qmp_close(&q);
 	assert_int_equal(waitpid(f->pid, NULL, 0), f->pid);
 	f->pid = -1;
 }
@@ -139,7 +139,7 @@ static void test_silent_server_times_out(void **state)
 	struct qmp q;
 
 	fake_server(f, NULL, 0);
-	assert_int_equal(qmp_connect(&q, f->sock, 300), -ETIMEDOUT);
+	assert_int_equal(sb__qmp_connect(&q, f->sock, 300), -ETIMEDOUT);
 }
 
 static void test_overlong_line(void **state)
@@ -151,7 +151,7 @@ static void test_overlong_line(void **state)
 
 	memset(junk, 'x', n);
 	fake_server(f, junk, n);
-	assert_int_equal(qmp_connect(&q, f->sock, 5000), -EPROTO);
+	assert_int_equal(sb__qmp_connect(&q, f->sock, 5000), -EPROTO);
 	free(junk);
 }
 
@@ -162,7 +162,7 @@ static void test_not_qmp(void **state)
 	struct qmp q;
 
 	fake_server(f, g, strlen(g));
-	assert_int_equal(qmp_connect(&q, f->sock, 5000), -EPROTO);
+	assert_int_equal(sb__qmp_connect(&q, f->sock, 5000), -EPROTO);
 }
 
 static void test_no_socket(void **state)
@@ -170,7 +170,7 @@ static void test_no_socket(void **state)
 	struct fixture *f = *state;
 	struct qmp q;
 
-	assert_int_equal(qmp_connect(&q, f->sock, 100), -ETIMEDOUT);
+	assert_int_equal(sb__qmp_connect(&q, f->sock, 100), -ETIMEDOUT);
 }
 
 int main(void)

@@ -122,12 +122,12 @@ static void test_sweep(void **state)
 	int k1, k2, k3;
 
 	(void)state;
-	if (geteuid() != 0 || !strcmp(cg_version(), "none"))
+	if (geteuid() != 0 || !strcmp(sb_cg_version(), "none"))
 		skip();
 	snprintf(stale_a, sizeof(stale_a), "%d-vm-aaaaaa", (int)d);
 	snprintf(stale_b, sizeof(stale_b), "%d-vm-bbbbbb", (int)d);
 	snprintf(live, sizeof(live), "%d-vm-cccccc", (int)getpid());
-	assert_int_equal(sb_private_dir(opts.run_dir, 0711), 0);
+	assert_int_equal(sb__private_dir(opts.run_dir, 0711), 0);
 	shell("set -e; o=/tmp/al-sweep-outside-%d; cd %s; "
 	      "mkdir -p %s/sub/deeper %s %s other %d-vm-toolong1 $o; "
 	      "echo keep > $o/f; ln -s $o %s/out; ln -s $o/f %s/sub/f; "
@@ -135,7 +135,8 @@ static void test_sweep(void **state)
 	      (int)getpid(), opts.run_dir, stale_a, stale_b, live, (int)d,
 	      stale_a, stale_a, stale_a);
 	/* the dead one's cgroup, with a process still in it */
-	assert_int_equal(cg_create(&cg_dead, stale_a, 256 << 20, 100, 64), 0);
+	assert_int_equal(sb__cg_create(&cg_dead, stale_a, 256 << 20, 100, 64),
+			 0);
 	assert_true(cg_dead.n > 0);
 	s1 = sleeper("in-cgroup", &k1);
 	join(&cg_dead, s1);
@@ -143,7 +144,7 @@ static void test_sweep(void **state)
 	snprintf(tag, sizeof(tag), "%s/%s/qmp.sock", opts.run_dir, stale_b);
 	s2 = sleeper(tag, &k2);
 	/* ours, alive: must stay, process and all */
-	assert_int_equal(cg_create(&cg_live, live, 256 << 20, 100, 64), 0);
+	assert_int_equal(sb__cg_create(&cg_live, live, 256 << 20, 100, 64), 0);
 	s3 = sleeper("live", &k3);
 	join(&cg_live, s3);
 	usleep(100000); /* let the sleepers exec */
@@ -175,7 +176,7 @@ static void test_sweep(void **state)
 	close(k2);
 	close(k3); /* EOF: the live sleeper ends */
 	assert_int_equal(waitpid(s3, NULL, 0), s3);
-	cg_destroy(&cg_live);
+	sb__cg_destroy(&cg_live);
 	shell("rm -rf %s /tmp/al-sweep-outside-%d", opts.run_dir,
 	      (int)getpid());
 }

@@ -99,12 +99,12 @@ static void test_waited_minute(void **state)
 	assert_int_equal(p->n_warm, 2);
 	for (size_t i = 0; i < 2; i++) {
 		assert_true(sb_vm_warm(p->warm[i]));
-		assert_int_equal(vm_qmp(p->warm[i], "stop", NULL, NULL), 0);
+		assert_int_equal(sb__vm_qmp(p->warm[i], "stop", NULL, NULL), 0);
 	}
 	fprintf(stderr, "warm clones paused for 61 s\n");
 	sleep(61);
 	for (size_t i = 0; i < 2; i++)
-		assert_int_equal(vm_qmp(p->warm[i], "cont", NULL, NULL), 0);
+		assert_int_equal(sb__vm_qmp(p->warm[i], "cont", NULL, NULL), 0);
 	for (int i = 0; i < 2; i++) {
 		struct al_result res;
 		double guest = 0, host;
@@ -154,7 +154,7 @@ static void test_replaced(void **state)
 
 	al_worker_idle(&worker);
 	assert_int_equal(p->n_warm, 1);
-	assert_int_equal(vm_qmp(p->warm[0], "stop", NULL, NULL), 0);
+	assert_int_equal(sb__vm_qmp(p->warm[0], "stop", NULL, NULL), 0);
 	RUN("{\"cmd\":[\"python3\",\"-c\",\"print(6*7)\"],\"timeout_ms\":120000}", &res);
 	CHECK(res.status == AL_OK && out_is(&res, 0, "42\n"), &res);
 	al_result_release(&res);

@@ -1,0 +1,493 @@
+/* resolver.c: a networked VM's DNS resolver, one process per VM.
+ *
+ * Theory of operation. The process owns two UDP sockets and a libnftables
+ * context, all made by its parent (resolver.h, steps 1-3), and first gives
+ * up everything else: other fds, uid 0, every capability but
+ * CAP_NET_ADMIN (which each nf_tables message needs), the right to fork.
+ * Then one poll() loop, no threads:
+ *
+ *   guest query --> parse (dns.c, strict) --> name in the policy?
+ *       no: NXDOMAIN, nothing leaves the VM's namespace;
+ *       yes, not A/AAAA: an empty NOERROR (no other record type is
+ *           fetched, so no TXT-style tunnel);
+ *       yes, A/AAAA: a fresh query with a random id (getrandom) goes
+ *           upstream; the guest's id, question and address wait in
+ *           `pend` with a deadline.
+ *   upstream reply --> matched by id and question (else ignored: a late
+ *       or forged datagram) --> addresses reached from the question
+ *       through the reply's CNAMEs --> `add element` into set4 / set6 with
+ *       the TTL (1 s .. 1 h) as timeout, one nft transaction per reply
+ *       --> only then the answer to the guest, the records owned by its
+ *       question's name, with the same TTLs. An nft failure is a SERVFAIL:
+ *       the guest never holds an address that is not open.
+ *   deadline --> SERVFAIL.
+ *
+ * At most SB_RESOLVER_PENDING_MAX questions wait upstream and at most
+ * SB_RESOLVER_QPS go out a second; past either the guest gets SERVFAIL,
+ * so a guest cannot flood the upstream resolver through us.
+ *
+ * `cache` remembers until when each address is open, so an answer never
+ * shortens an element (two names on one CDN address with different TTLs)
+ * and a repeated answer costs no netlink round trip. Kernels since 6.10
+ * update an existing element's timeout on `add element`; older ones keep
+ * the first timeout (docs/network.md).
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <nftables/libnftables.h>
+
+#include "clock.h"
+#include "dns.h"
+#include "resolver.h"
+
+struct pending {
+	bool used;
+	uint16_t up_id;		      /* id of our query upstream */
+	struct sb_dns_query q;	      /* the guest's question */
+	struct sockaddr_storage from; /* where the guest asked from */
+	socklen_t from_len;
+	struct al_deadline dl; /* SERVFAIL then */
+};
+
+struct opened {
+	int family; /* 0 = free slot */
+	uint8_t addr[16];
+	uint64_t until_ms; /* al_now_ms() when its element expires */
+};
+
+struct resolver {
+	struct sb_net_policy p;
+	int lfd, ufd;
+	struct nft_ctx *nft;
+	const char *table, *set4, *set6;
+	struct pending pend[SB_RESOLVER_PENDING_MAX];
+	struct opened cache[SB_RESOLVER_CACHE_MAX];
+	uint64_t second_ms;	/* start of the current second */
+	unsigned sent;		/* questions sent upstream in it */
+	uint8_t in[SB_DNS_MSG_MAX], out[SB_DNS_MSG_MAX];
+};
+
+/* --- giving things up --------------------------------------------------- */
+
+static bool is_netlink(int fd)
+{
+	int dom = 0;
+	socklen_t len = sizeof(dom);
+
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) == 0 &&
+	       dom == AF_NETLINK;
+}
+
+/* Close every fd but 0-2, ours and netlink sockets (nft's: libnftables
+ * does not say which fd it holds). */
+static int close_others(int keep1, int keep2)
+{
+	int fds[256], n = 0;
+	struct dirent *e;
+	DIR *d;
+
+	do {
+		d = opendir("/proc/self/fd");
+		if (!d)
+			return -errno;
+		n = 0;
+		while ((e = readdir(d)) && n < 256) {
+			int fd = atoi(e->d_name);
+
+			if (e->d_name[0] == '.' || fd <= 2 || fd == keep1 ||
+			    fd == keep2 || fd == dirfd(d) || is_netlink(fd))
+				continue;
+			fds[n++] = fd;
+		}
+		closedir(d);
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+	} while (n == 256);
+	return 0;
+}
+
+static int keep_only_net_admin(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2] = {{0}};
+
+	d[0].effective = d[0].permitted = 1u << CAP_NET_ADMIN;
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
+	    errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
+/* As root: uid/gid u, no groups, CAP_NET_ADMIN alone. */
+static int drop_root(uid_t u)
+{
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+		return -errno;
+	for (int cap = 0; cap < 64; cap++) {
+		if (cap == CAP_NET_ADMIN)
+			continue;
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; /* past the kernel's last cap */
+			return -errno;
+		}
+	}
+	if (setgroups(0, NULL) < 0 || setresgid(u, u, u) < 0 ||
+	    setresuid(u, u, u) < 0)
+		return -errno;
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+		return -errno;
+	return keep_only_net_admin();
+}
+
+static int drop_privileges(int lfd, int ufd, pid_t parent, uid_t uid)
+{
+	const struct rlimit none = {0, 0};
+	int rc;
+
+	rc = close_others(lfd, ufd);
+	if (rc == 0 && geteuid() == 0)
+		rc = drop_root(uid ? uid : SB_RESOLVER_UID);
+	if (rc < 0)
+		return rc;
+	/* after the uid change, which clears the parent-death signal */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return -errno;
+	if (getppid() != parent)
+		return -ESRCH;
+	if (geteuid() != 0 && setrlimit(RLIMIT_NPROC, &none) < 0)
+		return -errno;
+	return 0;
+}
+
+/* --- nft ---------------------------------------------------------------- */
+
+static struct opened *cache_find(struct resolver *r,
+				 const struct sb_dns_addr *a)
+{
+	for (size_t i = 0; i < SB_RESOLVER_CACHE_MAX; i++)
+		if (r->cache[i].family == a->family &&
+		    memcmp(r->cache[i].addr, a->addr, 16) == 0)
+			return &r->cache[i];
+	return NULL;
+}
+
+/* Remember a's element open until `until`: its slot, else an expired
+ * one, else the one expiring first. */
+static void cache_put(struct resolver *r, const struct sb_dns_addr *a,
+		      uint64_t until, uint64_t now)
+{
+	struct opened *c = cache_find(r, a), *soonest = &r->cache[0];
+
+	for (size_t i = 0; !c && i < SB_RESOLVER_CACHE_MAX; i++) {
+		if (!r->cache[i].family || r->cache[i].until_ms <= now)
+			c = &r->cache[i];
+		else if (r->cache[i].until_ms < soonest->until_ms)
+			soonest = &r->cache[i];
+	}
+	if (!c)
+		c = soonest;
+	c->family = a->family;
+	memcpy(c->addr, a->addr, 16);
+	c->until_ms = until;
+}
+
+/* `add element` lines for the addresses not already open long enough;
+ * the count of them. */
+static size_t nft_commands(struct resolver *r, const struct sb_dns_answer *a,
+			   uint64_t now, char *cmd, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+	size_t n = 0, count = 0;
+	int w;
+
+	cmd[0] = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct sb_dns_addr *x = &a->addr[i];
+		const struct opened *c = cache_find(r, x);
+
+		if (c && c->until_ms >= now + x->ttl * 1000ull)
+			continue;
+		inet_ntop(x->family, x->addr, ip, sizeof(ip));
+		w = snprintf(cmd + n, len - n,
+			     "add element %s %s { %s timeout %us }\n",
+			     r->table, x->family == AF_INET ? r->set4 : r->set6,
+			     ip, x->ttl);
+		if (w < 0 || (size_t)w >= len - n)
+			break;
+		n += (size_t)w;
+		count++;
+	}
+	return count;
+}
+
+/* Open every address of `a` for its TTL: one transaction. */
+static int open_addrs(struct resolver *r, const struct sb_dns_answer *a)
+{
+	char cmd[SB_DNS_ADDRS_MAX * 128];
+	uint64_t now = al_now_ms();
+	const char *err;
+
+	if (!nft_commands(r, a, now, cmd, sizeof(cmd)))
+		return 0;
+	if (nft_run_cmd_from_buffer(r->nft, cmd) != 0) {
+		err = nft_ctx_get_error_buffer(r->nft);
+		fprintf(stderr, "airlock-resolver: nft: %.200s\n",
+			err ? err : "failed");
+		return -EIO;
+	}
+	(void)nft_ctx_get_output_buffer(r->nft);
+	for (size_t i = 0; i < a->n; i++)
+		cache_put(r, &a->addr[i], now + a->addr[i].ttl * 1000ull, now);
+	return 0;
+}
+
+/* --- the guest ---------------------------------------------------------- */
+
+static void reply(struct resolver *r, const struct sb_dns_query *q,
+		  const struct sockaddr_storage *to, socklen_t to_len,
+		  uint8_t rcode, const struct sb_dns_answer *a)
+{
+	size_t n = sb__dns_build_reply(q, rcode, a, r->out, sizeof(r->out));
+
+	/* a lost reply is the guest's to retry, like any lost datagram */
+	if (n)
+		(void)sendto(r->lfd, r->out, n, MSG_DONTWAIT,
+			     (const struct sockaddr *)to, to_len);
+}
+
+static int new_id(struct resolver *r, uint16_t *ret)
+{
+	uint16_t id;
+	bool taken;
+
+	do {
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			return -EIO;
+		taken = false;
+		for (size_t i = 0; i < SB_RESOLVER_PENDING_MAX; i++)
+			taken |= r->pend[i].used && r->pend[i].up_id == id;
+	} while (taken);
+	*ret = id;
+	return 0;
+}
+
+/* An allowed A / AAAA question goes upstream; false when it cannot. */
+static bool forward(struct resolver *r, const struct sb_dns_query *q,
+		    const struct sockaddr_storage *from, socklen_t from_len)
+{
+	struct pending *p = NULL;
+	size_t n;
+
+	uint64_t now = al_now_ms();
+
+	/* a guest must not turn us into a flood of its upstream's */
+	if (now - r->second_ms >= 1000) {
+		r->second_ms = now;
+		r->sent = 0;
+	}
+	if (r->sent >= SB_RESOLVER_QPS)
+		return false;
+	for (size_t i = 0; !p && i < SB_RESOLVER_PENDING_MAX; i++)
+		if (!r->pend[i].used)
+			p = &r->pend[i];
+	if (!p || new_id(r, &p->up_id) < 0)
+		return false;
+	r->sent++;
+	n = sb__dns_build_query(q, p->up_id, r->out, sizeof(r->out));
+	if (!n || send(r->ufd, r->out, n, MSG_DONTWAIT) != (ssize_t)n)
+		return false;
+	p->used = true;
+	p->q = *q;
+	p->from = *from;
+	p->from_len = from_len;
+	p->dl = al_deadline_in(SB_RESOLVER_UPSTREAM_MS);
+	return true;
+}
+
+static void on_query(struct resolver *r, size_t len,
+		     const struct sockaddr_storage *from, socklen_t from_len)
+{
+	struct sb_dns_query q;
+	int rc = sb__dns_parse_query(r->in, len, &q);
+
+	if (rc == -EBADMSG)
+		return;
+	if (rc < 0)
+		reply(r, &q, from, from_len,
+		      rc == -ENOTSUP ? SB_DNS_NOTIMP : SB_DNS_FORMERR, NULL);
+	else if (q.qclass != SB_DNS_C_IN)
+		reply(r, &q, from, from_len, SB_DNS_REFUSED, NULL);
+	else if (!sb_net_policy_allows_name(&r->p, q.name))
+		reply(r, &q, from, from_len, SB_DNS_NXDOMAIN, NULL);
+	else if (q.qtype != SB_DNS_T_A && q.qtype != SB_DNS_T_AAAA)
+		reply(r, &q, from, from_len, SB_DNS_NOERROR, NULL);
+	else if (!forward(r, &q, from, from_len))
+		reply(r, &q, from, from_len, SB_DNS_SERVFAIL, NULL);
+}
+
+/* Read what the guest sent; < 0 only when the socket is gone. */
+static int on_guest(struct resolver *r)
+{
+	struct sockaddr_storage from;
+	socklen_t from_len;
+	ssize_t n;
+
+	for (int i = 0; i < 64; i++) {
+		from_len = sizeof(from);
+		n = recvfrom(r->lfd, r->in, sizeof(r->in), MSG_DONTWAIT,
+			     (struct sockaddr *)&from, &from_len);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n < 0 && (errno == EBADF || errno == ENOTSOCK))
+			return -errno;
+		if (n < 0)
+			continue; /* EINTR, ENOMEM, an ICMP error: go on */
+		on_query(r, (size_t)n, &from, from_len);
+	}
+	return 0;
+}
+
+/* --- upstream ----------------------------------------------------------- */
+
+static void finish(struct resolver *r, struct pending *p, size_t len)
+{
+	struct sb_dns_answer a;
+
+	if (sb__dns_parse_reply(r->in, len, &p->q, p->up_id, &a) < 0)
+		return; /* not the reply to this question: keep waiting */
+	if (a.rcode == SB_DNS_NOERROR && open_addrs(r, &a) < 0)
+		a.rcode = SB_DNS_SERVFAIL;
+	reply(r, &p->q, &p->from, p->from_len, a.rcode,
+	      a.rcode == SB_DNS_NOERROR ? &a : NULL);
+	p->used = false;
+}
+
+static void fail_all(struct resolver *r)
+{
+	for (size_t i = 0; i < SB_RESOLVER_PENDING_MAX; i++) {
+		struct pending *p = &r->pend[i];
+
+		if (!p->used)
+			continue;
+		reply(r, &p->q, &p->from, p->from_len, SB_DNS_SERVFAIL, NULL);
+		p->used = false;
+	}
+}
+
+static int on_upstream(struct resolver *r)
+{
+	ssize_t n;
+
+	for (int i = 0; i < 64; i++) {
+		n = recv(r->ufd, r->in, sizeof(r->in), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n < 0 && (errno == EBADF || errno == ENOTSOCK))
+			return -errno;
+		if (n < 0 && errno == ECONNREFUSED)
+			fail_all(r); /* nobody listens upstream */
+		if (n < 2)
+			continue;
+		for (size_t j = 0; j < SB_RESOLVER_PENDING_MAX; j++) {
+			struct pending *p = &r->pend[j];
+
+			if (p->used && p->up_id == (r->in[0] << 8 | r->in[1]))
+				finish(r, p, (size_t)n);
+		}
+	}
+	return 0;
+}
+
+/* SERVFAIL for questions past their deadline; the next deadline. */
+static struct al_deadline expire(struct resolver *r)
+{
+	struct al_deadline next = AL_NO_DEADLINE;
+
+	for (size_t i = 0; i < SB_RESOLVER_PENDING_MAX; i++) {
+		struct pending *p = &r->pend[i];
+
+		if (!p->used)
+			continue;
+		if (al_deadline_passed(p->dl)) {
+			reply(r, &p->q, &p->from, p->from_len, SB_DNS_SERVFAIL,
+			      NULL);
+			p->used = false;
+			continue;
+		}
+		next = al_deadline_min(next, p->dl);
+	}
+	return next;
+}
+
+static int serve(struct resolver *r)
+{
+	struct pollfd pf[2] = {{r->lfd, POLLIN, 0}, {r->ufd, POLLIN, 0}};
+	int rc;
+
+	for (;;) {
+		struct al_deadline next = expire(r);
+
+		if (poll(pf, 2, al_deadline_poll_ms(next)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if ((pf[0].revents | pf[1].revents) & POLLNVAL)
+			return -EBADF;
+		rc = pf[0].revents ? on_guest(r) : 0;
+		if (rc == 0 && pf[1].revents)
+			rc = on_upstream(r);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+int sb__resolver_run(const struct sb_net_policy *p, int listen_fd,
+		     int upstream_fd, struct nft_ctx *nft, uid_t uid,
+		     const char *table, const char *set4, const char *set6)
+{
+	pid_t parent = getppid();
+	struct resolver *r;
+	int rc;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->p = *p;
+	r->lfd = listen_fd;
+	r->ufd = upstream_fd;
+	r->nft = nft;
+	r->table = table;
+	r->set4 = set4;
+	r->set6 = set6;
+	rc = -ENOMEM;
+	if (nft_ctx_buffer_output(nft) != 0 || nft_ctx_buffer_error(nft) != 0)
+		goto out;
+	rc = drop_privileges(listen_fd, upstream_fd, parent, uid);
+	if (rc == 0)
+		rc = serve(r);
+out:
+	free(r);
+	return rc;
+}

@@ -1,0 +1,728 @@
+/* http.c: the HTTP API of `airlock serve` over libmicrohttpd (http.h has
+ * the theory of operation).
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "clock.h"
+#include "http.h"
+#include "http_req.h"
+#include "log.h"
+#include "proto.h"
+#include "readfile.h"
+
+#define HEADER_MEM  (32u << 10) /* per connection: headers and buffers */
+#define METRICS_BUF (64u << 10)
+#define WAIT_SLICE  1000u /* ms: ?wait= checks for shutdown this often */
+
+struct al_http {
+	struct MHD_Daemon *d;	      /* the listener */
+	const struct al_http_opts *o; /* options */
+	atomic_bool stopping;	      /* al_http_stop() began */
+};
+
+/* One request, kept across libmicrohttpd's calls for its body. */
+struct req {
+	enum al_route route;	/* what it asks */
+	char id[AL_ID_MAX + 1]; /* for /jobs/{id} */
+	char *body;		/* bytes so far */
+	size_t len, cap;	/* used, allocated */
+	bool too_big;		/* over max_body_bytes: 413 at the end */
+};
+
+/* --- responses ---------------------------------------------------------- */
+
+static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
+				const char *type, char *buf, size_t len)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* A JSON body from j (consumed). */
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
+				 json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	size_t n;
+
+	json_decref(j);
+	if (!s) { /* out of memory, or a bug in a pack format */
+		s = strdup("{\"error\":\"internal error\"}");
+		status = 500;
+	}
+	if (!s)
+		return MHD_NO;
+	n = strlen(s);
+	s[n] = '\n'; /* the NUL becomes a newline: the buffer is n + 1 */
+	return send_buf(c, status, "application/json", s, n + 1);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
+				  const char *msg)
+{
+	return send_json(c, status, json_pack("{ss}", "error", msg));
+}
+
+/* 422 with every problem of `d`. */
+static enum MHD_Result send_diags(struct MHD_Connection *c,
+				  const struct al_diags *d)
+{
+	json_t *p = json_array();
+
+	for (size_t i = 0; i < d->n; i++)
+		json_array_append_new(p, json_pack("{ssss}", "path",
+						   d->items[i].path, "reason",
+						   d->items[i].reason));
+	return send_json(
+	    c, 422, json_pack("{ssso}", "error", "invalid job", "problems", p));
+}
+
+/* --- authentication ------------------------------------------------------ */
+
+static bool loopback(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0,	   0,
+						 0, 0, 0, 0, 0xff, 0xff};
+
+	if (!sa)
+		return false;
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)
+				  ->sin_addr.s_addr) >>
+			24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (!memcmp(a->s6_addr, mapped, 12) &&
+			a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* 0 when allowed, else the status to answer (401 or 403). */
+static unsigned auth(const struct al_http *h, struct MHD_Connection *c)
+{
+	const char *token = h->o->token;
+	const char *hdr;
+	size_t n = strlen(token);
+
+	if (!token[0])
+		return loopback(c) ? 0 : 403;
+	hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					  MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!hdr || strncmp(hdr, "Bearer ", 7) != 0)
+		return 401;
+	hdr += 7;
+	/* lengths may differ: compare the token with itself then, so the
+	 * time taken depends on the token's length only */
+	if (strlen(hdr) != n) {
+		(void)al_auth_equal(token, token, n);
+		return 401;
+	}
+	return al_auth_equal(hdr, token, n) ? 0 : 401;
+}
+
+int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
+		       size_t errlen)
+{
+	const char *path = cfg->http.token_file;
+	char *text = NULL;
+	size_t len;
+	int r;
+
+	ret[0] = '\0';
+	if (!path[0])
+		return 0;
+	r = al_read_file(path, 256, &text, &len);
+	if (r < 0) {
+		snprintf(err, errlen, "http.token_file %s: %s", path,
+			 r == -E2BIG ? "over 256 bytes" : strerror(-r));
+		return r;
+	}
+	while (len && strchr(" \t\r\n", text[len - 1]))
+		len--;
+	text[len] = '\0';
+	r = al_config_token_valid(text) ? 0 : -EINVAL;
+	if (r == 0)
+		memcpy(ret, text, len + 1);
+	else
+		snprintf(err, errlen,
+			 "http.token_file %s: not a token (16..256 "
+			 "characters of [A-Za-z0-9._~+/=-])",
+			 path);
+	explicit_bzero(text, len);
+	free(text);
+	return r;
+}
+
+/* --- handlers ------------------------------------------------------------- */
+
+static int open_redis(const struct al_http *h, struct alq_client *cl)
+{
+	const struct al_config *cfg = h->o->cfg;
+
+	return alq_client_open(cl, &h->o->url, cfg->queue.name,
+			       cfg->redis.command_timeout_ms);
+}
+
+/* The stored result of id as a JSON object, or NULL (*ret_err why). */
+static json_t *result_obj(struct alq_client *cl, const char *id, int *ret_err)
+{
+	struct al_result res = {0};
+	struct al_diags d;
+	char *mp = NULL, *text = NULL;
+	json_t *j = NULL;
+	size_t len;
+
+	*ret_err = alq_client_result(cl, id, &mp, &len);
+	if (*ret_err < 0)
+		return NULL;
+	al_diags_init(&d);
+	*ret_err = -EPROTO;
+	if (al_result_from_msgpack(mp, len, &res, &d) == 0 &&
+	    al_result_to_json(&res, &text) == 0)
+		j = json_loads(text, JSON_ALLOW_NUL, NULL);
+	if (j)
+		*ret_err = 0;
+	al_result_release(&res);
+	free(text);
+	free(mp);
+	return j;
+}
+
+/* Policy and callback target of each job; false with d filled. */
+static bool check_jobs(const struct al_http *h, struct al_http_job *jobs,
+		       size_t n, bool batch, struct al_diags *d)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct al_diags one;
+		char err[160], path[32] = "";
+
+		if (batch)
+			snprintf(path, sizeof(path), "[%zu]", i);
+		al_diags_init(&one);
+		if (al_job_check_policy(&jobs[i].job, h->o->policy, &one) < 0)
+			for (size_t k = 0; k < one.n; k++)
+				al_diags_add(d, path, "%.100s%s%s",
+					     one.items[k].path,
+					     one.items[k].path[0] ? ": " : "",
+					     one.items[k].reason);
+		if (jobs[i].callback &&
+		    (!h->o->callbacks ||
+		     al_callback_target(&h->o->cfg->http.callback_allow,
+					jobs[i].callback, NULL, 0, err,
+					sizeof(err)) < 0))
+			al_diags_add(d, path, "%s",
+				     h->o->callbacks
+					 ? err
+					 : "callback_url: callbacks "
+					   "are off (empty "
+					   "http.callback_allow)");
+	}
+	return d->n == 0;
+}
+
+/* Wait up to wait_s for id's result, in slices so stop is noticed. */
+static int wait_result(const struct al_http *h, struct alq_client *cl,
+		       const char *id, uint32_t wait_s)
+{
+	uint64_t end = al_now_ms() + 1000ull * wait_s;
+
+	for (;;) {
+		uint64_t now = al_now_ms();
+		uint32_t slice =
+		    end - now < WAIT_SLICE ? (uint32_t)(end - now) : WAIT_SLICE;
+		int r;
+
+		if (now >= end || atomic_load(&h->stopping))
+			return -ETIMEDOUT;
+		r = alq_client_wait(cl, id, slice ? slice : 1);
+		if (r != -ETIMEDOUT)
+			return r;
+	}
+}
+
+/* Submit the prepared jobs; per-job outcomes into subs. */
+static int submit(const struct al_http *h, struct alq_client *cl,
+		  struct al_http_job *jobs, struct alq_submit *subs,
+		  struct alq_prepared *prep, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (alq_prepare(&jobs[i].job, h->o->policy, NULL, &prep[i]) <
+		    0)
+			return -ENOMEM;
+		subs[i] = (struct alq_submit){prep[i].id,  prep[i].payload,
+					      prep[i].len, prep[i].wall_ms,
+					      false,	   0};
+	}
+	if (open_redis(h, cl) < 0)
+		return -EIO;
+	return alq_client_submit_many(cl, subs, n);
+}
+
+/* Answer a submit once its jobs are in: ids, or the result with ?wait=. */
+static enum MHD_Result submitted(const struct al_http *h,
+				 struct MHD_Connection *c,
+				 struct alq_client *cl, struct alq_submit *subs,
+				 size_t n, bool batch, uint32_t wait_s)
+{
+	json_t *arr;
+	int e;
+
+	if (!batch && wait_s && wait_result(h, cl, subs[0].id, wait_s) == 0) {
+		json_t *j = result_obj(cl, subs[0].id, &e);
+
+		if (j)
+			return send_json(c, 200, j);
+	}
+	if (!batch)
+		return send_json(c, wait_s ? 202 : 201,
+				 json_pack("{sssbss}", "id", subs[0].id,
+					   "duplicate", subs[0].dup, "state",
+					   "queued"));
+	arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, json_pack("{sssb}", "id", subs[i].id,
+						     "duplicate", subs[i].dup));
+	return send_json(c, 201, json_pack("{so}", "jobs", arr));
+}
+
+static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
+				 struct req *q)
+{
+	bool batch = q->route == AL_ROUTE_BATCH;
+	struct al_http_job *jobs = NULL;
+	struct alq_submit *subs = NULL;
+	struct alq_prepared *prep = NULL;
+	struct alq_client cl = {0};
+	struct al_diags d;
+	enum MHD_Result ret;
+	uint32_t wait_s = 0;
+	size_t n = 0;
+	int r;
+
+	if (al_http_parse_wait(
+		MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait"),
+		h->o->cfg->http.max_wait_s, &wait_s) < 0)
+		return send_error(c, 400,
+				  "wait: must be 0..http.max_wait_s "
+				  "seconds");
+	al_diags_init(&d);
+	r = al_http_parse_jobs(q->body ? q->body : "", q->len, batch, &jobs, &n,
+			       &d);
+	if (r == -ENOMEM)
+		return send_error(c, 503, "out of memory");
+	if (r < 0 || !check_jobs(h, jobs, n, batch, &d)) {
+		ret = send_diags(c, &d);
+		goto out;
+	}
+	subs = calloc(n, sizeof(*subs));
+	prep = calloc(n, sizeof(*prep));
+	if (!subs || !prep) {
+		ret = send_error(c, 503, "out of memory");
+		goto out;
+	}
+	r = submit(h, &cl, jobs, subs, prep, n);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (subs[i].err < 0)
+			r = subs[i].err;
+	if (r < 0) {
+		al_warn("http: submit: %s", cl.err[0] ? cl.err : strerror(-r));
+		ret = send_error(c, 503, "the queue is unavailable");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].callback &&
+		    al_callbacks_add(h->o->callbacks, subs[i].id,
+				     jobs[i].callback) < 0)
+			al_warn("job=%s: callback not queued (too many "
+				"waiting)",
+				subs[i].id);
+	ret = submitted(h, c, &cl, subs, n, batch, wait_s);
+out:
+	for (size_t i = 0; prep && i < n; i++)
+		free(prep[i].payload);
+	free(prep);
+	free(subs);
+	alq_client_close(&cl);
+	al_http_jobs_free(jobs, n);
+	return ret;
+}
+
+static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
+			      struct req *q)
+{
+	struct alq_client cl = {0};
+	struct al_queue_job st;
+	enum MHD_Result ret;
+	json_t *j = NULL;
+	int e = 0;
+
+	if (open_redis(h, &cl) < 0 || al_queue_status(&cl, q->id, &st) < 0) {
+		alq_client_close(&cl);
+		return send_error(c, 503, "the queue is unavailable");
+	}
+	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
+		ret = send_json(c, 202,
+				json_pack("{sssssi}", "id", q->id, "state",
+					  al_queue_state_name(st.state),
+					  "attempt", (int)st.attempt));
+	else if (st.state != ALQ_UNKNOWN && (j = result_obj(&cl, q->id, &e)))
+		ret = send_json(c, 200, j);
+	else if (st.state == ALQ_UNKNOWN || e == -ENOENT)
+		ret = send_error(c, 404, "no such job (or its result expired)");
+	else
+		ret = send_error(c, 503, "the queue is unavailable");
+	alq_client_close(&cl);
+	return ret;
+}
+
+static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
+				 struct req *q)
+{
+	struct alq_client cl = {0};
+	enum al_queue_state was;
+	enum MHD_Result ret;
+
+	if (open_redis(h, &cl) < 0 ||
+	    al_queue_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s, &was) <
+		0) {
+		alq_client_close(&cl);
+		return send_error(c, 503, "the queue is unavailable");
+	}
+	alq_client_close(&cl);
+	if (was == ALQ_QUEUED || was == ALQ_RUNNING) {
+		al_info("job=%s was=%s: cancelled over http", q->id,
+			al_queue_state_name(was));
+		ret = send_json(c, 202,
+				json_pack("{ssssss}", "id", q->id, "state",
+					  "cancelled", "was",
+					  al_queue_state_name(was)));
+	} else if (was == ALQ_UNKNOWN) {
+		ret = send_error(c, 404, "no such job");
+	} else {
+		ret = send_error(c, 409, "the job has a result already");
+	}
+	return ret;
+}
+
+/* Is name in the allowed list (empty list = any)? */
+static bool allowed(const struct al_config_names *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->name[i], name))
+			return true;
+	return l->n == 0;
+}
+
+static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
+				    struct req *q)
+{
+	struct al_config *cfg = h->o->cfg;
+	char tdir[4096], sdir[4096], img[8400];
+	json_t *list = json_array();
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	(void)q;
+	if (al_config_templates_dir(cfg, tdir, sizeof(tdir)) < 0 ||
+	    al_config_state_dir(cfg, sdir, sizeof(sdir)) < 0 ||
+	    !(d = opendir(tdir))) {
+		json_decref(list);
+		return send_error(c, 500, "templates dir unreadable");
+	}
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		char name[AL_NAME_MAX + 1];
+
+		if (n < 6 || n - 5 > AL_NAME_MAX ||
+		    strcmp(e->d_name + n - 5, ".conf"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), e->d_name);
+		snprintf(img, sizeof(img), "%s/images/%s", sdir, name);
+		json_array_append_new(
+		    list, json_pack("{sssbsb}", "name", name, "allowed",
+				    allowed(&cfg->templates.allowed, name),
+				    "image", stat(img, &st) == 0));
+	}
+	closedir(d);
+	return send_json(c, 200,
+			 json_pack("{ssso}", "default", cfg->templates.default_,
+				   "templates", list));
+}
+
+static enum MHD_Result do_health(struct al_http *h, struct MHD_Connection *c,
+				 struct req *q)
+{
+	struct alq_client cl = {0};
+	bool up = open_redis(h, &cl) == 0;
+
+	(void)q;
+	alq_client_close(&cl);
+	return send_json(
+	    c, up ? 200 : 503,
+	    json_pack("{sssb}", "status", up ? "ok" : "degraded", "redis", up));
+}
+
+static enum MHD_Result do_metrics(struct al_http *h, struct MHD_Connection *c,
+				  struct req *q)
+{
+	struct alq_client cl = {0};
+	struct alq_status st;
+	bool up;
+	char *buf = malloc(METRICS_BUF);
+	int n;
+
+	(void)q;
+	if (!buf)
+		return send_error(c, 503, "out of memory");
+	up = open_redis(h, &cl) == 0 && alq_client_status(&cl, &st) == 0;
+	alq_client_close(&cl);
+	n = al_metrics_render(h->o->metrics, up ? &st : NULL, buf, METRICS_BUF);
+	if (n < 0) {
+		free(buf);
+		return send_error(c, 500, "metrics over their buffer");
+	}
+	return send_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8", buf,
+			(size_t)n);
+}
+
+typedef enum MHD_Result handler_fn(struct al_http *h, struct MHD_Connection *c,
+				   struct req *q);
+
+static handler_fn *const handlers[] = {
+    [AL_ROUTE_SUBMIT] = do_submit,
+    [AL_ROUTE_BATCH] = do_submit,
+    [AL_ROUTE_JOB] = do_job,
+    [AL_ROUTE_CANCEL] = do_cancel,
+    [AL_ROUTE_TEMPLATES] = do_templates,
+    [AL_ROUTE_HEALTH] = do_health,
+    [AL_ROUTE_METRICS] = do_metrics,
+};
+
+/* --- the daemon ------------------------------------------------------------
+ */
+
+/* Append body bytes, up to the cap (then only remember it was over). */
+static void take_body(struct req *q, const char *data, size_t n, size_t max)
+{
+	if (q->too_big || q->len + n > max) {
+		q->too_big = true;
+		return;
+	}
+	if (q->len + n > q->cap) {
+		size_t cap = q->cap ? q->cap : 16384;
+		char *nb;
+
+		while (cap < q->len + n)
+			cap *= 2;
+		if (cap > max)
+			cap = max;
+		nb = realloc(q->body, cap);
+		if (!nb) {
+			q->too_big = true;
+			return;
+		}
+		q->body = nb;
+		q->cap = cap;
+	}
+	memcpy(q->body + q->len, data, n);
+	q->len += n;
+}
+
+/* The first call for a request: route, authenticate, check the declared
+ * length. NULL with *ret set when it is answered already. */
+static struct req *begin(struct al_http *h, struct MHD_Connection *c,
+			 const char *method, const char *url,
+			 enum MHD_Result *ret)
+{
+	const char *cl = MHD_lookup_connection_value(
+	    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	struct req *q = calloc(1, sizeof(*q));
+	unsigned a;
+	int r;
+
+	if (!q) {
+		*ret = MHD_NO;
+		return NULL;
+	}
+	r = al_http_route(method, url, &q->route, q->id);
+	if (r == 0 && h->o->metrics_only && q->route != AL_ROUTE_METRICS &&
+	    q->route != AL_ROUTE_HEALTH)
+		r = -ENOENT;
+	if (r < 0) {
+		*ret = r == -EPERM    ? send_error(c, 405, "method not allowed")
+		       : r == -EINVAL ? send_error(c, 400, "bad job id")
+				      : send_error(c, 404, "no such path");
+	} else if (!h->o->metrics_only && q->route != AL_ROUTE_HEALTH &&
+		   (a = auth(h, c)) != 0) {
+		*ret = send_error(c, a,
+				  a == 401 ? "a valid bearer token is "
+					     "required"
+					   : "only loopback clients "
+					     "(no http.token set)");
+	} else if (cl &&
+		   strtoull(cl, NULL, 10) > h->o->cfg->http.max_body_bytes) {
+		*ret = send_error(c, 413, "body over http.max_body_bytes");
+	} else {
+		return q;
+	}
+	free(q);
+	return NULL;
+}
+
+static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c,
+				 const char *url, const char *method,
+				 const char *version, const char *data,
+				 size_t *data_size, void **con_cls)
+{
+	struct al_http *h = cls;
+	struct req *q = *con_cls;
+	enum MHD_Result ret;
+
+	(void)version;
+	if (!q) {
+		q = begin(h, c, method, url, &ret);
+		if (!q)
+			return ret;
+		*con_cls = q;
+		return MHD_YES;
+	}
+	if (*data_size) {
+		if (al_http_route_has_body(q->route))
+			take_body(q, data, *data_size,
+				  h->o->cfg->http.max_body_bytes);
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (q->too_big)
+		return send_error(c, 413, "body over http.max_body_bytes");
+	return handlers[q->route](h, c, q);
+}
+
+/* Percent-decoding of the path and query: ours, which keeps %00 (see
+ * al_http_unescape), instead of libmicrohttpd's, which would cut the path
+ * at it. */
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls, (void)c;
+	return al_http_unescape(s);
+}
+
+static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct req *q = *con_cls;
+
+	(void)cls, (void)c, (void)toe;
+	if (q) {
+		free(q->body);
+		free(q);
+		*con_cls = NULL;
+	}
+}
+
+/* HOST:PORT (or [V6]:PORT) to a socket address. */
+static int resolve_listen(const char *listen, struct sockaddr_storage *ret,
+			  char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE},
+			*res = NULL;
+	const char *colon = strrchr(listen, ':');
+	char host[256];
+	size_t n;
+	int r;
+
+	if (!colon || colon == listen) {
+		snprintf(err, errlen, "%s: not HOST:PORT", listen);
+		return -EINVAL;
+	}
+	n = (size_t)(colon - listen);
+	if (listen[0] == '[' && n >= 2 && listen[n - 1] == ']')
+		snprintf(host, sizeof(host), "%.*s", (int)n - 2, listen + 1);
+	else
+		snprintf(host, sizeof(host), "%.*s", (int)n, listen);
+	r = getaddrinfo(host, colon + 1, &hints, &res);
+	if (r != 0 || !res) {
+		snprintf(err, errlen, "%s: %s", listen, gai_strerror(r));
+		return -EINVAL;
+	}
+	memcpy(ret, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
+		  size_t errlen)
+{
+	const struct al_config *cfg = o->cfg;
+	struct sockaddr_storage sa;
+	struct al_http *h;
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	int r = resolve_listen(o->listen, &sa, err, errlen);
+
+	if (r < 0)
+		return r;
+	if (sa.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->o = o;
+	h->d = MHD_start_daemon(
+	    flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_SOCK_ADDR, &sa,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http.max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http.timeout_s,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEM,
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, h, MHD_OPTION_END);
+	if (!h->d) {
+		snprintf(err, errlen,
+			 "%s: cannot listen (in use, or not an "
+			 "address of this host)",
+			 o->listen);
+		free(h);
+		return -EADDRINUSE;
+	}
+	*ret = h;
+	return 0;
+}
+
+void al_http_stop(struct al_http *h)
+{
+	if (!h)
+		return;
+	atomic_store(&h->stopping, true);
+	MHD_stop_daemon(h->d);
+	free(h);
+}

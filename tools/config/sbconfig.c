@@ -1,0 +1,82 @@
+/* sbconfig.c: from the config file to the options of the layers below:
+ * the sandbox's (struct sb_options) and the dispatcher's (struct
+ * al_serve_opts). With the key table (config.c) these are where a
+ * default written in the config meets the layers' own (test_defaults).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sbconfig.h"
+
+/* The sandbox's events through the logger (log.level, log.format). */
+static void log_event(enum sb_log_level level, const char *msg)
+{
+	if (level == SB_LOG_WARN)
+		al_warn("%s", msg);
+	else
+		al_info("%s", msg);
+}
+
+int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
+		       char *err, size_t errlen)
+{
+	int r;
+
+	sb_options_init(o);
+	r = al_config_state_dir(cfg, o->state_dir, sizeof(o->state_dir));
+	if (r < 0) {
+		snprintf(err, errlen, "state dir: %s", strerror(-r));
+		return r;
+	}
+	snprintf(o->qemu, sizeof(o->qemu), "%s", cfg->sandbox.qemu);
+	o->accel = cfg->sandbox.accel == AL_CONFIG_ACCEL_KVM   ? SB_ACCEL_KVM
+		   : cfg->sandbox.accel == AL_CONFIG_ACCEL_TCG ? SB_ACCEL_TCG
+							       : SB_ACCEL_AUTO;
+	o->memory_mb = cfg->sandbox.vm_memory_mb;
+	o->vcpus = cfg->sandbox.vm_vcpus;
+	o->prestart = cfg->sandbox.prestart;
+	snprintf(o->warm, sizeof(o->warm), "%s", cfg->pool.warm);
+	o->warm_last = cfg->pool.warm_last;
+	o->warm_max_age_s = cfg->pool.max_age_s;
+	o->net_ready = cfg->pool.net_ready;
+	o->worker_memory_mb = cfg->workers.memory_mb;
+	o->snapshot_max_mb = cfg->snapshots.max_disk_mb;
+	o->vmm_overhead_mb = cfg->sandbox.vmm_memory_overhead_mb;
+	o->vmm_cpu_percent = cfg->sandbox.vmm_cpu_max;
+	o->vmm_uid_base = cfg->sandbox.vmm_uid_base;
+	o->vmm_uid_count = cfg->sandbox.vmm_uid_count;
+	o->net_policies = cfg->network.policy;
+	o->n_net_policies = cfg->network.n;
+	snprintf(o->net_dns, sizeof(o->net_dns), "%s", cfg->network.dns);
+	o->log = log_event;
+	return 0;
+}
+
+void al_config_serve_opts(const struct al_config *cfg,
+			  const struct alq_url *url,
+			  const struct al_policy *policy,
+			  const struct sb_options *sb,
+			  struct al_serve_opts *ret)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	al_serve_opts_init(ret);
+	ret->url = *url;
+	snprintf(ret->queue, sizeof(ret->queue), "%s", cfg->queue.name);
+	ret->connect_timeout_ms = cfg->redis.connect_timeout_ms;
+	ret->command_timeout_ms = cfg->redis.command_timeout_ms;
+	ret->workers = cfg->workers.count ? cfg->workers.count
+					  : (uint32_t)(cpus > 0 ? cpus : 1);
+	ret->max_deliveries = cfg->queue.max_deliveries;
+	ret->result_ttl_s = cfg->queue.result_ttl_s;
+	ret->visibility_slack_ms = cfg->queue.visibility_slack_ms;
+	ret->heartbeat_ms = cfg->queue.heartbeat_ms;
+	ret->trim_interval_ms = cfg->queue.trim_interval_ms;
+	ret->dead_letter = cfg->queue.dead_letter;
+	ret->shutdown_grace_ms = cfg->workers.shutdown_grace_ms;
+	ret->policy = policy;
+	ret->sb = sb;
+}

@@ -1,0 +1,28 @@
+/* sbconfig.h: from the config file to the sandbox's and the dispatcher's
+ * options (sbconfig.c). */
+#ifndef AL_SBCONFIG_H
+#define AL_SBCONFIG_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "queue.h"
+#include "sandbox.h"
+#include "serve.h"
+
+/* Fill `o` from cfg: state dir, QEMU, accelerator, VM size, pre-started
+ * VMMs, the VMM user (resolved to uid/gid, plus the kvm group when the
+ * host has one) and host cgroup caps. -ENOENT with err set when the
+ * configured user does not exist. */
+int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
+		       char *err, size_t errlen);
+
+/* Dispatcher options from the config; `url`, `policy` and `sb` must
+ * outlive *ret. workers.count 0 becomes the number of online CPUs. */
+void al_config_serve_opts(const struct al_config *cfg,
+			  const struct alq_url *url,
+			  const struct al_policy *policy,
+			  const struct sb_options *sb,
+			  struct al_serve_opts *ret);
+
+#endif
