@@ -71,6 +71,7 @@
  * boot; `airlock eval` jobs run it (docs/eval.md). */
 #define AL_CHECK_DIR "/run/airlock-check"
 #define AL_CHECK_PY  AL_CHECK_DIR "/check.py"
+#define AL_CHECK_MOD AL_CHECK_DIR "/_airlock_check.py" /* what it imports */
 
 #define AL_PROTO_VERSION    2u		/* `v` in hello; see "Versions" */
 #define AL_FRAME_HDR	    4u		/* bytes of the length prefix */

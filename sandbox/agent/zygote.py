@@ -24,11 +24,15 @@ def _airlock_zygote():
 
     if sys.path and sys.path[0] == "":
         del sys.path[0]  # -c's cwd entry: the job's script dir goes there
+    # the eval check runner's dir (results/proto.h, AL_CHECK_DIR), for
+    # its module _airlock_check only while the template's modules load
+    sys.path.insert(0, "/run/airlock-check")
     for name in sys.argv[1:]:
         try:
             __import__(name)
         except Exception as e:  # the template's problem: say so, go on
             sys.stderr.write("airlock zygote: import %s: %r\n" % (name, e))
+    del sys.path[0]
     gc.collect()
     gc.freeze()  # start-up objects: never scanned by the job's collections
 
