@@ -306,6 +306,25 @@ const char *sb_cg_version(void);
  * gets its path. -EOPNOTSUPP without cgroups, else -errno. */
 int sb_cg_worker_join(uint64_t memory_bytes, char *ret_dir, size_t len);
 
+/* --- probes: what airlock-bench-vm measures inside a VM (probe.c) ---- */
+
+/* Translated blocks QEMU holds so far (HMP `info jit`; TCG only, else
+ * 0). */
+long sb_vm_tcg_blocks(struct sb_vm *vm);
+/* When QEMU resumed the guest (its RESUME event, within timeout_ms), in
+ * ms of CLOCK_REALTIME into *ret. 0 or -errno. */
+int sb_vm_resume_rt_ms(struct sb_vm *vm, int timeout_ms, double *ret);
+/* One agent round trip of a kind, on a VM that has not run a step. */
+enum sb_trip {
+	SB_TRIP_PING,	       /* the channel and the agent's loop alone */
+	SB_TRIP_RESEED,	       /* entropy and clock */
+	SB_TRIP_SETUP,	       /* the job's limits */
+	SB_TRIP_SETUP_RESEED,  /* both in one request: the hand-off */
+};
+int sb_vm_trip(struct sb_vm *vm, const struct sb_options *o,
+	       const struct al_limits *lim, enum sb_trip kind,
+	       int timeout_ms);
+
 /* The network slots a networked VM runs in (sandbox/net/: net.h). */
 #include "net.h"
 

@@ -26,9 +26,9 @@
  *   idle warm      a warm clone waiting 10 s: its PSS and CPU use
  * Prints a table and writes the figures as JSON. Needs built images.
  *
- * A white-box tool: besides sandbox.h it includes sandbox/vm_internal.h,
- * only to ask a clone's QEMU over its QMP connection (TCG blocks, the
- * RESUME event); everything else goes through the sb_vm_* accessors.
+ * What it asks of a clone's insides (TCG blocks, the RESUME event, one
+ * agent round trip by kind) goes through sandbox.h's probes (probe.c),
+ * everything else through the sb_vm_* accessors.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -39,7 +39,6 @@
 #include <unistd.h>
 
 #include "sandbox.h"
-#include "vm_internal.h" /* vm->qmp: HMP `info jit`, the RESUME event */
 
 struct series {
 	double *v; /* samples, ms */
@@ -267,48 +266,19 @@ static long minor_faults(pid_t pid)
 	return v;
 }
 
-/* Translated blocks so far, from HMP `info jit` (TCG only). */
-static long tcg_blocks(struct sb_vm *vm)
-{
-	json_t *ret = NULL;
-	const char *s, *at;
-	char err[256];
-	long v = 0;
-
-	if (sb_vm_accel(vm) != AL_ACCEL_TCG ||
-	    sb__qmp_execute(&vm->qmp, "human-monitor-command",
-			    json_pack("{s:s}", "command-line", "info jit"),
-			    2000, &ret, err, sizeof(err)) < 0)
-		return 0;
-	s = json_string_value(ret);
-	at = s ? strstr(s, "TB count") : NULL;
-	if (at)
-		v = strtol(at + strlen("TB count"), NULL, 10);
-	json_decref(ret);
-	return v;
-}
-
 static void record_phases(struct sb_vm *vm, double ready_rt, long faults0,
 			  struct phases *ph)
 {
-	json_t *ev = NULL, *ts;
 	double resume;
 
 	add(&ph->faults, faults0 < 0 ? 0 : (double)(minor_faults(sb_vm_pid(vm)) -
 						     faults0));
-	add(&ph->blocks, (double)tcg_blocks(vm));
-	if (sb__qmp_wait_event(&vm->qmp, "RESUME", 1000, &ev) < 0) {
+	add(&ph->blocks, (double)sb_vm_tcg_blocks(vm));
+	if (sb_vm_resume_rt_ms(vm, 1000, &resume) < 0) {
 		add(&ph->load, 0);
 		add(&ph->guest, 0);
 		return;
 	}
-	ts = json_object_get(ev, "timestamp");
-	resume = (double)json_integer_value(json_object_get(ts, "seconds")) *
-			 1e3 +
-		 (double)json_integer_value(
-			 json_object_get(ts, "microseconds")) /
-			 1e3;
-	json_decref(ev);
 	add(&ph->load, resume - (double)sb_vm_load_rt_us(vm) / 1e3);
 	add(&ph->guest, ready_rt - resume);
 }
@@ -543,18 +513,15 @@ static const char *const trip_name[T_COUNT] = {
 static int trip_one(struct sb_vm *vm, const struct sb_options *o,
 		    const struct al_limits *lim, enum trip k)
 {
-	switch (k) {
-	case T_PING:
-		return sb__agent_client_ping(&vm->agent, 2000);
-	case T_RESEED:
-		return sb__vm_reseed(vm, o);
-	case T_SETUP:
-		return sb__agent_client_setup(&vm->agent, lim, 2000);
-	case T_IDLE:
-		return sb__agent_client_ping(&vm->agent, 2000);
-	default:
-		return sb__vm_setup_reseed(vm, lim, 2000);
-	}
+	static const enum sb_trip kind[T_COUNT] = {
+	    [T_PING] = SB_TRIP_PING,
+	    [T_RESEED] = SB_TRIP_RESEED,
+	    [T_SETUP] = SB_TRIP_SETUP,
+	    [T_BOTH] = SB_TRIP_SETUP_RESEED,
+	    [T_IDLE] = SB_TRIP_PING,
+	};
+
+	return sb_vm_trip(vm, o, lim, kind[k], 2000);
 }
 
 static int bench_trips(const struct sb_options *o, const struct sb_template *t,
