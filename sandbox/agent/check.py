@@ -376,12 +376,18 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
                    "flagged: a failure posted as passed")
         finish(item[1], item[2])
 
+    # The budget used grows by at most `rate` a second (a blocked second
+    # and a CPU second on every CPU at once), so the judge sleeps until the
+    # soonest it could run out, not on a short tick: a tick would take the
+    # GIL from the sample every few ms, and under TCG each hand-over costs.
+    rate = 1.0 / timeout_s + (os.cpu_count() or 1) / cpu_s
     try:
         t0, c0 = mono(), cpu()
         on0, wait0 = sched()
         gate.release()
+        left = 1.0
         while True:
-            nap(True, 0.01)  # a post wakes it at once
+            nap(True, max(0.005, left / rate))  # a post wakes it at once
             while not qempty():
                 take(qget())
             on, wait = sched()
@@ -390,7 +396,8 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
             blocked = wall - (on - on0) / 1e9
             if blocked < 0:
                 blocked = 0.0
-            if used / cpu_s + blocked / timeout_s >= 1.0:
+            left = 1.0 - used / cpu_s - blocked / timeout_s
+            if left <= 0:
                 finish("timed out", "timed out: %.2f s CPU" % used +
                        ", %.2f s blocked" % blocked)
     except BaseException:
