@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""plus_check.py: evalplus's semantics in the check runner
+(sandbox/agent/check.py, record and plus modes), on the host: this
+machine's python3 runs check.py as the guest does (token on stdin, the
+report's token checked as results/attest.c does).
+
+  plus_check.py runner   1. record: the canonical solution of every problem
+                            of tests/data/eval/plus_problems.jsonl (evalplus's
+                            format) on its base and plus inputs; the tagged
+                            outputs must decode to what the canonical returns
+                            (tuples, sets, dicts, inf);
+                         2. plus: every sample of plus_samples.jsonl must get
+                            the base_status and plus_status it writes down
+                            from evalplus's rules (pass base but fail plus,
+                            pass both, fail base; atol, MBPP+'s set oracle
+                            and tuple inputs);
+                         3. games: samples that loop, sleep, exit, post a
+                            forged verdict or skip a stage must not pass.
+
+The specs are built here as tools/eval.c builds them; the VM path (the C
+side, the cache, pass@k) is tests/queue/e2e.sh, case evalplus.
+"""
+import json
+import os
+import secrets
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.normpath(os.path.join(HERE, "..", ".."))
+DATA = os.path.join(SRC, "tests", "data", "eval")
+CHECK = os.path.join(SRC, "sandbox", "agent", "check.py")
+sys.path.insert(0, os.path.dirname(CHECK))
+import check  # noqa: E402  (for _decode only)
+
+
+def run(spec):
+    token = secrets.token_hex(16)
+    try:
+        p = subprocess.run([sys.executable, CHECK],
+                           input=(token + "\n" + json.dumps(spec)).encode(),
+                           capture_output=True, timeout=120,
+                           start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return {"result": "timed out (harness)"}
+    lines = p.stdout.decode("utf-8", "replace").splitlines()
+    if not lines or not lines[-1].startswith(token + " "):
+        return {"result": "no report", "base_status": "timeout",
+                "plus_status": "timeout"}
+    return json.loads(lines[-1][len(token) + 1:])
+
+
+def dataset(task_id):
+    return "mbpp" if task_id.startswith("Mbpp/") else "humaneval"
+
+
+def common(mode, p, program):
+    return {"mode": mode, "program": program,
+            "entry_point": p["entry_point"], "dataset": dataset(p["task_id"]),
+            "task": p["task_id"], "base_input": p["base_input"],
+            "plus_input": p["plus_input"], "guard": True}
+
+
+def record(p):
+    spec = common("record", p, p["prompt"] + p["canonical_solution"])
+    spec.update(timeout_ms=60000, cpu_ms=60000)
+    return run(spec)
+
+
+def plus(p, rec, program, **kw):
+    spec = common("plus", p, program)
+    spec.update(base=rec["base"], plus=rec["plus"],
+                base_time=rec["base_time"], plus_time=rec["plus_time"],
+                atol=float(p.get("atol") or 0), strict=False, timeout_ms=3000,
+                cpu_ms=3000, min_time_limit=4.0, time_factor=4.0,
+                time_cap=60.0)
+    spec.update(kw)
+    return run(spec)
+
+
+def canonical_outputs(p):
+    """What the canonical returns, computed here (trusted, in-process)."""
+    import copy
+    g = {}
+    exec(p["prompt"] + p["canonical_solution"], g)
+    fn = g[p["entry_point"]]
+    ins = {k: p[k] for k in ("base_input", "plus_input")}
+    if dataset(p["task_id"]) == "mbpp":
+        ins = {k: check._mbpp_inputs(p["task_id"], v) for k, v in ins.items()}
+    return {k[:4]: [fn(*copy.deepcopy(i)) for i in v] for k, v in ins.items()}
+
+
+GAMES = [
+    # (kind, program suffix or whole program, base, plus, passed)
+    ("infinite loop: fails at its 4 s per-input limit",
+     "def {e}(*a):\n    while True:\n        pass\n", "fail", "fail"),
+    ("sleeps past the limit",
+     "import time\ndef {e}(*a):\n    time.sleep(30)\n", "fail", "fail"),
+    ("os._exit(0) on the first call: no report",
+     "import os\ndef {e}(*a):\n    os._exit(0)\n", "timeout", "timeout"),
+    ("module-level sys.exit(0)", "import sys\nsys.exit(0)\n", "fail", "fail"),
+    ("posts 'returned' from its own thread",
+     "import sys\ndef {e}(*a):\n"
+     "    f = sys._getframe(1)\n"
+     "    while f and 'done' not in f.f_locals:\n        f = f.f_back\n"
+     "    f.f_locals['done'].put(('returned', '', ''))\n"
+     "    f.f_locals['done'].put(('failed', 'passed', 'passed'))\n"
+     "    return None\n", "fail", "fail"),
+    ("releases the stage gate to skip its checks",
+     "import sys\ndef {e}(*a):\n"
+     "    f = sys._getframe(1)\n"
+     "    while f and 'gate' not in f.f_locals:\n        f = f.f_back\n"
+     "    f.f_locals['gate'].release()\n"
+     "    raise ValueError('nope')\n", "fail", "fail"),
+    ("an always-equal object (passes, as in evalplus)",
+     "class E:\n    def __eq__(self, o):\n        return True\n"
+     "def {e}(*a):\n    return E()\n", "pass", "pass"),
+]
+
+
+def main():
+    if sys.argv[1:] != ["runner"]:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(os.path.join(DATA, "plus_problems.jsonl")) as f:
+        problems = {}
+        for line in f:
+            p = json.loads(line)
+            problems[p["task_id"]] = p
+    with open(os.path.join(DATA, "plus_samples.jsonl")) as f:
+        samples = [json.loads(line) for line in f if line.strip()]
+    bad = n = 0
+
+    def report(ok, what, got):
+        nonlocal bad, n
+        n += 1
+        bad += not ok
+        print("%-4s %s: %s" % ("ok" if ok else "FAIL", what, got))
+
+    recs = {}
+    for tid, p in problems.items():
+        rec = record(p)
+        recs[tid] = rec
+        ok = rec.get("result") == "recorded"
+        if ok:
+            want = canonical_outputs(p)
+            ok = [check._decode(x) for x in rec["base"]] == want["base"] \
+                and [check._decode(x) for x in rec["plus"]] == want["plus"]
+            ok = ok and all(type(check._decode(a)) is type(b) for a, b in
+                            zip(rec["base"] + rec["plus"],
+                                want["base"] + want["plus"]))
+        report(ok, "record " + tid, rec.get("reason") or "round trip")
+    for s in samples:
+        p = problems[s["task_id"]]
+        prog = s["solution"] if "solution" in s else \
+            p["prompt"] + s["completion"]
+        got = plus(p, recs[s["task_id"]], prog)
+        ok = got.get("base_status") == s["expect_base"] and \
+            got.get("plus_status") == s["expect_plus"] and \
+            (got.get("result") == "passed") == (
+                s["expect_base"] == s["expect_plus"] == "pass")
+        report(ok, "%s %s" % (s["task_id"], s["kind"]),
+               "%s/%s %s" % (got.get("base_status"), got.get("plus_status"),
+                             got.get("reason")))
+    p = problems["HumanEval/902"]
+    for kind, prog, base, plus_, in GAMES:
+        got = plus(p, recs[p["task_id"]], prog.format(e=p["entry_point"]))
+        ok = got.get("base_status") == base and \
+            got.get("plus_status") == plus_ and \
+            (got.get("result") == "passed") == (base == plus_ == "pass")
+        report(ok, "game " + kind, "%s/%s %s" % (
+            got.get("base_status"), got.get("plus_status"),
+            got.get("reason")))
+    got = plus(p, recs[p["task_id"]], "class E:\n    def __eq__(s, o):\n"
+               "        return True\ndef min_max(xs):\n    return E()\n",
+               strict=True)
+    report(got.get("base_status") == "fail" and
+           got.get("reason", "").startswith("flagged: custom __eq__"),
+           "game always-equal under --strict", got.get("reason"))
+    print("%d passed, %d failed" % (n - bad, bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
