@@ -17,6 +17,14 @@ report's token checked as results/attest.c does).
                          3. games: samples that loop, sleep, exit, post a
                             forged verdict or skip a stage must not pass.
 
+  plus_check.py evalplus DIR
+                         the same problems and samples (and the games
+                         whose semantics evalplus shares) through evalplus's
+                         own trusted_exec and untrusted_check (DIR: a
+                         checkout of evalplus/evalplus; needs NumPy and
+                         psutil); each must get the statuses the samples
+                         file writes down. Exit 77 (skipped) without DIR.
+
 The specs are built here as tools/eval.c builds them; the VM path (the C
 side, the cache, pass@k) is tests/queue/e2e.sh, case evalplus.
 """
@@ -118,8 +126,67 @@ GAMES = [
 ]
 
 
+# The games evalplus gives the same statuses (the others reach into
+# Airlock's runner, which evalplus does not have).
+EVALPLUS_GAMES = (0, 1, 2, 3, 6)
+
+
+def evalplus_main(src, problems, samples):
+    """Statuses from evalplus itself (evalplus/evaluate.py's way: the
+    canonical solution through trusted_exec, each sample through
+    untrusted_check for base and plus, fast_check as its default)."""
+    import types
+    for stub in ("wget", "tempdir", "appdirs", "datasets"):  # downloads
+        m = types.ModuleType(stub)
+        m.user_cache_dir = m.load_dataset = lambda *a, **k: "/nonexistent"
+        sys.modules[stub] = m
+    sys.path.insert(0, src)
+    from evalplus.eval import untrusted_check
+    from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS
+    from evalplus.gen.util import trusted_exec
+    from evalplus.data.mbpp import mbpp_deserialize_inputs
+    bad = n = 0
+    truth = {}
+    for tid, p in problems.items():
+        ds = dataset(tid)
+        for k in ("base_input", "plus_input"):
+            if ds == "mbpp":
+                p[k] = mbpp_deserialize_inputs(tid, p[k])
+        code = p["prompt"] + p["canonical_solution"]
+        nn = ds == "mbpp" and p["entry_point"] in MBPP_OUTPUT_NOT_NONE_TASKS
+        truth[tid] = {k: trusted_exec(code, p[k + "_input"],
+                                      p["entry_point"], record_time=True,
+                                      output_not_none=nn)
+                      for k in ("base", "plus")}
+
+    def statuses(p, program):
+        t = truth[p["task_id"]]
+        return tuple(untrusted_check(
+            dataset(p["task_id"]), program, p[k + "_input"],
+            p["entry_point"], expected=t[k][0], atol=p["atol"],
+            ref_time=t[k][1], fast_check=True)[0] for k in ("base", "plus"))
+
+    cases = [(s["task_id"], s["kind"],
+              s["solution"] if "solution" in s else
+              problems[s["task_id"]]["prompt"] + s["completion"],
+              s["expect_base"], s["expect_plus"]) for s in samples]
+    cases += [("HumanEval/902", "game " + g[0], g[1].format(e="min_max"),
+               g[2], g[3]) for i, g in enumerate(GAMES)
+              if i in EVALPLUS_GAMES]
+    for tid, kind, program, base, plus_ in cases:
+        got = statuses(problems[tid], program)
+        ok = got == (base, plus_)
+        n += 1
+        bad += not ok
+        print("%-4s %s %s: evalplus %s/%s%s" % (
+            "ok" if ok else "FAIL", tid, kind, got[0], got[1],
+            "" if ok else ", the samples file says %s/%s" % (base, plus_)))
+    print("%d passed, %d failed" % (n - bad, bad))
+    return 1 if bad else 0
+
+
 def main():
-    if sys.argv[1:] != ["runner"]:
+    if len(sys.argv) < 2 or sys.argv[1] not in ("runner", "evalplus"):
         print(__doc__, file=sys.stderr)
         return 2
     with open(os.path.join(DATA, "plus_problems.jsonl")) as f:
@@ -129,6 +196,20 @@ def main():
             problems[p["task_id"]] = p
     with open(os.path.join(DATA, "plus_samples.jsonl")) as f:
         samples = [json.loads(line) for line in f if line.strip()]
+    if sys.argv[1] == "evalplus":
+        src = sys.argv[2] if len(sys.argv) > 2 else \
+            os.environ.get("EVALPLUS_SRC", "")
+        if not src or not os.path.isfile(
+                os.path.join(src, "evalplus", "eval", "__init__.py")):
+            print("skipped: no evalplus checkout (EVALPLUS_SRC)")
+            return 77
+        try:
+            import numpy  # noqa: F401
+            import psutil  # noqa: F401
+        except ImportError:
+            print("skipped: evalplus needs NumPy and psutil")
+            return 77
+        return evalplus_main(src, problems, samples)
     bad = n = 0
 
     def report(ok, what, got):
