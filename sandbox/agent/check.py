@@ -347,7 +347,8 @@ def _encoder():
     """record mode: value -> JSON-able with type tags. Lists are arrays;
     every object is one tag: {"tuple": [..]}, {"set": [..]}, {"frozenset":
     [..]}, {"dict": [[K, V], ..]}, {"float": "nan"|"inf"|"-inf"}, {"int":
-    DIGITS} (past 64 bits), {"complex": [RE, IM]}, {"bytes": HEX}."""
+    "[-]0xHEX"} (past 64 bits; hex, which Python's limit on decimal digits
+    does not touch), {"complex": [RE, IM]}, {"bytes": HEX}."""
     import math
     _type, _isnan, _isinf = type, math.isnan, math.isinf
     big = 1 << 63
@@ -359,7 +360,7 @@ def _encoder():
         if v is None or t is bool or t is str:
             return v
         if t is int:
-            return v if -big <= v < big else {"int": str(v)}
+            return v if -big <= v < big else {"int": hex(v)}
         if t is float:
             if _isnan(v):
                 return {"float": "nan"}
@@ -398,7 +399,7 @@ def _decode(v, depth=0):
     if tag == "float":
         return float(x)
     if tag == "int":
-        return int(x)
+        return int(x, 16)
     if tag == "bytes":
         return bytes.fromhex(x)
     if tag == "complex":

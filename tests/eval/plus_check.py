@@ -120,6 +120,12 @@ GAMES = [
      "    while f and 'gate' not in f.f_locals:\n        f = f.f_back\n"
      "    f.f_locals['gate'].release()\n"
      "    raise ValueError('nope')\n", "fail", "fail"),
+    ("rebinds builtins and the runner's names to loosen the comparison",
+     "import builtins, sys\nm = sys.modules['__main__']\n"
+     "builtins.bool = lambda x: True\nbuiltins.isinstance = "
+     "lambda *a: True\nm._MBPP_SET_EQ = m._MBPP_NOT_NONE = ('{e}',)\n"
+     "m._judge_plus = m._comparator = m._stage_limits = None\n"
+     "def {e}(*a):\n    return [0]\n", "fail", "fail"),
     ("an always-equal object (passes, as in evalplus)",
      "class E:\n    def __eq__(self, o):\n        return True\n"
      "def {e}(*a):\n    return E()\n", "pass", "pass"),
@@ -128,7 +134,7 @@ GAMES = [
 
 # The games evalplus gives the same statuses (the others reach into
 # Airlock's runner, which evalplus does not have).
-EVALPLUS_GAMES = (0, 1, 2, 3, 6)
+EVALPLUS_GAMES = (0, 1, 2, 3, 7)
 
 
 def evalplus_main(src, problems, samples):
@@ -231,6 +237,21 @@ def main():
                             zip(rec["base"] + rec["plus"],
                                 want["base"] + want["plus"]))
         report(ok, "record " + tid, rec.get("reason") or "round trip")
+    # every tag of the record format, past JSON's and Python's limits
+    odd = {"task_id": "HumanEval/999", "entry_point": "f", "prompt": "",
+           "canonical_solution": "def f(k):\n    return [3 ** 9000 * k, "
+           "-2 ** 70, float('nan'), float('-inf'), 1.5j, b'\\x00\\xff', "
+           "frozenset({(1, 2)}), {(1, 'a'): {2: None}}, (), set(), 2 ** 63 - 1"
+           "]\n", "base_input": [[1]], "plus_input": [[-1]], "atol": 0}
+    rec = record(odd)
+    ok = rec.get("result") == "recorded"
+    if ok:
+        want = canonical_outputs(odd)
+        got = {k: [check._decode(x) for x in rec[k]] for k in ("base", "plus")}
+        ok = repr(got) == repr(want) and \
+            len(json.dumps(rec["base"])) < 10000  # hex, not 4300 digits
+    report(ok, "record of every tagged type", rec.get("reason") or
+           "round trip")
     for s in samples:
         p = problems[s["task_id"]]
         prog = s["solution"] if "solution" in s else \

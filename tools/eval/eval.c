@@ -521,11 +521,12 @@ static bool tagged(json_t *v, int depth)
 	if (!strcmp(tag, "float"))
 		return str && (!strcmp(str, "nan") || !strcmp(str, "inf") ||
 			       !strcmp(str, "-inf"));
-	if (!strcmp(tag, "int"))
-		return str && str[str[0] == '-'] &&
-		       strspn(str + (str[0] == '-'), "0123456789") ==
-			   strlen(str + (str[0] == '-')) &&
-		       strlen(str) <= 4300; /* Python's int() digit limit */
+	if (!strcmp(tag, "int")) { /* "[-]0xHEX", past 64 bits */
+		if (str && str[0] == '-')
+			str++;
+		return str && !strncmp(str, "0x", 2) && str[2] &&
+		       strspn(str + 2, "0123456789abcdef") == strlen(str + 2);
+	}
 	if (!strcmp(tag, "bytes"))
 		return str && strlen(str) % 2 == 0 &&
 		       strspn(str, "0123456789abcdef") == strlen(str);
