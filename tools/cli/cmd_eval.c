@@ -290,20 +290,18 @@ static int record_path(struct al_cli *cli, const struct al_eval_problem *p,
 		       char *buf, size_t len)
 {
 	static const char version[] = "check.py record v1\n";
-	char *spec = al_eval_record_spec(p, NULL), dir[4096], hex[65];
+	char *spec = al_eval_record_spec(p, NULL), *key, dir[4096], hex[65];
 	uint8_t h[AL_SHA256_LEN];
-	size_t n;
 	int r;
 
-	if (!spec)
-		return -ENOMEM;
-	n = strlen(spec);
-	spec = realloc(spec, n + sizeof(version));
-	if (!spec)
-		return -ENOMEM;
-	memcpy(spec + n, version, sizeof(version));
-	al_sha256(spec, strlen(spec), h);
+	key = NULL;
+	if (spec && asprintf(&key, "%s%s", spec, version) < 0)
+		key = NULL;
 	free(spec);
+	if (!key)
+		return -ENOMEM;
+	al_sha256(key, strlen(key), h);
+	free(key);
 	for (size_t i = 0; i < AL_SHA256_LEN; i++)
 		snprintf(hex + 2 * i, 3, "%02x", h[i]);
 	if (cli->opts && ((struct eval_opts *)cli->opts)->cache) {
