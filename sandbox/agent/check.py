@@ -865,10 +865,9 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
 
 def _plus_main(token, spec):
     """main() for record and plus mode (the spec's "mode")."""
+    import _queue
+    import _signal
     import _thread
-    import queue
-    import signal
-    import tempfile
 
     mode = spec["mode"]
     if mode not in ("record", "plus"):
@@ -888,8 +887,8 @@ def _plus_main(token, spec):
     _to_devnull(1, os.O_WRONLY)
     _to_devnull(2, os.O_WRONLY)
     sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    done, ready, gate = queue.SimpleQueue(), queue.SimpleQueue(), \
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    done, ready, gate = _queue.SimpleQueue(), _queue.SimpleQueue(), \
         _thread.allocate_lock()
     try:
         code = compile(spec["program"], "<string>", "exec")
@@ -901,8 +900,7 @@ def _plus_main(token, spec):
         args = (code, entry, (("base", base_in), ("plus", plus_in)),
                 dataset == "mbpp" and entry in _MBPP_NOT_NONE, done, ready,
                 gate)
-        lines = (-1, _marked_line(fn, "RECORD FAILED"), -1,
-                 _marked_line(fn, "RECORDED"))
+        lines = _RECORD_LINES
         limits = (([], timeout_s), ([], timeout_s))
     else:
         base_exp = _decode(spec["base"])
@@ -918,8 +916,7 @@ def _plus_main(token, spec):
         fn = _sample_plus
         args = (code, entry, (base_in, base_exp), (plus_in, plus_exp), run,
                 done, ready, gate)
-        lines = tuple(_marked_line(fn, m) for m in (
-            "BASE PASSED", "BASE FAILED", "PLUS FAILED", "RETURNED"))
+        lines = _PLUS_LINES
         lim = (float(spec.get("min_time_limit") or 4.0),
                float(spec.get("time_factor") or 4.0),
                float(spec.get("time_cap") or 60.0))
@@ -930,7 +927,7 @@ def _plus_main(token, spec):
     _thread.start_new_thread(fn, args)
     frame, native = ready.get()
     sched_fd = os.open("/proc/self/task/%d/schedstat" % native, os.O_RDONLY)
-    os.chdir(tempfile.mkdtemp(prefix="check-"))
+    os.chdir(_fresh_dir())
     sys.addaudithook(_audit_hook(os.getcwd))
     if spec.get("guard", True):
         _guard()
@@ -1076,6 +1073,11 @@ def main():
 
 
 _RETURNED = _returned_line()  # at import: in the zygote, before any job
+# the same for the evalplus modes' marked lines (_judge_plus)
+_PLUS_LINES = tuple(_marked_line(_sample_plus, m) for m in (
+    "BASE PASSED", "BASE FAILED", "PLUS FAILED", "RETURNED"))
+_RECORD_LINES = (-1, _marked_line(_sample_record, "RECORD FAILED"), -1,
+                 _marked_line(_sample_record, "RECORDED"))
 
 if __name__ == "__main__":
     sys.exit(main())
