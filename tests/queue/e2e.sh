@@ -22,6 +22,10 @@
 #   eval-corpus    the verdict corpus through real VMs (tests/eval)
 #   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
 #                  SIGINT + --resume
+#   evalplus       HumanEval+/MBPP+ problems in evalplus's format: expected
+#                  outputs recorded in VMs, then cached; each sample's
+#                  base_status/plus_status and base and plus pass@k as
+#                  evalplus's rules give them
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
 #   manage         status ID through the states, cancel of queued, done and
 #                  unknown jobs, wait failing fast on an unknown id, submit
@@ -716,6 +720,56 @@ eval3)
   cmp "$tmp/verdicts1" "$tmp/verdicts2" && cmp "$tmp/verdicts1" \
     "$tmp/verdicts3" || fail "verdicts differ between runs (flaky)"
   log "pass@1 1/3, pass@2 2/3, pass@3 1; 3 runs, 0 flaky verdicts"
+  ;;
+
+evalplus)
+  # tests/data/eval/plus_problems.jsonl (5 problems in evalplus's format:
+  # float outputs within atol, tuples, a dict of sets with inf, MBPP+'s
+  # set oracle and tuple inputs) and 17 samples, each with the evalplus
+  # statuses it must get (plus_check.py checks the same on the host).
+  # Run 1 records the 5 canonical solutions' outputs in VMs into an empty
+  # cache; run 2 records none and gives the same verdicts.
+  probs=$src/tests/data/eval/plus_problems.jsonl
+  samples=$src/tests/data/eval/plus_samples.jsonl
+  args=(eval --workers 2 --cpu-ms 40000 -k 1,2,10 --problems "$probs"
+    --expected-cache "$tmp/cache" -o "$tmp/r.out" --json "$tmp/pk.json"
+    "$samples")
+  for run in 1 2; do
+    "$bin" "${args[@]}" > "$tmp/ev$run.out" 2> "$tmp/ev$run.log" ||
+      { cat "$tmp/ev$run.log" >&2; fail "run $run exited $?"; }
+    cat "$tmp/ev$run.out" >&2
+    want="5 cached, 0 to record"
+    [ $run = 1 ] && want="0 cached, 5 to record"
+    grep -q "evalplus problems: $want" "$tmp/ev$run.log" ||
+      { cat "$tmp/ev$run.log" >&2; fail "run $run: not '$want'"; }
+    bad=$(jq -c 'select(.base_status != .expect_base or
+      .plus_status != .expect_plus or
+      .passed != (.expect_base == "pass" and .expect_plus == "pass")) |
+      {kind, base_status, plus_status, reason}' "$tmp/r.out")
+    [ -z "$bad" ] || { echo "$bad" >&2; fail "run $run: statuses differ"; }
+    # pass@1 per evalplus: per problem c/n averaged, base: base_status,
+    # plus: base_status == plus_status == "pass"
+    jq -s '
+      def pk(f): group_by(.task_id) |
+        map((map(select(f)) | length) / length) | add / length;
+      {base: pk(.expect_base == "pass"),
+       plus: pk(.expect_base == "pass" and .expect_plus == "pass")}' \
+      "$samples" > "$tmp/want.json"
+    jq -e --slurpfile w "$tmp/want.json" '
+      (.base["pass@1"] - $w[0].base | fabs) < 1e-12 and
+      (.plus["pass@1"] - $w[0].plus | fabs) < 1e-12 and
+      (.["pass@1"] == .plus["pass@1"]) and (.base | has("pass@2")) and
+      (.plus | has("pass@10") | not) and .samples == 17 and
+      .problems == 5' "$tmp/pk.json" >/dev/null ||
+      { cat "$tmp/pk.json" "$tmp/want.json" >&2; fail "run $run: pass@k"; }
+    jq -c '[.task_id, .kind, .base_status, .plus_status]' "$tmp/r.out" \
+      > "$tmp/verdicts$run"
+  done
+  cmp "$tmp/verdicts1" "$tmp/verdicts2" || fail "verdicts differ"
+  [ "$(ls "$tmp/cache" | wc -l)" = 5 ] || fail "not 5 cached records"
+  log "17 samples as evalplus's rules say; base pass@1" \
+    "$(jq '.base["pass@1"]' "$tmp/pk.json"), plus pass@1" \
+    "$(jq '.plus["pass@1"]' "$tmp/pk.json"); rerun: all 5 records cached"
   ;;
 
 batch-resume)

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "eval.h"
 
 /* The estimator against the definition with exact binomials. */
@@ -310,6 +312,327 @@ static void test_check_spec(void **state)
 	free(t);
 }
 
+/* evalplus: HumanEval+ and MBPP+ lines (tests/data/eval/plus_problems.jsonl,
+ * written in evalplus's format), the program evalplus builds, the record
+ * and plus specs. */
+static void test_plus_file(void **state)
+{
+	struct al_eval_problems ps;
+	const struct al_eval_problem *p;
+	struct al_eval_sample s;
+	struct al_eval_check c = {.guard = true, .timeout_ms = 3000,
+				  .cpu_ms = 20000};
+	char err[256], *t;
+	const char *smp = "{\"task_id\":\"HumanEval/901\",\"completion\":"
+			  "\"    return 3.14 * r * r\\n\"}";
+	const char *rec_text =
+	    "{\"base\":[0.1,0.2,0.0],\"plus\":[1.0,2.0,{\"float\":\"inf\"}],"
+	    "\"base_time\":[0,0,0],\"plus_time\":[0,0,0.5]}";
+	json_t *j, *rec;
+
+	(void)state;
+	assert_int_equal(al_eval_problems_load(AL_SOURCE_DIR
+					       "/tests/data/eval/"
+					       "plus_problems.jsonl",
+					       &ps, err, sizeof(err)),
+			 0);
+	assert_int_equal(ps.n, 5);
+	p = al_eval_problem_find(&ps, "Mbpp/2");
+	assert_true(al_eval_problem_plus(p));
+	assert_string_equal(al_eval_problem_dataset(p), "mbpp");
+	assert_string_equal(p->entry_point, "similar_elements");
+	p = al_eval_problem_find(&ps, "HumanEval/901");
+	assert_true(al_eval_problem_plus(p));
+	assert_string_equal(al_eval_problem_dataset(p), "humaneval");
+	assert_true(p->atol == 1e-3);
+	assert_int_equal(json_array_size(p->base_input), 3);
+	assert_int_equal(json_array_size(p->plus_input), 3);
+	/* the record spec: prompt + canonical, the inputs; no timing in the
+	 * text the cache is keyed by */
+	t = al_eval_record_spec(p, NULL);
+	j = json_loads(t, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "mode")),
+			    "record");
+	assert_null(json_object_get(j, "timeout_ms"));
+	assert_non_null(strstr(json_string_value(json_object_get(j, "program")),
+			       "return math.pi * r * r"));
+	assert_true(json_equal(json_object_get(j, "plus_input"),
+			       p->plus_input));
+	json_decref(j);
+	free(t);
+	t = al_eval_record_spec(p, &c);
+	j = json_loads(t, 0, NULL);
+	assert_int_equal(json_integer_value(json_object_get(j, "timeout_ms")),
+			 60000);
+	assert_int_equal(json_integer_value(json_object_get(j, "cpu_ms")),
+			 400000);
+	json_decref(j);
+	free(t);
+	/* a plus spec needs the record */
+	assert_int_equal(
+	    al_eval_sample_parse(smp, strlen(smp), &s, err, sizeof(err)), 0);
+	assert_null(al_eval_check_spec(p, &s, &c));
+	assert_int_equal(al_eval_record_load(rec_text, strlen(rec_text), p,
+					     &rec, err, sizeof(err)),
+			 0);
+	c.expected = rec;
+	t = al_eval_check_spec(p, &s, &c);
+	j = json_loads(t, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "mode")),
+			    "plus");
+	/* evalplus's program for a completion: prompt + completion */
+	assert_string_equal(json_string_value(json_object_get(j, "program")),
+			    "import math\n\n\ndef circle_area(r: float) -> "
+			    "float:\n    \"\"\"The area of a circle of radius "
+			    "r.\"\"\"\n    return 3.14 * r * r\n");
+	assert_true(json_real_value(json_object_get(j, "atol")) == 1e-3);
+	assert_true(json_equal(json_object_get(j, "plus"),
+			       json_object_get(rec, "plus")));
+	assert_true(json_real_value(json_object_get(j, "min_time_limit")) ==
+		    4.0);
+	json_decref(j);
+	free(t);
+	json_decref(rec);
+	al_eval_sample_release(&s);
+	al_eval_problems_release(&ps);
+}
+
+/* Records: every output one of check.py's tagged values, one output and
+ * one time per input; anything else refused with a reason. */
+static void test_plus_record(void **state)
+{
+	const char *line =
+	    "{\"task_id\":\"HumanEval/7\",\"prompt\":\"def f(x):\\n\","
+	    "\"entry_point\":\"f\",\"canonical_solution\":\"    return x\\n\","
+	    "\"base_input\":[[1]],\"plus_input\":[[2],[3]],\"atol\":0}";
+	static const struct {
+		const char *outs, *why; /* base + plus outputs; NULL = ok */
+	} cases[] = {
+	    {"[1],[2,3]", NULL},
+	    {"[{\"tuple\":[1,{\"set\":[2]}]}],[{\"frozenset\":[]},"
+	     "{\"dict\":[[{\"tuple\":[1]},null]]}]",
+	     NULL},
+	    {"[{\"float\":\"nan\"}],[{\"float\":\"-inf\"},"
+	     "{\"int\":\"-0x1234567890abcdef1234567890\"}]",
+	     NULL},
+	    {"[{\"complex\":[1.0,{\"float\":\"inf\"}]}],[{\"bytes\":\"00ff\"},"
+	     "\"s\"]",
+	     NULL},
+	    {"[1],[2]", "plus: not one entry per input"},
+	    {"[{\"list\":[1]}],[2,3]", "base[0]: not a tagged value"},
+	    {"[{\"tuple\":[1],\"set\":[]}],[2,3]", "base[0]"},
+	    {"[{\"float\":\"NaN\"}],[2,3]", "base[0]"},
+	    {"[{\"int\":\"0x12g\"}],[2,3]", "base[0]"},
+	    {"[{\"int\":\"-0x\"}],[2,3]", "base[0]"},
+	    {"[{\"int\":\"123\"}],[2,3]", "base[0]"},
+	    {"[{\"bytes\":\"abc\"}],[2,3]", "base[0]"},
+	    {"[{\"complex\":[1]}],[2,3]", "base[0]"},
+	    {"[{\"dict\":[[1]]}],[2,3]", "base[0]"},
+	    {"[1],[2,{\"tuple\":{\"a\":1}}]", "plus[1]"},
+	};
+	struct al_eval_problem p;
+	char err[256], doc[1024];
+	json_t *rec;
+	int n;
+
+	(void)state;
+	assert_int_equal(
+	    al_eval_problem_parse(line, strlen(line), &p, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *comma = strstr(cases[i].outs, "],[");
+		int r;
+
+		n = snprintf(doc, sizeof(doc),
+			     "{\"base\":%.*s],\"plus\":%s,\"base_time\":[0],"
+			     "\"plus_time\":[0,1e-6]}",
+			     (int)(comma - cases[i].outs), cases[i].outs,
+			     comma + 2);
+		err[0] = '\0';
+		r = al_eval_record_load(doc, (size_t)n, &p, &rec, err,
+					sizeof(err));
+		if ((r == 0) != !cases[i].why ||
+		    (cases[i].why && !strstr(err, cases[i].why)))
+			fprintf(stderr, "case %zu: %d %s\n", i, r, err);
+		if (!cases[i].why) {
+			assert_int_equal(r, 0);
+			json_decref(rec);
+		} else {
+			assert_int_equal(r, -EINVAL);
+			assert_non_null(strstr(err, cases[i].why));
+		}
+	}
+	/* deeper than check.py ever writes */
+	n = 0;
+	n += snprintf(doc, sizeof(doc), "{\"base\":[");
+	for (int i = 0; i < 120; i++)
+		n += snprintf(doc + n, sizeof(doc) - (size_t)n, "[");
+	for (int i = 0; i < 120; i++)
+		n += snprintf(doc + n, sizeof(doc) - (size_t)n, "]");
+	n += snprintf(doc + n, sizeof(doc) - (size_t)n,
+		      "],\"plus\":[1,2],\"base_time\":[0],\"plus_time\":[0,0]}");
+	assert_int_equal(al_eval_record_load(doc, (size_t)n, &p, &rec, err,
+					     sizeof(err)),
+			 -EINVAL);
+	/* a negative time */
+	n = snprintf(doc, sizeof(doc),
+		     "{\"base\":[1],\"plus\":[1,2],\"base_time\":[-1],"
+		     "\"plus_time\":[0,0]}");
+	assert_int_equal(al_eval_record_load(doc, (size_t)n, &p, &rec, err,
+					     sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "base_time[0]: not a time"));
+	al_eval_problem_release(&p);
+}
+
+/* Malformed evalplus lines are refused with a reason; MBPP+ ids choose
+ * MBPP's rules. */
+static void test_plus_bad_lines(void **state)
+{
+	static const struct {
+		const char *line, *why;
+	} bad[] = {
+	    {"{\"task_id\":\"a\",\"base_input\":[]}",
+	     "prompt, entry_point and canonical_solution"},
+	    {"{\"task_id\":\"a\",\"prompt\":\"\",\"entry_point\":\"f\","
+	     "\"canonical_solution\":\"\",\"base_input\":{}}",
+	     "base_input: must be an array"},
+	    {"{\"task_id\":\"a\",\"prompt\":\"\",\"entry_point\":\"f\","
+	     "\"canonical_solution\":\"\",\"base_input\":[1]}",
+	     "base_input[0]: must be a list of arguments"},
+	    {"{\"task_id\":\"a\",\"prompt\":\"\",\"entry_point\":\"f\","
+	     "\"canonical_solution\":\"\",\"plus_input\":[[1]],\"atol\":\"x\"}",
+	     "atol: must be a number"},
+	    {"{\"task_id\":\"a\",\"prompt\":\"\",\"entry_point\":\"f\","
+	     "\"canonical_solution\":\"\",\"plus_input\":[[1]],\"atol\":-1}",
+	     "atol: must be 0 or more"},
+	};
+	const char *mbpp =
+	    "{\"task_id\":\"Mbpp/7\",\"prompt\":\"\\\"\\\"\\\"doc\\\"\\\"\\\"\\n\","
+	    "\"entry_point\":\"f\",\"code\":\"def f(a): return a\","
+	    "\"canonical_solution\":\"def f(a): return a\\n\","
+	    "\"test_list\":[\"assert f(1) == 1\"],"
+	    "\"base_input\":[[1]],\"plus_input\":[],\"atol\":0}";
+	const char *smp = "{\"task_id\":\"Mbpp/7\",\"solution\":\"def f(a): "
+			  "return 2\\n\"}";
+	struct al_eval_problem p;
+	struct al_eval_sample s;
+	char err[256], *prog;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = al_eval_problem_parse(bad[i].line, strlen(bad[i].line),
+					      &p, err, sizeof(err));
+
+		if (r != -EINVAL || !strstr(err, bad[i].why))
+			fprintf(stderr, "line %zu: %d %s\n", i, r, err);
+		assert_int_equal(r, -EINVAL);
+		assert_non_null(strstr(err, bad[i].why));
+	}
+	/* an MBPP+ line has test_list too: its inputs make it evalplus's */
+	assert_int_equal(
+	    al_eval_problem_parse(mbpp, strlen(mbpp), &p, err, sizeof(err)), 0);
+	assert_true(al_eval_problem_plus(&p));
+	assert_string_equal(al_eval_problem_dataset(&p), "mbpp");
+	assert_int_equal(json_array_size(p.plus_input), 0);
+	prog = al_eval_program(&p, NULL); /* evalplus: prompt + canonical */
+	assert_string_equal(prog, "\"\"\"doc\"\"\"\ndef f(a): return a\n");
+	free(prog);
+	assert_int_equal(
+	    al_eval_sample_parse(smp, strlen(smp), &s, err, sizeof(err)), 0);
+	prog = al_eval_program(&p, &s); /* a solution is the whole program */
+	assert_string_equal(prog, "def f(a): return 2\n");
+	free(prog);
+	al_eval_sample_release(&s);
+	al_eval_problem_release(&p);
+}
+
+/* evalplus's statuses come from the attested report only. */
+static void test_plus_judge(void **state)
+{
+	struct al_step_result st = {0};
+	struct al_result r = {0};
+	struct al_eval_verdict v;
+
+	(void)state;
+	r.steps = &st;
+	r.n_steps = 1;
+	r.status = st.status = AL_OK;
+	st.attested = AL_TRUE;
+	set_out(&st, "{\"result\": \"failed: plus input 0 of 3: wrong output\","
+		     " \"reason\": \"failed: plus input 0 of 3: wrong output\","
+		     " \"base_status\": \"pass\", \"plus_status\": \"fail\"}\n");
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	assert_string_equal(v.base_status, "pass");
+	assert_string_equal(v.plus_status, "fail");
+	set_out(&st, "{\"result\": \"passed\", \"reason\": \"passed\", "
+		     "\"base_status\": \"pass\", \"plus_status\": \"pass\"}\n");
+	al_eval_judge(&r, &v);
+	assert_true(v.passed);
+	assert_string_equal(v.plus_status, "pass");
+	/* a proven pass in a step that went wrong: neither stage passed */
+	r.status = st.status = AL_OL;
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	assert_string_equal(v.base_status, "fail");
+	assert_string_equal(v.plus_status, "fail");
+	/* statuses outside evalplus's three are not taken */
+	r.status = st.status = AL_OK;
+	set_out(&st, "{\"result\": \"failed: x\", \"reason\": \"x\", "
+		     "\"base_status\": \"passed\", \"plus_status\": \"pass\"}\n");
+	al_eval_judge(&r, &v);
+	assert_string_equal(v.base_status, "");
+	/* no proof, no status: the caller says "timeout" (evalplus's word
+	 * for a check that left none) */
+	st.attested = AL_FALSE;
+	set_out(&st, "{\"result\": \"passed\", \"reason\": \"passed\", "
+		     "\"base_status\": \"pass\", \"plus_status\": \"pass\"}\n");
+	al_eval_judge(&r, &v);
+	assert_false(v.passed);
+	assert_string_equal(v.base_status, "");
+}
+
+/* A record from a step's result: attested, "recorded", checked. */
+static void test_plus_record_parse(void **state)
+{
+	const char *line =
+	    "{\"task_id\":\"HumanEval/7\",\"prompt\":\"def f(x):\\n\","
+	    "\"entry_point\":\"f\",\"canonical_solution\":\"    return x\\n\","
+	    "\"base_input\":[[1]],\"plus_input\":[],\"atol\":0}";
+	struct al_step_result st = {0};
+	struct al_result r = {0};
+	struct al_eval_problem p;
+	char err[256];
+	json_t *rec;
+
+	(void)state;
+	assert_int_equal(
+	    al_eval_problem_parse(line, strlen(line), &p, err, sizeof(err)), 0);
+	r.steps = &st;
+	r.n_steps = 1;
+	r.status = st.status = AL_OK;
+	st.attested = AL_TRUE;
+	set_out(&st, "{\"result\": \"recorded\", \"reason\": \"\", \"base\": "
+		     "[{\"tuple\": [1]}], \"base_time\": [1e-06], \"plus\": [],"
+		     " \"plus_time\": []}\n");
+	assert_int_equal(al_eval_record_parse(&r, &p, &rec, err, sizeof(err)),
+			 0);
+	assert_int_equal(json_array_size(json_object_get(rec, "base")), 1);
+	json_decref(rec);
+	st.attested = AL_FALSE;
+	assert_int_equal(al_eval_record_parse(&r, &p, &rec, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "no report"));
+	st.attested = AL_TRUE;
+	set_out(&st, "{\"result\": \"failed: boom\", \"reason\": \"failed: "
+		     "ZeroDivisionError: boom\"}\n");
+	assert_int_equal(al_eval_record_parse(&r, &p, &rec, err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "canonical solution: failed: "
+				    "ZeroDivisionError"));
+	al_eval_problem_release(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +644,11 @@ int main(void)
 	    cmocka_unit_test(test_problems_file_errors),
 	    cmocka_unit_test(test_judge),
 	    cmocka_unit_test(test_check_spec),
+	    cmocka_unit_test(test_plus_file),
+	    cmocka_unit_test(test_plus_record),
+	    cmocka_unit_test(test_plus_bad_lines),
+	    cmocka_unit_test(test_plus_judge),
+	    cmocka_unit_test(test_plus_record_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

