@@ -80,8 +80,9 @@ EOC
 }
 
 # Start serve with the API on $api; wait until /health answers.
+serve_env=() # VAR=VALUE words for serve's environment only
 serve_start() {
-  AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
+  env "${serve_env[@]}" AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
     --http "127.0.0.1:$port" "$@" > "$tmp/serve.log" 2>&1 &
   pids+=($!)
   serve_pid=$!
@@ -188,8 +189,12 @@ PY
 
 callback)
   cport=$((port + 1))
+  # the receiver listens on a non-loopback address of ours: loopback,
+  # link-local and the metadata address are always denied as targets
+  hip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' | grep -v : | head -1)
+  [ -n "$hip" ] || { log "no non-loopback address: skipped"; exit 0; }
   conf "[http]
-callback_allow = 127.0.0.1:$cport"
+callback_allow = $hip:$cport 127.0.0.1:$cport localhost:$cport 169.254.0.0/16 0.0.0.0/8 ::/0"
   cat > "$tmp/hook.py" <<'PY'
 import http.server, json, sys
 hits = 0
@@ -206,19 +211,31 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *a):
         pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+http.server.HTTPServer((sys.argv[3], int(sys.argv[1])), H).serve_forever()
 PY
-  python3 "$tmp/hook.py" "$cport" "$tmp/hits" &
+  python3 "$tmp/hook.py" "$cport" "$tmp/hits" "$hip" &
   pids+=($!)
   for _ in $(seq 100); do # a GET: answered 501, counts no hit
-    curl -s -o /dev/null "http://127.0.0.1:$cport/" && break
+    curl -s --noproxy '*' -o /dev/null "http://$hip:$cport/" && break
     sleep 0.1
   done
+  # a proxy in the environment is not used: it would connect for serve
+  # to wherever it likes (here: nowhere, so a proxied POST fails)
+  serve_env=(http_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9
+    https_proxy=http://127.0.0.1:9 all_proxy=http://127.0.0.1:9
+    ALL_PROXY=http://127.0.0.1:9 no_proxy=)
   serve_start
   expect 422 -X POST "$api/jobs" -d '{"sh":"true","callback_url":"http://10.0.0.1/"}'
-  expect 422 -X POST "$api/jobs" -d "{\"sh\":\"true\",\"callback_url\":\"http://127.0.0.1:$((cport + 1))/\"}"
+  expect 422 -X POST "$api/jobs" -d "{\"sh\":\"true\",\"callback_url\":\"http://$hip:$((cport + 1))/\"}"
   expect 422 -X POST "$api/jobs" -d '{"sh":"true","callback_url":"file:///etc/passwd"}'
-  expect 201 -X POST "$api/jobs" -d "{\"id\":\"cb1\",\"sh\":\"true\",\"callback_url\":\"http://127.0.0.1:$cport/hook\"}"
+  # always denied, even when named or inside an allowed block
+  for u in "http://127.0.0.1:$cport/" "http://localhost:$cport/" \
+    http://169.254.169.254/ http://0.0.0.0/ "http://[::ffff:127.0.0.1]:$cport/" \
+    "http://[::ffff:169.254.169.254]/" "http://[::1]:$cport/"; do
+    expect 422 -X POST "$api/jobs" -d "{\"sh\":\"true\",\"callback_url\":\"$u\"}"
+    grep -q 'always denied' "$tmp/body" || fail "$u: $(cat "$tmp/body")"
+  done
+  expect 201 -X POST "$api/jobs" -d "{\"id\":\"cb1\",\"sh\":\"true\",\"callback_url\":\"http://$hip:$cport/hook\"}"
   # the first POST gets 500, the retry 1 s later 200
   for _ in $(seq 150); do
     [ -f "$tmp/hits" ] && [ "$(wc -l < "$tmp/hits")" -ge 2 ] && break

@@ -177,15 +177,15 @@ static void test_targets(void **state)
 			 -EPERM);
 	allow.n = 2;
 	strcpy(allow.name[0], "hooks.example:443");
-	strcpy(allow.name[1], "127.0.0.0/8");
+	strcpy(allow.name[1], "203.0.113.0/24");
 	assert_int_equal(al_callback_target(&allow, "https://hooks.example/x",
 					    pin, sizeof(pin), err, sizeof(err)),
 			 0);
 	assert_string_equal(pin, "");
-	assert_int_equal(al_callback_target(&allow, "http://127.0.0.2:81/", pin,
-					    sizeof(pin), err, sizeof(err)),
+	assert_int_equal(al_callback_target(&allow, "http://203.0.113.2:81/",
+					    pin, sizeof(pin), err, sizeof(err)),
 			 0);
-	assert_string_equal(pin, "127.0.0.2:81:127.0.0.2");
+	assert_string_equal(pin, "203.0.113.2:81:203.0.113.2");
 	assert_int_equal(al_callback_target(&allow, "http://10.0.0.1/", pin,
 					    sizeof(pin), err, sizeof(err)),
 			 -EPERM);
@@ -199,6 +199,53 @@ static void test_targets(void **state)
 					    "https://hooks.example:8443/", pin,
 					    sizeof(pin), err, sizeof(err)),
 			 -EINVAL); /* not by name, and it does not resolve */
+}
+
+/* The VMs' always-denied list holds for callbacks too, whatever
+ * http.callback_allow says, and an IPv4-mapped IPv6 address is the IPv4
+ * address it maps (issue 23, finding 6). */
+static void test_targets_denied(void **state)
+{
+	static const char *const denied[] = {
+	    "http://127.0.0.1:9/",
+	    "http://169.254.169.254/latest/meta-data/",
+	    "http://0.0.0.0:80/",
+	    "http://[::1]/",
+	    "http://[fe80::1]/",
+	    "http://[::ffff:127.0.0.1]:9/",
+	    "http://[::ffff:169.254.169.254]/",
+	    "http://[::ffff:a9fe:a9fe]/",
+	    "http://localhost:9/",
+	};
+	struct al_config_names allow = {0};
+	char pin[300], err[160];
+
+	(void)state;
+	allow.n = 4;
+	strcpy(allow.name[0], "0.0.0.0/0");
+	strcpy(allow.name[1], "::/0");
+	strcpy(allow.name[2], "localhost:9");
+	strcpy(allow.name[3], "127.0.0.1:9");
+	for (size_t i = 0; i < sizeof(denied) / sizeof(*denied); i++) {
+		int r = al_callback_target(&allow, denied[i], pin, sizeof(pin),
+					   err, sizeof(err));
+
+		if (r != -EPERM)
+			fail_msg("%s: %d, want -EPERM", denied[i], r);
+		assert_non_null(strstr(err, "always denied"));
+	}
+	/* a mapped address in an allowed IPv4 block is allowed, as IPv4 */
+	allow.n = 1;
+	strcpy(allow.name[0], "203.0.113.0/24");
+	assert_int_equal(al_callback_target(&allow,
+					    "http://[::ffff:203.0.113.9]:81/",
+					    pin, sizeof(pin), err, sizeof(err)),
+			 0);
+	assert_non_null(strstr(pin, ":81:203.0.113.9"));
+	assert_int_equal(al_callback_target(&allow,
+					    "http://[::ffff:198.51.100.9]/",
+					    pin, sizeof(pin), err, sizeof(err)),
+			 -EPERM);
 }
 
 static void test_metrics(void **state)
@@ -251,6 +298,7 @@ int main(void)
 	    cmocka_unit_test(test_unescape),
 	    cmocka_unit_test(test_bodies),
 	    cmocka_unit_test(test_targets),
+	    cmocka_unit_test(test_targets_denied),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_log_split),
 	};
