@@ -4,7 +4,9 @@
 #
 # usage: http_test.sh AIRLOCK_BIN CASE
 #   auth      a token set: no/wrong token 401, right token 201; no token
-#             set: a non-loopback peer gets 403
+#             set: serve refuses a non-loopback listener, a Host that
+#             is not a loopback name or the listen address gets 403, a
+#             body that is not application/json 415
 #   limits    oversized (declared and chunked), malformed, wrong method,
 #             unknown path, bad id, bad ?wait=, huge headers, a slow
 #             client: each gets its error, serve keeps answering
@@ -95,7 +97,16 @@ serve_start() {
 }
 
 # HTTP status of a curl call (extra curl args follow)
-code() { curl -s -o "$tmp/body" -w '%{http_code}' "$@"; }
+# (a request with a body gets Content-Type: application/json unless it
+# names a Content-Type of its own)
+code() {
+  local a body=0 ct=0
+  for a in "$@"; do
+    case $a in -d | --data*) body=1 ;; [Cc]ontent-[Tt]ype:*) ct=1 ;; esac
+  done
+  [ $body = 1 ] && [ $ct = 0 ] && set -- -H 'Content-Type: application/json' "$@"
+  curl -s -o "$tmp/body" -w '%{http_code}' "$@"
+}
 expect() { # WANT CURL-ARGS...
   local want=$1 got
   shift
@@ -122,19 +133,27 @@ token_file = $tmp/token"
     fail "job not in Redis"
   alive # /health needs no token
   kill "$serve_pid"; wait "$serve_pid" || true
-  # no token: loopback only; reach it through another address of ours
-  ip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' | grep -v : | head -1)
-  if [ -n "$ip" ]; then
-    conf ""
-    AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
-      --http "0.0.0.0:$port" > "$tmp/serve.log" 2>&1 &
-    pids+=($!)
-    for _ in $(seq 100); do curl -s -o /dev/null "$api/health" && break; sleep 0.1; done
-    expect 403 -X POST "http://$ip:$port/jobs" -d '{"sh":"true"}'
-    expect 201 -X POST "$api/jobs" -d '{"sh":"true"}'
-  else
-    log "no non-loopback address: loopback-only part skipped"
+  # no token: only a loopback listener; serve refuses any other
+  conf ""
+  if AIRLOCK_CONFIG=$tmp/airlock.conf timeout 10 "$bin" serve --redis "$url" \
+    --workers 1 --http "0.0.0.0:$port" > "$tmp/serve0.log" 2>&1; then
+    fail "serve without a token listened on 0.0.0.0"
   fi
+  grep -q 'not a loopback address' "$tmp/serve0.log" ||
+    fail "refusal not said: $(cat "$tmp/serve0.log")"
+  serve_start
+  job='{"sh":"true"}'
+  # the Host must be a loopback name or the listen address: a browser
+  # on a DNS-rebound name sends that name
+  expect 403 -X POST "$api/jobs" -H 'Host: evil.example' -d "$job"
+  expect 403 "$api/jobs/a1" -H "Host: rebind.evil.example:$port"
+  expect 201 -X POST "$api/jobs" -H "Host: localhost:$port" -d "$job"
+  expect 201 -X POST "$api/jobs" -d "$job"
+  # bodies are application/json: a cross-site text/plain POST is refused
+  expect 415 -X POST "$api/jobs" -H 'Content-Type: text/plain' -d "$job"
+  expect 415 -X POST "$api/jobs" -H 'Content-Type: application/x-www-form-urlencoded' -d "$job"
+  expect 415 -X POST "$api/jobs/batch" -H 'Content-Type: text/plain' -d "[$job]"
+  expect 201 -X POST "$api/jobs" -H 'Content-Type: application/json; charset=utf-8' -d "$job"
   ;;
 
 limits)
@@ -167,7 +186,8 @@ timeout_s = 2"
   python3 - "$port" > "$tmp/slow" <<'PY' &
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+s.sendall(b"POST /jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          b"Content-Length: 100\r\n\r\n{")
 t = time.time()
 s.settimeout(20)
 try:

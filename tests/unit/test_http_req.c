@@ -248,6 +248,43 @@ static void test_targets_denied(void **state)
 			 -EPERM);
 }
 
+/* Without a token: the Host header names us (no DNS rebinding), and a
+ * body is application/json (no cross-site text/plain POST): finding 7. */
+static void test_host_and_type(void **state)
+{
+	(void)state;
+	assert_true(al_http_host_allowed("127.0.0.1:8080", "127.0.0.1:8080"));
+	assert_true(al_http_host_allowed("127.0.0.2", "127.0.0.1:8080"));
+	assert_true(al_http_host_allowed("localhost:8080", "127.0.0.1:1"));
+	assert_true(al_http_host_allowed("LocalHost", "127.0.0.1:1"));
+	assert_true(al_http_host_allowed("[::1]:8080", "[::1]:8080"));
+	assert_true(al_http_host_allowed("api.internal:80", "api.internal:80"));
+	assert_true(al_http_host_allowed("API.internal", "api.internal:80"));
+	assert_false(al_http_host_allowed(NULL, "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("evil.example:8080", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("127.0.0.1.evil.example",
+					  "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("localhost.evil.example:80",
+					  "127.0.0.1:80"));
+	assert_false(al_http_host_allowed("10.0.0.1:8080", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("::1", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("[::2]:80", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("localhost:80x", "127.0.0.1:1"));
+	assert_false(al_http_host_allowed("[::1", "127.0.0.1:1"));
+	assert_false(al_http_host_allowed("a:b:c", "127.0.0.1:1"));
+
+	assert_true(al_http_json_type("application/json"));
+	assert_true(al_http_json_type("Application/JSON; charset=utf-8"));
+	assert_true(al_http_json_type("application/json ;charset=utf-8"));
+	assert_false(al_http_json_type(NULL));
+	assert_false(al_http_json_type("text/plain"));
+	assert_false(al_http_json_type("text/plain; application/json"));
+	assert_false(al_http_json_type("application/x-www-form-urlencoded"));
+	assert_false(al_http_json_type("multipart/form-data; boundary=x"));
+	assert_false(al_http_json_type("application/jsonp"));
+}
+
 static void test_metrics(void **state)
 {
 	struct al_metrics m;
@@ -299,6 +336,7 @@ int main(void)
 	    cmocka_unit_test(test_bodies),
 	    cmocka_unit_test(test_targets),
 	    cmocka_unit_test(test_targets_denied),
+	    cmocka_unit_test(test_host_and_type),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_log_split),
 	};
