@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "options.h"
 #include "results.h"
 
 #define OPTS_MAX 24 /* long options of one command, common ones included */
@@ -449,6 +450,18 @@ static void on_interrupt(int sig)
 	if (interrupted)
 		_exit(130);
 	interrupted = 1;
+}
+
+void al_cli_warn_unjailed(const struct sb_options *sb)
+{
+	if (sb->jail)
+		return;
+	al_warn("not root: VMs run unjailed: each QEMU runs as uid %u in "
+		"this user's namespaces, with this user's files and network, "
+		"and can rewrite this user's template memory; a guest that "
+		"escapes QEMU is this user. Results say \"jailed\": false "
+		"(docs/operations.md, \"Users other than root\")",
+		(unsigned)geteuid());
 }
 
 void al_cli_catch_signals(void)
