@@ -120,6 +120,17 @@ auth)
   printf 'tok-0123456789abcdef\n' > "$tmp/token"
   conf "[http]
 token_file = $tmp/token"
+  # a token file others may read or write, or someone else's, is refused
+  for m in 0644 0660 0666; do
+    chmod "$m" "$tmp/token"
+    if AIRLOCK_CONFIG=$tmp/airlock.conf timeout 10 "$bin" serve --redis "$url" \
+      --workers 1 --http "127.0.0.1:$port" > "$tmp/serve0.log" 2>&1; then
+      fail "serve took a token file of mode $m"
+    fi
+    grep -q "http.token_file.*mode $m" "$tmp/serve0.log" ||
+      fail "token mode $m: $(cat "$tmp/serve0.log")"
+  done
+  chmod 0600 "$tmp/token"
   serve_start
   job='{"id":"a1","sh":"true"}'
   expect 401 -X POST "$api/jobs" -d "$job"

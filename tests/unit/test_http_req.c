@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "callback.h"
+#include "http.h"
 #include "http_req.h"
 #include "log.h"
 #include "metrics.h"
@@ -285,6 +288,53 @@ static void test_host_and_type(void **state)
 	assert_false(al_http_json_type("application/jsonp"));
 }
 
+/* http.token_file: root's or ours, and nobody else's to write or read
+ * (issue 23, finding 11). */
+static void test_token_file(void **state)
+{
+	static const struct {
+		mode_t mode;
+		uid_t uid; /* 0: ours */
+		int want;
+	} cases[] = {
+	    {0600, 0, 0},	   {0640, 0, 0},	{0400, 0, 0},
+	    {0644, 0, -EPERM},	   {0660, 0, -EPERM},	{0606, 0, -EPERM},
+	    {0666, 0, -EPERM},	   {0600, 65534, -EPERM},
+	};
+	struct al_config *cfg = calloc(1, sizeof(*cfg));
+	char dir[] = "/tmp/test_token.XXXXXX", tok[257], err[512];
+
+	(void)state;
+	assert_non_null(cfg);
+	assert_non_null(mkdtemp(dir));
+	snprintf(cfg->http.token_file, sizeof(cfg->http.token_file),
+		 "%s/token", dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		FILE *f = fopen(cfg->http.token_file, "we");
+		int r;
+
+		assert_non_null(f);
+		fputs("tok-0123456789abcdef\n", f);
+		fclose(f);
+		assert_int_equal(chmod(cfg->http.token_file, cases[i].mode), 0);
+		if (cases[i].uid && (geteuid() != 0 ||
+				     chown(cfg->http.token_file, cases[i].uid,
+					   (gid_t)-1) < 0))
+			continue; /* not root: cannot give it away */
+		r = al_http_load_token(cfg, tok, err, sizeof(err));
+		if (r != cases[i].want)
+			fail_msg("mode %04o uid %u: %d, want %d (%s)",
+				 (unsigned)cases[i].mode,
+				 (unsigned)cases[i].uid, r, cases[i].want,
+				 r ? err : "");
+		if (r == 0)
+			assert_string_equal(tok, "tok-0123456789abcdef");
+		unlink(cfg->http.token_file);
+	}
+	rmdir(dir);
+	free(cfg);
+}
+
 static void test_metrics(void **state)
 {
 	struct al_metrics m;
@@ -337,6 +387,7 @@ int main(void)
 	    cmocka_unit_test(test_targets),
 	    cmocka_unit_test(test_targets_denied),
 	    cmocka_unit_test(test_host_and_type),
+	    cmocka_unit_test(test_token_file),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_log_split),
 	};

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -155,6 +156,32 @@ static unsigned auth(const struct al_http *h, struct MHD_Connection *c)
 	return al_auth_equal(hdr, token, n) ? 0 : 401;
 }
 
+/* Whose token file is it? Only root's or ours (the service user's), a
+ * regular file nobody else may write or read: 0, or -EPERM with why. */
+static int token_file_ok(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		snprintf(err, errlen, "http.token_file %s: %s", path,
+			 strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH | S_IROTH))) {
+		snprintf(err, errlen,
+			 "http.token_file %s: owner uid %u, mode %04o: must "
+			 "be a file of root's or uid %u, not writable by "
+			 "group or others nor readable by others (chmod "
+			 "0600 or 0640)",
+			 path, (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+		return -EPERM;
+	}
+	return 0;
+}
+
 int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 		       size_t errlen)
 {
@@ -166,6 +193,9 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 	ret[0] = '\0';
 	if (!path[0])
 		return 0;
+	r = token_file_ok(path, err, errlen);
+	if (r < 0)
+		return r;
 	r = al_read_file(path, 256, &text, &len);
 	if (r < 0) {
 		snprintf(err, errlen, "http.token_file %s: %s", path,

@@ -46,7 +46,9 @@ struct al_http_opts {
 };
 
 /* Read http.token_file into ret (trailing whitespace dropped); "" when
- * the key is empty. 0, or -errno with err set (-EINVAL: not a token). */
+ * the key is empty. 0, or -errno with err set (-EINVAL: not a token;
+ * -EPERM: not a regular file owned by root or this uid, or writable by
+ * group or others, or readable by others). */
 int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 		       size_t errlen);
 
