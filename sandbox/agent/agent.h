@@ -110,10 +110,11 @@ struct al_gate {
 	const char *token_path; /* read anew at each accept */
 	struct al_chan host;	/* authenticated host, fd -1: none */
 	struct al_gate_wait wait[AL_GATE_PENDING]; /* not yet authenticated */
-	uint64_t accepted;	/* connections accepted, for seq */
+	uint64_t accepted; /* connections accepted, for seq */
 };
 
-#define AL_GATE_NPOLL (2 + AL_GATE_PENDING) /* pollfds al_gate_pollfds fills */
+/* pollfds al_gate_pollfds fills: listener, host, the waiting ones */
+#define AL_GATE_NPOLL (2 + AL_GATE_PENDING)
 
 /* Start with no connection on `lfd` (owned by the gate from now on). */
 void al_gate_init(struct al_gate *g, int lfd, const char *token_path);

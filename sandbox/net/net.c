@@ -155,8 +155,8 @@ static bool in_list(int af, const uint8_t *a, const char *list)
 		    bits < 0 || bits > bytes * 8)
 			continue;
 		for (int i = 0; i < bytes && bits > 0 && in; i++, bits -= 8) {
-			uint8_t m = bits >= 8 ? 0xff
-					      : (uint8_t)(0xff << (8 - bits));
+			uint8_t m =
+			    bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
 
 			in = (a[i] & m) == (net[i] & m);
 		}

@@ -265,11 +265,12 @@ static void test_host_and_type(void **state)
 	assert_true(al_http_host_allowed("API.internal", "api.internal:80"));
 	assert_false(al_http_host_allowed(NULL, "127.0.0.1:8080"));
 	assert_false(al_http_host_allowed("", "127.0.0.1:8080"));
-	assert_false(al_http_host_allowed("evil.example:8080", "127.0.0.1:8080"));
-	assert_false(al_http_host_allowed("127.0.0.1.evil.example",
-					  "127.0.0.1:8080"));
-	assert_false(al_http_host_allowed("localhost.evil.example:80",
-					  "127.0.0.1:80"));
+	assert_false(
+	    al_http_host_allowed("evil.example:8080", "127.0.0.1:8080"));
+	assert_false(
+	    al_http_host_allowed("127.0.0.1.evil.example", "127.0.0.1:8080"));
+	assert_false(
+	    al_http_host_allowed("localhost.evil.example:80", "127.0.0.1:80"));
 	assert_false(al_http_host_allowed("10.0.0.1:8080", "127.0.0.1:8080"));
 	assert_false(al_http_host_allowed("::1", "127.0.0.1:8080"));
 	assert_false(al_http_host_allowed("[::2]:80", "127.0.0.1:8080"));
@@ -297,9 +298,9 @@ static void test_token_file(void **state)
 		uid_t uid; /* 0: ours */
 		int want;
 	} cases[] = {
-	    {0600, 0, 0},	   {0640, 0, 0},	{0400, 0, 0},
-	    {0644, 0, -EPERM},	   {0660, 0, -EPERM},	{0606, 0, -EPERM},
-	    {0666, 0, -EPERM},	   {0600, 65534, -EPERM},
+	    {0600, 0, 0},      {0640, 0, 0},	      {0400, 0, 0},
+	    {0644, 0, -EPERM}, {0660, 0, -EPERM},     {0606, 0, -EPERM},
+	    {0666, 0, -EPERM}, {0600, 65534, -EPERM},
 	};
 	struct al_config *cfg = calloc(1, sizeof(*cfg));
 	char dir[] = "/tmp/test_token.XXXXXX", tok[257], err[512];
@@ -307,8 +308,8 @@ static void test_token_file(void **state)
 	(void)state;
 	assert_non_null(cfg);
 	assert_non_null(mkdtemp(dir));
-	snprintf(cfg->http.token_file, sizeof(cfg->http.token_file),
-		 "%s/token", dir);
+	snprintf(cfg->http.token_file, sizeof(cfg->http.token_file), "%s/token",
+		 dir);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		FILE *f = fopen(cfg->http.token_file, "we");
 		int r;
@@ -317,9 +318,9 @@ static void test_token_file(void **state)
 		fputs("tok-0123456789abcdef\n", f);
 		fclose(f);
 		assert_int_equal(chmod(cfg->http.token_file, cases[i].mode), 0);
-		if (cases[i].uid && (geteuid() != 0 ||
-				     chown(cfg->http.token_file, cases[i].uid,
-					   (gid_t)-1) < 0))
+		if (cases[i].uid &&
+		    (geteuid() != 0 ||
+		     chown(cfg->http.token_file, cases[i].uid, (gid_t)-1) < 0))
 			continue; /* not root: cannot give it away */
 		r = al_http_load_token(cfg, tok, err, sizeof(err));
 		if (r != cases[i].want)

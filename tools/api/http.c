@@ -638,8 +638,8 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		   !al_http_json_type(MHD_lookup_connection_value(
 		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
 		/* a browser posts text/plain cross-site without asking */
-		*ret = send_error(c, 415,
-				  "Content-Type must be application/json");
+		*ret =
+		    send_error(c, 415, "Content-Type must be application/json");
 	} else if (cl &&
 		   strtoull(cl, NULL, 10) > h->o->cfg->http.max_body_bytes) {
 		*ret = send_error(c, 413, "body over http.max_body_bytes");
