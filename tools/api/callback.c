@@ -114,11 +114,12 @@ static int resolve_in(const struct al_config_names *allow, bool named,
 		return -ENOENT;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		int af = 0;
-		const unsigned char *a = ai_addr(ai, &af);
+		const unsigned char *a;
 		bool ok = named;
 
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
+		a = ai_addr(ai, &af);
 		if (sb_net_always_denied(af, a)) {
 			r = -EACCES;
 			break;
