@@ -221,9 +221,9 @@ int main(void)
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_overall),
+		cmocka_unit_test(test_jailed),
 		cmocka_unit_test(test_from_guest),
 		cmocka_unit_test(test_stream_cap),
-		cmocka_unit_test(test_jailed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
