@@ -269,11 +269,18 @@ static int vm_restore_ms(const msgpack_object *v, const char *path, void *out,
 			    &((struct al_vm_info *)out)->restore_ms);
 }
 
+static int vm_jailed(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	return walk_tristate(v, path, d, &((struct al_vm_info *)out)->jailed);
+}
+
 static const struct al__walk_field vm_fields[] = {
     {"template", 0, vm_template, false},
     {"accel", 0, vm_accel, false},
     {"restored", 0, vm_restored, false},
     {"restore_ms", 0, vm_restore_ms, false},
+    {"jailed", 0, vm_jailed, false},
 };
 static const struct al__walk_table vm_table = AL__WALK_TABLE(vm_fields, NULL);
 
@@ -579,7 +586,7 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 
 static void pack_vm(msgpack_packer *pk, const struct al_vm_info *vm)
 {
-	msgpack_pack_map(pk, 3 + !!vm->template_);
+	msgpack_pack_map(pk, 3 + !!vm->template_ + (vm->jailed != AL_UNSET));
 	if (vm->template_) {
 		al__pack_key(pk, "template");
 		al__pack_str(pk, vm->template_);
@@ -588,6 +595,8 @@ static void pack_vm(msgpack_packer *pk, const struct al_vm_info *vm)
 	al__pack_str(pk, al_accel_name(vm->accel));
 	pack_bool(pk, "restored", vm->restored);
 	pack_u64(pk, "restore_ms", vm->restore_ms);
+	if (vm->jailed != AL_UNSET)
+		pack_bool(pk, "jailed", vm->jailed == AL_TRUE);
 }
 
 static void pack_net(msgpack_packer *pk, const struct al_net_info *n)

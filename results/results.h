@@ -180,6 +180,9 @@ struct al_vm_info {
 	enum al_accel accel; /* accelerator that ran */
 	bool restored;       /* restored from a snapshot (vs cold boot) */
 	uint64_t restore_ms; /* restore or boot time */
+	enum al_tristate jailed; /* the worker jails its VMMs (root); false:
+				    no jail at all (docs/operations.md);
+				    unset when no worker made the result */
 };
 
 /* A networked job's traffic (docs/network.md): present when the job had a

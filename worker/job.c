@@ -531,6 +531,8 @@ static int result_init(const struct al_job *job, const char *id,
 	res->id = strdup(id);
 	res->worker = strdup(w->name);
 	res->attempt = attempt;
+	/* said in every result: not root means no jail (issue 23) */
+	res->vm.jailed = w->sb->jail ? AL_TRUE : AL_FALSE;
 	res->steps = calloc(job->n_steps ? job->n_steps : 1,
 			    sizeof(*res->steps));
 	res->n_steps = job->n_steps;

@@ -95,16 +95,26 @@ struct al_chan {
 /* The vsock side (serve.c): connections from a listening socket, served
  * only once they proved the host (proto.h, "Authentication"), and one host
  * at a time. Any stream socket works: tests use AF_UNIX. */
-struct al_gate {
-	int lfd;		       /* listening socket, -1: none */
-	const char *token_path;	       /* read anew at each accept */
-	struct al_chan host;	       /* authenticated host, fd -1: none */
-	struct al_chan pending;	       /* connected, not yet authenticated */
-	uint8_t expect[AL_SHA256_LEN]; /* the mac `pending` must send */
-	struct al_deadline pending_by; /* when `pending` is dropped */
+#define AL_GATE_PENDING 8 /* connections waiting to authenticate */
+
+/* A connection that has its challenge and not yet answered it. */
+struct al_gate_wait {
+	struct al_chan ch;	       /* fd -1: the slot is free */
+	uint8_t expect[AL_SHA256_LEN]; /* the mac it must send */
+	struct al_deadline by;	       /* when it is dropped */
+	uint64_t seq;		       /* accept order: the oldest goes first */
 };
 
-#define AL_GATE_NPOLL 3 /* pollfds al_gate_pollfds fills */
+struct al_gate {
+	int lfd;		/* listening socket, -1: none */
+	const char *token_path; /* read anew at each accept */
+	struct al_chan host;	/* authenticated host, fd -1: none */
+	struct al_gate_wait wait[AL_GATE_PENDING]; /* not yet authenticated */
+	uint64_t accepted; /* connections accepted, for seq */
+};
+
+/* pollfds al_gate_pollfds fills: listener, host, the waiting ones */
+#define AL_GATE_NPOLL (2 + AL_GATE_PENDING)
 
 /* Start with no connection on `lfd` (owned by the gate from now on). */
 void al_gate_init(struct al_gate *g, int lfd, const char *token_path);

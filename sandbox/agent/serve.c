@@ -494,11 +494,21 @@ static void vport_recheck(struct al_chan *vp)
  *
  *   accept   while an authenticated host is connected and alive, a new
  *            connection is closed at once; the host is not disturbed. Else
- *            it becomes `pending` (replacing an older pending one), gets
- *            a fresh nonce in a `challenge`, and AUTH_TIMEOUT_MS to answer.
- *   auth     the first frame of `pending` must be `auth` with the mac of
- *            that nonce under the token, compared in constant time; then
- *            it is the host (answered `ok`). Anything else closes it.
+ *            it takes a free waiting slot (AL_GATE_PENDING of them; when
+ *            all are taken the oldest waiting connection is closed for
+ *            it), gets a fresh nonce of its own in a `challenge`, and
+ *            AUTH_TIMEOUT_MS to answer.
+ *   auth     the first frame of a waiting connection must be `auth` with
+ *            the mac of its nonce under the token, compared in constant
+ *            time; the first that sends it is the host (answered `ok`)
+ *            and every other waiting connection is closed. Anything else
+ *            closes that one connection only.
+ *
+ * Several waiting slots, not one: with a single slot each new connection
+ * replaced the waiting one, so a local process connecting in a loop kept
+ * the host out. Now such a process must open AL_GATE_PENDING connections
+ * between the host's connect and its answer (one round trip) to push the
+ * host's out, and whatever it does it reads and runs nothing.
  *
  * The token is read from fw_cfg at each accept, not once: a clone runs the
  * template's memory, but fw_cfg is device configuration that QEMU builds
@@ -511,25 +521,34 @@ static void vport_recheck(struct al_chan *vp)
 #define AUTH_TIMEOUT_MS 5000u /* a pending connection's time to answer */
 #define AUTH_FRAME_MAX	256u  /* frame cap before auth: nothing to hoard */
 
+static void wait_close(struct al_gate_wait *w)
+{
+	chan_close(&w->ch);
+	explicit_bzero(w->expect, sizeof(w->expect));
+	w->by = AL_NO_DEADLINE;
+}
+
 void al_gate_init(struct al_gate *g, int lfd, const char *token_path)
 {
 	memset(g, 0, sizeof(*g));
 	g->lfd = lfd;
 	g->token_path = token_path;
 	g->host.fd = -1;
-	g->pending.fd = -1;
 	al_frame_reader_init(&g->host.rd, AL_FRAME_MAX);
-	al_frame_reader_init(&g->pending.rd, AUTH_FRAME_MAX);
+	for (size_t i = 0; i < AL_GATE_PENDING; i++) {
+		g->wait[i].ch.fd = -1;
+		al_frame_reader_init(&g->wait[i].ch.rd, AUTH_FRAME_MAX);
+	}
 }
 
 void al_gate_release(struct al_gate *g)
 {
 	chan_close(&g->host);
-	chan_close(&g->pending);
+	for (size_t i = 0; i < AL_GATE_PENDING; i++)
+		wait_close(&g->wait[i]);
 	if (g->lfd >= 0)
 		close(g->lfd);
 	g->lfd = -1;
-	explicit_bzero(g->expect, sizeof(g->expect));
 }
 
 /* The VM's token: exactly AL_AUTH_TOKEN_LEN bytes at `path`. */
@@ -561,7 +580,7 @@ static int read_token(const char *path, uint8_t ret[AL_AUTH_TOKEN_LEN])
 }
 
 /* Challenge a new connection: nonce out, expected mac kept. */
-static int gate_challenge(struct al_gate *g)
+static int gate_challenge(struct al_gate *g, struct al_gate_wait *w)
 {
 	uint8_t token[AL_AUTH_TOKEN_LEN], nonce[AL_AUTH_NONCE_LEN];
 	struct al_msg m = {.type = AL_MSG_CHALLENGE};
@@ -575,10 +594,10 @@ static int gate_challenge(struct al_gate *g)
 	if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
 		r = -EIO;
 	if (r == 0) {
-		al_auth_mac(token, nonce, g->expect);
+		al_auth_mac(token, nonce, w->expect);
 		m.u.challenge.nonce.data = nonce;
 		m.u.challenge.nonce.len = sizeof(nonce);
-		r = chan_send(&g->pending, &m);
+		r = chan_send(&w->ch, &m);
 	}
 	explicit_bzero(token, sizeof(token));
 	return r;
@@ -593,9 +612,27 @@ static bool host_alive(const struct al_chan *h)
 	       !(p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL));
 }
 
+/* A slot for a new connection: a free one, else the oldest waiting. */
+static struct al_gate_wait *gate_slot(struct al_gate *g)
+{
+	struct al_gate_wait *old = &g->wait[0];
+
+	for (size_t i = 0; i < AL_GATE_PENDING; i++) {
+		if (g->wait[i].ch.fd < 0)
+			return &g->wait[i];
+		if (g->wait[i].seq < old->seq)
+			old = &g->wait[i];
+	}
+	al_agent_log("vsock: %u connections waiting: the oldest dropped",
+		     (unsigned)AL_GATE_PENDING);
+	wait_close(old);
+	return old;
+}
+
 static void gate_accept(struct al_gate *g)
 {
 	int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct al_gate_wait *w;
 
 	if (fd < 0)
 		return;
@@ -605,50 +642,61 @@ static void gate_accept(struct al_gate *g)
 		return;
 	}
 	chan_close(&g->host);
-	chan_close(&g->pending);
-	g->pending.fd = fd;
-	al_frame_reader_init(&g->pending.rd, AUTH_FRAME_MAX);
-	g->pending_by = al_deadline_in(AUTH_TIMEOUT_MS);
-	if (gate_challenge(g) < 0)
-		chan_close(&g->pending);
+	w = gate_slot(g);
+	w->ch.fd = fd;
+	al_frame_reader_init(&w->ch.rd, AUTH_FRAME_MAX);
+	w->by = al_deadline_in(AUTH_TIMEOUT_MS);
+	w->seq = ++g->accepted;
+	if (gate_challenge(g, w) < 0)
+		wait_close(w);
 }
 
-/* The pending connection's first frame: the right `auth` or goodbye. */
-static void gate_auth(struct al_gate *g)
+/* A waiting connection's first frame: the right `auth` (it is the host
+ * now, the others go) or goodbye. */
+static void gate_auth(struct al_gate *g, struct al_gate_wait *w)
 {
 	struct al_msg m = {0}, ok = {.type = AL_MSG_OK};
 	uint8_t *body = NULL;
 	size_t len;
 	bool good;
-	int r = chan_take(&g->pending, &body, &len);
+	int r = chan_take(&w->ch, &body, &len);
 
 	if (r == 0)
 		return;
 	good = r > 0 && al_msg_decode(body, len, &m, NULL) == 0 &&
 	       m.type == AL_MSG_AUTH &&
-	       al_auth_equal(m.u.auth.mac.data, g->expect, AL_SHA256_LEN);
+	       al_auth_equal(m.u.auth.mac.data, w->expect, AL_SHA256_LEN);
 	al_msg_release(&m);
 	free(body);
-	explicit_bzero(g->expect, sizeof(g->expect));
-	if (!good || chan_send(&g->pending, &ok) < 0) {
+	if (!good || chan_send(&w->ch, &ok) < 0) {
 		if (r > 0)
 			al_agent_log("vsock: authentication failed");
-		chan_close(&g->pending);
+		wait_close(w);
 		return;
 	}
-	g->host.fd = g->pending.fd; /* hand-off: pending becomes the host */
-	g->pending.fd = -1;
-	chan_close(&g->pending);
+	g->host.fd = w->ch.fd; /* hand-off: the waiting one is the host */
+	w->ch.fd = -1;
+	wait_close(w);
+	for (size_t i = 0; i < AL_GATE_PENDING; i++)
+		wait_close(&g->wait[i]); /* the first to prove it won */
 	al_frame_reader_init(&g->host.rd, AL_FRAME_MAX);
 	al_agent_log("vsock: host authenticated");
 }
 
 int al_gate_pollfds(const struct al_gate *g, struct pollfd *p)
 {
+	struct al_deadline d = AL_NO_DEADLINE;
+
 	p[0] = (struct pollfd){g->lfd, POLLIN, 0};
 	p[1] = (struct pollfd){g->host.fd, POLLIN, 0};
-	p[2] = (struct pollfd){g->pending.fd, POLLIN, 0};
-	return g->pending.fd >= 0 ? al_deadline_poll_ms(g->pending_by) : -1;
+	for (size_t i = 0; i < AL_GATE_PENDING; i++) {
+		const struct al_gate_wait *w = &g->wait[i];
+
+		p[2 + i] = (struct pollfd){w->ch.fd, POLLIN, 0};
+		if (w->ch.fd >= 0)
+			d = al_deadline_min(d, w->by);
+	}
+	return al_deadline_poll_ms(d);
 }
 
 void al_gate_act(struct al_agent *a, struct al_gate *g,
@@ -656,11 +704,15 @@ void al_gate_act(struct al_agent *a, struct al_gate *g,
 {
 	if (p[1].revents && chan_read(a, &g->host) < 0)
 		chan_close(&g->host);
-	if (p[2].revents && g->pending.fd >= 0)
-		gate_auth(g);
-	if (g->pending.fd >= 0 && al_deadline_passed(g->pending_by)) {
-		al_agent_log("vsock: no authentication in time");
-		chan_close(&g->pending);
+	for (size_t i = 0; i < AL_GATE_PENDING; i++) {
+		struct al_gate_wait *w = &g->wait[i];
+
+		if (p[2 + i].revents && w->ch.fd >= 0)
+			gate_auth(g, w);
+		if (w->ch.fd >= 0 && al_deadline_passed(w->by)) {
+			al_agent_log("vsock: no authentication in time");
+			wait_close(w);
+		}
 	}
 	if (p[0].revents)
 		gate_accept(g);

@@ -128,6 +128,57 @@ static void set_err(char *err, size_t len, const char *what, int r)
 		snprintf(err, len, "%s: %s", what, strerror(-r));
 }
 
+/* Is `a` inside one of the comma-separated blocks of `list` (never4..)? */
+static bool in_list(int af, const uint8_t *a, const char *list)
+{
+	int bytes = af == AF_INET ? 4 : 16;
+
+	for (const char *p = list; *p; p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		char buf[64], *slash;
+		uint8_t net[16];
+		bool in = true;
+		int bits;
+
+		if (n >= sizeof(buf)) {
+			p += n;
+			continue;
+		}
+		memcpy(buf, p, n);
+		buf[n] = '\0';
+		p += n;
+		slash = strchr(buf, '/');
+		if (slash)
+			*slash = '\0';
+		bits = slash ? atoi(slash + 1) : bytes * 8;
+		if (inet_pton(af, buf + strspn(buf, " "), net) != 1 ||
+		    bits < 0 || bits > bytes * 8)
+			continue;
+		for (int i = 0; i < bytes && bits > 0 && in; i++, bits -= 8) {
+			uint8_t m =
+			    bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+
+			in = (a[i] & m) == (net[i] & m);
+		}
+		if (in)
+			return true;
+	}
+	return false;
+}
+
+bool sb_net_always_denied(int family, const void *addr)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff};
+	const uint8_t *a = addr;
+
+	if (family == AF_INET6 && !memcmp(a, mapped, sizeof(mapped)))
+		return in_list(AF_INET, a + 12, never4);
+	if (family == AF_INET)
+		return in_list(AF_INET, a, never4);
+	return family != AF_INET6 || in_list(AF_INET6, a, never6);
+}
+
 /* ---- namespaces ---------------------------------------------------- */
 
 /* An fd of the calling thread's network namespace. */

@@ -123,6 +123,14 @@ void sb_net_pool_release(struct sb_net_pool *np);
  * is missing and what to do (doctor, and the RJ of a networked job). */
 int sb_net_probe(char *why, size_t len);
 
+/* Is `addr` (AF_INET: 4 bytes, AF_INET6: 16, network order) one of the
+ * destinations no policy opens (never4/never6 in net.c: loopback,
+ * link-local and metadata, 0.0.0.0/8, multicast, the slots' ranges..)?
+ * An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is checked as a.b.c.d;
+ * any other family is denied. Pure: no I/O; the callbacks' target check
+ * (tools/api/callback.c) uses it too. */
+bool sb_net_always_denied(int family, const void *addr);
+
 /* Remove the host links (al<pid>-<n>) of dead owners: sweep.c. Returns
  * how many went. */
 unsigned sb_net_sweep(bool (*dead)(pid_t pid));

@@ -74,7 +74,7 @@ static int setup(void **state)
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	strcpy(sa.sun_path, f->sock);
 	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(listen(lfd, 32), 0);
 	f->cfg = (struct al_agent_config){.work_dir = f->dir, .serve_fd = -1};
 	f->a = (struct al_agent){.cfg = &f->cfg, .sig_fd = -1, .work_fd = -1,
 				 .random_fd = -1};
@@ -213,6 +213,70 @@ static void test_second_connection_refused(void **state)
 	close(fd);
 }
 
+/* Wait until the gate sent its challenge on fd (it took the connection). */
+static void await_challenge(int fd)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+
+	assert_int_equal(poll(&p, 1, T_MS), 1);
+}
+
+/* Connections made while the host is still answering its challenge do
+ * not push the host out (issue 23, finding 9): before, each new one
+ * replaced the one waiting, so a local process connecting in a loop kept
+ * the host out for good. */
+static void test_flood_does_not_evict_host(void **state)
+{
+	struct fixture *f = *state;
+	struct sb__agent_client c, c2;
+	int r, fd = dial(f), other[AL_GATE_PENDING - 1], fd2;
+
+	await_challenge(fd); /* the host's connection is waiting */
+	for (size_t i = 0; i < AL_GATE_PENDING - 1; i++) {
+		other[i] = dial(f); /* an attacker's, never answered */
+		await_challenge(other[i]);
+	}
+	sb__agent_client_init(&c, fd);
+	assert_int_equal(sb__agent_client_auth(&c, f->token, T_MS), 0);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	/* the first to prove it won: the others are closed */
+	for (size_t i = 0; i < AL_GATE_PENDING - 1; i++) {
+		assert_closed(other[i]);
+		close(other[i]);
+	}
+	/* and a right proof after it is refused: one host at a time */
+	fd2 = host(f, f->token, &c2, &r);
+	assert_true(r < 0);
+	sb__agent_client_release(&c2);
+	close(fd2);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	sb__agent_client_release(&c);
+	close(fd);
+}
+
+/* More connections than slots: the oldest waiting one goes, the gate
+ * stays bounded and the host that comes next still gets in. */
+static void test_waiting_bounded(void **state)
+{
+	struct fixture *f = *state;
+	struct sb__agent_client c;
+	int r, fd, other[AL_GATE_PENDING + 2];
+
+	for (size_t i = 0; i < AL_GATE_PENDING + 2; i++) {
+		other[i] = dial(f);
+		await_challenge(other[i]);
+	}
+	assert_closed(other[0]); /* the oldest made room */
+	assert_closed(other[1]);
+	fd = host(f, f->token, &c, &r);
+	assert_int_equal(r, 0);
+	assert_int_equal(sb__agent_client_ping(&c, T_MS), 0);
+	sb__agent_client_release(&c);
+	close(fd);
+	for (size_t i = 0; i < AL_GATE_PENDING + 2; i++)
+		close(other[i]);
+}
+
 static void test_no_token_no_vsock(void **state)
 {
 	struct fixture *f = *state;
@@ -284,6 +348,10 @@ int main(void)
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_second_connection_refused,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flood_does_not_evict_host,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_waiting_bounded, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_no_token_no_vsock, setup,
 					    teardown),
 	    cmocka_unit_test(test_hmac_vectors),

@@ -37,6 +37,13 @@ if [ "$mode" = files ]; then
   out=$(cd / && env -u AIRLOCK_TEMPLATES_DIR "$pfx/bin/airlock" config --config "$pfx/etc/airlock/airlock.conf")
   grep -q "^# empty means $pfx/share/airlock/templates$" <<<"$out" ||
     fail "installed binary's templates dir: $(grep -B1 "^dir" <<<"$out")"
+  # and only the installed one: with it gone, still the prefix's path,
+  # never the build tree's (issue 23, finding 11)
+  mv "$pfx/share/airlock/templates" "$tmp/templates.away"
+  out=$(cd / && env -u AIRLOCK_TEMPLATES_DIR "$pfx/bin/airlock" config --config "$pfx/etc/airlock/airlock.conf")
+  mv "$tmp/templates.away" "$pfx/share/airlock/templates"
+  grep -q "^# empty means $pfx/share/airlock/templates$" <<<"$out" ||
+    fail "installed binary fell back to: $(grep "^# empty means" <<<"$out")"
   # every command of the table has a page and a completion entry
   for c in $("$pfx/bin/airlock" --help | sed -n 's/^  \([a-z]\+\) .*/\1/p'); do
     [ -e "$pfx/share/man/man1/airlock-$c.1" ] || fail "no man page for $c"

@@ -26,4 +26,9 @@ grep -qE "^(ok|warn) +image +python: /var/lib/airlock/images/" <<<"$out" ||
 out=$(as_user "$bin" run -- python3 -c 'print(6*7)') || fail "run as $user: exit $?"
 [ "$out" = 42 ] || fail "run as $user printed '$out'"
 [ -d "$home/.local/state/airlock/templates" ] || fail "no per-user templates dir"
+# not silent (issue 23): a warning before the job, "jailed": false after
+as_user "$bin" run --json -- true > /tmp/$user.json 2> /tmp/$user.err || true
+grep -q 'not root: VMs run unjailed' /tmp/$user.err || fail "run: no warning: $(cat /tmp/$user.err)"
+jq -e '.vm.jailed == false' /tmp/$user.json > /dev/null || fail "run: jailed: $(cat /tmp/$user.json)"
+rm -f /tmp/$user.json /tmp/$user.err
 echo "non-root run: ok"

@@ -57,6 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(head, data, hlen);
 	head[hlen] = '\0';
 	al_log_split(head, pairs, 8, &event);
+	(void)al_http_host_allowed(head, "127.0.0.1:8080");
+	(void)al_http_host_allowed("localhost", head);
+	(void)al_http_json_type(head);
 	sp = strchr(head, ' ');
 	if (sp) {
 		*sp++ = '\0';

@@ -4,7 +4,9 @@
 #
 # usage: http_test.sh AIRLOCK_BIN CASE
 #   auth      a token set: no/wrong token 401, right token 201; no token
-#             set: a non-loopback peer gets 403
+#             set: serve refuses a non-loopback listener, a Host that
+#             is not a loopback name or the listen address gets 403, a
+#             body that is not application/json 415
 #   limits    oversized (declared and chunked), malformed, wrong method,
 #             unknown path, bad id, bad ?wait=, huge headers, a slow
 #             client: each gets its error, serve keeps answering
@@ -80,8 +82,9 @@ EOC
 }
 
 # Start serve with the API on $api; wait until /health answers.
+serve_env=() # VAR=VALUE words for serve's environment only
 serve_start() {
-  AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
+  env "${serve_env[@]}" AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
     --http "127.0.0.1:$port" "$@" > "$tmp/serve.log" 2>&1 &
   pids+=($!)
   serve_pid=$!
@@ -94,7 +97,16 @@ serve_start() {
 }
 
 # HTTP status of a curl call (extra curl args follow)
-code() { curl -s -o "$tmp/body" -w '%{http_code}' "$@"; }
+# (a request with a body gets Content-Type: application/json unless it
+# names a Content-Type of its own)
+code() {
+  local a body=0 ct=0
+  for a in "$@"; do
+    case $a in -d | --data*) body=1 ;; [Cc]ontent-[Tt]ype:*) ct=1 ;; esac
+  done
+  [ $body = 1 ] && [ $ct = 0 ] && set -- -H 'Content-Type: application/json' "$@"
+  curl -s -o "$tmp/body" -w '%{http_code}' "$@"
+}
 expect() { # WANT CURL-ARGS...
   local want=$1 got
   shift
@@ -108,6 +120,17 @@ auth)
   printf 'tok-0123456789abcdef\n' > "$tmp/token"
   conf "[http]
 token_file = $tmp/token"
+  # a token file others may read or write, or someone else's, is refused
+  for m in 0644 0660 0666; do
+    chmod "$m" "$tmp/token"
+    if AIRLOCK_CONFIG=$tmp/airlock.conf timeout 10 "$bin" serve --redis "$url" \
+      --workers 1 --http "127.0.0.1:$port" > "$tmp/serve0.log" 2>&1; then
+      fail "serve took a token file of mode $m"
+    fi
+    grep -q "http.token_file.*mode $m" "$tmp/serve0.log" ||
+      fail "token mode $m: $(cat "$tmp/serve0.log")"
+  done
+  chmod 0600 "$tmp/token"
   serve_start
   job='{"id":"a1","sh":"true"}'
   expect 401 -X POST "$api/jobs" -d "$job"
@@ -121,19 +144,27 @@ token_file = $tmp/token"
     fail "job not in Redis"
   alive # /health needs no token
   kill "$serve_pid"; wait "$serve_pid" || true
-  # no token: loopback only; reach it through another address of ours
-  ip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' | grep -v : | head -1)
-  if [ -n "$ip" ]; then
-    conf ""
-    AIRLOCK_CONFIG=$tmp/airlock.conf "$bin" serve --redis "$url" --workers 1 \
-      --http "0.0.0.0:$port" > "$tmp/serve.log" 2>&1 &
-    pids+=($!)
-    for _ in $(seq 100); do curl -s -o /dev/null "$api/health" && break; sleep 0.1; done
-    expect 403 -X POST "http://$ip:$port/jobs" -d '{"sh":"true"}'
-    expect 201 -X POST "$api/jobs" -d '{"sh":"true"}'
-  else
-    log "no non-loopback address: loopback-only part skipped"
+  # no token: only a loopback listener; serve refuses any other
+  conf ""
+  if AIRLOCK_CONFIG=$tmp/airlock.conf timeout 10 "$bin" serve --redis "$url" \
+    --workers 1 --http "0.0.0.0:$port" > "$tmp/serve0.log" 2>&1; then
+    fail "serve without a token listened on 0.0.0.0"
   fi
+  grep -q 'not a loopback address' "$tmp/serve0.log" ||
+    fail "refusal not said: $(cat "$tmp/serve0.log")"
+  serve_start
+  job='{"sh":"true"}'
+  # the Host must be a loopback name or the listen address: a browser
+  # on a DNS-rebound name sends that name
+  expect 403 -X POST "$api/jobs" -H 'Host: evil.example' -d "$job"
+  expect 403 "$api/jobs/a1" -H "Host: rebind.evil.example:$port"
+  expect 201 -X POST "$api/jobs" -H "Host: localhost:$port" -d "$job"
+  expect 201 -X POST "$api/jobs" -d "$job"
+  # bodies are application/json: a cross-site text/plain POST is refused
+  expect 415 -X POST "$api/jobs" -H 'Content-Type: text/plain' -d "$job"
+  expect 415 -X POST "$api/jobs" -H 'Content-Type: application/x-www-form-urlencoded' -d "$job"
+  expect 415 -X POST "$api/jobs/batch" -H 'Content-Type: text/plain' -d "[$job]"
+  expect 201 -X POST "$api/jobs" -H 'Content-Type: application/json; charset=utf-8' -d "$job"
   ;;
 
 limits)
@@ -166,7 +197,8 @@ timeout_s = 2"
   python3 - "$port" > "$tmp/slow" <<'PY' &
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+s.sendall(b"POST /jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          b"Content-Length: 100\r\n\r\n{")
 t = time.time()
 s.settimeout(20)
 try:
@@ -188,8 +220,12 @@ PY
 
 callback)
   cport=$((port + 1))
+  # the receiver listens on a non-loopback address of ours: loopback,
+  # link-local and the metadata address are always denied as targets
+  hip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' | grep -v : | head -1)
+  [ -n "$hip" ] || { log "no non-loopback address: skipped"; exit 0; }
   conf "[http]
-callback_allow = 127.0.0.1:$cport"
+callback_allow = $hip:$cport 127.0.0.1:$cport localhost:$cport 169.254.0.0/16 0.0.0.0/8 ::/0"
   cat > "$tmp/hook.py" <<'PY'
 import http.server, json, sys
 hits = 0
@@ -206,19 +242,31 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *a):
         pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+http.server.HTTPServer((sys.argv[3], int(sys.argv[1])), H).serve_forever()
 PY
-  python3 "$tmp/hook.py" "$cport" "$tmp/hits" &
+  python3 "$tmp/hook.py" "$cport" "$tmp/hits" "$hip" &
   pids+=($!)
   for _ in $(seq 100); do # a GET: answered 501, counts no hit
-    curl -s -o /dev/null "http://127.0.0.1:$cport/" && break
+    curl -s --noproxy '*' -o /dev/null "http://$hip:$cport/" && break
     sleep 0.1
   done
+  # a proxy in the environment is not used: it would connect for serve
+  # to wherever it likes (here: nowhere, so a proxied POST fails)
+  serve_env=(http_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9
+    https_proxy=http://127.0.0.1:9 all_proxy=http://127.0.0.1:9
+    ALL_PROXY=http://127.0.0.1:9 no_proxy=)
   serve_start
   expect 422 -X POST "$api/jobs" -d '{"sh":"true","callback_url":"http://10.0.0.1/"}'
-  expect 422 -X POST "$api/jobs" -d "{\"sh\":\"true\",\"callback_url\":\"http://127.0.0.1:$((cport + 1))/\"}"
+  expect 422 -X POST "$api/jobs" -d "{\"sh\":\"true\",\"callback_url\":\"http://$hip:$((cport + 1))/\"}"
   expect 422 -X POST "$api/jobs" -d '{"sh":"true","callback_url":"file:///etc/passwd"}'
-  expect 201 -X POST "$api/jobs" -d "{\"id\":\"cb1\",\"sh\":\"true\",\"callback_url\":\"http://127.0.0.1:$cport/hook\"}"
+  # always denied, even when named or inside an allowed block
+  for u in "http://127.0.0.1:$cport/" "http://localhost:$cport/" \
+    http://169.254.169.254/ http://0.0.0.0/ "http://[::ffff:127.0.0.1]:$cport/" \
+    "http://[::ffff:169.254.169.254]/" "http://[::1]:$cport/"; do
+    expect 422 -X POST "$api/jobs" -d "{\"sh\":\"true\",\"callback_url\":\"$u\"}"
+    grep -q 'always denied' "$tmp/body" || fail "$u: $(cat "$tmp/body")"
+  done
+  expect 201 -X POST "$api/jobs" -d "{\"id\":\"cb1\",\"sh\":\"true\",\"callback_url\":\"http://$hip:$cport/hook\"}"
   # the first POST gets 500, the retry 1 s later 200
   for _ in $(seq 150); do
     [ -f "$tmp/hits" ] && [ "$(wc -l < "$tmp/hits")" -ge 2 ] && break

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "callback.h"
+#include "http.h"
 #include "http_req.h"
 #include "log.h"
 #include "metrics.h"
@@ -177,15 +180,15 @@ static void test_targets(void **state)
 			 -EPERM);
 	allow.n = 2;
 	strcpy(allow.name[0], "hooks.example:443");
-	strcpy(allow.name[1], "127.0.0.0/8");
+	strcpy(allow.name[1], "203.0.113.0/24");
 	assert_int_equal(al_callback_target(&allow, "https://hooks.example/x",
 					    pin, sizeof(pin), err, sizeof(err)),
 			 0);
 	assert_string_equal(pin, "");
-	assert_int_equal(al_callback_target(&allow, "http://127.0.0.2:81/", pin,
-					    sizeof(pin), err, sizeof(err)),
+	assert_int_equal(al_callback_target(&allow, "http://203.0.113.2:81/",
+					    pin, sizeof(pin), err, sizeof(err)),
 			 0);
-	assert_string_equal(pin, "127.0.0.2:81:127.0.0.2");
+	assert_string_equal(pin, "203.0.113.2:81:203.0.113.2");
 	assert_int_equal(al_callback_target(&allow, "http://10.0.0.1/", pin,
 					    sizeof(pin), err, sizeof(err)),
 			 -EPERM);
@@ -199,6 +202,138 @@ static void test_targets(void **state)
 					    "https://hooks.example:8443/", pin,
 					    sizeof(pin), err, sizeof(err)),
 			 -EINVAL); /* not by name, and it does not resolve */
+}
+
+/* The VMs' always-denied list holds for callbacks too, whatever
+ * http.callback_allow says, and an IPv4-mapped IPv6 address is the IPv4
+ * address it maps (issue 23, finding 6). */
+static void test_targets_denied(void **state)
+{
+	static const char *const denied[] = {
+	    "http://127.0.0.1:9/",
+	    "http://169.254.169.254/latest/meta-data/",
+	    "http://0.0.0.0:80/",
+	    "http://[::1]/",
+	    "http://[fe80::1]/",
+	    "http://[::ffff:127.0.0.1]:9/",
+	    "http://[::ffff:169.254.169.254]/",
+	    "http://[::ffff:a9fe:a9fe]/",
+	    "http://localhost:9/",
+	};
+	struct al_config_names allow = {0};
+	char pin[300], err[160];
+
+	(void)state;
+	allow.n = 4;
+	strcpy(allow.name[0], "0.0.0.0/0");
+	strcpy(allow.name[1], "::/0");
+	strcpy(allow.name[2], "localhost:9");
+	strcpy(allow.name[3], "127.0.0.1:9");
+	for (size_t i = 0; i < sizeof(denied) / sizeof(*denied); i++) {
+		int r = al_callback_target(&allow, denied[i], pin, sizeof(pin),
+					   err, sizeof(err));
+
+		if (r != -EPERM)
+			fail_msg("%s: %d, want -EPERM", denied[i], r);
+		assert_non_null(strstr(err, "always denied"));
+	}
+	/* a mapped address in an allowed IPv4 block is allowed, as IPv4 */
+	allow.n = 1;
+	strcpy(allow.name[0], "203.0.113.0/24");
+	assert_int_equal(al_callback_target(&allow,
+					    "http://[::ffff:203.0.113.9]:81/",
+					    pin, sizeof(pin), err, sizeof(err)),
+			 0);
+	assert_non_null(strstr(pin, ":81:203.0.113.9"));
+	assert_int_equal(al_callback_target(&allow,
+					    "http://[::ffff:198.51.100.9]/",
+					    pin, sizeof(pin), err, sizeof(err)),
+			 -EPERM);
+}
+
+/* Without a token: the Host header names us (no DNS rebinding), and a
+ * body is application/json (no cross-site text/plain POST): finding 7. */
+static void test_host_and_type(void **state)
+{
+	(void)state;
+	assert_true(al_http_host_allowed("127.0.0.1:8080", "127.0.0.1:8080"));
+	assert_true(al_http_host_allowed("127.0.0.2", "127.0.0.1:8080"));
+	assert_true(al_http_host_allowed("localhost:8080", "127.0.0.1:1"));
+	assert_true(al_http_host_allowed("LocalHost", "127.0.0.1:1"));
+	assert_true(al_http_host_allowed("[::1]:8080", "[::1]:8080"));
+	assert_true(al_http_host_allowed("api.internal:80", "api.internal:80"));
+	assert_true(al_http_host_allowed("API.internal", "api.internal:80"));
+	assert_false(al_http_host_allowed(NULL, "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("", "127.0.0.1:8080"));
+	assert_false(
+	    al_http_host_allowed("evil.example:8080", "127.0.0.1:8080"));
+	assert_false(
+	    al_http_host_allowed("127.0.0.1.evil.example", "127.0.0.1:8080"));
+	assert_false(
+	    al_http_host_allowed("localhost.evil.example:80", "127.0.0.1:80"));
+	assert_false(al_http_host_allowed("10.0.0.1:8080", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("::1", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("[::2]:80", "127.0.0.1:8080"));
+	assert_false(al_http_host_allowed("localhost:80x", "127.0.0.1:1"));
+	assert_false(al_http_host_allowed("[::1", "127.0.0.1:1"));
+	assert_false(al_http_host_allowed("a:b:c", "127.0.0.1:1"));
+
+	assert_true(al_http_json_type("application/json"));
+	assert_true(al_http_json_type("Application/JSON; charset=utf-8"));
+	assert_true(al_http_json_type("application/json ;charset=utf-8"));
+	assert_false(al_http_json_type(NULL));
+	assert_false(al_http_json_type("text/plain"));
+	assert_false(al_http_json_type("text/plain; application/json"));
+	assert_false(al_http_json_type("application/x-www-form-urlencoded"));
+	assert_false(al_http_json_type("multipart/form-data; boundary=x"));
+	assert_false(al_http_json_type("application/jsonp"));
+}
+
+/* http.token_file: root's or ours, and nobody else's to write or read
+ * (issue 23, finding 11). */
+static void test_token_file(void **state)
+{
+	static const struct {
+		mode_t mode;
+		uid_t uid; /* 0: ours */
+		int want;
+	} cases[] = {
+	    {0600, 0, 0},      {0640, 0, 0},	      {0400, 0, 0},
+	    {0644, 0, -EPERM}, {0660, 0, -EPERM},     {0606, 0, -EPERM},
+	    {0666, 0, -EPERM}, {0600, 65534, -EPERM},
+	};
+	struct al_config *cfg = calloc(1, sizeof(*cfg));
+	char dir[] = "/tmp/test_token.XXXXXX", tok[257], err[512];
+
+	(void)state;
+	assert_non_null(cfg);
+	assert_non_null(mkdtemp(dir));
+	snprintf(cfg->http.token_file, sizeof(cfg->http.token_file), "%s/token",
+		 dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		FILE *f = fopen(cfg->http.token_file, "we");
+		int r;
+
+		assert_non_null(f);
+		fputs("tok-0123456789abcdef\n", f);
+		fclose(f);
+		assert_int_equal(chmod(cfg->http.token_file, cases[i].mode), 0);
+		if (cases[i].uid &&
+		    (geteuid() != 0 ||
+		     chown(cfg->http.token_file, cases[i].uid, (gid_t)-1) < 0))
+			continue; /* not root: cannot give it away */
+		r = al_http_load_token(cfg, tok, err, sizeof(err));
+		if (r != cases[i].want)
+			fail_msg("mode %04o uid %u: %d, want %d (%s)",
+				 (unsigned)cases[i].mode,
+				 (unsigned)cases[i].uid, r, cases[i].want,
+				 r ? err : "");
+		if (r == 0)
+			assert_string_equal(tok, "tok-0123456789abcdef");
+		unlink(cfg->http.token_file);
+	}
+	rmdir(dir);
+	free(cfg);
 }
 
 static void test_metrics(void **state)
@@ -251,6 +386,9 @@ int main(void)
 	    cmocka_unit_test(test_unescape),
 	    cmocka_unit_test(test_bodies),
 	    cmocka_unit_test(test_targets),
+	    cmocka_unit_test(test_targets_denied),
+	    cmocka_unit_test(test_host_and_type),
+	    cmocka_unit_test(test_token_file),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_log_split),
 	};

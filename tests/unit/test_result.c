@@ -39,6 +39,8 @@ static const struct {
 	 "steps[0].expect_ok", "must be a boolean"},
 	{"{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"accel\":\"hvf\"}}",
 	 "vm.accel", "unknown value"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"jailed\":1}}",
+	 "vm.jailed", "must be a boolean"},
 	{"{\"id\":\"a\",\"status\":\"OK\",\"timing\":{\"x_ms\":1}}",
 	 "timing.x_ms", "unknown field"},
 	{"{\"id\":\"a\",\"status\":\"OK\",\"files\":{\"../x\":\"\"}}",
@@ -101,6 +103,45 @@ static void test_overall(void **state)
 	assert_int_equal(al_result_overall_status(&r), AL_TO);
 	r.n_steps = 0;
 	assert_int_equal(al_result_overall_status(&r), AL_OK);
+}
+
+/* vm.jailed (issue 23, finding 5): said when set, both ways, through
+ * JSON and msgpack; absent means unset (a result no worker made). */
+static void test_jailed(void **state)
+{
+	static const char *const json[] = {
+	    "{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"jailed\":false}}",
+	    "{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"jailed\":true}}",
+	    "{\"id\":\"a\",\"status\":\"OK\",\"vm\":{}}",
+	};
+	static const enum al_tristate want[] = {AL_FALSE, AL_TRUE, AL_UNSET};
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		struct al_result r = {0}, r2 = {0};
+		struct al_diags d;
+		char *mp = NULL, *out = NULL;
+		size_t len;
+
+		al_diags_init(&d);
+		assert_int_equal(
+		    al_result_from_json(json[i], strlen(json[i]), &r, &d), 0);
+		assert_int_equal(r.vm.jailed, want[i]);
+		assert_int_equal(al_result_to_msgpack(&r, &mp, &len), 0);
+		assert_int_equal(al_result_from_msgpack(mp, len, &r2, &d), 0);
+		assert_int_equal(r2.vm.jailed, want[i]);
+		assert_int_equal(al_result_to_json(&r2, &out), 0);
+		if (want[i] == AL_UNSET)
+			assert_null(strstr(out, "jailed"));
+		else
+			assert_non_null(strstr(out, want[i] == AL_TRUE
+							? "\"jailed\":true"
+							: "\"jailed\":false"));
+		free(mp);
+		free(out);
+		al_result_release(&r);
+		al_result_release(&r2);
+	}
 }
 
 /* Output over AL_OUTPUT_MAX in a record is refused before it is copied. */
@@ -180,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_overall),
+		cmocka_unit_test(test_jailed),
 		cmocka_unit_test(test_from_guest),
 		cmocka_unit_test(test_stream_cap),
 	};

@@ -16,6 +16,7 @@
 #include "callback.h"
 #include "clock.h"
 #include "log.h"
+#include "net.h"
 
 #define POLL_MS	      250u
 #define BACKOFF_MAX_S 60u
@@ -72,10 +73,39 @@ static bool in_block(int af, const unsigned char *a, const char *block)
 	return true;
 }
 
-/* Every address of host lies in some block of allow: 0 with the first in
- * ret_addr, -EPERM, or -ENOENT (does not resolve). */
-static int resolve_in(const struct al_config_names *allow, const char *host,
-		      const char *port, char *ret_addr, size_t len)
+/* An address of getaddrinfo as (family, bytes), an IPv4-mapped IPv6
+ * address (::ffff:a.b.c.d) as the IPv4 address it is: what the kernel
+ * connects to, so what the checks below must see. */
+static const unsigned char *ai_addr(const struct addrinfo *ai, int *ret_af)
+{
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0,	   0,
+						 0, 0, 0, 0, 0xff, 0xff};
+	const unsigned char *a;
+
+	if (ai->ai_family == AF_INET) {
+		*ret_af = AF_INET;
+		return (const unsigned char *)&(
+			   (struct sockaddr_in *)ai->ai_addr)
+		    ->sin_addr;
+	}
+	a = (const unsigned char *)&((struct sockaddr_in6 *)ai->ai_addr)
+		->sin6_addr;
+	if (!memcmp(a, mapped, sizeof(mapped))) {
+		*ret_af = AF_INET;
+		return a + 12;
+	}
+	*ret_af = AF_INET6;
+	return a;
+}
+
+/* Resolve host and check every address: none may be always denied
+ * (sb_net_always_denied: the list the VMs' rules use), and unless the
+ * operator allowed the name (`named`), each must lie in a block of
+ * allow. 0 with the first address in ret_addr, -EACCES (always denied),
+ * -EPERM (outside allow) or -ENOENT (does not resolve). */
+static int resolve_in(const struct al_config_names *allow, bool named,
+		      const char *host, const char *port, char *ret_addr,
+		      size_t len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
 	int r = -EPERM;
@@ -83,25 +113,26 @@ static int resolve_in(const struct al_config_names *allow, const char *host,
 	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
 		return -ENOENT;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		const unsigned char *a =
-		    ai->ai_family == AF_INET
-			? (const unsigned char *)&(
-			      (struct sockaddr_in *)ai->ai_addr)
-			      ->sin_addr
-			: (const unsigned char *)&(
-			      (struct sockaddr_in6 *)ai->ai_addr)
-			      ->sin6_addr;
-		bool ok = false;
+		int af = 0;
+		const unsigned char *a;
+		bool ok = named;
 
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		a = ai_addr(ai, &af);
+		if (sb_net_always_denied(af, a)) {
+			r = -EACCES;
+			break;
+		}
 		for (size_t i = 0; i < allow->n && !ok; i++)
 			ok = strchr(allow->name[i], '/') &&
-			     in_block(ai->ai_family, a, allow->name[i]);
+			     in_block(af, a, allow->name[i]);
 		if (!ok) {
 			r = -EPERM;
 			break;
 		}
-		if (r == -EPERM && ai == res)
-			inet_ntop(ai->ai_family, a, ret_addr, (socklen_t)len);
+		if (r == -EPERM)
+			inet_ntop(af, a, ret_addr, (socklen_t)len);
 		r = 0;
 	}
 	freeaddrinfo(res);
@@ -165,6 +196,7 @@ int al_callback_target(const struct al_config_names *allow, const char *url,
 		       char *ret_pin, size_t pin_len, char *err, size_t errlen)
 {
 	char host[256], port[8], addr[INET6_ADDRSTRLEN] = "";
+	bool named;
 	int r;
 
 	if (split_url(url, host, sizeof(host), port, sizeof(port)) < 0) {
@@ -173,12 +205,19 @@ int al_callback_target(const struct al_config_names *allow, const char *url,
 	}
 	if (ret_pin && pin_len)
 		ret_pin[0] = '\0';
-	if (by_name(allow, host, port))
-		return 0;
-	r = resolve_in(allow, host, port, addr, sizeof(addr));
+	named = by_name(allow, host, port);
+	r = resolve_in(allow, named, host, port, addr, sizeof(addr));
+	if (r == -ENOENT && named)
+		return 0; /* the operator's name; post() needs it resolved */
 	if (r == -ENOENT) {
 		snprintf(err, errlen, "callback_url: host does not resolve");
 		return -EINVAL;
+	}
+	if (r == -EACCES) {
+		snprintf(err, errlen,
+			 "callback_url: target address always denied "
+			 "(loopback, link-local, metadata..)");
+		return -EPERM;
 	}
 	if (r < 0) {
 		snprintf(err, errlen,
@@ -215,6 +254,8 @@ static long post(struct al_callbacks *cb, const struct entry *e,
 		al_warn("job=%s: callback: %s", e->id, err);
 		return -EPERM;
 	}
+	if (!pinned[0])
+		return -EHOSTUNREACH; /* a name that did not resolve: retry */
 	c = curl_easy_init();
 	if (!c)
 		return -ENOMEM;
@@ -226,6 +267,10 @@ static long post(struct al_callbacks *cb, const struct entry *e,
 	curl_easy_setopt(c, CURLOPT_URL, e->url);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	/* never a proxy from http_proxy & co: it would connect for us, to
+	 * whatever the name means to it, past the address checked above */
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, POST_TIMEOUT);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);

@@ -18,6 +18,11 @@
  * to lies in an entry ADDR/PREFIX; curl is then pinned to the address
  * checked (CURLOPT_RESOLVE), so a DNS answer that changes in between
  * cannot point the POST elsewhere. No entries: no callbacks at all.
+ * Whatever the entries say, no address may be on the VMs' always-denied
+ * list (sb_net_always_denied: loopback, link-local and metadata,
+ * 0.0.0.0/8..), a HOST:PORT entry's name included (resolved, checked and
+ * pinned like the rest); IPv4-mapped IPv6 addresses are checked as IPv4;
+ * and curl never uses a proxy from the environment.
  */
 #ifndef AL_CALLBACK_H
 #define AL_CALLBACK_H

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -101,11 +102,9 @@ static enum MHD_Result send_diags(struct MHD_Connection *c,
 
 /* --- authentication ------------------------------------------------------ */
 
-static bool loopback(struct MHD_Connection *c)
+/* Is sa a loopback address (127.0.0.0/8, ::1, ::ffff:127.x)? */
+static bool loopback_sa(const struct sockaddr *sa)
 {
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 	static const unsigned char mapped[12] = {0, 0, 0, 0, 0,	   0,
 						 0, 0, 0, 0, 0xff, 0xff};
 
@@ -124,6 +123,14 @@ static bool loopback(struct MHD_Connection *c)
 			a->s6_addr[12] == 127);
 	}
 	return false;
+}
+
+static bool loopback(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	return ci && loopback_sa(ci->client_addr);
 }
 
 /* 0 when allowed, else the status to answer (401 or 403). */
@@ -149,6 +156,32 @@ static unsigned auth(const struct al_http *h, struct MHD_Connection *c)
 	return al_auth_equal(hdr, token, n) ? 0 : 401;
 }
 
+/* Whose token file is it? Only root's or ours (the service user's), a
+ * regular file nobody else may write or read: 0, or -EPERM with why. */
+static int token_file_ok(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		snprintf(err, errlen, "http.token_file %s: %s", path,
+			 strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH | S_IROTH))) {
+		snprintf(err, errlen,
+			 "http.token_file %s: owner uid %u, mode %04o: must "
+			 "be a file of root's or uid %u, not writable by "
+			 "group or others nor readable by others (chmod "
+			 "0600 or 0640)",
+			 path, (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+		return -EPERM;
+	}
+	return 0;
+}
+
 int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 		       size_t errlen)
 {
@@ -160,6 +193,9 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 	ret[0] = '\0';
 	if (!path[0])
 		return 0;
+	r = token_file_ok(path, err, errlen);
+	if (r < 0)
+		return r;
 	r = al_read_file(path, 256, &text, &len);
 	if (r < 0) {
 		snprintf(err, errlen, "http.token_file %s: %s", path,
@@ -582,6 +618,15 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		*ret = r == -EPERM    ? send_error(c, 405, "method not allowed")
 		       : r == -EINVAL ? send_error(c, 400, "bad job id")
 				      : send_error(c, 404, "no such path");
+	} else if (!h->o->metrics_only && !h->o->token[0] &&
+		   !al_http_host_allowed(
+		       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						   MHD_HTTP_HEADER_HOST),
+		       h->o->listen)) {
+		/* no token: a DNS-rebound name in a browser is not us */
+		*ret = send_error(c, 403,
+				  "Host not allowed (no http.token_file: "
+				  "loopback names only)");
 	} else if (!h->o->metrics_only && q->route != AL_ROUTE_HEALTH &&
 		   (a = auth(h, c)) != 0) {
 		*ret = send_error(c, a,
@@ -589,6 +634,12 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 					     "required"
 					   : "only loopback clients "
 					     "(no http.token set)");
+	} else if (al_http_route_has_body(q->route) &&
+		   !al_http_json_type(MHD_lookup_connection_value(
+		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+		/* a browser posts text/plain cross-site without asking */
+		*ret =
+		    send_error(c, 415, "Content-Type must be application/json");
 	} else if (cl &&
 		   strtoull(cl, NULL, 10) > h->o->cfg->http.max_body_bytes) {
 		*ret = send_error(c, 413, "body over http.max_body_bytes");
@@ -693,6 +744,16 @@ int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
 
 	if (r < 0)
 		return r;
+	if (!o->metrics_only && !o->token[0] &&
+	    !loopback_sa((const struct sockaddr *)&sa)) {
+		/* no token, the peer address is all the authentication
+		 * there is: only a listener no other host can reach */
+		snprintf(err, errlen,
+			 "%s: not a loopback address, and no http.token_file "
+			 "is set: set one, or listen on 127.0.0.1",
+			 o->listen);
+		return -EPERM;
+	}
 	if (sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	h = calloc(1, sizeof(*h));

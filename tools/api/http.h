@@ -9,9 +9,12 @@
  * opened per request, exactly as the CLI does: the API adds no queue
  * protocol of its own, only the same submit/wait/result steps.
  *
- * Every request is, in order: routed (http_req.c; 404/405), authenticated
- * (a bearer token compared in constant time, or, with no token
- * configured, a loopback peer; 401/403), capped (a body over
+ * Every request is, in order: routed (http_req.c; 404/405), with no token
+ * its Host checked (a loopback name or the listen address: no DNS
+ * rebinding; 403), authenticated (a bearer token compared in constant
+ * time, or, with no token configured, a loopback peer; 401/403), a body's
+ * type checked (application/json, else 415: no cross-site text/plain
+ * POST), capped (a body over
  * http.max_body_bytes gets 413, headers over 16 KiB get 431 from
  * libmicrohttpd itself), read, then answered. A connection idle for
  * http.timeout_s is closed, so slow clients cannot hold threads for long.
@@ -43,14 +46,17 @@ struct al_http_opts {
 };
 
 /* Read http.token_file into ret (trailing whitespace dropped); "" when
- * the key is empty. 0, or -errno with err set (-EINVAL: not a token). */
+ * the key is empty. 0, or -errno with err set (-EINVAL: not a token;
+ * -EPERM: not a regular file owned by root or this uid, or writable by
+ * group or others, or readable by others). */
 int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 		       size_t errlen);
 
 struct al_http;
 
 /* Listen and serve; `o` and its pointees must outlive al_http_stop().
- * 0, or -errno with err set. */
+ * 0, or -errno with err set (-EPERM: no token and a listen address that
+ * is not loopback; the metrics listener is exempt). */
 int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
 		  size_t errlen);
 /* Close the listener and every connection (a handler blocked on ?wait=

@@ -2,9 +2,11 @@
  * Everything here reads bytes a client sent: every length is capped
  * before use, and nothing is trusted to be NUL-terminated or UTF-8.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -273,4 +275,83 @@ void al_http_jobs_free(struct al_http_job *jobs, size_t n)
 		free(jobs[i].callback);
 	}
 	free(jobs);
+}
+
+/* --- the no-token listener's checks ------------------------------------- */
+
+/* Split "NAME[:PORT]" or "[V6][:PORT]" into its host part (brackets
+ * dropped); false when it is neither or the port is not digits. */
+static bool host_part(const char *s, char *ret, size_t len)
+{
+	const char *end, *port;
+	size_t n;
+
+	if (s[0] == '[') {
+		end = strchr(s, ']');
+		if (!end)
+			return false;
+		s++;
+		port = end + 1;
+	} else {
+		end = strchr(s, ':');
+		if (!end)
+			end = s + strlen(s);
+		port = end;
+	}
+	if (*port == ':')
+		port++;
+	else if (*port)
+		return false;
+	if (strspn(port, "0123456789") != strlen(port) || strlen(port) > 5)
+		return false;
+	n = (size_t)(end - s);
+	if (!n || n >= len)
+		return false;
+	memcpy(ret, s, n);
+	ret[n] = '\0';
+	return true;
+}
+
+bool al_http_host_allowed(const char *host, const char *listen)
+{
+	char h[256], l[256];
+	unsigned char a[16];
+
+	if (!host || !host_part(host, h, sizeof(h)))
+		return false;
+	if (!strcasecmp(h, "localhost") || !strcasecmp(h, "localhost."))
+		return true;
+	if (inet_pton(AF_INET, h, a) == 1)
+		return a[0] == 127;
+	if (inet_pton(AF_INET6, h, a) == 1 && host[0] == '[') {
+		static const unsigned char one[16] = {[15] = 1};
+
+		if (!memcmp(a, one, sizeof(one)))
+			return true;
+	}
+	if (listen) { /* the listen address's host, as the operator wrote it */
+		const char *colon = strrchr(listen, ':');
+		size_t n = colon ? (size_t)(colon - listen) : strlen(listen);
+
+		if (listen[0] == '[' && n >= 2 && listen[n - 1] == ']')
+			listen++, n -= 2;
+		if (n && n < sizeof(l)) {
+			memcpy(l, listen, n);
+			l[n] = '\0';
+			return !strcasecmp(h, l);
+		}
+	}
+	return false;
+}
+
+bool al_http_json_type(const char *type)
+{
+	static const char want[] = "application/json";
+	const char *p;
+
+	if (!type || strncasecmp(type, want, sizeof(want) - 1))
+		return false;
+	p = type + sizeof(want) - 1;
+	p += strspn(p, " \t");
+	return !*p || *p == ';';
 }

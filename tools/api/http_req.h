@@ -52,6 +52,19 @@ size_t al_http_unescape(char *s);
 /* Does the route carry a body? (the others must come without one) */
 bool al_http_route_has_body(enum al_route r);
 
+/* The checks of a listener without a token (issue 23, finding 7). */
+
+/* Is `host` (a Host header: NAME, NAME:PORT, IPV4:PORT, [IPV6]:PORT) one
+ * a loopback client means: `localhost`, an address in 127.0.0.0/8, [::1],
+ * or the host part of `listen` (HOST:PORT, [V6]:PORT; may be NULL)? A
+ * browser sends the name it resolved, so a DNS-rebound name is refused.
+ * NULL (no Host header) is refused too. The port is not compared. */
+bool al_http_host_allowed(const char *host, const char *listen);
+/* Is `type` (a Content-Type header, may be NULL) application/json, with
+ * or without parameters (`; charset=utf-8`)? A browser's cross-site POST
+ * without a preflight can only be text/plain, a form or multipart. */
+bool al_http_json_type(const char *type);
+
 /* ?wait=SECONDS: decimal, 0..max. 0 or -EINVAL. NULL = 0. */
 int al_http_parse_wait(const char *s, uint32_t max, uint32_t *ret);
 

@@ -9,10 +9,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "log.h"
+#include "options.h"
 #include "results.h"
 
 #define OPTS_MAX 24 /* long options of one command, common ones included */
@@ -284,6 +286,30 @@ static const enum al_log_level log_levels[] = {
     [AL_CONFIG_LOG_DEBUG] = AL_LOG_DEBUG,
 };
 
+/* A password in redis.url, in a config file everyone may read: say so
+ * (the installed config is 0644 by design: users and `airlock config`
+ * read it; the password belongs in $AIRLOCK_REDIS, docs/operations.md). */
+static void warn_redis_password(const struct al_config *cfg)
+{
+	struct alq_url u;
+	struct stat st;
+	bool pass;
+
+	if (cfg->redis_from_env || cfg->redis_from_cli || !cfg->source[0] ||
+	    !cfg->redis.url[0] || alq_url_parse(cfg->redis.url, &u) < 0)
+		return;
+	pass = u.pass[0];
+	explicit_bzero(&u, sizeof(u));
+	if (!pass || stat(cfg->source, &st) < 0 || !(st.st_mode & S_IROTH))
+		return;
+	al_warn("redis.url in %s holds a password, and every user can read "
+		"that file (mode %04o): set the URL in $AIRLOCK_REDIS instead "
+		"(the systemd unit reads it from an EnvironmentFile of mode "
+		"0600), or chmod 0640 the config (docs/operations.md, "
+		"\"Secrets\")",
+		cfg->source, (unsigned)(st.st_mode & 07777));
+}
+
 int al_cli_load(struct al_cli *cli)
 {
 	char err[2048];
@@ -301,6 +327,7 @@ int al_cli_load(struct al_cli *cli)
 		al_log_level = log_levels[cli->cfg.log.level];
 	al_log_format = cli->cfg.log.format == AL_CONFIG_LOG_JSON ? AL_LOG_JSON
 								  : AL_LOG_TEXT;
+	warn_redis_password(&cli->cfg);
 	return 0;
 }
 
@@ -449,6 +476,18 @@ static void on_interrupt(int sig)
 	if (interrupted)
 		_exit(130);
 	interrupted = 1;
+}
+
+void al_cli_warn_unjailed(const struct sb_options *sb)
+{
+	if (sb->jail)
+		return;
+	al_warn("not root: VMs run unjailed: each QEMU runs as uid %u in "
+		"this user's namespaces, with this user's files and network, "
+		"and can rewrite this user's template memory; a guest that "
+		"escapes QEMU is this user. Results say \"jailed\": false "
+		"(docs/operations.md, \"Users other than root\")",
+		(unsigned)geteuid());
 }
 
 void al_cli_catch_signals(void)

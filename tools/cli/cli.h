@@ -150,6 +150,10 @@ int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 
 /* SIGINT/SIGTERM set a flag (no SA_RESTART: blocking reads return) that
  * al_cli_interrupted() reports; a second one exits at once (130). */
+struct sb_options;
+/* Say, once a command is about to run VMs here, when they run unjailed
+ * (not root: issue 23; docs/operations.md, "Users other than root"). */
+void al_cli_warn_unjailed(const struct sb_options *sb);
 void al_cli_catch_signals(void);
 bool al_cli_interrupted(void);
 

@@ -99,6 +99,7 @@ static int create(struct al_cli *cli, const char *name, const char *path)
 		goto out;
 	}
 	al_config_policy(&cli->cfg, &pol);
+	al_cli_warn_unjailed(&sb);
 	al_worker_init(&w, &sb, &pol, "snapshot");
 	r = al_worker_snapshot(&w, name, &job, &res, &info);
 	al_worker_release(&w);

@@ -215,6 +215,7 @@ int al_embed_start(struct al_embed *e, struct al_config *cfg,
 		return -EINVAL;
 	}
 	al_config_serve_opts(cfg, &url, policy, sb, so);
+	al_cli_warn_unjailed(sb);
 	r = al_embed_serve(e, so);
 	if (r < 0)
 		snprintf(err, errlen, "starting the dispatcher: %s",

@@ -1378,11 +1378,15 @@ int al_install_path(const char *rel, const char *fallback, char *buf,
 {
 	char prefix[PATH_MAX], path[PATH_MAX * 2];
 
-	if (install_prefix(prefix, sizeof(prefix)) &&
-	    snprintf(path, sizeof(path), "%s/%s", prefix, rel) <
-		(int)sizeof(path) &&
-	    access(path, F_OK) == 0)
+	/* installed: the prefix's path even when it is missing, so the
+	 * error names it; never the build tree, which may be gone or, worse,
+	 * still there and writable by whoever built it (issue 23) */
+	if (install_prefix(prefix, sizeof(prefix))) {
+		if (snprintf(path, sizeof(path), "%s/%s", prefix, rel) >=
+		    (int)sizeof(path))
+			return -ENAMETOOLONG;
 		return join_path(buf, len, SIZE_MAX, path, "");
+	}
 	return join_path(buf, len, SIZE_MAX, fallback, "");
 }
 

@@ -207,8 +207,9 @@ void al_config_release(struct al_config *cfg);
 int al_config_dump(const struct al_config *cfg, FILE *f);
 
 /* A file or dir shipped with airlock: PREFIX/rel when this binary runs
- * from PREFIX/bin (an installed copy, wherever it was moved) and that
- * exists, else `fallback` (the build tree's path, compiled in). 0 or
+ * from PREFIX/bin (an installed copy, wherever it was moved), whether or
+ * not it exists (an installed binary never falls back to the build
+ * tree), else `fallback` (the build tree's path, compiled in). 0 or
  * -ENAMETOOLONG. */
 int al_install_path(const char *rel, const char *fallback, char *buf,
 		    size_t len);
