@@ -11,6 +11,8 @@
  *   airlock-check  the same, each program through the guest's check
  *             runner as `airlock eval` runs it (an attested step, the
  *             program on stdin, docs/eval.md); passes are attested ones
+ *   paired    one batch holding both kinds, program i plain then checked,
+ *             so both meet the same load: the runner's cost per job
  *   runsc     `runsc --rootless --network=none do python3 FILE`
  *   bwrap     `bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all
  *             --die-with-parent python3 FILE`
@@ -295,7 +297,125 @@ static void run_airlock(const struct he_opts *o, struct peer *p,
 	p->passed = count_ok(out, check);
 }
 
-static void report(const struct he_opts *o, struct peer *p, size_t np, int n)
+/* The runner's cost, paired: one `airlock batch` holding program i's
+ * plain job and then its check-runner job for every i, so both kinds meet
+ * the same load as it drifts; per kind the mean job time (timing.run_ms:
+ * picked up to VM destroyed), step wall and step CPU. */
+struct paired {
+	double run_ms[2], wall_ms[2], cpu_ms[2]; /* means: [0] plain, [1] check */
+	unsigned passed[2];
+	int n;					 /* programs */
+	const char *note;			 /* why absent */
+};
+
+static int write_paired(const char *path, char **progs, int n)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		char id[32], *line;
+		json_t *j;
+
+		for (int k = 0; k < 2; k++) {
+			snprintf(id, sizeof(id), "%s-%03d", k ? "pc" : "pp", i);
+			j = k ? check_job(id, progs[i])
+			      : json_pack("{s:s,s:s,s:{s:s},s:[s,s]}", "id", id,
+					  "template", "python", "files",
+					  "p.py", progs[i], "cmd", "python3",
+					  "p.py");
+			line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+			if (line)
+				fprintf(f, "%s\n", line);
+			free(line);
+			json_decref(j);
+		}
+	}
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+static void sum_paired(const char *path, struct paired *pr)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned cnt[2] = {0};
+	FILE *f = fopen(path, "re");
+
+	while (f && getline(&line, &cap, f) > 0) {
+		json_t *o = json_loads(line, 0, NULL);
+		const char *id = json_string_value(json_object_get(o, "id"));
+		const char *st = json_string_value(json_object_get(o, "status"));
+		json_t *s0 = json_array_get(json_object_get(o, "steps"), 0);
+		int k = id && !strncmp(id, "pc-", 3);
+
+		if (id) {
+			cnt[k]++;
+			pr->run_ms[k] += (double)json_integer_value(json_object_get(
+			    json_object_get(o, "timing"), "run_ms"));
+			pr->wall_ms[k] += (double)json_integer_value(
+			    json_object_get(s0, "wall_ms"));
+			pr->cpu_ms[k] += (double)json_integer_value(
+			    json_object_get(s0, "cpu_ms"));
+			pr->passed[k] += st && !strcmp(st, "OK") &&
+					 (!k || attested_pass(o));
+		}
+		json_decref(o);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	for (int k = 0; k < 2; k++) {
+		pr->run_ms[k] /= cnt[k] ? cnt[k] : 1;
+		pr->wall_ms[k] /= cnt[k] ? cnt[k] : 1;
+		pr->cpu_ms[k] /= cnt[k] ? cnt[k] : 1;
+	}
+}
+
+static void run_paired(const struct he_opts *o, const char *dir, char **progs,
+		       int n, struct paired *pr)
+{
+	char jobs[4200], out[4200], conf[4200];
+
+	pr->n = n;
+	snprintf(jobs, sizeof(jobs), "%s/paired.jsonl", dir);
+	snprintf(out, sizeof(out), "%s/paired-results.jsonl", dir);
+	snprintf(conf, sizeof(conf), "%s/airlock.conf", dir);
+	if (write_paired(jobs, progs, n) < 0) {
+		pr->note = "cannot write the jobs";
+		return;
+	}
+	if (!airlock_batch(o, conf, jobs, out))
+		pr->note = "airlock batch failed";
+	sum_paired(out, pr);
+}
+
+static void report_paired(const struct paired *pr, FILE *f)
+{
+	double cost = pr->run_ms[0] > 0 ? pr->run_ms[1] / pr->run_ms[0] : 0;
+
+	printf("\npaired, one batch (program i plain, then through the check "
+	       "runner)\n");
+	printf("%-14s %10s %10s %10s %8s\n", "kind", "job ms", "step ms",
+	       "step cpu", "passed");
+	for (int k = 0; k < 2; k++)
+		printf("%-14s %10.1f %10.1f %10.1f %4u/%-3d\n",
+		       k ? "check runner" : "python3 p.py", pr->run_ms[k],
+		       pr->wall_ms[k], pr->cpu_ms[k], pr->passed[k], pr->n);
+	printf("check runner / plain, mean job time: %.3fx %s\n", cost,
+	       pr->note ? pr->note : "");
+	if (f)
+		fprintf(f,
+			"\"paired\": {\"plain_job_ms\": %.1f, \"check_job_ms\": "
+			"%.1f, \"plain_step_cpu_ms\": %.1f, \"check_step_cpu_ms\": "
+			"%.1f, \"plain_passed\": %u, \"check_passed\": %u, "
+			"\"check_over_plain\": %.3f},\n",
+			pr->run_ms[0], pr->run_ms[1], pr->cpu_ms[0], pr->cpu_ms[1],
+			pr->passed[0], pr->passed[1], cost);
+}
+
+static void report(const struct he_opts *o, struct peer *p, size_t np, int n,
+		   const struct paired *pr)
 {
 	double base = p[0].wall_ms;
 	FILE *f = o->json ? fopen(o->json, "we") : NULL;
@@ -309,10 +429,12 @@ static void report(const struct he_opts *o, struct peer *p, size_t np, int n)
 		       p[i].wall_ms / 1e3, p[i].passed, n,
 		       p[i].wall_ms > 0 ? base / p[i].wall_ms : 0,
 		       p[i].note ? p[i].note : "");
+	report_paired(pr, NULL);
 	if (!f)
 		return;
-	fprintf(f, "{\"problems\": %d, \"concurrency\": %u, \"rows\": [\n", n,
-		o->workers);
+	fprintf(f, "{\"problems\": %d, \"concurrency\": %u,\n", n, o->workers);
+	report_paired(pr, f);
+	fprintf(f, "\"rows\": [\n");
 	for (size_t i = 0; i < np; i++)
 		fprintf(f,
 			"  {\"name\": \"%s\", \"wall_s\": %.3f, \"passed\": %u, "
@@ -346,8 +468,11 @@ int bench_humaneval(const struct he_opts *o)
 		fprintf(stderr, "bench: %s: no programs\n", o->dataset);
 		return n < 0 ? n : -EIO;
 	}
+	struct paired pr = {0};
+
 	run_airlock(o, &p[0], dir, progs, n, false);
 	run_airlock(o, &p[1], dir, progs, n, true);
+	run_paired(o, dir, progs, n, &pr);
 	for (size_t i = 2; i < sizeof(p) / sizeof(p[0]); i++) {
 		if (access(p[i].argv[0], X_OK) < 0) {
 			p[i].note = "not installed (tools/deps.sh)";
@@ -355,7 +480,7 @@ int bench_humaneval(const struct he_opts *o)
 		}
 		run_peer(&p[i], dir, n, o->workers);
 	}
-	report(o, p, sizeof(p) / sizeof(p[0]), n);
+	report(o, p, sizeof(p) / sizeof(p[0]), n, &pr);
 	for (int i = 0; i < n; i++)
 		free(progs[i]);
 	free(progs);
