@@ -103,8 +103,8 @@ static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
 /* Destinations no policy opens, and private ones only an explicit CIDR
  * inside them opens. */
 static const char never4[] = "0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, "
-			     "224.0.0.0/4, 240.0.0.0/4, 10.200.0.0/16, "
-			     "10.201.0.0/16";
+			     "168.63.129.16, 224.0.0.0/4, 240.0.0.0/4, "
+			     "10.200.0.0/16, 10.201.0.0/16";
 static const char never6[] = "::/127, fe80::/10, ff00::/8, ::ffff:0:0/96, "
 			     "64:ff9b::/96";
 static const char private4[] = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, "
@@ -247,7 +247,24 @@ static void put_ports(FILE *f, const struct sb_net_policy *p)
 	fputs(" }\n", f);
 }
 
-/* Every address of the host (its namespace: the caller's) into host4/6. */
+/* The directed broadcast address of an IPv4 address's subnet into `s`;
+ * false for /31 and /32, which have none. */
+static bool broadcast4(const struct ifaddrs *i, char *s, size_t len)
+{
+	const struct sockaddr_in *a = (const void *)i->ifa_addr,
+				 *m = (const void *)i->ifa_netmask;
+	struct in_addr b;
+
+	if (!m || m->sin_family != AF_INET || ntohl(m->sin_addr.s_addr) >=
+						 0xfffffffeu)
+		return false;
+	b.s_addr = a->sin_addr.s_addr | ~m->sin_addr.s_addr;
+	return inet_ntop(AF_INET, &b, s, (socklen_t)len) != NULL;
+}
+
+/* Every address of the host (its namespace: the caller's), and the
+ * broadcast address of each of its IPv4 subnets (a datagram to it reaches
+ * the host's sockets bound to any address), into host4/6. */
 static int put_host_addrs(FILE *f)
 {
 	struct ifaddrs *ifa, *i;
@@ -268,6 +285,9 @@ static int put_host_addrs(FILE *f)
 		inet_ntop(fam, a, s, sizeof(s));
 		fprintf(f, "add element inet %s host%c { %s }\n", SB_NET_TABLE,
 			fam == AF_INET ? '4' : '6', s);
+		if (fam == AF_INET && broadcast4(i, s, sizeof(s)))
+			fprintf(f, "add element inet %s host4 { %s }\n",
+				SB_NET_TABLE, s);
 	}
 	freeifaddrs(ifa);
 	return 0;
@@ -383,6 +403,16 @@ static void put_hooks(FILE *f)
 		"add rule %s input iifname %s jump deny\n"
 		"add rule %s input counter name denied drop\n",
 		t, t, t, t, SB_NET_TAP, SB_NET_GATEWAY_IP, t, SB_NET_TAP, t);
+	/* Nothing in this namespace may send anywhere but to the guest: the
+	 * resolver's answers, and the resets and ICMP errors the rules
+	 * above send (the kernel's, through this hook too). QEMU and the
+	 * resolver's DNS side live in empty namespaces of their own; this
+	 * is the wall behind them (issue 23). */
+	fprintf(f,
+		"add chain %s output { type filter hook output priority 0; "
+		"policy drop; }\n"
+		"add rule %s output oifname %s ip daddr %s accept\n",
+		t, t, SB_NET_TAP, SB_NET_GUEST_IP);
 	fprintf(f,
 		"add chain %s post { type nat hook postrouting priority "
 		"srcnat; }\n"
@@ -501,9 +531,16 @@ static int nft_apply(struct nft_ctx *nft, const char *script, char *err,
 
 /* ---- the host side --------------------------------------------------- */
 
-/* Forwarding on, and the masquerade of all slots out of the host's own
- * links (table ip airlock_nat; flushed and refilled in one transaction,
- * so workers doing it at once agree). */
+/* Forwarding on, the masquerade of all slots out of the host's own links
+ * (table ip airlock_nat), and the host's own wall against its slots
+ * (table inet airlock_host): nothing arriving on a slot's link (`al*`)
+ * is delivered to the host itself, whatever address it was sent to (the
+ * host's addresses as they are at that moment, broadcasts included: this
+ * follows address changes that the slots' host4 sets, read at each apply,
+ * would miss), and what is forwarded must come from a slot's address and
+ * go nowhere the always-denied list names. The slots' own tables do the
+ * policy; this is the layer behind them. Each table is flushed and
+ * refilled in one transaction, so workers doing it at once agree. */
 static int host_prepare(char *err, size_t errlen)
 {
 	static const char script[] =
@@ -512,7 +549,26 @@ static int host_prepare(char *err, size_t errlen)
 	    "priority srcnat; }\n"
 	    "flush chain ip airlock_nat post\n"
 	    "add rule ip airlock_nat post ip saddr 10.201.0.0/16 oifname "
-	    "!= \"al*\" masquerade\n";
+	    "!= \"al*\" masquerade\n"
+	    "add table inet airlock_host\n"
+	    "add chain inet airlock_host input { type filter hook input "
+	    "priority -10; }\n"
+	    "flush chain inet airlock_host input\n"
+	    "add rule inet airlock_host input iifname \"al*\" meta l4proto "
+	    "tcp counter reject with tcp reset\n"
+	    "add rule inet airlock_host input iifname \"al*\" counter "
+	    "reject with icmpx type admin-prohibited\n"
+	    "add chain inet airlock_host forward { type filter hook forward "
+	    "priority -10; }\n"
+	    "flush chain inet airlock_host forward\n"
+	    "add rule inet airlock_host forward iifname \"al*\" meta nfproto "
+	    "!= ipv4 counter drop\n"
+	    "add rule inet airlock_host forward iifname \"al*\" ip saddr != "
+	    "10.201.0.0/16 counter drop\n"
+	    "add rule inet airlock_host forward iifname \"al*\" ip daddr { "
+	    "0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 168.63.129.16, "
+	    "224.0.0.0/4, 240.0.0.0/4, 10.200.0.0/16, 10.201.0.0/16 } "
+	    "counter reject with icmpx type admin-prohibited\n";
 	struct nft_ctx *nft;
 	int r = write_file("/proc/sys/net/ipv4/ip_forward", "1");
 
