@@ -33,8 +33,13 @@
  * entries: its first distinct destinations), counted, and rejected: a TCP
  * reset or ICMP admin-prohibited, so the job fails at once instead of
  * hanging. The input chain lets the guest reach only the resolver (port
- * 53 on 10.200.0.1). Named counters `out`, `in`, `denied` give the
- * figures for the result.
+ * 53 on 10.200.0.1); the output chain lets the namespace send only to
+ * the guest (no process lives in it: QEMU has only the tap's fd, in its
+ * jail's empty namespace, and the resolver's halves move into empty
+ * namespaces once their sockets are made). Named counters `out`, `in`,
+ * `denied` give the figures for the result. In the host's namespace,
+ * table inet airlock_host refuses whatever a slot link (al*) sends to the
+ * host itself, at any address it has at that moment (host_prepare).
  *
  * Two halves. sb_net_base() makes everything above that no policy
  * changes: namespace, tap, veth, addresses, routes, NAT, the table with

@@ -1,10 +1,17 @@
-/* resolver.c: a networked VM's DNS resolver, one process per VM.
+/* resolver.c: a networked VM's DNS resolver, two processes per VM.
  *
- * Theory of operation. The process owns two UDP sockets and a libnftables
- * context, all made by its parent (resolver.h, steps 1-3), and first gives
- * up everything else: other fds, uid 0, every capability but
- * CAP_NET_ADMIN (which each nf_tables message needs), the right to fork.
- * Then one poll() loop, no threads:
+ * Theory of operation. The process is given two UDP sockets and a
+ * libnftables context, all made by its parent (resolver.h, steps 1-3), and
+ * splits in two (issue 23). The DNS side, forked into a pid namespace of
+ * its own, keeps the guest's socket and two SOCK_SEQPACKET pairs to the
+ * other half, moves into empty network, mount, ipc and uts namespaces and
+ * gives up uid 0, every capability and the right to fork: it parses
+ * everything the guest and upstream send. The opener keeps the nft
+ * context and the upstream socket, CAP_NET_ADMIN alone (each nf_tables
+ * message needs it), empty network and mount namespaces, and parses no
+ * DNS: it relays datagrams to and from upstream, and turns fixed-size
+ * requests (family, address, TTL; each checked) into `add element`s.
+ * The DNS side is one poll() loop, no threads:
  *
  *   guest query --> parse (dns.c, strict) --> name in the policy?
  *       no: NXDOMAIN, nothing leaves the VM's namespace;
@@ -16,7 +23,8 @@
  *   upstream reply --> matched by id and question (else ignored: a late
  *       or forged datagram) --> addresses reached from the question
  *       through the reply's CNAMEs --> `add element` into set4 / set6 with
- *       the TTL (1 s .. 1 h) as timeout, one nft transaction per reply
+ *       the TTL (1 s .. 1 h) as timeout, one request to the opener (one nft
+ *       transaction) per reply
  *       --> only then the answer to the guest, the records owned by its
  *       question's name, with the same TTLs. An nft failure is a SERVFAIL:
  *       the guest never holds an address that is not open.
