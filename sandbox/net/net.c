@@ -66,7 +66,9 @@
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
-#include <spawn.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -687,16 +689,20 @@ static bool read_full(int fd, void *buf, size_t len)
 	return true;
 }
 
-/* The resolver process is this same executable, started afresh
- * (posix_spawn of /proc/self/exe) rather than forked: a forked child that
- * lives on shares every page of the worker, which then pays a
- * copy-on-write fault on each page it writes (measured ~0.2 ms a page on
- * the 2-core test machine: tens of ms on the next job's path). The new
+/* The resolver process is this same executable, started afresh (a
+ * vfork-style clone + exec of /proc/self/exe, as posix_spawn does) rather
+ * than forked: a forked child that lives on shares every page of the
+ * worker, which then pays a copy-on-write fault on each page it writes
+ * (measured ~0.2 ms a page on the 2-core test machine: tens of ms on the
+ * next job's path). It is pid 1 of a new pid namespace, so that killing
+ * it (sb_net_close) kills and reaps its DNS side too before our waitpid()
+ * returns (resolver.c forks that into a namespace below its own). The new
  * image finds RESOLVER_ENV set and becomes the resolver in a constructor,
  * before any main() runs: every program that makes slots links this file,
- * so the entry point is always there. Its fds: */
+ * so the entry point is always there. Its fds (RFD_PARENT a pidfd of the
+ * worker: pid 1 of a new namespace has no getppid() to check): */
 #define RESOLVER_ENV "AIRLOCK_NET_RESOLVER" /* "PARENT_PID UID COMM" */
-enum { RFD_LISTEN = 3, RFD_UPSTREAM, RFD_GO, RFD_NS, RFD_END };
+enum { RFD_LISTEN = 3, RFD_UPSTREAM, RFD_GO, RFD_NS, RFD_PARENT, RFD_END };
 
 /* In the new image: the resolver-to-be. Dies with the parent that
  * spawned it, waits for its policy (EOF: none, exit), makes its nft
@@ -709,10 +715,16 @@ static _Noreturn void resolver_main(const char *arg)
 	long parent = 0;
 	unsigned uid = 0;
 
+	struct pollfd pf = {.fd = RFD_PARENT, .events = POLLIN};
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* blocked over the spawn */
 	syscall(SYS_close_range, RFD_END, ~0u, 0);
+	(void)parent;
 	if (sscanf(arg, "%ld %u %15s", &parent, &uid, comm) < 2 ||
-	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(1);
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || poll(&pf, 1, 0) != 0)
+		_exit(1); /* the worker died before the signal was armed */
 	if (comm[0])
 		prctl(PR_SET_NAME, comm); /* named like its worker */
 	if (!p || !read_full(RFD_GO, p, sizeof(*p)))
@@ -724,8 +736,9 @@ static _Noreturn void resolver_main(const char *arg)
 	nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!nft)
 		_exit(1);
-	_exit(-sb__resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, nft, (uid_t)uid,
-				"inet " SB_NET_TABLE, "dns4", "dns6"));
+	_exit(-sb__resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, RFD_PARENT, nft,
+				(uid_t)uid, "inet " SB_NET_TABLE, "dns4",
+				"dns6"));
 }
 
 __attribute__((constructor)) static void resolver_entry(void)
@@ -754,30 +767,75 @@ static void self_exe(char *path, size_t len)
 		memcpy(path, buf, (size_t)k + 1);
 }
 
-/* Spawn the resolver-to-be with `fds` (listen, upstream, go, ns) as its
- * RFD_*: duplicated above them first, so that each dup2 clears CLOEXEC. */
+/* The child of resolver_spawn's clone, on its own stack, sharing our
+ * memory until its exec (CLONE_VFORK: we wait): the fds into place, exec.
+ * Signals stay blocked (the new image unblocks them). */
+struct spawn_arg {
+	const char *exe;
+	char **argv, **envp;
+	const int *high; /* RFD_COUNT fds, CLOEXEC, to put at RFD_LISTEN.. */
+};
+#define RFD_COUNT (RFD_END - RFD_LISTEN)
+
+static int spawn_child(void *arg)
+{
+	const struct spawn_arg *a = arg;
+
+	for (int i = 0; i < RFD_COUNT; i++)
+		if (dup2(a->high[i], RFD_LISTEN + i) < 0)
+			_exit(127);
+	execve(a->exe, a->argv, a->envp);
+	_exit(127);
+}
+
+/* Spawn the resolver-to-be with `fds` (listen, upstream, go, ns) and a
+ * pidfd of ours as its RFD_*: duplicated above them first, so that each
+ * dup2 clears CLOEXEC; pid 1 of a new pid namespace. */
 static int resolver_spawn(const int fds[4], uid_t uid, pid_t *ret)
 {
 	char env[64], comm[16] = "", *argv[] = {"airlock-resolver", NULL},
 		      *envp[] = {env, NULL};
-	posix_spawn_file_actions_t fa;
 	char exe[PATH_MAX] = "/proc/self/exe";
-	int high[4], r = 0, n = 0;
+	int high[RFD_COUNT], r = 0, n = 0;
+	const size_t stack_len = 64 * 1024;
+	struct spawn_arg a = {exe, argv, envp, high};
+	sigset_t all, old;
+	void *stack;
+	pid_t pid;
 
 	prctl(PR_GET_NAME, comm);
 	self_exe(exe, sizeof(exe));
 	snprintf(env, sizeof(env), RESOLVER_ENV "=%d %u %s", (int)getpid(),
 		 (unsigned)uid, comm);
-	for (; n < 4 && r == 0; n++)
-		if ((high[n] = fcntl(fds[n], F_DUPFD_CLOEXEC, RFD_END)) < 0)
+	for (; n < RFD_COUNT && r == 0; n++) {
+		high[n] = n < 4 ? fcntl(fds[n], F_DUPFD_CLOEXEC, RFD_END)
+				: (int)syscall(SYS_pidfd_open, getpid(), 0);
+		if (high[n] < 0)
 			r = -errno;
-	if (r == 0 && (r = -posix_spawn_file_actions_init(&fa)) == 0) {
-		for (int i = 0; i < 4 && r == 0; i++)
-			r = -posix_spawn_file_actions_adddup2(&fa, high[i],
-							      RFD_LISTEN + i);
-		if (r == 0)
-			r = -posix_spawn(ret, exe, &fa, NULL, argv, envp);
-		posix_spawn_file_actions_destroy(&fa);
+		else if (n == 4 && high[n] < RFD_END) {
+			int h = fcntl(high[n], F_DUPFD_CLOEXEC, RFD_END);
+
+			close(high[n]);
+			if ((high[n] = h) < 0)
+				r = -errno;
+		}
+	}
+	stack = r == 0 ? mmap(NULL, stack_len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0)
+		       : MAP_FAILED;
+	if (r == 0 && stack == MAP_FAILED)
+		r = -errno;
+	if (r == 0) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pid = clone(spawn_child, (char *)stack + stack_len,
+			    CLONE_VM | CLONE_VFORK | CLONE_NEWPID | SIGCHLD, &a);
+		if (pid < 0)
+			r = -errno;
+		else
+			*ret = pid;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		munmap(stack, stack_len);
 	}
 	while (n--)
 		if (high[n] >= 0)

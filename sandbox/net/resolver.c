@@ -120,9 +120,10 @@ static bool is_netlink(int fd)
 	       dom == AF_NETLINK;
 }
 
-/* Close every fd but 0-2, the three in `keep` and, when `netlink`, the
- * netlink sockets (nft's: libnftables does not say which fd it holds). */
-static int close_others(const int keep[3], bool netlink)
+/* Close every fd but 0-2, the four in `keep` (-1: none) and, when
+ * `netlink`, the netlink sockets (nft's: libnftables does not say which
+ * fd it holds). */
+static int close_others(const int keep[4], bool netlink)
 {
 	int fds[256], n = 0;
 	struct dirent *e;
@@ -137,7 +138,8 @@ static int close_others(const int keep[3], bool netlink)
 			int fd = atoi(e->d_name);
 
 			if (e->d_name[0] == '.' || fd <= 2 || fd == keep[0] ||
-			    fd == keep[1] || fd == keep[2] || fd == dirfd(d) ||
+			    fd == keep[1] || fd == keep[2] || fd == keep[3] ||
+			    fd == dirfd(d) ||
 			    (netlink && is_netlink(fd)))
 				continue;
 			fds[n++] = fd;
@@ -207,8 +209,8 @@ static int empty_namespaces(void)
 /* Everything but `keep` closed; as root the namespaces emptied and uid
  * `uid` with CAP_NET_ADMIN (the opener) or nothing (the DNS side);
  * no_new_privs, not dumpable, no fork, dies with its parent. */
-static int drop_privileges(const int keep[3], bool opener, pid_t parent,
-			   uid_t uid)
+static int drop_privileges(const int keep[4], bool opener, pid_t parent,
+			   int parent_fd, uid_t uid)
 {
 	const struct rlimit none = {0, 0};
 	int rc;
@@ -223,10 +225,17 @@ static int drop_privileges(const int keep[3], bool opener, pid_t parent,
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return -errno;
-	/* the DNS side is pid 1 of its own pid namespace (getppid() 0):
-	 * it sees its opener's death as EOF on hfd */
-	if (parent && getppid() != parent)
+	/* pid 1 of a pid namespace has no getppid(): a pidfd of the parent
+	 * tells (readable once it died); the DNS side has neither and sees
+	 * its opener's death as EOF on hfd */
+	if (parent_fd >= 0) {
+		struct pollfd pf = {parent_fd, POLLIN, 0};
+
+		if (poll(&pf, 1, 0) != 0)
+			return -ESRCH;
+	} else if (parent && getppid() != parent) {
 		return -ESRCH;
+	}
 	if (geteuid() != 0 && setrlimit(RLIMIT_NPROC, &none) < 0)
 		return -errno;
 	return 0;
@@ -577,23 +586,27 @@ static int relay_down(int ufd, int relay, uint8_t *buf, size_t len)
  * the DNS side is gone (EOF), killing and reaping it. */
 static int opener_serve(struct nft_ctx *nft, const char *table,
 			const char *set4, const char *set6, int ufd, int relay,
-			int hfd, pid_t dns)
+			int hfd, int parent_fd, pid_t dns)
 {
 	static uint8_t buf[SB_DNS_MSG_MAX];
-	struct pollfd pf[3] = {
-	    {hfd, POLLIN, 0}, {relay, POLLIN, 0}, {ufd, POLLIN, 0}};
+	struct pollfd pf[4] = {{hfd, POLLIN, 0},
+			       {relay, POLLIN, 0},
+			       {ufd, POLLIN, 0},
+			       {parent_fd, POLLIN, 0}};
 	struct open_req q;
 	int rc = 0;
 
 	while (rc == 0) {
 		ssize_t n;
 
-		if (poll(pf, 3, -1) < 0) {
+		if (poll(pf, parent_fd >= 0 ? 4 : 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
 			break;
 		}
+		if (parent_fd >= 0 && pf[3].revents)
+			break; /* the worker died: PDEATHSIG's backstop */
 		if (pf[0].revents) {
 			int32_t res;
 
@@ -636,7 +649,8 @@ static _Noreturn void dns_side(const struct sb_net_policy *p, int lfd,
 		r->lfd = lfd;
 		r->ufd = relay;
 		r->hfd = hfd;
-		rc = drop_privileges((int[3]){lfd, relay, hfd}, false, 0, uid);
+		rc = drop_privileges((int[4]){lfd, relay, hfd, -1}, false, 0,
+				     -1, uid);
 	}
 	if (rc == 0)
 		rc = serve(r);
@@ -644,8 +658,9 @@ static _Noreturn void dns_side(const struct sb_net_policy *p, int lfd,
 }
 
 int sb__resolver_run(const struct sb_net_policy *p, int listen_fd,
-		     int upstream_fd, struct nft_ctx *nft, uid_t uid,
-		     const char *table, const char *set4, const char *set6)
+		     int upstream_fd, int parent_fd, struct nft_ctx *nft,
+		     uid_t uid, const char *table, const char *set4,
+		     const char *set6)
 {
 	pid_t parent = getppid(), dns;
 	int relay[2] = {-1, -1}, req[2] = {-1, -1}, rc;
@@ -665,16 +680,18 @@ int sb__resolver_run(const struct sb_net_policy *p, int listen_fd,
 		close(upstream_fd);
 		close(relay[0]);
 		close(req[0]);
+		if (parent_fd >= 0)
+			close(parent_fd);
 		dns_side(p, listen_fd, relay[1], req[1], uid);
 	}
 	close(listen_fd);
 	close(relay[1]);
 	close(req[1]);
-	rc = drop_privileges((int[3]){upstream_fd, relay[0], req[0]}, true,
-			     parent, uid);
+	rc = drop_privileges((int[4]){upstream_fd, relay[0], req[0], parent_fd},
+			     true, parent, parent_fd, uid);
 	if (rc == 0)
 		rc = opener_serve(nft, table, set4, set6, upstream_fd,
-				  relay[0], req[0], dns);
+				  relay[0], req[0], parent_fd, dns);
 	else
 		kill(dns, SIGKILL);
 	return rc;

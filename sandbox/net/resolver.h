@@ -57,9 +57,13 @@ struct nft_ctx;
 
 /* Serve the guest until a fatal error (-errno: a socket failed, the
  * privileges could not be dropped). As root, run as `uid` (== gid; 0 =
- * SB_RESOLVER_UID). `table` is "FAMILY NAME", e.g. "inet airlock". */
+ * SB_RESOLVER_UID). `table` is "FAMILY NAME", e.g. "inet airlock".
+ * parent_fd: a pidfd of the process to die with (readable once it died:
+ * the caller may be pid 1 of a pid namespace, with no getppid()), or -1
+ * to check getppid() against the parent it had at the call. */
 int sb__resolver_run(const struct sb_net_policy *p, int listen_fd,
-		     int upstream_fd, struct nft_ctx *nft, uid_t uid,
-		     const char *table, const char *set4, const char *set6);
+		     int upstream_fd, int parent_fd, struct nft_ctx *nft,
+		     uid_t uid, const char *table, const char *set4,
+		     const char *set6);
 
 #endif

@@ -362,7 +362,7 @@ static int setup(void **state)
 	assert_true(child >= 0);
 	if (child == 0) {
 		struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-		int rc = sb__resolver_run(&p, lfd, ufd, c, TEST_UID,
+		int rc = sb__resolver_run(&p, lfd, ufd, -1, c, TEST_UID,
 					  "inet airlock", "a4", "a6");
 
 		fprintf(stderr, "resolver: %s\n", strerror(-rc));
