@@ -19,10 +19,13 @@
  * environment (but for LD_PRELOAD of sandbox/preload/'s shim, a sealed
  * memfd at VMM_FD_PRELOAD: see there why). Any step that fails ends the
  * child with the reason on the
- * log pipe: nothing starts half-jailed. A networked VM's child first
- * setns()es into the VM's own network namespace (net.c), instead of a new
- * empty one, and gets its tap as VMM_FD_TAP. Nothing in the child
- * allocates.
+ * log pipe: nothing starts half-jailed. A networked VM's jailed QEMU gets
+ * a new empty network namespace like every other (only `lo`, down) and
+ * its tap as VMM_FD_TAP: a tap's fd keeps working from any namespace, so
+ * QEMU holds the guest's wire and nothing else, and a compromised QEMU
+ * has no route anywhere (issue 23; docs/security.md). Only an unjailed
+ * QEMU (not root: no slot can be made then) setns()es into the VM's
+ * namespace. Nothing in the child allocates.
  *
  * Callers: vm.c only (vm_spawn), for cold boots, template builds, clones
  * and tests/vm's jail probe alike.
@@ -160,7 +163,7 @@ static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	setsid();
-	if (s->net_ns >= 0 && setns(s->net_ns, CLONE_NEWNET) < 0)
+	if (!jail && s->net_ns >= 0 && setns(s->net_ns, CLONE_NEWNET) < 0)
 		child_fail(s->log_fd, "network namespace");
 	if (null < 0 || (s->cg && sb__cg_join_self(s->cg) < 0))
 		child_fail(s->log_fd, null < 0 ? "/dev/null" : "cgroup");
@@ -184,7 +187,7 @@ static _Noreturn void child(const struct vmm_spec *s, int parent_fd)
 
 /* fork() for a jail: clone3 into new namespaces, returning a pidfd; we
  * stay the parent (SIGCHLD, waitpid) though the child is pid 1 inside. */
-static pid_t clone_vmm(bool jail, bool own_net, int *ret_pidfd)
+static pid_t clone_vmm(bool jail, int *ret_pidfd)
 {
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD,
@@ -194,7 +197,7 @@ static pid_t clone_vmm(bool jail, bool own_net, int *ret_pidfd)
 
 	if (jail)
 		ca.flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-			    CLONE_NEWUTS | (own_net ? 0 : CLONE_NEWNET);
+			    CLONE_NEWUTS | CLONE_NEWNET;
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
@@ -212,7 +215,7 @@ int sb__vmm_spawn(const struct vmm_spec *spec_in, pid_t *ret_pid,
 	parent_fd = pidfd_open_(getpid());
 	if (parent_fd < 0)
 		return -errno;
-	pid = clone_vmm(spec->jail.root != NULL, spec->net_ns >= 0, &pidfd);
+	pid = clone_vmm(spec->jail.root != NULL, &pidfd);
 	if (pid == 0)
 		child(spec, parent_fd);
 	close(parent_fd);

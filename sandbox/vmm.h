@@ -38,9 +38,10 @@ void sb__vmm_argv_release(struct vmm_argv *a);
 
 struct cg;
 
-/* Everything the launch applies to one VMM process. A networked VM has
- * its own network namespace (net_ns: the child setns()es into it instead
- * of the empty one the jail makes) and the tap in it (VMM_FD_TAP). */
+/* Everything the launch applies to one VMM process. A networked VM's
+ * QEMU gets the slot's tap as VMM_FD_TAP; jailed, it stays in the jail's
+ * empty network namespace (the tap's fd is its only way out); unjailed,
+ * it joins the slot's namespace (net_ns). */
 struct vmm_spec {
 	const struct vmm_argv *argv; /* command line, argv[0] the binary */
 	int log_fd;                  /* stdout and stderr (a pipe's end) */
@@ -48,8 +49,8 @@ struct vmm_spec {
 	struct vmm_creds creds;      /* who it runs as (uid 0: as we are) */
 	const struct cg *cg;         /* host cgroup to join, NULL = none */
 	struct vmm_jail jail;        /* the jail, jail.root NULL = none */
-	int net_ns;                  /* netns to join, -1 = a new empty one
-				      * (jailed) or ours (not jailed) */
+	int net_ns;                  /* netns an unjailed child joins; a
+				      * jailed one always gets a new empty one */
 };
 
 /* Start spec->argv with an empty environment (but for LD_PRELOAD of the

@@ -33,8 +33,13 @@
  * entries: its first distinct destinations), counted, and rejected: a TCP
  * reset or ICMP admin-prohibited, so the job fails at once instead of
  * hanging. The input chain lets the guest reach only the resolver (port
- * 53 on 10.200.0.1). Named counters `out`, `in`, `denied` give the
- * figures for the result.
+ * 53 on 10.200.0.1); the output chain lets the namespace send only to
+ * the guest (no process lives in it: QEMU has only the tap's fd, in its
+ * jail's empty namespace, and the resolver's halves move into empty
+ * namespaces once their sockets are made). Named counters `out`, `in`,
+ * `denied` give the figures for the result. In the host's namespace,
+ * table inet airlock_host refuses whatever a slot link (al*) sends to the
+ * host itself, at any address it has at that moment (host_prepare).
  *
  * Two halves. sb_net_base() makes everything above that no policy
  * changes: namespace, tap, veth, addresses, routes, NAT, the table with
@@ -61,7 +66,9 @@
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
-#include <spawn.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -103,8 +110,8 @@ static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0xa1, 0x0c, 0x02};
 /* Destinations no policy opens, and private ones only an explicit CIDR
  * inside them opens. */
 static const char never4[] = "0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, "
-			     "224.0.0.0/4, 240.0.0.0/4, 10.200.0.0/16, "
-			     "10.201.0.0/16";
+			     "168.63.129.16, 224.0.0.0/4, 240.0.0.0/4, "
+			     "10.200.0.0/16, 10.201.0.0/16";
 static const char never6[] = "::/127, fe80::/10, ff00::/8, ::ffff:0:0/96, "
 			     "64:ff9b::/96";
 static const char private4[] = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, "
@@ -298,7 +305,24 @@ static void put_ports(FILE *f, const struct sb_net_policy *p)
 	fputs(" }\n", f);
 }
 
-/* Every address of the host (its namespace: the caller's) into host4/6. */
+/* The directed broadcast address of an IPv4 address's subnet into `s`;
+ * false for /31 and /32, which have none. */
+static bool broadcast4(const struct ifaddrs *i, char *s, size_t len)
+{
+	const struct sockaddr_in *a = (const void *)i->ifa_addr,
+				 *m = (const void *)i->ifa_netmask;
+	struct in_addr b;
+
+	if (!m || m->sin_family != AF_INET || ntohl(m->sin_addr.s_addr) >=
+						 0xfffffffeu)
+		return false;
+	b.s_addr = a->sin_addr.s_addr | ~m->sin_addr.s_addr;
+	return inet_ntop(AF_INET, &b, s, (socklen_t)len) != NULL;
+}
+
+/* Every address of the host (its namespace: the caller's), and the
+ * broadcast address of each of its IPv4 subnets (a datagram to it reaches
+ * the host's sockets bound to any address), into host4/6. */
 static int put_host_addrs(FILE *f)
 {
 	struct ifaddrs *ifa, *i;
@@ -319,6 +343,9 @@ static int put_host_addrs(FILE *f)
 		inet_ntop(fam, a, s, sizeof(s));
 		fprintf(f, "add element inet %s host%c { %s }\n", SB_NET_TABLE,
 			fam == AF_INET ? '4' : '6', s);
+		if (fam == AF_INET && broadcast4(i, s, sizeof(s)))
+			fprintf(f, "add element inet %s host4 { %s }\n",
+				SB_NET_TABLE, s);
 	}
 	freeifaddrs(ifa);
 	return 0;
@@ -434,6 +461,16 @@ static void put_hooks(FILE *f)
 		"add rule %s input iifname %s jump deny\n"
 		"add rule %s input counter name denied drop\n",
 		t, t, t, t, SB_NET_TAP, SB_NET_GATEWAY_IP, t, SB_NET_TAP, t);
+	/* Nothing in this namespace may send anywhere but to the guest: the
+	 * resolver's answers, and the resets and ICMP errors the rules
+	 * above send (the kernel's, through this hook too). QEMU and the
+	 * resolver's DNS side live in empty namespaces of their own; this
+	 * is the wall behind them (issue 23). */
+	fprintf(f,
+		"add chain %s output { type filter hook output priority 0; "
+		"policy drop; }\n"
+		"add rule %s output oifname %s ip daddr %s accept\n",
+		t, t, SB_NET_TAP, SB_NET_GUEST_IP);
 	fprintf(f,
 		"add chain %s post { type nat hook postrouting priority "
 		"srcnat; }\n"
@@ -552,9 +589,16 @@ static int nft_apply(struct nft_ctx *nft, const char *script, char *err,
 
 /* ---- the host side --------------------------------------------------- */
 
-/* Forwarding on, and the masquerade of all slots out of the host's own
- * links (table ip airlock_nat; flushed and refilled in one transaction,
- * so workers doing it at once agree). */
+/* Forwarding on, the masquerade of all slots out of the host's own links
+ * (table ip airlock_nat), and the host's own wall against its slots
+ * (table inet airlock_host): nothing arriving on a slot's link (`al*`)
+ * is delivered to the host itself, whatever address it was sent to (the
+ * host's addresses as they are at that moment, broadcasts included: this
+ * follows address changes that the slots' host4 sets, read at each apply,
+ * would miss), and what is forwarded must come from a slot's address and
+ * go nowhere the always-denied list names. The slots' own tables do the
+ * policy; this is the layer behind them. Each table is flushed and
+ * refilled in one transaction, so workers doing it at once agree. */
 static int host_prepare(char *err, size_t errlen)
 {
 	static const char script[] =
@@ -563,7 +607,26 @@ static int host_prepare(char *err, size_t errlen)
 	    "priority srcnat; }\n"
 	    "flush chain ip airlock_nat post\n"
 	    "add rule ip airlock_nat post ip saddr 10.201.0.0/16 oifname "
-	    "!= \"al*\" masquerade\n";
+	    "!= \"al*\" masquerade\n"
+	    "add table inet airlock_host\n"
+	    "add chain inet airlock_host input { type filter hook input "
+	    "priority -10; }\n"
+	    "flush chain inet airlock_host input\n"
+	    "add rule inet airlock_host input iifname \"al*\" meta l4proto "
+	    "tcp counter reject with tcp reset\n"
+	    "add rule inet airlock_host input iifname \"al*\" counter "
+	    "reject with icmpx type admin-prohibited\n"
+	    "add chain inet airlock_host forward { type filter hook forward "
+	    "priority -10; }\n"
+	    "flush chain inet airlock_host forward\n"
+	    "add rule inet airlock_host forward iifname \"al*\" meta nfproto "
+	    "!= ipv4 counter drop\n"
+	    "add rule inet airlock_host forward iifname \"al*\" ip saddr != "
+	    "10.201.0.0/16 counter drop\n"
+	    "add rule inet airlock_host forward iifname \"al*\" ip daddr { "
+	    "0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 168.63.129.16, "
+	    "224.0.0.0/4, 240.0.0.0/4, 10.200.0.0/16, 10.201.0.0/16 } "
+	    "counter reject with icmpx type admin-prohibited\n";
 	struct nft_ctx *nft;
 	int r = write_file("/proc/sys/net/ipv4/ip_forward", "1");
 
@@ -677,16 +740,20 @@ static bool read_full(int fd, void *buf, size_t len)
 	return true;
 }
 
-/* The resolver process is this same executable, started afresh
- * (posix_spawn of /proc/self/exe) rather than forked: a forked child that
- * lives on shares every page of the worker, which then pays a
- * copy-on-write fault on each page it writes (measured ~0.2 ms a page on
- * the 2-core test machine: tens of ms on the next job's path). The new
+/* The resolver process is this same executable, started afresh (a
+ * vfork-style clone + exec of /proc/self/exe, as posix_spawn does) rather
+ * than forked: a forked child that lives on shares every page of the
+ * worker, which then pays a copy-on-write fault on each page it writes
+ * (measured ~0.2 ms a page on the 2-core test machine: tens of ms on the
+ * next job's path). It is pid 1 of a new pid namespace, so that killing
+ * it (sb_net_close) kills and reaps its DNS side too before our waitpid()
+ * returns (resolver.c forks that into a namespace below its own). The new
  * image finds RESOLVER_ENV set and becomes the resolver in a constructor,
  * before any main() runs: every program that makes slots links this file,
- * so the entry point is always there. Its fds: */
+ * so the entry point is always there. Its fds (RFD_PARENT a pidfd of the
+ * worker: pid 1 of a new namespace has no getppid() to check): */
 #define RESOLVER_ENV "AIRLOCK_NET_RESOLVER" /* "PARENT_PID UID COMM" */
-enum { RFD_LISTEN = 3, RFD_UPSTREAM, RFD_GO, RFD_NS, RFD_END };
+enum { RFD_LISTEN = 3, RFD_UPSTREAM, RFD_GO, RFD_NS, RFD_PARENT, RFD_END };
 
 /* In the new image: the resolver-to-be. Dies with the parent that
  * spawned it, waits for its policy (EOF: none, exit), makes its nft
@@ -699,10 +766,16 @@ static _Noreturn void resolver_main(const char *arg)
 	long parent = 0;
 	unsigned uid = 0;
 
+	struct pollfd pf = {.fd = RFD_PARENT, .events = POLLIN};
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* blocked over the spawn */
 	syscall(SYS_close_range, RFD_END, ~0u, 0);
+	(void)parent;
 	if (sscanf(arg, "%ld %u %15s", &parent, &uid, comm) < 2 ||
-	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(1);
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || poll(&pf, 1, 0) != 0)
+		_exit(1); /* the worker died before the signal was armed */
 	if (comm[0])
 		prctl(PR_SET_NAME, comm); /* named like its worker */
 	if (!p || !read_full(RFD_GO, p, sizeof(*p)))
@@ -714,8 +787,9 @@ static _Noreturn void resolver_main(const char *arg)
 	nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!nft)
 		_exit(1);
-	_exit(-sb__resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, nft, (uid_t)uid,
-				"inet " SB_NET_TABLE, "dns4", "dns6"));
+	_exit(-sb__resolver_run(p, RFD_LISTEN, RFD_UPSTREAM, RFD_PARENT, nft,
+				(uid_t)uid, "inet " SB_NET_TABLE, "dns4",
+				"dns6"));
 }
 
 __attribute__((constructor)) static void resolver_entry(void)
@@ -744,30 +818,75 @@ static void self_exe(char *path, size_t len)
 		memcpy(path, buf, (size_t)k + 1);
 }
 
-/* Spawn the resolver-to-be with `fds` (listen, upstream, go, ns) as its
- * RFD_*: duplicated above them first, so that each dup2 clears CLOEXEC. */
+/* The child of resolver_spawn's clone, on its own stack, sharing our
+ * memory until its exec (CLONE_VFORK: we wait): the fds into place, exec.
+ * Signals stay blocked (the new image unblocks them). */
+struct spawn_arg {
+	const char *exe;
+	char **argv, **envp;
+	const int *high; /* RFD_COUNT fds, CLOEXEC, to put at RFD_LISTEN.. */
+};
+#define RFD_COUNT (RFD_END - RFD_LISTEN)
+
+static int spawn_child(void *arg)
+{
+	const struct spawn_arg *a = arg;
+
+	for (int i = 0; i < RFD_COUNT; i++)
+		if (dup2(a->high[i], RFD_LISTEN + i) < 0)
+			_exit(127);
+	execve(a->exe, a->argv, a->envp);
+	_exit(127);
+}
+
+/* Spawn the resolver-to-be with `fds` (listen, upstream, go, ns) and a
+ * pidfd of ours as its RFD_*: duplicated above them first, so that each
+ * dup2 clears CLOEXEC; pid 1 of a new pid namespace. */
 static int resolver_spawn(const int fds[4], uid_t uid, pid_t *ret)
 {
 	char env[64], comm[16] = "", *argv[] = {"airlock-resolver", NULL},
 		      *envp[] = {env, NULL};
-	posix_spawn_file_actions_t fa;
 	char exe[PATH_MAX] = "/proc/self/exe";
-	int high[4], r = 0, n = 0;
+	int high[RFD_COUNT], r = 0, n = 0;
+	const size_t stack_len = 64 * 1024;
+	struct spawn_arg a = {exe, argv, envp, high};
+	sigset_t all, old;
+	void *stack;
+	pid_t pid;
 
 	prctl(PR_GET_NAME, comm);
 	self_exe(exe, sizeof(exe));
 	snprintf(env, sizeof(env), RESOLVER_ENV "=%d %u %s", (int)getpid(),
 		 (unsigned)uid, comm);
-	for (; n < 4 && r == 0; n++)
-		if ((high[n] = fcntl(fds[n], F_DUPFD_CLOEXEC, RFD_END)) < 0)
+	for (; n < RFD_COUNT && r == 0; n++) {
+		high[n] = n < 4 ? fcntl(fds[n], F_DUPFD_CLOEXEC, RFD_END)
+				: (int)syscall(SYS_pidfd_open, getpid(), 0);
+		if (high[n] < 0)
 			r = -errno;
-	if (r == 0 && (r = -posix_spawn_file_actions_init(&fa)) == 0) {
-		for (int i = 0; i < 4 && r == 0; i++)
-			r = -posix_spawn_file_actions_adddup2(&fa, high[i],
-							      RFD_LISTEN + i);
-		if (r == 0)
-			r = -posix_spawn(ret, exe, &fa, NULL, argv, envp);
-		posix_spawn_file_actions_destroy(&fa);
+		else if (n == 4 && high[n] < RFD_END) {
+			int h = fcntl(high[n], F_DUPFD_CLOEXEC, RFD_END);
+
+			close(high[n]);
+			if ((high[n] = h) < 0)
+				r = -errno;
+		}
+	}
+	stack = r == 0 ? mmap(NULL, stack_len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0)
+		       : MAP_FAILED;
+	if (r == 0 && stack == MAP_FAILED)
+		r = -errno;
+	if (r == 0) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pid = clone(spawn_child, (char *)stack + stack_len,
+			    CLONE_VM | CLONE_VFORK | CLONE_NEWPID | SIGCHLD, &a);
+		if (pid < 0)
+			r = -errno;
+		else
+			*ret = pid;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		munmap(stack, stack_len);
 	}
 	while (n--)
 		if (high[n] >= 0)

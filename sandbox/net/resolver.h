@@ -1,8 +1,9 @@
 /* resolver.h: the per-VM DNS resolver that opens names in nftables.
  *
  * A networked VM's only DNS server. It answers for the names its policy
- * allows and for nothing else (NXDOMAIN, never forwarded: no DNS tunnel
- * out), forwards allowed A / AAAA questions upstream, and adds each
+ * allows and for nothing else (NXDOMAIN, never forwarded; but every name
+ * under an allowed `*.suffix` is forwarded, a channel to whoever sees that
+ * suffix's queries), forwards allowed A / AAAA questions upstream, adds each
  * address of the answer to the VM's nft set with the record's TTL as the
  * element timeout, before the answer reaches the guest. Why our own and
  * not dnsmasq's nftset: docs/network.md, "Resolver".
@@ -23,13 +24,21 @@
  *  3. Kill (SIGKILL) and reap the child with the VM. It also dies with
  *     its parent (PDEATHSIG).
  *
- * Once started it keeps only its two sockets, nft's netlink socket and
- * fds 0-2, and as root drops to the uid/gid it is given (net.c leases one
-from the VMMs' range, so no other VM's resolver or VMM shares it;
-SB_RESOLVER_UID when there is none) with no groups,
- * every capability gone but CAP_NET_ADMIN (nf_tables checks the sender's
+ * sb__resolver_run() splits the child in two (issue 23). The DNS side,
+ * which parses what the guest and upstream send, is forked into a pid
+ * namespace of its own, moves into new empty network, mount (an empty
+ * read-only root), ipc and uts namespaces and keeps no capability; it
+ * has the guest's socket, a relay to upstream and a request socket. The
+ * caller's process becomes the opener: it keeps the nft context and the
+ * upstream socket, CAP_NET_ADMIN alone (nf_tables checks the sender's
  * capability on every message, not only the opener's: measured, see
- * docs/network.md), no_new_privs, not dumpable, no fork.
+ * docs/network.md), moves into empty network and mount namespaces too,
+ * relays datagrams and turns fixed-size requests into `add element`s of
+ * set4 / set6; it parses no DNS. As root both run as the uid/gid given
+ * (net.c leases one from the VMMs' range, so no other VM's resolver or
+ * VMM shares it; SB_RESOLVER_UID when there is none), no groups,
+ * no_new_privs, not dumpable, no fork. Killing the opener kills the DNS
+ * side (PDEATHSIG; EOF on its request socket).
  */
 #ifndef SB_RESOLVER_H
 #define SB_RESOLVER_H
@@ -48,9 +57,13 @@ struct nft_ctx;
 
 /* Serve the guest until a fatal error (-errno: a socket failed, the
  * privileges could not be dropped). As root, run as `uid` (== gid; 0 =
- * SB_RESOLVER_UID). `table` is "FAMILY NAME", e.g. "inet airlock". */
+ * SB_RESOLVER_UID). `table` is "FAMILY NAME", e.g. "inet airlock".
+ * parent_fd: a pidfd of the process to die with (readable once it died:
+ * the caller may be pid 1 of a pid namespace, with no getppid()), or -1
+ * to check getppid() against the parent it had at the call. */
 int sb__resolver_run(const struct sb_net_policy *p, int listen_fd,
-		     int upstream_fd, struct nft_ctx *nft, uid_t uid,
-		     const char *table, const char *set4, const char *set6);
+		     int upstream_fd, int parent_fd, struct nft_ctx *nft,
+		     uid_t uid, const char *table, const char *set4,
+		     const char *set6);
 
 #endif

@@ -38,6 +38,8 @@
 
 #include <cmocka.h>
 
+#include <nftables/libnftables.h>
+
 #include "clock.h"
 #include "net.h"
 #include "rtnl.h"
@@ -47,6 +49,10 @@
 #define ALLOWED_IP "192.0.2.10"
 #define DENIED_IP  "192.0.2.20"
 #define META_IP	   "169.254.169.254"
+#define AZURE_IP   "168.63.129.16" /* Azure's wireserver: always denied */
+#define HOST_BCAST "198.51.100.255" /* the host's wan0 subnet's broadcast */
+#define LATE_IP	   "203.0.113.7"    /* a host address added after apply */
+#define HOST_PORT  7777		    /* a host service on every address */
 
 static struct sb_options opts;
 static char run_dir[64];
@@ -341,7 +347,7 @@ static int listen_on(const char *ip, uint16_t port)
 static void make_internet(int fd)
 {
 	static const char *const ips[] = {ALLOWED_IP, DENIED_IP, META_IP,
-					  DNS_IP};
+					  DNS_IP, AZURE_IP};
 	int lo = (int)if_nametoindex("lo"), wan = (int)if_nametoindex("wan1");
 
 	assert_int_equal(sb__rtnl_link_up(fd, lo), 0);
@@ -350,7 +356,7 @@ static void make_internet(int fd)
 	static int http_fd;
 	static pthread_t http;
 
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 5; i++) {
 		assert_int_equal(sb__rtnl_addr4(fd, lo, inet_addr(ips[i]), 32),
 				 0);
 		if (i == 0)
@@ -373,6 +379,37 @@ static void make_internet(int fd)
 		    pthread_create(&sink_t, NULL, server_main, &sink), 0);
 	}
 	start_dns();
+}
+
+/* The host's service, the stand-in for its Redis: TCP on every address
+ * of the host namespace (served by http_main), and a UDP socket on every
+ * address counting what arrives (host_udp_got). */
+static int host_udp = -1;
+
+static void host_listen(void)
+{
+	static int tcp;
+	static pthread_t t;
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(HOST_PORT)};
+	int on = 1;
+
+	tcp = listen_on("0.0.0.0", HOST_PORT);
+	assert_int_equal(pthread_create(&t, NULL, http_main, &tcp), 0);
+	host_udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	setsockopt(host_udp, SOL_SOCKET, SO_BROADCAST, &on, sizeof(on));
+	assert_int_equal(bind(host_udp, (struct sockaddr *)&a, sizeof(a)), 0);
+}
+
+/* Datagrams the host's UDP service received since the last call. */
+static int host_udp_got(void)
+{
+	char b[64];
+	int n = 0;
+
+	while (recv(host_udp, b, sizeof(b), 0) >= 0)
+		n++;
+	return n;
 }
 
 static int setup(void **state)
@@ -410,6 +447,7 @@ static int setup(void **state)
 	sb__rtnl_link_up(fd, (int)if_nametoindex("wan0"));
 	sb__rtnl_default4(fd, inet_addr(INET_IP));
 	close(fd);
+	host_listen();
 	in_ns(inet_ns);
 	fd = sb__rtnl_open();
 	make_internet(fd);
@@ -793,10 +831,11 @@ static void test_no_leftovers(void **state)
 	assert_int_equal(read(pipefd[0], &c, 1), 1);
 	assert_int_equal(host_links(), 3);
 	/* a resolver takes our name in its constructor, just after its exec:
-	 * give the last one that long */
-	for (int i = 0; i < 50 && our_processes() < 1 + 1 + 3; i++)
+	 * give the last one that long; each is two processes once it has its
+	 * policy (the opener and its DNS side, issue 23) */
+	for (int i = 0; i < 50 && our_processes() < 1 + 1 + 2 * 3; i++)
 		usleep(100 * 1000);
-	assert_int_equal(our_processes(), 1 + 1 + 3); /* child, resolvers */
+	assert_int_equal(our_processes(), 1 + 1 + 2 * 3); /* child, resolvers */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	/* the namespaces are freed asynchronously; the sweep deletes what
@@ -1029,6 +1068,176 @@ static void test_conn_rate(void **state)
 	sb_net_close(n);
 }
 
+/* ---- issue 23 ------------------------------------------------------------ */
+
+/* A UDP datagram from the guest's kernel to ip:port, then whether the
+ * host's UDP service got anything within 500 ms. */
+static bool guest_udp_reaches_host(struct guest *g, const char *ip)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(HOST_PORT)};
+	int fd, on = 1, got = 0;
+
+	host_udp_got();
+	in_ns(g->ns);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	in_ns(host_ns);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof(on));
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	for (int i = 0; i < 3; i++)
+		(void)sendto(fd, "x", 1, 0, (struct sockaddr *)&a, sizeof(a));
+	close(fd);
+	for (int i = 0; i < 10 && !got; i++) {
+		usleep(50 * 1000);
+		got = host_udp_got();
+	}
+	return got > 0;
+}
+
+/* Finding 8: the broadcast address of a host subnet is the host. A
+ * policy opening the host's whole /24 (the host's own .1 stays denied)
+ * lets no datagram through to .255 either, and lists it as dropped. */
+static void test_host_broadcast(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net_stats st;
+	struct guest g;
+	struct sb_net *n;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	p.cidrs[0].family = AF_INET;
+	inet_pton(AF_INET, "198.51.100.0", p.cidrs[0].addr);
+	p.cidrs[0].prefix = 24;
+	p.ports[0] = (struct sb_net_port){IPPROTO_UDP, HOST_PORT, HOST_PORT};
+	n = open_slot(&p);
+	guest_open(&g, n);
+	assert_false(guest_udp_reaches_host(&g, HOST_IP));
+	assert_false(guest_udp_reaches_host(&g, HOST_BCAST));
+	assert_int_equal(sb_net_stats(n, &st), 0);
+	assert_true(dropped(&st, HOST_BCAST ":7777"));
+	guest_close(&g);
+	sb_net_close(n);
+}
+
+/* Finding 8: Azure's wireserver is always denied, like the metadata
+ * address, even under a policy listing it. */
+static void test_azure_denied(void **state)
+{
+	struct sb_net_policy p;
+	struct sb_net_stats st;
+	struct sb_net *n;
+	uint8_t gw[6];
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	inet_pton(AF_INET, "168.63.0.0", p.cidrs[0].addr);
+	p.cidrs[0].prefix = 16;
+	n = open_slot(&p);
+	gw_mac(n, gw);
+	assert_int_equal(probe(sb_net_tap(n), gw, AZURE_IP, 80, IPPROTO_TCP),
+			 RESET);
+	assert_int_equal(sb_net_stats(n, &st), 0);
+	assert_true(dropped(&st, AZURE_IP ":80"));
+	sb_net_close(n);
+}
+
+/* Finding 8: an address the host gains after the policy was applied is
+ * the host's too: a guest cannot reach the host's service on it (the
+ * host's own wall drops whatever arrives from a slot for itself). */
+static void test_host_addr_later(void **state)
+{
+	struct sb_net_policy p;
+	struct guest g;
+	struct sb_net *n;
+	int fd, lo;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	inet_pton(AF_INET, "203.0.113.0", p.cidrs[0].addr);
+	p.cidrs[0].prefix = 24;
+	p.ports[0] = (struct sb_net_port){IPPROTO_TCP, HOST_PORT, HOST_PORT};
+	n = open_slot(&p);
+	guest_open(&g, n);
+	fd = sb__rtnl_open();
+	lo = (int)if_nametoindex("lo");
+	assert_int_equal(sb__rtnl_addr4(fd, lo, inet_addr(LATE_IP), 32), 0);
+	close(fd);
+	fd = guest_connect(&g, LATE_IP, HOST_PORT);
+	if (fd >= 0)
+		close(fd);
+	assert_true(fd < 0);
+	assert_false(guest_udp_reaches_host(&g, LATE_IP));
+	guest_close(&g);
+	sb_net_close(n); /* LATE_IP stays: the test's own namespace */
+}
+
+/* A TCP connect from a socket made in namespace `ns` to ip:port, within
+ * 2 s: 0 when it connected, else -errno. */
+static int connect_from(int ns, const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	struct timeval tv = {.tv_sec = 2};
+	int fd, r;
+
+	in_ns(ns);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	in_ns(host_ns);
+	assert_true(fd >= 0);
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	r = connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/* Finding 1, the walls behind QEMU and the resolver: a socket made in the
+ * slot's own namespace (where a resolver's guest-side socket lives)
+ * reaches nothing, not even what the policy allows the guest (the output
+ * chain); and with that chain gone, nothing of the host either (the
+ * host's wall), while forwarded traffic still flows. */
+static void test_slot_walls(void **state)
+{
+	static const char *const dsts[] = {ALLOWED_IP, DENIED_IP, META_IP,
+					   HOST_IP, AZURE_IP};
+	struct sb_net_policy p;
+	struct nft_ctx *nft;
+	struct sb_net *n;
+	char up_host[32];
+	int ns;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	policy(&p);
+	n = open_slot(&p);
+	ns = sb_net_ns(n);
+	snprintf(up_host, sizeof(up_host), "10.201.%u.%u",
+		 (sb_net_index(n) * 4 + 1) >> 8, (sb_net_index(n) * 4 + 1) & 255);
+	for (size_t i = 0; i < 5; i++)
+		assert_int_not_equal(connect_from(ns, dsts[i], 80), 0);
+	assert_int_not_equal(connect_from(ns, HOST_IP, HOST_PORT), 0);
+	assert_int_not_equal(connect_from(ns, up_host, HOST_PORT), 0);
+	/* the output chain away: the host still refuses the slot */
+	in_ns(ns);
+	nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	in_ns(host_ns);
+	assert_int_equal(nft_run_cmd_from_buffer(
+			     nft, "flush chain inet airlock output\n"
+				  "delete chain inet airlock output\n"),
+			 0);
+	nft_ctx_free(nft);
+	assert_int_equal(connect_from(ns, ALLOWED_IP, 80), 0); /* forwarded */
+	assert_int_equal(connect_from(ns, HOST_IP, HOST_PORT), -ECONNREFUSED);
+	assert_int_equal(connect_from(ns, up_host, HOST_PORT), -ECONNREFUSED);
+	assert_int_not_equal(connect_from(ns, META_IP, 80), 0);
+	assert_int_not_equal(connect_from(ns, AZURE_IP, 80), 0);
+	sb_net_close(n);
+}
+
 #ifdef NET_VM
 #include "vm_part.h"
 #else
@@ -1043,6 +1252,10 @@ int main(void)
 	    cmocka_unit_test(test_resolver_uids),
 	    cmocka_unit_test(test_rate),
 	    cmocka_unit_test(test_conn_rate),
+	    cmocka_unit_test(test_host_broadcast),
+	    cmocka_unit_test(test_azure_denied),
+	    cmocka_unit_test(test_host_addr_later),
+	    cmocka_unit_test(test_slot_walls),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

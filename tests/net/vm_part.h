@@ -3,6 +3,7 @@
  * of the networked variant of the `c` template, against the same test
  * internet. Needs root and the test images (label vm). */
 #include "worker.h"
+#include "vm_internal.h" /* sb__vm_launch_argv: the probe's launch */
 
 static struct sb_net_policy testnet;
 
@@ -112,6 +113,112 @@ static void test_job(void **state)
 	al_job_release(&job);
 	al_worker_release(&w);
 	assert_int_equal(host_links(), 0);
+}
+
+/* ---- issue 23: QEMU's place in a networked slot -------------------------- */
+
+#define PROBE AL_BINARY_DIR "/tests/vm/jail_probe"
+
+/* The value of `key=` in a probe's report ("" if absent). */
+static const char *field(const char *report, const char *key)
+{
+	static char out[256];
+	char pat[80];
+	const char *at;
+	size_t n;
+
+	snprintf(pat, sizeof(pat), "\n%s=", key);
+	at = strstr(report, pat);
+	out[0] = 0;
+	if (!at)
+		return out;
+	at += strlen(pat);
+	n = strcspn(at, "\n");
+	snprintf(out, sizeof(out), "%.*s", (int)n, at);
+	return out;
+}
+
+/* A probe launched exactly as a networked VM's QEMU (sb__vm_launch_argv
+ * with the slot attached: QEMU's uid lease, cgroup, jail, namespaces and
+ * fds, the tap as fd 9), in a real slot whose policy allows ALLOWED_IP:80
+ * and allowed.test, tries every place a compromised QEMU would want:
+ * the host's service on each host address (its Redis stand-in), the
+ * slot's host link, the metadata and Azure addresses, a denied and an
+ * allowed destination, the test internet's DNS server and the slot's
+ * resolver. It reaches none of them: it holds the guest's wire (the tap)
+ * and nothing else. */
+static void test_qemu_place(void **state)
+{
+	char up_host[48], report[8192];
+	const char *dsts[] = {
+	    "tcp:" HOST_IP ":7777", "tcp:" LATE_IP ":7777", "tcp:127.0.0.1:7777",
+	    up_host,		    "tcp:" META_IP ":80",   "tcp:" AZURE_IP ":80",
+	    "tcp:" DENIED_IP ":80", "tcp:" ALLOWED_IP ":80",
+	    "udp:" DNS_IP ":53",    "udp:" SB_NET_GATEWAY_IP ":53",
+	    "tcp:" SB_NET_GUEST_IP ":22"};
+	const size_t n_dsts = sizeof(dsts) / sizeof(*dsts);
+	struct sb_net_policy p;
+	struct sb_template t;
+	struct machine_mem m;
+	struct vmm_argv argv = {0};
+	struct sb_vm *vm = NULL;
+	struct sb_net *n;
+	struct pollfd pf;
+	size_t len = 1;
+	int fd;
+
+	(void)state;
+	SKIP_UNLESS_ROOT();
+	assert_true(opts.jail);
+	policy(&p);
+	p.n_names = 1;
+	snprintf(p.names[0].name, sizeof(p.names[0].name), "allowed.test");
+	/* a host address the slot's sets never saw */
+	fd = sb__rtnl_open();
+	sb__rtnl_addr4(fd, (int)if_nametoindex("lo"), inet_addr(LATE_IP), 32);
+	close(fd);
+	n = open_slot(&p);
+	snprintf(up_host, sizeof(up_host), "tcp:10.201.%u.%u:7777",
+		 (sb_net_index(n) * 4 + 1) >> 8, (sb_net_index(n) * 4 + 1) & 255);
+	/* the guest's own path works meanwhile: the policy is live */
+	{
+		uint8_t gw[6];
+
+		gw_mac(n, gw);
+		assert_int_equal(
+		    probe(sb_net_tap(n), gw, ALLOWED_IP, 80, IPPROTO_TCP),
+		    SYNACK);
+	}
+	assert_int_equal(sb_template_open(&opts, "c", &t), 0);
+	m = (struct machine_mem){.fd = t.mem_fd, .share = false};
+	sb__vmm_arg(&argv, "%s", PROBE);
+	sb__vmm_arg(&argv, "net");
+	for (size_t i = 0; i < n_dsts; i++)
+		sb__vmm_arg(&argv, "%s", dsts[i]);
+	assert_int_equal(sb__vm_create(&opts, "probe", t.accel, &vm), 0);
+	vm->net = n; /* as sb_vm_restore_net() hands it over */
+	if (sb__vm_launch_argv(vm, &opts, &t.img, &m, -1, &argv) != 0)
+		fail_msg("probe launch: %s", sb_vm_error(vm));
+	sb__vmm_argv_release(&argv);
+	pf = (struct pollfd){.fd = vm->pidfd, .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 60000), 1); /* it exited */
+	report[0] = '\n';
+	for (ssize_t k; len < sizeof(report) - 1 &&
+			(k = read(vm->log_fd, report + len,
+				  sizeof(report) - 1 - len)) > 0;)
+		len += (size_t)k;
+	report[len] = 0;
+	fprintf(stderr, "probe report:%s", report);
+	assert_string_equal(field(report, "end"), "1");
+	for (size_t i = 0; i < n_dsts; i++)
+		assert_string_not_equal(field(report, dsts[i]), "ok");
+	assert_string_equal(field(report, "reachable"), "0");
+	print_message("QEMU's place: 0 of %zu destinations reachable\n", n_dsts);
+	assert_string_equal(field(report, "ifaces"), "lo,");
+	assert_string_equal(field(report, "tap"), "ok"); /* the guest's wire */
+	vm->net = NULL;
+	sb_vm_destroy(vm);
+	sb_net_close(n);
 }
 
 /* ---- issue 11: no leftovers through the real worker pool ------------- */
@@ -242,13 +349,14 @@ static int children(bool print)
 	return n;
 }
 
-/* The host namespace's nft ruleset: only the shared NAT table, with its
- * one masquerade rule; nothing per slot. */
+/* The host namespace's nft ruleset: only the shared tables, the NAT one
+ * with its one masquerade rule and the host's wall (issue 23) with its
+ * five; nothing per slot. */
 static void check_host_rules(void)
 {
 	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
 	const char *out, *p;
-	int tables = 0, rules = 0;
+	int tables = 0, rules = 0, refusals = 0;
 
 	assert_non_null(nft);
 	nft_ctx_buffer_output(nft);
@@ -258,7 +366,10 @@ static void check_host_rules(void)
 		tables++;
 	for (p = out; (p = strstr(p, "masquerade")); p++)
 		rules++;
-	if (tables != 1 || !strstr(out, "table ip airlock_nat") || rules != 1)
+	for (p = out; (p = strstr(p, "iifname \"al*\"")); p++)
+		refusals++;
+	if (tables != 2 || !strstr(out, "table ip airlock_nat") || rules != 1 ||
+	    !strstr(out, "table inet airlock_host") || refusals != 5)
 		fail_msg("host ruleset:\n%s", out);
 	nft_ctx_free(nft);
 }
@@ -410,13 +521,16 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_job),
+	    cmocka_unit_test(test_qemu_place),
 	};
 	const struct CMUnitTest leftovers[] = {
 	    cmocka_unit_test(test_leftovers),
 	};
 	(void)test_policy, (void)test_names, (void)test_dropped_cap,
 	    (void)test_two_slots, (void)test_no_leftovers, (void)test_rate,
-	    (void)test_conn_rate, (void)test_resolver_uids;
+	    (void)test_conn_rate, (void)test_resolver_uids,
+	    (void)test_host_broadcast, (void)test_azure_denied,
+	    (void)test_host_addr_later, (void)test_slot_walls;
 	/* test_net_leftovers is a CTest entry of its own (argv[1]) */
 	if (argc > 1 && !strcmp(argv[1], "leftovers"))
 		return cmocka_run_group_tests(leftovers, setup, teardown);

@@ -362,7 +362,7 @@ static int setup(void **state)
 	assert_true(child >= 0);
 	if (child == 0) {
 		struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-		int rc = sb__resolver_run(&p, lfd, ufd, c, TEST_UID,
+		int rc = sb__resolver_run(&p, lfd, ufd, -1, c, TEST_UID,
 					  "inet airlock", "a4", "a6");
 
 		fprintf(stderr, "resolver: %s\n", strerror(-rc));
@@ -396,13 +396,58 @@ static int teardown(void **state)
 
 /* --- the tests ------------------------------------------------------------ */
 
-/* It runs as the uid it was given with CAP_NET_ADMIN alone, and nft still
- * works. */
-static void test_privileges(void **state)
+/* The `key:\tvalue` line of /proc/PID/status, tabs as they are. */
+static bool status_has(pid_t pid, const char *line_want)
 {
 	char path[64], line[256];
-	bool uid = false, cap = false, nnp = false;
+	bool found = false;
 	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		found |= strcmp(line, line_want) == 0;
+	fclose(f);
+	return found;
+}
+
+/* Is `pid`'s namespace `ns` ("net", "mnt", "pid") ours? */
+static bool same_ns(pid_t pid, const char *ns)
+{
+	char a[64], b[64], la[64] = "", lb[64] = "";
+
+	snprintf(a, sizeof(a), "/proc/%d/ns/%s", (int)pid, ns);
+	snprintf(b, sizeof(b), "/proc/self/ns/%s", ns);
+	assert_true(readlink(a, la, sizeof(la) - 1) > 0);
+	assert_true(readlink(b, lb, sizeof(lb) - 1) > 0);
+	return strcmp(la, lb) == 0;
+}
+
+/* The DNS side: the opener's only child. */
+static pid_t dns_side(void)
+{
+	char path[64];
+	long pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)child,
+		 (int)child);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld", &pid), 1);
+	fclose(f);
+	return (pid_t)pid;
+}
+
+/* Two processes (issue 23). The opener, which holds the nft context and
+ * the upstream socket, runs as the uid it was given with CAP_NET_ADMIN
+ * alone, in empty network and mount namespaces, and nft still works. The
+ * DNS side, which parses what the guest sends, has no capability at all
+ * and is alone in new network, mount and pid namespaces. */
+static void test_privileges(void **state)
+{
+	pid_t dns;
 
 	(void)state;
 	NEED_ROOT();
@@ -411,18 +456,27 @@ static void test_privileges(void **state)
 
 		ask("gone.test", 1, &r);
 	}
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		uid |= strcmp(line, "Uid:\t60999\t60999\t60999\t60999\n") == 0;
-		cap |= strcmp(line, "CapEff:\t0000000000001000\n") == 0;
-		nnp |= strcmp(line, "NoNewPrivs:\t1\n") == 0;
+	assert_true(status_has(child, "Uid:\t60999\t60999\t60999\t60999\n"));
+	assert_true(status_has(child, "CapEff:\t0000000000001000\n"));
+	assert_true(status_has(child, "NoNewPrivs:\t1\n"));
+	assert_false(same_ns(child, "net"));
+	assert_false(same_ns(child, "mnt"));
+	dns = dns_side();
+	assert_true(status_has(dns, "Uid:\t60999\t60999\t60999\t60999\n"));
+	assert_true(status_has(dns, "CapEff:\t0000000000000000\n"));
+	assert_true(status_has(dns, "CapPrm:\t0000000000000000\n"));
+	assert_true(status_has(dns, "CapBnd:\t0000000000000000\n"));
+	assert_true(status_has(dns, "NoNewPrivs:\t1\n"));
+	assert_false(same_ns(dns, "net"));
+	assert_false(same_ns(dns, "mnt"));
+	assert_false(same_ns(dns, "pid"));
+	{
+		char want[64];
+
+		/* pid 1 of its own pid namespace: it sees no other process */
+		snprintf(want, sizeof(want), "NSpid:\t%d\t1\n", (int)dns);
+		assert_true(status_has(dns, want));
 	}
-	fclose(f);
-	assert_true(uid);
-	assert_true(cap);
-	assert_true(nnp);
 }
 
 /* An allowed name: the address is in the set when the answer arrives,

@@ -3,15 +3,25 @@
  * stdout, what the jail lets a compromised VMM see and do.
  *
  *   jail_probe OTHER_PID OTHER_PID TEMPLATE_MEM_PATH
+ *   jail_probe net tcp:IP:PORT|udp:IP:PORT ...
+ *
+ * The second form (tests/net's test_net_vm, in a networked VM's slot)
+ * tries each destination: a TCP connect, or a datagram that must be
+ * answered (a DNS query), 1.5 s each, reports `DEST=ok` or the errno,
+ * then `reachable=N`, its interfaces and whether it holds the tap (fd 9).
  *
  * Errors are reported as errno names ("EPERM"), success as "ok".
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <dirent.h>
 #include <ftw.h>
 #include <net/if.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,11 +101,78 @@ static void report_net(void)
 		if_freenameindex(ifs);
 }
 
+/* One destination "tcp:IP:PORT" or "udp:IP:PORT": 0 when reached. */
+static int reach(const char *dst)
+{
+	static const unsigned char query[] = {
+	    0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 7, 'a', 'l', 'l', 'o',
+	    'w', 'e', 'd', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	char ip[64];
+	unsigned port;
+	bool tcp = !strncmp(dst, "tcp:", 4);
+	struct pollfd p = {.events = tcp ? POLLOUT : POLLIN};
+	int fd, err = 0;
+	socklen_t len = sizeof(err);
+
+	if (sscanf(dst + 4, "%63[^:]:%u", ip, &port) != 2 ||
+	    inet_pton(AF_INET, ip, &a.sin_addr) != 1)
+		return errno = EINVAL, -1;
+	a.sin_port = htons((unsigned short)port);
+	fd = socket(AF_INET, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK,
+		    0);
+	if (fd < 0)
+		return -1;
+	p.fd = fd;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 &&
+	    errno != EINPROGRESS)
+		goto fail;
+	if (!tcp && send(fd, query, sizeof(query), 0) < 0)
+		goto fail;
+	if (poll(&p, 1, 1500) != 1) {
+		errno = ETIMEDOUT;
+		goto fail;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+		errno = err ? err : errno;
+		goto fail;
+	}
+	if (!tcp && recv(fd, ip, sizeof(ip), 0) < 0)
+		goto fail;
+	close(fd);
+	return 0;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+static int net_mode(int argc, char **argv)
+{
+	int reached = 0;
+
+	for (int i = 2; i < argc; i++) {
+		int r = reach(argv[i]);
+
+		printf("%s=%s\n", argv[i], res(r));
+		reached += r == 0;
+	}
+	printf("reachable=%d\n", reached);
+	report_net();
+	printf("tap=%s\n", res(fcntl(9, F_GETFD)));
+	printf("end=1\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char host[64] = "";
 	gid_t groups[8];
 	int n = getgroups(8, groups);
+
+	if (argc > 1 && !strcmp(argv[1], "net"))
+		return net_mode(argc, argv);
 
 	printf("uid=%u\ngid=%u\nngroups=%d\n", (unsigned)getuid(),
 	       (unsigned)getgid(), n);
