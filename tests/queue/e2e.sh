@@ -23,6 +23,9 @@
 #   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
 #                  SIGINT + --resume
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
+#   ids            a job id is its first payload's: the same again is a no-op,
+#                  another refused by submit, batch and eval; a stored
+#                  result of another payload is not taken (no VM)
 #   manage         status ID through the states, cancel of queued, done and
 #                  unknown jobs, wait failing fast on an unknown id, submit
 #                  and validate applying the config's policy (no VM)
@@ -425,6 +428,105 @@ cli)
   for c in run batch submit wait result status serve; do
     "$bin" "$c" --help | grep -q "^usage: airlock $c" || fail "$c --help"
   done
+  set -e
+  ;;
+
+ids)
+  # job ids are taken by their first payload (issue 23, finding 2): the
+  # same payload again is a no-op, another one is refused by submit (exit
+  # 4), by batch (an RJ line, the line named, exit 1) and by eval (a
+  # squatter's {"cmd": ["true"]} under an eval id never scores a pass);
+  # a stored result of another payload (its digest) is not taken. No VM.
+  redis_start
+  set +e
+  q='airlock:{default}'
+  py() { PYTHONPATH=$src/clients/python /usr/bin/python3 "$@"; }
+  echo '{"id":"sq1","sh":"echo mine"}' > "$tmp/a.json"
+  echo '{"id":"sq1","cmd":["true"]}' > "$tmp/b.json"
+  "$bin" submit --redis "$url" "$tmp/b.json" >/dev/null || fail "squat"
+  "$bin" submit --redis "$url" "$tmp/b.json" >/dev/null 2>"$tmp/err"
+  [ $? -eq 0 ] && grep -q "submitted before" "$tmp/err" ||
+    fail "same payload again: $(cat "$tmp/err")"
+  "$bin" submit --redis "$url" "$tmp/a.json" >/dev/null 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 4 ] && grep -q "another payload" "$tmp/err" ||
+    fail "another payload under sq1: exit $rc: $(cat "$tmp/err")"
+  [ "$(rcli xlen "$q:jobs")" -eq 1 ] || fail "enqueued twice"
+  [ "$(rcli strlen "$q:digest:sq1")" -eq 64 ] || fail "no digest key"
+  # without the digest key (it has a TTL of its own) the bytes decide
+  rcli del "$q:digest:sq1" >/dev/null
+  "$bin" submit --redis "$url" "$tmp/a.json" >/dev/null 2>&1
+  [ $? -eq 4 ] || fail "another payload, no digest key"
+  "$bin" submit --redis "$url" "$tmp/b.json" >/dev/null 2>&1 ||
+    fail "same payload, no digest key"
+  # batch on a shared Redis: the squatted line is RJ and named, the
+  # others are submitted; nothing waits for the squatter's job
+  printf '\n{"id":"b0","sh":"true"}\n{"id":"sq1","sh":"echo mine"}\n' \
+    > "$tmp/b.jsonl"
+  timeout 20 "$bin" batch --redis "$url" "$tmp/b.jsonl" -o "$tmp/b.out" \
+    2>"$tmp/err" &
+  bpid=$!
+  for _ in $(seq 100); do rcli exists "$q:job:b0" | grep -q 1 && break
+    sleep 0.1; done
+  # b0's result, as serve would store it (its payload's digest)
+  d0=$(rcli get "$q:digest:b0")
+  py - "$sock" "$q" b0 "$d0" <<'PY'
+import sys, msgpack, redis
+r = redis.Redis(unix_socket_path=sys.argv[1])
+q, jid, d = sys.argv[2:5]
+r.set(q + ":result:" + jid, msgpack.packb(
+    {"id": jid, "status": "OK", "steps": [], "attempt": 1, "digest": d},
+    use_bin_type=True))
+r.rpush(q + ":done:" + jid, "1")
+PY
+  wait $bpid; rc=$?
+  [ $rc -eq 1 ] || fail "batch with a squatted id: exit $rc: $(cat "$tmp/err")"
+  grep -q 'line 3: id "sq1": submitted before with another payload' \
+    "$tmp/err" || fail "batch does not name the line: $(cat "$tmp/err")"
+  [ "$(jq -r '.id + " " + .status' "$tmp/b.out" | tr '\n' ' ')" = \
+    "b0 OK sq1 RJ " ] || fail "batch results: $(cat "$tmp/b.out")"
+  jq -r 'select(.id == "sq1") | .error' "$tmp/b.out" | grep -q "id conflict" ||
+    fail "no conflict in the RJ"
+  # a stored result whose digest is not our payload's is not ours
+  echo '{"id":"r1","sh":"echo real"}' > "$tmp/r1.jsonl"
+  "$bin" submit --redis "$url" "$tmp/r1.jsonl" >/dev/null || fail "r1"
+  py - "$sock" "$q" r1 "$(printf '0%.0s' $(seq 64))" <<'PY'
+import sys, msgpack, redis
+r = redis.Redis(unix_socket_path=sys.argv[1])
+q, jid, d = sys.argv[2:5]
+r.set(q + ":result:" + jid, msgpack.packb(
+    {"id": jid, "status": "OK", "steps": [], "attempt": 1, "digest": d},
+    use_bin_type=True))
+r.rpush(q + ":done:" + jid, "1")
+PY
+  timeout 20 "$bin" batch --redis "$url" "$tmp/r1.jsonl" -o "$tmp/r1.out" \
+    2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] && grep -q "line 1: id \"r1\": its stored result is of another" \
+    "$tmp/err" || fail "a result of another payload taken: exit $rc: $(cat "$tmp/err")"
+  [ "$(jq -r .status "$tmp/r1.out")" = RJ ] || fail "r1: $(cat "$tmp/r1.out")"
+  # eval: a squatter takes a sample's id with {"cmd": ["true"]} first
+  zcat "$src/datasets/HumanEval.jsonl.gz" | head -1 > "$tmp/p.jsonl"
+  py - "$tmp/p.jsonl" > "$tmp/s.jsonl" <<'PY'
+import json, sys
+p = json.loads(open(sys.argv[1]).readline())
+print(json.dumps({"task_id": p["task_id"], "completion": "    return None\n"}))
+PY
+  sid=$(py - "$tmp/p.jsonl" "$tmp/s.jsonl" <<'PY'
+import json, sys
+from airlock import sample_job
+p = json.loads(open(sys.argv[1]).readline())
+s = json.loads(open(sys.argv[2]).readline())
+print(sample_job(p, s, 0)["id"])
+PY
+)
+  printf '{"id":"%s","cmd":["true"]}\n' "$sid" > "$tmp/squat.json"
+  "$bin" submit --redis "$url" "$tmp/squat.json" >/dev/null ||
+    fail "squat the eval id $sid"
+  timeout 30 "$bin" eval --redis "$url" "$tmp/s.jsonl" --problems \
+    "$tmp/p.jsonl" -o "$tmp/e.out" >"$tmp/e.txt" 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] && grep -q "line 1: id \"$sid\": submitted before" \
+    "$tmp/err" || fail "eval with a squatted id: exit $rc: $(cat "$tmp/err")"
+  [ "$(jq -r .passed "$tmp/e.out")" = false ] || fail "scored: $(cat "$tmp/e.out")"
   set -e
   ;;
 

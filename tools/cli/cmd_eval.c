@@ -176,6 +176,8 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 			       sizeof(err));
 		if (r == 0)
 			r = al_jobset_add(&ev->set, &prep);
+		if (r == 0) /* named if its id is taken by another payload */
+			ev->set.jobs[ev->set.n - 1].line = lineno;
 		else if (r != -ENOMEM)
 			al_cli_error(cli, "%s:%zu: %s", path, lineno, err);
 	}
@@ -328,6 +330,12 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 		al_cli_error(cli, "%s: cannot write", o->json);
 	if (rc == AL_EXIT_OK && ev->ours)
 		rc = AL_EXIT_FAIL;
+	if (ev->set.conflicts) { /* RJ, counted as failed: never a pass */
+		al_cli_error(cli, "%zu samples: their job id is taken by "
+			     "another payload (counted as failed); exit 1",
+			     ev->set.conflicts);
+		rc = AL_EXIT_FAIL;
+	}
 	json_decref(pk);
 	return rc;
 }
