@@ -214,6 +214,13 @@ class Redis(unittest.TestCase):
                         break
                     time.sleep(0.05)
                 self.assertEqual(got, want)
+                # and the same payloads, byte for byte: the same digests
+                for i, s in enumerate(samples):
+                    job = sample_job(p, s, i, **kw)
+                    self.assertEqual(
+                        self.c.r.get(self.c.key("digest:",
+                                                job["id"])).decode(),
+                        airlock.digest(self.c._prepare(job)[1]))
             finally:
                 ev.kill()
                 ev.wait()
