@@ -25,7 +25,8 @@
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
 #   ids            a job id is its first payload's: the same again is a no-op,
 #                  another refused by submit, batch and eval; a stored
-#                  result of another payload is not taken (no VM)
+#                  result of another payload is not taken; one id for two
+#                  jobs in one batch file is refused (no VM)
 #   manage         status ID through the states, cancel of queued, done and
 #                  unknown jobs, wait failing fast on an unknown id, submit
 #                  and validate applying the config's policy (no VM)
@@ -527,6 +528,15 @@ PY
   [ $rc -eq 1 ] && grep -q "line 1: id \"$sid\": submitted before" \
     "$tmp/err" || fail "eval with a squatted id: exit $rc: $(cat "$tmp/err")"
   [ "$(jq -r .passed "$tmp/e.out")" = false ] || fail "scored: $(cat "$tmp/e.out")"
+  # one id for two different jobs in one file: refused, even with
+  # --allow-duplicates (which shares a result between the same job only)
+  printf '{"id":"e1","sh":"echo 1"}\n{"id":"e1","sh":"echo 2"}\n' \
+    > "$tmp/e1.jsonl"
+  timeout 20 "$bin" batch --redis "$url" --allow-duplicates "$tmp/e1.jsonl" \
+    -o "$tmp/e1.out" 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] && grep -q '"e1" names different jobs' "$tmp/err" ||
+    fail "one id, two jobs: exit $rc: $(cat "$tmp/err")"
+  [ "$(rcli exists "$q:job:e1")" -eq 0 ] || fail "e1 enqueued"
   set -e
   ;;
 
@@ -871,13 +881,19 @@ batch-resume)
   [ "$runs" -eq 12 ] || fail "$runs jobs stored for 12"
   before=$(cat "$tmp"/serve-*.log | grep -ac 'stored before' || true)
   # duplicates: an error, or with --allow-duplicates one shared result
-  printf '{"id":"d","sh":"echo 1"}\n{"id":"d","sh":"echo 2"}\n' > "$tmp/d.jsonl"
+  # (the same job only: one id naming two jobs is refused even then)
+  printf '{"id":"d","sh":"echo 1"}\n{"id":"d","sh":"echo 1"}\n' > "$tmp/d.jsonl"
   rc=0; "$bin" batch --redis "$url" "$tmp/d.jsonl" -o "$tmp/d.out" 2>/dev/null ||
     rc=$?
   [ $rc -eq 2 ] && [ ! -e "$tmp/d.out" ] || fail "duplicate ids accepted"
   "$bin" batch --redis "$url" --allow-duplicates "$tmp/d.jsonl" \
     -o "$tmp/d.out" 2>/dev/null
   [ "$(jq -r .id "$tmp/d.out" | tr '\n' ' ')" = "d d " ] || fail "dups"
+  printf '{"id":"e","sh":"echo 1"}\n{"id":"e","sh":"echo 2"}\n' > "$tmp/e.jsonl"
+  rc=0; "$bin" batch --redis "$url" --allow-duplicates "$tmp/e.jsonl" \
+    -o "$tmp/e.out" 2>"$tmp/e.err" || rc=$?
+  [ $rc -eq 2 ] && grep -q 'names different jobs' "$tmp/e.err" ||
+    fail "one id, two jobs, shared: exit $rc"
   log "interrupted + resumed: 12 ids once each, none rerun after it" \
     "finished ($before reruns of running jobs by the dispatcher)"
   ;;

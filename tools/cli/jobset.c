@@ -156,7 +156,7 @@ static size_t find(const struct al_jobset *s, const size_t *idx, const char *id)
 /* Step 1: a repeated id is an error, or (allowed) shares the first's. */
 static int check_duplicates(struct al_jobset *s, const size_t *idx)
 {
-	size_t dups = 0;
+	size_t dups = 0, differ = 0;
 
 	for (size_t k = 1; k < s->n; k++) {
 		struct al_jobset_job *first = &s->jobs[idx[k - 1]];
@@ -166,6 +166,13 @@ static int check_duplicates(struct al_jobset *s, const size_t *idx)
 			continue;
 		j->dup_of =
 		    first->dup_of == SIZE_MAX ? idx[k - 1] : first->dup_of;
+		/* one id, two jobs: no flag makes them share a result */
+		if (strcmp(s->jobs[j->dup_of].digest, j->digest) &&
+		    differ++ < 5)
+			al_cli_error(s->cli,
+				     "id \"%s\" names different jobs (entries "
+				     "%zu and %zu): an id is one job",
+				     j->id, j->dup_of + 1, idx[k] + 1);
 		if (dups++ < 5)
 			al_cli_error(s->cli,
 				     "id \"%s\" repeats (entries "
@@ -175,6 +182,8 @@ static int check_duplicates(struct al_jobset *s, const size_t *idx)
 					 ? "; they share one result"
 					 : "");
 	}
+	if (differ)
+		return -EEXIST;
 	if (dups && !s->o.allow_duplicates) {
 		al_cli_error(s->cli,
 			     "%zu repeated ids: an id is the idempotency key, "
