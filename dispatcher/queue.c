@@ -48,7 +48,7 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    [ALQ_KEY_RESULT] = "result:", [ALQ_KEY_DONE] = "done:",
 	    [ALQ_KEY_DEAD] = "dead",	  [ALQ_KEY_SERVES] = "serves",
 	    [ALQ_KEY_TPUT] = "tput:",	  [ALQ_KEY_SID] = "sid:",
-	    [ALQ_KEY_CANCEL] = "cancel", [ALQ_KEY_DIGEST] = "digest:",
+	    [ALQ_KEY_CANCEL] = "cancel",  [ALQ_KEY_DIGEST] = "digest:",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
 		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT ||
