@@ -48,11 +48,11 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    [ALQ_KEY_RESULT] = "result:", [ALQ_KEY_DONE] = "done:",
 	    [ALQ_KEY_DEAD] = "dead",	  [ALQ_KEY_SERVES] = "serves",
 	    [ALQ_KEY_TPUT] = "tput:",	  [ALQ_KEY_SID] = "sid:",
-	    [ALQ_KEY_CANCEL] = "cancel",
+	    [ALQ_KEY_CANCEL] = "cancel",  [ALQ_KEY_DIGEST] = "digest:",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
 		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT ||
-		       kind == ALQ_KEY_SID;
+		       kind == ALQ_KEY_SID || kind == ALQ_KEY_DIGEST;
 	int n = snprintf(buf, len, "airlock:{%s}:%s%s", q, kinds[kind],
 			 with_id && id ? id : "");
 
@@ -232,13 +232,24 @@ void alq_url_display(const struct alq_url *u, char *buf, size_t len)
  */
 
 static const char *const scripts[ALQ_N_SCRIPTS] = {
-    [ALQ_SUBMIT] = "if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
-		   "  return false\n"
-		   "end\n"
-		   "local sid = redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
-		   "                       't', ARGV[3], 'w', ARGV[4])\n"
-		   "if KEYS[3] then redis.call('SET', KEYS[3], sid) end\n"
-		   "return sid\n",
+    /* The id is taken: the same payload is a duplicate (nil), another
+     * one a conflict ({'conflict', its digest}). The digest key is only
+     * a shortcut with its own TTL: without it the bytes are compared. */
+    [ALQ_SUBMIT] =
+	"if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
+	"  local d = redis.call('GET', KEYS[4])\n"
+	"  if d then\n"
+	"    if d == ARGV[5] then return false end\n"
+	"    return {'conflict', d}\n"
+	"  end\n"
+	"  if redis.call('GET', KEYS[1]) == ARGV[1] then return false end\n"
+	"  return {'conflict', ''}\n"
+	"end\n"
+	"redis.call('SET', KEYS[4], ARGV[5], 'EX', 604800)\n"
+	"local sid = redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
+	"                       't', ARGV[3], 'w', ARGV[4])\n"
+	"redis.call('SET', KEYS[3], sid)\n"
+	"return sid\n",
 
     [ALQ_FETCH] =
 	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
@@ -718,29 +729,32 @@ static int append_submit(struct alq_client *c, const struct alq_submit *s,
 			 bool sha)
 {
 	char kjob[ALQ_KEY_MAX], kjobs[ALQ_KEY_MAX], ksid[ALQ_KEY_MAX];
-	char t[24], w[16];
-	const char *argv[10];
-	size_t lens[10];
+	char kdig[ALQ_KEY_MAX], t[24], w[16];
+	const char *argv[12];
+	size_t lens[12];
 
 	if (alq_key(kjob, sizeof(kjob), c->queue, ALQ_KEY_JOB, s->id) < 0 ||
 	    alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL) < 0 ||
-	    alq_key(ksid, sizeof(ksid), c->queue, ALQ_KEY_SID, s->id) < 0)
+	    alq_key(ksid, sizeof(ksid), c->queue, ALQ_KEY_SID, s->id) < 0 ||
+	    alq_key(kdig, sizeof(kdig), c->queue, ALQ_KEY_DIGEST, s->id) < 0)
 		return -ENAMETOOLONG;
 	snprintf(t, sizeof(t), "%llu", (unsigned long long)al_wall_ms());
 	snprintf(w, sizeof(w), "%u", s->wall_ms);
 	argv[0] = sha ? "EVALSHA" : "EVAL";
 	argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
-	argv[2] = "3";
+	argv[2] = "4";
 	argv[3] = kjob;
 	argv[4] = kjobs;
 	argv[5] = ksid;
-	argv[6] = s->payload;
-	argv[7] = s->id;
-	argv[8] = t;
-	argv[9] = w;
-	for (int i = 0; i < 10; i++)
-		lens[i] = i == 6 ? s->len : strlen(argv[i]);
-	return redisAppendCommandArgv(c->rc, 10, argv, lens) == REDIS_OK
+	argv[6] = kdig;
+	argv[7] = s->payload;
+	argv[8] = s->id;
+	argv[9] = t;
+	argv[10] = w;
+	argv[11] = s->digest;
+	for (int i = 0; i < 12; i++)
+		lens[i] = i == 7 ? s->len : strlen(argv[i]);
+	return redisAppendCommandArgv(c->rc, 12, argv, lens) == REDIS_OK
 		   ? 0
 		   : -ENOMEM;
 }
@@ -749,6 +763,24 @@ static bool noscript(const redisReply *r)
 {
 	return r && r->type == REDIS_REPLY_ERROR &&
 	       !strncmp(r->str, "NOSCRIPT", 8);
+}
+
+/* SUBMIT's {'conflict', digest} reply: -EEXIST, the stored digest in
+ * s->stored_digest ("" when the queue had none: an older submit); any
+ * other reply is the client's failure. */
+static int submit_conflict(struct alq_client *c, const redisReply *r,
+			   struct alq_submit *s)
+{
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING ||
+	    strcmp(r->element[0]->str, "conflict") != 0 ||
+	    r->element[1]->type != REDIS_REPLY_STRING)
+		return client_fail(c, r);
+	if (r->element[1]->len == AL_DIGEST_HEX)
+		memcpy(s->stored_digest, r->element[1]->str, AL_DIGEST_HEX + 1);
+	snprintf(c->err, sizeof(c->err),
+		 "id %.128s: submitted before with another payload", s->id);
+	return -EEXIST;
 }
 
 int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
@@ -762,9 +794,14 @@ int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 	for (size_t base = 0; base < n; base += window) {
 		size_t m = n - base < window ? n - base : window;
 
-		for (size_t i = 0; i < m; i++)
-			if ((r = append_submit(c, &jobs[base + i], true)) < 0)
+		for (size_t i = 0; i < m; i++) {
+			struct alq_submit *s = &jobs[base + i];
+
+			al_digest_hex(s->payload, s->len, s->digest);
+			s->stored_digest[0] = '\0';
+			if ((r = append_submit(c, s, true)) < 0)
 				return r;
+		}
 		for (size_t i = 0; i < m; i++) {
 			struct alq_submit *s = &jobs[base + i];
 			redisReply *rep = NULL;
@@ -782,7 +819,7 @@ int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 			s->dup = rep->type == REDIS_REPLY_NIL;
 			s->err = rep->type == REDIS_REPLY_STRING || s->dup
 				     ? 0
-				     : client_fail(c, rep);
+				     : submit_conflict(c, rep, s);
 			freeReplyObject(rep);
 		}
 	}
@@ -798,6 +835,11 @@ int alq_client_submit(struct alq_client *c, const char *id, const char *payload,
 
 	if (r == 0 && s.err == 0)
 		*ret_dup = s.dup;
+	if (r == 0 && s.err == -EEXIST)
+		snprintf(c->err, sizeof(c->err), "id %.128s: submitted before "
+			 "with another payload (digest %.12s, ours %.12s)", id,
+			 s.stored_digest[0] ? s.stored_digest : "unknown",
+			 s.digest);
 	return r < 0 ? r : s.err;
 }
 

@@ -18,6 +18,8 @@
  *                           cancel); expires with the result
  *   airlock:{Q}:cancel      hash entry sid -> id: cancelled while pending;
  *                           the holding dispatcher kills its VM
+ *   airlock:{Q}:digest:ID   SHA-256 (hex) of job:ID's payload; a second
+ *                           submit of ID with another payload is refused
  *
  * Every multi-key step that must be atomic is a Lua script (EVALSHA, EVAL
  * when the server does not know the script): submit (SET NX + XADD),
@@ -60,6 +62,7 @@ enum alq_key_kind {
 	ALQ_KEY_TPUT,	  /* tput:MINUTE (id = the minute) */
 	ALQ_KEY_SID,	  /* sid:ID */
 	ALQ_KEY_CANCEL,	  /* cancelled pending entries */
+	ALQ_KEY_DIGEST,	  /* digest:ID, its payload's SHA-256 (hex) */
 };
 
 /* Write the key of `kind` for queue `q` (and `id` where the kind has one)
@@ -88,7 +91,8 @@ void alq_url_display(const struct alq_url *u, char *buf, size_t len);
 /* --- scripts ------------------------------------------------------------ */
 
 enum alq_script {
-	ALQ_SUBMIT = 0, /* K: job jobs [sid]; A: payload id t w -> sid | nil */
+	ALQ_SUBMIT = 0, /* K: job jobs sid digest; A: payload id t w digest
+			   -> sid | nil (same payload) | {conflict, digest} */
 	ALQ_FETCH,	/* K: job result; A: max -> {kind, payload|len} */
 	ALQ_COMPLETE,	/* K: result done jobs job tput dead [sid];
 			   A: result ttl sid reason id n -> 1 stored | 0 */
@@ -177,7 +181,8 @@ void alq_client_close(struct alq_client *c);
 
 /* Submit one job: `payload` is its msgpack (with `id` set), wall_ms its
  * effective wall limit (reclaim timing). *ret_dup is set when the id was
- * submitted before (nothing enqueued). */
+ * submitted before with the same payload (nothing enqueued); -EEXIST when
+ * it was submitted with another payload (refused; c->err says so). */
 int alq_client_submit(struct alq_client *c, const char *id, const char *payload,
 		      size_t len, uint32_t wall_ms, bool *ret_dup);
 
@@ -186,8 +191,12 @@ struct alq_submit {
 	const char *payload; /* msgpack */
 	size_t len;	     /* bytes of payload */
 	uint32_t wall_ms;    /* effective wall limit */
-	bool dup;	     /* out: submitted before */
-	int err;	     /* out: 0 or -errno */
+	bool dup;	     /* out: submitted before, same payload */
+	int err;	     /* out: 0, -EEXIST (id taken by another
+				payload) or -errno */
+	char digest[AL_DIGEST_HEX + 1];	/* out: our payload's */
+	char stored_digest[AL_DIGEST_HEX + 1]; /* out, -EEXIST: the other
+						  payload's ("" unknown) */
 };
 /* Submit n jobs pipelined. Returns 0 when the connection held (per-job
  * outcomes in `err`/`dup`) or a negative errno. */

@@ -111,6 +111,7 @@ struct task {
 	uint64_t restore_ms;	  /* result's vm.restore_ms, for metrics */
 	char reason[200];	  /* dead-letter reason, "" = none */
 	bool cancelled;		  /* `airlock cancel`: its worker was killed */
+	char digest[AL_DIGEST_HEX + 1]; /* of the payload, "" = not fetched */
 };
 
 struct wslot {
@@ -290,6 +291,8 @@ static void finish_with(struct task *t, struct al_result *res,
 	char *buf = NULL;
 	size_t len = 0;
 
+	if (t->digest[0] && !res->digest)
+		res->digest = strdup(t->digest); /* NULL: stored without */
 	if (al_result_to_msgpack(res, &buf, &len) < 0) {
 		al_result_release(res);
 		abandon(t, "out of memory encoding a result");
@@ -448,6 +451,7 @@ static void got_payload(struct task *t, const char *p, size_t len)
 	struct al_diags d;
 
 	al_diags_init(&d);
+	al_digest_hex(p, len, t->digest);
 	if (al_job_from_msgpack(p, len, &job, &d) < 0) {
 		reject(t, &d);
 		return;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "proto.h"
 
 static const char *const status_names[AL_STATUS_COUNT] = {
 	[AL_OK] = "OK", [AL_RE] = "RE", [AL_SG] = "SG", [AL_TO] = "TO",
@@ -462,6 +463,25 @@ static int res_meta(const msgpack_object *v, const char *path, void *out,
 	return al__walk_meta(v, path, d, &((struct al_result *)out)->meta);
 }
 
+/* `digest`: exactly AL_DIGEST_HEX lowercase hex digits. */
+static int res_digest(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	struct al_result *r = out;
+	int rc = al__walk_str(v, path, AL_DIGEST_HEX, d, &r->digest);
+
+	if (rc < 0 || !r->digest)
+		return rc;
+	if (strlen(r->digest) != AL_DIGEST_HEX ||
+	    strspn(r->digest, "0123456789abcdef") != AL_DIGEST_HEX) {
+		al_diags_add(d, path, "must be %d lowercase hex digits",
+			     AL_DIGEST_HEX);
+		free(r->digest);
+		r->digest = NULL;
+	}
+	return rc;
+}
+
 static const struct al__walk_field result_fields[] = {
     {"id", 0, res_id, true},
     {"status", offsetof(struct al_result, status), walk_status, true},
@@ -475,6 +495,7 @@ static const struct al__walk_field result_fields[] = {
     {"attempt", 0, res_attempt, false},
     {"worker", offsetof(struct al_result, worker), walk_label, false},
     {"meta", 0, res_meta, false},
+    {"digest", 0, res_digest, false},
 };
 static const struct al__walk_table result_table =
     AL__WALK_TABLE(result_fields, NULL);
@@ -521,6 +542,7 @@ void al_result_release(struct al_result *r)
 	free(r->network.policy);
 	free(r->worker);
 	al__blob_release(&r->meta);
+	free(r->digest);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -617,7 +639,7 @@ static void pack_result(msgpack_packer *pk, const void *obj)
 	const struct al_result *r = obj;
 	size_t n = 6 + (r->verdict != AL_VERDICT_NONE) + !!r->error +
 		   !!r->n_files + !!r->worker + !!r->meta.len +
-		   !!r->network.policy;
+		   !!r->network.policy + !!r->digest;
 
 	msgpack_pack_map(pk, n);
 	al__pack_key(pk, "id");
@@ -661,6 +683,29 @@ static void pack_result(msgpack_packer *pk, const void *obj)
 		al__pack_key(pk, "meta");
 		al__pack_raw(pk, &r->meta);
 	}
+	if (r->digest) {
+		al__pack_key(pk, "digest");
+		al__pack_str(pk, r->digest);
+	}
+}
+
+void al_digest_hex(const void *payload, size_t len,
+		   char out[AL_DIGEST_HEX + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t h[AL_SHA256_LEN];
+
+	al_sha256(payload, len, h);
+	for (size_t i = 0; i < AL_SHA256_LEN; i++) {
+		out[2 * i] = hex[h[i] >> 4];
+		out[2 * i + 1] = hex[h[i] & 15];
+	}
+	out[AL_DIGEST_HEX] = '\0';
+}
+
+bool al_result_digest_is(const struct al_result *r, const char *want)
+{
+	return r->digest && want && strcmp(r->digest, want) == 0;
 }
 
 int al_result_to_msgpack(const struct al_result *r, char **ret,

@@ -219,6 +219,8 @@ struct al_result {
 	uint32_t attempt;              /* 1 for the first delivery */
 	char *worker;                  /* which worker ran it */
 	struct al_blob meta;           /* the job's meta, msgpack */
+	char *digest;                  /* SHA-256 of the job's payload as
+					* stored (hex), NULL = unknown */
 };
 
 /* --- diagnostics ---------------------------------------------------------- */
@@ -304,6 +306,15 @@ int al_result_to_msgpack(const struct al_result *r, char **ret,
 			 size_t *ret_len);
 int al_result_to_json(const struct al_result *r, char **ret);
 void al_result_release(struct al_result *r);
+/* A job payload's digest: the lowercase hex SHA-256 of its bytes (the
+ * msgpack stored under job:ID), as the queue keeps it beside the payload
+ * and a result carries it (`digest`): docs/queue.md, "Job ids". */
+#define AL_DIGEST_HEX 64
+void al_digest_hex(const void *payload, size_t len,
+		   char out[AL_DIGEST_HEX + 1]);
+/* Does result `r` belong to the payload of digest `want` (hex)? False
+ * when it carries another digest or none. */
+bool al_result_digest_is(const struct al_result *r, const char *want);
 /* The job status from its steps: the first non-OK (non-skipped) step's. */
 enum al_status al_result_overall_status(const struct al_result *r);
 /* Hold a step result the guest reported to what a guest may say: how the

@@ -163,6 +163,9 @@ int sb_snapshot_begin(const struct sb_options *o, const char *name,
 int sb_snapshot_commit(const struct sb_options *o,
 		       struct sb_snapshot_build *b, struct sb_snapshot_info *ret);
 void sb_snapshot_abort(struct sb_snapshot_build *b);
+/* Whether a build of snapshot `name` is on this host (worker/job.c: an
+ * unlisted snapshot is refused by name, not reported missing). */
+bool sb_snapshot_exists(const struct sb_options *o, const char *name);
 /* Open snapshot `name` as a template: -ENOENT (none here), -ESTALE (its
  * base template changed: re-create it). */
 int sb_snapshot_open(const struct sb_options *o, const char *name,

@@ -4,7 +4,7 @@
  * ran in it, saved like a template (template.c) so that jobs start from
  * it instead:
  *
- *   STATE/snapshots/NAME-KEY-ID/   root's, 0755
+ *   STATE/snapshots/NAME-KEY-ID/   root's, 0700 (files 0400)
  *     state    device state (x-ignore-shared: no RAM in it)
  *     mem      sparse: the guest RAM pages that differ from the base's
  *     pages    bitmap, one bit per 4 KiB page of RAM: which are in mem
@@ -303,6 +303,14 @@ static int snap_mem_for(const char *name, const char *dir, int base_fd)
 	return fd;
 }
 
+bool sb_snapshot_exists(const struct sb_options *o, const char *name)
+{
+	char root[PATH_MAX], ent[NAME_MAX + 1];
+
+	return name_ok(name) && snap_root(o, root, sizeof(root)) == 0 &&
+	       find_build(root, name, ent, sizeof(ent)) == 0;
+}
+
 int sb_snapshot_open(const struct sb_options *o, const char *name,
 		     struct sb_template *ret)
 {
@@ -321,6 +329,7 @@ int sb_snapshot_open(const struct sb_options *o, const char *name,
 		return r;
 	if (snprintf(dir, sizeof(dir), "%s/%s", root, ent) >= (int)sizeof(dir))
 		return -ENAMETOOLONG;
+	sb__private_files(dir); /* one an older version made 0755, 0444 */
 	dfd = sb__open_dir(dir);
 	if (dfd < 0)
 		return dfd;
@@ -448,7 +457,7 @@ static int build_dir(const char *root, struct sb_snapshot_build *b)
 {
 	char lock[PATH_MAX + AL_NAME_MAX + 16];
 
-	if (mkdir(root, 0755) < 0 && errno != EEXIST)
+	if (mkdir(root, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	snprintf(lock, sizeof(lock), "%s/.%s.lock", root, b->name);
 	b->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
@@ -464,8 +473,9 @@ static int build_dir(const char *root, struct sb_snapshot_build *b)
 		b->tmp[0] = 0;
 		return -errno;
 	}
-	/* root's; only we write here (no VMM sees this dir at all) */
-	return chmod(b->tmp, 0755) < 0 ? -errno : 0;
+	/* root's alone: only we write here and nobody else reads the
+	 * setup's RAM (no VMM sees this dir at all: it gets fds) */
+	return chmod(b->tmp, 0700) < 0 ? -errno : 0;
 }
 
 int sb_snapshot_begin(const struct sb_options *o, const char *name,
@@ -552,7 +562,7 @@ static int save_mem(const struct sb_snapshot_build *b, int dfd,
 	bits = calloc(1, nbits);
 	if (!bits)
 		return -ENOMEM;
-	fd = sb__open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
+	fd = sb__open_in(dfd, "mem", O_WRONLY | O_CREAT, 0400, geteuid());
 	r = fd;
 	if (fd >= 0)
 		r = ftruncate(fd, st.st_size) < 0 ? -errno : 0;
@@ -565,7 +575,7 @@ static int save_mem(const struct sb_snapshot_build *b, int dfd,
 	if (fd >= 0)
 		close(fd);
 	if (r == 0)
-		r = write_file(dfd, "pages", bits, nbits, 0444);
+		r = write_file(dfd, "pages", bits, nbits, 0400);
 	free(bits);
 	return r;
 }
@@ -729,7 +739,7 @@ static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 	if (r == 0)
 		r = save_mem(b, dfd, ret_pages);
 	if (r == 0)
-		r = write_file(dfd, "inputs", b->inputs, strlen(b->inputs), 0644);
+		r = write_file(dfd, "inputs", b->inputs, strlen(b->inputs), 0400);
 	close(dfd);
 	return r;
 }

@@ -2,8 +2,8 @@
  *
  * Theory of operation. A template is one booted, idle VM saved to disk:
  *
- *   STATE/templates/NAME-KEY/       root's, 0755
- *     mem      guest RAM (0444): the data extents of the memfd the
+ *   STATE/templates/NAME-KEY/       root's, 0700 (files 0400)
+ *     mem      guest RAM (0400): the data extents of the memfd the
  *              template ran on (memory-backend-file, share=on)
  *     state    device state, saved with migration capability
  *              x-ignore-shared, which leaves shared RAM out of the stream
@@ -439,7 +439,7 @@ int sb__template_memfd(off_t size)
 	return fd;
 }
 
-/* Write the RAM in `mem_fd` to `mem` in `dfd` (0444) and seal the memfd:
+/* Write the RAM in `mem_fd` to `mem` in `dfd` (0400) and seal the memfd:
  * its QEMU is dead, so no writable mapping of it is left. */
 static int mem_save(int mem_fd, int dfd)
 {
@@ -448,7 +448,7 @@ static int mem_save(int mem_fd, int dfd)
 
 	if (fstat(mem_fd, &st) < 0)
 		return -errno;
-	fd = sb__open_in(dfd, "mem", O_WRONLY | O_CREAT, 0444, geteuid());
+	fd = sb__open_in(dfd, "mem", O_WRONLY | O_CREAT, 0400, geteuid());
 	if (fd < 0)
 		return fd;
 	r = ftruncate(fd, st.st_size) < 0
@@ -566,7 +566,7 @@ static int write_inputs(int dfd, const char *inputs)
 	size_t n = strlen(inputs);
 	int fd, r = 0;
 
-	fd = sb__open_in(dfd, "inputs", O_WRONLY | O_CREAT, 0644, geteuid());
+	fd = sb__open_in(dfd, "inputs", O_WRONLY | O_CREAT, 0400, geteuid());
 	if (fd < 0)
 		return fd;
 	if (write(fd, inputs, n) != (ssize_t)n || fsync(fd) < 0)
@@ -589,8 +589,9 @@ static int template_create(const struct sb_options *o, struct sb_template *t,
 		return -ENAMETOOLONG;
 	if (!mkdtemp(tmp))
 		return -errno;
-	/* root's; only we write here (no VMM sees this dir at all) */
-	if (chmod(tmp, 0755) < 0) {
+	/* root's alone: only we write here and nobody else reads guest RAM
+	 * (no VMM sees this dir at all: it gets fds) */
+	if (chmod(tmp, 0700) < 0) {
 		r = -errno;
 		rmdir(tmp);
 		return r;
@@ -650,7 +651,7 @@ int sb_template_open_net(const struct sb_options *o, const char *template_,
 		return -ENAMETOOLONG;
 	if (template_complete(t.dir, inputs))
 		goto cached;
-	r = sb_mkdirs(base, 0755);
+	r = sb_mkdirs(base, 0700);
 	if (r < 0)
 		return r;
 	snprintf(lock, sizeof(lock), "%s/.%s.lock", base, template_);
@@ -670,6 +671,8 @@ int sb_template_open_net(const struct sb_options *o, const char *template_,
 		goto done;
 	}
 cached:
+	/* one made 0755 with 0444 files by an older version */
+	sb__private_files(t.dir);
 	t.mem_fd = mem_for(t.dir, -1);
 	r = t.mem_fd < 0 ? t.mem_fd : 0;
 done:

@@ -155,6 +155,42 @@ int sb__private_dir(const char *path, mode_t mode)
 	return r;
 }
 
+int sb__private_files(const char *path)
+{
+	struct dirent *e;
+	struct stat st;
+	DIR *d = NULL;
+	int dfd, fd, r = 0;
+
+	dfd = sb__open_dir(path);
+	if (dfd < 0)
+		return dfd;
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid()) {
+		close(dfd);
+		return -EPERM;
+	}
+	if ((st.st_mode & 07777) != 0700 && fchmod(dfd, 0700) < 0)
+		r = -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return r ? r : -errno;
+	}
+	while (r == 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		fd = sb__open_in(dirfd(d), e->d_name, O_RDONLY, 0, geteuid());
+		if (fd < 0)
+			continue; /* not a regular file of ours: never read */
+		if (fstat(fd, &st) == 0 && (st.st_mode & 07777) != 0400 &&
+		    fchmod(fd, 0400) < 0)
+			r = -errno;
+		close(fd);
+	}
+	closedir(d);
+	return r;
+}
+
 /* Empty the directory open as `fd` (sb__remove_at's recursion). */
 static int remove_entries(int fd, dev_t dev, unsigned depth)
 {

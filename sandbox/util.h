@@ -43,6 +43,11 @@ int sb__open_dir(const char *path);
  * VMM running as another user must reach its own dir). The run dir's
  * check. */
 int sb__private_dir(const char *path, mode_t mode);
+/* Make template or snapshot dir `path` (ours) 0700 and its regular files
+ * 0400: guest RAM and device state are root's alone. Builds create them
+ * so; this tightens dirs an older version made 0755 with 0444 files.
+ * 0 or -errno. */
+int sb__private_files(const char *path);
 /* Remove `name` in `dirfd` and, if a directory, all it holds, at most
  * `depth` levels down, without following symlinks and without crossing
  * into another filesystem (a mount point stays, and so its parents).

@@ -113,7 +113,13 @@ static struct sb_pool *find_pool(struct al_worker *w, const char *name,
 		return NULL;
 	}
 	*ret = sb_template_open_net(w->sb, name, net, &w->templates[i]);
-	if (*ret == -ENOENT && !net) /* no image of that name: a snapshot? */
+	/* no image of that name: a snapshot, only when snapshots.allowed
+	 * lists it (whatever templates.allowed says: empty means any image,
+	 * never any snapshot) */
+	if (*ret == -ENOENT && !net && !al_policy_snapshot(w->policy, name) &&
+	    sb_snapshot_exists(w->sb, name))
+		*ret = -EPERM;
+	else if (*ret == -ENOENT && !net && al_policy_snapshot(w->policy, name))
 		*ret = sb_snapshot_open(w->sb, name, &w->templates[i]);
 	if (*ret < 0) {
 		if (i < w->n_templates) /* the slot of a removed snapshot */
@@ -265,6 +271,9 @@ static int get_vm(struct al_worker *w, const char *name,
 			 name, r == -ENOENT ? "not on this host"
 					    : "stale (its base template changed)",
 			 w->name, name);
+	else if (r == -EPERM)
+		snprintf(err, errlen, "template %s: a snapshot that "
+			 "snapshots.allowed does not list", name);
 	else if (r == -ENOENT)
 		snprintf(err, errlen, "template %s: no image (run `airlock "
 			 "image build %s`)", name, name);
@@ -682,6 +691,8 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	 * this host cannot help (docs/snapshots.md) */
 	if (no_vm && (r == -ENOENT || r == -ESTALE || r == -E2BIG) &&
 	    al_policy_snapshot(w->policy, tmpl))
+		res->status = AL_RJ;
+	if (no_vm && r == -EPERM) /* a snapshot the policy does not list */
 		res->status = AL_RJ;
 	if (over && res->status == AL_OK)
 		res->status = AL_OL; /* the guest sent files past the budget */

@@ -178,6 +178,7 @@ static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
 	struct al_proc_job pj;
 	struct al_job job = {0};
 	struct al_diags d;
+	char digest[AL_DIGEST_HEX + 1];
 	int r;
 
 	al_diags_init(&d);
@@ -185,11 +186,18 @@ static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
 		al_diags_add(&d, "", "dispatcher sent a malformed job frame");
 		return al_worker_reject(NULL, &d, res);
 	}
+	al_digest_hex(pj.payload, pj.len, digest);
 	if (al_job_from_msgpack(pj.payload, pj.len, &job, &d) < 0)
-		return al_worker_reject(d.id[0] ? d.id : NULL, &d, res);
-	r = (run ? run : al_worker_run)(w, &job, pj.queued_ms,
-					pj.attempt ? pj.attempt : 1, res);
+		r = al_worker_reject(d.id[0] ? d.id : NULL, &d, res);
+	else
+		r = (run ? run : al_worker_run)(w, &job, pj.queued_ms,
+						pj.attempt ? pj.attempt : 1,
+						res);
 	al_job_release(&job);
+	/* which payload this result is of: clients check it before they
+	 * use a stored result (docs/queue.md, "Job ids") */
+	if (r == 0 && !res->digest && !(res->digest = strdup(digest)))
+		r = -ENOMEM;
 	return r;
 }
 

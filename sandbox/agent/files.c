@@ -4,7 +4,10 @@
  * symlinks anywhere in it. Writes therefore walk the path one component at
  * a time with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), and reads
  * resolve beneath the work dir (relative symlinks inside it are fine,
- * nothing outside is reachable) and accept regular files only.
+ * nothing outside is reachable) and accept regular files only. Writes
+ * open non-blocking and replace regular files only: whatever a job or a
+ * snapshot's setup left in /work (a FIFO with no reader) cannot hang the
+ * agent while it places the next job's files.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,9 +92,13 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
+/* Write one file. Anything but a regular file at its path (a FIFO, a
+ * directory, a symlink, a device) is -EEXIST: never opened for writing
+ * in a way that could block or follow it. */
 static int put_one(const struct al_agent *a, const struct al_file *f)
 {
 	char *path = strdup(f->path), *name = NULL;
+	struct stat st;
 	int dir = -1, fd = -1, r;
 
 	if (!path)
@@ -99,10 +106,25 @@ static int put_one(const struct al_agent *a, const struct al_file *f)
 	r = dir = open_parent(a, path, &name);
 	if (r < 0)
 		goto out;
-	r = fd = open_beneath(dir, name, O_WRONLY | O_CREAT | O_TRUNC, 0644,
-			      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+	/* O_NONBLOCK: a FIFO the job (or a snapshot's setup) left in the
+	 * way must not block us (no reader: ENXIO; a reader: refused below);
+	 * no O_TRUNC before we know it is a regular file */
+	r = fd = open_beneath(dir, name,
+			      O_WRONLY | O_CREAT | O_NONBLOCK | O_NOFOLLOW |
+				  O_NOCTTY,
+			      0644, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+	if (r == -ENXIO || r == -ELOOP || r == -EISDIR)
+		r = -EEXIST;
 	if (r < 0)
 		goto out;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		r = -EEXIST;
+		goto out;
+	}
+	if (ftruncate(fd, 0) < 0) {
+		r = -errno;
+		goto out;
+	}
 	give_to_job(a, fd);
 	r = write_all(fd, f->content.data, f->content.len);
 out:
@@ -124,7 +146,9 @@ int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,
 		if (r < 0) {
 			/* the path came from the host: fine to echo */
 			snprintf(err, err_size, "put %s: %s", f->files[i].path,
-				 strerror(-r));
+				 r == -EEXIST ? "not a regular file (a FIFO, "
+						"directory or link is there)"
+					      : strerror(-r));
 			return r;
 		}
 	}

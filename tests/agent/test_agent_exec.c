@@ -418,6 +418,52 @@ static void test_cwd_and_files(void **state)
 	sb__agent_client_files_release(&got);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A setup (or an earlier step) that leaves a FIFO where the next job's file goes: putting the files fails at once
+ * with an error naming the path, the agent never blocks on an open with no
+ * reader (issue 23, finding 12), and it still answers. A regular file the
+ * job left there is replaced as before. */
+static void test_put_files_fifo(void **state)
+{
+	struct fx *f = *state;
+	struct al_file fifo[] = {{"json.py", {(uint8_t *)"x = 1\n", 6}}};
+	struct al_file sub[] = {{"d/p", {(uint8_t *)"y", 1}}};
+	struct al_file reg[] = {{"old.txt", {(uint8_t *)"new", 3}}};
+	struct al_step_result res;
+	struct al_msg_files got;
+	char *paths[] = {"old.txt"};
+	uint64_t t0;
+	int r;
+
+	SKIP_UNLESS_READY();
+	run_sh(f, "mkfifo json.py && mkdir d && mkfifo d/p && "
+		  "echo old > old.txt", 0, &res);
+	assert_int_equal(res.status, AL_OK);
+	al_step_result_release(&res);
+	t0 = mono_ms();
+	r = sb__agent_client_put_files(&f->c, fifo, 1, 5000);
+	assert_true(r < 0);
+	assert_true(r != -ETIMEDOUT);
+	r = sb__agent_client_put_files(&f->c, sub, 1, 5000);
+	assert_true(r < 0 && r != -ETIMEDOUT);
+	assert_true(mono_ms() - t0 < 4000);
+	assert_int_equal(sb__agent_client_ping(&f->c, CALL_MS), 0);
+	assert_int_equal(sb__agent_client_put_files(&f->c, reg, 1, CALL_MS),
+			 0);
+	assert_int_equal(
+	    sb__agent_client_get_files(&f->c, paths, 1, 0, CALL_MS, &got), 0);
+	assert_int_equal(got.n_files, 1);
+	blob_is(&got.files[0].content, "new");
+	sb__agent_client_files_release(&got);
+}
+
 static bool gone(pid_t pid)
 {
 	for (int i = 0; i < 300; i++) {
@@ -887,6 +933,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_env, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_step_cgroup, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cwd_and_files, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_put_files_fifo, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_background_killed, setup,
 					    teardown),

@@ -8,8 +8,9 @@
 #             is not a loopback name or the listen address gets 403, a
 #             body that is not application/json 415
 #   limits    oversized (declared and chunked), malformed, wrong method,
-#             unknown path, bad id, bad ?wait=, huge headers, a slow
-#             client: each gets its error, serve keeps answering
+#             unknown path, bad id, bad ?wait=, an id taken by another
+#             payload (409), huge headers, a slow client: each gets its
+#             error, serve keeps answering
 #   callback  the result is POSTed to a local server that answers 500
 #             once: retried, then delivered; a target outside
 #             http.callback_allow is refused at submit
@@ -188,6 +189,16 @@ timeout_s = 2"
   expect 405 -X POST "$api/jobs/a/b" -d '{"sh":"true"}'
   expect 400 -X POST "$api/jobs?wait=x" -d '{"sh":"true"}'
   expect 400 -X POST "$api/jobs?wait=100000" -d '{"sh":"true"}'
+  # an id is its first payload's: the same again is a duplicate, another
+  # payload is 409 (and in a batch names the id; the others go in)
+  expect 201 -X POST "$api/jobs" -d '{"id":"hq1","cmd":["true"]}'
+  expect 201 -X POST "$api/jobs" -d '{"id":"hq1","cmd":["true"]}'
+  jq -e '.duplicate == true' "$tmp/body" >/dev/null || fail "no duplicate"
+  expect 409 -X POST "$api/jobs" -d '{"id":"hq1","sh":"echo mine"}'
+  jq -e '.conflicts == ["hq1"]' "$tmp/body" >/dev/null || fail "409 body"
+  expect 409 -X POST "$api/jobs/batch" \
+    -d '[{"id":"hq2","sh":"true"},{"id":"hq1","sh":"echo mine"}]'
+  jq -e '.conflicts == ["hq1"]' "$tmp/body" >/dev/null || fail "409 batch"
   hdr=$(head -c 40000 /dev/zero | tr '\0' h)
   got=$(code -H "X-Big: $hdr" "$api/health") || true
   case $got in 413 | 431) ;; *) fail "huge header: $got" ;; esac

@@ -27,6 +27,10 @@
 #                  base_status/plus_status and base and plus pass@k as
 #                  evalplus's rules give them
 #   batch-resume   SIGINT + --resume: each id once, no job run twice
+#   ids            a job id is its first payload's: the same again is a no-op,
+#                  another refused by submit, batch and eval; a stored
+#                  result of another payload is not taken; one id for two
+#                  jobs in one batch file is refused (no VM)
 #   manage         status ID through the states, cancel of queued, done and
 #                  unknown jobs, wait failing fast on an unknown id, submit
 #                  and validate applying the config's policy (no VM)
@@ -432,6 +436,114 @@ cli)
   set -e
   ;;
 
+ids)
+  # job ids are taken by their first payload (issue 23, finding 2): the
+  # same payload again is a no-op, another one is refused by submit (exit
+  # 4), by batch (an RJ line, the line named, exit 1) and by eval (a
+  # squatter's {"cmd": ["true"]} under an eval id never scores a pass);
+  # a stored result of another payload (its digest) is not taken. No VM.
+  redis_start
+  set +e
+  q='airlock:{default}'
+  py() { PYTHONPATH=$src/clients/python /usr/bin/python3 "$@"; }
+  echo '{"id":"sq1","sh":"echo mine"}' > "$tmp/a.json"
+  echo '{"id":"sq1","cmd":["true"]}' > "$tmp/b.json"
+  "$bin" submit --redis "$url" "$tmp/b.json" >/dev/null || fail "squat"
+  "$bin" submit --redis "$url" "$tmp/b.json" >/dev/null 2>"$tmp/err"
+  [ $? -eq 0 ] && grep -q "submitted before" "$tmp/err" ||
+    fail "same payload again: $(cat "$tmp/err")"
+  "$bin" submit --redis "$url" "$tmp/a.json" >/dev/null 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 4 ] && grep -q "another payload" "$tmp/err" ||
+    fail "another payload under sq1: exit $rc: $(cat "$tmp/err")"
+  [ "$(rcli xlen "$q:jobs")" -eq 1 ] || fail "enqueued twice"
+  [ "$(rcli strlen "$q:digest:sq1")" -eq 64 ] || fail "no digest key"
+  # without the digest key (it has a TTL of its own) the bytes decide
+  rcli del "$q:digest:sq1" >/dev/null
+  "$bin" submit --redis "$url" "$tmp/a.json" >/dev/null 2>&1
+  [ $? -eq 4 ] || fail "another payload, no digest key"
+  "$bin" submit --redis "$url" "$tmp/b.json" >/dev/null 2>&1 ||
+    fail "same payload, no digest key"
+  # batch on a shared Redis: the squatted line is RJ and named, the
+  # others are submitted; nothing waits for the squatter's job
+  printf '\n{"id":"b0","sh":"true"}\n{"id":"sq1","sh":"echo mine"}\n' \
+    > "$tmp/b.jsonl"
+  timeout 20 "$bin" batch --redis "$url" "$tmp/b.jsonl" -o "$tmp/b.out" \
+    2>"$tmp/err" &
+  bpid=$!
+  for _ in $(seq 100); do rcli exists "$q:job:b0" | grep -q 1 && break
+    sleep 0.1; done
+  # b0's result, as serve would store it (its payload's digest)
+  d0=$(rcli get "$q:digest:b0")
+  py - "$sock" "$q" b0 "$d0" <<'PY'
+import sys, msgpack, redis
+r = redis.Redis(unix_socket_path=sys.argv[1])
+q, jid, d = sys.argv[2:5]
+r.set(q + ":result:" + jid, msgpack.packb(
+    {"id": jid, "status": "OK", "steps": [], "attempt": 1, "digest": d},
+    use_bin_type=True))
+r.rpush(q + ":done:" + jid, "1")
+PY
+  wait $bpid; rc=$?
+  [ $rc -eq 1 ] || fail "batch with a squatted id: exit $rc: $(cat "$tmp/err")"
+  grep -q 'line 3: id "sq1": submitted before with another payload' \
+    "$tmp/err" || fail "batch does not name the line: $(cat "$tmp/err")"
+  [ "$(jq -r '.id + " " + .status' "$tmp/b.out" | tr '\n' ' ')" = \
+    "b0 OK sq1 RJ " ] || fail "batch results: $(cat "$tmp/b.out")"
+  jq -r 'select(.id == "sq1") | .error' "$tmp/b.out" | grep -q "id conflict" ||
+    fail "no conflict in the RJ"
+  # a stored result whose digest is not our payload's is not ours
+  echo '{"id":"r1","sh":"echo real"}' > "$tmp/r1.jsonl"
+  "$bin" submit --redis "$url" "$tmp/r1.jsonl" >/dev/null || fail "r1"
+  py - "$sock" "$q" r1 "$(printf '0%.0s' $(seq 64))" <<'PY'
+import sys, msgpack, redis
+r = redis.Redis(unix_socket_path=sys.argv[1])
+q, jid, d = sys.argv[2:5]
+r.set(q + ":result:" + jid, msgpack.packb(
+    {"id": jid, "status": "OK", "steps": [], "attempt": 1, "digest": d},
+    use_bin_type=True))
+r.rpush(q + ":done:" + jid, "1")
+PY
+  timeout 20 "$bin" batch --redis "$url" "$tmp/r1.jsonl" -o "$tmp/r1.out" \
+    2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] && grep -q "line 1: id \"r1\": its stored result is of another" \
+    "$tmp/err" || fail "a result of another payload taken: exit $rc: $(cat "$tmp/err")"
+  [ "$(jq -r .status "$tmp/r1.out")" = RJ ] || fail "r1: $(cat "$tmp/r1.out")"
+  # eval: a squatter takes a sample's id with {"cmd": ["true"]} first
+  zcat "$src/datasets/HumanEval.jsonl.gz" | head -1 > "$tmp/p.jsonl"
+  py - "$tmp/p.jsonl" > "$tmp/s.jsonl" <<'PY'
+import json, sys
+p = json.loads(open(sys.argv[1]).readline())
+print(json.dumps({"task_id": p["task_id"], "completion": "    return None\n"}))
+PY
+  sid=$(py - "$tmp/p.jsonl" "$tmp/s.jsonl" <<'PY'
+import json, sys
+from airlock import sample_job
+p = json.loads(open(sys.argv[1]).readline())
+s = json.loads(open(sys.argv[2]).readline())
+print(sample_job(p, s, 0)["id"])
+PY
+)
+  printf '{"id":"%s","cmd":["true"]}\n' "$sid" > "$tmp/squat.json"
+  "$bin" submit --redis "$url" "$tmp/squat.json" >/dev/null ||
+    fail "squat the eval id $sid"
+  timeout 30 "$bin" eval --redis "$url" "$tmp/s.jsonl" --problems \
+    "$tmp/p.jsonl" -o "$tmp/e.out" >"$tmp/e.txt" 2>"$tmp/err"; rc=$?
+  [ $rc -eq 1 ] && grep -q "line 1: id \"$sid\": submitted before" \
+    "$tmp/err" || fail "eval with a squatted id: exit $rc: $(cat "$tmp/err")"
+  [ "$(jq -r .passed "$tmp/e.out")" = false ] || fail "scored: $(cat "$tmp/e.out")"
+  # one id for two different jobs in one file: refused, even with
+  # --allow-duplicates (which shares a result between the same job only)
+  printf '{"id":"e1","sh":"echo 1"}\n{"id":"e1","sh":"echo 2"}\n' \
+    > "$tmp/e1.jsonl"
+  timeout 20 "$bin" batch --redis "$url" --allow-duplicates "$tmp/e1.jsonl" \
+    -o "$tmp/e1.out" 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] && grep -q '"e1" names different jobs' "$tmp/err" ||
+    fail "one id, two jobs: exit $rc: $(cat "$tmp/err")"
+  [ "$(rcli exists "$q:job:e1")" -eq 0 ] || fail "e1 enqueued"
+  set -e
+  ;;
+
 manage)
   # job management and one policy, against real Redis; no VM runs
   redis_start
@@ -823,13 +935,19 @@ batch-resume)
   [ "$runs" -eq 12 ] || fail "$runs jobs stored for 12"
   before=$(cat "$tmp"/serve-*.log | grep -ac 'stored before' || true)
   # duplicates: an error, or with --allow-duplicates one shared result
-  printf '{"id":"d","sh":"echo 1"}\n{"id":"d","sh":"echo 2"}\n' > "$tmp/d.jsonl"
+  # (the same job only: one id naming two jobs is refused even then)
+  printf '{"id":"d","sh":"echo 1"}\n{"id":"d","sh":"echo 1"}\n' > "$tmp/d.jsonl"
   rc=0; "$bin" batch --redis "$url" "$tmp/d.jsonl" -o "$tmp/d.out" 2>/dev/null ||
     rc=$?
   [ $rc -eq 2 ] && [ ! -e "$tmp/d.out" ] || fail "duplicate ids accepted"
   "$bin" batch --redis "$url" --allow-duplicates "$tmp/d.jsonl" \
     -o "$tmp/d.out" 2>/dev/null
   [ "$(jq -r .id "$tmp/d.out" | tr '\n' ' ')" = "d d " ] || fail "dups"
+  printf '{"id":"e","sh":"echo 1"}\n{"id":"e","sh":"echo 2"}\n' > "$tmp/e.jsonl"
+  rc=0; "$bin" batch --redis "$url" --allow-duplicates "$tmp/e.jsonl" \
+    -o "$tmp/e.out" 2>"$tmp/e.err" || rc=$?
+  [ $rc -eq 2 ] && grep -q 'names different jobs' "$tmp/e.err" ||
+    fail "one id, two jobs, shared: exit $rc"
   log "interrupted + resumed: 12 ids once each, none rerun after it" \
     "finished ($before reruns of running jobs by the dispatcher)"
   ;;

@@ -238,22 +238,42 @@ static void test_submit_once(void **state)
 	assert_int_equal(alq_client_submit(&c, "j1", "payload", 7, 5000, &dup),
 			 0);
 	assert_false(dup);
-	assert_int_equal(alq_client_submit(&c, "j1", "other", 5, 5000, &dup),
+	assert_int_equal(alq_client_submit(&c, "j1", "payload", 7, 5000, &dup),
 			 0);
-	assert_true(dup);
+	assert_true(dup); /* the same payload: a no-op */
+	/* another payload under a taken id: refused, the first's digest */
+	dup = false;
+	assert_int_equal(alq_client_submit(&c, "j1", "other", 5, 5000, &dup),
+			 -EEXIST);
+	assert_false(dup);
+	assert_non_null(strstr(c.err, "another payload"));
 	assert_int_equal(alq_client_submit_many(&c, many, 3), 0);
+	assert_int_equal(many[0].err, 0);
 	assert_false(many[0].dup);
 	assert_false(many[1].dup);
-	assert_true(many[2].dup);
+	assert_int_equal(many[2].err, -EEXIST);
+	assert_string_equal(many[2].stored_digest, many[0].digest);
 	rc = redistest_raw(&srv);
 	assert_int_equal(redistest_int(rc, "XLEN airlock:{t1}:jobs"), 3);
-	/* the payload of a duplicate never replaces the first */
+	/* the payload of a refused submit never replaces the first */
 	{
+		char want[AL_DIGEST_HEX + 1];
 		redisReply *r = redisCommand(rc, "GET airlock:{t1}:job:j1");
 
 		assert_string_equal(r->str, "payload");
 		freeReplyObject(r);
+		al_digest_hex("payload", 7, want);
+		r = redisCommand(rc, "GET airlock:{t1}:digest:j1");
+		assert_string_equal(r->str, want);
+		freeReplyObject(r);
 	}
+	/* without the digest key (its own TTL) the bytes decide */
+	raw_ok(rc, "DEL airlock:{t1}:digest:j1");
+	assert_int_equal(alq_client_submit(&c, "j1", "other", 5, 5000, &dup),
+			 -EEXIST);
+	assert_int_equal(alq_client_submit(&c, "j1", "payload", 7, 5000, &dup),
+			 0);
+	assert_true(dup);
 	/* the script cache flushed: EVALSHA falls back to EVAL */
 	raw_ok(rc, "SCRIPT FLUSH");
 	assert_int_equal(alq_client_submit(&c, "j2", "p", 1, 1, &dup), 0);

@@ -47,6 +47,11 @@ static const struct {
 	 "files[\"../x\"]", "must not contain . or .. components"},
 	{"{\"id\":\"a\",\"status\":\"OK\",\"attempt\":-1}", "attempt",
 	 "must be 0..4294967295"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"digest\":\"abc\"}", "digest",
+	 "must be 64 lowercase hex digits"},
+	{"{\"id\":\"a\",\"status\":\"OK\",\"digest\":"
+	 "\"E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\"}",
+	 "digest", "must be 64 lowercase hex digits"},
 };
 
 static void test_rules(void **state)
@@ -215,6 +220,36 @@ static void test_stream_cap(void **state)
 	free(big);
 }
 
+/* `digest`: the payload's SHA-256 in hex, through msgpack and back; a
+ * result is its payload's only with that very digest. */
+static void test_digest(void **state)
+{
+	struct al_result res = {0}, back = {0};
+	char want[AL_DIGEST_HEX + 1], *mp = NULL;
+	struct al_diags d;
+	size_t len = 0;
+
+	(void)state;
+	al_digest_hex("", 0, want);
+	assert_string_equal(want, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b"
+				  "934ca495991b7852b855");
+	res.id = strdup("a");
+	res.digest = strdup(want);
+	assert_int_equal(al_result_to_msgpack(&res, &mp, &len), 0);
+	al_diags_init(&d);
+	assert_int_equal(al_result_from_msgpack(mp, len, &back, &d), 0);
+	assert_string_equal(back.digest, want);
+	assert_true(al_result_digest_is(&back, want));
+	want[0] = '0';
+	assert_false(al_result_digest_is(&back, want));
+	free(back.digest);
+	back.digest = NULL;
+	assert_false(al_result_digest_is(&back, want));
+	free(mp);
+	al_result_release(&res);
+	al_result_release(&back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_jailed),
 		cmocka_unit_test(test_from_guest),
 		cmocka_unit_test(test_stream_cap),
+		cmocka_unit_test(test_digest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -211,10 +211,12 @@ static void test_template_planted(void **state)
 	own_state(&o, dir);
 	assert_int_equal(sb_template_open(&o, "python", &t), 0);
 	assert_true(t.built);
-	/* sealed: a finished template dir is root's, no VMM can add to it */
+	/* sealed: a finished template dir is root's, no VMM can add to it,
+	 * and no other user reads its RAM (0700, `mem` 0400) */
 	assert_int_equal(stat(t.dir, &st), 0);
 	assert_int_equal(st.st_uid, geteuid());
-	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	shell("test \"$(stat -c %%a %s/mem)\" = 400", t.dir);
 	/* inputs: a symlink to an identical copy is not followed */
 	shell("set -e; cd %s; cp inputs ../copy; rm inputs; "
 	      "ln -s ../copy inputs", t.dir);

@@ -314,9 +314,10 @@ static int submit(const struct al_http *h, struct alq_client *cl,
 		if (alq_prepare(&jobs[i].job, h->o->policy, NULL, &prep[i]) <
 		    0)
 			return -ENOMEM;
-		subs[i] = (struct alq_submit){prep[i].id,  prep[i].payload,
-					      prep[i].len, prep[i].wall_ms,
-					      false,	   0};
+		subs[i] = (struct alq_submit){.id = prep[i].id,
+					      .payload = prep[i].payload,
+					      .len = prep[i].len,
+					      .wall_ms = prep[i].wall_ms};
 	}
 	if (open_redis(h, cl) < 0)
 		return -EIO;
@@ -348,6 +349,45 @@ static enum MHD_Result submitted(const struct al_http *h,
 		json_array_append_new(arr, json_pack("{sssb}", "id", subs[i].id,
 						     "duplicate", subs[i].dup));
 	return send_json(c, 201, json_pack("{so}", "jobs", arr));
+}
+
+static size_t conflicts(const struct alq_submit *subs, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += subs[i].err == -EEXIST;
+	return k;
+}
+
+/* 409: some id was submitted before with another payload (docs/http.md).
+ * The other jobs of a batch are in (their callbacks too); the refused
+ * ones are not, and get no callback. */
+static enum MHD_Result send_conflict(const struct al_http *h,
+				     struct MHD_Connection *c,
+				     const struct al_http_job *jobs,
+				     const struct alq_submit *subs, size_t n)
+{
+	json_t *ids = json_array(), *j;
+
+	for (size_t i = 0; i < n; i++) {
+		if (subs[i].err == -EEXIST) {
+			al_info("http: job=%s: id taken by another payload "
+				"(digest %.12s, ours %.12s): refused",
+				subs[i].id, subs[i].stored_digest,
+				subs[i].digest);
+			json_array_append_new(ids, json_string(subs[i].id));
+		} else if (jobs[i].callback &&
+			   al_callbacks_add(h->o->callbacks, subs[i].id,
+					    jobs[i].callback) < 0) {
+			al_warn("job=%s: callback not queued", subs[i].id);
+		}
+	}
+	j = json_pack("{ssso}", "error",
+		      "id conflict: submitted before with another payload "
+		      "(choose another id)",
+		      "conflicts", ids);
+	return send_json(c, 409, j);
 }
 
 static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
@@ -387,8 +427,12 @@ static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
 	}
 	r = submit(h, &cl, jobs, subs, prep, n);
 	for (size_t i = 0; r == 0 && i < n; i++)
-		if (subs[i].err < 0)
+		if (subs[i].err < 0 && subs[i].err != -EEXIST)
 			r = subs[i].err;
+	if (r == 0 && conflicts(subs, n)) {
+		ret = send_conflict(h, c, jobs, subs, n);
+		goto out;
+	}
 	if (r < 0) {
 		al_warn("http: submit: %s", cl.err[0] ? cl.err : strerror(-r));
 		ret = send_error(c, 503, "the queue is unavailable");

@@ -56,6 +56,7 @@ enum {
 	AL_EXIT_OK = 0,	   /* success: every job valid, command done */
 	AL_EXIT_FAIL = 1,  /* the command found a problem (an invalid job) */
 	AL_EXIT_USAGE = 2, /* bad usage, unreadable file, our own failure */
+	AL_EXIT_CONFLICT = 4, /* submit: the id is another payload's */
 };
 
 /* What a command's row says about its set-up. */

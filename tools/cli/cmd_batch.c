@@ -112,7 +112,7 @@ static int add_rejected(struct loader *l, struct al_diags *d, size_t len,
 }
 
 /* A valid job: derive its id if it has none, encode and add it. */
-static int add_job(struct loader *l, struct al_job *job)
+static int add_job(struct loader *l, struct al_job *job, size_t lineno)
 {
 	struct alq_prepared p;
 	char id[AL_ID_MAX + 1], *mp = NULL;
@@ -133,7 +133,10 @@ static int add_job(struct loader *l, struct al_job *job)
 	}
 	if (alq_prepare(job, l->p, job->id ? NULL : id, &p) < 0)
 		return -ENOMEM;
-	return al_jobset_add(l->set, &p);
+	if (al_jobset_add(l->set, &p) < 0)
+		return -ENOMEM;
+	l->set->jobs[l->set->n - 1].line = lineno; /* named on conflicts */
+	return 0;
 }
 
 /* Could a file starting with this line be one JSON document rather than
@@ -221,7 +224,7 @@ static int load_line(struct loader *l, const char *line, size_t len,
 		l->rejected++;
 		r = add_rejected(l, &d, len, lineno);
 	} else {
-		r = add_job(l, &job);
+		r = add_job(l, &job, lineno);
 	}
 	al_job_release(&job);
 	return r;
@@ -351,6 +354,12 @@ static int run(struct al_cli *cli, int argc, char **argv)
 				    : "are not valid jobs");
 		rc = AL_EXIT_FAIL;
 	}
+	if (set.conflicts) { /* each line named as it was found */
+		al_cli_error(cli, "%zu of %zu lines: id taken by another "
+			     "payload (RJ results, not run): exit 1",
+			     set.conflicts, l.lines);
+		rc = AL_EXIT_FAIL;
+	}
 out:
 	al_jobset_release(&set);
 	return rc;
@@ -381,7 +390,9 @@ const struct al_cmd al_cmd_batch = {
 	"state dir for this). A job without an id gets one derived from its\n"
 	"content (h-HASH), so a rerun maps it to the same job. Ids must be\n"
 	"distinct: a repeated id is an error (it would share one result),\n"
-	"or, with --allow-duplicates, a warning and one shared result.\n"
+	"or, with --allow-duplicates, a warning and one shared result when\n"
+	"the lines are the same job (never for different jobs). An id that\n"
+	"Redis holds for another job gets an RJ line naming it (exit 1).\n"
 	"\n"
 	"A file that is one JSON document instead (pretty-printed over\n"
 	"lines, or a JSON array of jobs) is refused with one error before\n"

@@ -251,6 +251,7 @@ static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 		t = (size_t)(p - ev->ps.v);
 		ev->tasks[t].n++;
 		ev->plus |= al_eval_problem_plus(p);
+		ev->samples[ev->n - 1].line = lineno;
 	}
 	free(line);
 	if (f != stdin)
@@ -277,6 +278,8 @@ static int make_jobs(struct eval *ev, struct al_cli *cli)
 		else if (r != -ENOMEM)
 			al_cli_error(cli, "sample %zu (%s): %s", i + 1,
 				     ev->samples[i].task_id, err);
+		if (r == 0) /* named if its id is taken by another payload */
+			ev->set.jobs[ev->set.n - 1].line = ev->samples[i].line;
 	}
 	free(nth);
 	return r;
@@ -654,6 +657,12 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 		al_cli_error(cli, "%s: cannot write", o->json);
 	if (rc == AL_EXIT_OK && ev->ours)
 		rc = AL_EXIT_FAIL;
+	if (ev->set.conflicts) { /* RJ, counted as failed: never a pass */
+		al_cli_error(cli, "%zu samples: their job id is taken by "
+			     "another payload (counted as failed); exit 1",
+			     ev->set.conflicts);
+		rc = AL_EXIT_FAIL;
+	}
 	json_decref(pk);
 	return rc;
 }

@@ -50,6 +50,12 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		goto out;
 	r = alq_client_submit(&cl, prep.id, prep.payload, prep.len,
 			      prep.wall_ms, &dup);
+	if (r == -EEXIST) { /* the id is another payload's: refused */
+		al_cli_error(cli, "%s; not enqueued (choose another id)",
+			     cl.err);
+		rc = AL_EXIT_CONFLICT;
+		goto out;
+	}
 	if (r < 0) {
 		al_cli_error(cli, "%s", cl.err);
 		goto out;
@@ -76,11 +82,12 @@ const struct al_cmd al_cmd_submit = {
 	"\n"
 	"Submit one JSON job (a file, or - for stdin) and print its id. A job\n"
 	"without an id gets a fresh one. The id is the idempotency key: a\n"
-	"second submit of the same id enqueues nothing (and says so on\n"
-	"stderr). The job is checked against the config's policy first\n"
+	"second submit of the same id and the same job enqueues nothing (and\n"
+	"says so on stderr); the same id with another job is refused (exit\n"
+	"4). The job is checked against the config's policy first\n"
 	"(limits, allowed templates: what `airlock validate` checks); a job\n"
 	"it rejects is not enqueued. Exit 0 submitted, 1 invalid job, 2\n"
-	"other failure.\n",
+	"other failure, 4 id conflict.\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .args_min = 1,
     .args_max = 1,

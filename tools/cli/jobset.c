@@ -77,6 +77,7 @@ int al_jobset_add(struct al_jobset *s, const struct alq_prepared *p)
 	j->payload = p->payload;
 	j->len = p->len;
 	j->wall_ms = p->wall_ms;
+	al_digest_hex(p->payload, p->len, j->digest);
 	return 0;
 }
 
@@ -155,7 +156,7 @@ static size_t find(const struct al_jobset *s, const size_t *idx, const char *id)
 /* Step 1: a repeated id is an error, or (allowed) shares the first's. */
 static int check_duplicates(struct al_jobset *s, const size_t *idx)
 {
-	size_t dups = 0;
+	size_t dups = 0, differ = 0;
 
 	for (size_t k = 1; k < s->n; k++) {
 		struct al_jobset_job *first = &s->jobs[idx[k - 1]];
@@ -165,6 +166,13 @@ static int check_duplicates(struct al_jobset *s, const size_t *idx)
 			continue;
 		j->dup_of =
 		    first->dup_of == SIZE_MAX ? idx[k - 1] : first->dup_of;
+		/* one id, two jobs: no flag makes them share a result */
+		if (strcmp(s->jobs[j->dup_of].digest, j->digest) &&
+		    differ++ < 5)
+			al_cli_error(s->cli,
+				     "id \"%s\" names different jobs (entries "
+				     "%zu and %zu): an id is one job",
+				     j->id, j->dup_of + 1, idx[k] + 1);
 		if (dups++ < 5)
 			al_cli_error(s->cli,
 				     "id \"%s\" repeats (entries "
@@ -174,6 +182,8 @@ static int check_duplicates(struct al_jobset *s, const size_t *idx)
 					 ? "; they share one result"
 					 : "");
 	}
+	if (differ)
+		return -EEXIST;
 	if (dups && !s->o.allow_duplicates) {
 		al_cli_error(s->cli,
 			     "%zu repeated ids: an id is the idempotency key, "
@@ -443,6 +453,45 @@ static int redis_err(int r)
 	return r == -EIO ? -ECONNRESET : r;
 }
 
+/* Job i's id belongs to another payload: an RJ line of our own, the
+ * input line named on stderr. `why` says how we know. */
+static int conflict(struct al_jobset *s, size_t i, const char *why)
+{
+	struct al_jobset_job *j = &s->jobs[i];
+	struct al_result res = {.status = AL_RJ, .attempt = 1};
+	char *json = NULL;
+	int r = -ENOMEM;
+
+	fprintf(stderr, "%s%s: %s %zu: id \"%s\": %s; not run, choose "
+		"another id (docs/queue.md, \"Job ids\")\n",
+		s->tty ? "\n" : "", s->o.name, j->line ? "line" : "entry",
+		j->line ? j->line : i + 1, j->id, why);
+	res.id = strdup(j->id);
+	res.digest = strdup(j->digest);
+	if (asprintf(&res.error, "id conflict: %s", why) < 0)
+		res.error = NULL;
+	if (res.id && res.digest && res.error &&
+	    al_result_to_json(&res, &json) == 0)
+		r = store_put(s, i, json, strlen(json));
+	al_result_release(&res);
+	free(json);
+	j->status = AL_RJ;
+	s->conflicts++;
+	if (r == 0)
+		mark_done(s, i);
+	return r;
+}
+
+/* May job j use stored result `res`? Only a result of its own payload
+ * (the digest the worker computed from the bytes it ran); a CX result
+ * (`airlock cancel` stores it without one) shows nothing of a payload. */
+static bool result_is_ours(const struct al_jobset_job *j,
+			   const struct al_result *res)
+{
+	return al_result_digest_is(res, j->digest) ||
+	       (!res->digest && res->status == AL_CX);
+}
+
 /* Fetch job i's result into the store. A result gone (expired) or
  * unreadable gets an XX line naming the problem. */
 static int collect(struct al_jobset *s, size_t i)
@@ -468,6 +517,12 @@ static int collect(struct al_jobset *s, size_t i)
 			 j->id);
 		j->status = AL_XX;
 		r = store_put(s, i, lost, strlen(lost));
+	} else if (!result_is_ours(j, &res)) {
+		r = conflict(s, i, "its stored result is of another payload");
+		free(json);
+		free(buf);
+		al_result_release(&res);
+		return r < 0 ? -EIO : 0;
 	} else {
 		j->status = (int8_t)res.status;
 		j->verdict = (int8_t)res.verdict;
@@ -527,16 +582,20 @@ static int wait_round(struct al_jobset *s, size_t *cursor, struct al_embed *e)
 static int submit(struct al_jobset *s)
 {
 	struct alq_submit *subs = calloc(s->n ? s->n : 1, sizeof(*subs));
+	size_t *at = calloc(s->n ? s->n : 1, sizeof(*at)); /* subs -> jobs */
 	size_t n = 0;
 	int r = 0;
 
-	if (!subs)
-		return -ENOMEM;
+	if (!subs || !at) {
+		r = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct al_jobset_job *j = &s->jobs[i];
 
 		if (j->done || !j->payload || j->dup_of != SIZE_MAX)
 			continue;
+		at[n] = i;
 		subs[n].id = j->id;
 		subs[n].payload = j->payload;
 		subs[n].len = j->len;
@@ -546,6 +605,13 @@ static int submit(struct al_jobset *s)
 		if ((r = reconnect(s)) < 0)
 			goto out;
 	for (size_t i = 0; i < n; i++) {
+		if (subs[i].err == -EEXIST) {
+			r = conflict(s, at[i], "submitted before with another "
+					       "payload");
+			if (r < 0)
+				goto out;
+			continue;
+		}
 		if (subs[i].err < 0) {
 			al_cli_error(s->cli, "%s: submit failed", subs[i].id);
 			r = subs[i].err;
@@ -555,6 +621,7 @@ static int submit(struct al_jobset *s)
 	}
 out:
 	free(subs);
+	free(at);
 	return r;
 }
 

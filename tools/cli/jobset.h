@@ -24,6 +24,11 @@
  *  4. returns 0 when every job has a line, -EINTR on SIGINT/SIGTERM (the
  *     store keeps what arrived: rerun with resume), -errno otherwise.
  *
+ * An id the queue holds with another payload (a submit refused with
+ * -EEXIST, or a stored result whose `digest` is not our payload's) is
+ * never taken for ours: the job gets a local RJ line saying so, its input
+ * line is named on stderr and `conflicts` counts it (the callers exit 1).
+ *
  * Then al_jobset_line() reads job i's line back from the store, and
  * al_jobset_write() writes them all in input order to a temp file beside
  * the output and renames it into place, so an output file is either the
@@ -55,6 +60,8 @@ struct al_jobset_job {
 	uint64_t run_ms;	/* its run time */
 	off_t off;		/* its line in the store */
 	size_t line_len;	/* bytes of that line, '\n' excluded */
+	size_t line;		/* its input line (1-based), 0 = unknown */
+	char digest[AL_DIGEST_HEX + 1]; /* of payload, "" when local */
 };
 
 struct al_jobset_opts {
@@ -73,6 +80,7 @@ struct al_jobset {
 	size_t done;			/* of them with a line */
 	size_t submitted;		/* sent to the queue by this run */
 	size_t resumed;			/* done from the store or `previous` */
+	size_t conflicts;		/* ids another payload holds: RJ */
 	size_t counts[AL_STATUS_COUNT]; /* by status */
 	size_t accepted, wrong;		/* verdicts */
 	double t0;			/* start, monotonic seconds */

@@ -70,6 +70,7 @@ struct al_eval_sample {
 	char *code;    /* the completion or the solution */
 	bool whole;    /* code is a whole program (solution, or MBPP) */
 	json_t *doc;   /* the line as parsed, copied to the results */
+	size_t line;   /* its line in the samples file (1-based), 0 = none */
 };
 
 /* Parse one problems line. 0, or -EINVAL with err set (-ENOMEM). */

@@ -7,6 +7,15 @@ Keys of queue Q (one hash tag per queue):
   airlock:{Q}:result:ID the result, msgpack, written once
   airlock:{Q}:done:ID   list RPUSHed once when the result is stored (BLPOP)
   airlock:{Q}:cancel    hash: cancelled entries a dispatcher still holds
+  airlock:{Q}:digest:ID SHA-256 (hex) of job:ID's payload
+
+An id is taken by the first payload submitted under it: submitting the
+same payload again is a no-op, another payload under it raises IdConflict.
+Payloads are encoded as the C side encodes a job (canonical(): its field
+order, str where bytes are UTF-8), so the same job from this client and
+from the CLI is the same payload. Results carry the digest of the payload
+they ran (`digest`); evaluate() uses a stored result only when it is its
+own payload's.
 
 SUBMIT, JOB_STATUS and CANCEL are the very scripts of dispatcher/queue.c
 (tests/test_client.py compares them), so a Python submit and a CLI submit
@@ -25,14 +34,24 @@ import urllib.parse
 import msgpack
 import redis
 
-# dispatcher/queue.c: scripts[ALQ_SUBMIT], byte for byte
-SUBMIT = ("if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
-          "  return false\n"
-          "end\n"
-          "local sid = redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
-          "                       't', ARGV[3], 'w', ARGV[4])\n"
-          "if KEYS[3] then redis.call('SET', KEYS[3], sid) end\n"
-          "return sid\n")
+# dispatcher/queue.c: scripts[ALQ_SUBMIT], byte for byte; K: job jobs sid
+# digest; A: payload id t w digest -> sid | nil (the same payload was
+# submitted before) | [conflict, its digest] (another payload was)
+SUBMIT = (
+    "if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then\n"
+    "  local d = redis.call('GET', KEYS[4])\n"
+    "  if d then\n"
+    "    if d == ARGV[5] then return false end\n"
+    "    return {'conflict', d}\n"
+    "  end\n"
+    "  if redis.call('GET', KEYS[1]) == ARGV[1] then return false end\n"
+    "  return {'conflict', ''}\n"
+    "end\n"
+    "redis.call('SET', KEYS[4], ARGV[5], 'EX', 604800)\n"
+    "local sid = redis.call('XADD', KEYS[2], '*', 'id', ARGV[2],\n"
+    "                       't', ARGV[3], 'w', ARGV[4])\n"
+    "redis.call('SET', KEYS[3], sid)\n"
+    "return sid\n")
 
 # dispatcher/queue.c: scripts[ALQ_JOB_STATUS]; K: job result sid jobs
 JOB_STATUS = (
@@ -76,6 +95,18 @@ WAIT_MANY = 512               # keys per BLPOP, as ALQ_WAIT_MANY
 
 class AirlockError(Exception):
     """A queue-level failure (not a job's verdict)."""
+
+
+class IdConflict(AirlockError):
+    """A job id is taken by another payload: submitted before with a
+    different job, or its stored result is of a different job. Nothing
+    was enqueued for it; choose another id (docs/queue.md, "Job ids").
+    ids: the refused ids."""
+
+    def __init__(self, ids, why="submitted before with another payload"):
+        self.ids = list(ids)
+        AirlockError.__init__(
+            self, "id conflict: %s: %s" % (", ".join(self.ids[:5]), why))
 
 
 class HarnessTimeout(AirlockError):
@@ -152,6 +183,94 @@ def _blobs_to_bytes(res):
     return res
 
 
+# results/job.c's encoder (pack_job, al_step_pack, al_limits_pack): the
+# order of fields, what it leaves out
+_JOB_KEYS = ("id", "template", "files", "steps", "limits", "network",
+             "collect", "meta")
+_STEP_KEYS = ("name", "sh", "cmd", "stdin", "env", "cwd", "timeout_ms",
+              "cpu_ms", "if", "expect", "attest")
+_TOP_STEP = ("cmd", "sh", "stdin", "env", "cwd", "timeout_ms", "cpu_ms",
+             "expect", "attest")
+_LIMIT_KEYS = ("memory_mb", "vcpus", "wall_ms", "output_bytes", "pids",
+               "disk_mb", "file_size_mb")
+
+
+def _blob(v):
+    """A blob as the C encoder writes it: str when UTF-8, else bin."""
+    if isinstance(v, (bytes, bytearray)):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes(v)
+    return v
+
+
+def _ordered(d, keys):
+    """d's known keys in `keys` order, the others after (the C decoder
+    refuses those: the worker answers RJ)."""
+    out = {k: d[k] for k in keys if k in d}
+    out.update((k, v) for k, v in d.items() if k not in out)
+    return out
+
+
+def _c_step(st):
+    if not isinstance(st, dict):
+        return st
+    st = dict(st)
+    for k, empty in (("timeout_ms", 0), ("cpu_ms", 0), ("attest", False),
+                     ("env", {}), ("if", "always")):
+        if k in st and st[k] == empty:
+            del st[k]
+    if "stdin" in st:
+        st["stdin"] = _blob(st["stdin"])
+    exp = st.get("expect")
+    if isinstance(exp, dict):
+        exp = _ordered(exp, ("stdout", "compare"))
+        if exp.get("compare") == "exact":
+            del exp["compare"]
+        if "stdout" in exp:
+            exp["stdout"] = _blob(exp["stdout"])
+        st["expect"] = exp
+    return _ordered(st, _STEP_KEYS)
+
+
+def canonical(job):
+    """The job as the C side encodes it (alq_prepare: al_job_to_msgpack of
+    the decoded job): the one-step shorthand (cmd or sh at the top) as
+    steps, fields in the encoder's order, zero limits and defaults left
+    out, str for UTF-8 blobs. The same job then has the same payload, and
+    so the same digest, from this client and from the CLI."""
+    job = dict(job)
+    if "steps" not in job and ("cmd" in job or "sh" in job):
+        job["steps"] = [{k: job.pop(k) for k in _TOP_STEP if k in job}]
+    if isinstance(job.get("steps"), list):
+        job["steps"] = [_c_step(st) for st in job["steps"]]
+    if isinstance(job.get("limits"), dict):
+        lim = {k: v for k, v in job["limits"].items() if v != 0}
+        job["limits"] = _ordered(lim, _LIMIT_KEYS)
+        if not lim:
+            del job["limits"]
+    if isinstance(job.get("files"), dict):
+        job["files"] = {k: _blob(v) for k, v in job["files"].items()}
+        if not job["files"]:
+            del job["files"]
+    if job.get("collect") == []:
+        del job["collect"]
+    return _ordered(job, _JOB_KEYS)
+
+
+def digest(payload):
+    """A payload's digest, as the queue keeps it and results carry it."""
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _result_is(result, want):
+    """Is result of the payload with digest `want`? A CX result (`airlock
+    cancel` stores it without a digest) shows nothing of a payload."""
+    d = result.get("digest")
+    return d == want if d is not None else result.get("status") == "CX"
+
+
 def _cx_result(job_id, why):
     """The CX result `airlock cancel` stores (dispatcher/queue.c cx_result,
     results/result.c pack_result), field for field and in its order."""
@@ -208,27 +327,43 @@ class Client:
         if not job.get("id"):
             job["id"] = new_id()
         wall = (job.get("limits") or {}).get("wall_ms") or DEFAULT_WALL_MS
+        job = canonical(job)
         return job, msgpack.packb(job, use_bin_type=True), int(wall)
 
     def submit(self, job):
         """Enqueue one job (a dict in the schema of docs/schema.md); returns
-        its id. Submitting an id twice enqueues it once."""
+        its id. Submitting the same job under its id again enqueues
+        nothing; another job under a taken id raises IdConflict."""
         return self.submit_many([job])[0]
 
     def submit_many(self, jobs):
-        """Enqueue jobs, pipelined; returns their ids in order."""
-        ids = []
+        """Enqueue jobs, pipelined; returns their ids in order. Raises
+        IdConflict naming the ids another payload holds (the other jobs
+        are enqueued)."""
+        return self._submit_many(jobs)[0]
+
+    def _submit_many(self, jobs):
+        """submit_many(), and the digests of the payloads."""
+        ids, digests = [], []
         pipe = self.r.pipeline(transaction=False)
         now = str(int(time.time() * 1000))
         for job in jobs:
             job, payload, wall = self._prepare(job)
             ids.append(job["id"])
+            digests.append(digest(payload))
             self._submit(keys=[self.key("job:", job["id"]), self.key("jobs"),
-                               self.key("sid:", job["id"])],
-                         args=[payload, job["id"], now, str(wall)],
+                               self.key("sid:", job["id"]),
+                               self.key("digest:", job["id"])],
+                         args=[payload, job["id"], now, str(wall),
+                               digests[-1]],
                          client=pipe)
-        pipe.execute()
-        return ids
+        replies = pipe.execute()
+        taken = [i for i, rep in zip(ids, replies)
+                 if isinstance(rep, list) and rep and
+                 rep[0] in (b"conflict", "conflict")]
+        if taken:
+            raise IdConflict(taken)
+        return ids, digests
 
     # --- results --------------------------------------------------------
 
@@ -386,8 +521,14 @@ class Client:
             jobs.append(sample_job(problems[tid], s, n, cpu_ms, template,
                                    int(check_timeout * 1000 + 0.5), strict,
                                    guard))
-        ids = self.submit_many(jobs)
+        ids, digests = self._submit_many(jobs)
         got = dict(self.as_completed(ids, timeout=timeout))
+        # a stored result is used only when it is of our own payload
+        # (never another job's that took the id first)
+        theirs = [jid for jid, d in zip(ids, digests)
+                  if got.get(jid) and not _result_is(got[jid], d)]
+        if theirs:
+            raise IdConflict(theirs, "stored result is of another payload")
         out, per = [], {}
         for s, jid in zip(samples, ids):
             if jid not in got:      # the harness gave up on it: no verdict

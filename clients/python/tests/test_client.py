@@ -214,6 +214,13 @@ class Redis(unittest.TestCase):
                         break
                     time.sleep(0.05)
                 self.assertEqual(got, want)
+                # and the same payloads, byte for byte: the same digests
+                for i, s in enumerate(samples):
+                    job = sample_job(p, s, i, **kw)
+                    self.assertEqual(
+                        self.c.r.get(self.c.key("digest:",
+                                                job["id"])).decode(),
+                        airlock.digest(self.c._prepare(job)[1]))
             finally:
                 ev.kill()
                 ev.wait()
@@ -223,18 +230,82 @@ class Redis(unittest.TestCase):
         self.assertEqual(jid, "py/1")
         st = json.loads(self.e.cli("status", "--json", "py/1").stdout)
         self.assertEqual(st["state"], "queued")
-        # the id is the idempotency key across clients
+        # the id is the idempotency key across clients: the same job from
+        # the CLI is the same payload (canonical()), a no-op
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-            f.write('{"id": "py/1", "sh": "echo other"}')
+            f.write('{"id": "py/1", "sh": "echo hi"}')
             f.flush()
             p = self.e.cli("submit", f.name)
             self.assertIn("submitted before", p.stderr)
-        self.c.submit({"id": "py/1", "sh": "echo third"})
+        # another job under it is refused, from either client
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write('{"id": "py/1", "sh": "echo other"}')
+            f.flush()
+            p = self.e.cli("submit", f.name, check=False)
+            self.assertEqual(p.returncode, 4, p.stderr)
+            self.assertIn("another payload", p.stderr)
+        with self.assertRaises(airlock.IdConflict) as cm:
+            self.c.submit({"id": "py/1", "sh": "echo third"})
+        self.assertEqual(cm.exception.ids, ["py/1"])
+        self.c.submit({"id": "py/1", "sh": "echo hi"})  # the same: fine
         self.assertEqual(self.c.r.xlen(self.c.key("jobs")), 1)
         # ids without one are fresh, as the CLI's
         ids = self.c.submit_many([{"sh": "true"}, {"sh": "true"}])
         self.assertEqual(len(set(ids)), 2)
         self.assertTrue(all(re.match(r"^j-[0-9a-f]{20}$", i) for i in ids))
+
+    def test_payloads_as_the_cli(self):
+        # the CLI's payload of a job is ours, byte for byte (so the same
+        # digest): shorthand, limits, files, expect, bytes stdin
+        jobs = [{"id": "pc/1", "sh": "echo hi"},
+                {"id": "pc/2", "cmd": ["python3", "-c", "print(1)"],
+                 "stdin": "x\u00e9", "timeout_ms": 5000,
+                 "limits": {"wall_ms": 30000, "memory_mb": 512},
+                 "template": "python", "files": {"a.txt": "hello"}},
+                {"id": "pc/3", "steps": [
+                    {"name": "s", "sh": "cat", "stdin": "in",
+                     "expect": {"stdout": "in", "compare": "exact"}},
+                    {"cmd": ["true"], "if": "success", "cpu_ms": 100,
+                     "attest": True}]}]
+        for job in jobs:
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+                f.write(json.dumps(job))
+                f.flush()
+                self.e.cli("submit", f.name)
+            theirs = self.c.r.get(self.c.key("job:", job["id"]))
+            ours = self.c._prepare(job)[1]
+            self.assertEqual(ours, theirs, job["id"])
+            self.assertEqual(
+                self.c.r.get(self.c.key("digest:", job["id"])).decode(),
+                airlock.digest(ours))
+            self.c.submit(job)  # a no-op, not a conflict
+
+    def test_id_conflict(self):
+        # a squatter takes an eval sample's id first with {"cmd": ["true"]}
+        p = {"task_id": "C/0", "prompt": "def f():\n", "entry_point": "f",
+             "test": "def check(c):\n    assert c() == 1\n"}
+        s = {"task_id": "C/0", "completion": "    return 2\n"}
+        sid = sample_job(p, s, 0)["id"]
+        self.c.submit({"id": sid, "cmd": ["true"]})
+        with self.assertRaises(airlock.IdConflict) as cm:
+            self.c.submit_many([{"id": "ok/1", "sh": "true"},
+                                sample_job(p, s, 0)])
+        self.assertEqual(cm.exception.ids, [sid])
+        self.assertEqual(self.c.status("ok/1")["state"], "queued")
+        with self.assertRaises(airlock.IdConflict):
+            self.c.evaluate([s], [p], k=(1,), timeout=5)
+        # a result stored for our payload's id but of another payload
+        # (its digest) is not taken as ours
+        job = sample_job(p, dict(s, completion="    return 1\n"), 0)
+        self.c.submit(job)
+        self.c.r.set(self.c.key("result:", job["id"]), msgpack.packb(
+            {"id": job["id"], "status": "OK", "steps": [], "attempt": 1,
+             "digest": "0" * 64}, use_bin_type=True))
+        self.c.r.rpush(self.c.key("done:", job["id"]), "1")
+        with self.assertRaises(airlock.IdConflict) as cm:
+            self.c.evaluate([dict(s, completion="    return 1\n")], [p],
+                            k=(1,), timeout=5)
+        self.assertIn("stored result", str(cm.exception))
 
     def test_serve_reads_our_payloads(self):
         # an over-policy job: serve's worker decodes our msgpack and
@@ -325,6 +396,10 @@ class Redis(unittest.TestCase):
             self.assertEqual(self.e.cli("cancel", jid,
                                         check=False).returncode, 1)
 
+    def digest_of(self, job):
+        """The digest serve puts in the result of `job` (its payload's)."""
+        return airlock.digest(self.c._prepare(job)[1])
+
     def store(self, jid, res):
         """A result as serve stores it: msgpack, blobs str when UTF-8."""
         self.c.r.set(self.c.key("result:", jid),
@@ -366,10 +441,12 @@ class Redis(unittest.TestCase):
              "test": "def check(c): pass\n"}
         samples = [{"task_id": "T/0", "completion": "    return 1\n"},
                    {"task_id": "T/0", "completion": "    return 2\n"}]
-        done = sample_job(p, samples[0], 0)["id"]
+        job0 = sample_job(p, samples[0], 0)
+        done = job0["id"]
         self.store(done, {"id": done, "status": "OK", "steps": [{
             "status": "OK", "attested": True,
-            "stdout": '{"result": "passed", "reason": "passed"}\n'}]})
+            "stdout": '{"result": "passed", "reason": "passed"}\n'}],
+            "digest": self.digest_of(job0)})
         t0 = time.monotonic()
         with self.assertRaises(airlock.HarnessTimeout) as cm:
             self.c.evaluate(samples, [p], k=[1], timeout=0.5)
@@ -383,7 +460,8 @@ class Redis(unittest.TestCase):
         # the job is still queued: a later evaluate picks it up
         self.assertEqual(self.c.status(e.pending[0])["state"], "queued")
         self.store(e.pending[0], {"id": e.pending[0], "status": "TL",
-                                  "steps": []})
+                                  "steps": [], "digest": self.digest_of(
+                                      sample_job(p, samples[1], 1))})
         rows, scores = self.c.evaluate(samples, [p], k=[1], timeout=5)
         self.assertEqual([r["result"] for r in rows], ["passed", "timed out"])
         self.assertEqual(scores, {"pass@1": 0.5})
