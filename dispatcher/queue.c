@@ -62,17 +62,6 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 /* --- URLs ------------------------------------------------------------------
  */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Copy s[0..n) percent-decoded into dst; -EINVAL on a bad escape/overflow. */
 static int decode(char *dst, size_t size, const char *s, size_t n)
 {
@@ -82,10 +71,11 @@ static int decode(char *dst, size_t size, const char *s, size_t n)
 		int c = (unsigned char)s[i];
 
 		if (c == '%') {
-			if (i + 2 >= n || hexval(s[i + 1]) < 0 ||
-			    hexval(s[i + 2]) < 0)
+			if (i + 2 >= n || al_hex_digit(s[i + 1]) < 0 ||
+			    al_hex_digit(s[i + 2]) < 0)
 				return -EINVAL;
-			c = hexval(s[i + 1]) * 16 + hexval(s[i + 2]);
+			c = al_hex_digit(s[i + 1]) * 16 +
+			    al_hex_digit(s[i + 2]);
 			i += 2;
 		}
 		if (c == 0 || o + 1 >= size)

@@ -425,7 +425,8 @@ int al__walk_files(const msgpack_object *v, const char *path,
 	uint32_t len;
 	int r = 0;
 
-	if (!al__walk_len(v, path, MSGPACK_OBJECT_MAP, 0, AL_FILES_MAX, d, &len))
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_MAP, 0, AL_FILES_MAX, d,
+			  &len))
 		return 0;
 	f = calloc(len ? len : 1, sizeof(*f));
 	if (!f)
