@@ -482,9 +482,8 @@ static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
 				    struct req *q)
 {
 	struct al_config *cfg = h->o->cfg;
-	char tdir[4096], sdir[4096], img[8400];
+	char tdir[4096], sdir[4096], img[8400], name[AL_NAME_MAX + 1];
 	json_t *list = json_array();
-	struct dirent *e;
 	struct stat st;
 	DIR *d;
 
@@ -495,14 +494,7 @@ static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
 		json_decref(list);
 		return send_error(c, 500, "templates dir unreadable");
 	}
-	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		char name[AL_NAME_MAX + 1];
-
-		if (n < 6 || n - 5 > AL_NAME_MAX ||
-		    strcmp(e->d_name + n - 5, ".conf"))
-			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), e->d_name);
+	while (al_config_template_next(d, name)) {
 		snprintf(img, sizeof(img), "%s/images/%s", sdir, name);
 		json_array_append_new(
 		    list, json_pack("{sssbsb}", "name", name, "allowed",
