@@ -220,6 +220,15 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 
 /* --- handlers ------------------------------------------------------------- */
 
+/* Redis did not answer: close cl and say 503, the one way every handler
+ * that needs the queue reports it. */
+static enum MHD_Result unavailable(struct MHD_Connection *c,
+				   struct alq_client *cl)
+{
+	alq_client_close(cl);
+	return send_error(c, 503, "the queue is unavailable");
+}
+
 static int open_redis(const struct al_http *h, struct alq_client *cl)
 {
 	const struct al_config *cfg = h->o->cfg;
@@ -421,10 +430,8 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 	json_t *j = NULL;
 	int e = 0;
 
-	if (open_redis(h, &cl) < 0 || al_queue_status(&cl, q->id, &st) < 0) {
-		alq_client_close(&cl);
-		return send_error(c, 503, "the queue is unavailable");
-	}
+	if (open_redis(h, &cl) < 0 || al_queue_status(&cl, q->id, &st) < 0)
+		return unavailable(c, &cl);
 	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
 		ret = send_json(c, 202,
 				json_pack("{sssssi}", "id", q->id, "state",
@@ -435,7 +442,7 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 	else if (st.state == ALQ_UNKNOWN || e == -ENOENT)
 		ret = send_error(c, 404, "no such job (or its result expired)");
 	else
-		ret = send_error(c, 503, "the queue is unavailable");
+		return unavailable(c, &cl);
 	alq_client_close(&cl);
 	return ret;
 }
@@ -449,10 +456,8 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 
 	if (open_redis(h, &cl) < 0 ||
 	    al_queue_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s, &was) <
-		0) {
-		alq_client_close(&cl);
-		return send_error(c, 503, "the queue is unavailable");
-	}
+		0)
+		return unavailable(c, &cl);
 	alq_client_close(&cl);
 	if (was == ALQ_QUEUED || was == ALQ_RUNNING) {
 		al_info("job=%s was=%s: cancelled over http", q->id,
