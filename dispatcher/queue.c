@@ -1073,6 +1073,16 @@ const char *al_queue_state_name(enum al_queue_state s)
 	return (unsigned)s <= ALQ_CANCELLED ? state_names[s] : "??";
 }
 
+/* The state a script's reply names, "unknown" to "done" (the states the
+ * scripts tell apart), or -1. */
+static int reply_state(const redisReply *r)
+{
+	for (int s = ALQ_UNKNOWN; s <= ALQ_DONE; s++)
+		if (str_eq(r, state_names[s]))
+			return s;
+	return -1;
+}
+
 /* EVAL script `s` with the keys of `kinds` for `id`, then args; the
  * reply, or NULL with c->err set (*ret_err = -errno). */
 static redisReply *eval_job(struct alq_client *c, enum alq_script s,
@@ -1223,7 +1233,7 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 	const char *args[4];
 	size_t lens[4];
 	redisReply *r = NULL;
-	int e;
+	int e, was;
 
 	if ((e = cx_result(id, "cancelled before it ran (airlock cancel)", &q,
 			   &lens[0])) < 0 ||
@@ -1237,14 +1247,9 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 	r = eval_job(c, ALQ_CANCEL, k, 6, id, 4, args, lens, &e);
 	if (!r)
 		goto out;
-	if (str_eq(r->element[0], "done"))
-		*ret_was = ALQ_DONE;
-	else if (str_eq(r->element[0], "unknown"))
-		*ret_was = ALQ_UNKNOWN;
-	else if (str_eq(r->element[0], "queued"))
-		*ret_was = ALQ_QUEUED;
-	else if (str_eq(r->element[0], "running"))
-		*ret_was = ALQ_RUNNING;
+	was = reply_state(r->element[0]);
+	if (was >= 0)
+		*ret_was = (enum al_queue_state)was;
 	else
 		e = client_fail(c, NULL);
 out:
