@@ -62,17 +62,6 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 /* --- URLs ------------------------------------------------------------------
  */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Copy s[0..n) percent-decoded into dst; -EINVAL on a bad escape/overflow. */
 static int decode(char *dst, size_t size, const char *s, size_t n)
 {
@@ -82,10 +71,11 @@ static int decode(char *dst, size_t size, const char *s, size_t n)
 		int c = (unsigned char)s[i];
 
 		if (c == '%') {
-			if (i + 2 >= n || hexval(s[i + 1]) < 0 ||
-			    hexval(s[i + 2]) < 0)
+			if (i + 2 >= n || al_hex_digit(s[i + 1]) < 0 ||
+			    al_hex_digit(s[i + 2]) < 0)
 				return -EINVAL;
-			c = hexval(s[i + 1]) * 16 + hexval(s[i + 2]);
+			c = al_hex_digit(s[i + 1]) * 16 +
+			    al_hex_digit(s[i + 2]);
 			i += 2;
 		}
 		if (c == 0 || o + 1 >= size)
@@ -1125,6 +1115,16 @@ const char *al_queue_state_name(enum al_queue_state s)
 	return (unsigned)s <= ALQ_CANCELLED ? state_names[s] : "??";
 }
 
+/* The state a script's reply names, "unknown" to "done" (the states the
+ * scripts tell apart), or -1. */
+static int reply_state(const redisReply *r)
+{
+	for (int s = ALQ_UNKNOWN; s <= ALQ_DONE; s++)
+		if (str_eq(r, state_names[s]))
+			return s;
+	return -1;
+}
+
 /* EVAL script `s` with the keys of `kinds` for `id`, then args; the
  * reply, or NULL with c->err set (*ret_err = -errno). */
 static redisReply *eval_job(struct alq_client *c, enum alq_script s,
@@ -1275,7 +1275,7 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 	const char *args[4];
 	size_t lens[4];
 	redisReply *r = NULL;
-	int e;
+	int e, was;
 
 	if ((e = cx_result(id, "cancelled before it ran (airlock cancel)", &q,
 			   &lens[0])) < 0 ||
@@ -1289,14 +1289,9 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 	r = eval_job(c, ALQ_CANCEL, k, 6, id, 4, args, lens, &e);
 	if (!r)
 		goto out;
-	if (str_eq(r->element[0], "done"))
-		*ret_was = ALQ_DONE;
-	else if (str_eq(r->element[0], "unknown"))
-		*ret_was = ALQ_UNKNOWN;
-	else if (str_eq(r->element[0], "queued"))
-		*ret_was = ALQ_QUEUED;
-	else if (str_eq(r->element[0], "running"))
-		*ret_was = ALQ_RUNNING;
+	was = reply_state(r->element[0]);
+	if (was >= 0)
+		*ret_was = (enum al_queue_state)was;
 	else
 		e = client_fail(c, NULL);
 out:

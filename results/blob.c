@@ -1,4 +1,5 @@
-/* blob.c: byte strings: ownership helpers, UTF-8 validation, base64. */
+/* blob.c: byte strings: ownership helpers, UTF-8 validation, hex digits,
+ * base64. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,17 @@ char *al__str_dup_n(const char *s, size_t len)
 	memcpy(p, s, len);
 	p[len] = 0;
 	return p;
+}
+
+int al_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 /* RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF. */

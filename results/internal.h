@@ -35,13 +35,14 @@ struct al_diags *al__diags_or(struct al_diags *d, struct al_diags *local);
 size_t al__diags_count(const struct al_diags *d);
 
 /* walk.c: reading bounded msgpack objects into structs */
+/* Decode v into out; report problems to d; -ENOMEM only is fatal. */
+typedef int (*al__walk_fn)(const msgpack_object *v, const char *path,
+			   void *out, struct al_diags *d);
 struct al__walk_field {
 	const char *name; /* key in the map */
 	size_t offset;    /* added to `out` before calling fn */
-	/* Decode v into out; report problems to d; -ENOMEM only is fatal. */
-	int (*fn)(const msgpack_object *v, const char *path, void *out,
-		  struct al_diags *d);
-	bool required; /* reported as "required" when absent */
+	al__walk_fn fn;   /* decodes the value */
+	bool required;    /* reported as "required" when absent */
 };
 /* An object's fields; the walker's bit mask of seen fields holds 32. */
 struct al__walk_table {
@@ -86,6 +87,17 @@ int al__walk_name(const msgpack_object *v, const char *path, struct al_diags *d,
 		  char **ret);
 int al__walk_relpath(const msgpack_object *v, const char *path,
 		     struct al_diags *d, char **ret);
+/* Is v of `type` (MSGPACK_OBJECT_ARRAY or _MAP) with lo..hi entries? If
+ * not, reports to d and returns false; else *ret_n gets the count. */
+bool al__walk_len(const msgpack_object *v, const char *path,
+		  msgpack_object_type type, uint32_t lo, uint32_t hi,
+		  struct al_diags *d, uint32_t *ret_n);
+/* An array of lo..hi elements, each `size` bytes, decoded by fn into a
+ * calloc'd array. *ret and *ret_n are set once it is allocated (even if
+ * an element then fails), so the owner's release frees what was read. */
+int al__walk_array(const msgpack_object *v, const char *path, uint32_t lo,
+		   uint32_t hi, size_t size, al__walk_fn fn, void **ret,
+		   size_t *ret_n, struct al_diags *d);
 int al__walk_files(const msgpack_object *v, const char *path,
 		   struct al_diags *d, struct al_file **ret, size_t *ret_n);
 int al__walk_meta(const msgpack_object *v, const char *path, struct al_diags *d,

@@ -87,15 +87,8 @@ static int step_cmd(const msgpack_object *v, const char *path, void *out,
 	char **argv;
 	uint32_t n;
 
-	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		al__walk_type_error(d, path, "an array");
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_ARRAY, 1, AL_ARGV_MAX, d, &n))
 		return 0;
-	}
-	n = v->via.array.size;
-	if (n < 1 || n > AL_ARGV_MAX) {
-		al_diags_add(d, path, "must have 1..%d entries", AL_ARGV_MAX);
-		return 0;
-	}
 	argv = calloc(n + 1, sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
@@ -200,16 +193,8 @@ static int step_env(const msgpack_object *v, const char *path, void *out,
 	uint32_t n;
 	int r = 0;
 
-	if (v->type != MSGPACK_OBJECT_MAP) {
-		al__walk_type_error(d, path, "an object");
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_MAP, 0, AL_ENV_MAX, d, &n))
 		return 0;
-	}
-	n = v->via.map.size;
-	if (n > AL_ENV_MAX) {
-		al_diags_add(d, path, "must have at most %d entries",
-			     AL_ENV_MAX);
-		return 0;
-	}
 	env = calloc(n ? n : 1, sizeof(*env));
 	if (!env)
 		return -ENOMEM;
@@ -457,32 +442,24 @@ static int job_files(const msgpack_object *v, const char *path, void *out,
 	return al__walk_files(v, path, d, &j->files, &j->n_files);
 }
 
+static int step_elem(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	return al_step_unpack(v, path, out, d);
+}
+
 static int job_steps(const msgpack_object *v, const char *path, void *out,
 		     struct al_diags *d)
 {
 	struct al_job *j = out;
-	char sub[160];
-	uint32_t n;
-	int r = 0;
+	void *steps = NULL;
+	int r;
 
-	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		al__walk_type_error(d, path, "an array");
-		return 0;
-	}
-	n = v->via.array.size;
-	if (n < 1 || n > AL_STEPS_MAX) {
-		al_diags_add(d, path, "must have 1..%d entries", AL_STEPS_MAX);
-		return 0;
-	}
-	j->steps = calloc(n, sizeof(*j->steps));
-	if (!j->steps)
-		return -ENOMEM;
-	j->n_steps = n;
-	for (uint32_t i = 0; i < n && r != -ENOMEM; i++) {
-		al__path_index(sub, sizeof(sub), path, i);
-		r = al_step_unpack(&v->via.array.ptr[i], sub, &j->steps[i], d);
-	}
-	return r == -ENOMEM ? r : 0;
+	r = al__walk_array(v, path, 1, AL_STEPS_MAX, sizeof(*j->steps),
+			   step_elem, &steps, &j->n_steps, d);
+	if (steps)
+		j->steps = steps;
+	return r;
 }
 
 #define LIMIT_FIELD(name, lo, hi)                                              \
@@ -540,16 +517,9 @@ static int job_collect(const msgpack_object *v, const char *path, void *out,
 	char sub[160];
 	uint32_t n;
 
-	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		al__walk_type_error(d, path, "an array");
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_ARRAY, 0, AL_COLLECT_MAX, d,
+			  &n))
 		return 0;
-	}
-	n = v->via.array.size;
-	if (n > AL_COLLECT_MAX) {
-		al_diags_add(d, path, "must have at most %d entries",
-			     AL_COLLECT_MAX);
-		return 0;
-	}
 	j->collect = calloc(n + 1, sizeof(*j->collect));
 	if (!j->collect)
 		return -ENOMEM;

@@ -310,17 +310,12 @@ static int net_dropped(const msgpack_object *v, const char *path, void *out,
 {
 	struct al_net_info *n = out;
 	char sub[160], *s;
+	uint32_t len;
 
-	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		al__walk_type_error(d, path, "an array");
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_ARRAY, 0, AL_NET_DROPPED_MAX,
+			  d, &len))
 		return 0;
-	}
-	if (v->via.array.size > AL_NET_DROPPED_MAX) {
-		al_diags_add(d, path, "must have at most %d entries",
-			     AL_NET_DROPPED_MAX);
-		return 0;
-	}
-	for (uint32_t i = 0; i < v->via.array.size; i++) {
+	for (uint32_t i = 0; i < len; i++) {
 		s = NULL;
 		al__path_index(sub, sizeof(sub), path, i);
 		if (al__walk_str(&v->via.array.ptr[i], sub, AL_NET_DEST_MAX, d,
@@ -391,34 +386,24 @@ static int res_verdict(const msgpack_object *v, const char *path, void *out,
 	return r;
 }
 
+static int step_result_elem(const msgpack_object *v, const char *path,
+			    void *out, struct al_diags *d)
+{
+	return al_step_result_unpack(v, path, out, d);
+}
+
 static int res_steps(const msgpack_object *v, const char *path, void *out,
 		     struct al_diags *d)
 {
 	struct al_result *res = out;
-	char sub[160];
-	uint32_t n;
-	int r = 0;
+	void *steps = NULL;
+	int r;
 
-	if (v->type != MSGPACK_OBJECT_ARRAY) {
-		al__walk_type_error(d, path, "an array");
-		return 0;
-	}
-	n = v->via.array.size;
-	if (n > AL_STEPS_MAX) {
-		al_diags_add(d, path, "must have at most %d entries",
-			     AL_STEPS_MAX);
-		return 0;
-	}
-	res->steps = calloc(n ? n : 1, sizeof(*res->steps));
-	if (!res->steps)
-		return -ENOMEM;
-	res->n_steps = n;
-	for (uint32_t i = 0; i < n && r != -ENOMEM; i++) {
-		al__path_index(sub, sizeof(sub), path, i);
-		r = al_step_result_unpack(&v->via.array.ptr[i], sub,
-					  &res->steps[i], d);
-	}
-	return r == -ENOMEM ? r : 0;
+	r = al__walk_array(v, path, 0, AL_STEPS_MAX, sizeof(*res->steps),
+			   step_result_elem, &steps, &res->n_steps, d);
+	if (steps)
+		res->steps = steps;
+	return r;
 }
 
 static int res_files(const msgpack_object *v, const char *path, void *out,

@@ -388,4 +388,8 @@ bool al_name_valid(const char *s); /* NUL-terminated */
 /* Is data[0..len) valid UTF-8 (no overlongs, no surrogates)? */
 bool al_utf8_valid(const uint8_t *data, size_t len);
 
+/* The value of hex digit c (either case), or -1: for the percent escapes
+ * of Redis URLs (dispatcher) and HTTP paths (tools/api). */
+int al_hex_digit(int c);
+
 #endif

@@ -26,6 +26,61 @@ bool al__walk_is_str(const msgpack_object *v, const char *s)
 	       memcmp(v->via.str.ptr, s, n) == 0;
 }
 
+/* The type name a diagnostic gives an array or a map. */
+static const char *container_name(msgpack_object_type type)
+{
+	return type == MSGPACK_OBJECT_MAP ? "an object" : "an array";
+}
+
+/* The one bounds check every list in the schema has: a wrong type or a
+ * count outside lo..hi is reported ("must have 1..256 entries", or "at
+ * most" when lo is 0) and the handler skips the field. */
+bool al__walk_len(const msgpack_object *v, const char *path,
+		  msgpack_object_type type, uint32_t lo, uint32_t hi,
+		  struct al_diags *d, uint32_t *ret_n)
+{
+	uint32_t n;
+
+	if (v->type != type) {
+		al__walk_type_error(d, path, container_name(type));
+		return false;
+	}
+	n = type == MSGPACK_OBJECT_MAP ? v->via.map.size : v->via.array.size;
+	if (n < lo || n > hi) {
+		if (lo > 0)
+			al_diags_add(d, path, "must have %u..%u entries", lo,
+				     hi);
+		else
+			al_diags_add(d, path, "must have at most %u entries",
+				     hi);
+		return false;
+	}
+	*ret_n = n;
+	return true;
+}
+
+int al__walk_array(const msgpack_object *v, const char *path, uint32_t lo,
+		   uint32_t hi, size_t size, al__walk_fn fn, void **ret,
+		   size_t *ret_n, struct al_diags *d)
+{
+	char sub[160], *a;
+	uint32_t n;
+	int r = 0;
+
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_ARRAY, lo, hi, d, &n))
+		return 0;
+	a = calloc(n ? n : 1, size);
+	if (!a)
+		return -ENOMEM;
+	*ret = a;
+	*ret_n = n;
+	for (uint32_t i = 0; i < n && r != -ENOMEM; i++) {
+		al__path_index(sub, sizeof(sub), path, i);
+		r = fn(&v->via.array.ptr[i], sub, a + i * size, d);
+	}
+	return r == -ENOMEM ? r : 0;
+}
+
 /* `base.key` for plain keys, `base["key"]` (escaped) for any other. */
 static void unknown_path(char *out, size_t size, const char *base,
 			 const msgpack_object *key)
@@ -367,21 +422,16 @@ int al__walk_files(const msgpack_object *v, const char *path,
 	struct al_file *f;
 	size_t n = 0;
 	char sub[160];
+	uint32_t len;
 	int r = 0;
 
-	if (v->type != MSGPACK_OBJECT_MAP) {
-		al__walk_type_error(d, path, "an object");
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_MAP, 0, AL_FILES_MAX, d,
+			  &len))
 		return 0;
-	}
-	if (v->via.map.size > AL_FILES_MAX) {
-		al_diags_add(d, path, "must have at most %d entries",
-			     AL_FILES_MAX);
-		return 0;
-	}
-	f = calloc(v->via.map.size ? v->via.map.size : 1, sizeof(*f));
+	f = calloc(len ? len : 1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < v->via.map.size && r == 0; i++) {
+	for (uint32_t i = 0; i < len && r == 0; i++) {
 		const msgpack_object_kv *kv = &v->via.map.ptr[i];
 		size_t before = d->n + d->dropped;
 

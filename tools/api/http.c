@@ -220,6 +220,15 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 
 /* --- handlers ------------------------------------------------------------- */
 
+/* Redis did not answer: close cl and say 503, the one way every handler
+ * that needs the queue reports it. */
+static enum MHD_Result unavailable(struct MHD_Connection *c,
+				   struct alq_client *cl)
+{
+	alq_client_close(cl);
+	return send_error(c, 503, "the queue is unavailable");
+}
+
 static int open_redis(const struct al_http *h, struct alq_client *cl)
 {
 	const struct al_config *cfg = h->o->cfg;
@@ -465,10 +474,8 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 	json_t *j = NULL;
 	int e = 0;
 
-	if (open_redis(h, &cl) < 0 || al_queue_status(&cl, q->id, &st) < 0) {
-		alq_client_close(&cl);
-		return send_error(c, 503, "the queue is unavailable");
-	}
+	if (open_redis(h, &cl) < 0 || al_queue_status(&cl, q->id, &st) < 0)
+		return unavailable(c, &cl);
 	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
 		ret = send_json(c, 202,
 				json_pack("{sssssi}", "id", q->id, "state",
@@ -479,7 +486,7 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 	else if (st.state == ALQ_UNKNOWN || e == -ENOENT)
 		ret = send_error(c, 404, "no such job (or its result expired)");
 	else
-		ret = send_error(c, 503, "the queue is unavailable");
+		return unavailable(c, &cl);
 	alq_client_close(&cl);
 	return ret;
 }
@@ -493,10 +500,8 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 
 	if (open_redis(h, &cl) < 0 ||
 	    al_queue_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s, &was) <
-		0) {
-		alq_client_close(&cl);
-		return send_error(c, 503, "the queue is unavailable");
-	}
+		0)
+		return unavailable(c, &cl);
 	alq_client_close(&cl);
 	if (was == ALQ_QUEUED || was == ALQ_RUNNING) {
 		al_info("job=%s was=%s: cancelled over http", q->id,
@@ -526,9 +531,8 @@ static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
 				    struct req *q)
 {
 	struct al_config *cfg = h->o->cfg;
-	char tdir[4096], sdir[4096], img[8400];
+	char tdir[4096], sdir[4096], img[8400], name[AL_NAME_MAX + 1];
 	json_t *list = json_array();
-	struct dirent *e;
 	struct stat st;
 	DIR *d;
 
@@ -539,14 +543,7 @@ static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
 		json_decref(list);
 		return send_error(c, 500, "templates dir unreadable");
 	}
-	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		char name[AL_NAME_MAX + 1];
-
-		if (n < 6 || n - 5 > AL_NAME_MAX ||
-		    strcmp(e->d_name + n - 5, ".conf"))
-			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), e->d_name);
+	while (al_config_template_next(d, name)) {
 		snprintf(img, sizeof(img), "%s/images/%s", sdir, name);
 		json_array_append_new(
 		    list, json_pack("{sssbsb}", "name", name, "allowed",

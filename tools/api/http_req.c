@@ -77,25 +77,14 @@ int al_http_route(const char *method, const char *path, enum al_route *ret,
 	return known ? -EPERM : -ENOENT;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 size_t al_http_unescape(char *s)
 {
 	char *w = s;
 	const char *r = s;
 
 	while (*r) {
-		int hi = r[0] == '%' ? hexval(r[1]) : -1;
-		int lo = hi >= 0 ? hexval(r[2]) : -1;
+		int hi = r[0] == '%' ? al_hex_digit(r[1]) : -1;
+		int lo = hi >= 0 ? al_hex_digit(r[2]) : -1;
 
 		if (lo >= 0 && (hi || lo)) {
 			*w++ = (char)(hi << 4 | lo);

@@ -234,6 +234,27 @@ int al_cli_opt_workers(const struct al_cli *cli, const char *arg, uint32_t *ret)
 	return 0;
 }
 
+int al_cli_each_line(const char *path, al_cli_line_fn fn, void *ctx)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	char *line = NULL;
+	size_t cap = 0, lineno = 0;
+	ssize_t len;
+	int r = 0;
+
+	if (!f)
+		return -errno;
+	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if (strspn(line, " \t\r\n") != (size_t)len)
+			r = fn(ctx, line, (size_t)len, lineno);
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return r;
+}
+
 /* --redis and --queue over the config; 0 or -EINVAL with err set. */
 static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
 {

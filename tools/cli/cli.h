@@ -127,6 +127,14 @@ int al_cli_open_job(const struct al_cli *cli, const char *id,
 int al_cli_opt_workers(const struct al_cli *cli, const char *arg,
 		       uint32_t *ret);
 
+/* One line of an input file, '\n' kept, with its 1-based number; 0 to
+ * go on, anything else stops the reading and is returned. */
+typedef int (*al_cli_line_fn)(void *ctx, char *line, size_t len,
+			      size_t lineno);
+/* Call fn on each non-blank line of path ("-": stdin), the JSON Lines
+ * input of batch and eval: 0, fn's value, or -errno from fopen. */
+int al_cli_each_line(const char *path, al_cli_line_fn fn, void *ctx);
+
 /* Print cmd's usage text and the common options to f. */
 void al_cli_usage(const struct al_cmd *cmd, FILE *f);
 /* `airlock NAME: MESSAGE` on stderr. */

@@ -230,32 +230,27 @@ static int load_line(struct loader *l, const char *line, size_t len,
 	return r;
 }
 
+/* One non-blank line of JOBS.jsonl (al_cli_line_fn). */
+static int loader_line(void *ctx, char *line, size_t len, size_t lineno)
+{
+	struct loader *l = ctx;
+	int r = 0;
+
+	if (!l->lines++)
+		l->doc_on = doc_start(line, len);
+	if (l->doc_on)
+		r = doc_add(l, line, len);
+	if (r == 0)
+		r = load_line(l, line, len, lineno);
+	return r;
+}
+
 /* Read JOBS.jsonl: one job per non-blank line. -EINVAL (said) when the
  * file is one JSON document instead. */
 static int load(struct al_cli *cli, struct loader *l, const char *path)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
-	char *line = NULL;
-	size_t cap = 0, lineno = 0;
-	ssize_t len;
-	int r = 0;
+	int r = al_cli_each_line(path, loader_line, l);
 
-	if (!f)
-		return -errno;
-	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		if (strspn(line, " \t\r\n") == (size_t)len)
-			continue;
-		if (!l->lines++)
-			l->doc_on = doc_start(line, (size_t)len);
-		if (l->doc_on)
-			r = doc_add(l, line, (size_t)len);
-		if (r == 0)
-			r = load_line(l, line, (size_t)len, lineno);
-	}
-	free(line);
-	if (f != stdin)
-		fclose(f);
 	if (r == 0)
 		r = doc_refuse(cli, l, path);
 	free(l->doc);

@@ -440,24 +440,16 @@ static void check_image(struct report *rp, const struct sb_options *o,
 static void check_templates(struct report *rp, const struct al_config *cfg,
 			    const struct sb_options *o, const char *tdir)
 {
-	struct dirent *e;
+	char name[AL_NAME_MAX + 1];
 	DIR *d = opendir(tdir);
 
 	if (!d) {
 		line(rp, "FAIL", "templates", "%s: %s", tdir, strerror(errno));
 		return;
 	}
-	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		char name[AL_NAME_MAX + 1];
-
-		if (n < 6 || n - 5 > AL_NAME_MAX ||
-		    strcmp(e->d_name + n - 5, ".conf"))
-			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), e->d_name);
+	while (al_config_template_next(d, name))
 		check_image(rp, o, name,
 			    !strcmp(name, cfg->templates.default_));
-	}
 	closedir(d);
 	if (rp->images == 0)
 		line(rp, "FAIL", "image", "no image usable by this user: no "

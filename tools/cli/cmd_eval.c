@@ -210,53 +210,54 @@ out:
 	return r;
 }
 
+/* The samples file as it is read. */
+struct sample_reader {
+	struct eval *ev;
+	struct al_cli *cli; /* for errors */
+	const char *path;   /* for errors */
+};
+
+/* One sample: parse it, count it for its task (al_cli_line_fn). */
+static int sample_line(void *ctx, char *line, size_t len, size_t lineno)
+{
+	struct sample_reader *sr = ctx;
+	struct eval *ev = sr->ev;
+	const struct al_eval_problem *p = NULL;
+	struct al_eval_sample s, *v = NULL;
+	char err[512];
+	size_t t;
+	int r;
+
+	r = al_eval_sample_parse(line, len, &s, err, sizeof(err));
+	if (r == 0 && !(p = al_eval_problem_find(&ev->ps, s.task_id))) {
+		snprintf(err, sizeof(err), "task_id %s: not in %s", s.task_id,
+			 ev->o->problems);
+		r = -EINVAL;
+	}
+	if (r == 0 && !(v = realloc(ev->samples, (ev->n + 1) * sizeof(*v))))
+		r = -ENOMEM;
+	if (r < 0) {
+		if (r != -ENOMEM)
+			al_cli_error(sr->cli, "%s:%zu: %s", sr->path, lineno,
+				     err);
+		al_eval_sample_release(&s);
+		return r;
+	}
+	ev->samples = v;
+	ev->samples[ev->n++] = s;
+	t = (size_t)(p - ev->ps.v);
+	ev->tasks[t].n++;
+	ev->plus |= al_eval_problem_plus(p);
+	ev->samples[ev->n - 1].line = lineno;
+	return 0;
+}
+
 /* Read the samples. Errors name the line. */
 static int load_samples(struct eval *ev, struct al_cli *cli, const char *path)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
-	char *line = NULL, err[512];
-	size_t cap = 0, lineno = 0;
-	ssize_t len;
-	int r = 0;
+	struct sample_reader sr = {.ev = ev, .cli = cli, .path = path};
 
-	if (!f)
-		return -errno;
-	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
-		const struct al_eval_problem *p = NULL;
-		struct al_eval_sample s, *v = NULL;
-		size_t t;
-
-		lineno++;
-		if (strspn(line, " \t\r\n") == (size_t)len)
-			continue;
-		r = al_eval_sample_parse(line, (size_t)len, &s, err,
-					 sizeof(err));
-		if (r == 0 && !(p = al_eval_problem_find(&ev->ps, s.task_id))) {
-			snprintf(err, sizeof(err), "task_id %s: not in %s",
-				 s.task_id, ev->o->problems);
-			r = -EINVAL;
-		}
-		if (r == 0 &&
-		    !(v = realloc(ev->samples, (ev->n + 1) * sizeof(*v))))
-			r = -ENOMEM;
-		if (r < 0) {
-			if (r != -ENOMEM)
-				al_cli_error(cli, "%s:%zu: %s", path, lineno,
-					     err);
-			al_eval_sample_release(&s);
-			break;
-		}
-		ev->samples = v;
-		ev->samples[ev->n++] = s;
-		t = (size_t)(p - ev->ps.v);
-		ev->tasks[t].n++;
-		ev->plus |= al_eval_problem_plus(p);
-		ev->samples[ev->n - 1].line = lineno;
-	}
-	free(line);
-	if (f != stdin)
-		fclose(f);
-	return r;
+	return al_cli_each_line(path, sample_line, &sr);
 }
 
 /* Every sample's job, in input order (once the records are in). */

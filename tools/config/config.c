@@ -1348,6 +1348,23 @@ int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len)
 	return al_install_path(AL_REL_TEMPLATES, AL_TEMPLATES_DIR, buf, len);
 }
 
+bool al_config_template_next(DIR *d, char name[AL_NAME_MAX + 1])
+{
+	struct dirent *e;
+
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+
+		if (n < 6 || n - 5 > AL_NAME_MAX ||
+		    strcmp(e->d_name + n - 5, ".conf"))
+			continue;
+		snprintf(name, AL_NAME_MAX + 1, "%.*s", (int)(n - 5),
+			 e->d_name);
+		return true;
+	}
+	return false;
+}
+
 /* The prefix this binary is installed under: /proc/self/exe's dir minus
  * the bin dir ("/usr/bin/airlock" -> "/usr"); false if it is not in one
  * (a build tree). */

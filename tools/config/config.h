@@ -38,6 +38,7 @@
 #ifndef AL_CONFIG_H
 #define AL_CONFIG_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -229,6 +230,11 @@ int al_config_state_dir(const struct al_config *cfg, char *buf, size_t len);
  * directory compiled in (the source tree's configs/templates unless the
  * build says otherwise). Returns 0 or -ENAMETOOLONG. */
 int al_config_templates_dir(const struct al_config *cfg, char *buf, size_t len);
+/* The next template in d (the templates dir, opened by the caller) into
+ * name: NAME of a file NAME.conf, NAME of 1..AL_NAME_MAX bytes, in
+ * readdir order; false at the end. For `serve`'s GET /templates and
+ * `doctor`, which list what the dir holds. */
+bool al_config_template_next(DIR *d, char name[AL_NAME_MAX + 1]);
 
 /* Is s HOST:PORT as metrics.listen and http.listen take it (not empty)? */
 bool al_config_listen_valid(const char *s);
