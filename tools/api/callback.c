@@ -16,7 +16,7 @@
 #include "callback.h"
 #include "clock.h"
 #include "log.h"
-#include "net.h"
+#include "sandbox.h" /* sb_net_always_denied */
 
 #define POLL_MS	      250u
 #define BACKOFF_MAX_S 60u

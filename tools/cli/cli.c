@@ -14,7 +14,7 @@
 
 #include "cli.h"
 #include "log.h"
-#include "options.h"
+#include "sandbox.h" /* struct sb_options */
 #include "results.h"
 
 #define OPTS_MAX 24 /* long options of one command, common ones included */
