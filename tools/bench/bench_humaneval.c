@@ -174,28 +174,43 @@ static json_t *check_job(const char *id, const char *prog)
 	return j;
 }
 
+/* One job line: program `prog` as a python3 step, or (check) through
+ * the check runner. */
+static void put_job(FILE *f, const char *id, const char *prog, bool check)
+{
+	json_t *j = check ? check_job(id, prog)
+			  : json_pack("{s:s,s:s,s:{s:s},s:[s,s]}", "id", id,
+				      "template", "python", "files", "p.py",
+				      prog, "cmd", "python3", "p.py");
+	char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	if (line)
+		fprintf(f, "%s\n", line);
+	free(line);
+	json_decref(j);
+}
+
 /* The jobs file for `airlock batch`: one python3 step per program, or
- * (check) one check runner step. */
-static int write_jobs(const char *path, char **progs, int n, bool check)
+ * (check) one check runner step; with paired, both for every program,
+ * the plain one first (ids pp-N, pc-N). */
+static int write_jobs(const char *path, char **progs, int n, bool check,
+		      bool paired)
 {
 	FILE *f = fopen(path, "we");
+	char id[32];
 
 	if (!f)
 		return -errno;
 	for (int i = 0; i < n; i++) {
-		char id[32], *line;
-		json_t *j;
-
+		if (paired) {
+			snprintf(id, sizeof(id), "pp-%03d", i);
+			put_job(f, id, progs[i], false);
+			snprintf(id, sizeof(id), "pc-%03d", i);
+			put_job(f, id, progs[i], true);
+			continue;
+		}
 		snprintf(id, sizeof(id), "%s-%03d", check ? "hc" : "he", i);
-		j = check ? check_job(id, progs[i])
-			  : json_pack("{s:s,s:s,s:{s:s},s:[s,s]}", "id", id,
-				      "template", "python", "files", "p.py",
-				      progs[i], "cmd", "python3", "p.py");
-		line = j ? json_dumps(j, JSON_COMPACT) : NULL;
-		if (line)
-			fprintf(f, "%s\n", line);
-		free(line);
-		json_decref(j);
+		put_job(f, id, progs[i], check);
 	}
 	return fclose(f) == 0 ? 0 : -EIO;
 }
@@ -276,8 +291,8 @@ static void run_airlock(const struct he_opts *o, struct peer *p,
 	snprintf(pout, sizeof(pout), "%s/%sprime-results.jsonl", dir, k);
 	snprintf(conf, sizeof(conf), "%s/airlock.conf", dir);
 	f = fopen(conf, "we");
-	if (!f || write_jobs(jobs, progs, n, check) < 0 ||
-	    write_jobs(prime, progs, 1, check) < 0) {
+	if (!f || write_jobs(jobs, progs, n, check, false) < 0 ||
+	    write_jobs(prime, progs, 1, check, false) < 0) {
 		p->note = "cannot write the jobs";
 		if (f)
 			fclose(f);
@@ -307,33 +322,6 @@ struct paired {
 	int n;					 /* programs */
 	const char *note;			 /* why absent */
 };
-
-static int write_paired(const char *path, char **progs, int n)
-{
-	FILE *f = fopen(path, "we");
-
-	if (!f)
-		return -errno;
-	for (int i = 0; i < n; i++) {
-		char id[32], *line;
-		json_t *j;
-
-		for (int k = 0; k < 2; k++) {
-			snprintf(id, sizeof(id), "%s-%03d", k ? "pc" : "pp", i);
-			j = k ? check_job(id, progs[i])
-			      : json_pack("{s:s,s:s,s:{s:s},s:[s,s]}", "id", id,
-					  "template", "python", "files",
-					  "p.py", progs[i], "cmd", "python3",
-					  "p.py");
-			line = j ? json_dumps(j, JSON_COMPACT) : NULL;
-			if (line)
-				fprintf(f, "%s\n", line);
-			free(line);
-			json_decref(j);
-		}
-	}
-	return fclose(f) == 0 ? 0 : -EIO;
-}
 
 static void sum_paired(const char *path, struct paired *pr)
 {
@@ -381,7 +369,7 @@ static void run_paired(const struct he_opts *o, const char *dir, char **progs,
 	snprintf(jobs, sizeof(jobs), "%s/paired.jsonl", dir);
 	snprintf(out, sizeof(out), "%s/paired-results.jsonl", dir);
 	snprintf(conf, sizeof(conf), "%s/airlock.conf", dir);
-	if (write_paired(jobs, progs, n) < 0) {
+	if (write_jobs(jobs, progs, n, false, true) < 0) {
 		pr->note = "cannot write the jobs";
 		return;
 	}
