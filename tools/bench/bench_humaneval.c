@@ -382,6 +382,16 @@ static void report_paired(const struct paired *pr, FILE *f)
 {
 	double cost = pr->run_ms[0] > 0 ? pr->run_ms[1] / pr->run_ms[0] : 0;
 
+	if (f) {
+		fprintf(f,
+			"\"paired\": {\"plain_job_ms\": %.1f, \"check_job_ms\": "
+			"%.1f, \"plain_step_cpu_ms\": %.1f, \"check_step_cpu_ms\": "
+			"%.1f, \"plain_passed\": %u, \"check_passed\": %u, "
+			"\"check_over_plain\": %.3f},\n",
+			pr->run_ms[0], pr->run_ms[1], pr->cpu_ms[0], pr->cpu_ms[1],
+			pr->passed[0], pr->passed[1], cost);
+		return;
+	}
 	printf("\npaired, one batch (program i plain, then through the check "
 	       "runner)\n");
 	printf("%-14s %10s %10s %10s %8s\n", "kind", "job ms", "step ms",
@@ -392,14 +402,6 @@ static void report_paired(const struct paired *pr, FILE *f)
 		       pr->wall_ms[k], pr->cpu_ms[k], pr->passed[k], pr->n);
 	printf("check runner / plain, mean job time: %.3fx %s\n", cost,
 	       pr->note ? pr->note : "");
-	if (f)
-		fprintf(f,
-			"\"paired\": {\"plain_job_ms\": %.1f, \"check_job_ms\": "
-			"%.1f, \"plain_step_cpu_ms\": %.1f, \"check_step_cpu_ms\": "
-			"%.1f, \"plain_passed\": %u, \"check_passed\": %u, "
-			"\"check_over_plain\": %.3f},\n",
-			pr->run_ms[0], pr->run_ms[1], pr->cpu_ms[0], pr->cpu_ms[1],
-			pr->passed[0], pr->passed[1], cost);
 }
 
 static void report(const struct he_opts *o, struct peer *p, size_t np, int n,
