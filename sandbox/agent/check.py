@@ -935,16 +935,25 @@ def _plus_main(token, spec):
                                 [0.0] * len(base_in), scale, *lim),
                   _stage_limits(spec.get("plus_time") or
                                 [0.0] * len(plus_in), scale, *lim))
+    frame, sched_fd = _start_sample(fn, args, ready, spec.get("guard", True))
+    del spec
+    _judge_plus(token, report_fd, done, frame, gate.release, sched_fd, mode,
+                lines, limits, scale)
+
+
+def _start_sample(fn, args, ready, guard):
+    """Start the sample's thread (it waits at the gate), then, before the
+    gate opens: its schedstat, a fresh directory, the audit hook, the
+    guard. Returns its frame and the schedstat fd."""
+    import _thread
     _thread.start_new_thread(fn, args)
     frame, native = ready.get()
     sched_fd = os.open("/proc/self/task/%d/schedstat" % native, os.O_RDONLY)
     os.chdir(_fresh_dir())
     sys.addaudithook(_audit_hook(os.getcwd))
-    if spec.get("guard", True):
+    if guard:
         _guard()
-    del spec
-    _judge_plus(token, report_fd, done, frame, gate.release, sched_fd, mode,
-                lines, limits, scale)
+    return frame, sched_fd
 
 
 def _returned_line():
@@ -1052,16 +1061,10 @@ def main():
         done.put(("failed", text, ours))
     gate.acquire()
     g = {}
-    _thread.start_new_thread(_sample, (
+    frame, sched_fd = _start_sample(_sample, (
         code if code else compile("", "<string>", "exec"), g,
         spec.get("check") if code else None, spec.get("candidate"), wrap,
-        done, ready, gate, poke))
-    frame, native = ready.get()
-    sched_fd = os.open("/proc/self/task/%d/schedstat" % native, os.O_RDONLY)
-    os.chdir(_fresh_dir())
-    sys.addaudithook(_audit_hook(os.getcwd))
-    if spec.get("guard", True):
-        _guard()
+        done, ready, gate, poke), ready, spec.get("guard", True))
     del spec
     _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
            poke)
