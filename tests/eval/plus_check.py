@@ -25,7 +25,7 @@ report's token checked as results/attest.c does).
                          psutil); each must get the statuses the samples
                          file writes down. Exit 77 (skipped) without DIR.
 
-The specs are built here as tools/eval.c builds them; the VM path (the C
+The specs are built here as tools/eval/eval.c builds them; the VM path (the C
 side, the cache, pass@k) is tests/queue/e2e.sh, case evalplus.
 """
 import json

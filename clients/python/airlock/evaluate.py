@@ -1,5 +1,5 @@
 """evaluate.py: code-generation benchmarks, as `airlock eval` does them
-(tools/eval.c): the program per sample, the job, the verdict, pass@k.
+(tools/eval/eval.c): the program per sample, the job, the verdict, pass@k.
 
 HumanEval problems: task_id, prompt, test (defines check), entry_point. A
 sample's completion continues the prompt; a solution (evalplus) is the
@@ -82,14 +82,14 @@ def _jdump(v):
 
 
 CHECK_PY = "/run/airlock-check/check.py"  # results/proto.h, AL_CHECK_PY
-CPU_SLACK_MS = 5000                       # tools/cmd_eval.c
+CPU_SLACK_MS = 5000                       # tools/cli/cmd_eval.c
 WALL_MAX_MS = 120000
 
 
 def check_spec(problem, sample, cpu_ms=20000, timeout_ms=3000, strict=False,
                guard=True):
     """The check runner's spec (sandbox/agent/check.py), as
-    tools/eval.c's al_eval_check_spec writes it."""
+    tools/eval/eval.c's al_eval_check_spec writes it."""
     strict = bool(strict and "entry_point" in problem)
     spec = {"program": program(problem, sample, not strict),
             "strict": strict, "guard": bool(guard),
@@ -146,7 +146,7 @@ def _last_line(b):
 
 
 def judge(result):
-    """(result, passed, reason) as tools/eval.c's al_eval_judge: passed
+    """(result, passed, reason) as tools/eval/eval.c's al_eval_judge: passed
     only on the runner's attested report in a step that ended OK."""
     steps = result.get("steps") or []
     last = steps[-1] if steps else {}
