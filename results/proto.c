@@ -106,7 +106,8 @@ static const struct field auth_fields[] = {
 };
 
 static const struct field zygote_fields[] = {
-    {"modules", F_STR, OFF(zygote.modules), 0, 0, AL_ZYGOTE_MODULES_MAX, true},
+    {"modules", F_STR, OFF(zygote.modules), 0, 0, AL_ZYGOTE_MODULES_MAX, false},
+    {"warm", F_BOOL, OFF(zygote.warm), 0, 0, 1, false},
 };
 
 static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {

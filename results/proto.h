@@ -29,6 +29,11 @@
  *       pre-initialized python3 that a job's first python3 step runs in
  *       (docs/zygote.md); an agent without it answers `error`, and the
  *       template is then saved without one.
+ *   v3  `zygote {warm: true}` (a warm clone's, after its restore): the
+ *       waiting zygote runs a job's paths in forks of itself, so that its
+ *       own are translated before the job (docs/zygote.md, "Warm-up");
+ *       `ok`, or `error` from an agent without it (the clone then serves
+ *       as before, cold).
  *
  * Authentication (vsock only; see docs/vsock-auth.md). On a new vsock
  * connection the agent speaks first and nothing else is served until the
@@ -178,6 +183,7 @@ struct al_msg_error {
 
 struct al_msg_zygote {
 	char *modules; /* Python modules it imports, space-separated */
+	bool warm;     /* instead: warm the waiting one up (a warm clone's) */
 };
 
 struct al_msg {

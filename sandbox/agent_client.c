@@ -476,6 +476,14 @@ int sb__agent_client_zygote(struct sb__agent_client *c, const char *modules,
 	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
 }
 
+int sb__agent_client_zygote_warm(struct sb__agent_client *c, int timeout_ms)
+{
+	struct al_msg req = {.type = AL_MSG_ZYGOTE};
+
+	req.u.zygote.warm = true;
+	return call_simple(c, &req, AL_MSG_OK, timeout_ms);
+}
+
 int sb__agent_client_ping(struct sb__agent_client *c, int timeout_ms)
 {
 	struct al_msg req = {.type = AL_MSG_PING};

@@ -101,6 +101,10 @@ int sb__agent_client_run_warmup(struct sb__agent_client *c,
  * returns once it is ready. -EPROTO: the agent could not (its error). */
 int sb__agent_client_zygote(struct sb__agent_client *c, const char *modules,
 			    int timeout_ms);
+/* A warm clone's: have the waiting zygote run a job's paths in forks of
+ * itself (docs/zygote.md, "Warm-up"). -EPROTO: the agent could not (an
+ * older agent, or the zygote ended; the clone still serves, cold). */
+int sb__agent_client_zygote_warm(struct sb__agent_client *c, int timeout_ms);
 /* vsock only, before anything else: answer the agent's challenge with
  * the VM's token (never sent itself). 0 once the agent took it; a refused
  * or failed proof leaves the client broken (the agent closed the stream). */

@@ -278,10 +278,14 @@ static struct sb_vm *warm_take(struct sb_pool *p, size_t i)
 }
 
 /* Run `cmd` through /bin/sh as the job user, the way a job step runs
- * (its own step cgroup, removed after), then remove what it left in the
- * writable dirs: the job must find them as a cold clone would. */
-static int warm_run(struct sb_vm *vm, const char *cmd)
+ * (its own step cgroup, removed after), warm the template's zygote up
+ * when it has one (docs/zygote.md, "Warm-up"), then remove what they
+ * left in the writable dirs: the job must find them as a cold clone
+ * would. */
+static int warm_run(struct sb_vm *vm, const struct sb_options *o,
+		    const struct sb_image *img)
 {
+	const char *cmd = img->clone_warmup;
 	char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
 	char *clean[] = {"/bin/sh", "-c",
 			 "rm -rf /work/* /work/.[!.]* /tmp/* /tmp/.[!.]*; :",
@@ -302,6 +306,13 @@ static int warm_run(struct sb_vm *vm, const char *cmd)
 		r = -EIO;
 	}
 	al_step_result_release(&res);
+	if (r == 0 && img->zygote[0]) {
+		r = sb__vm_zygote_warm(vm, WARM_TIMEOUT_MS);
+		if (r == -EPROTO) { /* served all the same, cold */
+			sb_log(o, SB_LOG_WARN, "clone: zygote warm-up refused");
+			r = 0;
+		}
+	}
 	if (r == 0)
 		r = sb__vm_run_warmup(vm, &tidy, &lim, WARM_TIMEOUT_MS, &res);
 	if (r == 0 && res.status != AL_OK)
@@ -346,7 +357,7 @@ static int warm_one(struct sb_pool *p, bool (*stop)(void *), void *arg)
 		r = clone_finish(vm, p->o, p->t);
 	}
 	if (r == 0 && !(stop && stop(arg))) {
-		r = warm_run(vm, p->t->img.clone_warmup);
+		r = warm_run(vm, p->o, &p->t->img);
 		vm->warm = r == 0;
 	}
 	if (r < 0) {
@@ -367,7 +378,7 @@ int sb_pool_warm(struct sb_pool *p, bool (*stop)(void *), void *arg)
 	 * warm-up now */
 	for (size_t i = 0; i < p->n_warm && !(stop && stop(arg)); i++)
 		if (!p->warm[i]->warm) {
-			r = warm_run(p->warm[i], p->t->img.clone_warmup);
+			r = warm_run(p->warm[i], p->o, &p->t->img);
 			if (r < 0) {
 				sb_vm_destroy(warm_take(p, i));
 				return r;

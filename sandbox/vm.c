@@ -706,6 +706,16 @@ int sb__vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
 	return r;
 }
 
+int sb__vm_zygote_warm(struct sb_vm *vm, uint32_t timeout_ms)
+{
+	int r = sb__agent_client_zygote_warm(&vm->agent,
+					     vm_call_timeout(vm, timeout_ms));
+
+	if (r < 0 && r != -EPROTO)
+		sb__vm_fail(vm, r, "zygote warm-up");
+	return r;
+}
+
 int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret)

@@ -102,6 +102,10 @@ int sb__vm_reseed(struct sb_vm *vm, const struct sb_options *o);
 int sb__vm_run_warmup(struct sb_vm *vm, const struct al_step *step,
 		      const struct al_limits *limits, uint32_t timeout_ms,
 		      struct al_step_result *ret);
+/* A warm clone's: warm the template's zygote up (docs/zygote.md). 0;
+ * -EPROTO when the agent could not (the clone serves, without it or
+ * cold); another -errno fails the VM. */
+int sb__vm_zygote_warm(struct sb_vm *vm, uint32_t timeout_ms);
 /* Fill vm->error from r and `what`, with QEMU's last words if it died. */
 void sb__vm_fail(struct sb_vm *vm, int r, const char *what);
 

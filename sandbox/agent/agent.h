@@ -153,6 +153,12 @@ int al_exec_warmup(struct al_agent *a, const struct al_step *step,
  * until it is ready. 0, or -errno with the reason in err. */
 int al_zygote_start(struct al_agent *a, const char *modules,
 		    uint32_t timeout_ms, char *err, size_t err_size);
+/* A warm clone's warm-up: the waiting zygote runs a job's paths in forks
+ * of itself (zygote.py, _warm) and is ready again. 0; or -errno with the
+ * reason in err, and the zygote is ended (the clone's jobs run without
+ * it). -ENOENT: no zygote waits. */
+int al_zygote_warm(struct al_agent *a, uint32_t timeout_ms, char *err,
+		   size_t err_size);
 /* Would step `s` run in the waiting zygote? */
 bool al_zygote_fits(const struct al_agent *a, const struct al_step *s);
 /* Make it step `s`'s main child: into the step's cgroup (procs_fd),

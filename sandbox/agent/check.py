@@ -40,8 +40,25 @@
 #     and a loaded host does not fail a correct one.
 #
 # What this cannot stop is said plainly in docs/eval.md.
+#
+# Every module a run needs is imported here, at the top: the python
+# template's zygote imports this module, so they are loaded before the
+# snapshot. One imported per job costs its load under TCG: `_queue` is a
+# shared object (lib-dynload), and its dlopen alone was ~50 ms of a check
+# step's CPU (docs/eval.md, "What the runner costs").
+import _queue
+import _signal
+import _thread
+import builtins
+import copy
+import faulthandler
+import json
+import math
 import os
+import shutil
+import subprocess
 import sys
+import time
 
 
 def _read_stdin():

@@ -289,12 +289,19 @@ static int on_ping(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 	return 0;
 }
 
-/* A template's, before its snapshot: start the python zygote. */
+/* A template's, before its snapshot: start the python zygote; a warm
+ * clone's, after its restore: warm the waiting one up. */
 static int on_zygote(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		     struct al_msg *rep, char *err, size_t err_size)
 {
 	(void)c;
 	rep->type = AL_MSG_OK;
+	if (req->u.zygote.warm)
+		return al_zygote_warm(a, ZYGOTE_READY_MS, err, err_size);
+	if (!req->u.zygote.modules) {
+		snprintf(err, err_size, "zygote: modules missing");
+		return -EINVAL;
+	}
 	return al_zygote_start(a, req->u.zygote.modules, ZYGOTE_READY_MS, err,
 			       err_size);
 }

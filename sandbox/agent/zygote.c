@@ -84,6 +84,41 @@ static int cg_make(const struct al_agent *a, char path[PATH_MAX])
 	return 0;
 }
 
+/* Kill whatever is left in cgroup `cg` and wait (briefly) until it is
+ * empty, reaping as we go (we may be init): its rmdir then succeeds. */
+static void cg_kill(struct al_agent *a, const char *cg)
+{
+	char path[PATH_MAX];
+	char buf[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%.2048s/cgroup.kill", cg);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) < 0) {
+		close(fd);
+		return;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "%.2048s/cgroup.events", cg);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n;
+
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			return;
+		buf[n] = '\0';
+		if (strstr(buf, "populated 0"))
+			return;
+		al_agent_reap(a, -1, NULL, NULL);
+		usleep(1000);
+	}
+}
+
 /* In the child, before exec: the reason goes to the console. */
 static __attribute__((noreturn)) void child_fail(const char *what)
 {
@@ -256,6 +291,28 @@ out:
 	return r;
 }
 
+int al_zygote_warm(struct al_agent *a, uint32_t timeout_ms, char *err,
+		   size_t err_size)
+{
+	int r;
+
+	if (a->zygote_pid <= 0) {
+		snprintf(err, err_size, "zygote: none waiting");
+		return -ENOENT;
+	}
+	r = send(a->zygote_fd, "W", 1, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+	if (r == 0)
+		r = wait_ready(a->zygote_fd, timeout_ms);
+	if (r < 0) {
+		snprintf(err, err_size, "zygote warm-up: %s",
+			 r == -ECHILD	   ? "python3 exited"
+			 : r == -ETIMEDOUT ? "not ready in time"
+					   : strerror(-r));
+		al_zygote_end(a);
+	}
+	return r;
+}
+
 bool al_zygote_fits(const struct al_agent *a, const struct al_step *s)
 {
 	if (a->zygote_pid <= 0 || s->argc < 2 || s->n_env)
@@ -282,6 +339,7 @@ void al_zygote_end(struct al_agent *a)
 		close(a->zygote_fd);
 	a->zygote_fd = -1;
 	cg_path(a, cg);
+	cg_kill(a, cg); /* a warm-up's fork, if one was still running */
 	rmdir(cg);
 }
 

@@ -38,15 +38,23 @@ def _airlock_zygote():
 
     s = _socket.socket(fileno=3)
     s.send(b"R")
-    msg, anc, _, _ = s.recvmsg(1 << 16, _socket.CMSG_SPACE(4 * 4))
+    while True:
+        msg, anc, _, _ = s.recvmsg(1 << 16, _socket.CMSG_SPACE(4 * 4))
+        fds = []
+        for level, kind, data in anc:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fds += [
+                    int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, len(data) - len(data) % 4, 4)
+                ]
+        if msg != b"W" or fds:
+            break
+        warm = _warm(os, sys)  # the hand-over of a warm-up child, or None
+        if warm:
+            msg, fds = warm
+            break
+        s.send(b"R")
     s.close()
-    fds = []
-    for level, kind, data in anc:
-        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds += [
-                int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
-                for i in range(0, len(data) - len(data) % 4, 4)
-            ]
     if len(fds) != 4 or not msg:
         os._exit(125)  # the agent reads this as the step's own failure
     for i in range(3):
@@ -123,6 +131,68 @@ def _airlock_zygote():
     sys.orig_argv = argv
     sys.path.insert(0, path0)
     return main, filename, source
+
+
+# A warm clone's warm-up (request `zygote {warm: true}`, docs/zygote.md):
+# what a job does in this process, done first in forks of it. Under TCG
+# the translations of the interpreter's code are made per address, and only
+# a fork has this process's addresses: a fresh python3 (the template's
+# clone_warmup) warms its own. Each case is a hand-over as the agent would
+# send it, with its stdin in a pipe: `python3 -c` ending through the
+# interpreter's own exit, and the check runner (docs/eval.md) on a small
+# sample, ending in os._exit. Template code only: no job is in the VM yet.
+_WARM_SAMPLE = """from typing import List
+
+
+def close_pairs(xs: List[float], t: float) -> List[tuple]:
+    out = []
+    for i, a in enumerate(xs):
+        for j, b in enumerate(xs[i + 1:], i + 1):
+            if abs(a - b) < t:
+                out.append((i, j))
+    return sorted(out, key=lambda p: (p[1], p[0]))
+
+
+def check(candidate):
+    assert candidate([1.0, 2.0, 3.9, 4.0], 0.3) == [(2, 3)]
+    assert candidate([], 1.0) == []
+    words = " ".join(str(x) for x in range(5)).split()
+    assert {w: len(w) for w in words} == dict.fromkeys(words, 1)
+    assert max(set(words)) == "4" and "-".join(words[::-1]).upper()
+    try:
+        int("x")
+    except ValueError:
+        pass
+"""
+
+
+def _warm(os, sys):
+    import json
+
+    def hand_over(argv, stdin):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(w)
+            out, err = (os.open("/dev/null", os.O_WRONLY) for _ in "12")
+            return b"\0".join([b"."] + argv), [r, out, err, os.open(".", os.O_PATH)]
+        os.close(r)
+        os.write(w, stdin)  # small: within the pipe's buffer
+        os.close(w)
+        _, status = os.waitpid(pid, 0)
+        if status:
+            sys.stderr.write("airlock zygote: warm-up %r: status %d\n" % (argv[1], status))
+        return None
+
+    cases = [([b"python3", b"-c", _WARM_SAMPLE.encode() + b"check(close_pairs)\nprint(1)\n"], b"")]
+    if os.path.exists("/run/airlock-check/check.py"):
+        spec = {"program": _WARM_SAMPLE, "check": "check", "candidate": "close_pairs"}
+        cases.append(([b"python3", b"/run/airlock-check/check.py"], b"warm\n" + json.dumps(spec).encode()))
+    for argv, stdin in cases:
+        child = hand_over(argv, stdin)
+        if child:
+            return child
+    return None
 
 
 def _sys_path0(os, script):

@@ -671,6 +671,23 @@ static bool zygote_waiting(void)
 	return access(dir, F_OK) == 0;
 }
 
+/* Processes in the waiting zygote's cgroup. */
+static int zygote_procs(void)
+{
+	char path[600], line[64];
+	int n = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/job/zygote/cgroup.procs", g.cg_root);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp))
+		n++;
+	fclose(fp);
+	return n;
+}
+
 /* Run `s` in a fresh zygote, then the usual way; both results out. */
 static void zygote_pair(struct fx *f, struct al_step *s,
 			struct al_step_result res[2])
@@ -826,6 +843,28 @@ static void test_zygote(void **state)
 		assert_false(zygote_waiting());
 		al_step_result_release(&res[0]);
 	}
+	/* the zygote's own warm-up (a warm clone's): forks of it run a job's
+	 * paths and are gone; it waits on, the same for its job, twice over */
+	assert_int_equal(sb__agent_client_zygote_warm(&f->c, CALL_MS),
+			 -EPROTO); /* none waiting */
+	s = (struct al_step){.argv = probe, .argc = 4};
+	s.has_stdin = true;
+	s.stdin_.data = (uint8_t *)"input\n";
+	s.stdin_.len = 6;
+	assert_int_equal(sb__agent_client_zygote(&f->c, "json", CALL_MS), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sb__agent_client_zygote_warm(&f->c, CALL_MS),
+				 0);
+		assert_true(zygote_waiting());
+		assert_int_equal(zygote_procs(), 1);
+	}
+	run(f, &s, 0, &res[0]);
+	assert_false(zygote_waiting());
+	run(f, &s, 0, &res[1]);
+	assert_memory_equal(res[0].stdout_.data, "zygote\n", 7);
+	same_result(res, 1);
+	for (int i = 0; i < 2; i++)
+		al_step_result_release(&res[i]);
 	/* any other step ends a waiting zygote first */
 	assert_int_equal(sb__agent_client_zygote(&f->c, "json", CALL_MS), 0);
 	assert_true(zygote_waiting());
