@@ -1,6 +1,7 @@
 /* test_warm.c: warm clones (sandbox/clone.c sb_pool_warm/sb_pool_take,
  * worker/job.c al_worker_idle): a clone that waited past a minute gets
- * the clock and fresh entropy; a dead, hung or old one is replaced
+ * the clock and fresh entropy; its zygote was warmed up; a dead, hung or
+ * old one is replaced
  * without failing a job; another template's job takes the cold path;
  * 100 jobs leave nothing behind. */
 #include <dirent.h>
@@ -130,6 +131,34 @@ static void test_waited_minute(void **state)
 	/* both jobs ran on the warm clones, none was replaced */
 	assert_int_equal(p->replaced, 0);
 	assert_string_not_equal(rnd[0], rnd[1]);
+}
+
+/* What a job's python3 sees of its zygote: in it (json loaded), CPU its
+ * reaped children used (the zygote's warm-up forks), and /tmp's entries
+ * (a warm-up leaves none). */
+#define ZYGOTE_PROBE                                                          \
+	"{\"cmd\":[\"python3\",\"-c\",\"import os, resource, sys; "      \
+	"r = resource.getrusage(resource.RUSAGE_CHILDREN); "                  \
+	"print('json' in sys.modules, r.ru_utime + r.ru_stime > 0, "          \
+	"os.listdir('/tmp'))\"],\"timeout_ms\":120000}"
+
+/* A warm clone's zygote was warmed up in forks of itself (docs/zygote.md,
+ * "Warm-up"): the job runs in it, its children's CPU shows the warm-up,
+ * and nothing of it is left in /tmp. A cold clone's zygote had none. */
+static void test_zygote_warmed(void **state)
+{
+	struct al_result res;
+
+	(void)state;
+	worker_new(1, "");
+	RUN(ZYGOTE_PROBE, &res); /* the pool's first: a cold clone */
+	CHECK(res.status == AL_OK && out_is(&res, 0, "True False []\n"), &res);
+	al_result_release(&res);
+	al_worker_idle(&worker);
+	assert_int_equal(pool_of("python")->n_warm, 1);
+	RUN(ZYGOTE_PROBE, &res);
+	CHECK(res.status == AL_OK && out_is(&res, 0, "True True []\n"), &res);
+	al_result_release(&res);
 }
 
 /* A warm clone whose QEMU was killed, one that stopped answering (QMP
@@ -298,6 +327,7 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_zygote_warmed),
 		cmocka_unit_test(test_other_template),
 		cmocka_unit_test(test_replaced),
 		cmocka_unit_test(test_waited_minute),
