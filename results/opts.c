@@ -1,0 +1,56 @@
+/* opts.c: getopt_long's two option tables from one (opts.h). */
+#include <errno.h>
+#include <string.h>
+
+#include "opts.h"
+
+int al_opts_long(const struct al_opt *t, struct option *ret, size_t n)
+{
+	size_t i;
+
+	for (i = 0; t && t[i].name; i++) {
+		if (i + 1 >= n)
+			return -E2BIG;
+		ret[i] = (struct option){
+		    .name = t[i].name,
+		    .has_arg = t[i].flags & AL_OPT_ARG ? required_argument
+						       : no_argument,
+		    .val = t[i].code,
+		};
+	}
+	if (n == 0)
+		return -E2BIG;
+	memset(&ret[i], 0, sizeof(ret[i]));
+	return (int)i;
+}
+
+int al_opts_short(const struct al_opt *t, char *ret, size_t len)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; t && t[i].name; i++) {
+		if (!(t[i].flags & AL_OPT_SHORT))
+			continue;
+		/* the letter, ':' when it takes an argument, the NUL */
+		if (k + 2 + !!(t[i].flags & AL_OPT_ARG) > len)
+			return -E2BIG;
+		ret[k++] = (char)t[i].code;
+		if (t[i].flags & AL_OPT_ARG)
+			ret[k++] = ':';
+	}
+	if (len == 0)
+		return -E2BIG;
+	ret[k] = '\0';
+	return 0;
+}
+
+int al_opts_next(int argc, char **argv, const struct al_opt *t)
+{
+	struct option lo[AL_OPTS_MAX + 1];
+	char so[2 * AL_OPTS_MAX + 1];
+
+	if (al_opts_long(t, lo, AL_OPTS_MAX + 1) < 0 ||
+	    al_opts_short(t, so, sizeof(so)) < 0)
+		return -E2BIG;
+	return getopt_long(argc, argv, so, lo, NULL);
+}
