@@ -6,12 +6,14 @@
 
 int al_opts_long(const struct al_opt *t, struct option *ret, size_t n)
 {
-	size_t i;
+	size_t k = 0;
 
-	for (i = 0; t && t[i].name; i++) {
-		if (i + 1 >= n)
+	for (size_t i = 0; t && t[i].code; i++) {
+		if (!t[i].name)
+			continue;
+		if (k + 1 >= n)
 			return -E2BIG;
-		ret[i] = (struct option){
+		ret[k++] = (struct option){
 		    .name = t[i].name,
 		    .has_arg = t[i].flags & AL_OPT_ARG ? required_argument
 						       : no_argument,
@@ -20,15 +22,15 @@ int al_opts_long(const struct al_opt *t, struct option *ret, size_t n)
 	}
 	if (n == 0)
 		return -E2BIG;
-	memset(&ret[i], 0, sizeof(ret[i]));
-	return (int)i;
+	memset(&ret[k], 0, sizeof(ret[k]));
+	return (int)k;
 }
 
 int al_opts_short(const struct al_opt *t, char *ret, size_t len)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; t && t[i].name; i++) {
+	for (size_t i = 0; t && t[i].code; i++) {
 		if (!(t[i].flags & AL_OPT_SHORT))
 			continue;
 		/* the letter, ':' when it takes an argument, the NUL */

@@ -9,7 +9,7 @@
  * I/O. Callers:
  *
  *  1. write `static const struct al_opt opts[] = {{"jobs", 'n',
- *     AL_OPT_ARG}, ..., {NULL}};`
+ *     AL_OPT_ARG}, ..., {NULL}};` (the row with code 0 ends it)
  *  2. either loop `while ((c = al_opts_next(argc, argv, opts)) != -1)`
  *     and switch on the codes, as with getopt_long, or (tools/cli/cli.c,
  *     which adds common options of its own) build the tables with
@@ -29,17 +29,17 @@ enum {
 
 /* One option. */
 struct al_opt {
-	const char *name; /* --NAME; NULL ends the table */
-	int code;	  /* what getopt returns for it */
+	const char *name; /* --NAME; NULL: a short option only */
+	int code;	  /* what getopt returns for it; 0 ends the table */
 	unsigned flags;	  /* AL_OPT_* */
 };
 
 /* Most options one table may have (al_opts_next()'s own tables). */
 #define AL_OPTS_MAX 32
 
-/* getopt_long's long table of t into ret, which has room for n entries,
- * the zeroed one that ends it included. The number of options, or
- * -E2BIG when they do not fit. */
+/* getopt_long's long table of t (its rows with a name) into ret, which
+ * has room for n entries, the zeroed one that ends it included. The
+ * number of long options, or -E2BIG when they do not fit. */
 int al_opts_long(const struct al_opt *t, struct option *ret, size_t n);
 
 /* getopt's short-option string of t's AL_OPT_SHORT rows ("t:j") into ret

@@ -20,6 +20,7 @@ static const struct al_opt table[] = {
     {"jobs", 'n', AL_OPT_ARG},
     {"force", 'f', 0},
     {"redis", 0x100, AL_OPT_ARG},
+    {NULL, 'k', AL_OPT_ARG | AL_OPT_SHORT}, /* -k only */
     {NULL},
 };
 
@@ -29,7 +30,7 @@ static void test_long(void **state)
 
 	(void)state;
 	memset(lo, 0xff, sizeof(lo));
-	assert_int_equal(al_opts_long(table, lo, 6), 5);
+	assert_int_equal(al_opts_long(table, lo, 6), 5); /* not -k */
 	assert_string_equal(lo[0].name, "template");
 	assert_int_equal(lo[0].has_arg, required_argument);
 	assert_int_equal(lo[0].val, 't');
@@ -49,6 +50,7 @@ static void test_long_limits(void **state)
 
 	(void)state;
 	assert_int_equal(al_opts_long(table, lo, 5), -E2BIG); /* no end */
+	assert_int_equal(al_opts_long(table, lo, 6), 5); /* exactly */
 	assert_int_equal(al_opts_long(table, lo, 0), -E2BIG);
 	assert_int_equal(al_opts_long(none, lo, 1), 0);
 	assert_null(lo[0].name);
@@ -64,10 +66,10 @@ static void test_short(void **state)
 
 	(void)state;
 	assert_int_equal(al_opts_short(table, s, sizeof(s)), 0);
-	assert_string_equal(s, "t:j");
-	assert_int_equal(al_opts_short(table, s, 4), 0); /* exactly */
-	assert_string_equal(s, "t:j");
-	assert_int_equal(al_opts_short(table, s, 3), -E2BIG);
+	assert_string_equal(s, "t:jk:");
+	assert_int_equal(al_opts_short(table, s, 6), 0); /* exactly */
+	assert_string_equal(s, "t:jk:");
+	assert_int_equal(al_opts_short(table, s, 5), -E2BIG);
 	assert_int_equal(al_opts_short(longonly, s, 1), 0);
 	assert_string_equal(s, "");
 	assert_int_equal(al_opts_short(longonly, s, 0), -E2BIG);
@@ -92,12 +94,13 @@ static int parse(char **argv, int *got, const char **args, int max)
 static void test_next(void **state)
 {
 	char *argv[] = {"prog", "-t", "py", "--jobs", "3", "-j", "--force",
-			"--redis=unix:///r", "--template", "c", "rest", NULL};
+			"--redis=unix:///r", "--template", "c", "-k1,10",
+			"rest", NULL};
 	const char *args[10];
 	int got[10];
 
 	(void)state;
-	assert_int_equal(parse(argv, got, args, 10), 6);
+	assert_int_equal(parse(argv, got, args, 10), 7);
 	assert_int_equal(got[0], 't');
 	assert_string_equal(args[0], "py");
 	assert_int_equal(got[1], 'n');
@@ -108,6 +111,8 @@ static void test_next(void **state)
 	assert_string_equal(args[4], "unix:///r");
 	assert_int_equal(got[5], 't');
 	assert_string_equal(args[5], "c");
+	assert_int_equal(got[6], 'k');
+	assert_string_equal(args[6], "1,10");
 	assert_string_equal(argv[optind], "rest");
 }
 
@@ -116,6 +121,7 @@ static void test_next_refuses(void **state)
 	char *longonly[] = {"prog", "-n", "3", NULL}; /* no short -n */
 	char *noarg[] = {"prog", "--jobs", NULL};
 	char *unknown[] = {"prog", "--nope", NULL};
+	char *nolong[] = {"prog", "--k", "1", NULL}; /* -k has no long name */
 	const char *args[4];
 	int got[4];
 
@@ -125,6 +131,8 @@ static void test_next_refuses(void **state)
 	assert_int_equal(parse(noarg, got, args, 4), 1);
 	assert_int_equal(got[0], '?');
 	assert_int_equal(parse(unknown, got, args, 4), 1);
+	assert_int_equal(got[0], '?');
+	assert_int_equal(parse(nolong, got, args, 4), 1);
 	assert_int_equal(got[0], '?');
 }
 
