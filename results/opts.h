@@ -4,9 +4,10 @@
  * getopt_long wants each option twice: a long table (name, argument,
  * code) and a short-option string ("t:j") that must agree with it. Here
  * a program writes one row per option and the two are derived, so a
- * short option cannot lose its argument or its long name. Shared by host
- * and guest like the rest of results/ (the agent's own options too); no
- * I/O. Callers:
+ * short option cannot lose its argument or its long name. In results/
+ * because the guest agent parses its options with it too (it may include
+ * nothing else); no I/O of its own (getopt prints its own messages about
+ * a bad option, as it always does). Callers:
  *
  *  1. write `static const struct al_opt opts[] = {{"jobs", 'n',
  *     AL_OPT_ARG}, ..., {NULL}};` (the row with code 0 ends it)
