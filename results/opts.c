@@ -1,4 +1,5 @@
 /* opts.c: getopt_long's two option tables from one (opts.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
@@ -33,6 +34,8 @@ int al_opts_short(const struct al_opt *t, char *ret, size_t len)
 	for (size_t i = 0; t && t[i].code; i++) {
 		if (!(t[i].flags & AL_OPT_SHORT))
 			continue;
+		if (t[i].code > 127 || !isalnum(t[i].code))
+			return -EINVAL; /* a short option is a letter or digit */
 		/* the letter, ':' when it takes an argument, the NUL */
 		if (k + 2 + !!(t[i].flags & AL_OPT_ARG) > len)
 			return -E2BIG;
@@ -50,9 +53,10 @@ int al_opts_next(int argc, char **argv, const struct al_opt *t)
 {
 	struct option lo[AL_OPTS_MAX + 1];
 	char so[2 * AL_OPTS_MAX + 1];
+	int r;
 
-	if (al_opts_long(t, lo, AL_OPTS_MAX + 1) < 0 ||
-	    al_opts_short(t, so, sizeof(so)) < 0)
-		return -E2BIG;
-	return getopt_long(argc, argv, so, lo, NULL);
+	r = al_opts_long(t, lo, AL_OPTS_MAX + 1);
+	if (r >= 0)
+		r = al_opts_short(t, so, sizeof(so));
+	return r < 0 ? r : getopt_long(argc, argv, so, lo, NULL);
 }

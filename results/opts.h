@@ -44,13 +44,15 @@ struct al_opt {
 int al_opts_long(const struct al_opt *t, struct option *ret, size_t n);
 
 /* getopt's short-option string of t's AL_OPT_SHORT rows ("t:j") into ret
- * (len bytes). 0, or -E2BIG when it does not fit. */
+ * (len bytes). 0, -E2BIG when it does not fit, -EINVAL when such a row's
+ * code is not a letter or a digit. */
 int al_opts_short(const struct al_opt *t, char *ret, size_t len);
 
 /* getopt_long(argc, argv, shorts, longs, NULL) with both derived from t:
  * the next option's code, -1 after the last, '?' for an unknown option
  * or a missing argument (getopt has said which), -E2BIG for a table over
- * AL_OPTS_MAX (a bug in the caller's table). */
+ * AL_OPTS_MAX, -EINVAL for a short option that is not a letter or a
+ * digit (both bugs in the caller's table). */
 int al_opts_next(int argc, char **argv, const struct al_opt *t);
 
 #endif

@@ -62,6 +62,8 @@ static void test_short(void **state)
 {
 	static const struct al_opt longonly[] = {{"jobs", 'n', AL_OPT_ARG},
 						 {NULL}};
+	static const struct al_opt notletter[] = {
+	    {"redis", 0x100, AL_OPT_ARG | AL_OPT_SHORT}, {NULL}};
 	char s[8];
 
 	(void)state;
@@ -73,6 +75,7 @@ static void test_short(void **state)
 	assert_int_equal(al_opts_short(longonly, s, 1), 0);
 	assert_string_equal(s, "");
 	assert_int_equal(al_opts_short(longonly, s, 0), -E2BIG);
+	assert_int_equal(al_opts_short(notletter, s, sizeof(s)), -EINVAL);
 }
 
 /* Parse argv (NULL-ended) with the table; the codes seen into got. */
@@ -147,6 +150,11 @@ static void test_next_too_long(void **state)
 	optind = 0;
 	assert_int_equal(al_opts_next(2, argv, big), -E2BIG);
 	big[AL_OPTS_MAX] = (struct al_opt){NULL}; /* exactly the most */
+	big[0].flags = AL_OPT_SHORT;
+	big[0].code = '-';
+	optind = 0;
+	assert_int_equal(al_opts_next(2, argv, big), -EINVAL);
+	big[0] = (struct al_opt){"o", 'o', 0};
 	optind = 0;
 	assert_int_equal(al_opts_next(2, argv, big), 'o');
 }
