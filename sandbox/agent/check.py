@@ -81,6 +81,20 @@ def _to_devnull(fd, mode):
     os.close(n)
 
 
+def _quiet_stdio():
+    """The sample's fds 0-2 become /dev/null and sys.std* a _Sink; SIGINT
+    is ignored. Returns a dup of the old stdout, where the report goes.
+    (_signal, not signal: see main.)"""
+    import _signal
+    report_fd = os.dup(1)
+    _to_devnull(0, os.O_RDONLY)
+    _to_devnull(1, os.O_WRONLY)
+    _to_devnull(2, os.O_WRONLY)
+    sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    return report_fd
+
+
 class _Sink:
     """stdout, stderr and stdin of the sample: keeps the first `cap`
     characters written, drops the rest, raises OSError on every read (as
@@ -701,8 +715,11 @@ def _stage_limits(times, scale, min_limit, factor, cap):
 def _reporter(report_fd, sched_fd):
     """What both judges use, made before the sample starts (every name
     bound here): esc(s) a JSON string, emit(line) writes the report and
-    ends the process, sched() the sample thread's (CPU, wait) ns."""
+    ends the process, sched() the sample thread's (CPU, wait) ns, spent()
+    what the sample used since a mark."""
+    import time
     write, _exit, pread = os.write, os._exit, os.pread
+    mono, cpu = time.monotonic, time.process_time
     _ord, _int = ord, int
 
     def esc(s):
@@ -731,7 +748,16 @@ def _reporter(report_fd, sched_fd):
         i = b.find(b" ")
         return _int(b[:i]), _int(b[i + 1:b.find(b" ", i + 1)])
 
-    return esc, emit, sched
+    def spent(t0, c0, on0, wait0, on, wait):
+        # (CPU s, blocked s) from the mark (mono, cpu, sched() then) to
+        # sched() now (on, wait): blocked is the wall time the sample was
+        # neither on a CPU nor waiting for one
+        wall = mono() - t0 - (wait - wait0) / 1e9
+        used = cpu() - c0
+        blocked = wall - (on - on0) / 1e9
+        return used, blocked if blocked > 0 else 0.0
+
+    return esc, emit, sched, spent
 
 
 def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
@@ -749,7 +775,7 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
     _type, _tuple, _str, _len = type, tuple, str, len
     qempty, qget = done.empty, done.get_nowait
     keep = []  # every item posted, never freed here (no __del__ here)
-    esc, emit, sched = _reporter(report_fd, sched_fd)
+    esc, emit, sched, spent = _reporter(report_fd, sched_fd)
     l_base_ok, l_base_fail, l_plus_fail, l_returned = lines
     names = ("base", "plus")
 
@@ -825,18 +851,18 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
             if mode == "record":
                 if at == l_base_fail and text:
                     finish(text, ours, "", "")
-            elif at == l_base_ok or at == l_returned:
-                if (stage == 0) != (at == l_base_ok):
+            elif at == l_base_ok or at == l_returned or \
+                    at == l_base_fail or at == l_plus_fail:
+                # a marked end line: the stage's own (base_ok, base_fail
+                # in base; returned, plus_fail in plus) decides; a plus
+                # line in base means a skipped stage, a base line in plus
+                # is ignored
+                if (stage == 0) != (at == l_base_ok or at == l_base_fail):
                     if stage == 0:
                         finish("failed: check runner tampered with",
                                "flagged: a stage skipped", "fail", "fail")
-                else:
+                elif at == l_base_ok or at == l_returned:
                     status = "pass"
-            elif at == l_base_fail or at == l_plus_fail:
-                if (stage == 0) != (at == l_base_fail):
-                    if stage == 0:
-                        finish("failed: check runner tampered with",
-                               "flagged: a stage skipped", "fail", "fail")
                 else:
                     seen += 1  # its post lands within a tick: wait for it
                     if seen >= 3:
@@ -858,11 +884,7 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
                 release()
                 continue
             on, wait = sched()
-            wall = mono() - t0 - (wait - wait0) / 1e9
-            used = cpu() - c0
-            blocked = wall - (on - on0) / 1e9
-            if blocked < 0:
-                blocked = 0.0
+            used, blocked = spent(t0, c0, on0, wait0, on, wait)
             if used / (whole * scale) + blocked / whole >= 1.0:
                 why = "timed out: " + names[stage] + " inputs: " + \
                     ("%.2f s CPU" % used) + ", " + \
@@ -871,11 +893,7 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
                           breason)
             if nth < 0 or nth >= _len(per):
                 continue
-            wall = mono() - ti - (wait - waiti) / 1e9
-            used = cpu() - ci
-            blocked = wall - (on - oni) / 1e9
-            if blocked < 0:
-                blocked = 0.0
+            used, blocked = spent(ti, ci, oni, waiti, on, wait)
             lim = per[nth]
             if used / (lim * scale) + blocked / lim >= 1.0:
                 # evalplus: an input past its limit fails (the stage is
@@ -894,7 +912,6 @@ def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
 def _plus_main(token, spec):
     """main() for record and plus mode (the spec's "mode")."""
     import _queue
-    import _signal
     import _thread
 
     mode = spec["mode"]
@@ -910,12 +927,7 @@ def _plus_main(token, spec):
     if dataset == "mbpp":
         base_in = _mbpp_inputs(spec.get("task"), base_in)
         plus_in = _mbpp_inputs(spec.get("task"), plus_in)
-    report_fd = os.dup(1)
-    _to_devnull(0, os.O_RDONLY)
-    _to_devnull(1, os.O_WRONLY)
-    _to_devnull(2, os.O_WRONLY)
-    sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    report_fd = _quiet_stdio()
     done, ready, gate = _queue.SimpleQueue(), _queue.SimpleQueue(), \
         _thread.allocate_lock()
     try:
@@ -993,7 +1005,7 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
     qempty, qget, nap = done.empty, done.get_nowait, poke.acquire
     returned = _RETURNED
     keep = []  # every item posted, never freed here (no __del__ here)
-    esc, emit, sched = _reporter(report_fd, sched_fd)
+    esc, emit, sched, spent = _reporter(report_fd, sched_fd)
 
     def finish(result, reason):
         emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
@@ -1029,11 +1041,7 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
             while not qempty():
                 take(qget())
             on, wait = sched()
-            wall = mono() - t0 - (wait - wait0) / 1e9
-            used = cpu() - c0
-            blocked = wall - (on - on0) / 1e9
-            if blocked < 0:
-                blocked = 0.0
+            used, blocked = spent(t0, c0, on0, wait0, on, wait)
             left = 1.0 - used / cpu_s - blocked / timeout_s
             if left <= 0:
                 finish("timed out", "timed out: %.2f s CPU" % used +
@@ -1046,7 +1054,6 @@ def main():
     # C modules and json (which the python template's zygote has loaded):
     # queue, signal and tempfile would cost ~200 ms of imports under TCG
     import _queue
-    import _signal
     import _thread
     import json
 
@@ -1061,12 +1068,7 @@ def main():
     timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
     cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
     wrap = _strict_wrapper() if spec.get("strict") else None
-    report_fd = os.dup(1)
-    _to_devnull(0, os.O_RDONLY)
-    _to_devnull(1, os.O_WRONLY)
-    _to_devnull(2, os.O_WRONLY)
-    sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    report_fd = _quiet_stdio()
     done, ready = _queue.SimpleQueue(), _queue.SimpleQueue()
     gate, poke = _thread.allocate_lock(), _thread.allocate_lock()
     poke.acquire()

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "opts.h"
 
 static int listen_unix(const char *path)
 {
@@ -52,17 +53,17 @@ out:
 
 static int parse_args(int argc, char **argv, struct al_agent_config *cfg)
 {
-	static const struct option opts[] = {
-	    {"serve-fd", required_argument, NULL, 'f'},
-	    {"socket", required_argument, NULL, 's'},
-	    {"work-dir", required_argument, NULL, 'w'},
-	    {"cgroup-root", required_argument, NULL, 'c'},
-	    {"as-self", no_argument, NULL, 'a'},
-	    {NULL, 0, NULL, 0},
+	static const struct al_opt opts[] = {
+	    {"serve-fd", 'f', AL_OPT_ARG},
+	    {"socket", 's', AL_OPT_ARG},
+	    {"work-dir", 'w', AL_OPT_ARG},
+	    {"cgroup-root", 'c', AL_OPT_ARG},
+	    {"as-self", 'a', 0},
+	    {NULL},
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = al_opts_next(argc, argv, opts)) != -1) {
 		switch (c) {
 		case 'f':
 			cfg->serve_fd = atoi(optarg);

@@ -496,26 +496,24 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 {
 	struct alq_client cl = {0};
 	enum al_queue_state was;
-	enum MHD_Result ret;
+	int r;
 
-	if (open_redis(h, &cl) < 0 ||
-	    al_queue_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s, &was) <
-		0)
+	r = open_redis(h, &cl);
+	if (r == 0)
+		r = al_queue_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s,
+				    &was);
+	if (r < 0)
 		return unavailable(c, &cl);
 	alq_client_close(&cl);
-	if (was == ALQ_QUEUED || was == ALQ_RUNNING) {
-		al_info("job=%s was=%s: cancelled over http", q->id,
-			al_queue_state_name(was));
-		ret = send_json(c, 202,
-				json_pack("{ssssss}", "id", q->id, "state",
-					  "cancelled", "was",
-					  al_queue_state_name(was)));
-	} else if (was == ALQ_UNKNOWN) {
-		ret = send_error(c, 404, "no such job");
-	} else {
-		ret = send_error(c, 409, "the job has a result already");
-	}
-	return ret;
+	if (was == ALQ_UNKNOWN)
+		return send_error(c, 404, "no such job");
+	if (was != ALQ_QUEUED && was != ALQ_RUNNING)
+		return send_error(c, 409, "the job has a result already");
+	al_info("job=%s was=%s: cancelled over http", q->id,
+		al_queue_state_name(was));
+	return send_json(c, 202,
+			 json_pack("{ssssss}", "id", q->id, "state", "cancelled",
+				   "was", al_queue_state_name(was)));
 }
 
 /* Is name in the allowed list (empty list = any)? */

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "opts.h"
 #include "sandbox.h"
 
 #define SAMPLES_MAX 1000
@@ -190,13 +191,13 @@ static int bench_restore(const struct sb_options *o,
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-	    {"template", required_argument, NULL, 't'},
-	    {"clones", required_argument, NULL, 'n'},
-	    {"slots", required_argument, NULL, 'l'},
-	    {"state-dir", required_argument, NULL, 's'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	static const struct al_opt lo[] = {
+	    {"template", 't', AL_OPT_ARG},
+	    {"clones", 'n', AL_OPT_ARG},
+	    {"slots", 'l', AL_OPT_ARG},
+	    {"state-dir", 's', AL_OPT_ARG},
+	    {"help", 'h', AL_OPT_SHORT},
+	    {NULL},
 	};
 	static struct figures f = {
 	    .open_ = {.name = "slot open"},
@@ -219,7 +220,7 @@ int main(int argc, char **argv)
 
 	sb_options_init(&o);
 	snprintf(o.net_dns, sizeof(o.net_dns), "127.0.0.1");
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = al_opts_next(argc, argv, lo)) != -1) {
 		switch (c) {
 		case 't':
 			tmpl = optarg;

@@ -40,6 +40,7 @@
 #include "bench_humaneval.h"
 #include "embed.h"
 #include "log.h"
+#include "opts.h"
 #include "worker.h"
 
 struct series {
@@ -295,16 +296,16 @@ static void json_row(FILE *f, const struct series *s, bool last)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"state-dir", required_argument, NULL, 's'},
-	    {"jobs", required_argument, NULL, 'n'},
-	    {"workers", required_argument, NULL, 'w'},
-	    {"json", required_argument, NULL, 'j'},
-	    {"humaneval", no_argument, NULL, 'H'},
-	    {"gap", required_argument, NULL, 'G'},
-	    {"dataset", required_argument, NULL, 'D'},
-	    {"airlock", required_argument, NULL, 'A'},
-	    {NULL, 0, NULL, 0},
+	static const struct al_opt opts[] = {
+	    {"state-dir", 's', AL_OPT_ARG},
+	    {"jobs", 'n', AL_OPT_ARG},
+	    {"workers", 'w', AL_OPT_ARG},
+	    {"json", 'j', AL_OPT_ARG},
+	    {"humaneval", 'H', 0},
+	    {"gap", 'G', AL_OPT_ARG},
+	    {"dataset", 'D', AL_OPT_ARG},
+	    {"airlock", 'A', AL_OPT_ARG},
+	    {NULL},
 	};
 	struct he_opts he = {.dataset = "../shared/datasets/HumanEval.jsonl.gz"};
 	char self[4096] = "";
@@ -338,7 +339,7 @@ int main(int argc, char **argv)
 	sb_options_init(&sb);
 	snprintf(sb.state_dir, sizeof(sb.state_dir), "/var/tmp/airlock-test");
 	snprintf(sb.run_dir, sizeof(sb.run_dir), "/tmp/airlock-bench-run");
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = al_opts_next(argc, argv, opts)) != -1) {
 		switch (c) {
 		case 's':
 			snprintf(sb.state_dir, sizeof(sb.state_dir), "%s",

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "opts.h"
 #include "sandbox.h"
 #include "worker.h"
 
@@ -209,13 +210,13 @@ struct bench {
 
 static int parse(int argc, char **argv, struct bench *b)
 {
-	static const struct option lo[] = {
-		{"jobs", required_argument, NULL, 'n'},
-		{"units", required_argument, NULL, 'u'},
-		{"template", required_argument, NULL, 't'},
-		{"state-dir", required_argument, NULL, 's'},
-		{"json", required_argument, NULL, 'j'},
-		{NULL, 0, NULL, 0},
+	static const struct al_opt lo[] = {
+	    {"jobs", 'n', AL_OPT_ARG},
+	    {"units", 'u', AL_OPT_ARG},
+	    {"template", 't', AL_OPT_ARG},
+	    {"state-dir", 's', AL_OPT_ARG},
+	    {"json", 'j', AL_OPT_ARG},
+	    {NULL},
 	};
 	int c;
 
@@ -224,7 +225,7 @@ static int parse(int argc, char **argv, struct bench *b)
 	b->units = 8;
 	b->tmpl = "c";
 	b->json_path = NULL;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = al_opts_next(argc, argv, lo)) != -1) {
 		if (c == 'n')
 			b->jobs = atoi(optarg);
 		else if (c == 'u')

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "sandbox.h"
 
 struct series {
@@ -621,18 +622,24 @@ static void usage(FILE *f)
 
 static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 {
-	static const struct option lo[] = {
-		{"template", 1, 0, 't'}, {"clones", 1, 0, 'n'},
-		{"cold", 1, 0, 'c'},     {"alive", 1, 0, 'a'},
-		{"prestart", 1, 0, 'p'}, {"json", 1, 0, 'j'},
-		{"state-dir", 1, 0, 's'}, {"accel", 1, 0, 'x'},
-		{"handoffs", 1, 0, 'o'}, {"handoff-only", 0, 0, 'O'},
-		{"idle-only", 0, 0, 'I'},
-		{"help", 0, 0, 'h'},     {0, 0, 0, 0},
+	static const struct al_opt lo[] = {
+	    {"template", 't', AL_OPT_ARG},
+	    {"clones", 'n', AL_OPT_ARG},
+	    {"cold", 'c', AL_OPT_ARG},
+	    {"alive", 'a', AL_OPT_ARG},
+	    {"prestart", 'p', AL_OPT_ARG},
+	    {"json", 'j', AL_OPT_ARG},
+	    {"state-dir", 's', AL_OPT_ARG},
+	    {"accel", 'x', AL_OPT_ARG},
+	    {"handoffs", 'o', AL_OPT_ARG},
+	    {"handoff-only", 'O', 0},
+	    {"idle-only", 'I', 0},
+	    {"help", 'h', AL_OPT_SHORT},
+	    {NULL},
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = al_opts_next(argc, argv, lo)) != -1) {
 		switch (c) {
 		case 't': b->tmpl = optarg; break;
 		case 'n': b->clones = atoi(optarg); break;

@@ -89,8 +89,7 @@ static bool add_opts(struct option *all, size_t *len, const struct option *o,
 {
 	if (*len + n >= OPTS_MAX)
 		return false;
-	if (n) /* o may be NULL then: memcpy's arguments must not be */
-		memcpy(all + *len, o, n * sizeof(*o));
+	memcpy(all + *len, o, n * sizeof(*o));
 	*len += n;
 	return true;
 }
@@ -99,20 +98,18 @@ static bool add_opts(struct option *all, size_t *len, const struct option *o,
 static int build_opts(const struct al_cmd *cmd, struct option *all,
 		      char *shorts, size_t shorts_len)
 {
-	size_t len = 0, own = 0;
+	size_t len = 0;
+	char own[48];
 	int w;
 
-	while (cmd->longopts && cmd->longopts[own].name)
-		own++;
 	if (!add_opts(all, &len, common_opts, 2) ||
 	    ((cmd->flags & AL_CMD_QUEUE) &&
 	     !add_opts(all, &len, queue_opts, 2)) ||
-	    !add_opts(all, &len, cmd->longopts, own))
+	    al_opts_long(cmd->options, all + len, OPTS_MAX - len) < 0 ||
+	    al_opts_short(cmd->options, own, sizeof(own)) < 0)
 		return -E2BIG;
-	memset(&all[len], 0, sizeof(all[len]));
 	w = snprintf(shorts, shorts_len, "%shc:%s",
-		     cmd->flags & AL_CMD_IN_ORDER ? "+" : "",
-		     cmd->shortopts ? cmd->shortopts : "");
+		     cmd->flags & AL_CMD_IN_ORDER ? "+" : "", own);
 	return w < 0 || (size_t)w >= shorts_len ? -E2BIG : 0;
 }
 

@@ -9,8 +9,8 @@
  *     "airlock NAME" so getopt's own messages name the command. Every
  *     command takes -h/--help (print its usage on stdout, exit 0) and
  *     -c/--config PATH; AL_CMD_QUEUE commands also take --redis URL and
- *     --queue NAME. The command's own options (its row's shortopts and
- *     longopts) go to its opt() one at a time, with cli->opts, a zeroed
+ *     --queue NAME. The command's own options (its row's options table)
+ *     go to its opt() one at a time, with cli->opts, a zeroed
  *     struct of opts_size bytes, to keep them in; a row without opt() has
  *     only options without an argument, and each sets cli->flag[code].
  *  2. on an unknown option or a missing argument prints getopt's message
@@ -47,6 +47,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "opts.h"
 #include "queue.h"
 #include "readfile.h"
 #include "serve.h"
@@ -73,8 +74,7 @@ struct al_cmd {
 	const char *summary;	       /* one line for the command list */
 	const char *usage;	       /* synopsis, description, own options */
 	unsigned flags;		       /* AL_CMD_* */
-	const char *shortopts;	       /* own short options ("t:"), or NULL */
-	const struct option *longopts; /* own long options, or NULL */
+	const struct al_opt *options;  /* own options (opts.h), or NULL */
 	size_t opts_size;	       /* bytes of cli->opts, 0 = none */
 	int args_min, args_max;	       /* operands taken; max -1 = any */
 	const char *args_error;	       /* else; NULL = "takes no arguments" */

@@ -266,12 +266,12 @@ struct batch_opts {
 	bool allow_dups;    /* --allow-duplicates */
 };
 
-static const struct option opts[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"workers", required_argument, NULL, 'w'},
-    {"resume", no_argument, NULL, 'R'},
-    {"allow-duplicates", no_argument, NULL, 'D'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"output", 'o', AL_OPT_ARG | AL_OPT_SHORT},
+    {"workers", 'w', AL_OPT_ARG | AL_OPT_SHORT},
+    {"resume", 'R', 0},
+    {"allow-duplicates", 'D', 0},
+    {NULL},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)
@@ -404,8 +404,7 @@ const struct al_cmd al_cmd_batch = {
 	"      --resume          skip jobs already done (needs -o)\n"
 	"      --allow-duplicates  a repeated id warns and shares a result\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
-    .shortopts = "o:w:",
-    .longopts = opts,
+    .options = opts,
     .opts_size = sizeof(struct batch_opts),
     .args_min = 1,
     .args_max = 1,

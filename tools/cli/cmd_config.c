@@ -16,9 +16,9 @@
 
 #include "cli.h"
 
-static const struct option opts[] = {
-    {"check", no_argument, NULL, 'k'}, /* print nothing when valid */
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"check", 'k', 0}, /* print nothing when valid */
+    {NULL},
 };
 
 static int run_config(struct al_cli *cli, int argc, char **argv)
@@ -51,6 +51,6 @@ const struct al_cmd al_cmd_config = {
 	"\n"
 	"options:\n"
 	"      --check        validate only, print nothing when valid\n",
-    .longopts = opts,
+    .options = opts,
     .run = run_config,
 };

@@ -12,10 +12,10 @@
 
 #define PAGE 256
 
-static const struct option opts[] = {
-    {"all", no_argument, NULL, 'a'},
-    {"json", no_argument, NULL, 'j'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"all", 'a', AL_OPT_SHORT},
+    {"json", 'j', AL_OPT_SHORT},
+    {NULL},
 };
 
 static void print_dead(const struct al_queue_dead *d, bool json)
@@ -132,8 +132,7 @@ const struct al_cmd al_cmd_dead = {
 	     "  -a, --all          requeue: every dead job\n"
 	     "  -j, --json         list: one JSON object per line\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
-    .shortopts = "aj",
-    .longopts = opts,
+    .options = opts,
     .args_min = 1,
     .args_max = 2,
     .args_error = "list, or requeue ID|--all",

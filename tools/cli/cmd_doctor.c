@@ -539,10 +539,10 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 	return rp.fails ? AL_EXIT_FAIL : AL_EXIT_OK;
 }
 
-static const struct option doctor_opts[] = {
-    {"json", no_argument, NULL, 'j'},
-    {"fix", no_argument, NULL, 'f'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt doctor_opts[] = {
+    {"json", 'j', 0},
+    {"fix", 'f', 0},
+    {NULL},
 };
 
 const struct al_cmd al_cmd_doctor = {
@@ -563,6 +563,6 @@ const struct al_cmd al_cmd_doctor = {
 		 "warnings, ok\n"
 		 "      --fix          remove leftovers of dead workers\n",
 	.flags = AL_CMD_CONFIG | AL_CMD_QUEUE,
-	.longopts = doctor_opts,
+	.options = doctor_opts,
 	.run = cmd_doctor,
 };

@@ -668,19 +668,20 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 	return rc;
 }
 
-static const struct option opts[] = {
-    {"problems", required_argument, NULL, 'p'},
-    {"output", required_argument, NULL, 'o'},
-    {"json", required_argument, NULL, 'J'},
-    {"template", required_argument, NULL, 'T'},
-    {"cpu-ms", required_argument, NULL, 'C'},
-    {"timeout", required_argument, NULL, 't'},
-    {"strict", no_argument, NULL, 'S'},
-    {"no-guard", no_argument, NULL, 'G'},
-    {"workers", required_argument, NULL, 'w'},
-    {"resume", no_argument, NULL, 'R'},
-    {"expected-cache", required_argument, NULL, 'E'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"problems", 'p', AL_OPT_ARG | AL_OPT_SHORT},
+    {NULL, 'k', AL_OPT_ARG | AL_OPT_SHORT}, /* -k K,...: no long name */
+    {"output", 'o', AL_OPT_ARG | AL_OPT_SHORT},
+    {"json", 'J', AL_OPT_ARG},
+    {"template", 'T', AL_OPT_ARG},
+    {"cpu-ms", 'C', AL_OPT_ARG},
+    {"timeout", 't', AL_OPT_ARG},
+    {"strict", 'S', 0},
+    {"no-guard", 'G', 0},
+    {"workers", 'w', AL_OPT_ARG | AL_OPT_SHORT},
+    {"resume", 'R', 0},
+    {"expected-cache", 'E', AL_OPT_ARG},
+    {NULL},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)
@@ -867,8 +868,7 @@ const struct al_cmd al_cmd_eval = {
 	"                       outputs are cached (default\n"
 	"                       STATE/eval-expected)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
-    .shortopts = "p:k:o:w:",
-    .longopts = opts,
+    .options = opts,
     .opts_size = sizeof(struct eval_opts),
     .args_min = 1,
     .args_max = 1,

@@ -161,10 +161,10 @@ static void list_images(const char *state, bool json)
 	}
 }
 
-static const struct option opts[] = {
-    {"force", no_argument, NULL, 'f'}, /* build again, same inputs */
-    {"json", no_argument, NULL, 'j'},  /* list as JSON */
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"force", 'f', 0}, /* build again, same inputs */
+    {"json", 'j', 0},  /* list as JSON */
+    {NULL},
 };
 
 /* The state and templates dirs of the config; 0 or an exit code. */
@@ -245,7 +245,7 @@ const struct al_cmd al_cmd_image = {
 		 "      --json         list: one JSON object, {\"images\": "
 		 "[...]}\n",
 	.flags = AL_CMD_CONFIG,
-	.longopts = opts,
+	.options = opts,
 	.args_min = 1,
 	.args_max = -1,
 	.args_error = "build or list?",

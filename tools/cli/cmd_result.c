@@ -6,9 +6,9 @@
 
 #include "cli.h"
 
-static const struct option opts[] = {
-    {"json", no_argument, NULL, 'j'}, /* the whole record */
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"json", 'j', AL_OPT_SHORT}, /* the whole record */
+    {NULL},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -70,8 +70,7 @@ const struct al_cmd al_cmd_result = {
 	     "options:\n"
 	     "  -j, --json         print the result record as JSON\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
-    .shortopts = "j",
-    .longopts = opts,
+    .options = opts,
     .args_min = 1,
     .args_max = 1,
     .args_error = "takes one job id",

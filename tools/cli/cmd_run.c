@@ -185,14 +185,14 @@ static void print_outputs(const struct al_result *res)
 		fprintf(stderr, "airlock run: CPU time limit exceeded\n");
 }
 
-static const struct option opts[] = {
-    {"template", required_argument, NULL, 't'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"memory", required_argument, NULL, 'm'},
-    {"file", required_argument, NULL, 'f'},
-    {"stdin", required_argument, NULL, 'i'},
-    {"json", no_argument, NULL, 'j'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"template", 't', AL_OPT_ARG | AL_OPT_SHORT},
+    {"timeout", 'T', AL_OPT_ARG},
+    {"memory", 'm', AL_OPT_ARG},
+    {"file", 'f', AL_OPT_ARG},
+    {"stdin", 'i', AL_OPT_ARG},
+    {"json", 'j', 0},
+    {NULL},
 };
 
 /* --timeout SECONDS and --memory MB. */
@@ -323,8 +323,7 @@ const struct al_cmd al_cmd_run = {
 	"N; 124 timed out; 137 memory limit; 125 the job was rejected (RJ)\n"
 	"or Airlock failed (XX); 2 usage; 130 interrupted.\n",
     .flags = AL_CMD_QUEUE | AL_CMD_IN_ORDER | AL_CMD_CONFIG,
-    .shortopts = "t:",
-    .longopts = opts,
+    .options = opts,
     .opts_size = sizeof(struct run_opts),
     .args_min = 1,
     .args_max = -1,

@@ -24,11 +24,11 @@ struct serve_opts {
 
 enum { OPT_HTTP = 0x200, OPT_UNJAILED };
 
-static const struct option opts[] = {
-    {"workers", required_argument, NULL, 'w'},
-    {"http", required_argument, NULL, OPT_HTTP},
-    {"unjailed", no_argument, NULL, OPT_UNJAILED},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"workers", 'w', AL_OPT_ARG | AL_OPT_SHORT},
+    {"http", OPT_HTTP, AL_OPT_ARG},
+    {"unjailed", OPT_UNJAILED, 0},
+    {NULL},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)
@@ -184,8 +184,7 @@ const struct al_cmd al_cmd_serve = {
 	"                     VMMs (not root: each QEMU runs as this user;\n"
 	"                     docs/operations.md). Refused without it\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
-    .shortopts = "w:",
-    .longopts = opts,
+    .options = opts,
     .opts_size = sizeof(struct serve_opts),
     .opt = opt,
     .run = run,

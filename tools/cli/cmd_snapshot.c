@@ -210,9 +210,9 @@ static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 	return AL_EXIT_OK;
 }
 
-static const struct option opts[] = {
-    {"json", no_argument, NULL, 'j'}, /* create: a JSON record */
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"json", 'j', 0}, /* create: a JSON record */
+    {NULL},
 };
 
 const struct al_cmd al_cmd_snapshot = {
@@ -236,7 +236,7 @@ const struct al_cmd al_cmd_snapshot = {
 		 "      --json         create: print a JSON record (result, "
 		 "sizes, times)\n",
 	.flags = AL_CMD_CONFIG,
-	.longopts = opts,
+	.options = opts,
 	.args_min = 1,
 	.args_max = 3,
 	.args_error = "create, list or rm?",

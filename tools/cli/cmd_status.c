@@ -11,9 +11,9 @@
 
 #define LIVE_MS 60000u /* a dispatcher silent this long is not counted */
 
-static const struct option opts[] = {
-    {"json", no_argument, NULL, 'j'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"json", 'j', AL_OPT_SHORT},
+    {NULL},
 };
 
 static void print_job_json(const char *id, const struct al_queue_job *j)
@@ -183,8 +183,7 @@ const struct al_cmd al_cmd_status = {
 	     "                     entry, dispatcher, attempt, status, worker,\n"
 	     "                     error\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
-    .shortopts = "j",
-    .longopts = opts,
+    .options = opts,
     .args_min = 0,
     .args_max = 1,
     .args_error = "takes at most one job id",

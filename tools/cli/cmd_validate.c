@@ -539,11 +539,11 @@ out:
 	return rc;
 }
 
-static const struct option opts[] = {
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"json", no_argument, NULL, 'j'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"quiet", 'q', AL_OPT_SHORT},
+    {"verbose", 'v', AL_OPT_SHORT},
+    {"json", 'j', 0},
+    {NULL},
 };
 
 static int run_validate(struct al_cli *cli, int argc, char **argv)
@@ -602,8 +602,7 @@ const struct al_cmd al_cmd_validate = {
 	     "\n"
 	     "exit status: 0 every job valid, 1 some job invalid, 2 usage\n"
 	     "error, an invalid config or a FILE could not be read.\n",
-    .shortopts = "qv",
-    .longopts = opts,
+    .options = opts,
     .args_min = 1,
     .args_max = -1,
     .args_error = "no FILE given",

@@ -12,9 +12,9 @@ struct wait_opts {
 	double timeout; /* --timeout seconds, 0 = forever */
 };
 
-static const struct option opts[] = {
-    {"timeout", required_argument, NULL, 't'},
-    {NULL, 0, NULL, 0},
+static const struct al_opt opts[] = {
+    {"timeout", 't', AL_OPT_ARG | AL_OPT_SHORT},
+    {NULL},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)
@@ -76,8 +76,7 @@ const struct al_cmd al_cmd_wait = {
 	     "options:\n"
 	     "  -t, --timeout SECONDS  give up after SECONDS (exit 1)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
-    .shortopts = "t:",
-    .longopts = opts,
+    .options = opts,
     .opts_size = sizeof(struct wait_opts),
     .args_min = 1,
     .args_max = 1,
