@@ -252,9 +252,41 @@ static int step_if(const msgpack_object *v, const char *path, void *out,
 		s->run_if = AL_RUN_ALWAYS;
 	else if (al__walk_is_str(v, "success"))
 		s->run_if = AL_RUN_SUCCESS;
+	else if (al__walk_is_str(v, "setup_ok"))
+		s->run_if = AL_RUN_SETUP_OK;
 	else
-		al_diags_add(d, path, "must be \"always\" or \"success\"");
+		al_diags_add(d, path,
+			     "must be \"always\", \"success\" or \"setup_ok\"");
 	return 0;
+}
+
+static int step_compile(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	if (v->type != MSGPACK_OBJECT_BOOLEAN) {
+		al__walk_type_error(d, path, "a boolean");
+		return 0;
+	}
+	return al__walk_bool(v, path, d, &((struct al_step *)out)->compile);
+}
+
+static int step_weight(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_step *s = out;
+
+	s->has_weight = true;
+	return al__walk_u32(v, path, 0, AL_WEIGHT_MAX, d, &s->weight);
+}
+
+bool al_step_is_test(const struct al_step *s)
+{
+	return s->expect.present || s->has_weight;
+}
+
+uint32_t al_step_weight(const struct al_step *s)
+{
+	return s->has_weight ? s->weight : 1;
 }
 
 static int expect_stdout(const msgpack_object *v, const char *path, void *out,
@@ -267,6 +299,8 @@ static const char *const compare_names[] = {
 	[AL_COMPARE_EXACT] = "exact",
 	[AL_COMPARE_TRIM] = "trim",
 	[AL_COMPARE_LINES] = "lines",
+	[AL_COMPARE_TOKENS] = "tokens",
+	[AL_COMPARE_NUMBERS] = "numbers",
 };
 
 static int expect_compare(const msgpack_object *v, const char *path,
@@ -280,13 +314,66 @@ static int expect_compare(const msgpack_object *v, const char *path,
 			return 0;
 		}
 	}
-	al_diags_add(d, path, "must be \"exact\", \"trim\" or \"lines\"");
+	al_diags_add(d, path, "must be \"exact\", \"trim\", \"lines\", "
+			      "\"tokens\" or \"numbers\"");
 	return 0;
 }
 
+/* A tolerance: a finite number 0..AL_TOL_MAX, integer or not. */
+static void walk_tol(const msgpack_object *v, const char *path, double *ret,
+		     struct al_diags *d)
+{
+	double x;
+
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		x = (double)v->via.u64;
+	else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		x = (double)v->via.i64;
+	else if (v->type == MSGPACK_OBJECT_FLOAT32 ||
+		 v->type == MSGPACK_OBJECT_FLOAT64)
+		x = v->via.f64;
+	else {
+		al__walk_type_error(d, path, "a number");
+		return;
+	}
+	if (!(x >= 0 && x <= AL_TOL_MAX)) { /* NaN fails too */
+		al_diags_add(d, path, "must be 0..%g", AL_TOL_MAX);
+		return;
+	}
+	*ret = x;
+}
+
+static int expect_abs_tol(const msgpack_object *v, const char *path,
+			  void *out, struct al_diags *d)
+{
+	walk_tol(v, path, &((struct al_expect *)out)->abs_tol, d);
+	return 0;
+}
+
+static int expect_rel_tol(const msgpack_object *v, const char *path,
+			  void *out, struct al_diags *d)
+{
+	walk_tol(v, path, &((struct al_expect *)out)->rel_tol, d);
+	return 0;
+}
+
+enum { EXPECT_STDOUT, EXPECT_COMPARE, EXPECT_ABS_TOL, EXPECT_REL_TOL };
+
+/* Tolerances mean something only when comparing numbers. */
+static void expect_check(uint32_t seen, const char *path, struct al_diags *d,
+			 const struct al_expect *e)
+{
+	if ((AL__SEEN(seen, EXPECT_ABS_TOL) || AL__SEEN(seen, EXPECT_REL_TOL)) &&
+	    e->compare != AL_COMPARE_NUMBERS)
+		al_diags_add(d, path,
+			     "abs_tol and rel_tol need compare \"numbers\"");
+}
+
 static const struct al__walk_field expect_fields[] = {
-    {"stdout", 0, expect_stdout, true},
-    {"compare", 0, expect_compare, false},
+    [EXPECT_STDOUT] = {"stdout", 0, expect_stdout, true},
+    [EXPECT_COMPARE] = {"compare", 0, expect_compare, false},
+    [EXPECT_ABS_TOL] = {"abs_tol", 0, expect_abs_tol, false},
+    [EXPECT_REL_TOL] = {"rel_tol", 0, expect_rel_tol, false},
 };
 static const struct al__walk_table expect_table =
     AL__WALK_TABLE(expect_fields, NULL);
@@ -295,11 +382,13 @@ static int step_expect(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
 	struct al_expect *e = &((struct al_step *)out)->expect;
+	uint32_t seen = 0;
 	int r;
 
-	r = al__walk_map(v, path, &expect_table, e, d, NULL);
+	r = al__walk_map(v, path, &expect_table, e, d, &seen);
 	if (r < 0)
 		return r;
+	expect_check(seen, path, d, e);
 	e->present = true;
 	return 0;
 }
@@ -364,6 +453,8 @@ static const struct al__walk_field step_fields[] = {
     STEP_FIELDS(0, 0),
     [STEP_SHARED] = {"name", 0, step_name, false},
     [STEP_SHARED + 1] = {"if", 0, step_if, false},
+    [STEP_SHARED + 2] = {"compile", 0, step_compile, false},
+    [STEP_SHARED + 3] = {"weight", 0, step_weight, false},
 };
 static const struct al__walk_table step_table =
     AL__WALK_TABLE(step_fields, step_check);
@@ -646,12 +737,40 @@ void al_job_release(struct al_job *job)
 
 /* --- encoding ----------------------------------------------------------------- */
 
+/* A tolerance as an integer when it is one (JSON's 1, not 1.0), so
+ * JSON -> msgpack -> JSON gives the same text. */
+static void pack_tol(msgpack_packer *pk, const char *key, double x)
+{
+	al__pack_key(pk, key);
+	if (x == (double)(uint64_t)x)
+		msgpack_pack_uint64(pk, (uint64_t)x);
+	else
+		msgpack_pack_double(pk, x);
+}
+
+static void pack_expect(msgpack_packer *pk, const struct al_expect *e)
+{
+	al__pack_key(pk, "expect");
+	msgpack_pack_map(pk, 1 + (e->compare != AL_COMPARE_EXACT) +
+				     (e->abs_tol != 0) + (e->rel_tol != 0));
+	al__pack_key(pk, "stdout");
+	al__pack_blob(pk, &e->stdout_);
+	if (e->compare != AL_COMPARE_EXACT) {
+		al__pack_key(pk, "compare");
+		al__pack_str(pk, compare_names[e->compare]);
+	}
+	if (e->abs_tol != 0)
+		pack_tol(pk, "abs_tol", e->abs_tol);
+	if (e->rel_tol != 0)
+		pack_tol(pk, "rel_tol", e->rel_tol);
+}
+
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
 	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
 		   !!s->timeout_ms + !!s->cpu_ms +
-		   (s->run_if == AL_RUN_SUCCESS) + s->expect.present +
-		   s->attest;
+		   (s->run_if != AL_RUN_ALWAYS) + s->expect.present +
+		   s->attest + s->compile + s->has_weight;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -691,24 +810,24 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 		al__pack_key(pk, "cpu_ms");
 		msgpack_pack_uint32(pk, s->cpu_ms);
 	}
-	if (s->run_if == AL_RUN_SUCCESS) {
+	if (s->run_if != AL_RUN_ALWAYS) {
 		al__pack_key(pk, "if");
-		al__pack_str(pk, "success");
+		al__pack_str(pk, s->run_if == AL_RUN_SUCCESS ? "success"
+							       : "setup_ok");
 	}
-	if (s->expect.present) {
-		al__pack_key(pk, "expect");
-		msgpack_pack_map(pk,
-				 1 + (s->expect.compare != AL_COMPARE_EXACT));
-		al__pack_key(pk, "stdout");
-		al__pack_blob(pk, &s->expect.stdout_);
-		if (s->expect.compare != AL_COMPARE_EXACT) {
-			al__pack_key(pk, "compare");
-			al__pack_str(pk, compare_names[s->expect.compare]);
-		}
-	}
+	if (s->expect.present)
+		pack_expect(pk, &s->expect);
 	if (s->attest) {
 		al__pack_key(pk, "attest");
 		msgpack_pack_true(pk);
+	}
+	if (s->compile) {
+		al__pack_key(pk, "compile");
+		msgpack_pack_true(pk);
+	}
+	if (s->has_weight) {
+		al__pack_key(pk, "weight");
+		msgpack_pack_uint32(pk, s->weight);
 	}
 	return 0;
 }

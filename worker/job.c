@@ -303,6 +303,7 @@ static uint64_t result_bytes(const struct al_result *res)
 		const struct al_step_result *sr = &res->steps[i];
 
 		n += STEP_BYTES + sr->stdout_.len + sr->stderr_.len +
+		     sr->compile_output.len +
 		     slen(sr->name) + slen(sr->error);
 	}
 	for (size_t i = 0; i < res->n_files; i++)
@@ -331,12 +332,44 @@ static int out_of_room(const struct al_job *job, size_t i, bool ran,
 			 ran ? "output cut" : "not run", AL_RESULT_MAX_BYTES);
 }
 
-static bool earlier_failed(const struct al_result *res, size_t i)
+/* Did a step before i fail: any step, or (setup_only) one that is not
+ * a test, so later tests run after a failed one (`if: setup_ok`)? */
+static bool earlier_failed(const struct al_job *job,
+			   const struct al_result *res, size_t i,
+			   bool setup_only)
 {
 	for (size_t k = 0; k < i; k++)
-		if (res->steps[k].status != AL_OK)
+		if (res->steps[k].status != AL_OK &&
+		    !(setup_only && al_step_is_test(&job->steps[k])))
 			return true;
 	return false;
+}
+
+/* A compile step that failed: CE, its output moved to compile_output
+ * (stderr, where compilers write, then stdout), so a grader reads the
+ * compiler's message in a field of its own (Judge0's compile_output). */
+static int compile_failed(struct al_step_result *sr)
+{
+	struct al_blob *co = &sr->compile_output;
+	size_t n = sr->stderr_.len + sr->stdout_.len;
+
+	free(co->data);
+	co->data = malloc(n + 1);
+	if (!co->data)
+		return -ENOMEM;
+	if (sr->stderr_.len)
+		memcpy(co->data, sr->stderr_.data, sr->stderr_.len);
+	if (sr->stdout_.len)
+		memcpy(co->data + sr->stderr_.len, sr->stdout_.data,
+		       sr->stdout_.len);
+	co->data[n] = '\0';
+	co->len = n;
+	free(sr->stdout_.data);
+	free(sr->stderr_.data);
+	sr->stdout_ = (struct al_blob){0};
+	sr->stderr_ = (struct al_blob){0};
+	sr->status = AL_CE;
+	return 0;
 }
 
 /* A fresh token for an attested step: 32 hex digits from getrandom. */
@@ -391,7 +424,9 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		char token[33];
 		int r;
 
-		if (s->run_if == AL_RUN_SUCCESS && earlier_failed(res, i)) {
+		if (s->run_if != AL_RUN_ALWAYS &&
+		    earlier_failed(job, res, i,
+				   s->run_if == AL_RUN_SETUP_OK)) {
 			sr->status = AL_SK;
 			continue;
 		}
@@ -425,6 +460,9 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		explicit_bzero(token, sizeof(token));
 		if (s->name && !sr->name)
 			sr->name = strdup(s->name);
+		if (s->compile && sr->status != AL_OK &&
+		    compile_failed(sr) < 0)
+			return -ENOMEM;
 		if (sl.output_bytes < lim->output_bytes &&
 		    (sr->stdout_truncated || sr->stderr_truncated))
 			return out_of_room(job, i, true, res);
@@ -432,31 +470,74 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 	return 0;
 }
 
-static void judge(const struct al_job *job, struct al_result *res)
+/* Step i's name in its result, for every step, skipped ones too. */
+static int name_steps(const struct al_job *job, struct al_result *res)
 {
-	bool any = false, all = true;
+	for (size_t i = 0; i < job->n_steps && i < res->n_steps; i++) {
+		const char *name = job->steps[i].name;
+
+		if (name && !res->steps[i].name &&
+		    !(res->steps[i].name = strdup(name)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A test's verdict and score from its status and output. */
+static void grade_test(const struct al_step *s, struct al_step_result *sr)
+{
+	bool ok = false;
+
+	if (s->expect.present && sr->status == AL_OK) {
+		ok = al_expect_match(&s->expect, &sr->stdout_);
+		sr->expect_ok = ok ? AL_TRUE : AL_FALSE;
+	} else if (s->expect.present && sr->status != AL_SK &&
+		   sr->status != AL_XX) {
+		sr->expect_ok = AL_FALSE;
+	} else if (!s->expect.present) {
+		ok = true; /* a weighted step without expect: its exit */
+	}
+	sr->verdict = al_verdict_of_status(sr->status, ok);
+	sr->score = sr->verdict == AL_VERDICT_ACCEPTED ? al_step_weight(s) : 0;
+}
+
+/* The job's verdict, score and each test's (docs/schema.md, "Grading"):
+ * the verdict is the first failure in step order, a failed compile step
+ * being a compile error and a failed step that is not a test the verdict
+ * of its status; accepted when nothing failed. `status` is the job's:
+ * XX makes it an internal error whatever the steps say. */
+static int judge(const struct al_job *job, enum al_status status,
+		 struct al_result *res)
+{
+	enum al_verdict v = AL_VERDICT_NONE;
+	bool graded = false;
 
 	for (size_t i = 0; i < job->n_steps; i++) {
 		const struct al_step *s = &job->steps[i];
 		struct al_step_result *sr = &res->steps[i];
+		enum al_verdict sv = AL_VERDICT_NONE;
 
-		if (!s->expect.present)
-			continue;
-		any = true;
-		if (sr->status == AL_SK || sr->status == AL_XX) {
-			all = false; /* did not run: no expect_ok */
-			continue;
+		if (al_step_is_test(s)) {
+			grade_test(s, sr);
+			graded = true;
+			res->score += sr->score;
+			res->max_score += al_step_weight(s);
+			sv = sr->verdict;
+		} else if (s->compile || sr->status != AL_SK) {
+			sv = al_verdict_of_status(sr->status, true);
 		}
-		sr->expect_ok = sr->status == AL_OK &&
-					al_expect_match(&s->expect,
-							&sr->stdout_)
-				? AL_TRUE
-				: AL_FALSE;
-		all &= sr->expect_ok == AL_TRUE;
+		if (s->compile)
+			graded = true;
+		if (v == AL_VERDICT_NONE && sv != AL_VERDICT_NONE &&
+		    sv != AL_VERDICT_ACCEPTED && sv != AL_VERDICT_SKIPPED)
+			v = sv;
 	}
-	if (any)
-		res->verdict = all ? AL_VERDICT_ACCEPTED
-				   : AL_VERDICT_WRONG_ANSWER;
+	res->graded = graded;
+	if (graded)
+		res->verdict = status == AL_XX	       ? AL_VERDICT_INTERNAL_ERROR
+			       : v == AL_VERDICT_NONE ? AL_VERDICT_ACCEPTED
+						      : v;
+	return name_steps(job, res);
 }
 
 /* Bring the `collect` files back into what room the result has left.
@@ -685,8 +766,9 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	}
 	sb_vm_destroy(vm);
 	sb_net_pool_put(&w->net, net);
-	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	if (judge(job, res->status, res) < 0)
+		r = -ENOMEM;
 	/* a snapshot this host lacks, or a job too big for it: retrying on
 	 * this host cannot help (docs/snapshots.md) */
 	if (no_vm && (r == -ENOENT || r == -ESTALE || r == -E2BIG) &&
@@ -748,8 +830,9 @@ static int setup_run(struct al_worker *w, struct sb_options *o,
 	res->vm.restored = true;
 	res->vm.restore_ms = sb_vm_ready_ms(vm);
 	r = in_vm(vm, w, job, lim, al_deadline_in(lim->wall_ms), res);
-	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	if (judge(job, res->status, res) < 0)
+		return -ENOMEM;
 	if (r > 0 && res->status == AL_OK)
 		res->status = AL_OL;
 	if (r < 0 || res->status != AL_OK) {
