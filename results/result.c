@@ -49,10 +49,10 @@ const char *al_verdict_name(enum al_verdict v)
 	return (unsigned)v < AL_VERDICT_COUNT ? verdict_names[v] : "??";
 }
 
-/* Judge0 CE's statuses (its app/enumerations/status.rb): 3 Accepted, 4 Wrong Answer,
- * 5 Time Limit Exceeded, 6 Compilation Error, 7..12 Runtime Error by
- * signal (SIGSEGV, SIGXFSZ, SIGFPE, SIGABRT, NZEC = non-zero exit,
- * Other), 13 Internal Error. Judge0 has no memory or output limit
+/* Judge0 CE's statuses (its app/enumerations/status.rb): 3 Accepted,
+ * 4 Wrong Answer, 5 Time Limit Exceeded, 6 Compilation Error, 7..12
+ * Runtime Error by signal (SIGSEGV, SIGXFSZ, SIGFPE, SIGABRT, NZEC =
+ * non-zero exit, Other), 13 Internal Error. Judge0 has no memory or output limit
  * status: isolate kills such a run, which it reports as a runtime error
  * (SIGKILL: Other, SIGXFSZ for a file too large). */
 int al_verdict_judge0(enum al_verdict v, int signal)

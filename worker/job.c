@@ -386,18 +386,26 @@ static int attest_token(char out[33])
 
 /* Run step s; an attested one (results/attest.c) with `token` (made
  * here) before its stdin, to be checked by the caller once the guest's
- * report is held to what a guest may say. The token lives only here. */
+ * report is held to what a guest may say. The token lives only here.
+ * The guest gets what it needs to run the step and no more: never the
+ * expected output (a submission cannot read answers that are not in its
+ * VM), nor what only the host decides (if, compile, weight), so an
+ * image's agent older than these fields still runs the step. */
 static int run_one(struct sb_vm *vm, const struct al_step *s,
 		   const struct al_limits *sl, uint32_t t,
 		   struct al_step_result *sr, char token[33])
 {
-	struct al_step cp;
+	struct al_step cp = *s;
 	int r;
 
 	token[0] = '\0';
+	cp.expect = (struct al_expect){0};
+	cp.run_if = AL_RUN_ALWAYS;
+	cp.compile = false;
+	cp.has_weight = false;
+	cp.weight = 0;
 	if (!s->attest)
-		return sb_vm_run_step(vm, s, sl, t, sr);
-	cp = *s;
+		return sb_vm_run_step(vm, &cp, sl, t, sr);
 	cp.attest = false;
 	cp.has_stdin = true;
 	r = attest_token(token);
