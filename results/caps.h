@@ -50,6 +50,8 @@
 /* grading (docs/schema.md, "Grading") */
 #define AL_WEIGHT_MAX 1000000u /* one test's `weight` */
 #define AL_TOL_MAX 1e9         /* `abs_tol`, `rel_tol` */
+#define AL_CHECK_FILES_MAX 64  /* files of one `check` */
+#define AL_CHECKER_OUTPUT_MAX 4096u /* kept of a checker's messages */
 
 /* diagnostics: errors kept per decode (the rest are counted) */
 #define AL_DIAGS_MAX 64

@@ -281,7 +281,7 @@ static int step_weight(const msgpack_object *v, const char *path, void *out,
 
 bool al_step_is_test(const struct al_step *s)
 {
-	return s->expect.present || s->has_weight;
+	return s->expect.present || s->check.present || s->has_weight;
 }
 
 uint32_t al_step_weight(const struct al_step *s)
@@ -405,6 +405,74 @@ static int step_attest(const msgpack_object *v, const char *path, void *out,
 	return al__walk_bool(v, path, d, &s->attest);
 }
 
+static int check_cmd(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	struct al_check *c = out;
+	struct al_step tmp = {0};
+	int r = step_cmd(v, path, &tmp, d);
+
+	c->argv = tmp.argv;
+	c->argc = tmp.argc;
+	return r;
+}
+
+static int check_files(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_check *c = out;
+	uint32_t n;
+
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_MAP, 0, AL_CHECK_FILES_MAX,
+			  d, &n))
+		return 0;
+	return al__walk_files(v, path, d, &c->files, &c->n_files);
+}
+
+static int check_answer(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	return al__walk_blob(v, path, d, &((struct al_check *)out)->answer);
+}
+
+static int check_timeout(const msgpack_object *v, const char *path,
+			 void *out, struct al_diags *d)
+{
+	return al__walk_u32(v, path, 1, AL_TIMEOUT_MS_MAX, d,
+			    &((struct al_check *)out)->timeout_ms);
+}
+
+static const struct al__walk_field check_fields[] = {
+    {"cmd", 0, check_cmd, true},
+    {"files", 0, check_files, false},
+    {"answer", 0, check_answer, false},
+    {"timeout_ms", 0, check_timeout, false},
+};
+static const struct al__walk_table check_table =
+    AL__WALK_TABLE(check_fields, NULL);
+
+static int step_check_prog(const msgpack_object *v, const char *path,
+			   void *out, struct al_diags *d)
+{
+	struct al_step *s = out;
+	int r = al__walk_map(v, path, &check_table, &s->check, d, NULL);
+
+	s->check.present = true;
+	for (size_t i = 0; r == 0 && i < s->check.n_files; i++) {
+		const char *f = s->check.files[i].path;
+		size_t first = strcspn(f, "/");
+
+		/* input, output and answer are the checker's own names */
+		if ((first == 5 && !strncmp(f, "input", 5)) ||
+		    (first == 6 && (!strncmp(f, "output", 6) ||
+				    !strncmp(f, "answer", 6))))
+			al_diags_add(d, path, "files: \"%.*s\" is the "
+					      "checker's own file",
+				     (int)first, f);
+	}
+	return r;
+}
+
 /* The fields a step shares with the job's top level (its one-step
  * shorthand), at index base + STEP_* of a table; `off` locates the step. */
 enum {
@@ -447,6 +515,9 @@ static void step_check(uint32_t seen, const char *path, struct al_diags *d)
 
 	if (cmd_sh != 1 && cmd_sh != 2)
 		al_diags_add(d, path, "must have exactly one of cmd or sh");
+	if (AL__SEEN(seen, STEP_EXPECT) && AL__SEEN(seen, STEP_SHARED + 4))
+		al_diags_add(d, path, "must have at most one of expect or "
+				      "check");
 }
 
 static const struct al__walk_field step_fields[] = {
@@ -455,6 +526,7 @@ static const struct al__walk_field step_fields[] = {
     [STEP_SHARED + 1] = {"if", 0, step_if, false},
     [STEP_SHARED + 2] = {"compile", 0, step_compile, false},
     [STEP_SHARED + 3] = {"weight", 0, step_weight, false},
+    [STEP_SHARED + 4] = {"check", 0, step_check_prog, false},
 };
 static const struct al__walk_table step_table =
     AL__WALK_TABLE(step_fields, step_check);
@@ -483,6 +555,9 @@ void al_step_release(struct al_step *s)
 	env_release(s->env, s->n_env);
 	free(s->cwd);
 	al__blob_release(&s->expect.stdout_);
+	argv_release(s->check.argv, s->check.argc);
+	al__files_release(s->check.files, s->check.n_files);
+	al__blob_release(&s->check.answer);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -765,12 +840,35 @@ static void pack_expect(msgpack_packer *pk, const struct al_expect *e)
 		pack_tol(pk, "rel_tol", e->rel_tol);
 }
 
+static void pack_check(msgpack_packer *pk, const struct al_check *c)
+{
+	al__pack_key(pk, "check");
+	msgpack_pack_map(pk, 1 + !!c->n_files + !!c->answer.data +
+				     !!c->timeout_ms);
+	al__pack_key(pk, "cmd");
+	msgpack_pack_array(pk, c->argc);
+	for (size_t i = 0; i < c->argc; i++)
+		al__pack_str(pk, c->argv[i]);
+	if (c->n_files) {
+		al__pack_key(pk, "files");
+		al__pack_files(pk, c->files, c->n_files);
+	}
+	if (c->answer.data) {
+		al__pack_key(pk, "answer");
+		al__pack_blob(pk, &c->answer);
+	}
+	if (c->timeout_ms) {
+		al__pack_key(pk, "timeout_ms");
+		msgpack_pack_uint32(pk, c->timeout_ms);
+	}
+}
+
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
 	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
 		   !!s->timeout_ms + !!s->cpu_ms +
 		   (s->run_if != AL_RUN_ALWAYS) + s->expect.present +
-		   s->attest + s->compile + s->has_weight;
+		   s->attest + s->compile + s->has_weight + s->check.present;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -829,6 +927,8 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 		al__pack_key(pk, "weight");
 		msgpack_pack_uint32(pk, s->weight);
 	}
+	if (s->check.present)
+		pack_check(pk, &s->check);
 	return 0;
 }
 

@@ -181,6 +181,7 @@ int al_step_result_from_guest(struct al_step_result *sr)
 	sr->verdict = AL_VERDICT_NONE;
 	sr->score = 0;
 	al__blob_release(&sr->compile_output);
+	al__blob_release(&sr->checker_output);
 	switch (st) {
 	case AL_OK: case AL_RE: case AL_SG: case AL_TO: case AL_TL: case AL_ML:
 	case AL_OL:
@@ -307,6 +308,20 @@ static int walk_tristate(const msgpack_object *v, const char *path,
 SR_FIELD(compile_output, sr_stream(v, path, d, &s->compile_output))
 SR_FIELD(score, al__walk_u32(v, path, 0, UINT32_MAX, d, &s->score))
 
+/* A checker's messages: capped before they are copied. */
+static int sr_checker_output(const msgpack_object *v, const char *path,
+			     void *out, struct al_diags *d)
+{
+	if ((v->type == MSGPACK_OBJECT_STR || v->type == MSGPACK_OBJECT_BIN) &&
+	    v->via.str.size > AL_CHECKER_OUTPUT_MAX) {
+		al_diags_add(d, path, "larger than %u bytes",
+			     AL_CHECKER_OUTPUT_MAX);
+		return 0;
+	}
+	return al__walk_blob(v, path, d,
+			     &((struct al_step_result *)out)->checker_output);
+}
+
 /* A test's verdict: any but "none", which is written as no field. */
 static int sr_verdict(const msgpack_object *v, const char *path, void *out,
 		      struct al_diags *d)
@@ -342,6 +357,7 @@ static const struct al__walk_field step_result_fields[] = {
     {"compile_output", 0, sr_compile_output, false},
     {"verdict", 0, sr_verdict, false},
     {"score", 0, sr_score, false},
+    {"checker_output", 0, sr_checker_output, false},
 };
 
 static const struct al__walk_table step_result_table =
@@ -369,6 +385,7 @@ void al_step_result_release(struct al_step_result *r)
 	al__blob_release(&r->stdout_);
 	al__blob_release(&r->stderr_);
 	al__blob_release(&r->compile_output);
+	al__blob_release(&r->checker_output);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -701,6 +718,7 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 	size_t n = 10 + !!s->name + s->has_exit_code + !!s->signal +
 		   (s->expect_ok != AL_UNSET) + (s->attested != AL_UNSET) +
 		   !!s->error + !!s->compile_output.data +
+		   !!s->checker_output.data +
 		   2 * (s->verdict != AL_VERDICT_NONE);
 
 	msgpack_pack_map(pk, n);
@@ -746,6 +764,10 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 		al__pack_str(pk, al_verdict_name(s->verdict));
 		al__pack_key(pk, "score");
 		msgpack_pack_uint32(pk, s->score);
+	}
+	if (s->checker_output.data) {
+		al__pack_key(pk, "checker_output");
+		al__pack_blob(pk, &s->checker_output);
 	}
 	return 0;
 }

@@ -82,6 +82,18 @@ struct al_expect {
 	double rel_tol;         /* numbers: relative tolerance, >= 0 */
 };
 
+/* A checker program (docs/schema.md, "Checkers"): run after its step
+ * as `cmd... input output answer` in a directory of its own. */
+struct al_check {
+	bool present;            /* the step has `check` */
+	char **argv;             /* `cmd`, argc strings, NULL-terminated */
+	size_t argc;             /* entries in argv */
+	struct al_file *files;   /* placed beside input, output, answer */
+	size_t n_files;          /* entries in files */
+	struct al_blob answer;   /* the `answer` file */
+	uint32_t timeout_ms;     /* 0 = the policy's step default */
+};
+
 struct al_step {
 	char *name;               /* optional label, NULL when absent */
 	char **argv;              /* `cmd`, argc strings, NULL-terminated */
@@ -98,12 +110,13 @@ struct al_step {
 	struct al_expect expect;  /* expected output */
 	bool attest;              /* the host proves the step's last line
 				     (docs/schema.md, "Attested steps") */
+	struct al_check check;    /* checker program, judged on the host */
 	bool compile;             /* a compile step: failing is CE */
 	bool has_weight;          /* `weight` given */
 	uint32_t weight;          /* a test's points (default 1 with expect) */
 };
 
-/* Is step s a test (it has `expect` or `weight`)? Tests get a verdict
+/* Is step s a test (it has `expect`, `check` or `weight`)? Tests get a verdict
  * and a score of their own (docs/schema.md, "Grading"). */
 bool al_step_is_test(const struct al_step *s);
 /* A test's weight: `weight`, else 1. */
@@ -203,6 +216,9 @@ struct al_step_result {
 					  its stdout (moved out of them) */
 	enum al_verdict verdict; /* a test's verdict, NONE for other steps */
 	uint32_t score;          /* a test's points: its weight if accepted */
+	struct al_blob checker_output; /* `check`: the checker's stderr, then
+					  stdout, the first AL_CHECKER_OUTPUT_MAX
+					  bytes */
 };
 
 struct al_vm_info {

@@ -303,7 +303,7 @@ static uint64_t result_bytes(const struct al_result *res)
 		const struct al_step_result *sr = &res->steps[i];
 
 		n += STEP_BYTES + sr->stdout_.len + sr->stderr_.len +
-		     sr->compile_output.len +
+		     sr->compile_output.len + sr->checker_output.len +
 		     slen(sr->name) + slen(sr->error);
 	}
 	for (size_t i = 0; i < res->n_files; i++)
@@ -404,6 +404,7 @@ static int run_one(struct sb_vm *vm, const struct al_step *s,
 	cp.compile = false;
 	cp.has_weight = false;
 	cp.weight = 0;
+	cp.check = (struct al_check){0};
 	if (!s->attest)
 		return sb_vm_run_step(vm, &cp, sl, t, sr);
 	cp.attest = false;
@@ -415,6 +416,165 @@ static int run_one(struct sb_vm *vm, const struct al_step *s,
 		return r;
 	r = sb_vm_run_step(vm, &cp, sl, t, sr);
 	free(cp.stdin_.data);
+	return r;
+}
+
+/* Checkers (docs/schema.md, "Checkers"). A hostile submission must
+ * neither read nor change the checker and its answer, nor change the
+ * output it is judged on. So:
+ *  - the checker's files, the input, the output and the answer enter the
+ *    VM only after the submission's step has ended, and when a step ends
+ *    the agent has killed its whole cgroup (sandbox/agent/exec.c): no
+ *    process of the submission is left to see or touch them;
+ *  - they go into a fresh directory with a name of 128 random bits, so a
+ *    submission cannot have prepared it (planted a module beside the
+ *    checker, a symlink), and the step removes it before it ends (and a
+ *    second step does, if the checker was killed first), so the
+ *    submission's later steps find nothing;
+ *  - `output` is what the host captured from the step, not a file the
+ *    submission wrote; HOME is the checker's directory (no dot files or
+ *    user site-packages a submission left in the job's home);
+ *  - expected outputs of `expect` never enter the VM at all (run_one).
+ * The checker runs as the job user: another uid would guard nothing more
+ * once no process of the submission is left. */
+#define CHECK_DIR_PREFIX ".airlock-check-"
+static const char check_script[] =
+    "d=$1; shift; cd \"$d\" || exit 125; HOME=$PWD; export HOME; "
+    "\"$@\" input output answer; rc=$?; cd .. && rm -rf \"$d\"; exit $rc";
+
+/* The checker's files under dir: its own, input, output, answer. */
+static int check_files(const char *dir, const struct al_step *s,
+		       const struct al_step_result *sr, struct al_file **ret,
+		       size_t *ret_n)
+{
+	const struct al_check *c = &s->check;
+	size_t n = c->n_files + 3;
+	struct al_file *f = calloc(n, sizeof(*f));
+	const struct {
+		const char *name;
+		const struct al_blob *b;
+	} own[3] = {{"input", &s->stdin_},
+		    {"output", &sr->stdout_},
+		    {"answer", &c->answer}};
+
+	if (!f)
+		return -ENOMEM;
+	*ret = f;
+	*ret_n = n;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = i < 3 ? own[i].name : c->files[i - 3].path;
+
+		f[i].content = i < 3 ? *own[i].b : c->files[i - 3].content;
+		if (asprintf(&f[i].path, "%s/%s", dir, name) < 0) {
+			f[i].path = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* The checker's verdict from how it ended (testlib: 0 ok, 1 wrong
+ * answer, 2 presentation error; 3 fail and anything else is the
+ * checker's own failure, never the submission's). */
+static enum al_verdict check_verdict(const struct al_step_result *cr)
+{
+	if (!cr->has_exit_code || cr->status == AL_TO || cr->status == AL_TL)
+		return AL_VERDICT_INTERNAL_ERROR;
+	if (cr->exit_code == 0)
+		return AL_VERDICT_ACCEPTED;
+	if (cr->exit_code == 1 || cr->exit_code == 2)
+		return AL_VERDICT_WRONG_ANSWER;
+	return AL_VERDICT_INTERNAL_ERROR;
+}
+
+/* Keep the checker's stderr, then its stdout, at most
+ * AL_CHECKER_OUTPUT_MAX bytes, in sr->checker_output. */
+static int check_output(const struct al_step_result *cr,
+			struct al_step_result *sr)
+{
+	size_t a = cr->stderr_.len, b = cr->stdout_.len;
+	uint8_t *p;
+
+	a = a > AL_CHECKER_OUTPUT_MAX ? AL_CHECKER_OUTPUT_MAX : a;
+	b = a + b > AL_CHECKER_OUTPUT_MAX ? AL_CHECKER_OUTPUT_MAX - a : b;
+	p = malloc(a + b + 1);
+	if (!p)
+		return -ENOMEM;
+	if (a)
+		memcpy(p, cr->stderr_.data, a);
+	if (b)
+		memcpy(p + a, cr->stdout_.data, b);
+	p[a + b] = '\0';
+	free(sr->checker_output.data);
+	sr->checker_output = (struct al_blob){p, a + b};
+	return 0;
+}
+
+/* Run step s's checker on its result sr (an OK step): sr->verdict says
+ * what it judged. Returns 0, or <0 when the VM failed. */
+static int run_checker(struct sb_vm *vm, struct al_worker *w,
+		       const struct al_step *s, const struct al_limits *lim,
+		       struct al_deadline wall, struct al_step_result *sr)
+{
+	char dir[sizeof(CHECK_DIR_PREFIX) + 32], hex[33];
+	struct al_step cs = {0};
+	struct al_step_result cr = {0};
+	struct al_limits cl = *lim;
+	struct al_file *files = NULL;
+	size_t n_files = 0;
+	char **argv = NULL;
+	int left = al_deadline_poll_ms(wall), r;
+	uint32_t t = s->check.timeout_ms ? s->check.timeout_ms
+					 : w->policy->step_timeout_ms;
+
+	if (left == 0) {
+		sr->verdict = AL_VERDICT_TIME_LIMIT; /* no wall left to judge */
+		return 0;
+	}
+	if (left > 0 && t > (uint32_t)left)
+		t = (uint32_t)left;
+	r = attest_token(hex);
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), CHECK_DIR_PREFIX "%s", hex);
+	r = check_files(dir, s, sr, &files, &n_files);
+	if (r == 0)
+		r = sb_vm_put_files(vm, files, n_files);
+	for (size_t i = 0; files && i < n_files; i++)
+		free(files[i].path);
+	free(files);
+	if (r < 0)
+		return r;
+	argv = calloc(s->check.argc + 6, sizeof(*argv));
+	if (!argv)
+		return -ENOMEM;
+	argv[0] = "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = (char *)check_script;
+	argv[3] = "airlock-check";
+	argv[4] = dir;
+	for (size_t i = 0; i < s->check.argc; i++)
+		argv[5 + i] = s->check.argv[i];
+	cs.argv = argv;
+	cs.argc = s->check.argc + 5;
+	if (cl.output_bytes > AL_CHECKER_OUTPUT_MAX)
+		cl.output_bytes = AL_CHECKER_OUTPUT_MAX;
+	r = sb_vm_run_step(vm, &cs, &cl, t, &cr);
+	free(argv);
+	if (r < 0)
+		return r;
+	if (al_step_result_from_guest(&cr) == 0 && check_output(&cr, sr) < 0)
+		r = -ENOMEM;
+	sr->verdict = check_verdict(&cr);
+	if (r == 0 && !cr.has_exit_code) {
+		/* killed before its own rm: remove the directory now */
+		char *rm[] = {"rm", "-rf", dir, NULL};
+		struct al_step rs = {.argv = rm, .argc = 3};
+
+		al_step_result_release(&cr);
+		r = sb_vm_run_step(vm, &rs, &cl, 10000, &cr);
+	}
+	al_step_result_release(&cr);
 	return r;
 }
 
@@ -471,6 +631,17 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		if (s->compile && sr->status != AL_OK &&
 		    compile_failed(sr) < 0)
 			return -ENOMEM;
+		if (s->check.present && sr->status == AL_OK) {
+			r = run_checker(vm, w, s, lim, wall, sr);
+			if (r < 0) {
+				sr->status = AL_XX;
+				for (size_t k = i + 1; k < job->n_steps; k++)
+					res->steps[k].status = AL_SK;
+				return set_error(&res->error,
+						 "step %zu: checker: %s", i,
+						 sb_vm_error(vm)) ?: r;
+			}
+		}
 		if (sl.output_bytes < lim->output_bytes &&
 		    (sr->stdout_truncated || sr->stderr_truncated))
 			return out_of_room(job, i, true, res);
@@ -496,6 +667,14 @@ static void grade_test(const struct al_step *s, struct al_step_result *sr)
 {
 	bool ok = false;
 
+	if (s->check.present && sr->status == AL_OK &&
+	    sr->verdict != AL_VERDICT_NONE) {
+		/* run_checker's verdict stands */
+		sr->score = sr->verdict == AL_VERDICT_ACCEPTED
+				    ? al_step_weight(s)
+				    : 0;
+		return;
+	}
 	if (s->expect.present && sr->status == AL_OK) {
 		ok = al_expect_match(&s->expect, &sr->stdout_);
 		sr->expect_ok = ok ? AL_TRUE : AL_FALSE;
