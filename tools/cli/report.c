@@ -543,7 +543,17 @@ static void html_detail(const struct sub *s, size_t i, FILE *f)
 		fputs("</p>\n", f);
 	}
 	if (ce) {
-		fputs("<p>compiler output:</p>\n<pre class=\"compile\">", f);
+		fprintf(f, "<p>compile step: ");
+		if (ce->signal)
+			fprintf(f, "killed by %s",
+				al_signal_name(ce->signal)
+				    ? al_signal_name(ce->signal)
+				    : "a signal");
+		else
+			fprintf(f, "exit %d", ce->exit_code);
+		fprintf(f, " after %llu ms; compiler output:</p>\n"
+			   "<pre class=\"compile\">",
+			(unsigned long long)ce->wall_ms);
 		html_blob(f, &ce->compile_output);
 		fputs("</pre>\n", f);
 		return;
