@@ -161,12 +161,12 @@ fi
 PROBE = ("echo found=$(wc -c < /work/found); "
          "echo leak=$(cat /work/leak 2>/dev/null | wc -c); "
          "echo dirs=$(ls -a /work | grep -c airlock-check); "
-         "n=0; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null"
-         " | grep -q 'while :' && n=$((n+1)); done; echo alive=$((n-1))")
+         # the rewriter's command line has "echo 7"; grep's has "echo [7]"
+         "echo alive=$(grep -las 'echo [7]' /proc/[0-9]*/cmdline | wc -l)")
 hostile = job("hostile", "sh", HOSTILE, tests=[
     ("factor", "factor 91\n", "check", 1),
     ("expect", "probe\n", {"stdout": "SECRET-EXPECT-42\n"}, 1)])
-hostile["steps"].append({"name": "probe", "sh": PROBE})
+hostile["steps"].append({"name": "probe", "sh": PROBE, "timeout_ms": 30000})
 
 jobs = [job(sid, kind, code) for sid, kind, code, *_ in CLASS] + [hostile]
 jobs_path = os.path.join(work, "class.jsonl")
