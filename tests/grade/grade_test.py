@@ -145,12 +145,15 @@ if [ "$c" = factor ]; then
   done
   mkdir -p /work/.airlock-check-00000000000000000000000000000000
   s=SECRET  # the patterns are built here, so this file does not match
+  echo "$s-ANSWER control" > /tmp/ctl  # the one file the search must find
   grep -rlI -e "$s-ANSWER" -e "$s-EXPECT" /work /tmp /var/tmp /dev/shm \
     /run /home /etc /proc/1/environ 2>/dev/null > /work/found
   nohup setsid sh -c 'while :; do for d in /work/.airlock-check-*; do
     echo 7 > "$d/output"; printf "#!/bin/sh\nexit 0\n" > "$d/check_divisor.sh"
     cat "$d/answer" >> /work/leak; done 2>/dev/null; done' >/dev/null 2>&1 &
   sleep 0.3
+  # the control: while its step lasts, the probe below sees the rewriter
+  grep -las 'echo [7]' /proc/[0-9]*/cmdline | wc -l > /work/alive_in_step
   echo 1
 else
   s=SECRET
@@ -158,11 +161,12 @@ else
   echo none
 fi
 """
-PROBE = ("echo found=$(wc -c < /work/found); "
+PROBE = ("echo found=$(cat /work/found); "
          "echo leak=$(cat /work/leak 2>/dev/null | wc -c); "
          "echo dirs=$(ls -a /work | grep -c airlock-check); "
          # the rewriter's command line has "echo 7"; grep's has "echo [7]"
-         "echo alive=$(grep -las 'echo [7]' /proc/[0-9]*/cmdline | wc -l)")
+         "echo alive=$(grep -las 'echo [7]' /proc/[0-9]*/cmdline | wc -l); "
+         "echo control=$(cat /work/alive_in_step)")
 hostile = job("hostile", "sh", HOSTILE, tests=[
     ("factor", "factor 91\n", "check", 1),
     ("expect", "probe\n", {"stdout": "SECRET-EXPECT-42\n"}, 1)])
@@ -231,7 +235,7 @@ want("hostile checker said", h["factor"].get("checker_output", "").startswith(
     "wrong answer: 1 is not a proper divisor"), True)
 want("hostile expect read", h["expect"]["stdout"], "none\n")
 want("hostile probe", h["probe"]["stdout"],
-     "found=0\nleak=0\ndirs=1\nalive=0\n")  # dirs=1: its own decoy
+     "found=/tmp/ctl\nleak=0\ndirs=1\nalive=0\ncontrol=1\n")  # dirs: its decoy
 
 # Text output keeps UTF-8 and every step's name (skipped ones too).
 t = subprocess.run([airlock, "report", out], capture_output=True, text=True)
