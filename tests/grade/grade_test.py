@@ -25,6 +25,10 @@ state = os.environ.get("AIRLOCK_TEST_STATE", "/var/tmp/airlock-test")
 os.makedirs(work, exist_ok=True)
 checker = open(os.path.join(src, "tests/grade/check_divisor.sh")).read()
 
+# Limits are roomy (10 s of CPU a test): under TCG on a 2-core host
+# shared with parallel builds a python3 start has taken 5 s of guest CPU
+# time (the guest has no steal-time accounting). The time-limit case
+# loops for ever, so it costs one test's 10 s.
 # The problem: one line "sum A B" (print A+B), "div A B" (A/B as a
 # decimal) or "factor N" (any divisor D, 1 < D < N).
 TESTS = [  # name, stdin, expect or check, weight
@@ -93,19 +97,20 @@ def lang(kind, code):
 def job(sid, kind, code, tests=TESTS, answer="SECRET-ANSWER-7\n"):
     template, files, compile_cmd, run = lang(kind, code)
     steps = [{"name": "compile", "cmd": compile_cmd, "compile": True,
-              "timeout_ms": 120000}]
+              "timeout_ms": 300000}]
     for name, stdin, exp, weight in tests:
         st = {"name": name, "cmd": run, "stdin": stdin, "if": "setup_ok",
-              "weight": weight, "timeout_ms": 30000, "cpu_ms": 5000}
+              "weight": weight, "timeout_ms": 60000, "cpu_ms": 10000}
         if exp == "check":
             st["check"] = {"cmd": ["sh", "check_divisor.sh"],
+                           "timeout_ms": 60000,
                            "files": {"check_divisor.sh": checker},
                            "answer": answer}
         else:
             st["expect"] = exp
         steps.append(st)
     return {"id": sid, "template": template, "files": files, "steps": steps,
-            "limits": {"wall_ms": 300000}}
+            "limits": {"wall_ms": 600000}}
 
 
 # submission id -> (language, source, verdict, score, per-test verdicts)
@@ -147,7 +152,7 @@ if [ "$c" = factor ]; then
   s=SECRET  # the patterns are built here, so this file does not match
   echo "$s-ANSWER control" > /tmp/ctl  # the one file the search must find
   grep -rlI -e "$s-ANSWER" -e "$s-EXPECT" /work /tmp /var/tmp /dev/shm \
-    /run /home /etc /proc/1/environ 2>/dev/null > /work/found
+    /run /home 2>/dev/null > /work/found
   nohup setsid sh -c 'while :; do for d in /work/.airlock-check-*; do
     echo 7 > "$d/output"; printf "#!/bin/sh\nexit 0\n" > "$d/check_divisor.sh"
     cat "$d/answer" >> /work/leak; done 2>/dev/null; done' >/dev/null 2>&1 &
@@ -170,7 +175,7 @@ PROBE = ("echo found=$(cat /work/found); "
 hostile = job("hostile", "sh", HOSTILE, tests=[
     ("factor", "factor 91\n", "check", 1),
     ("expect", "probe\n", {"stdout": "SECRET-EXPECT-42\n"}, 1)])
-hostile["steps"].append({"name": "probe", "sh": PROBE, "timeout_ms": 30000})
+hostile["steps"].append({"name": "probe", "sh": PROBE, "timeout_ms": 60000})
 
 jobs = [job(sid, kind, code) for sid, kind, code, *_ in CLASS] + [hostile]
 jobs_path = os.path.join(work, "class.jsonl")
