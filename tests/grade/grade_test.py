@@ -155,7 +155,8 @@ if [ "$c" = factor ]; then
     /run /home 2>/dev/null > /work/found
   nohup setsid sh -c 'while :; do for d in /work/.airlock-check-*; do
     echo 7 > "$d/output"; printf "#!/bin/sh\nexit 0\n" > "$d/check_divisor.sh"
-    cat "$d/answer" >> /work/leak; done 2>/dev/null; done' >/dev/null 2>&1 &
+    cat "$d/answer" >> /work/leak; done 2>/dev/null; sleep 0.2; done' \
+    >/dev/null 2>&1 &
   sleep 0.3
   # the control: while its step lasts, the probe below sees the rewriter
   grep -las 'echo [7]' /proc/[0-9]*/cmdline | wc -l > /work/alive_in_step
