@@ -94,13 +94,14 @@ def lang(kind, code):
     return "python", {"main.sh": code}, ["bash", "-n", "main.sh"], ["bash", "main.sh"]
 
 
-def job(sid, kind, code, tests=TESTS, answer="SECRET-ANSWER-7\n"):
+def job(sid, kind, code, tests=TESTS, answer="SECRET-ANSWER-7\n",
+        cpu_ms=10000):
     template, files, compile_cmd, run = lang(kind, code)
     steps = [{"name": "compile", "cmd": compile_cmd, "compile": True,
               "timeout_ms": 300000}]
     for name, stdin, exp, weight in tests:
         st = {"name": name, "cmd": run, "stdin": stdin, "if": "setup_ok",
-              "weight": weight, "timeout_ms": 60000, "cpu_ms": 10000}
+              "weight": weight, "timeout_ms": 60000, "cpu_ms": cpu_ms}
         if exp == "check":
             st["check"] = {"cmd": ["sh", "check_divisor.sh"],
                            "timeout_ms": 60000,
@@ -175,7 +176,8 @@ PROBE = ("echo found=$(cat /work/found); "
          "echo control=$(cat /work/alive_in_step)")
 hostile = job("hostile", "sh", HOSTILE, tests=[
     ("factor", "factor 91\n", "check", 1),
-    ("expect", "probe\n", {"stdout": "SECRET-EXPECT-42\n"}, 1)])
+    ("expect", "probe\n", {"stdout": "SECRET-EXPECT-42\n"}, 1)],
+    cpu_ms=40000)  # its searches are not what is under test
 hostile["steps"].append({"name": "probe", "sh": PROBE, "timeout_ms": 60000})
 
 jobs = [job(sid, kind, code) for sid, kind, code, *_ in CLASS] + [hostile]
