@@ -576,6 +576,11 @@ static void html_detail(const struct sub *s, size_t i, FILE *f)
 	js = s->has_job && s->failed < s->job.n_steps
 		 ? &s->job.steps[s->failed]
 		 : NULL;
+	if (st->checker_output.len) {
+		fputs("<p>checker:</p>\n<pre class=\"checker\">", f);
+		html_blob(f, &st->checker_output);
+		fputs("</pre>\n", f);
+	}
 	if (js && js->expect.present && st->status == AL_OK)
 		html_diff(f, &js->expect.stdout_, &st->stdout_);
 	else if (st->stdout_.len) {
