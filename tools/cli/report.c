@@ -35,6 +35,7 @@ struct sub {
 struct report {
 	struct sub *subs; /* in file order */
 	size_t n, cap;	  /* used, allocated */
+	size_t *order;	  /* subs indices sorted by id (index_subs) */
 	bool keep;	  /* keep every step's outputs (printing) */
 	char *err;	  /* message buffer */
 	size_t errlen;	  /* its size */
@@ -166,27 +167,86 @@ static int add_result(struct report *rp, const char *line, size_t len,
 	return 0;
 }
 
-/* A job line: kept for the submission of its id (the first one). */
+/* Submissions by id, for the jobs file's lookups: rp->order sorted. */
+static int cmp_sub(const void *a, const void *b, void *ctx)
+{
+	const struct sub *s = ctx;
+	const char *x = s[*(const size_t *)a].res.id;
+	const char *y = s[*(const size_t *)b].res.id;
+
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+static struct sub *find_sub(struct report *rp, const char *id)
+{
+	size_t lo = 0, hi = rp->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct sub *s = &rp->subs[rp->order[mid]];
+		int c = strcmp(id, s->res.id ? s->res.id : "");
+
+		if (c == 0) {
+			/* the first in file order of that id without a job */
+			while (mid > 0 && !strcmp(id, rp->subs[rp->order[mid - 1]]
+							  .res.id ?: ""))
+				mid--;
+			for (; mid < rp->n; mid++) {
+				s = &rp->subs[rp->order[mid]];
+				if (strcmp(id, s->res.id ? s->res.id : ""))
+					return NULL;
+				if (!s->has_job)
+					return s;
+			}
+			return NULL;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+/* A job line: kept (its steps' expected outputs, not its files) for the
+ * submission of its id. */
 static int add_job(struct report *rp, const char *line, size_t len,
 		   size_t no)
 {
 	struct al_job job = {0};
 	struct al_diags d;
+	struct sub *s;
 
 	(void)no;
 	al_diags_init(&d);
 	if (al_job_from_json(line, len, &job, &d) < 0)
 		return 0; /* an RJ line: its result says why */
-	for (size_t i = 0; job.id && i < rp->n; i++) {
-		struct sub *s = &rp->subs[i];
-
-		if (!s->has_job && s->res.id && !strcmp(s->res.id, job.id)) {
-			s->job = job;
-			s->has_job = true;
-			return 0;
-		}
+	s = job.id ? find_sub(rp, job.id) : NULL;
+	if (!s) {
+		al_job_release(&job);
+		return 0;
 	}
-	al_job_release(&job);
+	for (size_t i = 0; i < job.n_files; i++) {
+		free(job.files[i].path);
+		free(job.files[i].content.data);
+	}
+	free(job.files);
+	job.files = NULL;
+	job.n_files = 0;
+	s->job = job;
+	s->has_job = true;
+	return 0;
+}
+
+/* Sort the submissions by id for add_job. */
+static int index_subs(struct report *rp)
+{
+	rp->order = malloc((rp->n ? rp->n : 1) * sizeof(*rp->order));
+	if (!rp->order)
+		return -ENOMEM;
+	for (size_t i = 0; i < rp->n; i++)
+		rp->order[i] = i;
+	qsort_r(rp->order, rp->n, sizeof(*rp->order), cmp_sub, rp->subs);
 	return 0;
 }
 
@@ -648,6 +708,7 @@ static void report_release(struct report *rp)
 		al_job_release(&rp->subs[i].job);
 	}
 	free(rp->subs);
+	free(rp->order);
 }
 
 static int write_all(struct report *rp, const char *dir)
@@ -685,6 +746,8 @@ int al_report_write(const char *results, const char *jobs, const char *dir,
 
 	err[0] = '\0';
 	r = each_line(&rp, results, add_result, true);
+	if (r == 0 && jobs)
+		r = index_subs(&rp);
 	if (r == 0 && jobs)
 		r = each_line(&rp, jobs, add_job, false);
 	if (r == 0)
