@@ -61,7 +61,7 @@ for name, (tmpl, path, ok, bad, comp, run) in LANGS.items():
                      "steps": [{"name": "compile", "cmd": comp, "compile": True,
                                 "timeout_ms": 300000},
                                {"name": "hello", "cmd": run, "stdin": "ada\n",
-                                "if": "setup_ok", "timeout_ms": 60000,
+                                "if": "setup_ok", "timeout_ms": 120000,
                                 "expect": {"stdout": "hello, ada\n"}}]})
 jobs_path = os.path.join(work, "languages.jsonl")
 with open(jobs_path, "w") as f:
