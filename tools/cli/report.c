@@ -435,36 +435,46 @@ static const char css[] =
     "white-space:pre-wrap;max-width:60em}"
     ".del{background:#fdd}.ins{background:#dfd}";
 
+static void count_row(FILE *f, const char *text, size_t n)
+{
+	fputs("<tr><td>", f);
+	html_str(f, text);
+	fprintf(f, "</td><td class=\"n\">%zu</td></tr>\n", n);
+}
+
+/* Submissions by verdict (runtime errors by signal), in the verdicts'
+ * order, then those without a verdict by status. */
 static void html_counts(const struct report *rp, FILE *f)
 {
-	struct {
-		char text[64];
-		size_t n;
-	} rows[64];
-	size_t nr = 0;
+	size_t by[AL_VERDICT_COUNT][128] = {{0}}; /* 10 KiB */
+	size_t st[AL_STATUS_COUNT] = {0};
+	char text[64];
 
 	for (size_t i = 0; i < rp->n; i++) {
-		char v[64];
-		size_t k;
+		const struct al_result *r = &rp->subs[i].res;
+		int sig = al_result_verdict_signal(r);
 
-		verdict_text(&rp->subs[i].res, v, sizeof(v));
-		for (k = 0; k < nr && strcmp(rows[k].text, v); k++)
-			;
-		if (k == nr && nr < 64) {
-			snprintf(rows[nr].text, sizeof(rows[nr].text), "%s", v);
-			rows[nr++].n = 0;
-		}
-		if (k < nr)
-			rows[k].n++;
+		if (r->verdict != AL_VERDICT_NONE &&
+		    (unsigned)r->verdict < AL_VERDICT_COUNT)
+			by[r->verdict][sig > 0 && sig < 128 ? sig : 0]++;
+		else if ((unsigned)r->status < AL_STATUS_COUNT)
+			st[r->status]++;
 	}
 	fputs("<h2>Verdicts</h2>\n<table id=\"counts\"><tr><th>verdict</th>"
 	      "<th>submissions</th></tr>\n",
 	      f);
-	for (size_t k = 0; k < nr; k++) {
-		fputs("<tr><td>", f);
-		html_str(f, rows[k].text);
-		fprintf(f, "</td><td class=\"n\">%zu</td></tr>\n", rows[k].n);
-	}
+	for (int v = 1; v < AL_VERDICT_COUNT; v++)
+		for (int g = 0; g < 128; g++)
+			if (by[v][g]) {
+				al_verdict_text(v, g, text, sizeof(text));
+				count_row(f, text, by[v][g]);
+			}
+	for (int k = 0; k < AL_STATUS_COUNT; k++)
+		if (st[k]) {
+			snprintf(text, sizeof(text), "status %s",
+				 al_status_name(k));
+			count_row(f, text, st[k]);
+		}
 	fprintf(f, "<tr><th>total</th><td class=\"n\">%zu</td></tr>\n</table>\n",
 		rp->n);
 }
