@@ -47,6 +47,12 @@
 #define AL_DISK_MB_MAX 65536u
 #define AL_FILE_SIZE_MB_MAX 65536u
 
+/* grading (docs/schema.md, "Grading") */
+#define AL_WEIGHT_MAX 1000000u /* one test's `weight` */
+#define AL_TOL_MAX 1e9         /* `abs_tol`, `rel_tol` */
+#define AL_CHECK_FILES_MAX 64  /* files of one `check` */
+#define AL_CHECKER_OUTPUT_MAX 4096u /* kept of a checker's messages */
+
 /* diagnostics: errors kept per decode (the rest are counted) */
 #define AL_DIAGS_MAX 64
 

@@ -252,9 +252,41 @@ static int step_if(const msgpack_object *v, const char *path, void *out,
 		s->run_if = AL_RUN_ALWAYS;
 	else if (al__walk_is_str(v, "success"))
 		s->run_if = AL_RUN_SUCCESS;
+	else if (al__walk_is_str(v, "setup_ok"))
+		s->run_if = AL_RUN_SETUP_OK;
 	else
-		al_diags_add(d, path, "must be \"always\" or \"success\"");
+		al_diags_add(d, path,
+			     "must be \"always\", \"success\" or \"setup_ok\"");
 	return 0;
+}
+
+static int step_compile(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	if (v->type != MSGPACK_OBJECT_BOOLEAN) {
+		al__walk_type_error(d, path, "a boolean");
+		return 0;
+	}
+	return al__walk_bool(v, path, d, &((struct al_step *)out)->compile);
+}
+
+static int step_weight(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_step *s = out;
+
+	s->has_weight = true;
+	return al__walk_u32(v, path, 0, AL_WEIGHT_MAX, d, &s->weight);
+}
+
+bool al_step_is_test(const struct al_step *s)
+{
+	return s->expect.present || s->check.present || s->has_weight;
+}
+
+uint32_t al_step_weight(const struct al_step *s)
+{
+	return s->has_weight ? s->weight : 1;
 }
 
 static int expect_stdout(const msgpack_object *v, const char *path, void *out,
@@ -267,6 +299,8 @@ static const char *const compare_names[] = {
 	[AL_COMPARE_EXACT] = "exact",
 	[AL_COMPARE_TRIM] = "trim",
 	[AL_COMPARE_LINES] = "lines",
+	[AL_COMPARE_TOKENS] = "tokens",
+	[AL_COMPARE_NUMBERS] = "numbers",
 };
 
 static int expect_compare(const msgpack_object *v, const char *path,
@@ -280,13 +314,66 @@ static int expect_compare(const msgpack_object *v, const char *path,
 			return 0;
 		}
 	}
-	al_diags_add(d, path, "must be \"exact\", \"trim\" or \"lines\"");
+	al_diags_add(d, path, "must be \"exact\", \"trim\", \"lines\", "
+			      "\"tokens\" or \"numbers\"");
 	return 0;
 }
 
+/* A tolerance: a finite number 0..AL_TOL_MAX, integer or not. */
+static void walk_tol(const msgpack_object *v, const char *path, double *ret,
+		     struct al_diags *d)
+{
+	double x;
+
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		x = (double)v->via.u64;
+	else if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		x = (double)v->via.i64;
+	else if (v->type == MSGPACK_OBJECT_FLOAT32 ||
+		 v->type == MSGPACK_OBJECT_FLOAT64)
+		x = v->via.f64;
+	else {
+		al__walk_type_error(d, path, "a number");
+		return;
+	}
+	if (!(x >= 0 && x <= AL_TOL_MAX)) { /* NaN fails too */
+		al_diags_add(d, path, "must be 0..%g", AL_TOL_MAX);
+		return;
+	}
+	*ret = x;
+}
+
+static int expect_abs_tol(const msgpack_object *v, const char *path,
+			  void *out, struct al_diags *d)
+{
+	walk_tol(v, path, &((struct al_expect *)out)->abs_tol, d);
+	return 0;
+}
+
+static int expect_rel_tol(const msgpack_object *v, const char *path,
+			  void *out, struct al_diags *d)
+{
+	walk_tol(v, path, &((struct al_expect *)out)->rel_tol, d);
+	return 0;
+}
+
+enum { EXPECT_STDOUT, EXPECT_COMPARE, EXPECT_ABS_TOL, EXPECT_REL_TOL };
+
+/* Tolerances mean something only when comparing numbers. */
+static void expect_check(uint32_t seen, const char *path, struct al_diags *d,
+			 const struct al_expect *e)
+{
+	if ((AL__SEEN(seen, EXPECT_ABS_TOL) || AL__SEEN(seen, EXPECT_REL_TOL)) &&
+	    e->compare != AL_COMPARE_NUMBERS)
+		al_diags_add(d, path,
+			     "abs_tol and rel_tol need compare \"numbers\"");
+}
+
 static const struct al__walk_field expect_fields[] = {
-    {"stdout", 0, expect_stdout, true},
-    {"compare", 0, expect_compare, false},
+    [EXPECT_STDOUT] = {"stdout", 0, expect_stdout, true},
+    [EXPECT_COMPARE] = {"compare", 0, expect_compare, false},
+    [EXPECT_ABS_TOL] = {"abs_tol", 0, expect_abs_tol, false},
+    [EXPECT_REL_TOL] = {"rel_tol", 0, expect_rel_tol, false},
 };
 static const struct al__walk_table expect_table =
     AL__WALK_TABLE(expect_fields, NULL);
@@ -295,11 +382,13 @@ static int step_expect(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
 	struct al_expect *e = &((struct al_step *)out)->expect;
+	uint32_t seen = 0;
 	int r;
 
-	r = al__walk_map(v, path, &expect_table, e, d, NULL);
+	r = al__walk_map(v, path, &expect_table, e, d, &seen);
 	if (r < 0)
 		return r;
+	expect_check(seen, path, d, e);
 	e->present = true;
 	return 0;
 }
@@ -314,6 +403,74 @@ static int step_attest(const msgpack_object *v, const char *path, void *out,
 		return 0;
 	}
 	return al__walk_bool(v, path, d, &s->attest);
+}
+
+static int check_cmd(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	struct al_check *c = out;
+	struct al_step tmp = {0};
+	int r = step_cmd(v, path, &tmp, d);
+
+	c->argv = tmp.argv;
+	c->argc = tmp.argc;
+	return r;
+}
+
+static int check_files(const msgpack_object *v, const char *path, void *out,
+		       struct al_diags *d)
+{
+	struct al_check *c = out;
+	uint32_t n;
+
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_MAP, 0, AL_CHECK_FILES_MAX,
+			  d, &n))
+		return 0;
+	return al__walk_files(v, path, d, &c->files, &c->n_files);
+}
+
+static int check_answer(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	return al__walk_blob(v, path, d, &((struct al_check *)out)->answer);
+}
+
+static int check_timeout(const msgpack_object *v, const char *path,
+			 void *out, struct al_diags *d)
+{
+	return al__walk_u32(v, path, 1, AL_TIMEOUT_MS_MAX, d,
+			    &((struct al_check *)out)->timeout_ms);
+}
+
+static const struct al__walk_field check_fields[] = {
+    {"cmd", 0, check_cmd, true},
+    {"files", 0, check_files, false},
+    {"answer", 0, check_answer, false},
+    {"timeout_ms", 0, check_timeout, false},
+};
+static const struct al__walk_table check_table =
+    AL__WALK_TABLE(check_fields, NULL);
+
+static int step_check_prog(const msgpack_object *v, const char *path,
+			   void *out, struct al_diags *d)
+{
+	struct al_step *s = out;
+	int r = al__walk_map(v, path, &check_table, &s->check, d, NULL);
+
+	s->check.present = true;
+	for (size_t i = 0; r == 0 && i < s->check.n_files; i++) {
+		const char *f = s->check.files[i].path;
+		size_t first = strcspn(f, "/");
+
+		/* input, output and answer are the checker's own names */
+		if ((first == 5 && !strncmp(f, "input", 5)) ||
+		    (first == 6 && (!strncmp(f, "output", 6) ||
+				    !strncmp(f, "answer", 6))))
+			al_diags_add(d, path, "files: \"%.*s\" is the "
+					      "checker's own file",
+				     (int)first, f);
+	}
+	return r;
 }
 
 /* The fields a step shares with the job's top level (its one-step
@@ -358,12 +515,18 @@ static void step_check(uint32_t seen, const char *path, struct al_diags *d)
 
 	if (cmd_sh != 1 && cmd_sh != 2)
 		al_diags_add(d, path, "must have exactly one of cmd or sh");
+	if (AL__SEEN(seen, STEP_EXPECT) && AL__SEEN(seen, STEP_SHARED + 4))
+		al_diags_add(d, path, "must have at most one of expect or "
+				      "check");
 }
 
 static const struct al__walk_field step_fields[] = {
     STEP_FIELDS(0, 0),
     [STEP_SHARED] = {"name", 0, step_name, false},
     [STEP_SHARED + 1] = {"if", 0, step_if, false},
+    [STEP_SHARED + 2] = {"compile", 0, step_compile, false},
+    [STEP_SHARED + 3] = {"weight", 0, step_weight, false},
+    [STEP_SHARED + 4] = {"check", 0, step_check_prog, false},
 };
 static const struct al__walk_table step_table =
     AL__WALK_TABLE(step_fields, step_check);
@@ -392,6 +555,9 @@ void al_step_release(struct al_step *s)
 	env_release(s->env, s->n_env);
 	free(s->cwd);
 	al__blob_release(&s->expect.stdout_);
+	argv_release(s->check.argv, s->check.argc);
+	al__files_release(s->check.files, s->check.n_files);
+	al__blob_release(&s->check.answer);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -646,12 +812,63 @@ void al_job_release(struct al_job *job)
 
 /* --- encoding ----------------------------------------------------------------- */
 
+/* A tolerance as an integer when it is one (JSON's 1, not 1.0), so
+ * JSON -> msgpack -> JSON gives the same text. */
+static void pack_tol(msgpack_packer *pk, const char *key, double x)
+{
+	al__pack_key(pk, key);
+	if (x == (double)(uint64_t)x)
+		msgpack_pack_uint64(pk, (uint64_t)x);
+	else
+		msgpack_pack_double(pk, x);
+}
+
+static void pack_expect(msgpack_packer *pk, const struct al_expect *e)
+{
+	al__pack_key(pk, "expect");
+	msgpack_pack_map(pk, 1 + (e->compare != AL_COMPARE_EXACT) +
+				     (e->abs_tol != 0) + (e->rel_tol != 0));
+	al__pack_key(pk, "stdout");
+	al__pack_blob(pk, &e->stdout_);
+	if (e->compare != AL_COMPARE_EXACT) {
+		al__pack_key(pk, "compare");
+		al__pack_str(pk, compare_names[e->compare]);
+	}
+	if (e->abs_tol != 0)
+		pack_tol(pk, "abs_tol", e->abs_tol);
+	if (e->rel_tol != 0)
+		pack_tol(pk, "rel_tol", e->rel_tol);
+}
+
+static void pack_check(msgpack_packer *pk, const struct al_check *c)
+{
+	al__pack_key(pk, "check");
+	msgpack_pack_map(pk, 1 + !!c->n_files + !!c->answer.data +
+				     !!c->timeout_ms);
+	al__pack_key(pk, "cmd");
+	msgpack_pack_array(pk, c->argc);
+	for (size_t i = 0; i < c->argc; i++)
+		al__pack_str(pk, c->argv[i]);
+	if (c->n_files) {
+		al__pack_key(pk, "files");
+		al__pack_files(pk, c->files, c->n_files);
+	}
+	if (c->answer.data) {
+		al__pack_key(pk, "answer");
+		al__pack_blob(pk, &c->answer);
+	}
+	if (c->timeout_ms) {
+		al__pack_key(pk, "timeout_ms");
+		msgpack_pack_uint32(pk, c->timeout_ms);
+	}
+}
+
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
 	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
 		   !!s->timeout_ms + !!s->cpu_ms +
-		   (s->run_if == AL_RUN_SUCCESS) + s->expect.present +
-		   s->attest;
+		   (s->run_if != AL_RUN_ALWAYS) + s->expect.present +
+		   s->attest + s->compile + s->has_weight + s->check.present;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -691,25 +908,27 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 		al__pack_key(pk, "cpu_ms");
 		msgpack_pack_uint32(pk, s->cpu_ms);
 	}
-	if (s->run_if == AL_RUN_SUCCESS) {
+	if (s->run_if != AL_RUN_ALWAYS) {
 		al__pack_key(pk, "if");
-		al__pack_str(pk, "success");
+		al__pack_str(pk, s->run_if == AL_RUN_SUCCESS ? "success"
+							       : "setup_ok");
 	}
-	if (s->expect.present) {
-		al__pack_key(pk, "expect");
-		msgpack_pack_map(pk,
-				 1 + (s->expect.compare != AL_COMPARE_EXACT));
-		al__pack_key(pk, "stdout");
-		al__pack_blob(pk, &s->expect.stdout_);
-		if (s->expect.compare != AL_COMPARE_EXACT) {
-			al__pack_key(pk, "compare");
-			al__pack_str(pk, compare_names[s->expect.compare]);
-		}
-	}
+	if (s->expect.present)
+		pack_expect(pk, &s->expect);
 	if (s->attest) {
 		al__pack_key(pk, "attest");
 		msgpack_pack_true(pk);
 	}
+	if (s->compile) {
+		al__pack_key(pk, "compile");
+		msgpack_pack_true(pk);
+	}
+	if (s->has_weight) {
+		al__pack_key(pk, "weight");
+		msgpack_pack_uint32(pk, s->weight);
+	}
+	if (s->check.present)
+		pack_check(pk, &s->check);
 	return 0;
 }
 

@@ -15,7 +15,7 @@
 static const char *const status_names[AL_STATUS_COUNT] = {
 	[AL_OK] = "OK", [AL_RE] = "RE", [AL_SG] = "SG", [AL_TO] = "TO",
 	[AL_ML] = "ML", [AL_OL] = "OL", [AL_XX] = "XX", [AL_RJ] = "RJ",
-	[AL_SK] = "SK", [AL_TL] = "TL", [AL_CX] = "CX",
+	[AL_SK] = "SK", [AL_TL] = "TL", [AL_CX] = "CX", [AL_CE] = "CE",
 };
 
 const char *al_status_name(enum al_status s)
@@ -31,15 +31,125 @@ int al_status_from_name(const char *s, size_t len)
 	return -EINVAL;
 }
 
-static const char *const verdict_names[] = {
+static const char *const verdict_names[AL_VERDICT_COUNT] = {
 	[AL_VERDICT_NONE] = "none",
 	[AL_VERDICT_ACCEPTED] = "accepted",
 	[AL_VERDICT_WRONG_ANSWER] = "wrong_answer",
+	[AL_VERDICT_COMPILE_ERROR] = "compile_error",
+	[AL_VERDICT_TIME_LIMIT] = "time_limit",
+	[AL_VERDICT_MEMORY_LIMIT] = "memory_limit",
+	[AL_VERDICT_RUNTIME_ERROR] = "runtime_error",
+	[AL_VERDICT_OUTPUT_LIMIT] = "output_limit",
+	[AL_VERDICT_INTERNAL_ERROR] = "internal_error",
+	[AL_VERDICT_SKIPPED] = "skipped",
 };
 
 const char *al_verdict_name(enum al_verdict v)
 {
-	return (unsigned)v <= AL_VERDICT_WRONG_ANSWER ? verdict_names[v] : "??";
+	return (unsigned)v < AL_VERDICT_COUNT ? verdict_names[v] : "??";
+}
+
+/* Judge0 CE's statuses (its app/enumerations/status.rb): 3 Accepted,
+ * 4 Wrong Answer, 5 Time Limit Exceeded, 6 Compilation Error, 7..12
+ * Runtime Error by signal (SIGSEGV, SIGXFSZ, SIGFPE, SIGABRT, NZEC =
+ * non-zero exit, Other), 13 Internal Error. Judge0 has no memory or output limit
+ * status: isolate kills such a run, which it reports as a runtime error
+ * (SIGKILL: Other, SIGXFSZ for a file too large). */
+int al_verdict_judge0(enum al_verdict v, int signal)
+{
+	switch (v) {
+	case AL_VERDICT_ACCEPTED: return 3;
+	case AL_VERDICT_WRONG_ANSWER: return 4;
+	case AL_VERDICT_TIME_LIMIT: return 5;
+	case AL_VERDICT_COMPILE_ERROR: return 6;
+	case AL_VERDICT_OUTPUT_LIMIT: return 8;
+	case AL_VERDICT_MEMORY_LIMIT: return 12;
+	case AL_VERDICT_INTERNAL_ERROR: return 13;
+	case AL_VERDICT_RUNTIME_ERROR:
+		switch (signal) {
+		case 0: return 11;
+		case 11: return 7;
+		case 25: return 8;
+		case 8: return 9;
+		case 6: return 10;
+		default: return 12;
+		}
+	default: return 0;
+	}
+}
+
+/* The x86-64 / aarch64 Linux numbering (the guests we run). */
+static const char *const signal_names[] = {
+	[1] = "SIGHUP",	  [2] = "SIGINT",   [3] = "SIGQUIT", [4] = "SIGILL",
+	[5] = "SIGTRAP",  [6] = "SIGABRT",  [7] = "SIGBUS",  [8] = "SIGFPE",
+	[9] = "SIGKILL",  [10] = "SIGUSR1", [11] = "SIGSEGV", [12] = "SIGUSR2",
+	[13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM", [24] = "SIGXCPU",
+	[25] = "SIGXFSZ", [31] = "SIGSYS",
+};
+
+const char *al_signal_name(int sig)
+{
+	return sig > 0 && (size_t)sig < AL__ARRAY_SIZE(signal_names)
+		       ? signal_names[sig]
+		       : NULL;
+}
+
+size_t al_result_failed_step(const struct al_result *r)
+{
+	for (size_t i = 0; i < r->n_steps; i++) {
+		const struct al_step_result *sr = &r->steps[i];
+
+		if (sr->verdict == AL_VERDICT_NONE
+			? sr->status != AL_OK && sr->status != AL_SK
+			: sr->verdict != AL_VERDICT_ACCEPTED &&
+				  sr->verdict != AL_VERDICT_SKIPPED)
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+int al_result_verdict_signal(const struct al_result *r)
+{
+	size_t i = al_result_failed_step(r);
+
+	return r->verdict == AL_VERDICT_RUNTIME_ERROR && i < r->n_steps
+		       ? r->steps[i].signal
+		       : 0;
+}
+
+size_t al_verdict_text(enum al_verdict v, int signal, char *buf,
+		       size_t size)
+{
+	const char *sig = al_signal_name(signal);
+	char name[32];
+	int n;
+
+	snprintf(name, sizeof(name), "%s", al_verdict_name(v));
+	for (char *p = name; *p; p++)
+		if (*p == '_')
+			*p = ' ';
+	if (v == AL_VERDICT_RUNTIME_ERROR && signal)
+		n = sig ? snprintf(buf, size, "%s (%s)", name, sig)
+			: snprintf(buf, size, "%s (signal %d)", name, signal);
+	else
+		n = snprintf(buf, size, "%s", name);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+enum al_verdict al_verdict_of_status(enum al_status s, bool output_ok)
+{
+	switch (s) {
+	case AL_OK:
+		return output_ok ? AL_VERDICT_ACCEPTED
+				 : AL_VERDICT_WRONG_ANSWER;
+	case AL_RE: case AL_SG: return AL_VERDICT_RUNTIME_ERROR;
+	case AL_TO: case AL_TL: return AL_VERDICT_TIME_LIMIT;
+	case AL_ML: return AL_VERDICT_MEMORY_LIMIT;
+	case AL_OL: return AL_VERDICT_OUTPUT_LIMIT;
+	case AL_CE: return AL_VERDICT_COMPILE_ERROR;
+	case AL_SK: return AL_VERDICT_SKIPPED;
+	default: return AL_VERDICT_INTERNAL_ERROR;
+	}
 }
 
 static const char *const accel_names[] = {
@@ -68,6 +178,10 @@ int al_step_result_from_guest(struct al_step_result *sr)
 
 	sr->expect_ok = AL_UNSET; /* the host's to say, never the guest's */
 	sr->attested = AL_UNSET;
+	sr->verdict = AL_VERDICT_NONE;
+	sr->score = 0;
+	al__blob_release(&sr->compile_output);
+	al__blob_release(&sr->checker_output);
 	switch (st) {
 	case AL_OK: case AL_RE: case AL_SG: case AL_TO: case AL_TL: case AL_ML:
 	case AL_OL:
@@ -191,6 +305,35 @@ static int walk_tristate(const msgpack_object *v, const char *path,
 	*ret = ok ? AL_TRUE : AL_FALSE;
 	return 0;
 }
+SR_FIELD(compile_output, sr_stream(v, path, d, &s->compile_output))
+SR_FIELD(score, al__walk_u32(v, path, 0, UINT32_MAX, d, &s->score))
+
+/* A checker's messages: capped before they are copied. */
+static int sr_checker_output(const msgpack_object *v, const char *path,
+			     void *out, struct al_diags *d)
+{
+	if ((v->type == MSGPACK_OBJECT_STR || v->type == MSGPACK_OBJECT_BIN) &&
+	    v->via.str.size > AL_CHECKER_OUTPUT_MAX) {
+		al_diags_add(d, path, "larger than %u bytes",
+			     AL_CHECKER_OUTPUT_MAX);
+		return 0;
+	}
+	return al__walk_blob(v, path, d,
+			     &((struct al_step_result *)out)->checker_output);
+}
+
+/* A test's verdict: any but "none", which is written as no field. */
+static int sr_verdict(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	int x = 0, r;
+
+	r = walk_enum(v, path, verdict_names + 1, AL_VERDICT_COUNT - 1, d,
+		      &x);
+	((struct al_step_result *)out)->verdict = (enum al_verdict)(x + 1);
+	return r;
+}
+
 SR_FIELD(expect_ok, walk_tristate(v, path, d, &s->expect_ok))
 SR_FIELD(attested, walk_tristate(v, path, d, &s->attested))
 
@@ -211,6 +354,10 @@ static const struct al__walk_field step_result_fields[] = {
     {"expect_ok", 0, sr_expect_ok, false},
     {"attested", 0, sr_attested, false},
     {"error", offsetof(struct al_step_result, error), walk_error, false},
+    {"compile_output", 0, sr_compile_output, false},
+    {"verdict", 0, sr_verdict, false},
+    {"score", 0, sr_score, false},
+    {"checker_output", 0, sr_checker_output, false},
 };
 
 static const struct al__walk_table step_result_table =
@@ -237,6 +384,8 @@ void al_step_result_release(struct al_step_result *r)
 	free(r->error);
 	al__blob_release(&r->stdout_);
 	al__blob_release(&r->stderr_);
+	al__blob_release(&r->compile_output);
+	al__blob_release(&r->checker_output);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -369,21 +518,35 @@ static int res_id(const msgpack_object *v, const char *path, void *out,
 			    &((struct al_result *)out)->id);
 }
 
-/* "none" is never written: the field is omitted instead */
-static const char *const verdict_written[] = {
-    [AL_VERDICT_ACCEPTED] = "accepted",
-    [AL_VERDICT_WRONG_ANSWER] = "wrong_answer",
-};
-
+/* A job's verdict: "none" is never written (the field is omitted), and
+ * "skipped" is a test's alone. */
 static int res_verdict(const msgpack_object *v, const char *path, void *out,
 		       struct al_diags *d)
 {
 	int x = 0, r;
 
-	r = walk_enum(v, path, verdict_written, AL__ARRAY_SIZE(verdict_written),
-		      d, &x);
-	((struct al_result *)out)->verdict = (enum al_verdict)x;
+	r = walk_enum(v, path, verdict_names + 1, AL_VERDICT_SKIPPED - 1, d,
+		      &x);
+	((struct al_result *)out)->verdict = (enum al_verdict)(x + 1);
 	return r;
+}
+
+static int res_score(const msgpack_object *v, const char *path, void *out,
+		     struct al_diags *d)
+{
+	struct al_result *res = out;
+
+	res->graded = true;
+	return al__walk_u64(v, path, d, &res->score);
+}
+
+static int res_max_score(const msgpack_object *v, const char *path,
+			 void *out, struct al_diags *d)
+{
+	struct al_result *res = out;
+
+	res->graded = true;
+	return al__walk_u64(v, path, d, &res->max_score);
 }
 
 static int step_result_elem(const msgpack_object *v, const char *path,
@@ -481,6 +644,8 @@ static const struct al__walk_field result_fields[] = {
     {"worker", offsetof(struct al_result, worker), walk_label, false},
     {"meta", 0, res_meta, false},
     {"digest", 0, res_digest, false},
+    {"score", 0, res_score, false},
+    {"max_score", 0, res_max_score, false},
 };
 static const struct al__walk_table result_table =
     AL__WALK_TABLE(result_fields, NULL);
@@ -552,7 +717,9 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 {
 	size_t n = 10 + !!s->name + s->has_exit_code + !!s->signal +
 		   (s->expect_ok != AL_UNSET) + (s->attested != AL_UNSET) +
-		   !!s->error;
+		   !!s->error + !!s->compile_output.data +
+		   !!s->checker_output.data +
+		   2 * (s->verdict != AL_VERDICT_NONE);
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -587,6 +754,20 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 	if (s->error) {
 		al__pack_key(pk, "error");
 		al__pack_str(pk, s->error);
+	}
+	if (s->compile_output.data) {
+		al__pack_key(pk, "compile_output");
+		al__pack_blob(pk, &s->compile_output);
+	}
+	if (s->verdict != AL_VERDICT_NONE) {
+		al__pack_key(pk, "verdict");
+		al__pack_str(pk, al_verdict_name(s->verdict));
+		al__pack_key(pk, "score");
+		msgpack_pack_uint32(pk, s->score);
+	}
+	if (s->checker_output.data) {
+		al__pack_key(pk, "checker_output");
+		al__pack_blob(pk, &s->checker_output);
 	}
 	return 0;
 }
@@ -624,7 +805,7 @@ static void pack_result(msgpack_packer *pk, const void *obj)
 	const struct al_result *r = obj;
 	size_t n = 6 + (r->verdict != AL_VERDICT_NONE) + !!r->error +
 		   !!r->n_files + !!r->worker + !!r->meta.len +
-		   !!r->network.policy + !!r->digest;
+		   !!r->network.policy + !!r->digest + 2 * r->graded;
 
 	msgpack_pack_map(pk, n);
 	al__pack_key(pk, "id");
@@ -671,6 +852,10 @@ static void pack_result(msgpack_packer *pk, const void *obj)
 	if (r->digest) {
 		al__pack_key(pk, "digest");
 		al__pack_str(pk, r->digest);
+	}
+	if (r->graded) {
+		pack_u64(pk, "score", r->score);
+		pack_u64(pk, "max_score", r->max_score);
 	}
 }
 

@@ -63,17 +63,35 @@ enum al_compare {
 	AL_COMPARE_EXACT = 0, /* byte for byte */
 	AL_COMPARE_TRIM,      /* ignoring leading and trailing white space */
 	AL_COMPARE_LINES,     /* line by line, ignoring trailing white space */
+	AL_COMPARE_TOKENS,    /* white-space separated tokens, equal */
+	AL_COMPARE_NUMBERS,   /* tokens; numbers within abs_tol / rel_tol */
 };
 
 enum al_run_if {
 	AL_RUN_ALWAYS = 0, /* run even when an earlier step failed */
 	AL_RUN_SUCCESS,    /* run only when every earlier step was OK */
+	AL_RUN_SETUP_OK,   /* run when every earlier step that is not a test
+			      was OK: later tests run after a failed one */
 };
 
 struct al_expect {
 	bool present;           /* the step has `expect` */
 	struct al_blob stdout_; /* expected standard output */
 	enum al_compare compare; /* how to compare */
+	double abs_tol;         /* numbers: absolute tolerance, >= 0 */
+	double rel_tol;         /* numbers: relative tolerance, >= 0 */
+};
+
+/* A checker program (docs/schema.md, "Checkers"): run after its step
+ * as `cmd... input output answer` in a directory of its own. */
+struct al_check {
+	bool present;            /* the step has `check` */
+	char **argv;             /* `cmd`, argc strings, NULL-terminated */
+	size_t argc;             /* entries in argv */
+	struct al_file *files;   /* placed beside input, output, answer */
+	size_t n_files;          /* entries in files */
+	struct al_blob answer;   /* the `answer` file */
+	uint32_t timeout_ms;     /* 0 = the policy's step default */
 };
 
 struct al_step {
@@ -92,7 +110,17 @@ struct al_step {
 	struct al_expect expect;  /* expected output */
 	bool attest;              /* the host proves the step's last line
 				     (docs/schema.md, "Attested steps") */
+	struct al_check check;    /* checker program, judged on the host */
+	bool compile;             /* a compile step: failing is CE */
+	bool has_weight;          /* `weight` given */
+	uint32_t weight;          /* a test's points (default 1 with expect) */
 };
+
+/* Is step s a test (it has `expect`, `check` or `weight`)? Tests get a verdict
+ * and a score of their own (docs/schema.md, "Grading"). */
+bool al_step_is_test(const struct al_step *s);
+/* A test's weight: `weight`, else 1. */
+uint32_t al_step_weight(const struct al_step *s);
 
 /* Job-wide limits; 0 means "not given, use the policy default". */
 struct al_limits {
@@ -133,13 +161,24 @@ enum al_status {
 	AL_RJ,     /* the job itself is invalid */
 	AL_SK,     /* step skipped: an earlier step failed and it had if=success */
 	AL_CX,     /* cancelled (`airlock cancel`): job status only */
+	AL_CE,     /* a `compile` step failed (decided on the host) */
 	AL_STATUS_COUNT
 };
 
+/* A grader's verdict, for the job and for each test step; the mapping
+ * to Judge0's status ids is al_verdict_judge0() and docs/schema.md. */
 enum al_verdict {
-	AL_VERDICT_NONE = 0, /* no step has `expect` */
+	AL_VERDICT_NONE = 0, /* no step is a test or a compile step */
 	AL_VERDICT_ACCEPTED,
 	AL_VERDICT_WRONG_ANSWER,
+	AL_VERDICT_COMPILE_ERROR,
+	AL_VERDICT_TIME_LIMIT,
+	AL_VERDICT_MEMORY_LIMIT,
+	AL_VERDICT_RUNTIME_ERROR,
+	AL_VERDICT_OUTPUT_LIMIT,
+	AL_VERDICT_INTERNAL_ERROR,
+	AL_VERDICT_SKIPPED, /* a test that did not run: test verdicts only */
+	AL_VERDICT_COUNT
 };
 
 enum al_accel {
@@ -173,6 +212,13 @@ struct al_step_result {
 	enum al_tristate attested; /* `attest`: the last stdout line carried
 				      the host's token; unset without one */
 	char *error;             /* XX: what failed on our side, else NULL */
+	struct al_blob compile_output; /* CE: the compiler's stderr, then
+					  its stdout (moved out of them) */
+	enum al_verdict verdict; /* a test's verdict, NONE for other steps */
+	uint32_t score;          /* a test's points: its weight if accepted */
+	struct al_blob checker_output; /* `check`: the checker's stderr, then
+					  stdout, the first AL_CHECKER_OUTPUT_MAX
+					  bytes */
 };
 
 struct al_vm_info {
@@ -221,6 +267,10 @@ struct al_result {
 	struct al_blob meta;           /* the job's meta, msgpack */
 	char *digest;                  /* SHA-256 of the job's payload as
 					* stored (hex), NULL = unknown */
+	bool graded;                   /* some step is a test: score and
+					  max_score are set */
+	uint64_t score;                /* the tests' scores added up */
+	uint64_t max_score;            /* the tests' weights added up */
 };
 
 /* --- diagnostics ---------------------------------------------------------- */
@@ -338,7 +388,8 @@ int al_attest_stdin(const char *token, const struct al_blob *in,
  * is then cut from stdout. False otherwise, stdout untouched. */
 void al_attest_verify(const char *token, struct al_step_result *sr);
 
-/* Does `out` match the expectation? (exact / trim / lines, see expect.c) */
+/* Does `out` match the expectation? (exact / trim / lines / tokens /
+ * numbers, see expect.c) */
 bool al_expect_match(const struct al_expect *e, const struct al_blob *out);
 
 /* --- pieces for other protocols (the guest agent embeds steps) ------------ */
@@ -378,6 +429,25 @@ long al_mp_check(const void *buf, size_t len, size_t max_nodes);
 const char *al_status_name(enum al_status s); /* "OK", "RE", ... */
 int al_status_from_name(const char *s, size_t len); /* -EINVAL if unknown */
 const char *al_verdict_name(enum al_verdict v);     /* "accepted", ... */
+/* Judge0's status id for verdict v of a step that ended with `signal`
+ * (the runtime errors are split by signal there): 3 Accepted .. 13
+ * Internal Error; 0 for NONE and SKIPPED, which Judge0 has no id for. */
+int al_verdict_judge0(enum al_verdict v, int signal);
+/* "SIGSEGV" for 11 ...; NULL for a signal without a name here. */
+const char *al_signal_name(int sig);
+/* The verdict a finished step's status gives a test (expect_ok decides
+ * between accepted and wrong answer for OK). */
+enum al_verdict al_verdict_of_status(enum al_status s, bool output_ok);
+/* The step the job's verdict comes from: the first test not accepted
+ * (nor skipped), or the first other step that failed; SIZE_MAX when
+ * none did. */
+size_t al_result_failed_step(const struct al_result *r);
+/* The signal of a runtime_error verdict's step, else 0. */
+int al_result_verdict_signal(const struct al_result *r);
+/* "runtime error (SIGSEGV)", "wrong answer": the verdict for people,
+ * into buf (always NUL-terminated); returns what snprintf would. */
+size_t al_verdict_text(enum al_verdict v, int signal, char *buf,
+		       size_t size);
 const char *al_accel_name(enum al_accel a);         /* "kvm", "tcg" */
 
 /* Template, network and step names, one rule for jobs, the config and

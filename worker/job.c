@@ -303,6 +303,7 @@ static uint64_t result_bytes(const struct al_result *res)
 		const struct al_step_result *sr = &res->steps[i];
 
 		n += STEP_BYTES + sr->stdout_.len + sr->stderr_.len +
+		     sr->compile_output.len + sr->checker_output.len +
 		     slen(sr->name) + slen(sr->error);
 	}
 	for (size_t i = 0; i < res->n_files; i++)
@@ -331,12 +332,44 @@ static int out_of_room(const struct al_job *job, size_t i, bool ran,
 			 ran ? "output cut" : "not run", AL_RESULT_MAX_BYTES);
 }
 
-static bool earlier_failed(const struct al_result *res, size_t i)
+/* Did a step before i fail: any step, or (setup_only) one that is not
+ * a test, so later tests run after a failed one (`if: setup_ok`)? */
+static bool earlier_failed(const struct al_job *job,
+			   const struct al_result *res, size_t i,
+			   bool setup_only)
 {
 	for (size_t k = 0; k < i; k++)
-		if (res->steps[k].status != AL_OK)
+		if (res->steps[k].status != AL_OK &&
+		    !(setup_only && al_step_is_test(&job->steps[k])))
 			return true;
 	return false;
+}
+
+/* A compile step that failed: CE, its output moved to compile_output
+ * (stderr, where compilers write, then stdout), so a grader reads the
+ * compiler's message in a field of its own (Judge0's compile_output). */
+static int compile_failed(struct al_step_result *sr)
+{
+	struct al_blob *co = &sr->compile_output;
+	size_t n = sr->stderr_.len + sr->stdout_.len;
+
+	free(co->data);
+	co->data = malloc(n + 1);
+	if (!co->data)
+		return -ENOMEM;
+	if (sr->stderr_.len)
+		memcpy(co->data, sr->stderr_.data, sr->stderr_.len);
+	if (sr->stdout_.len)
+		memcpy(co->data + sr->stderr_.len, sr->stdout_.data,
+		       sr->stdout_.len);
+	co->data[n] = '\0';
+	co->len = n;
+	free(sr->stdout_.data);
+	free(sr->stderr_.data);
+	sr->stdout_ = (struct al_blob){0};
+	sr->stderr_ = (struct al_blob){0};
+	sr->status = AL_CE;
+	return 0;
 }
 
 /* A fresh token for an attested step: 32 hex digits from getrandom. */
@@ -353,18 +386,27 @@ static int attest_token(char out[33])
 
 /* Run step s; an attested one (results/attest.c) with `token` (made
  * here) before its stdin, to be checked by the caller once the guest's
- * report is held to what a guest may say. The token lives only here. */
+ * report is held to what a guest may say. The token lives only here.
+ * The guest gets what it needs to run the step and no more: never the
+ * expected output (a submission cannot read answers that are not in its
+ * VM), nor what only the host decides (if, compile, weight), so an
+ * image's agent older than these fields still runs the step. */
 static int run_one(struct sb_vm *vm, const struct al_step *s,
 		   const struct al_limits *sl, uint32_t t,
 		   struct al_step_result *sr, char token[33])
 {
-	struct al_step cp;
+	struct al_step cp = *s;
 	int r;
 
 	token[0] = '\0';
+	cp.expect = (struct al_expect){0};
+	cp.run_if = AL_RUN_ALWAYS;
+	cp.compile = false;
+	cp.has_weight = false;
+	cp.weight = 0;
+	cp.check = (struct al_check){0};
 	if (!s->attest)
-		return sb_vm_run_step(vm, s, sl, t, sr);
-	cp = *s;
+		return sb_vm_run_step(vm, &cp, sl, t, sr);
 	cp.attest = false;
 	cp.has_stdin = true;
 	r = attest_token(token);
@@ -374,6 +416,165 @@ static int run_one(struct sb_vm *vm, const struct al_step *s,
 		return r;
 	r = sb_vm_run_step(vm, &cp, sl, t, sr);
 	free(cp.stdin_.data);
+	return r;
+}
+
+/* Checkers (docs/schema.md, "Checkers"). A hostile submission must
+ * neither read nor change the checker and its answer, nor change the
+ * output it is judged on. So:
+ *  - the checker's files, the input, the output and the answer enter the
+ *    VM only after the submission's step has ended, and when a step ends
+ *    the agent has killed its whole cgroup (sandbox/agent/exec.c): no
+ *    process of the submission is left to see or touch them;
+ *  - they go into a fresh directory with a name of 128 random bits, so a
+ *    submission cannot have prepared it (planted a module beside the
+ *    checker, a symlink), and the step removes it before it ends (and a
+ *    second step does, if the checker was killed first), so the
+ *    submission's later steps find nothing;
+ *  - `output` is what the host captured from the step, not a file the
+ *    submission wrote; HOME is the checker's directory (no dot files or
+ *    user site-packages a submission left in the job's home);
+ *  - expected outputs of `expect` never enter the VM at all (run_one).
+ * The checker runs as the job user: another uid would guard nothing more
+ * once no process of the submission is left. */
+#define CHECK_DIR_PREFIX ".airlock-check-"
+static const char check_script[] =
+    "d=$1; shift; cd \"$d\" || exit 125; HOME=$PWD; export HOME; "
+    "\"$@\" input output answer; rc=$?; cd .. && rm -rf \"$d\"; exit $rc";
+
+/* The checker's files under dir: its own, input, output, answer. */
+static int check_files(const char *dir, const struct al_step *s,
+		       const struct al_step_result *sr, struct al_file **ret,
+		       size_t *ret_n)
+{
+	const struct al_check *c = &s->check;
+	size_t n = c->n_files + 3;
+	struct al_file *f = calloc(n, sizeof(*f));
+	const struct {
+		const char *name;
+		const struct al_blob *b;
+	} own[3] = {{"input", &s->stdin_},
+		    {"output", &sr->stdout_},
+		    {"answer", &c->answer}};
+
+	if (!f)
+		return -ENOMEM;
+	*ret = f;
+	*ret_n = n;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = i < 3 ? own[i].name : c->files[i - 3].path;
+
+		f[i].content = i < 3 ? *own[i].b : c->files[i - 3].content;
+		if (asprintf(&f[i].path, "%s/%s", dir, name) < 0) {
+			f[i].path = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* The checker's verdict from how it ended (testlib: 0 ok, 1 wrong
+ * answer, 2 presentation error; 3 fail and anything else is the
+ * checker's own failure, never the submission's). */
+static enum al_verdict check_verdict(const struct al_step_result *cr)
+{
+	if (!cr->has_exit_code || cr->status == AL_TO || cr->status == AL_TL)
+		return AL_VERDICT_INTERNAL_ERROR;
+	if (cr->exit_code == 0)
+		return AL_VERDICT_ACCEPTED;
+	if (cr->exit_code == 1 || cr->exit_code == 2)
+		return AL_VERDICT_WRONG_ANSWER;
+	return AL_VERDICT_INTERNAL_ERROR;
+}
+
+/* Keep the checker's stderr, then its stdout, at most
+ * AL_CHECKER_OUTPUT_MAX bytes, in sr->checker_output. */
+static int check_output(const struct al_step_result *cr,
+			struct al_step_result *sr)
+{
+	size_t a = cr->stderr_.len, b = cr->stdout_.len;
+	uint8_t *p;
+
+	a = a > AL_CHECKER_OUTPUT_MAX ? AL_CHECKER_OUTPUT_MAX : a;
+	b = a + b > AL_CHECKER_OUTPUT_MAX ? AL_CHECKER_OUTPUT_MAX - a : b;
+	p = malloc(a + b + 1);
+	if (!p)
+		return -ENOMEM;
+	if (a)
+		memcpy(p, cr->stderr_.data, a);
+	if (b)
+		memcpy(p + a, cr->stdout_.data, b);
+	p[a + b] = '\0';
+	free(sr->checker_output.data);
+	sr->checker_output = (struct al_blob){p, a + b};
+	return 0;
+}
+
+/* Run step s's checker on its result sr (an OK step): sr->verdict says
+ * what it judged. Returns 0, or <0 when the VM failed. */
+static int run_checker(struct sb_vm *vm, struct al_worker *w,
+		       const struct al_step *s, const struct al_limits *lim,
+		       struct al_deadline wall, struct al_step_result *sr)
+{
+	char dir[sizeof(CHECK_DIR_PREFIX) + 32], hex[33];
+	struct al_step cs = {0};
+	struct al_step_result cr = {0};
+	struct al_limits cl = *lim;
+	struct al_file *files = NULL;
+	size_t n_files = 0;
+	char **argv = NULL;
+	int left = al_deadline_poll_ms(wall), r;
+	uint32_t t = s->check.timeout_ms ? s->check.timeout_ms
+					 : w->policy->step_timeout_ms;
+
+	if (left == 0) {
+		sr->verdict = AL_VERDICT_TIME_LIMIT; /* no wall left to judge */
+		return 0;
+	}
+	if (left > 0 && t > (uint32_t)left)
+		t = (uint32_t)left;
+	r = attest_token(hex);
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), CHECK_DIR_PREFIX "%s", hex);
+	r = check_files(dir, s, sr, &files, &n_files);
+	if (r == 0)
+		r = sb_vm_put_files(vm, files, n_files);
+	for (size_t i = 0; files && i < n_files; i++)
+		free(files[i].path);
+	free(files);
+	if (r < 0)
+		return r;
+	argv = calloc(s->check.argc + 6, sizeof(*argv));
+	if (!argv)
+		return -ENOMEM;
+	argv[0] = "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = (char *)check_script;
+	argv[3] = "airlock-check";
+	argv[4] = dir;
+	for (size_t i = 0; i < s->check.argc; i++)
+		argv[5 + i] = s->check.argv[i];
+	cs.argv = argv;
+	cs.argc = s->check.argc + 5;
+	if (cl.output_bytes > AL_CHECKER_OUTPUT_MAX)
+		cl.output_bytes = AL_CHECKER_OUTPUT_MAX;
+	r = sb_vm_run_step(vm, &cs, &cl, t, &cr);
+	free(argv);
+	if (r < 0)
+		return r;
+	if (al_step_result_from_guest(&cr) == 0 && check_output(&cr, sr) < 0)
+		r = -ENOMEM;
+	sr->verdict = check_verdict(&cr);
+	if (r == 0 && !cr.has_exit_code) {
+		/* killed before its own rm: remove the directory now */
+		char *rm[] = {"rm", "-rf", dir, NULL};
+		struct al_step rs = {.argv = rm, .argc = 3};
+
+		al_step_result_release(&cr);
+		r = sb_vm_run_step(vm, &rs, &cl, 10000, &cr);
+	}
+	al_step_result_release(&cr);
 	return r;
 }
 
@@ -391,7 +592,9 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		char token[33];
 		int r;
 
-		if (s->run_if == AL_RUN_SUCCESS && earlier_failed(res, i)) {
+		if (s->run_if != AL_RUN_ALWAYS &&
+		    earlier_failed(job, res, i,
+				   s->run_if == AL_RUN_SETUP_OK)) {
 			sr->status = AL_SK;
 			continue;
 		}
@@ -425,6 +628,20 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		explicit_bzero(token, sizeof(token));
 		if (s->name && !sr->name)
 			sr->name = strdup(s->name);
+		if (s->compile && sr->status != AL_OK &&
+		    compile_failed(sr) < 0)
+			return -ENOMEM;
+		if (s->check.present && sr->status == AL_OK) {
+			r = run_checker(vm, w, s, lim, wall, sr);
+			if (r < 0) {
+				sr->status = AL_XX;
+				for (size_t k = i + 1; k < job->n_steps; k++)
+					res->steps[k].status = AL_SK;
+				return set_error(&res->error,
+						 "step %zu: checker: %s", i,
+						 sb_vm_error(vm)) ?: r;
+			}
+		}
 		if (sl.output_bytes < lim->output_bytes &&
 		    (sr->stdout_truncated || sr->stderr_truncated))
 			return out_of_room(job, i, true, res);
@@ -432,31 +649,82 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 	return 0;
 }
 
-static void judge(const struct al_job *job, struct al_result *res)
+/* Step i's name in its result, for every step, skipped ones too. */
+static int name_steps(const struct al_job *job, struct al_result *res)
 {
-	bool any = false, all = true;
+	for (size_t i = 0; i < job->n_steps && i < res->n_steps; i++) {
+		const char *name = job->steps[i].name;
+
+		if (name && !res->steps[i].name &&
+		    !(res->steps[i].name = strdup(name)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A test's verdict and score from its status and output. */
+static void grade_test(const struct al_step *s, struct al_step_result *sr)
+{
+	bool ok = false;
+
+	if (s->check.present && sr->status == AL_OK &&
+	    sr->verdict != AL_VERDICT_NONE) {
+		/* run_checker's verdict stands */
+		sr->score = sr->verdict == AL_VERDICT_ACCEPTED
+				    ? al_step_weight(s)
+				    : 0;
+		return;
+	}
+	if (s->expect.present && sr->status == AL_OK) {
+		ok = al_expect_match(&s->expect, &sr->stdout_);
+		sr->expect_ok = ok ? AL_TRUE : AL_FALSE;
+	} else if (s->expect.present && sr->status != AL_SK &&
+		   sr->status != AL_XX) {
+		sr->expect_ok = AL_FALSE;
+	} else if (!s->expect.present) {
+		ok = true; /* a weighted step without expect: its exit */
+	}
+	sr->verdict = al_verdict_of_status(sr->status, ok);
+	sr->score = sr->verdict == AL_VERDICT_ACCEPTED ? al_step_weight(s) : 0;
+}
+
+/* The job's verdict, score and each test's (docs/schema.md, "Grading"):
+ * the verdict is the first failure in step order, a failed compile step
+ * being a compile error and a failed step that is not a test the verdict
+ * of its status; accepted when nothing failed. `status` is the job's:
+ * XX makes it an internal error whatever the steps say. */
+static int judge(const struct al_job *job, enum al_status status,
+		 struct al_result *res)
+{
+	enum al_verdict v = AL_VERDICT_NONE;
+	bool graded = false;
 
 	for (size_t i = 0; i < job->n_steps; i++) {
 		const struct al_step *s = &job->steps[i];
 		struct al_step_result *sr = &res->steps[i];
+		enum al_verdict sv = AL_VERDICT_NONE;
 
-		if (!s->expect.present)
-			continue;
-		any = true;
-		if (sr->status == AL_SK || sr->status == AL_XX) {
-			all = false; /* did not run: no expect_ok */
-			continue;
+		if (al_step_is_test(s)) {
+			grade_test(s, sr);
+			graded = true;
+			res->score += sr->score;
+			res->max_score += al_step_weight(s);
+			sv = sr->verdict;
+		} else if (s->compile || sr->status != AL_SK) {
+			sv = al_verdict_of_status(sr->status, true);
 		}
-		sr->expect_ok = sr->status == AL_OK &&
-					al_expect_match(&s->expect,
-							&sr->stdout_)
-				? AL_TRUE
-				: AL_FALSE;
-		all &= sr->expect_ok == AL_TRUE;
+		if (s->compile)
+			graded = true;
+		if (v == AL_VERDICT_NONE && sv != AL_VERDICT_NONE &&
+		    sv != AL_VERDICT_ACCEPTED && sv != AL_VERDICT_SKIPPED)
+			v = sv;
 	}
-	if (any)
-		res->verdict = all ? AL_VERDICT_ACCEPTED
-				   : AL_VERDICT_WRONG_ANSWER;
+	res->graded = graded;
+	if (graded)
+		res->verdict = status == AL_XX	       ? AL_VERDICT_INTERNAL_ERROR
+			       : v == AL_VERDICT_NONE ? AL_VERDICT_ACCEPTED
+						      : v;
+	return name_steps(job, res);
 }
 
 /* Bring the `collect` files back into what room the result has left.
@@ -685,8 +953,9 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	}
 	sb_vm_destroy(vm);
 	sb_net_pool_put(&w->net, net);
-	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	if (judge(job, res->status, res) < 0)
+		r = -ENOMEM;
 	/* a snapshot this host lacks, or a job too big for it: retrying on
 	 * this host cannot help (docs/snapshots.md) */
 	if (no_vm && (r == -ENOENT || r == -ESTALE || r == -E2BIG) &&
@@ -748,8 +1017,9 @@ static int setup_run(struct al_worker *w, struct sb_options *o,
 	res->vm.restored = true;
 	res->vm.restore_ms = sb_vm_ready_ms(vm);
 	r = in_vm(vm, w, job, lim, al_deadline_in(lim->wall_ms), res);
-	judge(job, res);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
+	if (judge(job, res->status, res) < 0)
+		return -ENOMEM;
 	if (r > 0 && res->status == AL_OK)
 		res->status = AL_OL;
 	if (r < 0 || res->status != AL_OK) {

@@ -93,6 +93,79 @@ static void test_names(void **state)
 	assert_string_equal(al_accel_name(AL_ACCEL_TCG), "tcg");
 }
 
+/* Judge0 CE's status ids (app/enumerations/status.rb) per verdict. */
+static void test_verdicts(void **state)
+{
+	struct al_step_result st[3] = {
+	    {.status = AL_OK, .verdict = AL_VERDICT_ACCEPTED},
+	    {.status = AL_SG, .signal = 11,
+	     .verdict = AL_VERDICT_RUNTIME_ERROR},
+	    {.status = AL_TO, .verdict = AL_VERDICT_TIME_LIMIT}};
+	struct al_result r = {.steps = st, .n_steps = 3,
+			      .verdict = AL_VERDICT_RUNTIME_ERROR};
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_ACCEPTED, 0), 3);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_WRONG_ANSWER, 0), 4);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_TIME_LIMIT, 0), 5);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_COMPILE_ERROR, 0), 6);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_RUNTIME_ERROR, 11), 7);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_RUNTIME_ERROR, 25), 8);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_RUNTIME_ERROR, 8), 9);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_RUNTIME_ERROR, 6), 10);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_RUNTIME_ERROR, 0), 11);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_RUNTIME_ERROR, 9), 12);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_INTERNAL_ERROR, 0), 13);
+	assert_int_equal(al_verdict_judge0(AL_VERDICT_SKIPPED, 0), 0);
+	assert_string_equal(al_verdict_name(AL_VERDICT_COMPILE_ERROR),
+			    "compile_error");
+	assert_string_equal(al_verdict_name(AL_VERDICT_COUNT), "??");
+	assert_string_equal(al_signal_name(11), "SIGSEGV");
+	assert_null(al_signal_name(0));
+	assert_null(al_signal_name(64));
+	assert_int_equal(al_verdict_of_status(AL_OK, false),
+			 AL_VERDICT_WRONG_ANSWER);
+	assert_int_equal(al_verdict_of_status(AL_TL, true),
+			 AL_VERDICT_TIME_LIMIT);
+	assert_int_equal(al_verdict_of_status(AL_XX, true),
+			 AL_VERDICT_INTERNAL_ERROR);
+	/* the verdict's step is the first failure: its signal is named */
+	assert_int_equal(al_result_failed_step(&r), 1);
+	assert_int_equal(al_result_verdict_signal(&r), 11);
+	al_verdict_text(r.verdict, 11, buf, sizeof(buf));
+	assert_string_equal(buf, "runtime error (SIGSEGV)");
+	al_verdict_text(AL_VERDICT_RUNTIME_ERROR, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "runtime error");
+	al_verdict_text(AL_VERDICT_RUNTIME_ERROR, 40, buf, sizeof(buf));
+	assert_string_equal(buf, "runtime error (signal 40)");
+	st[1].status = AL_OK;
+	st[1].verdict = AL_VERDICT_ACCEPTED;
+	st[2].status = AL_OK;
+	st[2].verdict = AL_VERDICT_SKIPPED;
+	assert_int_equal(al_result_failed_step(&r), SIZE_MAX);
+}
+
+/* A guest cannot grade itself: what only the host says is cleared. */
+static void test_guest_grades(void **state)
+{
+	struct al_step_result sr = {.status = AL_OK,
+				    .verdict = AL_VERDICT_ACCEPTED,
+				    .score = 100};
+
+	(void)state;
+	sr.compile_output.data = (uint8_t *)strdup("x");
+	sr.compile_output.len = 1;
+	assert_int_equal(al_step_result_from_guest(&sr), 0);
+	assert_int_equal(sr.verdict, AL_VERDICT_NONE);
+	assert_int_equal(sr.score, 0);
+	assert_null(sr.compile_output.data);
+	sr.status = AL_CE; /* the host's to decide */
+	assert_int_equal(al_step_result_from_guest(&sr), 0);
+	assert_int_equal(sr.status, AL_RE);
+	al_step_result_release(&sr);
+}
+
 static void test_overall(void **state)
 {
 	struct al_step_result s[3] = {{.status = AL_OK}, {.status = AL_OK},
@@ -255,6 +328,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_verdicts),
+		cmocka_unit_test(test_guest_grades),
 		cmocka_unit_test(test_overall),
 		cmocka_unit_test(test_jailed),
 		cmocka_unit_test(test_from_guest),

@@ -104,11 +104,14 @@ static int run_cmd(struct sb_vm *vm, char **argv, size_t out_len)
 	return rc;
 }
 
-static int hello_step(struct sb_vm *vm)
-{
-	char *argv[] = {"python3", "-c", "print(6*7)", NULL};
+/* The first output: python3's print(6*7), or with --hello-sh (a
+ * template without python: c, node) the shell's echo. */
+static char *hello_py[] = {"python3", "-c", "print(6*7)", NULL};
+static char *hello_sh[] = {"sh", "-c", "echo 42", NULL};
 
-	return run_cmd(vm, argv, 3);
+static int hello_step(struct sb_vm *vm, bool sh)
+{
+	return run_cmd(vm, sh ? hello_sh : hello_py, 3);
 }
 
 /* smaps_rollup of a process: Pss and Rss in KiB. */
@@ -199,6 +202,7 @@ struct opts {
 	int clones, cold, alive, handoffs;
 	bool handoff_only; /* skip the cold/restore/memory sections */
 	bool idle_only;	   /* only the idle warm clone's memory and CPU */
+	bool hello_sh;	   /* first output from sh, not python3 */
 };
 
 static int bench_cold(const struct sb_options *o, const struct opts *b,
@@ -216,7 +220,7 @@ static int bench_cold(const struct sb_options *o, const struct opts *b,
 		r = sb_vm_boot(o, &img, &vm);
 		if (r == 0) {
 			add(ready, now_ms() - t0);
-			r = hello_step(vm);
+			r = hello_step(vm, b->hello_sh);
 			add(first, now_ms() - t0);
 		}
 		if (r < 0)
@@ -353,7 +357,7 @@ static int bench_restore(const struct sb_options *o, const struct opts *b,
 			add(ready, now_ms() - t0);
 			if (ph)
 				record_phases(vm, rt, faults0, ph);
-			r = hello_step(vm);
+			r = hello_step(vm, b->hello_sh);
 			add(first, now_ms() - t0);
 		}
 		vm_done(vm, r, "restore");
@@ -617,7 +621,7 @@ static void usage(FILE *f)
 		   "                        [--prestart N] [--json FILE] "
 		   "[--state-dir DIR] [--accel auto|kvm|tcg]\n"
 		   "                        [--handoffs N] [--handoff-only] "
-		   "[--idle-only]\n");
+		   "[--idle-only] [--hello-sh]\n");
 }
 
 static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
@@ -634,6 +638,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 	    {"handoffs", 'o', AL_OPT_ARG},
 	    {"handoff-only", 'O', 0},
 	    {"idle-only", 'I', 0},
+	    {"hello-sh", 'S', 0},
 	    {"help", 'h', AL_OPT_SHORT},
 	    {NULL},
 	};
@@ -650,6 +655,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 		case 'o': b->handoffs = atoi(optarg); break;
 		case 'O': b->handoff_only = true; break;
 		case 'I': b->idle_only = b->handoff_only = true; break;
+		case 'S': b->hello_sh = true; break;
 		case 's': snprintf(o->state_dir, sizeof(o->state_dir), "%s", optarg); break;
 		case 'x':
 			o->accel = !strcmp(optarg, "kvm")   ? SB_ACCEL_KVM
@@ -772,7 +778,7 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 			  const struct sb_template *t, FILE *f)
 {
 	char *tr[] = {"true", NULL};
-	char *py[] = {"python3", "-c", "print(6*7)", NULL};
+	char **py = b->hello_sh ? hello_sh : hello_py;
 	struct handoff_figs *x = calloc(1, sizeof(*x));
 	size_t n = (size_t)b->handoffs;
 	int r = x ? 0 : -ENOMEM;
@@ -808,7 +814,8 @@ static int handoff_report(const struct sb_options *o, const struct opts *b,
 
 int main(int argc, char **argv)
 {
-	struct opts b = {"python", "bench-vm.json", 50, 5, 20, 10, false, false};
+	struct opts b = {"python", "bench-vm.json", 50, 5, 20, 10, false, false,
+			 false};
 	struct series cold = {0}, coldf = {0}, pool = {0}, poolf = {0};
 	struct series bare = {0}, baref = {0};
 	struct phases ph = {0};

@@ -385,31 +385,111 @@ int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 	return r;
 }
 
-/* Print bytes with control and non-ASCII bytes escaped. */
+/* Length of the UTF-8 sequence at p[0..n) that a terminal may show as
+ * it is, 0 when it is invalid or a bidirectional control (U+202A..E,
+ * U+2066..9), which could make text read otherwise than it is. */
+static size_t utf8_printable(const uint8_t *p, size_t n)
+{
+	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+
+	if (len == 0 || len > n || !al_utf8_valid(p, len))
+		return 0;
+	if (len == 3 && p[0] == 0xe2 &&
+	    ((p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
+	     (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)))
+		return 0;
+	if (len == 2 && p[0] == 0xc2 && p[1] < 0xa0)
+		return 0; /* C1 controls */
+	return len;
+}
+
+/* Print bytes as text: valid UTF-8 as it is, control bytes and invalid
+ * UTF-8 escaped as \xNN. */
 static void print_escaped(FILE *f, const struct al_blob *b, size_t max)
 {
 	size_t n = b->len < max ? b->len : max;
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = b->data[i];
+		size_t u;
 
-		if (ch == '\n')
+		if (ch == '\n') {
 			fputs("\n      ", f);
-		else if (ch == '\t' || (ch >= 0x20 && ch < 0x7f))
+		} else if (ch == '\t' || (ch >= 0x20 && ch < 0x7f)) {
 			fputc(ch, f);
-		else
+		} else if (ch >= 0x80 &&
+			   (u = utf8_printable(b->data + i, n - i))) {
+			fwrite(b->data + i, 1, u, f);
+			i += u - 1;
+		} else {
 			fprintf(f, "\\x%02x", ch);
+		}
 	}
 	if (n < b->len)
 		fprintf(f, "... (%zu more bytes)", b->len - n);
+}
+
+static void print_verdict(const struct al_result *r, FILE *f)
+{
+	char text[64];
+
+	if (r->verdict == AL_VERDICT_NONE)
+		return;
+	al_verdict_text(r->verdict, al_result_verdict_signal(r), text,
+			sizeof(text));
+	fprintf(f, " (%s", text);
+	if (r->graded)
+		fprintf(f, ", score %llu/%llu", (unsigned long long)r->score,
+			(unsigned long long)r->max_score);
+	fputc(')', f);
+}
+
+static void print_step(const struct al_step_result *s, size_t i, FILE *f,
+		       size_t max_out)
+{
+	char text[64];
+
+	fprintf(f, "  step %zu%s%s%s: %s", i, s->name ? " (" : "",
+		s->name ? s->name : "", s->name ? ")" : "",
+		al_status_name(s->status));
+	if (s->has_exit_code)
+		fprintf(f, ", exit %d", s->exit_code);
+	if (s->signal)
+		fprintf(f, ", signal %d%s%s", s->signal,
+			al_signal_name(s->signal) ? " " : "",
+			al_signal_name(s->signal) ? al_signal_name(s->signal)
+						  : "");
+	if (s->expect_ok != AL_UNSET)
+		fprintf(f, ", expect %s",
+			s->expect_ok == AL_TRUE ? "ok" : "failed");
+	if (s->verdict != AL_VERDICT_NONE) {
+		al_verdict_text(s->verdict, s->signal, text, sizeof(text));
+		fprintf(f, ", %s, score %u", text, s->score);
+	}
+	fprintf(f, ", %llu ms wall, %llu ms cpu\n",
+		(unsigned long long)s->wall_ms, (unsigned long long)s->cpu_ms);
+	if (s->compile_output.len) {
+		fputs("    compile_output: ", f);
+		print_escaped(f, &s->compile_output, max_out);
+		fputc('\n', f);
+	}
+	if (s->stdout_.len) {
+		fputs("    stdout: ", f);
+		print_escaped(f, &s->stdout_, max_out);
+		fputc('\n', f);
+	}
+	if (s->stderr_.len) {
+		fputs("    stderr: ", f);
+		print_escaped(f, &s->stderr_, max_out);
+		fputc('\n', f);
+	}
 }
 
 void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out)
 {
 	fprintf(f, "job %s: %s", r->id ? r->id : "-",
 		al_status_name(r->status));
-	if (r->verdict != AL_VERDICT_NONE)
-		fprintf(f, " (%s)", al_verdict_name(r->verdict));
+	print_verdict(r, f);
 	fprintf(f, ", attempt %u", r->attempt);
 	if (r->worker)
 		fprintf(f, ", worker %s", r->worker);
@@ -424,33 +504,8 @@ void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out)
 		(unsigned long long)r->timing.run_ms);
 	if (r->error)
 		fprintf(f, "  error: %s\n", r->error);
-	for (size_t i = 0; i < r->n_steps; i++) {
-		const struct al_step_result *s = &r->steps[i];
-
-		fprintf(f, "  step %zu%s%s%s: %s", i, s->name ? " (" : "",
-			s->name ? s->name : "", s->name ? ")" : "",
-			al_status_name(s->status));
-		if (s->has_exit_code)
-			fprintf(f, ", exit %d", s->exit_code);
-		if (s->signal)
-			fprintf(f, ", signal %d", s->signal);
-		if (s->expect_ok != AL_UNSET)
-			fprintf(f, ", expect %s",
-				s->expect_ok == AL_TRUE ? "ok" : "failed");
-		fprintf(f, ", %llu ms wall, %llu ms cpu\n",
-			(unsigned long long)s->wall_ms,
-			(unsigned long long)s->cpu_ms);
-		if (s->stdout_.len) {
-			fputs("    stdout: ", f);
-			print_escaped(f, &s->stdout_, max_out);
-			fputc('\n', f);
-		}
-		if (s->stderr_.len) {
-			fputs("    stderr: ", f);
-			print_escaped(f, &s->stderr_, max_out);
-			fputc('\n', f);
-		}
-	}
+	for (size_t i = 0; i < r->n_steps; i++)
+		print_step(&r->steps[i], i, f, max_out);
 }
 
 int al_cli_exit_code(const struct al_result *r)

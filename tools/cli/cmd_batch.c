@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "report.h"
 #include "jobset.h"
 #include "worker.h"
 
@@ -264,6 +265,7 @@ struct batch_opts {
 	uint32_t workers;   /* --workers, 0 = workers.count */
 	bool resume;	    /* --resume */
 	bool allow_dups;    /* --allow-duplicates */
+	const char *report; /* --report DIR (needs -o), NULL = none */
 };
 
 static const struct al_opt opts[] = {
@@ -271,6 +273,7 @@ static const struct al_opt opts[] = {
     {"workers", 'w', AL_OPT_ARG | AL_OPT_SHORT},
     {"resume", 'R', 0},
     {"allow-duplicates", 'D', 0},
+    {"report", 'P', AL_OPT_ARG},
     {NULL},
 };
 
@@ -288,9 +291,29 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	case 'D':
 		o->allow_dups = true;
 		return 0;
+	case 'P':
+		o->report = arg;
+		return 0;
 	default:
 		return al_cli_opt_workers(cli, arg, &o->workers);
 	}
+}
+
+/* --report DIR: the grader's report over what was just written, with
+ * the jobs file for expected outputs (not stdin, read already). */
+static int write_report(struct al_cli *cli, const struct batch_opts *o,
+			const char *jobs)
+{
+	char err[1024];
+	int r;
+
+	r = al_report_write(o->output, strcmp(jobs, "-") ? jobs : NULL,
+			    o->report, err, sizeof(err));
+	if (r < 0)
+		al_cli_error(cli, "--report: %s", err);
+	else
+		printf("report: %s/index.html\n", o->report);
+	return r;
 }
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -312,6 +335,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	al_config_policy(&cli->cfg, &policy);
 	if (o->resume && !to_file)
 		return al_cli_usage_error(cli, "--resume needs -o FILE");
+	if (o->report && !to_file)
+		return al_cli_usage_error(cli, "--report needs -o FILE");
 	if (to_file) {
 		if (snprintf(store, sizeof(store), "%s.partial", o->output) >=
 		    (int)sizeof(store))
@@ -340,6 +365,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	al_jobset_summary(&set, to_file ? stdout : stderr,
 			  to_file ? o->output : "stdout");
 	rc = AL_EXIT_OK;
+	if (o->report && write_report(cli, o, argv[0]) < 0)
+		rc = AL_EXIT_USAGE;
 	/* as validate and submit: an invalid job is the caller's problem */
 	if (l.rejected) {
 		al_cli_error(
@@ -402,7 +429,9 @@ const struct al_cmd al_cmd_batch = {
 	"  -o, --output FILE     write the results to FILE\n"
 	"  -w, --workers N       embedded workers (default workers.count)\n"
 	"      --resume          skip jobs already done (needs -o)\n"
-	"      --allow-duplicates  a repeated id warns and shares a result\n",
+	"      --allow-duplicates  a repeated id warns and shares a result\n"
+	"      --report DIR      also write a grader's report into DIR (needs\n"
+	"                        -o; see `airlock report --help`)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .options = opts,
     .opts_size = sizeof(struct batch_opts),

@@ -235,10 +235,10 @@ static void mark_done(struct al_jobset *s, size_t i)
 	s->done++;
 	if (j->status >= 0)
 		s->counts[j->status]++;
-	if (j->verdict == AL_VERDICT_ACCEPTED)
-		s->accepted++;
-	else if (j->verdict == AL_VERDICT_WRONG_ANSWER)
-		s->wrong++;
+	if (j->verdict > 0 && j->verdict < AL_VERDICT_COUNT)
+		s->verdicts[j->verdict]++;
+	if (j->verdict == AL_VERDICT_RUNTIME_ERROR && j->signal >= 0)
+		s->rte_signal[j->signal]++;
 }
 
 /* Note what a result line says (status, verdict, run time). */
@@ -251,6 +251,7 @@ static void note(struct al_jobset_job *j, const char *line, size_t len)
 	if (al_result_from_json(line, len, &res, &d) == 0) {
 		j->status = (int8_t)res.status;
 		j->verdict = (int8_t)res.verdict;
+		j->signal = (int8_t)al_result_verdict_signal(&res);
 		j->run_ms = res.timing.run_ms;
 	}
 	al_result_release(&res);
@@ -526,6 +527,7 @@ static int collect(struct al_jobset *s, size_t i)
 	} else {
 		j->status = (int8_t)res.status;
 		j->verdict = (int8_t)res.verdict;
+		j->signal = (int8_t)al_result_verdict_signal(&res);
 		j->run_ms = res.timing.run_ms;
 		r = store_put(s, i, json, strlen(json));
 	}
@@ -641,6 +643,7 @@ static void settle_repeats(struct al_jobset *s)
 		j->line_len = f->line_len;
 		j->status = f->status;
 		j->verdict = f->verdict;
+		j->signal = f->signal;
 		j->run_ms = f->run_ms;
 		mark_done(s, i);
 	}
@@ -828,6 +831,34 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* "verdicts: 3 accepted, 2 wrong answer, 1 runtime error (SIGSEGV)":
+ * every verdict seen, runtime errors by signal. */
+static void print_verdicts(const struct al_jobset *s, FILE *f)
+{
+	const char *sep = "verdicts: ";
+	char text[64];
+
+	for (int v = 1; v < AL_VERDICT_COUNT; v++) {
+		if (!s->verdicts[v])
+			continue;
+		if (v != AL_VERDICT_RUNTIME_ERROR) {
+			al_verdict_text(v, 0, text, sizeof(text));
+			fprintf(f, "%s%zu %s", sep, s->verdicts[v], text);
+			sep = ", ";
+			continue;
+		}
+		for (int g = 0; g < 128; g++) {
+			if (!s->rte_signal[g])
+				continue;
+			al_verdict_text(v, g, text, sizeof(text));
+			fprintf(f, "%s%zu %s", sep, s->rte_signal[g], text);
+			sep = ", ";
+		}
+	}
+	if (sep[0] == ',')
+		fputc('\n', f);
+}
+
 void al_jobset_summary(struct al_jobset *s, FILE *f, const char *out_name)
 {
 	double el = now_s() - s->t0;
@@ -843,9 +874,7 @@ void al_jobset_summary(struct al_jobset *s, FILE *f, const char *out_name)
 				s->counts[k],
 				100.0 * (double)s->counts[k] / (double)s->n);
 	fprintf(f, "%-8s %8zu\n", "total", s->n);
-	if (s->accepted || s->wrong)
-		fprintf(f, "verdicts: %zu accepted, %zu wrong answer\n",
-			s->accepted, s->wrong);
+	print_verdicts(s, f);
 	for (size_t i = 0; runs && i < s->n; i++)
 		if (s->jobs[i].status >= 0 && !s->jobs[i].local)
 			runs[nr++] = s->jobs[i].run_ms;

@@ -57,6 +57,7 @@ struct al_jobset_job {
 	bool done;		/* its line is in the store */
 	int8_t status;		/* its status, -1 unknown */
 	int8_t verdict;		/* its verdict */
+	int8_t signal;		/* a runtime error's signal, else 0 */
 	uint64_t run_ms;	/* its run time */
 	off_t off;		/* its line in the store */
 	size_t line_len;	/* bytes of that line, '\n' excluded */
@@ -82,7 +83,9 @@ struct al_jobset {
 	size_t resumed;			/* done from the store or `previous` */
 	size_t conflicts;		/* ids another payload holds: RJ */
 	size_t counts[AL_STATUS_COUNT]; /* by status */
-	size_t accepted, wrong;		/* verdicts */
+	size_t verdicts[AL_VERDICT_COUNT]; /* by verdict */
+	size_t rte_signal[128];		/* runtime errors by signal (0 =
+					   a non-zero exit) */
 	double t0;			/* start, monotonic seconds */
 	double last_draw;		/* last progress output */
 	bool tty;			/* stderr is a terminal */
