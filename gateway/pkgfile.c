@@ -54,7 +54,7 @@ void gw_sha256_hex(const uint8_t *data, size_t len, char out[GW_SHA256_HEX + 1])
 	out[GW_SHA256_HEX] = '\0';
 }
 
-static void sha512_b64(const uint8_t *data, size_t len, char out[GW_SHA512_B64 + 1])
+void gw_sha512_b64(const uint8_t *data, size_t len, char out[GW_SHA512_B64 + 1])
 {
 	unsigned char md[64];
 	unsigned int n = 0;
@@ -415,7 +415,7 @@ out:
 
 /* The value of the RFC 822 header KEY in a METADATA/PKG-INFO (the
  * headers end at the first empty line), into out; "" if absent. */
-static void meta_header(const char *meta, const char *key, char *out, size_t size)
+void gw_meta_header(const char *meta, const char *key, char *out, size_t size)
 {
 	size_t klen = strlen(key);
 	const char *p = meta;
@@ -499,9 +499,9 @@ static int read_python(const char *file, const uint8_t *data, size_t len,
 		return rc;
 	if (strlen(p->meta) != p->meta_len)
 		return -EBADMSG; /* a NUL inside */
-	meta_header(p->meta, "Name", p->name, sizeof(p->name));
-	meta_header(p->meta, "Version", p->version, sizeof(p->version));
-	meta_header(p->meta, "Requires-Python", p->requires_python,
+	gw_meta_header(p->meta, "Name", p->name, sizeof(p->name));
+	gw_meta_header(p->meta, "Version", p->version, sizeof(p->version));
+	gw_meta_header(p->meta, "Requires-Python", p->requires_python,
 		    sizeof(p->requires_python));
 	if (gw_pep503_normalize(p->name, n1) < 0 ||
 	    gw_pep503_normalize(fname, n2) < 0 || strcmp(n1, n2) ||
@@ -576,7 +576,7 @@ int gw_pkg_parse(const char *filename, const uint8_t *data, size_t len,
 		return rc;
 	}
 	gw_sha256_hex(data, len, p.sha256);
-	sha512_b64(data, len, p.sha512);
+	gw_sha512_b64(data, len, p.sha512);
 	p.size = len;
 	*ret = p;
 	return 0;

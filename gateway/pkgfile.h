@@ -75,8 +75,15 @@ int gw_pkg_parse(const char *filename, const uint8_t *data, size_t len,
 		 struct gw_pkg *ret);
 void gw_pkg_release(struct gw_pkg *pkg);
 
+/* The value of header KEY in a METADATA / PKG-INFO text (the headers
+ * end at the first empty line) into out (size bytes, truncated); "" if
+ * absent. */
+void gw_meta_header(const char *meta, const char *key, char *out, size_t size);
+
 /* sha256 of DATA as lowercase hex into out (65 bytes). */
 void gw_sha256_hex(const uint8_t *data, size_t len, char out[GW_SHA256_HEX + 1]);
+/* sha512 of DATA as base64 (npm's integrity) into out. */
+void gw_sha512_b64(const uint8_t *data, size_t len, char out[GW_SHA512_B64 + 1]);
 
 /* PEP 503 normalisation: lowercase, runs of -_. become one -. out holds
  * GW_NAME_MAX + 1 bytes. -EINVAL for a name that is empty, too long or

@@ -76,6 +76,14 @@ static int packages_dir(struct al_cli *cli, char *out, size_t size)
 	return 0;
 }
 
+/* A new allowlist starts safe: wheels only, no npm install scripts. */
+static const char allow_header[] =
+    "# packages.allow: the package gateway's pins (format and options:\n"
+    "# configs/packages.allow, docs/packages.md). Written by `airlock\n"
+    "# packages add --pin` and `approve`; people may edit it.\n"
+    "option python.wheels-only\n"
+    "option npm.no-install-scripts\n";
+
 /* Append one pin line to the allowlist (O_APPEND: one write a line). */
 static int append_pin(const char *allow, const struct gw_pin *p)
 {
@@ -85,10 +93,16 @@ static int append_pin(const char *allow, const struct gw_pin *p)
 	n = gw_allow_format(p, line, sizeof(line));
 	if (n < 0)
 		return n;
-	fd = open(allow, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = open(allow, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC |
+		  O_NOFOLLOW, 0644);
+	if (fd >= 0 && write(fd, allow_header, sizeof(allow_header) - 1) !=
+			   (ssize_t)sizeof(allow_header) - 1)
+		rc = -EIO;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(allow, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, line, (size_t)n) != n)
+	if (rc == 0 && write(fd, line, (size_t)n) != n)
 		rc = -EIO;
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
@@ -160,6 +174,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 {
 	char dir[PATH_MAX - 64];
 
+	/* the gateway's own uid reads the mirror and the allowlist */
+	umask(022);
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (strcmp(argv[0], subs[i].name))
 			continue;
