@@ -1,5 +1,6 @@
 /* mirror.c: the mirror directory (mirror.h): read a file from it the
  * careful way, add a package file to it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "mirror.h"
 
@@ -180,4 +183,73 @@ out:
 	free(data);
 	free(copy);
 	return rc;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a > b && !strcmp(s + a - b, suffix);
+}
+
+/* Name and version from a side file's bytes. */
+static int side_nv(enum gw_eco eco, const char *meta, size_t len, char *name,
+		   char *version)
+{
+	if (eco == GW_PYTHON) {
+		gw_meta_header(meta, "Name", name, GW_NAME_MAX + 1);
+		gw_meta_header(meta, "Version", version, GW_VERSION_MAX + 1);
+	} else {
+		json_t *doc = json_loadb(meta, len, 0, NULL);
+		const char *n = json_string_value(json_object_get(doc, "name"));
+		const char *v = json_string_value(json_object_get(doc, "version"));
+
+		snprintf(name, GW_NAME_MAX + 1, "%s", n ? n : "");
+		snprintf(version, GW_VERSION_MAX + 1, "%s", v ? v : "");
+		json_decref(doc);
+	}
+	return name[0] && version[0] ? 0 : -EBADMSG;
+}
+
+int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
+		   const char *version, struct gw_found *out)
+{
+	char path[4096], name[GW_NAME_MAX + 1], ver[GW_VERSION_MAX + 1];
+	char nkey[GW_NAME_MAX + 1], side[GW_FILE_MAX + 16];
+	struct dirent *de;
+	DIR *d;
+	int dfd, n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", mirror, gw_eco_name(eco));
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	dfd = dirfd(d);
+	while ((de = readdir(d)) && n < GW_FOUND_MAX) {
+		uint8_t *meta = NULL, *data = NULL;
+		size_t mlen, dlen;
+
+		if (!gw_file_name_valid(de->d_name) ||
+		    has_suffix(de->d_name, ".metadata") ||
+		    has_suffix(de->d_name, ".json"))
+			continue;
+		gw_mirror_meta_name(eco, de->d_name, side, sizeof(side));
+		if (gw_mirror_read(dfd, side, GW_META_MAX, &meta, &mlen, NULL) < 0)
+			continue;
+		if (side_nv(eco, (char *)meta, mlen, name, ver) < 0 ||
+		    (eco == GW_PYTHON ? gw_pep503_normalize(name, nkey) : 0) < 0 ||
+		    strcmp(eco == GW_PYTHON ? nkey : name, key) || strcmp(ver, version) ||
+		    gw_mirror_read(dfd, de->d_name, GW_PKG_FILE_MAX, &data, &dlen,
+				   NULL) < 0) {
+			free(meta);
+			continue;
+		}
+		snprintf(out[n].file, sizeof(out[n].file), "%s", de->d_name);
+		snprintf(out[n].name, sizeof(out[n].name), "%s", name);
+		gw_sha256_hex(data, dlen, out[n].sha256);
+		out[n].meta = (char *)meta;
+		free(data);
+		n++;
+	}
+	closedir(d);
+	return n;
 }

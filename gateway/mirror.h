@@ -40,4 +40,20 @@ int gw_mirror_add(const char *mirror, const char *path, struct gw_pkg *ret,
 /* The metadata side file's name for FILE in ECO into out. */
 int gw_mirror_meta_name(enum gw_eco eco, const char *file, char *out, size_t size);
 
+
+/* One mirror file of a name and version (gw_mirror_find). */
+struct gw_found {
+	char file[GW_FILE_MAX + 1];	/* base name */
+	char name[GW_NAME_MAX + 1];	/* as its metadata spells it */
+	char sha256[GW_SHA256_HEX + 1]; /* of its bytes, now */
+	char *meta;			/* its metadata side file, malloc'd */
+};
+#define GW_FOUND_MAX 64
+
+/* The files in MIRROR/ECO whose metadata says KEY (normalised for python)
+ * at VERSION: up to GW_FOUND_MAX into out. The count, or -errno. The
+ * caller frees each out[i].meta. */
+int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
+		   const char *version, struct gw_found *out);
+
 #endif

@@ -276,6 +276,8 @@ static void names_from_file(const char *file, enum gw_eco eco, struct gw_audit *
 		buf[len - 7] = '\0';
 	else if (len > 4 && !strcmp(buf + len - 4, ".tgz"))
 		buf[len - 4] = '\0';
+	else
+		return; /* no package file: nothing to approve */
 	dash = strrchr(buf, '-');
 	if (!dash)
 		return;

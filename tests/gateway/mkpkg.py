@@ -100,7 +100,7 @@ def main():
     wheel(out, "tinypkg", "1.0")
     wheel(out, "tinypkg", "2.0", requires=("tiny-dep==0.1",))
     wheel(out, "tiny_dep", "0.1")
-    wheel(out, "reqeusts", "1.0")
+    wheel(out, "reqeusts", "1.0", requires=("colourama>=0.1",))
     sdist(out, "onlysdist", "1.0")
     npm(out, "tiny-npm", "1.0.0")
     npm(out, "tiny-npm", "1.1.0")

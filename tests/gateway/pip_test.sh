@@ -152,8 +152,27 @@ wait "$slow"
 sleep 0.2
 [ "$(code "$url/pypi/simple/tinypkg/")" = 200 ] || fail "gateway stalled after slow clients"
 
+# pending: each refused name and version once, with the job and the
+# near name; approve pins from the mirror; deny drops it
+pip --target "$tmp/t2" reqeusts > /dev/null 2>&1 && fail "reqeusts installed"
+"$bin" packages pending --dir "$dir" > "$tmp/pend"
+[ "$(grep -c 'reqeusts==\*' "$tmp/pend")" = 1 ] || fail "pending: $(cat "$tmp/pend")"
+grep -q "^python	reqeusts==\*	job=host	asks=2	SUSPECTED LOOK-ALIKE of requests\$" "$tmp/pend" || fail "pending: $(cat "$tmp/pend")"
+grep -q "^python	tinypkg==2.0	job=host" "$tmp/pend" || fail "pending 2.0: $(cat "$tmp/pend")"
+"$bin" packages log --dir "$dir" --denied --job host | grep -q "	deny	python	reqeusts	" || fail "log --denied"
+"$bin" packages log --dir "$dir" --job nosuchjob | grep -q . && fail "log --job"
+"$bin" packages approve --dir "$dir" nosuch==1.0 2>/dev/null && fail "approved a file not in the mirror"
+"$bin" packages approve --dir "$dir" reqeusts==1.0 > "$tmp/ap1"
+grep -q "depends on colourama>=0.1: not allowed yet" "$tmp/ap1" || fail "approve deps: $(cat "$tmp/ap1")"
+"$bin" packages approve --dir "$dir" tinypkg==2.0 > "$tmp/ap2"
+grep -q "^pinned python tinypkg-2.0-py3-none-any.whl sha256=" "$tmp/ap2" || fail "approve: $(cat "$tmp/ap2")"
+"$bin" packages pending --dir "$dir" > "$tmp/pend"
+[ ! -s "$tmp/pend" ] || fail "pending after approve: $(cat "$tmp/pend")"
+pip --target "$tmp/t8" colourama > /dev/null 2>&1 && fail "colourama installed"
+"$bin" packages pending --dir "$dir" | grep -q "colourama==\*.*LOOK-ALIKE of colorama" || fail "colourama pending"
+"$bin" packages deny --dir "$dir" 'colourama==*' > /dev/null
+"$bin" packages pending --dir "$dir" | grep -q . && fail "pending after deny"
 # approval takes effect for new requests without a restart
-"$bin" packages add --dir "$dir" --pin "$tmp/pk/tinypkg-2.0-py3-none-any.whl" >/dev/null
 sleep 1.1
 pip --target "$tmp/t7" tinypkg==2.0 > "$tmp/p7" 2>&1 || fail "after pinning 2.0: $(cat "$tmp/p7")"
 [ -d "$tmp/t7/tiny_dep" ] || fail "dependency tiny_dep not installed"

@@ -16,18 +16,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+#include <time.h>
+
 #include "allow.h"
+#include "audit.h"
 #include "cli.h"
 #include "mirror.h"
 
 struct packages_opts {
 	const char *dir; /* --dir */
 	bool pin;	 /* --pin: add also pins */
+	const char *job; /* log --job ID */
+	bool denied;	 /* log --denied */
+	bool json;	 /* log/pending --json */
+	bool npm;	 /* approve/deny: the npm name, not python's */
 };
 
 static const struct option opts[] = {
     {"dir", required_argument, NULL, 'd'},
     {"pin", no_argument, NULL, 'p'},
+    {"job", required_argument, NULL, 'J'},
+    {"denied", no_argument, NULL, 'D'},
+    {"json", no_argument, NULL, 'j'},
+    {"npm", no_argument, NULL, 'n'},
     {NULL, 0, NULL, 0},
 };
 
@@ -35,10 +47,14 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 {
 	struct packages_opts *o = cli->opts;
 
-	if (c == 'd')
-		o->dir = arg;
-	else if (c == 'p')
-		o->pin = true;
+	switch (c) {
+	case 'd': o->dir = arg; break;
+	case 'p': o->pin = true; break;
+	case 'J': o->job = arg; break;
+	case 'D': o->denied = true; break;
+	case 'j': o->json = true; break;
+	case 'n': o->npm = true; break;
+	}
 	return 0;
 }
 
@@ -163,11 +179,355 @@ static int cmd_add(struct al_cli *cli, const char *dir, int argc, char **argv)
 	return rc;
 }
 
+/* ---- the audit log, pending, approve, deny ---- */
+
+#define PENDING_MAX 4096
+
+/* Call fn on every record of DIR/audit.jsonl, oldest first; lines over
+ * GW_AUDIT_LINE_MAX or not records are skipped. */
+static int each_record(const char *dir, void (*fn)(const struct gw_audit *r,
+						   const char *line, void *arg),
+		       void *arg)
+{
+	char path[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		struct gw_audit r;
+
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (gw_audit_parse(line, (size_t)n, &r) == 0)
+			fn(&r, line, arg);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+struct log_ctx {
+	const struct packages_opts *o;
+	size_t shown;
+};
+
+static void log_one(const struct gw_audit *r, const char *line, void *arg)
+{
+	struct log_ctx *c = arg;
+	char when[40];
+	time_t t = (time_t)(r->time_ms / 1000);
+	struct tm tm;
+
+	if ((c->o->job && strcmp(c->o->job, r->job)) || (c->o->denied && r->allowed))
+		return;
+	c->shown++;
+	if (c->o->json) {
+		printf("%s\n", line);
+		return;
+	}
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when, r->job,
+	       r->allowed ? "allow" : "deny", gw_eco_name(r->eco),
+	       r->name[0] ? r->name : "-", r->version[0] ? r->version : "-",
+	       r->file[0] ? r->file : "-", r->reason);
+}
+
+static int cmd_log(struct al_cli *cli, const char *dir, int argc, char **argv)
+{
+	struct log_ctx c = {.o = cli->opts};
+	int r;
+
+	(void)argv;
+	if (argc) {
+		al_cli_error(cli, "log takes no operands");
+		return AL_EXIT_USAGE;
+	}
+	r = each_record(dir, log_one, &c);
+	if (r < 0) {
+		al_cli_error(cli, "%s/audit.jsonl: %s", dir, strerror(-r));
+		return AL_EXIT_USAGE;
+	}
+	return AL_EXIT_OK;
+}
+
+/* One pending name and version. */
+struct pending {
+	enum gw_eco eco;
+	char name[GW_NAME_MAX + 1];
+	char version[GW_VERSION_MAX + 1];
+	char job[GW_JOB_MAX + 1];	  /* the first job that asked */
+	char lookalike[GW_NAME_MAX + 1];  /* near name, or "" */
+	char reason[GW_REASON_MAX + 1];	  /* the first refusal's */
+	int64_t first_ms;
+	unsigned asks;			  /* requests refused */
+};
+
+struct pending_ctx {
+	struct pending *p;
+	size_t n;
+	bool full;
+};
+
+static void pending_one(const struct gw_audit *r, const char *line, void *arg)
+{
+	struct pending_ctx *c = arg;
+	struct pending *p;
+
+	(void)line;
+	if (!r->pending || !r->name[0])
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->p[i].eco == r->eco && !strcmp(c->p[i].name, r->name) &&
+		    !strcmp(c->p[i].version, r->version)) {
+			c->p[i].asks++;
+			return;
+		}
+	if (c->n == PENDING_MAX) {
+		c->full = true;
+		return;
+	}
+	p = &c->p[c->n++];
+	*p = (struct pending){.eco = r->eco, .first_ms = r->time_ms, .asks = 1};
+	snprintf(p->name, sizeof(p->name), "%s", r->name);
+	snprintf(p->version, sizeof(p->version), "%s", r->version[0] ? r->version : "*");
+	snprintf(p->job, sizeof(p->job), "%s", r->job);
+	snprintf(p->lookalike, sizeof(p->lookalike), "%s", r->lookalike);
+	snprintf(p->reason, sizeof(p->reason), "%s", r->reason);
+}
+
+/* Is ECO NAME VERSION in DIR/denied (VERSION "*" there denies all)? */
+static bool is_denied(const char *dir, enum gw_eco eco, const char *name,
+		      const char *version)
+{
+	char path[PATH_MAX], line[GW_ALLOW_LINE_MAX + 2];
+	char e[16], n[GW_NAME_MAX + 1], v[GW_VERSION_MAX + 1];
+	bool hit = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/denied", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!hit && fgets(line, sizeof(line), f))
+		hit = sscanf(line, "%15s %214s %64s", e, n, v) == 3 &&
+		      !strcmp(e, gw_eco_name(eco)) && !strcmp(n, name) &&
+		      (!strcmp(v, "*") || !strcmp(v, version));
+	fclose(f);
+	return hit;
+}
+
+static int cmd_pending(struct al_cli *cli, const char *dir, int argc, char **argv)
+{
+	const struct packages_opts *o = cli->opts;
+	struct pending_ctx c = {0};
+	struct gw_allow a;
+	char allow[PATH_MAX], err[512];
+	int rc = AL_EXIT_OK;
+
+	(void)argv;
+	if (argc) {
+		al_cli_error(cli, "pending takes no operands");
+		return AL_EXIT_USAGE;
+	}
+	snprintf(allow, sizeof(allow), "%s/packages.allow", dir);
+	if (gw_allow_load(allow, true, &a, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "%s", err);
+		return AL_EXIT_USAGE;
+	}
+	c.p = calloc(PENDING_MAX, sizeof(*c.p));
+	if (!c.p || each_record(dir, pending_one, &c) < 0) {
+		al_cli_error(cli, "cannot read %s/audit.jsonl", dir);
+		rc = AL_EXIT_USAGE;
+		goto out;
+	}
+	for (size_t i = 0; i < c.n; i++) {
+		const struct pending *p = &c.p[i];
+		bool any = !strcmp(p->version, "*");
+
+		if ((any ? gw_allow_project(&a, p->eco, p->name)
+			 : gw_allow_has(&a, p->eco, p->name, p->version)) ||
+		    is_denied(dir, p->eco, p->name, p->version))
+			continue;
+		if (o->json) {
+			json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s?}",
+					      "ecosystem", gw_eco_name(p->eco), "name",
+					      p->name, "version", p->version, "job",
+					      p->job, "first_ms", (json_int_t)p->first_ms,
+					      "asks", (json_int_t)p->asks, "reason",
+					      p->reason, "lookalike",
+					      p->lookalike[0] ? p->lookalike : NULL);
+			char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+			if (t)
+				printf("%s\n", t);
+			free(t);
+			json_decref(j);
+			continue;
+		}
+		printf("%s\t%s==%s\tjob=%s\tasks=%u%s%s\n", gw_eco_name(p->eco),
+		       p->name, p->version, p->job, p->asks,
+		       p->lookalike[0] ? "\tSUSPECTED LOOK-ALIKE of " : "",
+		       p->lookalike);
+	}
+	if (c.full)
+		al_cli_error(cli, "more than %u pending; showing the first",
+			     PENDING_MAX);
+out:
+	free(c.p);
+	gw_allow_release(&a);
+	return rc;
+}
+
+/* NAME==VERSION (VERSION may be "*" for deny) into key and version. */
+static int parse_spec(const char *spec, enum gw_eco eco, bool star_ok,
+		      char key[GW_NAME_MAX + 1], char version[GW_VERSION_MAX + 1])
+{
+	const char *eq = strstr(spec, "==");
+	char name[GW_NAME_MAX + 1];
+
+	if (!eq || (size_t)(eq - spec) > GW_NAME_MAX)
+		return -EINVAL;
+	memcpy(name, spec, (size_t)(eq - spec));
+	name[eq - spec] = '\0';
+	if (gw_allow_key(eco, name, key) < 0)
+		return -EINVAL;
+	if (strlen(eq + 2) > GW_VERSION_MAX ||
+	    !(gw_version_valid(eq + 2) || (star_ok && !strcmp(eq + 2, "*"))))
+		return -EINVAL;
+	strcpy(version, eq + 2);
+	return 0;
+}
+
+/* The dependencies a package declares that the allowlist lacks. */
+static void print_missing_deps(const struct gw_allow *a, enum gw_eco eco,
+			       const char *meta)
+{
+	char key[GW_NAME_MAX + 1];
+
+	if (eco == GW_NPMJS) {
+		json_t *doc = json_loads(meta, 0, NULL), *v;
+		const char *k;
+
+		json_object_foreach(json_object_get(doc, "dependencies"), k, v)
+			if (!gw_allow_project(a, eco, k))
+				printf("  depends on %s %s: not allowed yet\n", k,
+				       json_string_value(v) ? json_string_value(v) : "");
+		json_decref(doc);
+		return;
+	}
+	for (const char *p = meta; p && *p && *p != '\n'; p = strchr(p, '\n'), p = p ? p + 1 : p) {
+		char name[GW_NAME_MAX + 1];
+		size_t n = 0;
+		const char *q = p + 14, *eol = strchr(p, '\n');
+
+		if (strncmp(p, "Requires-Dist:", 14))
+			continue;
+		while (*q == ' ')
+			q++;
+		while (n < GW_NAME_MAX && q[n] && strchr("abcdefghijklmnopqrstuvwxyz"
+			"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", q[n]))
+			n++;
+		memcpy(name, q, n);
+		name[n] = '\0';
+		if (eol && memmem(q, (size_t)(eol - q), "extra ==", 8))
+			continue;
+		if (gw_pep503_normalize(name, key) == 0 && !gw_allow_project(a, eco, key))
+			printf("  depends on %.*s: not allowed yet\n",
+			       (int)(eol ? eol - q : (long)strlen(q)), q);
+	}
+}
+
+static int cmd_approve(struct al_cli *cli, const char *dir, int argc, char **argv)
+{
+	const struct packages_opts *o = cli->opts;
+	enum gw_eco eco = o->npm ? GW_NPMJS : GW_PYTHON;
+	char key[GW_NAME_MAX + 1], version[GW_VERSION_MAX + 1];
+	char mirror[PATH_MAX], allow[PATH_MAX], err[512];
+	struct gw_found found[GW_FOUND_MAX];
+	struct gw_allow a;
+	int n, rc = AL_EXIT_OK;
+
+	if (argc != 1 || parse_spec(argv[0], eco, false, key, version) < 0) {
+		al_cli_error(cli, "approve takes one NAME==VERSION");
+		return AL_EXIT_USAGE;
+	}
+	snprintf(mirror, sizeof(mirror), "%s/mirror", dir);
+	snprintf(allow, sizeof(allow), "%s/packages.allow", dir);
+	if (gw_allow_load(allow, true, &a, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "%s", err);
+		return AL_EXIT_USAGE;
+	}
+	n = gw_mirror_find(mirror, eco, key, version, found);
+	if (n <= 0) {
+		al_cli_error(cli, "%s %s==%s is not in the mirror: add its files "
+			     "first (airlock packages add FILE...)", gw_eco_name(eco),
+			     key, version);
+		gw_allow_release(&a);
+		return AL_EXIT_FAIL;
+	}
+	for (int i = 0; i < n; i++) {
+		struct gw_pin pin = {.eco = eco};
+		const struct gw_pin *old = gw_allow_file(&a, eco, found[i].file);
+
+		if (old && strcmp(old->sha256, found[i].sha256)) {
+			al_cli_error(cli, "%s: pinned with another sha256 (%s); not "
+				     "changed", found[i].file, old->sha256);
+			rc = AL_EXIT_FAIL;
+		} else if (!old) {
+			memcpy(pin.name, found[i].name, sizeof(pin.name));
+			memcpy(pin.version, version, sizeof(pin.version));
+			memcpy(pin.file, found[i].file, sizeof(pin.file));
+			memcpy(pin.sha256, found[i].sha256, sizeof(pin.sha256));
+			if (append_pin(allow, &pin) < 0) {
+				al_cli_error(cli, "%s: cannot append", allow);
+				rc = AL_EXIT_USAGE;
+			} else {
+				printf("pinned %s %s sha256=%s\n", gw_eco_name(eco),
+				       found[i].file, found[i].sha256);
+			}
+		}
+		if (i == 0)
+			print_missing_deps(&a, eco, found[i].meta);
+		free(found[i].meta);
+	}
+	gw_allow_release(&a);
+	return rc;
+}
+
+static int cmd_deny(struct al_cli *cli, const char *dir, int argc, char **argv)
+{
+	const struct packages_opts *o = cli->opts;
+	enum gw_eco eco = o->npm ? GW_NPMJS : GW_PYTHON;
+	char key[GW_NAME_MAX + 1], version[GW_VERSION_MAX + 1], path[PATH_MAX];
+	FILE *f;
+
+	if (argc != 1 || parse_spec(argv[0], eco, true, key, version) < 0) {
+		al_cli_error(cli, "deny takes one NAME==VERSION (VERSION * for all)");
+		return AL_EXIT_USAGE;
+	}
+	snprintf(path, sizeof(path), "%s/denied", dir);
+	f = fopen(path, "ae");
+	if (!f || fprintf(f, "%s %s %s\n", gw_eco_name(eco), key, version) < 0 ||
+	    fclose(f) != 0) {
+		al_cli_error(cli, "%s: cannot append", path);
+		return AL_EXIT_USAGE;
+	}
+	printf("denied %s %s==%s\n", gw_eco_name(eco), key, version);
+	return AL_EXIT_OK;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(struct al_cli *cli, const char *dir, int argc, char **argv);
 } subs[] = {
-    {"add", cmd_add},
+    {"add", cmd_add},	      {"log", cmd_log},
+    {"pending", cmd_pending}, {"approve", cmd_approve},
+    {"deny", cmd_deny},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -191,6 +551,10 @@ const struct al_cmd al_cmd_packages = {
     .name = "packages",
     .summary = "the package gateway's mirror, pins and audit",
     .usage = "usage: airlock packages add [--pin] [--dir DIR] FILE...\n"
+	     "       airlock packages log [--job ID] [--denied] [--json]\n"
+	     "       airlock packages pending [--json]\n"
+	     "       airlock packages approve [--npm] NAME==VERSION\n"
+	     "       airlock packages deny [--npm] NAME==VERSION|NAME==*\n"
 	     "\n"
 	     "The package gateway (docs/packages.md) serves pip and npm in\n"
 	     "jobs from a local mirror, only the files the allowlist pins.\n"
@@ -205,15 +569,30 @@ const struct al_cmd al_cmd_packages = {
 	     "[install-script]. With --pin it also appends the pin to\n"
 	     "packages.allow. Exit 0 all added, 1 some file refused, 2 usage.\n"
 	     "\n"
+	     "`log` prints the gateway's audit records (one per request):\n"
+	     "time, job, allow|deny, ecosystem, name, version, file, reason\n"
+	     "(tab-separated), or the JSON lines with --json. `pending` lists\n"
+	     "each refused name and version once (VERSION * when a client\n"
+	     "asked for the name), with the first job that asked and a\n"
+	     "suspected look-alike's near name, until it is approved or\n"
+	     "denied. `approve` pins every mirror file of NAME==VERSION (the\n"
+	     "sha256 of the file as it is now) and names the dependencies it\n"
+	     "declares that are not allowed yet; the gateway rereads the\n"
+	     "allowlist within a second. `deny` drops it from pending.\n"
+	     "\n"
 	     "options:\n"
 	     "  -d, --dir DIR      the packages dir\n"
-	     "  -p, --pin          add: pin what was added\n",
-    .shortopts = "d:p",
+	     "  -p, --pin          add: pin what was added\n"
+	     "      --job ID       log: only this job's or session's records\n"
+	     "      --denied       log: only refusals\n"
+	     "  -j, --json         log, pending: JSON lines\n"
+	     "  -n, --npm          approve, deny: an npm name (default python)\n",
+    .shortopts = "d:pjn",
     .longopts = opts,
     .opts_size = sizeof(struct packages_opts),
     .args_min = 1,
     .args_max = -1,
-    .args_error = "a subcommand: add",
+    .args_error = "a subcommand: add, log, pending, approve, deny",
     .opt = opt,
     .run = run,
 };
