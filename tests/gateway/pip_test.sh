@@ -40,7 +40,7 @@ grep -q "metadata disagrees" "$tmp/e" || fail "renamed wheel: $(cat "$tmp/e")"
 
 "$gw" --dir "$dir" --listen 127.0.0.1:0 --uid 1199999 > "$tmp/gw.out" 2> "$tmp/gw.err" &
 gwpid=$!
-for _ in $(seq 50); do grep -q listening "$tmp/gw.out" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -qs listening "$tmp/gw.out" && break; sleep 0.1; done
 port=$(sed -n 's/^listening on 127.0.0.1://p' "$tmp/gw.out")
 [ -n "$port" ] || fail "gateway did not start"
 url=http://127.0.0.1:$port
