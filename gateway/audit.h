@@ -47,4 +47,18 @@ int gw_audit_parse(const char *line, size_t len, struct gw_audit *ret);
 /* Format and write to fd with one write(). */
 int gw_audit_write(int fd, const struct gw_audit *r);
 
+/* The Redis stream the records also go to: XADD GW_AUDIT_STREAM MAXLEN ~
+ * GW_AUDIT_STREAM_MAX * job J decision D record JSON. A connection made
+ * before the gateway drops privileges; every command has a short timeout
+ * so a slow Redis cannot stall requests (the JSONL file is the record of
+ * last resort). */
+#define GW_AUDIT_STREAM	    "airlock:packages:audit"
+#define GW_AUDIT_STREAM_MAX 1000000
+struct gw_audit_redis;
+/* ADDR is unix:PATH or HOST:PORT. 0 and *ret, or -errno. */
+int gw_audit_redis_open(const char *addr, struct gw_audit_redis **ret);
+/* Add one record; serialised by an internal lock. 0 or -EIO. */
+int gw_audit_redis_add(struct gw_audit_redis *rd, const struct gw_audit *r);
+void gw_audit_redis_close(struct gw_audit_redis *rd);
+
 #endif

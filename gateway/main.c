@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "serve.h"
 
 #define GW_UID 1199999 /* below the VMMs' range (sandbox.vmm_uid_base) */
@@ -49,6 +50,9 @@ static const char usage[] =
     "  -t, --threads N        worker threads (default 2)\n"
     "  -p, --per-ip N         connections from one address (default 64)\n"
     "  -T, --timeout S        idle connection timeout, s (default 10)\n"
+    "  -r, --redis ADDR       also add every record to the Redis stream\n"
+    "                         airlock:packages:audit (unix:PATH or HOST:PORT;\n"
+    "                         connected before the privilege drop)\n"
     "  -q, --quiet            log refusals and incidents only\n";
 
 static int listen_on(const char *spec, char *shown, size_t size)
@@ -116,18 +120,19 @@ int main(int argc, char **argv)
 	    {"per-ip", required_argument, NULL, 'p'},
 	    {"timeout", required_argument, NULL, 'T'},
 	    {"quiet", no_argument, NULL, 'q'},
+	    {"redis", required_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct gw_serve_options o = {.slots_fd = -1, .audit_fd = -1};
-	const char *dir = NULL, *listen_spec = "127.0.0.1:0";
+	const char *dir = NULL, *listen_spec = "127.0.0.1:0", *redis = NULL;
 	char shown[96], allow[4096], audit[4096];
 	uid_t uid = GW_UID;
 	struct gw_server *s = NULL;
 	sigset_t set;
 	int c, sig, rc;
 
-	while ((c = getopt_long(argc, argv, "d:l:u:t:p:T:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:u:t:p:T:qr:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'l': listen_spec = optarg; break;
@@ -136,6 +141,7 @@ int main(int argc, char **argv)
 		case 'p': o.per_ip_max = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'T': o.timeout_s = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'q': o.quiet = true; break;
+		case 'r': redis = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -152,6 +158,11 @@ int main(int argc, char **argv)
 			listen_spec, strerror(-o.listen_fd));
 		return 1;
 	}
+	umask(022);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "airlock-gateway: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
 	o.mirror_fd = open_dir(dir, "mirror", true);
 	o.slots_fd = open_dir(dir, "slots", false);
 	o.audit_fd = open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
@@ -159,6 +170,11 @@ int main(int argc, char **argv)
 	if (o.mirror_fd < 0 || o.audit_fd < 0) {
 		fprintf(stderr, "airlock-gateway: %s: cannot open the mirror or "
 			"the audit log: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if (redis && (rc = gw_audit_redis_open(redis, &o.redis)) < 0) {
+		fprintf(stderr, "airlock-gateway: cannot connect to Redis at %s: "
+			"%s\n", redis, strerror(-rc));
 		return 1;
 	}
 	rc = drop_to(uid);

@@ -550,6 +550,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		present_refusal(c, &r, &a, ctype, sizeof(ctype));
 	if (gw_audit_write(s->o.audit_fd, &a) < 0)
 		gw_log("job=%s audit record not written", a.job);
+	if (gw_audit_redis_add(s->o.redis, &a) < 0)
+		gw_log("job=%s audit record not added to the Redis stream", a.job);
 	if (!s->o.quiet || !a.allowed)
 		gw_log("job=%s %s %s %s %s %s%s%s: %s", a.job,
 		       a.allowed ? "allow" : "deny", gw_eco_name(a.eco), a.route,
@@ -640,6 +642,7 @@ void gw_server_stop(struct gw_server *s)
 		close(s->o.slots_fd);
 	if (s->o.audit_fd >= 0)
 		close(s->o.audit_fd);
+	gw_audit_redis_close(s->o.redis);
 	gw_allow_release(&s->allow);
 	pthread_rwlock_destroy(&s->lock);
 	pthread_mutex_destroy(&s->check);

@@ -29,6 +29,7 @@ struct gw_serve_options {
 	int slots_fd;		/* the slots dir, or -1; owned */
 	const char *allow_path; /* reread when it changes */
 	int audit_fd;		/* O_APPEND, or -1; owned */
+	struct gw_audit_redis *redis; /* the audit stream, or NULL; owned */
 	unsigned threads;	/* worker threads */
 	unsigned conn_max;	/* connections in all */
 	unsigned per_ip_max;	/* connections from one address */
