@@ -46,6 +46,11 @@ want=sha512-$(openssl dgst -sha512 -binary "$tmp/pk/tiny-npm-1.0.0.tgz" | base64
 jq -e --arg i "$want" --arg u "$url/tiny-npm/-/tiny-npm-1.0.0.tgz" \
   '.packages."node_modules/tiny-npm" | .integrity == $i and .resolved == $u' \
   "$tmp/proj/package-lock.json" >/dev/null || fail "lockfile: $(cat "$tmp/proj/package-lock.json")"
+# the lockfile imports into an empty allowlist: the same file, by sha512
+"$bin" packages add --dir "$tmp/p2" "$tmp/pk/tiny-npm-1.0.0.tgz" > /dev/null
+"$bin" packages import --dir "$tmp/p2" "$tmp/proj/package-lock.json" > "$tmp/imp" || fail "import: $(cat "$tmp/imp")"
+grep -q "^npm    tiny-npm 1.0.0 tiny-npm-1.0.0.tgz $(sha256sum "$tmp/pk/tiny-npm-1.0.0.tgz" | cut -c1-64)\$" "$tmp/p2/packages.allow" ||
+  fail "imported pins: $(cat "$tmp/p2/packages.allow")"
 # 2. npm ci from that lockfile, cold cache
 rm -rf "$tmp/proj/node_modules" "$tmp/cache"
 npmq ci > "$tmp/n2" 2>&1 || fail "npm ci: $(cat "$tmp/n2")"

@@ -31,7 +31,17 @@ grep -q "^wheel tinypkg 1.0 tinypkg-1.0-py3-none-any.whl sha256=$(sha256sum "$tm
 grep -q "^npm tiny-hook 1.0.0 .* install-script\$" "$tmp/add.out" || fail "add: no install-script"
 [ ! -e "$dir/packages.allow" ] || fail "add without --pin pinned"
 "$bin" packages add --dir "$dir" --pin "$tmp/pk/tinypkg-1.0-py3-none-any.whl" \
-  "$tmp/pk/tiny_dep-0.1-py3-none-any.whl" "$tmp/pk/onlysdist-1.0.tar.gz" >/dev/null
+  "$tmp/pk/onlysdist-1.0.tar.gz" >/dev/null
+# tiny_dep from a pip-compile style lockfile: pinned by its hash
+dep_sha=$(sha256sum "$tmp/pk/tiny_dep-0.1-py3-none-any.whl" | cut -c1-64)
+printf '# generated\ntiny-dep==0.1 \\\n    --hash=sha256:%s\n' "$dep_sha" > "$tmp/req.txt"
+printf 'tinypkg==2.0 --hash=sha256:%064d\nnohash==1.0\n' 0 > "$tmp/bad.txt"
+"$bin" packages import --dir "$dir" "$tmp/req.txt" > "$tmp/imp" || fail "import: $(cat "$tmp/imp")"
+grep -q "^pinned python tiny_dep-0.1-py3-none-any.whl sha256=$dep_sha" "$tmp/imp" || fail "import: $(cat "$tmp/imp")"
+"$bin" packages import --dir "$dir" "$tmp/bad.txt" > "$tmp/imp" 2> "$tmp/e" && fail "bad lockfile imported"
+grep -q "no mirror file with sha256 0000" "$tmp/e" && grep -q "nohash==1.0 has no --hash" "$tmp/e" ||
+  fail "bad import: $(cat "$tmp/e")"
+grep -q "tinypkg-2.0" "$dir/packages.allow" && fail "imported a hash no file has"
 grep -qx "option python.wheels-only" "$dir/packages.allow" || fail "new allowlist not wheels-only"
 # a file whose metadata disagrees with its name is refused
 cp "$tmp/pk/tinypkg-1.0-py3-none-any.whl" "$tmp/requests-1.0-py3-none-any.whl"
@@ -62,6 +72,10 @@ fi
 # 1. an allowed, pinned wheel installs and imports
 pip --target "$tmp/t1" tinypkg==1.0 > "$tmp/p1" 2>&1 || fail "pip allowed: $(cat "$tmp/p1")"
 [ "$(PYTHONPATH=$tmp/t1 $py -c 'import tinypkg; print(tinypkg.VALUE)')" = "tinypkg 1.0" ] || fail "import"
+
+# and with pip's own hash checking, from the lockfile
+pip --target "$tmp/t1r" --require-hashes -r "$tmp/req.txt" > "$tmp/p1r" 2>&1 || fail "pip -r: $(cat "$tmp/p1r")"
+[ -d "$tmp/t1r/tiny_dep" ] || fail "pip -r installed nothing"
 
 # 2. a name not on the list, a look-alike: pip prints the reason
 pip --target "$tmp/t2" reqeusts > "$tmp/p2" 2>&1 && fail "reqeusts installed"

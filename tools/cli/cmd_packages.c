@@ -521,13 +521,244 @@ static int cmd_deny(struct al_cli *cli, const char *dir, int argc, char **argv)
 	return AL_EXIT_OK;
 }
 
+/* ---- lockfile import ---- */
+
+struct import_ctx {
+	struct al_cli *cli;
+	const char *mirror, *allow;
+	struct gw_allow a;  /* as loaded before the import */
+	unsigned pinned, already, missing;
+};
+
+/* Pin the mirror file of ECO KEY==VERSION whose sha256 (or, for npm,
+ * sha512 base64) is WANT. */
+static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
+		      const char *version, const char *want, bool sha512)
+{
+	struct gw_found found[GW_FOUND_MAX];
+	int n = gw_mirror_find(c->mirror, eco, key, version, found), hit = -1;
+	char dirpath[PATH_MAX];
+
+	snprintf(dirpath, sizeof(dirpath), "%s/%s", c->mirror, gw_eco_name(eco));
+	for (int i = 0; i < n; i++) {
+		if (hit < 0 && !sha512 && !strcmp(found[i].sha256, want))
+			hit = i;
+		if (hit < 0 && sha512) {
+			char b64[GW_SHA512_B64 + 1];
+			uint8_t *data = NULL;
+			size_t len;
+			int dfd = open(dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			if (dfd >= 0 && gw_mirror_read(dfd, found[i].file, GW_PKG_FILE_MAX,
+						       &data, &len, NULL) == 0) {
+				gw_sha512_b64(data, len, b64);
+				if (!strcmp(b64, want))
+					hit = i;
+			}
+			free(data);
+			if (dfd >= 0)
+				close(dfd);
+		}
+	}
+	if (hit < 0) {
+		al_cli_error(c->cli, "%s %s==%s: no mirror file with %s %s (add it "
+			     "first: airlock packages add FILE)", gw_eco_name(eco), key,
+			     version, sha512 ? "sha512" : "sha256", want);
+		c->missing++;
+	} else if (gw_allow_file(&c->a, eco, found[hit].file)) {
+		c->already++;
+	} else {
+		struct gw_pin pin = {.eco = eco};
+
+		memcpy(pin.name, found[hit].name, sizeof(pin.name));
+		snprintf(pin.version, sizeof(pin.version), "%s", version);
+		memcpy(pin.file, found[hit].file, sizeof(pin.file));
+		memcpy(pin.sha256, found[hit].sha256, sizeof(pin.sha256));
+		if (append_pin(c->allow, &pin) < 0) {
+			c->missing++;
+		} else {
+			printf("pinned %s %s sha256=%s\n", gw_eco_name(eco), pin.file,
+			       pin.sha256);
+			c->pinned++;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		free(found[i].meta);
+	return hit < 0 ? -ENOENT : 0;
+}
+
+/* One requirement line of pip-compile's output: NAME[extras]==VERSION
+ * [; markers] --hash=sha256:HEX ... */
+static void import_requirement(struct import_ctx *c, char *line, unsigned long no)
+{
+	char name[GW_NAME_MAX + 1], key[GW_NAME_MAX + 1], version[GW_VERSION_MAX + 1];
+	size_t n = strcspn(line, "[=<>!~; \t");
+	const char *eq = strstr(line, "==");
+	unsigned hashes = 0;
+	char *save = NULL;
+
+	if (n == 0 || n > GW_NAME_MAX || !eq || (size_t)(eq - line) < n) {
+		al_cli_error(c->cli, "line %lu: not NAME==VERSION (only exact pins "
+			     "can be imported)", no);
+		c->missing++;
+		return;
+	}
+	memcpy(name, line, n);
+	name[n] = '\0';
+	n = strcspn(eq + 2, " \t;\\");
+	if (n == 0 || n > GW_VERSION_MAX || gw_pep503_normalize(name, key) < 0) {
+		al_cli_error(c->cli, "line %lu: bad name or version", no);
+		c->missing++;
+		return;
+	}
+	memcpy(version, eq + 2, n);
+	version[n] = '\0';
+	for (char *t = strtok_r(line, " \t\\", &save); t; t = strtok_r(NULL, " \t\\", &save)) {
+		if (strncmp(t, "--hash=sha256:", 14))
+			continue;
+		hashes++;
+		import_one(c, GW_PYTHON, key, version, t + 14, false);
+	}
+	if (!hashes) {
+		al_cli_error(c->cli, "line %lu: %s==%s has no --hash=sha256: only "
+			     "hash-pinned requirements are imported", no, key, version);
+		c->missing++;
+	}
+}
+
+static int import_requirements(struct import_ctx *c, const char *text)
+{
+	char *copy = strdup(text), *p, *logical = NULL;
+	unsigned long no = 0, start = 0;
+	size_t len = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	/* join backslash-continued lines, drop comments */
+	for (p = copy; p && *p;) {
+		char *eol = strchr(p, '\n'), *hash;
+		size_t l;
+
+		if (eol)
+			*eol = '\0';
+		no++;
+		if ((hash = strstr(p, " #")) || (p[0] == '#' && (hash = p)))
+			*hash = '\0';
+		l = strlen(p);
+		if (!logical)
+			start = no;
+		char *grown = realloc(logical, len + l + 2);
+		if (!grown)
+			break;
+		logical = grown;
+		memcpy(logical + len, p, l);
+		len += l;
+		logical[len] = '\0';
+		if (l && p[l - 1] == '\\') {
+			logical[len - 1] = ' ';
+		} else {
+			char *q = logical;
+
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q == '-')
+				al_cli_error(c->cli, "line %lu: option ignored: %.40s",
+					     start, q);
+			else if (*q)
+				import_requirement(c, q, start);
+			free(logical);
+			logical = NULL;
+			len = 0;
+		}
+		p = eol ? eol + 1 : NULL;
+	}
+	free(logical);
+	free(copy);
+	return 0;
+}
+
+/* package-lock.json (v2, v3): every node_modules/ entry's name, version
+ * and sha512 integrity. */
+static int import_package_lock(struct import_ctx *c, const char *text, size_t len)
+{
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *v;
+	const char *path;
+
+	if (!json_is_object(json_object_get(doc, "packages"))) {
+		json_decref(doc);
+		al_cli_error(c->cli, "package-lock.json without \"packages\" (lockfile "
+			     "v1 is not supported: npm 7+ writes v2/v3)");
+		return -EBADMSG;
+	}
+	json_object_foreach(json_object_get(doc, "packages"), path, v) {
+		const char *nm = strstr(path, "node_modules/"), *last = nm;
+		const char *version = json_string_value(json_object_get(v, "version"));
+		const char *integrity = json_string_value(json_object_get(v, "integrity"));
+		const char *name = json_string_value(json_object_get(v, "name"));
+
+		if (!nm || json_is_true(json_object_get(v, "link")))
+			continue; /* the root project, or a workspace link */
+		while ((nm = strstr(last + 13, "node_modules/")))
+			last = nm;
+		if (!name)
+			name = last + 13;
+		if (!version || !gw_npm_name_valid(name) || !gw_version_valid(version) ||
+		    !integrity || strncmp(integrity, "sha512-", 7) ||
+		    strlen(integrity + 7) != GW_SHA512_B64) {
+			al_cli_error(c->cli, "%s: no name, version or sha512 integrity", path);
+			c->missing++;
+			continue;
+		}
+		import_one(c, GW_NPMJS, name, version, integrity + 7, true);
+	}
+	json_decref(doc);
+	return 0;
+}
+
+static int cmd_import(struct al_cli *cli, const char *dir, int argc, char **argv)
+{
+	char mirror[PATH_MAX], allow[PATH_MAX], err[512];
+	struct import_ctx c = {.cli = cli, .mirror = mirror, .allow = allow};
+	size_t len;
+	char *text;
+	int rc = 0;
+
+	if (argc < 1) {
+		al_cli_error(cli, "import: name requirements.txt or package-lock.json files");
+		return AL_EXIT_USAGE;
+	}
+	snprintf(mirror, sizeof(mirror), "%s/mirror", dir);
+	snprintf(allow, sizeof(allow), "%s/packages.allow", dir);
+	for (int i = 0; i < argc && rc == 0; i++) {
+		if (gw_allow_load(allow, true, &c.a, err, sizeof(err)) < 0) {
+			al_cli_error(cli, "%s", err);
+			return AL_EXIT_USAGE;
+		}
+		if (al_read_file(argv[i], GW_ALLOW_BYTES_MAX, &text, &len) < 0) {
+			al_cli_error(cli, "%s: cannot read", argv[i]);
+			rc = -EIO;
+		} else {
+			const char *base = strrchr(argv[i], '/');
+
+			base = base ? base + 1 : argv[i];
+			rc = strstr(base, ".json") ? import_package_lock(&c, text, len)
+						   : import_requirements(&c, text);
+			free(text);
+		}
+		gw_allow_release(&c.a);
+	}
+	printf("%u pinned, %u already pinned, %u not imported\n", c.pinned,
+	       c.already, c.missing);
+	return rc < 0 ? AL_EXIT_USAGE : c.missing ? AL_EXIT_FAIL : AL_EXIT_OK;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(struct al_cli *cli, const char *dir, int argc, char **argv);
 } subs[] = {
     {"add", cmd_add},	      {"log", cmd_log},
     {"pending", cmd_pending}, {"approve", cmd_approve},
-    {"deny", cmd_deny},
+    {"deny", cmd_deny},	      {"import", cmd_import},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -555,6 +786,7 @@ const struct al_cmd al_cmd_packages = {
 	     "       airlock packages pending [--json]\n"
 	     "       airlock packages approve [--npm] NAME==VERSION\n"
 	     "       airlock packages deny [--npm] NAME==VERSION|NAME==*\n"
+	     "       airlock packages import requirements.txt|package-lock.json...\n"
 	     "\n"
 	     "The package gateway (docs/packages.md) serves pip and npm in\n"
 	     "jobs from a local mirror, only the files the allowlist pins.\n"
@@ -580,6 +812,12 @@ const struct al_cmd al_cmd_packages = {
 	     "declares that are not allowed yet; the gateway rereads the\n"
 	     "allowlist within a second. `deny` drops it from pending.\n"
 	     "\n"
+	     "`import` pins what a lockfile pins: a requirements.txt with\n"
+	     "--hash=sha256: lines (pip-compile --generate-hashes) or a\n"
+	     "package-lock.json (v2/v3, sha512 integrity), each file matched\n"
+	     "in the mirror by its hash (add the files first). Exit 1 when\n"
+	     "some requirement had no hash or no matching mirror file.\n"
+	     "\n"
 	     "options:\n"
 	     "  -d, --dir DIR      the packages dir\n"
 	     "  -p, --pin          add: pin what was added\n"
@@ -592,7 +830,7 @@ const struct al_cmd al_cmd_packages = {
     .opts_size = sizeof(struct packages_opts),
     .args_min = 1,
     .args_max = -1,
-    .args_error = "a subcommand: add, log, pending, approve, deny",
+    .args_error = "a subcommand: add, log, pending, approve, deny, import",
     .opt = opt,
     .run = run,
 };
