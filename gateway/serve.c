@@ -1,8 +1,9 @@
 /* serve.c: the gateway's request handling (serve.h).
  *
  * Theory of operation. libmicrohttpd runs a small thread pool over epoll;
- * every request is answered in the access handler's first call (we take
- * no bodies), so no per-connection state exists beyond libmicrohttpd's.
+ * every request is answered in the access handler's second call, once the
+ * request is complete (a body is refused with 413), so no per-connection
+ * state exists beyond libmicrohttpd's; connections are kept alive.
  * The URL reaches us raw (our unescape callback leaves it alone) and
  * route.c decodes it once with its own rules.
  *
@@ -522,6 +523,9 @@ static void present_refusal(struct MHD_Connection *c, struct reply *r,
 	}
 }
 
+/* The address *con_cls holds when a request came with a body. */
+static char had_body;
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload_data,
@@ -537,11 +541,40 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 
 	(void)version;
 	(void)upload_data;
-	(void)upload_data_size;
-	(void)con_cls;
+	/* the first call has the headers only: answering now would make
+	 * libmicrohttpd close the connection (it cannot know there is no
+	 * body); body bytes, which no route takes, are dropped as they come
+	 * (marked in *con_cls) and the request answered 413 when complete */
+	if (!*con_cls) {
+		*con_cls = s;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		*con_cls = &had_body;
+		return MHD_YES;
+	}
 	a.time_ms = now_ms();
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	identify(s, ci ? ci->client_addr : NULL, &a);
+	if (*con_cls == &had_body) {
+		static const char body[] = "airlock package gateway: no request bodies\n";
+
+		snprintf(a.route, sizeof(a.route), "bad");
+		snprintf(a.reason, sizeof(a.reason), "a request body (%s)",
+			 !strcmp(method, "POST") ? "POST" : "other method");
+		gw_audit_write(s->o.audit_fd, &a);
+		gw_audit_redis_add(s->o.redis, &a);
+
+		resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+						       MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+		ret = MHD_queue_response(c, MHD_HTTP_CONTENT_TOO_LARGE, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	maybe_reload(s);
 	pthread_rwlock_rdlock(&s->lock);
 	decide(s, c, url, method, &r, &a);

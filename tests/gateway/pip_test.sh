@@ -143,6 +143,7 @@ code() { curl -s -o /dev/null -w '%{http_code}' --path-as-is "$@"; }
 [ "$(code "$url/pypi/files/tinypkg-1.0-py3-none-any.whl.metadata.metadata")" = 403 ] || fail "double metadata"
 [ "$(code "$url/$(head -c 3000 /dev/zero | tr '\0' a)")" = 414 ] || fail "long path"
 [ "$(code -X POST "$url/pypi/simple/")" = 405 ] || fail "POST"
+[ "$(code -X POST -d x=1 "$url/pypi/simple/")" = 413 ] || fail "POST with a body"
 c=$(code -H "X-Big: $(head -c 70000 /dev/zero | tr '\0' a)" "$url/pypi/simple/") || true
 [ "$c" = 431 ] || [ "$c" = 413 ] || [ "$c" = 000 ] || fail "huge header: $c"
 # slow clients and many connections: 300 idle sockets from one address
