@@ -26,9 +26,13 @@
  * Content-Type: text/x-airlock-refused; reason=...". Others get 404 (npm:
  * with {"error": reason}, which npm prints). Files are 403 for everyone.
  *
- * The allowlist is reread, under a write lock, when its file's inode,
- * size or mtime changed (checked at most once a second); a request holds
- * the read lock while it decides and renders.
+ * The allowlist is reread when its file's inode, size or mtime changed
+ * (checked at most once a second) into a new reference-counted version;
+ * new jobs get the newest. A job (an id from the slots dir) keeps the
+ * version its first request got for as long as it asks (JOB_IDLE_MS idle
+ * at most), so an approval never changes a running job; the host and
+ * unknown clients always get the newest. A request holds a reference to
+ * its version while it decides and renders, without a lock.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -56,14 +60,33 @@
 
 #define HOST_MAX 255
 
+#define JOBS_MAX	4096		  /* jobs holding an allowlist */
+#define JOB_IDLE_MS	(6 * 3600 * 1000) /* a job's hold ends after this idle */
+
+/* One version of the allowlist, shared by the requests and jobs using it. */
+struct snap {
+	struct gw_allow allow;
+	unsigned refs; /* holders: the server (while current), jobs, requests */
+};
+
+/* A job and the allowlist it started with: approval never changes a
+ * running job (its later requests are decided as its first was). */
+struct job_hold {
+	char job[GW_JOB_MAX + 1];
+	struct snap *snap; /* one reference */
+	int64_t last_ms;   /* its last request */
+};
+
 struct gw_server {
 	struct gw_serve_options o;
 	struct MHD_Daemon *mhd;
-	pthread_rwlock_t lock;	/* guards allow and the stat below */
-	struct gw_allow allow;	/* the current allowlist */
-	struct stat allow_st;	/* of the file allow came from */
-	time_t checked;		/* when allow_st was last compared */
-	pthread_mutex_t check;	/* one reload at a time */
+	pthread_mutex_t lock;	 /* guards current, the refs, jobs */
+	struct snap *current;	 /* the allowlist new jobs get */
+	struct job_hold *jobs;	 /* JOBS_MAX entries, n_jobs used */
+	size_t n_jobs;
+	struct stat allow_st;	 /* of the file current came from */
+	time_t checked;		 /* when allow_st was last compared */
+	pthread_mutex_t check;	 /* one reload at a time */
 };
 
 /* What one request gets back. */
@@ -96,6 +119,73 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Drop one reference (s->lock held). */
+static void snap_unref(struct snap *n)
+{
+	if (n && --n->refs == 0) {
+		gw_allow_release(&n->allow);
+		free(n);
+	}
+}
+
+/* The allowlist a request of JOB is decided by, with a reference: the
+ * one the job's first request got, while the job is held; the current one
+ * for the host and unknown clients (no job to hold). */
+static struct snap *snap_take(struct gw_server *s, const char *job, int64_t now)
+{
+	struct job_hold *h = NULL, *oldest = NULL;
+	struct snap *n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->current;
+	if (strcmp(job, "host") && strncmp(job, "unknown", 7)) {
+		for (size_t i = 0; i < s->n_jobs && !h; i++) {
+			if (!strcmp(s->jobs[i].job, job))
+				h = &s->jobs[i];
+			else if (!oldest || s->jobs[i].last_ms < oldest->last_ms)
+				oldest = &s->jobs[i];
+		}
+		if (!h && s->n_jobs < JOBS_MAX) {
+			h = &s->jobs[s->n_jobs++];
+		} else if (!h && now - oldest->last_ms > JOB_IDLE_MS / 6) {
+			h = oldest; /* full: the longest idle gives way */
+			snap_unref(h->snap);
+		}
+		if (h && strcmp(h->job, job)) {
+			snprintf(h->job, sizeof(h->job), "%s", job);
+			h->snap = s->current;
+			h->snap->refs++;
+		}
+		if (h) {
+			h->last_ms = now;
+			n = h->snap;
+		}
+	}
+	n->refs++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+static void snap_give(struct gw_server *s, struct snap *n)
+{
+	pthread_mutex_lock(&s->lock);
+	snap_unref(n);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Jobs idle for JOB_IDLE_MS let go of their allowlist (s->lock held). */
+static void jobs_expire(struct gw_server *s, int64_t now)
+{
+	for (size_t i = 0; i < s->n_jobs;) {
+		if (now - s->jobs[i].last_ms > JOB_IDLE_MS) {
+			snap_unref(s->jobs[i].snap);
+			s->jobs[i] = s->jobs[--s->n_jobs];
+		} else {
+			i++;
+		}
+	}
+}
+
 /* Reread the allowlist when its file changed. */
 static void maybe_reload(struct gw_server *s)
 {
@@ -110,6 +200,9 @@ static void maybe_reload(struct gw_server *s)
 		return;
 	}
 	s->checked = now;
+	pthread_mutex_lock(&s->lock);
+	jobs_expire(s, now_ms());
+	pthread_mutex_unlock(&s->lock);
 	if (stat(s->o.allow_path, &st) < 0)
 		memset(&st, 0, sizeof(st));
 	if (st.st_ino == s->allow_st.st_ino && st.st_size == s->allow_st.st_size &&
@@ -121,10 +214,19 @@ static void maybe_reload(struct gw_server *s)
 	if (gw_allow_load(s->o.allow_path, true, &fresh, err, sizeof(err)) < 0) {
 		gw_log("allowlist not reloaded, the old one stays: %s", err);
 	} else {
-		pthread_rwlock_wrlock(&s->lock);
-		gw_allow_release(&s->allow);
-		s->allow = fresh;
-		pthread_rwlock_unlock(&s->lock);
+		struct snap *n = calloc(1, sizeof(*n));
+
+		if (!n) {
+			gw_allow_release(&fresh);
+			pthread_mutex_unlock(&s->check);
+			return;
+		}
+		n->allow = fresh;
+		n->refs = 1;
+		pthread_mutex_lock(&s->lock);
+		snap_unref(s->current);
+		s->current = n;
+		pthread_mutex_unlock(&s->lock);
 		gw_log("allowlist reloaded: %zu pins", fresh.n);
 	}
 	s->allow_st = st;
@@ -196,13 +298,13 @@ static void refuse(struct reply *r, struct gw_audit *a, unsigned status,
 }
 
 /* The pending flag and the look-alike check of a refused name. */
-static void refused_name(struct gw_server *s, struct gw_audit *a)
+static void refused_name(const struct gw_allow *al, struct gw_audit *a)
 {
 	char near[GW_NAME_MAX + 1], why[GW_LOOKALIKE_WHY_MAX];
 	size_t len;
 
 	a->pending = true;
-	if (!gw_lookalike(&s->allow, a->eco, a->name, near, why))
+	if (!gw_lookalike(al, a->eco, a->name, near, why))
 		return;
 	snprintf(a->lookalike, sizeof(a->lookalike), "%s", near);
 	len = strlen(a->reason);
@@ -216,31 +318,31 @@ static int subdir(struct gw_server *s, enum gw_eco eco)
 		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static void py_project(struct gw_server *s, const struct gw_route *rt,
+static void py_project(struct gw_server *s, const struct gw_allow *al, const struct gw_route *rt,
 		       enum gw_format fmt, struct reply *r, struct gw_audit *a)
 {
 	size_t n = 0;
 	int dir;
 
 	snprintf(a->name, sizeof(a->name), "%s", rt->key);
-	if (!gw_allow_project(&s->allow, GW_PYTHON, rt->key)) {
+	if (!gw_allow_project(al, GW_PYTHON, rt->key)) {
 		refuse(r, a, 404, "%s is not on the allowlist (pending approval)",
 		       rt->key);
 		snprintf(a->version, sizeof(a->version), "*");
-		refused_name(s, a);
+		refused_name(al, a);
 		return;
 	}
 	dir = subdir(s, GW_PYTHON);
-	if (dir < 0 || gw_page_py_project(&s->allow, dir, rt->key, fmt, &r->body,
+	if (dir < 0 || gw_page_py_project(al, dir, rt->key, fmt, &r->body,
 					  &n) < 0) {
 		refuse(r, a, 500, "cannot read the mirror");
 	} else if (n == 0) {
 		const char *why = NULL;
 
-		for (size_t i = 0; i < s->allow.n && !why; i++)
-			if (s->allow.pins[i].eco == GW_PYTHON &&
-			    !strcmp(s->allow.pins[i].key, rt->key))
-				why = gw_pin_excluded(&s->allow, &s->allow.pins[i],
+		for (size_t i = 0; i < al->n && !why; i++)
+			if (al->pins[i].eco == GW_PYTHON &&
+			    !strcmp(al->pins[i].key, rt->key))
+				why = gw_pin_excluded(al, &al->pins[i],
 						      false);
 		refuse(r, a, 404, "no file of %s can be served: %s", rt->key,
 		       why ? why : "its pinned files are not in the mirror");
@@ -289,11 +391,11 @@ static void names_from_file(const char *file, enum gw_eco eco, struct gw_audit *
 }
 
 /* A file route: the pin, the option checks, the bytes, their hash. */
-static void serve_file(struct gw_server *s, enum gw_eco eco, const char *file,
+static void serve_file(struct gw_server *s, const struct gw_allow *al, enum gw_eco eco, const char *file,
 		       bool metadata, const char *npm_name, struct reply *r,
 		       struct gw_audit *a)
 {
-	const struct gw_pin *pin = gw_allow_file(&s->allow, eco, file);
+	const struct gw_pin *pin = gw_allow_file(al, eco, file);
 	char side[GW_FILE_MAX + 16];
 	struct gw_pkg pkg;
 	const char *why;
@@ -306,12 +408,12 @@ static void serve_file(struct gw_server *s, enum gw_eco eco, const char *file,
 		names_from_file(file, eco, a);
 		refuse(r, a, 403, "%s is not on the allowlist", file);
 		if (a->name[0])
-			refused_name(s, a);
+			refused_name(al, a);
 		return;
 	}
 	snprintf(a->name, sizeof(a->name), "%s", pin->key);
 	snprintf(a->version, sizeof(a->version), "%s", pin->version);
-	if ((why = gw_pin_excluded(&s->allow, pin, false))) {
+	if ((why = gw_pin_excluded(al, pin, false))) {
 		refuse(r, a, 403, "%s is %s", file, why);
 		return;
 	}
@@ -333,12 +435,12 @@ static void serve_file(struct gw_server *s, enum gw_eco eco, const char *file,
 		       "pinned sha256 (the file changed; refused)", file);
 		goto out;
 	}
-	if (eco == GW_NPMJS && s->allow.npm_scripts_denied) {
+	if (eco == GW_NPMJS && al->npm_scripts_denied) {
 		if (gw_pkg_parse(file, r->data, r->len, &pkg) < 0) {
 			refuse(r, a, 502, "%s is not a readable npm tarball", file);
 			goto out;
 		}
-		why = gw_pin_excluded(&s->allow, pin, pkg.install_script);
+		why = gw_pin_excluded(al, pin, pkg.install_script);
 		gw_pkg_release(&pkg);
 		if (why) {
 			refuse(r, a, 403, "%s is %s", file, why);
@@ -379,7 +481,7 @@ static bool host_valid(const char *h)
 	return true;
 }
 
-static void npm_doc(struct gw_server *s, const struct gw_route *rt,
+static void npm_doc(struct gw_server *s, const struct gw_allow *al, const struct gw_route *rt,
 		    struct MHD_Connection *c, struct reply *r, struct gw_audit *a)
 {
 	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -391,11 +493,11 @@ static void npm_doc(struct gw_server *s, const struct gw_route *rt,
 	int dir;
 
 	snprintf(a->name, sizeof(a->name), "%s", rt->key);
-	if (!gw_allow_project(&s->allow, GW_NPMJS, rt->key)) {
+	if (!gw_allow_project(al, GW_NPMJS, rt->key)) {
 		snprintf(a->version, sizeof(a->version), "*");
 		refuse(r, a, 404, "%s is not on the allowlist (pending approval)",
 		       rt->key);
-		refused_name(s, a);
+		refused_name(al, a);
 		return;
 	}
 	if (!host_valid(host)) {
@@ -403,7 +505,7 @@ static void npm_doc(struct gw_server *s, const struct gw_route *rt,
 		return;
 	}
 	dir = subdir(s, GW_NPMJS);
-	if (dir < 0 || gw_page_npm(&s->allow, dir, rt->key, host, abbreviated,
+	if (dir < 0 || gw_page_npm(al, dir, rt->key, host, abbreviated,
 				   &r->body, &n) < 0)
 		refuse(r, a, 500, "cannot read the mirror");
 	else if (n == 0)
@@ -423,7 +525,7 @@ static void npm_doc(struct gw_server *s, const struct gw_route *rt,
 }
 
 /* Decide and render one request into r and a. */
-static void decide(struct gw_server *s, struct MHD_Connection *c,
+static void decide(struct gw_server *s, const struct gw_allow *al, struct MHD_Connection *c,
 		   const char *url, const char *method, struct reply *r,
 		   struct gw_audit *a)
 {
@@ -454,10 +556,10 @@ static void decide(struct gw_server *s, struct MHD_Connection *c,
 			return;
 		}
 		if (rt.kind == GW_R_PY_PROJECT) {
-			py_project(s, &rt, fmt, r, a);
+			py_project(s, al, &rt, fmt, r, a);
 			return;
 		}
-		if (gw_page_py_index(&s->allow, fmt, &r->body) < 0) {
+		if (gw_page_py_index(al, fmt, &r->body) < 0) {
 			refuse(r, a, 500, "cannot render");
 			return;
 		}
@@ -472,15 +574,15 @@ static void decide(struct gw_server *s, struct MHD_Connection *c,
 	case GW_R_PY_META:
 		snprintf(a->route, sizeof(a->route),
 			 rt.kind == GW_R_PY_FILE ? "file" : "metadata");
-		serve_file(s, GW_PYTHON, rt.file, rt.kind == GW_R_PY_META, NULL, r, a);
+		serve_file(s, al, GW_PYTHON, rt.file, rt.kind == GW_R_PY_META, NULL, r, a);
 		return;
 	case GW_R_NPM_DOC:
 		snprintf(a->route, sizeof(a->route), "doc");
-		npm_doc(s, &rt, c, r, a);
+		npm_doc(s, al, &rt, c, r, a);
 		return;
 	case GW_R_NPM_TARBALL:
 		snprintf(a->route, sizeof(a->route), "tarball");
-		serve_file(s, GW_NPMJS, rt.file, false, rt.key, r, a);
+		serve_file(s, al, GW_NPMJS, rt.file, false, rt.key, r, a);
 		return;
 	}
 }
@@ -538,6 +640,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	struct MHD_Response *resp;
 	char ctype[GW_REASON_MAX + 64];
 	enum MHD_Result ret;
+	struct snap *snap;
 
 	(void)version;
 	(void)upload_data;
@@ -576,9 +679,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		return ret;
 	}
 	maybe_reload(s);
-	pthread_rwlock_rdlock(&s->lock);
-	decide(s, c, url, method, &r, &a);
-	pthread_rwlock_unlock(&s->lock);
+	snap = snap_take(s, a.job, a.time_ms);
+	decide(s, &snap->allow, c, url, method, &r, &a);
+	snap_give(s, snap);
 	if (!a.allowed)
 		present_refusal(c, &r, &a, ctype, sizeof(ctype));
 	if (gw_audit_write(s->o.audit_fd, &a) < 0)
@@ -633,9 +736,16 @@ int gw_server_start(const struct gw_serve_options *o, struct gw_server **ret)
 	if (!s)
 		return -ENOMEM;
 	s->o = *o;
-	pthread_rwlock_init(&s->lock, NULL);
+	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->check, NULL);
-	rc = gw_allow_load(o->allow_path, true, &s->allow, err, sizeof(err));
+	s->current = calloc(1, sizeof(*s->current));
+	s->jobs = calloc(JOBS_MAX, sizeof(*s->jobs));
+	if (!s->current || !s->jobs) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	s->current->refs = 1;
+	rc = gw_allow_load(o->allow_path, true, &s->current->allow, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "airlock-gateway: %s\n", err);
 		goto fail;
@@ -659,7 +769,10 @@ int gw_server_start(const struct gw_serve_options *o, struct gw_server **ret)
 	*ret = s;
 	return 0;
 fail:
-	gw_allow_release(&s->allow);
+	if (s->current)
+		gw_allow_release(&s->current->allow);
+	free(s->current);
+	free(s->jobs);
 	free(s);
 	return rc;
 }
@@ -676,8 +789,11 @@ void gw_server_stop(struct gw_server *s)
 	if (s->o.audit_fd >= 0)
 		close(s->o.audit_fd);
 	gw_audit_redis_close(s->o.redis);
-	gw_allow_release(&s->allow);
-	pthread_rwlock_destroy(&s->lock);
+	for (size_t i = 0; i < s->n_jobs; i++)
+		snap_unref(s->jobs[i].snap);
+	snap_unref(s->current);
+	free(s->jobs);
+	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->check);
 	free(s);
 }
