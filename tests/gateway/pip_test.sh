@@ -146,12 +146,12 @@ code() { curl -s -o /dev/null -w '%{http_code}' --path-as-is "$@"; }
 [ "$(code -X POST -d x=1 "$url/pypi/simple/")" = 413 ] || fail "POST with a body"
 c=$(code -H "X-Big: $(head -c 70000 /dev/zero | tr '\0' a)" "$url/pypi/simple/") || true
 [ "$c" = 431 ] || [ "$c" = 413 ] || [ "$c" = 000 ] || fail "huge header: $c"
-# slow clients and many connections: 300 idle sockets from one address
-# (over the per-address cap) do not stop the gateway answering
+# slow clients and many connections: 1000 half-sent requests from one
+# address (over the per-address cap) do not stop the gateway answering
 $py - "$port" <<'PY' &
 import socket, sys, time
 socks = []
-for _ in range(300):
+for _ in range(1000):
     try:
         s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
         s.send(b"GET /pypi/simple/ HTTP/1.1\r\nHost: x\r\n")  # never finished
