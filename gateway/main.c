@@ -53,6 +53,8 @@ static const char usage[] =
     "  -r, --redis ADDR       also add every record to the Redis stream\n"
     "                         airlock:packages:audit (unix:PATH or HOST:PORT;\n"
     "                         connected before the privilege drop)\n"
+    "  -R, --rate N           requests a second from one address, bursts of\n"
+    "                         2N; more are answered 429 (default 200; 0: no cap)\n"
     "  -q, --quiet            log refusals and incidents only\n";
 
 static int listen_on(const char *spec, char *shown, size_t size)
@@ -121,10 +123,11 @@ int main(int argc, char **argv)
 	    {"timeout", required_argument, NULL, 'T'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"redis", required_argument, NULL, 'r'},
+	    {"rate", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct gw_serve_options o = {.slots_fd = -1, .audit_fd = -1};
+	struct gw_serve_options o = {.slots_fd = -1, .audit_fd = -1, .rate = 200};
 	const char *dir = NULL, *listen_spec = "127.0.0.1:0", *redis = NULL;
 	char shown[96], allow[4096], audit[4096];
 	uid_t uid = GW_UID;
@@ -132,7 +135,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int c, sig, rc;
 
-	while ((c = getopt_long(argc, argv, "d:l:u:t:p:T:qr:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:u:t:p:T:qr:R:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'l': listen_spec = optarg; break;
@@ -142,6 +145,7 @@ int main(int argc, char **argv)
 		case 'T': o.timeout_s = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'q': o.quiet = true; break;
 		case 'r': redis = optarg; break;
+		case 'R': o.rate = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}

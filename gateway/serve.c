@@ -77,8 +77,21 @@ struct job_hold {
 	int64_t last_ms;   /* its last request */
 };
 
+#define RATE_SLOTS 1024 /* addresses rate-limited at once (a hash table) */
+
+/* One address's token bucket, and the refusals not yet audited. */
+struct rate {
+	char peer[48];	     /* the address, "" = free */
+	double tokens;	     /* requests it may make now */
+	int64_t last_ms;     /* when tokens was computed */
+	uint64_t refused;    /* 429s since the last summary record */
+	int64_t summary_ms;  /* when the last summary was written */
+};
+
 struct gw_server {
 	struct gw_serve_options o;
+	pthread_mutex_t rate_lock; /* guards rates */
+	struct rate *rates;	   /* RATE_SLOTS entries */
 	struct MHD_Daemon *mhd;
 	pthread_mutex_t lock;	 /* guards current, the refs, jobs */
 	struct snap *current;	 /* the allowlist new jobs get */
@@ -231,6 +244,48 @@ static void maybe_reload(struct gw_server *s)
 	}
 	s->allow_st = st;
 	pthread_mutex_unlock(&s->check);
+}
+
+/* May PEER make a request now? Token bucket: o.rate a second, bursts of
+ * twice that. On false, *summary is set (once a second) with how many
+ * were refused since the last summary, for one audit record. */
+static bool rate_ok(struct gw_server *s, const char *peer, int64_t now,
+		    uint64_t *summary)
+{
+	uint32_t h = 2166136261u;
+	struct rate *r;
+	bool ok;
+
+	*summary = 0;
+	if (!s->o.rate)
+		return true;
+	for (const char *p = peer; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	pthread_mutex_lock(&s->rate_lock);
+	r = &s->rates[h % RATE_SLOTS];
+	if (strcmp(r->peer, peer)) {
+		/* a collision takes the slot over: at worst an address gets a
+		 * fresh burst, never less than its rate */
+		*r = (struct rate){.tokens = 2.0 * s->o.rate, .last_ms = now};
+		snprintf(r->peer, sizeof(r->peer), "%s", peer);
+	}
+	r->tokens += (double)(now - r->last_ms) * s->o.rate / 1000.0;
+	if (r->tokens > 2.0 * s->o.rate)
+		r->tokens = 2.0 * s->o.rate;
+	r->last_ms = now;
+	ok = r->tokens >= 1.0;
+	if (ok) {
+		r->tokens -= 1.0;
+	} else {
+		r->refused++;
+		if (now - r->summary_ms >= 1000) {
+			*summary = r->refused;
+			r->refused = 0;
+			r->summary_ms = now;
+		}
+	}
+	pthread_mutex_unlock(&s->rate_lock);
+	return ok;
 }
 
 /* The job or session behind a client address (serve.h). */
@@ -641,6 +696,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	char ctype[GW_REASON_MAX + 64];
 	enum MHD_Result ret;
 	struct snap *snap;
+	uint64_t limited;
 
 	(void)version;
 	(void)upload_data;
@@ -675,6 +731,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			return MHD_NO;
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 		ret = MHD_queue_response(c, MHD_HTTP_CONTENT_TOO_LARGE, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
+	if (!rate_ok(s, a.peer, a.time_ms, &limited)) {
+		static const char body[] = "airlock package gateway: too many requests\n";
+
+		if (limited) {
+			snprintf(a.route, sizeof(a.route), "bad");
+			snprintf(a.reason, sizeof(a.reason), "rate limited: %llu requests "
+				 "refused (over %u a second)", (unsigned long long)limited,
+				 s->o.rate);
+			gw_audit_write(s->o.audit_fd, &a);
+			gw_audit_redis_add(s->o.redis, &a);
+			gw_log("job=%s %s", a.job, a.reason);
+		}
+		resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+						       MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, "Retry-After", "1");
+		ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, resp);
 		MHD_destroy_response(resp);
 		return ret;
 	}
@@ -737,6 +814,12 @@ int gw_server_start(const struct gw_serve_options *o, struct gw_server **ret)
 		return -ENOMEM;
 	s->o = *o;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->rate_lock, NULL);
+	s->rates = calloc(RATE_SLOTS, sizeof(*s->rates));
+	if (!s->rates) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	pthread_mutex_init(&s->check, NULL);
 	s->current = calloc(1, sizeof(*s->current));
 	s->jobs = calloc(JOBS_MAX, sizeof(*s->jobs));
@@ -773,6 +856,7 @@ fail:
 		gw_allow_release(&s->current->allow);
 	free(s->current);
 	free(s->jobs);
+	free(s->rates);
 	free(s);
 	return rc;
 }
@@ -793,7 +877,9 @@ void gw_server_stop(struct gw_server *s)
 		snap_unref(s->jobs[i].snap);
 	snap_unref(s->current);
 	free(s->jobs);
+	free(s->rates);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->rate_lock);
 	pthread_mutex_destroy(&s->check);
 	free(s);
 }

@@ -16,7 +16,9 @@
  * Caps against hostile clients: GW_PATH_MAX per path, the connection's
  * memory limit (headers beyond it are answered 431 by libmicrohttpd),
  * a per-address connection cap (one VM cannot take every connection), a
- * total cap, an idle timeout (slow clients are dropped), bodies refused.
+ * total cap, an idle timeout (slow clients are dropped), bodies refused,
+ * a request rate per address (a flood is answered 429 and audited as one
+ * record a second, so it cannot fill the disk with audit lines).
  */
 #ifndef AL_GW_SERVE_H
 #define AL_GW_SERVE_H
@@ -35,6 +37,7 @@ struct gw_serve_options {
 	unsigned per_ip_max;	/* connections from one address */
 	unsigned timeout_s;	/* idle connection timeout */
 	bool quiet;		/* no per-request log lines */
+	unsigned rate;		/* requests a second from one address, 0 = any */
 };
 
 struct gw_server;

@@ -167,6 +167,28 @@ wait "$slow"
 sleep 0.2
 [ "$(code "$url/pypi/simple/tinypkg/")" = 200 ] || fail "gateway stalled after slow clients"
 
+# a flood from one address: answered 429 past the rate, and audited as
+# summaries, not a line per request (the audit log cannot fill the disk)
+before=$(wc -l < "$dir/audit.jsonl")
+$py - "$port" > "$tmp/flood" <<'PY'
+import http.client, sys, time
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+codes = {}
+t = time.time()
+while time.time() - t < 1.5:
+    c.request("GET", "/pypi/simple/tinypkg/")
+    r = c.getresponse(); r.read()
+    codes[r.status] = codes.get(r.status, 0) + 1
+print(codes.get(200, 0), codes.get(429, 0))
+PY
+read -r ok429 n429 < "$tmp/flood"
+[ "$n429" -gt 0 ] || fail "no 429 in a flood: $ok429 answered"
+after=$(wc -l < "$dir/audit.jsonl")
+[ $((after - before)) -le $((ok429 + 3)) ] || fail "flood audited per request: $((after - before)) lines for $ok429 answered, $n429 refused"
+grep -q '"reason":"rate limited: [0-9]* requests refused' "$dir/audit.jsonl" || fail "no rate summary"
+sleep 1.1
+[ "$(code "$url/pypi/simple/tinypkg/")" = 200 ] || fail "not served after the flood"
+
 # pending: each refused name and version once, with the job and the
 # near name; approve pins from the mirror; deny drops it
 pip --target "$tmp/t2" reqeusts > /dev/null 2>&1 && fail "reqeusts installed"
