@@ -64,7 +64,8 @@ static size_t words(char *line, char **w, size_t max)
 }
 
 static int parse_line(struct gw_allow *a, size_t *cap, char *line,
-		      const char *name, unsigned long no, char *err, size_t errlen)
+		      const char *name, unsigned long no, char *err,
+		      size_t errlen)
 {
 	char *w[6];
 	size_t n = words(line, w, 5);
@@ -74,7 +75,8 @@ static int parse_line(struct gw_allow *a, size_t *cap, char *line,
 		return 0;
 	if (!strcmp(w[0], "option")) {
 		if (n != 2)
-			return fail(err, errlen, name, no, "option takes one word");
+			return fail(err, errlen, name, no,
+				    "option takes one word");
 		if (!strcmp(w[1], "python.wheels-only"))
 			a->wheels_only = true;
 		else if (!strcmp(w[1], "npm.no-install-scripts"))
@@ -87,10 +89,10 @@ static int parse_line(struct gw_allow *a, size_t *cap, char *line,
 		return fail(err, errlen, name, no,
 			    "want ECOSYSTEM NAME VERSION FILE SHA256");
 	if (gw_eco_parse(w[0], &p.eco) < 0)
-		return fail(err, errlen, name, no, "ecosystem is python or npm");
+		return fail(err, errlen, name, no,
+			    "ecosystem is python or npm");
 	if (strlen(w[1]) > GW_NAME_MAX || gw_allow_key(p.eco, w[1], p.key) < 0)
-		return fail(err, errlen, name, no, "not a valid %s name",
-			    w[0]);
+		return fail(err, errlen, name, no, "not a valid %s name", w[0]);
 	if (!gw_version_valid(w[2]))
 		return fail(err, errlen, name, no, "not a valid version");
 	if (!gw_file_name_valid(w[3]))
@@ -209,7 +211,8 @@ const struct gw_pin *gw_allow_file(const struct gw_allow *a, enum gw_eco eco,
 	return NULL;
 }
 
-bool gw_allow_project(const struct gw_allow *a, enum gw_eco eco, const char *key)
+bool gw_allow_project(const struct gw_allow *a, enum gw_eco eco,
+		      const char *key)
 {
 	for (size_t i = 0; i < a->n; i++)
 		if (a->pins[i].eco == eco && !strcmp(a->pins[i].key, key))

@@ -20,7 +20,7 @@
 
 #include "pkgfile.h"
 
-#define GW_ALLOW_LINE_MAX  1024	 /* bytes of one line */
+#define GW_ALLOW_LINE_MAX  1024	  /* bytes of one line */
 #define GW_ALLOW_PINS_MAX  100000 /* pins in one file */
 #define GW_ALLOW_BYTES_MAX (64u << 20)
 
@@ -60,7 +60,8 @@ int gw_allow_key(enum gw_eco eco, const char *name, char out[GW_NAME_MAX + 1]);
 const struct gw_pin *gw_allow_file(const struct gw_allow *a, enum gw_eco eco,
 				   const char *file);
 /* Any pin for KEY (normalised) in ECO. */
-bool gw_allow_project(const struct gw_allow *a, enum gw_eco eco, const char *key);
+bool gw_allow_project(const struct gw_allow *a, enum gw_eco eco,
+		      const char *key);
 /* Any pin for KEY at VERSION. */
 bool gw_allow_has(const struct gw_allow *a, enum gw_eco eco, const char *key,
 		  const char *version);

@@ -22,7 +22,8 @@ int gw_audit_format(const struct gw_audit *r, struct gw_buf *out)
 
 	gmtime_r(&t, &tm);
 	strftime(when, 24, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(when + 19, sizeof(when) - 19, ".%03dZ", (int)(r->time_ms % 1000));
+	snprintf(when + 19, sizeof(when) - 19, ".%03dZ",
+		 (int)(r->time_ms % 1000));
 	o = json_pack("{s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:s}",
 		      "time", when, "time_ms", (json_int_t)r->time_ms, "job",
 		      r->job, "peer", r->peer, "ecosystem", gw_eco_name(r->eco),
@@ -161,11 +162,14 @@ int gw_audit_redis_add(struct gw_audit_redis *rd, const struct gw_audit *r)
 		return rc;
 	b.data[--b.len] = '\0'; /* no newline in the stream */
 	pthread_mutex_lock(&rd->lock);
-	reply = rd->c->err ? NULL
-			   : redisCommand(rd->c, "XADD %s MAXLEN ~ %d * job %s decision %s "
-					  "record %b", GW_AUDIT_STREAM,
-					  GW_AUDIT_STREAM_MAX, r->job,
-					  r->allowed ? "allow" : "deny", b.data, b.len);
+	reply =
+	    rd->c->err
+		? NULL
+		: redisCommand(rd->c,
+			       "XADD %s MAXLEN ~ %d * job %s decision %s "
+			       "record %b",
+			       GW_AUDIT_STREAM, GW_AUDIT_STREAM_MAX, r->job,
+			       r->allowed ? "allow" : "deny", b.data, b.len);
 	rc = reply && reply->type == REDIS_REPLY_STRING ? 0 : -EIO;
 	freeReplyObject(reply);
 	pthread_mutex_unlock(&rd->lock);

@@ -19,25 +19,25 @@
 #include "pages.h"
 #include "pkgfile.h"
 
-#define GW_AUDIT_LINE_MAX 4096	/* bytes of one record */
-#define GW_JOB_MAX	  128	/* bytes of a job or session id */
+#define GW_AUDIT_LINE_MAX 4096 /* bytes of one record */
+#define GW_JOB_MAX	  128  /* bytes of a job or session id */
 #define GW_REASON_MAX	  256
 
 /* One request. Strings may be "" (unknown), never NULL. */
 struct gw_audit {
-	int64_t time_ms;		       /* wall clock, ms since the epoch */
-	char job[GW_JOB_MAX + 1];	       /* job/session id, or "host" */
-	char peer[48];			       /* the client's address */
-	enum gw_eco eco;		       /* python or npm */
-	char name[GW_NAME_MAX + 1];	       /* as normalised for lookup */
-	char version[GW_VERSION_MAX + 1];      /* "" for a page; "*" any */
-	char file[GW_FILE_MAX + 1];	       /* file served or refused */
-	char sha256[GW_SHA256_HEX + 1];	       /* of the bytes served */
-	char route[16];			       /* index|project|file|metadata|doc|tarball|bad */
-	bool allowed;			       /* the decision */
-	bool pending;			       /* a refusal a person may approve */
-	char reason[GW_REASON_MAX + 1];	       /* why, for people */
-	char lookalike[GW_NAME_MAX + 1];       /* the near name, or "" */
+	int64_t time_ms;		  /* wall clock, ms since the epoch */
+	char job[GW_JOB_MAX + 1];	  /* job/session id, or "host" */
+	char peer[48];			  /* the client's address */
+	enum gw_eco eco;		  /* python or npm */
+	char name[GW_NAME_MAX + 1];	  /* as normalised for lookup */
+	char version[GW_VERSION_MAX + 1]; /* "" for a page; "*" any */
+	char file[GW_FILE_MAX + 1];	  /* file served or refused */
+	char sha256[GW_SHA256_HEX + 1];	  /* of the bytes served */
+	char route[16]; /* index|project|file|metadata|doc|tarball|bad */
+	bool allowed;	/* the decision */
+	bool pending;	/* a refusal a person may approve */
+	char reason[GW_REASON_MAX + 1];	 /* why, for people */
+	char lookalike[GW_NAME_MAX + 1]; /* the near name, or "" */
 };
 
 /* The record as one JSON line (with '\n') appended to out. */

@@ -7,23 +7,65 @@
 #include "lookalike.h"
 
 static const char *const popular_python[] = {
-    "requests", "numpy", "pandas", "urllib3", "setuptools", "boto3",
-    "botocore", "six", "python-dateutil", "pyyaml", "typing-extensions",
-    "certifi", "idna", "charset-normalizer", "cryptography", "pip", "wheel",
-    "colorama", "jinja2", "markupsafe", "click", "attrs", "packaging",
-    "pyjwt", "python-jwt", "pytest", "scipy", "matplotlib", "pillow",
-    "flask", "django", "beautifulsoup4", "lxml", "sqlalchemy", "pydantic",
-    "tensorflow", "torch", "scikit-learn", "openai", "httpx", "aiohttp",
-    "protobuf", "grpcio", "psycopg2", "redis", "tqdm", "rich", NULL,
+    "requests",
+    "numpy",
+    "pandas",
+    "urllib3",
+    "setuptools",
+    "boto3",
+    "botocore",
+    "six",
+    "python-dateutil",
+    "pyyaml",
+    "typing-extensions",
+    "certifi",
+    "idna",
+    "charset-normalizer",
+    "cryptography",
+    "pip",
+    "wheel",
+    "colorama",
+    "jinja2",
+    "markupsafe",
+    "click",
+    "attrs",
+    "packaging",
+    "pyjwt",
+    "python-jwt",
+    "pytest",
+    "scipy",
+    "matplotlib",
+    "pillow",
+    "flask",
+    "django",
+    "beautifulsoup4",
+    "lxml",
+    "sqlalchemy",
+    "pydantic",
+    "tensorflow",
+    "torch",
+    "scikit-learn",
+    "openai",
+    "httpx",
+    "aiohttp",
+    "protobuf",
+    "grpcio",
+    "psycopg2",
+    "redis",
+    "tqdm",
+    "rich",
+    NULL,
 };
 
 static const char *const popular_npm[] = {
-    "lodash", "react", "react-dom", "express", "axios", "chalk", "commander",
-    "debug", "moment", "uuid", "typescript", "webpack", "vue", "next",
-    "eslint", "jest", "dotenv", "cross-env", "request", "colors", "async",
-    "underscore", "jquery", "yargs", "semver", "minimist", "glob", "rimraf",
-    "mkdirp", "ws", "socket.io", "mongoose", "body-parser", "node-fetch",
-    "event-stream", "ua-parser-js", "coa", "rc", NULL,
+    "lodash",	    "react",	  "react-dom",	 "express",    "axios",
+    "chalk",	    "commander",  "debug",	 "moment",     "uuid",
+    "typescript",   "webpack",	  "vue",	 "next",       "eslint",
+    "jest",	    "dotenv",	  "cross-env",	 "request",    "colors",
+    "async",	    "underscore", "jquery",	 "yargs",      "semver",
+    "minimist",	    "glob",	  "rimraf",	 "mkdirp",     "ws",
+    "socket.io",    "mongoose",	  "body-parser", "node-fetch", "event-stream",
+    "ua-parser-js", "coa",	  "rc",		 NULL,
 };
 
 const char *const *gw_popular_names(enum gw_eco eco)
@@ -102,8 +144,8 @@ static void sorted_words(const char *s, char *out)
 		}
 	out[0] = '\0';
 	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(out + len, GW_NAME_MAX + 1 - len, "%s%s",
-					i ? "-" : "", w[i]);
+		len += (size_t)snprintf(out + len, GW_NAME_MAX + 1 - len,
+					"%s%s", i ? "-" : "", w[i]);
 }
 
 static bool plus_suffix(const char *name, const char *ref)

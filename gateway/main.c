@@ -37,7 +37,8 @@
 
 static const char usage[] =
     "usage: airlock-gateway --dir DIR [--listen ADDR:PORT] [--uid UID]\n"
-    "                       [--threads N] [--per-ip N] [--timeout S] [--quiet]\n"
+    "                       [--threads N] [--per-ip N] [--timeout S] "
+    "[--quiet]\n"
     "\n"
     "Serve pip (/pypi/simple/) and npm (the root) from DIR/mirror, only the\n"
     "files DIR/packages.allow pins, every request recorded in\n"
@@ -54,7 +55,8 @@ static const char usage[] =
     "                         airlock:packages:audit (unix:PATH or HOST:PORT;\n"
     "                         connected before the privilege drop)\n"
     "  -R, --rate N           requests a second from one address, bursts of\n"
-    "                         2N; more are answered 429 (default 200; 0: no cap)\n"
+    "                         2N; more are answered 429 (default 200; 0: no "
+    "cap)\n"
     "  -q, --quiet            log refusals and incidents only\n";
 
 static int listen_on(const char *spec, char *shown, size_t size)
@@ -71,7 +73,8 @@ static int listen_on(const char *spec, char *shown, size_t size)
 	memcpy(addr, spec, (size_t)(colon - spec));
 	addr[colon - spec] = '\0';
 	port = strtol(colon + 1, NULL, 10);
-	if (port < 0 || port > 65535 || inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+	if (port < 0 || port > 65535 ||
+	    inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
 		return -EINVAL;
 	sin.sin_port = htons((uint16_t)port);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -127,7 +130,8 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct gw_serve_options o = {.slots_fd = -1, .audit_fd = -1, .rate = 200};
+	struct gw_serve_options o = {
+	    .slots_fd = -1, .audit_fd = -1, .rate = 200};
 	const char *dir = NULL, *listen_spec = "127.0.0.1:0", *redis = NULL;
 	char shown[96], allow[4096], audit[4096];
 	uid_t uid = GW_UID;
@@ -135,19 +139,42 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int c, sig, rc;
 
-	while ((c = getopt_long(argc, argv, "d:l:u:t:p:T:qr:R:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:u:t:p:T:qr:R:h", opts,
+				NULL)) != -1) {
 		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'l': listen_spec = optarg; break;
-		case 'u': uid = (uid_t)strtoul(optarg, NULL, 10); break;
-		case 't': o.threads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'p': o.per_ip_max = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'T': o.timeout_s = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'q': o.quiet = true; break;
-		case 'r': redis = optarg; break;
-		case 'R': o.rate = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'l':
+			listen_spec = optarg;
+			break;
+		case 'u':
+			uid = (uid_t)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			o.threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'p':
+			o.per_ip_max = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'T':
+			o.timeout_s = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'r':
+			redis = optarg;
+			break;
+		case 'R':
+			o.rate = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
 		}
 	}
 	if (!dir || optind != argc || uid == 0 || o.threads > 64) {
@@ -164,21 +191,27 @@ int main(int argc, char **argv)
 	}
 	umask(022);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "airlock-gateway: %s: %s\n", dir, strerror(errno));
+		fprintf(stderr, "airlock-gateway: %s: %s\n", dir,
+			strerror(errno));
 		return 1;
 	}
 	o.mirror_fd = open_dir(dir, "mirror", true);
 	o.slots_fd = open_dir(dir, "slots", false);
-	o.audit_fd = open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-			  O_NOFOLLOW, 0640);
+	o.audit_fd =
+	    open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		 0640);
 	if (o.mirror_fd < 0 || o.audit_fd < 0) {
-		fprintf(stderr, "airlock-gateway: %s: cannot open the mirror or "
-			"the audit log: %s\n", dir, strerror(errno));
+		fprintf(stderr,
+			"airlock-gateway: %s: cannot open the mirror or "
+			"the audit log: %s\n",
+			dir, strerror(errno));
 		return 1;
 	}
 	if (redis && (rc = gw_audit_redis_open(redis, &o.redis)) < 0) {
-		fprintf(stderr, "airlock-gateway: cannot connect to Redis at %s: "
-			"%s\n", redis, strerror(-rc));
+		fprintf(stderr,
+			"airlock-gateway: cannot connect to Redis at %s: "
+			"%s\n",
+			redis, strerror(-rc));
 		return 1;
 	}
 	rc = drop_to(uid);

@@ -22,7 +22,8 @@ int gw_mirror_read(int dirfd, const char *name, size_t max, uint8_t **ret,
 	size_t len = 0;
 	int fd, rc = 0;
 
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	fd =
+	    openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ELOOP ? -EINVAL : -errno;
 	if (fstat(fd, &st) < 0) {
@@ -65,7 +66,8 @@ out:
 	return rc;
 }
 
-int gw_mirror_meta_name(enum gw_eco eco, const char *file, char *out, size_t size)
+int gw_mirror_meta_name(enum gw_eco eco, const char *file, char *out,
+			size_t size)
 {
 	int n = snprintf(out, size, "%s%s", file,
 			 eco == GW_PYTHON ? ".metadata" : ".json");
@@ -81,8 +83,9 @@ static int write_file(int dirfd, const char *name, const void *data, size_t len)
 	int fd, rc = 0;
 
 	snprintf(tmp, sizeof(tmp), ".tmp-%d-%s", (int)getpid(), name);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		    0644);
+	fd =
+	    openat(dirfd, tmp,
+		   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	while (off < len) {
@@ -139,12 +142,13 @@ int gw_mirror_add(const char *mirror, const char *path, struct gw_pkg *ret,
 	}
 	rc = gw_pkg_parse(base, data, len, &pkg);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", path,
-			 rc == -EINVAL ? "not a package file name (NAME-VER-*.whl, "
-					 "NAME-VER.tar.gz, *.tgz)"
-			 : rc == -EBADMSG ? "not a well-formed package, or its "
-					    "metadata disagrees with its file name"
-					  : strerror(-rc));
+		snprintf(
+		    err, errlen, "%s: %s", path,
+		    rc == -EINVAL ? "not a package file name (NAME-VER-*.whl, "
+				    "NAME-VER.tar.gz, *.tgz)"
+		    : rc == -EBADMSG ? "not a well-formed package, or its "
+				       "metadata disagrees with its file name"
+				     : strerror(-rc));
 		goto out;
 	}
 	rc = root = open_dir(AT_FDCWD, mirror);
@@ -156,10 +160,13 @@ int gw_mirror_add(const char *mirror, const char *path, struct gw_pkg *ret,
 	}
 	/* the same bytes again is fine; different bytes under a pinned name
 	 * would silently change what a pin means */
-	if (gw_mirror_read(eco, base, GW_PKG_FILE_MAX, &old, &old_len, NULL) == 0 &&
+	if (gw_mirror_read(eco, base, GW_PKG_FILE_MAX, &old, &old_len, NULL) ==
+		0 &&
 	    (old_len != len || memcmp(old, data, len))) {
-		snprintf(err, errlen, "%s: the mirror has a different file of "
-			 "that name", base);
+		snprintf(err, errlen,
+			 "%s: the mirror has a different file of "
+			 "that name",
+			 base);
 		rc = -EEXIST;
 		goto out;
 	}
@@ -201,7 +208,8 @@ static int side_nv(enum gw_eco eco, const char *meta, size_t len, char *name,
 	} else {
 		json_t *doc = json_loadb(meta, len, 0, NULL);
 		const char *n = json_string_value(json_object_get(doc, "name"));
-		const char *v = json_string_value(json_object_get(doc, "version"));
+		const char *v =
+		    json_string_value(json_object_get(doc, "version"));
 
 		snprintf(name, GW_NAME_MAX + 1, "%s", n ? n : "");
 		snprintf(version, GW_VERSION_MAX + 1, "%s", v ? v : "");
@@ -233,13 +241,16 @@ int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
 		    has_suffix(de->d_name, ".json"))
 			continue;
 		gw_mirror_meta_name(eco, de->d_name, side, sizeof(side));
-		if (gw_mirror_read(dfd, side, GW_META_MAX, &meta, &mlen, NULL) < 0)
+		if (gw_mirror_read(dfd, side, GW_META_MAX, &meta, &mlen, NULL) <
+		    0)
 			continue;
 		if (side_nv(eco, (char *)meta, mlen, name, ver) < 0 ||
-		    (eco == GW_PYTHON ? gw_pep503_normalize(name, nkey) : 0) < 0 ||
-		    strcmp(eco == GW_PYTHON ? nkey : name, key) || strcmp(ver, version) ||
-		    gw_mirror_read(dfd, de->d_name, GW_PKG_FILE_MAX, &data, &dlen,
-				   NULL) < 0) {
+		    (eco == GW_PYTHON ? gw_pep503_normalize(name, nkey) : 0) <
+			0 ||
+		    strcmp(eco == GW_PYTHON ? nkey : name, key) ||
+		    strcmp(ver, version) ||
+		    gw_mirror_read(dfd, de->d_name, GW_PKG_FILE_MAX, &data,
+				   &dlen, NULL) < 0) {
 			free(meta);
 			continue;
 		}

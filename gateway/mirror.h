@@ -38,8 +38,8 @@ int gw_mirror_add(const char *mirror, const char *path, struct gw_pkg *ret,
 		  char *err, size_t errlen);
 
 /* The metadata side file's name for FILE in ECO into out. */
-int gw_mirror_meta_name(enum gw_eco eco, const char *file, char *out, size_t size);
-
+int gw_mirror_meta_name(enum gw_eco eco, const char *file, char *out,
+			size_t size);
 
 /* One mirror file of a name and version (gw_mirror_find). */
 struct gw_found {

@@ -77,7 +77,8 @@ const char *gw_pin_excluded(const struct gw_allow *a, const struct gw_pin *p,
 			    bool install_script)
 {
 	if (p->eco == GW_PYTHON && a->wheels_only && is_sdist(p->file))
-		return "an sdist, and only wheels are allowed (an sdist runs its "
+		return "an sdist, and only wheels are allowed (an sdist runs "
+		       "its "
 		       "build at install)";
 	if (p->eco == GW_NPMJS && a->npm_scripts_denied && install_script)
 		return "an npm package with an install script, and install "
@@ -92,11 +93,20 @@ static int add_escaped(struct gw_buf *b, const char *s)
 
 	for (; *s && rc == 0; s++) {
 		switch (*s) {
-		case '&': rc = gw_buf_add(b, "&amp;", 5); break;
-		case '<': rc = gw_buf_add(b, "&lt;", 4); break;
-		case '>': rc = gw_buf_add(b, "&gt;", 4); break;
-		case '"': rc = gw_buf_add(b, "&quot;", 6); break;
-		default: rc = gw_buf_add(b, s, 1);
+		case '&':
+			rc = gw_buf_add(b, "&amp;", 5);
+			break;
+		case '<':
+			rc = gw_buf_add(b, "&lt;", 4);
+			break;
+		case '>':
+			rc = gw_buf_add(b, "&gt;", 4);
+			break;
+		case '"':
+			rc = gw_buf_add(b, "&quot;", 6);
+			break;
+		default:
+			rc = gw_buf_add(b, s, 1);
 		}
 	}
 	return rc;
@@ -125,9 +135,10 @@ int gw_page_py_index(const struct gw_allow *a, enum gw_format fmt,
 	int rc = 0;
 
 	if (fmt == GW_FMT_HTML)
-		rc = gw_buf_printf(out, "<!DOCTYPE html>\n<html><head><meta name=\""
-				   "pypi:repository-version\" content=\"1.1\">"
-				   "<title>Simple index</title></head><body>\n");
+		rc = gw_buf_printf(
+		    out, "<!DOCTYPE html>\n<html><head><meta name=\""
+			 "pypi:repository-version\" content=\"1.1\">"
+			 "<title>Simple index</title></head><body>\n");
 	for (size_t i = 0; i < a->n && rc == 0; i++) {
 		const struct gw_pin *p = &a->pins[i];
 		bool seen = false;
@@ -143,8 +154,8 @@ int gw_page_py_index(const struct gw_allow *a, enum gw_format fmt,
 			rc = gw_buf_printf(out, "<a href=\"%s/\">%s</a><br/>\n",
 					   p->key, p->key);
 		else
-			json_array_append_new(projects, json_pack("{s:s}", "name",
-								  p->key));
+			json_array_append_new(
+			    projects, json_pack("{s:s}", "name", p->key));
 	}
 	if (rc == 0 && fmt == GW_FMT_HTML) {
 		json_decref(projects);
@@ -154,8 +165,8 @@ int gw_page_py_index(const struct gw_allow *a, enum gw_format fmt,
 		json_decref(projects);
 		return rc;
 	}
-	return dump_json(json_pack("{s:{s:s},s:o}", "meta", "api-version", "1.1",
-				   "projects", projects),
+	return dump_json(json_pack("{s:{s:s},s:o}", "meta", "api-version",
+				   "1.1", "projects", projects),
 			 out);
 }
 
@@ -163,8 +174,8 @@ int gw_page_py_index(const struct gw_allow *a, enum gw_format fmt,
 struct py_file {
 	const struct gw_pin *pin;
 	uint64_t size;
-	char upload[32];		      /* ISO 8601 of the mirror file's mtime */
-	char meta_sha[GW_SHA256_HEX + 1];     /* sha256 of FILE.metadata */
+	char upload[32]; /* ISO 8601 of the mirror file's mtime */
+	char meta_sha[GW_SHA256_HEX + 1]; /* sha256 of FILE.metadata */
 	char requires_python[GW_VERSION_MAX * 2 + 1];
 };
 
@@ -206,9 +217,11 @@ static int py_html_file(struct gw_buf *out, const struct py_file *f)
 			rc = gw_buf_add(out, "\"", 1);
 	}
 	if (rc == 0)
-		rc = gw_buf_printf(out, " data-dist-info-metadata=\"sha256=%s\""
-				   " data-core-metadata=\"sha256=%s\">%s</a><br/>\n",
-				   f->meta_sha, f->meta_sha, f->pin->file);
+		rc = gw_buf_printf(
+		    out,
+		    " data-dist-info-metadata=\"sha256=%s\""
+		    " data-core-metadata=\"sha256=%s\">%s</a><br/>\n",
+		    f->meta_sha, f->meta_sha, f->pin->file);
 	return rc;
 }
 
@@ -236,24 +249,28 @@ static json_t *py_json_file(const struct py_file *f)
 }
 
 int gw_page_py_project(const struct gw_allow *a, int pydir, const char *key,
-		       enum gw_format fmt, struct gw_buf *out, size_t *ret_files)
+		       enum gw_format fmt, struct gw_buf *out,
+		       size_t *ret_files)
 {
 	json_t *files = json_array(), *versions = json_array();
 	size_t n = 0;
 	int rc = 0;
 
 	if (fmt == GW_FMT_HTML)
-		rc = gw_buf_printf(out, "<!DOCTYPE html>\n<html><head><meta name=\""
+		rc = gw_buf_printf(out,
+				   "<!DOCTYPE html>\n<html><head><meta name=\""
 				   "pypi:repository-version\" content=\"1.1\">"
 				   "<title>Links for %s</title></head><body>\n"
-				   "<h1>Links for %s</h1>\n", key, key);
+				   "<h1>Links for %s</h1>\n",
+				   key, key);
 	for (size_t i = 0; i < a->n && rc == 0; i++) {
 		const struct gw_pin *p = &a->pins[i];
 		struct py_file f = {0};
 		bool seen = false;
 
 		if (p->eco != GW_PYTHON || strcmp(p->key, key) ||
-		    gw_pin_excluded(a, p, false) || py_file_facts(pydir, p, &f) < 0)
+		    gw_pin_excluded(a, p, false) ||
+		    py_file_facts(pydir, p, &f) < 0)
 			continue;
 		n++;
 		if (fmt == GW_FMT_HTML) {
@@ -262,10 +279,12 @@ int gw_page_py_project(const struct gw_allow *a, int pydir, const char *key,
 		}
 		json_array_append_new(files, py_json_file(&f));
 		for (size_t j = 0; j < json_array_size(versions) && !seen; j++)
-			seen = !strcmp(json_string_value(json_array_get(versions, j)),
-				       p->version);
+			seen = !strcmp(
+			    json_string_value(json_array_get(versions, j)),
+			    p->version);
 		if (!seen)
-			json_array_append_new(versions, json_string(p->version));
+			json_array_append_new(versions,
+					      json_string(p->version));
 	}
 	*ret_files = n;
 	if (rc < 0 || fmt == GW_FMT_HTML) {
@@ -273,9 +292,9 @@ int gw_page_py_project(const struct gw_allow *a, int pydir, const char *key,
 		json_decref(versions);
 		return rc < 0 ? rc : gw_buf_printf(out, "</body></html>\n");
 	}
-	return dump_json(json_pack("{s:{s:s},s:s,s:o,s:o}", "meta", "api-version",
-				   "1.1", "name", key, "versions", versions,
-				   "files", files),
+	return dump_json(json_pack("{s:{s:s},s:s,s:o,s:o}", "meta",
+				   "api-version", "1.1", "name", key,
+				   "versions", versions, "files", files),
 			 out);
 }
 
@@ -306,10 +325,24 @@ int gw_semver_cmp(const char *a, const char *b)
 
 /* The fields of package.json the abbreviated document keeps. */
 static const char *const abbreviated_keys[] = {
-    "name", "version", "dependencies", "optionalDependencies",
-    "devDependencies", "bundleDependencies", "peerDependencies",
-    "peerDependenciesMeta", "bin", "directories", "engines", "os", "cpu",
-    "deprecated", "funding", "license", "_hasShrinkwrap", NULL,
+    "name",
+    "version",
+    "dependencies",
+    "optionalDependencies",
+    "devDependencies",
+    "bundleDependencies",
+    "peerDependencies",
+    "peerDependenciesMeta",
+    "bin",
+    "directories",
+    "engines",
+    "os",
+    "cpu",
+    "deprecated",
+    "funding",
+    "license",
+    "_hasShrinkwrap",
+    NULL,
 };
 
 /* One version's manifest: package.json plus _id and dist; NULL to skip
@@ -318,8 +351,10 @@ static json_t *npm_version(const struct gw_allow *a, int npmdir,
 			   const struct gw_pin *p, const char *host,
 			   bool abbreviated, char *time, size_t time_size)
 {
-	char side[GW_FILE_MAX + 16], sha[GW_SHA256_HEX + 1], sri[GW_SHA512_B64 + 1];
-	char url[GW_NAME_MAX + GW_FILE_MAX + 300], id[GW_NAME_MAX + GW_VERSION_MAX + 2];
+	char side[GW_FILE_MAX + 16], sha[GW_SHA256_HEX + 1],
+	    sri[GW_SHA512_B64 + 1];
+	char url[GW_NAME_MAX + GW_FILE_MAX + 300],
+	    id[GW_NAME_MAX + GW_VERSION_MAX + 2];
 	uint8_t *tgz = NULL, *pj = NULL;
 	size_t tlen, plen;
 	int64_t mtime = 0;
@@ -329,7 +364,8 @@ static json_t *npm_version(const struct gw_allow *a, int npmdir,
 	time_t t;
 
 	gw_mirror_meta_name(GW_NPMJS, p->file, side, sizeof(side));
-	if (gw_mirror_read(npmdir, p->file, GW_PKG_FILE_MAX, &tgz, &tlen, &mtime) < 0 ||
+	if (gw_mirror_read(npmdir, p->file, GW_PKG_FILE_MAX, &tgz, &tlen,
+			   &mtime) < 0 ||
 	    gw_mirror_read(npmdir, side, GW_META_MAX, &pj, &plen, NULL) < 0)
 		goto out;
 	gw_sha256_hex(tgz, tlen, sha);
@@ -363,8 +399,9 @@ static json_t *npm_version(const struct gw_allow *a, int npmdir,
 	snprintf(id, sizeof(id), "%s@%s", p->name, p->version);
 	json_object_set_new(v, "_id", json_string(id));
 	snprintf(url, sizeof(url), "http://%s/%s/-/%s", host, p->name, p->file);
-	json_object_set_new(v, "dist", json_pack("{s:s,s:s+}", "tarball", url,
-						 "integrity", "sha512-", sri));
+	json_object_set_new(v, "dist",
+			    json_pack("{s:s,s:s+}", "tarball", url, "integrity",
+				      "sha512-", sri));
 	t = (time_t)mtime;
 	gmtime_r(&t, &tm);
 	strftime(time, time_size, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
@@ -392,7 +429,8 @@ int gw_page_npm(const struct gw_allow *a, int npmdir, const char *name,
 		if (p->eco != GW_NPMJS || strcmp(p->key, name) ||
 		    json_object_get(versions, p->version))
 			continue;
-		v = npm_version(a, npmdir, p, host, abbreviated, time, sizeof(time));
+		v = npm_version(a, npmdir, p, host, abbreviated, time,
+				sizeof(time));
 		if (!v)
 			continue;
 		json_object_set_new(versions, p->version, v);
@@ -405,7 +443,8 @@ int gw_page_npm(const struct gw_allow *a, int npmdir, const char *name,
 	}
 	*ret_versions = n;
 	if (!modified[0])
-		snprintf(modified, sizeof(modified), "1970-01-01T00:00:00.000Z");
+		snprintf(modified, sizeof(modified),
+			 "1970-01-01T00:00:00.000Z");
 	json_object_set_new(times, "modified", json_string(modified));
 	json_object_set_new(times, "created", json_string(modified));
 	doc = json_pack("{s:s,s:s,s:o}", "name", name, "modified", modified,

@@ -36,7 +36,8 @@ int gw_page_py_index(const struct gw_allow *a, enum gw_format fmt,
 /* /pypi/simple/KEY/: the pinned files of KEY found in the mirror's
  * python dir (PYDIR, a directory fd); *ret_files how many were listed. */
 int gw_page_py_project(const struct gw_allow *a, int pydir, const char *key,
-		       enum gw_format fmt, struct gw_buf *out, size_t *ret_files);
+		       enum gw_format fmt, struct gw_buf *out,
+		       size_t *ret_files);
 /* /NAME for npm: the full document, or the abbreviated one; tarball URLs
  * are http://HOST/NAME/-/FILE. Only pins whose tarball in NPMDIR matches
  * its sha256 are listed; *ret_versions how many. */

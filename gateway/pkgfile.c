@@ -133,8 +133,8 @@ bool gw_npm_name_valid(const char *n)
 		if (!slash || slash == n + 1 || strchr(slash + 1, '/'))
 			return false;
 		for (p = n + 1; p < slash; p++)
-			if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-			      strchr("._~-", *p)))
+			if (!((*p >= 'a' && *p <= 'z') ||
+			      (*p >= '0' && *p <= '9') || strchr("._~-", *p)))
 				return false;
 		p = slash + 1;
 	}
@@ -155,7 +155,10 @@ static bool ends_with(const char *s, const char *suffix)
 
 /* ---- zip (wheels) ---- */
 
-static uint32_t le16(const uint8_t *p) { return p[0] | (uint32_t)p[1] << 8; }
+static uint32_t le16(const uint8_t *p)
+{
+	return p[0] | (uint32_t)p[1] << 8;
+}
 static uint32_t le32(const uint8_t *p)
 {
 	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
@@ -261,7 +264,8 @@ static int zip_find_metadata(const uint8_t *data, size_t len, char **ret,
 			lelen = le16(data + loff + 28);
 			return zip_member(data, len, le16(c + 10),
 					  (uint64_t)loff + 30 + lnlen + lelen,
-					  le32(c + 20), le32(c + 24), ret, ret_len);
+					  le32(c + 20), le32(c + 24), ret,
+					  ret_len);
 		}
 		pos += 46 + nlen + elen + clen;
 	}
@@ -283,7 +287,8 @@ static int tgz_read(struct tgz *t, uint8_t *out, size_t n)
 	uint8_t scratch[4096];
 
 	while (n > 0) {
-		size_t want = out ? n : (n < sizeof(scratch) ? n : sizeof(scratch));
+		size_t want =
+		    out ? n : (n < sizeof(scratch) ? n : sizeof(scratch));
 		int rc;
 
 		if (t->end)
@@ -329,7 +334,8 @@ static int octal(const uint8_t *p, size_t n, uint64_t *ret)
 /* Walk the tar; the first TOP/WANT (TOP one path element) is returned in
  * ret; *also is set when TOP/ALSO exists (ALSO may be NULL). */
 static int tgz_find(const uint8_t *data, size_t len, const char *want,
-		    const char *also, char **ret, size_t *ret_len, bool *also_seen)
+		    const char *also, char **ret, size_t *ret_len,
+		    bool *also_seen)
 {
 	struct tgz t = {0};
 	uint8_t h[512];
@@ -425,13 +431,15 @@ void gw_meta_header(const char *meta, const char *key, char *out, size_t size)
 		const char *eol = strchr(p, '\n');
 		size_t llen = eol ? (size_t)(eol - p) : strlen(p);
 
-		if (llen > klen && !strncasecmp(p, key, klen) && p[klen] == ':') {
+		if (llen > klen && !strncasecmp(p, key, klen) &&
+		    p[klen] == ':') {
 			const char *v = p + klen + 1;
 			size_t vlen = llen - klen - 1;
 
 			while (vlen && (*v == ' ' || *v == '\t'))
 				v++, vlen--;
-			while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == ' '))
+			while (vlen &&
+			       (v[vlen - 1] == '\r' || v[vlen - 1] == ' '))
 				vlen--;
 			if (vlen >= size)
 				vlen = size - 1;
@@ -502,7 +510,7 @@ static int read_python(const char *file, const uint8_t *data, size_t len,
 	gw_meta_header(p->meta, "Name", p->name, sizeof(p->name));
 	gw_meta_header(p->meta, "Version", p->version, sizeof(p->version));
 	gw_meta_header(p->meta, "Requires-Python", p->requires_python,
-		    sizeof(p->requires_python));
+		       sizeof(p->requires_python));
 	if (gw_pep503_normalize(p->name, n1) < 0 ||
 	    gw_pep503_normalize(fname, n2) < 0 || strcmp(n1, n2) ||
 	    !gw_version_valid(p->version) || strcmp(p->version, fver))

@@ -25,14 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GW_NAME_MAX	 214	      /* npm's own cap; PyPI's is lower */
-#define GW_VERSION_MAX	 64	      /* a version string */
-#define GW_FILE_MAX	 255	      /* a file's base name */
-#define GW_META_MAX	 (1u << 20)   /* a metadata file inside a package */
-#define GW_PKG_FILE_MAX	 (256u << 20) /* a package file */
-#define GW_UNPACK_MAX	 (1u << 30)   /* bytes inflated looking in a tarball */
-#define GW_SHA256_HEX	 64
-#define GW_SHA512_B64	 88
+#define GW_NAME_MAX	214	     /* npm's own cap; PyPI's is lower */
+#define GW_VERSION_MAX	64	     /* a version string */
+#define GW_FILE_MAX	255	     /* a file's base name */
+#define GW_META_MAX	(1u << 20)   /* a metadata file inside a package */
+#define GW_PKG_FILE_MAX (256u << 20) /* a package file */
+#define GW_UNPACK_MAX	(1u << 30)   /* bytes inflated looking in a tarball */
+#define GW_SHA256_HEX	64
+#define GW_SHA512_B64	88
 
 enum gw_kind {
 	GW_WHEEL, /* Python .whl: a zip, no code runs at install */
@@ -47,16 +47,17 @@ enum gw_eco {
 
 /* One package file, as read from its bytes. */
 struct gw_pkg {
-	enum gw_kind kind;			/* from the file name */
-	char name[GW_NAME_MAX + 1];		/* as the metadata spells it */
-	char version[GW_VERSION_MAX + 1];	/* as the metadata spells it */
-	char sha256[GW_SHA256_HEX + 1];		/* lowercase hex of the file */
-	char sha512[GW_SHA512_B64 + 1];		/* base64 of the file (npm) */
-	uint64_t size;				/* bytes of the file */
-	bool install_script;			/* npm: runs code at install */
-	char requires_python[GW_VERSION_MAX * 2 + 1]; /* Requires-Python, or "" */
-	char *meta;				/* metadata file, NUL-ended */
-	size_t meta_len;			/* its bytes, without the NUL */
+	enum gw_kind kind;		  /* from the file name */
+	char name[GW_NAME_MAX + 1];	  /* as the metadata spells it */
+	char version[GW_VERSION_MAX + 1]; /* as the metadata spells it */
+	char sha256[GW_SHA256_HEX + 1];	  /* lowercase hex of the file */
+	char sha512[GW_SHA512_B64 + 1];	  /* base64 of the file (npm) */
+	uint64_t size;			  /* bytes of the file */
+	bool install_script;		  /* npm: runs code at install */
+	char requires_python[GW_VERSION_MAX * 2 +
+			     1]; /* Requires-Python, or "" */
+	char *meta;		 /* metadata file, NUL-ended */
+	size_t meta_len;	 /* its bytes, without the NUL */
 };
 
 /* The ecosystem a kind belongs to. */
@@ -81,9 +82,11 @@ void gw_pkg_release(struct gw_pkg *pkg);
 void gw_meta_header(const char *meta, const char *key, char *out, size_t size);
 
 /* sha256 of DATA as lowercase hex into out (65 bytes). */
-void gw_sha256_hex(const uint8_t *data, size_t len, char out[GW_SHA256_HEX + 1]);
+void gw_sha256_hex(const uint8_t *data, size_t len,
+		   char out[GW_SHA256_HEX + 1]);
 /* sha512 of DATA as base64 (npm's integrity) into out. */
-void gw_sha512_b64(const uint8_t *data, size_t len, char out[GW_SHA512_B64 + 1]);
+void gw_sha512_b64(const uint8_t *data, size_t len,
+		   char out[GW_SHA512_B64 + 1]);
 
 /* PEP 503 normalisation: lowercase, runs of -_. become one -. out holds
  * GW_NAME_MAX + 1 bytes. -EINVAL for a name that is empty, too long or

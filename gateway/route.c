@@ -175,7 +175,8 @@ int gw_route_parse(const char *method, const char *path, struct gw_route *ret)
 	if (!strcmp(seg[0], "pypi"))
 		rc = python_route(seg, n, &r);
 	else if (seg[0][0] == '-')
-		rc = -ENOENT; /* npm's own /-/ endpoints: audit, search, login */
+		rc =
+		    -ENOENT; /* npm's own /-/ endpoints: audit, search, login */
 	else
 		rc = npm_route(seg, n, trailing, &r);
 	if (rc == 0)
@@ -191,7 +192,8 @@ static int qvalue(const char *params, size_t len)
 	while (p < end) {
 		while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
 			p++;
-		if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+		if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') &&
+		    p[1] == '=') {
 			int q = 0, digits = 0;
 
 			p += 2;
@@ -200,7 +202,8 @@ static int qvalue(const char *params, size_t len)
 			if (p < end && *p == '0')
 				p++;
 			if (p < end && *p == '.')
-				for (p++; p < end && digits < 3 && *p >= '0' && *p <= '9';
+				for (p++; p < end && digits < 3 && *p >= '0' &&
+					  *p <= '9';
 				     p++, digits++)
 					q = q * 10 + (*p - '0');
 			while (digits++ < 3)
@@ -223,7 +226,8 @@ enum gw_format gw_accept(const char *accept)
 		return GW_FMT_HTML;
 	total = strnlen(accept, GW_ACCEPT_MAX);
 	while (p < accept + total) {
-		const char *comma = memchr(p, ',', (size_t)(accept + total - p));
+		const char *comma =
+		    memchr(p, ',', (size_t)(accept + total - p));
 		const char *end = comma ? comma : accept + total;
 		const char *semi, *tend;
 		size_t tlen;
@@ -257,5 +261,7 @@ enum gw_format gw_accept(const char *accept)
 
 int gw_accept_npm_abbreviated(const char *accept)
 {
-	return accept && strcasestr(accept, "application/vnd.npm.install-v1+json") != NULL;
+	return accept &&
+	       strcasestr(accept, "application/vnd.npm.install-v1+json") !=
+		   NULL;
 }

@@ -60,8 +60,8 @@
 
 #define HOST_MAX 255
 
-#define JOBS_MAX	4096		  /* jobs holding an allowlist */
-#define JOB_IDLE_MS	(6 * 3600 * 1000) /* a job's hold ends after this idle */
+#define JOBS_MAX    4096	      /* jobs holding an allowlist */
+#define JOB_IDLE_MS (6 * 3600 * 1000) /* a job's hold ends after this idle */
 
 /* One version of the allowlist, shared by the requests and jobs using it. */
 struct snap {
@@ -81,11 +81,11 @@ struct job_hold {
 
 /* One address's token bucket, and the refusals not yet audited. */
 struct rate {
-	char peer[48];	     /* the address, "" = free */
-	double tokens;	     /* requests it may make now */
-	int64_t last_ms;     /* when tokens was computed */
-	uint64_t refused;    /* 429s since the last summary record */
-	int64_t summary_ms;  /* when the last summary was written */
+	char peer[48];	    /* the address, "" = free */
+	double tokens;	    /* requests it may make now */
+	int64_t last_ms;    /* when tokens was computed */
+	uint64_t refused;   /* 429s since the last summary record */
+	int64_t summary_ms; /* when the last summary was written */
 };
 
 struct gw_server {
@@ -93,23 +93,23 @@ struct gw_server {
 	pthread_mutex_t rate_lock; /* guards rates */
 	struct rate *rates;	   /* RATE_SLOTS entries */
 	struct MHD_Daemon *mhd;
-	pthread_mutex_t lock;	 /* guards current, the refs, jobs */
-	struct snap *current;	 /* the allowlist new jobs get */
-	struct job_hold *jobs;	 /* JOBS_MAX entries, n_jobs used */
+	pthread_mutex_t lock;  /* guards current, the refs, jobs */
+	struct snap *current;  /* the allowlist new jobs get */
+	struct job_hold *jobs; /* JOBS_MAX entries, n_jobs used */
 	size_t n_jobs;
-	struct stat allow_st;	 /* of the file current came from */
-	time_t checked;		 /* when allow_st was last compared */
-	pthread_mutex_t check;	 /* one reload at a time */
+	struct stat allow_st;  /* of the file current came from */
+	time_t checked;	       /* when allow_st was last compared */
+	pthread_mutex_t check; /* one reload at a time */
 };
 
 /* What one request gets back. */
 struct reply {
 	unsigned status;
-	const char *type;	/* Content-Type */
-	struct gw_buf body;	/* or file bytes in data */
-	uint8_t *data;		/* a file's bytes, malloc'd */
+	const char *type;   /* Content-Type */
+	struct gw_buf body; /* or file bytes in data */
+	uint8_t *data;	    /* a file's bytes, malloc'd */
 	size_t len;
-	bool vary;		/* Vary: Accept */
+	bool vary; /* Vary: Accept */
 };
 
 static void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -155,7 +155,8 @@ static struct snap *snap_take(struct gw_server *s, const char *job, int64_t now)
 		for (size_t i = 0; i < s->n_jobs && !h; i++) {
 			if (!strcmp(s->jobs[i].job, job))
 				h = &s->jobs[i];
-			else if (!oldest || s->jobs[i].last_ms < oldest->last_ms)
+			else if (!oldest ||
+				 s->jobs[i].last_ms < oldest->last_ms)
 				oldest = &s->jobs[i];
 		}
 		if (!h && s->n_jobs < JOBS_MAX) {
@@ -218,13 +219,15 @@ static void maybe_reload(struct gw_server *s)
 	pthread_mutex_unlock(&s->lock);
 	if (stat(s->o.allow_path, &st) < 0)
 		memset(&st, 0, sizeof(st));
-	if (st.st_ino == s->allow_st.st_ino && st.st_size == s->allow_st.st_size &&
+	if (st.st_ino == s->allow_st.st_ino &&
+	    st.st_size == s->allow_st.st_size &&
 	    st.st_mtim.tv_sec == s->allow_st.st_mtim.tv_sec &&
 	    st.st_mtim.tv_nsec == s->allow_st.st_mtim.tv_nsec) {
 		pthread_mutex_unlock(&s->check);
 		return;
 	}
-	if (gw_allow_load(s->o.allow_path, true, &fresh, err, sizeof(err)) < 0) {
+	if (gw_allow_load(s->o.allow_path, true, &fresh, err, sizeof(err)) <
+	    0) {
 		gw_log("allowlist not reloaded, the old one stays: %s", err);
 	} else {
 		struct snap *n = calloc(1, sizeof(*n));
@@ -373,23 +376,25 @@ static int subdir(struct gw_server *s, enum gw_eco eco)
 		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static void py_project(struct gw_server *s, const struct gw_allow *al, const struct gw_route *rt,
-		       enum gw_format fmt, struct reply *r, struct gw_audit *a)
+static void py_project(struct gw_server *s, const struct gw_allow *al,
+		       const struct gw_route *rt, enum gw_format fmt,
+		       struct reply *r, struct gw_audit *a)
 {
 	size_t n = 0;
 	int dir;
 
 	snprintf(a->name, sizeof(a->name), "%s", rt->key);
 	if (!gw_allow_project(al, GW_PYTHON, rt->key)) {
-		refuse(r, a, 404, "%s is not on the allowlist (pending approval)",
+		refuse(r, a, 404,
+		       "%s is not on the allowlist (pending approval)",
 		       rt->key);
 		snprintf(a->version, sizeof(a->version), "*");
 		refused_name(al, a);
 		return;
 	}
 	dir = subdir(s, GW_PYTHON);
-	if (dir < 0 || gw_page_py_project(al, dir, rt->key, fmt, &r->body,
-					  &n) < 0) {
+	if (dir < 0 ||
+	    gw_page_py_project(al, dir, rt->key, fmt, &r->body, &n) < 0) {
 		refuse(r, a, 500, "cannot read the mirror");
 	} else if (n == 0) {
 		const char *why = NULL;
@@ -397,8 +402,7 @@ static void py_project(struct gw_server *s, const struct gw_allow *al, const str
 		for (size_t i = 0; i < al->n && !why; i++)
 			if (al->pins[i].eco == GW_PYTHON &&
 			    !strcmp(al->pins[i].key, rt->key))
-				why = gw_pin_excluded(al, &al->pins[i],
-						      false);
+				why = gw_pin_excluded(al, &al->pins[i], false);
 		refuse(r, a, 404, "no file of %s can be served: %s", rt->key,
 		       why ? why : "its pinned files are not in the mirror");
 	} else {
@@ -406,15 +410,17 @@ static void py_project(struct gw_server *s, const struct gw_allow *al, const str
 		snprintf(a->reason, sizeof(a->reason), "listed %zu files", n);
 		r->status = 200;
 		r->vary = true;
-		r->type = fmt == GW_FMT_JSON ? "application/vnd.pypi.simple.v1+json"
-					     : "application/vnd.pypi.simple.v1+html";
+		r->type = fmt == GW_FMT_JSON
+			      ? "application/vnd.pypi.simple.v1+json"
+			      : "application/vnd.pypi.simple.v1+html";
 	}
 	if (dir >= 0)
 		close(dir);
 }
 
 /* NAME and VERSION from a file name no pin knows (for the record). */
-static void names_from_file(const char *file, enum gw_eco eco, struct gw_audit *a)
+static void names_from_file(const char *file, enum gw_eco eco,
+			    struct gw_audit *a)
 {
 	char buf[GW_FILE_MAX + 1], *dash;
 	size_t len;
@@ -422,7 +428,8 @@ static void names_from_file(const char *file, enum gw_eco eco, struct gw_audit *
 	snprintf(buf, sizeof(buf), "%s", file);
 	len = strlen(buf);
 	if (eco == GW_PYTHON && len > 4 && !strcmp(buf + len - 4, ".whl")) {
-		char *a1 = strchr(buf, '-'), *b1 = a1 ? strchr(a1 + 1, '-') : NULL;
+		char *a1 = strchr(buf, '-'),
+		     *b1 = a1 ? strchr(a1 + 1, '-') : NULL;
 		if (!b1)
 			return;
 		*a1 = *b1 = '\0';
@@ -446,8 +453,9 @@ static void names_from_file(const char *file, enum gw_eco eco, struct gw_audit *
 }
 
 /* A file route: the pin, the option checks, the bytes, their hash. */
-static void serve_file(struct gw_server *s, const struct gw_allow *al, enum gw_eco eco, const char *file,
-		       bool metadata, const char *npm_name, struct reply *r,
+static void serve_file(struct gw_server *s, const struct gw_allow *al,
+		       enum gw_eco eco, const char *file, bool metadata,
+		       const char *npm_name, struct reply *r,
 		       struct gw_audit *a)
 {
 	const struct gw_pin *pin = gw_allow_file(al, eco, file);
@@ -474,25 +482,31 @@ static void serve_file(struct gw_server *s, const struct gw_allow *al, enum gw_e
 	}
 	dir = subdir(s, eco);
 	rc = dir < 0 ? -errno
-		     : gw_mirror_read(dir, file, GW_PKG_FILE_MAX, &r->data, &r->len,
-				      NULL);
+		     : gw_mirror_read(dir, file, GW_PKG_FILE_MAX, &r->data,
+				      &r->len, NULL);
 	if (rc < 0) {
-		refuse(r, a, rc == -ENOENT ? 404 : 500, "%s is pinned but %s", file,
-		       rc == -ENOENT ? "not in the mirror" : "unreadable in the mirror");
+		refuse(r, a, rc == -ENOENT ? 404 : 500, "%s is pinned but %s",
+		       file,
+		       rc == -ENOENT ? "not in the mirror"
+				     : "unreadable in the mirror");
 		goto out;
 	}
 	gw_sha256_hex(r->data, r->len, a->sha256);
 	if (strcmp(a->sha256, pin->sha256)) {
-		gw_log("INCIDENT job=%s mirror file %s/%s has sha256 %s, its pin "
-		       "says %s: refused", a->job, gw_eco_name(eco), file,
-		       a->sha256, pin->sha256);
-		refuse(r, a, 502, "integrity: %s in the mirror does not match its "
-		       "pinned sha256 (the file changed; refused)", file);
+		gw_log(
+		    "INCIDENT job=%s mirror file %s/%s has sha256 %s, its pin "
+		    "says %s: refused",
+		    a->job, gw_eco_name(eco), file, a->sha256, pin->sha256);
+		refuse(r, a, 502,
+		       "integrity: %s in the mirror does not match its "
+		       "pinned sha256 (the file changed; refused)",
+		       file);
 		goto out;
 	}
 	if (eco == GW_NPMJS && al->npm_scripts_denied) {
 		if (gw_pkg_parse(file, r->data, r->len, &pkg) < 0) {
-			refuse(r, a, 502, "%s is not a readable npm tarball", file);
+			refuse(r, a, 502, "%s is not a readable npm tarball",
+			       file);
 			goto out;
 		}
 		why = gw_pin_excluded(al, pin, pkg.install_script);
@@ -506,18 +520,20 @@ static void serve_file(struct gw_server *s, const struct gw_allow *al, enum gw_e
 		free(r->data);
 		r->data = NULL;
 		gw_mirror_meta_name(eco, file, side, sizeof(side));
-		rc = gw_mirror_read(dir, side, GW_META_MAX, &r->data, &r->len, NULL);
+		rc = gw_mirror_read(dir, side, GW_META_MAX, &r->data, &r->len,
+				    NULL);
 		if (rc < 0) {
-			refuse(r, a, 404, "no metadata for %s in the mirror", file);
+			refuse(r, a, 404, "no metadata for %s in the mirror",
+			       file);
 			goto out;
 		}
 	}
 	a->allowed = true;
 	snprintf(a->reason, sizeof(a->reason), "pinned, sha256 verified");
 	r->status = 200;
-	r->type = metadata ? "text/plain; charset=utf-8"
-		 : eco == GW_NPMJS ? "application/octet-stream"
-				   : "application/octet-stream";
+	r->type = metadata	    ? "text/plain; charset=utf-8"
+		  : eco == GW_NPMJS ? "application/octet-stream"
+				    : "application/octet-stream";
 out:
 	if (dir >= 0)
 		close(dir);
@@ -536,13 +552,14 @@ static bool host_valid(const char *h)
 	return true;
 }
 
-static void npm_doc(struct gw_server *s, const struct gw_allow *al, const struct gw_route *rt,
-		    struct MHD_Connection *c, struct reply *r, struct gw_audit *a)
+static void npm_doc(struct gw_server *s, const struct gw_allow *al,
+		    const struct gw_route *rt, struct MHD_Connection *c,
+		    struct reply *r, struct gw_audit *a)
 {
 	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_HOST);
-	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							 MHD_HTTP_HEADER_ACCEPT);
+	const char *accept = MHD_lookup_connection_value(
+	    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	bool abbreviated = gw_accept_npm_abbreviated(accept);
 	size_t n = 0;
 	int dir;
@@ -550,7 +567,8 @@ static void npm_doc(struct gw_server *s, const struct gw_allow *al, const struct
 	snprintf(a->name, sizeof(a->name), "%s", rt->key);
 	if (!gw_allow_project(al, GW_NPMJS, rt->key)) {
 		snprintf(a->version, sizeof(a->version), "*");
-		refuse(r, a, 404, "%s is not on the allowlist (pending approval)",
+		refuse(r, a, 404,
+		       "%s is not on the allowlist (pending approval)",
 		       rt->key);
 		refused_name(al, a);
 		return;
@@ -560,16 +578,18 @@ static void npm_doc(struct gw_server *s, const struct gw_allow *al, const struct
 		return;
 	}
 	dir = subdir(s, GW_NPMJS);
-	if (dir < 0 || gw_page_npm(al, dir, rt->key, host, abbreviated,
-				   &r->body, &n) < 0)
+	if (dir < 0 ||
+	    gw_page_npm(al, dir, rt->key, host, abbreviated, &r->body, &n) < 0)
 		refuse(r, a, 500, "cannot read the mirror");
 	else if (n == 0)
-		refuse(r, a, 404, "no version of %s can be served (excluded by an "
-		       "option, or not in the mirror, or its bytes changed)", rt->key);
+		refuse(r, a, 404,
+		       "no version of %s can be served (excluded by an "
+		       "option, or not in the mirror, or its bytes changed)",
+		       rt->key);
 	else {
 		a->allowed = true;
-		snprintf(a->reason, sizeof(a->reason), "listed %zu versions%s", n,
-			 abbreviated ? " (abbreviated)" : "");
+		snprintf(a->reason, sizeof(a->reason), "listed %zu versions%s",
+			 n, abbreviated ? " (abbreviated)" : "");
 		r->status = 200;
 		r->vary = true;
 		r->type = abbreviated ? "application/vnd.npm.install-v1+json"
@@ -580,23 +600,28 @@ static void npm_doc(struct gw_server *s, const struct gw_allow *al, const struct
 }
 
 /* Decide and render one request into r and a. */
-static void decide(struct gw_server *s, const struct gw_allow *al, struct MHD_Connection *c,
-		   const char *url, const char *method, struct reply *r,
-		   struct gw_audit *a)
+static void decide(struct gw_server *s, const struct gw_allow *al,
+		   struct MHD_Connection *c, const char *url,
+		   const char *method, struct reply *r, struct gw_audit *a)
 {
-	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							 MHD_HTTP_HEADER_ACCEPT);
+	const char *accept = MHD_lookup_connection_value(
+	    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	struct gw_route rt;
 	enum gw_format fmt;
 	int rc = gw_route_parse(method, url, &rt);
 
 	snprintf(a->route, sizeof(a->route), "bad");
 	if (rc < 0) {
-		refuse(r, a, rc == -EOPNOTSUPP ? 405 : rc == -EMSGSIZE ? 414
-			   : rc == -ENOENT ? 404 : 400,
-		       "%s", rc == -EOPNOTSUPP ? "only GET and HEAD"
-			     : rc == -EMSGSIZE ? "path too long"
-			     : rc == -ENOENT ? "no such route" : "malformed path");
+		refuse(r, a,
+		       rc == -EOPNOTSUPP ? 405
+		       : rc == -EMSGSIZE ? 414
+		       : rc == -ENOENT	 ? 404
+					 : 400,
+		       "%s",
+		       rc == -EOPNOTSUPP ? "only GET and HEAD"
+		       : rc == -EMSGSIZE ? "path too long"
+		       : rc == -ENOENT	 ? "no such route"
+					 : "malformed path");
 		return;
 	}
 	a->eco = rt.kind >= GW_R_NPM_DOC ? GW_NPMJS : GW_PYTHON;
@@ -622,14 +647,16 @@ static void decide(struct gw_server *s, const struct gw_allow *al, struct MHD_Co
 		snprintf(a->reason, sizeof(a->reason), "index");
 		r->status = 200;
 		r->vary = true;
-		r->type = fmt == GW_FMT_JSON ? "application/vnd.pypi.simple.v1+json"
-					     : "application/vnd.pypi.simple.v1+html";
+		r->type = fmt == GW_FMT_JSON
+			      ? "application/vnd.pypi.simple.v1+json"
+			      : "application/vnd.pypi.simple.v1+html";
 		return;
 	case GW_R_PY_FILE:
 	case GW_R_PY_META:
 		snprintf(a->route, sizeof(a->route),
 			 rt.kind == GW_R_PY_FILE ? "file" : "metadata");
-		serve_file(s, al, GW_PYTHON, rt.file, rt.kind == GW_R_PY_META, NULL, r, a);
+		serve_file(s, al, GW_PYTHON, rt.file, rt.kind == GW_R_PY_META,
+			   NULL, r, a);
 		return;
 	case GW_R_NPM_DOC:
 		snprintf(a->route, sizeof(a->route), "doc");
@@ -646,15 +673,16 @@ static void decide(struct gw_server *s, const struct gw_allow *al, struct MHD_Co
 static void present_refusal(struct MHD_Connection *c, struct reply *r,
 			    const struct gw_audit *a, char *ctype, size_t size)
 {
-	const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						     MHD_HTTP_HEADER_USER_AGENT);
+	const char *ua = MHD_lookup_connection_value(
+	    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
 
 	free(r->data);
 	r->data = NULL;
 	gw_buf_release(&r->body);
 	r->vary = false;
 	r->type = "text/plain; charset=utf-8";
-	gw_buf_printf(&r->body, "airlock package gateway: refused: %s\n", a->reason);
+	gw_buf_printf(&r->body, "airlock package gateway: refused: %s\n",
+		      a->reason);
 
 	if (!strcmp(a->route, "project") && ua && !strncmp(ua, "pip/", 4)) {
 		char clean[GW_REASON_MAX + 1];
@@ -663,17 +691,19 @@ static void present_refusal(struct MHD_Connection *c, struct reply *r,
 		for (i = 0; a->reason[i] && i < GW_REASON_MAX; i++)
 			clean[i] = a->reason[i] == '"' ? '\'' : a->reason[i];
 		clean[i] = '\0';
-		snprintf(ctype, size, "text/x-airlock-refused; reason=\"%s\"", clean);
+		snprintf(ctype, size, "text/x-airlock-refused; reason=\"%s\"",
+			 clean);
 		r->type = ctype;
 		r->status = 200;
 		gw_buf_release(&r->body);
-	} else if (a->eco == GW_NPMJS && (!strcmp(a->route, "doc") ||
-					  !strcmp(a->route, "tarball"))) {
+	} else if (a->eco == GW_NPMJS &&
+		   (!strcmp(a->route, "doc") || !strcmp(a->route, "tarball"))) {
 		gw_buf_release(&r->body);
 		gw_buf_printf(&r->body, "{\"error\":\"airlock package gateway "
-			      "refused: ");
+					"refused: ");
 		for (const char *p = a->reason; *p; p++)
-			gw_buf_printf(&r->body, *p == '"' || *p == '\\' ? "\\%c" : "%c",
+			gw_buf_printf(&r->body,
+				      *p == '"' || *p == '\\' ? "\\%c" : "%c",
 				      *p);
 		gw_buf_printf(&r->body, "\"}\n");
 		r->type = "application/json";
@@ -717,7 +747,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	identify(s, ci ? ci->client_addr : NULL, &a);
 	if (*con_cls == &had_body) {
-		static const char body[] = "airlock package gateway: no request bodies\n";
+		static const char body[] =
+		    "airlock package gateway: no request bodies\n";
 
 		snprintf(a.route, sizeof(a.route), "bad");
 		snprintf(a.reason, sizeof(a.reason), "a request body (%s)",
@@ -725,29 +756,32 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		gw_audit_write(s->o.audit_fd, &a);
 		gw_audit_redis_add(s->o.redis, &a);
 
-		resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
-						       MHD_RESPMEM_PERSISTENT);
+		resp = MHD_create_response_from_buffer(
+		    sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
 		if (!resp)
 			return MHD_NO;
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
+					"close");
 		ret = MHD_queue_response(c, MHD_HTTP_CONTENT_TOO_LARGE, resp);
 		MHD_destroy_response(resp);
 		return ret;
 	}
 	if (!rate_ok(s, a.peer, a.time_ms, &limited)) {
-		static const char body[] = "airlock package gateway: too many requests\n";
+		static const char body[] =
+		    "airlock package gateway: too many requests\n";
 
 		if (limited) {
 			snprintf(a.route, sizeof(a.route), "bad");
-			snprintf(a.reason, sizeof(a.reason), "rate limited: %llu requests "
-				 "refused (over %u a second)", (unsigned long long)limited,
-				 s->o.rate);
+			snprintf(a.reason, sizeof(a.reason),
+				 "rate limited: %llu requests "
+				 "refused (over %u a second)",
+				 (unsigned long long)limited, s->o.rate);
 			gw_audit_write(s->o.audit_fd, &a);
 			gw_audit_redis_add(s->o.redis, &a);
 			gw_log("job=%s %s", a.job, a.reason);
 		}
-		resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
-						       MHD_RESPMEM_PERSISTENT);
+		resp = MHD_create_response_from_buffer(
+		    sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
 		if (!resp)
 			return MHD_NO;
 		MHD_add_response_header(resp, "Retry-After", "1");
@@ -764,12 +798,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	if (gw_audit_write(s->o.audit_fd, &a) < 0)
 		gw_log("job=%s audit record not written", a.job);
 	if (gw_audit_redis_add(s->o.redis, &a) < 0)
-		gw_log("job=%s audit record not added to the Redis stream", a.job);
+		gw_log("job=%s audit record not added to the Redis stream",
+		       a.job);
 	if (!s->o.quiet || !a.allowed)
-		gw_log("job=%s %s %s %s %s %s%s%s: %s", a.job,
-		       a.allowed ? "allow" : "deny", gw_eco_name(a.eco), a.route,
-		       a.name[0] ? a.name : "-", a.file[0] ? a.file : "-",
-		       a.lookalike[0] ? " lookalike=" : "", a.lookalike, a.reason);
+		gw_log(
+		    "job=%s %s %s %s %s %s%s%s: %s", a.job,
+		    a.allowed ? "allow" : "deny", gw_eco_name(a.eco), a.route,
+		    a.name[0] ? a.name : "-", a.file[0] ? a.file : "-",
+		    a.lookalike[0] ? " lookalike=" : "", a.lookalike, a.reason);
 	if (r.data) {
 		resp = MHD_create_response_from_buffer(r.len, r.data,
 						       MHD_RESPMEM_MUST_FREE);
@@ -778,7 +814,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	} else {
 		resp = MHD_create_response_from_buffer(
 		    r.body.len, r.body.data ? r.body.data : (char *)"",
-		    r.body.data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+		    r.body.data ? MHD_RESPMEM_MUST_FREE
+				: MHD_RESPMEM_PERSISTENT);
 		if (!resp)
 			gw_buf_release(&r.body);
 	}
@@ -789,8 +826,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	if (!a.allowed)
-		MHD_add_response_header(resp, "X-Airlock-Refused", r.status == 200 ?
-					"see Content-Type" : "see body");
+		MHD_add_response_header(resp, "X-Airlock-Refused",
+					r.status == 200 ? "see Content-Type"
+							: "see body");
 	ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -828,7 +866,8 @@ int gw_server_start(const struct gw_serve_options *o, struct gw_server **ret)
 		goto fail;
 	}
 	s->current->refs = 1;
-	rc = gw_allow_load(o->allow_path, true, &s->current->allow, err, sizeof(err));
+	rc = gw_allow_load(o->allow_path, true, &s->current->allow, err,
+			   sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "airlock-gateway: %s\n", err);
 		goto fail;
@@ -840,12 +879,14 @@ int gw_server_start(const struct gw_serve_options *o, struct gw_server **ret)
 	    0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, o->listen_fd,
 	    MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : 2,
 	    MHD_OPTION_CONNECTION_LIMIT, o->conn_max ? o->conn_max : 1024,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_ip_max ? o->per_ip_max : 64,
-	    MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    o->per_ip_max ? o->per_ip_max : 64, MHD_OPTION_CONNECTION_TIMEOUT,
+	    o->timeout_s ? o->timeout_s : 10,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 << 10),
 	    MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_END);
 	if (!s->mhd) {
-		fprintf(stderr, "airlock-gateway: cannot start the HTTP server\n");
+		fprintf(stderr,
+			"airlock-gateway: cannot start the HTTP server\n");
 		rc = -EIO;
 		goto fail;
 	}

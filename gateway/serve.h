@@ -32,12 +32,12 @@ struct gw_serve_options {
 	const char *allow_path; /* reread when it changes */
 	int audit_fd;		/* O_APPEND, or -1; owned */
 	struct gw_audit_redis *redis; /* the audit stream, or NULL; owned */
-	unsigned threads;	/* worker threads */
-	unsigned conn_max;	/* connections in all */
-	unsigned per_ip_max;	/* connections from one address */
-	unsigned timeout_s;	/* idle connection timeout */
-	bool quiet;		/* no per-request log lines */
-	unsigned rate;		/* requests a second from one address, 0 = any */
+	unsigned threads;	      /* worker threads */
+	unsigned conn_max;	      /* connections in all */
+	unsigned per_ip_max;	      /* connections from one address */
+	unsigned timeout_s;	      /* idle connection timeout */
+	bool quiet;		      /* no per-request log lines */
+	unsigned rate; /* requests a second from one address, 0 = any */
 };
 
 struct gw_server;

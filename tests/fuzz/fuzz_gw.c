@@ -50,16 +50,19 @@ static void route(const uint8_t *d, size_t n)
 		*sp = '\0';
 		if (gw_route_parse(s, sp + 1, &r) == 0) {
 			if ((r.kind == GW_R_PY_FILE || r.kind == GW_R_PY_META ||
-			     r.kind == GW_R_NPM_TARBALL) && !gw_file_name_valid(r.file))
+			     r.kind == GW_R_NPM_TARBALL) &&
+			    !gw_file_name_valid(r.file))
 				abort();
 			if (r.kind == GW_R_NPM_DOC && !gw_npm_name_valid(r.key))
 				abort();
-			if (strstr(r.file, "..") == r.file || strchr(r.file, '/'))
+			if (strstr(r.file, "..") == r.file ||
+			    strchr(r.file, '/'))
 				abort();
 		}
 	}
 	if (nl)
-		(void)gw_accept(nl + 1), (void)gw_accept_npm_abbreviated(nl + 1);
+		(void)gw_accept(nl + 1),
+		    (void)gw_accept_npm_abbreviated(nl + 1);
 	free(s);
 }
 
@@ -73,7 +76,8 @@ static void package(const uint8_t *d, size_t n)
 	if (n < 1)
 		return;
 	if (gw_pkg_parse(names[d[0] % 3], d + 1, n - 1, &p) == 0) {
-		if (!gw_version_valid(p.version) || strlen(p.meta) != p.meta_len)
+		if (!gw_version_valid(p.version) ||
+		    strlen(p.meta) != p.meta_len)
 			abort();
 		gw_pkg_release(&p);
 	}
@@ -96,8 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		package(data + 1, size - 1);
 		break;
 	case 2:
-		if (gw_allow_parse("f", (const char *)data + 1, size - 1, &a, err,
-				   sizeof(err)) == 0)
+		if (gw_allow_parse("f", (const char *)data + 1, size - 1, &a,
+				   err, sizeof(err)) == 0)
 			gw_allow_release(&a);
 		break;
 	case 3:
@@ -154,7 +158,8 @@ int main(int argc, char **argv)
 				break;
 			default:
 				if (len < sizeof(buf) - 8) {
-					memmove(buf + at + 3, buf + at, len - at);
+					memmove(buf + at + 3, buf + at,
+						len - at);
 					memcpy(buf + at, "%2e", 3);
 					len += 3;
 				}

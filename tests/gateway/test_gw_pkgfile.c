@@ -50,7 +50,8 @@ static uint8_t *slurp(const char *name, size_t *len)
 	snprintf(path, sizeof(path), "%s/pk", dir);
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fd >= 0);
-	assert_int_equal(gw_mirror_read(fd, name, GW_PKG_FILE_MAX, &buf, len, NULL), 0);
+	assert_int_equal(
+	    gw_mirror_read(fd, name, GW_PKG_FILE_MAX, &buf, len, NULL), 0);
 	close(fd);
 	return buf;
 }
@@ -95,8 +96,10 @@ static void check(const char *file, enum gw_kind kind, const char *name,
 static void test_kinds(void **state)
 {
 	(void)state;
-	check("tinypkg-1.0-py3-none-any.whl", GW_WHEEL, "tinypkg", "1.0", false);
-	check("tiny_dep-0.1-py3-none-any.whl", GW_WHEEL, "tiny_dep", "0.1", false);
+	check("tinypkg-1.0-py3-none-any.whl", GW_WHEEL, "tinypkg", "1.0",
+	      false);
+	check("tiny_dep-0.1-py3-none-any.whl", GW_WHEEL, "tiny_dep", "0.1",
+	      false);
 	check("onlysdist-1.0.tar.gz", GW_SDIST, "onlysdist", "1.0", false);
 	check("tiny-npm-1.0.0.tgz", GW_NPM, "tiny-npm", "1.0.0", false);
 	check("tiny-hook-1.0.0.tgz", GW_NPM, "tiny-hook", "1.0.0", true);
@@ -139,16 +142,20 @@ static void test_renamed(void **state)
 	uint8_t *data = slurp("tinypkg-1.0-py3-none-any.whl", &len);
 
 	(void)state;
-	assert_int_equal(gw_pkg_parse("requests-1.0-py3-none-any.whl", data, len, &pkg),
-			 -EBADMSG);
-	assert_int_equal(gw_pkg_parse("tinypkg-1.1-py3-none-any.whl", data, len, &pkg),
-			 -EBADMSG);
-	assert_int_equal(gw_pkg_parse("TinyPkg-1.0-py3-none-any.whl", data, len, &pkg),
-			 0);
+	assert_int_equal(
+	    gw_pkg_parse("requests-1.0-py3-none-any.whl", data, len, &pkg),
+	    -EBADMSG);
+	assert_int_equal(
+	    gw_pkg_parse("tinypkg-1.1-py3-none-any.whl", data, len, &pkg),
+	    -EBADMSG);
+	assert_int_equal(
+	    gw_pkg_parse("TinyPkg-1.0-py3-none-any.whl", data, len, &pkg), 0);
 	gw_pkg_release(&pkg);
-	assert_int_equal(gw_pkg_parse("tinypkg-1.0.zip", data, len, &pkg), -EINVAL);
-	assert_int_equal(gw_pkg_parse("../tinypkg-1.0-py3-none-any.whl", data, len, &pkg),
+	assert_int_equal(gw_pkg_parse("tinypkg-1.0.zip", data, len, &pkg),
 			 -EINVAL);
+	assert_int_equal(
+	    gw_pkg_parse("../tinypkg-1.0-py3-none-any.whl", data, len, &pkg),
+	    -EINVAL);
 	free(data);
 }
 
@@ -178,15 +185,17 @@ static void test_normalize(void **state)
 
 static void test_allow(void **state)
 {
-	const char text[] = "# comment\n\noption python.wheels-only\n"
-			    "python Tiny_Pkg 1.0 tinypkg-1.0-py3-none-any.whl " SHA "\n"
-			    "npm    tiny-npm 1.0.0 tiny-npm-1.0.0.tgz\t" SHA "\n";
+	const char text[] =
+	    "# comment\n\noption python.wheels-only\n"
+	    "python Tiny_Pkg 1.0 tinypkg-1.0-py3-none-any.whl " SHA "\n"
+	    "npm    tiny-npm 1.0.0 tiny-npm-1.0.0.tgz\t" SHA "\n";
 	struct gw_allow a;
 	char err[256], line[512];
 
 	(void)state;
-	assert_int_equal(gw_allow_parse("t", text, sizeof(text) - 1, &a, err,
-					sizeof(err)), 0);
+	assert_int_equal(
+	    gw_allow_parse("t", text, sizeof(text) - 1, &a, err, sizeof(err)),
+	    0);
 	assert_int_equal(a.n, 2);
 	assert_true(a.wheels_only);
 	assert_false(a.npm_scripts_denied);
@@ -194,33 +203,41 @@ static void test_allow(void **state)
 	assert_false(gw_allow_project(&a, GW_NPMJS, "tiny-pkg"));
 	assert_true(gw_allow_has(&a, GW_NPMJS, "tiny-npm", "1.0.0"));
 	assert_false(gw_allow_has(&a, GW_NPMJS, "tiny-npm", "1.1.0"));
-	assert_non_null(gw_allow_file(&a, GW_PYTHON, "tinypkg-1.0-py3-none-any.whl"));
-	assert_null(gw_allow_file(&a, GW_NPMJS, "tinypkg-1.0-py3-none-any.whl"));
+	assert_non_null(
+	    gw_allow_file(&a, GW_PYTHON, "tinypkg-1.0-py3-none-any.whl"));
+	assert_null(
+	    gw_allow_file(&a, GW_NPMJS, "tinypkg-1.0-py3-none-any.whl"));
 	assert_true(gw_allow_format(&a.pins[0], line, sizeof(line)) > 0);
-	assert_string_equal(line, "python Tiny_Pkg 1.0 tinypkg-1.0-py3-none-any.whl " SHA "\n");
+	assert_string_equal(
+	    line, "python Tiny_Pkg 1.0 tinypkg-1.0-py3-none-any.whl " SHA "\n");
 	gw_allow_release(&a);
 
 	static const struct {
 		const char *text, *err;
 	} bad[] = {
-	    {"python a 1.0 a-1.0.whl\n", "t:1: want ECOSYSTEM NAME VERSION FILE SHA256"},
+	    {"python a 1.0 a-1.0.whl\n",
+	     "t:1: want ECOSYSTEM NAME VERSION FILE SHA256"},
 	    {"\ngo a 1.0 a-1.0.whl " SHA, "t:2: ecosystem is python or npm"},
 	    {"python a/b 1.0 a-1.0.whl " SHA, "t:1: not a valid python name"},
 	    {"python a 1.0 ../a.whl " SHA, "t:1: not a valid file name"},
-	    {"python a 1.0 a.whl " SHA "0", "t:1: sha256 is 64 lowercase hex digits"},
+	    {"python a 1.0 a.whl " SHA "0",
+	     "t:1: sha256 is 64 lowercase hex digits"},
 	    {"python a 1.0 a.whl " SHA "\npython a 1.0 a.whl " SHA,
 	     "t:2: file pinned twice"},
 	    {"option everything", "t:1: unknown option"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(gw_allow_parse("t", bad[i].text, strlen(bad[i].text),
-						&a, err, sizeof(err)), -EINVAL);
+		assert_int_equal(gw_allow_parse("t", bad[i].text,
+						strlen(bad[i].text), &a, err,
+						sizeof(err)),
+				 -EINVAL);
 		assert_string_equal(err, bad[i].err);
 	}
 	char big[GW_ALLOW_LINE_MAX + 2];
 	memset(big, '#', sizeof(big));
-	assert_int_equal(gw_allow_parse("t", big, sizeof(big), &a, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    gw_allow_parse("t", big, sizeof(big), &a, err, sizeof(err)),
+	    -EINVAL);
 	assert_string_equal(err, "t:1: line over 1024 bytes");
 }
 
@@ -238,8 +255,8 @@ static void test_mirror(void **state)
 	/* the same bytes again: fine */
 	assert_int_equal(gw_mirror_add(mirror, src, &pkg, err, sizeof(err)), 0);
 	gw_pkg_release(&pkg);
-	snprintf(path, sizeof(path), "%s/python/tinypkg-1.0-py3-none-any.whl.metadata",
-		 mirror);
+	snprintf(path, sizeof(path),
+		 "%s/python/tinypkg-1.0-py3-none-any.whl.metadata", mirror);
 	assert_int_equal(access(path, R_OK), 0);
 	/* a symlink in the mirror is never followed */
 	snprintf(path, sizeof(path), "%s/python/evil.whl", mirror);
@@ -248,23 +265,24 @@ static void test_mirror(void **state)
 	fd = open(path, O_RDONLY | O_DIRECTORY);
 	uint8_t *buf;
 	size_t len;
-	assert_int_equal(gw_mirror_read(fd, "evil.whl", 1 << 20, &buf, &len, NULL),
-			 -EINVAL);
+	assert_int_equal(
+	    gw_mirror_read(fd, "evil.whl", 1 << 20, &buf, &len, NULL), -EINVAL);
 	close(fd);
 	/* not a package */
 	snprintf(src, sizeof(src), "%s/pk/junk-1.0-py3-none-any.whl", dir);
 	fd = open(src, O_WRONLY | O_CREAT, 0644);
 	assert_int_equal(write(fd, "PK\x03\x04junk", 8), 8);
 	close(fd);
-	assert_int_equal(gw_mirror_add(mirror, src, &pkg, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(gw_mirror_add(mirror, src, &pkg, err, sizeof(err)),
+			 -EBADMSG);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_kinds),    cmocka_unit_test(test_damaged),
-	    cmocka_unit_test(test_renamed),  cmocka_unit_test(test_normalize),
-	    cmocka_unit_test(test_allow),    cmocka_unit_test(test_mirror),
+	    cmocka_unit_test(test_kinds),   cmocka_unit_test(test_damaged),
+	    cmocka_unit_test(test_renamed), cmocka_unit_test(test_normalize),
+	    cmocka_unit_test(test_allow),   cmocka_unit_test(test_mirror),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -20,33 +20,46 @@ static void test_routes(void **state)
 	(void)state;
 	assert_int_equal(gw_route_parse("GET", "/pypi/simple/", &r), 0);
 	assert_int_equal(r.kind, GW_R_PY_INDEX);
-	assert_int_equal(gw_route_parse("GET", "/pypi/simple/Zope.Interface/", &r), 0);
+	assert_int_equal(
+	    gw_route_parse("GET", "/pypi/simple/Zope.Interface/", &r), 0);
 	assert_int_equal(r.kind, GW_R_PY_PROJECT);
 	assert_string_equal(r.key, "zope-interface");
 	assert_int_equal(gw_route_parse("HEAD", "/pypi/simple/a_b", &r), 0);
 	assert_string_equal(r.key, "a-b");
-	assert_int_equal(gw_route_parse("GET", "/pypi/files/x-1.0-py3-none-any.whl.metadata", &r), 0);
+	assert_int_equal(
+	    gw_route_parse("GET", "/pypi/files/x-1.0-py3-none-any.whl.metadata",
+			   &r),
+	    0);
 	assert_int_equal(r.kind, GW_R_PY_META);
 	assert_string_equal(r.file, "x-1.0-py3-none-any.whl");
 	assert_int_equal(gw_route_parse("GET", "/left-pad", &r), 0);
 	assert_int_equal(r.kind, GW_R_NPM_DOC);
 	assert_int_equal(gw_route_parse("GET", "/@types%2fnode", &r), 0);
 	assert_string_equal(r.key, "@types/node");
-	assert_int_equal(gw_route_parse("GET", "/@types/node/-/node-1.0.0.tgz", &r), 0);
+	assert_int_equal(
+	    gw_route_parse("GET", "/@types/node/-/node-1.0.0.tgz", &r), 0);
 	assert_int_equal(r.kind, GW_R_NPM_TARBALL);
 	assert_string_equal(r.file, "node-1.0.0.tgz");
 	/* refused */
-	assert_int_equal(gw_route_parse("POST", "/pypi/simple/", &r), -EOPNOTSUPP);
-	assert_int_equal(gw_route_parse("GET", "/pypi/files/../x.whl", &r), -EINVAL);
-	assert_int_equal(gw_route_parse("GET", "/pypi/files/%2e%2e/x.whl", &r), -EINVAL);
-	assert_int_equal(gw_route_parse("GET", "/pypi/files/a%2fb.whl", &r), -ENOENT);
-	assert_int_equal(gw_route_parse("GET", "/pypi/simple/a%00/", &r), -EINVAL);
-	assert_int_equal(gw_route_parse("GET", "/pypi/simple/%c3%a9/", &r), -EINVAL);
+	assert_int_equal(gw_route_parse("POST", "/pypi/simple/", &r),
+			 -EOPNOTSUPP);
+	assert_int_equal(gw_route_parse("GET", "/pypi/files/../x.whl", &r),
+			 -EINVAL);
+	assert_int_equal(gw_route_parse("GET", "/pypi/files/%2e%2e/x.whl", &r),
+			 -EINVAL);
+	assert_int_equal(gw_route_parse("GET", "/pypi/files/a%2fb.whl", &r),
+			 -ENOENT);
+	assert_int_equal(gw_route_parse("GET", "/pypi/simple/a%00/", &r),
+			 -EINVAL);
+	assert_int_equal(gw_route_parse("GET", "/pypi/simple/%c3%a9/", &r),
+			 -EINVAL);
 	assert_int_equal(gw_route_parse("GET", "/pypi/simple/%4", &r), -EINVAL);
 	assert_int_equal(gw_route_parse("GET", "//pypi/simple/", &r), -EINVAL);
-	assert_int_equal(gw_route_parse("GET", "/-/npm/v1/security/audits", &r), -ENOENT);
+	assert_int_equal(gw_route_parse("GET", "/-/npm/v1/security/audits", &r),
+			 -ENOENT);
 	assert_int_equal(gw_route_parse("GET", "/Upper", &r), -EINVAL);
-	assert_int_equal(gw_route_parse("GET", "/x/-/.hidden.tgz", &r), -EINVAL);
+	assert_int_equal(gw_route_parse("GET", "/x/-/.hidden.tgz", &r),
+			 -EINVAL);
 	assert_int_equal(gw_route_parse("GET", "/x/-/x.zip", &r), -EINVAL);
 	char big[GW_PATH_MAX + 2];
 	memset(big, 'a', sizeof(big));
@@ -61,16 +74,22 @@ static void test_accept(void **state)
 	assert_int_equal(gw_accept(NULL), GW_FMT_HTML);
 	assert_int_equal(gw_accept(""), GW_FMT_HTML);
 	/* what pip sends */
-	assert_int_equal(gw_accept("application/vnd.pypi.simple.v1+json, "
-				   "application/vnd.pypi.simple.v1+html; q=0.1, "
-				   "text/html; q=0.01"), GW_FMT_JSON);
+	assert_int_equal(
+	    gw_accept("application/vnd.pypi.simple.v1+json, "
+		      "application/vnd.pypi.simple.v1+html; q=0.1, "
+		      "text/html; q=0.01"),
+	    GW_FMT_JSON);
 	assert_int_equal(gw_accept("application/vnd.pypi.simple.v1+json;q=0.2, "
-				   "text/html"), GW_FMT_HTML);
-	assert_int_equal(gw_accept("application/vnd.pypi.simple.latest+json"), GW_FMT_JSON);
+				   "text/html"),
+			 GW_FMT_HTML);
+	assert_int_equal(gw_accept("application/vnd.pypi.simple.latest+json"),
+			 GW_FMT_JSON);
 	assert_int_equal(gw_accept("*/*"), GW_FMT_HTML);
 	assert_int_equal(gw_accept("image/png"), GW_FMT_NONE);
-	assert_int_equal(gw_accept("application/vnd.pypi.simple.v1+json;q=0"), GW_FMT_NONE);
-	assert_true(gw_accept_npm_abbreviated("application/vnd.npm.install-v1+json; q=1.0, */*"));
+	assert_int_equal(gw_accept("application/vnd.pypi.simple.v1+json;q=0"),
+			 GW_FMT_NONE);
+	assert_true(gw_accept_npm_abbreviated(
+	    "application/vnd.npm.install-v1+json; q=1.0, */*"));
 	assert_false(gw_accept_npm_abbreviated("application/json"));
 }
 
@@ -79,16 +98,17 @@ static void test_lookalike(void **state)
 	static const struct {
 		const char *name, *near;
 	} hits[] = {
-	    {"reqeusts", "requests"},	 {"colourama", "colorama"},
+	    {"reqeusts", "requests"},	   {"colourama", "colorama"},
 	    {"python-jwt2", "python-jwt"}, {"jwt-python", "python-jwt"},
-	    {"djang0", "django"},	 {"nurnpy", "numpy"},
-	    {"requests-dev", "requests"}, {"lodahs", "lodash"},
+	    {"djang0", "django"},	   {"nurnpy", "numpy"},
+	    {"requests-dev", "requests"},  {"lodahs", "lodash"},
 	};
 	char near[GW_NAME_MAX + 1], why[GW_LOOKALIKE_WHY_MAX];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(hits) / sizeof(hits[0]); i++) {
-		enum gw_eco eco = strcmp(hits[i].near, "lodash") ? GW_PYTHON : GW_NPMJS;
+		enum gw_eco eco =
+		    strcmp(hits[i].near, "lodash") ? GW_PYTHON : GW_NPMJS;
 
 		assert_true(gw_lookalike(NULL, eco, hits[i].name, near, why));
 		assert_string_equal(near, hits[i].near);
@@ -112,8 +132,10 @@ static void test_semver(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_routes), cmocka_unit_test(test_accept),
-	    cmocka_unit_test(test_lookalike), cmocka_unit_test(test_semver),
+	    cmocka_unit_test(test_routes),
+	    cmocka_unit_test(test_accept),
+	    cmocka_unit_test(test_lookalike),
+	    cmocka_unit_test(test_semver),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,11 +83,14 @@ static void *run(void *arg)
 	struct worker *w = arg;
 	char req[1024], *buf = malloc(1 << 20);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-	int len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: bench\r\n"
-			   "User-Agent: airlock-bench\r\n\r\n", w->path);
+	int len = snprintf(req, sizeof(req),
+			   "GET %s HTTP/1.1\r\nHost: bench\r\n"
+			   "User-Agent: airlock-bench\r\n\r\n",
+			   w->path);
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (!buf || fd < 0 || connect(fd, (struct sockaddr *)&w->sin, sizeof(w->sin)) < 0) {
+	if (!buf || fd < 0 ||
+	    connect(fd, (struct sockaddr *)&w->sin, sizeof(w->sin)) < 0) {
 		w->err = errno ? errno : ENOMEM;
 		goto out;
 	}
@@ -104,7 +107,8 @@ static void *run(void *arg)
 			break;
 		}
 		if (status != 200) {
-			fprintf(stderr, "bench: %s answered %d\n", w->path, status);
+			fprintf(stderr, "bench: %s answered %d\n", w->path,
+				status);
 			w->err = EINVAL;
 			break;
 		}
@@ -143,8 +147,10 @@ int main(int argc, char **argv)
 	const char *colon;
 
 	if (argc < 3 || !(colon = strrchr(argv[1], ':')) || threads < 1 ||
-	    threads > 64 || secs <= 0 || (size_t)(colon - argv[1]) >= sizeof(host)) {
-		fprintf(stderr, "usage: airlock-bench-gateway ADDR:PORT PATH [THREADS] [SECONDS]\n");
+	    threads > 64 || secs <= 0 ||
+	    (size_t)(colon - argv[1]) >= sizeof(host)) {
+		fprintf(stderr, "usage: airlock-bench-gateway ADDR:PORT PATH "
+				"[THREADS] [SECONDS]\n");
 		return 2;
 	}
 	memcpy(host, argv[1], (size_t)(colon - argv[1]));
@@ -159,7 +165,8 @@ int main(int argc, char **argv)
 		return 1;
 	start = now();
 	for (unsigned i = 0; i < threads; i++) {
-		w[i] = (struct worker){.sin = sin, .path = argv[2],
+		w[i] = (struct worker){.sin = sin,
+				       .path = argv[2],
 				       .measure_from = start + 0.5,
 				       .until = start + 0.5 + secs,
 				       .lat = malloc(sizeof(double) * LAT_MAX)};
@@ -169,7 +176,8 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < threads; i++) {
 		pthread_join(tid[i], NULL);
 		if (w[i].err) {
-			fprintf(stderr, "bench: thread %u: %s\n", i, strerror(w[i].err));
+			fprintf(stderr, "bench: thread %u: %s\n", i,
+				strerror(w[i].err));
 			return 1;
 		}
 		reqs += w[i].requests;
@@ -179,10 +187,12 @@ int main(int argc, char **argv)
 		free(w[i].lat);
 	}
 	qsort(all, n, sizeof(double), cmp);
-	printf("%s %s threads=%u: %.0f requests/s, %.1f MB/s, latency ms p50 %.2f "
-	       "p99 %.2f max %.2f\n", argv[1], argv[2], threads, (double)reqs / secs,
-	       (double)bytes / secs / 1e6, n ? all[n / 2] : 0,
-	       n ? all[n * 99 / 100] : 0, n ? all[n - 1] : 0);
+	printf(
+	    "%s %s threads=%u: %.0f requests/s, %.1f MB/s, latency ms p50 %.2f "
+	    "p99 %.2f max %.2f\n",
+	    argv[1], argv[2], threads, (double)reqs / secs,
+	    (double)bytes / secs / 1e6, n ? all[n / 2] : 0,
+	    n ? all[n * 99 / 100] : 0, n ? all[n - 1] : 0);
 	free(all);
 	free(w);
 	free(tid);

@@ -48,12 +48,24 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	struct packages_opts *o = cli->opts;
 
 	switch (c) {
-	case 'd': o->dir = arg; break;
-	case 'p': o->pin = true; break;
-	case 'J': o->job = arg; break;
-	case 'D': o->denied = true; break;
-	case 'j': o->json = true; break;
-	case 'n': o->npm = true; break;
+	case 'd':
+		o->dir = arg;
+		break;
+	case 'p':
+		o->pin = true;
+		break;
+	case 'J':
+		o->job = arg;
+		break;
+	case 'D':
+		o->denied = true;
+		break;
+	case 'j':
+		o->json = true;
+		break;
+	case 'n':
+		o->npm = true;
+		break;
 	}
 	return 0;
 }
@@ -109,8 +121,10 @@ static int append_pin(const char *allow, const struct gw_pin *p)
 	n = gw_allow_format(p, line, sizeof(line));
 	if (n < 0)
 		return n;
-	fd = open(allow, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC |
-		  O_NOFOLLOW, 0644);
+	fd = open(allow,
+		  O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC |
+		      O_NOFOLLOW,
+		  0644);
 	if (fd >= 0 && write(fd, allow_header, sizeof(allow_header) - 1) !=
 			   (ssize_t)sizeof(allow_header) - 1)
 		rc = -EIO;
@@ -149,7 +163,8 @@ static int cmd_add(struct al_cli *cli, const char *dir, int argc, char **argv)
 		const char *base = strrchr(argv[i], '/');
 
 		base = base ? base + 1 : argv[i];
-		if (gw_mirror_add(mirror, argv[i], &pkg, err, sizeof(err)) < 0) {
+		if (gw_mirror_add(mirror, argv[i], &pkg, err, sizeof(err)) <
+		    0) {
 			al_cli_error(cli, "%s", err);
 			rc = AL_EXIT_FAIL;
 			continue;
@@ -160,8 +175,10 @@ static int cmd_add(struct al_cli *cli, const char *dir, int argc, char **argv)
 		pin.eco = gw_kind_eco(pkg.kind);
 		old = gw_allow_file(&a, pin.eco, base);
 		if (o->pin && old && strcmp(old->sha256, pkg.sha256)) {
-			al_cli_error(cli, "%s: pinned with another sha256 (%s); "
-				     "not changed", base, old->sha256);
+			al_cli_error(cli,
+				     "%s: pinned with another sha256 (%s); "
+				     "not changed",
+				     base, old->sha256);
 			rc = AL_EXIT_FAIL;
 		} else if (o->pin && !old) {
 			strcpy(pin.name, pkg.name);
@@ -185,8 +202,9 @@ static int cmd_add(struct al_cli *cli, const char *dir, int argc, char **argv)
 
 /* Call fn on every record of DIR/audit.jsonl, oldest first; lines over
  * GW_AUDIT_LINE_MAX or not records are skipped. */
-static int each_record(const char *dir, void (*fn)(const struct gw_audit *r,
-						   const char *line, void *arg),
+static int each_record(const char *dir,
+		       void (*fn)(const struct gw_audit *r, const char *line,
+				  void *arg),
 		       void *arg)
 {
 	char path[PATH_MAX], *line = NULL;
@@ -223,7 +241,8 @@ static void log_one(const struct gw_audit *r, const char *line, void *arg)
 	time_t t = (time_t)(r->time_ms / 1000);
 	struct tm tm;
 
-	if ((c->o->job && strcmp(c->o->job, r->job)) || (c->o->denied && r->allowed))
+	if ((c->o->job && strcmp(c->o->job, r->job)) ||
+	    (c->o->denied && r->allowed))
 		return;
 	c->shown++;
 	if (c->o->json) {
@@ -261,11 +280,11 @@ struct pending {
 	enum gw_eco eco;
 	char name[GW_NAME_MAX + 1];
 	char version[GW_VERSION_MAX + 1];
-	char job[GW_JOB_MAX + 1];	  /* the first job that asked */
-	char lookalike[GW_NAME_MAX + 1];  /* near name, or "" */
-	char reason[GW_REASON_MAX + 1];	  /* the first refusal's */
+	char job[GW_JOB_MAX + 1];	 /* the first job that asked */
+	char lookalike[GW_NAME_MAX + 1]; /* near name, or "" */
+	char reason[GW_REASON_MAX + 1];	 /* the first refusal's */
 	int64_t first_ms;
-	unsigned asks;			  /* requests refused */
+	unsigned asks; /* requests refused */
 };
 
 struct pending_ctx {
@@ -295,7 +314,8 @@ static void pending_one(const struct gw_audit *r, const char *line, void *arg)
 	p = &c->p[c->n++];
 	*p = (struct pending){.eco = r->eco, .first_ms = r->time_ms, .asks = 1};
 	snprintf(p->name, sizeof(p->name), "%s", r->name);
-	snprintf(p->version, sizeof(p->version), "%s", r->version[0] ? r->version : "*");
+	snprintf(p->version, sizeof(p->version), "%s",
+		 r->version[0] ? r->version : "*");
 	snprintf(p->job, sizeof(p->job), "%s", r->job);
 	snprintf(p->lookalike, sizeof(p->lookalike), "%s", r->lookalike);
 	snprintf(p->reason, sizeof(p->reason), "%s", r->reason);
@@ -322,7 +342,8 @@ static bool is_denied(const char *dir, enum gw_eco eco, const char *name,
 	return hit;
 }
 
-static int cmd_pending(struct al_cli *cli, const char *dir, int argc, char **argv)
+static int cmd_pending(struct al_cli *cli, const char *dir, int argc,
+		       char **argv)
 {
 	const struct packages_opts *o = cli->opts;
 	struct pending_ctx c = {0};
@@ -355,13 +376,13 @@ static int cmd_pending(struct al_cli *cli, const char *dir, int argc, char **arg
 		    is_denied(dir, p->eco, p->name, p->version))
 			continue;
 		if (o->json) {
-			json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s?}",
-					      "ecosystem", gw_eco_name(p->eco), "name",
-					      p->name, "version", p->version, "job",
-					      p->job, "first_ms", (json_int_t)p->first_ms,
-					      "asks", (json_int_t)p->asks, "reason",
-					      p->reason, "lookalike",
-					      p->lookalike[0] ? p->lookalike : NULL);
+			json_t *j = json_pack(
+			    "{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s?}", "ecosystem",
+			    gw_eco_name(p->eco), "name", p->name, "version",
+			    p->version, "job", p->job, "first_ms",
+			    (json_int_t)p->first_ms, "asks",
+			    (json_int_t)p->asks, "reason", p->reason,
+			    "lookalike", p->lookalike[0] ? p->lookalike : NULL);
 			char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 			if (t)
 				printf("%s\n", t);
@@ -385,7 +406,8 @@ out:
 
 /* NAME==VERSION (VERSION may be "*" for deny) into key and version. */
 static int parse_spec(const char *spec, enum gw_eco eco, bool star_ok,
-		      char key[GW_NAME_MAX + 1], char version[GW_VERSION_MAX + 1])
+		      char key[GW_NAME_MAX + 1],
+		      char version[GW_VERSION_MAX + 1])
 {
 	const char *eq = strstr(spec, "==");
 	char name[GW_NAME_MAX + 1];
@@ -413,14 +435,15 @@ static void print_missing_deps(const struct gw_allow *a, enum gw_eco eco,
 		json_t *doc = json_loads(meta, 0, NULL), *v;
 		const char *k;
 
-		json_object_foreach(json_object_get(doc, "dependencies"), k, v)
-			if (!gw_allow_project(a, eco, k))
-				printf("  depends on %s %s: not allowed yet\n", k,
-				       json_string_value(v) ? json_string_value(v) : "");
+		json_object_foreach(json_object_get(doc, "dependencies"), k,
+				    v) if (!gw_allow_project(a, eco, k))
+		    printf("  depends on %s %s: not allowed yet\n", k,
+			   json_string_value(v) ? json_string_value(v) : "");
 		json_decref(doc);
 		return;
 	}
-	for (const char *p = meta; p && *p && *p != '\n'; p = strchr(p, '\n'), p = p ? p + 1 : p) {
+	for (const char *p = meta; p && *p && *p != '\n';
+	     p = strchr(p, '\n'), p = p ? p + 1 : p) {
 		char name[GW_NAME_MAX + 1];
 		size_t n = 0;
 		const char *q = p + 14, *eol = strchr(p, '\n');
@@ -429,20 +452,24 @@ static void print_missing_deps(const struct gw_allow *a, enum gw_eco eco,
 			continue;
 		while (*q == ' ')
 			q++;
-		while (n < GW_NAME_MAX && q[n] && strchr("abcdefghijklmnopqrstuvwxyz"
-			"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", q[n]))
+		while (n < GW_NAME_MAX && q[n] &&
+		       strchr("abcdefghijklmnopqrstuvwxyz"
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
+			      q[n]))
 			n++;
 		memcpy(name, q, n);
 		name[n] = '\0';
 		if (eol && memmem(q, (size_t)(eol - q), "extra ==", 8))
 			continue;
-		if (gw_pep503_normalize(name, key) == 0 && !gw_allow_project(a, eco, key))
+		if (gw_pep503_normalize(name, key) == 0 &&
+		    !gw_allow_project(a, eco, key))
 			printf("  depends on %.*s: not allowed yet\n",
 			       (int)(eol ? eol - q : (long)strlen(q)), q);
 	}
 }
 
-static int cmd_approve(struct al_cli *cli, const char *dir, int argc, char **argv)
+static int cmd_approve(struct al_cli *cli, const char *dir, int argc,
+		       char **argv)
 {
 	const struct packages_opts *o = cli->opts;
 	enum gw_eco eco = o->npm ? GW_NPMJS : GW_PYTHON;
@@ -464,19 +491,23 @@ static int cmd_approve(struct al_cli *cli, const char *dir, int argc, char **arg
 	}
 	n = gw_mirror_find(mirror, eco, key, version, found);
 	if (n <= 0) {
-		al_cli_error(cli, "%s %s==%s is not in the mirror: add its files "
-			     "first (airlock packages add FILE...)", gw_eco_name(eco),
-			     key, version);
+		al_cli_error(cli,
+			     "%s %s==%s is not in the mirror: add its files "
+			     "first (airlock packages add FILE...)",
+			     gw_eco_name(eco), key, version);
 		gw_allow_release(&a);
 		return AL_EXIT_FAIL;
 	}
 	for (int i = 0; i < n; i++) {
 		struct gw_pin pin = {.eco = eco};
-		const struct gw_pin *old = gw_allow_file(&a, eco, found[i].file);
+		const struct gw_pin *old =
+		    gw_allow_file(&a, eco, found[i].file);
 
 		if (old && strcmp(old->sha256, found[i].sha256)) {
-			al_cli_error(cli, "%s: pinned with another sha256 (%s); not "
-				     "changed", found[i].file, old->sha256);
+			al_cli_error(cli,
+				     "%s: pinned with another sha256 (%s); not "
+				     "changed",
+				     found[i].file, old->sha256);
 			rc = AL_EXIT_FAIL;
 		} else if (!old) {
 			memcpy(pin.name, found[i].name, sizeof(pin.name));
@@ -487,8 +518,9 @@ static int cmd_approve(struct al_cli *cli, const char *dir, int argc, char **arg
 				al_cli_error(cli, "%s: cannot append", allow);
 				rc = AL_EXIT_USAGE;
 			} else {
-				printf("pinned %s %s sha256=%s\n", gw_eco_name(eco),
-				       found[i].file, found[i].sha256);
+				printf("pinned %s %s sha256=%s\n",
+				       gw_eco_name(eco), found[i].file,
+				       found[i].sha256);
 			}
 		}
 		if (i == 0)
@@ -507,12 +539,14 @@ static int cmd_deny(struct al_cli *cli, const char *dir, int argc, char **argv)
 	FILE *f;
 
 	if (argc != 1 || parse_spec(argv[0], eco, true, key, version) < 0) {
-		al_cli_error(cli, "deny takes one NAME==VERSION (VERSION * for all)");
+		al_cli_error(
+		    cli, "deny takes one NAME==VERSION (VERSION * for all)");
 		return AL_EXIT_USAGE;
 	}
 	snprintf(path, sizeof(path), "%s/denied", dir);
 	f = fopen(path, "ae");
-	if (!f || fprintf(f, "%s %s %s\n", gw_eco_name(eco), key, version) < 0 ||
+	if (!f ||
+	    fprintf(f, "%s %s %s\n", gw_eco_name(eco), key, version) < 0 ||
 	    fclose(f) != 0) {
 		al_cli_error(cli, "%s: cannot append", path);
 		return AL_EXIT_USAGE;
@@ -526,7 +560,7 @@ static int cmd_deny(struct al_cli *cli, const char *dir, int argc, char **argv)
 struct import_ctx {
 	struct al_cli *cli;
 	const char *mirror, *allow;
-	struct gw_allow a;  /* as loaded before the import */
+	struct gw_allow a; /* as loaded before the import */
 	unsigned pinned, already, missing;
 };
 
@@ -539,7 +573,8 @@ static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
 	int n = gw_mirror_find(c->mirror, eco, key, version, found), hit = -1;
 	char dirpath[PATH_MAX];
 
-	snprintf(dirpath, sizeof(dirpath), "%s/%s", c->mirror, gw_eco_name(eco));
+	snprintf(dirpath, sizeof(dirpath), "%s/%s", c->mirror,
+		 gw_eco_name(eco));
 	for (int i = 0; i < n; i++) {
 		if (hit < 0 && !sha512 && !strcmp(found[i].sha256, want))
 			hit = i;
@@ -547,10 +582,12 @@ static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
 			char b64[GW_SHA512_B64 + 1];
 			uint8_t *data = NULL;
 			size_t len;
-			int dfd = open(dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			int dfd =
+			    open(dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-			if (dfd >= 0 && gw_mirror_read(dfd, found[i].file, GW_PKG_FILE_MAX,
-						       &data, &len, NULL) == 0) {
+			if (dfd >= 0 &&
+			    gw_mirror_read(dfd, found[i].file, GW_PKG_FILE_MAX,
+					   &data, &len, NULL) == 0) {
 				gw_sha512_b64(data, len, b64);
 				if (!strcmp(b64, want))
 					hit = i;
@@ -561,9 +598,11 @@ static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
 		}
 	}
 	if (hit < 0) {
-		al_cli_error(c->cli, "%s %s==%s: no mirror file with %s %s (add it "
-			     "first: airlock packages add FILE)", gw_eco_name(eco), key,
-			     version, sha512 ? "sha512" : "sha256", want);
+		al_cli_error(c->cli,
+			     "%s %s==%s: no mirror file with %s %s (add it "
+			     "first: airlock packages add FILE)",
+			     gw_eco_name(eco), key, version,
+			     sha512 ? "sha512" : "sha256", want);
 		c->missing++;
 	} else if (gw_allow_file(&c->a, eco, found[hit].file)) {
 		c->already++;
@@ -577,8 +616,8 @@ static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
 		if (append_pin(c->allow, &pin) < 0) {
 			c->missing++;
 		} else {
-			printf("pinned %s %s sha256=%s\n", gw_eco_name(eco), pin.file,
-			       pin.sha256);
+			printf("pinned %s %s sha256=%s\n", gw_eco_name(eco),
+			       pin.file, pin.sha256);
 			c->pinned++;
 		}
 	}
@@ -589,39 +628,47 @@ static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
 
 /* One requirement line of pip-compile's output: NAME[extras]==VERSION
  * [; markers] --hash=sha256:HEX ... */
-static void import_requirement(struct import_ctx *c, char *line, unsigned long no)
+static void import_requirement(struct import_ctx *c, char *line,
+			       unsigned long no)
 {
-	char name[GW_NAME_MAX + 1], key[GW_NAME_MAX + 1], version[GW_VERSION_MAX + 1];
+	char name[GW_NAME_MAX + 1], key[GW_NAME_MAX + 1],
+	    version[GW_VERSION_MAX + 1];
 	size_t n = strcspn(line, "[=<>!~; \t");
 	const char *eq = strstr(line, "==");
 	unsigned hashes = 0;
 	char *save = NULL;
 
 	if (n == 0 || n > GW_NAME_MAX || !eq || (size_t)(eq - line) < n) {
-		al_cli_error(c->cli, "line %lu: not NAME==VERSION (only exact pins "
-			     "can be imported)", no);
+		al_cli_error(c->cli,
+			     "line %lu: not NAME==VERSION (only exact pins "
+			     "can be imported)",
+			     no);
 		c->missing++;
 		return;
 	}
 	memcpy(name, line, n);
 	name[n] = '\0';
 	n = strcspn(eq + 2, " \t;\\");
-	if (n == 0 || n > GW_VERSION_MAX || gw_pep503_normalize(name, key) < 0) {
+	if (n == 0 || n > GW_VERSION_MAX ||
+	    gw_pep503_normalize(name, key) < 0) {
 		al_cli_error(c->cli, "line %lu: bad name or version", no);
 		c->missing++;
 		return;
 	}
 	memcpy(version, eq + 2, n);
 	version[n] = '\0';
-	for (char *t = strtok_r(line, " \t\\", &save); t; t = strtok_r(NULL, " \t\\", &save)) {
+	for (char *t = strtok_r(line, " \t\\", &save); t;
+	     t = strtok_r(NULL, " \t\\", &save)) {
 		if (strncmp(t, "--hash=sha256:", 14))
 			continue;
 		hashes++;
 		import_one(c, GW_PYTHON, key, version, t + 14, false);
 	}
 	if (!hashes) {
-		al_cli_error(c->cli, "line %lu: %s==%s has no --hash=sha256: only "
-			     "hash-pinned requirements are imported", no, key, version);
+		al_cli_error(c->cli,
+			     "line %lu: %s==%s has no --hash=sha256: only "
+			     "hash-pinned requirements are imported",
+			     no, key, version);
 		c->missing++;
 	}
 }
@@ -662,7 +709,8 @@ static int import_requirements(struct import_ctx *c, const char *text)
 			while (*q == ' ' || *q == '\t')
 				q++;
 			if (*q == '-')
-				al_cli_error(c->cli, "line %lu: option ignored: %.40s",
+				al_cli_error(c->cli,
+					     "line %lu: option ignored: %.40s",
 					     start, q);
 			else if (*q)
 				import_requirement(c, q, start);
@@ -679,22 +727,28 @@ static int import_requirements(struct import_ctx *c, const char *text)
 
 /* package-lock.json (v2, v3): every node_modules/ entry's name, version
  * and sha512 integrity. */
-static int import_package_lock(struct import_ctx *c, const char *text, size_t len)
+static int import_package_lock(struct import_ctx *c, const char *text,
+			       size_t len)
 {
 	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *v;
 	const char *path;
 
 	if (!json_is_object(json_object_get(doc, "packages"))) {
 		json_decref(doc);
-		al_cli_error(c->cli, "package-lock.json without \"packages\" (lockfile "
+		al_cli_error(c->cli,
+			     "package-lock.json without \"packages\" (lockfile "
 			     "v1 is not supported: npm 7+ writes v2/v3)");
 		return -EBADMSG;
 	}
-	json_object_foreach(json_object_get(doc, "packages"), path, v) {
+	json_object_foreach(json_object_get(doc, "packages"), path, v)
+	{
 		const char *nm = strstr(path, "node_modules/"), *last = nm;
-		const char *version = json_string_value(json_object_get(v, "version"));
-		const char *integrity = json_string_value(json_object_get(v, "integrity"));
-		const char *name = json_string_value(json_object_get(v, "name"));
+		const char *version =
+		    json_string_value(json_object_get(v, "version"));
+		const char *integrity =
+		    json_string_value(json_object_get(v, "integrity"));
+		const char *name =
+		    json_string_value(json_object_get(v, "name"));
 
 		if (!nm || json_is_true(json_object_get(v, "link")))
 			continue; /* the root project, or a workspace link */
@@ -702,10 +756,13 @@ static int import_package_lock(struct import_ctx *c, const char *text, size_t le
 			last = nm;
 		if (!name)
 			name = last + 13;
-		if (!version || !gw_npm_name_valid(name) || !gw_version_valid(version) ||
-		    !integrity || strncmp(integrity, "sha512-", 7) ||
+		if (!version || !gw_npm_name_valid(name) ||
+		    !gw_version_valid(version) || !integrity ||
+		    strncmp(integrity, "sha512-", 7) ||
 		    strlen(integrity + 7) != GW_SHA512_B64) {
-			al_cli_error(c->cli, "%s: no name, version or sha512 integrity", path);
+			al_cli_error(c->cli,
+				     "%s: no name, version or sha512 integrity",
+				     path);
 			c->missing++;
 			continue;
 		}
@@ -715,7 +772,8 @@ static int import_package_lock(struct import_ctx *c, const char *text, size_t le
 	return 0;
 }
 
-static int cmd_import(struct al_cli *cli, const char *dir, int argc, char **argv)
+static int cmd_import(struct al_cli *cli, const char *dir, int argc,
+		      char **argv)
 {
 	char mirror[PATH_MAX], allow[PATH_MAX], err[512];
 	struct import_ctx c = {.cli = cli, .mirror = mirror, .allow = allow};
@@ -724,7 +782,9 @@ static int cmd_import(struct al_cli *cli, const char *dir, int argc, char **argv
 	int rc = 0;
 
 	if (argc < 1) {
-		al_cli_error(cli, "import: name requirements.txt or package-lock.json files");
+		al_cli_error(
+		    cli,
+		    "import: name requirements.txt or package-lock.json files");
 		return AL_EXIT_USAGE;
 	}
 	snprintf(mirror, sizeof(mirror), "%s/mirror", dir);
@@ -734,15 +794,17 @@ static int cmd_import(struct al_cli *cli, const char *dir, int argc, char **argv
 			al_cli_error(cli, "%s", err);
 			return AL_EXIT_USAGE;
 		}
-		if (al_read_file(argv[i], GW_ALLOW_BYTES_MAX, &text, &len) < 0) {
+		if (al_read_file(argv[i], GW_ALLOW_BYTES_MAX, &text, &len) <
+		    0) {
 			al_cli_error(cli, "%s: cannot read", argv[i]);
 			rc = -EIO;
 		} else {
 			const char *base = strrchr(argv[i], '/');
 
 			base = base ? base + 1 : argv[i];
-			rc = strstr(base, ".json") ? import_package_lock(&c, text, len)
-						   : import_requirements(&c, text);
+			rc = strstr(base, ".json")
+				 ? import_package_lock(&c, text, len)
+				 : import_requirements(&c, text);
 			free(text);
 		}
 		gw_allow_release(&c.a);
@@ -756,9 +818,8 @@ static const struct {
 	const char *name;
 	int (*run)(struct al_cli *cli, const char *dir, int argc, char **argv);
 } subs[] = {
-    {"add", cmd_add},	      {"log", cmd_log},
-    {"pending", cmd_pending}, {"approve", cmd_approve},
-    {"deny", cmd_deny},	      {"import", cmd_import},
+    {"add", cmd_add},	      {"log", cmd_log},	  {"pending", cmd_pending},
+    {"approve", cmd_approve}, {"deny", cmd_deny}, {"import", cmd_import},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -781,50 +842,51 @@ static int run(struct al_cli *cli, int argc, char **argv)
 const struct al_cmd al_cmd_packages = {
     .name = "packages",
     .summary = "the package gateway's mirror, pins and audit",
-    .usage = "usage: airlock packages add [--pin] [--dir DIR] FILE...\n"
-	     "       airlock packages log [--job ID] [--denied] [--json]\n"
-	     "       airlock packages pending [--json]\n"
-	     "       airlock packages approve [--npm] NAME==VERSION\n"
-	     "       airlock packages deny [--npm] NAME==VERSION|NAME==*\n"
-	     "       airlock packages import requirements.txt|package-lock.json...\n"
-	     "\n"
-	     "The package gateway (docs/packages.md) serves pip and npm in\n"
-	     "jobs from a local mirror, only the files the allowlist pins.\n"
-	     "DIR (--dir, $AIRLOCK_PACKAGES_DIR, else STATE/packages) holds\n"
-	     "mirror/, packages.allow (format: configs/packages.allow) and\n"
-	     "the audit log.\n"
-	     "\n"
-	     "`add` copies wheels (.whl), sdists (.tar.gz) and npm tarballs\n"
-	     "(.tgz) into the mirror, reading kind, name, version and sha256\n"
-	     "from each file's bytes (its metadata must agree with its name),\n"
-	     "and prints one line per file: KIND NAME VERSION FILE sha256=HEX\n"
-	     "[install-script]. With --pin it also appends the pin to\n"
-	     "packages.allow. Exit 0 all added, 1 some file refused, 2 usage.\n"
-	     "\n"
-	     "`log` prints the gateway's audit records (one per request):\n"
-	     "time, job, allow|deny, ecosystem, name, version, file, reason\n"
-	     "(tab-separated), or the JSON lines with --json. `pending` lists\n"
-	     "each refused name and version once (VERSION * when a client\n"
-	     "asked for the name), with the first job that asked and a\n"
-	     "suspected look-alike's near name, until it is approved or\n"
-	     "denied. `approve` pins every mirror file of NAME==VERSION (the\n"
-	     "sha256 of the file as it is now) and names the dependencies it\n"
-	     "declares that are not allowed yet; the gateway rereads the\n"
-	     "allowlist within a second. `deny` drops it from pending.\n"
-	     "\n"
-	     "`import` pins what a lockfile pins: a requirements.txt with\n"
-	     "--hash=sha256: lines (pip-compile --generate-hashes) or a\n"
-	     "package-lock.json (v2/v3, sha512 integrity), each file matched\n"
-	     "in the mirror by its hash (add the files first). Exit 1 when\n"
-	     "some requirement had no hash or no matching mirror file.\n"
-	     "\n"
-	     "options:\n"
-	     "  -d, --dir DIR      the packages dir\n"
-	     "  -p, --pin          add: pin what was added\n"
-	     "      --job ID       log: only this job's or session's records\n"
-	     "      --denied       log: only refusals\n"
-	     "  -j, --json         log, pending: JSON lines\n"
-	     "  -n, --npm          approve, deny: an npm name (default python)\n",
+    .usage =
+	"usage: airlock packages add [--pin] [--dir DIR] FILE...\n"
+	"       airlock packages log [--job ID] [--denied] [--json]\n"
+	"       airlock packages pending [--json]\n"
+	"       airlock packages approve [--npm] NAME==VERSION\n"
+	"       airlock packages deny [--npm] NAME==VERSION|NAME==*\n"
+	"       airlock packages import requirements.txt|package-lock.json...\n"
+	"\n"
+	"The package gateway (docs/packages.md) serves pip and npm in\n"
+	"jobs from a local mirror, only the files the allowlist pins.\n"
+	"DIR (--dir, $AIRLOCK_PACKAGES_DIR, else STATE/packages) holds\n"
+	"mirror/, packages.allow (format: configs/packages.allow) and\n"
+	"the audit log.\n"
+	"\n"
+	"`add` copies wheels (.whl), sdists (.tar.gz) and npm tarballs\n"
+	"(.tgz) into the mirror, reading kind, name, version and sha256\n"
+	"from each file's bytes (its metadata must agree with its name),\n"
+	"and prints one line per file: KIND NAME VERSION FILE sha256=HEX\n"
+	"[install-script]. With --pin it also appends the pin to\n"
+	"packages.allow. Exit 0 all added, 1 some file refused, 2 usage.\n"
+	"\n"
+	"`log` prints the gateway's audit records (one per request):\n"
+	"time, job, allow|deny, ecosystem, name, version, file, reason\n"
+	"(tab-separated), or the JSON lines with --json. `pending` lists\n"
+	"each refused name and version once (VERSION * when a client\n"
+	"asked for the name), with the first job that asked and a\n"
+	"suspected look-alike's near name, until it is approved or\n"
+	"denied. `approve` pins every mirror file of NAME==VERSION (the\n"
+	"sha256 of the file as it is now) and names the dependencies it\n"
+	"declares that are not allowed yet; the gateway rereads the\n"
+	"allowlist within a second. `deny` drops it from pending.\n"
+	"\n"
+	"`import` pins what a lockfile pins: a requirements.txt with\n"
+	"--hash=sha256: lines (pip-compile --generate-hashes) or a\n"
+	"package-lock.json (v2/v3, sha512 integrity), each file matched\n"
+	"in the mirror by its hash (add the files first). Exit 1 when\n"
+	"some requirement had no hash or no matching mirror file.\n"
+	"\n"
+	"options:\n"
+	"  -d, --dir DIR      the packages dir\n"
+	"  -p, --pin          add: pin what was added\n"
+	"      --job ID       log: only this job's or session's records\n"
+	"      --denied       log: only refusals\n"
+	"  -j, --json         log, pending: JSON lines\n"
+	"  -n, --npm          approve, deny: an npm name (default python)\n",
     .shortopts = "d:pjn",
     .longopts = opts,
     .opts_size = sizeof(struct packages_opts),
