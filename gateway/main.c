@@ -196,7 +196,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	o.mirror_fd = open_dir(dir, "mirror", true);
-	o.slots_fd = open_dir(dir, "slots", false);
+	/* the workers name each slot's job here (worker/job.c) */
+	o.slots_fd = open_dir(dir, "slots", true);
 	o.audit_fd =
 	    open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 		 0640);

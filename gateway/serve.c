@@ -335,7 +335,7 @@ static void identify(struct gw_server *s, const struct sockaddr *sa,
 	buf[strcspn(buf, "\n")] = '\0';
 	for (char *p = buf; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || strchr("._:-", *p)))
+		      (*p >= '0' && *p <= '9') || strchr("._:/-", *p)))
 			return;
 	if (buf[0] && strlen(buf) <= GW_JOB_MAX)
 		snprintf(a->job, sizeof(a->job), "%s", buf);
