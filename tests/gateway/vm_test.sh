@@ -17,8 +17,18 @@ bin=$1 gw=$2 agent=$3 src=$4
 [ "${AIRLOCK_FULL:-}" = 1 ] || { echo "SKIP: set AIRLOCK_FULL=1 (a VM under TCG, minutes)"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
+tpl=$state/gw-templates
 if [ -z "${IN_NETNS:-}" ]; then
   unshare -n true 2>/dev/null || { echo "SKIP: cannot unshare -n"; exit 77; }
+  # a python template with pip, beside the state dir's images (the build
+  # reads the host's apt sources: before the namespace)
+  mkdir -p "$tpl"
+  sed -e 's/^packages = \(.*\)$/packages = \1 python3-pip/' \
+      -e 's/^description = .*/description = Python 3 with NumPy and pip (gateway tests)/' \
+      "$src/configs/templates/python.conf" > "$tpl/pythonpip.conf"
+  "$src/sandbox/image/build-image.sh" --template pythonpip --agent "$agent" \
+    --state-dir "$state" --templates-dir "$tpl" > "$state/gw-image.log" 2>&1 ||
+    { echo "FAIL: image build: $(tail -5 "$state/gw-image.log")" >&2; exit 1; }
   exec unshare -n env IN_NETNS=1 bash "$0" "$@"
 fi
 tmp=$(mktemp -d)
@@ -30,15 +40,6 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# a python template with pip, beside the state dir's images
-tpl=$state/gw-templates
-mkdir -p "$tpl"
-sed -e 's/^packages = \(.*\)$/packages = \1 python3-pip/' \
-    -e 's/^description = .*/description = Python 3 with NumPy and pip (gateway tests)/' \
-    "$src/configs/templates/python.conf" > "$tpl/pythonpip.conf"
-"$src/sandbox/image/build-image.sh" --template pythonpip --agent "$agent" \
-  --state-dir "$state" --templates-dir "$tpl" > "$tmp/build.log" 2>&1 ||
-  fail "image build: $(tail -5 "$tmp/build.log")"
 
 ip link set lo up
 dir=$state/packages
