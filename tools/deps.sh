@@ -18,6 +18,7 @@ pkgs=(
   runsc bubblewrap                            # peers in airlock-bench-queue
   qemu-system-x86 qemu-utils                  # the VMM
   mmdebstrap e2fsprogs cpio kmod jq util-linux # guest image builder
+  libssl-dev python3-pip npm curl             # package gateway, its tests
 )
 
 missing=()

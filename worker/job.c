@@ -38,11 +38,14 @@
  * so a guest cannot make the queue retry a job.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "proto.h"
@@ -884,6 +887,46 @@ static int open_slot(struct al_worker *w, const struct al_job *job,
 	return r;
 }
 
+/* Tell the package gateway which job a slot's address is, when it runs
+ * here (STATE/packages/slots exists: docs/packages.md): it takes the job
+ * from the source address, never from what the guest says. The file goes
+ * before the slot is closed, so a reused address never names an old job.
+ * addr gets the address ("" when nothing was written). */
+static void gateway_slot(const struct al_worker *w, struct sb_net *net,
+			 const char *job_id, char *addr, size_t len)
+{
+	char path[PATH_MAX];
+	int fd, n;
+
+	addr[0] = '\0';
+	if (!net || !job_id || sb_net_source_addr(net, addr, len) < 0)
+		return;
+	n = snprintf(path, sizeof(path), "%s/packages/slots/%s",
+		     w->sb->state_dir, addr);
+	fd = n > 0 && (size_t)n < sizeof(path)
+		     ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				      O_CLOEXEC, 0644)
+		     : -1;
+	if (fd < 0) {
+		addr[0] = '\0'; /* no gateway here */
+		return;
+	}
+	/* half a name is no name: the gateway then says "unknown ADDR" */
+	if (write(fd, job_id, strlen(job_id)) != (ssize_t)strlen(job_id) ||
+	    write(fd, "\n", 1) != 1)
+		unlink(path);
+	close(fd);
+}
+
+static void gateway_slot_done(const struct al_worker *w, const char *addr)
+{
+	char path[PATH_MAX];
+
+	if (addr[0] && snprintf(path, sizeof(path), "%s/packages/slots/%s",
+				w->sb->state_dir, addr) < (int)sizeof(path))
+		unlink(path);
+}
+
 /* The slot's figures into the result's `network` object. */
 static void net_result(struct sb_vm *vm, struct al_result *res)
 {
@@ -912,7 +955,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	struct sb_net *net = NULL;
 	struct al_limits lim;
 	struct al_diags d;
-	char err[300] = "";
+	char err[300] = "", gw_addr[48];
 	bool no_vm, over = false;
 	int r; /* 0 or -errno, once each call's own codes are taken out */
 
@@ -928,6 +971,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	r = open_slot(w, job, &net, res, err, sizeof(err));
 	if (r == RUN_REJECTED)
 		return 0;
+	gateway_slot(w, net, job->id, gw_addr, sizeof(gw_addr));
 	if (r == 0)
 		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
 	no_vm = r < 0;
@@ -952,6 +996,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		res->error = strdup(err);
 	}
 	sb_vm_destroy(vm);
+	gateway_slot_done(w, gw_addr);
 	sb_net_pool_put(&w->net, net);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
 	if (judge(job, res->status, res) < 0)

@@ -590,7 +590,9 @@ static int nft_apply(struct nft_ctx *nft, const char *script, char *err,
 /* ---- the host side --------------------------------------------------- */
 
 /* Forwarding on, the masquerade of all slots out of the host's own links
- * (table ip airlock_nat), and the host's own wall against its slots
+ * (table ip airlock_nat; but not to the package gateway's network: the
+ * gateway tells jobs apart by their slot's address, docs/packages.md),
+ * and the host's own wall against its slots
  * (table inet airlock_host): nothing arriving on a slot's link (`al*`)
  * is delivered to the host itself, whatever address it was sent to (the
  * host's addresses as they are at that moment, broadcasts included: this
@@ -606,6 +608,8 @@ static int host_prepare(char *err, size_t errlen)
 	    "add chain ip airlock_nat post { type nat hook postrouting "
 	    "priority srcnat; }\n"
 	    "flush chain ip airlock_nat post\n"
+	    "add rule ip airlock_nat post ip daddr " SB_NET_PACKAGES_NET
+	    " return\n"
 	    "add rule ip airlock_nat post ip saddr 10.201.0.0/16 oifname "
 	    "!= \"al*\" masquerade\n"
 	    "add table inet airlock_host\n"
@@ -1219,6 +1223,16 @@ int sb_net_ns(const struct sb_net *n)
 int sb_net_tap(const struct sb_net *n)
 {
 	return n->tap_fd;
+}
+
+int sb_net_source_addr(const struct sb_net *n, char *buf, size_t len)
+{
+	uint32_t ip;
+
+	if (!n || !n->idx)
+		return -ENOENT;
+	ip = slot_ip(n->idx, 2);
+	return inet_ntop(AF_INET, &ip, buf, (socklen_t)len) ? 0 : -ENOSPC;
 }
 
 uint32_t sb_net_index(const struct sb_net *n)

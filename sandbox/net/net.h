@@ -48,6 +48,10 @@
 #define SB_NET_TABLE	   "airlock" /* the nft table (family inet) there */
 #define SB_NET_SLOTS	   16383 /* slots on a host: 10.201.0.0/16 in /30s */
 #define SB_NET_DROPPED_MAX 16	 /* dropped destinations kept per VM */
+/* The package gateway's network (docs/packages.md): slot traffic to it is
+ * not masqueraded, so the gateway sees each slot's own address. A policy
+ * still has to allow it (its CIDR and port) for a VM to reach it. */
+#define SB_NET_PACKAGES_NET "10.202.0.0/30"
 
 /* What a VM's traffic came to. */
 struct sb_net_stats {
@@ -70,6 +74,10 @@ int sb_net_ns(const struct sb_net *n);
 int sb_net_tap(const struct sb_net *n);
 /* The slot's index (its host link is al<pid>-<index>), 0 if none. */
 uint32_t sb_net_index(const struct sb_net *n);
+/* The address the slot's traffic leaves its host link with, "10.201.I.2"
+ * (what the package gateway sees, docs/packages.md), into buf; -ENOENT
+ * for a slot without an uplink. */
+int sb_net_source_addr(const struct sb_net *n, char *buf, size_t len);
 /* Read the counters and dropped destinations. */
 int sb_net_stats(struct sb_net *n, struct sb_net_stats *ret);
 /* Tear everything down; accepts NULL. */

@@ -34,8 +34,11 @@ cp -r "$src/tests/data/http/." "$ht/"
 fr=$(seed frame)
 if [ -d "$src/tests/fuzz/corpus/frame" ]; then cp -r "$src/tests/fuzz/corpus/frame/." "$fr/"; fi
 
+gs=$(seed gw)
+cp -r "$src/tests/fuzz/corpus/gateway/." "$gs/"
+
 targets=()
-for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http; do
+for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw; do
   [ -x "$build/tests/fuzz/$t" ] && targets+=("$t")
 done
 [ ${#targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build" >&2; exit 1; }
@@ -50,6 +53,7 @@ run_one() {
     fuzz_netpolicy) seeddir=$work/seed-netpolicy ;;
     fuzz_dns) seeddir=$work/seed-dns ;;
     fuzz_http) seeddir=$work/seed-http ;;
+    fuzz_gw) seeddir=$work/seed-gw ;;
   esac
   mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
   if "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 \

@@ -62,6 +62,7 @@ static const struct al_cmd *const commands[] = {
     &al_cmd_snapshot,
     &al_cmd_doctor,
     &al_cmd_report,
+    &al_cmd_packages,
     &help_cmd,
     &version_cmd,
 };

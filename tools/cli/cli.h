@@ -103,6 +103,7 @@ extern const struct al_cmd al_cmd_run, al_cmd_batch, al_cmd_submit,
     al_cmd_snapshot;
 extern const struct al_cmd al_cmd_eval;
 extern const struct al_cmd al_cmd_report;
+extern const struct al_cmd al_cmd_packages;
 
 /* Parse argv (argv[0] is the command's name) as above and run cmd. */
 int al_cli_run(const struct al_cmd *cmd, int argc, char **argv);

@@ -1,0 +1,245 @@
+/* main.c: airlock-gateway, the package gateway program (docs/packages.md).
+ *
+ * Theory of operation. Everything that needs privileges happens first,
+ * in this order: the listening socket is bound, the packages dir's mirror
+ * and slots dirs are opened as directory fds, the audit file is opened
+ * O_APPEND; then, when started as root, the process drops to the
+ * gateway's own uid and gid (--uid, default GW_UID: a uid no VM, worker
+ * or person uses), with no supplementary groups, no capabilities and
+ * no_new_privs. Only then does it parse a byte from a client. A gateway
+ * compromised through its parser holds: its uid, read access to what is
+ * world-readable (the mirror and the allowlist are; the packages dir is
+ * not writable by it), append to the audit file, the listening socket.
+ *
+ * It prints `listening on ADDR:PORT` on stdout once it serves, and stops
+ * on SIGTERM or SIGINT.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "opts.h"
+#include "serve.h"
+
+#define GW_UID 1199999 /* below the VMMs' range (sandbox.vmm_uid_base) */
+
+static const char usage[] =
+    "usage: airlock-gateway --dir DIR [--listen ADDR:PORT] [--uid UID]\n"
+    "                       [--threads N] [--per-ip N] [--timeout S] "
+    "[--quiet]\n"
+    "\n"
+    "Serve pip (/pypi/simple/) and npm (the root) from DIR/mirror, only the\n"
+    "files DIR/packages.allow pins, every request recorded in\n"
+    "DIR/audit.jsonl. DIR is what `airlock packages` manages.\n"
+    "\n"
+    "  -d, --dir DIR          the packages dir\n"
+    "  -l, --listen ADDR:PORT address to listen on (default 127.0.0.1:0,\n"
+    "                         any free port; the chosen one is printed)\n"
+    "  -u, --uid UID          as root, run as UID (default 1199999)\n"
+    "  -t, --threads N        worker threads (default 2)\n"
+    "  -p, --per-ip N         connections from one address (default 64)\n"
+    "  -T, --timeout S        idle connection timeout, s (default 10)\n"
+    "  -r, --redis ADDR       also add every record to the Redis stream\n"
+    "                         airlock:packages:audit (unix:PATH or HOST:PORT;\n"
+    "                         connected before the privilege drop)\n"
+    "  -R, --rate N           requests a second from one address, bursts of\n"
+    "                         2N; more are answered 429 (default 200; 0: no "
+    "cap)\n"
+    "  -q, --quiet            log refusals and incidents only\n";
+
+static int listen_on(const char *spec, char *shown, size_t size)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sin);
+	char addr[64];
+	const char *colon = strrchr(spec, ':');
+	long port;
+	int fd, one = 1;
+
+	if (!colon || (size_t)(colon - spec) >= sizeof(addr))
+		return -EINVAL;
+	memcpy(addr, spec, (size_t)(colon - spec));
+	addr[colon - spec] = '\0';
+	port = strtol(colon + 1, NULL, 10);
+	if (port < 0 || port > 65535 ||
+	    inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		return -EINVAL;
+	sin.sin_port = htons((uint16_t)port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    listen(fd, 1024) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	snprintf(shown, size, "%s:%u", addr, ntohs(sin.sin_port));
+	return fd;
+}
+
+static int drop_to(uid_t uid)
+{
+	if (geteuid() != 0)
+		return 0; /* already unprivileged: nothing to drop */
+	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+	    setresuid(uid, uid, uid) < 0)
+		return -errno;
+	if (setuid(0) == 0)
+		return -EPERM; /* the drop did not hold */
+	return 0;
+}
+
+static int open_dir(const char *dir, const char *name, bool create)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (create && mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct al_opt opts[] = {
+	    {"dir", 'd', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"listen", 'l', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"uid", 'u', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"threads", 't', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"per-ip", 'p', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"timeout", 'T', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"quiet", 'q', AL_OPT_SHORT},
+	    {"redis", 'r', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"rate", 'R', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"help", 'h', AL_OPT_SHORT},
+	    {NULL},
+	};
+	struct gw_serve_options o = {
+	    .slots_fd = -1, .audit_fd = -1, .rate = 200};
+	const char *dir = NULL, *listen_spec = "127.0.0.1:0", *redis = NULL;
+	char shown[96], allow[4096], audit[4096];
+	uid_t uid = GW_UID;
+	struct gw_server *s = NULL;
+	sigset_t set;
+	int c, sig, rc;
+
+	while ((c = al_opts_next(argc, argv, opts)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'l':
+			listen_spec = optarg;
+			break;
+		case 'u':
+			uid = (uid_t)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			o.threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'p':
+			o.per_ip_max = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'T':
+			o.timeout_s = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'r':
+			redis = optarg;
+			break;
+		case 'R':
+			o.rate = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (!dir || optind != argc || uid == 0 || o.threads > 64) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	snprintf(allow, sizeof(allow), "%s/packages.allow", dir);
+	snprintf(audit, sizeof(audit), "%s/audit.jsonl", dir);
+	o.listen_fd = listen_on(listen_spec, shown, sizeof(shown));
+	if (o.listen_fd < 0) {
+		fprintf(stderr, "airlock-gateway: cannot listen on %s: %s\n",
+			listen_spec, strerror(-o.listen_fd));
+		return 1;
+	}
+	umask(022);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "airlock-gateway: %s: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	o.mirror_fd = open_dir(dir, "mirror", true);
+	/* the workers name each slot's job here (worker/job.c) */
+	o.slots_fd = open_dir(dir, "slots", true);
+	o.audit_fd =
+	    open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		 0640);
+	if (o.mirror_fd < 0 || o.audit_fd < 0) {
+		fprintf(stderr,
+			"airlock-gateway: %s: cannot open the mirror or "
+			"the audit log: %s\n",
+			dir, strerror(errno));
+		return 1;
+	}
+	if (redis && (rc = gw_audit_redis_open(redis, &o.redis)) < 0) {
+		fprintf(stderr,
+			"airlock-gateway: cannot connect to Redis at %s: "
+			"%s\n",
+			redis, strerror(-rc));
+		return 1;
+	}
+	rc = drop_to(uid);
+	if (rc == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		fprintf(stderr, "airlock-gateway: cannot drop to uid %u: %s\n",
+			(unsigned)uid, strerror(-rc));
+		return 1;
+	}
+	/* the server's threads inherit this mask; only we take the signals */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	o.allow_path = allow;
+	if (gw_server_start(&o, &s) < 0)
+		return 1;
+	printf("listening on %s\n", shown);
+	fflush(stdout);
+	fprintf(stderr, "airlock-gateway: serving %s on %s as uid %u\n", dir,
+		shown, (unsigned)geteuid());
+	do {
+		sig = 0;
+		sigwait(&set, &sig);
+	} while (sig == SIGHUP);
+	gw_server_stop(s);
+	return 0;
+}

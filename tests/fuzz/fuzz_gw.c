@@ -1,0 +1,173 @@
+/* fuzz_gw.c: libFuzzer target for the package gateway's decoders of
+ * untrusted bytes (gateway/): request routes and Accept headers (bytes a
+ * VM chose), package files (wheels, sdists, npm tarballs: bytes from
+ * anywhere), the allowlist, audit lines, the look-alike check.
+ *
+ * Input: one selector byte, then that decoder's input:
+ *   0: "METHOD PATH\nACCEPT"      gw_route_parse, gw_accept
+ *   1: KIND byte, package bytes   gw_pkg_parse (.whl, .tar.gz, .tgz)
+ *   2: allowlist text             gw_allow_parse
+ *   3: an audit line              gw_audit_parse, then format again
+ *   4: "NAME\0REF"                gw_lookalike_pair
+ * Beyond "no crash, no leak": a route that parses names a valid file or
+ * name, a package that parses has a valid name and version.
+ *
+ * Built with FUZZ_SMOKE it is a CTest unit test: each seed in
+ * tests/fuzz/corpus/gateway, then seeded random mutations of them.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allow.h"
+#include "audit.h"
+#include "lookalike.h"
+#include "pkgfile.h"
+#include "route.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char *dup0(const uint8_t *d, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	if (!s)
+		abort();
+	memcpy(s, d, n);
+	s[n] = '\0';
+	return s;
+}
+
+static void route(const uint8_t *d, size_t n)
+{
+	char *s = dup0(d, n), *nl = strchr(s, '\n'), *sp = strchr(s, ' ');
+	struct gw_route r;
+
+	if (nl)
+		*nl = '\0';
+	if (sp && (!nl || sp < nl)) {
+		*sp = '\0';
+		if (gw_route_parse(s, sp + 1, &r) == 0) {
+			if ((r.kind == GW_R_PY_FILE || r.kind == GW_R_PY_META ||
+			     r.kind == GW_R_NPM_TARBALL) &&
+			    !gw_file_name_valid(r.file))
+				abort();
+			if (r.kind == GW_R_NPM_DOC && !gw_npm_name_valid(r.key))
+				abort();
+			if (strstr(r.file, "..") == r.file ||
+			    strchr(r.file, '/'))
+				abort();
+		}
+	}
+	if (nl)
+		(void)gw_accept(nl + 1),
+		    (void)gw_accept_npm_abbreviated(nl + 1);
+	free(s);
+}
+
+static void package(const uint8_t *d, size_t n)
+{
+	static const char *const names[] = {"tinypkg-1.0-py3-none-any.whl",
+					    "onlysdist-1.0.tar.gz",
+					    "tiny-hook-1.0.0.tgz"};
+	struct gw_pkg p;
+
+	if (n < 1)
+		return;
+	if (gw_pkg_parse(names[d[0] % 3], d + 1, n - 1, &p) == 0) {
+		if (!gw_version_valid(p.version) ||
+		    strlen(p.meta) != p.meta_len)
+			abort();
+		gw_pkg_release(&p);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct gw_allow a;
+	struct gw_audit r;
+	struct gw_buf b = {0};
+	char err[256], why[GW_LOOKALIKE_WHY_MAX], *s;
+
+	if (size < 1)
+		return 0;
+	switch (data[0]) {
+	case 0:
+		route(data + 1, size - 1);
+		break;
+	case 1:
+		package(data + 1, size - 1);
+		break;
+	case 2:
+		if (gw_allow_parse("f", (const char *)data + 1, size - 1, &a,
+				   err, sizeof(err)) == 0)
+			gw_allow_release(&a);
+		break;
+	case 3:
+		if (gw_audit_parse((const char *)data + 1, size - 1, &r) == 0) {
+			if (gw_audit_format(&r, &b) < 0 && b.len)
+				abort();
+			gw_buf_release(&b);
+		}
+		break;
+	case 4:
+		s = dup0(data + 1, size - 1);
+		if (strlen(s) + 1 < size - 1)
+			(void)gw_lookalike_pair(s, s + strlen(s) + 1, why);
+		free(s);
+		break;
+	}
+	return 0;
+}
+
+#ifdef FUZZ_SMOKE
+int main(int argc, char **argv)
+{
+	static uint8_t buf[1 << 16], seed[32][8192];
+	size_t lens[32], n = 0;
+	unsigned rounds = 30000;
+
+	srand(42);
+	for (int i = 1; i < argc && n < 32; i++) {
+		FILE *f = fopen(argv[i], "rb");
+
+		if (!f)
+			return 2;
+		lens[n] = fread(seed[n], 1, sizeof(seed[n]), f);
+		fclose(f);
+		LLVMFuzzerTestOneInput(seed[n], lens[n]);
+		n++;
+	}
+	for (unsigned r = 0; n && r < rounds; r++) {
+		size_t k = (size_t)rand() % n, len = lens[k];
+
+		memcpy(buf, seed[k], len);
+		for (int m = rand() % 8; m >= 0 && len > 1; m--) {
+			size_t at = 1 + (size_t)rand() % (len - 1);
+
+			switch (rand() % 4) {
+			case 0:
+				buf[at] = (uint8_t)rand();
+				break;
+			case 1:
+				len = at;
+				break;
+			case 2:
+				buf[at] = "/.%\0\n;=-@_ 0f"[rand() % 13];
+				break;
+			default:
+				if (len < sizeof(buf) - 8) {
+					memmove(buf + at + 3, buf + at,
+						len - at);
+					memcpy(buf + at, "%2e", 3);
+					len += 3;
+				}
+			}
+		}
+		LLVMFuzzerTestOneInput(buf, len);
+	}
+	printf("fuzz_gw: %zu seeds, %u mutations, no crash\n", n, rounds);
+	return 0;
+}
+#endif
