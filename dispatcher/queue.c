@@ -49,6 +49,7 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    [ALQ_KEY_DEAD] = "dead",	  [ALQ_KEY_SERVES] = "serves",
 	    [ALQ_KEY_TPUT] = "tput:",	  [ALQ_KEY_SID] = "sid:",
 	    [ALQ_KEY_CANCEL] = "cancel",  [ALQ_KEY_DIGEST] = "digest:",
+	    [ALQ_KEY_CANCELS] = "cancels",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
 		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT ||
@@ -374,7 +375,9 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 
     /* Store the CX result (first result wins, as in COMPLETE) and signal
      * it; a pending entry is also put in the cancel hash, so the
-     * dispatcher holding it learns it (CANCELLED) and kills its VM. */
+     * dispatcher holding it learns it (CANCELLED) and kills its VM. Every
+     * cancel, from whichever front door, counts in KEYS[7]
+     * (airlock_cancels_total). */
     [ALQ_CANCEL] =
 	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
 	"if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
@@ -394,6 +397,7 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"redis.call('RPUSH', KEYS[3], '1')\n"
 	"redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
+	"redis.call('INCR', KEYS[7])\n"
 	"return {st}\n",
 
     /* Which of the entries ARGV (held by the caller) were cancelled; each
@@ -1042,7 +1046,7 @@ static void status_serves(const redisReply *r, struct alq_status *st)
 int alq_client_status(struct alq_client *c, struct alq_status *ret)
 {
 	char kjobs[ALQ_KEY_MAX], kdead[ALQ_KEY_MAX], kserves[ALQ_KEY_MAX];
-	char ktput[5][ALQ_KEY_MAX], min[24];
+	char ktput[5][ALQ_KEY_MAX], kcancels[ALQ_KEY_MAX], min[24];
 	redisReply *rep[9] = {0};
 	struct alq_status st;
 	uint64_t minute = al_wall_ms() / 60000u;
@@ -1053,6 +1057,7 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 	alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL);
 	alq_key(kdead, sizeof(kdead), c->queue, ALQ_KEY_DEAD, NULL);
 	alq_key(kserves, sizeof(kserves), c->queue, ALQ_KEY_SERVES, NULL);
+	alq_key(kcancels, sizeof(kcancels), c->queue, ALQ_KEY_CANCELS, NULL);
 	for (int i = 0; i < 5; i++) {
 		snprintf(min, sizeof(min), "%llu",
 			 (unsigned long long)(minute - (uint64_t)i));
@@ -1066,7 +1071,8 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 	redisAppendCommand(c->rc, "HGETALL %s", kserves);
 	redisAppendCommand(c->rc, "MGET %s %s %s %s %s", ktput[0], ktput[1],
 			   ktput[2], ktput[3], ktput[4]);
-	for (int i = 0; i < 6; i++) {
+	redisAppendCommand(c->rc, "GET %s", kcancels);
+	for (int i = 0; i < 7; i++) {
 		if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
 			e = client_fail(c, NULL);
 			goto out;
@@ -1094,6 +1100,8 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 		for (int i = 0; i < 5; i++)
 			if (!reply_u64(rep[5]->element[i], &st.tput[i]))
 				st.tput[i] = 0;
+	if (!reply_u64(rep[6], &st.cancels))
+		st.cancels = 0;
 	*ret = st;
 out:
 	for (int i = 0; i < 9; i++)
@@ -1270,7 +1278,7 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 {
 	static const enum alq_key_kind k[] = {
 	    ALQ_KEY_JOB, ALQ_KEY_RESULT, ALQ_KEY_DONE,
-	    ALQ_KEY_SID, ALQ_KEY_JOBS,	 ALQ_KEY_CANCEL};
+	    ALQ_KEY_SID, ALQ_KEY_JOBS,	 ALQ_KEY_CANCEL, ALQ_KEY_CANCELS};
 	char *q = NULL, *run = NULL, ttl[16];
 	const char *args[4];
 	size_t lens[4];
@@ -1286,7 +1294,7 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s ? ttl_s : 1);
 	args[0] = q, args[1] = run, args[2] = ttl, args[3] = id;
 	lens[2] = strlen(ttl), lens[3] = strlen(id);
-	r = eval_job(c, ALQ_CANCEL, k, 6, id, 4, args, lens, &e);
+	r = eval_job(c, ALQ_CANCEL, k, 7, id, 4, args, lens, &e);
 	if (!r)
 		goto out;
 	was = reply_state(r->element[0]);

@@ -20,6 +20,7 @@
  *                           the holding dispatcher kills its VM
  *   airlock:{Q}:digest:ID   SHA-256 (hex) of job:ID's payload; a second
  *                           submit of ID with another payload is refused
+ *   airlock:{Q}:cancels     jobs cancelled, ever (a counter: CLI and API)
  *
  * Every multi-key step that must be atomic is a Lua script (EVALSHA, EVAL
  * when the server does not know the script): submit (SET NX + XADD),
@@ -63,6 +64,7 @@ enum alq_key_kind {
 	ALQ_KEY_SID,	  /* sid:ID */
 	ALQ_KEY_CANCEL,	  /* cancelled pending entries */
 	ALQ_KEY_DIGEST,	  /* digest:ID, its payload's SHA-256 (hex) */
+	ALQ_KEY_CANCELS,  /* cancels counted (INCR by ALQ_CANCEL) */
 };
 
 /* Write the key of `kind` for queue `q` (and `id` where the kind has one)
@@ -102,7 +104,7 @@ enum alq_script {
 	ALQ_TRIM,	/* K: jobs [cancel]; A: consumer_idle_ms -> trimmed */
 	ALQ_JOB_STATUS, /* K: job result sid jobs -> {done|unknown} |
 			   {queued, sid} | {running, sid, consumer, n} */
-	ALQ_CANCEL,	/* K: job result done sid jobs cancel; A: result
+	ALQ_CANCEL,	/* K: job result done sid jobs cancel cancels; A: result
 			   (queued) result (running) ttl id -> {was} */
 	ALQ_CANCEL_POLL, /* K: cancel; A: sid... -> {cancelled sid...} */
 	ALQ_REQUEUE,	/* K: job result done sid jobs dead; A: id t
@@ -227,6 +229,7 @@ struct alq_status {
 	int64_t consumers; /* consumers in the group */
 	int64_t dead;	   /* dead letters */
 	uint64_t tput[5];  /* results stored, this minute and the 4 before */
+	uint64_t cancels;  /* jobs cancelled on this queue, ever */
 	size_t n_serves;   /* live dispatchers */
 	struct {
 		char name[AL_NAME_MAX + 1]; /* consumer name */
