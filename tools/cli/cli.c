@@ -36,7 +36,9 @@ static const char common_usage[] =
     "\n"
     "common options:\n"
     "  -c, --config PATH  config file (default $AIRLOCK_CONFIG, then\n"
-    "                     /etc/airlock/airlock.conf when it exists)\n";
+    "                     PREFIX/etc/airlock/airlock.conf of an installed\n"
+    "                     airlock, /etc/airlock/ for the prefix /usr and\n"
+    "                     for a build tree, when it exists)\n";
 
 static const char queue_usage[] =
     "      --redis URL    redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or\n"

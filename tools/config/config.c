@@ -1234,6 +1234,7 @@ int al_config_load_default(struct al_config *cfg, const char *explicit_path,
 {
 	const char *path = explicit_path;
 	struct al_config tmp = *cfg;
+	char sys[PATH_MAX];
 	struct stat st;
 	int rc;
 
@@ -1242,7 +1243,11 @@ int al_config_load_default(struct al_config *cfg, const char *explicit_path,
 	if (!path || !*path)
 		path = getenv("AIRLOCK_CONFIG");
 	if (!path || !*path) {
-		path = AL_CONFIG_SYSTEM_PATH;
+		if (al_config_system_path(sys, sizeof(sys)) < 0)
+			return set_err(err, errlen, -ENAMETOOLONG,
+				       "the installed config's path is too "
+				       "long");
+		path = sys;
 		if (stat(path, &st) < 0 && errno == ENOENT)
 			path = NULL;
 	}
@@ -1405,6 +1410,24 @@ int al_install_path(const char *rel, const char *fallback, char *buf,
 		return join_path(buf, len, SIZE_MAX, path, "");
 	}
 	return join_path(buf, len, SIZE_MAX, fallback, "");
+}
+
+int al_config_system_path(char *buf, size_t len)
+{
+	char prefix[PATH_MAX];
+	int n;
+
+	if (AL_REL_SYSCONFDIR[0] == '/')
+		n = snprintf(buf, len, "%s/airlock/airlock.conf",
+			     AL_REL_SYSCONFDIR);
+	else if (!install_prefix(prefix, sizeof(prefix)))
+		n = snprintf(buf, len, "%s", AL_CONFIG_SYSTEM_PATH);
+	else if (strcmp(prefix, "/usr") == 0) /* GNUInstallDirs' FHS rule */
+		n = snprintf(buf, len, "/etc/airlock/airlock.conf");
+	else
+		n = snprintf(buf, len, "%s/%s/airlock/airlock.conf", prefix,
+			     AL_REL_SYSCONFDIR);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 /* --- printing ------------------------------------------------------------- */
