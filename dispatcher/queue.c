@@ -35,6 +35,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "queue.h"
 
 /* --- keys ------------------------------------------------------------------
@@ -641,24 +642,18 @@ static int client_fail(struct alq_client *c, const redisReply *r)
 	return -EPROTO;
 }
 
-static redisReply *cmd_argv(struct alq_client *c, int argc, const char **argv,
-			    const size_t *lens)
+/* Connect c->rc to host:port (or the URL's unix socket when host is
+ * NULL), AUTH and SELECT as the URL says. On failure c->rc is NULL and
+ * c->err says why. */
+static int client_connect(struct alq_client *c, const char *host, int port)
 {
-	return redisCommandArgv(c->rc, argc, argv, lens);
-}
-
-int alq_client_open(struct alq_client *c, const struct alq_url *u,
-		    const char *queue, uint32_t timeout_ms)
-{
-	struct timeval tv = tv_ms(timeout_ms);
+	const struct alq_url *u = &c->url;
+	struct timeval tv = tv_ms(c->timeout_ms);
 	redisReply *r = NULL;
 	int ret = 0;
 
-	memset(c, 0, sizeof(*c));
-	snprintf(c->queue, sizeof(c->queue), "%s", queue);
-	c->timeout_ms = timeout_ms;
-	c->rc = u->unix_ ? redisConnectUnixWithTimeout(u->path, tv)
-			 : redisConnectWithTimeout(u->host, u->port, tv);
+	c->rc = !host ? redisConnectUnixWithTimeout(u->path, tv)
+		      : redisConnectWithTimeout(host, port, tv);
 	if (!c->rc) {
 		snprintf(c->err, sizeof(c->err), "redis: out of memory");
 		return -ENOMEM;
@@ -668,7 +663,7 @@ int alq_client_open(struct alq_client *c, const struct alq_url *u,
 		ret = c->rc->err == REDIS_ERR_IO ? -ECONNREFUSED : -EIO;
 		goto out;
 	}
-	redisSetTimeout(c->rc, tv);
+	redisSetTimeout(c->rc, tv_ms(c->timeout_ms + c->extra_ms));
 	if (u->pass[0]) {
 		r = u->user[0]
 			? redisCommand(c->rc, "AUTH %s %s", u->user, u->pass)
@@ -696,11 +691,140 @@ out:
 	return ret;
 }
 
+/* Is r a cluster redirection? (*rd filled) */
+static bool redirected(const redisReply *r, struct alq_redirect *rd)
+{
+	if (!r || r->type != REDIS_REPLY_ERROR) {
+		rd->kind = ALQ_REDIRECT_NONE;
+		return false;
+	}
+	alq_redirect_parse(r->str, r->len, rd);
+	return rd->kind != ALQ_REDIRECT_NONE;
+}
+
+/* Pause before sending again after TRYAGAIN / CLUSTERDOWN / ASK: 10 ms
+ * doubling to 320 ms, so a few seconds of migration or failover pass. */
+static void redirect_pause(unsigned tries)
+{
+	struct timespec ts = {0, 0};
+	unsigned ms = 10u << (tries < 5 ? tries : 5);
+
+	ts.tv_nsec = (long)ms * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+/* MOVED: the slot's master is rd's host:port; connect there instead. On
+ * failure the old connection stays (the caller reports the MOVED). */
+static int follow_moved(struct alq_client *c, const struct alq_redirect *rd)
+{
+	redisContext *old = c->rc;
+	char host[ALQ_HOST_MAX + 1];
+
+	snprintf(host, sizeof(host), "%s", rd->host[0] ? rd->host : c->host);
+	c->rc = NULL;
+	if (client_connect(c, host, rd->port) < 0) {
+		c->rc = old;
+		return -EIO;
+	}
+	redisFree(old);
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = rd->port;
+	c->submit_sha[0] = '\0'; /* this node has not loaded it */
+	c->redirects++;
+	return 0;
+}
+
+/* ASK: ASKING then the command on the migration's target, once, on a
+ * connection of its own. NULL when that node cannot be reached. */
+static redisReply *ask(struct alq_client *c, const struct alq_redirect *rd,
+		       int argc, const char **argv, const size_t *lens)
+{
+	struct alq_client t = *c;
+	redisReply *r = NULL, *a;
+
+	t.rc = NULL;
+	if (client_connect(&t, rd->host[0] ? rd->host : c->host, rd->port) < 0)
+		return NULL;
+	a = redisCommand(t.rc, "ASKING");
+	if (a && a->type == REDIS_REPLY_STATUS)
+		r = redisCommandArgv(t.rc, argc, argv, lens);
+	freeReplyObject(a);
+	redisFree(t.rc);
+	c->redirects++;
+	return r;
+}
+
+/* One command, following cluster redirections: a MOVED reconnects to the
+ * slot's new master, an ASK goes to the migration's target once, a
+ * TRYAGAIN or CLUSTERDOWN waits and sends it again; up to
+ * ALQ_REDIRECT_TRIES times (a few seconds), then the last reply is the
+ * caller's to report. None of them ran the command, so resending is safe
+ * (cluster.h). */
+#define ALQ_REDIRECT_TRIES 16
+static redisReply *cmd_argv(struct alq_client *c, int argc, const char **argv,
+			    const size_t *lens)
+{
+	struct alq_redirect rd;
+	redisReply *r = NULL;
+
+	for (unsigned tries = 0;; tries++) {
+		r = redisCommandArgv(c->rc, argc, argv, lens);
+		if (!redirected(r, &rd) || tries + 1 >= ALQ_REDIRECT_TRIES)
+			return r;
+		if (rd.kind == ALQ_REDIRECT_MOVED) {
+			if (follow_moved(c, &rd) < 0)
+				return r;
+		} else if (rd.kind == ALQ_REDIRECT_ASK) {
+			redisReply *a = ask(c, &rd, argc, argv, lens);
+			struct alq_redirect again;
+
+			if (a && !redirected(a, &again)) {
+				freeReplyObject(r);
+				return a;
+			}
+			freeReplyObject(a);
+			redirect_pause(tries);
+		} else {
+			redirect_pause(tries);
+		}
+		freeReplyObject(r);
+	}
+}
+
+/* After a pipeline saw redirection rd: act on it (reconnect, or wait)
+ * before the caller sends its commands again one by one or anew. */
+static int follow(struct alq_client *c, const struct alq_redirect *rd,
+		  unsigned tries)
+{
+	if (tries + 1 >= ALQ_REDIRECT_TRIES) {
+		snprintf(c->err, sizeof(c->err), "redis: cluster redirections "
+			 "did not settle");
+		return -EAGAIN;
+	}
+	if (rd->kind == ALQ_REDIRECT_MOVED)
+		return follow_moved(c, rd) < 0 ? -EIO : 0;
+	redirect_pause(tries);
+	return 0;
+}
+
+int alq_client_open(struct alq_client *c, const struct alq_url *u,
+		    const char *queue, uint32_t timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->queue, sizeof(c->queue), "%s", queue);
+	c->timeout_ms = timeout_ms;
+	c->url = *u;
+	snprintf(c->host, sizeof(c->host), "%s", u->host);
+	c->port = u->port;
+	return client_connect(c, u->unix_ ? NULL : u->host, u->port);
+}
+
 void alq_client_close(struct alq_client *c)
 {
 	if (c->rc)
 		redisFree(c->rc);
 	c->rc = NULL;
+	explicit_bzero(&c->url, sizeof(c->url));
 }
 
 static int load_submit(struct alq_client *c)
@@ -718,39 +842,43 @@ static int load_submit(struct alq_client *c)
 	return ret;
 }
 
-/* Append one SUBMIT (EVALSHA) for `s` to the pipeline. */
-static int append_submit(struct alq_client *c, const struct alq_submit *s,
-			 bool sha)
-{
+/* One SUBMIT's command line: EVALSHA (sha) or EVAL, its keys and args. */
+struct submit_cmd {
 	char kjob[ALQ_KEY_MAX], kjobs[ALQ_KEY_MAX], ksid[ALQ_KEY_MAX];
 	char kdig[ALQ_KEY_MAX], t[24], w[16];
 	const char *argv[12];
 	size_t lens[12];
+};
 
-	if (alq_key(kjob, sizeof(kjob), c->queue, ALQ_KEY_JOB, s->id) < 0 ||
-	    alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL) < 0 ||
-	    alq_key(ksid, sizeof(ksid), c->queue, ALQ_KEY_SID, s->id) < 0 ||
-	    alq_key(kdig, sizeof(kdig), c->queue, ALQ_KEY_DIGEST, s->id) < 0)
+static int submit_cmd(struct alq_client *c, const struct alq_submit *s,
+		      bool sha, struct submit_cmd *m)
+{
+	if (alq_key(m->kjob, sizeof(m->kjob), c->queue, ALQ_KEY_JOB, s->id) <
+		0 ||
+	    alq_key(m->kjobs, sizeof(m->kjobs), c->queue, ALQ_KEY_JOBS, NULL) <
+		0 ||
+	    alq_key(m->ksid, sizeof(m->ksid), c->queue, ALQ_KEY_SID, s->id) <
+		0 ||
+	    alq_key(m->kdig, sizeof(m->kdig), c->queue, ALQ_KEY_DIGEST,
+		    s->id) < 0)
 		return -ENAMETOOLONG;
-	snprintf(t, sizeof(t), "%llu", (unsigned long long)al_wall_ms());
-	snprintf(w, sizeof(w), "%u", s->wall_ms);
-	argv[0] = sha ? "EVALSHA" : "EVAL";
-	argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
-	argv[2] = "4";
-	argv[3] = kjob;
-	argv[4] = kjobs;
-	argv[5] = ksid;
-	argv[6] = kdig;
-	argv[7] = s->payload;
-	argv[8] = s->id;
-	argv[9] = t;
-	argv[10] = w;
-	argv[11] = s->digest;
+	snprintf(m->t, sizeof(m->t), "%llu", (unsigned long long)al_wall_ms());
+	snprintf(m->w, sizeof(m->w), "%u", s->wall_ms);
+	m->argv[0] = sha ? "EVALSHA" : "EVAL";
+	m->argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
+	m->argv[2] = "4";
+	m->argv[3] = m->kjob;
+	m->argv[4] = m->kjobs;
+	m->argv[5] = m->ksid;
+	m->argv[6] = m->kdig;
+	m->argv[7] = s->payload;
+	m->argv[8] = s->id;
+	m->argv[9] = m->t;
+	m->argv[10] = m->w;
+	m->argv[11] = s->digest;
 	for (int i = 0; i < 12; i++)
-		lens[i] = i == 7 ? s->len : strlen(argv[i]);
-	return redisAppendCommandArgv(c->rc, 12, argv, lens) == REDIS_OK
-		   ? 0
-		   : -ENOMEM;
+		m->lens[i] = i == 7 ? s->len : strlen(m->argv[i]);
+	return 0;
 }
 
 static bool noscript(const redisReply *r)
@@ -777,45 +905,79 @@ static int submit_conflict(struct alq_client *c, const redisReply *r,
 	return -EEXIST;
 }
 
+static void submit_reply(struct alq_client *c, const redisReply *rep,
+			 struct alq_submit *s)
+{
+	s->dup = rep->type == REDIS_REPLY_NIL;
+	s->err = rep->type == REDIS_REPLY_STRING || s->dup
+		     ? 0
+		     : submit_conflict(c, rep, s);
+}
+
+/* A window of up to 64 SUBMITs as one pipeline (EVALSHA). A reply that
+ * is NOSCRIPT (the script cache was flushed, or a MOVED took us to a node
+ * that never loaded it) or a cluster redirection is sent again on its
+ * own, as EVAL, after every reply of the window is read: the pipeline's
+ * replies stay in order. */
+static int submit_window(struct alq_client *c, struct alq_submit *w,
+			 size_t m)
+{
+	redisReply *rep[64] = {0};
+	struct submit_cmd cmd;
+	int r = 0;
+
+	for (size_t i = 0; i < m; i++) {
+		if ((r = submit_cmd(c, &w[i], c->submit_sha[0], &cmd)) < 0)
+			return r;
+		if (redisAppendCommandArgv(c->rc, 12, cmd.argv, cmd.lens) !=
+		    REDIS_OK)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < m; i++) {
+		if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
+			r = client_fail(c, NULL);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < m; i++) {
+		struct alq_redirect rd;
+
+		if (noscript(rep[i]) || redirected(rep[i], &rd)) {
+			freeReplyObject(rep[i]);
+			if ((r = submit_cmd(c, &w[i], false, &cmd)) < 0)
+				goto out;
+			rep[i] = cmd_argv(c, 12, cmd.argv, cmd.lens);
+			if (!rep[i]) {
+				r = client_fail(c, NULL);
+				goto out;
+			}
+		}
+		submit_reply(c, rep[i], &w[i]);
+	}
+out:
+	for (size_t i = 0; i < m; i++)
+		freeReplyObject(rep[i]);
+	return r;
+}
+
 int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 			   size_t n)
 {
 	const size_t window = 64;
 	int r;
 
-	if (!c->submit_sha[0] && (r = load_submit(c)) < 0)
-		return r;
 	for (size_t base = 0; base < n; base += window) {
 		size_t m = n - base < window ? n - base : window;
 
+		if (!c->submit_sha[0] && (r = load_submit(c)) < 0)
+			return r;
 		for (size_t i = 0; i < m; i++) {
-			struct alq_submit *s = &jobs[base + i];
-
-			al_digest_hex(s->payload, s->len, s->digest);
-			s->stored_digest[0] = '\0';
-			if ((r = append_submit(c, s, true)) < 0)
-				return r;
+			al_digest_hex(jobs[base + i].payload,
+				      jobs[base + i].len, jobs[base + i].digest);
+			jobs[base + i].stored_digest[0] = '\0';
 		}
-		for (size_t i = 0; i < m; i++) {
-			struct alq_submit *s = &jobs[base + i];
-			redisReply *rep = NULL;
-
-			if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK)
-				return client_fail(c, NULL);
-			if (noscript(rep)) { /* script cache flushed */
-				freeReplyObject(rep);
-				rep = NULL;
-				if (append_submit(c, s, false) < 0 ||
-				    redisGetReply(c->rc, (void **)&rep) !=
-					REDIS_OK)
-					return client_fail(c, NULL);
-			}
-			s->dup = rep->type == REDIS_REPLY_NIL;
-			s->err = rep->type == REDIS_REPLY_STRING || s->dup
-				     ? 0
-				     : submit_conflict(c, rep, s);
-			freeReplyObject(rep);
-		}
+		if ((r = submit_window(c, jobs + base, m)) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -841,6 +1003,8 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 			    size_t n, bool *done)
 {
 	char key[ALQ_KEY_MAX];
+	bool again = false;
+	int e = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT,
@@ -849,21 +1013,37 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 		if (redisAppendCommand(c->rc, "EXISTS %s", key) != REDIS_OK)
 			return -ENOMEM;
 	}
+	/* read every reply (the pipeline stays in order); a redirection is
+	 * asked again on its own below */
 	for (size_t i = 0; i < n; i++) {
+		struct alq_redirect rd;
 		redisReply *r = NULL;
 
 		if (redisGetReply(c->rc, (void **)&r) != REDIS_OK)
 			return client_fail(c, NULL);
-		if (r->type != REDIS_REPLY_INTEGER) {
-			int e = client_fail(c, r);
-
-			freeReplyObject(r);
-			return e;
+		if (redirected(r, &rd)) {
+			again = true;
+			done[i] = false;
+		} else if (r->type != REDIS_REPLY_INTEGER) {
+			if (!e)
+				e = client_fail(c, r);
+		} else {
+			done[i] = r->integer == 1;
 		}
-		done[i] = r->integer == 1;
 		freeReplyObject(r);
 	}
-	return 0;
+	for (size_t i = 0; again && !e && i < n; i++) {
+		redisReply *r;
+
+		alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT, ids[i]);
+		r = cmd_argv(c, 2, (const char *[]){"EXISTS", key}, NULL);
+		if (!r || r->type != REDIS_REPLY_INTEGER)
+			e = client_fail(c, r);
+		else
+			done[i] = r->integer == 1;
+		freeReplyObject(r);
+	}
+	return e;
 }
 
 /* BLPOP on the done keys of ids[0..n) for up to `ms`; *ret_index = which
@@ -890,8 +1070,10 @@ static int blpop(struct alq_client *c, const char *const *ids, size_t n,
 	}
 	snprintf(secs, sizeof(secs), "%u.%03u", ms / 1000, ms % 1000);
 	argv[n + 1] = secs;
+	c->extra_ms = ms; /* a reconnect after MOVED keeps it */
 	redisSetTimeout(c->rc, tv_ms(ms + c->timeout_ms));
 	r = cmd_argv(c, (int)n + 2, argv, NULL);
+	c->extra_ms = 0;
 	redisSetTimeout(c->rc, tv_ms(c->timeout_ms));
 	if (r && r->type == REDIS_REPLY_NIL) {
 		ret = -ETIMEDOUT;
@@ -968,7 +1150,7 @@ int alq_client_result(struct alq_client *c, const char *id, char **ret,
 
 	if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT, id) < 0)
 		return -ENAMETOOLONG;
-	r = redisCommand(c->rc, "STRLEN %s", key);
+	r = cmd_argv(c, 2, (const char *[]){"STRLEN", key}, NULL);
 	if (!r || r->type != REDIS_REPLY_INTEGER) {
 		e = client_fail(c, r);
 		freeReplyObject(r);
@@ -980,7 +1162,7 @@ int alq_client_result(struct alq_client *c, const char *id, char **ret,
 	freeReplyObject(r);
 	if (e < 0)
 		return e;
-	r = redisCommand(c->rc, "GET %s", key);
+	r = cmd_argv(c, 2, (const char *[]){"GET", key}, NULL);
 	if (r && r->type == REDIS_REPLY_NIL) {
 		e = -ENOENT;
 	} else if (!r || r->type != REDIS_REPLY_STRING ||
@@ -1064,19 +1246,34 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 		alq_key(ktput[i], sizeof(ktput[i]), c->queue, ALQ_KEY_TPUT,
 			min);
 	}
-	redisAppendCommand(c->rc, "XLEN %s", kjobs);
-	redisAppendCommand(c->rc, "XINFO GROUPS %s", kjobs);
-	redisAppendCommand(c->rc, "XPENDING %s %s", kjobs, ALQ_GROUP);
-	redisAppendCommand(c->rc, "XLEN %s", kdead);
-	redisAppendCommand(c->rc, "HGETALL %s", kserves);
-	redisAppendCommand(c->rc, "MGET %s %s %s %s %s", ktput[0], ktput[1],
-			   ktput[2], ktput[3], ktput[4]);
-	redisAppendCommand(c->rc, "GET %s", kcancels);
-	for (int i = 0; i < 7; i++) {
-		if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
-			e = client_fail(c, NULL);
-			goto out;
+	for (unsigned tries = 0;; tries++) {
+		struct alq_redirect rd = {0};
+
+		redisAppendCommand(c->rc, "XLEN %s", kjobs);
+		redisAppendCommand(c->rc, "XINFO GROUPS %s", kjobs);
+		redisAppendCommand(c->rc, "XPENDING %s %s", kjobs, ALQ_GROUP);
+		redisAppendCommand(c->rc, "XLEN %s", kdead);
+		redisAppendCommand(c->rc, "HGETALL %s", kserves);
+		redisAppendCommand(c->rc, "MGET %s %s %s %s %s", ktput[0],
+				   ktput[1], ktput[2], ktput[3], ktput[4]);
+		redisAppendCommand(c->rc, "GET %s", kcancels);
+		for (int i = 0; i < 7; i++) {
+			if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
+				e = client_fail(c, NULL);
+				goto out;
+			}
 		}
+		for (int i = 0; i < 7 && rd.kind == ALQ_REDIRECT_NONE; i++)
+			redirected(rep[i], &rd);
+		if (rd.kind == ALQ_REDIRECT_NONE)
+			break;
+		/* the slot moved or migrates: every reply is read; again */
+		for (int i = 0; i < 7; i++) {
+			freeReplyObject(rep[i]);
+			rep[i] = NULL;
+		}
+		if ((e = follow(c, &rd, tries)) < 0)
+			goto out;
 	}
 	st.length = int_or(rep[0], 0);
 	/* no stream yet: XINFO/XPENDING answer errors, all counts are 0 */
@@ -1165,7 +1362,7 @@ static redisReply *eval_job(struct alq_client *c, enum alq_script s,
 	for (int i = 0; i < nargs; i++)
 		argv[n] = args[i],
 		lens[n++] = arglens ? arglens[i] : strlen(args[i]);
-	r = redisCommandArgv(c->rc, n, argv, lens);
+	r = cmd_argv(c, n, argv, lens);
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
 	    !is_str(r->element[0])) {
 		*ret_err = client_fail(c, r);

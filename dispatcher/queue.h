@@ -173,8 +173,13 @@ struct alq_client {
 	struct redisContext *rc;     /* connection, NULL when closed */
 	char queue[AL_NAME_MAX + 1]; /* queue name */
 	uint32_t timeout_ms;	     /* per command */
+	uint32_t extra_ms;	     /* more for a blocking command (BLPOP) */
 	char submit_sha[41];	     /* SHA1 of ALQ_SUBMIT, "" = use EVAL */
 	char err[256];		     /* what went wrong last */
+	struct alq_url url;	     /* AUTH, SELECT, unix path to reconnect */
+	char host[256];		     /* TCP: the node now, after MOVED */
+	int port;		     /* its port */
+	uint64_t redirects;	     /* MOVED and ASK followed (cluster) */
 };
 
 int alq_client_open(struct alq_client *c, const struct alq_url *u,
