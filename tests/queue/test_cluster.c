@@ -266,7 +266,27 @@ static void test_client(void **state)
 	struct alq_status st;
 	bool dup;
 
+	static const char *const keys[] = {
+	    "foo", "{}x", "a{}b", "{", "}{", "foo{bar}{zap}", "{user1000}.x",
+	    "airlock:{c1}:jobs",
+	};
+
 	(void)state;
+	/* our slot is the cluster's */
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		redisContext *rc = ct_conn(ct.port[0]);
+		redisReply *r = redisCommand(rc, "CLUSTER KEYSLOT %s", keys[i]);
+
+		assert_non_null(r);
+		assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+		if ((unsigned)r->integer !=
+		    alq_key_slot(keys[i], strlen(keys[i])))
+			fail_msg("slot of %s: %lld, ours %u", keys[i],
+				 r->integer,
+				 alq_key_slot(keys[i], strlen(keys[i])));
+		freeReplyObject(r);
+		redisFree(rc);
+	}
 	open_client(&c, "c1");
 	submit(&c, "a", "ok", NULL);
 	assert_true(c.redirects >= 1); /* it started on the wrong master */
