@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "conn.h"
 #include "log.h"
+#include "sentinel.h"
 
 #define TICK_MS	       100u
 #define BACKOFF_MIN_MS 100u
@@ -222,8 +223,10 @@ static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
 		c->state = ALQ_CONN_UP;
 		c->backoff_ms = BACKOFF_MIN_MS;
 		if (c->moved_port)
-			snprintf(where, sizeof(where), "%.200s:%d (MOVED)",
-				 c->moved_host, c->moved_port);
+			snprintf(where, sizeof(where), "%.200s:%d (%s)",
+				 c->moved_host, c->moved_port,
+				 c->url.sentinel_ ? "master by sentinel"
+						  : "MOVED");
 		else
 			alq_url_display(&c->url, where, sizeof(where));
 		al_info("redis %s: connected to %s", c->name, where);
@@ -271,9 +274,34 @@ static int setup(struct alq_conn *c)
 	return r;
 }
 
+/* redis+sentinel: the master's address now, into moved_host/port (the
+ * next connect's target). Blocks the loop for at most 300 ms per
+ * sentinel, and only while the connection is down. */
+static int sentinel_master(struct alq_conn *c)
+{
+	char err[400];
+	int port = 0;
+
+	if (alq_sentinel_master(&c->url, 300, c->moved_host,
+				sizeof(c->moved_host), &port, err,
+				sizeof(err)) < 0) {
+		snprintf(c->err, sizeof(c->err), "no master from the "
+			 "sentinels: %.120s", err);
+		al_warn("redis %s: %s", c->name, err);
+		return -EHOSTUNREACH;
+	}
+	c->moved_port = port;
+	return 0;
+}
+
 static void start_connect(struct alq_conn *c)
 {
 	redisAsyncContext *ac;
+
+	if (c->url.sentinel_ && sentinel_master(c) < 0) {
+		schedule_retry(c);
+		return;
+	}
 
 	ac = c->moved_port ? redisAsyncConnect(c->moved_host, c->moved_port)
 	     : c->url.unix_ ? redisAsyncConnectUnix(c->url.path)
@@ -387,6 +415,15 @@ static bool redirect(struct alq_conn *c, const redisReply *r,
 {
 	struct alq_redirect rd;
 
+	if (c->url.sentinel_ && !strncmp(r->str, "READONLY", 8)) {
+		/* a failover demoted our master: ask the sentinels again */
+		snprintf(c->err, sizeof(c->err), "the master became a "
+			 "replica (a failover)");
+		c->drop = true;
+		p->cb(c, NULL, p->priv);
+		pending_free(p);
+		return true;
+	}
 	alq_redirect_parse(r->str, r->len, &rd);
 	if (rd.kind == ALQ_REDIRECT_NONE)
 		return false;

@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "queue.h"
+#include "sentinel.h"
 
 /* --- keys ------------------------------------------------------------------
  */
@@ -195,6 +196,15 @@ static int parse_unix(const char *s, struct alq_url *u)
 	return 0;
 }
 
+static int parse_sentinel(const char *s, struct alq_url *u)
+{
+	const char *slash = strchr(s, '/');
+
+	if (parse_userinfo(&s, slash ? slash : s + strlen(s), u) < 0)
+		return -EINVAL;
+	return alq_sentinel_parse(s, u);
+}
+
 int alq_url_parse(const char *url, struct alq_url *ret)
 {
 	struct alq_url u;
@@ -205,6 +215,8 @@ int alq_url_parse(const char *url, struct alq_url *ret)
 		r = parse_tcp(url + 8, &u);
 	else if (!strncmp(url, "unix://", 7))
 		r = parse_unix(url + 7, &u);
+	else if (!strncmp(url, "redis+sentinel://", 17))
+		r = parse_sentinel(url + 17, &u);
 	else
 		r = -EINVAL;
 	if (r == 0)
@@ -216,6 +228,10 @@ void alq_url_display(const struct alq_url *u, char *buf, size_t len)
 {
 	if (u->unix_)
 		snprintf(buf, len, "unix:%s", u->path);
+	else if (u->sentinel_)
+		snprintf(buf, len, "sentinel %s via %s:%d%s", u->master,
+			 u->sentinel[0].host, u->sentinel[0].port,
+			 u->n_sentinels > 1 ? " (and more)" : "");
 	else
 		snprintf(buf, len, "%s:%d", u->host, u->port);
 }
@@ -754,6 +770,37 @@ static redisReply *ask(struct alq_client *c, const struct alq_redirect *rd,
 	return r;
 }
 
+/* redis+sentinel: the connection broke or answers READONLY (a failover
+ * demoted its master): ask the sentinels again and connect to the master
+ * they name. On failure the old connection stays. */
+static int follow_sentinel(struct alq_client *c)
+{
+	redisContext *old = c->rc;
+	char host[sizeof(c->host)], err[400];
+	int port;
+
+	if (alq_sentinel_master(&c->url, c->timeout_ms, host, sizeof(host),
+				&port, err, sizeof(err)) < 0)
+		return -EHOSTUNREACH;
+	c->rc = NULL;
+	if (client_connect(c, host, port) < 0) {
+		c->rc = old;
+		return -EIO;
+	}
+	redisFree(old);
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	c->submit_sha[0] = '\0';
+	return 0;
+}
+
+static bool failed_over(const struct alq_client *c, const redisReply *r)
+{
+	return c->url.sentinel_ &&
+	       (!r || (r->type == REDIS_REPLY_ERROR &&
+		       !strncmp(r->str, "READONLY", 8)));
+}
+
 /* One command, following cluster redirections: a MOVED reconnects to the
  * slot's new master, an ASK goes to the migration's target once, a
  * TRYAGAIN or CLUSTERDOWN waits and sends it again; up to
@@ -769,6 +816,13 @@ static redisReply *cmd_argv(struct alq_client *c, int argc, const char **argv,
 
 	for (unsigned tries = 0;; tries++) {
 		r = redisCommandArgv(c->rc, argc, argv, lens);
+		if (failed_over(c, r) && tries + 1 < ALQ_REDIRECT_TRIES) {
+			/* every script here may run twice (ids, SET NX) */
+			freeReplyObject(r);
+			redirect_pause(tries);
+			follow_sentinel(c);
+			continue;
+		}
 		if (!redirected(r, &rd) || tries + 1 >= ALQ_REDIRECT_TRIES)
 			return r;
 		if (rd.kind == ALQ_REDIRECT_MOVED) {
@@ -816,7 +870,11 @@ int alq_client_open(struct alq_client *c, const struct alq_url *u,
 	c->url = *u;
 	snprintf(c->host, sizeof(c->host), "%s", u->host);
 	c->port = u->port;
-	return client_connect(c, u->unix_ ? NULL : u->host, u->port);
+	if (u->sentinel_ &&
+	    alq_sentinel_master(u, timeout_ms, c->host, sizeof(c->host),
+				&c->port, c->err, sizeof(c->err)) < 0)
+		return -EHOSTUNREACH;
+	return client_connect(c, u->unix_ ? NULL : c->host, c->port);
 }
 
 void alq_client_close(struct alq_client *c)
@@ -914,6 +972,38 @@ static void submit_reply(struct alq_client *c, const redisReply *rep,
 		     : submit_conflict(c, rep, s);
 }
 
+/* WAIT for c->wait_replicas replicas to have the window's writes: when
+ * fewer acknowledge within wait_ms, each job enqueued now (not a
+ * duplicate, no error) gets -EAGAIN: it is on the master, and a failover
+ * may lose it; submitting it again by its id is safe. */
+static int submit_wait(struct alq_client *c, struct alq_submit *w, size_t m)
+{
+	char n[16], ms[16];
+	redisReply *r;
+	long long got;
+
+	snprintf(n, sizeof(n), "%u", c->wait_replicas);
+	snprintf(ms, sizeof(ms), "%u", c->wait_ms ? c->wait_ms : 1000);
+	r = cmd_argv(c, 3, (const char *[]){"WAIT", n, ms}, NULL);
+	if (!r || r->type != REDIS_REPLY_INTEGER) {
+		int e = client_fail(c, r);
+
+		freeReplyObject(r);
+		return e;
+	}
+	got = r->integer;
+	freeReplyObject(r);
+	if (got >= (long long)c->wait_replicas)
+		return 0;
+	for (size_t i = 0; i < m; i++)
+		if (!w[i].err && !w[i].dup)
+			w[i].err = -EAGAIN;
+	snprintf(c->err, sizeof(c->err), "acknowledged by %lld of %u "
+		 "replicas within %s ms: submit again by id", got,
+		 c->wait_replicas, ms);
+	return 0;
+}
+
 /* A window of up to 64 SUBMITs as one pipeline (EVALSHA). A reply that
  * is NOSCRIPT (the script cache was flushed, or a MOVED took us to a node
  * that never loaded it) or a cluster redirection is sent again on its
@@ -954,6 +1044,8 @@ static int submit_window(struct alq_client *c, struct alq_submit *w,
 		}
 		submit_reply(c, rep[i], &w[i]);
 	}
+	if (c->wait_replicas)
+		r = submit_wait(c, w, m);
 out:
 	for (size_t i = 0; i < m; i++)
 		freeReplyObject(rep[i]);

@@ -52,6 +52,8 @@
 #define ALQ_KEY_MAX	(16 + AL_NAME_MAX + 16 + AL_ID_MAX)
 #define ALQ_SID_MAX	48	 /* a stream entry id: "ms-seq" */
 #define ALQ_DEAD_MAXLEN "100000" /* dead letters kept (approximate) */
+#define ALQ_SENTINELS	5	 /* sentinels in a redis+sentinel:// URL */
+#define ALQ_SENTINEL_HOST_MAX 255 /* bytes of the host a sentinel names */
 
 enum alq_key_kind {
 	ALQ_KEY_JOBS = 0, /* the stream */
@@ -82,10 +84,21 @@ struct alq_url {
 	char user[128]; /* ACL user, "" = default */
 	char pass[256]; /* password, "" = no AUTH */
 	unsigned db;	/* SELECT db, 0 = none */
+	/* redis+sentinel:// (sentinel.h): host and port above are the first
+	 * sentinel's until the sentinels name the master */
+	bool sentinel_;			 /* the master comes from sentinels */
+	char master[64];		 /* its name */
+	unsigned n_sentinels;		 /* entries of sentinel[] */
+	struct {
+		char host[64];		 /* a sentinel */
+		int port;		 /* its port, default 26379 */
+	} sentinel[ALQ_SENTINELS];
 };
 
-/* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or
- * unix://[[USER]:PASSWORD@]/PATH[?db=N]. Returns 0 or -EINVAL. */
+/* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],
+ * unix://[[USER]:PASSWORD@]/PATH[?db=N] or
+ * redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]]...
+ * [/MASTER[/DB]] (sentinel.h). Returns 0 or -EINVAL. */
 int alq_url_parse(const char *url, struct alq_url *ret);
 /* "unix:/path" or "host:port", for logs (never the password). */
 void alq_url_display(const struct alq_url *u, char *buf, size_t len);
@@ -180,6 +193,11 @@ struct alq_client {
 	char host[256];		     /* TCP: the node now, after MOVED */
 	int port;		     /* its port */
 	uint64_t redirects;	     /* MOVED and ASK followed (cluster) */
+	/* WAIT-based submits (docs/queue.md, "Sentinel"): after each window
+	 * of submits, WAIT for this many replicas (0 = do not wait) up to
+	 * wait_ms; new jobs not acknowledged by them get err -EAGAIN */
+	unsigned wait_replicas;
+	uint32_t wait_ms;
 };
 
 int alq_client_open(struct alq_client *c, const struct alq_url *u,

@@ -392,13 +392,26 @@ static void test_strings(void **state)
 		    "space-separated");
 	expect_load("[redis]\nurl = http://x\n",
 		    "t.conf:2: redis.url: must be empty, "
-		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-		    "unix://[[USER]:PASSWORD@]/PATH");
+		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+		    "unix://[[USER]:PASSWORD@]/PATH or "
+		    "redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:"
+		    "PORT]]...[/MASTER[/DB]]");
 	expect_load("[redis]\nurl = redis://\n",
 		    "t.conf:2: redis.url: must be empty, "
-		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-		    "unix://[[USER]:PASSWORD@]/PATH");
+		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+		    "unix://[[USER]:PASSWORD@]/PATH or "
+		    "redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:"
+		    "PORT]]...[/MASTER[/DB]]");
 	expect_load("[redis]\nurl = unix:///run/redis.sock\n", NULL);
+	expect_load("[redis]\nurl = redis+sentinel://10.0.0.1,10.0.0.2:26380"
+		    "/mymaster\n",
+		    NULL);
+	expect_load("[redis]\nurl = redis+sentinel:///m\n",
+		    "t.conf:2: redis.url: must be empty, "
+		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+		    "unix://[[USER]:PASSWORD@]/PATH or "
+		    "redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:"
+		    "PORT]]...[/MASTER[/DB]]");
 	expect_load("[redis]\nurl = redis://:pw@10.0.0.1:6379/2\n", NULL);
 	expect_load("[sandbox]\nstate_dir = var/lib\n",
 		    "t.conf:2: sandbox.state_dir: must be empty or an absolute "
@@ -688,8 +701,10 @@ static void test_env_redis(void **state)
 	assert_int_equal(al_config_load_default(&cfg, a, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "AIRLOCK_REDIS: must be empty, "
-				 "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] "
-				 "or unix://[[USER]:PASSWORD@]/PATH");
+				 "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+				 "unix://[[USER]:PASSWORD@]/PATH or "
+				 "redis+sentinel://[[USER]:PASSWORD@]HOST[:"
+				 "PORT][,HOST[:PORT]]...[/MASTER[/DB]]");
 	assert_string_equal(cfg.redis.url, "");
 	unsetenv("AIRLOCK_REDIS");
 	al_config_release(&cfg);

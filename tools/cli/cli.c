@@ -41,9 +41,11 @@ static const char common_usage[] =
     "                     for a build tree, when it exists)\n";
 
 static const char queue_usage[] =
-    "      --redis URL    redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or\n"
-    "                     unix://[[USER]:PASSWORD@]/PATH (default\n"
-    "                     $AIRLOCK_REDIS, then redis.url)\n"
+    "      --redis URL    redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],\n"
+    "                     unix://[[USER]:PASSWORD@]/PATH or\n"
+    "                     redis+sentinel://HOST[:PORT][,HOST[:PORT]]...\n"
+    "                     [/MASTER[/DB]] (default $AIRLOCK_REDIS, then\n"
+    "                     redis.url)\n"
     "      --queue NAME   queue name (default queue.name)\n";
 
 void al_cli_usage(const struct al_cmd *cmd, FILE *f)
@@ -322,8 +324,9 @@ static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
 		    (cli->redis[0] && alq_url_parse(cli->redis, &u) < 0)) {
 			snprintf(err, errlen,
 				 "--redis: must be redis://[[USER]:PASSWORD@]"
-				 "HOST[:PORT][/DB] or unix://[[USER]:PASSWORD@]"
-				 "/PATH%s",
+				 "HOST[:PORT][/DB], unix://[[USER]:PASSWORD@]"
+				 "/PATH or redis+sentinel://[[USER]:PASSWORD@]"
+				 "HOST[:PORT][,HOST[:PORT]]...[/MASTER[/DB]]%s",
 				 strncmp(cli->redis, "rediss://", 9) ? ""
 								     : AL_NO_TLS);
 			return -EINVAL;

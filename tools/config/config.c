@@ -131,6 +131,8 @@ static bool check_url(const char *s)
 		return s[8] != 0 && s[8] != '/';
 	if (strncmp(s, "unix://", 7) == 0)
 		return strchr(s + 7, '/') != NULL;
+	if (strncmp(s, "redis+sentinel://", 17) == 0) /* sentinel.h */
+		return s[17] != 0 && s[17] != '/';
 	return false;
 }
 
@@ -293,8 +295,10 @@ static const char *const log_formats[] = {"text", "json", NULL};
 
 static const struct al_config_key keys[] = {
     STR(redis, url, url, check_url,
-	"empty, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-	"unix://[[USER]:PASSWORD@]/PATH",
+	"empty, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+	"unix://[[USER]:PASSWORD@]/PATH or "
+	"redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]]..."
+	"[/MASTER[/DB]]",
 	"",
 	"Redis to use; empty = a private redis-server on a unix socket in "
 	"the state dir"),
