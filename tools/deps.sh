@@ -14,6 +14,7 @@ pkgs=(
   libcurl4-openssl-dev                        # HTTP API result callbacks
   prometheus                                  # promtool, in the HTTP tests
   redis-server                                # queue (tests, embedded mode)
+  redis-sentinel                              # Sentinel HA (test_sentinel)
   python3-redis python3-msgpack               # clients/python
   runsc bubblewrap                            # peers in airlock-bench-queue
   qemu-system-x86 qemu-utils                  # the VMM

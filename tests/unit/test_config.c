@@ -273,7 +273,8 @@ static void test_unknown(void **state)
 	(void)state;
 	expect_load("[redis]\nuri = redis://x\n",
 		    "t.conf:2: redis.uri: unknown key; [redis] has url, "
-		    "connect_timeout_ms, command_timeout_ms");
+		    "connect_timeout_ms, command_timeout_ms, wait_replicas, "
+		    "wait_ms");
 	/* one error per unknown section, naming its first key */
 	expect_load("[queue]\nname = q\n[redsi]\nurl = x\nport = 1\n",
 		    "t.conf:4: redsi.url: unknown section [redsi]");
@@ -964,6 +965,7 @@ static void test_dump_roundtrip(void **state)
 	static const char *const text =
 	    "[redis]\nurl = unix:///run/airlock/redis.sock\n"
 	    "connect_timeout_ms = 100\ncommand_timeout_ms = 200\n"
+	    "wait_replicas = 1\nwait_ms = 300\n"
 	    "[queue]\nname = grading-2\nmax_deliveries = 5\n"
 	    "result_ttl_s = 3600\nvisibility_slack_ms = 60000\n"
 	    "heartbeat_ms = 1000\ntrim_interval_ms = 5000\n"

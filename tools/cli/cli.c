@@ -443,6 +443,8 @@ int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 			    cfg->redis.command_timeout_ms);
 	if (r < 0)
 		al_cli_redis_error(cfg, &u, c->err, err, errlen);
+	c->wait_replicas = cfg->redis.wait_replicas;
+	c->wait_ms = cfg->redis.wait_ms;
 	return r;
 }
 

@@ -307,6 +307,11 @@ static const struct al_config_key keys[] = {
 	"backoff)"),
     U32(redis, command_timeout_ms, 1, 600000, "5000",
 	"ms to wait for the reply to a command"),
+    U32(redis, wait_replicas, 0, 16, "0",
+	"submits: WAIT for this many replicas to have each job before it "
+	"counts as submitted (0 = do not wait; docs/queue.md, Sentinel)"),
+    U32(redis, wait_ms, 1, 60000, "1000",
+	"ms a submit waits for wait_replicas"),
 
     STR(queue, name, name, check_queue, "[a-z0-9_-]+", "default",
 	"queue name; keys are airlock:{NAME}:..., one Cluster slot per "

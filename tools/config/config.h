@@ -91,6 +91,8 @@ struct al_config {
 		char url[AL_CONFIG_STR_MAX + 1]; /* "" = embedded Redis */
 		uint32_t connect_timeout_ms;	 /* per connect attempt */
 		uint32_t command_timeout_ms;	 /* per command reply */
+		uint32_t wait_replicas;		 /* submits: WAIT for N, 0 = no */
+		uint32_t wait_ms;		 /* ... up to this long */
 	} redis;
 
 	struct {
