@@ -105,22 +105,37 @@ static inline int clustertest_start(struct clustertest *t)
 	snprintf(t->dir, sizeof(t->dir), "/tmp/al-cluster-XXXXXX");
 	if (!mkdtemp(t->dir))
 		return -1;
-	/* ports in 20000..29999 (bus ports 30000..39999), by pid */
-	base = 20000 + (int)(getpid() % 1600) * 6;
-	for (int i = 0; i < CT_NODES; i++) {
-		t->port[i] = base + i;
-		t->pid[i] = ct_spawn(t, i);
-		if (t->pid[i] < 0)
-			return -1;
-	}
-	for (int i = 0; i < CT_NODES; i++) {
-		redisContext *rc = NULL;
+	/* ports in 20000..29999 (bus ports 30000..39999), by pid; another
+	 * range when one is taken (a node that does not answer) */
+	for (int attempt = 0;; attempt++) {
+		bool up = true;
 
-		for (int k = 0; k < 300 && !(rc = ct_conn(t->port[i])); k++)
-			redistest_sleep_ms(10);
-		if (!rc)
+		base = 20000 + (int)((getpid() + attempt * 577) % 1600) * 6;
+		for (int i = 0; i < CT_NODES; i++) {
+			t->port[i] = base + i;
+			t->pid[i] = ct_spawn(t, i);
+			if (t->pid[i] < 0)
+				return -1;
+		}
+		for (int i = 0; i < CT_NODES && up; i++) {
+			redisContext *rc = NULL;
+
+			for (int k = 0; k < 300 && !(rc = ct_conn(t->port[i]));
+			     k++)
+				redistest_sleep_ms(10);
+			up = rc != NULL;
+			if (rc)
+				redisFree(rc);
+		}
+		if (up)
+			break;
+		for (int i = 0; i < CT_NODES; i++) {
+			kill(t->pid[i], SIGKILL);
+			waitpid(t->pid[i], NULL, 0);
+			t->pid[i] = -1;
+		}
+		if (attempt == 2)
 			return -1;
-		redisFree(rc);
 	}
 	n = snprintf(cmd, sizeof(cmd), "redis-cli --cluster create");
 	for (int i = 0; i < CT_NODES; i++)
