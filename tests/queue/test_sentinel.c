@@ -30,6 +30,8 @@
 #include "serve.h"
 
 #define JOBS 120 /* of each kind */
+#define CUT  40	 /* the replicas stop getting writes after this pair */
+#define LAG  8	 /* pairs the master alone acknowledges, then it dies */
 
 static char dir[64];
 static int port_m, port_r, port_r2, port_s[3];
@@ -113,6 +115,25 @@ static bool has(int port, const char *cmd, const char *what)
 
 	free(s);
 	return ok;
+}
+
+/* The replicas fall behind: stopped (SIGSTOP: they cannot reconnect), and
+ * the master drops their links, so what it acknowledges from now on is
+ * nowhere else; the sentinels' view of the master is unchanged. */
+static void replicas_lag(void)
+{
+	redisContext *rc = ct_conn(port_m);
+	redisReply *r;
+
+	kill(pid_r, SIGSTOP);
+	kill(pid_r2, SIGSTOP);
+	assert_non_null(rc);
+	r = redisCommand(rc, "CLIENT KILL TYPE replica");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+	assert_int_equal(r->integer, 2);
+	freeReplyObject(r);
+	redisFree(rc);
 }
 
 /* --- the canned worker --------------------------------------------------- */
@@ -240,7 +261,7 @@ static void test_failover(void **state)
 	struct served h;
 	char *mp = NULL, id[16], new_master[256] = "";
 	size_t len = 0;
-	unsigned lost = 0, waited_lost = 0;
+	unsigned lost = 0, waited_lost = 0, lag_acked = 0, refused_w = 0;
 	int new_port = 0;
 	uint64_t t_kill = 0;
 
@@ -252,20 +273,51 @@ static void test_failover(void **state)
 	open_client(&cw, 1);
 	open_client(&cn, 0);
 	for (int i = 0; i < JOBS; i++) {
-		if (i == JOBS / 3) { /* mid-batch: the master dies */
+		bool lag = i >= CUT && i < CUT + LAG;
+
+		if (i == CUT) /* the replicas fall behind */
+			replicas_lag();
+		if (i == CUT + LAG) { /* and the master dies */
 			t_kill = al_now_ms();
 			stop(&pid_m);
+			kill(pid_r, SIGCONT);
+			kill(pid_r2, SIGCONT);
 		}
 		for (int k = 0; k < 2; k++) {
 			snprintf(id, sizeof(id), "%c%03d", k ? 'n' : 'w', i);
 			free(job.id);
 			job.id = strdup(id);
 			assert_int_equal(al_job_to_msgpack(&job, &mp, &len), 0);
-			submit_acked(k ? &cn : &cw, id, k ? 0 : 1, mp, len,
-				     k ? &acked_n[i] : &acked_w[i]);
+			if (lag) {
+				/* one try: the master acknowledges n; WAIT 1
+				 * refuses w (no replica has it) */
+				bool dup = false;
+				int r = alq_client_submit(k ? &cn : &cw, id,
+							  mp, len, 2000, &dup);
+
+				if (k && r == 0)
+					acked_n[i] = true, lag_acked++;
+				else if (!k && r == -EAGAIN)
+					refused_w++;
+				else
+					fail_msg("%s in the lag: %d", id, r);
+			} else {
+				submit_acked(k ? &cn : &cw, id, k ? 0 : 1, mp,
+					     len, k ? &acked_n[i] : &acked_w[i]);
+			}
 			free(mp);
 			mp = NULL;
 		}
+	}
+	/* what WAIT refused is submitted again, by id, after the failover */
+	for (int i = CUT; i < CUT + LAG; i++) {
+		snprintf(id, sizeof(id), "w%03d", i);
+		free(job.id);
+		job.id = strdup(id);
+		assert_int_equal(al_job_to_msgpack(&job, &mp, &len), 0);
+		submit_acked(&cw, id, 1, mp, len, &acked_w[i]);
+		free(mp);
+		mp = NULL;
 	}
 	al_job_release(&job);
 	/* the replica is the master now */
@@ -282,7 +334,7 @@ static void test_failover(void **state)
 			r = redisCommand(rc, "EXISTS %s", key);
 			assert_non_null(r);
 			if (r->integer == 0) { /* acknowledged, then lost */
-				if (k)
+				if (k && acked_n[i])
 					lost++;
 				else
 					waited_lost++;
@@ -300,13 +352,17 @@ static void test_failover(void **state)
 	snprintf(new_master, sizeof(new_master), "%s", cn.host);
 	new_port = cn.port;
 	fprintf(stderr,
-		"failover: master killed after %d of %d job pairs at +%llu ms; "
-		"new master %s:%d; acknowledged submits lost: %u without "
-		"WAIT, %u with WAIT 1\n",
-		JOBS / 3, JOBS,
-		(unsigned long long)(al_now_ms() - t_kill), new_master,
-		new_port, lost, waited_lost);
+		"failover: replicas cut off after %d of %d job pairs, master "
+		"killed %d pairs later, %llu ms ago; new master %s:%d; "
+		"acknowledged submits lost: %u of %u without WAIT, %u with "
+		"WAIT 1 (which refused %u, submitted again after the "
+		"failover)\n",
+		CUT, JOBS, LAG, (unsigned long long)(al_now_ms() - t_kill),
+		new_master, new_port, lost, lag_acked, waited_lost, refused_w);
 	assert_int_equal(waited_lost, 0);
+	assert_int_equal(refused_w, LAG);
+	/* what the master acknowledged alone died with it */
+	assert_int_equal(lost, LAG);
 	assert_int_equal(new_port, port_r);
 	alq_client_close(&cw);
 	alq_client_close(&cn);
