@@ -72,8 +72,8 @@ void alq_redirect_parse(const char *s, size_t len, struct alq_redirect *ret)
 		bool moved = s[0] == 'M';
 
 		if (len > n + 1 && target(s + n + 1, len - n - 1, ret))
-			ret->kind = moved ? ALQ_REDIRECT_MOVED
-					  : ALQ_REDIRECT_ASK;
+			ret->kind =
+			    moved ? ALQ_REDIRECT_MOVED : ALQ_REDIRECT_ASK;
 		else
 			memset(ret, 0, sizeof(*ret));
 	} else if (word(s, len, "TRYAGAIN")) {

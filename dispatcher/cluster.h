@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ALQ_HOST_MAX   255   /* bytes of a host in a redirection */
-#define ALQ_SLOTS      16384 /* Redis Cluster's hash slots */
+#define ALQ_HOST_MAX 255   /* bytes of a host in a redirection */
+#define ALQ_SLOTS    16384 /* Redis Cluster's hash slots */
 
 enum alq_redirect_kind {
 	ALQ_REDIRECT_NONE = 0, /* not a cluster redirection */
@@ -45,9 +45,9 @@ enum alq_redirect_kind {
 
 struct alq_redirect {
 	enum alq_redirect_kind kind;
-	unsigned slot;			/* MOVED, ASK */
-	char host[ALQ_HOST_MAX + 1];	/* MOVED, ASK ("" = the same host) */
-	int port;			/* MOVED, ASK: 1..65535 */
+	unsigned slot;		     /* MOVED, ASK */
+	char host[ALQ_HOST_MAX + 1]; /* MOVED, ASK ("" = the same host) */
+	int port;		     /* MOVED, ASK: 1..65535 */
 };
 
 /* What the error text `s` (len bytes, no NUL needed) of a reply says;

@@ -93,7 +93,8 @@ static void resend_parked(struct alq_conn *c)
 		*pp = p->next;
 		p->next = NULL;
 		if (n - p->parked_at > c->command_timeout_ms) {
-			snprintf(c->err, sizeof(c->err), "cluster slot did "
+			snprintf(c->err, sizeof(c->err),
+				 "cluster slot did "
 				 "not settle (ASK/TRYAGAIN/CLUSTERDOWN)");
 			c->drop = true;
 			*kt = p, kt = &p->next; /* flushed by the teardown */
@@ -285,8 +286,10 @@ static int sentinel_master(struct alq_conn *c)
 	if (alq_sentinel_master(&c->url, 300, c->moved_host,
 				sizeof(c->moved_host), &port, err,
 				sizeof(err)) < 0) {
-		snprintf(c->err, sizeof(c->err), "no master from the "
-			 "sentinels: %.120s", err);
+		snprintf(c->err, sizeof(c->err),
+			 "no master from the "
+			 "sentinels: %.120s",
+			 err);
 		al_warn("redis %s: %s", c->name, err);
 		return -EHOSTUNREACH;
 	}
@@ -303,7 +306,7 @@ static void start_connect(struct alq_conn *c)
 		return;
 	}
 
-	ac = c->moved_port ? redisAsyncConnect(c->moved_host, c->moved_port)
+	ac = c->moved_port  ? redisAsyncConnect(c->moved_host, c->moved_port)
 	     : c->url.unix_ ? redisAsyncConnectUnix(c->url.path)
 			    : redisAsyncConnect(c->url.host, c->url.port);
 	if (!ac || ac->err) {
@@ -410,14 +413,14 @@ bool alq_conn_up(const struct alq_conn *c)
  * ASK, TRYAGAIN and CLUSTERDOWN park p to be sent again from the tick
  * (TICK_MS), where a migration or failover has time to end in a MOVED.
  * True when p was taken care of. */
-static bool redirect(struct alq_conn *c, const redisReply *r,
-		     struct pending *p)
+static bool redirect(struct alq_conn *c, const redisReply *r, struct pending *p)
 {
 	struct alq_redirect rd;
 
 	if (c->url.sentinel_ && !strncmp(r->str, "READONLY", 8)) {
 		/* a failover demoted our master: ask the sentinels again */
-		snprintf(c->err, sizeof(c->err), "the master became a "
+		snprintf(c->err, sizeof(c->err),
+			 "the master became a "
 			 "replica (a failover)");
 		c->drop = true;
 		p->cb(c, NULL, p->priv);
@@ -430,7 +433,7 @@ static bool redirect(struct alq_conn *c, const redisReply *r,
 	c->redirects++;
 	if (rd.kind == ALQ_REDIRECT_MOVED && !c->drop) {
 		snprintf(c->moved_host, sizeof(c->moved_host), "%s",
-			 rd.host[0] ? rd.host
+			 rd.host[0]	 ? rd.host
 			 : c->moved_port ? c->moved_host
 					 : c->url.host);
 		c->moved_port = rd.port;

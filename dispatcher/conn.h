@@ -74,10 +74,10 @@ struct alq_conn {
 	/* Redis Cluster (cluster.h): after a MOVED the next connect goes to
 	 * the slot's new master; ASK, TRYAGAIN and CLUSTERDOWN park the
 	 * command and send it again on a later tick */
-	char moved_host[256];	     /* where MOVED said, "" = the URL */
-	int moved_port;		     /* its port, 0 = none */
-	struct pending *parked;	     /* commands waiting to be sent again */
-	uint64_t redirects;	     /* MOVED, ASK, TRYAGAIN... answered */
+	char moved_host[256];	/* where MOVED said, "" = the URL */
+	int moved_port;		/* its port, 0 = none */
+	struct pending *parked; /* commands waiting to be sent again */
+	uint64_t redirects;	/* MOVED, ASK, TRYAGAIN... answered */
 };
 
 /* Set up and start connecting. The string fields must outlive the conn.

@@ -46,11 +46,11 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    const char *id)
 {
 	static const char *const kinds[] = {
-	    [ALQ_KEY_JOBS] = "jobs",	  [ALQ_KEY_JOB] = "job:",
-	    [ALQ_KEY_RESULT] = "result:", [ALQ_KEY_DONE] = "done:",
-	    [ALQ_KEY_DEAD] = "dead",	  [ALQ_KEY_SERVES] = "serves",
-	    [ALQ_KEY_TPUT] = "tput:",	  [ALQ_KEY_SID] = "sid:",
-	    [ALQ_KEY_CANCEL] = "cancel",  [ALQ_KEY_DIGEST] = "digest:",
+	    [ALQ_KEY_JOBS] = "jobs",	   [ALQ_KEY_JOB] = "job:",
+	    [ALQ_KEY_RESULT] = "result:",  [ALQ_KEY_DONE] = "done:",
+	    [ALQ_KEY_DEAD] = "dead",	   [ALQ_KEY_SERVES] = "serves",
+	    [ALQ_KEY_TPUT] = "tput:",	   [ALQ_KEY_SID] = "sid:",
+	    [ALQ_KEY_CANCEL] = "cancel",   [ALQ_KEY_DIGEST] = "digest:",
 	    [ALQ_KEY_CANCELS] = "cancels",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
@@ -371,7 +371,8 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"end\n"
 	"if KEYS[2] then\n" /* cancellations nobody holds any more */
 	"  for _, sid in ipairs(redis.call('HKEYS', KEYS[2])) do\n"
-	"    local p = redis.call('XPENDING', KEYS[1], 'workers', sid, sid, 1)\n"
+	"    local p = redis.call('XPENDING', KEYS[1], 'workers', sid, sid, "
+	"1)\n"
 	"    if #p == 0 then redis.call('HDEL', KEYS[2], sid) end\n"
 	"  end\n"
 	"end\n"
@@ -419,14 +420,13 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 
     /* Which of the entries ARGV (held by the caller) were cancelled; each
      * is reported once. */
-    [ALQ_CANCEL_POLL] =
-	"local out = {}\n"
-	"for i = 1, #ARGV do\n"
-	"  if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then\n"
-	"    out[#out + 1] = ARGV[i]\n"
-	"  end\n"
-	"end\n"
-	"return out\n",
+    [ALQ_CANCEL_POLL] = "local out = {}\n"
+			"for i = 1, #ARGV do\n"
+			"  if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then\n"
+			"    out[#out + 1] = ARGV[i]\n"
+			"  end\n"
+			"end\n"
+			"return out\n",
 
     /* Run a dead job again: drop its dead letters ARGV[3..] (those that
      * name it), its result and signal; keep its payload; a new entry
@@ -467,15 +467,16 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"redis.call('PERSIST', KEYS[1])\n"
 	"local sid\n"
 	"if w then\n"
-	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', ARGV[2],\n"
+	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', "
+	"ARGV[2],\n"
 	"                   'w', w)\n"
 	"else\n"
-	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', ARGV[2])\n"
+	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', "
+	"ARGV[2])\n"
 	"end\n"
 	"redis.call('SET', KEYS[4], sid)\n"
 	"return {'ok', sid}\n",
 };
-
 
 const char *alq_script_text(enum alq_script s)
 {
@@ -796,9 +797,8 @@ static int follow_sentinel(struct alq_client *c)
 
 static bool failed_over(const struct alq_client *c, const redisReply *r)
 {
-	return c->url.sentinel_ &&
-	       (!r || (r->type == REDIS_REPLY_ERROR &&
-		       !strncmp(r->str, "READONLY", 8)));
+	return c->url.sentinel_ && (!r || (r->type == REDIS_REPLY_ERROR &&
+					   !strncmp(r->str, "READONLY", 8)));
 }
 
 /* One command, following cluster redirections: a MOVED reconnects to the
@@ -851,7 +851,8 @@ static int follow(struct alq_client *c, const struct alq_redirect *rd,
 		  unsigned tries)
 {
 	if (tries + 1 >= ALQ_REDIRECT_TRIES) {
-		snprintf(c->err, sizeof(c->err), "redis: cluster redirections "
+		snprintf(c->err, sizeof(c->err),
+			 "redis: cluster redirections "
 			 "did not settle");
 		return -EAGAIN;
 	}
@@ -917,8 +918,8 @@ static int submit_cmd(struct alq_client *c, const struct alq_submit *s,
 		0 ||
 	    alq_key(m->ksid, sizeof(m->ksid), c->queue, ALQ_KEY_SID, s->id) <
 		0 ||
-	    alq_key(m->kdig, sizeof(m->kdig), c->queue, ALQ_KEY_DIGEST,
-		    s->id) < 0)
+	    alq_key(m->kdig, sizeof(m->kdig), c->queue, ALQ_KEY_DIGEST, s->id) <
+		0)
 		return -ENAMETOOLONG;
 	snprintf(m->t, sizeof(m->t), "%llu", (unsigned long long)al_wall_ms());
 	snprintf(m->w, sizeof(m->w), "%u", s->wall_ms);
@@ -998,9 +999,10 @@ static int submit_wait(struct alq_client *c, struct alq_submit *w, size_t m)
 	for (size_t i = 0; i < m; i++)
 		if (!w[i].err && !w[i].dup)
 			w[i].err = -EAGAIN;
-	snprintf(c->err, sizeof(c->err), "acknowledged by %lld of %u "
-		 "replicas within %s ms: submit again by id", got,
-		 c->wait_replicas, ms);
+	snprintf(c->err, sizeof(c->err),
+		 "acknowledged by %lld of %u "
+		 "replicas within %s ms: submit again by id",
+		 got, c->wait_replicas, ms);
 	return 0;
 }
 
@@ -1009,8 +1011,7 @@ static int submit_wait(struct alq_client *c, struct alq_submit *w, size_t m)
  * that never loaded it) or a cluster redirection is sent again on its
  * own, as EVAL, after every reply of the window is read: the pipeline's
  * replies stay in order. */
-static int submit_window(struct alq_client *c, struct alq_submit *w,
-			 size_t m)
+static int submit_window(struct alq_client *c, struct alq_submit *w, size_t m)
 {
 	redisReply *rep[64] = {0};
 	struct submit_cmd cmd;
@@ -1065,7 +1066,8 @@ int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 			return r;
 		for (size_t i = 0; i < m; i++) {
 			al_digest_hex(jobs[base + i].payload,
-				      jobs[base + i].len, jobs[base + i].digest);
+				      jobs[base + i].len,
+				      jobs[base + i].digest);
 			jobs[base + i].stored_digest[0] = '\0';
 		}
 		if ((r = submit_window(c, jobs + base, m)) < 0)
@@ -1350,7 +1352,8 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 				   ktput[1], ktput[2], ktput[3], ktput[4]);
 		redisAppendCommand(c->rc, "GET %s", kcancels);
 		for (int i = 0; i < 7; i++) {
-			if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
+			if (redisGetReply(c->rc, (void **)&rep[i]) !=
+			    REDIS_OK) {
 				e = client_fail(c, NULL);
 				goto out;
 			}
@@ -1566,8 +1569,8 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 		    enum al_queue_state *ret_was)
 {
 	static const enum alq_key_kind k[] = {
-	    ALQ_KEY_JOB, ALQ_KEY_RESULT, ALQ_KEY_DONE,
-	    ALQ_KEY_SID, ALQ_KEY_JOBS,	 ALQ_KEY_CANCEL, ALQ_KEY_CANCELS};
+	    ALQ_KEY_JOB,  ALQ_KEY_RESULT, ALQ_KEY_DONE,	  ALQ_KEY_SID,
+	    ALQ_KEY_JOBS, ALQ_KEY_CANCEL, ALQ_KEY_CANCELS};
 	char *q = NULL, *run = NULL, ttl[16];
 	const char *args[4];
 	size_t lens[4];

@@ -52,7 +52,7 @@
 #define ALQ_KEY_MAX	(16 + AL_NAME_MAX + 16 + AL_ID_MAX)
 #define ALQ_SID_MAX	48	 /* a stream entry id: "ms-seq" */
 #define ALQ_DEAD_MAXLEN "100000" /* dead letters kept (approximate) */
-#define ALQ_SENTINELS	5	 /* sentinels in a redis+sentinel:// URL */
+#define ALQ_SENTINELS	      5	  /* sentinels in a redis+sentinel:// URL */
 #define ALQ_SENTINEL_HOST_MAX 255 /* bytes of the host a sentinel names */
 
 enum alq_key_kind {
@@ -86,12 +86,12 @@ struct alq_url {
 	unsigned db;	/* SELECT db, 0 = none */
 	/* redis+sentinel:// (sentinel.h): host and port above are the first
 	 * sentinel's until the sentinels name the master */
-	bool sentinel_;			 /* the master comes from sentinels */
-	char master[64];		 /* its name */
-	unsigned n_sentinels;		 /* entries of sentinel[] */
+	bool sentinel_;	      /* the master comes from sentinels */
+	char master[64];      /* its name */
+	unsigned n_sentinels; /* entries of sentinel[] */
 	struct {
-		char host[64];		 /* a sentinel */
-		int port;		 /* its port, default 26379 */
+		char host[64]; /* a sentinel */
+		int port;      /* its port, default 26379 */
 	} sentinel[ALQ_SENTINELS];
 };
 
@@ -120,8 +120,8 @@ enum alq_script {
 	ALQ_CANCEL,	/* K: job result done sid jobs cancel cancels; A: result
 			   (queued) result (running) ttl id -> {was} */
 	ALQ_CANCEL_POLL, /* K: cancel; A: sid... -> {cancelled sid...} */
-	ALQ_REQUEUE,	/* K: job result done sid jobs dead; A: id t
-			   dead_sid... -> {ok, sid} | {none} | {gone} */
+	ALQ_REQUEUE,	 /* K: job result done sid jobs dead; A: id t
+			    dead_sid... -> {ok, sid} | {none} | {gone} */
 	ALQ_N_SCRIPTS
 };
 

@@ -97,7 +97,8 @@ static int ask(const struct alq_url *u, unsigned i, uint32_t timeout_ms,
 	       char *host, size_t hostlen, int *port, char *why, size_t wl)
 {
 	struct timeval tv = {.tv_sec = timeout_ms / 1000,
-			     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
+			     .tv_usec =
+				 (suseconds_t)(timeout_ms % 1000) * 1000};
 	redisContext *rc = redisConnectWithTimeout(u->sentinel[i].host,
 						   u->sentinel[i].port, tv);
 	redisReply *r = NULL;
@@ -122,7 +123,7 @@ static int ask(const struct alq_url *u, unsigned i, uint32_t timeout_ms,
 		       0) {
 		snprintf(why, wl, "%s",
 			 r->type == REDIS_REPLY_ERROR ? r->str
-						       : "unexpected reply");
+						      : "unexpected reply");
 	} else {
 		memcpy(host, r->element[0]->str, r->element[0]->len);
 		host[r->element[0]->len] = '\0';

@@ -37,9 +37,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 int main(void)
 {
 	static const char *const seeds[] = {
-	    "MOVED 3999 127.0.0.1:6381", "ASK 16383 [::1]:7000",
-	    "MOVED 1 :6380", "TRYAGAIN Multiple keys", "CLUSTERDOWN down",
-	    "MOVED 12182 10.0.0.2:65535", "READONLY You can't write",
+	    "MOVED 3999 127.0.0.1:6381",
+	    "ASK 16383 [::1]:7000",
+	    "MOVED 1 :6380",
+	    "TRYAGAIN Multiple keys",
+	    "CLUSTERDOWN down",
+	    "MOVED 12182 10.0.0.2:65535",
+	    "READONLY You can't write",
 	};
 	const size_t ns = sizeof(seeds) / sizeof(seeds[0]);
 	uint8_t buf[128];

@@ -18,10 +18,10 @@
 #define CT_NODES 6
 
 struct clustertest {
-	char dir[64];		/* temp dir: configs, logs */
-	int port[CT_NODES];	/* client ports; bus = port + 10000 */
-	pid_t pid[CT_NODES];	/* redis-server, -1 when stopped */
-	char id[CT_NODES][41];	/* node ids */
+	char dir[64];	       /* temp dir: configs, logs */
+	int port[CT_NODES];    /* client ports; bus = port + 10000 */
+	pid_t pid[CT_NODES];   /* redis-server, -1 when stopped */
+	char id[CT_NODES][41]; /* node ids */
 };
 
 static inline redisContext *ct_conn(int port)
@@ -51,8 +51,8 @@ static inline char *ct_str(int port, const char *fmt, ...)
 	va_start(ap, fmt);
 	r = redisvCommand(rc, fmt, ap);
 	va_end(ap);
-	if (r && (r->type == REDIS_REPLY_STRING ||
-		  r->type == REDIS_REPLY_STATUS))
+	if (r &&
+	    (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS))
 		s = strdup(r->str);
 	freeReplyObject(r);
 	redisFree(rc);
@@ -81,12 +81,11 @@ static inline pid_t ct_spawn(const struct clustertest *t, int i)
 	pid = fork();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execlp("redis-server", "redis-server", "--port", port,
-		       "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-		       "--cluster-config-file", conf,
-		       "--cluster-node-timeout", "1000", "--dir", t->dir,
-		       "--save", "", "--appendonly", "no", "--logfile", log,
-		       (char *)NULL);
+		execlp("redis-server", "redis-server", "--port", port, "--bind",
+		       "127.0.0.1", "--cluster-enabled", "yes",
+		       "--cluster-config-file", conf, "--cluster-node-timeout",
+		       "1000", "--dir", t->dir, "--save", "", "--appendonly",
+		       "no", "--logfile", log, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -139,8 +138,8 @@ static inline int clustertest_start(struct clustertest *t)
 	}
 	n = snprintf(cmd, sizeof(cmd), "redis-cli --cluster create");
 	for (int i = 0; i < CT_NODES; i++)
-		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
-			      " 127.0.0.1:%d", t->port[i]);
+		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " 127.0.0.1:%d",
+			      t->port[i]);
 	snprintf(cmd + n, sizeof(cmd) - (size_t)n,
 		 " --cluster-replicas 1 --cluster-yes > %s/create.log 2>&1",
 		 t->dir);
@@ -198,12 +197,13 @@ static inline int ct_owner(const struct clustertest *t, unsigned slot)
 	if (!rc)
 		return -1;
 	r = redisCommand(rc, "CLUSTER SLOTS");
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY &&
-			   i < r->elements && owner < 0;
+	for (size_t i = 0;
+	     r && r->type == REDIS_REPLY_ARRAY && i < r->elements && owner < 0;
 	     i++) {
 		redisReply *e = r->element[i];
 
-		if (e->elements < 3 || (unsigned)e->element[0]->integer > slot ||
+		if (e->elements < 3 ||
+		    (unsigned)e->element[0]->integer > slot ||
 		    (unsigned)e->element[1]->integer < slot)
 			continue;
 		for (int n = 0; n < CT_NODES; n++)
@@ -270,8 +270,8 @@ static inline long ct_move_slot(const struct clustertest *t, unsigned slot,
 		for (n = 0; n < r->elements && n < 64; n++)
 			argv[7 + n] = r->element[n]->str;
 		{
-			redisReply *m = redisCommandArgv(src, (int)(7 + n),
-							 argv, NULL);
+			redisReply *m =
+			    redisCommandArgv(src, (int)(7 + n), argv, NULL);
 
 			if (!m || m->type == REDIS_REPLY_ERROR) {
 				fprintf(stderr, "MIGRATE: %s\n",

@@ -256,7 +256,8 @@ static void serve_stop(struct served *h)
 	assert_int_equal(h->rc, 0);
 }
 
-/* --- tests ----------------------------------------------------------------- */
+/* --- tests -----------------------------------------------------------------
+ */
 
 static void test_client(void **state)
 {
@@ -267,8 +268,8 @@ static void test_client(void **state)
 	bool dup;
 
 	static const char *const keys[] = {
-	    "foo", "{}x", "a{}b", "{", "}{", "foo{bar}{zap}", "{user1000}.x",
-	    "airlock:{c1}:jobs",
+	    "foo", "{}x",	    "a{}b",	    "{",
+	    "}{",  "foo{bar}{zap}", "{user1000}.x", "airlock:{c1}:jobs",
 	};
 
 	(void)state;
@@ -372,7 +373,7 @@ static void test_reclaim(void **state)
 static void test_reshard(void **state)
 {
 	struct alq_submit *jobs = calloc(RESHARD_JOBS, sizeof(*jobs));
-	char (*ids)[16] = calloc(RESHARD_JOBS, sizeof(*ids));
+	char(*ids)[16] = calloc(RESHARD_JOBS, sizeof(*ids));
 	char *mp = NULL;
 	unsigned slot = queue_slot("rs");
 	struct alq_client c;
@@ -414,9 +415,10 @@ static void test_reshard(void **state)
 	assert_true(moved > 0);
 	assert_int_equal(ct_owner(&ct, slot), to);
 	/* the second half goes to the new master */
-	assert_int_equal(alq_client_submit_many(&c, jobs + RESHARD_JOBS / 2,
-						RESHARD_JOBS - RESHARD_JOBS / 2),
-			 0);
+	assert_int_equal(
+	    alq_client_submit_many(&c, jobs + RESHARD_JOBS / 2,
+				   RESHARD_JOBS - RESHARD_JOBS / 2),
+	    0);
 	for (int i = 0; i < RESHARD_JOBS; i++) {
 		assert_int_equal(jobs[i].err, 0);
 		assert_false(jobs[i].dup);
@@ -428,12 +430,11 @@ static void test_reshard(void **state)
 	serve_stop(&a);
 	serve_stop(&b);
 	assert_int_equal(owner_int("rs", "XLEN airlock:{rs}:dead"), 0);
-	assert_int_equal(
-	    owner_int("rs", "XLEN airlock:{rs}:jobs") >= 0, 1);
-	fprintf(stderr, "reshard: %ld keys moved from node %d to node %d "
-			"while %d jobs ran; client redirections %llu\n",
-		moved, from, to, RESHARD_JOBS,
-		(unsigned long long)c.redirects);
+	assert_int_equal(owner_int("rs", "XLEN airlock:{rs}:jobs") >= 0, 1);
+	fprintf(stderr,
+		"reshard: %ld keys moved from node %d to node %d "
+		"while %d jobs ran; client redirections %llu\n",
+		moved, from, to, RESHARD_JOBS, (unsigned long long)c.redirects);
 	for (int i = 0; i < RESHARD_JOBS; i++)
 		free((char *)jobs[i].payload);
 	free(jobs);

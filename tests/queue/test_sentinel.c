@@ -59,10 +59,22 @@ static pid_t redis(int port, const char *replicaof)
 	snprintf(log, sizeof(log), "%s/redis-%d.log", dir, port);
 	snprintf(ro, sizeof(ro), "127.0.0.1 %d", port_m);
 	{
-		char *argv[] = {"redis-server", "--port", p, "--bind",
-				"127.0.0.1", "--dir", dir, "--save", "",
-				"--appendonly", "no", "--logfile", log,
-				replicaof ? "--replicaof" : NULL, ro, NULL};
+		char *argv[] = {"redis-server",
+				"--port",
+				p,
+				"--bind",
+				"127.0.0.1",
+				"--dir",
+				dir,
+				"--save",
+				"",
+				"--appendonly",
+				"no",
+				"--logfile",
+				log,
+				replicaof ? "--replicaof" : NULL,
+				ro,
+				NULL};
 
 		return spawn(argv);
 	}
@@ -212,7 +224,8 @@ static void serve_stop(struct served *h)
 	assert_int_equal(h->rc, 0);
 }
 
-/* --- the submitter ---------------------------------------------------------- */
+/* --- the submitter ----------------------------------------------------------
+ */
 
 static void open_client(struct alq_client *c, unsigned wait_replicas)
 {
@@ -267,8 +280,7 @@ static void test_failover(void **state)
 
 	(void)state;
 	al_diags_init(&d);
-	assert_int_equal(
-	    al_job_from_json("{\"sh\":\"ok\"}", 11, &job, &d), 0);
+	assert_int_equal(al_job_from_json("{\"sh\":\"ok\"}", 11, &job, &d), 0);
 	serve_start(&h);
 	open_client(&cw, 1);
 	open_client(&cn, 0);
@@ -292,8 +304,8 @@ static void test_failover(void **state)
 				/* one try: the master acknowledges n; WAIT 1
 				 * refuses w (no replica has it) */
 				bool dup = false;
-				int r = alq_client_submit(k ? &cn : &cw, id,
-							  mp, len, 2000, &dup);
+				int r = alq_client_submit(k ? &cn : &cw, id, mp,
+							  len, 2000, &dup);
 
 				if (k && r == 0)
 					acked_n[i] = true, lag_acked++;
@@ -303,7 +315,8 @@ static void test_failover(void **state)
 					fail_msg("%s in the lag: %d", id, r);
 			} else {
 				submit_acked(k ? &cn : &cw, id, k ? 0 : 1, mp,
-					     len, k ? &acked_n[i] : &acked_w[i]);
+					     len,
+					     k ? &acked_n[i] : &acked_w[i]);
 			}
 			free(mp);
 			mp = NULL;
@@ -389,10 +402,10 @@ static int setup(void **state)
 	pid_m = redis(port_m, NULL);
 	pid_r = redis(port_r, "yes");
 	pid_r2 = redis(port_r2, "yes");
-	for (int k = 0; k < 300 && !(has(port_r, "INFO replication",
-					  "master_link_status:up") &&
-				      has(port_r2, "INFO replication",
-					  "master_link_status:up"));
+	for (int k = 0;
+	     k < 300 &&
+	     !(has(port_r, "INFO replication", "master_link_status:up") &&
+	       has(port_r2, "INFO replication", "master_link_status:up"));
 	     k++)
 		redistest_sleep_ms(20);
 	/* the replica to be promoted is port_r: the other one ranks last */

@@ -45,10 +45,22 @@ static void test_redirects(void **state)
 	assert_int_equal(r.kind, ALQ_REDIRECT_DOWN);
 	/* not redirections */
 	static const char *const bad[] = {
-	    "MOVED", "MOVED ", "MOVED 16384 h:1", "MOVED 1 h:0",
-	    "MOVED 1 h:65536", "MOVED 1 h", "MOVED x h:1", "MOVED 1 h:1 x",
-	    "MOVEDX 1 h:1", "ASK 1 h:", "ERR unknown command", "NOSCRIPT",
-	    "MOVED 1 h\x01:1", "TRYAGAINX", "MOVED 123456 h:1", "",
+	    "MOVED",
+	    "MOVED ",
+	    "MOVED 16384 h:1",
+	    "MOVED 1 h:0",
+	    "MOVED 1 h:65536",
+	    "MOVED 1 h",
+	    "MOVED x h:1",
+	    "MOVED 1 h:1 x",
+	    "MOVEDX 1 h:1",
+	    "ASK 1 h:",
+	    "ERR unknown command",
+	    "NOSCRIPT",
+	    "MOVED 1 h\x01:1",
+	    "TRYAGAINX",
+	    "MOVED 123456 h:1",
+	    "",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		parse(bad[i], &r);

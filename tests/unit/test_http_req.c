@@ -339,8 +339,8 @@ static void test_token_file(void **state)
 static void test_metrics(void **state)
 {
 	struct al_metrics m;
-	struct alq_status q = {.depth = 3, .pending = 2, .dead = 1,
-			       .cancels = 4};
+	struct alq_status q = {
+	    .depth = 3, .pending = 2, .dead = 1, .cancels = 4};
 	char buf[16384];
 
 	(void)state;

@@ -85,8 +85,8 @@ static void *serve_main(void *p)
 	return NULL;
 }
 
-static int serve_start(struct served *h, const struct alq_url *u,
-		       const char *q, unsigned workers)
+static int serve_start(struct served *h, const struct alq_url *u, const char *q,
+		       unsigned workers)
 {
 	int p[2];
 
@@ -134,15 +134,15 @@ static int queue_node(const struct alq_url *u, const char *q, bool cluster,
 	if (!rc || rc->err)
 		return -1;
 	r = redisCommand(rc, "CLUSTER SLOTS");
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY &&
-			   i < r->elements;
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements;
 	     i++) {
 		redisReply *e = r->element[i];
 
 		if (e->elements >= 3 &&
 		    (unsigned)e->element[0]->integer <= slot &&
 		    (unsigned)e->element[1]->integer >= slot) {
-			snprintf(host, hl, "%s", e->element[2]->element[0]->str);
+			snprintf(host, hl, "%s",
+				 e->element[2]->element[0]->str);
 			*port = (int)e->element[2]->element[1]->integer;
 			found = 0;
 		}
@@ -194,11 +194,10 @@ static int node_counts(const char *host, int port, unsigned long long *calls,
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: airlock-bench-shard --url redis://HOST:PORT "
-		"[--queues Q] [--serves S]\n"
-		"                           [--workers W] [--jobs N] "
-		"[--cluster]\n");
+	fprintf(stderr, "usage: airlock-bench-shard --url redis://HOST:PORT "
+			"[--queues Q] [--serves S]\n"
+			"                           [--workers W] [--jobs N] "
+			"[--cluster]\n");
 }
 
 int main(int argc, char **argv)
@@ -225,18 +224,32 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'u': url = optarg; break;
-		case 'q': nq = (unsigned)atoi(optarg); break;
-		case 's': ns = (unsigned)atoi(optarg); break;
-		case 'w': nw = (unsigned)atoi(optarg); break;
-		case 'n': nj = (unsigned)atoi(optarg); break;
-		case 'c': cluster = true; break;
-		default: usage(); return 2;
+		case 'u':
+			url = optarg;
+			break;
+		case 'q':
+			nq = (unsigned)atoi(optarg);
+			break;
+		case 's':
+			ns = (unsigned)atoi(optarg);
+			break;
+		case 'w':
+			nw = (unsigned)atoi(optarg);
+			break;
+		case 'n':
+			nj = (unsigned)atoi(optarg);
+			break;
+		case 'c':
+			cluster = true;
+			break;
+		default:
+			usage();
+			return 2;
 		}
 	}
 	if (!url || alq_url_parse(url, &u) < 0 || u.unix_ || nq < 1 ||
-	    nq > MAX_Q || ns < 1 || ns > MAX_S || nw < 1 || nw > 64 ||
-	    nj < 1 || nj > 1000000) {
+	    nq > MAX_Q || ns < 1 || ns > MAX_S || nw < 1 || nw > 64 || nj < 1 ||
+	    nj > 1000000) {
 		usage();
 		return 2;
 	}
@@ -259,15 +272,14 @@ int main(int argc, char **argv)
 	}
 	sleep(1); /* workers forked, connections up */
 	for (unsigned q = 0; q < nq; q++)
-		node_counts(host[q], port[q], &calls0[q], &bytes0[q],
-			    &cpu0[q]);
+		node_counts(host[q], port[q], &calls0[q], &bytes0[q], &cpu0[q]);
 	t0 = now_s();
 	/* one client per queue, on threads would be fairer; submit all,
 	 * then wait all, queue by queue: the serves work meanwhile */
 	{
 		struct alq_client *cl = calloc(nq, sizeof(*cl));
 		struct alq_submit *subs = calloc(nj, sizeof(*subs));
-		char (*ids)[24] = calloc(nj, sizeof(*ids));
+		char(*ids)[24] = calloc(nj, sizeof(*ids));
 		struct al_job job = {0};
 		struct al_diags d;
 
@@ -288,15 +300,16 @@ int main(int argc, char **argv)
 				char *mp = NULL;
 				size_t len = 0;
 
-				snprintf(ids[i], sizeof(ids[i]), "%u-%u-%ld",
-					 q, i, (long)getpid());
+				snprintf(ids[i], sizeof(ids[i]), "%u-%u-%ld", q,
+					 i, (long)getpid());
 				free(job.id);
 				job.id = strdup(ids[i]);
 				if (al_job_to_msgpack(&job, &mp, &len) < 0)
 					return 1;
-				subs[i] = (struct alq_submit){
-				    .id = ids[i], .payload = mp, .len = len,
-				    .wall_ms = 60000};
+				subs[i] = (struct alq_submit){.id = ids[i],
+							      .payload = mp,
+							      .len = len,
+							      .wall_ms = 60000};
 			}
 			if (alq_client_submit_many(&cl[q], subs, nj) < 0) {
 				fprintf(stderr, "submit: %s\n", cl[q].err);
@@ -307,8 +320,8 @@ int main(int argc, char **argv)
 		}
 		for (unsigned q = 0; q < nq; q++) {
 			for (unsigned i = 0; i < nj; i++) {
-				snprintf(ids[i], sizeof(ids[i]), "%u-%u-%ld",
-					 q, i, (long)getpid());
+				snprintf(ids[i], sizeof(ids[i]), "%u-%u-%ld", q,
+					 i, (long)getpid());
 				if (alq_client_wait(&cl[q], ids[i], 60000)) {
 					fprintf(stderr, "no result for %s\n",
 						ids[i]);

@@ -222,9 +222,10 @@ int al_cli_say_backend(const struct al_cli *cli, struct alq_client *c,
 
 	if (embedded) {
 		if (al_log_level >= AL_LOG_INFO)
-			fprintf(stderr, "airlock %s: embedded: a private "
-					"redis-server and dispatcher for this "
-					"command (no redis.url configured)\n",
+			fprintf(stderr,
+				"airlock %s: embedded: a private "
+				"redis-server and dispatcher for this "
+				"command (no redis.url configured)\n",
 				cli->cmd->name);
 		return 0;
 	}
@@ -252,13 +253,15 @@ int al_cli_say_backend(const struct al_cli *cli, struct alq_client *c,
 		snprintf(where, sizeof(where), "?");
 	explicit_bzero(&u, sizeof(u));
 	if (live)
-		fprintf(stderr, "airlock %s: via serve: queue %s on %s, %zu "
-				"dispatcher%s (%s)\n",
+		fprintf(stderr,
+			"airlock %s: via serve: queue %s on %s, %zu "
+			"dispatcher%s (%s)\n",
 			cli->cmd->name, cli->cfg.queue.name, where, live,
 			live == 1 ? "" : "s", names);
 	else
-		fprintf(stderr, "airlock %s: via queue %s on %s: no serve "
-				"heartbeats on it now; the jobs wait for one\n",
+		fprintf(stderr,
+			"airlock %s: via queue %s on %s: no serve "
+			"heartbeats on it now; the jobs wait for one\n",
 			cli->cmd->name, cli->cfg.queue.name, where);
 	return (int)live;
 }
@@ -327,8 +330,9 @@ static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
 				 "HOST[:PORT][/DB], unix://[[USER]:PASSWORD@]"
 				 "/PATH or redis+sentinel://[[USER]:PASSWORD@]"
 				 "HOST[:PORT][,HOST[:PORT]]...[/MASTER[/DB]]%s",
-				 strncmp(cli->redis, "rediss://", 9) ? ""
-								     : AL_NO_TLS);
+				 strncmp(cli->redis, "rediss://", 9)
+				     ? ""
+				     : AL_NO_TLS);
 			return -EINVAL;
 		}
 		snprintf(cfg->redis.url, sizeof(cfg->redis.url), "%s",
