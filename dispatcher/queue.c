@@ -371,8 +371,7 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"end\n"
 	"if KEYS[2] then\n" /* cancellations nobody holds any more */
 	"  for _, sid in ipairs(redis.call('HKEYS', KEYS[2])) do\n"
-	"    local p = redis.call('XPENDING', KEYS[1], 'workers', sid, sid, "
-	"1)\n"
+	"    local p = redis.call('XPENDING', KEYS[1], 'workers', sid, sid, 1)\n"
 	"    if #p == 0 then redis.call('HDEL', KEYS[2], sid) end\n"
 	"  end\n"
 	"end\n"
@@ -420,13 +419,14 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 
     /* Which of the entries ARGV (held by the caller) were cancelled; each
      * is reported once. */
-    [ALQ_CANCEL_POLL] = "local out = {}\n"
-			"for i = 1, #ARGV do\n"
-			"  if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then\n"
-			"    out[#out + 1] = ARGV[i]\n"
-			"  end\n"
-			"end\n"
-			"return out\n",
+    [ALQ_CANCEL_POLL] =
+	"local out = {}\n"
+	"for i = 1, #ARGV do\n"
+	"  if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then\n"
+	"    out[#out + 1] = ARGV[i]\n"
+	"  end\n"
+	"end\n"
+	"return out\n",
 
     /* Run a dead job again: drop its dead letters ARGV[3..] (those that
      * name it), its result and signal; keep its payload; a new entry
@@ -467,12 +467,10 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"redis.call('PERSIST', KEYS[1])\n"
 	"local sid\n"
 	"if w then\n"
-	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', "
-	"ARGV[2],\n"
+	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', ARGV[2],\n"
 	"                   'w', w)\n"
 	"else\n"
-	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', "
-	"ARGV[2])\n"
+	"  sid = redis.call('XADD', KEYS[5], '*', 'id', ARGV[1], 't', ARGV[2])\n"
 	"end\n"
 	"redis.call('SET', KEYS[4], sid)\n"
 	"return {'ok', sid}\n",

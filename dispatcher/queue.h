@@ -120,8 +120,8 @@ enum alq_script {
 	ALQ_CANCEL,	/* K: job result done sid jobs cancel cancels; A: result
 			   (queued) result (running) ttl id -> {was} */
 	ALQ_CANCEL_POLL, /* K: cancel; A: sid... -> {cancelled sid...} */
-	ALQ_REQUEUE,	 /* K: job result done sid jobs dead; A: id t
-			    dead_sid... -> {ok, sid} | {none} | {gone} */
+	ALQ_REQUEUE,	/* K: job result done sid jobs dead; A: id t
+			   dead_sid... -> {ok, sid} | {none} | {gone} */
 	ALQ_N_SCRIPTS
 };
 

@@ -374,8 +374,7 @@ static const struct al_config_key keys[] = {
 	"VMM cgroup cpu.max, percent of one CPU per vCPU"),
 
     STR(pool, warm, warm, check_warm, "NAME:N pairs, N 0..8, space-separated",
-	"",
-	"warm clones each worker keeps per template, e.g. python:2 c:1 "
+	"", "warm clones each worker keeps per template, e.g. python:2 c:1 "
 	"(docs/warm.md)"),
     U32(pool, warm_last, 0, 8, "1",
 	"warm clones each worker keeps of its last job's template"),
@@ -441,8 +440,8 @@ static const struct al_config_key keys[] = {
 	"seconds an HTTP connection may stay idle (slow clients are cut)"),
     U32(http, max_wait_s, 0, 3600, "300",
 	"largest ?wait=SECONDS of POST /jobs"),
-    NAMES_CHK(http, callback_allow, check_target, "HOST:PORT or ADDR/PREFIX",
-	      "",
+    NAMES_CHK(http, callback_allow, check_target,
+	      "HOST:PORT or ADDR/PREFIX", "",
 	      "callback_url targets allowed, space-separated; empty = no "
 	      "callbacks"),
     U32(http, callback_attempts, 1, 20, "5",
