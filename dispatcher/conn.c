@@ -25,8 +25,10 @@
 
 #include <hiredis/adapters/libuv.h>
 
+#include "cluster.h"
 #include "conn.h"
 #include "log.h"
+#include "sentinel.h"
 
 #define TICK_MS	       100u
 #define BACKOFF_MIN_MS 100u
@@ -38,10 +40,16 @@ struct pending {
 	alq_reply_fn *cb;   /* the caller's callback */
 	void *priv;	    /* the caller's argument */
 	int script;	    /* enum alq_script for EVALSHA, -1 otherwise */
-	int argc;	    /* EVALSHA: argv kept for the EVAL fallback */
-	char **argv;	    /* copies (malloc'd), NULL for plain commands */
+	int argc;	    /* argv kept for the EVAL fallback and resends */
+	char **argv;	    /* copies (malloc'd) */
 	size_t *lens;	    /* their lengths */
+	uint64_t parked_at; /* first parked (cluster), 0 = never */
+	uint64_t due;	    /* parked: send again at */
+	unsigned tries;	    /* parked: times sent again */
+	struct pending *next; /* in c->parked */
 };
+
+static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata);
 
 static uint64_t now(const struct alq_conn *c)
 {
@@ -57,6 +65,52 @@ static void pending_free(struct pending *p)
 	free(p->argv);
 	free(p->lens);
 	free(p);
+}
+
+/* The parked commands fail (NULL) with the connection they waited on. */
+static void flush_parked(struct alq_conn *c)
+{
+	while (c->parked) {
+		struct pending *p = c->parked;
+
+		c->parked = p->next;
+		p->cb(c, NULL, p->priv);
+		pending_free(p);
+	}
+}
+
+/* Send the parked commands that are due again (the tick, while up). A
+ * command parked past command_timeout_ms drops the connection: its
+ * slot did not settle, and the reconnect asks the cluster anew. */
+static void resend_parked(struct alq_conn *c)
+{
+	struct pending **pp = &c->parked, *keep = NULL, **kt = &keep;
+	uint64_t n = now(c);
+
+	while (*pp) {
+		struct pending *p = *pp;
+
+		*pp = p->next;
+		p->next = NULL;
+		if (n - p->parked_at > c->command_timeout_ms) {
+			snprintf(c->err, sizeof(c->err),
+				 "cluster slot did "
+				 "not settle (ASK/TRYAGAIN/CLUSTERDOWN)");
+			c->drop = true;
+			*kt = p, kt = &p->next; /* flushed by the teardown */
+		} else if (p->due > n) {
+			*kt = p, kt = &p->next;
+		} else if (redisAsyncCommandArgv(c->ac, reply_cb, p, p->argc,
+						 (const char **)p->argv,
+						 p->lens) == REDIS_OK) {
+			if (c->inflight++ == 0)
+				c->progress = n;
+		} else {
+			p->cb(c, NULL, p->priv);
+			pending_free(p);
+		}
+	}
+	c->parked = keep;
 }
 
 static void schedule_retry(struct alq_conn *c)
@@ -99,6 +153,7 @@ static void teardown(struct alq_conn *c, const char *why)
 	if (ac)
 		redisAsyncFree(ac); /* pending callbacks get NULL */
 	c->inflight = 0;
+	flush_parked(c);
 	if (c->state == ALQ_CONN_CLOSED)
 		return;
 	lost(c, was_up, why);
@@ -116,9 +171,11 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	was_up = c->state == ALQ_CONN_UP;
 	c->ac = NULL; /* hiredis frees it when we return */
 	c->inflight = 0;
+	if (c->state != ALQ_CONN_CLOSED)
+		c->state = ALQ_CONN_DOWN;
+	flush_parked(c);
 	if (c->state == ALQ_CONN_CLOSED)
 		return;
-	c->state = ALQ_CONN_DOWN;
 	snprintf(what, sizeof(what), "connection lost (%s)",
 		 ac->errstr[0] ? ac->errstr : "closed");
 	lost(c, was_up, what);
@@ -137,6 +194,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	if (c->state == ALQ_CONN_CLOSED)
 		return;
 	c->state = ALQ_CONN_DOWN;
+	c->moved_port = 0; /* back to the URL's node next time */
 	al_warn("redis %s: connect failed: %s", c->name, c->err);
 	schedule_retry(c);
 }
@@ -165,7 +223,13 @@ static void setup_cb(redisAsyncContext *ac, void *reply, void *priv)
 
 		c->state = ALQ_CONN_UP;
 		c->backoff_ms = BACKOFF_MIN_MS;
-		alq_url_display(&c->url, where, sizeof(where));
+		if (c->moved_port)
+			snprintf(where, sizeof(where), "%.200s:%d (%s)",
+				 c->moved_host, c->moved_port,
+				 c->url.sentinel_ ? "master by sentinel"
+						  : "MOVED");
+		else
+			alq_url_display(&c->url, where, sizeof(where));
 		al_info("redis %s: connected to %s", c->name, where);
 		if (c->on_up)
 			c->on_up(c);
@@ -211,12 +275,40 @@ static int setup(struct alq_conn *c)
 	return r;
 }
 
+/* redis+sentinel: the master's address now, into moved_host/port (the
+ * next connect's target). Blocks the loop for at most 300 ms per
+ * sentinel, and only while the connection is down. */
+static int sentinel_master(struct alq_conn *c)
+{
+	char err[400];
+	int port = 0;
+
+	if (alq_sentinel_master(&c->url, 300, c->moved_host,
+				sizeof(c->moved_host), &port, err,
+				sizeof(err)) < 0) {
+		snprintf(c->err, sizeof(c->err),
+			 "no master from the "
+			 "sentinels: %.120s",
+			 err);
+		al_warn("redis %s: %s", c->name, err);
+		return -EHOSTUNREACH;
+	}
+	c->moved_port = port;
+	return 0;
+}
+
 static void start_connect(struct alq_conn *c)
 {
 	redisAsyncContext *ac;
 
-	ac = c->url.unix_ ? redisAsyncConnectUnix(c->url.path)
-			  : redisAsyncConnect(c->url.host, c->url.port);
+	if (c->url.sentinel_ && sentinel_master(c) < 0) {
+		schedule_retry(c);
+		return;
+	}
+
+	ac = c->moved_port  ? redisAsyncConnect(c->moved_host, c->moved_port)
+	     : c->url.unix_ ? redisAsyncConnectUnix(c->url.path)
+			    : redisAsyncConnect(c->url.host, c->url.port);
 	if (!ac || ac->err) {
 		snprintf(c->err, sizeof(c->err), "%s",
 			 ac ? ac->errstr : "out of memory");
@@ -255,8 +347,10 @@ static void tick(uv_timer_t *t)
 	case ALQ_CONN_CONNECTING:
 		if (c->drop)
 			teardown(c, c->err[0] ? c->err : "setup failed");
-		else if (n >= c->deadline)
+		else if (n >= c->deadline) {
+			c->moved_port = 0; /* back to the URL's node */
 			teardown(c, "connect timed out");
+		}
 		break;
 	case ALQ_CONN_UP:
 		if (c->drop)
@@ -264,6 +358,8 @@ static void tick(uv_timer_t *t)
 		else if (c->inflight &&
 			 n - c->progress > c->command_timeout_ms + c->block_ms)
 			teardown(c, "reply timed out");
+		else if (c->parked)
+			resend_parked(c);
 		break;
 	case ALQ_CONN_CLOSED:
 		break;
@@ -289,6 +385,10 @@ int alq_conn_init(struct alq_conn *c, uv_loop_t *loop,
 	c->inflight = 0;
 	c->drop = false;
 	c->err[0] = '\0';
+	c->moved_host[0] = '\0';
+	c->moved_port = 0;
+	c->parked = NULL;
+	c->redirects = 0;
 	r = uv_timer_init(loop, &c->timer);
 	if (r < 0)
 		return r;
@@ -307,6 +407,55 @@ bool alq_conn_up(const struct alq_conn *c)
 	       !(c->ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING));
 }
 
+/* A cluster redirection in answer to p (cluster.h): MOVED points the
+ * next connect at the slot's new master and drops this connection (p's
+ * caller gets NULL, as for a lost connection: the command did not run);
+ * ASK, TRYAGAIN and CLUSTERDOWN park p to be sent again from the tick
+ * (TICK_MS), where a migration or failover has time to end in a MOVED.
+ * True when p was taken care of. */
+static bool redirect(struct alq_conn *c, const redisReply *r, struct pending *p)
+{
+	struct alq_redirect rd;
+
+	if (c->url.sentinel_ && !strncmp(r->str, "READONLY", 8)) {
+		/* a failover demoted our master: ask the sentinels again */
+		snprintf(c->err, sizeof(c->err),
+			 "the master became a "
+			 "replica (a failover)");
+		c->drop = true;
+		p->cb(c, NULL, p->priv);
+		pending_free(p);
+		return true;
+	}
+	alq_redirect_parse(r->str, r->len, &rd);
+	if (rd.kind == ALQ_REDIRECT_NONE)
+		return false;
+	c->redirects++;
+	if (rd.kind == ALQ_REDIRECT_MOVED && !c->drop) {
+		snprintf(c->moved_host, sizeof(c->moved_host), "%s",
+			 rd.host[0]	 ? rd.host
+			 : c->moved_port ? c->moved_host
+					 : c->url.host);
+		c->moved_port = rd.port;
+		snprintf(c->err, sizeof(c->err), "MOVED to %.100s:%d",
+			 c->moved_host, c->moved_port);
+		c->drop = true;
+	}
+	if (rd.kind == ALQ_REDIRECT_MOVED || !alq_conn_up(c)) {
+		/* not run: as if the connection was lost */
+		p->cb(c, NULL, p->priv);
+		pending_free(p);
+		return true;
+	}
+	if (!p->parked_at)
+		p->parked_at = now(c);
+	p->due = now(c) + (10u << (p->tries < 4 ? p->tries : 4));
+	p->tries++;
+	p->next = c->parked;
+	c->parked = p;
+	return true;
+}
+
 static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 {
 	struct pending *p = privdata;
@@ -317,6 +466,9 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 		c->inflight--;
 		c->progress = now(c);
 	}
+	if (r && r->type == REDIS_REPLY_ERROR && c->ac == ac &&
+	    redirect(c, r, p))
+		return;
 	if (r && r->type == REDIS_REPLY_ERROR && p->script >= 0 &&
 	    !strncmp(r->str, "NOSCRIPT", 8) && alq_conn_up(c) && c->ac == ac) {
 		/* the server lost its script cache: send the text instead */
@@ -355,6 +507,46 @@ static struct pending *pending_new(struct alq_conn *c, alq_reply_fn *cb,
 	return p;
 }
 
+/* Copy argv[0..argc) into p after `head` words already there: p keeps
+ * its command to send it again (NOSCRIPT, cluster redirections). */
+static int pending_args(struct pending *p, int head, int argc,
+			const char **argv, const size_t *lens)
+{
+	for (int i = 0; i < argc; i++) {
+		size_t len = lens ? lens[i] : strlen(argv[i]);
+
+		p->argv[head + i] = malloc(len + 1);
+		if (!p->argv[head + i])
+			return -ENOMEM;
+		memcpy(p->argv[head + i], argv[i], len);
+		p->argv[head + i][len] = '\0';
+		p->lens[head + i] = len;
+	}
+	return 0;
+}
+
+static int pending_alloc(struct pending *p, int n)
+{
+	p->argv = calloc((size_t)n, sizeof(*p->argv));
+	p->lens = calloc((size_t)n, sizeof(*p->lens));
+	p->argc = n;
+	return p->argv && p->lens ? 0 : -ENOMEM;
+}
+
+/* Hand p to hiredis; on failure p is freed. */
+static int pending_send(struct alq_conn *c, struct pending *p)
+{
+	if (redisAsyncCommandArgv(c->ac, reply_cb, p, p->argc,
+				  (const char **)p->argv,
+				  p->lens) != REDIS_OK) {
+		pending_free(p);
+		return -ENOTCONN;
+	}
+	if (c->inflight++ == 0)
+		c->progress = now(c);
+	return 0;
+}
+
 int alq_conn_cmd(struct alq_conn *c, alq_reply_fn *cb, void *priv, int argc,
 		 const char **argv, const size_t *lens)
 {
@@ -365,14 +557,12 @@ int alq_conn_cmd(struct alq_conn *c, alq_reply_fn *cb, void *priv, int argc,
 	p = pending_new(c, cb, priv, -1);
 	if (!p)
 		return -ENOMEM;
-	if (redisAsyncCommandArgv(c->ac, reply_cb, p, argc, argv, lens) !=
-	    REDIS_OK) {
-		free(p);
-		return -ENOTCONN;
+	if (pending_alloc(p, argc) < 0 ||
+	    pending_args(p, 0, argc, argv, lens) < 0) {
+		pending_free(p);
+		return -ENOMEM;
 	}
-	if (c->inflight++ == 0)
-		c->progress = now(c);
-	return 0;
+	return pending_send(c, p);
 }
 
 int alq_conn_eval(struct alq_conn *c, enum alq_script s, alq_reply_fn *cb,
@@ -381,18 +571,14 @@ int alq_conn_eval(struct alq_conn *c, enum alq_script s, alq_reply_fn *cb,
 {
 	struct pending *p;
 	char nk[16];
-	int n = argc + 3;
 
 	if (!alq_conn_up(c))
 		return -ENOTCONN;
 	p = pending_new(c, cb, priv, c->sha[s][0] ? (int)s : -1);
 	if (!p)
 		return -ENOMEM;
-	p->argv = calloc((size_t)n, sizeof(*p->argv));
-	p->lens = calloc((size_t)n, sizeof(*p->lens));
-	if (!p->argv || !p->lens)
+	if (pending_alloc(p, argc + 3) < 0)
 		goto nomem;
-	p->argc = n;
 	snprintf(nk, sizeof(nk), "%d", nkeys);
 	p->argv[0] = strdup(p->script >= 0 ? "EVALSHA" : "EVAL");
 	p->argv[1] = strdup(p->script >= 0 ? c->sha[s] : alq_script_text(s));
@@ -402,24 +588,9 @@ int alq_conn_eval(struct alq_conn *c, enum alq_script s, alq_reply_fn *cb,
 			goto nomem;
 		p->lens[i] = strlen(p->argv[i]);
 	}
-	for (int i = 0; i < argc; i++) {
-		size_t len = lens ? lens[i] : strlen(argv[i]);
-
-		p->argv[i + 3] = malloc(len + 1);
-		if (!p->argv[i + 3])
-			goto nomem;
-		memcpy(p->argv[i + 3], argv[i], len);
-		p->argv[i + 3][len] = '\0';
-		p->lens[i + 3] = len;
-	}
-	if (redisAsyncCommandArgv(c->ac, reply_cb, p, n, (const char **)p->argv,
-				  p->lens) != REDIS_OK) {
-		pending_free(p);
-		return -ENOTCONN;
-	}
-	if (c->inflight++ == 0)
-		c->progress = now(c);
-	return 0;
+	if (pending_args(p, 3, argc, argv, lens) < 0)
+		goto nomem;
+	return pending_send(c, p);
 nomem:
 	pending_free(p);
 	return -ENOMEM;

@@ -71,6 +71,13 @@ struct alq_conn {
 	char sha[ALQ_N_SCRIPTS][41]; /* SCRIPT LOAD answers */
 	char err[160];		     /* last failure, for logs */
 	uint64_t reconnects;	     /* times it went down and retried */
+	/* Redis Cluster (cluster.h): after a MOVED the next connect goes to
+	 * the slot's new master; ASK, TRYAGAIN and CLUSTERDOWN park the
+	 * command and send it again on a later tick */
+	char moved_host[256];	/* where MOVED said, "" = the URL */
+	int moved_port;		/* its port, 0 = none */
+	struct pending *parked; /* commands waiting to be sent again */
+	uint64_t redirects;	/* MOVED, ASK, TRYAGAIN... answered */
 };
 
 /* Set up and start connecting. The string fields must outlive the conn.

@@ -112,6 +112,11 @@ static void queue_gauges(struct out *o, const struct alq_status *q)
 	scalar(o, "airlock_dead_letters", "gauge",
 	       "entries in the dead-letter stream",
 	       (uint64_t)(q->dead < 0 ? 0 : q->dead));
+	scalar(
+	    o, "airlock_cancels_total", "counter",
+	    "jobs cancelled on this queue (airlock cancel, DELETE /jobs/ID), "
+	    "by any process",
+	    q->cancels);
 	scalar(o, "airlock_dispatchers", "gauge",
 	       "serve processes heartbeating on the queue", q->n_serves);
 }

@@ -35,7 +35,9 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "queue.h"
+#include "sentinel.h"
 
 /* --- keys ------------------------------------------------------------------
  */
@@ -44,11 +46,12 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    const char *id)
 {
 	static const char *const kinds[] = {
-	    [ALQ_KEY_JOBS] = "jobs",	  [ALQ_KEY_JOB] = "job:",
-	    [ALQ_KEY_RESULT] = "result:", [ALQ_KEY_DONE] = "done:",
-	    [ALQ_KEY_DEAD] = "dead",	  [ALQ_KEY_SERVES] = "serves",
-	    [ALQ_KEY_TPUT] = "tput:",	  [ALQ_KEY_SID] = "sid:",
-	    [ALQ_KEY_CANCEL] = "cancel",  [ALQ_KEY_DIGEST] = "digest:",
+	    [ALQ_KEY_JOBS] = "jobs",	   [ALQ_KEY_JOB] = "job:",
+	    [ALQ_KEY_RESULT] = "result:",  [ALQ_KEY_DONE] = "done:",
+	    [ALQ_KEY_DEAD] = "dead",	   [ALQ_KEY_SERVES] = "serves",
+	    [ALQ_KEY_TPUT] = "tput:",	   [ALQ_KEY_SID] = "sid:",
+	    [ALQ_KEY_CANCEL] = "cancel",   [ALQ_KEY_DIGEST] = "digest:",
+	    [ALQ_KEY_CANCELS] = "cancels",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
 		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT ||
@@ -193,6 +196,15 @@ static int parse_unix(const char *s, struct alq_url *u)
 	return 0;
 }
 
+static int parse_sentinel(const char *s, struct alq_url *u)
+{
+	const char *slash = strchr(s, '/');
+
+	if (parse_userinfo(&s, slash ? slash : s + strlen(s), u) < 0)
+		return -EINVAL;
+	return alq_sentinel_parse(s, u);
+}
+
 int alq_url_parse(const char *url, struct alq_url *ret)
 {
 	struct alq_url u;
@@ -203,6 +215,8 @@ int alq_url_parse(const char *url, struct alq_url *ret)
 		r = parse_tcp(url + 8, &u);
 	else if (!strncmp(url, "unix://", 7))
 		r = parse_unix(url + 7, &u);
+	else if (!strncmp(url, "redis+sentinel://", 17))
+		r = parse_sentinel(url + 17, &u);
 	else
 		r = -EINVAL;
 	if (r == 0)
@@ -214,6 +228,10 @@ void alq_url_display(const struct alq_url *u, char *buf, size_t len)
 {
 	if (u->unix_)
 		snprintf(buf, len, "unix:%s", u->path);
+	else if (u->sentinel_)
+		snprintf(buf, len, "sentinel %s via %s:%d%s", u->master,
+			 u->sentinel[0].host, u->sentinel[0].port,
+			 u->n_sentinels > 1 ? " (and more)" : "");
 	else
 		snprintf(buf, len, "%s:%d", u->host, u->port);
 }
@@ -374,7 +392,9 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 
     /* Store the CX result (first result wins, as in COMPLETE) and signal
      * it; a pending entry is also put in the cancel hash, so the
-     * dispatcher holding it learns it (CANCELLED) and kills its VM. */
+     * dispatcher holding it learns it (CANCELLED) and kills its VM. Every
+     * cancel, from whichever front door, counts in KEYS[7]
+     * (airlock_cancels_total). */
     [ALQ_CANCEL] =
 	"if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
 	"if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
@@ -394,6 +414,7 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"redis.call('RPUSH', KEYS[3], '1')\n"
 	"redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
 	"redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
+	"redis.call('INCR', KEYS[7])\n"
 	"return {st}\n",
 
     /* Which of the entries ARGV (held by the caller) were cancelled; each
@@ -454,7 +475,6 @@ static const char *const scripts[ALQ_N_SCRIPTS] = {
 	"redis.call('SET', KEYS[4], sid)\n"
 	"return {'ok', sid}\n",
 };
-
 
 const char *alq_script_text(enum alq_script s)
 {
@@ -637,24 +657,18 @@ static int client_fail(struct alq_client *c, const redisReply *r)
 	return -EPROTO;
 }
 
-static redisReply *cmd_argv(struct alq_client *c, int argc, const char **argv,
-			    const size_t *lens)
+/* Connect c->rc to host:port (or the URL's unix socket when host is
+ * NULL), AUTH and SELECT as the URL says. On failure c->rc is NULL and
+ * c->err says why. */
+static int client_connect(struct alq_client *c, const char *host, int port)
 {
-	return redisCommandArgv(c->rc, argc, argv, lens);
-}
-
-int alq_client_open(struct alq_client *c, const struct alq_url *u,
-		    const char *queue, uint32_t timeout_ms)
-{
-	struct timeval tv = tv_ms(timeout_ms);
+	const struct alq_url *u = &c->url;
+	struct timeval tv = tv_ms(c->timeout_ms);
 	redisReply *r = NULL;
 	int ret = 0;
 
-	memset(c, 0, sizeof(*c));
-	snprintf(c->queue, sizeof(c->queue), "%s", queue);
-	c->timeout_ms = timeout_ms;
-	c->rc = u->unix_ ? redisConnectUnixWithTimeout(u->path, tv)
-			 : redisConnectWithTimeout(u->host, u->port, tv);
+	c->rc = !host ? redisConnectUnixWithTimeout(u->path, tv)
+		      : redisConnectWithTimeout(host, port, tv);
 	if (!c->rc) {
 		snprintf(c->err, sizeof(c->err), "redis: out of memory");
 		return -ENOMEM;
@@ -664,7 +678,7 @@ int alq_client_open(struct alq_client *c, const struct alq_url *u,
 		ret = c->rc->err == REDIS_ERR_IO ? -ECONNREFUSED : -EIO;
 		goto out;
 	}
-	redisSetTimeout(c->rc, tv);
+	redisSetTimeout(c->rc, tv_ms(c->timeout_ms + c->extra_ms));
 	if (u->pass[0]) {
 		r = u->user[0]
 			? redisCommand(c->rc, "AUTH %s %s", u->user, u->pass)
@@ -692,11 +706,182 @@ out:
 	return ret;
 }
 
+/* Is r a cluster redirection? (*rd filled) */
+static bool redirected(const redisReply *r, struct alq_redirect *rd)
+{
+	if (!r || r->type != REDIS_REPLY_ERROR) {
+		rd->kind = ALQ_REDIRECT_NONE;
+		return false;
+	}
+	alq_redirect_parse(r->str, r->len, rd);
+	return rd->kind != ALQ_REDIRECT_NONE;
+}
+
+/* Pause before sending again after TRYAGAIN / CLUSTERDOWN / ASK: 10 ms
+ * doubling to 320 ms, so a few seconds of migration or failover pass. */
+static void redirect_pause(unsigned tries)
+{
+	struct timespec ts = {0, 0};
+	unsigned ms = 10u << (tries < 5 ? tries : 5);
+
+	ts.tv_nsec = (long)ms * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+/* MOVED: the slot's master is rd's host:port; connect there instead. On
+ * failure the old connection stays (the caller reports the MOVED). */
+static int follow_moved(struct alq_client *c, const struct alq_redirect *rd)
+{
+	redisContext *old = c->rc;
+	char host[ALQ_HOST_MAX + 1];
+
+	snprintf(host, sizeof(host), "%s", rd->host[0] ? rd->host : c->host);
+	c->rc = NULL;
+	if (client_connect(c, host, rd->port) < 0) {
+		c->rc = old;
+		return -EIO;
+	}
+	redisFree(old);
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = rd->port;
+	c->submit_sha[0] = '\0'; /* this node has not loaded it */
+	c->redirects++;
+	return 0;
+}
+
+/* ASK: ASKING then the command on the migration's target, once, on a
+ * connection of its own. NULL when that node cannot be reached. */
+static redisReply *ask(struct alq_client *c, const struct alq_redirect *rd,
+		       int argc, const char **argv, const size_t *lens)
+{
+	struct alq_client t = *c;
+	redisReply *r = NULL, *a;
+
+	t.rc = NULL;
+	if (client_connect(&t, rd->host[0] ? rd->host : c->host, rd->port) < 0)
+		return NULL;
+	a = redisCommand(t.rc, "ASKING");
+	if (a && a->type == REDIS_REPLY_STATUS)
+		r = redisCommandArgv(t.rc, argc, argv, lens);
+	freeReplyObject(a);
+	redisFree(t.rc);
+	c->redirects++;
+	return r;
+}
+
+/* redis+sentinel: the connection broke or answers READONLY (a failover
+ * demoted its master): ask the sentinels again and connect to the master
+ * they name. On failure the old connection stays. */
+static int follow_sentinel(struct alq_client *c)
+{
+	redisContext *old = c->rc;
+	char host[sizeof(c->host)], err[400];
+	int port;
+
+	if (alq_sentinel_master(&c->url, c->timeout_ms, host, sizeof(host),
+				&port, err, sizeof(err)) < 0)
+		return -EHOSTUNREACH;
+	c->rc = NULL;
+	if (client_connect(c, host, port) < 0) {
+		c->rc = old;
+		return -EIO;
+	}
+	redisFree(old);
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	c->submit_sha[0] = '\0';
+	return 0;
+}
+
+static bool failed_over(const struct alq_client *c, const redisReply *r)
+{
+	return c->url.sentinel_ && (!r || (r->type == REDIS_REPLY_ERROR &&
+					   !strncmp(r->str, "READONLY", 8)));
+}
+
+/* One command, following cluster redirections: a MOVED reconnects to the
+ * slot's new master, an ASK goes to the migration's target once, a
+ * TRYAGAIN or CLUSTERDOWN waits and sends it again; up to
+ * ALQ_REDIRECT_TRIES times (a few seconds), then the last reply is the
+ * caller's to report. None of them ran the command, so resending is safe
+ * (cluster.h). */
+#define ALQ_REDIRECT_TRIES 16
+static redisReply *cmd_argv(struct alq_client *c, int argc, const char **argv,
+			    const size_t *lens)
+{
+	struct alq_redirect rd;
+	redisReply *r = NULL;
+
+	for (unsigned tries = 0;; tries++) {
+		r = redisCommandArgv(c->rc, argc, argv, lens);
+		if (failed_over(c, r) && tries + 1 < ALQ_REDIRECT_TRIES) {
+			/* every script here may run twice (ids, SET NX) */
+			freeReplyObject(r);
+			redirect_pause(tries);
+			follow_sentinel(c);
+			continue;
+		}
+		if (!redirected(r, &rd) || tries + 1 >= ALQ_REDIRECT_TRIES)
+			return r;
+		if (rd.kind == ALQ_REDIRECT_MOVED) {
+			if (follow_moved(c, &rd) < 0)
+				return r;
+		} else if (rd.kind == ALQ_REDIRECT_ASK) {
+			redisReply *a = ask(c, &rd, argc, argv, lens);
+			struct alq_redirect again;
+
+			if (a && !redirected(a, &again)) {
+				freeReplyObject(r);
+				return a;
+			}
+			freeReplyObject(a);
+			redirect_pause(tries);
+		} else {
+			redirect_pause(tries);
+		}
+		freeReplyObject(r);
+	}
+}
+
+/* After a pipeline saw redirection rd: act on it (reconnect, or wait)
+ * before the caller sends its commands again one by one or anew. */
+static int follow(struct alq_client *c, const struct alq_redirect *rd,
+		  unsigned tries)
+{
+	if (tries + 1 >= ALQ_REDIRECT_TRIES) {
+		snprintf(c->err, sizeof(c->err),
+			 "redis: cluster redirections "
+			 "did not settle");
+		return -EAGAIN;
+	}
+	if (rd->kind == ALQ_REDIRECT_MOVED)
+		return follow_moved(c, rd) < 0 ? -EIO : 0;
+	redirect_pause(tries);
+	return 0;
+}
+
+int alq_client_open(struct alq_client *c, const struct alq_url *u,
+		    const char *queue, uint32_t timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->queue, sizeof(c->queue), "%s", queue);
+	c->timeout_ms = timeout_ms;
+	c->url = *u;
+	snprintf(c->host, sizeof(c->host), "%s", u->host);
+	c->port = u->port;
+	if (u->sentinel_ &&
+	    alq_sentinel_master(u, timeout_ms, c->host, sizeof(c->host),
+				&c->port, c->err, sizeof(c->err)) < 0)
+		return -EHOSTUNREACH;
+	return client_connect(c, u->unix_ ? NULL : c->host, c->port);
+}
+
 void alq_client_close(struct alq_client *c)
 {
 	if (c->rc)
 		redisFree(c->rc);
 	c->rc = NULL;
+	explicit_bzero(&c->url, sizeof(c->url));
 }
 
 static int load_submit(struct alq_client *c)
@@ -714,39 +899,43 @@ static int load_submit(struct alq_client *c)
 	return ret;
 }
 
-/* Append one SUBMIT (EVALSHA) for `s` to the pipeline. */
-static int append_submit(struct alq_client *c, const struct alq_submit *s,
-			 bool sha)
-{
+/* One SUBMIT's command line: EVALSHA (sha) or EVAL, its keys and args. */
+struct submit_cmd {
 	char kjob[ALQ_KEY_MAX], kjobs[ALQ_KEY_MAX], ksid[ALQ_KEY_MAX];
 	char kdig[ALQ_KEY_MAX], t[24], w[16];
 	const char *argv[12];
 	size_t lens[12];
+};
 
-	if (alq_key(kjob, sizeof(kjob), c->queue, ALQ_KEY_JOB, s->id) < 0 ||
-	    alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL) < 0 ||
-	    alq_key(ksid, sizeof(ksid), c->queue, ALQ_KEY_SID, s->id) < 0 ||
-	    alq_key(kdig, sizeof(kdig), c->queue, ALQ_KEY_DIGEST, s->id) < 0)
+static int submit_cmd(struct alq_client *c, const struct alq_submit *s,
+		      bool sha, struct submit_cmd *m)
+{
+	if (alq_key(m->kjob, sizeof(m->kjob), c->queue, ALQ_KEY_JOB, s->id) <
+		0 ||
+	    alq_key(m->kjobs, sizeof(m->kjobs), c->queue, ALQ_KEY_JOBS, NULL) <
+		0 ||
+	    alq_key(m->ksid, sizeof(m->ksid), c->queue, ALQ_KEY_SID, s->id) <
+		0 ||
+	    alq_key(m->kdig, sizeof(m->kdig), c->queue, ALQ_KEY_DIGEST, s->id) <
+		0)
 		return -ENAMETOOLONG;
-	snprintf(t, sizeof(t), "%llu", (unsigned long long)al_wall_ms());
-	snprintf(w, sizeof(w), "%u", s->wall_ms);
-	argv[0] = sha ? "EVALSHA" : "EVAL";
-	argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
-	argv[2] = "4";
-	argv[3] = kjob;
-	argv[4] = kjobs;
-	argv[5] = ksid;
-	argv[6] = kdig;
-	argv[7] = s->payload;
-	argv[8] = s->id;
-	argv[9] = t;
-	argv[10] = w;
-	argv[11] = s->digest;
+	snprintf(m->t, sizeof(m->t), "%llu", (unsigned long long)al_wall_ms());
+	snprintf(m->w, sizeof(m->w), "%u", s->wall_ms);
+	m->argv[0] = sha ? "EVALSHA" : "EVAL";
+	m->argv[1] = sha ? c->submit_sha : scripts[ALQ_SUBMIT];
+	m->argv[2] = "4";
+	m->argv[3] = m->kjob;
+	m->argv[4] = m->kjobs;
+	m->argv[5] = m->ksid;
+	m->argv[6] = m->kdig;
+	m->argv[7] = s->payload;
+	m->argv[8] = s->id;
+	m->argv[9] = m->t;
+	m->argv[10] = m->w;
+	m->argv[11] = s->digest;
 	for (int i = 0; i < 12; i++)
-		lens[i] = i == 7 ? s->len : strlen(argv[i]);
-	return redisAppendCommandArgv(c->rc, 12, argv, lens) == REDIS_OK
-		   ? 0
-		   : -ENOMEM;
+		m->lens[i] = i == 7 ? s->len : strlen(m->argv[i]);
+	return 0;
 }
 
 static bool noscript(const redisReply *r)
@@ -773,45 +962,114 @@ static int submit_conflict(struct alq_client *c, const redisReply *r,
 	return -EEXIST;
 }
 
+static void submit_reply(struct alq_client *c, const redisReply *rep,
+			 struct alq_submit *s)
+{
+	s->dup = rep->type == REDIS_REPLY_NIL;
+	s->err = rep->type == REDIS_REPLY_STRING || s->dup
+		     ? 0
+		     : submit_conflict(c, rep, s);
+}
+
+/* WAIT for c->wait_replicas replicas to have the window's writes: when
+ * fewer acknowledge within wait_ms, each job enqueued now (not a
+ * duplicate, no error) gets -EAGAIN: it is on the master, and a failover
+ * may lose it; submitting it again by its id is safe. */
+static int submit_wait(struct alq_client *c, struct alq_submit *w, size_t m)
+{
+	char n[16], ms[16];
+	redisReply *r;
+	long long got;
+
+	snprintf(n, sizeof(n), "%u", c->wait_replicas);
+	snprintf(ms, sizeof(ms), "%u", c->wait_ms ? c->wait_ms : 1000);
+	r = cmd_argv(c, 3, (const char *[]){"WAIT", n, ms}, NULL);
+	if (!r || r->type != REDIS_REPLY_INTEGER) {
+		int e = client_fail(c, r);
+
+		freeReplyObject(r);
+		return e;
+	}
+	got = r->integer;
+	freeReplyObject(r);
+	if (got >= (long long)c->wait_replicas)
+		return 0;
+	for (size_t i = 0; i < m; i++)
+		if (!w[i].err && !w[i].dup)
+			w[i].err = -EAGAIN;
+	snprintf(c->err, sizeof(c->err),
+		 "acknowledged by %lld of %u "
+		 "replicas within %s ms: submit again by id",
+		 got, c->wait_replicas, ms);
+	return 0;
+}
+
+/* A window of up to 64 SUBMITs as one pipeline (EVALSHA). A reply that
+ * is NOSCRIPT (the script cache was flushed, or a MOVED took us to a node
+ * that never loaded it) or a cluster redirection is sent again on its
+ * own, as EVAL, after every reply of the window is read: the pipeline's
+ * replies stay in order. */
+static int submit_window(struct alq_client *c, struct alq_submit *w, size_t m)
+{
+	redisReply *rep[64] = {0};
+	struct submit_cmd cmd;
+	int r = 0;
+
+	for (size_t i = 0; i < m; i++) {
+		if ((r = submit_cmd(c, &w[i], c->submit_sha[0], &cmd)) < 0)
+			return r;
+		if (redisAppendCommandArgv(c->rc, 12, cmd.argv, cmd.lens) !=
+		    REDIS_OK)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < m; i++) {
+		if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
+			r = client_fail(c, NULL);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < m; i++) {
+		struct alq_redirect rd;
+
+		if (noscript(rep[i]) || redirected(rep[i], &rd)) {
+			freeReplyObject(rep[i]);
+			if ((r = submit_cmd(c, &w[i], false, &cmd)) < 0)
+				goto out;
+			rep[i] = cmd_argv(c, 12, cmd.argv, cmd.lens);
+			if (!rep[i]) {
+				r = client_fail(c, NULL);
+				goto out;
+			}
+		}
+		submit_reply(c, rep[i], &w[i]);
+	}
+	if (c->wait_replicas)
+		r = submit_wait(c, w, m);
+out:
+	for (size_t i = 0; i < m; i++)
+		freeReplyObject(rep[i]);
+	return r;
+}
+
 int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 			   size_t n)
 {
 	const size_t window = 64;
 	int r;
 
-	if (!c->submit_sha[0] && (r = load_submit(c)) < 0)
-		return r;
 	for (size_t base = 0; base < n; base += window) {
 		size_t m = n - base < window ? n - base : window;
 
+		if (!c->submit_sha[0] && (r = load_submit(c)) < 0)
+			return r;
 		for (size_t i = 0; i < m; i++) {
-			struct alq_submit *s = &jobs[base + i];
-
-			al_digest_hex(s->payload, s->len, s->digest);
-			s->stored_digest[0] = '\0';
-			if ((r = append_submit(c, s, true)) < 0)
-				return r;
+			al_digest_hex(jobs[base + i].payload,
+				      jobs[base + i].len,
+				      jobs[base + i].digest);
+			jobs[base + i].stored_digest[0] = '\0';
 		}
-		for (size_t i = 0; i < m; i++) {
-			struct alq_submit *s = &jobs[base + i];
-			redisReply *rep = NULL;
-
-			if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK)
-				return client_fail(c, NULL);
-			if (noscript(rep)) { /* script cache flushed */
-				freeReplyObject(rep);
-				rep = NULL;
-				if (append_submit(c, s, false) < 0 ||
-				    redisGetReply(c->rc, (void **)&rep) !=
-					REDIS_OK)
-					return client_fail(c, NULL);
-			}
-			s->dup = rep->type == REDIS_REPLY_NIL;
-			s->err = rep->type == REDIS_REPLY_STRING || s->dup
-				     ? 0
-				     : submit_conflict(c, rep, s);
-			freeReplyObject(rep);
-		}
+		if ((r = submit_window(c, jobs + base, m)) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -837,6 +1095,8 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 			    size_t n, bool *done)
 {
 	char key[ALQ_KEY_MAX];
+	bool again = false;
+	int e = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT,
@@ -845,21 +1105,37 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 		if (redisAppendCommand(c->rc, "EXISTS %s", key) != REDIS_OK)
 			return -ENOMEM;
 	}
+	/* read every reply (the pipeline stays in order); a redirection is
+	 * asked again on its own below */
 	for (size_t i = 0; i < n; i++) {
+		struct alq_redirect rd;
 		redisReply *r = NULL;
 
 		if (redisGetReply(c->rc, (void **)&r) != REDIS_OK)
 			return client_fail(c, NULL);
-		if (r->type != REDIS_REPLY_INTEGER) {
-			int e = client_fail(c, r);
-
-			freeReplyObject(r);
-			return e;
+		if (redirected(r, &rd)) {
+			again = true;
+			done[i] = false;
+		} else if (r->type != REDIS_REPLY_INTEGER) {
+			if (!e)
+				e = client_fail(c, r);
+		} else {
+			done[i] = r->integer == 1;
 		}
-		done[i] = r->integer == 1;
 		freeReplyObject(r);
 	}
-	return 0;
+	for (size_t i = 0; again && !e && i < n; i++) {
+		redisReply *r;
+
+		alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT, ids[i]);
+		r = cmd_argv(c, 2, (const char *[]){"EXISTS", key}, NULL);
+		if (!r || r->type != REDIS_REPLY_INTEGER)
+			e = client_fail(c, r);
+		else
+			done[i] = r->integer == 1;
+		freeReplyObject(r);
+	}
+	return e;
 }
 
 /* BLPOP on the done keys of ids[0..n) for up to `ms`; *ret_index = which
@@ -886,8 +1162,10 @@ static int blpop(struct alq_client *c, const char *const *ids, size_t n,
 	}
 	snprintf(secs, sizeof(secs), "%u.%03u", ms / 1000, ms % 1000);
 	argv[n + 1] = secs;
+	c->extra_ms = ms; /* a reconnect after MOVED keeps it */
 	redisSetTimeout(c->rc, tv_ms(ms + c->timeout_ms));
 	r = cmd_argv(c, (int)n + 2, argv, NULL);
+	c->extra_ms = 0;
 	redisSetTimeout(c->rc, tv_ms(c->timeout_ms));
 	if (r && r->type == REDIS_REPLY_NIL) {
 		ret = -ETIMEDOUT;
@@ -964,7 +1242,7 @@ int alq_client_result(struct alq_client *c, const char *id, char **ret,
 
 	if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT, id) < 0)
 		return -ENAMETOOLONG;
-	r = redisCommand(c->rc, "STRLEN %s", key);
+	r = cmd_argv(c, 2, (const char *[]){"STRLEN", key}, NULL);
 	if (!r || r->type != REDIS_REPLY_INTEGER) {
 		e = client_fail(c, r);
 		freeReplyObject(r);
@@ -976,7 +1254,7 @@ int alq_client_result(struct alq_client *c, const char *id, char **ret,
 	freeReplyObject(r);
 	if (e < 0)
 		return e;
-	r = redisCommand(c->rc, "GET %s", key);
+	r = cmd_argv(c, 2, (const char *[]){"GET", key}, NULL);
 	if (r && r->type == REDIS_REPLY_NIL) {
 		e = -ENOENT;
 	} else if (!r || r->type != REDIS_REPLY_STRING ||
@@ -1042,7 +1320,7 @@ static void status_serves(const redisReply *r, struct alq_status *st)
 int alq_client_status(struct alq_client *c, struct alq_status *ret)
 {
 	char kjobs[ALQ_KEY_MAX], kdead[ALQ_KEY_MAX], kserves[ALQ_KEY_MAX];
-	char ktput[5][ALQ_KEY_MAX], min[24];
+	char ktput[5][ALQ_KEY_MAX], kcancels[ALQ_KEY_MAX], min[24];
 	redisReply *rep[9] = {0};
 	struct alq_status st;
 	uint64_t minute = al_wall_ms() / 60000u;
@@ -1053,24 +1331,42 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 	alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL);
 	alq_key(kdead, sizeof(kdead), c->queue, ALQ_KEY_DEAD, NULL);
 	alq_key(kserves, sizeof(kserves), c->queue, ALQ_KEY_SERVES, NULL);
+	alq_key(kcancels, sizeof(kcancels), c->queue, ALQ_KEY_CANCELS, NULL);
 	for (int i = 0; i < 5; i++) {
 		snprintf(min, sizeof(min), "%llu",
 			 (unsigned long long)(minute - (uint64_t)i));
 		alq_key(ktput[i], sizeof(ktput[i]), c->queue, ALQ_KEY_TPUT,
 			min);
 	}
-	redisAppendCommand(c->rc, "XLEN %s", kjobs);
-	redisAppendCommand(c->rc, "XINFO GROUPS %s", kjobs);
-	redisAppendCommand(c->rc, "XPENDING %s %s", kjobs, ALQ_GROUP);
-	redisAppendCommand(c->rc, "XLEN %s", kdead);
-	redisAppendCommand(c->rc, "HGETALL %s", kserves);
-	redisAppendCommand(c->rc, "MGET %s %s %s %s %s", ktput[0], ktput[1],
-			   ktput[2], ktput[3], ktput[4]);
-	for (int i = 0; i < 6; i++) {
-		if (redisGetReply(c->rc, (void **)&rep[i]) != REDIS_OK) {
-			e = client_fail(c, NULL);
-			goto out;
+	for (unsigned tries = 0;; tries++) {
+		struct alq_redirect rd = {0};
+
+		redisAppendCommand(c->rc, "XLEN %s", kjobs);
+		redisAppendCommand(c->rc, "XINFO GROUPS %s", kjobs);
+		redisAppendCommand(c->rc, "XPENDING %s %s", kjobs, ALQ_GROUP);
+		redisAppendCommand(c->rc, "XLEN %s", kdead);
+		redisAppendCommand(c->rc, "HGETALL %s", kserves);
+		redisAppendCommand(c->rc, "MGET %s %s %s %s %s", ktput[0],
+				   ktput[1], ktput[2], ktput[3], ktput[4]);
+		redisAppendCommand(c->rc, "GET %s", kcancels);
+		for (int i = 0; i < 7; i++) {
+			if (redisGetReply(c->rc, (void **)&rep[i]) !=
+			    REDIS_OK) {
+				e = client_fail(c, NULL);
+				goto out;
+			}
 		}
+		for (int i = 0; i < 7 && rd.kind == ALQ_REDIRECT_NONE; i++)
+			redirected(rep[i], &rd);
+		if (rd.kind == ALQ_REDIRECT_NONE)
+			break;
+		/* the slot moved or migrates: every reply is read; again */
+		for (int i = 0; i < 7; i++) {
+			freeReplyObject(rep[i]);
+			rep[i] = NULL;
+		}
+		if ((e = follow(c, &rd, tries)) < 0)
+			goto out;
 	}
 	st.length = int_or(rep[0], 0);
 	/* no stream yet: XINFO/XPENDING answer errors, all counts are 0 */
@@ -1094,6 +1390,8 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 		for (int i = 0; i < 5; i++)
 			if (!reply_u64(rep[5]->element[i], &st.tput[i]))
 				st.tput[i] = 0;
+	if (!reply_u64(rep[6], &st.cancels))
+		st.cancels = 0;
 	*ret = st;
 out:
 	for (int i = 0; i < 9; i++)
@@ -1157,7 +1455,7 @@ static redisReply *eval_job(struct alq_client *c, enum alq_script s,
 	for (int i = 0; i < nargs; i++)
 		argv[n] = args[i],
 		lens[n++] = arglens ? arglens[i] : strlen(args[i]);
-	r = redisCommandArgv(c->rc, n, argv, lens);
+	r = cmd_argv(c, n, argv, lens);
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
 	    !is_str(r->element[0])) {
 		*ret_err = client_fail(c, r);
@@ -1269,8 +1567,8 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 		    enum al_queue_state *ret_was)
 {
 	static const enum alq_key_kind k[] = {
-	    ALQ_KEY_JOB, ALQ_KEY_RESULT, ALQ_KEY_DONE,
-	    ALQ_KEY_SID, ALQ_KEY_JOBS,	 ALQ_KEY_CANCEL};
+	    ALQ_KEY_JOB,  ALQ_KEY_RESULT, ALQ_KEY_DONE,	  ALQ_KEY_SID,
+	    ALQ_KEY_JOBS, ALQ_KEY_CANCEL, ALQ_KEY_CANCELS};
 	char *q = NULL, *run = NULL, ttl[16];
 	const char *args[4];
 	size_t lens[4];
@@ -1286,7 +1584,7 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s ? ttl_s : 1);
 	args[0] = q, args[1] = run, args[2] = ttl, args[3] = id;
 	lens[2] = strlen(ttl), lens[3] = strlen(id);
-	r = eval_job(c, ALQ_CANCEL, k, 6, id, 4, args, lens, &e);
+	r = eval_job(c, ALQ_CANCEL, k, 7, id, 4, args, lens, &e);
 	if (!r)
 		goto out;
 	was = reply_state(r->element[0]);

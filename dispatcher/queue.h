@@ -20,6 +20,7 @@
  *                           the holding dispatcher kills its VM
  *   airlock:{Q}:digest:ID   SHA-256 (hex) of job:ID's payload; a second
  *                           submit of ID with another payload is refused
+ *   airlock:{Q}:cancels     jobs cancelled, ever (a counter: CLI and API)
  *
  * Every multi-key step that must be atomic is a Lua script (EVALSHA, EVAL
  * when the server does not know the script): submit (SET NX + XADD),
@@ -51,6 +52,8 @@
 #define ALQ_KEY_MAX	(16 + AL_NAME_MAX + 16 + AL_ID_MAX)
 #define ALQ_SID_MAX	48	 /* a stream entry id: "ms-seq" */
 #define ALQ_DEAD_MAXLEN "100000" /* dead letters kept (approximate) */
+#define ALQ_SENTINELS	      5	  /* sentinels in a redis+sentinel:// URL */
+#define ALQ_SENTINEL_HOST_MAX 255 /* bytes of the host a sentinel names */
 
 enum alq_key_kind {
 	ALQ_KEY_JOBS = 0, /* the stream */
@@ -63,6 +66,7 @@ enum alq_key_kind {
 	ALQ_KEY_SID,	  /* sid:ID */
 	ALQ_KEY_CANCEL,	  /* cancelled pending entries */
 	ALQ_KEY_DIGEST,	  /* digest:ID, its payload's SHA-256 (hex) */
+	ALQ_KEY_CANCELS,  /* cancels counted (INCR by ALQ_CANCEL) */
 };
 
 /* Write the key of `kind` for queue `q` (and `id` where the kind has one)
@@ -80,10 +84,21 @@ struct alq_url {
 	char user[128]; /* ACL user, "" = default */
 	char pass[256]; /* password, "" = no AUTH */
 	unsigned db;	/* SELECT db, 0 = none */
+	/* redis+sentinel:// (sentinel.h): host and port above are the first
+	 * sentinel's until the sentinels name the master */
+	bool sentinel_;	      /* the master comes from sentinels */
+	char master[64];      /* its name */
+	unsigned n_sentinels; /* entries of sentinel[] */
+	struct {
+		char host[64]; /* a sentinel */
+		int port;      /* its port, default 26379 */
+	} sentinel[ALQ_SENTINELS];
 };
 
-/* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or
- * unix://[[USER]:PASSWORD@]/PATH[?db=N]. Returns 0 or -EINVAL. */
+/* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],
+ * unix://[[USER]:PASSWORD@]/PATH[?db=N] or
+ * redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]]...
+ * [/MASTER[/DB]] (sentinel.h). Returns 0 or -EINVAL. */
 int alq_url_parse(const char *url, struct alq_url *ret);
 /* "unix:/path" or "host:port", for logs (never the password). */
 void alq_url_display(const struct alq_url *u, char *buf, size_t len);
@@ -102,7 +117,7 @@ enum alq_script {
 	ALQ_TRIM,	/* K: jobs [cancel]; A: consumer_idle_ms -> trimmed */
 	ALQ_JOB_STATUS, /* K: job result sid jobs -> {done|unknown} |
 			   {queued, sid} | {running, sid, consumer, n} */
-	ALQ_CANCEL,	/* K: job result done sid jobs cancel; A: result
+	ALQ_CANCEL,	/* K: job result done sid jobs cancel cancels; A: result
 			   (queued) result (running) ttl id -> {was} */
 	ALQ_CANCEL_POLL, /* K: cancel; A: sid... -> {cancelled sid...} */
 	ALQ_REQUEUE,	/* K: job result done sid jobs dead; A: id t
@@ -171,8 +186,18 @@ struct alq_client {
 	struct redisContext *rc;     /* connection, NULL when closed */
 	char queue[AL_NAME_MAX + 1]; /* queue name */
 	uint32_t timeout_ms;	     /* per command */
+	uint32_t extra_ms;	     /* more for a blocking command (BLPOP) */
 	char submit_sha[41];	     /* SHA1 of ALQ_SUBMIT, "" = use EVAL */
 	char err[256];		     /* what went wrong last */
+	struct alq_url url;	     /* AUTH, SELECT, unix path to reconnect */
+	char host[256];		     /* TCP: the node now, after MOVED */
+	int port;		     /* its port */
+	uint64_t redirects;	     /* MOVED and ASK followed (cluster) */
+	/* WAIT-based submits (docs/queue.md, "Sentinel"): after each window
+	 * of submits, WAIT for this many replicas (0 = do not wait) up to
+	 * wait_ms; new jobs not acknowledged by them get err -EAGAIN */
+	unsigned wait_replicas;
+	uint32_t wait_ms;
 };
 
 int alq_client_open(struct alq_client *c, const struct alq_url *u,
@@ -227,6 +252,7 @@ struct alq_status {
 	int64_t consumers; /* consumers in the group */
 	int64_t dead;	   /* dead letters */
 	uint64_t tput[5];  /* results stored, this minute and the 4 before */
+	uint64_t cancels;  /* jobs cancelled on this queue, ever */
 	size_t n_serves;   /* live dispatchers */
 	struct {
 		char name[AL_NAME_MAX + 1]; /* consumer name */

@@ -1242,13 +1242,8 @@ static void conn_closed(struct alq_conn *c)
 	maybe_finish(c->data);
 }
 
-static void close_all(struct serve *s)
+static void close_rest(struct serve *s)
 {
-	s->closing = true;
-	if (alq_conn_up(&s->cmd))
-		alq_conn_cmd(&s->cmd, ignore_reply, NULL, 3,
-			     (const char *[]){"HDEL", s->k_serves, s->consumer},
-			     NULL);
 	alq_conn_close(&s->cmd);
 	alq_conn_close(&s->blk);
 	uv_close((uv_handle_t *)&s->tick, NULL);
@@ -1263,6 +1258,31 @@ static void close_all(struct serve *s)
 		"letters), %llu retries",
 		(unsigned long long)s->stored, (unsigned long long)s->rejected,
 		(unsigned long long)s->dead, (unsigned long long)s->retried);
+}
+
+/* Leave the dispatchers' hash (the airlock_dispatchers gauge, `airlock
+ * status`) before closing: the HDEL must reach Redis, so the connections
+ * close once it is answered, or failed, or timed out (command_timeout_ms),
+ * never with it still in hiredis's output buffer. */
+static void farewell_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	(void)r;
+	(void)priv;
+	close_rest(c->data);
+}
+
+static void close_all(struct serve *s)
+{
+	s->closing = true;
+	uv_timer_stop(&s->hb); /* no HSET after the HDEL */
+	uv_timer_stop(&s->reclaim);
+	uv_timer_stop(&s->trim);
+	if (alq_conn_up(&s->cmd) &&
+	    alq_conn_cmd(&s->cmd, farewell_cb, NULL, 3,
+			 (const char *[]){"HDEL", s->k_serves, s->consumer},
+			 NULL) == 0)
+		return;
+	close_rest(s);
 }
 
 /* Done draining when no worker is left and nothing waits to be stored

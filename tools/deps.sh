@@ -14,7 +14,9 @@ pkgs=(
   libcurl4-openssl-dev                        # HTTP API result callbacks
   prometheus                                  # promtool, in the HTTP tests
   redis-server                                # queue (tests, embedded mode)
+  redis-sentinel                              # Sentinel HA (test_sentinel)
   python3-redis python3-msgpack               # clients/python
+  python3-yaml                                # deploy_files: the k8s YAML
   runsc bubblewrap                            # peers in airlock-bench-queue
   qemu-system-x86 qemu-utils                  # the VMM
   mmdebstrap e2fsprogs cpio kmod jq util-linux # guest image builder

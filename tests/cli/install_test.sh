@@ -25,14 +25,27 @@ if [ "$mode" = files ]; then
            share/bash-completion/completions/airlock; do
     [ -e "$pfx/$f" ] || fail "not installed: $f"
   done
-  # the unit names the configured prefix; point it at this one to verify
+  # the unit names this install's prefix (--prefix, not the configure
+  # time's) and the config the installed CLI reads by itself (issue 27)
   unit=$pfx/lib/systemd/system/airlock.service
   grep -q '^Type=notify$' "$unit" || fail "unit: not Type=notify"
   grep -q '^Restart=on-failure$' "$unit" || fail "unit: no Restart=on-failure"
-  bindir=$(sed -n 's|^ExecStart=\(.*\)/airlock serve.*|\1|p' "$unit")
-  sed "s|$bindir/airlock|$pfx/bin/airlock|" "$unit" > "$tmp/airlock.service"
-  MANPATH=$pfx/share/man systemd-analyze verify "$tmp/airlock.service" ||
+  grep -qx "ExecStart=$pfx/bin/airlock serve --config $pfx/etc/airlock/airlock.conf" "$unit" ||
+    fail "unit: $(grep ExecStart "$unit")"
+  grep -qx "EnvironmentFile=-$pfx/etc/airlock/airlock.env" "$unit" ||
+    fail "unit: $(grep EnvironmentFile "$unit")"
+  MANPATH=$pfx/share/man systemd-analyze verify "$unit" ||
     fail "systemd-analyze verify"
+  out=$(cd / && env -u AIRLOCK_CONFIG "$pfx/bin/airlock" config | head -1)
+  [ "$out" = "# airlock effective config: $pfx/etc/airlock/airlock.conf" ] ||
+    fail "installed CLI reads: $out"
+  # a package: DESTDIR with the prefix /usr puts the config in /etc, and
+  # unit and CLI agree on it
+  DESTDIR=$tmp/pkg cmake --install "$build" --prefix /usr > "$tmp/install2.log" ||
+    fail "cmake --install DESTDIR: $(cat "$tmp/install2.log")"
+  [ -e "$tmp/pkg/etc/airlock/airlock.conf" ] || fail "DESTDIR: no etc/airlock"
+  grep -qx "ExecStart=/usr/bin/airlock serve --config /etc/airlock/airlock.conf" \
+    "$tmp/pkg/usr/lib/systemd/system/airlock.service" || fail "DESTDIR unit"
   # data relative to the prefix: the templates dir is the installed one
   out=$(cd / && env -u AIRLOCK_TEMPLATES_DIR "$pfx/bin/airlock" config --config "$pfx/etc/airlock/airlock.conf")
   grep -q "^# empty means $pfx/share/airlock/templates$" <<<"$out" ||

@@ -29,6 +29,14 @@ as_nobody() {
     XDG_STATE_HOME="$tmp/home/state" XDG_RUNTIME_DIR="$tmp/home/run" \
     AIRLOCK_CONFIG="$tmp/airlock.conf" "$@")
 }
+# The same for a background job: the job's shell execs runuser, so `$!`
+# is runuser, whom `kill` reaches and who passes the SIGTERM on to serve
+# (as_nobody's own subshell would leave serve running after the test).
+as_nobody_bg() {
+  cd / && exec runuser -u nobody -- env -i HOME="$tmp/home" PATH=/usr/bin:/bin \
+    XDG_STATE_HOME="$tmp/home/state" XDG_RUNTIME_DIR="$tmp/home/run" \
+    AIRLOCK_CONFIG="$tmp/airlock.conf" "$@"
+}
 cat > "$tmp/airlock.conf" <<EOC
 [queue]
 max_deliveries = 1
@@ -50,7 +58,7 @@ if as_nobody timeout 10 "$bin" serve --redis "$url" --workers 1 > "$tmp/serve0" 
 fi
 grep -q -- 'not root: VMMs would run unjailed.*--unjailed' "$tmp/serve0" ||
   fail "serve refusal not said: $(cat "$tmp/serve0")"
-as_nobody "$bin" serve --redis "$url" --workers 1 --unjailed > "$tmp/serve1" 2>&1 &
+as_nobody_bg "$bin" serve --redis "$url" --workers 1 --unjailed > "$tmp/serve1" 2>&1 &
 spid=$!
 for _ in $(seq 100); do grep -q 'serving queue' "$tmp/serve1" && break; sleep 0.1; done
 grep -q 'serving queue' "$tmp/serve1" || fail "serve --unjailed: $(cat "$tmp/serve1")"

@@ -36,9 +36,15 @@ if [ -d "$src/tests/fuzz/corpus/frame" ]; then cp -r "$src/tests/fuzz/corpus/fra
 
 gs=$(seed gw)
 cp -r "$src/tests/fuzz/corpus/gateway/." "$gs/"
+# Redis Cluster redirections (dispatcher/cluster.c): error replies
+rd=$(seed redirect)
+printf 'MOVED 3999 127.0.0.1:6381' >"$rd/moved"
+printf 'ASK 16383 [::1]:7000' >"$rd/ask"
+printf 'TRYAGAIN Multiple keys' >"$rd/tryagain"
+printf "READONLY You can't write" >"$rd/readonly"
 
 targets=()
-for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw; do
+for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw fuzz_redirect; do
   [ -x "$build/tests/fuzz/$t" ] && targets+=("$t")
 done
 [ ${#targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build" >&2; exit 1; }
@@ -54,6 +60,7 @@ run_one() {
     fuzz_dns) seeddir=$work/seed-dns ;;
     fuzz_http) seeddir=$work/seed-http ;;
     fuzz_gw) seeddir=$work/seed-gw ;;
+    fuzz_redirect) seeddir=$work/seed-redirect ;;
   esac
   mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
   if "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 \

@@ -21,7 +21,9 @@
 #             running job (its worker is SIGSTOPped to hold it) and a
 #             queued one: CX results; 409 once done, 404 unknown; ids
 #             with slashes (eval's TASK/sN-HASH), raw or as %2F, and the
-#             job "batch" are reached like any other
+#             job "batch" are reached like any other; /metrics counts the
+#             cancels that took effect, the API's and the CLI's
+#             (airlock_cancels_total)
 #   e2e       (real VMs) submit -> wait -> result through curl equals
 #             `airlock result --json`, and the CLI's run of the same job
 #
@@ -410,6 +412,21 @@ cancel)
   for _ in $(seq 100); do kill -0 "$wpid" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$wpid" 2>/dev/null && fail "cancelled job's worker still alive"
   alive
+  # the five DELETEs that took effect are counted (not the 409s and
+  # 404s), and a CLI cancel is counted the same way (issue 27)
+  curl -sf "$api/metrics" > "$tmp/m" || fail "no /metrics"
+  grep -q '^airlock_cancels_total 5$' "$tmp/m" ||
+    fail "cancels after the API's: $(grep '^airlock_cancels' "$tmp/m")"
+  "$bin" cancel --redis "$url" c1 > /dev/null 2>&1 && fail "CLI cancel of a done job"
+  expect 201 -X POST "$api/jobs" -d '{"id":"c3","sh":"true"}'
+  "$bin" cancel --redis "$url" c3 > /dev/null 2>&1 || true # queued or done
+  # counted exactly when it took effect: when c3's result is CX
+  st=$("$bin" result --redis "$url" --json c3 2>/dev/null | jq -r .status) || true
+  want=5
+  [ "$st" = CX ] && want=6
+  curl -sf "$api/metrics" > "$tmp/m" || fail "no /metrics"
+  grep -q "^airlock_cancels_total $want\$" "$tmp/m" ||
+    fail "cancels after the CLI's (want $want): $(grep '^airlock_cancels' "$tmp/m")"
   ;;
 
 e2e)

@@ -757,6 +757,14 @@ static void test_job_management(void **state)
 	assert_int_equal(complete_bin(rc, "t9", "a", e.sid, xx, len, ""), 0);
 	free(xx);
 	assert_int_equal(state_of(&c, "a", &j), ALQ_CANCELLED);
+	/* two cancels took effect (b queued, a running): both counted, the
+	 * refused ones (done, unknown) not; status reads the counter */
+	{
+		struct alq_status st;
+
+		assert_int_equal(alq_client_status(&c, &st), 0);
+		assert_int_equal(st.cancels, 2);
+	}
 
 	/* a dead letter: listed, requeued once, runs again from attempt 1 */
 	read_one(rc, "t9", "host-1", &e); /* b: its FETCH would say done */

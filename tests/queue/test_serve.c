@@ -452,7 +452,10 @@ static void test_drain(void **state)
 	t0 = al_now_ms();
 	serve_request_stop(&h);
 	submit(&c, "after", "ok", 60000);
+	assert_int_equal(redistest_int(rc, "HLEN airlock:{s}:serves"), 1);
 	serve_join(&h);
+	/* a clean stop leaves the dispatchers' hash (airlock_dispatchers) */
+	assert_int_equal(redistest_int(rc, "HLEN airlock:{s}:serves"), 0);
 	/* the drain waited for the job (most of SLOW_MS was still to go) */
 	assert_true(al_now_ms() - t0 >= SLOW_MS / 2);
 	assert_int_equal(redistest_int(rc, "EXISTS airlock:{s}:result:slow1"), 1);

@@ -273,7 +273,8 @@ static void test_unknown(void **state)
 	(void)state;
 	expect_load("[redis]\nuri = redis://x\n",
 		    "t.conf:2: redis.uri: unknown key; [redis] has url, "
-		    "connect_timeout_ms, command_timeout_ms");
+		    "connect_timeout_ms, command_timeout_ms, wait_replicas, "
+		    "wait_ms");
 	/* one error per unknown section, naming its first key */
 	expect_load("[queue]\nname = q\n[redsi]\nurl = x\nport = 1\n",
 		    "t.conf:4: redsi.url: unknown section [redsi]");
@@ -392,13 +393,26 @@ static void test_strings(void **state)
 		    "space-separated");
 	expect_load("[redis]\nurl = http://x\n",
 		    "t.conf:2: redis.url: must be empty, "
-		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-		    "unix://[[USER]:PASSWORD@]/PATH");
+		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+		    "unix://[[USER]:PASSWORD@]/PATH or "
+		    "redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:"
+		    "PORT]]...[/MASTER[/DB]]");
 	expect_load("[redis]\nurl = redis://\n",
 		    "t.conf:2: redis.url: must be empty, "
-		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-		    "unix://[[USER]:PASSWORD@]/PATH");
+		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+		    "unix://[[USER]:PASSWORD@]/PATH or "
+		    "redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:"
+		    "PORT]]...[/MASTER[/DB]]");
 	expect_load("[redis]\nurl = unix:///run/redis.sock\n", NULL);
+	expect_load("[redis]\nurl = redis+sentinel://10.0.0.1,10.0.0.2:26380"
+		    "/mymaster\n",
+		    NULL);
+	expect_load("[redis]\nurl = redis+sentinel:///m\n",
+		    "t.conf:2: redis.url: must be empty, "
+		    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+		    "unix://[[USER]:PASSWORD@]/PATH or "
+		    "redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:"
+		    "PORT]]...[/MASTER[/DB]]");
 	expect_load("[redis]\nurl = redis://:pw@10.0.0.1:6379/2\n", NULL);
 	expect_load("[sandbox]\nstate_dir = var/lib\n",
 		    "t.conf:2: sandbox.state_dir: must be empty or an absolute "
@@ -688,8 +702,10 @@ static void test_env_redis(void **state)
 	assert_int_equal(al_config_load_default(&cfg, a, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "AIRLOCK_REDIS: must be empty, "
-				 "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] "
-				 "or unix://[[USER]:PASSWORD@]/PATH");
+				 "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+				 "unix://[[USER]:PASSWORD@]/PATH or "
+				 "redis+sentinel://[[USER]:PASSWORD@]HOST[:"
+				 "PORT][,HOST[:PORT]]...[/MASTER[/DB]]");
 	assert_string_equal(cfg.redis.url, "");
 	unsetenv("AIRLOCK_REDIS");
 	al_config_release(&cfg);
@@ -949,6 +965,7 @@ static void test_dump_roundtrip(void **state)
 	static const char *const text =
 	    "[redis]\nurl = unix:///run/airlock/redis.sock\n"
 	    "connect_timeout_ms = 100\ncommand_timeout_ms = 200\n"
+	    "wait_replicas = 1\nwait_ms = 300\n"
 	    "[queue]\nname = grading-2\nmax_deliveries = 5\n"
 	    "result_ttl_s = 3600\nvisibility_slack_ms = 60000\n"
 	    "heartbeat_ms = 1000\ntrim_interval_ms = 5000\n"

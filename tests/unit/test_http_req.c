@@ -339,7 +339,8 @@ static void test_token_file(void **state)
 static void test_metrics(void **state)
 {
 	struct al_metrics m;
-	struct alq_status q = {.depth = 3, .pending = 2, .dead = 1};
+	struct alq_status q = {
+	    .depth = 3, .pending = 2, .dead = 1, .cancels = 4};
 	char buf[16384];
 
 	(void)state;
@@ -356,6 +357,8 @@ static void test_metrics(void **state)
 	assert_non_null(strstr(buf, "airlock_job_run_seconds_count 1\n"));
 	assert_non_null(strstr(buf, "airlock_queue_depth 3\n"));
 	assert_non_null(strstr(buf, "airlock_up 1\n"));
+	assert_non_null(strstr(buf, "# TYPE airlock_cancels_total counter\n"
+				    "airlock_cancels_total 4\n"));
 	assert_int_equal(al_metrics_render(&m, NULL, buf, 100), -ENOBUFS);
 }
 

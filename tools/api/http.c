@@ -232,9 +232,12 @@ static enum MHD_Result unavailable(struct MHD_Connection *c,
 static int open_redis(const struct al_http *h, struct alq_client *cl)
 {
 	const struct al_config *cfg = h->o->cfg;
+	int r = alq_client_open(cl, &h->o->url, cfg->queue.name,
+				cfg->redis.command_timeout_ms);
 
-	return alq_client_open(cl, &h->o->url, cfg->queue.name,
-			       cfg->redis.command_timeout_ms);
+	cl->wait_replicas = cfg->redis.wait_replicas;
+	cl->wait_ms = cfg->redis.wait_ms;
+	return r;
 }
 
 /* The stored result of id as a JSON object, or NULL (*ret_err why). */

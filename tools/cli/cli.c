@@ -36,12 +36,16 @@ static const char common_usage[] =
     "\n"
     "common options:\n"
     "  -c, --config PATH  config file (default $AIRLOCK_CONFIG, then\n"
-    "                     /etc/airlock/airlock.conf when it exists)\n";
+    "                     PREFIX/etc/airlock/airlock.conf of an installed\n"
+    "                     airlock, /etc/airlock/ for the prefix /usr and\n"
+    "                     for a build tree, when it exists)\n";
 
 static const char queue_usage[] =
-    "      --redis URL    redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or\n"
-    "                     unix://[[USER]:PASSWORD@]/PATH (default\n"
-    "                     $AIRLOCK_REDIS, then redis.url)\n"
+    "      --redis URL    redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],\n"
+    "                     unix://[[USER]:PASSWORD@]/PATH or\n"
+    "                     redis+sentinel://HOST[:PORT][,HOST[:PORT]]...\n"
+    "                     [/MASTER[/DB]] (default $AIRLOCK_REDIS, then\n"
+    "                     redis.url)\n"
     "      --queue NAME   queue name (default queue.name)\n";
 
 void al_cli_usage(const struct al_cmd *cmd, FILE *f)
@@ -203,6 +207,62 @@ int al_cli_open(const struct al_cli *cli, struct alq_client *c)
 	return r;
 }
 
+int al_cli_say_backend(const struct al_cli *cli, struct alq_client *c,
+		       bool embedded)
+{
+	uint64_t fresh = 3ull * cli->cfg.queue.heartbeat_ms + 1000;
+	struct alq_status st;
+	char names[256] = "", where[400];
+	size_t used = 0, live = 0;
+	struct alq_url u;
+	int r;
+
+	if (embedded) {
+		if (al_log_level >= AL_LOG_INFO)
+			fprintf(stderr,
+				"airlock %s: embedded: a private "
+				"redis-server and dispatcher for this "
+				"command (no redis.url configured)\n",
+				cli->cmd->name);
+		return 0;
+	}
+	r = alq_client_status(c, &st);
+	if (r < 0) {
+		al_cli_error(cli, "%s", c->err[0] ? c->err : strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < st.n_serves; i++) {
+		int n;
+
+		if (st.serves[i].age_ms > fresh)
+			continue; /* a crashed serve's last heartbeat */
+		live++;
+		n = snprintf(names + used, sizeof(names) - used, "%s%s",
+			     used ? ", " : "", st.serves[i].name);
+		if (n > 0 && (size_t)n < sizeof(names) - used)
+			used += (size_t)n;
+	}
+	if (al_log_level < AL_LOG_INFO)
+		return (int)live;
+	if (alq_url_parse(cli->cfg.redis.url, &u) == 0)
+		alq_url_display(&u, where, sizeof(where));
+	else
+		snprintf(where, sizeof(where), "?");
+	explicit_bzero(&u, sizeof(u));
+	if (live)
+		fprintf(stderr,
+			"airlock %s: via serve: queue %s on %s, %zu "
+			"dispatcher%s (%s)\n",
+			cli->cmd->name, cli->cfg.queue.name, where, live,
+			live == 1 ? "" : "s", names);
+	else
+		fprintf(stderr,
+			"airlock %s: via queue %s on %s: no serve "
+			"heartbeats on it now; the jobs wait for one\n",
+			cli->cmd->name, cli->cfg.queue.name, where);
+	return (int)live;
+}
+
 void al_cli_print_output(const struct al_step_result *s)
 {
 	fwrite(s->stdout_.data ? (void *)s->stdout_.data : "", 1,
@@ -264,10 +324,12 @@ static int apply_queue_opts(struct al_cli *cli, char *err, size_t errlen)
 		    (cli->redis[0] && alq_url_parse(cli->redis, &u) < 0)) {
 			snprintf(err, errlen,
 				 "--redis: must be redis://[[USER]:PASSWORD@]"
-				 "HOST[:PORT][/DB] or unix://[[USER]:PASSWORD@]"
-				 "/PATH%s",
-				 strncmp(cli->redis, "rediss://", 9) ? ""
-								     : AL_NO_TLS);
+				 "HOST[:PORT][/DB], unix://[[USER]:PASSWORD@]"
+				 "/PATH or redis+sentinel://[[USER]:PASSWORD@]"
+				 "HOST[:PORT][,HOST[:PORT]]...[/MASTER[/DB]]%s",
+				 strncmp(cli->redis, "rediss://", 9)
+				     ? ""
+				     : AL_NO_TLS);
 			return -EINVAL;
 		}
 		snprintf(cfg->redis.url, sizeof(cfg->redis.url), "%s",
@@ -382,6 +444,8 @@ int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 			    cfg->redis.command_timeout_ms);
 	if (r < 0)
 		al_cli_redis_error(cfg, &u, c->err, err, errlen);
+	c->wait_replicas = cfg->redis.wait_replicas;
+	c->wait_ms = cfg->redis.wait_ms;
 	return r;
 }
 

@@ -117,6 +117,15 @@ struct alq_client;
 /* Connect the blocking client to the configured Redis (after
  * al_cli_load()); on failure says why. 0 or -errno. */
 int al_cli_open(const struct al_cli *cli, struct alq_client *c);
+/* Say on stderr, once, which way this command's jobs run (issue 27):
+ * `embedded` (a private redis-server and dispatcher, no redis.url), or
+ * through the configured Redis, c connected to it: how many `serve`
+ * processes heartbeat on the queue (their names), or that none does yet
+ * and the jobs wait for one. Silent below log.level info. Returns the
+ * number of live dispatchers (0 for embedded or none), or -errno when
+ * the status could not be read (said too). */
+int al_cli_say_backend(const struct al_cli *cli, struct alq_client *c,
+		       bool embedded);
 struct al_step_result;
 /* A step's captured stdout and stderr, to ours (as `run` shows them). */
 void al_cli_print_output(const struct al_step_result *s);

@@ -1,7 +1,8 @@
 /* cmd_config.c: `airlock config`, print or check the effective config.
  *
  * Loads the config the way every other command does (al_cli_load: --config,
- * else $AIRLOCK_CONFIG, else /etc/airlock/airlock.conf, else built-ins;
+ * else $AIRLOCK_CONFIG, else the installed config (al_config_system_path),
+ * else built-ins;
  * then $AIRLOCK_REDIS) and prints the result as INI, which reads back to the
  * same values: the quickest answer to "what is this host really running
  * with?". With --check it prints nothing on success, for scripts and
@@ -42,9 +43,10 @@ const struct al_cmd al_cmd_config = {
 	"\n"
 	"Print the effective configuration as INI: the built-in defaults,\n"
 	"overridden by the config file (--config PATH, else $AIRLOCK_CONFIG,\n"
-	"else /etc/airlock/airlock.conf when it exists), then by\n"
-	"$AIRLOCK_REDIS for redis.url. A password in redis.url is printed\n"
-	"as REDACTED. Every key is described in docs/config.md.\n"
+	"else the installed PREFIX/etc/airlock/airlock.conf when it exists,\n"
+	"the file the installed systemd unit names), then by $AIRLOCK_REDIS\n"
+	"for redis.url. The first line names the file read. A password in\n"
+	"redis.url is printed as REDACTED. Every key is in docs/config.md.\n"
 	"\n"
 	"Problems are printed on stderr, one per line, as\n"
 	"FILE:LINE: SECTION.KEY: reason; the exit code is then 1.\n"

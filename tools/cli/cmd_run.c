@@ -132,6 +132,10 @@ static int execute(const struct al_cli *cli, struct al_embed *e,
 
 	if (al_cli_open(cli, &cl) < 0)
 		return -EIO;
+	if (al_cli_say_backend(cli, &cl, e != NULL) < 0) {
+		alq_client_close(&cl);
+		return -EIO;
+	}
 	r = alq_client_submit(&cl, p->id, p->payload, p->len, p->wall_ms, &dup);
 	while (r == 0) {
 		int st;
@@ -306,8 +310,11 @@ const struct al_cmd al_cmd_run = {
 	"                   -- CMD [ARG...]\n"
 	"\n"
 	"Run CMD in a fresh microVM of TEMPLATE (default templates.default)\n"
-	"and print its stdout and stderr. With no Redis configured, a private\n"
-	"redis-server and one local worker run for this command only.\n"
+	"and print its stdout and stderr. With a Redis configured, the job\n"
+	"goes to its queue, run by the `airlock serve` there (a submit and\n"
+	"a wait); with none, a private redis-server and one local worker\n"
+	"run for this command only. A line on stderr says which (at\n"
+	"log.level info).\n"
 	"\n"
 	"options:\n"
 	"  -t, --template T     VM template\n"

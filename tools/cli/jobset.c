@@ -685,6 +685,9 @@ static int drive(struct al_jobset *s, struct al_embed *e)
 	if (s->done < s->n) {
 		if (al_cli_open(s->cli, &s->cl) < 0)
 			return -EIO;
+		if (!s->o.quiet &&
+		    al_cli_say_backend(s->cli, &s->cl, e->serve > 0) < 0)
+			return -EIO;
 		r = submit(s);
 		if (r < 0)
 			return r;

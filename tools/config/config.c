@@ -131,6 +131,8 @@ static bool check_url(const char *s)
 		return s[8] != 0 && s[8] != '/';
 	if (strncmp(s, "unix://", 7) == 0)
 		return strchr(s + 7, '/') != NULL;
+	if (strncmp(s, "redis+sentinel://", 17) == 0) /* sentinel.h */
+		return s[17] != 0 && s[17] != '/';
 	return false;
 }
 
@@ -293,8 +295,10 @@ static const char *const log_formats[] = {"text", "json", NULL};
 
 static const struct al_config_key keys[] = {
     STR(redis, url, url, check_url,
-	"empty, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-	"unix://[[USER]:PASSWORD@]/PATH",
+	"empty, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+	"unix://[[USER]:PASSWORD@]/PATH or "
+	"redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]]..."
+	"[/MASTER[/DB]]",
 	"",
 	"Redis to use; empty = a private redis-server on a unix socket in "
 	"the state dir"),
@@ -303,6 +307,11 @@ static const struct al_config_key keys[] = {
 	"backoff)"),
     U32(redis, command_timeout_ms, 1, 600000, "5000",
 	"ms to wait for the reply to a command"),
+    U32(redis, wait_replicas, 0, 16, "0",
+	"submits: WAIT for this many replicas to have each job before it "
+	"counts as submitted (0 = do not wait; docs/queue.md, Sentinel)"),
+    U32(redis, wait_ms, 1, 60000, "1000",
+	"ms a submit waits for wait_replicas"),
 
     STR(queue, name, name, check_queue, "[a-z0-9_-]+", "default",
 	"queue name; keys are airlock:{NAME}:..., one Cluster slot per "
@@ -1234,6 +1243,7 @@ int al_config_load_default(struct al_config *cfg, const char *explicit_path,
 {
 	const char *path = explicit_path;
 	struct al_config tmp = *cfg;
+	char sys[PATH_MAX];
 	struct stat st;
 	int rc;
 
@@ -1242,7 +1252,11 @@ int al_config_load_default(struct al_config *cfg, const char *explicit_path,
 	if (!path || !*path)
 		path = getenv("AIRLOCK_CONFIG");
 	if (!path || !*path) {
-		path = AL_CONFIG_SYSTEM_PATH;
+		if (al_config_system_path(sys, sizeof(sys)) < 0)
+			return set_err(err, errlen, -ENAMETOOLONG,
+				       "the installed config's path is too "
+				       "long");
+		path = sys;
 		if (stat(path, &st) < 0 && errno == ENOENT)
 			path = NULL;
 	}
@@ -1405,6 +1419,24 @@ int al_install_path(const char *rel, const char *fallback, char *buf,
 		return join_path(buf, len, SIZE_MAX, path, "");
 	}
 	return join_path(buf, len, SIZE_MAX, fallback, "");
+}
+
+int al_config_system_path(char *buf, size_t len)
+{
+	char prefix[PATH_MAX];
+	int n;
+
+	if (AL_REL_SYSCONFDIR[0] == '/')
+		n = snprintf(buf, len, "%s/airlock/airlock.conf",
+			     AL_REL_SYSCONFDIR);
+	else if (!install_prefix(prefix, sizeof(prefix)))
+		n = snprintf(buf, len, "%s", AL_CONFIG_SYSTEM_PATH);
+	else if (strcmp(prefix, "/usr") == 0) /* GNUInstallDirs' FHS rule */
+		n = snprintf(buf, len, "/etc/airlock/airlock.conf");
+	else
+		n = snprintf(buf, len, "%s/%s/airlock/airlock.conf", prefix,
+			     AL_REL_SYSCONFDIR);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 /* --- printing ------------------------------------------------------------- */

@@ -91,6 +91,8 @@ struct al_config {
 		char url[AL_CONFIG_STR_MAX + 1]; /* "" = embedded Redis */
 		uint32_t connect_timeout_ms;	 /* per connect attempt */
 		uint32_t command_timeout_ms;	 /* per command reply */
+		uint32_t wait_replicas;		 /* submits: WAIT for N, 0 = no */
+		uint32_t wait_ms;		 /* ... up to this long */
 	} redis;
 
 	struct {
@@ -189,6 +191,15 @@ int al_config_load(struct al_config *cfg, const char *path, char *err,
 /* The same for text in memory; `name` stands for the file in messages. */
 int al_config_load_string(struct al_config *cfg, const char *name,
 			  const char *text, char *err, size_t errlen);
+/* The config file the CLI and the installed systemd unit both read when
+ * neither --config nor $AIRLOCK_CONFIG names one: an installed binary
+ * (PREFIX/bin/airlock, al_install_path) reads PREFIX/etc/airlock/
+ * airlock.conf, /etc/airlock/airlock.conf for the prefix /usr (or
+ * SYSCONFDIR/airlock/airlock.conf when the build set an absolute
+ * CMAKE_INSTALL_SYSCONFDIR), exactly the file `cmake --install` put there
+ * and the unit's ExecStart names; a binary in a build tree reads
+ * AL_CONFIG_SYSTEM_PATH. 0 or -ENAMETOOLONG. */
+int al_config_system_path(char *buf, size_t len);
 /* Find and load the config (step 2 above); explicit_path may be NULL. */
 int al_config_load_default(struct al_config *cfg, const char *explicit_path,
 			   char *err, size_t errlen);

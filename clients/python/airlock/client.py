@@ -7,6 +7,7 @@ Keys of queue Q (one hash tag per queue):
   airlock:{Q}:result:ID the result, msgpack, written once
   airlock:{Q}:done:ID   list RPUSHed once when the result is stored (BLPOP)
   airlock:{Q}:cancel    hash: cancelled entries a dispatcher still holds
+  airlock:{Q}:cancels   jobs cancelled, ever (airlock_cancels_total)
   airlock:{Q}:digest:ID SHA-256 (hex) of job:ID's payload
 
 An id is taken by the first payload submitted under it: submitting the
@@ -66,7 +67,7 @@ JOB_STATUS = (
     "return {'queued', sid}\n")
 
 # dispatcher/queue.c: scripts[ALQ_CANCEL]; K: job result done sid jobs
-# cancel; A: CX result (queued), CX result (running), ttl, id
+# cancel cancels; A: CX result (queued), CX result (running), ttl, id
 CANCEL = (
     "if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
     "if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
@@ -86,6 +87,7 @@ CANCEL = (
     "redis.call('RPUSH', KEYS[3], '1')\n"
     "redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
     "redis.call('EXPIRE', KEYS[1], ARGV[3])\n"
+    "redis.call('INCR', KEYS[7])\n"
     "return {st}\n")
 
 DEFAULT_WALL_MS = 120000      # results/policy.c: the built-in default
@@ -437,7 +439,8 @@ class Client:
         r = self._cancel(
             keys=[self.key("job:", job_id), self.key("result:", job_id),
                   self.key("done:", job_id), self.key("sid:", job_id),
-                  self.key("jobs"), self.key("cancel")],
+                  self.key("jobs"), self.key("cancel"),
+                  self.key("cancels")],
             args=[_cx_result(job_id, "cancelled before it ran "
                              "(airlock cancel)"),
                   _cx_result(job_id, "cancelled while running (airlock "

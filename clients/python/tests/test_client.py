@@ -390,8 +390,13 @@ class Redis(unittest.TestCase):
         self.assertEqual(res["status"], "CX")
         self.assertIn("while running", res["error"])
         # nothing to cancel: as the CLI's exit 1 cases
+        before = int(self.c.r.get(self.c.key("cancels")) or 0)
         self.assertEqual(self.c.cancel("pq/1"), "done")
         self.assertEqual(self.c.cancel("nobody"), "unknown")
+        # counted like the CLI's and the API's (airlock_cancels_total):
+        # the two that took effect, not these
+        self.assertGreaterEqual(before, 2)
+        self.assertEqual(int(self.c.r.get(self.c.key("cancels"))), before)
         for jid in ("pq/1", "nobody"):
             self.assertEqual(self.e.cli("cancel", jid,
                                         check=False).returncode, 1)

@@ -1,0 +1,363 @@
+/* bench_shard.c: what one queue costs Redis, and how many jobs a second
+ * one shard carries, with a sandbox that answers at once.
+ *
+ * The dispatcher is serve.c itself (al_serve_run, each on a thread of its
+ * own, with W forked workers) whose job runner (al_serve_opts.run, the
+ * seam tests use) returns an OK result without starting a VM: what is
+ * measured is the queue, not the VM. For each of Q queues (distinct names,
+ * so distinct hash slots: on a Redis Cluster, usually distinct masters),
+ * S serves run; N jobs per queue are submitted at once (submit windows of
+ * 64) and waited for; then, from the master(s) that served the queues:
+ *
+ *   - Redis commands per job: the growth of INFO commandstats' calls;
+ *   - bytes per job: the growth of total_net_input_bytes + output_bytes;
+ *   - Redis CPU per job: the growth of used_cpu_user + used_cpu_sys, and
+ *     from it the jobs/s one Redis core (one shard) would carry;
+ *   - jobs/s: N*Q over the time from the first submit to the last result
+ *     (on a small machine bound by the serves and workers, not Redis).
+ *
+ * Everything else on those servers counts too (the heartbeats of idle
+ * serves, our INFO): run it on a Redis of its own. tools/bench/shard.sh
+ * starts a standalone Redis and a local 3-master cluster and runs this on
+ * both (docs/performance.md, "Queue shards").
+ *
+ * usage: airlock-bench-shard --url redis://HOST:PORT [--queues Q]
+ *                            [--serves S] [--workers W] [--jobs N]
+ *                            [--cluster]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cluster.h"
+#include "log.h"
+#include "opts.h"
+#include "serve.h"
+
+#define MAX_Q 8
+#define MAX_S 8
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* al_proc_run_fn: the test sandbox, an OK result at once. */
+static int at_once(struct al_worker *w, const struct al_job *job,
+		   uint64_t queued_ms, uint32_t attempt, struct al_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->id = strdup(job->id ? job->id : "-");
+	res->worker = strdup(w->name);
+	res->attempt = attempt;
+	res->timing.queued_ms = queued_ms;
+	res->steps = calloc(1, sizeof(*res->steps));
+	res->n_steps = 1;
+	if (!res->id || !res->worker || !res->steps)
+		return -ENOMEM;
+	res->status = res->steps[0].status = AL_OK;
+	res->steps[0].has_exit_code = true;
+	return 0;
+}
+
+struct served {
+	struct al_serve_opts o;
+	struct sb_options sb;
+	pthread_t thread;
+	int stop_r, stop_w, rc;
+};
+
+static void *serve_main(void *p)
+{
+	struct served *h = p;
+
+	h->rc = al_serve_run(&h->o);
+	return NULL;
+}
+
+static int serve_start(struct served *h, const struct alq_url *u, const char *q,
+		       unsigned workers)
+{
+	int p[2];
+
+	memset(h, 0, sizeof(*h));
+	al_serve_opts_init(&h->o);
+	h->o.url = *u;
+	snprintf(h->o.queue, sizeof(h->o.queue), "%s", q);
+	h->o.workers = workers;
+	h->o.sb = &h->sb;
+	h->o.run = at_once;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	h->stop_r = h->o.stop_fd = p[0];
+	h->stop_w = p[1];
+	return -pthread_create(&h->thread, NULL, serve_main, h);
+}
+
+static void serve_stop(struct served *h)
+{
+	if (write(h->stop_w, "x", 1) != 1)
+		perror("stop");
+	pthread_join(h->thread, NULL);
+	close(h->stop_r);
+	close(h->stop_w);
+}
+
+/* The node (host:port) that serves queue q: the URL's, or on a cluster
+ * the master of q's slot (CLUSTER SLOTS). */
+static int queue_node(const struct alq_url *u, const char *q, bool cluster,
+		      char *host, size_t hl, int *port)
+{
+	char key[ALQ_KEY_MAX];
+	unsigned slot;
+	redisContext *rc;
+	redisReply *r;
+	int found = -1;
+
+	snprintf(host, hl, "%s", u->host);
+	*port = u->port;
+	if (!cluster)
+		return 0;
+	alq_key(key, sizeof(key), q, ALQ_KEY_JOBS, NULL);
+	slot = alq_key_slot(key, strlen(key));
+	rc = redisConnect(u->host, u->port);
+	if (!rc || rc->err)
+		return -1;
+	r = redisCommand(rc, "CLUSTER SLOTS");
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements;
+	     i++) {
+		redisReply *e = r->element[i];
+
+		if (e->elements >= 3 &&
+		    (unsigned)e->element[0]->integer <= slot &&
+		    (unsigned)e->element[1]->integer >= slot) {
+			snprintf(host, hl, "%s",
+				 e->element[2]->element[0]->str);
+			*port = (int)e->element[2]->element[1]->integer;
+			found = 0;
+		}
+	}
+	freeReplyObject(r);
+	redisFree(rc);
+	return found;
+}
+
+/* calls (all commands), network bytes and CPU seconds (user + sys) of a
+ * node, from INFO. */
+static int node_counts(const char *host, int port, unsigned long long *calls,
+		       unsigned long long *bytes, double *cpu)
+{
+	redisContext *rc = redisConnect(host, port);
+	redisReply *r;
+	unsigned long long in = 0, out = 0;
+	const char *p;
+
+	*calls = 0;
+	if (!rc || rc->err)
+		return -1;
+	r = redisCommand(rc, "INFO commandstats");
+	for (p = r && r->type == REDIS_REPLY_STRING ? r->str : "";
+	     (p = strstr(p, "calls=")); p += 6)
+		*calls += strtoull(p + 6, NULL, 10);
+	freeReplyObject(r);
+	r = redisCommand(rc, "INFO stats");
+	if (r && r->type == REDIS_REPLY_STRING) {
+		if ((p = strstr(r->str, "total_net_input_bytes:")))
+			in = strtoull(p + 22, NULL, 10);
+		if ((p = strstr(r->str, "total_net_output_bytes:")))
+			out = strtoull(p + 23, NULL, 10);
+	}
+	freeReplyObject(r);
+	*cpu = 0;
+	r = redisCommand(rc, "INFO cpu");
+	if (r && r->type == REDIS_REPLY_STRING) {
+		if ((p = strstr(r->str, "used_cpu_sys:")))
+			*cpu += strtod(p + 13, NULL);
+		if ((p = strstr(r->str, "used_cpu_user:")))
+			*cpu += strtod(p + 14, NULL);
+	}
+	freeReplyObject(r);
+	redisFree(rc);
+	*bytes = in + out;
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: airlock-bench-shard --url redis://HOST:PORT "
+			"[--queues Q] [--serves S]\n"
+			"                           [--workers W] [--jobs N] "
+			"[--cluster]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct al_opt lo[] = {
+	    {"url", 'u', AL_OPT_ARG},
+	    {"queues", 'q', AL_OPT_ARG},
+	    {"serves", 's', AL_OPT_ARG},
+	    {"workers", 'w', AL_OPT_ARG},
+	    {"jobs", 'n', AL_OPT_ARG},
+	    {"cluster", 'c', 0},
+	    {NULL},
+	};
+	const char *url = NULL;
+	unsigned nq = 1, ns = 1, nw = 4, nj = 2000;
+	bool cluster = false;
+	struct alq_url u;
+	struct served *sv;
+	char host[MAX_Q][256];
+	int port[MAX_Q], c;
+	unsigned long long calls0[MAX_Q], bytes0[MAX_Q];
+	double cpu0[MAX_Q];
+	double t0, t1;
+
+	while ((c = al_opts_next(argc, argv, lo)) != -1) {
+		switch (c) {
+		case 'u':
+			url = optarg;
+			break;
+		case 'q':
+			nq = (unsigned)atoi(optarg);
+			break;
+		case 's':
+			ns = (unsigned)atoi(optarg);
+			break;
+		case 'w':
+			nw = (unsigned)atoi(optarg);
+			break;
+		case 'n':
+			nj = (unsigned)atoi(optarg);
+			break;
+		case 'c':
+			cluster = true;
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (!url || alq_url_parse(url, &u) < 0 || u.unix_ || nq < 1 ||
+	    nq > MAX_Q || ns < 1 || ns > MAX_S || nw < 1 || nw > 64 || nj < 1 ||
+	    nj > 1000000) {
+		usage();
+		return 2;
+	}
+	al_log_level = AL_LOG_ERROR; /* MOVED, sweeps: not the figures */
+	sv = calloc((size_t)nq * ns, sizeof(*sv));
+	if (!sv)
+		return 1;
+	for (unsigned q = 0; q < nq; q++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "bench%u", q);
+		if (queue_node(&u, name, cluster, host[q], sizeof(host[q]),
+			       &port[q]) < 0) {
+			fprintf(stderr, "no node for queue %s\n", name);
+			return 1;
+		}
+		for (unsigned s = 0; s < ns; s++)
+			if (serve_start(&sv[q * ns + s], &u, name, nw) < 0)
+				return 1;
+	}
+	sleep(1); /* workers forked, connections up */
+	for (unsigned q = 0; q < nq; q++)
+		node_counts(host[q], port[q], &calls0[q], &bytes0[q], &cpu0[q]);
+	t0 = now_s();
+	/* one client per queue, on threads would be fairer; submit all,
+	 * then wait all, queue by queue: the serves work meanwhile */
+	{
+		struct alq_client *cl = calloc(nq, sizeof(*cl));
+		struct alq_submit *subs = calloc(nj, sizeof(*subs));
+		char(*ids)[24] = calloc(nj, sizeof(*ids));
+		struct al_job job = {0};
+		struct al_diags d;
+
+		if (!cl || !subs || !ids)
+			return 1;
+		al_diags_init(&d);
+		if (al_job_from_json("{\"sh\":\"true\"}", 13, &job, &d) < 0)
+			return 1;
+		for (unsigned q = 0; q < nq; q++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "bench%u", q);
+			if (alq_client_open(&cl[q], &u, name, 5000) < 0) {
+				fprintf(stderr, "%s\n", cl[q].err);
+				return 1;
+			}
+			for (unsigned i = 0; i < nj; i++) {
+				char *mp = NULL;
+				size_t len = 0;
+
+				snprintf(ids[i], sizeof(ids[i]), "%u-%u-%ld", q,
+					 i, (long)getpid());
+				free(job.id);
+				job.id = strdup(ids[i]);
+				if (al_job_to_msgpack(&job, &mp, &len) < 0)
+					return 1;
+				subs[i] = (struct alq_submit){.id = ids[i],
+							      .payload = mp,
+							      .len = len,
+							      .wall_ms = 60000};
+			}
+			if (alq_client_submit_many(&cl[q], subs, nj) < 0) {
+				fprintf(stderr, "submit: %s\n", cl[q].err);
+				return 1;
+			}
+			for (unsigned i = 0; i < nj; i++)
+				free((char *)subs[i].payload);
+		}
+		for (unsigned q = 0; q < nq; q++) {
+			for (unsigned i = 0; i < nj; i++) {
+				snprintf(ids[i], sizeof(ids[i]), "%u-%u-%ld", q,
+					 i, (long)getpid());
+				if (alq_client_wait(&cl[q], ids[i], 60000)) {
+					fprintf(stderr, "no result for %s\n",
+						ids[i]);
+					return 1;
+				}
+			}
+		}
+		t1 = now_s();
+		for (unsigned q = 0; q < nq; q++)
+			alq_client_close(&cl[q]);
+		al_job_release(&job);
+		free(cl);
+		free(subs);
+		free(ids);
+	}
+	printf("%s, %u queue%s x %u serve%s x %u workers, %u jobs each\n",
+	       cluster ? "cluster" : "one Redis", nq, nq > 1 ? "s" : "", ns,
+	       ns > 1 ? "s" : "", nw, nj);
+	for (unsigned q = 0; q < nq; q++) {
+		unsigned long long calls, bytes;
+		double cpu, us;
+
+		node_counts(host[q], port[q], &calls, &bytes, &cpu);
+		us = (cpu - cpu0[q]) * 1e6 / nj;
+		printf("  queue bench%u on %s:%d: %.1f commands/job, %.0f "
+		       "bytes/job, %.0f us of Redis CPU/job (one core: "
+		       "%.0f jobs/s)\n",
+		       q, host[q], port[q],
+		       (double)(calls - calls0[q] - 3) / nj,
+		       (double)(bytes - bytes0[q]) / nj, us,
+		       us > 0 ? 1e6 / us : 0);
+	}
+	printf("  %.0f jobs/s (%u jobs in %.2f s)\n", nq * nj / (t1 - t0),
+	       nq * nj, t1 - t0);
+	for (unsigned i = 0; i < nq * ns; i++)
+		serve_stop(&sv[i]);
+	free(sv);
+	return 0;
+}
