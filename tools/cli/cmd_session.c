@@ -89,8 +89,8 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	char *out = NULL, *text;
 	int o, r;
 
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "+t:n:e:m:q", lo, NULL)) != -1) {
+	optind = 0;
+	while ((o = getopt_long(argc, argv, "t:n:e:m:q", lo, NULL)) != -1) {
 		switch (o) {
 		case 't':
 			json_object_set_new(body, "template", json_string(optarg));
@@ -289,8 +289,8 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 	char *text;
 	int o, r;
 
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "+e:", lo, NULL)) != -1) {
+	optind = 0;
+	while ((o = getopt_long(argc, argv, "e:", lo, NULL)) != -1) {
 		switch (o) {
 		case 's':
 			json_object_set_new(body, "sh", json_string(optarg));

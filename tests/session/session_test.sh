@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# session_test.sh: sessions (docs/sessions.md) end to end: a real
+# redis-server, a real `airlock serve` with its session host, real VMs,
+# the real CLI. Every VM test uses $AIRLOCK_TEST_STATE's images.
+#
+# usage: session_test.sh AIRLOCK_BIN CASE
+#   life      create (template, env, metadata, ttl_s, idle_s), exec with cmd
+#             and sh, stdin, env, cwd, exit codes, stdout and stderr kept
+#             apart, the tail kept with `truncated`, a timeout (TO), files
+#             persisting between execs, put/get, expires_at in create, get
+#             and extend, extend past the maximum refused, execs in order,
+#             list by metadata, rm; end reason destroyed; nothing left
+#   clocks    ttl_s=5 running `sleep 100` ends `ttl` between 5 and 6 s after
+#             create; idle_s=3 untouched ends `idle` within 1 s of its
+#             idle_at
+#   reattach  `for i in $(seq 1 20); do echo $i; sleep 0.2; done`, the client
+#             killed after 1 s; reattach from 0 and from a middle offset:
+#             every line once, the exec ran to the end
+#   lost      serve SIGKILLed holding 3 sessions: each `lost` naming the
+#             host within the heartbeat window; a restarted serve leaves
+#             no VM, cgroup, run dir of them
+#   agentloop 8 sessions x 10 turns at once (AIRLOCK_AGENTLOOP_N, _TURNS):
+#             each turn writes a file, execs, reads it back, and sees its
+#             earlier files and none of another session's; after rm
+#             nothing is left (processes, run dirs, Redis keys but the
+#             ended records)
+set -euo pipefail
+
+bin=$(readlink -f "$1") case=$2
+state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
+ls -d "$state"/images/python-* >/dev/null 2>&1 || {
+  echo "session $case: no images in $state (tests/vm/build-images.sh)" >&2
+  exit 77
+}
+[ "$(id -u)" = 0 ] || { echo "session $case: needs root (jailed VMs)" >&2; exit 77; }
+tmp=$(mktemp -d /tmp/al-sess-XXXXXX)
+sock=$tmp/redis.sock
+pids=()
+serve_pid=
+
+log() { printf 'session %s: %s\n' "$case" "$*" >&2; }
+fail() {
+  log "FAIL: $*"
+  [ -f "$tmp/serve.log" ] && tail -30 "$tmp/serve.log" >&2
+  exit 1
+}
+
+cleanup() {
+  set +e
+  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for _ in $(seq 100); do
+    alive=0
+    for p in $serve_pid "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for p in $serve_pid "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -f "$tmp/redis.pid" ] && kill -9 "$(cat "$tmp/redis.pid")" 2>/dev/null
+  wait 2>/dev/null
+  if [ "${KEEP:-}" ]; then log "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$tmp" \
+  --save '' --appendonly no --daemonize yes --pidfile "$tmp/redis.pid" \
+  --logfile "$tmp/redis.log"
+for _ in $(seq 100); do
+  redis-cli -s "$sock" ping 2>/dev/null | grep -q PONG && break
+  sleep 0.05
+done
+R() { redis-cli -s "$sock" "$@"; }
+
+cat > "$tmp/airlock.conf" <<EOC
+[redis]
+url = unix://$sock
+[queue]
+heartbeat_ms = 1000
+visibility_slack_ms = 2000
+[workers]
+count = 1
+max_sessions = ${MAX_SESSIONS:-4}
+shutdown_grace_ms = 1000
+[sessions]
+ttl_max_s = 120
+idle_default_s = 0
+create_timeout_ms = 60000
+[sandbox]
+state_dir = $state
+EOC
+export AIRLOCK_CONFIG=$tmp/airlock.conf
+A() { "$bin" "$@"; }
+S() { "$bin" session "$@"; }
+
+start_serve() {
+  "$bin" serve >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do
+    R --scan --pattern 'airlock:{default}:sess:host:*' | grep -qv ':ctl$' && return 0
+    sleep 0.1
+  done
+  fail "serve's session host did not heartbeat"
+}
+
+# jq helpers
+field() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); v=d
+for k in sys.argv[1].split("."): v=v.get(k) if isinstance(v,dict) else None
+print("" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else v))' "$1"; }
+
+now_ms() { date +%s%3N; }
+
+# no process, run dir or cgroup of a session is left on the host
+nothing_left() {
+  local left
+  left=$(pgrep -f "airlock-sess-tmp-$$" || true)
+  [ -z "$left" ] || fail "processes left: $left"
+  if ls "$state"/run/*-vm-* >/dev/null 2>&1; then
+    for d in "$state"/run/*-vm-*; do
+      p=${d##*/}; p=${p%%-vm-*}
+      kill -0 "$p" 2>/dev/null && [ "$p" != "$serve_pid" ] &&
+        pgrep -P "$serve_pid" | grep -qx "$p" && fail "run dir left: $d"
+    done
+  fi
+  return 0
+}
+
+case_life() {
+  start_serve
+  local rec id ex out
+  rec=$(S create -t python --ttl 60 -e GREETING=hello -m team=a -m task=t1)
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field state)" = alive ] || fail "create: $rec"
+  [ -n "$(echo "$rec" | field expires_at)" ] || fail "no expires_at: $rec"
+  log "created $id in $(echo "$rec" | field restore_ms) ms (restore)"
+  # cmd, env from create, separate streams, exit code
+  set +e
+  out=$(S exec "$id" --sh 'echo out-$GREETING; echo err >&2; exit 3' 2>"$tmp/err")
+  ex=$?
+  set -e
+  [ "$ex" = 3 ] || fail "exit code $ex, want 3"
+  [ "$out" = out-hello ] || fail "stdout: $out"
+  grep -qx err "$tmp/err" || fail "stderr: $(cat "$tmp/err")"
+  # files persist, cwd, stdin, exec env overrides create env
+  S exec "$id" --sh 'mkdir -p sub && echo persisted > sub/f.txt' 2>/dev/null
+  out=$(S exec "$id" --cwd sub -- cat f.txt 2>/dev/null)
+  [ "$out" = persisted ] || fail "file did not persist: $out"
+  printf 'from stdin' > "$tmp/in"
+  out=$(S exec "$id" --stdin "$tmp/in" -e GREETING=over --sh 'cat; echo " $GREETING"' 2>/dev/null)
+  [ "$out" = "from stdin over" ] || fail "stdin/env: $out"
+  # put/get
+  printf 'hello file\n' > "$tmp/put.txt"
+  S put "$id" "$tmp/put.txt" dir/put.txt 2>/dev/null
+  [ "$(S get "$id" dir/put.txt 2>/dev/null)" = "hello file" ] || fail "put/get"
+  # the tail kept: 3 MiB of output, limit output_bytes default
+  local big k
+  big=$(S exec "$id" --detach --sh 'seq 1 400000; echo LAST' 2>/dev/null)
+  out=$(S exec "$id" --sh 'echo after' 2>/dev/null)
+  [ "$out" = after ] || fail "exec after a big one: $out"
+  k="airlock:{default}:sess:$id:x:$big"
+  [ "$(R hget "$k" stdout_truncated)" = 1 ] || fail "big exec not truncated"
+  [ "$(R hget "$k" stdout_bytes)" = "$(seq 1 400000 | wc -c | awk '{print $1+5}')" ] ||
+    fail "stdout_bytes $(R hget "$k" stdout_bytes)"
+  R hget "$k" stdout | tail -1 | grep -qx LAST || fail "the tail was not kept"
+  [ "$(R hget "$k" stderr_truncated)" = 0 ] || fail "stderr truncated"
+  log "big exec: $(R hget "$k" stdout_bytes) bytes, kept tail $(R hget "$k" stdout | wc -c), stored $(R strlen "$k:1")"
+  # a timeout: TO, 124; the session lives on
+  set +e
+  S exec "$id" --timeout-ms 1000 -- sleep 30 2>/dev/null
+  ex=$?
+  set -e
+  [ "$ex" = 124 ] || fail "timeout exit $ex, want 124"
+  [ "$(S exec "$id" -- echo still 2>/dev/null)" = still ] || fail "dead after TO"
+  # get and expires_at agree; extend moves it; past the max is refused
+  local e1 e2
+  e1=$(S get "$id" | field expires_at_ms)
+  rec=$(S extend "$id" 90)
+  e2=$(echo "$rec" | field expires_at_ms)
+  [ "$e2" -gt "$e1" ] || fail "extend did not move expires_at ($e1 -> $e2)"
+  [ "$(S get "$id" | field expires_at_ms)" = "$e2" ] || fail "get disagrees with extend"
+  set +e
+  out=$(S extend "$id" 500 2>&1)
+  ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'past its maximum lifetime' ||
+    fail "extend past max: $ex $out"
+  # list by metadata
+  S list --meta team=a | grep -q "$id" || fail "list --meta team=a"
+  [ -z "$(S list --meta team=b)" ] || fail "list --meta team=b not empty"
+  rec=$(S rm "$id")
+  [ "$(echo "$rec" | field reason)" = destroyed ] || fail "rm: $rec"
+  sleep 1
+  nothing_left
+}
+
+case_clocks() {
+  start_serve
+  local t0 id rec t1 dt
+  t0=$(now_ms)
+  id=$(S create -t python --ttl 5 -q)
+  t0=$(( $(S get "$id" | field alive_at_ms) ))
+  S exec "$id" -- sleep 100 >/dev/null 2>&1 || true
+  for _ in $(seq 100); do
+    rec=$(S get "$id")
+    [ "$(echo "$rec" | field state)" = ended ] && break
+    sleep 0.1
+  done
+  [ "$(echo "$rec" | field reason)" = ttl ] || fail "ttl: $rec"
+  dt=$(( $(echo "$rec" | field ended_at_ms) - t0 ))
+  log "ttl_s=5 with sleep 100: ended after $dt ms"
+  [ "$dt" -ge 5000 ] && [ "$dt" -le 6000 ] || fail "ttl end at $dt ms"
+  id=$(S create -t python --ttl 60 --idle 3 -q)
+  rec=$(S get "$id")
+  local idle_at
+  idle_at=$(echo "$rec" | field idle_at_ms)
+  for _ in $(seq 100); do
+    rec=$(S get "$id")
+    [ "$(echo "$rec" | field state)" = ended ] && break
+    sleep 0.1
+  done
+  [ "$(echo "$rec" | field reason)" = idle ] || fail "idle: $rec"
+  dt=$(( $(echo "$rec" | field ended_at_ms) - idle_at ))
+  log "idle_s=3: ended $dt ms after its idle_at"
+  [ "$dt" -ge 0 ] && [ "$dt" -le 1000 ] || fail "idle end $dt ms off"
+  nothing_left
+}
+
+case_reattach() {
+  start_serve
+  local id n all mid out
+  id=$(S create -t python --ttl 60 -q)
+  S exec "$id" --sh 'for i in $(seq 1 20); do echo $i; sleep 0.2; done' \
+    > "$tmp/first" 2> "$tmp/first.err" &
+  local cpid=$!
+  sleep 1
+  kill -9 $cpid; wait $cpid 2>/dev/null || true
+  n=$(sed -n 's/^airlock session: exec \([0-9]*\)$/\1/p' "$tmp/first.err")
+  [ -n "$n" ] || fail "no exec id: $(cat "$tmp/first.err")"
+  log "client killed after 1 s with $(wc -l < "$tmp/first") lines"
+  S exec "$id" --attach "$n" > "$tmp/all" 2>/dev/null
+  [ "$(cat "$tmp/all")" = "$(seq 1 20)" ] || fail "from 0: $(cat "$tmp/all" | tr '\n' ' ')"
+  mid=$(seq 1 9 | wc -c)  # the offset just after "9\n"
+  S exec "$id" --attach "$n" --offset "$mid" > "$tmp/mid" 2>/dev/null
+  [ "$(cat "$tmp/mid")" = "$(seq 10 20)" ] || fail "from $mid: $(cat "$tmp/mid" | tr '\n' ' ')"
+  rec=$(S exec "$id" -- echo ok 2>/dev/null)
+  [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = OK ] || fail "exec was not OK"
+  S rm "$id" >/dev/null
+}
+
+case_lost() {
+  start_serve
+  local ids=() host rec t0 dt
+  for i in 1 2 3; do ids+=("$(S create -t python --ttl 120 -q)"); done
+  host=$(S get "${ids[0]}" | field host)
+  kill -9 "$serve_pid"
+  t0=$(now_ms)
+  for id in "${ids[@]}"; do
+    for _ in $(seq 100); do
+      rec=$(S get "$id")
+      [ "$(echo "$rec" | field state)" = ended ] && break
+      sleep 0.1
+    done
+    [ "$(echo "$rec" | field reason)" = lost ] || fail "$id: $rec"
+    echo "$rec" | field error | grep -qF "$host" || fail "$id names no host: $rec"
+  done
+  dt=$(( $(now_ms) - t0 ))
+  log "3 sessions lost ($host) after $dt ms (heartbeat window 3000 ms)"
+  [ "$dt" -le 4000 ] || fail "lost after $dt ms"
+  # no process of theirs survives serve
+  sleep 0.5
+  pgrep -f "qemu.*$state" >/dev/null && ps -ef | grep -v grep | grep "$state" | grep -q qemu &&
+    fail "a QEMU outlived serve"
+  start_serve
+  sleep 1
+  for id in "${ids[@]}"; do :; done
+  [ -z "$(ls -d "$state"/run/*-vm-* 2>/dev/null | while read -r d; do
+      p=${d##*/}; p=${p%%-vm-*}; kill -0 "$p" 2>/dev/null || echo "$d"; done)" ] ||
+    fail "run dirs of dead processes left after restart"
+}
+
+agent_one() {  # one session, N turns
+  local k=$1 turns=$2 id out
+  id=$(S create -t python --ttl 600 -m loop=$k -q) || { echo "create failed" > "$tmp/a$k.fail"; return; }
+  echo "$id" > "$tmp/a$k.id"
+  for t in $(seq 1 "$turns"); do
+    printf 'session %s turn %s\n' "$k" "$t" > "$tmp/a$k.in"
+    S put "$id" "$tmp/a$k.in" "turn$t.txt" 2>/dev/null || { echo "put $t" > "$tmp/a$k.fail"; return; }
+    out=$(S exec "$id" --sh 'ls turn*.txt | wc -l; cat turn*.txt | grep -vc "^session '"$k"' " || true' 2>/dev/null)
+    [ "$out" = "$t
+0" ] || { echo "turn $t saw: $out" > "$tmp/a$k.fail"; return; }
+    out=$(S exec "$id" --sh "cat turn$t.txt" 2>/dev/null)
+    [ "$out" = "session $k turn $t" ] || { echo "turn $t read $out" > "$tmp/a$k.fail"; return; }
+  done
+  S rm "$id" > /dev/null || echo "rm" > "$tmp/a$k.fail"
+}
+
+case_agentloop() {
+  local n=${AIRLOCK_AGENTLOOP_N:-8} turns=${AIRLOCK_AGENTLOOP_TURNS:-10} t0
+  start_serve
+  t0=$(now_ms)
+  for k in $(seq 1 "$n"); do agent_one "$k" "$turns" & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || true; done
+  pids=()
+  for k in $(seq 1 "$n"); do
+    [ -f "$tmp/a$k.fail" ] && fail "session $k: $(cat "$tmp/a$k.fail")"
+    [ -f "$tmp/a$k.id" ] || fail "session $k: no id"
+  done
+  log "$n sessions x $turns turns in $(( $(now_ms) - t0 )) ms"
+  sleep 1
+  for k in $(seq 1 "$n"); do
+    id=$(cat "$tmp/a$k.id")
+    [ "$(S get "$id" | field reason)" = destroyed ] || fail "$id not destroyed"
+    left=$(R --scan --pattern "airlock:{default}:sess:$id*" | grep -v ":x:" | grep -vx "airlock:{default}:sess:$id" || true)
+    [ -z "$left" ] || fail "keys left: $left"
+    [ "$(R ttl "airlock:{default}:sess:$id")" -gt 0 ] || fail "$id record has no TTL"
+  done
+  [ -z "$(pgrep -P "$serve_pid" -f 'airlock serve' | xargs -r -n1 pgrep -P | head -1)" ] ||
+    fail "session processes left under serve"
+  nothing_left
+}
+
+"case_$case"
+log ok
