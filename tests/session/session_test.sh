@@ -160,7 +160,9 @@ case_life() {
   [ "$(R hget "$k" stdout_truncated)" = 1 ] || fail "big exec not truncated"
   [ "$(R hget "$k" stdout_bytes)" = "$(seq 1 400000 | wc -c | awk '{print $1+5}')" ] ||
     fail "stdout_bytes $(R hget "$k" stdout_bytes)"
-  R hget "$k" stdout | tail -1 | grep -qx LAST || fail "the tail was not kept"
+  [ "$(R hget "$k" stdout | tail -n 2 | head -n 1)" = LAST ] ||
+    fail "the tail was not kept: $(R hget "$k" stdout | tail -c 40)"
+  [ "$(R hget "$k" stdout | head -n 1)" != 1 ] || fail "the head was kept, not the tail"
   [ "$(R hget "$k" stderr_truncated)" = 0 ] || fail "stderr truncated"
   log "big exec: $(R hget "$k" stdout_bytes) bytes, kept tail $(R hget "$k" stdout | wc -c), stored $(R strlen "$k:1")"
   # a timeout: TO, 124; the session lives on
