@@ -79,7 +79,7 @@ heartbeat_ms = 1000
 visibility_slack_ms = 2000
 [workers]
 count = 1
-max_sessions = ${MAX_SESSIONS:-4}
+max_sessions = ${MAX_SESSIONS:-8}
 shutdown_grace_ms = 1000
 [sessions]
 ttl_max_s = 120
@@ -296,7 +296,7 @@ case_lost() {
 
 agent_one() {  # one session, N turns
   local k=$1 turns=$2 id out
-  id=$(S create -t python --ttl 600 -m loop=$k -q) || { echo "create failed" > "$tmp/a$k.fail"; return; }
+  id=$(S create -t python --ttl 120 -m loop=$k -q) || { echo "create failed" > "$tmp/a$k.fail"; return; }
   echo "$id" > "$tmp/a$k.id"
   for t in $(seq 1 "$turns"); do
     printf 'session %s turn %s\n' "$k" "$t" > "$tmp/a$k.in"
