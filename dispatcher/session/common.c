@@ -174,7 +174,7 @@ static const char *const NUMERIC[] = {
 	"idle_at_ms",	 "ttl_s",	  "idle_s",	 "execs",
 	"exit_code",	 "signal",	  "wall_ms",	 "cpu_ms",
 	"stdout_bytes",	 "stderr_bytes",  "started_at_ms", "restore_ms",
-	NULL,
+	"exec",		 NULL,
 };
 static const char *const BOOLEAN[] = {"stdout_truncated", "stderr_truncated",
 				       NULL};

@@ -19,7 +19,8 @@
 #   lost      serve SIGKILLed holding 3 sessions: each `lost` naming the
 #             host within the heartbeat window; a restarted serve leaves
 #             no VM, cgroup, run dir of them
-#   agentloop 8 sessions x 10 turns at once (AIRLOCK_AGENTLOOP_N, _TURNS):
+#   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
+#             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
 #             earlier files and none of another session's; after rm
 #             nothing is left (processes, run dirs, Redis keys but the
@@ -311,7 +312,7 @@ agent_one() {  # one session, N turns
 }
 
 case_agentloop() {
-  local n=${AIRLOCK_AGENTLOOP_N:-8} turns=${AIRLOCK_AGENTLOOP_TURNS:-10} t0
+  local n=${AIRLOCK_AGENTLOOP_N:-8} turns=${AIRLOCK_AGENTLOOP_TURNS:-$([ "${AIRLOCK_FULL:-}" = 1 ] && echo 10 || echo 3)} t0
   start_serve
   t0=$(now_ms)
   for k in $(seq 1 "$n"); do agent_one "$k" "$turns" & pids+=($!); done
@@ -333,6 +334,45 @@ case_agentloop() {
   [ -z "$(pgrep -P "$serve_pid" -f 'airlock serve' | xargs -r -n1 pgrep -P | head -1)" ] ||
     fail "session processes left under serve"
   nothing_left
+}
+
+case_http() {
+  local port=$((20000 + RANDOM % 20000)) api rec id x n
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  H() { curl -s -H 'Content-Type: application/json' "$@"; }
+  rec=$(H -X POST -d '{"template":"python","ttl_s":60,"metadata":{"who":"http"}}' "$api/sessions")
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field state)" = alive ] || fail "create: $rec"
+  [ -n "$(echo "$rec" | field expires_at)" ] || fail "no expires_at: $rec"
+  x=$(H -X POST -d '{"sh":"echo hi; echo oops >&2; exit 4"}' "$api/sessions/$id/exec?wait=60")
+  [ "$(echo "$x" | field status)" = RE ] && [ "$(echo "$x" | field exit_code)" = 4 ] ||
+    fail "exec: $x"
+  [ "$(echo "$x" | field stream.stdout)" = hi ] && [ "$(echo "$x" | field stream.stderr)" = oops ] ||
+    fail "streams: $x"
+  # reattach: start without waiting, read from a middle offset later
+  x=$(H -X POST -d '{"sh":"for i in 1 2 3 4 5; do echo $i; sleep 0.2; done"}' "$api/sessions/$id/exec")
+  n=$(echo "$x" | field exec)
+  x=$(H "$api/sessions/$id/exec/$n?offset=4&wait=30")
+  [ "$(echo "$x" | field stream.stdout)" = "$(printf '3\n4\n5')" ] || fail "reattach: $x"
+  # bytes that are not UTF-8 come as base64
+  x=$(H -X POST -d '{"sh":"printf \"\\377\\001\""}' "$api/sessions/$id/exec?wait=30")
+  [ "$(echo "$x" | field stream.stdout)" = '{"base64": "/wE="}' ] || fail "binary: $x"
+  # extend past the maximum: 409 with the reason
+  [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"ttl_s":100000}' "$api/sessions/$id/extend")" = 409 ] ||
+    fail "extend past max not 409"
+  [ "$(H -X POST -d '{"ttl_s":30}' "$api/sessions/$id/extend" | field state)" = alive ] || fail "extend"
+  [ "$(H "$api/sessions" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')" -ge 1 ] || fail "list"
+  [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions/s-zz")" = 400 ] || fail "bad id not 400"
+  [ "$(H -X DELETE "$api/sessions/$id" | field reason)" = destroyed ] || fail "delete"
+  [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"sh":"true"}' "$api/sessions/$id/exec")" = 410 ] ||
+    fail "exec in an ended session not 410"
+  if [ -n "${AIRLOCK_PYTHON_CLIENT:-}" ]; then
+    PYTHONPATH=$AIRLOCK_PYTHON_CLIENT python3 "$(dirname "$0")/session_client.py" "$api" ||
+      fail "python client"
+  fi
 }
 
 "case_$case"
