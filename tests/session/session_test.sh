@@ -19,6 +19,9 @@
 #   lost      serve SIGKILLed holding 3 sessions: each `lost` naming the
 #             host within the heartbeat window; a restarted serve leaves
 #             no VM, cgroup, run dir of them
+#   http      the /sessions routes through curl (create, exec with ?wait,
+#             reattach by offset, base64 for non-UTF-8, extend 409, list,
+#             400, delete, 410 after), then the Python Session
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -369,9 +372,12 @@ case_http() {
   [ "$(H -X DELETE "$api/sessions/$id" | field reason)" = destroyed ] || fail "delete"
   [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"sh":"true"}' "$api/sessions/$id/exec")" = 410 ] ||
     fail "exec in an ended session not 410"
-  if [ -n "${AIRLOCK_PYTHON_CLIENT:-}" ]; then
-    PYTHONPATH=$AIRLOCK_PYTHON_CLIENT python3 "$(dirname "$0")/session_client.py" "$api" ||
-      fail "python client"
+  # the Python Session, on the same serve (python3-redis: tools/deps.sh)
+  if /usr/bin/python3 -c 'import redis, msgpack' 2>/dev/null; then
+    PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+      "$(dirname "$0")/session_client.py" "unix://$sock" >&2 || fail "python client"
+  else
+    log "python3-redis missing: the Python client was not tested"
   fi
 }
 
