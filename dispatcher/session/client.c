@@ -565,3 +565,61 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n,
 		freeReplyObject(r);
 	return x;
 }
+
+int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
+{
+	static const char *const reasons[] = {"destroyed", "ttl", "idle",
+					      "lost", "failed"};
+	long long created = 0, ended[5] = {0}, sum = 0;
+	char k[SESS_KEY_MAX];
+	redisReply *r;
+	int n, m;
+
+	sess_key(k, sizeof(k), c->queue, "stats");
+	r = redisCommand(c->rc, "HGETALL %s", k);
+	if (sess_check(c->rc, r, c->err, sizeof(c->err)) < 0) {
+		if (r)
+			freeReplyObject(r);
+		return -EIO;
+	}
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+	     i += 2) {
+		const char *f = r->element[i]->str;
+		long long v = strtoll(r->element[i + 1]->str, NULL, 10);
+
+		if (!f)
+			continue;
+		if (!strcmp(f, "created"))
+			created = v;
+		for (size_t j = 0; j < 5; j++)
+			if (!strncmp(f, "ended:", 6) && !strcmp(f + 6, reasons[j]))
+				ended[j] = v;
+	}
+	freeReplyObject(r);
+	n = snprintf(buf, len,
+		     "# HELP airlock_sessions_created_total Sessions a host "
+		     "took on this queue.\n"
+		     "# TYPE airlock_sessions_created_total counter\n"
+		     "airlock_sessions_created_total %lld\n"
+		     "# HELP airlock_sessions_ended_total Sessions ended, by "
+		     "reason.\n"
+		     "# TYPE airlock_sessions_ended_total counter\n",
+		     created);
+	for (size_t j = 0; j < 5 && n >= 0 && (size_t)n < len; j++) {
+		sum += ended[j];
+		m = snprintf(buf + n, len - (size_t)n,
+			     "airlock_sessions_ended_total{reason=\"%s\"} %lld\n",
+			     reasons[j], ended[j]);
+		n = m < 0 ? m : n + m;
+	}
+	if (n >= 0 && (size_t)n < len) {
+		m = snprintf(buf + n, len - (size_t)n,
+			     "# HELP airlock_sessions_alive Sessions taken and "
+			     "not ended (starting or alive).\n"
+			     "# TYPE airlock_sessions_alive gauge\n"
+			     "airlock_sessions_alive %lld\n",
+			     created > sum ? created - sum : 0);
+		n = m < 0 ? m : n + m;
+	}
+	return n < 0 || (size_t)n >= len ? -E2BIG : n;
+}

@@ -93,4 +93,8 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n,
 		      int fd, uint64_t offset, size_t max, char **ret,
 		      size_t *ret_len);
 
+/* Prometheus lines of the queue's session counters (created, ended by
+ * reason, alive) into buf: their length, or -EIO, -E2BIG. */
+int al_sess_metrics(struct alq_client *c, char *buf, size_t len);
+
 #endif

@@ -370,6 +370,14 @@ case_http() {
   [ "$(H "$api/sessions" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')" -ge 1 ] || fail "list"
   [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions/s-zz")" = 400 ] || fail "bad id not 400"
   [ "$(H -X DELETE "$api/sessions/$id" | field reason)" = destroyed ] || fail "delete"
+  curl -s "$api/metrics" > "$tmp/metrics"
+  grep -qx 'airlock_sessions_created_total 1' "$tmp/metrics" &&
+    grep -qx 'airlock_sessions_ended_total{reason="destroyed"} 1' "$tmp/metrics" &&
+    grep -qx 'airlock_sessions_alive 0' "$tmp/metrics" ||
+    fail "metrics: $(grep sessions "$tmp/metrics")"
+  if command -v promtool >/dev/null; then
+    promtool check metrics < "$tmp/metrics" || fail "promtool"
+  fi
   [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"sh":"true"}' "$api/sessions/$id/exec")" = 410 ] ||
     fail "exec in an ended session not 410"
   # the Python Session, on the same serve (python3-redis: tools/deps.sh)

@@ -22,6 +22,7 @@
 #include "proto.h"
 #include "readfile.h"
 #include "session_api.h"
+#include "sessions.h"
 
 #define HEADER_MEM  (32u << 10) /* per connection: headers and buffers */
 #define METRICS_BUF (64u << 10)
@@ -583,8 +584,13 @@ static enum MHD_Result do_metrics(struct al_http *h, struct MHD_Connection *c,
 	if (!buf)
 		return send_error(c, 503, "out of memory");
 	up = open_redis(h, &cl) == 0 && alq_client_status(&cl, &st) == 0;
-	alq_client_close(&cl);
 	n = al_metrics_render(h->o->metrics, up ? &st : NULL, buf, METRICS_BUF);
+	if (up && n >= 0) { /* sessions: dispatcher/session/client.c */
+		int m = al_sess_metrics(&cl, buf + n, METRICS_BUF - (size_t)n);
+
+		n = m < 0 ? n : n + m;
+	}
+	alq_client_close(&cl);
 	if (n < 0) {
 		free(buf);
 		return send_error(c, 500, "metrics over their buffer");
