@@ -22,6 +22,9 @@
 #   http      the /sessions routes through curl (create, exec with ?wait,
 #             reattach by offset, base64 for non-UTF-8, extend 409, list,
 #             400, delete, 410 after), then the Python Session
+#   capacity  MAX_SESSIONS=1: a create without room fails with
+#             create_timeout at its --timeout; a job still runs; a waiting
+#             create succeeds once the session ends
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -387,6 +390,35 @@ case_http() {
   else
     log "python3-redis missing: the Python client was not tested"
   fi
+}
+
+case_capacity() {  # run with MAX_SESSIONS=1
+  start_serve
+  local a b out t0 dt
+  a=$(S create -t python --ttl 60 -q)
+  # no room: a create waits its timeout, then fails with a clear status
+  t0=$(now_ms)
+  set +e
+  out=$(S create -t python --ttl 60 --timeout 2000 -q 2>&1)
+  local ex=$?
+  set -e
+  dt=$(( $(now_ms) - t0 ))
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'create_timeout' || fail "full host: $ex $out"
+  [ "$dt" -ge 2000 ] && [ "$dt" -le 4500 ] || fail "create_timeout after $dt ms"
+  log "a create with no room failed after $dt ms: $out"
+  # batch jobs still run while sessions are at their cap
+  out=$(A run -t python -- echo job-ran 2>/dev/null)
+  [ "$out" = job-ran ] || fail "a job did not run beside a full session host: $out"
+  # a waiting create succeeds once a session ends
+  S create -t python --ttl 60 --timeout 60000 -q > "$tmp/b" 2>&1 &
+  local cp=$!
+  sleep 1.5
+  kill -0 $cp 2>/dev/null || fail "the second create did not wait: $(cat "$tmp/b")"
+  S rm "$a" >/dev/null
+  wait $cp || fail "the waiting create failed: $(cat "$tmp/b")"
+  b=$(cat "$tmp/b")
+  [ "$(S get "$b" | field state)" = alive ] || fail "waited create: $(S get "$b")"
+  S rm "$b" >/dev/null
 }
 
 "case_$case"
