@@ -53,8 +53,19 @@ struct child {
 	const char *why;	       /* reason if we kill it */
 };
 
+/* A record to end once Redis answers again (a session killed while it
+ * did not). */
+struct unended {
+	char id[AL_SESS_ID_MAX + 1];
+	const char *reason;
+	char error[128];
+};
+#define UNENDED_MAX 256
+
 struct host {
 	const struct al_sess_opts *o;
+	struct unended unended[UNENDED_MAX]; /* ends Redis did not take */
+	uint32_t n_unended;		     /* entries used */
 	char name[AL_NAME_MAX + 1];
 	struct alq_client cl;
 	struct child *c;	/* max_sessions entries */
@@ -91,7 +102,7 @@ static redisContext *rc(struct host *h)
 		return h->cl.rc;
 	alq_client_close(&h->cl);
 	if (alq_client_open(&h->cl, &h->o->url, h->o->queue,
-			    h->o->command_timeout_ms) < 0) {
+			    sess_timeout_ms(h->o)) < 0) {
 		alq_client_close(&h->cl);
 		return NULL;
 	}
@@ -152,10 +163,18 @@ static void gone(struct host *h, struct child *c, int status)
 			 WIFSIGNALED(status) ? "killed by signal" : "exited",
 			 WIFSIGNALED(status) ? WTERMSIG(status)
 					     : WEXITSTATUS(status));
-		if (rc(h))
-			sess_end(h->cl.rc, h->o->queue, c->id,
-				 c->why ? c->why : "failed",
-				 c->why ? NULL : err, h->o->keep_s);
+		if ((!rc(h) || sess_end(h->cl.rc, h->o->queue, c->id,
+					c->why ? c->why : "failed",
+					c->why ? NULL : err,
+					h->o->keep_s) < 0) &&
+		    h->n_unended < UNENDED_MAX) {
+			struct unended *u = &h->unended[h->n_unended++];
+
+			snprintf(u->id, sizeof(u->id), "%s", c->id);
+			u->reason = c->why ? c->why : "failed";
+			snprintf(u->error, sizeof(u->error), "%s",
+				 c->why ? "" : err);
+		}
 		sb_sweep(h->o->sb, &st);
 	}
 	al_info("session=%s process %d gone (%s)", c->id, (int)c->pid,
@@ -201,6 +220,19 @@ static void clocks(struct host *h)
 		} else if (c->kill_at && now >= c->kill_at && !c->why) {
 			kill_now(c, "destroyed");
 		}
+	}
+}
+
+/* End the records Redis did not take when their sessions were killed. */
+static void retry_ends(struct host *h)
+{
+	while (h->n_unended && rc(h)) {
+		struct unended *u = &h->unended[h->n_unended - 1];
+
+		if (sess_end(h->cl.rc, h->o->queue, u->id, u->reason,
+			     u->error[0] ? u->error : NULL, h->o->keep_s) < 0)
+			return;
+		h->n_unended--;
 	}
 }
 
@@ -428,6 +460,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 	while (!stopping) {
 		reap(&h);
 		clocks(&h);
+		retry_ends(&h);
 		heartbeat(&h);
 		take(&h);
 	}

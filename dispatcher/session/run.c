@@ -78,7 +78,7 @@ static redisContext *rc(struct sess *s)
 		return s->cl.rc;
 	alq_client_close(&s->cl);
 	if (alq_client_open(&s->cl, &s->o->url, s->o->queue,
-			    s->o->command_timeout_ms) < 0) {
+			    sess_timeout_ms(s->o)) < 0) {
 		alq_client_close(&s->cl);
 		return NULL;
 	}

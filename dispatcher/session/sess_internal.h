@@ -16,6 +16,18 @@
 #define SESS_STOP_GRACE_MS 2000u  /* delete: killed if not gone by then */
 #define SESS_START_MAX_MS 120000u /* a VM must be up within this */
 
+/* The Redis timeout of the host and session processes: short, so that a
+ * Redis that hangs (stopped, partitioned) never holds a clock up for
+ * longer than this; every call they make is a short one or a BLPOP of
+ * at most LOOP_MS. */
+#define SESS_REDIS_TIMEOUT_MS 1000u
+static inline uint32_t sess_timeout_ms(const struct al_sess_opts *o)
+{
+	return o->command_timeout_ms < SESS_REDIS_TIMEOUT_MS
+		       ? o->command_timeout_ms
+		       : SESS_REDIS_TIMEOUT_MS;
+}
+
 /* One message on the host <-> session process socket. */
 struct sess_msg {
 	int64_t type;  /* enum sess_msg_type */

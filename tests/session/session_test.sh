@@ -22,6 +22,9 @@
 #   http      the /sessions routes through curl (create, exec with ?wait,
 #             reattach by offset, base64 for non-UTF-8, extend 409, list,
 #             400, delete, 410 after), then the Python Session
+#   redisdown redis-server SIGSTOPped while a ttl_s=6 session runs
+#             `sleep 100`: the session and its VM are gone by 8.5 s anyway;
+#             once Redis is back its record says `ttl`
 #   capacity  MAX_SESSIONS=1: a create without room fails with
 #             create_timeout at its --timeout; a job still runs; a waiting
 #             create succeeds once the session ends
@@ -419,6 +422,49 @@ case_capacity() {  # run with MAX_SESSIONS=1
   b=$(cat "$tmp/b")
   [ "$(S get "$b" | field state)" = alive ] || fail "waited create: $(S get "$b")"
   S rm "$b" >/dev/null
+}
+
+case_redisdown() {
+  start_serve
+  local id alive hpid spid rec dt
+  id=$(S create -t python --ttl 6 -q)
+  alive=$(S get "$id" | field alive_at_ms)
+  S exec "$id" --detach -- sleep 100 >/dev/null 2>&1
+  hpid=$(for p in $(pgrep -P "$serve_pid"); do pgrep -P "$p" >/dev/null && echo "$p"; done | head -1 || true)
+  spid=$(pgrep -P "$hpid" | head -1 || true)
+  [ -n "$spid" ] || fail "no session process"
+  # the session process and everything under it (the VMM)
+  local tree="$spid" more=1
+  while [ -n "$more" ]; do
+    more=
+    for p in $(for q in $tree; do pgrep -P "$q" || true; done); do
+      case " $tree " in *" $p "*) ;; *) tree="$tree $p"; more=1 ;; esac
+    done
+  done
+  log "session process tree: $tree"
+  running() {  # any of $tree alive and not a zombie
+    for p in $tree; do
+      st=$(ps -o stat= -p "$p" 2>/dev/null || true)
+      [ -n "$st" ] && [ "${st#Z}" = "$st" ] && return 0
+    done
+    return 1
+  }
+  # Redis hangs: the host's clocks must not
+  kill -STOP "$(cat "$tmp/redis.pid")"
+  while [ $(( $(now_ms) - alive )) -lt 8500 ]; do
+    running || break
+    sleep 0.1
+  done
+  dt=$(( $(now_ms) - alive ))
+  kill -CONT "$(cat "$tmp/redis.pid")"
+  running && fail "the session outlived its ttl with Redis stopped ($dt ms)"
+  log "with Redis stopped, the ttl_s=6 session was gone $dt ms after alive_at"
+  for _ in $(seq 100); do
+    rec=$(S get "$id")
+    [ "$(echo "$rec" | field state)" = ended ] && break
+    sleep 0.1
+  done
+  [ "$(echo "$rec" | field reason)" = ttl ] || fail "after Redis came back: $rec"
 }
 
 "case_$case"
