@@ -113,7 +113,8 @@ static const char END_LUA[] =
 	"return 1\n";
 
 int sess_end(redisContext *rc, const char *q, const char *id,
-	     const char *reason, const char *error, uint32_t keep_s)
+	     const char *reason, const char *error, uint32_t keep_s,
+	     uint64_t at_ms)
 {
 	char k[SESS_KEY_MAX], ks[SESS_KEY_MAX], now[24], keep[16];
 	redisReply *r;
@@ -123,7 +124,7 @@ int sess_end(redisContext *rc, const char *q, const char *id,
 	    sess_key(ks, sizeof(ks), q, "stats") < 0)
 		return -EINVAL;
 	snprintf(now, sizeof(now), "%llu",
-		 (unsigned long long)al_wall_ms());
+		 (unsigned long long)(at_ms ? at_ms : al_wall_ms()));
 	snprintf(keep, sizeof(keep), "%u", keep_s);
 	r = redisCommand(rc, "EVAL %s 2 %s %s %s %s %s %s", END_LUA, k, ks,
 			 reason, error ? error : "", now, keep);
@@ -139,7 +140,7 @@ int sess_end(redisContext *rc, const char *q, const char *id,
 static const char B64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-json_t *sess_blob_json(const char *p, size_t n)
+json_t *al_sess_blob_json(const char *p, size_t n)
 {
 	json_t *s = json_stringn(p, n);
 	char *out;
@@ -210,7 +211,7 @@ static json_t *hash_json(const redisReply *r)
 		else if (!strcmp(k->str, "metadata") || !strcmp(k->str, "env"))
 			j = json_loadb(v->str, v->len, 0, NULL);
 		else
-			j = sess_blob_json(v->str, v->len);
+			j = al_sess_blob_json(v->str, v->len);
 		if (j)
 			json_object_set_new(o, k->str, j);
 	}

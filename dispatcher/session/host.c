@@ -59,6 +59,7 @@ struct unended {
 	char id[AL_SESS_ID_MAX + 1];
 	const char *reason;
 	char error[128];
+	uint64_t at; /* al_wall_ms() it ended at */
 };
 #define UNENDED_MAX 256
 
@@ -166,12 +167,13 @@ static void gone(struct host *h, struct child *c, int status)
 		if ((!rc(h) || sess_end(h->cl.rc, h->o->queue, c->id,
 					c->why ? c->why : "failed",
 					c->why ? NULL : err,
-					h->o->keep_s) < 0) &&
+					h->o->keep_s, 0) < 0) &&
 		    h->n_unended < UNENDED_MAX) {
 			struct unended *u = &h->unended[h->n_unended++];
 
 			snprintf(u->id, sizeof(u->id), "%s", c->id);
 			u->reason = c->why ? c->why : "failed";
+			u->at = al_wall_ms();
 			snprintf(u->error, sizeof(u->error), "%s",
 				 c->why ? "" : err);
 		}
@@ -230,7 +232,8 @@ static void retry_ends(struct host *h)
 		struct unended *u = &h->unended[h->n_unended - 1];
 
 		if (sess_end(h->cl.rc, h->o->queue, u->id, u->reason,
-			     u->error[0] ? u->error : NULL, h->o->keep_s) < 0)
+			     u->error[0] ? u->error : NULL, h->o->keep_s,
+			     u->at) < 0)
 			return;
 		h->n_unended--;
 	}
@@ -298,7 +301,7 @@ static void create(struct host *h, json_t *req)
 		return; /* its client gave up (create_timeout) */
 	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) < 0) {
 		sess_end(h->cl.rc, h->o->queue, id, "failed", err,
-			 h->o->keep_s);
+			 h->o->keep_s, 0);
 		reply_error(h, rid, err);
 		return;
 	}
@@ -323,7 +326,7 @@ static void create(struct host *h, json_t *req)
 		snprintf(err, sizeof(err), "create: fork: %s",
 			 strerror((int)-pid));
 		sess_end(h->cl.rc, h->o->queue, id, "failed", err,
-			 h->o->keep_s);
+			 h->o->keep_s, 0);
 		reply_error(h, rid, err);
 		return;
 	}

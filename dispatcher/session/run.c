@@ -65,6 +65,7 @@ struct sess {
 	uint64_t idle_at;	 /* al_now_ms() deadline, 0 = none */
 	uint64_t execs;		 /* execs started */
 	const char *reason;	 /* why it ended, NULL = alive */
+	uint64_t ended_at;	 /* al_wall_ms() when it was decided */
 	char error[256];	 /* with `failed` */
 	/* the exec running */
 	char okey[2][SESS_KEY_MAX]; /* its stream keys */
@@ -442,7 +443,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 		snprintf(s->error, sizeof(s->error), "create: %s", err);
 		if (rc(s))
 			sess_end(s->cl.rc, s->o->queue, s->id, "failed",
-				 s->error, s->o->keep_s);
+				 s->error, s->o->keep_s, 0);
 		reply_error(s, rid, s->error);
 		return -1;
 	}
@@ -514,11 +515,12 @@ void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
 		_exit(1);
 	al_info("session=%s alive ttl_s=%u idle_s=%u", s.id, ttl_s, idle_s);
 	serve(&s);
+	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
 	al_wsess_close(&s.ws);
 	for (int tries = 0; tries < 20; tries++) {
 		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
-				       s.error[0] ? s.error : NULL,
-				       o->keep_s) >= 0)
+				       s.error[0] ? s.error : NULL, o->keep_s,
+				       s.ended_at) >= 0)
 			break;
 		poll(NULL, 0, 250);
 	}

@@ -52,13 +52,13 @@ void sess_iso(uint64_t ms, char out[32]);
 int sess_reply(redisContext *rc, const char *q, const char *rid,
 	       const char *json);
 /* End record `id` with `reason` (and error text, may be NULL) unless it
- * ended already; counts ended:REASON. 1 ended now, 0 already, -EIO. */
+ * ended already, at at_ms (al_wall_ms(); 0 = now); counts ended:REASON.
+ * 1 ended now, 0 already, -EIO. */
 int sess_end(redisContext *rc, const char *q, const char *id,
-	     const char *reason, const char *error, uint32_t keep_s);
+	     const char *reason, const char *error, uint32_t keep_s,
+	     uint64_t at_ms);
 /* Check a reply: NULL or an error reply is -EIO with `err` filled. */
 int sess_check(redisContext *rc, redisReply *r, char *err, size_t len);
-/* A byte string as JSON: a string when valid UTF-8, else {"base64": }. */
-json_t *sess_blob_json(const char *p, size_t n);
 
 /* Record `id` as JSON (numbers as numbers, times also as ISO 8601); 0,
  * -ENOENT (no record) or -EIO/-ENOMEM (err says why). */

@@ -93,6 +93,12 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n,
 		      int fd, uint64_t offset, size_t max, char **ret,
 		      size_t *ret_len);
 
+/* A byte string as JSON, as the job schema carries bytes: a string when
+ * valid UTF-8, else {"base64": "..."}; NULL when out of memory. (The
+ * caller includes jansson.h.) */
+struct json_t;
+struct json_t *al_sess_blob_json(const char *p, size_t n);
+
 /* Prometheus lines of the queue's session counters (created, ended by
  * reason, alive) into buf: their length, or -EIO, -E2BIG. */
 int al_sess_metrics(struct alq_client *c, char *buf, size_t len);

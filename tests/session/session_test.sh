@@ -161,6 +161,10 @@ case_life() {
   printf 'hello file\n' > "$tmp/put.txt"
   S put "$id" "$tmp/put.txt" dir/put.txt 2>/dev/null
   [ "$(S get "$id" dir/put.txt 2>/dev/null)" = "hello file" ] || fail "put/get"
+  head -c 100000 /dev/urandom > "$tmp/bin.dat"
+  S put "$id" "$tmp/bin.dat" bin.dat 2>/dev/null
+  S get "$id" bin.dat "$tmp/bin.back" 2>/dev/null
+  cmp "$tmp/bin.dat" "$tmp/bin.back" || fail "binary put/get differ"
   # the tail kept: 3 MiB of output, limit output_bytes default
   local big k
   big=$(S exec "$id" --detach --sh 'seq 1 400000; echo LAST' 2>/dev/null)
@@ -243,6 +247,10 @@ case_reattach() {
   S exec "$id" --sh 'for i in $(seq 1 20); do echo $i; sleep 0.2; done' \
     > "$tmp/first" 2> "$tmp/first.err" &
   local cpid=$!
+  for _ in $(seq 200); do  # the exec started (a loaded host is slow)
+    grep -q '^airlock session: exec' "$tmp/first.err" && break
+    sleep 0.05
+  done
   sleep 1
   kill -9 $cpid; wait $cpid 2>/dev/null || true
   n=$(sed -n 's/^airlock session: exec \([0-9]*\)$/\1/p' "$tmp/first.err")

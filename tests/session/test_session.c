@@ -65,11 +65,11 @@ static void blobs(void **state)
 	char *s;
 
 	(void)state;
-	j = sess_blob_json("plain\n", 6);
+	j = al_sess_blob_json("plain\n", 6);
 	assert_true(json_is_string(j));
 	assert_string_equal(json_string_value(j), "plain\n");
 	json_decref(j);
-	j = sess_blob_json("\xff\x00\x01", 3);
+	j = al_sess_blob_json("\xff\x00\x01", 3);
 	assert_true(json_is_object(j));
 	assert_string_equal(json_string_value(json_object_get(j, "base64")),
 			    "/wAB");
@@ -77,7 +77,7 @@ static void blobs(void **state)
 	assert_string_equal(s, "{\"base64\":\"/wAB\"}");
 	free(s);
 	json_decref(j);
-	j = sess_blob_json("\xc3", 1);
+	j = al_sess_blob_json("\xc3", 1);
 	assert_string_equal(json_string_value(json_object_get(j, "base64")),
 			    "ww==");
 	json_decref(j);

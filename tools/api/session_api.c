@@ -92,31 +92,7 @@ static json_t *stream(struct alq_client *cl, const char *id, uint64_t n,
 
 	if (al_sess_exec_read(cl, id, n, fd, off, READ_MAX, &buf, &len) < 0)
 		return NULL;
-	j = json_stringn(buf, len);
-	if (!j) { /* not UTF-8: as the schema carries bytes */
-		json_t *b = json_object();
-		size_t o = 0;
-		static const char T[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
-					"nopqrstuvwxyz0123456789+/";
-		char *out = malloc((len + 2) / 3 * 4 + 1);
-
-		for (size_t i = 0; out && i < len; i += 3) {
-			uint32_t v = (uint32_t)(unsigned char)buf[i] << 16;
-
-			v |= i + 1 < len ? (uint32_t)(unsigned char)buf[i + 1] << 8 : 0;
-			v |= i + 2 < len ? (unsigned char)buf[i + 2] : 0;
-			out[o++] = T[v >> 18 & 63];
-			out[o++] = T[v >> 12 & 63];
-			out[o++] = i + 1 < len ? T[v >> 6 & 63] : '=';
-			out[o++] = i + 2 < len ? T[v & 63] : '=';
-		}
-		if (out) {
-			out[o] = '\0';
-			json_object_set_new(b, "base64", json_string(out));
-		}
-		free(out);
-		j = b;
-	}
+	j = al_sess_blob_json(buf, len);
 	free(buf);
 	return j;
 }

@@ -321,8 +321,7 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 				return AL_EXIT_USAGE;
 			}
 			json_object_set_new(body, "stdin",
-					    json_stringn(data, len)
-						?: json_string(""));
+					    al_sess_blob_json(data, len));
 			free(data);
 			break;
 		}
@@ -401,14 +400,11 @@ static int do_put(struct al_cli *cli, struct alq_client *c, int argc,
 	}
 	body = json_pack("{s:[s,s,s,s,s],s:o}", "cmd", "sh", "-c",
 			 "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "put",
-			 argv[3], "stdin",
-			 json_stringn(data, len) ?: json_string(""));
+			 argv[3], "stdin", al_sess_blob_json(data, len));
 	free(data);
-	if (!json_is_string(json_object_get(body, "stdin")) ||
-	    !json_string_length(json_object_get(body, "stdin")) != !len) {
-		json_decref(body);
-		al_cli_error(cli, "put: %s: only UTF-8 text files", argv[2]);
-		return AL_EXIT_USAGE;
+	if (!body) {
+		al_cli_error(cli, "put: out of memory");
+		return AL_EXIT_FAIL;
 	}
 	text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
@@ -630,7 +626,7 @@ const struct al_cmd al_cmd_session = {
 	"  exec ID --attach N [--offset B] [--err-offset B]\n"
 	"      reattach to exec N, running or done, from byte B of stdout\n"
 	"      (and of stderr); the exec never stopped for a lost client.\n"
-	"  put ID LOCAL REMOTE    write a file (text, at most 16 MiB)\n"
+	"  put ID LOCAL REMOTE    write a file (at most 16 MiB)\n"
 	"  get ID [REMOTE [LOCAL]]  its record; or a file's contents\n"
 	"  list [--state S] [--meta K=V]  records, one JSON a line\n"
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
