@@ -13,22 +13,25 @@
 
 #include "session.h"
 
-int al_wsess_open(struct al_wsess *s, const struct sb_options *sb,
-		  const struct al_policy *policy, const char *name,
-		  const struct al_job *job, uint64_t ttl_ms, char *err,
-		  size_t errlen)
+void al_wsess_init(struct al_wsess *s, const struct sb_options *sb,
+		   const struct al_policy *policy, const char *name)
 {
-	int r;
-
 	memset(s, 0, sizeof(*s));
 	al_worker_init(&s->w, sb, policy, name);
-	al_job_limits(job, policy, &s->lim);
 	s->step_timeout_ms = policy->step_timeout_ms;
 	s->step_timeout_max_ms = policy->step_timeout_max_ms;
-	r = al_worker_open_vm(&s->w, job, ttl_ms, &s->vm, err, errlen);
-	if (r < 0)
-		al_worker_release(&s->w);
-	return r;
+}
+
+void al_wsess_warm(struct al_wsess *s)
+{
+	al_worker_idle(&s->w);
+}
+
+int al_wsess_open(struct al_wsess *s, const struct al_job *job,
+		  uint64_t ttl_ms, char *err, size_t errlen)
+{
+	al_job_limits(job, s->w.policy, &s->lim);
+	return al_worker_open_vm(&s->w, job, ttl_ms, &s->vm, err, errlen);
 }
 
 void al_wsess_set_ttl(struct al_wsess *s, uint64_t ttl_ms)
@@ -62,9 +65,8 @@ bool al_wsess_alive(struct al_wsess *s)
 
 void al_wsess_close(struct al_wsess *s)
 {
-	if (s->vm) {
+	if (s->vm)
 		sb_vm_destroy(s->vm);
-		s->vm = NULL;
-		al_worker_release(&s->w);
-	}
+	s->vm = NULL;
+	al_worker_release(&s->w);
 }

@@ -7,7 +7,9 @@
  * about isolation holds for every exec. The caller (dispatcher/session/)
  * owns the clocks and the routing; this file owns the VM.
  *
- *  1. al_wsess_open(): the VM, ready for execs; ttl_ms is its hard end.
+ *  1. al_wsess_init(), al_wsess_warm() while nothing waits (a warm clone
+ *     for the hand-off), al_wsess_open(): the VM, ready for execs; ttl_ms
+ *     is its hard end.
  *  2. al_wsess_exec() per exec: output goes to `out` as it is produced.
  *  3. al_wsess_close(): destroy the VM (always, whatever happened).
  */
@@ -24,13 +26,18 @@ struct al_wsess {
 	uint32_t step_timeout_max_ms; /* policy maximum per exec */
 };
 
+/* Ready `s` (no VM yet). */
+void al_wsess_init(struct al_wsess *s, const struct sb_options *sb,
+		   const struct al_policy *policy, const char *name);
+/* Before the session is known: make the warm clones the config asks
+ * for (sb->warm, docs/warm.md), so that al_wsess_open() gets a hand-off
+ * instead of a restore. Blocks for the warm-ups. */
+void al_wsess_warm(struct al_wsess *s);
 /* The VM for `job` (its template, limits, network, files; its steps are
  * ignored), alive for at most ttl_ms. 0, -EINVAL (the policy refuses it)
  * or -errno; err says why. */
-int al_wsess_open(struct al_wsess *s, const struct sb_options *sb,
-		  const struct al_policy *policy, const char *name,
-		  const struct al_job *job, uint64_t ttl_ms, char *err,
-		  size_t errlen);
+int al_wsess_open(struct al_wsess *s, const struct al_job *job,
+		  uint64_t ttl_ms, char *err, size_t errlen);
 /* Move the VM's hard end to ttl_ms from now (extend). */
 void al_wsess_set_ttl(struct al_wsess *s, uint64_t ttl_ms);
 /* Run `step` with timeout_ms (0 = its own, else the policy default),

@@ -178,7 +178,7 @@ static const char *const NUMERIC[] = {
 	"exec",		 NULL,
 };
 static const char *const BOOLEAN[] = {"stdout_truncated", "stderr_truncated",
-				       NULL};
+				       "warm", NULL};
 static const char *const ISO[][2] = {
 	{"created_at_ms", "created_at"}, {"expires_at_ms", "expires_at"},
 	{"ended_at_ms", "ended_at"},	 {"idle_at_ms", "idle_at"},

@@ -70,6 +70,10 @@ struct host {
 	char name[AL_NAME_MAX + 1];
 	struct alq_client cl;
 	struct child *c;	/* max_sessions entries */
+	pid_t spare;		/* a spare session process, -1 = none */
+	bool spare_ready;	/* it said READY: its warm clones wait */
+	int spare_fd;		/* its socket */
+	uint64_t spare_at;	/* al_now_ms() before which none is made */
 	uint32_t n;		/* live children */
 	uint64_t hb_at;		/* next heartbeat, al_now_ms() */
 };
@@ -185,6 +189,92 @@ static void gone(struct host *h, struct child *c, int status)
 	c->pid = -1;
 	c->fd = -1;
 	h->n--;
+}
+
+/* A spare that died (its warm-up failed, or it was killed) is made again
+ * at most every few seconds. */
+static void spare_reap(struct host *h)
+{
+	int status;
+
+	if (h->spare > 0 && !h->spare_ready) {
+		struct sess_msg m;
+
+		if (read(h->spare_fd, &m, sizeof(m)) == sizeof(m) &&
+		    m.type == SESS_MSG_READY) {
+			h->spare_ready = true;
+			al_info("sessions: spare process %d ready",
+				(int)h->spare);
+		}
+	}
+	if (h->spare > 0 && waitpid(h->spare, &status, WNOHANG) == h->spare) {
+		al_warn("sessions: spare process %d died", (int)h->spare);
+		close(h->spare_fd);
+		h->spare = -1;
+		h->spare_fd = -1;
+		h->spare_at = al_now_ms() + 5000;
+	}
+}
+
+static void spare_make(struct host *h)
+{
+	int fd;
+	pid_t pid;
+
+	if (!h->o->spare || h->spare > 0 || stopping ||
+	    h->n >= h->o->max_sessions || al_now_ms() < h->spare_at)
+		return;
+	pid = al_proc_fork(h->o->sb, &fd);
+	if (pid == 0) {
+		signal(SIGTERM, SIG_DFL);
+		sess_spare(h->o, h->name, fd);
+	}
+	if (pid < 0) {
+		h->spare_at = al_now_ms() + 5000;
+		return;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	h->spare = pid;
+	h->spare_fd = fd;
+	h->spare_ready = false;
+}
+
+/* Hand `req` to the spare: its pid and socket, or -1 (none, or it did
+ * not take it: fork one instead). */
+static pid_t spare_take(struct host *h, json_t *req, uint32_t ttl,
+			uint32_t idle, int *ret_fd)
+{
+	char *text;
+	uint32_t len;
+	pid_t pid = h->spare;
+	bool ok;
+
+	if (pid <= 0 || !h->spare_ready)
+		return -1; /* still warming up: a fresh process is faster */
+	fcntl(h->spare_fd, F_SETFL, fcntl(h->spare_fd, F_GETFL) & ~O_NONBLOCK);
+	json_object_set_new(req, "ttl", json_integer(ttl));
+	json_object_set_new(req, "idle", json_integer(idle));
+	text = json_dumps(req, JSON_COMPACT);
+	len = text ? (uint32_t)strlen(text) : 0;
+	ok = text && write(h->spare_fd, &len, sizeof(len)) == sizeof(len);
+	for (uint32_t off = 0; ok && off < len;) {
+		ssize_t n = write(h->spare_fd, text + off, len - off);
+
+		ok = n > 0;
+		off += ok ? (uint32_t)n : 0;
+	}
+	free(text);
+	h->spare = -1;
+	*ret_fd = h->spare_fd;
+	h->spare_fd = -1;
+	if (!ok) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(*ret_fd);
+		return -1;
+	}
+	return pid;
 }
 
 static void reap(struct host *h)
@@ -317,7 +407,9 @@ static void create(struct host *h, json_t *req)
 				     k, h->name, ttl, idle);
 	if (r)
 		freeReplyObject(r);
-	pid = al_proc_fork(h->o->sb, &fd);
+	pid = spare_take(h, req, ttl, idle, &fd);
+	if (pid < 0)
+		pid = al_proc_fork(h->o->sb, &fd);
 	if (pid == 0) {
 		signal(SIGTERM, SIG_DFL);
 		sess_run(h->o, h->name, req, ttl, idle, fd);
@@ -460,7 +552,11 @@ int al_sess_host_run(const struct al_sess_opts *o)
 	for (uint32_t i = 0; i < o->max_sessions; i++)
 		h.c[i].pid = -1;
 	al_info("sessions: host %s takes up to %u", h.name, o->max_sessions);
+	h.spare = -1;
+	h.spare_fd = -1;
 	while (!stopping) {
+		spare_reap(&h);
+		spare_make(&h);
 		reap(&h);
 		clocks(&h);
 		retry_ends(&h);
@@ -468,6 +564,12 @@ int al_sess_host_run(const struct al_sess_opts *o)
 		take(&h);
 	}
 	/* serve is stopping: its sessions end with it */
+	if (h.spare > 0) {
+		kill(-h.spare, SIGKILL);
+		kill(h.spare, SIGKILL);
+		waitpid(h.spare, NULL, 0);
+		close(h.spare_fd);
+	}
 	for (uint32_t i = 0; i < o->max_sessions; i++)
 		if (h.c[i].pid > 0)
 			kill_now(&h.c[i], "lost");

@@ -57,7 +57,7 @@ struct sess {
 	const char *host;
 	char id[AL_SESS_ID_MAX + 1];
 	struct alq_client cl;	 /* Redis, may be down */
-	struct al_wsess ws;	 /* the VM */
+	struct al_wsess *ws;	 /* the VM */
 	int fd;			 /* socket to the host */
 	json_t *env;		 /* session-wide env (object) */
 	uint32_t idle_s;	 /* 0 = no idle timeout */
@@ -278,12 +278,12 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	reply_json(s, rid, json_pack("{s:I}", "exec", (json_int_t)s->execs));
 	left = s->ttl_at > now ? s->ttl_at - now : 0;
 	t = job.steps[0].timeout_ms ? job.steps[0].timeout_ms
-				    : s->ws.step_timeout_ms;
-	if (t > s->ws.step_timeout_max_ms && s->ws.step_timeout_max_ms)
-		t = s->ws.step_timeout_max_ms;
+				    : s->ws->step_timeout_ms;
+	if (t > s->ws->step_timeout_max_ms && s->ws->step_timeout_max_ms)
+		t = s->ws->step_timeout_max_ms;
 	if (left < t)
 		t = (uint32_t)left;
-	r = t ? al_wsess_exec(&s->ws, &job.steps[0], t, s->o->output_max,
+	r = t ? al_wsess_exec(s->ws, &job.steps[0], t, s->o->output_max,
 			      on_out, s, &sr)
 	      : 0;
 	if (!t) {
@@ -292,7 +292,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		sr.status = AL_XX;
 		snprintf(s->error, sizeof(s->error), "exec %llu: the VM "
 			 "failed: %s", (unsigned long long)s->execs,
-			 sb_vm_error(s->ws.vm));
+			 sb_vm_error(s->ws->vm));
 		s->reason = "failed";
 	}
 	if (al_now_ms() >= s->ttl_at && sr.status == AL_TO)
@@ -318,7 +318,7 @@ static void host_msgs(struct sess *s)
 			uint64_t w = al_wall_ms(), at = (uint64_t)m.value;
 
 			s->ttl_at = al_now_ms() + (at > w ? at - w : 0);
-			al_wsess_set_ttl(&s->ws, s->ttl_at - al_now_ms() +
+			al_wsess_set_ttl(s->ws, s->ttl_at - al_now_ms() +
 						       SESS_TTL_GRACE_MS);
 			if (s->idle_s)
 				s->idle_at = al_now_ms() + s->idle_s * 1000ull;
@@ -382,7 +382,7 @@ static void serve(struct sess *s)
 			s->reason = "idle";
 			break;
 		}
-		if (!al_wsess_alive(&s->ws)) {
+		if (!al_wsess_alive(s->ws)) {
 			snprintf(s->error, sizeof(s->error), "the VMM died");
 			s->reason = "failed";
 			break;
@@ -434,7 +434,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	if (r < 0) {
 		al_diags_format(&d, err, sizeof(err));
 	} else {
-		r = al_wsess_open(&s->ws, s->o->sb, s->o->policy, s->host, &j,
+		r = al_wsess_open(s->ws, &j,
 				  (uint64_t)ttl_s * 1000 + SESS_TTL_GRACE_MS,
 				  err, sizeof(err));
 		al_job_release(&j);
@@ -454,9 +454,10 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 		return -1;
 	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
 	cmd(s, "HSET %s state alive alive_at_ms %llu expires_at_ms %llu "
-	    "restore_ms %llu", k, (unsigned long long)w,
+	    "restore_ms %llu warm %d", k, (unsigned long long)w,
 	    (unsigned long long)(w + ttl_s * 1000ull),
-	    (unsigned long long)sb_vm_ready_ms(s->ws.vm));
+	    (unsigned long long)sb_vm_ready_ms(s->ws->vm),
+	    sb_vm_warm(s->ws->vm) ? 1 : 0);
 	touch(s);
 	if (rc(s) && sess_record_json(s->cl.rc, s->o->queue, s->id, &rec,
 				      NULL, 0) == 0)
@@ -484,14 +485,68 @@ static void expire_all(struct sess *s)
 	}
 }
 
+/* A spare: warm clones made while no session waits, then the create the
+ * host hands over on the socket (4-byte length, then the request with
+ * its resolved ttl_s and idle_s as "ttl", "idle"). */
+void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
+{
+	struct al_wsess *ws = malloc(sizeof(*ws));
+	uint32_t len = 0, got = 0;
+	char *buf;
+	json_t *req;
+
+	if (!ws)
+		_exit(1);
+	al_wsess_init(ws, o->sb, o->policy, host);
+	al_wsess_warm(ws);
+	{
+		struct sess_msg m = {SESS_MSG_READY, 0};
+
+		if (write(fd, &m, sizeof(m)) != sizeof(m))
+			_exit(0);
+	}
+	if (read(fd, &len, sizeof(len)) != sizeof(len) || !len ||
+	    len > REQ_MAX)
+		_exit(0); /* the host is gone or stopping: no session */
+	buf = malloc(len);
+	while (buf && got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n <= 0)
+			_exit(0);
+		got += (uint32_t)n;
+	}
+	req = buf ? json_loadb(buf, len, 0, NULL) : NULL;
+	free(buf);
+	if (!json_is_integer(json_object_get(req, "ttl")) ||
+	    !json_is_integer(json_object_get(req, "idle")))
+		_exit(1);
+	sess_go(o, host, req,
+		(uint32_t)json_integer_value(json_object_get(req, "ttl")),
+		(uint32_t)json_integer_value(json_object_get(req, "idle")), fd,
+		ws);
+}
+
 void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
 	      uint32_t ttl_s, uint32_t idle_s, int fd)
+{
+	struct al_wsess *ws = malloc(sizeof(*ws));
+
+	if (!ws)
+		_exit(1);
+	al_wsess_init(ws, o->sb, o->policy, host);
+	sess_go(o, host, req, ttl_s, idle_s, fd, ws);
+}
+
+void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
+	     uint32_t ttl_s, uint32_t idle_s, int fd, struct al_wsess *ws)
 {
 	struct sess s = {.o = o, .host = host, .fd = fd, .idle_s = idle_s};
 	json_t *body = json_object_get(req, "body");
 	uint32_t cap = o->policy->defaults.output_bytes;
 	int code = 0;
 
+	s.ws = ws;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	snprintf(s.id, sizeof(s.id), "%s",
 		 json_string_value(json_object_get(req, "id")));
@@ -516,7 +571,7 @@ void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
 	al_info("session=%s alive ttl_s=%u idle_s=%u", s.id, ttl_s, idle_s);
 	serve(&s);
 	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
-	al_wsess_close(&s.ws);
+	al_wsess_close(s.ws);
 	for (int tries = 0; tries < 20; tries++) {
 		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
 				       s.error[0] ? s.error : NULL, o->keep_s,

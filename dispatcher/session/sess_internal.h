@@ -37,6 +37,7 @@ enum sess_msg_type {
 	SESS_MSG_ALIVE = 1,  /* session -> host: VM up; value = expires_at_ms */
 	SESS_MSG_EXTEND = 2, /* host -> session: value = new expires_at_ms */
 	SESS_MSG_STOP = 3,   /* host -> session: end now (delete) */
+	SESS_MSG_READY = 4,  /* spare -> host: warm, ready for a create */
 };
 
 /* "airlock:{Q}:sess:" then the formatted rest; -ENAMETOOLONG. */
@@ -72,6 +73,14 @@ int sess_exec_json(redisContext *rc, const char *q, const char *id,
  * `fd` is the socket to the host. Never returns into the host's code. */
 void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
 	      uint32_t ttl_s, uint32_t idle_s, int fd)
+	__attribute__((noreturn));
+/* A spare session process (sessions.spare): warm clones first, then the
+ * create the host writes on `fd`, then as sess_run(). */
+void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
+	__attribute__((noreturn));
+struct al_wsess;
+void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
+	     uint32_t ttl_s, uint32_t idle_s, int fd, struct al_wsess *ws)
 	__attribute__((noreturn));
 
 #endif

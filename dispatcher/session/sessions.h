@@ -49,6 +49,8 @@ struct al_sess_opts {
 	uint32_t idle_default_s;	 /* idle timeout when idle_s absent */
 	uint32_t keep_s;		 /* ended records and output kept */
 	uint32_t output_max;		 /* stored bytes per exec stream */
+	bool spare;			 /* keep a session process with the
+					  * warm clones of sb->warm ready */
 	const struct sb_options *sb;	 /* for the VMs */
 	const struct al_policy *policy;	 /* for the VMs */
 	char host[AL_NAME_MAX + 1];	 /* this host's name, "" = hostname:pid */

@@ -10,6 +10,8 @@
 #             persisting between execs, put/get, expires_at in create, get
 #             and extend, extend past the maximum refused, execs in order,
 #             list by metadata, rm; end reason destroyed; nothing left
+#             (SPARE=true: with a spare session process, the create is a
+#             warm hand-off)
 #   clocks    ttl_s=5 running `sleep 100` ends `ttl` between 5 and 6 s after
 #             create; idle_s=3 untouched ends `idle` within 1 s of its
 #             idle_at
@@ -95,9 +97,12 @@ shutdown_grace_ms = 1000
 ttl_max_s = 120
 idle_default_s = 0
 create_timeout_ms = 60000
+spare = ${SPARE:-false}
 [sandbox]
 state_dir = $state
 EOC
+# SPARE=true: a spare session process with a warm python clone
+[ "${SPARE:-false}" = true ] && printf '[pool]\nwarm = python:1\n' >> "$tmp/airlock.conf"
 export AIRLOCK_CONFIG=$tmp/airlock.conf
 A() { "$bin" "$@"; }
 S() { "$bin" session "$@"; }
@@ -137,11 +142,22 @@ nothing_left() {
 case_life() {
   start_serve
   local rec id ex out
+  if [ "${SPARE:-false}" = true ]; then
+    for _ in $(seq 300); do
+      grep -q "spare process .* ready" "$tmp/serve.log" && break
+      sleep 0.1
+    done
+  fi
   rec=$(S create -t python --ttl 60 -e GREETING=hello -m team=a -m task=t1)
   id=$(echo "$rec" | field id)
   [ "$(echo "$rec" | field state)" = alive ] || fail "create: $rec"
   [ -n "$(echo "$rec" | field expires_at)" ] || fail "no expires_at: $rec"
   log "created $id in $(echo "$rec" | field restore_ms) ms (restore)"
+  if [ "${SPARE:-false}" = true ]; then
+    # the spare's warm clone was handed over: a second create too
+    grep -q "session=$id" "$tmp/serve.log"
+    [ "$(echo "$rec" | field warm)" = true ] || fail "no warm hand-off: $rec"
+  fi
   # cmd, env from create, separate streams, exit code
   set +e
   out=$(S exec "$id" --sh 'echo out-$GREETING; echo err >&2; exit 3' 2>"$tmp/err")

@@ -957,7 +957,7 @@ static void test_dump_roundtrip(void **state)
 	    "max_sessions = 2\n"
 	    "[sessions]\nttl_default_s = 60\nttl_max_s = 120\n"
 	    "idle_default_s = 0\ncreate_timeout_ms = 1000\nkeep_s = 600\n"
-	    "output_max_bytes = 65536\n"
+	    "output_max_bytes = 65536\nspare = true\n"
 	    "[sandbox]\nstate_dir = /srv/airlock\nqemu = /usr/local/bin/qemu\n"
 	    "accel = kvm\nvm_memory_mb = 2048\nvm_vcpus = 2\nprestart = 0\n"
 	    "vm_ttl_slack_ms = 1\nvmm_uid_base = 3000000\nvmm_uid_count = 9\n"

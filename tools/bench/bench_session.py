@@ -7,7 +7,10 @@ answered), the exec round trip of `true` and of `python3 -c 'print(1)'` in
 a live session (submit to result read, through Redis), and the same two
 commands as one-shot jobs (Client.run: a fresh VM each) for comparison.
 
-usage: PYTHONPATH=clients/python tools/bench/bench_session.py REDIS_URL [N]
+usage: PYTHONPATH=clients/python tools/bench/bench_session.py REDIS_URL [N [PAUSE_S]]
+
+PAUSE_S between creates lets a spare session process (sessions.spare)
+warm up again, so each create measures the warm hand-off.
 """
 import statistics
 import sys
@@ -35,9 +38,11 @@ def timed(fn):
 def main():
     url = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    pause = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     c = airlock.Client(url)
     creates, restores = [], []
     for _ in range(n):
+        time.sleep(pause)  # sessions.spare: let the next spare warm up
         ms, s = timed(lambda: c.session(template="python", ttl_s=120))
         creates.append(ms)
         restores.append(s.record.get("restore_ms", 0))

@@ -138,6 +138,7 @@ static pid_t sessions_start(struct al_cli *cli, const struct alq_url *url,
 	o.idle_default_s = cfg->sessions.idle_default_s;
 	o.keep_s = cfg->sessions.keep_s;
 	o.output_max = cfg->sessions.output_max_bytes;
+	o.spare = cfg->sessions.spare;
 	o.sb = sb;
 	o.policy = pol;
 	pid = al_sess_host_spawn(&o);

@@ -349,6 +349,9 @@ static const struct al_config_key keys[] = {
 	"seconds an ended session's record and exec output are kept"),
     U32(sessions, output_max_bytes, 1024, 16777216, "4194304",
 	"bytes of each exec stream stored for reading by offset"),
+    BOOL(sessions, spare, "false",
+	 "keep one session process ready with the warm clones of [pool] "
+	 "warm, so a create gets a warm hand-off (costs those VMs' memory)"),
 
     STR(sandbox, state_dir, state_dir, check_opt_abs_path,
 	"empty or an absolute path", "",

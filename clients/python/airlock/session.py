@@ -134,7 +134,7 @@ class Session:
             k = k.decode()
             if k in NUMERIC:
                 rec[k] = int(v)
-            elif k in ("stdout_truncated", "stderr_truncated"):
+            elif k in ("stdout_truncated", "stderr_truncated", "warm"):
                 rec[k] = v == b"1"
             elif k == "metadata":
                 rec[k] = json.loads(v)
