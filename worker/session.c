@@ -27,8 +27,8 @@ void al_wsess_warm(struct al_wsess *s)
 	al_worker_idle(&s->w);
 }
 
-int al_wsess_open(struct al_wsess *s, const struct al_job *job,
-		  uint64_t ttl_ms, char *err, size_t errlen)
+int al_wsess_open(struct al_wsess *s, const struct al_job *job, uint64_t ttl_ms,
+		  char *err, size_t errlen)
 {
 	al_job_limits(job, s->w.policy, &s->lim);
 	return al_worker_open_vm(&s->w, job, ttl_ms, &s->vm, err, errlen);

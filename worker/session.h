@@ -19,10 +19,10 @@
 #include "worker.h"
 
 struct al_wsess {
-	struct al_worker w;	 /* the worker whose VM calls it uses */
-	struct sb_vm *vm;	 /* the VM, NULL once closed */
-	struct al_limits lim;	 /* effective limits of the session */
-	uint32_t step_timeout_ms; /* policy default per exec */
+	struct al_worker w;	      /* the worker whose VM calls it uses */
+	struct sb_vm *vm;	      /* the VM, NULL once closed */
+	struct al_limits lim;	      /* effective limits of the session */
+	uint32_t step_timeout_ms;     /* policy default per exec */
 	uint32_t step_timeout_max_ms; /* policy maximum per exec */
 };
 
@@ -36,8 +36,8 @@ void al_wsess_warm(struct al_wsess *s);
 /* The VM for `job` (its template, limits, network, files; its steps are
  * ignored), alive for at most ttl_ms. 0, -EINVAL (the policy refuses it)
  * or -errno; err says why. */
-int al_wsess_open(struct al_wsess *s, const struct al_job *job,
-		  uint64_t ttl_ms, char *err, size_t errlen);
+int al_wsess_open(struct al_wsess *s, const struct al_job *job, uint64_t ttl_ms,
+		  char *err, size_t errlen);
 /* Move the VM's hard end to ttl_ms from now (extend). */
 void al_wsess_set_ttl(struct al_wsess *s, uint64_t ttl_ms);
 /* Run `step` with timeout_ms (0 = its own, else the policy default),

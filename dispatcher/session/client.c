@@ -21,36 +21,36 @@
 #include "sess_internal.h"
 #include "sessions.h"
 
-#define SLICE_S "1"
-#define META_MAX 64	      /* metadata pairs */
-#define META_BYTES 1024	      /* per key or value */
+#define SLICE_S	   "1"
+#define META_MAX   64	/* metadata pairs */
+#define META_BYTES 1024 /* per key or value */
 
 /* KEYS[1] record, KEYS[2] stats; ARGV host key prefix, now, keep_s */
 static const char LOST_LUA[] =
-	"local st = redis.call('HGET', KEYS[1], 'state')\n"
-	"if not st or st == 'ended' or st == 'pending' then return 0 end\n"
-	"local h = redis.call('HGET', KEYS[1], 'host')\n"
-	"if not h then return 0 end\n"
-	"if redis.call('EXISTS', ARGV[1] .. h) == 1 then return 0 end\n"
-	"redis.call('HSET', KEYS[1], 'state', 'ended', 'reason', 'lost',\n"
-	"  'ended_at_ms', ARGV[2], 'error', 'its host ' .. h .. "
-	"' stopped heartbeating (died or lost Redis)')\n"
-	"redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))\n"
-	"redis.call('HINCRBY', KEYS[2], 'ended:lost', 1)\n"
-	"return 1\n";
+    "local st = redis.call('HGET', KEYS[1], 'state')\n"
+    "if not st or st == 'ended' or st == 'pending' then return 0 end\n"
+    "local h = redis.call('HGET', KEYS[1], 'host')\n"
+    "if not h then return 0 end\n"
+    "if redis.call('EXISTS', ARGV[1] .. h) == 1 then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'ended', 'reason', 'lost',\n"
+    "  'ended_at_ms', ARGV[2], 'error', 'its host ' .. h .. "
+    "' stopped heartbeating (died or lost Redis)')\n"
+    "redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))\n"
+    "redis.call('HINCRBY', KEYS[2], 'ended:lost', 1)\n"
+    "return 1\n";
 
 /* KEYS[1] record, KEYS[2] stats; ARGV error, now, keep_s */
 static const char GIVEUP_LUA[] =
-	"if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then "
-	"return 0 end\n"
-	"redis.call('HSET', KEYS[1], 'state', 'ended', 'reason', 'failed',\n"
-	"  'ended_at_ms', ARGV[2], 'error', ARGV[1])\n"
-	"redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))\n"
-	"redis.call('HINCRBY', KEYS[2], 'ended:failed', 1)\n"
-	"return 1\n";
+    "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then "
+    "return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'ended', 'reason', 'failed',\n"
+    "  'ended_at_ms', ARGV[2], 'error', ARGV[1])\n"
+    "redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))\n"
+    "redis.call('HINCRBY', KEYS[2], 'ended:failed', 1)\n"
+    "return 1\n";
 
 static int fail(struct alq_client *c, int r, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct alq_client *c, int r, const char *fmt, ...)
 {
@@ -82,8 +82,8 @@ static int record(struct alq_client *c, const char *id, json_t **ret)
 	sess_key(ks, sizeof(ks), c->queue, "stats");
 	sess_key(hp, sizeof(hp), c->queue, "host:");
 	snprintf(now, sizeof(now), "%llu", (unsigned long long)al_wall_ms());
-	r = redisCommand(c->rc, "EVAL %s 2 %s %s %s %s %s", LOST_LUA, k, ks,
-			 hp, now, "3600");
+	r = redisCommand(c->rc, "EVAL %s 2 %s %s %s %s %s", LOST_LUA, k, ks, hp,
+			 now, "3600");
 	x = sess_check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
@@ -128,7 +128,8 @@ static int await(struct alq_client *c, const char *rid, const char *id,
 		redisReply *r = redisCommand(c->rc, "BLPOP %s " SLICE_S, k);
 
 		x = sess_check(c->rc, r, c->err, sizeof(c->err));
-		if (x == 0 && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		if (x == 0 && r->type == REDIS_REPLY_ARRAY &&
+		    r->elements == 2 &&
 		    r->element[1]->len <= AL_SESS_BODY_MAX) {
 			*ret = json_loadb(r->element[1]->str,
 					  r->element[1]->len, 0, NULL);
@@ -173,8 +174,8 @@ static int check_body(struct alq_client *c, json_t *body)
 	static const char *const keep[] = {"template", "limits", "network",
 					   "files"};
 	static const char *const known[] = {"template", "limits", "network",
-					    "files", "env", "metadata",
-					    "ttl_s", "idle_s", NULL};
+					    "files",	"env",	  "metadata",
+					    "ttl_s",	"idle_s", NULL};
 	json_t *job = json_object(), *meta = json_object_get(body, "metadata");
 	struct al_job j = {0};
 	struct al_diags d;
@@ -183,7 +184,8 @@ static int check_body(struct alq_client *c, json_t *body)
 	char *text, why[512];
 	int r;
 
-	json_object_foreach(body, k, v) {
+	json_object_foreach(body, k, v)
+	{
 		size_t i = 0;
 
 		while (known[i] && strcmp(known[i], k))
@@ -193,26 +195,33 @@ static int check_body(struct alq_client *c, json_t *body)
 			return fail(c, -EINVAL, "%s: unknown field", k);
 		}
 	}
-	if (meta && (!json_is_object(meta) || json_object_size(meta) > META_MAX)) {
+	if (meta &&
+	    (!json_is_object(meta) || json_object_size(meta) > META_MAX)) {
 		json_decref(job);
-		return fail(c, -EINVAL, "metadata: must be an object of at "
-			    "most %d string pairs", META_MAX);
+		return fail(c, -EINVAL,
+			    "metadata: must be an object of at "
+			    "most %d string pairs",
+			    META_MAX);
 	}
-	json_object_foreach(meta, k, v)
-		if (!json_is_string(v) || strlen(k) > META_BYTES ||
-		    json_string_length(v) > META_BYTES) {
-			json_decref(job);
-			return fail(c, -EINVAL, "metadata.%s: must be a string "
-				    "of at most %d bytes", k, META_BYTES);
-		}
+	json_object_foreach(meta, k, v) if (!json_is_string(v) ||
+					    strlen(k) > META_BYTES ||
+					    json_string_length(v) > META_BYTES)
+	{
+		json_decref(job);
+		return fail(c, -EINVAL,
+			    "metadata.%s: must be a string "
+			    "of at most %d bytes",
+			    k, META_BYTES);
+	}
 	for (size_t i = 0; job && i < 4; i++)
 		if (json_object_get(body, keep[i]))
 			json_object_set(job, keep[i],
 					json_object_get(body, keep[i]));
 	json_object_set_new(job, "steps", json_pack("[{s:s}]", "sh", "true"));
 	if (json_object_get(body, "env"))
-		json_object_set(json_array_get(json_object_get(job, "steps"), 0),
-				"env", json_object_get(body, "env"));
+		json_object_set(
+		    json_array_get(json_object_get(job, "steps"), 0), "env",
+		    json_object_get(body, "env"));
 	text = json_dumps(job, JSON_COMPACT);
 	json_decref(job);
 	if (!text)
@@ -223,19 +232,19 @@ static int check_body(struct alq_client *c, json_t *body)
 	al_job_release(&j);
 	if (r < 0) {
 		al_diags_format(&d, why, sizeof(why));
-		for (char *p = why; (p = strstr(p, "steps[0].")); )
+		for (char *p = why; (p = strstr(p, "steps[0]."));)
 			memmove(p, p + 9, strlen(p + 9) + 1);
 		return fail(c, -EINVAL, "%s", why);
 	}
 	return 0;
 }
 
-int al_sess_create(struct alq_client *c, const char *body,
-		   uint32_t timeout_ms, char **ret)
+int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
+		   char **ret)
 {
 	json_t *b = json_loads(body, 0, NULL), *req = NULL, *rep = NULL;
-	char id[32], rid[32], k[SESS_KEY_MAX], ks[SESS_KEY_MAX], *meta = NULL,
-		*text = NULL, now[24];
+	char id[32], rid[32], k[SESS_KEY_MAX], ks[SESS_KEY_MAX],
+	    *meta = NULL, *text = NULL, now[24];
 	const char *tmpl, *net;
 	uint64_t w = al_wall_ms(), end;
 	redisReply *r;
@@ -246,19 +255,24 @@ int al_sess_create(struct alq_client *c, const char *body,
 			    AL_SESS_BODY_MAX);
 	if (!json_is_object(b)) {
 		json_decref(b);
-		return fail(c, -EINVAL, "create: the body is not a JSON object");
+		return fail(c, -EINVAL,
+			    "create: the body is not a JSON object");
 	}
 	x = check_body(c, b);
 	if (x == 0)
-		x = sess_new_id(id, sizeof(id), 's') ?: sess_new_id(rid, sizeof(rid), 'r');
+		x = sess_new_id(id, sizeof(id), 's')
+			?: sess_new_id(rid, sizeof(rid), 'r');
 	if (x < 0)
 		goto out;
 	tmpl = json_string_value(json_object_get(b, "template"));
 	net = json_string_value(json_object_get(b, "network"));
-	meta = json_dumps(json_object_get(b, "metadata") ? json_object_get(b, "metadata")
-			  : json_object(), JSON_COMPACT);
+	meta = json_dumps(json_object_get(b, "metadata")
+			      ? json_object_get(b, "metadata")
+			      : json_object(),
+			  JSON_COMPACT);
 	sess_key(k, sizeof(k), c->queue, "%s", id);
-	r = redisCommand(c->rc, "HSET %s id %s state pending created_at_ms "
+	r = redisCommand(c->rc,
+			 "HSET %s id %s state pending created_at_ms "
 			 "%llu template %s network %s metadata %s execs 0",
 			 k, id, (unsigned long long)w, tmpl ? tmpl : "",
 			 net ? net : "none", meta ? meta : "{}");
@@ -304,9 +318,11 @@ int al_sess_create(struct alq_client *c, const char *body,
 			sess_key(ks, sizeof(ks), c->queue, "stats");
 			snprintf(now, sizeof(now), "%llu",
 				 (unsigned long long)al_wall_ms());
-			snprintf(c->err, sizeof(c->err), "create_timeout: no "
+			snprintf(c->err, sizeof(c->err),
+				 "create_timeout: no "
 				 "host had room for a session within %u ms "
-				 "(workers.max_sessions)", timeout_ms);
+				 "(workers.max_sessions)",
+				 timeout_ms);
 			r = redisCommand(c->rc, "EVAL %s 2 %s %s %s %s 3600",
 					 GIVEUP_LUA, k, ks, c->err, now);
 			if (r)
@@ -316,7 +332,8 @@ int al_sess_create(struct alq_client *c, const char *body,
 		}
 		json_decref(rec);
 		if (al_now_ms() >= end + SESS_START_MAX_MS) {
-			x = fail(c, -ETIMEDOUT, "%s: the VM did not come up", id);
+			x = fail(c, -ETIMEDOUT, "%s: the VM did not come up",
+				 id);
 			break;
 		}
 	}
@@ -352,7 +369,8 @@ int al_sess_list(struct alq_client *c, char **ret)
 	r = redisCommand(c->rc, "SMEMBERS %s", k);
 	x = sess_check(c->rc, r, c->err, sizeof(c->err));
 	for (size_t i = 0; x == 0 && r->type == REDIS_REPLY_ARRAY &&
-			   i < r->elements && i < 100000; i++) {
+			   i < r->elements && i < 100000;
+	     i++) {
 		const char *id = r->element[i]->str;
 		json_t *rec;
 		int y = id ? record(c, id, &rec) : -EINVAL;
@@ -360,8 +378,8 @@ int al_sess_list(struct alq_client *c, char **ret)
 		if (y == 0) {
 			json_array_append_new(arr, rec);
 		} else if (y == -ENOENT || y == -EINVAL) {
-			redisReply *d = redisCommand(c->rc, "SREM %s %s", k,
-						     id ? id : "");
+			redisReply *d =
+			    redisCommand(c->rc, "SREM %s %s", k, id ? id : "");
 			if (d)
 				freeReplyObject(d);
 		}
@@ -371,11 +389,11 @@ int al_sess_list(struct alq_client *c, char **ret)
 	sess_key(k, sizeof(k), c->queue, "stats");
 	r = x == 0 ? redisCommand(c->rc, "HGETALL %s", k) : NULL;
 	stats = json_object();
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY &&
-			   i + 1 < r->elements; i += 2)
-		json_object_set_new(stats, r->element[i]->str,
-				    json_integer(strtoll(r->element[i + 1]->str,
-							 NULL, 10)));
+	for (size_t i = 0;
+	     r && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
+		json_object_set_new(
+		    stats, r->element[i]->str,
+		    json_integer(strtoll(r->element[i + 1]->str, NULL, 10)));
 	if (r)
 		freeReplyObject(r);
 	json_object_set_new(out, "sessions", arr);
@@ -468,8 +486,8 @@ int al_sess_delete(struct alq_client *c, const char *id, char **ret)
 	}
 }
 
-int al_sess_exec_start(struct alq_client *c, const char *id,
-		       const char *body, uint32_t timeout_ms, uint64_t *ret_n)
+int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
+		       uint32_t timeout_ms, uint64_t *ret_n)
 {
 	json_t *b, *rec, *req, *rep;
 	char rid[32], k[SESS_KEY_MAX], *text;
@@ -506,14 +524,16 @@ int al_sess_exec_start(struct alq_client *c, const char *id,
 	if (r)
 		freeReplyObject(r);
 	if (x == 0)
-		x = await(c, rid, id, timeout_ms ? timeout_ms : UINT32_MAX, &rep);
+		x = await(c, rid, id, timeout_ms ? timeout_ms : UINT32_MAX,
+			  &rep);
 	if (x < 0)
 		return x;
 	x = refused(c, rep);
 	if (x == 0 && !json_is_integer(json_object_get(rep, "exec")))
 		x = fail(c, -EBADMSG, "exec: bad reply");
 	if (x == 0)
-		*ret_n = (uint64_t)json_integer_value(json_object_get(rep, "exec"));
+		*ret_n =
+		    (uint64_t)json_integer_value(json_object_get(rep, "exec"));
 	json_decref(rep);
 	return x;
 }
@@ -528,13 +548,13 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 		return fail(c, -EINVAL, "%s: not a session id", id);
 	r = sess_exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
 	if (r == -ENOENT)
-		return fail(c, r, "%s: no exec %llu", id, (unsigned long long)n);
+		return fail(c, r, "%s: no exec %llu", id,
+			    (unsigned long long)n);
 	return r < 0 ? r : dump(x, ret);
 }
 
-int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n,
-		      int fd, uint64_t offset, size_t max, char **ret,
-		      size_t *ret_len)
+int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
+		      uint64_t offset, size_t max, char **ret, size_t *ret_len)
 {
 	char k[SESS_KEY_MAX];
 	redisReply *r;
@@ -592,7 +612,8 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 		if (!strcmp(f, "created"))
 			created = v;
 		for (size_t j = 0; j < 5; j++)
-			if (!strncmp(f, "ended:", 6) && !strcmp(f + 6, reasons[j]))
+			if (!strncmp(f, "ended:", 6) &&
+			    !strcmp(f + 6, reasons[j]))
 				ended[j] = v;
 	}
 	freeReplyObject(r);
@@ -607,9 +628,10 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 		     created);
 	for (size_t j = 0; j < 5 && n >= 0 && (size_t)n < len; j++) {
 		sum += ended[j];
-		m = snprintf(buf + n, len - (size_t)n,
-			     "airlock_sessions_ended_total{reason=\"%s\"} %lld\n",
-			     reasons[j], ended[j]);
+		m = snprintf(
+		    buf + n, len - (size_t)n,
+		    "airlock_sessions_ended_total{reason=\"%s\"} %lld\n",
+		    reasons[j], ended[j]);
 		n = m < 0 ? m : n + m;
 	}
 	if (n >= 0 && (size_t)n < len) {

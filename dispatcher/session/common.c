@@ -71,7 +71,9 @@ int sess_check(redisContext *rc, redisReply *r, char *err, size_t len)
 		return 0;
 	if (err)
 		snprintf(err, len, "redis: %s",
-			 r ? r->str : rc->errstr[0] ? rc->errstr : "no reply");
+			 r		 ? r->str
+			 : rc->errstr[0] ? rc->errstr
+					 : "no reply");
 	return -EIO;
 }
 
@@ -102,15 +104,15 @@ int sess_reply(redisContext *rc, const char *q, const char *rid,
 
 /* KEYS[1] record, KEYS[2] stats; ARGV reason, error, now_ms, keep_s */
 static const char END_LUA[] =
-	"local st = redis.call('HGET', KEYS[1], 'state')\n"
-	"if not st or st == 'ended' then return 0 end\n"
-	"redis.call('HSET', KEYS[1], 'state', 'ended', 'reason', ARGV[1],\n"
-	"  'ended_at_ms', ARGV[3])\n"
-	"if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[2])"
-	" end\n"
-	"redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))\n"
-	"redis.call('HINCRBY', KEYS[2], 'ended:' .. ARGV[1], 1)\n"
-	"return 1\n";
+    "local st = redis.call('HGET', KEYS[1], 'state')\n"
+    "if not st or st == 'ended' then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'ended', 'reason', ARGV[1],\n"
+    "  'ended_at_ms', ARGV[3])\n"
+    "if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[2])"
+    " end\n"
+    "redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))\n"
+    "redis.call('HINCRBY', KEYS[2], 'ended:' .. ARGV[1], 1)\n"
+    "return 1\n";
 
 int sess_end(redisContext *rc, const char *q, const char *id,
 	     const char *reason, const char *error, uint32_t keep_s,
@@ -138,7 +140,7 @@ int sess_end(redisContext *rc, const char *q, const char *id,
 }
 
 static const char B64[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 json_t *al_sess_blob_json(const char *p, size_t n)
 {
@@ -171,17 +173,20 @@ json_t *al_sess_blob_json(const char *p, size_t n)
 
 /* Hash fields kept as numbers in JSON; the rest are strings. */
 static const char *const NUMERIC[] = {
-	"created_at_ms", "expires_at_ms", "alive_at_ms", "ended_at_ms",
-	"idle_at_ms",	 "ttl_s",	  "idle_s",	 "execs",
-	"exit_code",	 "signal",	  "wall_ms",	 "cpu_ms",
-	"stdout_bytes",	 "stderr_bytes",  "started_at_ms", "restore_ms",
-	"exec",		 NULL,
+    "created_at_ms", "expires_at_ms", "alive_at_ms",
+    "ended_at_ms",   "idle_at_ms",    "ttl_s",
+    "idle_s",	     "execs",	      "exit_code",
+    "signal",	     "wall_ms",	      "cpu_ms",
+    "stdout_bytes",  "stderr_bytes",  "started_at_ms",
+    "restore_ms",    "exec",	      NULL,
 };
 static const char *const BOOLEAN[] = {"stdout_truncated", "stderr_truncated",
-				       "warm", NULL};
+				      "warm", NULL};
 static const char *const ISO[][2] = {
-	{"created_at_ms", "created_at"}, {"expires_at_ms", "expires_at"},
-	{"ended_at_ms", "ended_at"},	 {"idle_at_ms", "idle_at"},
+    {"created_at_ms", "created_at"},
+    {"expires_at_ms", "expires_at"},
+    {"ended_at_ms", "ended_at"},
+    {"idle_at_ms", "idle_at"},
 };
 
 static bool in(const char *const *set, const char *s)
@@ -227,8 +232,8 @@ static json_t *hash_json(const redisReply *r)
 	return o;
 }
 
-static int get_hash(redisContext *rc, const char *key, json_t **ret,
-		    char *err, size_t len)
+static int get_hash(redisContext *rc, const char *key, json_t **ret, char *err,
+		    size_t len)
 {
 	redisReply *r = redisCommand(rc, "HGETALL %s", key);
 	int ret_ = sess_check(rc, r, err, len);
@@ -252,13 +257,13 @@ int sess_record_json(redisContext *rc, const char *q, const char *id,
 	return get_hash(rc, k, ret, err, len);
 }
 
-int sess_exec_json(redisContext *rc, const char *q, const char *id,
-		   uint64_t n, json_t **ret, char *err, size_t len)
+int sess_exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
+		   json_t **ret, char *err, size_t len)
 {
 	char k[SESS_KEY_MAX];
 
-	if (sess_key(k, sizeof(k), q, "%s:x:%llu", id,
-		     (unsigned long long)n) < 0)
+	if (sess_key(k, sizeof(k), q, "%s:x:%llu", id, (unsigned long long)n) <
+	    0)
 		return -EINVAL;
 	return get_hash(rc, k, ret, err, len);
 }

@@ -39,18 +39,18 @@
 #include "sess_internal.h"
 #include "sessions.h"
 
-#define HOST_MAX 1024u	 /* sessions one host may hold */
-#define BLOCK_S "0.25"	 /* BLPOP wait per turn */
+#define HOST_MAX 1024u	/* sessions one host may hold */
+#define BLOCK_S	 "0.25" /* BLPOP wait per turn */
 
 struct child {
-	pid_t pid;		       /* -1 = free */
-	int fd;			       /* socket to it */
-	char id[AL_SESS_ID_MAX + 1];   /* its session */
-	uint64_t ttl_at;	       /* al_now_ms() end (provisional until
-					* ALIVE) */
-	uint64_t alive_at;	       /* al_wall_ms() at ALIVE, 0 = not yet */
-	uint64_t kill_at;	       /* al_now_ms() stop deadline, 0 = none */
-	const char *why;	       /* reason if we kill it */
+	pid_t pid;		     /* -1 = free */
+	int fd;			     /* socket to it */
+	char id[AL_SESS_ID_MAX + 1]; /* its session */
+	uint64_t ttl_at;	     /* al_now_ms() end (provisional until
+				      * ALIVE) */
+	uint64_t alive_at;	     /* al_wall_ms() at ALIVE, 0 = not yet */
+	uint64_t kill_at;	     /* al_now_ms() stop deadline, 0 = none */
+	const char *why;	     /* reason if we kill it */
 };
 
 /* A record to end once Redis answers again (a session killed while it
@@ -69,13 +69,13 @@ struct host {
 	uint32_t n_unended;		     /* entries used */
 	char name[AL_NAME_MAX + 1];
 	struct alq_client cl;
-	struct child *c;	/* max_sessions entries */
-	pid_t spare;		/* a spare session process, -1 = none */
-	bool spare_ready;	/* it said READY: its warm clones wait */
-	int spare_fd;		/* its socket */
-	uint64_t spare_at;	/* al_now_ms() before which none is made */
-	uint32_t n;		/* live children */
-	uint64_t hb_at;		/* next heartbeat, al_now_ms() */
+	struct child *c;   /* max_sessions entries */
+	pid_t spare;	   /* a spare session process, -1 = none */
+	bool spare_ready;  /* it said READY: its warm clones wait */
+	int spare_fd;	   /* its socket */
+	uint64_t spare_at; /* al_now_ms() before which none is made */
+	uint32_t n;	   /* live children */
+	uint64_t hb_at;	   /* next heartbeat, al_now_ms() */
 };
 
 static volatile sig_atomic_t stopping;
@@ -168,10 +168,10 @@ static void gone(struct host *h, struct child *c, int status)
 			 WIFSIGNALED(status) ? "killed by signal" : "exited",
 			 WIFSIGNALED(status) ? WTERMSIG(status)
 					     : WEXITSTATUS(status));
-		if ((!rc(h) || sess_end(h->cl.rc, h->o->queue, c->id,
-					c->why ? c->why : "failed",
-					c->why ? NULL : err,
-					h->o->keep_s, 0) < 0) &&
+		if ((!rc(h) ||
+		     sess_end(h->cl.rc, h->o->queue, c->id,
+			      c->why ? c->why : "failed", c->why ? NULL : err,
+			      h->o->keep_s, 0) < 0) &&
 		    h->n_unended < UNENDED_MAX) {
 			struct unended *u = &h->unended[h->n_unended++];
 
@@ -184,7 +184,9 @@ static void gone(struct host *h, struct child *c, int status)
 		sb_sweep(h->o->sb, &st);
 	}
 	al_info("session=%s process %d gone (%s)", c->id, (int)c->pid,
-		clean ? "ended" : c->why ? c->why : "failed");
+		clean	 ? "ended"
+		: c->why ? c->why
+			 : "failed");
 	close(c->fd);
 	c->pid = -1;
 	c->fd = -1;
@@ -301,7 +303,8 @@ static void clocks(struct host *h)
 			continue;
 		while (read(c->fd, &m, sizeof(m)) == sizeof(m))
 			if (m.type == SESS_MSG_ALIVE) {
-				uint64_t w = al_wall_ms(), at = (uint64_t)m.value;
+				uint64_t w = al_wall_ms(),
+					 at = (uint64_t)m.value;
 
 				c->alive_at = w;
 				c->ttl_at = now + (at > w ? at - w : 0);
@@ -387,11 +390,12 @@ static void create(struct host *h, json_t *req)
 	if (!id || !rid || !sess_id_valid(id) || !sess_id_valid(rid) ||
 	    !json_is_object(body))
 		return; /* not ours to answer: malformed */
-	if (json_is_integer(dl) && (uint64_t)json_integer_value(dl) < al_wall_ms())
+	if (json_is_integer(dl) &&
+	    (uint64_t)json_integer_value(dl) < al_wall_ms())
 		return; /* its client gave up (create_timeout) */
 	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) < 0) {
-		sess_end(h->cl.rc, h->o->queue, id, "failed", err,
-			 h->o->keep_s, 0);
+		sess_end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
+			 0);
 		reply_error(h, rid, err);
 		return;
 	}
@@ -417,8 +421,8 @@ static void create(struct host *h, json_t *req)
 	if (pid < 0) {
 		snprintf(err, sizeof(err), "create: fork: %s",
 			 strerror((int)-pid));
-		sess_end(h->cl.rc, h->o->queue, id, "failed", err,
-			 h->o->keep_s, 0);
+		sess_end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
+			 0);
 		reply_error(h, rid, err);
 		return;
 	}
@@ -468,7 +472,8 @@ static void extend(struct host *h, struct child *c, const char *rid,
 	c->ttl_at = al_now_ms() + (at - w);
 	m = (struct sess_msg){SESS_MSG_EXTEND, (int64_t)at};
 	if (write(c->fd, &m, sizeof(m)) != sizeof(m))
-		al_warn("session=%s extend: the process did not take it", c->id);
+		al_warn("session=%s extend: the process did not take it",
+			c->id);
 	sess_key(k, sizeof(k), h->o->queue, "%s", c->id);
 	redisReply *r = redisCommand(h->cl.rc, "HSET %s expires_at_ms %llu", k,
 				     (unsigned long long)at);
@@ -525,8 +530,8 @@ static void take(struct host *h)
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	    r->element[1]->type == REDIS_REPLY_STRING &&
 	    r->element[1]->len <= AL_SESS_BODY_MAX + 4096u) {
-		req = json_loadb(r->element[1]->str, r->element[1]->len, 0,
-				 NULL);
+		req =
+		    json_loadb(r->element[1]->str, r->element[1]->len, 0, NULL);
 		if (json_is_object(req) && !strcmp(r->element[0]->str, cr))
 			create(h, req);
 		else if (json_is_object(req))

@@ -42,7 +42,7 @@
 
 #include "session.h" /* worker/: the VM side */
 
-#define LOOP_MS 250u	 /* longest wait between clock checks */
+#define LOOP_MS 250u /* longest wait between clock checks */
 #define REQ_MAX (AL_SESS_BODY_MAX + 4096u)
 
 struct ring {
@@ -56,17 +56,17 @@ struct sess {
 	const struct al_sess_opts *o;
 	const char *host;
 	char id[AL_SESS_ID_MAX + 1];
-	struct alq_client cl;	 /* Redis, may be down */
-	struct al_wsess *ws;	 /* the VM */
-	int fd;			 /* socket to the host */
-	json_t *env;		 /* session-wide env (object) */
-	uint32_t idle_s;	 /* 0 = no idle timeout */
-	uint64_t ttl_at;	 /* al_now_ms() deadline */
-	uint64_t idle_at;	 /* al_now_ms() deadline, 0 = none */
-	uint64_t execs;		 /* execs started */
-	const char *reason;	 /* why it ended, NULL = alive */
-	uint64_t ended_at;	 /* al_wall_ms() when it was decided */
-	char error[256];	 /* with `failed` */
+	struct alq_client cl; /* Redis, may be down */
+	struct al_wsess *ws;  /* the VM */
+	int fd;		      /* socket to the host */
+	json_t *env;	      /* session-wide env (object) */
+	uint32_t idle_s;      /* 0 = no idle timeout */
+	uint64_t ttl_at;      /* al_now_ms() deadline */
+	uint64_t idle_at;     /* al_now_ms() deadline, 0 = none */
+	uint64_t execs;	      /* execs started */
+	const char *reason;   /* why it ended, NULL = alive */
+	uint64_t ended_at;    /* al_wall_ms() when it was decided */
+	char error[256];      /* with `failed` */
 	/* the exec running */
 	char okey[2][SESS_KEY_MAX]; /* its stream keys */
 	uint64_t stored[2];	    /* bytes APPENDed */
@@ -158,8 +158,8 @@ static void on_out(void *opaque, int fd, const uint8_t *data, size_t len)
 	struct sess *s = opaque;
 	int i = fd == 2;
 	uint64_t room = s->stored[i] < s->o->output_max
-				? s->o->output_max - s->stored[i]
-				: 0;
+			    ? s->o->output_max - s->stored[i]
+			    : 0;
 	size_t k = len < room ? len : (size_t)room;
 
 	ring_put(&s->tail[i], data, len);
@@ -206,7 +206,7 @@ static int exec_step(struct sess *s, json_t *body, struct al_job *job,
 
 		al_diags_format(&d, why, sizeof(why));
 		snprintf(err, len, "exec: %s", why);
-		for (char *p = err; (p = strstr(p, "steps[0].")); )
+		for (char *p = err; (p = strstr(p, "steps[0]."));)
 			memmove(p, p + 9, strlen(p + 9) + 1);
 	}
 	return r;
@@ -215,8 +215,8 @@ static int exec_step(struct sess *s, json_t *body, struct al_job *job,
 static void exec_done(struct sess *s, const char *xk,
 		      const struct al_step_result *sr, const char *error)
 {
-	size_t cap = s->tail[0].cap > s->tail[1].cap ? s->tail[0].cap
-						       : s->tail[1].cap;
+	size_t cap =
+	    s->tail[0].cap > s->tail[1].cap ? s->tail[0].cap : s->tail[1].cap;
 	char *buf = malloc(cap ? cap : 1);
 	size_t n1 = 0, n2 = 0;
 	char *b2 = malloc(cap ? cap : 1);
@@ -234,10 +234,9 @@ static void exec_done(struct sess *s, const char *xk,
 	    sr->has_exit_code ? sr->exit_code : -1, sr->signal,
 	    (unsigned long long)sr->wall_ms, (unsigned long long)sr->cpu_ms,
 	    (unsigned long long)s->tail[0].total,
-	    (unsigned long long)s->tail[1].total,
-	    s->tail[0].total > n1, s->tail[1].total > n2, buf ? buf : "",
-	    n1, b2 ? b2 : "", n2, (unsigned long long)al_wall_ms(),
-	    error ? error : "");
+	    (unsigned long long)s->tail[1].total, s->tail[0].total > n1,
+	    s->tail[1].total > n2, buf ? buf : "", n1, b2 ? b2 : "", n2,
+	    (unsigned long long)al_wall_ms(), error ? error : "");
 	free(buf);
 	free(b2);
 }
@@ -283,16 +282,17 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		t = s->ws->step_timeout_max_ms;
 	if (left < t)
 		t = (uint32_t)left;
-	r = t ? al_wsess_exec(s->ws, &job.steps[0], t, s->o->output_max,
-			      on_out, s, &sr)
+	r = t ? al_wsess_exec(s->ws, &job.steps[0], t, s->o->output_max, on_out,
+			      s, &sr)
 	      : 0;
 	if (!t) {
 		sr.status = AL_TO;
 	} else if (r < 0) {
 		sr.status = AL_XX;
-		snprintf(s->error, sizeof(s->error), "exec %llu: the VM "
-			 "failed: %s", (unsigned long long)s->execs,
-			 sb_vm_error(s->ws->vm));
+		snprintf(s->error, sizeof(s->error),
+			 "exec %llu: the VM "
+			 "failed: %s",
+			 (unsigned long long)s->execs, sb_vm_error(s->ws->vm));
 		s->reason = "failed";
 	}
 	if (al_now_ms() >= s->ttl_at && sr.status == AL_TO)
@@ -319,7 +319,7 @@ static void host_msgs(struct sess *s)
 
 			s->ttl_at = al_now_ms() + (at > w ? at - w : 0);
 			al_wsess_set_ttl(s->ws, s->ttl_at - al_now_ms() +
-						       SESS_TTL_GRACE_MS);
+						    SESS_TTL_GRACE_MS);
 			if (s->idle_s)
 				s->idle_at = al_now_ms() + s->idle_s * 1000ull;
 		}
@@ -453,14 +453,15 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	if (write(s->fd, &m, sizeof(m)) != sizeof(m))
 		return -1;
 	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
-	cmd(s, "HSET %s state alive alive_at_ms %llu expires_at_ms %llu "
-	    "restore_ms %llu warm %d", k, (unsigned long long)w,
-	    (unsigned long long)(w + ttl_s * 1000ull),
+	cmd(s,
+	    "HSET %s state alive alive_at_ms %llu expires_at_ms %llu "
+	    "restore_ms %llu warm %d",
+	    k, (unsigned long long)w, (unsigned long long)(w + ttl_s * 1000ull),
 	    (unsigned long long)sb_vm_ready_ms(s->ws->vm),
 	    sb_vm_warm(s->ws->vm) ? 1 : 0);
 	touch(s);
-	if (rc(s) && sess_record_json(s->cl.rc, s->o->queue, s->id, &rec,
-				      NULL, 0) == 0)
+	if (rc(s) &&
+	    sess_record_json(s->cl.rc, s->o->queue, s->id, &rec, NULL, 0) == 0)
 		reply_json(s, rid, rec);
 	json_decref(rec);
 	return 0;
@@ -505,8 +506,7 @@ void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
 		if (write(fd, &m, sizeof(m)) != sizeof(m))
 			_exit(0);
 	}
-	if (read(fd, &len, sizeof(len)) != sizeof(len) || !len ||
-	    len > REQ_MAX)
+	if (read(fd, &len, sizeof(len)) != sizeof(len) || !len || len > REQ_MAX)
 		_exit(0); /* the host is gone or stopping: no session */
 	buf = malloc(len);
 	while (buf && got < len) {
@@ -556,7 +556,7 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	if (json_is_integer(json_object_get(json_object_get(body, "limits"),
 					    "output_bytes")))
 		cap = (uint32_t)json_integer_value(json_object_get(
-			json_object_get(body, "limits"), "output_bytes"));
+		    json_object_get(body, "limits"), "output_bytes"));
 	if (cap > o->output_max)
 		cap = o->output_max;
 	for (int i = 0; i < 2; i++) {

@@ -10,11 +10,11 @@
 
 #include "sessions.h"
 
-#define SESS_KEY_MAX (64 + AL_NAME_MAX * 2 + AL_SESS_ID_MAX)
-#define SESS_REPLY_TTL_S 120	  /* an unread reply goes after this */
-#define SESS_TTL_GRACE_MS 1000u	  /* host kills a session past its TTL+this */
-#define SESS_STOP_GRACE_MS 2000u  /* delete: killed if not gone by then */
-#define SESS_START_MAX_MS 120000u /* a VM must be up within this */
+#define SESS_KEY_MAX	   (64 + AL_NAME_MAX * 2 + AL_SESS_ID_MAX)
+#define SESS_REPLY_TTL_S   120	   /* an unread reply goes after this */
+#define SESS_TTL_GRACE_MS  1000u   /* host kills a session past its TTL+this */
+#define SESS_STOP_GRACE_MS 2000u   /* delete: killed if not gone by then */
+#define SESS_START_MAX_MS  120000u /* a VM must be up within this */
 
 /* The Redis timeout of the host and session processes: short, so that a
  * Redis that hangs (stopped, partitioned) never holds a clock up for
@@ -24,8 +24,8 @@
 static inline uint32_t sess_timeout_ms(const struct al_sess_opts *o)
 {
 	return o->command_timeout_ms < SESS_REDIS_TIMEOUT_MS
-		       ? o->command_timeout_ms
-		       : SESS_REDIS_TIMEOUT_MS;
+		   ? o->command_timeout_ms
+		   : SESS_REDIS_TIMEOUT_MS;
 }
 
 /* One message on the host <-> session process socket. */
@@ -42,7 +42,7 @@ enum sess_msg_type {
 
 /* "airlock:{Q}:sess:" then the formatted rest; -ENAMETOOLONG. */
 int sess_key(char *buf, size_t len, const char *q, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /* Is `id` a session or reply id we make ("s-" or "r-", 24 hex digits)? */
 bool sess_id_valid(const char *id);
 /* A fresh id: "s-" and 24 hex digits (or "r-" for replies). */
@@ -66,21 +66,21 @@ int sess_check(redisContext *rc, redisReply *r, char *err, size_t len);
 int sess_record_json(redisContext *rc, const char *q, const char *id,
 		     json_t **ret, char *err, size_t len);
 /* Exec n of `id` as JSON; same returns. */
-int sess_exec_json(redisContext *rc, const char *q, const char *id,
-		   uint64_t n, json_t **ret, char *err, size_t len);
+int sess_exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
+		   json_t **ret, char *err, size_t len);
 /* The session process (run.c): create session `id` from `req` (the create
  * request: body, rid), serve its execs until it ends, return the reason.
  * `fd` is the socket to the host. Never returns into the host's code. */
 void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
 	      uint32_t ttl_s, uint32_t idle_s, int fd)
-	__attribute__((noreturn));
+    __attribute__((noreturn));
 /* A spare session process (sessions.spare): warm clones first, then the
  * create the host writes on `fd`, then as sess_run(). */
 void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
-	__attribute__((noreturn));
+    __attribute__((noreturn));
 struct al_wsess;
 void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	     uint32_t ttl_s, uint32_t idle_s, int fd, struct al_wsess *ws)
-	__attribute__((noreturn));
+    __attribute__((noreturn));
 
 #endif

@@ -34,26 +34,26 @@
 #include "results.h"
 #include "sandbox.h"
 
-#define AL_SESS_ID_MAX 40		/* "s-" and hex */
+#define AL_SESS_ID_MAX	 40		    /* "s-" and hex */
 #define AL_SESS_BODY_MAX (AL_JOB_MAX_BYTES) /* create/exec request JSON */
 
 struct al_sess_opts {
-	struct alq_url url;		 /* Redis */
-	char queue[AL_NAME_MAX + 1];	 /* queue name (hash tag) */
-	uint32_t connect_timeout_ms;	 /* per connect attempt */
-	uint32_t command_timeout_ms;	 /* per reply */
-	uint32_t heartbeat_ms;		 /* host liveness period */
-	uint32_t max_sessions;		 /* on this host; 0 = take none */
-	uint32_t ttl_default_s;		 /* lifetime when ttl_s is absent */
-	uint32_t ttl_max_s;		 /* longest lifetime, extend included */
-	uint32_t idle_default_s;	 /* idle timeout when idle_s absent */
-	uint32_t keep_s;		 /* ended records and output kept */
-	uint32_t output_max;		 /* stored bytes per exec stream */
-	bool spare;			 /* keep a session process with the
-					  * warm clones of sb->warm ready */
-	const struct sb_options *sb;	 /* for the VMs */
-	const struct al_policy *policy;	 /* for the VMs */
-	char host[AL_NAME_MAX + 1];	 /* this host's name, "" = hostname:pid */
+	struct alq_url url;		/* Redis */
+	char queue[AL_NAME_MAX + 1];	/* queue name (hash tag) */
+	uint32_t connect_timeout_ms;	/* per connect attempt */
+	uint32_t command_timeout_ms;	/* per reply */
+	uint32_t heartbeat_ms;		/* host liveness period */
+	uint32_t max_sessions;		/* on this host; 0 = take none */
+	uint32_t ttl_default_s;		/* lifetime when ttl_s is absent */
+	uint32_t ttl_max_s;		/* longest lifetime, extend included */
+	uint32_t idle_default_s;	/* idle timeout when idle_s absent */
+	uint32_t keep_s;		/* ended records and output kept */
+	uint32_t output_max;		/* stored bytes per exec stream */
+	bool spare;			/* keep a session process with the
+					 * warm clones of sb->warm ready */
+	const struct sb_options *sb;	/* for the VMs */
+	const struct al_policy *policy; /* for the VMs */
+	char host[AL_NAME_MAX + 1]; /* this host's name, "" = hostname:pid */
 };
 
 void al_sess_opts_init(struct al_sess_opts *o);
@@ -68,8 +68,8 @@ int al_sess_host_run(const struct al_sess_opts *o);
 /* Create a session from `body` (JSON: template, limits, network, env,
  * files, metadata, ttl_s, idle_s), waiting up to timeout_ms for a host
  * with room. 0 and the record (JSON) in *ret. */
-int al_sess_create(struct alq_client *c, const char *body,
-		   uint32_t timeout_ms, char **ret);
+int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
+		   char **ret);
 /* The record of session `id`; a session whose host stopped heartbeating
  * is ended `lost` here (naming the host). -ENOENT when none. */
 int al_sess_get(struct alq_client *c, const char *id, char **ret);
@@ -83,17 +83,15 @@ int al_sess_extend(struct alq_client *c, const char *id, uint32_t ttl_s,
 int al_sess_delete(struct alq_client *c, const char *id, char **ret);
 /* Start an exec (`body` JSON: cmd or sh, stdin, env, cwd, timeout_ms,
  * cpu_ms); its number in *ret_n once the session took it. */
-int al_sess_exec_start(struct alq_client *c, const char *id,
-		       const char *body, uint32_t timeout_ms,
-		       uint64_t *ret_n);
+int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
+		       uint32_t timeout_ms, uint64_t *ret_n);
 /* Exec n's record (JSON: state running|done, status, exit_code, ...). */
 int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 		     char **ret);
 /* Up to max bytes of exec n's stream fd (1, 2) from offset; *ret_len may
  * be 0 (nothing new). */
-int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n,
-		      int fd, uint64_t offset, size_t max, char **ret,
-		      size_t *ret_len);
+int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
+		      uint64_t offset, size_t max, char **ret, size_t *ret_len);
 
 /* A byte string as JSON, as the job schema carries bytes: a string when
  * valid UTF-8, else {"base64": "..."}; NULL when out of memory. (The

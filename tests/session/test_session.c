@@ -40,7 +40,8 @@ static void keys(void **state)
 
 	(void)state;
 	assert_int_equal(sess_key(k, sizeof(k), "default", "%s:x:%d",
-				  "s-0123456789abcdef01234567", 3), 0);
+				  "s-0123456789abcdef01234567", 3),
+			 0);
 	assert_string_equal(k, "airlock:{default}:sess:"
 			       "s-0123456789abcdef01234567:x:3");
 	assert_int_equal(sess_key(small, sizeof(small), "default", "%s",

@@ -22,7 +22,7 @@
 #define READ_MAX (1u << 20) /* bytes of each stream per response */
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
-			    json_t *j)
+			     json_t *j)
 {
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	struct MHD_Response *r;
@@ -70,10 +70,10 @@ static enum MHD_Result text_json(struct MHD_Connection *c, unsigned st,
 	return reply(c, st, j);
 }
 
-static uint64_t query_u64(struct MHD_Connection *c, const char *k,
-			  uint64_t max)
+static uint64_t query_u64(struct MHD_Connection *c, const char *k, uint64_t max)
 {
-	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
+	const char *v =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
 	char *end;
 	unsigned long long n;
 
@@ -83,8 +83,8 @@ static uint64_t query_u64(struct MHD_Connection *c, const char *k,
 	return *end || n > max ? max : n;
 }
 
-static json_t *stream(struct alq_client *cl, const char *id, uint64_t n,
-		      int fd, uint64_t off)
+static json_t *stream(struct alq_client *cl, const char *id, uint64_t n, int fd,
+		      uint64_t off)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -129,20 +129,19 @@ static enum MHD_Result exec_view(struct MHD_Connection *c,
 		json_decref(s2);
 		return fail(c, -EIO, cl->err[0] ? cl->err : "read failed");
 	}
-	json_object_set_new(
-	    x, "stream",
-	    json_pack("{s:o,s:o,s:I,s:I}", "stdout", s1, "stderr", s2,
-		      "offset", (json_int_t)off1, "err_offset",
-		      (json_int_t)off2));
+	json_object_set_new(x, "stream",
+			    json_pack("{s:o,s:o,s:I,s:I}", "stdout", s1,
+				      "stderr", s2, "offset", (json_int_t)off1,
+				      "err_offset", (json_int_t)off2));
 	return reply(c, status, x);
 }
 
 static enum MHD_Result route(const struct al_http_opts *o,
 			     struct MHD_Connection *c, struct alq_client *cl,
-			     enum al_route rt, const char *id,
-			     const char *body)
+			     enum al_route rt, const char *id, const char *body)
 {
-	uint32_t wait_s = (uint32_t)query_u64(c, "wait", o->cfg->http.max_wait_s);
+	uint32_t wait_s =
+	    (uint32_t)query_u64(c, "wait", o->cfg->http.max_wait_s);
 	char *text = NULL, sid[AL_ID_MAX + 1];
 	uint64_t n;
 	json_t *b;
@@ -166,20 +165,22 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		b = json_loads(body, 0, NULL);
 		if (!json_is_integer(json_object_get(b, "ttl_s")) ||
 		    json_integer_value(json_object_get(b, "ttl_s")) < 1 ||
-		    json_integer_value(json_object_get(b, "ttl_s")) > UINT32_MAX) {
+		    json_integer_value(json_object_get(b, "ttl_s")) >
+			UINT32_MAX) {
 			json_decref(b);
-			return fail(c, -EINVAL, "extend: the body must be "
+			return fail(c, -EINVAL,
+				    "extend: the body must be "
 				    "{\"ttl_s\": N}, N >= 1");
 		}
-		r = al_sess_extend(cl, id, (uint32_t)json_integer_value(
-						json_object_get(b, "ttl_s")),
-				   &text);
+		r = al_sess_extend(
+		    cl, id,
+		    (uint32_t)json_integer_value(json_object_get(b, "ttl_s")),
+		    &text);
 		json_decref(b);
 		return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);
 	case AL_ROUTE_SESS_EXEC:
-		r = al_sess_exec_start(cl, id, body,
-				       o->cfg->http.max_wait_s * 1000u + 1000,
-				       &n);
+		r = al_sess_exec_start(
+		    cl, id, body, o->cfg->http.max_wait_s * 1000u + 1000, &n);
 		if (r < 0)
 			return fail(c, r, cl->err);
 		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
@@ -187,10 +188,9 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		snprintf(sid, sizeof(sid), "%s", id);
 		*strchr(sid, '/') = '\0';
 		n = strtoull(strchr(id, '/') + 1, NULL, 10);
-		return exec_view(c, cl, sid, n,
-				 query_u64(c, "offset", UINT64_MAX / 2),
-				 query_u64(c, "err_offset", UINT64_MAX / 2),
-				 wait_s, 200);
+		return exec_view(
+		    c, cl, sid, n, query_u64(c, "offset", UINT64_MAX / 2),
+		    query_u64(c, "err_offset", UINT64_MAX / 2), wait_s, 200);
 	default:
 		return fail(c, -ENOENT, "no such path");
 	}
@@ -219,8 +219,9 @@ enum MHD_Result al_http_session(const struct al_http_opts *o,
 			    o->cfg->redis.command_timeout_ms) < 0) {
 		alq_client_close(&cl);
 		free(b);
-		return reply(c, 503, json_pack("{ss}", "error",
-					      "the queue is unavailable"));
+		return reply(
+		    c, 503,
+		    json_pack("{ss}", "error", "the queue is unavailable"));
 	}
 	ret = route(o, c, &cl, rt, id, b ? b : "");
 	alq_client_close(&cl);

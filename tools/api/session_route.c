@@ -26,7 +26,8 @@ static bool sid_ok(const char *s, size_t n)
 	if (n != SESS_ID_LEN || s[0] != 's' || s[1] != '-')
 		return false;
 	for (size_t i = 2; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return true;
 }
@@ -62,7 +63,8 @@ int al_http_session_route(const char *method, const char *path,
 	ret_id[n] = '\0';
 	if (!slash) {
 		if (!strcmp(method, "DELETE"))
-			return pick(method, "DELETE", AL_ROUTE_SESS_DELETE, ret);
+			return pick(method, "DELETE", AL_ROUTE_SESS_DELETE,
+				    ret);
 		return pick(method, "GET", AL_ROUTE_SESS_GET, ret);
 	}
 	if (!strcmp(slash, "/extend"))

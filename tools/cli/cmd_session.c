@@ -21,8 +21,8 @@
 #include "readfile.h"
 #include "sessions.h"
 
-#define CHUNK (64u << 10)
-#define POLL_NS (50 * 1000 * 1000)
+#define CHUNK	 (64u << 10)
+#define POLL_NS	 (50 * 1000 * 1000)
 #define FILE_MAX (16u << 20)
 
 struct sub {
@@ -66,7 +66,8 @@ static int usage_err(struct al_cli *cli, const char *sub, const char *what)
 	return al_cli_usage_error(cli, "session %s: %s", sub, what);
 }
 
-/* --- create ---------------------------------------------------------------- */
+/* --- create ----------------------------------------------------------------
+ */
 
 static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 		     char **argv)
@@ -83,7 +84,8 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"quiet", no_argument, NULL, 'q'},
 	    {NULL, 0, NULL, 0},
 	};
-	json_t *body = json_object(), *env = json_object(), *meta = json_object();
+	json_t *body = json_object(), *env = json_object(),
+	       *meta = json_object();
 	uint32_t timeout = cli->cfg.sessions.create_timeout_ms;
 	bool quiet = false;
 	char *out = NULL, *text;
@@ -93,10 +95,12 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	while ((o = getopt_long(argc, argv, "t:n:e:m:q", lo, NULL)) != -1) {
 		switch (o) {
 		case 't':
-			json_object_set_new(body, "template", json_string(optarg));
+			json_object_set_new(body, "template",
+					    json_string(optarg));
 			break;
 		case 'n':
-			json_object_set_new(body, "network", json_string(optarg));
+			json_object_set_new(body, "network",
+					    json_string(optarg));
 			break;
 		case 'T':
 			json_object_set_new(body, "ttl_s",
@@ -162,7 +166,8 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	return AL_EXIT_OK;
 }
 
-/* --- exec ------------------------------------------------------------------ */
+/* --- exec ------------------------------------------------------------------
+ */
 
 /* airlock run's exit codes, from an exec record. */
 static int exit_code(json_t *x)
@@ -195,7 +200,8 @@ static int drain(struct alq_client *c, const char *id, uint64_t n, int fd,
 	for (;;) {
 		char *buf = NULL;
 		size_t len = 0;
-		int r = al_sess_exec_read(c, id, n, fd, *off, CHUNK, &buf, &len);
+		int r =
+		    al_sess_exec_read(c, id, n, fd, *off, CHUNK, &buf, &len);
 
 		if (r < 0)
 			return r;
@@ -229,7 +235,8 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 		x = json_loads(xs, 0, NULL);
 		free(xs);
 		done = !strcmp(json_string_value(json_object_get(x, "state"))
-				       ?: "", "done");
+				   ?: "",
+			       "done");
 		if (drain(c, id, n, 1, &off1, stdout) < 0 ||
 		    drain(c, id, n, 2, &off2, stderr) < 0) {
 			json_decref(x);
@@ -237,7 +244,8 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 			return 125;
 		}
 		if (done) {
-			const char *e = json_string_value(json_object_get(x, "error"));
+			const char *e =
+			    json_string_value(json_object_get(x, "error"));
 
 			if (e && e[0])
 				al_cli_error(cli, "exec %llu: %s",
@@ -252,9 +260,10 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 			last_check = al_now_ms();
 			r = al_sess_get(c, id, &rec);
 			if (r == 0 && strstr(rec, "\"state\":\"ended\"")) {
-				al_cli_error(cli, "exec %llu: the session "
-					     "ended: %s", (unsigned long long)n,
-					     rec);
+				al_cli_error(cli,
+					     "exec %llu: the session "
+					     "ended: %s",
+					     (unsigned long long)n, rec);
 				free(rec);
 				return 125;
 			}
@@ -315,9 +324,10 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 			size_t len = 0;
 
 			if (al_read_file(optarg, FILE_MAX, &data, &len) < 0) {
-				al_cli_error(cli, "exec: %s: cannot read it "
-					     "(at most %u bytes)", optarg,
-					     FILE_MAX);
+				al_cli_error(cli,
+					     "exec: %s: cannot read it "
+					     "(at most %u bytes)",
+					     optarg, FILE_MAX);
 				return AL_EXIT_USAGE;
 			}
 			json_object_set_new(body, "stdin",
@@ -355,7 +365,8 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 		if (optind < argc && !strcmp(argv[optind], "--"))
 			optind++;
 		if (optind >= argc)
-			return usage_err(cli, "exec", "needs --sh SCRIPT or "
+			return usage_err(cli, "exec",
+					 "needs --sh SCRIPT or "
 					 "-- CMD [ARG...]");
 		for (; optind < argc; optind++)
 			json_array_append_new(cmd, json_string(argv[optind]));
@@ -399,8 +410,8 @@ static int do_put(struct al_cli *cli, struct alq_client *c, int argc,
 		return AL_EXIT_USAGE;
 	}
 	body = json_pack("{s:[s,s,s,s,s],s:o}", "cmd", "sh", "-c",
-			 "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", "put",
-			 argv[3], "stdin", al_sess_blob_json(data, len));
+			 "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"",
+			 "put", argv[3], "stdin", al_sess_blob_json(data, len));
 	free(data);
 	if (!body) {
 		al_cli_error(cli, "put: out of memory");
@@ -467,18 +478,22 @@ static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
 				break;
 			x = json_loads(xs, 0, NULL);
 			free(xs);
-			done = !strcmp(json_string_value(json_object_get(
-					       x, "state")) ?: "", "done");
+			done = !strcmp(
+			    json_string_value(json_object_get(x, "state"))
+				?: "",
+			    "done");
 			drain(c, argv[1], n, 1, &off1, f);
 			drain(c, argv[1], n, 2, &off2, stderr);
 			if (done) {
 				r = exit_code(x);
 				if (!r && json_integer_value(json_object_get(
-						  x, "stdout_bytes")) >
-						  (json_int_t)off1) {
-					al_cli_error(cli, "get: %s: larger "
+					      x, "stdout_bytes")) >
+					      (json_int_t)off1) {
+					al_cli_error(cli,
+						     "get: %s: larger "
 						     "than sessions.output_"
-						     "max_bytes", argv[2]);
+						     "max_bytes",
+						     argv[2]);
 					r = AL_EXIT_FAIL;
 				}
 				json_decref(x);
@@ -493,7 +508,8 @@ static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
 	return r == 0 ? AL_EXIT_OK : AL_EXIT_FAIL;
 }
 
-/* --- list, extend, rm ------------------------------------------------------ */
+/* --- list, extend, rm ------------------------------------------------------
+ */
 
 static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 		   char **argv)
@@ -510,7 +526,8 @@ static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 			 pair(meta, argv[a + 1]) == 0)
 			a++;
 		else
-			return usage_err(cli, "list", "[--state S] [--meta K=V]");
+			return usage_err(cli, "list",
+					 "[--state S] [--meta K=V]");
 	}
 	if (al_sess_list(c, &out) < 0) {
 		al_cli_error(cli, "list: %s", c->err);
@@ -518,15 +535,19 @@ static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 	}
 	all = json_loads(out, 0, NULL);
 	free(out);
-	json_array_foreach(json_object_get(all, "sessions"), i, s) {
+	json_array_foreach(json_object_get(all, "sessions"), i, s)
+	{
 		const char *k;
 		json_t *v;
-		bool ok = !state || !strcmp(state, json_string_value(
-						json_object_get(s, "state")) ?: "");
+		bool ok = !state ||
+			  !strcmp(state,
+				  json_string_value(json_object_get(s, "state"))
+				      ?: "");
 
-		json_object_foreach(meta, k, v) {
-			const char *have = json_string_value(json_object_get(
-				json_object_get(s, "metadata"), k));
+		json_object_foreach(meta, k, v)
+		{
+			const char *have = json_string_value(
+			    json_object_get(json_object_get(s, "metadata"), k));
 
 			ok = ok && have && !strcmp(have, json_string_value(v));
 		}
@@ -578,12 +599,9 @@ static int do_rm(struct al_cli *cli, struct alq_client *c, int argc,
 }
 
 static const struct sub subs[] = {
-    {"create", do_create, NULL},
-    {"exec", do_exec, NULL},
-    {"put", do_put, NULL},
-    {"get", do_get, NULL},
-    {"list", do_list, NULL},
-    {"extend", do_extend, NULL},
+    {"create", do_create, NULL}, {"exec", do_exec, NULL},
+    {"put", do_put, NULL},	 {"get", do_get, NULL},
+    {"list", do_list, NULL},	 {"extend", do_extend, NULL},
     {"rm", do_rm, NULL},
 };
 
@@ -638,6 +656,7 @@ const struct al_cmd al_cmd_session = {
     .flags = AL_CMD_QUEUE | AL_CMD_IN_ORDER | AL_CMD_CONFIG,
     .args_min = 1,
     .args_max = 4096,
-    .args_error = "needs a subcommand (create, exec, put, get, list, extend, rm)",
+    .args_error =
+	"needs a subcommand (create, exec, put, get, list, extend, rm)",
     .run = run,
 };
