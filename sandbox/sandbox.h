@@ -245,6 +245,14 @@ int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);
 int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret);
+/* The same, with the step's output passed to `out` as the guest produces
+ * it (fd 1 or 2; at most the step's output_bytes per stream), before the
+ * call returns: sessions store it as it comes (worker/session.c). */
+typedef void (*sb_out_fn)(void *opaque, int fd, const uint8_t *data,
+			  size_t len);
+int sb_vm_run_step_out(struct sb_vm *vm, const struct al_step *step,
+		       const struct al_limits *limits, uint32_t timeout_ms,
+		       sb_out_fn out, void *opaque, struct al_step_result *ret);
 /* Bring `paths` back, at most max_bytes of contents. Returns the count of
  * files the guest sent that were not asked for (dropped), or -EMSGSIZE
  * when it sent more than max_bytes (*ret then holds nothing). */

@@ -720,6 +720,14 @@ int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 		   const struct al_limits *limits, uint32_t timeout_ms,
 		   struct al_step_result *ret)
 {
+	return sb_vm_run_step_out(vm, step, limits, timeout_ms, NULL, NULL,
+				  ret);
+}
+
+int sb_vm_run_step_out(struct sb_vm *vm, const struct al_step *step,
+		       const struct al_limits *limits, uint32_t timeout_ms,
+		       sb_out_fn out, void *opaque, struct al_step_result *ret)
+{
 	struct al_step s = *step; /* shallow: only the timeout differs */
 	int r;
 
@@ -728,7 +736,7 @@ int sb_vm_run_step(struct sb_vm *vm, const struct al_step *step,
 	if (timeout_ms)
 		s.timeout_ms = timeout_ms;
 	r = sb__agent_client_run_step(
-	    &vm->agent, &s, limits, NULL, NULL,
+	    &vm->agent, &s, limits, out, opaque,
 	    vm_call_timeout(vm, (uint64_t)s.timeout_ms + STEP_MARGIN_MS), ret);
 	if (r < 0)
 		sb__vm_fail(vm, r, "run step");

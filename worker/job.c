@@ -1016,6 +1016,56 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	return r == -ENOMEM ? r : 0;
 }
 
+int al_worker_open_vm(struct al_worker *w, const struct al_job *job,
+		      uint64_t ttl_ms, struct sb_vm **ret_vm, char *err,
+		      size_t errlen)
+{
+	const char *tmpl = job->template_ ? job->template_ : w->policy->template_;
+	struct sb_options o = *w->sb;
+	struct al_result res;
+	struct sb_vm *vm = NULL;
+	struct sb_net *net = NULL;
+	struct al_limits lim;
+	struct al_diags d;
+	int r;
+
+	*ret_vm = NULL;
+	err[0] = '\0';
+	r = result_init(job, job->id ? job->id : "-", w, 1, &res);
+	al_diags_init(&d);
+	if (r == 0 && al_job_check_policy(job, w->policy, &d) < 0) {
+		al_diags_format(&d, err, errlen);
+		r = -EINVAL;
+		goto out;
+	}
+	al_job_limits(job, w->policy, &lim);
+	o.ttl_ms = ttl_ms;
+	if (r == 0)
+		r = open_slot(w, job, &net, &res, err, errlen);
+	if (r == RUN_REJECTED) {
+		snprintf(err, errlen, "%s", res.error ? res.error : "rejected");
+		r = -EINVAL;
+		goto out;
+	}
+	if (r == 0)
+		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, errlen);
+	if (r < 0)
+		goto out; /* get_vm closed the slot */
+	sb_vm_set_deadline(vm, al_deadline_in(ttl_ms));
+	r = sb_vm_setup(vm, &lim);
+	if (r == 0 && job->n_files)
+		r = sb_vm_put_files(vm, job->files, job->n_files);
+	if (r < 0) {
+		snprintf(err, errlen, "set-up: %s", sb_vm_error(vm));
+		sb_vm_destroy(vm);
+		goto out;
+	}
+	*ret_vm = vm;
+out:
+	al_result_release(&res);
+	return r;
+}
+
 int al_worker_reject(const char *id, const struct al_diags *d,
 		     struct al_result *res)
 {

@@ -394,11 +394,10 @@ static void kill_child(pid_t pid)
 		;
 }
 
-int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
-		  const char *name, al_proc_run_fn run, struct al_proc *ret)
+pid_t al_proc_fork(const struct sb_options *sb, int *ret_fd)
 {
 	pid_t parent = getpid(), pid;
-	int sv[2], st[2], pidfd, r;
+	int sv[2], st[2], r;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
@@ -418,31 +417,52 @@ int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
 		return r;
 	}
 	if (pid == 0) {
-		struct al_worker w;
-
 		close(st[0]);
 		if (join_cgroup(sb, st[1]) < 0)
 			_exit(1);
 		child_setup(sv[1], parent);
-		al_worker_init(&w, sb, policy, name);
-		r = al_proc_serve(PROC_FD, &w, run);
-		al_worker_release(&w);
-		_exit(r < 0 ? 1 : 0);
+		*ret_fd = PROC_FD;
+		return 0;
 	}
 	close(sv[1]);
 	close(st[1]);
 	/* the parent may also set the group: whoever runs first wins */
 	setpgid(pid, pid);
 	r = joined(st[0]);
-	pidfd = r < 0 ? -1 : (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0) {
-		r = r < 0 ? r : -errno;
+	if (r < 0) {
 		kill_child(pid);
 		close(sv[0]);
 		return r;
 	}
+	*ret_fd = sv[0];
+	return pid;
+}
+
+int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
+		  const char *name, al_proc_run_fn run, struct al_proc *ret)
+{
+	int fd, pidfd, r;
+	pid_t pid = al_proc_fork(sb, &fd);
+
+	if (pid < 0)
+		return (int)pid;
+	if (pid == 0) {
+		struct al_worker w;
+
+		al_worker_init(&w, sb, policy, name);
+		r = al_proc_serve(fd, &w, run);
+		al_worker_release(&w);
+		_exit(r < 0 ? 1 : 0);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		r = -errno;
+		kill_child(pid);
+		close(fd);
+		return r;
+	}
 	ret->pid = pid;
-	ret->fd = sv[0];
+	ret->fd = fd;
 	ret->pidfd = pidfd;
 	return 0;
 }

@@ -73,6 +73,13 @@ typedef int (*al_proc_run_fn)(struct al_worker *w, const struct al_job *job,
  * al_worker_run). Returns 0 or -errno. */
 int al_proc_spawn(const struct sb_options *sb, const struct al_policy *policy,
 		  const char *name, al_proc_run_fn run, struct al_proc *ret);
+/* Fork a child set up as a worker is (its memory cgroup, no inherited
+ * handlers, masks or descriptors but one socket to the parent, SIGKILL
+ * when the parent dies, a process group of its own). In the child: 0,
+ * with *ret_fd its end; in the parent: the child's pid, with *ret_fd the
+ * parent's end (CLOEXEC); -errno on failure. al_proc_spawn() uses it, and
+ * so do session processes (dispatcher/session/). */
+pid_t al_proc_fork(const struct sb_options *sb, int *ret_fd);
 /* Close what is left of `p` (socket, pidfd); does not kill or reap. */
 void al_proc_release(struct al_proc *p);
 

@@ -75,6 +75,15 @@ int al_worker_idle_ms(const struct al_worker *w);
 /* Warm clones `spec` ("python:2 c:1") asks of `name`: 0 if none; -1 if
  * spec is malformed (config check). */
 int al_worker_warm_count(const char *spec, const char *name);
+/* The VM a job would run in, ready for steps, for a session
+ * (worker/session.h): the policy check, a network slot, a warm clone, a
+ * restored clone or a cold boot exactly as al_worker_run() picks, ttl_ms
+ * as its hard deadline, the job's limits set and files placed; no step
+ * runs. 0 and *ret_vm (the caller destroys it); -EINVAL when the job
+ * breaks the policy, else -errno; err says why either way. */
+int al_worker_open_vm(struct al_worker *w, const struct al_job *job,
+		      uint64_t ttl_ms, struct sb_vm **ret_vm, char *err,
+		      size_t errlen);
 /* An RJ result for a job that could not be decoded. */
 int al_worker_reject(const char *id, const struct al_diags *d,
 		     struct al_result *ret);

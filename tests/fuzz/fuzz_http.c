@@ -77,6 +77,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (route == AL_ROUTE_JOB || route == AL_ROUTE_CANCEL) &&
 		    !al_id_valid(id, strlen(id)))
 			abort();
+		/* a session route's id is "s-" + 24 hex, "/N" for an exec */
+		if (al_http_route(head, sp, &route, id) == 0 &&
+		    route >= AL_ROUTE_SESS_GET &&
+		    (strncmp(id, "s-", 2) ||
+		     strspn(id + 2, "0123456789abcdef") != 24 ||
+		     (route == AL_ROUTE_SESS_OUTPUT
+			  ? id[26] != '/' ||
+				strspn(id + 27, "0123456789") != strlen(id + 27)
+			  : id[26] != '\0')))
+			abort();
 	}
 	if (nl) {
 		const char *b = nl + 1;

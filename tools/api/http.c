@@ -21,6 +21,8 @@
 #include "log.h"
 #include "proto.h"
 #include "readfile.h"
+#include "session_api.h"
+#include "sessions.h"
 
 #define HEADER_MEM  (32u << 10) /* per connection: headers and buffers */
 #define METRICS_BUF (64u << 10)
@@ -583,8 +585,13 @@ static enum MHD_Result do_metrics(struct al_http *h, struct MHD_Connection *c,
 	if (!buf)
 		return send_error(c, 503, "out of memory");
 	up = open_redis(h, &cl) == 0 && alq_client_status(&cl, &st) == 0;
-	alq_client_close(&cl);
 	n = al_metrics_render(h->o->metrics, up ? &st : NULL, buf, METRICS_BUF);
+	if (up && n >= 0) { /* sessions: dispatcher/session/client.c */
+		int m = al_sess_metrics(&cl, buf + n, METRICS_BUF - (size_t)n);
+
+		n = m < 0 ? n : n + m;
+	}
+	alq_client_close(&cl);
 	if (n < 0) {
 		free(buf);
 		return send_error(c, 500, "metrics over their buffer");
@@ -596,6 +603,13 @@ static enum MHD_Result do_metrics(struct al_http *h, struct MHD_Connection *c,
 typedef enum MHD_Result handler_fn(struct al_http *h, struct MHD_Connection *c,
 				   struct req *q);
 
+/* /sessions: session_api.c */
+static enum MHD_Result do_session(struct al_http *h, struct MHD_Connection *c,
+				  struct req *q)
+{
+	return al_http_session(h->o, c, q->route, q->id, q->body, q->len);
+}
+
 static handler_fn *const handlers[] = {
     [AL_ROUTE_SUBMIT] = do_submit,
     [AL_ROUTE_BATCH] = do_submit,
@@ -604,6 +618,13 @@ static handler_fn *const handlers[] = {
     [AL_ROUTE_TEMPLATES] = do_templates,
     [AL_ROUTE_HEALTH] = do_health,
     [AL_ROUTE_METRICS] = do_metrics,
+    [AL_ROUTE_SESS_CREATE] = do_session,
+    [AL_ROUTE_SESS_LIST] = do_session,
+    [AL_ROUTE_SESS_GET] = do_session,
+    [AL_ROUTE_SESS_DELETE] = do_session,
+    [AL_ROUTE_SESS_EXTEND] = do_session,
+    [AL_ROUTE_SESS_EXEC] = do_session,
+    [AL_ROUTE_SESS_OUTPUT] = do_session,
 };
 
 /* --- the daemon ------------------------------------------------------------

@@ -58,6 +58,8 @@ int al_http_route(const char *method, const char *path, enum al_route *ret,
 
 	if (!method || !path)
 		return -ENOENT;
+	if (!strncmp(path, "/sessions", 9))
+		return al_http_session_route(method, path, ret, ret_id);
 	jp = job_path(path, id);
 	for (size_t i = 0; i < N_ROUTES; i++) {
 		bool star = !strcmp(routes[i].path, "*");
@@ -99,7 +101,9 @@ size_t al_http_unescape(char *s)
 
 bool al_http_route_has_body(enum al_route r)
 {
-	return r == AL_ROUTE_SUBMIT || r == AL_ROUTE_BATCH;
+	return r == AL_ROUTE_SUBMIT || r == AL_ROUTE_BATCH ||
+	       r == AL_ROUTE_SESS_CREATE || r == AL_ROUTE_SESS_EXTEND ||
+	       r == AL_ROUTE_SESS_EXEC;
 }
 
 int al_http_parse_wait(const char *s, uint32_t max, uint32_t *ret)

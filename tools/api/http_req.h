@@ -33,7 +33,20 @@ enum al_route {
 	AL_ROUTE_TEMPLATES,  /* GET /templates */
 	AL_ROUTE_HEALTH,     /* GET /health */
 	AL_ROUTE_METRICS,    /* GET /metrics */
+	/* sessions (session_route.c, docs/sessions.md); the id is the
+	 * session's, "ID/N" for an exec */
+	AL_ROUTE_SESS_CREATE, /* POST /sessions */
+	AL_ROUTE_SESS_LIST,   /* GET /sessions */
+	AL_ROUTE_SESS_GET,    /* GET /sessions/{id} */
+	AL_ROUTE_SESS_DELETE, /* DELETE /sessions/{id} */
+	AL_ROUTE_SESS_EXTEND, /* POST /sessions/{id}/extend */
+	AL_ROUTE_SESS_EXEC,   /* POST /sessions/{id}/exec */
+	AL_ROUTE_SESS_OUTPUT, /* GET /sessions/{id}/exec/{n} (reattach) */
 };
+
+/* The /sessions routes (session_route.c), as al_http_route() answers. */
+int al_http_session_route(const char *method, const char *path,
+			  enum al_route *ret, char ret_id[AL_ID_MAX + 1]);
 
 /* Match method and path (no query, percent-decoded). Returns 0 with *ret
  * and, for routes with one, the job id in ret_id: all of the path after

@@ -54,6 +54,7 @@ static const struct al_cmd *const commands[] = {
     &al_cmd_result,
     &al_cmd_status,
     &al_cmd_cancel,
+    &al_cmd_session,
     &al_cmd_dead,
     &al_cmd_serve,
     &al_cmd_validate,

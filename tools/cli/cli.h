@@ -100,7 +100,7 @@ struct al_cli {
 extern const struct al_cmd al_cmd_run, al_cmd_batch, al_cmd_submit,
     al_cmd_wait, al_cmd_result, al_cmd_status, al_cmd_serve, al_cmd_validate,
     al_cmd_config, al_cmd_image, al_cmd_doctor, al_cmd_cancel, al_cmd_dead,
-    al_cmd_snapshot;
+    al_cmd_snapshot, al_cmd_session;
 extern const struct al_cmd al_cmd_eval;
 extern const struct al_cmd al_cmd_report;
 extern const struct al_cmd al_cmd_packages;

@@ -4,9 +4,12 @@
  * (tools/api/http.h), with metrics.listen a metrics-only listener. Runs until
  * SIGTERM or SIGINT, then drains; the listeners close after the drain.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "callback.h"
@@ -15,6 +18,7 @@
 #include "log.h"
 #include "sbconfig.h"
 #include "serve.h"
+#include "sessions.h"
 
 struct serve_opts {
 	uint32_t workers; /* --workers, 0 = workers.count */
@@ -110,6 +114,51 @@ static int front_start(struct al_cli *cli, const char *http,
 	return AL_EXIT_OK;
 }
 
+/* The session host beside the dispatcher (dispatcher/session/host.c),
+ * when workers.max_sessions > 0: its pid, 0 for none, -1 failed (said). */
+static pid_t sessions_start(struct al_cli *cli, const struct alq_url *url,
+			    const struct al_policy *pol,
+			    const struct sb_options *sb)
+{
+	const struct al_config *cfg = &cli->cfg;
+	struct al_sess_opts o;
+	pid_t pid;
+
+	if (!cfg->workers.max_sessions)
+		return 0;
+	al_sess_opts_init(&o);
+	o.url = *url;
+	snprintf(o.queue, sizeof(o.queue), "%s", cfg->queue.name);
+	o.connect_timeout_ms = cfg->redis.connect_timeout_ms;
+	o.command_timeout_ms = cfg->redis.command_timeout_ms;
+	o.heartbeat_ms = cfg->queue.heartbeat_ms;
+	o.max_sessions = cfg->workers.max_sessions;
+	o.ttl_default_s = cfg->sessions.ttl_default_s;
+	o.ttl_max_s = cfg->sessions.ttl_max_s;
+	o.idle_default_s = cfg->sessions.idle_default_s;
+	o.keep_s = cfg->sessions.keep_s;
+	o.output_max = cfg->sessions.output_max_bytes;
+	o.spare = cfg->sessions.spare;
+	o.sb = sb;
+	o.policy = pol;
+	pid = al_sess_host_spawn(&o);
+	if (pid < 0) {
+		al_cli_error(cli, "sessions: cannot start the host: %s",
+			     strerror((int)-pid));
+		return -1;
+	}
+	return pid;
+}
+
+static void sessions_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 static int run(struct al_cli *cli, int argc, char **argv)
 {
 	const struct serve_opts *o = cli->opts;
@@ -120,6 +169,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	struct alq_url url;
 	struct front f = {0};
 	char err[2048];
+	pid_t sess;
 	int rc;
 
 	(void)argc, (void)argv;
@@ -152,12 +202,19 @@ static int run(struct al_cli *cli, int argc, char **argv)
 					  o->http);
 	al_config_policy(cfg, &policy);
 	al_config_serve_opts(cfg, &url, &policy, &sb, &so);
+	/* before any thread starts: the host is forked */
+	sess = sessions_start(cli, &url, &policy, &sb);
+	if (sess < 0)
+		return AL_EXIT_USAGE;
 	rc = front_start(cli, o->http ? o->http : cfg->http.listen, &url,
 			 &policy, &f);
-	if (rc != AL_EXIT_OK)
+	if (rc != AL_EXIT_OK) {
+		sessions_stop(sess);
 		return rc;
+	}
 	so.metrics = &f.metrics;
 	rc = al_serve_run(&so) < 0 ? AL_EXIT_USAGE : AL_EXIT_OK;
+	sessions_stop(sess);
 	front_stop(&f);
 	return rc;
 }

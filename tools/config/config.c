@@ -340,6 +340,27 @@ static const struct al_config_key keys[] = {
     U32(workers, memory_mb, 0, 65536, "512",
 	"host memory cgroup of each worker process, MiB; 0 = none; as "
 	"root a worker that cannot get one does not start"),
+    U32(workers, max_sessions, 0, 1024, "4",
+	"sessions this host keeps alive at once (each a VM of its own, "
+	"beside the job workers); 0 = this serve takes no sessions"),
+
+    U32(sessions, ttl_default_s, 1, 604800, "600",
+	"a session's lifetime when create gives no ttl_s"),
+    U32(sessions, ttl_max_s, 1, 604800, "3600",
+	"the longest lifetime a session may have from its start, extend "
+	"included"),
+    U32(sessions, idle_default_s, 0, 604800, "300",
+	"a session ends after this long without a request or a running "
+	"exec, when create gives no idle_s; 0 = never"),
+    U32(sessions, create_timeout_ms, 100, 3600000, "30000",
+	"ms a create waits for a host with room before it fails"),
+    U32(sessions, keep_s, 60, 31536000, "3600",
+	"seconds an ended session's record and exec output are kept"),
+    U32(sessions, output_max_bytes, 1024, 16777216, "4194304",
+	"bytes of each exec stream stored for reading by offset"),
+    BOOL(sessions, spare, "false",
+	 "keep one session process ready with the warm clones of [pool] "
+	 "warm, so a create gets a warm hand-off (costs those VMs' memory)"),
 
     STR(sandbox, state_dir, state_dir, check_opt_abs_path,
 	"empty or an absolute path", "",

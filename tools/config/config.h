@@ -109,7 +109,18 @@ struct al_config {
 		uint32_t count;		    /* 0 = one per online CPU */
 		uint32_t shutdown_grace_ms; /* running jobs get this long */
 		uint32_t memory_mb;	    /* memory cgroup per worker, 0 = none */
+		uint32_t max_sessions;	    /* sessions this host keeps, 0 = none */
 	} workers;
+
+	struct {
+		uint32_t ttl_default_s;	    /* lifetime when ttl_s is absent */
+		uint32_t ttl_max_s;	    /* longest lifetime, extend included */
+		uint32_t idle_default_s;    /* idle timeout when idle_s absent */
+		uint32_t create_timeout_ms; /* a create waits this for room */
+		uint32_t keep_s;	    /* ended records and output kept */
+		uint32_t output_max_bytes;  /* stored bytes per exec stream */
+		bool spare;		    /* a session process kept warm */
+	} sessions;
 
 	struct {
 		char state_dir[AL_CONFIG_STATE_DIR_MAX + 1]; /* "" = per user */

@@ -494,6 +494,13 @@ class Client:
             job["id"] = job_id
         return self.wait(self.submit(job), timeout=timeout)
 
+    def session(self, **kw):
+        """A live VM worked in turn by turn (session.py, docs/sessions.md):
+        template, ttl_s, idle_s, network, env, files, metadata, limits,
+        create_timeout. A context manager."""
+        from .session import Session
+        return Session(self, **kw)
+
     def evaluate(self, samples, problems, k=(1, 10, 100), timeout=None,
                  cpu_ms=20000, template="python", check_timeout=3.0,
                  strict=False, guard=True):

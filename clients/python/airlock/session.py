@@ -1,0 +1,287 @@
+"""Sessions: a live microVM an agent works in turn by turn (docs/sessions.md).
+
+Speaks the session keys of dispatcher/session/sessions.h on the queue's
+Redis, as the C client does, so any `airlock serve` with
+workers.max_sessions > 0 may hold the VM:
+
+    with client.session(template="python", ttl_s=600) as s:
+        s.write_file("main.py", "print(6 * 7)\\n")
+        r = s.exec("python3 main.py")
+        assert r.stdout == b"42\\n" and r.exit_code == 0
+
+Each exec runs in the same VM, in order; files persist between execs,
+processes do not (unless the command backgrounds them; they die with the
+VM). The session ends at its ttl_s (never implicitly extended), after
+idle_s without a request, on close(), or `lost` when its host dies.
+"""
+import base64
+import json
+import os
+import time
+
+LOST = """
+local st = redis.call('HGET', KEYS[1], 'state')
+if not st or st == 'ended' or st == 'pending' then return 0 end
+local h = redis.call('HGET', KEYS[1], 'host')
+if not h then return 0 end
+if redis.call('EXISTS', ARGV[1] .. h) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'ended', 'reason', 'lost',
+  'ended_at_ms', ARGV[2], 'error', 'its host ' .. h ..
+  ' stopped heartbeating (died or lost Redis)')
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+redis.call('HINCRBY', KEYS[2], 'ended:lost', 1)
+return 1
+"""
+
+NUMERIC = {"created_at_ms", "expires_at_ms", "alive_at_ms", "ended_at_ms",
+           "idle_at_ms", "ttl_s", "idle_s", "execs", "exit_code", "signal",
+           "wall_ms", "cpu_ms", "stdout_bytes", "stderr_bytes",
+           "started_at_ms", "restore_ms", "exec"}
+
+
+class SessionError(Exception):
+    """A refusal (its message says why) or a session that ended."""
+
+
+class ExecResult:
+    """One exec: status (OK RE SG TO TL ML OL XX), exit_code, stdout and
+    stderr (bytes; the tail when `*_truncated`), wall_ms, cpu_ms."""
+
+    def __init__(self, rec, stdout, stderr):
+        self.record = rec
+        self.exec_id = int(rec.get("exec", 0))
+        self.status = rec.get("status")
+        self.exit_code = rec.get("exit_code")
+        self.stdout = stdout
+        self.stderr = stderr
+        self.stdout_truncated = rec.get("stdout_truncated", False)
+        self.stderr_truncated = rec.get("stderr_truncated", False)
+        self.wall_ms = rec.get("wall_ms")
+        self.cpu_ms = rec.get("cpu_ms")
+
+    def __repr__(self):
+        return "ExecResult(status=%r, exit_code=%r)" % (self.status,
+                                                        self.exit_code)
+
+
+def _rid(prefix):
+    return prefix + "-" + os.urandom(12).hex()
+
+
+class Session:
+    """One session; make it with Client.session(). A context manager:
+    leaving the block destroys it."""
+
+    def __init__(self, client, template=None, ttl_s=None, idle_s=None,
+                 network=None, env=None, files=None, metadata=None,
+                 limits=None, create_timeout=30.0):
+        self.c = client
+        self.r = client.r
+        self._lost = self.r.register_script(LOST)
+        body = {}
+        for k, v in (("template", template), ("ttl_s", ttl_s),
+                     ("idle_s", idle_s), ("network", network), ("env", env),
+                     ("files", files), ("metadata", metadata),
+                     ("limits", limits)):
+            if v is not None:
+                body[k] = v
+        self.id = _rid("s")
+        self.record = self._create(body, create_timeout)
+
+    def _k(self, rest):
+        return self.c.key("sess:", rest)
+
+    def _create(self, body, timeout):
+        now = int(time.time() * 1000)
+        rid = _rid("r")
+        self.r.hset(self._k(self.id), mapping={
+            "id": self.id, "state": "pending", "created_at_ms": now,
+            "template": body.get("template", ""),
+            "network": body.get("network", "none"),
+            "metadata": json.dumps(body.get("metadata", {})), "execs": 0})
+        self.r.sadd(self._k("all"), self.id)
+        self.r.rpush(self._k("create"), json.dumps({
+            "id": self.id, "rid": rid, "body": body,
+            "deadline_ms": now + int(timeout * 1000)}))
+        end = time.monotonic() + timeout + 120
+        while time.monotonic() < end:
+            rep = self.r.blpop(self._k("reply:" + rid), 1)
+            if rep:
+                rep = json.loads(rep[1])
+                if rep.get("error"):
+                    raise SessionError(rep["error"])
+                return rep
+            rec = self.get()
+            if rec["state"] == "ended":
+                raise SessionError("session ended (%s): %s" % (
+                    rec.get("reason"), rec.get("error", "")))
+            if rec["state"] == "pending" and \
+                    time.time() * 1000 > now + timeout * 1000:
+                raise SessionError("create_timeout: no host had room "
+                                   "within %.1f s" % timeout)
+        raise SessionError("the session's VM did not come up")
+
+    def get(self):
+        """The record: state, reason, host, expires_at, ... (a session whose
+        host stopped heartbeating becomes `lost` here)."""
+        self._lost(keys=[self._k(self.id), self._k("stats")],
+                   args=[self._k("host:"), int(time.time() * 1000), 3600])
+        raw = self.r.hgetall(self._k(self.id))
+        if not raw:
+            raise SessionError("%s: no such session" % self.id)
+        rec = {}
+        for k, v in raw.items():
+            k = k.decode()
+            if k in NUMERIC:
+                rec[k] = int(v)
+            elif k in ("stdout_truncated", "stderr_truncated", "warm"):
+                rec[k] = v == b"1"
+            elif k == "metadata":
+                rec[k] = json.loads(v)
+            else:
+                rec[k] = v.decode(errors="replace")
+        return rec
+
+    @property
+    def expires_at(self):
+        """Unix time (s) the session ends at, as its host holds it."""
+        return self.get()["expires_at_ms"] / 1000.0
+
+    def _alive(self):
+        rec = self.get()
+        if rec["state"] == "ended":
+            raise SessionError("session ended (%s): %s" % (
+                rec.get("reason"), rec.get("error", "")))
+        return rec
+
+    def _to_host(self, op, **extra):
+        rec = self._alive()
+        rid = _rid("r")
+        msg = dict(op=op, id=self.id, rid=rid, **extra)
+        self.r.rpush(self._k("host:%s:ctl" % rec["host"]), json.dumps(msg))
+        for _ in range(10):
+            rep = self.r.blpop(self._k("reply:" + rid), 1)
+            if rep:
+                rep = json.loads(rep[1])
+                if rep.get("error"):
+                    raise SessionError(rep["error"])
+                return rep
+            self._alive()
+        raise SessionError("no reply from host %s" % rec["host"])
+
+    def extend(self, ttl_s):
+        """End the session ttl_s from now; refused past sessions.ttl_max_s
+        from its start."""
+        self.record = self._to_host("extend", ttl_s=int(ttl_s))
+        return self.record
+
+    def start(self, cmd, stdin=None, env=None, cwd=None, timeout_ms=None,
+              cpu_ms=None):
+        """Start an exec (cmd: a list, or a str run by /bin/sh -c); its id."""
+        body = {"cmd": list(cmd)} if not isinstance(cmd, str) else {"sh": cmd}
+        if stdin is not None:
+            if isinstance(stdin, str):
+                stdin = stdin.encode()
+            body["stdin"] = {"base64": base64.b64encode(stdin).decode()}
+        for k, v in (("env", env), ("cwd", cwd), ("timeout_ms", timeout_ms),
+                     ("cpu_ms", cpu_ms)):
+            if v is not None:
+                body[k] = v
+        self._alive()
+        rid = _rid("r")
+        self.r.rpush(self._k(self.id + ":req"),
+                     json.dumps({"op": "exec", "rid": rid, "body": body}))
+        while True:
+            rep = self.r.blpop(self._k("reply:" + rid), 1)
+            if rep:
+                rep = json.loads(rep[1])
+                if rep.get("error"):
+                    raise SessionError(rep["error"])
+                return int(rep["exec"])
+            self._alive()
+
+    def read(self, exec_id, fd=1, offset=0, size=1 << 20):
+        """Bytes of an exec's stdout (fd 1) or stderr (2) from offset, as
+        stored while it runs (reattach)."""
+        key = self._k("%s:x:%d:%d" % (self.id, exec_id, fd))
+        return self.r.getrange(key, offset, offset + size - 1)
+
+    def wait(self, exec_id, on_output=None):
+        """Wait for exec_id to end; its ExecResult. on_output(fd, bytes) gets
+        the output as it is stored."""
+        off = {1: 0, 2: 0}
+        out = {1: b"", 2: b""}
+        last = 0.0
+        while True:
+            raw = self.r.hgetall(self._k("%s:x:%d" % (self.id, exec_id)))
+            done = raw.get(b"state") == b"done"
+            for fd in (1, 2):
+                while True:
+                    b = self.read(exec_id, fd, off[fd])
+                    if not b:
+                        break
+                    off[fd] += len(b)
+                    out[fd] += b
+                    if on_output:
+                        on_output(fd, b)
+            if done:
+                rec = {k.decode(): (int(v) if k.decode() in NUMERIC else
+                                    v == b"1" if k.decode().endswith(
+                                        "_truncated") else v)
+                       for k, v in raw.items()}
+                for k in ("status", "error"):
+                    if isinstance(rec.get(k), bytes):
+                        rec[k] = rec[k].decode(errors="replace")
+                # the stored streams are the first output_max bytes; the
+                # record keeps the last output_bytes: prefer what is whole
+                o1 = out[1] if len(out[1]) == rec.get("stdout_bytes") \
+                    else rec.get("stdout", b"")
+                o2 = out[2] if len(out[2]) == rec.get("stderr_bytes") \
+                    else rec.get("stderr", b"")
+                return ExecResult(rec, o1, o2)
+            if time.monotonic() - last > 1:
+                last = time.monotonic()
+                self._alive()
+            time.sleep(0.05)
+
+    def exec(self, cmd, **kw):
+        """Run cmd (a list, or a shell string) and wait: an ExecResult."""
+        on_output = kw.pop("on_output", None)
+        return self.wait(self.start(cmd, **kw), on_output)
+
+    def write_file(self, path, data):
+        """Write `data` (bytes or str) to `path` in the VM's work area."""
+        r = self.exec(["sh", "-c", 'mkdir -p "$(dirname "$1")" && '
+                       'cat > "$1"', "put", path], stdin=data)
+        if r.status != "OK":
+            raise SessionError("write_file %s: %s %s" % (
+                path, r.status, r.stderr.decode(errors="replace")))
+
+    def read_file(self, path):
+        """The bytes of `path` in the VM (at most sessions.output_max_bytes)."""
+        r = self.exec(["cat", path])
+        if r.status != "OK":
+            raise SessionError("read_file %s: %s %s" % (
+                path, r.status, r.stderr.decode(errors="replace")))
+        if r.stdout_truncated:
+            raise SessionError("read_file %s: larger than the session's "
+                               "output_bytes" % path)
+        return r.stdout
+
+    def close(self):
+        """Destroy the session (nothing if it ended already)."""
+        try:
+            self._to_host("delete")
+        except SessionError:
+            return
+        for _ in range(200):
+            if self.get()["state"] == "ended":
+                return
+            time.sleep(0.05)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -1,0 +1,589 @@
+/* run.c: one session process: its VM, its exec requests, its clocks.
+ *
+ * Theory of operation. The session host (host.c) forks one process per
+ * session (al_proc_fork: the worker's cgroup and hygiene, SIGKILL when the
+ * host dies). It opens the VM through worker/session.h exactly as a job's
+ * is opened, marks the record alive, tells the host its expires_at (the
+ * TTL runs from the moment the VM is ready) and answers the create. Then
+ * it serves its request list P:ID:req, one request at a time, in order:
+ * execs of one session never run concurrently; a second exec waits in the
+ * list until the first ends (docs/sessions.md says so and tests it).
+ *
+ * Clocks: the TTL and idle deadlines are monotonic here and are checked
+ * between requests; an exec's timeout is cut to the TTL left, so a
+ * `sleep 100` in a session with 5 s left is ended by the guest at 5 s and
+ * the session ends `ttl`. The host holds the same TTL with its own timer
+ * and SIGKILLs this process SESS_TTL_GRACE_MS past it whatever it is
+ * doing, Redis or not. Idle: the session ends idle_s after its last
+ * request finished (an exec running is never idle).
+ *
+ * Output: each exec's stdout and stderr are APPENDed to P:ID:x:N:1 and :2
+ * as the guest produces them (sb_vm_run_step_out), up to output_max bytes
+ * each (the first bytes: offsets never move, so a client can reattach and
+ * read from any offset); the record's `stdout`/`stderr` keep the LAST
+ * output_bytes (the session's limit) with `*_truncated` when more was
+ * written. A client going away changes nothing here: the exec runs on.
+ *
+ * Redis lost: requests cannot arrive, but the clocks still run; the
+ * process keeps reconnecting and ends at its TTL or idle deadline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sess_internal.h"
+#include "log.h"
+#include "sessions.h"
+
+#include "session.h" /* worker/: the VM side */
+
+#define LOOP_MS 250u /* longest wait between clock checks */
+#define REQ_MAX (AL_SESS_BODY_MAX + 4096u)
+
+struct ring {
+	char *buf;	/* cap bytes */
+	size_t cap;	/* tail kept */
+	size_t pos;	/* next write */
+	uint64_t total; /* bytes seen */
+};
+
+struct sess {
+	const struct al_sess_opts *o;
+	const char *host;
+	char id[AL_SESS_ID_MAX + 1];
+	struct alq_client cl; /* Redis, may be down */
+	struct al_wsess *ws;  /* the VM */
+	int fd;		      /* socket to the host */
+	json_t *env;	      /* session-wide env (object) */
+	uint32_t idle_s;      /* 0 = no idle timeout */
+	uint64_t ttl_at;      /* al_now_ms() deadline */
+	uint64_t idle_at;     /* al_now_ms() deadline, 0 = none */
+	uint64_t execs;	      /* execs started */
+	const char *reason;   /* why it ended, NULL = alive */
+	uint64_t ended_at;    /* al_wall_ms() when it was decided */
+	char error[256];      /* with `failed` */
+	/* the exec running */
+	char okey[2][SESS_KEY_MAX]; /* its stream keys */
+	uint64_t stored[2];	    /* bytes APPENDed */
+	struct ring tail[2];	    /* last output_bytes */
+};
+
+static redisContext *rc(struct sess *s)
+{
+	if (s->cl.rc && !s->cl.rc->err)
+		return s->cl.rc;
+	alq_client_close(&s->cl);
+	if (alq_client_open(&s->cl, &s->o->url, s->o->queue,
+			    sess_timeout_ms(s->o)) < 0) {
+		alq_client_close(&s->cl);
+		return NULL;
+	}
+	return s->cl.rc;
+}
+
+/* A command whose reply we only check. */
+static int cmd(struct sess *s, const char *fmt, ...)
+{
+	redisContext *c = rc(s);
+	redisReply *r;
+	va_list ap;
+	int ret;
+
+	if (!c)
+		return -EIO;
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	ret = sess_check(c, r, NULL, 0);
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
+static void reply_error(struct sess *s, const char *rid, const char *msg)
+{
+	json_t *j = json_pack("{s:s}", "error", msg);
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	if (t && rc(s))
+		sess_reply(s->cl.rc, s->o->queue, rid, t);
+	free(t);
+	json_decref(j);
+}
+
+static void reply_json(struct sess *s, const char *rid, json_t *j)
+{
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	if (t && rc(s))
+		sess_reply(s->cl.rc, s->o->queue, rid, t);
+	free(t);
+}
+
+/* --- output ------------------------------------------------------------- */
+
+static void ring_put(struct ring *g, const uint8_t *p, size_t n)
+{
+	g->total += n;
+	if (!g->cap)
+		return;
+	if (n > g->cap) {
+		p += n - g->cap;
+		n = g->cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		g->buf[g->pos] = (char)p[i];
+		g->pos = (g->pos + 1) % g->cap;
+	}
+}
+
+/* The kept tail, in order, into buf (cap bytes); its length. */
+static size_t ring_get(const struct ring *g, char *buf)
+{
+	size_t n = g->total < g->cap ? (size_t)g->total : g->cap;
+	size_t start = (g->pos + g->cap - n) % (g->cap ? g->cap : 1);
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = g->buf[(start + i) % g->cap];
+	return n;
+}
+
+static void on_out(void *opaque, int fd, const uint8_t *data, size_t len)
+{
+	struct sess *s = opaque;
+	int i = fd == 2;
+	uint64_t room = s->stored[i] < s->o->output_max
+			    ? s->o->output_max - s->stored[i]
+			    : 0;
+	size_t k = len < room ? len : (size_t)room;
+
+	ring_put(&s->tail[i], data, len);
+	if (k && cmd(s, "APPEND %s %b", s->okey[i], data, k) == 0)
+		s->stored[i] += k;
+}
+
+/* --- exec ----------------------------------------------------------------- */
+
+/* The step of an exec body: decoded as a one-step job, so every rule a
+ * job's step follows (caps, cmd or sh, env names, cwd) holds; the
+ * session's env goes first, the exec's own overrides it. */
+static int exec_step(struct sess *s, json_t *body, struct al_job *job,
+		     char *err, size_t len)
+{
+	json_t *step = json_deep_copy(body), *env = json_object(), *doc;
+	struct al_diags d;
+	char *text;
+	int r;
+
+	if (!step || !env || !json_is_object(step)) {
+		json_decref(step);
+		json_decref(env);
+		snprintf(err, len, "exec: the body is not an object");
+		return -EINVAL;
+	}
+	if (s->env)
+		json_object_update(env, s->env);
+	if (json_is_object(json_object_get(step, "env")))
+		json_object_update(env, json_object_get(step, "env"));
+	if (json_object_size(env))
+		json_object_set(step, "env", env);
+	json_decref(env);
+	doc = json_pack("{s:[o]}", "steps", step);
+	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (!text)
+		return -ENOMEM;
+	al_diags_init(&d);
+	r = al_job_from_json(text, strlen(text), job, &d);
+	free(text);
+	if (r < 0) {
+		char why[512];
+
+		al_diags_format(&d, why, sizeof(why));
+		snprintf(err, len, "exec: %s", why);
+		for (char *p = err; (p = strstr(p, "steps[0]."));)
+			memmove(p, p + 9, strlen(p + 9) + 1);
+	}
+	return r;
+}
+
+static void exec_done(struct sess *s, const char *xk,
+		      const struct al_step_result *sr, const char *error)
+{
+	size_t cap =
+	    s->tail[0].cap > s->tail[1].cap ? s->tail[0].cap : s->tail[1].cap;
+	char *buf = malloc(cap ? cap : 1);
+	size_t n1 = 0, n2 = 0;
+	char *b2 = malloc(cap ? cap : 1);
+
+	if (buf && b2) {
+		n1 = ring_get(&s->tail[0], buf);
+		n2 = ring_get(&s->tail[1], b2);
+	}
+	cmd(s,
+	    "HSET %s state done status %s exit_code %d signal %d wall_ms "
+	    "%llu cpu_ms %llu stdout_bytes %llu stderr_bytes %llu "
+	    "stdout_truncated %d stderr_truncated %d stdout %b stderr %b "
+	    "ended_at_ms %llu error %s",
+	    xk, al_status_name(sr->status),
+	    sr->has_exit_code ? sr->exit_code : -1, sr->signal,
+	    (unsigned long long)sr->wall_ms, (unsigned long long)sr->cpu_ms,
+	    (unsigned long long)s->tail[0].total,
+	    (unsigned long long)s->tail[1].total, s->tail[0].total > n1,
+	    s->tail[1].total > n2, buf ? buf : "", n1, b2 ? b2 : "", n2,
+	    (unsigned long long)al_wall_ms(), error ? error : "");
+	free(buf);
+	free(b2);
+}
+
+static void run_exec(struct sess *s, const char *rid, json_t *body)
+{
+	struct al_step_result sr = {0};
+	struct al_job job = {0};
+	char xk[SESS_KEY_MAX], err[600] = "";
+	uint64_t now = al_now_ms(), left;
+	uint32_t t;
+	int r;
+
+	if (exec_step(s, body, &job, err, sizeof(err)) < 0) {
+		reply_error(s, rid, err);
+		return;
+	}
+	s->execs++;
+	sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
+		 (unsigned long long)s->execs);
+	for (int i = 0; i < 2; i++) {
+		sess_key(s->okey[i], sizeof(s->okey[i]), s->o->queue,
+			 "%s:x:%llu:%d", s->id, (unsigned long long)s->execs,
+			 i + 1);
+		s->stored[i] = 0;
+		s->tail[i].pos = 0;
+		s->tail[i].total = 0;
+	}
+	cmd(s, "DEL %s %s %s", xk, s->okey[0], s->okey[1]);
+	cmd(s, "HSET %s exec %llu state running started_at_ms %llu", xk,
+	    (unsigned long long)s->execs, (unsigned long long)al_wall_ms());
+	{
+		char k[SESS_KEY_MAX];
+
+		sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+		cmd(s, "HSET %s execs %llu", k, (unsigned long long)s->execs);
+	}
+	reply_json(s, rid, json_pack("{s:I}", "exec", (json_int_t)s->execs));
+	left = s->ttl_at > now ? s->ttl_at - now : 0;
+	t = job.steps[0].timeout_ms ? job.steps[0].timeout_ms
+				    : s->ws->step_timeout_ms;
+	if (t > s->ws->step_timeout_max_ms && s->ws->step_timeout_max_ms)
+		t = s->ws->step_timeout_max_ms;
+	if (left < t)
+		t = (uint32_t)left;
+	r = t ? al_wsess_exec(s->ws, &job.steps[0], t, s->o->output_max, on_out,
+			      s, &sr)
+	      : 0;
+	if (!t) {
+		sr.status = AL_TO;
+	} else if (r < 0) {
+		sr.status = AL_XX;
+		snprintf(s->error, sizeof(s->error),
+			 "exec %llu: the VM "
+			 "failed: %s",
+			 (unsigned long long)s->execs, sb_vm_error(s->ws->vm));
+		s->reason = "failed";
+	}
+	if (al_now_ms() >= s->ttl_at && sr.status == AL_TO)
+		snprintf(err, sizeof(err), "the session's ttl ended it");
+	exec_done(s, xk, &sr, r < 0 ? s->error : err[0] ? err : NULL);
+	free(sr.stdout_.data);
+	free(sr.stderr_.data);
+	free(sr.error);
+	free(sr.name);
+	al_job_release(&job);
+}
+
+/* --- the loop ----------------------------------------------------------- */
+
+static void host_msgs(struct sess *s)
+{
+	struct sess_msg m;
+
+	while (read(s->fd, &m, sizeof(m)) == sizeof(m)) {
+		if (m.type == SESS_MSG_STOP) {
+			s->reason = "destroyed";
+		} else if (m.type == SESS_MSG_EXTEND) {
+			uint64_t w = al_wall_ms(), at = (uint64_t)m.value;
+
+			s->ttl_at = al_now_ms() + (at > w ? at - w : 0);
+			al_wsess_set_ttl(s->ws, s->ttl_at - al_now_ms() +
+						    SESS_TTL_GRACE_MS);
+			if (s->idle_s)
+				s->idle_at = al_now_ms() + s->idle_s * 1000ull;
+		}
+	}
+}
+
+static void touch(struct sess *s)
+{
+	char k[SESS_KEY_MAX];
+
+	if (!s->idle_s)
+		return;
+	s->idle_at = al_now_ms() + s->idle_s * 1000ull;
+	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	cmd(s, "HSET %s idle_at_ms %llu", k,
+	    (unsigned long long)(al_wall_ms() + s->idle_s * 1000ull));
+}
+
+static void one_request(struct sess *s, const redisReply *r)
+{
+	json_t *req, *rid, *op;
+
+	if (r->element[1]->len > REQ_MAX)
+		return; /* over the cap: dropped, not parsed */
+	req = json_loadb(r->element[1]->str, r->element[1]->len, 0, NULL);
+	rid = json_object_get(req, "rid");
+	op = json_object_get(req, "op");
+	if (!json_is_string(rid) || !json_is_string(op) ||
+	    strlen(json_string_value(rid)) > AL_SESS_ID_MAX) {
+		json_decref(req);
+		return;
+	}
+	if (!strcmp(json_string_value(op), "exec"))
+		run_exec(s, json_string_value(rid),
+			 json_object_get(req, "body"));
+	else
+		reply_error(s, json_string_value(rid), "unknown request");
+	json_decref(req);
+	touch(s);
+}
+
+static void serve(struct sess *s)
+{
+	char k[SESS_KEY_MAX];
+
+	sess_key(k, sizeof(k), s->o->queue, "%s:req", s->id);
+	while (!s->reason) {
+		uint64_t now = al_now_ms(), until = now + LOOP_MS;
+		redisContext *c;
+		redisReply *r;
+
+		host_msgs(s);
+		if (s->reason)
+			break;
+		if (now >= s->ttl_at) {
+			s->reason = "ttl";
+			break;
+		}
+		if (s->idle_at && now >= s->idle_at) {
+			s->reason = "idle";
+			break;
+		}
+		if (!al_wsess_alive(s->ws)) {
+			snprintf(s->error, sizeof(s->error), "the VMM died");
+			s->reason = "failed";
+			break;
+		}
+		if (s->ttl_at < until)
+			until = s->ttl_at;
+		if (s->idle_at && s->idle_at < until)
+			until = s->idle_at;
+		c = rc(s);
+		if (!c) {
+			poll(NULL, 0, (int)(until - now));
+			continue;
+		}
+		r = redisCommand(c, "BLPOP %s %.3f", k,
+				 (double)(until - now + 1) / 1000.0);
+		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		    r->element[1]->type == REDIS_REPLY_STRING)
+			one_request(s, r);
+		if (r)
+			freeReplyObject(r);
+	}
+}
+
+/* Open the VM and answer the create; 0 or -1 (ended `failed`). */
+static int start(struct sess *s, json_t *req, uint32_t ttl_s)
+{
+	json_t *body = json_object_get(req, "body"), *job, *rec = NULL;
+	const char *rid = json_string_value(json_object_get(req, "rid"));
+	static const char *const keep[] = {"template", "limits", "network",
+					   "files"};
+	struct al_job j = {0};
+	struct al_diags d;
+	struct sess_msg m;
+	char *text, err[600] = "", k[SESS_KEY_MAX];
+	uint64_t w;
+	int r;
+
+	job = json_object();
+	for (size_t i = 0; job && i < 4; i++)
+		if (json_object_get(body, keep[i]))
+			json_object_set(job, keep[i],
+					json_object_get(body, keep[i]));
+	json_object_set_new(job, "steps", json_pack("[{s:s}]", "sh", "true"));
+	text = json_dumps(job, JSON_COMPACT);
+	json_decref(job);
+	al_diags_init(&d);
+	r = text ? al_job_from_json(text, strlen(text), &j, &d) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		al_diags_format(&d, err, sizeof(err));
+	} else {
+		r = al_wsess_open(s->ws, &j,
+				  (uint64_t)ttl_s * 1000 + SESS_TTL_GRACE_MS,
+				  err, sizeof(err));
+		al_job_release(&j);
+	}
+	if (r < 0) {
+		snprintf(s->error, sizeof(s->error), "create: %s", err);
+		if (rc(s))
+			sess_end(s->cl.rc, s->o->queue, s->id, "failed",
+				 s->error, s->o->keep_s, 0);
+		reply_error(s, rid, s->error);
+		return -1;
+	}
+	w = al_wall_ms();
+	s->ttl_at = al_now_ms() + ttl_s * 1000ull;
+	m = (struct sess_msg){SESS_MSG_ALIVE, (int64_t)(w + ttl_s * 1000ull)};
+	if (write(s->fd, &m, sizeof(m)) != sizeof(m))
+		return -1;
+	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	cmd(s,
+	    "HSET %s state alive alive_at_ms %llu expires_at_ms %llu "
+	    "restore_ms %llu warm %d",
+	    k, (unsigned long long)w, (unsigned long long)(w + ttl_s * 1000ull),
+	    (unsigned long long)sb_vm_ready_ms(s->ws->vm),
+	    sb_vm_warm(s->ws->vm) ? 1 : 0);
+	touch(s);
+	if (rc(s) &&
+	    sess_record_json(s->cl.rc, s->o->queue, s->id, &rec, NULL, 0) == 0)
+		reply_json(s, rid, rec);
+	json_decref(rec);
+	return 0;
+}
+
+/* Give every key of the session the keep time. */
+static void expire_all(struct sess *s)
+{
+	char k[SESS_KEY_MAX];
+
+	sess_key(k, sizeof(k), s->o->queue, "%s:req", s->id);
+	cmd(s, "DEL %s", k);
+	for (uint64_t n = 1; n <= s->execs; n++) {
+		sess_key(k, sizeof(k), s->o->queue, "%s:x:%llu", s->id,
+			 (unsigned long long)n);
+		cmd(s, "EXPIRE %s %u", k, s->o->keep_s);
+		for (int i = 1; i <= 2; i++) {
+			sess_key(k, sizeof(k), s->o->queue, "%s:x:%llu:%d",
+				 s->id, (unsigned long long)n, i);
+			cmd(s, "EXPIRE %s %u", k, s->o->keep_s);
+		}
+	}
+}
+
+/* A spare: warm clones made while no session waits, then the create the
+ * host hands over on the socket (4-byte length, then the request with
+ * its resolved ttl_s and idle_s as "ttl", "idle"). */
+void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
+{
+	struct al_wsess *ws = malloc(sizeof(*ws));
+	uint32_t len = 0, got = 0;
+	char *buf;
+	json_t *req;
+
+	if (!ws)
+		_exit(1);
+	al_wsess_init(ws, o->sb, o->policy, host);
+	al_wsess_warm(ws);
+	{
+		struct sess_msg m = {SESS_MSG_READY, 0};
+
+		if (write(fd, &m, sizeof(m)) != sizeof(m))
+			_exit(0);
+	}
+	if (read(fd, &len, sizeof(len)) != sizeof(len) || !len || len > REQ_MAX)
+		_exit(0); /* the host is gone or stopping: no session */
+	buf = malloc(len);
+	while (buf && got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n <= 0)
+			_exit(0);
+		got += (uint32_t)n;
+	}
+	req = buf ? json_loadb(buf, len, 0, NULL) : NULL;
+	free(buf);
+	if (!json_is_integer(json_object_get(req, "ttl")) ||
+	    !json_is_integer(json_object_get(req, "idle")))
+		_exit(1);
+	sess_go(o, host, req,
+		(uint32_t)json_integer_value(json_object_get(req, "ttl")),
+		(uint32_t)json_integer_value(json_object_get(req, "idle")), fd,
+		ws);
+}
+
+void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
+	      uint32_t ttl_s, uint32_t idle_s, int fd)
+{
+	struct al_wsess *ws = malloc(sizeof(*ws));
+
+	if (!ws)
+		_exit(1);
+	al_wsess_init(ws, o->sb, o->policy, host);
+	sess_go(o, host, req, ttl_s, idle_s, fd, ws);
+}
+
+void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
+	     uint32_t ttl_s, uint32_t idle_s, int fd, struct al_wsess *ws)
+{
+	struct sess s = {.o = o, .host = host, .fd = fd, .idle_s = idle_s};
+	json_t *body = json_object_get(req, "body");
+	uint32_t cap = o->policy->defaults.output_bytes;
+	int code = 0;
+
+	s.ws = ws;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	snprintf(s.id, sizeof(s.id), "%s",
+		 json_string_value(json_object_get(req, "id")));
+	s.env = json_object_get(body, "env");
+	if (!cap)
+		cap = 1u << 20;
+	if (json_is_integer(json_object_get(json_object_get(body, "limits"),
+					    "output_bytes")))
+		cap = (uint32_t)json_integer_value(json_object_get(
+		    json_object_get(body, "limits"), "output_bytes"));
+	if (cap > o->output_max)
+		cap = o->output_max;
+	for (int i = 0; i < 2; i++) {
+		s.tail[i].cap = cap;
+		s.tail[i].buf = malloc(cap ? cap : 1);
+		if (!s.tail[i].buf)
+			_exit(1);
+	}
+	rc(&s);
+	if (start(&s, req, ttl_s) < 0)
+		_exit(1);
+	al_info("session=%s alive ttl_s=%u idle_s=%u", s.id, ttl_s, idle_s);
+	serve(&s);
+	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
+	al_wsess_close(s.ws);
+	for (int tries = 0; tries < 20; tries++) {
+		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
+				       s.error[0] ? s.error : NULL, o->keep_s,
+				       s.ended_at) >= 0)
+			break;
+		poll(NULL, 0, 250);
+	}
+	expire_all(&s);
+	al_info("session=%s ended reason=%s execs=%llu", s.id, s.reason,
+		(unsigned long long)s.execs);
+	if (!strcmp(s.reason, "failed"))
+		code = 1;
+	alq_client_close(&s.cl);
+	_exit(code);
+}

@@ -1,0 +1,86 @@
+/* internal.h: what host.c, run.c and client.c share (keys, the host <->
+ * session process messages, ending a record). Not for other rooms. */
+#ifndef AL_SESS_INTERNAL_H
+#define AL_SESS_INTERNAL_H
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
+#include "clock.h"
+
+#include "sessions.h"
+
+#define SESS_KEY_MAX	   (64 + AL_NAME_MAX * 2 + AL_SESS_ID_MAX)
+#define SESS_REPLY_TTL_S   120	   /* an unread reply goes after this */
+#define SESS_TTL_GRACE_MS  1000u   /* host kills a session past its TTL+this */
+#define SESS_STOP_GRACE_MS 2000u   /* delete: killed if not gone by then */
+#define SESS_START_MAX_MS  120000u /* a VM must be up within this */
+
+/* The Redis timeout of the host and session processes: short, so that a
+ * Redis that hangs (stopped, partitioned) never holds a clock up for
+ * longer than this; every call they make is a short one or a BLPOP of
+ * at most LOOP_MS. */
+#define SESS_REDIS_TIMEOUT_MS 1000u
+static inline uint32_t sess_timeout_ms(const struct al_sess_opts *o)
+{
+	return o->command_timeout_ms < SESS_REDIS_TIMEOUT_MS
+		   ? o->command_timeout_ms
+		   : SESS_REDIS_TIMEOUT_MS;
+}
+
+/* One message on the host <-> session process socket. */
+struct sess_msg {
+	int64_t type;  /* enum sess_msg_type */
+	int64_t value; /* its argument */
+};
+enum sess_msg_type {
+	SESS_MSG_ALIVE = 1,  /* session -> host: VM up; value = expires_at_ms */
+	SESS_MSG_EXTEND = 2, /* host -> session: value = new expires_at_ms */
+	SESS_MSG_STOP = 3,   /* host -> session: end now (delete) */
+	SESS_MSG_READY = 4,  /* spare -> host: warm, ready for a create */
+};
+
+/* "airlock:{Q}:sess:" then the formatted rest; -ENAMETOOLONG. */
+int sess_key(char *buf, size_t len, const char *q, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Is `id` a session or reply id we make ("s-" or "r-", 24 hex digits)? */
+bool sess_id_valid(const char *id);
+/* A fresh id: "s-" and 24 hex digits (or "r-" for replies). */
+int sess_new_id(char *buf, size_t len, char prefix);
+/* ISO 8601 UTC with ms. */
+void sess_iso(uint64_t ms, char out[32]);
+/* RPUSH a reply and give it SESS_REPLY_TTL_S; 0 or -EIO. */
+int sess_reply(redisContext *rc, const char *q, const char *rid,
+	       const char *json);
+/* End record `id` with `reason` (and error text, may be NULL) unless it
+ * ended already, at at_ms (al_wall_ms(); 0 = now); counts ended:REASON.
+ * 1 ended now, 0 already, -EIO. */
+int sess_end(redisContext *rc, const char *q, const char *id,
+	     const char *reason, const char *error, uint32_t keep_s,
+	     uint64_t at_ms);
+/* Check a reply: NULL or an error reply is -EIO with `err` filled. */
+int sess_check(redisContext *rc, redisReply *r, char *err, size_t len);
+
+/* Record `id` as JSON (numbers as numbers, times also as ISO 8601); 0,
+ * -ENOENT (no record) or -EIO/-ENOMEM (err says why). */
+int sess_record_json(redisContext *rc, const char *q, const char *id,
+		     json_t **ret, char *err, size_t len);
+/* Exec n of `id` as JSON; same returns. */
+int sess_exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
+		   json_t **ret, char *err, size_t len);
+/* The session process (run.c): create session `id` from `req` (the create
+ * request: body, rid), serve its execs until it ends, return the reason.
+ * `fd` is the socket to the host. Never returns into the host's code. */
+void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
+	      uint32_t ttl_s, uint32_t idle_s, int fd)
+    __attribute__((noreturn));
+/* A spare session process (sessions.spare): warm clones first, then the
+ * create the host writes on `fd`, then as sess_run(). */
+void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
+    __attribute__((noreturn));
+struct al_wsess;
+void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
+	     uint32_t ttl_s, uint32_t idle_s, int fd, struct al_wsess *ws)
+    __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,106 @@
+/* sessions.h: sessions on the queue's Redis, host side and client side.
+ *
+ * A session (docs/sessions.md) is one VM kept alive between requests. Its
+ * VM lives in one session process (run.c) under one session host (host.c),
+ * a child of `airlock serve`; every request reaches it through Redis, so
+ * any CLI or HTTP front end can talk to any session.
+ *
+ * Keys, all under the queue's hash tag (P = airlock:{QUEUE}:sess):
+ *
+ *   P:create          list: create requests; a host with room BLPOPs it
+ *   P:all             set: session ids (list)
+ *   P:stats           hash: created, ended:REASON counters
+ *   P:host:HOST       string, PX 3 heartbeats: the host is alive
+ *   P:host:HOST:ctl   list: extend and delete for that host's sessions
+ *   P:ID              hash: the session's record (state, reason, host,
+ *                     created_at_ms, expires_at_ms, ttl_s, idle_s, ...)
+ *   P:ID:req          list: exec requests, run in order by its process
+ *   P:ID:x:N          hash: exec N's record (state, status, exit_code...)
+ *   P:ID:x:N:1, :2    strings: exec N's stdout, stderr as produced, capped
+ *   P:reply:RID       list: one reply to one request, short-lived
+ *
+ * Host side: al_sess_host_spawn() from `airlock serve`.
+ * Client side: open an alq_client (queue.h), then al_sess_*(); each
+ * returns 0 and malloc'd JSON, or -errno with c->err saying why.
+ */
+#ifndef AL_SESSIONS_H
+#define AL_SESSIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "queue.h"
+#include "results.h"
+#include "sandbox.h"
+
+#define AL_SESS_ID_MAX	 40		    /* "s-" and hex */
+#define AL_SESS_BODY_MAX (AL_JOB_MAX_BYTES) /* create/exec request JSON */
+
+struct al_sess_opts {
+	struct alq_url url;		/* Redis */
+	char queue[AL_NAME_MAX + 1];	/* queue name (hash tag) */
+	uint32_t connect_timeout_ms;	/* per connect attempt */
+	uint32_t command_timeout_ms;	/* per reply */
+	uint32_t heartbeat_ms;		/* host liveness period */
+	uint32_t max_sessions;		/* on this host; 0 = take none */
+	uint32_t ttl_default_s;		/* lifetime when ttl_s is absent */
+	uint32_t ttl_max_s;		/* longest lifetime, extend included */
+	uint32_t idle_default_s;	/* idle timeout when idle_s absent */
+	uint32_t keep_s;		/* ended records and output kept */
+	uint32_t output_max;		/* stored bytes per exec stream */
+	bool spare;			/* keep a session process with the
+					 * warm clones of sb->warm ready */
+	const struct sb_options *sb;	/* for the VMs */
+	const struct al_policy *policy; /* for the VMs */
+	char host[AL_NAME_MAX + 1]; /* this host's name, "" = hostname:pid */
+};
+
+void al_sess_opts_init(struct al_sess_opts *o);
+/* Fork the session host (a worker-like child of the caller: dies with
+ * it). Its pid, or -errno. Stop it with SIGTERM, then reap it. */
+pid_t al_sess_host_spawn(const struct al_sess_opts *o);
+/* The host loop itself (al_sess_host_spawn's child): 0 on SIGTERM. */
+int al_sess_host_run(const struct al_sess_opts *o);
+
+/* --- client side --------------------------------------------------------- */
+
+/* Create a session from `body` (JSON: template, limits, network, env,
+ * files, metadata, ttl_s, idle_s), waiting up to timeout_ms for a host
+ * with room. 0 and the record (JSON) in *ret. */
+int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
+		   char **ret);
+/* The record of session `id`; a session whose host stopped heartbeating
+ * is ended `lost` here (naming the host). -ENOENT when none. */
+int al_sess_get(struct alq_client *c, const char *id, char **ret);
+/* Every known session's record: {"sessions": [...], "stats": {...}}. */
+int al_sess_list(struct alq_client *c, char **ret);
+/* Move its end to ttl_s from now; -ERANGE (c->err says the maximum) when
+ * that is past the configured maximum lifetime. The record in *ret. */
+int al_sess_extend(struct alq_client *c, const char *id, uint32_t ttl_s,
+		   char **ret);
+/* Destroy it; the final record in *ret. */
+int al_sess_delete(struct alq_client *c, const char *id, char **ret);
+/* Start an exec (`body` JSON: cmd or sh, stdin, env, cwd, timeout_ms,
+ * cpu_ms); its number in *ret_n once the session took it. */
+int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
+		       uint32_t timeout_ms, uint64_t *ret_n);
+/* Exec n's record (JSON: state running|done, status, exit_code, ...). */
+int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
+		     char **ret);
+/* Up to max bytes of exec n's stream fd (1, 2) from offset; *ret_len may
+ * be 0 (nothing new). */
+int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
+		      uint64_t offset, size_t max, char **ret, size_t *ret_len);
+
+/* A byte string as JSON, as the job schema carries bytes: a string when
+ * valid UTF-8, else {"base64": "..."}; NULL when out of memory. (The
+ * caller includes jansson.h.) */
+struct json_t;
+struct json_t *al_sess_blob_json(const char *p, size_t n);
+
+/* Prometheus lines of the queue's session counters (created, ended by
+ * reason, alive) into buf: their length, or -EIO, -E2BIG. */
+int al_sess_metrics(struct alq_client *c, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,495 @@
+#!/usr/bin/env bash
+# session_test.sh: sessions (docs/sessions.md) end to end: a real
+# redis-server, a real `airlock serve` with its session host, real VMs,
+# the real CLI. Every VM test uses $AIRLOCK_TEST_STATE's images.
+#
+# usage: session_test.sh AIRLOCK_BIN CASE
+#   life      create (template, env, metadata, ttl_s, idle_s), exec with cmd
+#             and sh, stdin, env, cwd, exit codes, stdout and stderr kept
+#             apart, the tail kept with `truncated`, a timeout (TO), files
+#             persisting between execs, put/get, expires_at in create, get
+#             and extend, extend past the maximum refused, execs in order,
+#             list by metadata, rm; end reason destroyed; nothing left
+#             (SPARE=true: with a spare session process, the create is a
+#             warm hand-off)
+#   clocks    ttl_s=5 running `sleep 100` ends `ttl` between 5 and 6 s after
+#             create; idle_s=3 untouched ends `idle` within 1 s of its
+#             idle_at
+#   reattach  `for i in $(seq 1 20); do echo $i; sleep 0.2; done`, the client
+#             killed after 1 s; reattach from 0 and from a middle offset:
+#             every line once, the exec ran to the end
+#   lost      serve SIGKILLed holding 3 sessions: each `lost` naming the
+#             host within the heartbeat window; a restarted serve leaves
+#             no VM, cgroup, run dir of them
+#   http      the /sessions routes through curl (create, exec with ?wait,
+#             reattach by offset, base64 for non-UTF-8, extend 409, list,
+#             400, delete, 410 after), then the Python Session
+#   redisdown redis-server SIGSTOPped while a ttl_s=6 session runs
+#             `sleep 100`: the session and its VM are gone by 8.5 s anyway;
+#             once Redis is back its record says `ttl`
+#   capacity  MAX_SESSIONS=1: a create without room fails with
+#             create_timeout at its --timeout; a job still runs; a waiting
+#             create succeeds once the session ends
+#   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
+#             AIRLOCK_AGENTLOOP_N and _TURNS override):
+#             each turn writes a file, execs, reads it back, and sees its
+#             earlier files and none of another session's; after rm
+#             nothing is left (processes, run dirs, Redis keys but the
+#             ended records)
+set -euo pipefail
+
+bin=$(readlink -f "$1") case=$2
+state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
+ls -d "$state"/images/python-* >/dev/null 2>&1 || {
+  echo "session $case: no images in $state (tests/vm/build-images.sh)" >&2
+  exit 77
+}
+[ "$(id -u)" = 0 ] || { echo "session $case: needs root (jailed VMs)" >&2; exit 77; }
+tmp=$(mktemp -d /tmp/al-sess-XXXXXX)
+sock=$tmp/redis.sock
+pids=()
+serve_pid=
+
+log() { printf 'session %s: %s\n' "$case" "$*" >&2; }
+fail() {
+  log "FAIL: $*"
+  [ -f "$tmp/serve.log" ] && tail -30 "$tmp/serve.log" >&2
+  exit 1
+}
+
+cleanup() {
+  set +e
+  [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for _ in $(seq 100); do
+    alive=0
+    for p in $serve_pid "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for p in $serve_pid "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -f "$tmp/redis.pid" ] && kill -9 "$(cat "$tmp/redis.pid")" 2>/dev/null
+  wait 2>/dev/null
+  if [ "${KEEP:-}" ]; then log "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$tmp" \
+  --save '' --appendonly no --daemonize yes --pidfile "$tmp/redis.pid" \
+  --logfile "$tmp/redis.log"
+for _ in $(seq 100); do
+  redis-cli -s "$sock" ping 2>/dev/null | grep -q PONG && break
+  sleep 0.05
+done
+R() { redis-cli -s "$sock" "$@"; }
+
+cat > "$tmp/airlock.conf" <<EOC
+[redis]
+url = unix://$sock
+[queue]
+heartbeat_ms = 1000
+visibility_slack_ms = 2000
+[workers]
+count = 1
+max_sessions = ${MAX_SESSIONS:-8}
+shutdown_grace_ms = 1000
+[sessions]
+ttl_max_s = 120
+idle_default_s = 0
+create_timeout_ms = 60000
+spare = ${SPARE:-false}
+[sandbox]
+state_dir = $state
+EOC
+# SPARE=true: a spare session process with a warm python clone
+[ "${SPARE:-false}" = true ] && printf '[pool]\nwarm = python:1\n' >> "$tmp/airlock.conf"
+export AIRLOCK_CONFIG=$tmp/airlock.conf
+A() { "$bin" "$@"; }
+S() { "$bin" session "$@"; }
+
+start_serve() {
+  "$bin" serve >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do
+    R --scan --pattern 'airlock:{default}:sess:host:*' | grep -qv ':ctl$' && return 0
+    sleep 0.1
+  done
+  fail "serve's session host did not heartbeat"
+}
+
+# jq helpers
+field() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); v=d
+for k in sys.argv[1].split("."): v=v.get(k) if isinstance(v,dict) else None
+print("" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else v))' "$1"; }
+
+now_ms() { date +%s%3N; }
+
+# no process, run dir or cgroup of a session is left on the host
+nothing_left() {
+  local left
+  left=$(pgrep -f "airlock-sess-tmp-$$" || true)
+  [ -z "$left" ] || fail "processes left: $left"
+  if ls "$state"/run/*-vm-* >/dev/null 2>&1; then
+    for d in "$state"/run/*-vm-*; do
+      p=${d##*/}; p=${p%%-vm-*}
+      kill -0 "$p" 2>/dev/null && [ "$p" != "$serve_pid" ] &&
+        pgrep -P "$serve_pid" | grep -qx "$p" && fail "run dir left: $d"
+    done
+  fi
+  return 0
+}
+
+case_life() {
+  start_serve
+  local rec id ex out
+  if [ "${SPARE:-false}" = true ]; then
+    for _ in $(seq 300); do
+      grep -q "spare process .* ready" "$tmp/serve.log" && break
+      sleep 0.1
+    done
+  fi
+  rec=$(S create -t python --ttl 60 -e GREETING=hello -m team=a -m task=t1)
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field state)" = alive ] || fail "create: $rec"
+  [ -n "$(echo "$rec" | field expires_at)" ] || fail "no expires_at: $rec"
+  log "created $id in $(echo "$rec" | field restore_ms) ms (restore)"
+  if [ "${SPARE:-false}" = true ]; then
+    # the spare's warm clone was handed over: a second create too
+    grep -q "session=$id" "$tmp/serve.log"
+    [ "$(echo "$rec" | field warm)" = true ] || fail "no warm hand-off: $rec"
+  fi
+  # cmd, env from create, separate streams, exit code
+  set +e
+  out=$(S exec "$id" --sh 'echo out-$GREETING; echo err >&2; exit 3' 2>"$tmp/err")
+  ex=$?
+  set -e
+  [ "$ex" = 3 ] || fail "exit code $ex, want 3"
+  [ "$out" = out-hello ] || fail "stdout: $out"
+  grep -qx err "$tmp/err" || fail "stderr: $(cat "$tmp/err")"
+  # files persist, cwd, stdin, exec env overrides create env
+  S exec "$id" --sh 'mkdir -p sub && echo persisted > sub/f.txt' 2>/dev/null
+  out=$(S exec "$id" --cwd sub -- cat f.txt 2>/dev/null)
+  [ "$out" = persisted ] || fail "file did not persist: $out"
+  printf 'from stdin' > "$tmp/in"
+  out=$(S exec "$id" --stdin "$tmp/in" -e GREETING=over --sh 'cat; echo " $GREETING"' 2>/dev/null)
+  [ "$out" = "from stdin over" ] || fail "stdin/env: $out"
+  # put/get
+  printf 'hello file\n' > "$tmp/put.txt"
+  S put "$id" "$tmp/put.txt" dir/put.txt 2>/dev/null
+  [ "$(S get "$id" dir/put.txt 2>/dev/null)" = "hello file" ] || fail "put/get"
+  head -c 100000 /dev/urandom > "$tmp/bin.dat"
+  S put "$id" "$tmp/bin.dat" bin.dat 2>/dev/null
+  S get "$id" bin.dat "$tmp/bin.back" 2>/dev/null
+  cmp "$tmp/bin.dat" "$tmp/bin.back" || fail "binary put/get differ"
+  # the tail kept: 3 MiB of output, limit output_bytes default
+  local big k
+  big=$(S exec "$id" --detach --sh 'seq 1 400000; echo LAST' 2>/dev/null)
+  out=$(S exec "$id" --sh 'echo after' 2>/dev/null)
+  [ "$out" = after ] || fail "exec after a big one: $out"
+  k="airlock:{default}:sess:$id:x:$big"
+  [ "$(R hget "$k" stdout_truncated)" = 1 ] || fail "big exec not truncated"
+  [ "$(R hget "$k" stdout_bytes)" = "$(seq 1 400000 | wc -c | awk '{print $1+5}')" ] ||
+    fail "stdout_bytes $(R hget "$k" stdout_bytes)"
+  [ "$(R hget "$k" stdout | tail -n 2 | head -n 1)" = LAST ] ||
+    fail "the tail was not kept: $(R hget "$k" stdout | tail -c 40)"
+  [ "$(R hget "$k" stdout | head -n 1)" != 1 ] || fail "the head was kept, not the tail"
+  [ "$(R hget "$k" stderr_truncated)" = 0 ] || fail "stderr truncated"
+  log "big exec: $(R hget "$k" stdout_bytes) bytes, kept tail $(R hget "$k" stdout | wc -c), stored $(R strlen "$k:1")"
+  # a timeout: TO, 124; the session lives on
+  set +e
+  S exec "$id" --timeout-ms 1000 -- sleep 30 2>/dev/null
+  ex=$?
+  set -e
+  [ "$ex" = 124 ] || fail "timeout exit $ex, want 124"
+  [ "$(S exec "$id" -- echo still 2>/dev/null)" = still ] || fail "dead after TO"
+  # get and expires_at agree; extend moves it; past the max is refused
+  local e1 e2
+  e1=$(S get "$id" | field expires_at_ms)
+  rec=$(S extend "$id" 90)
+  e2=$(echo "$rec" | field expires_at_ms)
+  [ "$e2" -gt "$e1" ] || fail "extend did not move expires_at ($e1 -> $e2)"
+  [ "$(S get "$id" | field expires_at_ms)" = "$e2" ] || fail "get disagrees with extend"
+  set +e
+  out=$(S extend "$id" 500 2>&1)
+  ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'past its maximum lifetime' ||
+    fail "extend past max: $ex $out"
+  # list by metadata
+  S list --meta team=a | grep -q "$id" || fail "list --meta team=a"
+  [ -z "$(S list --meta team=b)" ] || fail "list --meta team=b not empty"
+  rec=$(S rm "$id")
+  [ "$(echo "$rec" | field reason)" = destroyed ] || fail "rm: $rec"
+  sleep 1
+  nothing_left
+}
+
+case_clocks() {
+  start_serve
+  local t0 id rec t1 dt
+  t0=$(now_ms)
+  id=$(S create -t python --ttl 5 -q)
+  t0=$(( $(S get "$id" | field alive_at_ms) ))
+  S exec "$id" -- sleep 100 >/dev/null 2>&1 || true
+  for _ in $(seq 100); do
+    rec=$(S get "$id")
+    [ "$(echo "$rec" | field state)" = ended ] && break
+    sleep 0.1
+  done
+  [ "$(echo "$rec" | field reason)" = ttl ] || fail "ttl: $rec"
+  dt=$(( $(echo "$rec" | field ended_at_ms) - t0 ))
+  log "ttl_s=5 with sleep 100: ended after $dt ms"
+  [ "$dt" -ge 5000 ] && [ "$dt" -le 6000 ] || fail "ttl end at $dt ms"
+  id=$(S create -t python --ttl 60 --idle 3 -q)
+  rec=$(S get "$id")
+  local idle_at
+  idle_at=$(echo "$rec" | field idle_at_ms)
+  for _ in $(seq 100); do
+    rec=$(S get "$id")
+    [ "$(echo "$rec" | field state)" = ended ] && break
+    sleep 0.1
+  done
+  [ "$(echo "$rec" | field reason)" = idle ] || fail "idle: $rec"
+  dt=$(( $(echo "$rec" | field ended_at_ms) - idle_at ))
+  log "idle_s=3: ended $dt ms after its idle_at"
+  [ "$dt" -ge 0 ] && [ "$dt" -le 1000 ] || fail "idle end $dt ms off"
+  nothing_left
+}
+
+case_reattach() {
+  start_serve
+  local id n all mid out
+  id=$(S create -t python --ttl 60 -q)
+  S exec "$id" --sh 'for i in $(seq 1 20); do echo $i; sleep 0.2; done' \
+    > "$tmp/first" 2> "$tmp/first.err" &
+  local cpid=$!
+  for _ in $(seq 200); do  # the exec started (a loaded host is slow)
+    grep -q '^airlock session: exec' "$tmp/first.err" && break
+    sleep 0.05
+  done
+  sleep 1
+  kill -9 $cpid; wait $cpid 2>/dev/null || true
+  n=$(sed -n 's/^airlock session: exec \([0-9]*\)$/\1/p' "$tmp/first.err")
+  [ -n "$n" ] || fail "no exec id: $(cat "$tmp/first.err")"
+  log "client killed after 1 s with $(wc -l < "$tmp/first") lines"
+  S exec "$id" --attach "$n" > "$tmp/all" 2>/dev/null
+  [ "$(cat "$tmp/all")" = "$(seq 1 20)" ] || fail "from 0: $(cat "$tmp/all" | tr '\n' ' ')"
+  mid=$(seq 1 9 | wc -c)  # the offset just after "9\n"
+  S exec "$id" --attach "$n" --offset "$mid" > "$tmp/mid" 2>/dev/null
+  [ "$(cat "$tmp/mid")" = "$(seq 10 20)" ] || fail "from $mid: $(cat "$tmp/mid" | tr '\n' ' ')"
+  rec=$(S exec "$id" -- echo ok 2>/dev/null)
+  [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = OK ] || fail "exec was not OK"
+  S rm "$id" >/dev/null
+}
+
+case_lost() {
+  start_serve
+  local ids=() host rec t0 dt
+  for i in 1 2 3; do ids+=("$(S create -t python --ttl 120 -q)"); done
+  host=$(S get "${ids[0]}" | field host)
+  # the session processes: children of the host, a child of serve
+  local spids=() hpid
+  for hpid in $(pgrep -P "$serve_pid"); do
+    for p in $(pgrep -P "$hpid"); do spids+=("$p"); done
+  done
+  [ "${#spids[@]}" -ge 3 ] || fail "found ${#spids[@]} session processes"
+  local traces=0
+  for p in "${spids[@]}"; do
+    traces=$((traces + $(find /run/airlock /sys/fs/cgroup -maxdepth 4 -name "$p-vm-*" 2>/dev/null | wc -l)))
+  done
+  log "before the kill: ${#spids[@]} session processes, $traces run dirs and cgroups of theirs"
+  [ "$traces" -ge 3 ] || fail "no run dirs or cgroups found to check"
+  kill -9 "$serve_pid"
+  t0=$(now_ms)
+  for id in "${ids[@]}"; do
+    for _ in $(seq 100); do
+      rec=$(S get "$id")
+      [ "$(echo "$rec" | field state)" = ended ] && break
+      sleep 0.1
+    done
+    [ "$(echo "$rec" | field reason)" = lost ] || fail "$id: $rec"
+    echo "$rec" | field error | grep -qF "$host" || fail "$id names no host: $rec"
+  done
+  dt=$(( $(S get "${ids[0]}" | field ended_at_ms) - t0 ))
+  log "3 sessions lost ($host): the first seen $dt ms after the kill, all" \
+    "within $(( $(now_ms) - t0 )) ms (heartbeat window: 3 x 1000 ms)"
+  [ "$dt" -le 3500 ] || fail "lost after $dt ms"
+  # no process of theirs survives serve (PDEATHSIG down the chain)
+  for p in "${spids[@]}"; do
+    kill -0 "$p" 2>/dev/null && fail "session process $p outlived serve"
+  done
+  start_serve
+  for p in "${spids[@]}"; do
+    left=$(find /run/airlock /sys/fs/cgroup -maxdepth 4 -name "$p-vm-*" 2>/dev/null)
+    [ -z "$left" ] || fail "left after the restart: $left"
+  done
+  # (whoever swept first: this restart, or another serve on the host;
+  # sb_sweep removes what any dead process left)
+  grep "sweep at start-up" "$tmp/serve.log" | tail -1 >&2
+}
+
+agent_one() {  # one session, N turns
+  local k=$1 turns=$2 id out
+  id=$(S create -t python --ttl 120 -m loop=$k -q) || { echo "create failed" > "$tmp/a$k.fail"; return; }
+  echo "$id" > "$tmp/a$k.id"
+  for t in $(seq 1 "$turns"); do
+    printf 'session %s turn %s\n' "$k" "$t" > "$tmp/a$k.in"
+    S put "$id" "$tmp/a$k.in" "turn$t.txt" 2>/dev/null || { echo "put $t" > "$tmp/a$k.fail"; return; }
+    out=$(S exec "$id" --sh 'ls turn*.txt | wc -l; cat turn*.txt | grep -vc "^session '"$k"' " || true' 2>/dev/null)
+    [ "$out" = "$t
+0" ] || { echo "turn $t saw: $out" > "$tmp/a$k.fail"; return; }
+    out=$(S exec "$id" --sh "cat turn$t.txt" 2>/dev/null)
+    [ "$out" = "session $k turn $t" ] || { echo "turn $t read $out" > "$tmp/a$k.fail"; return; }
+  done
+  S rm "$id" > /dev/null || echo "rm" > "$tmp/a$k.fail"
+}
+
+case_agentloop() {
+  local n=${AIRLOCK_AGENTLOOP_N:-8} turns=${AIRLOCK_AGENTLOOP_TURNS:-$([ "${AIRLOCK_FULL:-}" = 1 ] && echo 10 || echo 3)} t0
+  start_serve
+  t0=$(now_ms)
+  for k in $(seq 1 "$n"); do agent_one "$k" "$turns" & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || true; done
+  pids=()
+  for k in $(seq 1 "$n"); do
+    [ -f "$tmp/a$k.fail" ] && fail "session $k: $(cat "$tmp/a$k.fail")"
+    [ -f "$tmp/a$k.id" ] || fail "session $k: no id"
+  done
+  log "$n sessions x $turns turns in $(( $(now_ms) - t0 )) ms"
+  sleep 1
+  for k in $(seq 1 "$n"); do
+    id=$(cat "$tmp/a$k.id")
+    [ "$(S get "$id" | field reason)" = destroyed ] || fail "$id not destroyed"
+    left=$(R --scan --pattern "airlock:{default}:sess:$id*" | grep -v ":x:" | grep -vx "airlock:{default}:sess:$id" || true)
+    [ -z "$left" ] || fail "keys left: $left"
+    [ "$(R ttl "airlock:{default}:sess:$id")" -gt 0 ] || fail "$id record has no TTL"
+  done
+  [ -z "$(pgrep -P "$serve_pid" -f 'airlock serve' | xargs -r -n1 pgrep -P | head -1)" ] ||
+    fail "session processes left under serve"
+  nothing_left
+}
+
+case_http() {
+  local port=$((20000 + RANDOM % 20000)) api rec id x n
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  H() { curl -s -H 'Content-Type: application/json' "$@"; }
+  rec=$(H -X POST -d '{"template":"python","ttl_s":60,"metadata":{"who":"http"}}' "$api/sessions")
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field state)" = alive ] || fail "create: $rec"
+  [ -n "$(echo "$rec" | field expires_at)" ] || fail "no expires_at: $rec"
+  x=$(H -X POST -d '{"sh":"echo hi; echo oops >&2; exit 4"}' "$api/sessions/$id/exec?wait=60")
+  [ "$(echo "$x" | field status)" = RE ] && [ "$(echo "$x" | field exit_code)" = 4 ] ||
+    fail "exec: $x"
+  [ "$(echo "$x" | field stream.stdout)" = hi ] && [ "$(echo "$x" | field stream.stderr)" = oops ] ||
+    fail "streams: $x"
+  # reattach: start without waiting, read from a middle offset later
+  x=$(H -X POST -d '{"sh":"for i in 1 2 3 4 5; do echo $i; sleep 0.2; done"}' "$api/sessions/$id/exec")
+  n=$(echo "$x" | field exec)
+  x=$(H "$api/sessions/$id/exec/$n?offset=4&wait=30")
+  [ "$(echo "$x" | field stream.stdout)" = "$(printf '3\n4\n5')" ] || fail "reattach: $x"
+  # bytes that are not UTF-8 come as base64
+  x=$(H -X POST -d '{"sh":"printf \"\\377\\001\""}' "$api/sessions/$id/exec?wait=30")
+  [ "$(echo "$x" | field stream.stdout)" = '{"base64": "/wE="}' ] || fail "binary: $x"
+  # extend past the maximum: 409 with the reason
+  [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"ttl_s":100000}' "$api/sessions/$id/extend")" = 409 ] ||
+    fail "extend past max not 409"
+  [ "$(H -X POST -d '{"ttl_s":30}' "$api/sessions/$id/extend" | field state)" = alive ] || fail "extend"
+  [ "$(H "$api/sessions" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')" -ge 1 ] || fail "list"
+  [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions/s-zz")" = 400 ] || fail "bad id not 400"
+  [ "$(H -X DELETE "$api/sessions/$id" | field reason)" = destroyed ] || fail "delete"
+  curl -s "$api/metrics" > "$tmp/metrics"
+  grep -qx 'airlock_sessions_created_total 1' "$tmp/metrics" &&
+    grep -qx 'airlock_sessions_ended_total{reason="destroyed"} 1' "$tmp/metrics" &&
+    grep -qx 'airlock_sessions_alive 0' "$tmp/metrics" ||
+    fail "metrics: $(grep sessions "$tmp/metrics")"
+  if command -v promtool >/dev/null; then
+    promtool check metrics < "$tmp/metrics" || fail "promtool"
+  fi
+  [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"sh":"true"}' "$api/sessions/$id/exec")" = 410 ] ||
+    fail "exec in an ended session not 410"
+  # the Python Session, on the same serve (python3-redis: tools/deps.sh)
+  if /usr/bin/python3 -c 'import redis, msgpack' 2>/dev/null; then
+    PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+      "$(dirname "$0")/session_client.py" "unix://$sock" >&2 || fail "python client"
+  else
+    log "python3-redis missing: the Python client was not tested"
+  fi
+}
+
+case_capacity() {  # run with MAX_SESSIONS=1
+  start_serve
+  local a b out t0 dt
+  a=$(S create -t python --ttl 60 -q)
+  # no room: a create waits its timeout, then fails with a clear status
+  t0=$(now_ms)
+  set +e
+  out=$(S create -t python --ttl 60 --timeout 2000 -q 2>&1)
+  local ex=$?
+  set -e
+  dt=$(( $(now_ms) - t0 ))
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'create_timeout' || fail "full host: $ex $out"
+  [ "$dt" -ge 2000 ] && [ "$dt" -le 4500 ] || fail "create_timeout after $dt ms"
+  log "a create with no room failed after $dt ms: $out"
+  # batch jobs still run while sessions are at their cap
+  out=$(A run -t python -- echo job-ran 2>/dev/null)
+  [ "$out" = job-ran ] || fail "a job did not run beside a full session host: $out"
+  # a waiting create succeeds once a session ends
+  S create -t python --ttl 60 --timeout 60000 -q > "$tmp/b" 2>&1 &
+  local cp=$!
+  sleep 1.5
+  kill -0 $cp 2>/dev/null || fail "the second create did not wait: $(cat "$tmp/b")"
+  S rm "$a" >/dev/null
+  wait $cp || fail "the waiting create failed: $(cat "$tmp/b")"
+  b=$(cat "$tmp/b")
+  [ "$(S get "$b" | field state)" = alive ] || fail "waited create: $(S get "$b")"
+  S rm "$b" >/dev/null
+}
+
+case_redisdown() {
+  start_serve
+  local id alive hpid spid rec dt
+  id=$(S create -t python --ttl 6 -q)
+  alive=$(S get "$id" | field alive_at_ms)
+  S exec "$id" --detach -- sleep 100 >/dev/null 2>&1
+  hpid=$(for p in $(pgrep -P "$serve_pid"); do pgrep -P "$p" >/dev/null && echo "$p"; done | head -1 || true)
+  spid=$(pgrep -P "$hpid" | head -1 || true)
+  [ -n "$spid" ] || fail "no session process"
+  # the session process and everything under it (the VMM)
+  local tree="$spid" more=1
+  while [ -n "$more" ]; do
+    more=
+    for p in $(for q in $tree; do pgrep -P "$q" || true; done); do
+      case " $tree " in *" $p "*) ;; *) tree="$tree $p"; more=1 ;; esac
+    done
+  done
+  log "session process tree: $tree"
+  running() {  # any of $tree alive and not a zombie
+    for p in $tree; do
+      st=$(ps -o stat= -p "$p" 2>/dev/null || true)
+      [ -n "$st" ] && [ "${st#Z}" = "$st" ] && return 0
+    done
+    return 1
+  }
+  # Redis hangs: the host's clocks must not
+  kill -STOP "$(cat "$tmp/redis.pid")"
+  while [ $(( $(now_ms) - alive )) -lt 8500 ]; do
+    running || break
+    sleep 0.1
+  done
+  dt=$(( $(now_ms) - alive ))
+  kill -CONT "$(cat "$tmp/redis.pid")"
+  running && fail "the session outlived its ttl with Redis stopped ($dt ms)"
+  log "with Redis stopped, the ttl_s=6 session was gone $dt ms after alive_at"
+  for _ in $(seq 100); do
+    rec=$(S get "$id")
+    [ "$(echo "$rec" | field state)" = ended ] && break
+    sleep 0.1
+  done
+  [ "$(echo "$rec" | field reason)" = ttl ] || fail "after Redis came back: $rec"
+}
+
+"case_$case"
+log ok

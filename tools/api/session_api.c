@@ -1,0 +1,230 @@
+/* session_api.c: the /sessions resources (docs/sessions.md, "HTTP"): each
+ * handler is one call of dispatcher/session/sessions.h on a connection of
+ * its own, so the API reaches every session of the queue wherever its VM
+ * runs. Exec is long-polled rather than streamed: POST .../exec?wait=S
+ * answers when the exec ends or S seconds pass, with what it wrote so far
+ * and the offsets to go on from; GET .../exec/N?offset=B&err_offset=B
+ * &wait=S reattaches from any byte, while it runs or after. A client that
+ * goes away stops nothing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "session_api.h"
+#include "sessions.h"
+
+#define READ_MAX (1u << 20) /* bytes of each stream per response */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+			     json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	size_t n;
+
+	json_decref(j);
+	if (!s)
+		s = strdup("{\"error\":\"internal error\"}");
+	if (!s)
+		return MHD_NO;
+	n = strlen(s);
+	s[n] = '\n';
+	r = MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result fail(struct MHD_Connection *c, int r, const char *msg)
+{
+	unsigned st = r == -ENOENT	? 404
+		      : r == -EINVAL	? 422
+		      : r == -ERANGE	? 409
+		      : r == -ESRCH	? 410
+		      : r == -ETIMEDOUT ? 504
+		      : r == -E2BIG	? 413
+					: 503;
+
+	return reply(c, st, json_pack("{ss}", "error", msg));
+}
+
+static enum MHD_Result text_json(struct MHD_Connection *c, unsigned st,
+				 char *text)
+{
+	json_t *j = json_loads(text, 0, NULL);
+
+	free(text);
+	return reply(c, st, j);
+}
+
+static uint64_t query_u64(struct MHD_Connection *c, const char *k, uint64_t max)
+{
+	const char *v =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoull(v, &end, 10);
+	return *end || n > max ? max : n;
+}
+
+static json_t *stream(struct alq_client *cl, const char *id, uint64_t n, int fd,
+		      uint64_t off)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	json_t *j;
+
+	if (al_sess_exec_read(cl, id, n, fd, off, READ_MAX, &buf, &len) < 0)
+		return NULL;
+	j = al_sess_blob_json(buf, len);
+	free(buf);
+	return j;
+}
+
+/* Exec n: wait up to wait_s for its end, then its record with the
+ * streams from the offsets. */
+static enum MHD_Result exec_view(struct MHD_Connection *c,
+				 struct alq_client *cl, const char *id,
+				 uint64_t n, uint64_t off1, uint64_t off2,
+				 uint32_t wait_s, unsigned status)
+{
+	uint64_t end = al_now_ms() + (uint64_t)wait_s * 1000;
+	char *text = NULL;
+	json_t *x, *s1, *s2;
+	int r;
+
+	for (;;) {
+		r = al_sess_exec_get(cl, id, n, &text);
+		if (r < 0)
+			return fail(c, r, cl->err);
+		if (strstr(text, "\"state\":\"done\"") || al_now_ms() >= end)
+			break;
+		free(text);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	x = json_loads(text, 0, NULL);
+	free(text);
+	s1 = stream(cl, id, n, 1, off1);
+	s2 = stream(cl, id, n, 2, off2);
+	if (!x || !s1 || !s2) {
+		json_decref(x);
+		json_decref(s1);
+		json_decref(s2);
+		return fail(c, -EIO, cl->err[0] ? cl->err : "read failed");
+	}
+	json_object_set_new(x, "stream",
+			    json_pack("{s:o,s:o,s:I,s:I}", "stdout", s1,
+				      "stderr", s2, "offset", (json_int_t)off1,
+				      "err_offset", (json_int_t)off2));
+	return reply(c, status, x);
+}
+
+static enum MHD_Result route(const struct al_http_opts *o,
+			     struct MHD_Connection *c, struct alq_client *cl,
+			     enum al_route rt, const char *id, const char *body)
+{
+	uint32_t wait_s =
+	    (uint32_t)query_u64(c, "wait", o->cfg->http.max_wait_s);
+	char *text = NULL, sid[AL_ID_MAX + 1];
+	uint64_t n;
+	json_t *b;
+	int r;
+
+	switch (rt) {
+	case AL_ROUTE_SESS_CREATE:
+		r = al_sess_create(cl, body, o->cfg->sessions.create_timeout_ms,
+				   &text);
+		return r < 0 ? fail(c, r, cl->err) : text_json(c, 201, text);
+	case AL_ROUTE_SESS_LIST:
+		r = al_sess_list(cl, &text);
+		return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);
+	case AL_ROUTE_SESS_GET:
+		r = al_sess_get(cl, id, &text);
+		return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);
+	case AL_ROUTE_SESS_DELETE:
+		r = al_sess_delete(cl, id, &text);
+		return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);
+	case AL_ROUTE_SESS_EXTEND:
+		b = json_loads(body, 0, NULL);
+		if (!json_is_integer(json_object_get(b, "ttl_s")) ||
+		    json_integer_value(json_object_get(b, "ttl_s")) < 1 ||
+		    json_integer_value(json_object_get(b, "ttl_s")) >
+			UINT32_MAX) {
+			json_decref(b);
+			return fail(c, -EINVAL,
+				    "extend: the body must be "
+				    "{\"ttl_s\": N}, N >= 1");
+		}
+		r = al_sess_extend(
+		    cl, id,
+		    (uint32_t)json_integer_value(json_object_get(b, "ttl_s")),
+		    &text);
+		json_decref(b);
+		return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);
+	case AL_ROUTE_SESS_EXEC:
+		r = al_sess_exec_start(
+		    cl, id, body, o->cfg->http.max_wait_s * 1000u + 1000, &n);
+		if (r < 0)
+			return fail(c, r, cl->err);
+		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
+	case AL_ROUTE_SESS_OUTPUT:
+		snprintf(sid, sizeof(sid), "%s", id);
+		*strchr(sid, '/') = '\0';
+		n = strtoull(strchr(id, '/') + 1, NULL, 10);
+		return exec_view(
+		    c, cl, sid, n, query_u64(c, "offset", UINT64_MAX / 2),
+		    query_u64(c, "err_offset", UINT64_MAX / 2), wait_s, 200);
+	default:
+		return fail(c, -ENOENT, "no such path");
+	}
+}
+
+enum MHD_Result al_http_session(const struct al_http_opts *o,
+				struct MHD_Connection *c, enum al_route rt,
+				const char *id, const char *body, size_t len)
+{
+	struct alq_client cl;
+	char *b = NULL;
+	enum MHD_Result ret;
+
+	if (al_http_route_has_body(rt)) {
+		b = malloc(len + 1);
+		if (!b)
+			return MHD_NO;
+		memcpy(b, body ? body : "", len);
+		b[len] = '\0';
+		if (strlen(b) != len) {
+			free(b);
+			return fail(c, -EINVAL, "the body holds a NUL byte");
+		}
+	}
+	if (alq_client_open(&cl, &o->url, o->cfg->queue.name,
+			    o->cfg->redis.command_timeout_ms) < 0) {
+		alq_client_close(&cl);
+		free(b);
+		return reply(
+		    c, 503,
+		    json_pack("{ss}", "error", "the queue is unavailable"));
+	}
+	ret = route(o, c, &cl, rt, id, b ? b : "");
+	alq_client_close(&cl);
+	free(b);
+	return ret;
+}

@@ -1,0 +1,85 @@
+/* session_route.c: the /sessions paths of the HTTP API, matched on
+ * untrusted bytes (fuzzed through al_http_route, tests/fuzz/fuzz_http.c).
+ *
+ *   POST   /sessions                create
+ *   GET    /sessions                list
+ *   GET    /sessions/{id}           record
+ *   DELETE /sessions/{id}           destroy
+ *   POST   /sessions/{id}/extend    {"ttl_s": N}
+ *   POST   /sessions/{id}/exec      run; ?wait=S waits for its end
+ *   GET    /sessions/{id}/exec/{n}  reattach: ?offset=B&err_offset=B&wait=S
+ *
+ * An id is "s-" and 24 lowercase hex digits; n is 1..10^12. Anything else
+ * is 404 (no such path), 405 (the path with another method) or 400 (a bad
+ * id).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_req.h"
+
+#define SESS_ID_LEN 26
+
+static bool sid_ok(const char *s, size_t n)
+{
+	if (n != SESS_ID_LEN || s[0] != 's' || s[1] != '-')
+		return false;
+	for (size_t i = 2; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static int pick(const char *method, const char *want, enum al_route r,
+		enum al_route *ret)
+{
+	if (strcmp(method, want))
+		return -EPERM;
+	*ret = r;
+	return 0;
+}
+
+int al_http_session_route(const char *method, const char *path,
+			  enum al_route *ret, char ret_id[AL_ID_MAX + 1])
+{
+	const char *p = path + 9, *slash;
+	size_t n;
+
+	if (!strcmp(p, "") || !strcmp(p, "/")) {
+		if (!strcmp(method, "POST"))
+			return pick(method, "POST", AL_ROUTE_SESS_CREATE, ret);
+		return pick(method, "GET", AL_ROUTE_SESS_LIST, ret);
+	}
+	if (*p != '/')
+		return -ENOENT;
+	p++;
+	slash = strchr(p, '/');
+	n = slash ? (size_t)(slash - p) : strlen(p);
+	if (!sid_ok(p, n))
+		return -EINVAL;
+	memcpy(ret_id, p, n);
+	ret_id[n] = '\0';
+	if (!slash) {
+		if (!strcmp(method, "DELETE"))
+			return pick(method, "DELETE", AL_ROUTE_SESS_DELETE,
+				    ret);
+		return pick(method, "GET", AL_ROUTE_SESS_GET, ret);
+	}
+	if (!strcmp(slash, "/extend"))
+		return pick(method, "POST", AL_ROUTE_SESS_EXTEND, ret);
+	if (!strcmp(slash, "/exec"))
+		return pick(method, "POST", AL_ROUTE_SESS_EXEC, ret);
+	if (!strncmp(slash, "/exec/", 6)) {
+		const char *d = slash + 6;
+		size_t k = strspn(d, "0123456789");
+
+		if (k == 0 || k > 12 || d[k] || d[0] == '0')
+			return -ENOENT;
+		ret_id[n] = '/';
+		memcpy(ret_id + n + 1, d, k + 1);
+		return pick(method, "GET", AL_ROUTE_SESS_OUTPUT, ret);
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,662 @@
+/* cmd_session.c: `airlock session`, a live VM worked in turn by turn
+ * (docs/sessions.md; dispatcher/session/sessions.h does the work).
+ *
+ * Subcommands, a table: create, exec, put, get, list, extend, rm. Each
+ * speaks to the queue's Redis, so any machine with the CLI reaches any
+ * session; `exec` streams the exec's output as it is stored and exits
+ * with the command's code, and `exec --attach N --offset B` reattaches to
+ * exec N (running or finished) from byte B.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "readfile.h"
+#include "sessions.h"
+
+#define CHUNK	 (64u << 10)
+#define POLL_NS	 (50 * 1000 * 1000)
+#define FILE_MAX (16u << 20)
+
+struct sub {
+	const char *name;
+	int (*run)(struct al_cli *cli, struct alq_client *c, int argc,
+		   char **argv);
+	const char *usage;
+};
+
+static void nap(void)
+{
+	struct timespec ts = {0, POLL_NS};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Print JSON text (one line). */
+static void print_json(const char *text)
+{
+	printf("%s\n", text);
+}
+
+/* "K=V" into obj[K] = V; -1 when there is no '='. */
+static int pair(json_t *obj, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	char *k;
+
+	if (!eq || eq == kv)
+		return -1;
+	k = strndup(kv, (size_t)(eq - kv));
+	if (!k)
+		return -1;
+	json_object_set_new(obj, k, json_string(eq + 1));
+	free(k);
+	return 0;
+}
+
+static int usage_err(struct al_cli *cli, const char *sub, const char *what)
+{
+	return al_cli_usage_error(cli, "session %s: %s", sub, what);
+}
+
+/* --- create ----------------------------------------------------------------
+ */
+
+static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
+		     char **argv)
+{
+	static const struct al_opt lo[] = {
+	    {"template", 't', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"ttl", 'T', AL_OPT_ARG},
+	    {"idle", 'I', AL_OPT_ARG},
+	    {"network", 'n', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"env", 'e', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"meta", 'm', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"body", 'b', AL_OPT_ARG},
+	    {"timeout", 'w', AL_OPT_ARG},
+	    {"quiet", 'q', AL_OPT_SHORT},
+	    {NULL},
+	};
+	json_t *body = json_object(), *env = json_object(),
+	       *meta = json_object();
+	uint32_t timeout = cli->cfg.sessions.create_timeout_ms;
+	bool quiet = false;
+	char *out = NULL, *text;
+	int o, r;
+
+	optind = 0;
+	while ((o = al_opts_next(argc, argv, lo)) != -1) {
+		switch (o) {
+		case 't':
+			json_object_set_new(body, "template",
+					    json_string(optarg));
+			break;
+		case 'n':
+			json_object_set_new(body, "network",
+					    json_string(optarg));
+			break;
+		case 'T':
+			json_object_set_new(body, "ttl_s",
+					    json_integer(atoll(optarg)));
+			break;
+		case 'I':
+			json_object_set_new(body, "idle_s",
+					    json_integer(atoll(optarg)));
+			break;
+		case 'e':
+			if (pair(env, optarg) < 0)
+				return usage_err(cli, "create", "--env K=V");
+			break;
+		case 'm':
+			if (pair(meta, optarg) < 0)
+				return usage_err(cli, "create", "--meta K=V");
+			break;
+		case 'b': {
+			json_t *b = json_loads(optarg, 0, NULL);
+
+			if (!json_is_object(b))
+				return usage_err(cli, "create",
+						 "--body: not a JSON object");
+			json_object_update(body, b);
+			json_decref(b);
+			break;
+		}
+		case 'w':
+			timeout = (uint32_t)atol(optarg);
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		default:
+			return usage_err(cli, "create", "bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_err(cli, "create", "takes no operands");
+	if (json_object_size(env))
+		json_object_set(body, "env", env);
+	if (json_object_size(meta))
+		json_object_set(body, "metadata", meta);
+	json_decref(env);
+	json_decref(meta);
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	r = text ? al_sess_create(c, text, timeout, &out) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		al_cli_error(cli, "create: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	if (quiet) {
+		json_t *j = json_loads(out, 0, NULL);
+
+		printf("%s\n", json_string_value(json_object_get(j, "id")));
+		json_decref(j);
+	} else {
+		print_json(out);
+	}
+	free(out);
+	return AL_EXIT_OK;
+}
+
+/* --- exec ------------------------------------------------------------------
+ */
+
+/* airlock run's exit codes, from an exec record. */
+static int exit_code(json_t *x)
+{
+	const char *st = json_string_value(json_object_get(x, "status"));
+	long long code = json_integer_value(json_object_get(x, "exit_code"));
+	long long sig = json_integer_value(json_object_get(x, "signal"));
+
+	if (!st)
+		return 125;
+	if (!strcmp(st, "TO"))
+		return 124;
+	if (!strcmp(st, "TL"))
+		return 128 + SIGXCPU;
+	if (!strcmp(st, "ML"))
+		return 137;
+	if (!strcmp(st, "XX") || !strcmp(st, "RJ"))
+		return 125;
+	if (!strcmp(st, "SG"))
+		return 128 + (int)(sig > 0 && sig < 128 ? sig : 0);
+	if (code >= 0)
+		return (int)(code & 0xff);
+	return sig ? 128 + (int)sig : 125;
+}
+
+/* Copy what is new of stream fd to `f`; its new offset. */
+static int drain(struct alq_client *c, const char *id, uint64_t n, int fd,
+		 uint64_t *off, FILE *f)
+{
+	for (;;) {
+		char *buf = NULL;
+		size_t len = 0;
+		int r =
+		    al_sess_exec_read(c, id, n, fd, *off, CHUNK, &buf, &len);
+
+		if (r < 0)
+			return r;
+		if (len)
+			fwrite(buf, 1, len, f);
+		free(buf);
+		*off += len;
+		if (len < CHUNK) {
+			fflush(f);
+			return 0;
+		}
+	}
+}
+
+/* Stream exec n from offsets until it is done; its exit code. */
+static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
+		  uint64_t n, uint64_t off1, uint64_t off2)
+{
+	uint64_t last_check = 0;
+
+	for (;;) {
+		char *xs = NULL, *rec = NULL;
+		json_t *x;
+		bool done;
+		int r = al_sess_exec_get(c, id, n, &xs);
+
+		if (r < 0) {
+			al_cli_error(cli, "exec: %s", c->err);
+			return 125;
+		}
+		x = json_loads(xs, 0, NULL);
+		free(xs);
+		done = !strcmp(json_string_value(json_object_get(x, "state"))
+				   ?: "",
+			       "done");
+		if (drain(c, id, n, 1, &off1, stdout) < 0 ||
+		    drain(c, id, n, 2, &off2, stderr) < 0) {
+			json_decref(x);
+			al_cli_error(cli, "exec: %s", c->err);
+			return 125;
+		}
+		if (done) {
+			const char *e =
+			    json_string_value(json_object_get(x, "error"));
+
+			if (e && e[0])
+				al_cli_error(cli, "exec %llu: %s",
+					     (unsigned long long)n, e);
+			r = exit_code(x);
+			json_decref(x);
+			return r;
+		}
+		json_decref(x);
+		if (al_now_ms() - last_check >= 1000) {
+			/* a lost or ended session ends the wait */
+			last_check = al_now_ms();
+			r = al_sess_get(c, id, &rec);
+			if (r == 0 && strstr(rec, "\"state\":\"ended\"")) {
+				al_cli_error(cli,
+					     "exec %llu: the session "
+					     "ended: %s",
+					     (unsigned long long)n, rec);
+				free(rec);
+				return 125;
+			}
+			free(rec);
+		}
+		if (al_cli_interrupted())
+			return 130;
+		nap();
+	}
+}
+
+static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
+		   char **argv)
+{
+	static const struct al_opt lo[] = {
+	    {"sh", 's', AL_OPT_ARG},
+	    {"cwd", 'C', AL_OPT_ARG},
+	    {"env", 'e', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"timeout-ms", 't', AL_OPT_ARG},
+	    {"cpu-ms", 'u', AL_OPT_ARG},
+	    {"stdin", 'i', AL_OPT_ARG},
+	    {"attach", 'a', AL_OPT_ARG},
+	    {"offset", 'o', AL_OPT_ARG},
+	    {"err-offset", 'O', AL_OPT_ARG},
+	    {"detach", 'd', 0},
+	    {NULL},
+	};
+	json_t *body = json_object(), *env = json_object();
+	uint64_t attach = 0, off1 = 0, off2 = 0, n;
+	bool detach = false;
+	const char *id;
+	char *text;
+	int o, r;
+
+	optind = 0;
+	while ((o = al_opts_next(argc, argv, lo)) != -1) {
+		switch (o) {
+		case 's':
+			json_object_set_new(body, "sh", json_string(optarg));
+			break;
+		case 'C':
+			json_object_set_new(body, "cwd", json_string(optarg));
+			break;
+		case 'e':
+			if (pair(env, optarg) < 0)
+				return usage_err(cli, "exec", "--env K=V");
+			break;
+		case 't':
+			json_object_set_new(body, "timeout_ms",
+					    json_integer(atoll(optarg)));
+			break;
+		case 'u':
+			json_object_set_new(body, "cpu_ms",
+					    json_integer(atoll(optarg)));
+			break;
+		case 'i': {
+			char *data = NULL;
+			size_t len = 0;
+
+			if (al_read_file(optarg, FILE_MAX, &data, &len) < 0) {
+				al_cli_error(cli,
+					     "exec: %s: cannot read it "
+					     "(at most %u bytes)",
+					     optarg, FILE_MAX);
+				return AL_EXIT_USAGE;
+			}
+			json_object_set_new(body, "stdin",
+					    al_sess_blob_json(data, len));
+			free(data);
+			break;
+		}
+		case 'a':
+			attach = strtoull(optarg, NULL, 10);
+			break;
+		case 'o':
+			off1 = strtoull(optarg, NULL, 10);
+			break;
+		case 'O':
+			off2 = strtoull(optarg, NULL, 10);
+			break;
+		case 'd':
+			detach = true;
+			break;
+		default:
+			return usage_err(cli, "exec", "bad option");
+		}
+	}
+	if (optind >= argc)
+		return usage_err(cli, "exec", "needs a session id");
+	id = argv[optind++];
+	if (attach) {
+		json_decref(body);
+		json_decref(env);
+		return follow(cli, c, id, attach, off1, off2);
+	}
+	if (!json_object_get(body, "sh")) {
+		json_t *cmd = json_array();
+
+		if (optind < argc && !strcmp(argv[optind], "--"))
+			optind++;
+		if (optind >= argc)
+			return usage_err(cli, "exec",
+					 "needs --sh SCRIPT or "
+					 "-- CMD [ARG...]");
+		for (; optind < argc; optind++)
+			json_array_append_new(cmd, json_string(argv[optind]));
+		json_object_set_new(body, "cmd", cmd);
+	}
+	if (json_object_size(env))
+		json_object_set(body, "env", env);
+	json_decref(env);
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	r = text ? al_sess_exec_start(c, id, text, 0, &n) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		al_cli_error(cli, "exec: %s", c->err);
+		return 125;
+	}
+	fprintf(stderr, "airlock session: exec %llu\n", (unsigned long long)n);
+	if (detach) {
+		printf("%llu\n", (unsigned long long)n);
+		return AL_EXIT_OK;
+	}
+	return follow(cli, c, id, n, 0, 0);
+}
+
+/* --- files: through exec, so the guest's own rules confine them ---------- */
+
+static int do_put(struct al_cli *cli, struct alq_client *c, int argc,
+		  char **argv)
+{
+	json_t *body;
+	char *data = NULL, *text;
+	size_t len = 0;
+	uint64_t n;
+	int r;
+
+	if (argc != 4)
+		return usage_err(cli, "put", "takes ID LOCAL REMOTE");
+	if (al_read_file(argv[2], FILE_MAX, &data, &len) < 0) {
+		al_cli_error(cli, "put: %s: cannot read it (at most %u bytes)",
+			     argv[2], FILE_MAX);
+		return AL_EXIT_USAGE;
+	}
+	body = json_pack("{s:[s,s,s,s,s],s:o}", "cmd", "sh", "-c",
+			 "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"",
+			 "put", argv[3], "stdin", al_sess_blob_json(data, len));
+	free(data);
+	if (!body) {
+		al_cli_error(cli, "put: out of memory");
+		return AL_EXIT_FAIL;
+	}
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	r = text ? al_sess_exec_start(c, argv[1], text, 0, &n) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		al_cli_error(cli, "put: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	r = follow(cli, c, argv[1], n, 0, 0);
+	return r == 0 ? AL_EXIT_OK : AL_EXIT_FAIL;
+}
+
+static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
+		  char **argv)
+{
+	char *out = NULL;
+	FILE *f;
+	uint64_t n;
+	int r;
+
+	if (argc == 2) {
+		if (al_sess_get(c, argv[1], &out) < 0) {
+			al_cli_error(cli, "get: %s", c->err);
+			return AL_EXIT_FAIL;
+		}
+		print_json(out);
+		free(out);
+		return AL_EXIT_OK;
+	}
+	if (argc != 3 && argc != 4)
+		return usage_err(cli, "get", "takes ID [REMOTE [LOCAL]]");
+	json_t *body = json_pack("{s:[s,s]}", "cmd", "cat", argv[2]);
+	char *text = json_dumps(body, JSON_COMPACT);
+
+	json_decref(body);
+	r = text ? al_sess_exec_start(c, argv[1], text, 0, &n) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		al_cli_error(cli, "get: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	f = argc == 4 ? fopen(argv[3], "wbx") : stdout;
+	if (!f) {
+		al_cli_error(cli, "get: %s: cannot create it (exists?)",
+			     argv[3]);
+		return AL_EXIT_FAIL;
+	}
+	{
+		uint64_t off1 = 0, off2 = 0;
+		FILE *saved = stdout;
+
+		(void)saved;
+		for (;;) {
+			char *xs = NULL;
+			json_t *x;
+			bool done;
+
+			if (al_sess_exec_get(c, argv[1], n, &xs) < 0)
+				break;
+			x = json_loads(xs, 0, NULL);
+			free(xs);
+			done = !strcmp(
+			    json_string_value(json_object_get(x, "state"))
+				?: "",
+			    "done");
+			drain(c, argv[1], n, 1, &off1, f);
+			drain(c, argv[1], n, 2, &off2, stderr);
+			if (done) {
+				r = exit_code(x);
+				if (!r && json_integer_value(json_object_get(
+					      x, "stdout_bytes")) >
+					      (json_int_t)off1) {
+					al_cli_error(cli,
+						     "get: %s: larger "
+						     "than sessions.output_"
+						     "max_bytes",
+						     argv[2]);
+					r = AL_EXIT_FAIL;
+				}
+				json_decref(x);
+				break;
+			}
+			json_decref(x);
+			nap();
+		}
+	}
+	if (f != stdout)
+		fclose(f);
+	return r == 0 ? AL_EXIT_OK : AL_EXIT_FAIL;
+}
+
+/* --- list, extend, rm ------------------------------------------------------
+ */
+
+static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
+		   char **argv)
+{
+	const char *state = NULL;
+	json_t *meta = json_object(), *all, *s;
+	char *out = NULL;
+	size_t i;
+
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--state") && a + 1 < argc)
+			state = argv[++a];
+		else if (!strcmp(argv[a], "--meta") && a + 1 < argc &&
+			 pair(meta, argv[a + 1]) == 0)
+			a++;
+		else
+			return usage_err(cli, "list",
+					 "[--state S] [--meta K=V]");
+	}
+	if (al_sess_list(c, &out) < 0) {
+		al_cli_error(cli, "list: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	all = json_loads(out, 0, NULL);
+	free(out);
+	json_array_foreach(json_object_get(all, "sessions"), i, s)
+	{
+		const char *k;
+		json_t *v;
+		bool ok = !state ||
+			  !strcmp(state,
+				  json_string_value(json_object_get(s, "state"))
+				      ?: "");
+
+		json_object_foreach(meta, k, v)
+		{
+			const char *have = json_string_value(
+			    json_object_get(json_object_get(s, "metadata"), k));
+
+			ok = ok && have && !strcmp(have, json_string_value(v));
+		}
+		if (ok) {
+			char *t = json_dumps(s, JSON_COMPACT);
+
+			if (t)
+				print_json(t);
+			free(t);
+		}
+	}
+	json_decref(all);
+	json_decref(meta);
+	return AL_EXIT_OK;
+}
+
+static int do_extend(struct al_cli *cli, struct alq_client *c, int argc,
+		     char **argv)
+{
+	char *out = NULL;
+	int r;
+
+	if (argc != 3 || atol(argv[2]) <= 0)
+		return usage_err(cli, "extend", "takes ID TTL_S");
+	r = al_sess_extend(c, argv[1], (uint32_t)atol(argv[2]), &out);
+	if (r < 0) {
+		al_cli_error(cli, "extend: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	print_json(out);
+	free(out);
+	return AL_EXIT_OK;
+}
+
+static int do_rm(struct al_cli *cli, struct alq_client *c, int argc,
+		 char **argv)
+{
+	char *out = NULL;
+
+	if (argc != 2)
+		return usage_err(cli, "rm", "takes ID");
+	if (al_sess_delete(c, argv[1], &out) < 0) {
+		al_cli_error(cli, "rm: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	print_json(out);
+	free(out);
+	return AL_EXIT_OK;
+}
+
+static const struct sub subs[] = {
+    {"create", do_create, NULL}, {"exec", do_exec, NULL},
+    {"put", do_put, NULL},	 {"get", do_get, NULL},
+    {"list", do_list, NULL},	 {"extend", do_extend, NULL},
+    {"rm", do_rm, NULL},
+};
+
+static int run(struct al_cli *cli, int argc, char **argv)
+{
+	struct alq_client c = {0};
+	int r;
+
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		if (strcmp(argv[0], subs[i].name))
+			continue;
+		if (al_cli_open(cli, &c) < 0)
+			return AL_EXIT_USAGE;
+		al_cli_catch_signals();
+		r = subs[i].run(cli, &c, argc, argv);
+		alq_client_close(&c);
+		return r;
+	}
+	return al_cli_usage_error(cli, "no such subcommand: %s", argv[0]);
+}
+
+const struct al_cmd al_cmd_session = {
+    .name = "session",
+    .summary = "a live VM worked in turn by turn (create, exec, rm ...)",
+    .usage =
+	"usage: airlock session [--redis URL] [--config PATH] [--queue NAME]\n"
+	"                       SUBCOMMAND ARGS...\n"
+	"\n"
+	"  create [-t TEMPLATE] [--ttl S] [--idle S] [-n NETWORK] [-e K=V]...\n"
+	"         [-m K=V]... [--body JSON] [--timeout MS] [-q]\n"
+	"      start a session; prints its record (-q: its id). It ends at\n"
+	"      its ttl (sessions.ttl_default_s), after --idle seconds\n"
+	"      without a request, or on rm. Waits up to --timeout\n"
+	"      (sessions.create_timeout_ms) for a host with room.\n"
+	"  exec ID [--sh SCRIPT | -- CMD ARG...] [--cwd D] [-e K=V]...\n"
+	"       [--timeout-ms N] [--cpu-ms N] [--stdin FILE] [--detach]\n"
+	"      run a command in it; streams stdout and stderr; exits with\n"
+	"      the command's code (124 timed out, 125 Airlock failed).\n"
+	"      Prints `exec N` on stderr first.\n"
+	"  exec ID --attach N [--offset B] [--err-offset B]\n"
+	"      reattach to exec N, running or done, from byte B of stdout\n"
+	"      (and of stderr); the exec never stopped for a lost client.\n"
+	"  put ID LOCAL REMOTE    write a file (at most 16 MiB)\n"
+	"  get ID [REMOTE [LOCAL]]  its record; or a file's contents\n"
+	"  list [--state S] [--meta K=V]  records, one JSON a line\n"
+	"  extend ID TTL_S        end it TTL_S from now (never past\n"
+	"                         sessions.ttl_max_s from its start)\n"
+	"  rm ID                  destroy it\n"
+	"\n"
+	"docs/sessions.md has the clocks, the routing and the HTTP and\n"
+	"Python forms. Exit: 0 ok, 1 refused or failed, 2 usage.\n",
+    .flags = AL_CMD_QUEUE | AL_CMD_IN_ORDER | AL_CMD_CONFIG,
+    .args_min = 1,
+    .args_max = 4096,
+    .args_error =
+	"needs a subcommand (create, exec, put, get, list, extend, rm)",
+    .run = run,
+};
