@@ -26,7 +26,7 @@ import gzip
 import json
 import os
 import secrets
-import subprocess
+from runcheck import run_check
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,13 +58,8 @@ def runner_verdict(problem, completion, strict=False):
     if strict:
         spec.update(check="check", candidate=problem["entry_point"])
     token = secrets.token_hex(16)
-    try:
-        p = subprocess.run([sys.executable, CHECK],
-                           input=(token + "\n" + json.dumps(spec)).encode(),
-                           capture_output=True, timeout=30,
-                           start_new_session=True)
-        out = p.stdout
-    except subprocess.TimeoutExpired:
+    out = run_check(CHECK, (token + "\n" + json.dumps(spec)).encode(), 30)
+    if out is None:
         return "timed out"
     lines = out.decode("utf-8", "replace").splitlines()
     if not lines or not lines[-1].startswith(token + " "):

@@ -31,7 +31,7 @@ side, the cache, pass@k) is tests/queue/e2e.sh, case evalplus.
 import json
 import os
 import secrets
-import subprocess
+from runcheck import run_check
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,14 +44,10 @@ import check  # noqa: E402  (for _decode only)
 
 def run(spec):
     token = secrets.token_hex(16)
-    try:
-        p = subprocess.run([sys.executable, CHECK],
-                           input=(token + "\n" + json.dumps(spec)).encode(),
-                           capture_output=True, timeout=120,
-                           start_new_session=True)
-    except subprocess.TimeoutExpired:
+    out = run_check(CHECK, (token + "\n" + json.dumps(spec)).encode(), 120)
+    if out is None:
         return {"result": "timed out (harness)"}
-    lines = p.stdout.decode("utf-8", "replace").splitlines()
+    lines = out.decode("utf-8", "replace").splitlines()
     if not lines or not lines[-1].startswith(token + " "):
         return {"result": "no report", "base_status": "timeout",
                 "plus_status": "timeout"}
