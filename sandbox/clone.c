@@ -306,7 +306,7 @@ static int warm_run(struct sb_vm *vm, const struct sb_options *o,
 		r = -EIO;
 	}
 	al_step_result_release(&res);
-	if (r == 0 && img->zygote[0]) {
+	if (r == 0 && img->zygote[0] && o->warm_zygote) {
 		r = sb__vm_zygote_warm(vm, WARM_TIMEOUT_MS);
 		if (r == -EPROTO) { /* served all the same, cold */
 			sb_log(o, SB_LOG_WARN, "clone: zygote warm-up refused");

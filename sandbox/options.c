@@ -75,6 +75,7 @@ void sb_options_init(struct sb_options *o)
 	o->warm_last = 1;
 	o->net_ready = 1;
 	o->warm_max_age_s = 600;
+	o->warm_zygote = true;
 	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
 	o->vmm_uid_base = 1200000;
 	o->vmm_uid_count = 1024;

@@ -62,6 +62,8 @@ struct sb_options {
 	uint32_t warm_last;       /* warm clones of the last job's template */
 	uint32_t warm_max_age_s;  /* a warm clone older than this is
 				   * replaced; 0 = never */
+	bool warm_zygote;         /* warm up a warm clone's zygote
+				   * (docs/zygote.md, "Warm-up") */
 	char warm[256];           /* "python:2 c:1": warm clones per
 				   * template besides warm_last, per worker */
 	enum sb_carrier carrier;  /* guest channel */

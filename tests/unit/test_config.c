@@ -981,6 +981,7 @@ static void test_dump_roundtrip(void **state)
 	    "vmm_cgroup = /sys/fs/cgroup/al.slice\n"
 	    "vmm_memory_overhead_mb = 64\nvmm_cpu_max = 150\n"
 	    "[pool]\nwarm = python:2 c:1\nwarm_last = 0\nmax_age_s = 30\n"
+	    "warm_zygote = false\n"
 	    "net_ready = 2\n"
 	    "[limits]\nmemory_mb = 128\nmemory_mb_max = 2048\nvcpus = 2\n"
 	    "vcpus_max = 2\nwall_ms = 1000\nwall_ms_max = 2000\n"

@@ -88,6 +88,7 @@ static void test_sandbox(void **state)
 	SAME_STR(&got, &want, warm);
 	SAME_U32(&got, &want, warm_last);
 	SAME_U32(&got, &want, warm_max_age_s);
+	SAME_U32(&got, &want, warm_zygote);
 	SAME_U32(&got, &want, net_ready);
 	SAME_U32(&got, &want, worker_memory_mb);
 	SAME_U32(&got, &want, snapshot_max_mb);

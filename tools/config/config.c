@@ -401,6 +401,10 @@ static const struct al_config_key keys[] = {
 	"warm clones each worker keeps of its last job's template"),
     U32(pool, max_age_s, 0, 86400, "600",
 	"seconds: a warm clone that waited this long is replaced; 0 = never"),
+    BOOL(pool, warm_zygote, "true",
+	 "warm a warm clone's python zygote up in forks of itself, ~70-160 "
+	 "ms of CPU per clone under TCG (docs/zygote.md); false: its jobs "
+	 "meet the zygote cold"),
     U32(pool, net_ready, 0, 4, "1",
 	"network slots each worker keeps ready for networked jobs, made "
 	"between jobs (docs/network.md); 0 = each job makes its own"),

@@ -141,6 +141,7 @@ struct al_config {
 		char warm[AL_CONFIG_STR_MAX + 1]; /* "python:2 c:1" per worker */
 		uint32_t warm_last;	/* warm clones of the last job's template */
 		uint32_t max_age_s;	/* replace a warm clone older than this */
+		bool warm_zygote;	/* warm up a warm clone's zygote */
 		uint32_t net_ready;	/* ready network slots per worker */
 	} pool;
 

@@ -41,6 +41,7 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	snprintf(o->warm, sizeof(o->warm), "%s", cfg->pool.warm);
 	o->warm_last = cfg->pool.warm_last;
 	o->warm_max_age_s = cfg->pool.max_age_s;
+	o->warm_zygote = cfg->pool.warm_zygote;
 	o->net_ready = cfg->pool.net_ready;
 	o->worker_memory_mb = cfg->workers.memory_mb;
 	o->snapshot_max_mb = cfg->snapshots.max_disk_mb;
