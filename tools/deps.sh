@@ -25,6 +25,9 @@ pkgs=(
 
 missing=()
 for p in "${pkgs[@]}"; do
+  # npm: a machine whose nodejs bundles it (NodeSource's packages do, and
+  # conflict with Debian's npm, which wants Debian's nodejs) has it already
+  [ "$p" = npm ] && command -v npm >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
     missing+=("$p")
 done
