@@ -337,8 +337,9 @@ static void identify(struct gw_server *s, const struct sockaddr *sa,
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		      (*p >= '0' && *p <= '9') || strchr("._:/-", *p)))
 			return;
-	if (buf[0] && strlen(buf) <= GW_JOB_MAX)
-		snprintf(a->job, sizeof(a->job), "%s", buf);
+	n = (ssize_t)strlen(buf);
+	if (n > 0 && (size_t)n <= GW_JOB_MAX && (size_t)n < sizeof(a->job))
+		memcpy(a->job, buf, (size_t)n + 1);
 }
 
 static void refuse(struct reply *r, struct gw_audit *a, unsigned status,

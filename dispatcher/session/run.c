@@ -440,7 +440,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 		al_job_release(&j);
 	}
 	if (r < 0) {
-		snprintf(s->error, sizeof(s->error), "create: %s", err);
+		snprintf(s->error, sizeof(s->error), "create: %.240s", err);
 		if (rc(s))
 			sess_end(s->cl.rc, s->o->queue, s->id, "failed",
 				 s->error, s->o->keep_s, 0);

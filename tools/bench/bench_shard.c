@@ -279,7 +279,7 @@ int main(int argc, char **argv)
 	{
 		struct alq_client *cl = calloc(nq, sizeof(*cl));
 		struct alq_submit *subs = calloc(nj, sizeof(*subs));
-		char(*ids)[24] = calloc(nj, sizeof(*ids));
+		char(*ids)[40] = calloc(nj, sizeof(*ids));
 		struct al_job job = {0};
 		struct al_diags d;
 
