@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	    {"redis", 'r', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"rate", 'R', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"help", 'h', AL_OPT_SHORT},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	struct gw_serve_options o = {
 	    .slots_fd = -1, .audit_fd = -1, .rate = 200};

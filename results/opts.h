@@ -10,7 +10,7 @@
  * a bad option, as it always does). Callers:
  *
  *  1. write `static const struct al_opt opts[] = {{"jobs", 'n',
- *     AL_OPT_ARG}, ..., {NULL}};` (the row with code 0 ends it)
+ *     AL_OPT_ARG}, ..., {NULL, 0, 0}};` (the row with code 0 ends it)
  *  2. either loop `while ((c = al_opts_next(argc, argv, opts)) != -1)`
  *     and switch on the codes, as with getopt_long, or (tools/cli/cli.c,
  *     which adds common options of its own) build the tables with

@@ -59,7 +59,7 @@ static int parse_args(int argc, char **argv, struct al_agent_config *cfg)
 	    {"work-dir", 'w', AL_OPT_ARG},
 	    {"cgroup-root", 'c', AL_OPT_ARG},
 	    {"as-self", 'a', 0},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	int c;
 

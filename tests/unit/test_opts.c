@@ -21,7 +21,7 @@ static const struct al_opt table[] = {
     {"force", 'f', 0},
     {"redis", 0x100, AL_OPT_ARG},
     {NULL, 'k', AL_OPT_ARG | AL_OPT_SHORT}, /* -k only */
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static void test_long(void **state)
@@ -45,7 +45,7 @@ static void test_long(void **state)
 
 static void test_long_limits(void **state)
 {
-	static const struct al_opt none[] = {{NULL}};
+	static const struct al_opt none[] = {{NULL, 0, 0}};
 	struct option lo[6];
 
 	(void)state;
@@ -61,9 +61,9 @@ static void test_long_limits(void **state)
 static void test_short(void **state)
 {
 	static const struct al_opt longonly[] = {{"jobs", 'n', AL_OPT_ARG},
-						 {NULL}};
+						 {NULL, 0, 0}};
 	static const struct al_opt notletter[] = {
-	    {"redis", 0x100, AL_OPT_ARG | AL_OPT_SHORT}, {NULL}};
+	    {"redis", 0x100, AL_OPT_ARG | AL_OPT_SHORT}, {NULL, 0, 0}};
 	char s[8];
 
 	(void)state;
@@ -149,7 +149,7 @@ static void test_next_too_long(void **state)
 		big[i] = (struct al_opt){"o", 'o', 0};
 	optind = 0;
 	assert_int_equal(al_opts_next(2, argv, big), -E2BIG);
-	big[AL_OPTS_MAX] = (struct al_opt){NULL}; /* exactly the most */
+	big[AL_OPTS_MAX] = (struct al_opt){NULL, 0, 0}; /* exactly the most */
 	big[0].flags = AL_OPT_SHORT;
 	big[0].code = '-';
 	optind = 0;

@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 	    {"slots", 'l', AL_OPT_ARG},
 	    {"state-dir", 's', AL_OPT_ARG},
 	    {"help", 'h', AL_OPT_SHORT},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	static struct figures f = {
 	    .open_ = {.name = "slot open"},

@@ -305,7 +305,7 @@ int main(int argc, char **argv)
 	    {"gap", 'G', AL_OPT_ARG},
 	    {"dataset", 'D', AL_OPT_ARG},
 	    {"airlock", 'A', AL_OPT_ARG},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	struct he_opts he = {.dataset = "../shared/datasets/HumanEval.jsonl.gz"};
 	char self[4096] = "";

@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	    {"workers", 'w', AL_OPT_ARG},
 	    {"jobs", 'n', AL_OPT_ARG},
 	    {"cluster", 'c', 0},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	const char *url = NULL;
 	unsigned nq = 1, ns = 1, nw = 4, nj = 2000;

@@ -216,7 +216,7 @@ static int parse(int argc, char **argv, struct bench *b)
 	    {"template", 't', AL_OPT_ARG},
 	    {"state-dir", 's', AL_OPT_ARG},
 	    {"json", 'j', AL_OPT_ARG},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	int c;
 

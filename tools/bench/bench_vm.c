@@ -640,7 +640,7 @@ static int parse(int argc, char **argv, struct sb_options *o, struct opts *b)
 	    {"idle-only", 'I', 0},
 	    {"hello-sh", 'S', 0},
 	    {"help", 'h', AL_OPT_SHORT},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	int c;
 

@@ -274,7 +274,7 @@ static const struct al_opt opts[] = {
     {"resume", 'R', 0},
     {"allow-duplicates", 'D', 0},
     {"report", 'P', AL_OPT_ARG},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)

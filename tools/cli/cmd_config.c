@@ -19,7 +19,7 @@
 
 static const struct al_opt opts[] = {
     {"check", 'k', 0}, /* print nothing when valid */
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int run_config(struct al_cli *cli, int argc, char **argv)

@@ -15,7 +15,7 @@
 static const struct al_opt opts[] = {
     {"all", 'a', AL_OPT_SHORT},
     {"json", 'j', AL_OPT_SHORT},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static void print_dead(const struct al_queue_dead *d, bool json)

@@ -542,7 +542,7 @@ static int cmd_doctor(struct al_cli *cli, int argc, char **argv)
 static const struct al_opt doctor_opts[] = {
     {"json", 'j', 0},
     {"fix", 'f', 0},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 const struct al_cmd al_cmd_doctor = {

@@ -681,7 +681,7 @@ static const struct al_opt opts[] = {
     {"workers", 'w', AL_OPT_ARG | AL_OPT_SHORT},
     {"resume", 'R', 0},
     {"expected-cache", 'E', AL_OPT_ARG},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)

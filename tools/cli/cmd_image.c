@@ -164,7 +164,7 @@ static void list_images(const char *state, bool json)
 static const struct al_opt opts[] = {
     {"force", 'f', 0}, /* build again, same inputs */
     {"json", 'j', 0},  /* list as JSON */
-    {NULL},
+    {NULL, 0, 0},
 };
 
 /* The state and templates dirs of the config; 0 or an exit code. */

@@ -40,7 +40,7 @@ static const struct al_opt opts[] = {
     {"denied", 'D', 0},
     {"json", 'j', AL_OPT_SHORT},
     {"npm", 'n', AL_OPT_SHORT},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)

@@ -14,7 +14,7 @@ struct report_opts {
 static const struct al_opt opts[] = {
     {"output", 'o', AL_OPT_ARG | AL_OPT_SHORT},
     {"jobs", 'J', AL_OPT_ARG},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)

@@ -8,7 +8,7 @@
 
 static const struct al_opt opts[] = {
     {"json", 'j', AL_OPT_SHORT}, /* the whole record */
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)

@@ -196,7 +196,7 @@ static const struct al_opt opts[] = {
     {"file", 'f', AL_OPT_ARG},
     {"stdin", 'i', AL_OPT_ARG},
     {"json", 'j', 0},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 /* --timeout SECONDS and --memory MB. */

@@ -32,7 +32,7 @@ static const struct al_opt opts[] = {
     {"workers", 'w', AL_OPT_ARG | AL_OPT_SHORT},
     {"http", OPT_HTTP, AL_OPT_ARG},
     {"unjailed", OPT_UNJAILED, 0},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)

@@ -82,7 +82,7 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"body", 'b', AL_OPT_ARG},
 	    {"timeout", 'w', AL_OPT_ARG},
 	    {"quiet", 'q', AL_OPT_SHORT},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	json_t *body = json_object(), *env = json_object(),
 	       *meta = json_object();
@@ -289,7 +289,7 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"offset", 'o', AL_OPT_ARG},
 	    {"err-offset", 'O', AL_OPT_ARG},
 	    {"detach", 'd', 0},
-	    {NULL},
+	    {NULL, 0, 0},
 	};
 	json_t *body = json_object(), *env = json_object();
 	uint64_t attach = 0, off1 = 0, off2 = 0, n;

@@ -212,7 +212,7 @@ static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 
 static const struct al_opt opts[] = {
     {"json", 'j', 0}, /* create: a JSON record */
-    {NULL},
+    {NULL, 0, 0},
 };
 
 const struct al_cmd al_cmd_snapshot = {

@@ -13,7 +13,7 @@
 
 static const struct al_opt opts[] = {
     {"json", 'j', AL_OPT_SHORT},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static void print_job_json(const char *id, const struct al_queue_job *j)

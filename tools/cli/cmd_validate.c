@@ -543,7 +543,7 @@ static const struct al_opt opts[] = {
     {"quiet", 'q', AL_OPT_SHORT},
     {"verbose", 'v', AL_OPT_SHORT},
     {"json", 'j', 0},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int run_validate(struct al_cli *cli, int argc, char **argv)

@@ -14,7 +14,7 @@ struct wait_opts {
 
 static const struct al_opt opts[] = {
     {"timeout", 't', AL_OPT_ARG | AL_OPT_SHORT},
-    {NULL},
+    {NULL, 0, 0},
 };
 
 static int opt(struct al_cli *cli, int c, const char *arg)
