@@ -113,6 +113,24 @@ static int ended(struct alq_client *c, const char *id, json_t *rec)
 		    err ? err : "");
 }
 
+/* record() of a session that has not ended: 0 with *ret (the caller's to
+ * free), or -errno with why in c->err (-ESRCH: it ended). */
+static int live(struct alq_client *c, const char *id, json_t **ret)
+{
+	json_t *rec;
+	int x = record(c, id, &rec);
+
+	if (x < 0)
+		return x;
+	if (!strcmp(state_of(rec), "ended")) {
+		x = ended(c, id, rec);
+		json_decref(rec);
+		return x;
+	}
+	*ret = rec;
+	return 0;
+}
+
 /* Wait for the reply to `rid`; between slices re-read the record of `id`
  * (NULL: none) and stop if it ended. 0 and the reply, -ETIMEDOUT. */
 static int await(struct alq_client *c, const char *rid, const char *id,
@@ -141,14 +159,9 @@ static int await(struct alq_client *c, const char *rid, const char *id,
 		if (x < 0)
 			return x;
 		if (id) {
-			x = record(c, id, &rec);
+			x = live(c, id, &rec);
 			if (x < 0)
 				return x;
-			if (!strcmp(state_of(rec), "ended")) {
-				x = ended(c, id, rec);
-				json_decref(rec);
-				return x;
-			}
 			json_decref(rec);
 		}
 		if (al_now_ms() >= end)
@@ -305,14 +318,9 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 		x = await(c, rid, NULL, 1000, &rep);
 		if (x != -ETIMEDOUT)
 			break;
-		x = record(c, id, &rec);
+		x = live(c, id, &rec);
 		if (x < 0)
 			break;
-		if (!strcmp(state_of(rec), "ended")) {
-			x = ended(c, id, rec);
-			json_decref(rec);
-			break;
-		}
 		if (!strcmp(state_of(rec), "pending") && al_now_ms() >= end) {
 			json_decref(rec);
 			sess_key(ks, sizeof(ks), c->queue, "stats");
@@ -413,15 +421,10 @@ static int to_host(struct alq_client *c, const char *id, const char *op,
 	const char *host;
 	char rid[32], k[SESS_KEY_MAX], *text;
 	redisReply *r;
-	int x = record(c, id, &rec);
+	int x = live(c, id, &rec);
 
 	if (x < 0)
 		return x;
-	if (!strcmp(state_of(rec), "ended")) {
-		x = ended(c, id, rec);
-		json_decref(rec);
-		return x;
-	}
 	host = json_string_value(json_object_get(rec, "host"));
 	if (!host || sess_new_id(rid, sizeof(rid), 'r') < 0) {
 		json_decref(rec);
@@ -502,10 +505,9 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		json_decref(b);
 		return fail(c, -EINVAL, "exec: the body is not a JSON object");
 	}
-	x = record(c, id, &rec);
-	if (x == 0 && !strcmp(state_of(rec), "ended"))
-		x = ended(c, id, rec);
-	json_decref(x == 0 || x == -ESRCH ? rec : NULL);
+	x = live(c, id, &rec);
+	if (x == 0)
+		json_decref(rec);
 	if (x == 0)
 		x = sess_new_id(rid, sizeof(rid), 'r');
 	if (x < 0) {
