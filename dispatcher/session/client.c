@@ -413,14 +413,31 @@ int al_sess_list(struct alq_client *c, char **ret)
 	return dump(out, ret);
 }
 
+/* RPUSH req (JSON; consumed, NULL: out of memory) onto list k. */
+static int push(struct alq_client *c, const char *k, json_t *req)
+{
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	redisReply *r;
+	int x;
+
+	json_decref(req);
+	if (!text)
+		return -ENOMEM;
+	r = redisCommand(c->rc, "RPUSH %s %s", k, text);
+	free(text);
+	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
 /* Send {op, id, rid, ...extra} to the session's host; its reply. */
 static int to_host(struct alq_client *c, const char *id, const char *op,
 		   json_t *extra, json_t **ret)
 {
 	json_t *rec, *req;
 	const char *host;
-	char rid[32], k[SESS_KEY_MAX], *text;
-	redisReply *r;
+	char rid[32], k[SESS_KEY_MAX];
 	int x = live(c, id, &rec);
 
 	if (x < 0)
@@ -436,15 +453,7 @@ static int to_host(struct alq_client *c, const char *id, const char *op,
 	req = json_pack("{s:s,s:s,s:s}", "op", op, "id", id, "rid", rid);
 	if (extra)
 		json_object_update(req, extra);
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!text)
-		return -ENOMEM;
-	r = redisCommand(c->rc, "RPUSH %s %s", k, text);
-	free(text);
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
-	if (r)
-		freeReplyObject(r);
+	x = push(c, k, req);
 	if (x == 0)
 		x = await(c, rid, id, 10000, ret);
 	if (x == 0 && (x = refused(c, *ret)) < 0)
@@ -493,8 +502,7 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		       uint32_t timeout_ms, uint64_t *ret_n)
 {
 	json_t *b, *rec, *req, *rep;
-	char rid[32], k[SESS_KEY_MAX], *text;
-	redisReply *r;
+	char rid[32], k[SESS_KEY_MAX];
 	int x;
 
 	if (strlen(body) > AL_SESS_BODY_MAX)
@@ -515,16 +523,8 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		return x;
 	}
 	req = json_pack("{s:s,s:s,s:o}", "op", "exec", "rid", rid, "body", b);
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!text)
-		return -ENOMEM;
 	sess_key(k, sizeof(k), c->queue, "%s:req", id);
-	r = redisCommand(c->rc, "RPUSH %s %s", k, text);
-	free(text);
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
-	if (r)
-		freeReplyObject(r);
+	x = push(c, k, req);
 	if (x == 0)
 		x = await(c, rid, id, timeout_ms ? timeout_ms : UINT32_MAX,
 			  &rep);
