@@ -125,14 +125,7 @@ static pid_t sessions_start(struct al_cli *cli,
 
 	if (!cfg->workers.max_sessions)
 		return 0;
-	al_sess_opts_init(&o, so);
-	o.max_sessions = cfg->workers.max_sessions;
-	o.ttl_default_s = cfg->sessions.ttl_default_s;
-	o.ttl_max_s = cfg->sessions.ttl_max_s;
-	o.idle_default_s = cfg->sessions.idle_default_s;
-	o.keep_s = cfg->sessions.keep_s;
-	o.output_max = cfg->sessions.output_max_bytes;
-	o.spare = cfg->sessions.spare;
+	al_config_sess_opts(cfg, so, &o);
 	pid = al_sess_host_spawn(&o);
 	if (pid < 0) {
 		al_cli_error(cli, "sessions: cannot start the host: %s",
