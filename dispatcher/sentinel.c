@@ -5,36 +5,20 @@
 
 #include <hiredis/hiredis.h>
 
+#include "results.h"
 #include "sentinel.h"
-
-static int parse_port(const char *s, size_t n, int *ret)
-{
-	unsigned v = 0;
-
-	if (n == 0 || n > 5)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned)(s[i] - '0');
-	}
-	if (v == 0 || v > 65535)
-		return -EINVAL;
-	*ret = (int)v;
-	return 0;
-}
 
 /* One "HOST[:PORT]" of s[0..n) into sentinel i. */
 static int one(const char *s, size_t n, struct alq_url *u)
 {
 	const char *colon = memchr(s, ':', n);
 	size_t hl = colon ? (size_t)(colon - s) : n;
-	int port = 26379;
+	uint16_t port = 26379;
 
 	if (u->n_sentinels == ALQ_SENTINELS || hl == 0 ||
 	    hl >= sizeof(u->sentinel[0].host))
 		return -EINVAL;
-	if (colon && parse_port(colon + 1, n - hl - 1, &port) < 0)
+	if (colon && al_port_parse(colon + 1, n - hl - 1, &port) < 0)
 		return -EINVAL;
 	memcpy(u->sentinel[u->n_sentinels].host, s, hl);
 	u->sentinel[u->n_sentinels].host[hl] = '\0';
@@ -102,6 +86,7 @@ static int ask(const struct alq_url *u, unsigned i, uint32_t timeout_ms,
 	redisContext *rc = redisConnectWithTimeout(u->sentinel[i].host,
 						   u->sentinel[i].port, tv);
 	redisReply *r = NULL;
+	uint16_t p = 0;
 	int ret = -EHOSTUNREACH;
 
 	if (!rc || rc->err) {
@@ -119,7 +104,7 @@ static int ask(const struct alq_url *u, unsigned i, uint32_t timeout_ms,
 		   r->element[1]->type != REDIS_REPLY_STRING ||
 		   r->element[0]->len == 0 || r->element[0]->len >= hostlen ||
 		   r->element[0]->len > ALQ_SENTINEL_HOST_MAX ||
-		   parse_port(r->element[1]->str, r->element[1]->len, port) <
+		   al_port_parse(r->element[1]->str, r->element[1]->len, &p) <
 		       0) {
 		snprintf(why, wl, "%s",
 			 r->type == REDIS_REPLY_ERROR ? r->str
@@ -127,6 +112,7 @@ static int ask(const struct alq_url *u, unsigned i, uint32_t timeout_ms,
 	} else {
 		memcpy(host, r->element[0]->str, r->element[0]->len);
 		host[r->element[0]->len] = '\0';
+		*port = p;
 		ret = 0;
 	}
 out:

@@ -5,20 +5,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "results.h"
 #include "route.h"
 
 #define SEGS_MAX 8
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Percent-decode in into out (at most GW_PATH_MAX + 1 bytes); only
  * printable ASCII survives. */
@@ -30,7 +20,8 @@ static int decode(const char *in, char *out)
 		int c = (unsigned char)*p;
 
 		if (c == '%') {
-			int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+			int hi = al_hex_digit(p[1]),
+			    lo = hi < 0 ? -1 : al_hex_digit(p[2]);
 
 			if (hi < 0 || lo < 0)
 				return -EINVAL;

@@ -1,5 +1,5 @@
 /* blob.c: byte strings: ownership helpers, UTF-8 validation, hex digits,
- * base64. */
+ * port numbers, base64. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +48,23 @@ int al_hex_digit(int c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+int al_port_parse(const char *s, size_t n, uint16_t *ret)
+{
+	unsigned v = 0;
+
+	if (n == 0 || n > 5)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v < 1 || v > 65535)
+		return -EINVAL;
+	*ret = (uint16_t)v;
+	return 0;
 }
 
 /* RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF. */

@@ -459,7 +459,12 @@ bool al_name_valid(const char *s); /* NUL-terminated */
 bool al_utf8_valid(const uint8_t *data, size_t len);
 
 /* The value of hex digit c (either case), or -1: for the percent escapes
- * of Redis URLs (dispatcher) and HTTP paths (tools/api). */
+ * of Redis URLs (dispatcher) and HTTP paths (tools/api, gateway). */
 int al_hex_digit(int c);
+
+/* The TCP/UDP port in s[0..n): 1 to 5 decimal digits, 1..65535, nothing
+ * else (no sign, no blanks). 0 with *ret, or -EINVAL and *ret untouched:
+ * for Sentinel addresses (dispatcher) and network policies (sandbox). */
+int al_port_parse(const char *s, size_t n, uint16_t *ret);
 
 #endif

@@ -113,6 +113,24 @@ static int ended(struct alq_client *c, const char *id, json_t *rec)
 		    err ? err : "");
 }
 
+/* record() of a session that has not ended: 0 with *ret (the caller's to
+ * free), or -errno with why in c->err (-ESRCH: it ended). */
+static int live(struct alq_client *c, const char *id, json_t **ret)
+{
+	json_t *rec;
+	int x = record(c, id, &rec);
+
+	if (x < 0)
+		return x;
+	if (!strcmp(state_of(rec), "ended")) {
+		x = ended(c, id, rec);
+		json_decref(rec);
+		return x;
+	}
+	*ret = rec;
+	return 0;
+}
+
 /* Wait for the reply to `rid`; between slices re-read the record of `id`
  * (NULL: none) and stop if it ended. 0 and the reply, -ETIMEDOUT. */
 static int await(struct alq_client *c, const char *rid, const char *id,
@@ -141,14 +159,9 @@ static int await(struct alq_client *c, const char *rid, const char *id,
 		if (x < 0)
 			return x;
 		if (id) {
-			x = record(c, id, &rec);
+			x = live(c, id, &rec);
 			if (x < 0)
 				return x;
-			if (!strcmp(state_of(rec), "ended")) {
-				x = ended(c, id, rec);
-				json_decref(rec);
-				return x;
-			}
 			json_decref(rec);
 		}
 		if (al_now_ms() >= end)
@@ -305,14 +318,9 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 		x = await(c, rid, NULL, 1000, &rep);
 		if (x != -ETIMEDOUT)
 			break;
-		x = record(c, id, &rec);
+		x = live(c, id, &rec);
 		if (x < 0)
 			break;
-		if (!strcmp(state_of(rec), "ended")) {
-			x = ended(c, id, rec);
-			json_decref(rec);
-			break;
-		}
 		if (!strcmp(state_of(rec), "pending") && al_now_ms() >= end) {
 			json_decref(rec);
 			sess_key(ks, sizeof(ks), c->queue, "stats");
@@ -405,23 +413,35 @@ int al_sess_list(struct alq_client *c, char **ret)
 	return dump(out, ret);
 }
 
+/* RPUSH req (JSON; consumed, NULL: out of memory) onto list k. */
+static int push(struct alq_client *c, const char *k, json_t *req)
+{
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	redisReply *r;
+	int x;
+
+	json_decref(req);
+	if (!text)
+		return -ENOMEM;
+	r = redisCommand(c->rc, "RPUSH %s %s", k, text);
+	free(text);
+	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
 /* Send {op, id, rid, ...extra} to the session's host; its reply. */
 static int to_host(struct alq_client *c, const char *id, const char *op,
 		   json_t *extra, json_t **ret)
 {
 	json_t *rec, *req;
 	const char *host;
-	char rid[32], k[SESS_KEY_MAX], *text;
-	redisReply *r;
-	int x = record(c, id, &rec);
+	char rid[32], k[SESS_KEY_MAX];
+	int x = live(c, id, &rec);
 
 	if (x < 0)
 		return x;
-	if (!strcmp(state_of(rec), "ended")) {
-		x = ended(c, id, rec);
-		json_decref(rec);
-		return x;
-	}
 	host = json_string_value(json_object_get(rec, "host"));
 	if (!host || sess_new_id(rid, sizeof(rid), 'r') < 0) {
 		json_decref(rec);
@@ -433,15 +453,7 @@ static int to_host(struct alq_client *c, const char *id, const char *op,
 	req = json_pack("{s:s,s:s,s:s}", "op", op, "id", id, "rid", rid);
 	if (extra)
 		json_object_update(req, extra);
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!text)
-		return -ENOMEM;
-	r = redisCommand(c->rc, "RPUSH %s %s", k, text);
-	free(text);
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
-	if (r)
-		freeReplyObject(r);
+	x = push(c, k, req);
 	if (x == 0)
 		x = await(c, rid, id, 10000, ret);
 	if (x == 0 && (x = refused(c, *ret)) < 0)
@@ -490,8 +502,7 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		       uint32_t timeout_ms, uint64_t *ret_n)
 {
 	json_t *b, *rec, *req, *rep;
-	char rid[32], k[SESS_KEY_MAX], *text;
-	redisReply *r;
+	char rid[32], k[SESS_KEY_MAX];
 	int x;
 
 	if (strlen(body) > AL_SESS_BODY_MAX)
@@ -502,10 +513,9 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		json_decref(b);
 		return fail(c, -EINVAL, "exec: the body is not a JSON object");
 	}
-	x = record(c, id, &rec);
-	if (x == 0 && !strcmp(state_of(rec), "ended"))
-		x = ended(c, id, rec);
-	json_decref(x == 0 || x == -ESRCH ? rec : NULL);
+	x = live(c, id, &rec);
+	if (x == 0)
+		json_decref(rec);
 	if (x == 0)
 		x = sess_new_id(rid, sizeof(rid), 'r');
 	if (x < 0) {
@@ -513,16 +523,8 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		return x;
 	}
 	req = json_pack("{s:s,s:s,s:o}", "op", "exec", "rid", rid, "body", b);
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!text)
-		return -ENOMEM;
 	sess_key(k, sizeof(k), c->queue, "%s:req", id);
-	r = redisCommand(c->rc, "RPUSH %s %s", k, text);
-	free(text);
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
-	if (r)
-		freeReplyObject(r);
+	x = push(c, k, req);
 	if (x == 0)
 		x = await(c, rid, id, timeout_ms ? timeout_ms : UINT32_MAX,
 			  &rep);

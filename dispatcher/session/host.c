@@ -36,6 +36,7 @@
 
 #include "log.h"
 #include "proc.h"
+#include "serve.h"
 #include "sess_internal.h"
 #include "sessions.h"
 
@@ -86,13 +87,16 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
-void al_sess_opts_init(struct al_sess_opts *o)
+void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 {
 	memset(o, 0, sizeof(*o));
-	snprintf(o->queue, sizeof(o->queue), "default");
-	o->connect_timeout_ms = 2000;
-	o->command_timeout_ms = 5000;
-	o->heartbeat_ms = 5000;
+	o->url = so->url;
+	memcpy(o->queue, so->queue, sizeof(o->queue));
+	o->connect_timeout_ms = so->connect_timeout_ms;
+	o->command_timeout_ms = so->command_timeout_ms;
+	o->heartbeat_ms = so->heartbeat_ms;
+	o->sb = so->sb;
+	o->policy = so->policy;
 	o->max_sessions = 4;
 	o->ttl_default_s = 600;
 	o->ttl_max_s = 3600;

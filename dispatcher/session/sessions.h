@@ -34,6 +34,8 @@
 #include "results.h"
 #include "sandbox.h"
 
+struct al_serve_opts; /* serve.h */
+
 #define AL_SESS_ID_MAX	 40		    /* "s-" and hex */
 #define AL_SESS_BODY_MAX (AL_JOB_MAX_BYTES) /* create/exec request JSON */
 
@@ -56,7 +58,10 @@ struct al_sess_opts {
 	char host[AL_NAME_MAX + 1]; /* this host's name, "" = hostname:pid */
 };
 
-void al_sess_opts_init(struct al_sess_opts *o);
+/* The options of the session host beside the dispatcher of `so`: its
+ * Redis, queue, timeouts, heartbeat, sandbox and policy are so's (one
+ * place for them); the rest are the session defaults. */
+void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so);
 /* Fork the session host (a worker-like child of the caller: dies with
  * it). Its pid, or -errno. Stop it with SIGTERM, then reap it. */
 pid_t al_sess_host_spawn(const struct al_sess_opts *o);

@@ -29,6 +29,7 @@
 #include <strings.h>
 
 #include "netpolicy.h"
+#include "results.h"
 
 #define RATE_KBIT_MAX 10000000u	 /* 10 Gbit/s */
 #define CONN_PER_MIN_MAX 1000000u /* about 16 000 a second */
@@ -225,23 +226,6 @@ static int add_allow(struct sb_net_policy *p, const char *tok, char *why,
 
 /* --- one entry of ports ------------------------------------------------- */
 
-static int parse_port(const char *s, size_t n, uint16_t *ret)
-{
-	unsigned v = 0;
-
-	if (n == 0 || n > 5)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned)(s[i] - '0');
-	}
-	if (v < 1 || v > 65535)
-		return -EINVAL;
-	*ret = (uint16_t)v;
-	return 0;
-}
-
 static int add_port(struct sb_net_policy *p, const char *tok, char *why,
 		    size_t whylen)
 {
@@ -258,9 +242,9 @@ static int add_port(struct sb_net_policy *p, const char *tok, char *why,
 			    tok);
 	num = tok + 4;
 	dash = strchr(num, '-');
-	if (parse_port(num, dash ? (size_t)(dash - num) : strlen(num),
+	if (al_port_parse(num, dash ? (size_t)(dash - num) : strlen(num),
 		       &pt.lo) < 0 ||
-	    (dash && parse_port(dash + 1, strlen(dash + 1), &pt.hi) < 0))
+	    (dash && al_port_parse(dash + 1, strlen(dash + 1), &pt.hi) < 0))
 		return fail(why, whylen, "\"%s\": ports are 1..65535", tok);
 	if (!dash)
 		pt.hi = pt.lo;

@@ -1,4 +1,5 @@
-/* test_blob.c: UTF-8 validation and base64 through the public decoders. */
+/* test_blob.c: UTF-8 validation, base64, hex digits and port numbers
+ * through the public decoders. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,6 +87,49 @@ static void test_base64(void **state)
 }
 
 /* Binary bytes leave as {"base64"} in JSON and come back identical. */
+static void test_hex_digit(void **state)
+{
+	(void)state;
+	assert_int_equal(al_hex_digit('0'), 0);
+	assert_int_equal(al_hex_digit('9'), 9);
+	assert_int_equal(al_hex_digit('a'), 10);
+	assert_int_equal(al_hex_digit('F'), 15);
+	assert_int_equal(al_hex_digit('g'), -1);
+	assert_int_equal(al_hex_digit('\0'), -1);
+	assert_int_equal(al_hex_digit((char)0xe9), -1);
+}
+
+static void test_port_parse(void **state)
+{
+	static const struct {
+		const char *s;
+		int want; /* -1: rejected */
+	} cases[] = {
+		{"1", 1},        {"80", 80},   {"65535", 65535}, {"00080", 80},
+		{"0", -1},       {"65536", -1}, {"99999", -1},   {"", -1},
+		{"123456", -1},  {"-1", -1},    {"+80", -1},     {" 80", -1},
+		{"8o", -1},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint16_t v = 7;
+		int rc = al_port_parse(cases[i].s, strlen(cases[i].s), &v);
+
+		if (cases[i].want < 0) {
+			assert_int_equal(rc, -EINVAL);
+			assert_int_equal(v, 7); /* untouched */
+		} else {
+			assert_int_equal(rc, 0);
+			assert_int_equal(v, cases[i].want);
+		}
+	}
+	/* n bounds the digits: "8080" read as its first two. */
+	uint16_t v = 0;
+	assert_int_equal(al_port_parse("8080", 2, &v), 0);
+	assert_int_equal(v, 80);
+}
+
 static void test_binary_roundtrip(void **state)
 {
 	struct al_job job = {0}, back = {0};
@@ -115,6 +159,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_base64),
+		cmocka_unit_test(test_hex_digit),
+		cmocka_unit_test(test_port_parse),
 		cmocka_unit_test(test_binary_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,13 +4,17 @@
  * (tools/config/config.c, what `airlock config` prints and the CLI uses),
  * the dispatcher's al_serve_opts_init() (dispatcher/serve.c, what a caller
  * without a config gets), the sandbox's sb_options_init()
- * (sandbox/options.c) and the shipped configs/airlock.conf. The two mappers
- * between them (al_config_serve_opts, al_sandbox_options) copy one into the
- * other. This test fails when any one of the four is changed alone:
+ * (sandbox/options.c) or the session host's al_sess_opts_init()
+ * (dispatcher/session/host.c), and the shipped configs/airlock.conf. The
+ * mappers between them (al_config_serve_opts, al_sandbox_options,
+ * al_config_sess_opts) copy one into the other. This test fails when any
+ * one of the four is changed alone:
  *
  *  - the config table's defaults mapped to serve options must equal
  *    al_serve_opts_init(), field by field;
  *  - mapped to sandbox options, they must equal sb_options_init();
+ *  - mapped to session host options, they must equal al_sess_opts_init()
+ *    (whose Redis, queue and timeouts are the dispatcher's);
  *  - configs/airlock.conf loaded over the defaults must change nothing;
  *  - the job policy's defaults are pinned by test_config (test_defaults).
  */
@@ -104,6 +108,33 @@ static void test_sandbox(void **state)
 	assert_memory_equal(&got, &want, sizeof(got));
 }
 
+/* The session host's defaults: al_sess_opts_init() against the table. */
+static void test_sessions(void **state)
+{
+	struct al_sess_opts got, want;
+	struct al_serve_opts so;
+	struct al_config cfg;
+
+	(void)state;
+	al_config_init(&cfg);
+	al_serve_opts_init(&so);
+	al_sess_opts_init(&want, &so);
+	al_config_sess_opts(&cfg, &so, &got);
+	SAME_U32(&got, &want, max_sessions);
+	SAME_U32(&got, &want, ttl_default_s);
+	SAME_U32(&got, &want, ttl_max_s);
+	SAME_U32(&got, &want, idle_default_s);
+	SAME_U32(&got, &want, keep_s);
+	SAME_U32(&got, &want, output_max);
+	SAME_U32(&got, &want, spare);
+	/* the dispatcher's, as test_serve pins them */
+	SAME_STR(&got, &so, queue);
+	SAME_U32(&got, &so, connect_timeout_ms);
+	SAME_U32(&got, &so, command_timeout_ms);
+	SAME_U32(&got, &so, heartbeat_ms);
+	assert_memory_equal(&got, &want, sizeof(got));
+}
+
 /* The shipped file: every value in it is the table's default. (That it
  * names every key is test_config's test_shipped_conf.) */
 static void test_shipped_conf(void **state)
@@ -135,6 +166,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_serve),
 	    cmocka_unit_test(test_sandbox),
+	    cmocka_unit_test(test_sessions),
 	    cmocka_unit_test(test_shipped_conf),
 	};
 

@@ -116,9 +116,8 @@ static int front_start(struct al_cli *cli, const char *http,
 
 /* The session host beside the dispatcher (dispatcher/session/host.c),
  * when workers.max_sessions > 0: its pid, 0 for none, -1 failed (said). */
-static pid_t sessions_start(struct al_cli *cli, const struct alq_url *url,
-			    const struct al_policy *pol,
-			    const struct sb_options *sb)
+static pid_t sessions_start(struct al_cli *cli,
+			    const struct al_serve_opts *so)
 {
 	const struct al_config *cfg = &cli->cfg;
 	struct al_sess_opts o;
@@ -126,21 +125,7 @@ static pid_t sessions_start(struct al_cli *cli, const struct alq_url *url,
 
 	if (!cfg->workers.max_sessions)
 		return 0;
-	al_sess_opts_init(&o);
-	o.url = *url;
-	snprintf(o.queue, sizeof(o.queue), "%s", cfg->queue.name);
-	o.connect_timeout_ms = cfg->redis.connect_timeout_ms;
-	o.command_timeout_ms = cfg->redis.command_timeout_ms;
-	o.heartbeat_ms = cfg->queue.heartbeat_ms;
-	o.max_sessions = cfg->workers.max_sessions;
-	o.ttl_default_s = cfg->sessions.ttl_default_s;
-	o.ttl_max_s = cfg->sessions.ttl_max_s;
-	o.idle_default_s = cfg->sessions.idle_default_s;
-	o.keep_s = cfg->sessions.keep_s;
-	o.output_max = cfg->sessions.output_max_bytes;
-	o.spare = cfg->sessions.spare;
-	o.sb = sb;
-	o.policy = pol;
+	al_config_sess_opts(cfg, so, &o);
 	pid = al_sess_host_spawn(&o);
 	if (pid < 0) {
 		al_cli_error(cli, "sessions: cannot start the host: %s",
@@ -203,7 +188,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	al_config_policy(cfg, &policy);
 	al_config_serve_opts(cfg, &url, &policy, &sb, &so);
 	/* before any thread starts: the host is forked */
-	sess = sessions_start(cli, &url, &policy, &sb);
+	sess = sessions_start(cli, &so);
 	if (sess < 0)
 		return AL_EXIT_USAGE;
 	rc = front_start(cli, o->http ? o->http : cfg->http.listen, &url,

@@ -1,6 +1,6 @@
 /* sbconfig.c: from the config file to the options of the layers below:
- * the sandbox's (struct sb_options) and the dispatcher's (struct
- * al_serve_opts). With the key table (config.c) these are where a
+ * the sandbox's (struct sb_options), the dispatcher's (struct
+ * al_serve_opts) and the session host's (struct al_sess_opts). With the key table (config.c) these are where a
  * default written in the config meets the layers' own (test_defaults).
  */
 #include <errno.h>
@@ -80,4 +80,18 @@ void al_config_serve_opts(const struct al_config *cfg,
 	ret->shutdown_grace_ms = cfg->workers.shutdown_grace_ms;
 	ret->policy = policy;
 	ret->sb = sb;
+}
+
+void al_config_sess_opts(const struct al_config *cfg,
+			 const struct al_serve_opts *so,
+			 struct al_sess_opts *ret)
+{
+	al_sess_opts_init(ret, so);
+	ret->max_sessions = cfg->workers.max_sessions;
+	ret->ttl_default_s = cfg->sessions.ttl_default_s;
+	ret->ttl_max_s = cfg->sessions.ttl_max_s;
+	ret->idle_default_s = cfg->sessions.idle_default_s;
+	ret->keep_s = cfg->sessions.keep_s;
+	ret->output_max = cfg->sessions.output_max_bytes;
+	ret->spare = cfg->sessions.spare;
 }

@@ -1,5 +1,5 @@
-/* sbconfig.h: from the config file to the sandbox's and the dispatcher's
- * options (sbconfig.c). */
+/* sbconfig.h: from the config file to the sandbox's, the dispatcher's and
+ * the session host's options (sbconfig.c). */
 #ifndef AL_SBCONFIG_H
 #define AL_SBCONFIG_H
 
@@ -9,6 +9,7 @@
 #include "queue.h"
 #include "sandbox.h"
 #include "serve.h"
+#include "sessions.h"
 
 /* Fill `o` from cfg: state dir, QEMU, accelerator, VM size, pre-started
  * VMMs, the VMM user (resolved to uid/gid, plus the kvm group when the
@@ -24,5 +25,12 @@ void al_config_serve_opts(const struct al_config *cfg,
 			  const struct al_policy *policy,
 			  const struct sb_options *sb,
 			  struct al_serve_opts *ret);
+
+/* The session host's options beside the dispatcher of `so` (whose url,
+ * policy and sb must outlive *ret): the [sessions] keys and
+ * workers.max_sessions over al_sess_opts_init(). */
+void al_config_sess_opts(const struct al_config *cfg,
+			 const struct al_serve_opts *so,
+			 struct al_sess_opts *ret);
 
 #endif

@@ -105,16 +105,10 @@ class Session:
             "deadline_ms": now + int(timeout * 1000)}))
         end = time.monotonic() + timeout + 120
         while time.monotonic() < end:
-            rep = self.r.blpop(self._k("reply:" + rid), 1)
-            if rep:
-                rep = json.loads(rep[1])
-                if rep.get("error"):
-                    raise SessionError(rep["error"])
+            rep = self._reply(rid)
+            if rep is not None:
                 return rep
-            rec = self.get()
-            if rec["state"] == "ended":
-                raise SessionError("session ended (%s): %s" % (
-                    rec.get("reason"), rec.get("error", "")))
+            rec = self._alive()
             if rec["state"] == "pending" and \
                     time.time() * 1000 > now + timeout * 1000:
                 raise SessionError("create_timeout: no host had room "
@@ -147,6 +141,16 @@ class Session:
         """Unix time (s) the session ends at, as its host holds it."""
         return self.get()["expires_at_ms"] / 1000.0
 
+    def _reply(self, rid):
+        """The reply to rid within a second, or None; its error raised."""
+        rep = self.r.blpop(self._k("reply:" + rid), 1)
+        if not rep:
+            return None
+        rep = json.loads(rep[1])
+        if rep.get("error"):
+            raise SessionError(rep["error"])
+        return rep
+
     def _alive(self):
         rec = self.get()
         if rec["state"] == "ended":
@@ -160,11 +164,8 @@ class Session:
         msg = dict(op=op, id=self.id, rid=rid, **extra)
         self.r.rpush(self._k("host:%s:ctl" % rec["host"]), json.dumps(msg))
         for _ in range(10):
-            rep = self.r.blpop(self._k("reply:" + rid), 1)
-            if rep:
-                rep = json.loads(rep[1])
-                if rep.get("error"):
-                    raise SessionError(rep["error"])
+            rep = self._reply(rid)
+            if rep is not None:
                 return rep
             self._alive()
         raise SessionError("no reply from host %s" % rec["host"])
@@ -192,11 +193,8 @@ class Session:
         self.r.rpush(self._k(self.id + ":req"),
                      json.dumps({"op": "exec", "rid": rid, "body": body}))
         while True:
-            rep = self.r.blpop(self._k("reply:" + rid), 1)
-            if rep:
-                rep = json.loads(rep[1])
-                if rep.get("error"):
-                    raise SessionError(rep["error"])
+            rep = self._reply(rid)
+            if rep is not None:
                 return int(rep["exec"])
             self._alive()
 
