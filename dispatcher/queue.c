@@ -1161,8 +1161,46 @@ int alq_client_submit(struct alq_client *c, const char *id, const char *payload,
 	return r < 0 ? r : s.err;
 }
 
+static int have_results(struct alq_client *c, const char *const *ids,
+			size_t n, bool *done);
+
+/* With partitions, one pipeline per partition (one node each). */
 int alq_client_have_results(struct alq_client *c, const char *const *ids,
 			    size_t n, bool *done)
+{
+	const char **sub;
+	bool *got;
+	size_t *where;
+	int e = 0;
+
+	if (c->partitions <= 1 || n <= 1)
+		return have_results(c, ids, n, done);
+	sub = calloc(n, sizeof(*sub));
+	got = calloc(n, sizeof(*got));
+	where = calloc(n, sizeof(*where));
+	for (unsigned p = 0; sub && got && where && p < c->partitions && !e;
+	     p++) {
+		size_t m = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (alq_partition_of(ids[i], c->partitions) == p) {
+				where[m] = i;
+				sub[m++] = ids[i];
+			}
+		if (m && (e = have_results(c, sub, m, got)) == 0)
+			for (size_t i = 0; i < m; i++)
+				done[where[i]] = got[i];
+	}
+	if (!sub || !got || !where)
+		e = -ENOMEM;
+	free(sub);
+	free(got);
+	free(where);
+	return e;
+}
+
+static int have_results(struct alq_client *c, const char *const *ids,
+			size_t n, bool *done)
 {
 	char key[ALQ_KEY_MAX], pq[ALQ_PART_NAME_MAX];
 	bool again = false;

@@ -157,6 +157,7 @@ struct serve {
 	struct part *p;			    /* partitions, p[0] = the queue */
 	unsigned n_p;			    /* entries in p */
 	unsigned next_read;		    /* partition to read first */
+	unsigned next_reclaim;		    /* partition to reclaim first */
 	uv_timer_t tick, hb, reclaim, trim; /* timers */
 	uv_signal_t sigterm, sigint;	    /* shutdown */
 	uv_poll_t stop;			    /* o->stop_fd */
@@ -1232,27 +1233,35 @@ static void reclaim_cb(struct alq_conn *c, redisReply *r, void *priv)
 	pump(p->s);
 }
 
-/* Reclaim in every partition, with the slots not promised to reads. */
+/* Reclaim in every partition, with the slots not promised to reclaims
+ * in flight: an equal share each, the first in turn (next_reclaim). */
 static void reclaim(uv_timer_t *h)
 {
 	struct serve *s = h->data;
 	char slack[16], count[16], dflt[16], maxw[16];
 	const char *argv[6];
+	unsigned n, ready = 0;
 
-	if (s->draining)
+	if (s->draining || !s->n_p)
 		return;
 	snprintf(slack, sizeof(slack), "%u", s->o->visibility_slack_ms);
 	snprintf(dflt, sizeof(dflt), "%u", s->o->policy->defaults.wall_ms);
 	snprintf(maxw, sizeof(maxw), "%u", s->o->policy->max.wall_ms);
-	for (unsigned i = 0; i < s->n_p; i++) {
-		struct part *p = &s->p[i];
-		unsigned n = avail(s, true);
+	n = avail(s, true);
 
-		if (!n)
-			return;
+	for (unsigned i = 0; i < s->n_p; i++)
+		ready += s->p[i].group_ready && !s->p[i].reclaiming &&
+			 alq_conn_up(&s->p[i].cmd);
+	for (unsigned k = 0; k < s->n_p && n && ready; k++) {
+		struct part *p = &s->p[(s->next_reclaim + k) % s->n_p];
+		unsigned share = n / ready + (n % ready ? 1 : 0);
+
 		if (!p->group_ready || p->reclaiming || !alq_conn_up(&p->cmd))
 			continue;
-		snprintf(count, sizeof(count), "%u", n);
+		ready--;
+		if (share > n)
+			share = n;
+		snprintf(count, sizeof(count), "%u", share);
 		argv[0] = p->k_jobs;
 		argv[1] = s->consumer;
 		argv[2] = slack;
@@ -1262,9 +1271,11 @@ static void reclaim(uv_timer_t *h)
 		if (alq_conn_eval(&p->cmd, ALQ_RECLAIM, reclaim_cb, NULL, 1, 6,
 				  argv, NULL) == 0) {
 			p->reclaiming = true;
-			p->reclaim_n = n;
+			p->reclaim_n = share;
+			n -= share;
 		}
 	}
+	s->next_reclaim = (s->next_reclaim + 1) % s->n_p;
 }
 
 static void trim_cb(struct alq_conn *c, redisReply *r, void *priv)

@@ -89,6 +89,7 @@ static int front_start(struct al_cli *cli, const char *http,
 	f->met_o.metrics_only = true;
 	if (http[0] && cfg->http.callback_allow.n)
 		r = al_callbacks_start(url, cfg->queue.name,
+				       cfg->queue.partitions,
 				       cfg->redis.command_timeout_ms,
 				       &cfg->http.callback_allow,
 				       cfg->http.callback_attempts,
