@@ -1082,8 +1082,7 @@ out:
 	return r;
 }
 
-static int submit_run(struct alq_client *c, struct alq_submit *jobs,
-		      size_t n);
+static int submit_run(struct alq_client *c, struct alq_submit *jobs, size_t n);
 
 /* With partitions, the jobs of one partition go together (one slot, one
  * node: a pipeline is not broken up by redirections), partition by
@@ -1121,8 +1120,7 @@ int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 	return r;
 }
 
-static int submit_run(struct alq_client *c, struct alq_submit *jobs,
-		      size_t n)
+static int submit_run(struct alq_client *c, struct alq_submit *jobs, size_t n)
 {
 	const size_t window = 64;
 	int r;
@@ -1161,8 +1159,8 @@ int alq_client_submit(struct alq_client *c, const char *id, const char *payload,
 	return r < 0 ? r : s.err;
 }
 
-static int have_results(struct alq_client *c, const char *const *ids,
-			size_t n, bool *done);
+static int have_results(struct alq_client *c, const char *const *ids, size_t n,
+			bool *done);
 
 /* With partitions, one pipeline per partition (one node each). */
 int alq_client_have_results(struct alq_client *c, const char *const *ids,
@@ -1199,8 +1197,8 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 	return e;
 }
 
-static int have_results(struct alq_client *c, const char *const *ids,
-			size_t n, bool *done)
+static int have_results(struct alq_client *c, const char *const *ids, size_t n,
+			bool *done)
 {
 	char key[ALQ_KEY_MAX], pq[ALQ_PART_NAME_MAX];
 	bool again = false;
@@ -1302,8 +1300,8 @@ out:
  * partition are waited for at a time, 100 ms each in turn, until one is
  * done or timeout_ms passed (a result in another partition is seen
  * within a round). */
-static int blpop_parts(struct alq_client *c, const char *const *ids,
-		       size_t n, uint32_t timeout_ms, size_t *ret_index)
+static int blpop_parts(struct alq_client *c, const char *const *ids, size_t n,
+		       uint32_t timeout_ms, size_t *ret_index)
 {
 	const char *sub[ALQ_WAIT_MANY];
 	size_t map[ALQ_WAIT_MANY];
@@ -1488,8 +1486,7 @@ static int status_part(struct alq_client *c, const char *q,
 	for (int i = 0; i < 5; i++) {
 		snprintf(min, sizeof(min), "%llu",
 			 (unsigned long long)(minute - (uint64_t)i));
-		alq_key(ktput[i], sizeof(ktput[i]), q, ALQ_KEY_TPUT,
-			min);
+		alq_key(ktput[i], sizeof(ktput[i]), q, ALQ_KEY_TPUT, min);
 	}
 	for (unsigned tries = 0;; tries++) {
 		struct alq_redirect rd = {0};
@@ -1563,8 +1560,7 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 	one = malloc(sizeof(*one)); /* a few KiB: not on the stack */
 	if (!one)
 		return -ENOMEM;
-	for (unsigned p = 1; p < c->partitions && p < ALQ_PARTITIONS_MAX;
-	     p++) {
+	for (unsigned p = 1; p < c->partitions && p < ALQ_PARTITIONS_MAX; p++) {
 		if ((e = alq_partition_name(pq, sizeof(pq), c->queue, p)) < 0 ||
 		    (e = status_part(c, pq, one)) < 0)
 			break;
@@ -1852,7 +1848,9 @@ static int sid_cmp(const char *a, const char *b)
 
 	sscanf(a, "%llu-%llu", &am, &as);
 	sscanf(b, "%llu-%llu", &bm, &bs);
-	return am != bm ? (am < bm ? -1 : 1) : as != bs ? (as < bs ? -1 : 1) : 0;
+	return am != bm	  ? (am < bm ? -1 : 1)
+	       : as != bs ? (as < bs ? -1 : 1)
+			  : 0;
 }
 
 static int dead_cmp(const void *a, const void *b)

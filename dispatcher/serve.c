@@ -98,16 +98,16 @@ struct serve;
 /* One partition of the queue (queue.h): its own slot, so its own
  * connections (a Cluster node each), consumer group and timers' state. */
 struct part {
-	struct serve *s;		/* owner */
-	unsigned index;			/* partition number */
-	char q[ALQ_PART_NAME_MAX];	/* its queue name */
-	struct alq_conn cmd, blk;	/* commands; blocking reads */
-	bool group_ready;		/* consumer group exists */
-	bool group_pending;		/* XGROUP CREATE in flight */
-	bool reading;			/* XREADGROUP in flight */
-	bool reclaiming;		/* RECLAIM in flight */
-	unsigned asked;			/* entries its read may bring */
-	unsigned reclaim_n;		/* entries its reclaim may bring */
+	struct serve *s;		 /* owner */
+	unsigned index;			 /* partition number */
+	char q[ALQ_PART_NAME_MAX];	 /* its queue name */
+	struct alq_conn cmd, blk;	 /* commands; blocking reads */
+	bool group_ready;		 /* consumer group exists */
+	bool group_pending;		 /* XGROUP CREATE in flight */
+	bool reading;			 /* XREADGROUP in flight */
+	bool reclaiming;		 /* RECLAIM in flight */
+	unsigned asked;			 /* entries its read may bring */
+	unsigned reclaim_n;		 /* entries its reclaim may bring */
 	char cmd_name[16], blk_name[24]; /* the connections' names (logs) */
 	char k_jobs[ALQ_KEY_MAX], k_dead[ALQ_KEY_MAX], k_cancel[ALQ_KEY_MAX];
 };
@@ -593,8 +593,8 @@ static void fetch(struct task *t)
 	argv[0] = kjob;
 	argv[1] = kres;
 	argv[2] = cap;
-	if (alq_conn_eval(&t->p->cmd, ALQ_FETCH, fetch_cb, t, 2, 3, argv, NULL) <
-	    0)
+	if (alq_conn_eval(&t->p->cmd, ALQ_FETCH, fetch_cb, t, 2, 3, argv,
+			  NULL) < 0)
 		t->state = T_FETCH_WAIT;
 }
 
@@ -971,8 +971,8 @@ static void group_cb(struct alq_conn *c, redisReply *r, void *priv)
 	if (!r)
 		return; /* on_up tries again */
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9)) {
-		al_err("redis: creating the consumer group of %s: %.200s",
-		       p->q, r->str);
+		al_err("redis: creating the consumer group of %s: %.200s", p->q,
+		       r->str);
 		return;
 	}
 	p->group_ready = true;
@@ -1037,10 +1037,9 @@ static void read_cb_redis(struct alq_conn *c, redisReply *r, void *priv)
 static void read_part(struct part *p, unsigned n, unsigned block_ms)
 {
 	char count[16], block[16];
-	const char *argv[] = {"XREADGROUP", "GROUP", ALQ_GROUP,
-			      p->s->consumer, "COUNT", count,
-			      "BLOCK",	    block,   "STREAMS",
-			      p->k_jobs,    ">"};
+	const char *argv[] = {
+	    "XREADGROUP", "GROUP", ALQ_GROUP, p->s->consumer, "COUNT", count,
+	    "BLOCK",	  block,   "STREAMS", p->k_jobs,      ">"};
 
 	snprintf(count, sizeof(count), "%u", n);
 	snprintf(block, sizeof(block), "%u", block_ms);
@@ -1606,7 +1605,8 @@ static int setup(struct serve *s)
 
 		p->s = s;
 		p->index = i;
-		if (alq_partition_name(p->q, sizeof(p->q), s->o->queue, i) < 0 ||
+		if (alq_partition_name(p->q, sizeof(p->q), s->o->queue, i) <
+			0 ||
 		    alq_key(p->k_jobs, sizeof(p->k_jobs), p->q, ALQ_KEY_JOBS,
 			    NULL) < 0 ||
 		    alq_key(p->k_dead, sizeof(p->k_dead), p->q, ALQ_KEY_DEAD,
@@ -1614,8 +1614,8 @@ static int setup(struct serve *s)
 		    alq_key(p->k_cancel, sizeof(p->k_cancel), p->q,
 			    ALQ_KEY_CANCEL, NULL) < 0)
 			return -ENAMETOOLONG;
-		snprintf(p->cmd_name, sizeof(p->cmd_name), i ? "cmd.p%u" : "cmd",
-			 i);
+		snprintf(p->cmd_name, sizeof(p->cmd_name),
+			 i ? "cmd.p%u" : "cmd", i);
 		r = init_conn(p, &p->cmd, p->cmd_name);
 		if (r < 0)
 			return r;

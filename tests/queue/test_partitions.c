@@ -29,14 +29,15 @@
 #include "clustertest.h"
 #include "serve.h"
 
-#define PARTS	   4
-#define BATCH_JOBS 2000
+#define PARTS	     4
+#define BATCH_JOBS   2000
 #define BATCH_SERVES 3
 
 static struct clustertest ct;
 static char mark_dir[64];
 
-/* --- the canned worker ----------------------------------------------------- */
+/* --- the canned worker -----------------------------------------------------
+ */
 
 static bool ran(const char *id, uint32_t attempt)
 {
@@ -285,7 +286,8 @@ static pid_t serve_fork(const char *q, unsigned workers, int node)
 	return pid;
 }
 
-/* --- tests ----------------------------------------------------------------- */
+/* --- tests -----------------------------------------------------------------
+ */
 
 static void test_guarantees(void **state)
 {
@@ -353,8 +355,7 @@ static void test_guarantees(void **state)
 
 /* Sum of calls over every command (INFO commandstats) and the bytes in
  * (INFO stats) of node i. */
-static void traffic(int i, unsigned long long *calls,
-		    unsigned long long *bytes)
+static void traffic(int i, unsigned long long *calls, unsigned long long *bytes)
 {
 	char *s = ct_str(ct.port[i], "INFO commandstats"), *p;
 

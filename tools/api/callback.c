@@ -451,9 +451,9 @@ static void *loop(void *arg)
 }
 
 int al_callbacks_start(const struct alq_url *url, const char *queue,
-		       unsigned partitions, uint32_t timeout_ms, const struct al_config_names *allow,
-		       uint32_t attempts, struct al_metrics *m,
-		       struct al_callbacks **ret)
+		       unsigned partitions, uint32_t timeout_ms,
+		       const struct al_config_names *allow, uint32_t attempts,
+		       struct al_metrics *m, struct al_callbacks **ret)
 {
 	struct al_callbacks *cb = calloc(1, sizeof(*cb));
 	int r;

@@ -47,9 +47,9 @@
 #include "opts.h"
 #include "serve.h"
 
-#define MAX_Q	8
-#define MAX_S	8
-#define MAX_N	16 /* nodes measured with --partitions */
+#define MAX_Q 8
+#define MAX_S 8
+#define MAX_N 16 /* nodes measured with --partitions */
 
 static double now_s(void)
 {
@@ -296,7 +296,8 @@ int main(int argc, char **argv)
 			int pt;
 
 			alq_partition_name(pn, sizeof(pn), name, p);
-			if (queue_node(&u, pn, cluster, h, sizeof(h), &pt) < 0) {
+			if (queue_node(&u, pn, cluster, h, sizeof(h), &pt) <
+			    0) {
 				fprintf(stderr, "no node for partition %s\n",
 					pn);
 				return 1;
@@ -416,11 +417,12 @@ int main(int argc, char **argv)
 			       100.0 * (double)calls[k] / (double)(tc ? tc : 1),
 			       100.0 * (double)bytes[k] / (double)(tb ? tb : 1),
 			       cpu[k] * 1e6 / total);
-		printf("  all nodes: %.1f commands/job, %.0f bytes/job, %.0f us "
-		       "of Redis CPU/job; the busiest node saturates at %.0f "
-		       "jobs/s\n",
-		       (double)tc / total, (double)tb / total,
-		       tcpu * 1e6 / total, top > 0 ? total / top : 0);
+		printf(
+		    "  all nodes: %.1f commands/job, %.0f bytes/job, %.0f us "
+		    "of Redis CPU/job; the busiest node saturates at %.0f "
+		    "jobs/s\n",
+		    (double)tc / total, (double)tb / total, tcpu * 1e6 / total,
+		    top > 0 ? total / top : 0);
 	}
 	for (unsigned q = 0; np == 1 && q < nq; q++) {
 		unsigned long long calls, bytes;
