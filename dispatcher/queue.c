@@ -1296,6 +1296,18 @@ out:
 	return ret;
 }
 
+/* Are ids[0..n) all in one partition (one BLPOP waits for them all)? */
+static bool one_partition(const struct alq_client *c, const char *const *ids,
+			  size_t n)
+{
+	unsigned p = alq_partition_of(ids[0], c->partitions);
+
+	for (size_t i = 1; i < n; i++)
+		if (alq_partition_of(ids[i], c->partitions) != p)
+			return false;
+	return true;
+}
+
 /* A BLPOP's keys must share a slot, so with partitions the ids of one
  * partition are waited for at a time, 100 ms each in turn, until one is
  * done or timeout_ms passed (a result in another partition is seen
@@ -1355,7 +1367,7 @@ int alq_client_wait_any(struct alq_client *c, const char *const *ids, size_t n,
 	}
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
-	if (c->partitions <= 1)
+	if (c->partitions <= 1 || one_partition(c, ids, n))
 		return blpop(c, ids, n, timeout_ms, ret_index);
 	return blpop_parts(c, ids, n, timeout_ms, ret_index);
 }

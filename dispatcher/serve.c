@@ -158,6 +158,7 @@ struct serve {
 	unsigned n_p;			    /* entries in p */
 	unsigned next_read;		    /* partition to read first */
 	unsigned next_reclaim;		    /* partition to reclaim first */
+	unsigned empty_reads;		    /* reads in a row with no entry */
 	uv_timer_t tick, hb, reclaim, trim; /* timers */
 	uv_signal_t sigterm, sigint;	    /* shutdown */
 	uv_poll_t stop;			    /* o->stop_fd */
@@ -1013,7 +1014,10 @@ static void read_cb_redis(struct alq_conn *c, redisReply *r, void *priv)
 		}
 		return;
 	}
+	if (r->type == REDIS_REPLY_NIL)
+		p->s->empty_reads++;
 	if (r->type == REDIS_REPLY_ARRAY) {
+		p->s->empty_reads = 0;
 		for (size_t i = 0; i < r->elements; i++) {
 			redisReply *st = r->element[i];
 
@@ -1041,8 +1045,18 @@ static void read_part(struct part *p, unsigned n, unsigned block_ms)
 	    "XREADGROUP", "GROUP", ALQ_GROUP, p->s->consumer, "COUNT", count,
 	    "BLOCK",	  block,   "STREAMS", p->k_jobs,      ">"};
 
+
 	snprintf(count, sizeof(count), "%u", n);
 	snprintf(block, sizeof(block), "%u", block_ms);
+	if (!block_ms) { /* no BLOCK: the reply comes at once */
+		argv[6] = "STREAMS", argv[7] = p->k_jobs, argv[8] = ">";
+		if (alq_conn_cmd(&p->blk, read_cb_redis, NULL, 9, argv,
+				 NULL) == 0) {
+			p->reading = true;
+			p->asked = n;
+		}
+		return;
+	}
 	if (alq_conn_cmd(&p->blk, read_cb_redis, NULL, 11, argv, NULL) == 0) {
 		p->reading = true;
 		p->asked = n;
@@ -1051,13 +1065,16 @@ static void read_part(struct part *p, unsigned n, unsigned block_ms)
 
 /* Read while there are free slots: each partition that can read (group
  * made, connection up, no read in flight) gets an equal share, the first
- * of them in turn (next_read), so no partition waits behind another.
- * When the slots are fewer than the partitions, each read blocks briefly
- * (BLOCK_SHORT_MS), so an empty partition holds no slot for long. */
+ * of them in turn (next_read: the one after the last read), so no
+ * partition waits behind another. When the slots are fewer than the
+ * partitions, reads do not block: an empty partition answers at once and
+ * the next is read, until a whole round of partitions came back empty;
+ * then each read blocks briefly (BLOCK_SHORT_MS), so idle partitions
+ * cost a few reads a second, and a busy one is found within a round. */
 #define BLOCK_SHORT_MS 100u
 static void pump(struct serve *s)
 {
-	unsigned n, ready = 0, block;
+	unsigned n, ready = 0, block, last = s->next_read;
 
 	if (s->draining || s->closing)
 		return;
@@ -1071,7 +1088,9 @@ static void pump(struct serve *s)
 	}
 	if (!ready)
 		return;
-	block = n >= ready ? BLOCK_MS : BLOCK_SHORT_MS;
+	block = n >= ready			? BLOCK_MS
+		: s->empty_reads >= s->n_p	? BLOCK_SHORT_MS
+						: 0;
 	for (unsigned k = 0; k < s->n_p && n; k++) {
 		struct part *p = &s->p[(s->next_read + k) % s->n_p];
 		unsigned share;
@@ -1084,8 +1103,9 @@ static void pump(struct serve *s)
 		read_part(p, share, block);
 		n -= p->reading ? share : 0;
 		ready--;
+		last = p->index;
 	}
-	s->next_read = (s->next_read + 1) % s->n_p;
+	s->next_read = (last + 1) % s->n_p;
 }
 
 /* --- timers

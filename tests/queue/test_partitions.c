@@ -414,16 +414,21 @@ static void test_batch(void **state)
 		assert_int_equal(jobs[i].err, 0);
 		assert_false(jobs[i].dup);
 	}
+	/* poll the ids without a result yet (the client's own commands
+	 * count in the masters' traffic too) */
 	for (left = BATCH_JOBS; left;) {
+		size_t k = 0;
+
 		if (al_now_ms() - t0 > 120000)
 			fail_msg("%zu of %d jobs without a result after 120 s",
 				 left, BATCH_JOBS);
 		redistest_sleep_ms(200);
-		assert_int_equal(
-		    alq_client_have_results(&c, ptr, BATCH_JOBS, done), 0);
-		left = 0;
-		for (int i = 0; i < BATCH_JOBS; i++)
-			left += !done[i];
+		assert_int_equal(alq_client_have_results(&c, ptr, left, done),
+				 0);
+		for (size_t i = 0; i < left; i++)
+			if (!done[i])
+				ptr[k++] = ptr[i];
+		left = k;
 	}
 	t1 = al_now_ms();
 	for (int i = 0; i < BATCH_SERVES; i++) {
