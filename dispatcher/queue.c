@@ -62,6 +62,38 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* --- partitions --------------------------------------------------------- */
+
+int alq_partition_name(char *buf, size_t len, const char *q, unsigned i)
+{
+	int n = i ? snprintf(buf, len, "%s~p%u", q, i)
+		  : snprintf(buf, len, "%s", q);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+unsigned alq_partition_of(const char *id, unsigned n)
+{
+	uint32_t h = 2166136261u; /* FNV-1a 32 */
+
+	if (n <= 1)
+		return 0;
+	for (; *id; id++)
+		h = (h ^ (uint8_t)*id) * 16777619u;
+	return h % n;
+}
+
+/* The queue (partition) that holds job `id` for client c. */
+static const char *qof(const struct alq_client *c, const char *id,
+		       char buf[ALQ_PART_NAME_MAX])
+{
+	if (c->partitions <= 1 || !id ||
+	    alq_partition_name(buf, ALQ_PART_NAME_MAX, c->queue,
+			       alq_partition_of(id, c->partitions)) < 0)
+		return c->queue;
+	return buf;
+}
+
 /* --- URLs ------------------------------------------------------------------
  */
 
@@ -910,14 +942,13 @@ struct submit_cmd {
 static int submit_cmd(struct alq_client *c, const struct alq_submit *s,
 		      bool sha, struct submit_cmd *m)
 {
-	if (alq_key(m->kjob, sizeof(m->kjob), c->queue, ALQ_KEY_JOB, s->id) <
-		0 ||
-	    alq_key(m->kjobs, sizeof(m->kjobs), c->queue, ALQ_KEY_JOBS, NULL) <
-		0 ||
-	    alq_key(m->ksid, sizeof(m->ksid), c->queue, ALQ_KEY_SID, s->id) <
-		0 ||
-	    alq_key(m->kdig, sizeof(m->kdig), c->queue, ALQ_KEY_DIGEST, s->id) <
-		0)
+	char pq[ALQ_PART_NAME_MAX];
+	const char *q = qof(c, s->id, pq);
+
+	if (alq_key(m->kjob, sizeof(m->kjob), q, ALQ_KEY_JOB, s->id) < 0 ||
+	    alq_key(m->kjobs, sizeof(m->kjobs), q, ALQ_KEY_JOBS, NULL) < 0 ||
+	    alq_key(m->ksid, sizeof(m->ksid), q, ALQ_KEY_SID, s->id) < 0 ||
+	    alq_key(m->kdig, sizeof(m->kdig), q, ALQ_KEY_DIGEST, s->id) < 0)
 		return -ENAMETOOLONG;
 	snprintf(m->t, sizeof(m->t), "%llu", (unsigned long long)al_wall_ms());
 	snprintf(m->w, sizeof(m->w), "%u", s->wall_ms);
@@ -1051,8 +1082,45 @@ out:
 	return r;
 }
 
+static int submit_run(struct alq_client *c, struct alq_submit *jobs, size_t n);
+
+/* With partitions, the jobs of one partition go together (one slot, one
+ * node: a pipeline is not broken up by redirections), partition by
+ * partition, their outcomes copied back. */
 int alq_client_submit_many(struct alq_client *c, struct alq_submit *jobs,
 			   size_t n)
+{
+	struct alq_submit *part;
+	size_t *where;
+	int r = 0;
+
+	if (c->partitions <= 1 || n <= 1)
+		return submit_run(c, jobs, n);
+	part = calloc(n, sizeof(*part));
+	where = calloc(n, sizeof(*where));
+	if (!part || !where) {
+		free(part);
+		free(where);
+		return -ENOMEM;
+	}
+	for (unsigned p = 0; p < c->partitions && r == 0; p++) {
+		size_t m = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (alq_partition_of(jobs[i].id, c->partitions) == p) {
+				where[m] = i;
+				part[m++] = jobs[i];
+			}
+		if (m && (r = submit_run(c, part, m)) == 0)
+			for (size_t i = 0; i < m; i++)
+				jobs[where[i]] = part[i];
+	}
+	free(part);
+	free(where);
+	return r;
+}
+
+static int submit_run(struct alq_client *c, struct alq_submit *jobs, size_t n)
 {
 	const size_t window = 64;
 	int r;
@@ -1091,16 +1159,54 @@ int alq_client_submit(struct alq_client *c, const char *id, const char *payload,
 	return r < 0 ? r : s.err;
 }
 
+static int have_results(struct alq_client *c, const char *const *ids, size_t n,
+			bool *done);
+
+/* With partitions, one pipeline per partition (one node each). */
 int alq_client_have_results(struct alq_client *c, const char *const *ids,
 			    size_t n, bool *done)
 {
-	char key[ALQ_KEY_MAX];
+	const char **sub;
+	bool *got;
+	size_t *where;
+	int e = 0;
+
+	if (c->partitions <= 1 || n <= 1)
+		return have_results(c, ids, n, done);
+	sub = calloc(n, sizeof(*sub));
+	got = calloc(n, sizeof(*got));
+	where = calloc(n, sizeof(*where));
+	for (unsigned p = 0; sub && got && where && p < c->partitions && !e;
+	     p++) {
+		size_t m = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (alq_partition_of(ids[i], c->partitions) == p) {
+				where[m] = i;
+				sub[m++] = ids[i];
+			}
+		if (m && (e = have_results(c, sub, m, got)) == 0)
+			for (size_t i = 0; i < m; i++)
+				done[where[i]] = got[i];
+	}
+	if (!sub || !got || !where)
+		e = -ENOMEM;
+	free(sub);
+	free(got);
+	free(where);
+	return e;
+}
+
+static int have_results(struct alq_client *c, const char *const *ids, size_t n,
+			bool *done)
+{
+	char key[ALQ_KEY_MAX], pq[ALQ_PART_NAME_MAX];
 	bool again = false;
 	int e = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT,
-			    ids[i]) < 0)
+		if (alq_key(key, sizeof(key), qof(c, ids[i], pq),
+			    ALQ_KEY_RESULT, ids[i]) < 0)
 			return -ENAMETOOLONG;
 		if (redisAppendCommand(c->rc, "EXISTS %s", key) != REDIS_OK)
 			return -ENOMEM;
@@ -1127,7 +1233,8 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 	for (size_t i = 0; again && !e && i < n; i++) {
 		redisReply *r;
 
-		alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT, ids[i]);
+		alq_key(key, sizeof(key), qof(c, ids[i], pq), ALQ_KEY_RESULT,
+			ids[i]);
 		r = cmd_argv(c, 2, (const char *[]){"EXISTS", key}, NULL);
 		if (!r || r->type != REDIS_REPLY_INTEGER)
 			e = client_fail(c, r);
@@ -1145,7 +1252,7 @@ static int blpop(struct alq_client *c, const char *const *ids, size_t n,
 {
 	const char **argv = calloc(n + 2, sizeof(*argv));
 	char(*keys)[ALQ_KEY_MAX] = calloc(n, sizeof(*keys));
-	char secs[32];
+	char secs[32], pq[ALQ_PART_NAME_MAX];
 	redisReply *r = NULL;
 	int ret = -ENOMEM;
 
@@ -1153,8 +1260,8 @@ static int blpop(struct alq_client *c, const char *const *ids, size_t n,
 		goto out;
 	argv[0] = "BLPOP";
 	for (size_t i = 0; i < n; i++) {
-		if (alq_key(keys[i], sizeof(keys[i]), c->queue, ALQ_KEY_DONE,
-			    ids[i]) < 0) {
+		if (alq_key(keys[i], sizeof(keys[i]), qof(c, ids[i], pq),
+			    ALQ_KEY_DONE, ids[i]) < 0) {
 			ret = -ENAMETOOLONG;
 			goto out;
 		}
@@ -1189,6 +1296,58 @@ out:
 	return ret;
 }
 
+/* Are ids[0..n) all in one partition (one BLPOP waits for them all)? */
+static bool one_partition(const struct alq_client *c, const char *const *ids,
+			  size_t n)
+{
+	unsigned p = alq_partition_of(ids[0], c->partitions);
+
+	for (size_t i = 1; i < n; i++)
+		if (alq_partition_of(ids[i], c->partitions) != p)
+			return false;
+	return true;
+}
+
+/* A BLPOP's keys must share a slot, so with partitions the ids of one
+ * partition are waited for at a time, 100 ms each in turn, until one is
+ * done or timeout_ms passed (a result in another partition is seen
+ * within a round). */
+static int blpop_parts(struct alq_client *c, const char *const *ids, size_t n,
+		       uint32_t timeout_ms, size_t *ret_index)
+{
+	const char *sub[ALQ_WAIT_MANY];
+	size_t map[ALQ_WAIT_MANY];
+	uint64_t end = al_now_ms() + timeout_ms;
+	unsigned p = 0;
+
+	for (;;) {
+		uint64_t now = al_now_ms();
+		uint32_t slice = 100;
+		size_t m = 0, idx;
+		int r;
+
+		if (now >= end)
+			return -ETIMEDOUT;
+		if (end - now < slice)
+			slice = (uint32_t)(end - now);
+		for (unsigned tries = 0; m == 0 && tries < c->partitions;
+		     tries++, p = (p + 1) % c->partitions)
+			for (size_t i = 0; i < n; i++)
+				if (alq_partition_of(ids[i], c->partitions) ==
+				    p) {
+					map[m] = i;
+					sub[m++] = ids[i];
+				}
+		r = blpop(c, sub, m, slice, &idx);
+		if (r == 0) {
+			*ret_index = map[idx];
+			return 0;
+		}
+		if (r != -ETIMEDOUT)
+			return r;
+	}
+}
+
 int alq_client_wait_any(struct alq_client *c, const char *const *ids, size_t n,
 			uint32_t timeout_ms, size_t *ret_index)
 {
@@ -1208,7 +1367,9 @@ int alq_client_wait_any(struct alq_client *c, const char *const *ids, size_t n,
 	}
 	if (timeout_ms == 0)
 		return -ETIMEDOUT;
-	return blpop(c, ids, n, timeout_ms, ret_index);
+	if (c->partitions <= 1 || one_partition(c, ids, n))
+		return blpop(c, ids, n, timeout_ms, ret_index);
+	return blpop_parts(c, ids, n, timeout_ms, ret_index);
 }
 
 int alq_client_wait(struct alq_client *c, const char *id, uint32_t timeout_ms)
@@ -1236,11 +1397,11 @@ int alq_client_wait(struct alq_client *c, const char *id, uint32_t timeout_ms)
 int alq_client_result(struct alq_client *c, const char *id, char **ret,
 		      size_t *ret_len)
 {
-	char key[ALQ_KEY_MAX];
+	char key[ALQ_KEY_MAX], pq[ALQ_PART_NAME_MAX];
 	redisReply *r;
 	int e;
 
-	if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_RESULT, id) < 0)
+	if (alq_key(key, sizeof(key), qof(c, id, pq), ALQ_KEY_RESULT, id) < 0)
 		return -ENAMETOOLONG;
 	r = cmd_argv(c, 2, (const char *[]){"STRLEN", key}, NULL);
 	if (!r || r->type != REDIS_REPLY_INTEGER) {
@@ -1317,7 +1478,9 @@ static void status_serves(const redisReply *r, struct alq_status *st)
 	}
 }
 
-int alq_client_status(struct alq_client *c, struct alq_status *ret)
+/* The status of one partition, queue q. */
+static int status_part(struct alq_client *c, const char *q,
+		       struct alq_status *ret)
 {
 	char kjobs[ALQ_KEY_MAX], kdead[ALQ_KEY_MAX], kserves[ALQ_KEY_MAX];
 	char ktput[5][ALQ_KEY_MAX], kcancels[ALQ_KEY_MAX], min[24];
@@ -1328,15 +1491,14 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret)
 
 	memset(&st, 0, sizeof(st));
 	st.depth = -1;
-	alq_key(kjobs, sizeof(kjobs), c->queue, ALQ_KEY_JOBS, NULL);
-	alq_key(kdead, sizeof(kdead), c->queue, ALQ_KEY_DEAD, NULL);
-	alq_key(kserves, sizeof(kserves), c->queue, ALQ_KEY_SERVES, NULL);
-	alq_key(kcancels, sizeof(kcancels), c->queue, ALQ_KEY_CANCELS, NULL);
+	alq_key(kjobs, sizeof(kjobs), q, ALQ_KEY_JOBS, NULL);
+	alq_key(kdead, sizeof(kdead), q, ALQ_KEY_DEAD, NULL);
+	alq_key(kserves, sizeof(kserves), q, ALQ_KEY_SERVES, NULL);
+	alq_key(kcancels, sizeof(kcancels), q, ALQ_KEY_CANCELS, NULL);
 	for (int i = 0; i < 5; i++) {
 		snprintf(min, sizeof(min), "%llu",
 			 (unsigned long long)(minute - (uint64_t)i));
-		alq_key(ktput[i], sizeof(ktput[i]), c->queue, ALQ_KEY_TPUT,
-			min);
+		alq_key(ktput[i], sizeof(ktput[i]), q, ALQ_KEY_TPUT, min);
 	}
 	for (unsigned tries = 0;; tries++) {
 		struct alq_redirect rd = {0};
@@ -1399,6 +1561,37 @@ out:
 	return e;
 }
 
+int alq_client_status(struct alq_client *c, struct alq_status *ret)
+{
+	char pq[ALQ_PART_NAME_MAX];
+	struct alq_status *one;
+	int e;
+
+	if ((e = status_part(c, c->queue, ret)) < 0 || c->partitions <= 1)
+		return e;
+	one = malloc(sizeof(*one)); /* a few KiB: not on the stack */
+	if (!one)
+		return -ENOMEM;
+	for (unsigned p = 1; p < c->partitions && p < ALQ_PARTITIONS_MAX; p++) {
+		if ((e = alq_partition_name(pq, sizeof(pq), c->queue, p)) < 0 ||
+		    (e = status_part(c, pq, one)) < 0)
+			break;
+		ret->length += one->length;
+		ret->depth = ret->depth < 0 || one->depth < 0
+				 ? -1
+				 : ret->depth + one->depth;
+		ret->pending += one->pending;
+		if (one->consumers > ret->consumers)
+			ret->consumers = one->consumers;
+		ret->dead += one->dead;
+		for (int i = 0; i < 5; i++)
+			ret->tput[i] += one->tput[i];
+		ret->cancels += one->cancels;
+	}
+	free(one);
+	return e;
+}
+
 /* --- one job: status, cancel, dead letters ----------------------------------
  */
 
@@ -1430,7 +1623,8 @@ static redisReply *eval_job(struct alq_client *c, enum alq_script s,
 			    const char *id, int nargs, const char **args,
 			    const size_t *arglens, int *ret_err)
 {
-	char keys[8][ALQ_KEY_MAX], nk[12];
+	char keys[8][ALQ_KEY_MAX], nk[12], pq[ALQ_PART_NAME_MAX];
+	const char *q = qof(c, id, pq);
 	const char *argv[3 + 8 + 512];
 	size_t lens[3 + 8 + 512];
 	redisReply *r;
@@ -1445,8 +1639,7 @@ static redisReply *eval_job(struct alq_client *c, enum alq_script s,
 	argv[n] = scripts[s], lens[n++] = strlen(scripts[s]);
 	argv[n] = nk, lens[n++] = strlen(nk);
 	for (int i = 0; i < nkeys; i++) {
-		if (alq_key(keys[i], sizeof(keys[i]), c->queue, kinds[i], id) <
-		    0) {
+		if (alq_key(keys[i], sizeof(keys[i]), q, kinds[i], id) < 0) {
 			*ret_err = -ENAMETOOLONG;
 			return NULL;
 		}
@@ -1629,15 +1822,16 @@ static bool dead_parse(const redisReply *r, struct al_queue_dead *d)
 	return true;
 }
 
-int al_queue_dead_list(struct alq_client *c, const char *after,
-		       struct al_queue_dead *ret, size_t max, size_t *ret_n)
+static int dead_list_part(struct alq_client *c, const char *q,
+			  const char *after, struct al_queue_dead *ret,
+			  size_t max, size_t *ret_n)
 {
 	char key[ALQ_KEY_MAX], start[ALQ_SID_MAX + 1], count[24];
 	const char *argv[6];
 	redisReply *r;
 	size_t n = 0;
 
-	if (alq_key(key, sizeof(key), c->queue, ALQ_KEY_DEAD, NULL) < 0)
+	if (alq_key(key, sizeof(key), q, ALQ_KEY_DEAD, NULL) < 0)
 		return -ENAMETOOLONG;
 	snprintf(start, sizeof(start), "%s%s", after && *after ? "(" : "",
 		 after && *after ? after : "-");
@@ -1657,6 +1851,60 @@ int al_queue_dead_list(struct alq_client *c, const char *after,
 	freeReplyObject(r);
 	*ret_n = n;
 	return 0;
+}
+
+/* Stream ids "MS-SEQ" in order; a malformed one sorts first. */
+static int sid_cmp(const char *a, const char *b)
+{
+	unsigned long long am = 0, as = 0, bm = 0, bs = 0;
+
+	sscanf(a, "%llu-%llu", &am, &as);
+	sscanf(b, "%llu-%llu", &bm, &bs);
+	return am != bm	  ? (am < bm ? -1 : 1)
+	       : as != bs ? (as < bs ? -1 : 1)
+			  : 0;
+}
+
+static int dead_cmp(const void *a, const void *b)
+{
+	return sid_cmp(((const struct al_queue_dead *)a)->sid,
+		       ((const struct al_queue_dead *)b)->sid);
+}
+
+/* With partitions: the first `max` letters after `after` of every
+ * partition, merged by entry id, the first `max` kept. (Two partitions'
+ * letters of the same millisecond and sequence page as one.) */
+int al_queue_dead_list(struct alq_client *c, const char *after,
+		       struct al_queue_dead *ret, size_t max, size_t *ret_n)
+{
+	struct al_queue_dead *all;
+	char pq[ALQ_PART_NAME_MAX];
+	size_t n = 0, got;
+	unsigned np = c->partitions > ALQ_PARTITIONS_MAX ? ALQ_PARTITIONS_MAX
+							 : c->partitions;
+	int e = 0;
+
+	if (np <= 1)
+		return dead_list_part(c, c->queue, after, ret, max, ret_n);
+	if (max > SIZE_MAX / sizeof(*all) / np)
+		return -E2BIG;
+	all = calloc(max * np + 1, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	for (unsigned p = 0; p < np && e == 0; p++) {
+		if ((e = alq_partition_name(pq, sizeof(pq), c->queue, p)) < 0)
+			break;
+		e = dead_list_part(c, pq, after, all + n, max, &got);
+		if (e == 0)
+			n += got;
+	}
+	if (e == 0) {
+		qsort(all, n, sizeof(*all), dead_cmp);
+		*ret_n = n < max ? n : max;
+		memcpy(ret, all, *ret_n * sizeof(*all));
+	}
+	free(all);
+	return e;
 }
 
 #define DEAD_PAGE 256

@@ -74,6 +74,24 @@ enum alq_key_kind {
 int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    const char *id);
 
+/* --- partitions ---------------------------------------------------------
+ *
+ * One logical queue Q may be spread over N partitions (queue.partitions,
+ * docs/queue.md "Partitions"), each a queue of its own with its own hash
+ * tag, so its own Cluster slot: partition 0 is Q itself (N = 1 is the
+ * layout of a queue without partitions), partition I > 0 is "Q~pI" ('~'
+ * is never in a queue name, so no partition is another queue). A job
+ * lives in the partition its id hashes to (FNV-1a 32 of the id, mod N):
+ * submit, status, cancel, wait and result all find it there.
+ */
+#define ALQ_PARTITIONS_MAX 64
+#define ALQ_PART_NAME_MAX  (AL_NAME_MAX + 8) /* "~pNN" and the NUL */
+
+/* The name of partition i of queue q into buf; 0 or -ENAMETOOLONG. */
+int alq_partition_name(char *buf, size_t len, const char *q, unsigned i);
+/* The partition of job `id` among n (0 when n <= 1). */
+unsigned alq_partition_of(const char *id, unsigned n);
+
 /* --- server address ---------------------------------------------------- */
 
 struct alq_url {
@@ -198,6 +216,9 @@ struct alq_client {
 	 * wait_ms; new jobs not acknowledged by them get err -EAGAIN */
 	unsigned wait_replicas;
 	uint32_t wait_ms;
+	/* partitions of the queue (0 or 1 = none; at most
+	 * ALQ_PARTITIONS_MAX): set after alq_client_open() */
+	unsigned partitions;
 };
 
 int alq_client_open(struct alq_client *c, const struct alq_url *u,
@@ -245,6 +266,8 @@ int alq_client_have_results(struct alq_client *c, const char *const *ids,
 			    size_t n, bool *done);
 
 #define ALQ_STATUS_SERVES 64
+/* With partitions, the counts are the sums over them; the dispatchers are
+ * those of partition 0 (each serve heartbeats there once). */
 struct alq_status {
 	int64_t length;	   /* XLEN of the stream */
 	int64_t depth;	   /* entries not yet delivered (-1 unknown) */

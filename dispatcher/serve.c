@@ -95,9 +95,27 @@ enum task_state {
 
 struct serve;
 
+/* One partition of the queue (queue.h): its own slot, so its own
+ * connections (a Cluster node each), consumer group and timers' state. */
+struct part {
+	struct serve *s;		 /* owner */
+	unsigned index;			 /* partition number */
+	char q[ALQ_PART_NAME_MAX];	 /* its queue name */
+	struct alq_conn cmd, blk;	 /* commands; blocking reads */
+	bool group_ready;		 /* consumer group exists */
+	bool group_pending;		 /* XGROUP CREATE in flight */
+	bool reading;			 /* XREADGROUP in flight */
+	bool reclaiming;		 /* RECLAIM in flight */
+	unsigned asked;			 /* entries its read may bring */
+	unsigned reclaim_n;		 /* entries its reclaim may bring */
+	char cmd_name[16], blk_name[24]; /* the connections' names (logs) */
+	char k_jobs[ALQ_KEY_MAX], k_dead[ALQ_KEY_MAX], k_cancel[ALQ_KEY_MAX];
+};
+
 struct task {
 	struct task *prev, *next; /* in serve.tasks */
 	struct serve *s;	  /* owner */
+	struct part *p;		  /* its partition */
 	enum task_state state;	  /* see above */
 	struct alq_entry e;	  /* the stream entry */
 	char id[AL_ID_MAX + 1];	  /* result id: job id or entry-SID */
@@ -136,7 +154,11 @@ struct wslot {
 struct serve {
 	const struct al_serve_opts *o;
 	uv_loop_t loop;
-	struct alq_conn cmd, blk;	    /* commands; blocking reads */
+	struct part *p;			    /* partitions, p[0] = the queue */
+	unsigned n_p;			    /* entries in p */
+	unsigned next_read;		    /* partition to read first */
+	unsigned next_reclaim;		    /* partition to reclaim first */
+	unsigned empty_reads;		    /* reads in a row with no entry */
 	uv_timer_t tick, hb, reclaim, trim; /* timers */
 	uv_signal_t sigterm, sigint;	    /* shutdown */
 	uv_poll_t stop;			    /* o->stop_fd */
@@ -145,16 +167,11 @@ struct serve {
 	unsigned n_w;			    /* entries in w */
 	struct task tasks;		    /* list head */
 	unsigned n_tasks;		    /* entries in tasks */
-	bool group_ready;		    /* consumer group exists */
-	bool group_pending;		    /* XGROUP CREATE in flight */
-	bool reading;			    /* XREADGROUP in flight */
-	bool reclaiming;		    /* RECLAIM in flight */
 	bool draining;			    /* shutdown begun */
 	bool closing;			    /* handles being closed */
 	uint64_t drain_deadline;	    /* loop ms */
 	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
-	char k_jobs[ALQ_KEY_MAX], k_dead[ALQ_KEY_MAX], k_serves[ALQ_KEY_MAX];
-	char k_cancel[ALQ_KEY_MAX];
+	char k_serves[ALQ_KEY_MAX];	    /* partition 0's */
 	uint64_t stored, rejected, retried, dead; /* counters for the log */
 };
 
@@ -171,21 +188,25 @@ static uint64_t mono(struct serve *s)
 /* --- tasks -------------------------------------------------------------------
  */
 
-static struct task *task_find(struct serve *s, const char *sid)
+static struct task *task_find(struct part *p, const char *sid)
 {
+	struct serve *s = p->s;
+
 	for (struct task *t = s->tasks.next; t != &s->tasks; t = t->next)
-		if (!strcmp(t->e.sid, sid))
+		if (t->p == p && !strcmp(t->e.sid, sid))
 			return t;
 	return NULL;
 }
 
-static struct task *task_new(struct serve *s, const struct alq_entry *e)
+static struct task *task_new(struct part *p, const struct alq_entry *e)
 {
+	struct serve *s = p->s;
 	struct task *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	t->s = s;
+	t->p = p;
 	t->e = *e;
 	if (e->id[0])
 		snprintf(t->id, sizeof(t->id), "%s", e->id);
@@ -239,6 +260,26 @@ static unsigned free_slots(struct serve *s)
 	return idle > held ? idle - held : 0;
 }
 
+/* Free slots not yet promised to the reads (reclaim: to the reclaims)
+ * in flight: reads and reclaims each ask for at most the free slots, as
+ * with one partition. */
+static unsigned avail(struct serve *s, bool reclaim)
+{
+	unsigned n = free_slots(s), asked = 0;
+
+	for (unsigned i = 0; i < s->n_p; i++)
+		asked += reclaim ? s->p[i].reclaim_n : s->p[i].asked;
+	return n > asked ? n - asked : 0;
+}
+
+static bool any_reading(const struct serve *s)
+{
+	for (unsigned i = 0; i < s->n_p; i++)
+		if (s->p[i].reading)
+			return true;
+	return false;
+}
+
 /* --- small Redis commands ---------------------------------------------------
  */
 
@@ -252,25 +293,25 @@ static void ignore_reply(struct alq_conn *c, redisReply *r, void *priv)
 
 /* Give an entry back to the group: idle for a year, so whoever reclaims
  * next takes it at once. The delivery is not counted again (JUSTID). */
-static void release_entry(struct serve *s, const char *sid)
+static void release_entry(struct part *p, const char *sid)
 {
-	const char *argv[] = {"XCLAIM", s->k_jobs, ALQ_GROUP, s->consumer,
+	const char *argv[] = {"XCLAIM", p->k_jobs, ALQ_GROUP, p->s->consumer,
 			      "0",	sid,	   "IDLE",    RELEASE_IDLE_MS,
 			      "JUSTID"};
 
-	if (alq_conn_cmd(&s->cmd, ignore_reply, NULL, 9, argv, NULL) < 0)
+	if (alq_conn_cmd(&p->cmd, ignore_reply, NULL, 9, argv, NULL) < 0)
 		al_warn("job entry=%s: not handed back (redis down); it is "
 			"reclaimed after its visibility time",
 			sid);
 }
 
 /* Count one more delivery for an entry we retry ourselves. */
-static void count_delivery(struct serve *s, const char *sid)
+static void count_delivery(struct part *p, const char *sid)
 {
-	const char *argv[] = {"XCLAIM",	   s->k_jobs, ALQ_GROUP,
-			      s->consumer, "0",	      sid};
+	const char *argv[] = {"XCLAIM",	      p->k_jobs, ALQ_GROUP,
+			      p->s->consumer, "0",	 sid};
 
-	alq_conn_cmd(&s->cmd, ignore_reply, NULL, 6, argv, NULL);
+	alq_conn_cmd(&p->cmd, ignore_reply, NULL, 6, argv, NULL);
 }
 
 /* Drop a task locally and leave its entry pending (reclaimed later). */
@@ -376,7 +417,7 @@ static void count_job(const struct task *t)
 static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = c->data;
+	struct serve *s = ((struct part *)c->data)->s;
 
 	if (!r) {
 		t->state = T_STORE_WAIT; /* again when Redis is back */
@@ -408,6 +449,7 @@ static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 static void store(struct task *t)
 {
 	struct serve *s = t->s;
+	const char *q = t->p->q;
 	char k[7][ALQ_KEY_MAX], ttl[16], n[16], minute[24];
 	const char *argv[13];
 	size_t lens[13];
@@ -415,13 +457,13 @@ static void store(struct task *t)
 	t->state = T_STORING;
 	snprintf(minute, sizeof(minute), "%llu",
 		 (unsigned long long)(al_wall_ms() / 60000u));
-	alq_key(k[0], sizeof(k[0]), s->o->queue, ALQ_KEY_RESULT, t->id);
-	alq_key(k[1], sizeof(k[1]), s->o->queue, ALQ_KEY_DONE, t->id);
-	alq_key(k[2], sizeof(k[2]), s->o->queue, ALQ_KEY_JOBS, NULL);
-	alq_key(k[3], sizeof(k[3]), s->o->queue, ALQ_KEY_JOB, t->id);
-	alq_key(k[4], sizeof(k[4]), s->o->queue, ALQ_KEY_TPUT, minute);
-	alq_key(k[5], sizeof(k[5]), s->o->queue, ALQ_KEY_DEAD, NULL);
-	alq_key(k[6], sizeof(k[6]), s->o->queue, ALQ_KEY_SID, t->id);
+	alq_key(k[0], sizeof(k[0]), q, ALQ_KEY_RESULT, t->id);
+	alq_key(k[1], sizeof(k[1]), q, ALQ_KEY_DONE, t->id);
+	alq_key(k[2], sizeof(k[2]), q, ALQ_KEY_JOBS, NULL);
+	alq_key(k[3], sizeof(k[3]), q, ALQ_KEY_JOB, t->id);
+	alq_key(k[4], sizeof(k[4]), q, ALQ_KEY_TPUT, minute);
+	alq_key(k[5], sizeof(k[5]), q, ALQ_KEY_DEAD, NULL);
+	alq_key(k[6], sizeof(k[6]), q, ALQ_KEY_SID, t->id);
 	snprintf(ttl, sizeof(ttl), "%u", s->o->result_ttl_s);
 	snprintf(n, sizeof(n), "%u", t->e.deliveries);
 	for (int i = 0; i < 7; i++)
@@ -434,7 +476,7 @@ static void store(struct task *t)
 	argv[12] = n;
 	for (int i = 0; i < 13; i++)
 		lens[i] = i == 7 ? t->result_len : strlen(argv[i]);
-	if (alq_conn_eval(&s->cmd, ALQ_COMPLETE, store_cb, t, 7, 13, argv,
+	if (alq_conn_eval(&t->p->cmd, ALQ_COMPLETE, store_cb, t, 7, 13, argv,
 			  lens) < 0)
 		t->state = T_STORE_WAIT;
 }
@@ -482,17 +524,17 @@ static void got_payload(struct task *t, const char *p, size_t len)
 }
 
 /* XACK without a result: one is stored already (cancelled, redelivered). */
-static void ack_entry(struct serve *s, const char *sid)
+static void ack_entry(struct part *p, const char *sid)
 {
-	const char *ack[] = {"XACK", s->k_jobs, ALQ_GROUP, sid};
+	const char *ack[] = {"XACK", p->k_jobs, ALQ_GROUP, sid};
 
-	alq_conn_cmd(&s->cmd, ignore_reply, NULL, 4, ack, NULL);
+	alq_conn_cmd(&p->cmd, ignore_reply, NULL, 4, ack, NULL);
 }
 
 static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = c->data;
+	struct serve *s = ((struct part *)c->data)->s;
 	enum alq_fetch kind;
 	const char *payload;
 	char why[160];
@@ -503,7 +545,7 @@ static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 		return;
 	}
 	if (s->draining) {
-		release_entry(s, t->e.sid);
+		release_entry(t->p, t->e.sid);
 		task_free(t);
 		maybe_finish(s);
 		return;
@@ -521,7 +563,7 @@ static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 		got_payload(t, payload, len);
 		break;
 	case ALQ_FETCH_DONE: /* redelivered, or cancelled before it ran */
-		ack_entry(s, t->e.sid);
+		ack_entry(t->p, t->e.sid);
 		al_info("job=%s: has a result already; acknowledged", t->id);
 		task_free(t);
 		break;
@@ -542,34 +584,33 @@ static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 
 static void fetch(struct task *t)
 {
-	struct serve *s = t->s;
 	char kjob[ALQ_KEY_MAX], kres[ALQ_KEY_MAX], cap[16];
 	const char *argv[3];
 
 	t->state = T_FETCH;
-	alq_key(kjob, sizeof(kjob), s->o->queue, ALQ_KEY_JOB, t->id);
-	alq_key(kres, sizeof(kres), s->o->queue, ALQ_KEY_RESULT, t->id);
+	alq_key(kjob, sizeof(kjob), t->p->q, ALQ_KEY_JOB, t->id);
+	alq_key(kres, sizeof(kres), t->p->q, ALQ_KEY_RESULT, t->id);
 	snprintf(cap, sizeof(cap), "%u", AL_JOB_MAX_BYTES);
 	argv[0] = kjob;
 	argv[1] = kres;
 	argv[2] = cap;
-	if (alq_conn_eval(&s->cmd, ALQ_FETCH, fetch_cb, t, 2, 3, argv, NULL) <
-	    0)
+	if (alq_conn_eval(&t->p->cmd, ALQ_FETCH, fetch_cb, t, 2, 3, argv,
+			  NULL) < 0)
 		t->state = T_FETCH_WAIT;
 }
 
 /* A claimed entry (read, reclaimed): make it a task. */
-static void claimed(struct serve *s, const struct alq_entry *e)
+static void claimed(struct part *p, const struct alq_entry *e)
 {
 	struct task *t;
 
-	if (task_find(s, e->sid))
+	if (task_find(p, e->sid))
 		return; /* ours already (a reclaim of our own claim) */
-	if (s->draining) {
-		release_entry(s, e->sid);
+	if (p->s->draining) {
+		release_entry(p, e->sid);
 		return;
 	}
-	t = task_new(s, e);
+	t = task_new(p, e);
 	if (!t) {
 		al_err("entry=%s: out of memory; left pending", e->sid);
 		return;
@@ -601,7 +642,7 @@ static void retry_or_dead(struct task *t, const char *why)
 		atomic_fetch_add(&s->o->metrics->retries, 1);
 	al_warn("job=%s: %s; retrying (delivery %u of %u)", t->id, why,
 		t->e.deliveries, s->o->max_deliveries);
-	count_delivery(s, t->e.sid);
+	count_delivery(t->p, t->e.sid);
 	/* to the front: it has waited longest */
 	t->prev->next = t->next;
 	t->next->prev = t->prev;
@@ -628,7 +669,7 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 	}
 	if (t->cancelled) { /* finished as we killed it: CX stands */
 		free(body);
-		ack_entry(t->s, t->e.sid);
+		ack_entry(t->p, t->e.sid);
 		task_free(t);
 		return;
 	}
@@ -646,7 +687,7 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 		al_result_release(&res);
 		free(body);
 		if (t->s->draining) { /* another dispatcher retries it */
-			release_entry(t->s, t->e.sid);
+			release_entry(t->p, t->e.sid);
 			task_free(t);
 		} else {
 			retry_or_dead(t, why);
@@ -859,12 +900,12 @@ static void on_exit_(uv_poll_t *p, int status, int events)
 
 		w->task = NULL;
 		if (t->cancelled) { /* its CX result is stored */
-			ack_entry(s, t->e.sid);
+			ack_entry(t->p, t->e.sid);
 			al_info("job=%s worker=%u: cancelled; VM killed",
 				t->id, w->index);
 			task_free(t);
 		} else if (s->draining) {
-			release_entry(s, t->e.sid);
+			release_entry(t->p, t->e.sid);
 			task_free(t);
 		} else {
 			retry_or_dead(t, why);
@@ -924,52 +965,59 @@ static int spawn(struct wslot *w)
 
 static void group_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
-	struct serve *s = c->data;
+	struct part *p = c->data;
 
 	(void)priv;
-	s->group_pending = false;
+	p->group_pending = false;
 	if (!r)
 		return; /* on_up tries again */
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9)) {
-		al_err("redis: creating the consumer group: %.200s", r->str);
+		al_err("redis: creating the consumer group of %s: %.200s", p->q,
+		       r->str);
 		return;
 	}
-	s->group_ready = true;
-	pump(s);
+	p->group_ready = true;
+	pump(p->s);
 }
 
-static void ensure_group(struct serve *s)
+static void ensure_group(struct part *p)
 {
-	const char *argv[] = {"XGROUP",	 "CREATE", s->k_jobs,
+	const char *argv[] = {"XGROUP",	 "CREATE", p->k_jobs,
 			      ALQ_GROUP, "0",	   "MKSTREAM"};
 
-	if (s->group_pending)
+	if (p->group_pending)
 		return;
-	if (alq_conn_cmd(&s->cmd, group_cb, NULL, 6, argv, NULL) == 0)
-		s->group_pending = true;
+	if (alq_conn_cmd(&p->cmd, group_cb, NULL, 6, argv, NULL) == 0)
+		p->group_pending = true;
 }
 
 /* Entries of an XREADGROUP reply: [[stream, [entry...]]]. */
 static void read_cb_redis(struct alq_conn *c, redisReply *r, void *priv)
 {
-	struct serve *s = c->data;
+	struct part *p = c->data;
 
 	(void)priv;
-	s->reading = false;
+	p->reading = false;
+	p->asked = 0;
 	if (!r)
 		return;
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (!strncmp(r->str, "NOGROUP", 7)) {
-			al_warn("redis: the consumer group is gone (server "
-				"restarted without its data?); recreating it");
-			s->group_ready = false;
-			ensure_group(s);
+			al_warn("redis: the consumer group of %s is gone "
+				"(server restarted without its data?); "
+				"recreating it",
+				p->q);
+			p->group_ready = false;
+			ensure_group(p);
 		} else {
 			al_err("redis: XREADGROUP: %.200s", r->str);
 		}
 		return;
 	}
+	if (r->type == REDIS_REPLY_NIL)
+		p->s->empty_reads++;
 	if (r->type == REDIS_REPLY_ARRAY) {
+		p->s->empty_reads = 0;
 		for (size_t i = 0; i < r->elements; i++) {
 			redisReply *st = r->element[i];
 
@@ -982,36 +1030,82 @@ static void read_cb_redis(struct alq_conn *c, redisReply *r, void *priv)
 
 				if (alq_entry_parse(st->element[1]->element[k],
 						    &e) == 0)
-					claimed(s, &e);
+					claimed(p, &e);
 			}
 		}
 	}
-	pump(s);
+	pump(p->s);
 }
 
-static void pump(struct serve *s)
+/* Read partition p for up to n entries. */
+static void read_part(struct part *p, unsigned n, unsigned block_ms)
 {
 	char count[16], block[16];
-	unsigned n;
+	const char *argv[] = {
+	    "XREADGROUP", "GROUP", ALQ_GROUP, p->s->consumer, "COUNT", count,
+	    "BLOCK",	  block,   "STREAMS", p->k_jobs,      ">"};
 
-	if (s->draining || s->closing || s->reading || !s->group_ready ||
-	    !alq_conn_up(&s->blk))
+
+	snprintf(count, sizeof(count), "%u", n);
+	snprintf(block, sizeof(block), "%u", block_ms);
+	if (!block_ms) { /* no BLOCK: the reply comes at once */
+		argv[6] = "STREAMS", argv[7] = p->k_jobs, argv[8] = ">";
+		if (alq_conn_cmd(&p->blk, read_cb_redis, NULL, 9, argv,
+				 NULL) == 0) {
+			p->reading = true;
+			p->asked = n;
+		}
 		return;
-	n = free_slots(s);
+	}
+	if (alq_conn_cmd(&p->blk, read_cb_redis, NULL, 11, argv, NULL) == 0) {
+		p->reading = true;
+		p->asked = n;
+	}
+}
+
+/* Read while there are free slots: each partition that can read (group
+ * made, connection up, no read in flight) gets an equal share, the first
+ * of them in turn (next_read: the one after the last read), so no
+ * partition waits behind another. When the slots are fewer than the
+ * partitions, reads do not block: an empty partition answers at once and
+ * the next is read, until a whole round of partitions came back empty;
+ * then each read blocks briefly (BLOCK_SHORT_MS), so idle partitions
+ * cost a few reads a second, and a busy one is found within a round. */
+#define BLOCK_SHORT_MS 100u
+static void pump(struct serve *s)
+{
+	unsigned n, ready = 0, block, last = s->next_read;
+
+	if (s->draining || s->closing)
+		return;
+	n = avail(s, false);
 	if (!n)
 		return;
-	snprintf(count, sizeof(count), "%u", n);
-	snprintf(block, sizeof(block), "%u", BLOCK_MS);
-	{
-		const char *argv[] = {"XREADGROUP", "GROUP", ALQ_GROUP,
-				      s->consumer,  "COUNT", count,
-				      "BLOCK",	    block,   "STREAMS",
-				      s->k_jobs,    ">"};
+	for (unsigned i = 0; i < s->n_p; i++) {
+		struct part *p = &s->p[i];
 
-		if (alq_conn_cmd(&s->blk, read_cb_redis, NULL, 11, argv,
-				 NULL) == 0)
-			s->reading = true;
+		ready += !p->reading && p->group_ready && alq_conn_up(&p->blk);
 	}
+	if (!ready)
+		return;
+	block = n >= ready			? BLOCK_MS
+		: s->empty_reads >= s->n_p	? BLOCK_SHORT_MS
+						: 0;
+	for (unsigned k = 0; k < s->n_p && n; k++) {
+		struct part *p = &s->p[(s->next_read + k) % s->n_p];
+		unsigned share;
+
+		if (p->reading || !p->group_ready || !alq_conn_up(&p->blk))
+			continue;
+		share = n / ready + (n % ready ? 1 : 0);
+		if (share > n)
+			share = n;
+		read_part(p, share, block);
+		n -= p->reading ? share : 0;
+		ready--;
+		last = p->index;
+	}
+	s->next_read = (last + 1) % s->n_p;
 }
 
 /* --- timers
@@ -1037,7 +1131,7 @@ static void cancel_task(struct serve *s, struct task *t)
 {
 	if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
 		al_info("job=%s: cancelled before it ran", t->id);
-		ack_entry(s, t->e.sid);
+		ack_entry(t->p, t->e.sid);
 		task_free(t);
 		return;
 	}
@@ -1055,7 +1149,8 @@ static void cancel_task(struct serve *s, struct task *t)
 
 static void cancel_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
-	struct serve *s = c->data;
+	struct part *p = c->data;
+	struct serve *s = p->s;
 	struct task *t;
 	char sid[ALQ_SID_MAX];
 
@@ -1068,54 +1163,72 @@ static void cancel_cb(struct alq_conn *c, redisReply *r, void *priv)
 			continue;
 		memcpy(sid, r->element[i]->str, r->element[i]->len);
 		sid[r->element[i]->len] = '\0';
-		if ((t = task_find(s, sid)))
+		if ((t = task_find(p, sid)))
 			cancel_task(s, t);
 	}
 	dispatch(s);
 	pump(s);
 }
 
-static void heartbeat(uv_timer_t *h)
+/* Re-claim the entries we hold in partition p, and ask which of them
+ * were cancelled. */
+static void heartbeat_part(struct part *p)
 {
-	struct serve *s = h->data;
+	struct serve *s = p->s;
 	const char *argv[2 + HB_BATCH];
-	char val[64];
-	unsigned busy = 0, alive = 0;
 	int n = 2;
 
-	if (!alq_conn_up(&s->cmd))
+	if (!alq_conn_up(&p->cmd))
 		return;
-	argv[0] = s->k_jobs;
+	argv[0] = p->k_jobs;
 	argv[1] = s->consumer;
-	for (struct task *t = s->tasks.next; t != &s->tasks; t = t->next) {
-		argv[n++] = t->e.sid;
-		if (n == 2 + (int)HB_BATCH || t->next == &s->tasks) {
-			alq_conn_eval(&s->cmd, ALQ_HEARTBEAT, hb_cb, NULL, 1, n,
+	for (struct task *t = s->tasks.next;; t = t->next) {
+		bool end = t == &s->tasks;
+
+		if (!end && t->p == p)
+			argv[n++] = t->e.sid;
+		if (n > 2 && (n == 2 + (int)HB_BATCH || end)) {
+			alq_conn_eval(&p->cmd, ALQ_HEARTBEAT, hb_cb, NULL, 1, n,
 				      argv, NULL);
-			argv[1] = s->k_cancel;
-			alq_conn_eval(&s->cmd, ALQ_CANCEL_POLL, cancel_cb, NULL,
+			argv[1] = p->k_cancel;
+			alq_conn_eval(&p->cmd, ALQ_CANCEL_POLL, cancel_cb, NULL,
 				      1, n - 1, argv + 1, NULL);
 			argv[1] = s->consumer;
 			n = 2;
 		}
+		if (end)
+			break;
 	}
+}
+
+static void heartbeat(uv_timer_t *h)
+{
+	struct serve *s = h->data;
+	char val[64];
+	unsigned busy = 0, alive = 0;
+
+	for (unsigned i = 0; i < s->n_p; i++)
+		heartbeat_part(&s->p[i]);
+	if (!alq_conn_up(&s->p[0].cmd))
+		return;
 	for (unsigned i = 0; i < s->n_w; i++) {
 		alive += s->w[i].alive;
 		busy += s->w[i].task != NULL;
 	}
 	snprintf(val, sizeof(val), "%u %u %llu", alive, busy,
 		 (unsigned long long)al_wall_ms());
-	alq_conn_cmd(&s->cmd, ignore_reply, NULL, 4,
+	alq_conn_cmd(&s->p[0].cmd, ignore_reply, NULL, 4,
 		     (const char *[]){"HSET", s->k_serves, s->consumer, val},
 		     NULL);
 }
 
 static void reclaim_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
-	struct serve *s = c->data;
+	struct part *p = c->data;
 
 	(void)priv;
-	s->reclaiming = false;
+	p->reclaiming = false;
+	p->reclaim_n = 0;
 	if (!r || r->type != REDIS_REPLY_ARRAY) {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			al_warn("redis: reclaim: %.200s", r->str);
@@ -1134,34 +1247,54 @@ static void reclaim_cb(struct alq_conn *c, redisReply *r, void *priv)
 		al_info("job=%s entry=%s: reclaimed from a silent consumer "
 			"(delivery %u)",
 			e.id[0] ? e.id : "?", e.sid, e.deliveries);
-		claimed(s, &e);
+		claimed(p, &e);
 	}
-	pump(s);
+	pump(p->s);
 }
 
+/* Reclaim in every partition, with the slots not promised to reclaims
+ * in flight: an equal share each, the first in turn (next_reclaim). */
 static void reclaim(uv_timer_t *h)
 {
 	struct serve *s = h->data;
 	char slack[16], count[16], dflt[16], maxw[16];
 	const char *argv[6];
-	unsigned n = free_slots(s);
+	unsigned n, ready = 0;
 
-	if (s->draining || !s->group_ready || s->reclaiming || !n ||
-	    !alq_conn_up(&s->cmd))
+	if (s->draining || !s->n_p)
 		return;
 	snprintf(slack, sizeof(slack), "%u", s->o->visibility_slack_ms);
-	snprintf(count, sizeof(count), "%u", n);
 	snprintf(dflt, sizeof(dflt), "%u", s->o->policy->defaults.wall_ms);
 	snprintf(maxw, sizeof(maxw), "%u", s->o->policy->max.wall_ms);
-	argv[0] = s->k_jobs;
-	argv[1] = s->consumer;
-	argv[2] = slack;
-	argv[3] = count;
-	argv[4] = dflt;
-	argv[5] = maxw;
-	if (alq_conn_eval(&s->cmd, ALQ_RECLAIM, reclaim_cb, NULL, 1, 6, argv,
-			  NULL) == 0)
-		s->reclaiming = true;
+	n = avail(s, true);
+
+	for (unsigned i = 0; i < s->n_p; i++)
+		ready += s->p[i].group_ready && !s->p[i].reclaiming &&
+			 alq_conn_up(&s->p[i].cmd);
+	for (unsigned k = 0; k < s->n_p && n && ready; k++) {
+		struct part *p = &s->p[(s->next_reclaim + k) % s->n_p];
+		unsigned share = n / ready + (n % ready ? 1 : 0);
+
+		if (!p->group_ready || p->reclaiming || !alq_conn_up(&p->cmd))
+			continue;
+		ready--;
+		if (share > n)
+			share = n;
+		snprintf(count, sizeof(count), "%u", share);
+		argv[0] = p->k_jobs;
+		argv[1] = s->consumer;
+		argv[2] = slack;
+		argv[3] = count;
+		argv[4] = dflt;
+		argv[5] = maxw;
+		if (alq_conn_eval(&p->cmd, ALQ_RECLAIM, reclaim_cb, NULL, 1, 6,
+				  argv, NULL) == 0) {
+			p->reclaiming = true;
+			p->reclaim_n = share;
+			n -= share;
+		}
+	}
+	s->next_reclaim = (s->next_reclaim + 1) % s->n_p;
 }
 
 static void trim_cb(struct alq_conn *c, redisReply *r, void *priv)
@@ -1177,12 +1310,17 @@ static void trim_cb(struct alq_conn *c, redisReply *r, void *priv)
 static void trim(uv_timer_t *h)
 {
 	struct serve *s = h->data;
-	/* consumers idle for a day with nothing pending are forgotten */
-	const char *argv[] = {s->k_jobs, s->k_cancel, "86400000"};
 
-	if (alq_conn_up(&s->cmd))
-		alq_conn_eval(&s->cmd, ALQ_TRIM, trim_cb, NULL, 2, 3, argv,
-			      NULL);
+	for (unsigned i = 0; i < s->n_p; i++) {
+		struct part *p = &s->p[i];
+		/* consumers idle for a day with nothing pending are
+		 * forgotten */
+		const char *argv[] = {p->k_jobs, p->k_cancel, "86400000"};
+
+		if (alq_conn_up(&p->cmd))
+			alq_conn_eval(&p->cmd, ALQ_TRIM, trim_cb, NULL, 2, 3,
+				      argv, NULL);
+	}
 }
 
 /* --- shutdown
@@ -1214,7 +1352,7 @@ static void begin_drain(struct serve *s, const char *why)
 	for (struct task *t = s->tasks.next, *nx; t != &s->tasks; t = nx) {
 		nx = t->next;
 		if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
-			release_entry(s, t->e.sid);
+			release_entry(t->p, t->e.sid);
 			task_free(t);
 		}
 	}
@@ -1239,13 +1377,15 @@ static void on_stop_fd(uv_poll_t *p, int status, int events)
 
 static void conn_closed(struct alq_conn *c)
 {
-	maybe_finish(c->data);
+	maybe_finish(((struct part *)c->data)->s);
 }
 
 static void close_rest(struct serve *s)
 {
-	alq_conn_close(&s->cmd);
-	alq_conn_close(&s->blk);
+	for (unsigned i = 0; i < s->n_p; i++) {
+		alq_conn_close(&s->p[i].cmd);
+		alq_conn_close(&s->p[i].blk);
+	}
 	uv_close((uv_handle_t *)&s->tick, NULL);
 	uv_close((uv_handle_t *)&s->hb, NULL);
 	uv_close((uv_handle_t *)&s->reclaim, NULL);
@@ -1268,7 +1408,7 @@ static void farewell_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	(void)r;
 	(void)priv;
-	close_rest(c->data);
+	close_rest(((struct part *)c->data)->s);
 }
 
 static void close_all(struct serve *s)
@@ -1277,8 +1417,8 @@ static void close_all(struct serve *s)
 	uv_timer_stop(&s->hb); /* no HSET after the HDEL */
 	uv_timer_stop(&s->reclaim);
 	uv_timer_stop(&s->trim);
-	if (alq_conn_up(&s->cmd) &&
-	    alq_conn_cmd(&s->cmd, farewell_cb, NULL, 3,
+	if (s->n_p && alq_conn_up(&s->p[0].cmd) &&
+	    alq_conn_cmd(&s->p[0].cmd, farewell_cb, NULL, 3,
 			 (const char *[]){"HDEL", s->k_serves, s->consumer},
 			 NULL) == 0)
 		return;
@@ -1309,11 +1449,11 @@ static void maybe_finish(struct serve *s)
 	for (struct task *t = s->tasks.next, *nx; t != &s->tasks; t = nx) {
 		nx = t->next;
 		if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
-			release_entry(s, t->e.sid);
+			release_entry(t->p, t->e.sid);
 			task_free(t);
 		}
 	}
-	if ((s->n_tasks || s->reading) && !late)
+	if ((s->n_tasks || any_reading(s)) && !late)
 		return; /* results being stored, a read to answer */
 	if (s->n_tasks)
 		al_warn("%u results could not be stored before the deadline; "
@@ -1328,18 +1468,19 @@ static void maybe_finish(struct serve *s)
 static void gauges(struct serve *s)
 {
 	struct al_metrics *m = s->o->metrics;
-	uint64_t alive = 0, busy = 0;
+	uint64_t alive = 0, busy = 0, reconnects = 0;
 
 	if (!m)
 		return;
+	for (unsigned i = 0; i < s->n_p; i++)
+		reconnects += s->p[i].cmd.reconnects + s->p[i].blk.reconnects;
 	for (unsigned i = 0; i < s->n_w; i++) {
 		alive += s->w[i].alive;
 		busy += s->w[i].alive && s->w[i].task;
 	}
 	atomic_store(&m->workers, alive);
 	atomic_store(&m->vms_alive, busy);
-	atomic_store(&m->redis_reconnects,
-		     s->cmd.reconnects + s->blk.reconnects);
+	atomic_store(&m->redis_reconnects, reconnects);
 }
 
 static void tick(uv_timer_t *h)
@@ -1370,15 +1511,14 @@ static void tick(uv_timer_t *h)
 		}
 	}
 	/* stores and fetches that waited for Redis */
-	if (alq_conn_up(&s->cmd)) {
-		for (struct task *t = s->tasks.next, *nx; t != &s->tasks;
-		     t = nx) {
-			nx = t->next;
-			if (t->state == T_STORE_WAIT)
-				store(t);
-			else if (t->state == T_FETCH_WAIT && !s->draining)
-				fetch(t);
-		}
+	for (struct task *t = s->tasks.next, *nx; t != &s->tasks; t = nx) {
+		nx = t->next;
+		if (!alq_conn_up(&t->p->cmd))
+			continue;
+		if (t->state == T_STORE_WAIT)
+			store(t);
+		else if (t->state == T_FETCH_WAIT && !s->draining)
+			fetch(t);
 	}
 	dispatch(s);
 	pump(s);
@@ -1387,20 +1527,27 @@ static void tick(uv_timer_t *h)
 
 static void cmd_up(struct alq_conn *c)
 {
-	struct serve *s = c->data;
+	struct part *p = c->data;
 
-	ensure_group(s);
-	heartbeat(&s->hb); /* re-assert our claims right away */
+	ensure_group(p);
+	/* re-assert our claims right away (partition 0: and our liveness) */
+	if (p->index == 0)
+		heartbeat(&p->s->hb);
+	else
+		heartbeat_part(p);
 }
 
 static void blk_up(struct alq_conn *c)
 {
-	pump(c->data);
+	pump(((struct part *)c->data)->s);
 }
 
 static void blk_down(struct alq_conn *c)
 {
-	((struct serve *)c->data)->reading = false;
+	struct part *p = c->data;
+
+	p->reading = false;
+	p->asked = 0;
 }
 
 /* --- setup
@@ -1424,13 +1571,15 @@ void al_serve_opts_init(struct al_serve_opts *o)
 	o->stop_fd = -1;
 }
 
-static int init_conn(struct serve *s, struct alq_conn *c, const char *name)
+static int init_conn(struct part *p, struct alq_conn *c, const char *name)
 {
+	struct serve *s = p->s;
+
 	memset(c, 0, sizeof(*c));
 	c->connect_timeout_ms = s->o->connect_timeout_ms;
 	c->command_timeout_ms = s->o->command_timeout_ms;
 	c->on_closed = conn_closed;
-	c->data = s;
+	c->data = p;
 	return alq_conn_init(c, &s->loop, &s->o->url, name);
 }
 
@@ -1444,6 +1593,7 @@ static int timer(struct serve *s, uv_timer_t *t, uv_timer_cb cb, uint64_t every)
 static int setup(struct serve *s)
 {
 	char host[41] = "host";
+	unsigned n;
 	int r;
 
 	gethostname(host, sizeof(host) - 1);
@@ -1458,23 +1608,47 @@ static int setup(struct serve *s)
 		snprintf(s->consumer, sizeof(s->consumer), "%s-%d-%04x", host,
 			 (int)getpid(), rnd & 0xffff);
 	}
-	alq_key(s->k_jobs, sizeof(s->k_jobs), s->o->queue, ALQ_KEY_JOBS, NULL);
-	alq_key(s->k_dead, sizeof(s->k_dead), s->o->queue, ALQ_KEY_DEAD, NULL);
-	alq_key(s->k_cancel, sizeof(s->k_cancel), s->o->queue, ALQ_KEY_CANCEL,
-		NULL);
 	alq_key(s->k_serves, sizeof(s->k_serves), s->o->queue, ALQ_KEY_SERVES,
 		NULL);
 	s->tasks.next = s->tasks.prev = &s->tasks;
-	r = init_conn(s, &s->cmd, "cmd");
-	if (r < 0)
-		return r;
-	s->cmd.on_up = cmd_up;
-	r = init_conn(s, &s->blk, "blocking");
-	if (r < 0)
-		return r;
-	s->blk.block_ms = BLOCK_MS;
-	s->blk.on_up = blk_up;
-	s->blk.on_down = blk_down;
+	n = s->o->partitions > 1 ? s->o->partitions : 1;
+	if (n > ALQ_PARTITIONS_MAX)
+		return -EINVAL;
+	s->p = calloc(n, sizeof(*s->p));
+	if (!s->p)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) /* closing one not made is a no-op */
+		s->p[i].cmd.state = s->p[i].blk.state = ALQ_CONN_CLOSED;
+	s->n_p = n;
+	for (unsigned i = 0; i < n; i++) {
+		struct part *p = &s->p[i];
+
+		p->s = s;
+		p->index = i;
+		if (alq_partition_name(p->q, sizeof(p->q), s->o->queue, i) <
+			0 ||
+		    alq_key(p->k_jobs, sizeof(p->k_jobs), p->q, ALQ_KEY_JOBS,
+			    NULL) < 0 ||
+		    alq_key(p->k_dead, sizeof(p->k_dead), p->q, ALQ_KEY_DEAD,
+			    NULL) < 0 ||
+		    alq_key(p->k_cancel, sizeof(p->k_cancel), p->q,
+			    ALQ_KEY_CANCEL, NULL) < 0)
+			return -ENAMETOOLONG;
+		snprintf(p->cmd_name, sizeof(p->cmd_name),
+			 i ? "cmd.p%u" : "cmd", i);
+		r = init_conn(p, &p->cmd, p->cmd_name);
+		if (r < 0)
+			return r;
+		p->cmd.on_up = cmd_up;
+		snprintf(p->blk_name, sizeof(p->blk_name),
+			 i ? "blocking.p%u" : "blocking", i);
+		r = init_conn(p, &p->blk, p->blk_name);
+		if (r < 0)
+			return r;
+		p->blk.block_ms = BLOCK_MS;
+		p->blk.on_up = blk_up;
+		p->blk.on_down = blk_down;
+	}
 	timer(s, &s->tick, tick, TICK_MS);
 	timer(s, &s->hb, heartbeat, s->o->heartbeat_ms);
 	timer(s, &s->reclaim, reclaim,
@@ -1558,8 +1732,10 @@ int al_serve_run(const struct al_serve_opts *o)
 		s->drain_deadline = 0;
 		maybe_finish(s);
 	} else {
-		al_info("serving queue %s on %s as %s with %u workers",
-			o->queue, where, s->consumer, s->n_w);
+		al_info("serving queue %s (%u partition%s) on %s as %s with "
+			"%u workers",
+			o->queue, s->n_p, s->n_p == 1 ? "" : "s", where,
+			s->consumer, s->n_w);
 		/* systemd's Type=notify: up once the workers are spawned */
 		sd_notifyf(0, "READY=1\nSTATUS=serving queue %s on %s, %u "
 			   "workers", o->queue, where, s->n_w);
@@ -1575,6 +1751,7 @@ int al_serve_run(const struct al_serve_opts *o)
 		free(s->w[i].rbuf);
 	}
 	free(s->w);
+	free(s->p);
 	free(s);
 	return r;
 }

@@ -34,6 +34,8 @@
 struct al_serve_opts {
 	struct alq_url url;		/* Redis */
 	char queue[AL_NAME_MAX + 1];	/* queue name (hash tag) */
+	unsigned partitions;		/* partitions of the queue, read in turn
+					   (queue.h); 0 or 1 = none */
 	uint32_t connect_timeout_ms;	/* per connect attempt */
 	uint32_t command_timeout_ms;	/* per reply */
 	uint32_t workers;		/* worker processes, >= 1 */

@@ -125,6 +125,16 @@ static inline int clustertest_start(struct clustertest *t)
 			up = rc != NULL;
 			if (rc)
 				redisFree(rc);
+			/* ours, not another test's server on a port
+			 * ours could not bind */
+			if (up) {
+				char *info = ct_str(t->port[i], "INFO server");
+				char *p = info ? strstr(info, "process_id:")
+					       : NULL;
+
+				up = p && atoi(p + 11) == (int)t->pid[i];
+				free(info);
+			}
 		}
 		if (up)
 			break;

@@ -360,7 +360,7 @@ static void test_default_above_max(void **state)
 		    "t.conf:3: limits.vcpus: must be 1..64\n"
 		    "t.conf:5: queue.nmae: unknown key; [queue] has name, "
 		    "max_deliveries, result_ttl_s, visibility_slack_ms, "
-		    "heartbeat_ms, trim_interval_ms, dead_letter");
+		    "heartbeat_ms, trim_interval_ms, dead_letter, partitions");
 	expect_load("[templates]\ndefault = Bad\n",
 		    "t.conf:2: templates.default: must be "
 		    "[a-z0-9][a-z0-9_.-]*");
@@ -505,7 +505,7 @@ static void test_syntax(void **state)
 		    "t.conf:3: limits.vcpus: must be an integer 1..64\n"
 		    "t.conf:5: queue.bad: unknown key; [queue] has name, "
 		    "max_deliveries, result_ttl_s, visibility_slack_ms, "
-		    "heartbeat_ms, trim_interval_ms, dead_letter");
+		    "heartbeat_ms, trim_interval_ms, dead_letter, partitions");
 }
 
 /* At most AL_CONFIG_ERRORS_MAX problems, then a count. */
@@ -969,7 +969,7 @@ static void test_dump_roundtrip(void **state)
 	    "[queue]\nname = grading-2\nmax_deliveries = 5\n"
 	    "result_ttl_s = 3600\nvisibility_slack_ms = 60000\n"
 	    "heartbeat_ms = 1000\ntrim_interval_ms = 5000\n"
-	    "dead_letter = off\n"
+	    "dead_letter = off\npartitions = 4\n"
 	    "[workers]\ncount = 8\nshutdown_grace_ms = 0\nmemory_mb = 1024\n"
 	    "max_sessions = 2\n"
 	    "[sessions]\nttl_default_s = 60\nttl_max_s = 120\n"

@@ -64,6 +64,10 @@ static void test_serve(void **state)
 	SAME_U32(&got, &want, trim_interval_ms);
 	SAME_U32(&got, &want, dead_letter);
 	SAME_U32(&got, &want, shutdown_grace_ms);
+	/* queue.partitions 1 is one partition; serve reads 0 as 1 too */
+	assert_int_equal(got.partitions, 1);
+	assert_int_equal(want.partitions, 0);
+	got.partitions = want.partitions;
 	/* workers.count 0 means one per CPU; the dispatcher alone, one */
 	assert_int_equal(cfg.workers.count, 0);
 	got.workers = want.workers;

@@ -39,6 +39,7 @@ struct al_callbacks {
 	bool stop;		      /* the thread must end */
 	struct alq_url url;	      /* Redis */
 	char queue[AL_NAME_MAX + 1];  /* queue name */
+	unsigned partitions;	      /* its partitions (queue.h) */
 	uint32_t timeout_ms;	      /* per Redis command */
 	struct al_config_names allow; /* targets allowed */
 	uint32_t attempts;	      /* POSTs before giving up */
@@ -396,6 +397,7 @@ static void round_(struct al_callbacks *cb, char (*ids)[AL_ID_MAX + 1])
 	if (!cb->cl.rc &&
 	    alq_client_open(&cb->cl, &cb->url, cb->queue, cb->timeout_ms) < 0)
 		return;
+	cb->cl.partitions = cb->partitions;
 	for (size_t i = 0; i < n; i++)
 		ptr[i] = ids[i];
 	if (alq_client_have_results(&cb->cl, ptr, n, done) < 0) {
@@ -449,9 +451,9 @@ static void *loop(void *arg)
 }
 
 int al_callbacks_start(const struct alq_url *url, const char *queue,
-		       uint32_t timeout_ms, const struct al_config_names *allow,
-		       uint32_t attempts, struct al_metrics *m,
-		       struct al_callbacks **ret)
+		       unsigned partitions, uint32_t timeout_ms,
+		       const struct al_config_names *allow, uint32_t attempts,
+		       struct al_metrics *m, struct al_callbacks **ret)
 {
 	struct al_callbacks *cb = calloc(1, sizeof(*cb));
 	int r;
@@ -464,6 +466,7 @@ int al_callbacks_start(const struct alq_url *url, const char *queue,
 	}
 	cb->url = *url;
 	snprintf(cb->queue, sizeof(cb->queue), "%s", queue);
+	cb->partitions = partitions;
 	cb->timeout_ms = timeout_ms;
 	cb->allow = *allow;
 	cb->attempts = attempts ? attempts : 1;

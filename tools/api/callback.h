@@ -38,12 +38,13 @@
 
 struct al_callbacks;
 
-/* Start the thread. `allow` and `url` are copied; `m` (may be NULL) must
- * outlive al_callbacks_stop(). 0 or -errno. */
+/* Start the thread for `queue` of `partitions` (queue.h). `allow` and
+ * `url` are copied; `m` (may be NULL) must outlive al_callbacks_stop().
+ * 0 or -errno. */
 int al_callbacks_start(const struct alq_url *url, const char *queue,
-		       uint32_t timeout_ms, const struct al_config_names *allow,
-		       uint32_t attempts, struct al_metrics *m,
-		       struct al_callbacks **ret);
+		       unsigned partitions, uint32_t timeout_ms,
+		       const struct al_config_names *allow, uint32_t attempts,
+		       struct al_metrics *m, struct al_callbacks **ret);
 /* Is `url` an allowed target? 0, or -EPERM / -EINVAL with err saying why;
  * ret_pin (may be NULL) gets "HOST:PORT:ADDR" for CURLOPT_RESOLVE, or ""
  * when the target matched by name. */

@@ -239,6 +239,7 @@ static int open_redis(const struct al_http *h, struct alq_client *cl)
 
 	cl->wait_replicas = cfg->redis.wait_replicas;
 	cl->wait_ms = cfg->redis.wait_ms;
+	cl->partitions = cfg->queue.partitions;
 	return r;
 }
 

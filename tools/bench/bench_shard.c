@@ -21,9 +21,15 @@
  * starts a standalone Redis and a local 3-master cluster and runs this on
  * both (docs/performance.md, "Queue shards").
  *
+ * With --partitions P each queue is P partitions (queue.h, P slots):
+ * the serves read all of them, the client places each job by its id, and
+ * the figures are given for every master that serves a partition (its
+ * share of the commands, bytes and CPU) and in total; "one core" is then
+ * the jobs/s at which the busiest of those masters would be saturated.
+ *
  * usage: airlock-bench-shard --url redis://HOST:PORT [--queues Q]
  *                            [--serves S] [--workers W] [--jobs N]
- *                            [--cluster]
+ *                            [--partitions P] [--cluster]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +49,7 @@
 
 #define MAX_Q 8
 #define MAX_S 8
+#define MAX_N 16 /* nodes measured with --partitions */
 
 static double now_s(void)
 {
@@ -86,7 +93,7 @@ static void *serve_main(void *p)
 }
 
 static int serve_start(struct served *h, const struct alq_url *u, const char *q,
-		       unsigned workers)
+		       unsigned workers, unsigned parts)
 {
 	int p[2];
 
@@ -95,6 +102,7 @@ static int serve_start(struct served *h, const struct alq_url *u, const char *q,
 	h->o.url = *u;
 	snprintf(h->o.queue, sizeof(h->o.queue), "%s", q);
 	h->o.workers = workers;
+	h->o.partitions = parts;
 	h->o.sb = &h->sb;
 	h->o.run = at_once;
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -197,7 +205,7 @@ static void usage(void)
 	fprintf(stderr, "usage: airlock-bench-shard --url redis://HOST:PORT "
 			"[--queues Q] [--serves S]\n"
 			"                           [--workers W] [--jobs N] "
-			"[--cluster]\n");
+			"[--partitions P] [--cluster]\n");
 }
 
 int main(int argc, char **argv)
@@ -209,10 +217,16 @@ int main(int argc, char **argv)
 	    {"workers", 'w', AL_OPT_ARG},
 	    {"jobs", 'n', AL_OPT_ARG},
 	    {"cluster", 'c', 0},
+	    {"partitions", 'p', AL_OPT_ARG},
+	    {"help", 'h', 0},
 	    {NULL, 0, 0},
 	};
 	const char *url = NULL;
-	unsigned nq = 1, ns = 1, nw = 4, nj = 2000;
+	unsigned nq = 1, ns = 1, nw = 4, nj = 2000, np = 1, nn = 0;
+	char nhost[MAX_N][256];
+	int nport[MAX_N], nparts[MAX_N];
+	unsigned long long ncalls0[MAX_N], nbytes0[MAX_N];
+	double ncpu0[MAX_N];
 	bool cluster = false;
 	struct alq_url u;
 	struct served *sv;
@@ -242,6 +256,12 @@ int main(int argc, char **argv)
 		case 'c':
 			cluster = true;
 			break;
+		case 'p':
+			np = (unsigned)atoi(optarg);
+			break;
+		case 'h':
+			usage();
+			return 0;
 		default:
 			usage();
 			return 2;
@@ -249,7 +269,7 @@ int main(int argc, char **argv)
 	}
 	if (!url || alq_url_parse(url, &u) < 0 || u.unix_ || nq < 1 ||
 	    nq > MAX_Q || ns < 1 || ns > MAX_S || nw < 1 || nw > 64 || nj < 1 ||
-	    nj > 1000000) {
+	    nj > 1000000 || np < 1 || np > ALQ_PARTITIONS_MAX) {
 		usage();
 		return 2;
 	}
@@ -267,12 +287,40 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (unsigned s = 0; s < ns; s++)
-			if (serve_start(&sv[q * ns + s], &u, name, nw) < 0)
+			if (serve_start(&sv[q * ns + s], &u, name, nw, np) < 0)
 				return 1;
+		/* with partitions: every node that serves one of them */
+		for (unsigned p = 0; np > 1 && p < np; p++) {
+			char pn[ALQ_PART_NAME_MAX], h[256];
+			unsigned k;
+			int pt;
+
+			alq_partition_name(pn, sizeof(pn), name, p);
+			if (queue_node(&u, pn, cluster, h, sizeof(h), &pt) <
+			    0) {
+				fprintf(stderr, "no node for partition %s\n",
+					pn);
+				return 1;
+			}
+			for (k = 0; k < nn; k++)
+				if (nport[k] == pt && !strcmp(nhost[k], h))
+					break;
+			if (k == nn) {
+				if (nn == MAX_N)
+					return 1;
+				snprintf(nhost[nn], sizeof(nhost[nn]), "%s", h);
+				nport[nn] = pt;
+				nparts[nn++] = 0;
+			}
+			nparts[k]++;
+		}
 	}
 	sleep(1); /* workers forked, connections up */
 	for (unsigned q = 0; q < nq; q++)
 		node_counts(host[q], port[q], &calls0[q], &bytes0[q], &cpu0[q]);
+	for (unsigned k = 0; k < nn; k++)
+		node_counts(nhost[k], nport[k], &ncalls0[k], &nbytes0[k],
+			    &ncpu0[k]);
 	t0 = now_s();
 	/* one client per queue, on threads would be fairer; submit all,
 	 * then wait all, queue by queue: the serves work meanwhile */
@@ -296,6 +344,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "%s\n", cl[q].err);
 				return 1;
 			}
+			cl[q].partitions = np;
 			for (unsigned i = 0; i < nj; i++) {
 				char *mp = NULL;
 				size_t len = 0;
@@ -337,10 +386,45 @@ int main(int argc, char **argv)
 		free(subs);
 		free(ids);
 	}
-	printf("%s, %u queue%s x %u serve%s x %u workers, %u jobs each\n",
+	printf("%s, %u queue%s x %u serve%s x %u workers, %u jobs each",
 	       cluster ? "cluster" : "one Redis", nq, nq > 1 ? "s" : "", ns,
 	       ns > 1 ? "s" : "", nw, nj);
-	for (unsigned q = 0; q < nq; q++) {
+	if (np > 1)
+		printf(", %u partitions a queue", np);
+	printf("\n");
+	if (np > 1) {
+		unsigned long long calls[MAX_N], bytes[MAX_N], tc = 0, tb = 0;
+		double cpu[MAX_N], tcpu = 0, top = 0, total = (double)nq * nj;
+
+		for (unsigned k = 0; k < nn; k++) {
+			node_counts(nhost[k], nport[k], &calls[k], &bytes[k],
+				    &cpu[k]);
+			calls[k] -= ncalls0[k] + 3; /* our INFOs */
+			bytes[k] -= nbytes0[k];
+			cpu[k] -= ncpu0[k];
+			tc += calls[k];
+			tb += bytes[k];
+			tcpu += cpu[k];
+			if (cpu[k] > top)
+				top = cpu[k];
+		}
+		for (unsigned k = 0; k < nn; k++)
+			printf("  node %s:%d (%d partition%s): %.1f%% of the "
+			       "commands, %.1f%% of the bytes, %.0f us of "
+			       "Redis CPU/job\n",
+			       nhost[k], nport[k], nparts[k],
+			       nparts[k] == 1 ? "" : "s",
+			       100.0 * (double)calls[k] / (double)(tc ? tc : 1),
+			       100.0 * (double)bytes[k] / (double)(tb ? tb : 1),
+			       cpu[k] * 1e6 / total);
+		printf(
+		    "  all nodes: %.1f commands/job, %.0f bytes/job, %.0f us "
+		    "of Redis CPU/job; the busiest node saturates at %.0f "
+		    "jobs/s\n",
+		    (double)tc / total, (double)tb / total, tcpu * 1e6 / total,
+		    top > 0 ? total / top : 0);
+	}
+	for (unsigned q = 0; np == 1 && q < nq; q++) {
 		unsigned long long calls, bytes;
 		double cpu, us;
 

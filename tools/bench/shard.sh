@@ -4,7 +4,8 @@
 # ports of 127.0.0.1 and stopped at the end (docs/performance.md, "Queue
 # shards"). Prints the bench's lines for: one queue on one Redis; one
 # queue on the cluster (one shard); three queues on the cluster, run at
-# once (three shards, where their slots fall).
+# once (three shards, where their slots fall); one queue of 4 partitions
+# on the cluster (queue.partitions: 4 slots, spread over the masters).
 set -euo pipefail
 build=$(readlink -f "$1") jobs=${2:-2000}
 bench=$build/tools/airlock-bench-shard
@@ -38,3 +39,4 @@ done
 sleep 1
 "$bench" --url "redis://127.0.0.1:$((base + 1))" --cluster --jobs "$jobs"
 "$bench" --url "redis://127.0.0.1:$((base + 1))" --cluster --queues 3 --jobs "$jobs"
+"$bench" --url "redis://127.0.0.1:$((base + 1))" --cluster --partitions 4 --jobs "$jobs"

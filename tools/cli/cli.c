@@ -446,6 +446,7 @@ int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 		al_cli_redis_error(cfg, &u, c->err, err, errlen);
 	c->wait_replicas = cfg->redis.wait_replicas;
 	c->wait_ms = cfg->redis.wait_ms;
+	c->partitions = cfg->queue.partitions;
 	return r;
 }
 

@@ -88,11 +88,10 @@ static int front_start(struct al_cli *cli, const char *http,
 	f->met_o.listen = cfg->metrics.listen;
 	f->met_o.metrics_only = true;
 	if (http[0] && cfg->http.callback_allow.n)
-		r = al_callbacks_start(url, cfg->queue.name,
-				       cfg->redis.command_timeout_ms,
-				       &cfg->http.callback_allow,
-				       cfg->http.callback_attempts,
-				       &f->metrics, &f->cb);
+		r = al_callbacks_start(
+		    url, cfg->queue.name, cfg->queue.partitions,
+		    cfg->redis.command_timeout_ms, &cfg->http.callback_allow,
+		    cfg->http.callback_attempts, &f->metrics, &f->cb);
 	if (r < 0)
 		snprintf(err, sizeof(err), "callbacks: %s", strerror(-r));
 	f->api_o.callbacks = f->cb;

@@ -331,6 +331,10 @@ static const struct al_config_key keys[] = {
 	"entry)"),
     BOOL(queue, dead_letter, "true",
 	 "keep jobs that ran out of deliveries in airlock:{NAME}:dead"),
+    U32(queue, partitions, 1, 64, "1",
+	"partitions of the queue, each its own Cluster slot (Q, Q~p1, "
+	"...); a job goes to the one its id hashes to; 1 = one slot "
+	"(docs/queue.md, Partitions)"),
 
     U32(workers, count, 0, 1024, "0",
 	"worker processes; 0 = one per online CPU"),

@@ -103,6 +103,7 @@ struct al_config {
 		uint32_t heartbeat_ms;	   /* claim refresh of running jobs */
 		uint32_t trim_interval_ms; /* stream trim period */
 		bool dead_letter;	   /* keep poison jobs in :dead */
+		uint32_t partitions;	   /* slots the queue spans, 1..64 */
 	} queue;
 
 	struct {

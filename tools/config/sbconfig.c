@@ -77,6 +77,7 @@ void al_config_serve_opts(const struct al_config *cfg,
 	ret->heartbeat_ms = cfg->queue.heartbeat_ms;
 	ret->trim_interval_ms = cfg->queue.trim_interval_ms;
 	ret->dead_letter = cfg->queue.dead_letter;
+	ret->partitions = cfg->queue.partitions;
 	ret->shutdown_grace_ms = cfg->workers.shutdown_grace_ms;
 	ret->policy = policy;
 	ret->sb = sb;
