@@ -282,6 +282,8 @@ pid_t al_gw_spawn(const struct al_config *cfg, char *err, size_t errlen)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(1);
+		/* Ctrl-C reaches the command, which stops us (al_gw_stop) */
+		setpgid(0, 0);
 		signal(SIGCHLD, SIG_DFL);
 		keep(&a);
 	}
