@@ -478,11 +478,37 @@ static int net_dropped(const msgpack_object *v, const char *path, void *out,
 	return 0;
 }
 
+/* An array of at most AL_NET_PACKAGES_MAX strings of AL_NET_PACKAGE_MAX. */
+static int net_packages(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	struct al_net_info *n = out;
+	char sub[160], *s;
+	uint32_t len;
+
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_ARRAY, 0, AL_NET_PACKAGES_MAX,
+			  d, &len))
+		return 0;
+	for (uint32_t i = 0; i < len; i++) {
+		s = NULL;
+		al__path_index(sub, sizeof(sub), path, i);
+		if (al__walk_str(&v->via.array.ptr[i], sub, AL_NET_PACKAGE_MAX,
+				 d, &s) < 0)
+			return -ENOMEM;
+		if (s)
+			snprintf(n->packages[n->n_packages++],
+				 sizeof(n->packages[0]), "%s", s);
+		free(s);
+	}
+	return 0;
+}
+
 static const struct al__walk_field net_fields[] = {
     {"policy", 0, net_policy, true},
     {"bytes_in", 0, net_bytes_in, false},
     {"bytes_out", 0, net_bytes_out, false},
     {"dropped", 0, net_dropped, false},
+    {"packages", 0, net_packages, false},
 };
 static const struct al__walk_table net_table =
     AL__WALK_TABLE(net_fields, NULL);
@@ -789,7 +815,7 @@ static void pack_vm(msgpack_packer *pk, const struct al_vm_info *vm)
 
 static void pack_net(msgpack_packer *pk, const struct al_net_info *n)
 {
-	msgpack_pack_map(pk, 4);
+	msgpack_pack_map(pk, n->n_packages ? 5 : 4);
 	al__pack_key(pk, "policy");
 	al__pack_str(pk, n->policy);
 	pack_u64(pk, "bytes_in", n->bytes_in);
@@ -798,6 +824,12 @@ static void pack_net(msgpack_packer *pk, const struct al_net_info *n)
 	msgpack_pack_array(pk, n->n_dropped);
 	for (size_t i = 0; i < n->n_dropped; i++)
 		al__pack_str(pk, n->dropped[i]);
+	if (!n->n_packages)
+		return;
+	al__pack_key(pk, "packages");
+	msgpack_pack_array(pk, n->n_packages);
+	for (size_t i = 0; i < n->n_packages; i++)
+		al__pack_str(pk, n->packages[i]);
 }
 
 static void pack_result(msgpack_packer *pk, const void *obj)

@@ -235,6 +235,8 @@ struct al_vm_info {
  * `network` policy. */
 #define AL_NET_DROPPED_MAX 16  /* dropped destinations kept */
 #define AL_NET_DEST_MAX 63     /* "ADDR:PORT" or "[ADDR6]:PORT" */
+#define AL_NET_PACKAGES_MAX 32 /* installed packages kept */
+#define AL_NET_PACKAGE_MAX 295 /* "python:" + name (214) + "==" + version */
 struct al_net_info {
 	char *policy;        /* policy name, NULL = no network (omitted) */
 	uint64_t bytes_in;   /* allowed bytes, world -> guest */
@@ -242,6 +244,11 @@ struct al_net_info {
 	size_t n_dropped;    /* entries in dropped */
 	char dropped[AL_NET_DROPPED_MAX][AL_NET_DEST_MAX + 1]; /* the first
 			      * distinct refused destinations, sorted */
+	size_t n_packages;   /* entries in packages */
+	char packages[AL_NET_PACKAGES_MAX][AL_NET_PACKAGE_MAX + 1]; /* what
+			      * the package gateway served the job,
+			      * "ECOSYSTEM:NAME==VERSION", distinct, sorted
+			      * (docs/packages.md) */
 };
 
 struct al_timing {

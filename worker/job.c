@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "pkglist.h"
 #include "proto.h"
 #include "worker.h"
 
@@ -956,6 +957,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	struct al_limits lim;
 	struct al_diags d;
 	char err[300] = "", gw_addr[48];
+	off_t gw_mark = 0;
 	bool no_vm, over = false;
 	int r; /* 0 or -errno, once each call's own codes are taken out */
 
@@ -972,6 +974,8 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	if (r == RUN_REJECTED)
 		return 0;
 	gateway_slot(w, net, job->id, gw_addr, sizeof(gw_addr));
+	if (gw_addr[0])
+		gw_mark = al_pkglist_mark(w->sb->state_dir);
 	if (r == 0)
 		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
 	no_vm = r < 0;
@@ -996,6 +1000,12 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		res->error = strdup(err);
 	}
 	sb_vm_destroy(vm);
+	/* what the gateway served it: every answer is recorded before it is
+	 * sent, and the VM is gone. Best effort: the audit log is the
+	 * record (`airlock packages log --job ID`) */
+	if (gw_addr[0] && res->network.policy)
+		(void)al_pkglist_read(w->sb->state_dir, gw_mark, job->id,
+				      &res->network);
 	gateway_slot_done(w, gw_addr);
 	sb_net_pool_put(&w->net, net);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);

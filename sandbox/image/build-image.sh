@@ -173,6 +173,7 @@ T_PACKAGES=""
 T_WARMUP=""
 T_CLONE_WARMUP=""
 T_ZYGOTE=""
+T_GATEWAY=""
 lineno=0
 while IFS= read -r line || [[ -n "$line" ]]; do
     lineno=$((lineno + 1))
@@ -192,12 +193,19 @@ while IFS= read -r line || [[ -n "$line" ]]; do
         warmup)      T_WARMUP="$val" ;;
         clone_warmup) T_CLONE_WARMUP="$val" ;;
         zygote)      T_ZYGOTE="$val" ;;
-        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup, zygote)" ;;
+        gateway)     T_GATEWAY="$val" ;;
+        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup, zygote, gateway)" ;;
     esac
 done < "$CONF"
 [[ -n "$T_DESCRIPTION" ]] || die "$CONF: missing 'description = ...'"
 [[ -n "$T_PACKAGES" ]]    || die "$CONF: missing 'packages = ...'"
 read -r -a PKGS <<< "$T_PACKAGES"
+# gateway: the package gateway's address (docs/packages.md), http://IPv4:PORT
+if [[ -n "$T_GATEWAY" ]]; then
+    [[ "$T_GATEWAY" =~ ^http://([0-9]{1,3}(\.[0-9]{1,3}){3}):[0-9]{1,5}$ ]] ||
+        die "$CONF: gateway: not http://IPv4:PORT: $T_GATEWAY"
+    GW_HOST="${BASH_REMATCH[1]}"
+fi
 for p in "${PKGS[@]}"; do
     [[ "$p" =~ ^[a-z0-9][a-z0-9+.-]+$ ]] || die "$CONF: invalid Debian package name '$p'"
 done
@@ -457,6 +465,15 @@ printf '127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\
 : > "$ROOT/etc/machine-id"
 rm -f -- "$ROOT"/etc/apt/sources.list "$ROOT"/etc/apt/sources.list.d/*
 rm -f -- "$ROOT"/etc/apt/apt.conf.d/99mmdebstrap "$ROOT"/etc/dpkg/dpkg.cfg.d/99mmdebstrap
+# pip and npm ask the package gateway, and nothing else, with no option
+# in the job: pip's index (plain HTTP to that one host; installs go to the
+# job user's ~/.local, the root being read-only), npm's registry.
+if [[ -n "$T_GATEWAY" ]]; then
+    printf '[global]\nindex-url = %s/pypi/simple/\ntrusted-host = %s\ndisable-pip-version-check = true\nbreak-system-packages = true\n' \
+        "$T_GATEWAY" "$GW_HOST" > "$ROOT/etc/pip.conf"
+    printf 'registry=%s/\nfund=false\naudit=false\nupdate-notifier=false\n' "$T_GATEWAY" > "$ROOT/etc/npmrc"
+    chmod 0644 -- "$ROOT/etc/pip.conf" "$ROOT/etc/npmrc"
+fi
 # Docs, manuals, locales, caches and logs.
 find "$ROOT/usr/share/doc" -mindepth 1 ! -name copyright ! -type d -delete 2>/dev/null || true
 find "$ROOT/usr/share/doc" -mindepth 1 -depth -type d -empty -delete 2>/dev/null || true

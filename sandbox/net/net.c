@@ -618,11 +618,17 @@ static int host_prepare(char *err, size_t errlen)
 	    "flush chain inet airlock_host input\n"
 	    "add rule inet airlock_host input iifname \"al*\" meta l4proto "
 	    "tcp counter reject with tcp reset\n"
+	    /* the package gateway only answers (docs/packages.md, "The
+	     * gateway as a second wall") */
+	    "add rule inet airlock_host input iifname \"" SB_NET_GW_HOST_IF
+	    "\" ct state != { established, related } counter reject\n"
 	    "add rule inet airlock_host input iifname \"al*\" counter "
 	    "reject with icmpx type admin-prohibited\n"
 	    "add chain inet airlock_host forward { type filter hook forward "
 	    "priority -10; }\n"
 	    "flush chain inet airlock_host forward\n"
+	    "add rule inet airlock_host forward iifname \"" SB_NET_GW_HOST_IF
+	    "\" ct state != { established, related } counter reject\n"
 	    "add rule inet airlock_host forward iifname \"al*\" meta nfproto "
 	    "!= ipv4 counter drop\n"
 	    "add rule inet airlock_host forward iifname \"al*\" ip saddr != "
@@ -1552,4 +1558,76 @@ unsigned sb_net_scan(bool (*dead)(pid_t pid), char *first, size_t len)
 	if (s.n && len)
 		snprintf(first, len, "%s", s.names[0]);
 	return s.total;
+}
+
+/* ---- the package gateway's link ---------------------------------------- */
+
+int sb_net_gateway_link(int ns_fd, char *err, size_t errlen)
+{
+	int fd, idx, r;
+
+	r = host_prepare(err, errlen);
+	if (r < 0)
+		return r;
+	fd = sb__rtnl_open();
+	if (fd < 0) {
+		set_err(err, errlen, "netlink", fd);
+		return fd;
+	}
+	/* a dead gateway's veth went with its namespace: one here is
+	 * another live gateway's (-EEXIST) */
+	r = sb__rtnl_veth(fd, SB_NET_GW_HOST_IF, SB_NET_GW_IF, ns_fd);
+	idx = r < 0 ? 0 : (int)if_nametoindex(SB_NET_GW_HOST_IF);
+	if (r == 0 && !idx)
+		r = -ENODEV;
+	if (r == 0)
+		r = sb__rtnl_addr4(fd, idx, ip4(SB_NET_GW_HOST_IP),
+				   SB_NET_PREFIX);
+	if (r == 0)
+		r = sb__rtnl_link_up(fd, idx);
+	close(fd);
+	if (r == -EEXIST)
+		snprintf(err, errlen,
+			 "the gateway's veth: " SB_NET_GW_HOST_IF
+			 " exists: another gateway runs on this host");
+	else if (r < 0)
+		set_err(err, errlen, "the gateway's veth", r);
+	return r;
+}
+
+void sb_net_gateway_unlink(void)
+{
+	int fd = sb__rtnl_open();
+
+	if (fd < 0)
+		return;
+	sb__rtnl_link_del(fd, SB_NET_GW_HOST_IF);
+	close(fd);
+}
+
+int sb_net_gateway_inner(char *err, size_t errlen)
+{
+	int fd = sb__rtnl_open(), lo, gw, r;
+
+	if (fd < 0) {
+		set_err(err, errlen, "netlink", fd);
+		return fd;
+	}
+	lo = (int)if_nametoindex("lo");
+	gw = (int)if_nametoindex(SB_NET_GW_IF);
+	r = lo && gw ? 0 : -ENODEV;
+	if (r == 0)
+		r = sb__rtnl_link_up(fd, lo);
+	if (r == 0)
+		r = sb__rtnl_addr4(fd, gw, ip4(SB_NET_GW_IP), SB_NET_PREFIX);
+	if (r == 0)
+		r = sb__rtnl_link_up(fd, gw);
+	/* the slots' addresses, which its answers go to; no default route */
+	if (r == 0)
+		r = sb__rtnl_route4(fd, ip4("10.201.0.0"), 16,
+				    ip4(SB_NET_GW_HOST_IP));
+	close(fd);
+	if (r < 0)
+		set_err(err, errlen, "the gateway's namespace", r);
+	return r;
 }

@@ -52,6 +52,25 @@
  * not masqueraded, so the gateway sees each slot's own address. A policy
  * still has to allow it (its CIDR and port) for a VM to reach it. */
 #define SB_NET_PACKAGES_NET "10.202.0.0/30"
+#define SB_NET_GW_HOST_IF   "agw0"	 /* its veth's host end */
+#define SB_NET_GW_IF	    "agw1"	 /* its end, in its namespace */
+#define SB_NET_GW_HOST_IP   "10.202.0.1" /* the host end's address */
+#define SB_NET_GW_IP	    "10.202.0.2" /* the gateway's address */
+#define SB_NET_GW_PORT	    3141	 /* where it listens */
+
+/* The package gateway's network, made by whoever starts it
+ * (tools/cli/gwrun.c). sb_net_gateway_link(), in the host's namespace:
+ * the host's wall (as for a slot; it also refuses whatever the gateway
+ * starts itself: it may only answer), then a veth, SB_NET_GW_HOST_IF with
+ * SB_NET_GW_HOST_IP here, its peer SB_NET_GW_IF moved into the namespace
+ * `ns_fd`. sb_net_gateway_inner(), then, in that namespace: lo and the
+ * link up, SB_NET_GW_IP, a route to the slots (10.201.0.0/16) and no
+ * other. 0 or -errno, `err` says what failed. */
+int sb_net_gateway_link(int ns_fd, char *err, size_t errlen);
+int sb_net_gateway_inner(char *err, size_t errlen);
+/* Once the gateway is reaped: its veth, at once (its namespace's end
+ * would take it along, but later: the kernel frees namespaces lazily). */
+void sb_net_gateway_unlink(void);
 
 /* What a VM's traffic came to. */
 struct sb_net_stats {

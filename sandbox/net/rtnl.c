@@ -199,7 +199,7 @@ int sb__rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
 	return req_send(fd, &r);
 }
 
-int sb__rtnl_default4(int fd, uint32_t gw)
+int sb__rtnl_route4(int fd, uint32_t dst, unsigned prefix, uint32_t gw)
 {
 	struct req r;
 	struct rtmsg *rt =
@@ -210,8 +210,16 @@ int sb__rtnl_default4(int fd, uint32_t gw)
 	rt->rtm_protocol = RTPROT_STATIC;
 	rt->rtm_scope = RT_SCOPE_UNIVERSE;
 	rt->rtm_type = RTN_UNICAST;
+	rt->rtm_dst_len = (unsigned char)prefix;
+	if (prefix)
+		rta_put(&r, RTA_DST, &dst, 4);
 	rta_put(&r, RTA_GATEWAY, &gw, 4);
 	return req_send(fd, &r);
+}
+
+int sb__rtnl_default4(int fd, uint32_t gw)
+{
+	return sb__rtnl_route4(fd, 0, 0, gw);
 }
 
 int sb__rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6])

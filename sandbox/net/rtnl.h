@@ -25,6 +25,8 @@ int sb__rtnl_link_del(int fd, const char *name);
 int sb__rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix);
 /* A default IPv4 route via `gw` (network byte order). */
 int sb__rtnl_default4(int fd, uint32_t gw);
+/* An IPv4 route to `dst`/`prefix` via `gw` (network byte order). */
+int sb__rtnl_route4(int fd, uint32_t dst, unsigned prefix, uint32_t gw);
 /* A permanent neighbour entry: `addr` is at `mac` on the link. */
 int sb__rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6]);
 /* Call `fn` with the name of every link here; stops at the first nonzero

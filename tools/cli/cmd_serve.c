@@ -14,6 +14,7 @@
 
 #include "callback.h"
 #include "cli.h"
+#include "gwrun.h"
 #include "http.h"
 #include "log.h"
 #include "sbconfig.h"
@@ -153,7 +154,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	struct alq_url url;
 	struct front f = {0};
 	char err[2048];
-	pid_t sess;
+	pid_t sess, gw = 0;
 	int rc;
 
 	(void)argc, (void)argv;
@@ -186,19 +187,31 @@ static int run(struct al_cli *cli, int argc, char **argv)
 					  o->http);
 	al_config_policy(cfg, &policy);
 	al_config_serve_opts(cfg, &url, &policy, &sb, &so);
-	/* before any thread starts: the host is forked */
+	/* before any thread starts: the gateway's keeper and the session
+	 * host are forked */
+	if (al_gw_wanted(cfg)) {
+		gw = al_gw_spawn(cfg, err, sizeof(err));
+		if (gw < 0) {
+			al_cli_error(cli, "%s", err);
+			return AL_EXIT_USAGE;
+		}
+	}
 	sess = sessions_start(cli, &so);
-	if (sess < 0)
+	if (sess < 0) {
+		al_gw_stop(gw);
 		return AL_EXIT_USAGE;
+	}
 	rc = front_start(cli, o->http ? o->http : cfg->http.listen, &url,
 			 &policy, &f);
 	if (rc != AL_EXIT_OK) {
 		sessions_stop(sess);
+		al_gw_stop(gw);
 		return rc;
 	}
 	so.metrics = &f.metrics;
 	rc = al_serve_run(&so) < 0 ? AL_EXIT_USAGE : AL_EXIT_OK;
 	sessions_stop(sess);
+	al_gw_stop(gw);
 	front_stop(&f);
 	return rc;
 }
@@ -215,6 +228,10 @@ const struct al_cmd al_cmd_serve = {
 	"processes, on one host or many, may share a queue. SIGTERM or SIGINT\n"
 	"drains: no new jobs are read, running ones get workers.\n"
 	"shutdown_grace_ms to finish, the rest are handed back to the queue.\n"
+	"With a [network.packages] policy in the config, serve also keeps the\n"
+	"package gateway (airlock-gateway, or $AIRLOCK_GATEWAY) running in a\n"
+	"network namespace of its own on 10.202.0.2:3141, as its own uid,\n"
+	"serving STATE/packages (docs/packages.md); it needs root.\n"
 	"\n"
 	"options:\n"
 	"  -w, --workers N    worker processes (default workers.count, 0 =\n"

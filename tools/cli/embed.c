@@ -14,11 +14,14 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <net/if.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "embed.h"
+#include "gwrun.h"
 #include "log.h"
+#include "sandbox.h"
 #include "sbconfig.h"
 
 /* --- embedded mode
@@ -29,6 +32,7 @@ void al_embed_init(struct al_embed *e)
 	memset(e, 0, sizeof(*e));
 	e->redis = -1;
 	e->serve = -1;
+	e->gw = -1;
 	e->stop_w = -1;
 	e->lock_fd = -1;
 }
@@ -216,6 +220,16 @@ int al_embed_start(struct al_embed *e, struct al_config *cfg,
 	}
 	al_config_serve_opts(cfg, &url, policy, sb, so);
 	al_cli_warn_unjailed(sb);
+	/* the package gateway, unless a serve on this host keeps one */
+	if (al_gw_wanted(cfg) && !if_nametoindex(SB_NET_GW_HOST_IF)) {
+		char gerr[512];
+
+		e->gw = al_gw_spawn(cfg, gerr, sizeof(gerr));
+		if (e->gw < 0)
+			al_warn("%s: jobs with network \"%s\" will not reach "
+				"it",
+				gerr, AL_GW_POLICY);
+	}
 	r = al_embed_serve(e, so);
 	if (r < 0)
 		snprintf(err, errlen, "starting the dispatcher: %s",
@@ -281,6 +295,8 @@ void al_embed_stop(struct al_embed *e, uint32_t grace_ms)
 		e->stop_w = -1;
 	}
 	reap(&e->serve, grace_ms + 5000);
+	al_gw_stop(e->gw);
+	e->gw = -1;
 	if (e->redis > 0) {
 		kill(e->redis, SIGTERM);
 		reap(&e->redis, 5000);

@@ -37,6 +37,7 @@
 struct al_embed {
 	pid_t redis;	/* redis-server, -1 = none */
 	pid_t serve;	/* dispatcher child, -1 = none */
+	pid_t gw;	/* the package gateway's keeper (gwrun.h), -1 = none */
 	int stop_w;	/* write end of the dispatcher's stop pipe */
 	char sock[108]; /* unix socket path */
 	char log[128];	/* redis-server's log file */

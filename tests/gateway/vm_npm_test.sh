@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# vm_npm_test.sh AIRLOCK GATEWAY AGENT SRC: npm in a job's microVM through
+# the package gateway (docs/packages.md, "The VM path"). A `nodenpm`
+# template (the node one plus Debian's npm, built into
+# $AIRLOCK_TEST_STATE/gw-templates, cached by its hash; its /etc/npmrc
+# names the gateway from node.conf's `gateway` key), `airlock batch` in a
+# network namespace of its own with the `packages` policy (the embedded
+# mode starts the gateway). One job: a plain `npm install
+# tiny-npm@1.0.0` installs and `require`s; a version not pinned is
+# refused; the result's network.packages lists what it installed.
+# Slow under TCG (an image build, minutes, and a VM): AIRLOCK_FULL=1 only.
+set -euo pipefail
+bin=$1 gw=$2 agent=$3 src=$4
+[ "${AIRLOCK_FULL:-}" = 1 ] || { echo "SKIP: set AIRLOCK_FULL=1 (a VM under TCG, minutes)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
+tpl=$state/gw-templates
+if [ -z "${IN_NETNS:-}" ]; then
+  unshare -n true 2>/dev/null || { echo "SKIP: cannot unshare -n"; exit 77; }
+  mkdir -p "$tpl"
+  sed -e 's/^packages = \(.*\)$/packages = \1 npm/' \
+      -e 's/^description = .*/description = Node.js with npm (gateway tests)/' \
+      "$src/configs/templates/node.conf" > "$tpl/nodenpm.conf"
+  "$src/sandbox/image/build-image.sh" --template nodenpm --agent "$agent" \
+    --state-dir "$state" --templates-dir "$tpl" > "$state/gw-npm-image.log" 2>&1 ||
+    { echo "FAIL: image build: $(tail -5 "$state/gw-npm-image.log")" >&2; exit 1; }
+  exec unshare -n env IN_NETNS=1 bash "$0" "$@"
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ip link set lo up
+dir=$state/packages
+rm -rf "$dir"
+mkdir -p "$dir"
+python3 "$src/tests/gateway/mkpkg.py" "$tmp/pk"
+"$bin" packages add --dir "$dir" --pin "$tmp/pk/tiny-npm-1.0.0.tgz" > /dev/null
+"$bin" packages add --dir "$dir" "$tmp/pk/tiny-npm-1.1.0.tgz" > /dev/null
+cat > "$tmp/airlock.conf" <<CONF
+[sandbox]
+state_dir = $state
+[templates]
+dir = $tpl
+allowed = nodenpm
+default = nodenpm
+[network.packages]
+allow = 10.202.0.2/32
+ports = tcp/3141
+CONF
+id=gw-npm-$$-$RANDOM
+jq -nc --arg id "$id" \
+  --arg a "mkdir -p /tmp/p && cd /tmp/p && npm install --no-progress tiny-npm@1.0.0 && node -e \"console.log(require('tiny-npm'))\"" \
+  --arg b "mkdir -p /tmp/q && cd /tmp/q && npm install --no-progress tiny-npm@1.1.0" \
+  '{id: $id, template: "nodenpm", network: "packages", limits: {wall_ms: 500000},
+    steps: [{sh: $a, timeout_ms: 300000}, {sh: $b, timeout_ms: 150000}]}' > "$tmp/jobs.jsonl"
+AIRLOCK_GATEWAY=$gw "$bin" batch --config "$tmp/airlock.conf" --workers 1 "$tmp/jobs.jsonl" \
+  > "$tmp/res.jsonl" 2> "$tmp/batch.err" || true
+res=$tmp/res.jsonl
+jq -e '.steps[0].status == "OK" and (.steps[0].stdout | contains("tiny-npm 1.0.0"))' "$res" > /dev/null ||
+  fail "npm install: $(head -c 3000 "$res") $(tail -3 "$tmp/batch.err")"
+jq -e '.steps[1].status == "RE"' "$res" > /dev/null || fail "unpinned version: $(jq -c '.steps[1]' "$res")"
+jq -e '.network.packages == ["npm:tiny-npm==1.0.0"]' "$res" > /dev/null ||
+  fail "network.packages: $(jq -c '.network' "$res")"
+jq -e -s --arg id "$id" 'any(.[]; .job == $id and .route == "tarball" and .decision == "allow")' \
+  "$dir/audit.jsonl" > /dev/null || fail "audit: $(tail -5 "$dir/audit.jsonl")"
+echo "image: $(jq -c '{used_kb: .rootfs.used_kb, files: .rootfs.files}' "$state/images/nodenpm/manifest.json")"
+echo ok
