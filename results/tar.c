@@ -154,6 +154,7 @@ again:
 	if (!octal(h + 148, 8, &sum))
 		return fail(t, "bad header checksum field at byte %zu",
 			    t->off);
+	want = 0;
 	for (size_t i = 0; i < BLK; i++)
 		want += (i >= 148 && i < 156) ? ' ' : h[i];
 	if (sum != want)
