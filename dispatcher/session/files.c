@@ -88,6 +88,8 @@ static int run(struct alq_client *c, const char *id, const char *what,
 		json_array_append_new(cmd, json_string(a3));
 	json_object_set_new(body, "cmd", cmd);
 	cmd = NULL;
+	/* as long as the policy lets a step run (cut to its maximum) */
+	json_object_set_new(body, "timeout_ms", json_integer(AL_TIMEOUT_MS_MAX));
 	if (in && json_object_set_new(body, "stdin",
 				      al_sess_blob_json((const char *)in,
 							in_len)) < 0)

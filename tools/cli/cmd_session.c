@@ -458,13 +458,18 @@ static int put_tar(struct al_cli *cli, struct alq_client *c, const char *id,
 	int r;
 
 	if (o->tar) {
+		/* what a tar within the caps can take, and 1 MiB more so
+		 * that the decoder says which cap a larger one breaks */
 		uint64_t cap = o->max_bytes +
 			       ((uint64_t)o->max_files + 2) * 1024 + 10240;
 
-		if (al_read_file(o->tar, cap, &data, &len) < 0) {
-			al_cli_error(cli, "put: %s: cannot read it (at most "
-					  "%llu bytes)",
-				     o->tar, (unsigned long long)cap);
+		r = al_read_file(o->tar, cap + (1u << 20), &data, &len);
+		if (r < 0) {
+			al_cli_error(cli, "put: %s: %s", o->tar,
+				     r == -EFBIG || r == -E2BIG
+					 ? "over the caps (--max-bytes, "
+					   "--max-files)"
+					 : strerror(-r));
 			return AL_EXIT_FAIL;
 		}
 		tar = (uint8_t *)data;
