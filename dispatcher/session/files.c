@@ -111,7 +111,7 @@ static int run(struct alq_client *c, const char *id, const char *what,
 		r = al_sess_exec_get(c, id, n, &xs);
 		if (r < 0)
 			goto out;
-		x = json_loads(xs, 0, NULL);
+		x = json_loads(xs, JSON_ALLOW_NUL, NULL);
 		free(xs);
 		xs = NULL;
 		if (!x) {

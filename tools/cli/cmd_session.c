@@ -233,7 +233,7 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 			al_cli_error(cli, "exec: %s", c->err);
 			return 125;
 		}
-		x = json_loads(xs, 0, NULL);
+		x = json_loads(xs, JSON_ALLOW_NUL, NULL);
 		free(xs);
 		done = !strcmp(json_string_value(json_object_get(x, "state"))
 				   ?: "",
@@ -621,7 +621,7 @@ static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
 
 			if (al_sess_exec_get(c, argv[1], n, &xs) < 0)
 				break;
-			x = json_loads(xs, 0, NULL);
+			x = json_loads(xs, JSON_ALLOW_NUL, NULL);
 			free(xs);
 			done = !strcmp(
 			    json_string_value(json_object_get(x, "state"))
