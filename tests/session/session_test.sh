@@ -36,7 +36,9 @@
 #             absolute, symlinks and hard links out, device nodes, fifo,
 #             pax, truncated, over the caps) each refused with its reason
 #             and nothing of them in the guest; a guest's symlink out
-#             refused by get with nothing written on the host
+#             refused by get with nothing written on the host; the HTTP
+#             form (POST/GET /sessions/ID/files) and the Python Session's
+#             upload_dir/download_dir (session_files.py)
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -286,7 +288,21 @@ case_reattach() {
   [ "$(cat "$tmp/mid")" = "$(seq 10 20)" ] || fail "from $mid: $(cat "$tmp/mid" | tr '\n' ' ')"
   rec=$(S exec "$id" -- echo ok 2>/dev/null)
   [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = OK ] || fail "exec was not OK"
+  # the HTTP form: a tar body in, a tar body out, a hostile one 422
+  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/sub.tar" \
+    "$api/sessions/$id/files?path=viahttp")
+  [ "${out##* }" = 200 ] || fail "POST files: $out"
+  curl -sf -o "$tmp/viahttp.tar" "$api/sessions/$id/files?path=viahttp" || fail "GET files"
+  [ "$(tar -tf "$tmp/viahttp.tar" | sort)" = "$(tar -tf "$tmp/sub.tar" | sort)" ] ||
+    fail "GET files: $(tar -tf "$tmp/viahttp.tar")"
+  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/h/dotdot.tar" \
+    "$api/sessions/$id/files?path=viahttp2")
+  [ "${out##* }" = 422 ] && echo "$out" | grep -qF '. or .. part' || fail "POST dotdot: $out"
   S rm "$id" >/dev/null
+  # the Python Session's upload_dir / download_dir (its own session)
+  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+    "$(dirname "$0")/session_files.py" "unix://$sock" "$tmp" "$tmp/h/dotdot.tar" >&2 ||
+    fail "python upload_dir/download_dir"
 }
 
 case_lost() {
@@ -532,8 +548,11 @@ PY
 }
 
 case_files() {
-  start_serve
-  local id rec out ex t0 ms
+  local id rec out ex t0 ms port=$((20000 + RANDOM % 20000)) api
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
   rec=$(S create -t python --ttl 120)
   id=$(echo "$rec" | field id)
   [ "$(echo "$rec" | field state)" = alive ] || fail "create: $rec"
@@ -611,7 +630,21 @@ case_files() {
   ex=$?
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'over the cap' || fail "get over the cap: $ex $out"
+  # the HTTP form: a tar body in, a tar body out, a hostile one 422
+  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/sub.tar" \
+    "$api/sessions/$id/files?path=viahttp")
+  [ "${out##* }" = 200 ] || fail "POST files: $out"
+  curl -sf -o "$tmp/viahttp.tar" "$api/sessions/$id/files?path=viahttp" || fail "GET files"
+  [ "$(tar -tf "$tmp/viahttp.tar" | sort)" = "$(tar -tf "$tmp/sub.tar" | sort)" ] ||
+    fail "GET files: $(tar -tf "$tmp/viahttp.tar")"
+  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/h/dotdot.tar" \
+    "$api/sessions/$id/files?path=viahttp2")
+  [ "${out##* }" = 422 ] && echo "$out" | grep -qF '. or .. part' || fail "POST dotdot: $out"
   S rm "$id" >/dev/null
+  # the Python Session's upload_dir / download_dir (its own session)
+  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+    "$(dirname "$0")/session_files.py" "unix://$sock" "$tmp" "$tmp/h/dotdot.tar" >&2 ||
+    fail "python upload_dir/download_dir"
 }
 
 "case_$case"
