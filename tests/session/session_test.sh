@@ -289,13 +289,13 @@ case_reattach() {
   rec=$(S exec "$id" -- echo ok 2>/dev/null)
   [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = OK ] || fail "exec was not OK"
   # the HTTP form: a tar body in, a tar body out, a hostile one 422
-  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/sub.tar" \
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/sub.tar" \
     "$api/sessions/$id/files?path=viahttp")
   [ "${out##* }" = 200 ] || fail "POST files: $out"
   curl -sf -o "$tmp/viahttp.tar" "$api/sessions/$id/files?path=viahttp" || fail "GET files"
   [ "$(tar -tf "$tmp/viahttp.tar" | sort)" = "$(tar -tf "$tmp/sub.tar" | sort)" ] ||
     fail "GET files: $(tar -tf "$tmp/viahttp.tar")"
-  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/h/dotdot.tar" \
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/h/dotdot.tar" \
     "$api/sessions/$id/files?path=viahttp2")
   [ "${out##* }" = 422 ] && echo "$out" | grep -qF '. or .. part' || fail "POST dotdot: $out"
   S rm "$id" >/dev/null
@@ -631,13 +631,13 @@ case_files() {
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'over the cap' || fail "get over the cap: $ex $out"
   # the HTTP form: a tar body in, a tar body out, a hostile one 422
-  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/sub.tar" \
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/sub.tar" \
     "$api/sessions/$id/files?path=viahttp")
   [ "${out##* }" = 200 ] || fail "POST files: $out"
   curl -sf -o "$tmp/viahttp.tar" "$api/sessions/$id/files?path=viahttp" || fail "GET files"
   [ "$(tar -tf "$tmp/viahttp.tar" | sort)" = "$(tar -tf "$tmp/sub.tar" | sort)" ] ||
     fail "GET files: $(tar -tf "$tmp/viahttp.tar")"
-  out=$(curl -s -w ' %{http_code}' -X POST --data-binary @"$tmp/h/dotdot.tar" \
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/h/dotdot.tar" \
     "$api/sessions/$id/files?path=viahttp2")
   [ "${out##* }" = 422 ] && echo "$out" | grep -qF '. or .. part' || fail "POST dotdot: $out"
   S rm "$id" >/dev/null
