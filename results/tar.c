@@ -5,8 +5,9 @@
  * length is capped, the checksum verified, and an entry is refused unless
  * it is a regular file, a directory, a symlink pointing down from its own
  * directory (relative, no `..`) or a hard link whose target follows the
- * path rule (extractors resolve it under the same root, following nothing). Paths follow the `files` rule (al_relpath_valid:
- * relative, no empty, . or .. part, at most AL_PATH_MAX bytes); a leading
+ * path rule (extractors resolve it under the same root, following nothing).
+ * Paths follow the `files` rule (al_relpath_valid: relative, no empty, . or ..
+ * part, at most AL_PATH_MAX bytes); a leading
  * "./" and a directory's trailing "/" are accepted and dropped. pax and
  * GNU extension headers are refused: their meaning would differ between
  * this check and the tar that extracts. No I/O here.
@@ -145,23 +146,24 @@ again:
 		 * record) */
 		for (size_t i = t->off; i < t->len; i++)
 			if (t->buf[i])
-				return fail(t, "data after the end of the "
-					       "archive at byte %zu",
+				return fail(t,
+					    "data after the end of the "
+					    "archive at byte %zu",
 					    i);
 		t->done = true;
 		return 0;
 	}
 	if (!octal(h + 148, 8, &sum))
-		return fail(t, "bad header checksum field at byte %zu",
-			    t->off);
+		return fail(t, "bad header checksum field at byte %zu", t->off);
 	want = 0;
 	for (size_t i = 0; i < BLK; i++)
 		want += (i >= 148 && i < 156) ? ' ' : h[i];
 	if (sum != want)
 		return fail(t, "header checksum mismatch at byte %zu", t->off);
 	if (memcmp(h + 257, "ustar", 5) != 0)
-		return fail(t, "not a ustar header at byte %zu (use "
-			       "ustar format: tar --format=ustar)",
+		return fail(t,
+			    "not a ustar header at byte %zu (use "
+			    "ustar format: tar --format=ustar)",
 			    t->off);
 	typ = (char)h[156];
 	if (!octal(h + 124, 12, &size))
@@ -171,8 +173,9 @@ again:
 	nl = fieldlen(h, 100);
 	pl = fieldlen(h + 345, 155);
 	if (pl + 1 + nl > AL_PATH_MAX || nl == 0)
-		return fail(t, "an entry's name is empty or longer than %d "
-			       "bytes at byte %zu",
+		return fail(t,
+			    "an entry's name is empty or longer than %d "
+			    "bytes at byte %zu",
 			    AL_PATH_MAX, t->off);
 	if (pl) {
 		memcpy(e->path, h + 345, pl);
@@ -192,8 +195,9 @@ again:
 		goto again;
 	}
 	if (!al_relpath_valid(e->path, nl))
-		return fail(t, "%s: refused: a path must be relative, with no "
-			       "empty, . or .. part",
+		return fail(t,
+			    "%s: refused: a path must be relative, with no "
+			    "empty, . or .. part",
 			    shown(e->path, sp, sizeof(sp)));
 	e->mode = (uint32_t)(mode & 0777);
 	switch (typ) {
@@ -212,16 +216,18 @@ again:
 		memcpy(e->link, h + 157, pl);
 		e->link[pl] = 0;
 		if (typ == '2' && !link_down(e->link, pl))
-			return fail(t, "%s: refused: a symlink must point down "
-				       "from its directory (relative, no "
-				       "..)",
+			return fail(t,
+				    "%s: refused: a symlink must point down "
+				    "from its directory (relative, no "
+				    "..)",
 				    shown(e->path, sp, sizeof(sp)));
 		if (typ == '1') {
 			pl = tidy(e->link, pl, false);
 			if (!al_relpath_valid(e->link, pl))
-				return fail(t, "%s: refused: a hard link "
-					       "must name a file inside the "
-					       "archive",
+				return fail(t,
+					    "%s: refused: a hard link "
+					    "must name a file inside the "
+					    "archive",
 					    shown(e->path, sp, sizeof(sp)));
 		}
 		if (size)
@@ -231,13 +237,15 @@ again:
 	case '3':
 	case '4':
 	case '6':
-		return fail(t, "%s: refused: device nodes and fifos are "
-			       "not allowed",
+		return fail(t,
+			    "%s: refused: device nodes and fifos are "
+			    "not allowed",
 			    shown(e->path, sp, sizeof(sp)));
 	default:
-		return fail(t, "%s: refused: entry type '%c' (pax or GNU "
-			       "extension headers, sparse files) is not "
-			       "allowed",
+		return fail(t,
+			    "%s: refused: entry type '%c' (pax or GNU "
+			    "extension headers, sparse files) is not "
+			    "allowed",
 			    shown(e->path, sp, sizeof(sp)),
 			    typ >= 0x20 && typ < 0x7f ? typ : '?');
 	}
@@ -308,8 +316,8 @@ int al_tar_header(uint8_t out[512], const char *path, enum al_tar_type type,
 	snprintf((char *)out + 116, 8, "%07o", 0);
 	snprintf((char *)out + 124, 12, "%011llo", (unsigned long long)size);
 	snprintf((char *)out + 136, 12, "%011o", 0);
-	out[156] = type == AL_TAR_DIR       ? '5'
-		   : type == AL_TAR_SYMLINK ? '2'
+	out[156] = type == AL_TAR_DIR	     ? '5'
+		   : type == AL_TAR_SYMLINK  ? '2'
 		   : type == AL_TAR_HARDLINK ? '1'
 					     : '0';
 	if (link)

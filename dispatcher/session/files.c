@@ -32,7 +32,7 @@
 #include "results.h"
 #include "sessions.h"
 
-#define CHUNK (4u << 20)
+#define CHUNK	   (4u << 20)
 #define TMP_PREFIX ".airlock-tar-"
 
 static int fail(struct alq_client *c, int r, const char *fmt, ...)
@@ -89,10 +89,11 @@ static int run(struct alq_client *c, const char *id, const char *what,
 	json_object_set_new(body, "cmd", cmd);
 	cmd = NULL;
 	/* as long as the policy lets a step run (cut to its maximum) */
-	json_object_set_new(body, "timeout_ms", json_integer(AL_TIMEOUT_MS_MAX));
-	if (in && json_object_set_new(body, "stdin",
-				      al_sess_blob_json((const char *)in,
-							in_len)) < 0)
+	json_object_set_new(body, "timeout_ms",
+			    json_integer(AL_TIMEOUT_MS_MAX));
+	if (in &&
+	    json_object_set_new(
+		body, "stdin", al_sess_blob_json((const char *)in, in_len)) < 0)
 		goto oom;
 	text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
@@ -135,7 +136,8 @@ static int run(struct alq_client *c, const char *id, const char *what,
 		json_t *e = json_object_get(x, "stderr");
 		const char *s = json_string_value(e);
 
-		r = fail(c, -EIO, "%s: the guest's command failed (%s %lld)%s%.160s",
+		r = fail(c, -EIO,
+			 "%s: the guest's command failed (%s %lld)%s%.160s",
 			 what,
 			 json_string_value(json_object_get(x, "status")) ?: "?",
 			 json_integer_value(json_object_get(x, "exit_code")),
@@ -143,9 +145,8 @@ static int run(struct alq_client *c, const char *id, const char *what,
 		goto out;
 	}
 	if (out) {
-		uint64_t total =
-		    (uint64_t)json_integer_value(json_object_get(x,
-							 "stdout_bytes"));
+		uint64_t total = (uint64_t)json_integer_value(
+		    json_object_get(x, "stdout_bytes"));
 
 		if (total > out_max) {
 			r = fail(c, -E2BIG, "%s: %llu bytes, over %zu", what,
@@ -207,16 +208,16 @@ int al_sess_put_tar(struct alq_client *c, const char *id, const char *remote,
 			    "put: %.80s: the directory must be . or a "
 			    "relative path with no empty, . or .. part",
 			    remote);
-	if (al_tar_check(tar, len, max_bytes, max_files, err, sizeof(err)) <
-	    0)
+	if (al_tar_check(tar, len, max_bytes, max_files, err, sizeof(err)) < 0)
 		return fail(c, -EINVAL, "put: the tar is refused: %s", err);
 	tmp_name(tmp, sizeof(tmp));
 	/* first chunk: also make the directory; an empty tar is one exec */
 	for (size_t off = 0; off < len || off == 0;) {
 		size_t n = len - off > CHUNK ? CHUNK : len - off;
 
-		r = run(c, id, "put", off == 0 ? "mkdir -p -- \"$1\" && cat > \"$2\""
-					       : "cat >> \"$2\"",
+		r = run(c, id, "put",
+			off == 0 ? "mkdir -p -- \"$1\" && cat > \"$2\""
+				 : "cat >> \"$2\"",
 			remote, tmp, NULL, p + off, n, NULL, NULL, 0);
 		if (r < 0)
 			goto clean;
@@ -229,15 +230,14 @@ int al_sess_put_tar(struct alq_client *c, const char *id, const char *remote,
 		"\"$1\"; r=$?; rm -f -- \"$2\"; exit $r",
 		remote, tmp, NULL, NULL, 0, NULL, NULL, 0);
 	return r;
-clean:
-	{
-		char keep[sizeof(c->err)];
+clean : {
+	char keep[sizeof(c->err)];
 
-		memcpy(keep, c->err, sizeof(keep));
-		run(c, id, "put", "rm -f -- \"$1\"", tmp, NULL, NULL, NULL, 0,
-		    NULL, NULL, 0);
-		memcpy(c->err, keep, sizeof(keep));
-	}
+	memcpy(keep, c->err, sizeof(keep));
+	run(c, id, "put", "rm -f -- \"$1\"", tmp, NULL, NULL, NULL, 0, NULL,
+	    NULL, 0);
+	memcpy(c->err, keep, sizeof(keep));
+}
 	return r;
 }
 
@@ -259,16 +259,18 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 			    "relative path with no empty, . or .. part",
 			    remote);
 	tmp_name(tmp, sizeof(tmp));
-	r = run(c, id, "get",
-		"tar -c --format=ustar --exclude=\"./$2\" -f \"$2\" -C \"$1\" . "
-		"&& wc -c < \"$2\" || { r=$?; rm -f -- \"$2\"; exit $r; }",
-		remote, tmp, NULL, NULL, 0, &s, &l, 64);
+	r = run(
+	    c, id, "get",
+	    "tar -c --format=ustar --exclude=\"./$2\" -f \"$2\" -C \"$1\" . "
+	    "&& wc -c < \"$2\" || { r=$?; rm -f -- \"$2\"; exit $r; }",
+	    remote, tmp, NULL, NULL, 0, &s, &l, 64);
 	if (r < 0)
 		return r;
 	total = strtoull(s, &end, 10);
 	if (end == s || (*end && *end != '\n')) {
 		free(s);
-		r = fail(c, -EBADMSG, "get: the guest's tar size is not a number");
+		r = fail(c, -EBADMSG,
+			 "get: the guest's tar size is not a number");
 		goto clean;
 	}
 	free(s);
@@ -289,10 +291,12 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 
 		snprintf(a, sizeof(a), "%zu", got + 1);
 		snprintf(b, sizeof(b), "%llu",
-			 total - got > CHUNK ? CHUNK
-					     : (unsigned long long)(total - got));
-		r = run(c, id, "get", "tail -c +\"$2\" -- \"$1\" | head -c \"$3\"",
-			tmp, a, b, NULL, 0, &s, &l, CHUNK);
+			 total - got > CHUNK
+			     ? CHUNK
+			     : (unsigned long long)(total - got));
+		r = run(c, id, "get",
+			"tail -c +\"$2\" -- \"$1\" | head -c \"$3\"", tmp, a, b,
+			NULL, 0, &s, &l, CHUNK);
 		if (r < 0)
 			goto clean;
 		if (l == 0 || l > total - got) {
@@ -310,21 +314,21 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 		goto out;
 	if (al_tar_check(buf, got, max_bytes, max_files, err, sizeof(err)) <
 	    0) {
-		r = fail(c, -EINVAL, "get: the guest's tar is refused: %s", err);
+		r = fail(c, -EINVAL, "get: the guest's tar is refused: %s",
+			 err);
 		goto out;
 	}
 	*ret = buf;
 	*ret_len = got;
 	return 0;
-clean:
-	{
-		char keep[sizeof(c->err)];
+clean : {
+	char keep[sizeof(c->err)];
 
-		memcpy(keep, c->err, sizeof(keep));
-		run(c, id, "get", "rm -f -- \"$1\"", tmp, NULL, NULL, NULL, 0,
-		    NULL, NULL, 0);
-		memcpy(c->err, keep, sizeof(keep));
-	}
+	memcpy(keep, c->err, sizeof(keep));
+	run(c, id, "get", "rm -f -- \"$1\"", tmp, NULL, NULL, NULL, 0, NULL,
+	    NULL, 0);
+	memcpy(c->err, keep, sizeof(keep));
+}
 out:
 	free(buf);
 	return r;
@@ -348,8 +352,7 @@ static int err_to(char *err, size_t errlen, int r, const char *fmt, ...)
 /* The directory holding `path` under root fd `root`, walked one component
  * at a time with O_NOFOLLOW (made when mkdirs); its fd, and the last
  * component in *leaf. -errno. */
-static int parent_fd(int root, const char *path, bool mkdirs,
-		     const char **leaf)
+static int parent_fd(int root, const char *path, bool mkdirs, const char **leaf)
 {
 	char part[AL_PATH_MAX + 1];
 	const char *p = path, *slash;
@@ -617,16 +620,17 @@ static int tb_dir(struct tarbuf *b, int dfd, const char *rel, int depth)
 			r = tb_entry(b, path, AL_TAR_FILE, fst.st_mode,
 				     (uint64_t)fst.st_size, NULL);
 			if (r == 0) {
-				uint8_t *tmp = malloc(fst.st_size ? (size_t)fst.st_size : 1);
+				uint8_t *tmp = malloc(
+				    fst.st_size ? (size_t)fst.st_size : 1);
 				size_t got = 0;
 
 				if (!tmp)
 					r = err_to(b->err, b->errlen, -ENOMEM,
 						   "out of memory");
 				while (r == 0 && got < (size_t)fst.st_size) {
-					ssize_t k = read(ffd, tmp + got,
-							 (size_t)fst.st_size -
-							     got);
+					ssize_t k =
+					    read(ffd, tmp + got,
+						 (size_t)fst.st_size - got);
 
 					if (k <= 0)
 						r = err_to(b->err, b->errlen,

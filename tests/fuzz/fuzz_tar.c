@@ -32,8 +32,8 @@ static int decode(const uint8_t *data, size_t size, bool verbose)
 			abort();
 		if (verbose)
 			printf("%d %s %llu%s%s\n", (int)e.type, e.path,
-			       (unsigned long long)e.size, *e.link ? " -> " : "",
-			       e.link);
+			       (unsigned long long)e.size,
+			       *e.link ? " -> " : "", e.link);
 	}
 	if (verbose && r < 0)
 		printf("refused: %s\n", t.err);
