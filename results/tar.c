@@ -22,6 +22,9 @@
 #define BLK 512
 
 static int fail(struct al_tar *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int fail(struct al_tar *t, const char *fmt, ...)
 {
 	va_list ap;
 
