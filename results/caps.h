@@ -28,6 +28,11 @@
 #define AL_ARGV_MAX 4096   /* arguments in one `cmd` */
 #define AL_ENV_MAX 256     /* variables in one step's `env` */
 #define AL_COLLECT_MAX 256 /* paths in `collect` */
+/* Session directory transfer (tar): defaults and hard maxima. */
+#define AL_TAR_BYTES_DEFAULT (256ull << 20) /* file contents, one tar */
+#define AL_TAR_BYTES_MAX (1ull << 30)
+#define AL_TAR_FILES_DEFAULT 10000u /* entries, one tar */
+#define AL_TAR_FILES_MAX 100000u
 
 /* per-step sizes */
 #define AL_ARGV_MAX_BYTES (256u << 10) /* all of one step's argv, summed */

@@ -474,4 +474,45 @@ int al_hex_digit(int c);
  * for Sentinel addresses (dispatcher) and network policies (sandbox). */
 int al_port_parse(const char *s, size_t n, uint16_t *ret);
 
+/* --- tar (session file transfer; tar.c) ---------------------------------- */
+
+/* Decoding untrusted ustar bytes held in memory: al_tar_init(), then
+ * al_tar_next() until it returns 0 (the end) or -EINVAL (t->err says why:
+ * a path that is absolute or has a . or .. part, a symlink that does not
+ * point down from its directory, a device node or fifo, a pax or GNU
+ * extension header, a bad checksum, truncation, over the caps). Caps:
+ * max_bytes of file contents in all, max_files entries. */
+enum al_tar_type { AL_TAR_FILE, AL_TAR_DIR, AL_TAR_SYMLINK, AL_TAR_HARDLINK };
+
+struct al_tar_entry {
+	enum al_tar_type type;
+	char path[AL_PATH_MAX + 1]; /* al_relpath_valid() */
+	char link[101];             /* symlink or hard link target */
+	uint32_t mode;              /* permission bits (& 0777) */
+	uint64_t size;              /* bytes at data (files) */
+	const uint8_t *data;        /* inside the buffer given */
+};
+
+struct al_tar {
+	const uint8_t *buf;
+	size_t len, off;
+	uint64_t max_bytes, bytes;
+	uint32_t max_files, files;
+	unsigned zeros;
+	bool done, failed;
+	char err[160];
+};
+
+void al_tar_init(struct al_tar *t, const void *buf, size_t len,
+		 uint64_t max_bytes, uint32_t max_files);
+int al_tar_next(struct al_tar *t, struct al_tar_entry *e);
+/* The whole archive: 0, or -EINVAL with the reason in err. */
+int al_tar_check(const void *buf, size_t len, uint64_t max_bytes,
+		 uint32_t max_files, char *err, size_t errlen);
+/* One ustar header block for an entry: 0, -ENAMETOOLONG (a path that
+ * does not fit ustar's prefix/name split, a link over 100 bytes) or
+ * -EFBIG (8 GiB or more). */
+int al_tar_header(uint8_t out[512], const char *path, enum al_tar_type type,
+		  uint32_t mode, uint64_t size, const char *link);
+
 #endif

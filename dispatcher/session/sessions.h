@@ -98,6 +98,28 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 		      uint64_t offset, size_t max, char **ret, size_t *ret_len);
 
+/* Directories as ustar streams (files.c). Caps: max_bytes of file
+ * contents, max_files entries (AL_TAR_* in results/caps.h). `remote` is
+ * "." or a relative path in the work dir. Upload: the tar is checked
+ * (al_tar_check) and refused with -EINVAL before anything reaches the VM,
+ * then extracted there by the guest's tar. Download: the guest's ustar
+ * tar of `remote`, checked the same way, malloc'd in *ret. */
+int al_sess_put_tar(struct alq_client *c, const char *id, const char *remote,
+		    const void *tar, size_t len, uint64_t max_bytes,
+		    uint32_t max_files);
+int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
+		    uint64_t max_bytes, uint32_t max_files, uint8_t **ret,
+		    size_t *ret_len);
+/* Host side, nothing followed: write a checked tar under `dir` (made if
+ * missing; parents opened O_NOFOLLOW, files created O_EXCL), and make a
+ * ustar tar of local `dir` (files, directories, symlinks; no device
+ * nodes). 0 or -errno with err set. */
+int al_sess_untar(const char *dir, const void *tar, size_t len,
+		  uint64_t max_bytes, uint32_t max_files, char *err,
+		  size_t errlen);
+int al_sess_tar_dir(const char *dir, uint64_t max_bytes, uint32_t max_files,
+		    uint8_t **ret, size_t *ret_len, char *err, size_t errlen);
+
 /* A byte string as JSON, as the job schema carries bytes: a string when
  * valid UTF-8, else {"base64": "..."}; NULL when out of memory. (The
  * caller includes jansson.h.) */

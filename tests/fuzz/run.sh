@@ -42,9 +42,12 @@ printf 'MOVED 3999 127.0.0.1:6381' >"$rd/moved"
 printf 'ASK 16383 [::1]:7000' >"$rd/ask"
 printf 'TRYAGAIN Multiple keys' >"$rd/tryagain"
 printf "READONLY You can't write" >"$rd/readonly"
+# session tars (results/tar.c): ustar archives, hostile ones among them
+ts=$(seed tar)
+cp -r "$src/tests/fuzz/corpus/tar/." "$ts/"
 
 targets=()
-for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw fuzz_redirect; do
+for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw fuzz_redirect fuzz_tar; do
   [ -x "$build/tests/fuzz/$t" ] && targets+=("$t")
 done
 [ ${#targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build" >&2; exit 1; }
@@ -61,6 +64,7 @@ run_one() {
     fuzz_http) seeddir=$work/seed-http ;;
     fuzz_gw) seeddir=$work/seed-gw ;;
     fuzz_redirect) seeddir=$work/seed-redirect ;;
+    fuzz_tar) seeddir=$work/seed-tar ;;
   esac
   mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
   if "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 \

@@ -30,6 +30,15 @@
 #   capacity  MAX_SESSIONS=1: a create without room fails with
 #             create_timeout at its --timeout; a job still runs; a waiting
 #             create succeeds once the session ends
+#   files     directories as tar (docs/sessions.md "Files"): a 50 MiB tree
+#             (4 x 12 MiB, small files, a symlink down) put and got back
+#             with identical hashes, --tar both ways; hostile tars (..,
+#             absolute, symlinks and hard links out, device nodes, fifo,
+#             pax, truncated, over the caps) each refused with its reason
+#             and nothing of them in the guest; a guest's symlink out
+#             refused by get with nothing written on the host; the HTTP
+#             form (POST/GET /sessions/ID/files) and the Python Session's
+#             upload_dir/download_dir (session_files.py)
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -279,7 +288,21 @@ case_reattach() {
   [ "$(cat "$tmp/mid")" = "$(seq 10 20)" ] || fail "from $mid: $(cat "$tmp/mid" | tr '\n' ' ')"
   rec=$(S exec "$id" -- echo ok 2>/dev/null)
   [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = OK ] || fail "exec was not OK"
+  # the HTTP form: a tar body in, a tar body out, a hostile one 422
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/sub.tar" \
+    "$api/sessions/$id/files?path=viahttp")
+  [ "${out##* }" = 200 ] || fail "POST files: $out"
+  curl -sf -o "$tmp/viahttp.tar" "$api/sessions/$id/files?path=viahttp" || fail "GET files"
+  [ "$(tar -tf "$tmp/viahttp.tar" | sort)" = "$(tar -tf "$tmp/sub.tar" | sort)" ] ||
+    fail "GET files: $(tar -tf "$tmp/viahttp.tar")"
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/h/dotdot.tar" \
+    "$api/sessions/$id/files?path=viahttp2")
+  [ "${out##* }" = 422 ] && echo "$out" | grep -qF '. or .. part' || fail "POST dotdot: $out"
   S rm "$id" >/dev/null
+  # the Python Session's upload_dir / download_dir (its own session)
+  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+    "$(dirname "$0")/session_files.py" "unix://$sock" "$tmp" "$tmp/h/dotdot.tar" >&2 ||
+    fail "python upload_dir/download_dir"
 }
 
 case_lost() {
@@ -489,6 +512,139 @@ case_redisdown() {
     sleep 0.1
   done
   [ "$(echo "$rec" | field reason)" = ttl ] || fail "after Redis came back: $rec"
+}
+
+# hostile tars for case_files (python's tarfile, ustar unless said)
+mk_hostile() {
+  python3 - "$tmp/h" <<'PY'
+import io, sys, tarfile, os
+d = sys.argv[1]; os.makedirs(d, exist_ok=True)
+def tar(name, entries, fmt=tarfile.USTAR_FORMAT):
+    with tarfile.open(os.path.join(d, name + ".tar"), "w", format=fmt) as t:
+        for ti, data in entries:
+            t.addfile(ti, io.BytesIO(data) if data is not None else None)
+def f(path, data=b"evil\n"):
+    ti = tarfile.TarInfo(path); ti.size = len(data); return (ti, data)
+def ent(path, typ, link=""):
+    ti = tarfile.TarInfo(path); ti.type = typ; ti.linkname = link; return (ti, None)
+tar("dotdot", [f("ok.txt"), f("../al-evil-dotdot")])
+tar("dotdot2", [f("a/../../al-evil-dotdot2")])
+tar("absolute", [f("/tmp/al-evil-abs")])
+tar("symlink_abs", [ent("l", tarfile.SYMTYPE, "/tmp"), f("l/al-evil-sym")])
+tar("symlink_up", [ent("l", tarfile.SYMTYPE, "../.."), f("l/al-evil-symup")])
+tar("hardlink_out", [ent("h", tarfile.LNKTYPE, "../../etc/passwd")])
+tar("hardlink_abs", [ent("h", tarfile.LNKTYPE, "/etc/passwd")])
+tar("chardev", [ent("null", tarfile.CHRTYPE)])
+tar("blockdev", [ent("sda", tarfile.BLKTYPE)])
+tar("fifo", [ent("p", tarfile.FIFOTYPE)])
+tar("pax_path", [f("x" * 300)], tarfile.PAX_FORMAT)
+tar("files_cap", [f("f%d" % i) for i in range(20)])
+tar("bytes_cap", [f("big", b"x" * 5000)])
+tar("three_k", [f("mid", b"y" * 3000)])
+with open(os.path.join(d, "truncated.tar"), "wb") as o:
+    b = open(os.path.join(d, "three_k.tar"), "rb").read(); o.write(b[:1500])
+os.unlink(os.path.join(d, "three_k.tar"))
+PY
+}
+
+case_files() {
+  local id rec out ex t0 ms port=$((20000 + RANDOM % 20000)) api
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  rec=$(S create -t python --ttl 120)
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field state)" = alive ] || fail "create: $rec"
+  # a 50 MiB tree: a few large files, small ones, a subdir, a symlink down
+  mkdir -p "$tmp/tree/sub/deeper"
+  for i in $(seq 1 "${FILES_BIG:-4}"); do head -c $((12 << 20)) /dev/urandom > "$tmp/tree/big$i.bin"; done
+  head -c $((2 << 20)) /dev/urandom > "$tmp/tree/sub/deeper/mid.bin"
+  for i in $(seq 1 20); do echo "small $i" > "$tmp/tree/sub/s$i.txt"; done
+  chmod +x "$tmp/tree/sub/s1.txt"
+  ln -s deeper/mid.bin "$tmp/tree/sub/link"
+  (cd "$tmp/tree" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$tmp/sums"
+  t0=$(now_ms)
+  S put "$id" "$tmp/tree" up/tree || fail "put of a directory"
+  ms=$(( $(now_ms) - t0 ))
+  log "put of a $(du -sm "$tmp/tree" | cut -f1) MiB tree: $ms ms"
+  out=$(S exec "$id" --timeout-ms 300000 --sh 'cd up/tree && find . -type f -print0 | sort -z | xargs -0 sha256sum' 2>/dev/null)
+  [ "$out" = "$(cat "$tmp/sums")" ] || fail "hashes in the guest differ"
+  [ "$(S exec "$id" --sh 'readlink up/tree/sub/link' 2>/dev/null)" = deeper/mid.bin ] ||
+    fail "the symlink did not arrive"
+  S exec "$id" --sh 'test ! -e .airlock-tar-* 2>/dev/null || ls -a; ls -a | grep -q "^.airlock-tar-" && exit 1 || exit 0' \
+    2>/dev/null || fail "the temporary tar was left in the work dir"
+  t0=$(now_ms)
+  S get "$id" --dir up/tree "$tmp/back" || fail "get --dir"
+  ms=$(( $(now_ms) - t0 ))
+  log "get of the tree: $ms ms"
+  (cd "$tmp/back" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$tmp/sums.back"
+  cmp "$tmp/sums" "$tmp/sums.back" || fail "round-trip hashes differ"
+  [ "$(readlink "$tmp/back/sub/link")" = deeper/mid.bin ] || fail "symlink back"
+  [ -x "$tmp/back/sub/s1.txt" ] || fail "the executable bit was lost"
+  # --tar both ways, through stdin/stdout
+  S get "$id" --tar - up/tree/sub > "$tmp/sub.tar" || fail "get --tar -"
+  tar -tf "$tmp/sub.tar" | grep -q 'deeper/mid.bin' || fail "get --tar: $(tar -tf "$tmp/sub.tar")"
+  S put "$id" --tar - again < "$tmp/sub.tar" || fail "put --tar -"
+  out=$(S exec "$id" --timeout-ms 300000 --sh 'sha256sum < again/deeper/mid.bin' 2>/dev/null) || true
+  [ "${out%% *}" = "$(sha256sum < "$tmp/tree/sub/deeper/mid.bin" | cut -d' ' -f1)" ] ||
+    fail "put --tar: $out"
+  # hostile tars: each refused with its reason, nothing written anywhere
+  mk_hostile
+  local name want
+  for name in dotdot:'. or .. part' dotdot2:'. or .. part' absolute:'relative' \
+      symlink_abs:'symlink must point down' symlink_up:'symlink must point down' \
+      hardlink_out:'hard link' hardlink_abs:'hard link' chardev:'device nodes' \
+      blockdev:'device nodes' fifo:'device nodes' pax_path:"entry type 'x'" \
+      files_cap:'cap of 10 entries' bytes_cap:'cap of 4096 bytes' truncated:'truncated'; do
+    want=${name#*:} name=${name%%:*}
+    set +e
+    out=$(S put "$id" --max-files 10 --max-bytes 4096 --tar "$tmp/h/$name.tar" hostile 2>&1)
+    ex=$?
+    set -e
+    [ "$ex" = 1 ] || fail "$name: put exit $ex: $out"
+    echo "$out" | grep -qF "$want" || fail "$name: want '$want' in: $out"
+    log "$name refused: $out"
+  done
+  out=$(S exec "$id" --timeout-ms 300000 --sh 'find "$PWD/.." /tmp / -maxdepth 3 -xdev -name "al-evil-*" 2>/dev/null
+    test -e hostile && echo "hostile/ made"; ls -a | grep "^.airlock-tar-"; echo checked' 2>/dev/null || true)
+  [ "$out" = checked ] || fail "something of a refused tar reached the guest: $out"
+  # a guest's symlink pointing out, and a device node: get refuses them,
+  # and writes nothing on the host
+  S exec "$id" --sh 'mkdir -p g && echo hi > g/a && ln -s /etc/passwd g/out' 2>/dev/null
+  set +e
+  out=$(S get "$id" --dir g "$tmp/gback" 2>&1)
+  ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -qF 'symlink must point down' || fail "get of a symlink out: $ex $out"
+  [ ! -e "$tmp/gback/a" ] || fail "get wrote files of a refused tar"
+  S exec "$id" --sh 'rm g/out && ln -s ../../../../../../tmp g/up' 2>/dev/null
+  set +e
+  out=$(S get "$id" --dir g "$tmp/gback2" 2>&1)
+  ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -qF 'symlink must point down' || fail "get of a symlink up: $ex $out"
+  # over the caps on the way out
+  set +e
+  out=$(S get "$id" --max-bytes 1000000 --dir up/tree "$tmp/capped" 2>&1)
+  ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'over the cap' || fail "get over the cap: $ex $out"
+  # the HTTP form: a tar body in, a tar body out, a hostile one 422
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/sub.tar" \
+    "$api/sessions/$id/files?path=viahttp")
+  [ "${out##* }" = 200 ] || fail "POST files: $out"
+  curl -sf -o "$tmp/viahttp.tar" "$api/sessions/$id/files?path=viahttp" || fail "GET files"
+  [ "$(tar -tf "$tmp/viahttp.tar" | sort)" = "$(tar -tf "$tmp/sub.tar" | sort)" ] ||
+    fail "GET files: $(tar -tf "$tmp/viahttp.tar")"
+  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/h/dotdot.tar" \
+    "$api/sessions/$id/files?path=viahttp2")
+  [ "${out##* }" = 422 ] && echo "$out" | grep -qF '. or .. part' || fail "POST dotdot: $out"
+  S rm "$id" >/dev/null
+  # the Python Session's upload_dir / download_dir (its own session)
+  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+    "$(dirname "$0")/session_files.py" "unix://$sock" "$tmp" "$tmp/h/dotdot.tar" >&2 ||
+    fail "python upload_dir/download_dir"
 }
 
 "case_$case"

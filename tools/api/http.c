@@ -626,6 +626,8 @@ static handler_fn *const handlers[] = {
     [AL_ROUTE_SESS_EXTEND] = do_session,
     [AL_ROUTE_SESS_EXEC] = do_session,
     [AL_ROUTE_SESS_OUTPUT] = do_session,
+    [AL_ROUTE_SESS_PUT_TAR] = do_session,
+    [AL_ROUTE_SESS_GET_TAR] = do_session,
 };
 
 /* --- the daemon ------------------------------------------------------------
@@ -698,7 +700,15 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 					     "required"
 					   : "only loopback clients "
 					     "(no http.token set)");
-	} else if (al_http_route_has_body(q->route) &&
+	} else if (q->route == AL_ROUTE_SESS_PUT_TAR &&
+		   strcmp(MHD_lookup_connection_value(
+			      c, MHD_HEADER_KIND,
+			      MHD_HTTP_HEADER_CONTENT_TYPE) ?: "",
+			  "application/x-tar")) {
+		/* not a type a browser posts cross-site unasked either */
+		*ret = send_error(c, 415, "Content-Type must be application/x-tar");
+	} else if (q->route != AL_ROUTE_SESS_PUT_TAR &&
+		   al_http_route_has_body(q->route) &&
 		   !al_http_json_type(MHD_lookup_connection_value(
 		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
 		/* a browser posts text/plain cross-site without asking */

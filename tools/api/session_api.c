@@ -136,6 +136,50 @@ static enum MHD_Result exec_view(struct MHD_Connection *c,
 	return reply(c, status, x);
 }
 
+/* Directories as ustar (dispatcher/session/files.c): ?path=D (default
+ * "."), ?max_bytes=N, ?max_files=N within AL_TAR_*_MAX. */
+static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
+			     enum al_route rt, const char *id,
+			     const char *body, size_t len)
+{
+	const char *path =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+	uint64_t mb = query_u64(c, "max_bytes", AL_TAR_BYTES_MAX);
+	uint32_t mf = (uint32_t)query_u64(c, "max_files", AL_TAR_FILES_MAX);
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	uint8_t *tar = NULL;
+	size_t n = 0;
+	int x;
+
+	if (!path || !*path)
+		path = ".";
+	if (!mb)
+		mb = AL_TAR_BYTES_DEFAULT;
+	if (!mf)
+		mf = AL_TAR_FILES_DEFAULT;
+	if (rt == AL_ROUTE_SESS_PUT_TAR) {
+		x = al_sess_put_tar(cl, id, path, body, len, mb, mf);
+		return x < 0 ? fail(c, x, cl->err)
+			     : reply(c, 200, json_pack("{s:s,s:I}", "path",
+						       path, "bytes",
+						       (json_int_t)len));
+	}
+	x = al_sess_get_tar(cl, id, path, mb, mf, &tar, &n);
+	if (x < 0)
+		return fail(c, x, cl->err);
+	r = MHD_create_response_from_buffer(n, tar, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(tar);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/x-tar");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result route(const struct al_http_opts *o,
 			     struct MHD_Connection *c, struct alq_client *cl,
 			     enum al_route rt, const char *id, const char *body)
@@ -204,6 +248,19 @@ enum MHD_Result al_http_session(const struct al_http_opts *o,
 	char *b = NULL;
 	enum MHD_Result ret;
 
+	if (rt == AL_ROUTE_SESS_PUT_TAR || rt == AL_ROUTE_SESS_GET_TAR) {
+		/* the tar as it came: bytes, NULs and all */
+		if (alq_client_open(&cl, &o->url, o->cfg->queue.name,
+				    o->cfg->redis.command_timeout_ms) < 0) {
+			alq_client_close(&cl);
+			return reply(c, 503,
+				     json_pack("{ss}", "error",
+					       "the queue is unavailable"));
+		}
+		ret = files(c, &cl, rt, id, body ? body : "", len);
+		alq_client_close(&cl);
+		return ret;
+	}
 	if (al_http_route_has_body(rt)) {
 		b = malloc(len + 1);
 		if (!b)

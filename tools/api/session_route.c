@@ -8,6 +8,8 @@
  *   POST   /sessions/{id}/extend    {"ttl_s": N}
  *   POST   /sessions/{id}/exec      run; ?wait=S waits for its end
  *   GET    /sessions/{id}/exec/{n}  reattach: ?offset=B&err_offset=B&wait=S
+ *   POST   /sessions/{id}/files     a ustar body into ?path=D
+ *   GET    /sessions/{id}/files     directory ?path=D as a ustar body
  *
  * An id is "s-" and 24 lowercase hex digits; n is 1..10^12. Anything else
  * is 404 (no such path), 405 (the path with another method) or 400 (a bad
@@ -71,6 +73,12 @@ int al_http_session_route(const char *method, const char *path,
 		return pick(method, "POST", AL_ROUTE_SESS_EXTEND, ret);
 	if (!strcmp(slash, "/exec"))
 		return pick(method, "POST", AL_ROUTE_SESS_EXEC, ret);
+	if (!strcmp(slash, "/files")) {
+		if (!strcmp(method, "POST"))
+			return pick(method, "POST", AL_ROUTE_SESS_PUT_TAR,
+				    ret);
+		return pick(method, "GET", AL_ROUTE_SESS_GET_TAR, ret);
+	}
 	if (!strncmp(slash, "/exec/", 6)) {
 		const char *d = slash + 6;
 		size_t k = strspn(d, "0123456789");

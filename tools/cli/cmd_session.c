@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,7 +233,7 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 			al_cli_error(cli, "exec: %s", c->err);
 			return 125;
 		}
-		x = json_loads(xs, 0, NULL);
+		x = json_loads(xs, JSON_ALLOW_NUL, NULL);
 		free(xs);
 		done = !strcmp(json_string_value(json_object_get(x, "state"))
 				   ?: "",
@@ -393,6 +394,133 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 
 /* --- files: through exec, so the guest's own rules confine them ---------- */
 
+/* Directories as tar (dispatcher/session/files.c): `--tar FILE|-`,
+ * `--dir`, `--max-bytes N`, `--max-files N` taken out of argv. */
+struct taropt {
+	const char *tar; /* FILE, "-", or NULL */
+	bool dir;
+	uint64_t max_bytes;
+	uint32_t max_files;
+};
+
+static int tar_opts(struct al_cli *cli, const char *sub, int *argc,
+		    char **argv, struct taropt *o)
+{
+	int k = 0;
+
+	o->tar = NULL;
+	o->dir = false;
+	o->max_bytes = AL_TAR_BYTES_DEFAULT;
+	o->max_files = AL_TAR_FILES_DEFAULT;
+	for (int i = 0; i < *argc; i++) {
+		char *end;
+		unsigned long long v;
+
+		if (!strcmp(argv[i], "--dir")) {
+			o->dir = true;
+			continue;
+		}
+		if (strcmp(argv[i], "--tar") && strcmp(argv[i], "--max-bytes") &&
+		    strcmp(argv[i], "--max-files")) {
+			argv[k++] = argv[i];
+			continue;
+		}
+		if (i + 1 >= *argc)
+			return usage_err(cli, sub, "an option needs a value");
+		if (!strcmp(argv[i], "--tar")) {
+			o->tar = argv[++i];
+			continue;
+		}
+		v = strtoull(argv[i + 1], &end, 10);
+		if (*end || end == argv[i + 1] ||
+		    (argv[i][6] == 'b' ? v > AL_TAR_BYTES_MAX
+				       : v > AL_TAR_FILES_MAX))
+			return usage_err(cli, sub,
+					 "--max-bytes is at most 1 GiB, "
+					 "--max-files at most 100000");
+		if (argv[i][6] == 'b')
+			o->max_bytes = v;
+		else
+			o->max_files = (uint32_t)v;
+		i++;
+	}
+	*argc = k;
+	return 0;
+}
+
+static int put_tar(struct al_cli *cli, struct alq_client *c, const char *id,
+		   const char *local, const struct taropt *o,
+		   const char *remote)
+{
+	uint8_t *tar = NULL;
+	char *data = NULL, err[200];
+	size_t len = 0;
+	int r;
+
+	if (o->tar) {
+		/* what a tar within the caps can take, and 1 MiB more so
+		 * that the decoder says which cap a larger one breaks */
+		uint64_t cap = o->max_bytes +
+			       ((uint64_t)o->max_files + 2) * 1024 + 10240;
+
+		r = al_read_file(o->tar, cap + (1u << 20), &data, &len);
+		if (r < 0) {
+			al_cli_error(cli, "put: %s: %s", o->tar,
+				     r == -EFBIG || r == -E2BIG
+					 ? "over the caps (--max-bytes, "
+					   "--max-files)"
+					 : strerror(-r));
+			return AL_EXIT_FAIL;
+		}
+		tar = (uint8_t *)data;
+	} else if (al_sess_tar_dir(local, o->max_bytes, o->max_files, &tar,
+				   &len, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "put: %s: %s", local, err);
+		return AL_EXIT_FAIL;
+	}
+	r = al_sess_put_tar(c, id, remote, tar, len, o->max_bytes,
+			    o->max_files);
+	free(tar);
+	if (r < 0) {
+		al_cli_error(cli, "%s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	return AL_EXIT_OK;
+}
+
+static int get_tar(struct al_cli *cli, struct alq_client *c, const char *id,
+		   const char *remote, const struct taropt *o,
+		   const char *local)
+{
+	uint8_t *tar = NULL;
+	size_t len = 0;
+	char err[200];
+	int r;
+
+	if (al_sess_get_tar(c, id, remote, o->max_bytes, o->max_files, &tar,
+			    &len) < 0) {
+		al_cli_error(cli, "%s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	if (o->tar) {
+		FILE *f = strcmp(o->tar, "-") ? fopen(o->tar, "wbx") : stdout;
+
+		r = f && fwrite(tar, 1, len, f) == len ? 0 : -EIO;
+		if (f && (f != stdout ? fclose(f) : fflush(f)) != 0)
+			r = -EIO;
+		if (r < 0)
+			al_cli_error(cli, "get: %s: cannot write it (exists?)",
+				     o->tar);
+	} else {
+		r = al_sess_untar(local, tar, len, o->max_bytes, o->max_files,
+				  err, sizeof(err));
+		if (r < 0)
+			al_cli_error(cli, "get: %s", err);
+	}
+	free(tar);
+	return r < 0 ? AL_EXIT_FAIL : AL_EXIT_OK;
+}
+
 static int do_put(struct al_cli *cli, struct alq_client *c, int argc,
 		  char **argv)
 {
@@ -400,10 +528,18 @@ static int do_put(struct al_cli *cli, struct alq_client *c, int argc,
 	char *data = NULL, *text;
 	size_t len = 0;
 	uint64_t n;
+	struct taropt to;
+	struct stat st;
 	int r;
 
-	if (argc != 4)
-		return usage_err(cli, "put", "takes ID LOCAL REMOTE");
+	if (tar_opts(cli, "put", &argc, argv, &to))
+		return AL_EXIT_USAGE;
+	if (to.tar && argc == 3)
+		return put_tar(cli, c, argv[1], NULL, &to, argv[2]);
+	if (argc == 4 && stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
+		return put_tar(cli, c, argv[1], argv[2], &to, argv[3]);
+	if (argc != 4 || to.tar)
+		return usage_err(cli, "put", "takes ID LOCAL REMOTE or ID --tar FILE REMOTE");
 	if (al_read_file(argv[2], FILE_MAX, &data, &len) < 0) {
 		al_cli_error(cli, "put: %s: cannot read it (at most %u bytes)",
 			     argv[2], FILE_MAX);
@@ -435,8 +571,17 @@ static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
 	char *out = NULL;
 	FILE *f;
 	uint64_t n;
+	struct taropt to;
 	int r;
 
+	if (tar_opts(cli, "get", &argc, argv, &to))
+		return AL_EXIT_USAGE;
+	if (to.tar && argc == 3)
+		return get_tar(cli, c, argv[1], argv[2], &to, NULL);
+	if (to.dir && argc == 4)
+		return get_tar(cli, c, argv[1], argv[2], &to, argv[3]);
+	if (to.tar || to.dir)
+		return usage_err(cli, "get", "takes ID --dir REMOTE LOCAL or ID --tar FILE REMOTE");
 	if (argc == 2) {
 		if (al_sess_get(c, argv[1], &out) < 0) {
 			al_cli_error(cli, "get: %s", c->err);
@@ -476,7 +621,7 @@ static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
 
 			if (al_sess_exec_get(c, argv[1], n, &xs) < 0)
 				break;
-			x = json_loads(xs, 0, NULL);
+			x = json_loads(xs, JSON_ALLOW_NUL, NULL);
 			free(xs);
 			done = !strcmp(
 			    json_string_value(json_object_get(x, "state"))
@@ -644,8 +789,16 @@ const struct al_cmd al_cmd_session = {
 	"  exec ID --attach N [--offset B] [--err-offset B]\n"
 	"      reattach to exec N, running or done, from byte B of stdout\n"
 	"      (and of stderr); the exec never stopped for a lost client.\n"
-	"  put ID LOCAL REMOTE    write a file (at most 16 MiB)\n"
+	"  put ID LOCAL REMOTE    write a file (at most 16 MiB); a local\n"
+	"                         directory goes as a tar into REMOTE\n"
+	"  put ID --tar FILE|- REMOTE  extract a ustar stream into REMOTE\n"
 	"  get ID [REMOTE [LOCAL]]  its record; or a file's contents\n"
+	"  get ID --dir REMOTE LOCAL   directory REMOTE into LOCAL\n"
+	"  get ID --tar FILE|- REMOTE  directory REMOTE as a ustar stream\n"
+	"      Tars: --max-bytes N (contents, default 256 MiB, at most\n"
+	"      1 GiB), --max-files N (default 10000); paths relative with\n"
+	"      no . or .. part, symlinks pointing down, no device nodes,\n"
+	"      or refused whole before anything is written.\n"
 	"  list [--state S] [--meta K=V]  records, one JSON a line\n"
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
 	"                         sessions.ttl_max_s from its start)\n"

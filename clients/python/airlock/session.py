@@ -266,6 +266,24 @@ class Session:
                                "output_bytes" % path)
         return r.stdout
 
+    def upload_dir(self, local, remote=".", tar=None, **caps):
+        """Local directory `local` (or ustar bytes `tar`) into `remote`;
+        refused whole (tarfiles.TarRefused) when it breaks a rule or the
+        caps (max_bytes, max_files): see airlock/tarfiles.py."""
+        from . import tarfiles
+        data = tar if tar is not None else tarfiles.tar_dir(local, **caps)
+        tarfiles.put(self, data, remote, **caps)
+
+    def download_dir(self, remote, local=None, **caps):
+        """Directory `remote` into local directory `local`, nothing
+        followed; or, without `local`, its checked ustar bytes."""
+        from . import tarfiles
+        data = tarfiles.get(self, remote, **caps)
+        if local is None:
+            return data
+        tarfiles.untar(data, local, **caps)
+        return None
+
     def close(self):
         """Destroy the session (nothing if it ended already)."""
         try:
