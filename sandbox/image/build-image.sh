@@ -192,7 +192,8 @@ while IFS= read -r line || [[ -n "$line" ]]; do
         warmup)      T_WARMUP="$val" ;;
         clone_warmup) T_CLONE_WARMUP="$val" ;;
         zygote)      T_ZYGOTE="$val" ;;
-        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup, zygote)" ;;
+        language)    ;;   # read by the host (docs/languages.md), not the build
+        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup, zygote, language)" ;;
     esac
 done < "$CONF"
 [[ -n "$T_DESCRIPTION" ]] || die "$CONF: missing 'description = ...'"
