@@ -414,6 +414,9 @@ mm_args=(
     --aptopt='Acquire::Languages "none"'
     # merged /usr via symlinks, without the usrmerge package (which drags perl in)
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
+    # man pages are path-excluded, but openjdk's postinst makes a man1
+    # alternative and fails without the directory (Debian #863199)
+    --essential-hook='mkdir -p "$1/usr/share/man/man1"'
     --include="$(IFS=,; printf '%s' "${PKGS[*]}")"
 )
 for p in "${DPKG_PATH_EXCLUDES[@]}"; do mm_args+=(--dpkgopt="path-exclude=$p"); done
