@@ -145,7 +145,8 @@ with open(jobs_path, "w") as f:
 conf = os.path.join(work, "airlock.conf")
 with open(conf, "w") as f:
     f.write(f"[sandbox]\nstate_dir = {state}\n[templates]\n"
-            f"allowed = {' '.join(templates)}\ndir = {tdir}\n")
+            f"allowed = {' '.join(templates)}\ndefault = {templates[0]}\n"
+            f"dir = {tdir}\n")
 out = os.path.join(work, "results.jsonl")
 for p in (out, out + ".partial"):
     if os.path.exists(p):
