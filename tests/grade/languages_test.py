@@ -70,18 +70,6 @@ PROGRAMS = {
     "fortran": ("program main\n  character(len=64) :: n\n  read(*,*) n\n"
                 "  write(*,'(a,a)') 'hello, ', trim(n)\nend program main\n",
                 "program main\n  x = \nend program main\n"),
-    "ocaml": ('let () =\n  let n = String.trim (input_line stdin) in\n'
-              '  print_endline ("hello, " ^ n)\n',
-              'let () = print_endline 1\n'),
-    "r": ('con <- file("stdin")\nn <- trimws(readLines(con, n = 1))\n'
-          'close(con)\ncat("hello, ", n, "\\n", sep = "")\n',
-          'cat("x"\n'),
-    "erlang": ('-module(main).\n-export([main/0]).\n\nmain() ->\n'
-               '    {ok, [N]} = io:fread("", "~s"),\n'
-               '    io:format("hello, ~s~n", [N]).\n',
-               '-module(main).\n-export([main/0]).\nmain() -> x =.\n'),
-    "elixir": ('n = IO.gets("") |> String.trim()\nIO.puts("hello, " <> n)\n',
-               None),
 }
 
 
