@@ -194,7 +194,8 @@ while IFS= read -r line || [[ -n "$line" ]]; do
         clone_warmup) T_CLONE_WARMUP="$val" ;;
         zygote)      T_ZYGOTE="$val" ;;
         gateway)     T_GATEWAY="$val" ;;
-        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup, zygote, gateway)" ;;
+        language)    ;;   # read by the host (docs/languages.md), not the build
+        *) die "$CONF:$lineno: unknown key '$key' (known: description, packages, warmup, clone_warmup, zygote, gateway, language)" ;;
     esac
 done < "$CONF"
 [[ -n "$T_DESCRIPTION" ]] || die "$CONF: missing 'description = ...'"
@@ -421,6 +422,9 @@ mm_args=(
     --aptopt='Acquire::Languages "none"'
     # merged /usr via symlinks, without the usrmerge package (which drags perl in)
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
+    # man pages are path-excluded, but openjdk's postinst makes a man1
+    # alternative and fails without the directory (Debian #863199)
+    --essential-hook='mkdir -p "$1/usr/share/man/man1"'
     --include="$(IFS=,; printf '%s' "${PKGS[*]}")"
 )
 for p in "${DPKG_PATH_EXCLUDES[@]}"; do mm_args+=(--dpkgopt="path-exclude=$p"); done
