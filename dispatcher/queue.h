@@ -47,13 +47,12 @@
 #include <stdint.h>
 
 #include "results.h"
+#include "url.h"
 
 #define ALQ_GROUP	"workers"
 #define ALQ_KEY_MAX	(16 + AL_NAME_MAX + 16 + AL_ID_MAX)
 #define ALQ_SID_MAX	48	 /* a stream entry id: "ms-seq" */
 #define ALQ_DEAD_MAXLEN "100000" /* dead letters kept (approximate) */
-#define ALQ_SENTINELS	      5	  /* sentinels in a redis+sentinel:// URL */
-#define ALQ_SENTINEL_HOST_MAX 255 /* bytes of the host a sentinel names */
 
 enum alq_key_kind {
 	ALQ_KEY_JOBS = 0, /* the stream */
@@ -92,26 +91,7 @@ int alq_partition_name(char *buf, size_t len, const char *q, unsigned i);
 /* The partition of job `id` among n (0 when n <= 1). */
 unsigned alq_partition_of(const char *id, unsigned n);
 
-/* --- server address ---------------------------------------------------- */
-
-struct alq_url {
-	bool unix_;	/* unix socket (path) vs TCP (host, port) */
-	char host[256]; /* TCP host */
-	int port;	/* TCP port, default 6379 */
-	char path[108]; /* unix socket path */
-	char user[128]; /* ACL user, "" = default */
-	char pass[256]; /* password, "" = no AUTH */
-	unsigned db;	/* SELECT db, 0 = none */
-	/* redis+sentinel:// (sentinel.h): host and port above are the first
-	 * sentinel's until the sentinels name the master */
-	bool sentinel_;	      /* the master comes from sentinels */
-	char master[64];      /* its name */
-	unsigned n_sentinels; /* entries of sentinel[] */
-	struct {
-		char host[64]; /* a sentinel */
-		int port;      /* its port, default 26379 */
-	} sentinel[ALQ_SENTINELS];
-};
+/* --- server address (struct alq_url: url.h) ----------------------------- */
 
 /* Parse redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],
  * unix://[[USER]:PASSWORD@]/PATH[?db=N] or

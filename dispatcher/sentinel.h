@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "queue.h"
+#include "url.h"
 
 /* Parse "HOST[:PORT][,HOST[:PORT]]...[/MASTER[/DB]]" (the part after the
  * scheme and any userinfo) into u's sentinel fields. 0 or -EINVAL. */
