@@ -49,19 +49,6 @@ static const char GIVEUP_LUA[] =
     "redis.call('HINCRBY', KEYS[2], 'ended:failed', 1)\n"
     "return 1\n";
 
-static int fail(struct alq_client *c, int r, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(struct alq_client *c, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
-	va_end(ap);
-	return r;
-}
-
 static int dump(json_t *j, char **ret)
 {
 	*ret = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -77,7 +64,7 @@ static int record(struct alq_client *c, const char *id, json_t **ret)
 	int x;
 
 	if (!sess_id_valid(id) || id[0] != 's')
-		return fail(c, -EINVAL, "%s: not a session id", id);
+		return sess_fail(c, -EINVAL, "%s: not a session id", id);
 	sess_key(k, sizeof(k), c->queue, "%s", id);
 	sess_key(ks, sizeof(ks), c->queue, "stats");
 	sess_key(hp, sizeof(hp), c->queue, "host:");
@@ -91,7 +78,7 @@ static int record(struct alq_client *c, const char *id, json_t **ret)
 		return x;
 	x = sess_record_json(c->rc, c->queue, id, ret, c->err, sizeof(c->err));
 	if (x == -ENOENT)
-		return fail(c, x, "%s: no such session", id);
+		return sess_fail(c, x, "%s: no such session", id);
 	return x;
 }
 
@@ -108,7 +95,7 @@ static int ended(struct alq_client *c, const char *id, json_t *rec)
 	const char *reason = json_string_value(json_object_get(rec, "reason"));
 	const char *err = json_string_value(json_object_get(rec, "error"));
 
-	return fail(c, -ESRCH, "%s: session ended (%s)%s%s", id,
+	return sess_fail(c, -ESRCH, "%s: session ended (%s)%s%s", id,
 		    reason ? reason : "?", err && err[0] ? ": " : "",
 		    err ? err : "");
 }
@@ -152,7 +139,7 @@ static int await(struct alq_client *c, const char *rid, const char *id,
 			*ret = json_loadb(r->element[1]->str,
 					  r->element[1]->len, 0, NULL);
 			freeReplyObject(r);
-			return *ret ? 0 : fail(c, -EBADMSG, "bad reply");
+			return *ret ? 0 : sess_fail(c, -EBADMSG, "bad reply");
 		}
 		if (r)
 			freeReplyObject(r);
@@ -165,7 +152,7 @@ static int await(struct alq_client *c, const char *rid, const char *id,
 			json_decref(rec);
 		}
 		if (al_now_ms() >= end)
-			return fail(c, -ETIMEDOUT, "no reply within %llu ms",
+			return sess_fail(c, -ETIMEDOUT, "no reply within %llu ms",
 				    (unsigned long long)timeout_ms);
 	}
 }
@@ -178,7 +165,7 @@ static int refused(struct alq_client *c, json_t *rep)
 
 	if (!e || !e[0])
 		return 0;
-	return fail(c, -EINVAL, "%s", e);
+	return sess_fail(c, -EINVAL, "%s", e);
 }
 
 /* Validate a create body before it is queued. */
@@ -205,13 +192,13 @@ static int check_body(struct alq_client *c, json_t *body)
 			i++;
 		if (!known[i]) {
 			json_decref(job);
-			return fail(c, -EINVAL, "%s: unknown field", k);
+			return sess_fail(c, -EINVAL, "%s: unknown field", k);
 		}
 	}
 	if (meta &&
 	    (!json_is_object(meta) || json_object_size(meta) > META_MAX)) {
 		json_decref(job);
-		return fail(c, -EINVAL,
+		return sess_fail(c, -EINVAL,
 			    "metadata: must be an object of at "
 			    "most %d string pairs",
 			    META_MAX);
@@ -221,7 +208,7 @@ static int check_body(struct alq_client *c, json_t *body)
 					    json_string_length(v) > META_BYTES)
 	{
 		json_decref(job);
-		return fail(c, -EINVAL,
+		return sess_fail(c, -EINVAL,
 			    "metadata.%s: must be a string "
 			    "of at most %d bytes",
 			    k, META_BYTES);
@@ -247,7 +234,7 @@ static int check_body(struct alq_client *c, json_t *body)
 		al_diags_format(&d, why, sizeof(why));
 		for (char *p = why; (p = strstr(p, "steps[0]."));)
 			memmove(p, p + 9, strlen(p + 9) + 1);
-		return fail(c, -EINVAL, "%s", why);
+		return sess_fail(c, -EINVAL, "%s", why);
 	}
 	return 0;
 }
@@ -264,11 +251,11 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 	int x;
 
 	if (strlen(body) > AL_SESS_BODY_MAX)
-		return fail(c, -E2BIG, "create: body over %u bytes",
+		return sess_fail(c, -E2BIG, "create: body over %u bytes",
 			    AL_SESS_BODY_MAX);
 	if (!json_is_object(b)) {
 		json_decref(b);
-		return fail(c, -EINVAL,
+		return sess_fail(c, -EINVAL,
 			    "create: the body is not a JSON object");
 	}
 	x = check_body(c, b);
@@ -340,7 +327,7 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 		}
 		json_decref(rec);
 		if (al_now_ms() >= end + SESS_START_MAX_MS) {
-			x = fail(c, -ETIMEDOUT, "%s: the VM did not come up",
+			x = sess_fail(c, -ETIMEDOUT, "%s: the VM did not come up",
 				 id);
 			break;
 		}
@@ -445,7 +432,7 @@ static int to_host(struct alq_client *c, const char *id, const char *op,
 	host = json_string_value(json_object_get(rec, "host"));
 	if (!host || sess_new_id(rid, sizeof(rid), 'r') < 0) {
 		json_decref(rec);
-		return fail(c, -EAGAIN, "%s: not on a host yet (%s)", id,
+		return sess_fail(c, -EAGAIN, "%s: not on a host yet (%s)", id,
 			    state_of(rec));
 	}
 	sess_key(k, sizeof(k), c->queue, "host:%s:ctl", host);
@@ -506,12 +493,12 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 	int x;
 
 	if (strlen(body) > AL_SESS_BODY_MAX)
-		return fail(c, -E2BIG, "exec: body over %u bytes",
+		return sess_fail(c, -E2BIG, "exec: body over %u bytes",
 			    AL_SESS_BODY_MAX);
 	b = json_loads(body, 0, NULL);
 	if (!json_is_object(b)) {
 		json_decref(b);
-		return fail(c, -EINVAL, "exec: the body is not a JSON object");
+		return sess_fail(c, -EINVAL, "exec: the body is not a JSON object");
 	}
 	x = live(c, id, &rec);
 	if (x == 0)
@@ -532,7 +519,7 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		return x;
 	x = refused(c, rep);
 	if (x == 0 && !json_is_integer(json_object_get(rep, "exec")))
-		x = fail(c, -EBADMSG, "exec: bad reply");
+		x = sess_fail(c, -EBADMSG, "exec: bad reply");
 	if (x == 0)
 		*ret_n =
 		    (uint64_t)json_integer_value(json_object_get(rep, "exec"));
@@ -547,10 +534,10 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 	int r;
 
 	if (!sess_id_valid(id))
-		return fail(c, -EINVAL, "%s: not a session id", id);
+		return sess_fail(c, -EINVAL, "%s: not a session id", id);
 	r = sess_exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
 	if (r == -ENOENT)
-		return fail(c, r, "%s: no exec %llu", id,
+		return sess_fail(c, r, "%s: no exec %llu", id,
 			    (unsigned long long)n);
 	return r < 0 ? r : dump(x, ret);
 }
@@ -564,7 +551,7 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 
 	if (!sess_id_valid(id) || (fd != 1 && fd != 2) || !max ||
 	    max > (16u << 20))
-		return fail(c, -EINVAL, "exec read: bad arguments");
+		return sess_fail(c, -EINVAL, "exec read: bad arguments");
 	sess_key(k, sizeof(k), c->queue, "%s:x:%llu:%d", id,
 		 (unsigned long long)n, fd);
 	r = redisCommand(c->rc, "GETRANGE %s %llu %llu", k,
@@ -581,7 +568,7 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 			*ret_len = r->len;
 		}
 	} else if (x == 0) {
-		x = fail(c, -EBADMSG, "exec read: bad reply");
+		x = sess_fail(c, -EBADMSG, "exec read: bad reply");
 	}
 	if (r)
 		freeReplyObject(r);

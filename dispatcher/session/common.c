@@ -267,3 +267,13 @@ int sess_exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
 		return -EINVAL;
 	return get_hash(rc, k, ret, err, len);
 }
+
+int sess_fail(struct alq_client *c, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return r;
+}

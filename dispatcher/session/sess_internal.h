@@ -43,6 +43,9 @@ enum sess_msg_type {
 /* "airlock:{Q}:sess:" then the formatted rest; -ENAMETOOLONG. */
 int sess_key(char *buf, size_t len, const char *q, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Put the formatted reason in c->err; returns r (client side). */
+int sess_fail(struct alq_client *c, int r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Is `id` a session or reply id we make ("s-" or "r-", 24 hex digits)? */
 bool sess_id_valid(const char *id);
 /* A fresh id: "s-" and 24 hex digits (or "r-" for replies). */
