@@ -49,7 +49,11 @@ static void test_scan(void **state)
 	rec(&b, "j2", GW_PYTHON, "theirs", "1.0", "file", true);
 	rec(&b, "j10", GW_PYTHON, "prefix", "1.0", "file", true);
 	rec(&b, "j1", GW_NPMJS, "leftpad", "1.3.0", "tarball", true);
-	gw_buf_add(&b, "not json\n{\"job\": \"j1\"}\n\xff\xfe\n", 30);
+	{
+		static const char junk[] = "not json\n{\"job\": \"j1\"}\n\xff\xfe\n";
+
+		gw_buf_add(&b, junk, sizeof(junk) - 1);
+	}
 	/* a record too long to be one, naming j1: skipped */
 	memset(longline, ' ', sizeof(longline));
 	memcpy(longline, "{\"job\":\"j1\",", 12);
