@@ -288,21 +288,7 @@ case_reattach() {
   [ "$(cat "$tmp/mid")" = "$(seq 10 20)" ] || fail "from $mid: $(cat "$tmp/mid" | tr '\n' ' ')"
   rec=$(S exec "$id" -- echo ok 2>/dev/null)
   [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = OK ] || fail "exec was not OK"
-  # the HTTP form: a tar body in, a tar body out, a hostile one 422
-  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/sub.tar" \
-    "$api/sessions/$id/files?path=viahttp")
-  [ "${out##* }" = 200 ] || fail "POST files: $out"
-  curl -sf -o "$tmp/viahttp.tar" "$api/sessions/$id/files?path=viahttp" || fail "GET files"
-  [ "$(tar -tf "$tmp/viahttp.tar" | sort)" = "$(tar -tf "$tmp/sub.tar" | sort)" ] ||
-    fail "GET files: $(tar -tf "$tmp/viahttp.tar")"
-  out=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/x-tar' -X POST --data-binary @"$tmp/h/dotdot.tar" \
-    "$api/sessions/$id/files?path=viahttp2")
-  [ "${out##* }" = 422 ] && echo "$out" | grep -qF '. or .. part' || fail "POST dotdot: $out"
   S rm "$id" >/dev/null
-  # the Python Session's upload_dir / download_dir (its own session)
-  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
-    "$(dirname "$0")/session_files.py" "unix://$sock" "$tmp" "$tmp/h/dotdot.tar" >&2 ||
-    fail "python upload_dir/download_dir"
 }
 
 case_lost() {
