@@ -1571,10 +1571,14 @@ void al_serve_opts_init(struct al_serve_opts *o)
 	o->stop_fd = -1;
 }
 
-static int init_conn(struct part *p, struct alq_conn *c, const char *name)
+/* One of a partition's connections, named `base` (partition 0) or
+ * `base.pN` in `name` (kept in p: the connection logs by it). */
+static int init_conn(struct part *p, struct alq_conn *c, char *name, size_t len,
+		     const char *base)
 {
 	struct serve *s = p->s;
 
+	snprintf(name, len, p->index ? "%s.p%u" : "%s", base, p->index);
 	memset(c, 0, sizeof(*c));
 	c->connect_timeout_ms = s->o->connect_timeout_ms;
 	c->command_timeout_ms = s->o->command_timeout_ms;
@@ -1634,15 +1638,13 @@ static int setup(struct serve *s)
 		    alq_key(p->k_cancel, sizeof(p->k_cancel), p->q,
 			    ALQ_KEY_CANCEL, NULL) < 0)
 			return -ENAMETOOLONG;
-		snprintf(p->cmd_name, sizeof(p->cmd_name),
-			 i ? "cmd.p%u" : "cmd", i);
-		r = init_conn(p, &p->cmd, p->cmd_name);
+		r = init_conn(p, &p->cmd, p->cmd_name, sizeof(p->cmd_name),
+			      "cmd");
 		if (r < 0)
 			return r;
 		p->cmd.on_up = cmd_up;
-		snprintf(p->blk_name, sizeof(p->blk_name),
-			 i ? "blocking.p%u" : "blocking", i);
-		r = init_conn(p, &p->blk, p->blk_name);
+		r = init_conn(p, &p->blk, p->blk_name, sizeof(p->blk_name),
+			      "blocking");
 		if (r < 0)
 			return r;
 		p->blk.block_ms = BLOCK_MS;
