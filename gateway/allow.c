@@ -18,13 +18,14 @@ static int fail(char *err, size_t errlen, const char *name, unsigned long line,
 static int fail(char *err, size_t errlen, const char *name, unsigned long line,
 		const char *fmt, ...)
 {
-	char msg[256];
+	int n = snprintf(err, errlen, "%s:%lu: ", name, line);
 	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(err, errlen, "%s:%lu: %s", name, line, msg);
+	if (n >= 0 && (size_t)n < errlen) { /* the reason after FILE:LINE */
+		va_start(ap, fmt);
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
 	return -EINVAL;
 }
 
