@@ -1250,13 +1250,16 @@ static int have_results(struct alq_client *c, const char *const *ids, size_t n,
 static int blpop(struct alq_client *c, const char *const *ids, size_t n,
 		 uint32_t ms, size_t *ret_index)
 {
-	const char **argv = calloc(n + 2, sizeof(*argv));
-	char(*keys)[ALQ_KEY_MAX] = calloc(n, sizeof(*keys));
+	/* argv (BLPOP key... timeout), then the n keys, in one block; n is
+	 * at most ALQ_WAIT_MANY (alq_client_wait_any) */
+	const char **argv =
+	    calloc(1, (n + 2) * sizeof(*argv) + n * ALQ_KEY_MAX);
+	char(*keys)[ALQ_KEY_MAX] = argv ? (void *)(argv + n + 2) : NULL;
 	char secs[32], pq[ALQ_PART_NAME_MAX];
 	redisReply *r = NULL;
 	int ret = -ENOMEM;
 
-	if (!argv || !keys)
+	if (!argv)
 		goto out;
 	argv[0] = "BLPOP";
 	for (size_t i = 0; i < n; i++) {
@@ -1292,7 +1295,6 @@ static int blpop(struct alq_client *c, const char *const *ids, size_t n,
 out:
 	freeReplyObject(r);
 	free(argv);
-	free(keys);
 	return ret;
 }
 
