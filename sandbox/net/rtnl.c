@@ -75,17 +75,26 @@ static void nest_close(struct req *r, struct rtattr *a)
 	a->rta_len = (unsigned short)((char *)tail(r) - (char *)a);
 }
 
-/* Start a request of `type` with a family header of `hlen` bytes. */
+/* Start a request of `type` with a family header of `hlen` bytes whose
+ * first byte, the address family in every rtnetlink header (ifi_family,
+ * ifa_family, rtm_family, ndm_family), is `family`. */
 static void *req_init(struct req *r, unsigned short type, unsigned short flags,
-		      size_t hlen)
+		      unsigned char family, size_t hlen)
 {
 	memset(r, 0, sizeof(*r));
 	r->h.nlmsg_len = (uint32_t)NLMSG_LENGTH(hlen);
 	r->h.nlmsg_type = type;
 	r->h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
 	r->h.nlmsg_seq = 1;
+	*(unsigned char *)NLMSG_DATA(&r->h) = family;
 	return NLMSG_DATA(&r->h);
 }
+
+_Static_assert(offsetof(struct ifinfomsg, ifi_family) == 0 &&
+		   offsetof(struct ifaddrmsg, ifa_family) == 0 &&
+		   offsetof(struct rtmsg, rtm_family) == 0 &&
+		   offsetof(struct ndmsg, ndm_family) == 0,
+	       "rtnetlink headers start with the family");
 
 /* recv() again when a signal interrupts it: bytes or -errno. */
 static ssize_t recv_retry(int fd, char *buf, size_t len)
@@ -142,9 +151,8 @@ int sb__rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
 	struct ifinfomsg *ifi, *pi;
 	struct rtattr *li, *data, *pa;
 
-	ifi =
-	    req_init(&r, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifi));
-	ifi->ifi_family = AF_UNSPEC;
+	ifi = req_init(&r, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, AF_UNSPEC,
+		       sizeof(*ifi));
 	rta_put(&r, IFLA_IFNAME, name, strlen(name) + 1);
 	li = nest_open(&r, IFLA_LINKINFO);
 	rta_put(&r, IFLA_INFO_KIND, "veth", 4);
@@ -166,9 +174,9 @@ int sb__rtnl_veth(int fd, const char *name, const char *peer, int peer_ns_fd)
 int sb__rtnl_link_up(int fd, int ifindex)
 {
 	struct req r;
-	struct ifinfomsg *ifi = req_init(&r, RTM_NEWLINK, 0, sizeof(*ifi));
+	struct ifinfomsg *ifi =
+	    req_init(&r, RTM_NEWLINK, 0, AF_UNSPEC, sizeof(*ifi));
 
-	ifi->ifi_family = AF_UNSPEC;
 	ifi->ifi_index = ifindex;
 	ifi->ifi_flags = IFF_UP;
 	ifi->ifi_change = IFF_UP;
@@ -178,9 +186,9 @@ int sb__rtnl_link_up(int fd, int ifindex)
 int sb__rtnl_link_del(int fd, const char *name)
 {
 	struct req r;
-	struct ifinfomsg *ifi = req_init(&r, RTM_DELLINK, 0, sizeof(*ifi));
+	struct ifinfomsg *ifi =
+	    req_init(&r, RTM_DELLINK, 0, AF_UNSPEC, sizeof(*ifi));
 
-	ifi->ifi_family = AF_UNSPEC;
 	rta_put(&r, IFLA_IFNAME, name, strlen(name) + 1);
 	return req_send(fd, &r);
 }
@@ -188,10 +196,9 @@ int sb__rtnl_link_del(int fd, const char *name)
 int sb__rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
 {
 	struct req r;
-	struct ifaddrmsg *ifa =
-	    req_init(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
+	struct ifaddrmsg *ifa = req_init(
+	    &r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, AF_INET, sizeof(*ifa));
 
-	ifa->ifa_family = AF_INET;
 	ifa->ifa_prefixlen = (unsigned char)prefix;
 	ifa->ifa_index = (unsigned)ifindex;
 	rta_put(&r, IFA_LOCAL, &addr, 4);
@@ -202,10 +209,9 @@ int sb__rtnl_addr4(int fd, int ifindex, uint32_t addr, unsigned prefix)
 int sb__rtnl_route4(int fd, uint32_t dst, unsigned prefix, uint32_t gw)
 {
 	struct req r;
-	struct rtmsg *rt =
-	    req_init(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, sizeof(*rt));
+	struct rtmsg *rt = req_init(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL,
+				    AF_INET, sizeof(*rt));
 
-	rt->rtm_family = AF_INET;
 	rt->rtm_table = RT_TABLE_MAIN;
 	rt->rtm_protocol = RTPROT_STATIC;
 	rt->rtm_scope = RT_SCOPE_UNIVERSE;
@@ -225,10 +231,10 @@ int sb__rtnl_default4(int fd, uint32_t gw)
 int sb__rtnl_neigh4(int fd, int ifindex, uint32_t addr, const uint8_t mac[6])
 {
 	struct req r;
-	struct ndmsg *nd = req_init(&r, RTM_NEWNEIGH,
-				    NLM_F_CREATE | NLM_F_REPLACE, sizeof(*nd));
+	struct ndmsg *nd =
+	    req_init(&r, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, AF_INET,
+		     sizeof(*nd));
 
-	nd->ndm_family = AF_INET;
 	nd->ndm_ifindex = ifindex;
 	nd->ndm_state = NUD_PERMANENT;
 	rta_put(&r, NDA_DST, &addr, 4);
@@ -271,10 +277,9 @@ int sb__rtnl_links(int fd, int (*fn)(const char *name, void *arg), void *arg)
 	struct link_walk w = {fn, arg, 0};
 	struct req r;
 	struct ifinfomsg *ifi =
-	    req_init(&r, RTM_GETLINK, NLM_F_DUMP, sizeof(*ifi));
+	    req_init(&r, RTM_GETLINK, NLM_F_DUMP, AF_UNSPEC, sizeof(*ifi));
 	int rc;
 
-	ifi->ifi_family = AF_UNSPEC;
 	rc = req_talk(fd, &r, buf, sizeof(buf), each_link, &w);
 	return rc == 1 ? w.ret : rc;
 }
