@@ -252,9 +252,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	struct alq_prepared prep = {0};
 	struct al_result res = {0};
 	struct al_job job = {0};
-	struct al_serve_opts so;
 	struct al_policy policy;
-	struct sb_options sb;
 	struct al_embed e;
 	bool embedded;
 	char err[2048], *json = NULL;
@@ -270,9 +268,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	embedded = !cfg->redis.url[0];
 	if (embedded) {
 		cfg->workers.count = 1;
-		if (al_sandbox_options(cfg, &sb, err, sizeof(err)) < 0 ||
-		    al_embed_start(&e, cfg, &policy, &sb, &so, err,
-				   sizeof(err)) < 0) {
+		if (al_embed_start(&e, cfg, &policy, err, sizeof(err)) < 0) {
 			al_cli_error(cli, "%s", err);
 			goto out;
 		}

@@ -198,13 +198,17 @@ int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 }
 
 int al_embed_start(struct al_embed *e, struct al_config *cfg,
-		   const struct al_policy *policy, const struct sb_options *sb,
-		   struct al_serve_opts *so, char *err, size_t errlen)
+		   const struct al_policy *policy, char *err, size_t errlen)
 {
 	char state[AL_CONFIG_STATE_DIR_MAX + 1];
+	struct al_serve_opts so; /* read by the dispatcher child, forked here */
+	struct sb_options sb;
 	struct alq_url url;
 	int r;
 
+	r = al_sandbox_options(cfg, &sb, err, errlen);
+	if (r < 0)
+		return r;
 	r = al_config_state_dir(cfg, state, sizeof(state));
 	if (r < 0) {
 		snprintf(err, errlen, "state dir: %s", strerror(-r));
@@ -218,8 +222,8 @@ int al_embed_start(struct al_embed *e, struct al_config *cfg,
 		snprintf(err, errlen, "embedded redis: bad socket path");
 		return -EINVAL;
 	}
-	al_config_serve_opts(cfg, &url, policy, sb, so);
-	al_cli_warn_unjailed(sb);
+	al_config_serve_opts(cfg, &url, policy, &sb, &so);
+	al_cli_warn_unjailed(&sb);
 	/* the package gateway, unless a serve on this host keeps one */
 	if (al_gw_wanted(cfg) && !if_nametoindex(SB_NET_GW_HOST_IF)) {
 		char gerr[512];
@@ -230,7 +234,7 @@ int al_embed_start(struct al_embed *e, struct al_config *cfg,
 				"it",
 				gerr, AL_GW_POLICY);
 	}
-	r = al_embed_serve(e, so);
+	r = al_embed_serve(e, &so);
 	if (r < 0)
 		snprintf(err, errlen, "starting the dispatcher: %s",
 			 strerror(-r));

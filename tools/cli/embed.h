@@ -48,13 +48,12 @@ struct al_embed {
 };
 
 void al_embed_init(struct al_embed *e);
-/* All of embedded mode: resolve the state dir, start Redis, point
- * cfg->redis.url at it, fork the dispatcher with options from cfg (*so is
- * filled; it and its pointees must live until the fork, which is done when
- * this returns). 0 or -errno with err set. */
+/* All of embedded mode: the sandbox and dispatcher options from cfg
+ * (al_sandbox_options, al_config_serve_opts), resolve the state dir, start
+ * Redis, point cfg->redis.url at it, fork the dispatcher with those
+ * options (done when this returns). 0 or -errno with err set. */
 int al_embed_start(struct al_embed *e, struct al_config *cfg,
-		   const struct al_policy *policy, const struct sb_options *sb,
-		   struct al_serve_opts *so, char *err, size_t errlen);
+		   const struct al_policy *policy, char *err, size_t errlen);
 /* Start redis-server in `state_dir` and wait until it answers. */
 int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 		   size_t errlen);

@@ -650,8 +650,7 @@ static void settle_repeats(struct al_jobset *s)
 }
 
 static int start_embedded(struct al_jobset *s, struct al_embed *e,
-			  struct al_policy *policy, struct sb_options *sb,
-			  struct al_serve_opts *so)
+			  struct al_policy *policy)
 {
 	struct al_config *cfg = &s->cli->cfg;
 	char err[2048];
@@ -668,8 +667,7 @@ static int start_embedded(struct al_jobset *s, struct al_embed *e,
 		cfg->workers.count = s->o.workers;
 	e->persist = true;
 	e->keep = s->o.resume;
-	if (al_sandbox_options(cfg, sb, err, sizeof(err)) < 0 ||
-	    al_embed_start(e, cfg, policy, sb, so, err, sizeof(err)) < 0) {
+	if (al_embed_start(e, cfg, policy, err, sizeof(err)) < 0) {
 		al_cli_error(s->cli, "%s", err);
 		return -EIO;
 	}
@@ -714,9 +712,7 @@ static int drive(struct al_jobset *s, struct al_embed *e)
 int al_jobset_run(struct al_jobset *s, struct al_cli *cli,
 		  const struct al_jobset_opts *o)
 {
-	struct al_serve_opts so;
 	struct al_policy policy;
-	struct sb_options sb;
 	struct al_embed e;
 	size_t *idx = NULL;
 	int r;
@@ -742,7 +738,7 @@ int al_jobset_run(struct al_jobset *s, struct al_cli *cli,
 	s->t0 = now_s();
 	al_config_policy(&cli->cfg, &policy);
 	if (s->done < s->n)
-		r = start_embedded(s, &e, &policy, &sb, &so);
+		r = start_embedded(s, &e, &policy);
 	if (r == 0)
 		r = drive(s, &e);
 	if (r == -EINTR)
