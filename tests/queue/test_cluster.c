@@ -31,7 +31,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "clustertest.h"
-#include "serve.h"
+#include "servetest.h"
 
 static struct clustertest ct;
 static char mark_dir[64];
@@ -69,20 +69,7 @@ static int canned_run(struct al_worker *w, const struct al_job *job,
 		pause();
 	if (!strcmp(sh, "brief"))
 		redistest_sleep_ms(15);
-	memset(res, 0, sizeof(*res));
-	res->id = strdup(job->id ? job->id : "-");
-	res->worker = strdup(w->name);
-	res->attempt = attempt;
-	res->timing.queued_ms = queued_ms;
-	res->steps = calloc(1, sizeof(*res->steps));
-	res->n_steps = 1;
-	if (!res->id || !res->worker || !res->steps)
-		return -ENOMEM;
-	res->status = res->steps[0].status = xx ? AL_XX : AL_OK;
-	res->steps[0].has_exit_code = !xx;
-	if (xx && !(res->error = strdup("canned failure")))
-		return -ENOMEM;
-	return 0;
+	return servetest_result(w, job, queued_ms, attempt, xx, res);
 }
 
 /* --- where things are ---------------------------------------------------- */
@@ -201,59 +188,17 @@ static void submit(struct alq_client *c, const char *id, const char *sh,
 
 /* --- a dispatcher on a thread (or in a child) ----------------------------- */
 
-struct served {
-	struct al_serve_opts o;
-	struct sb_options sb;
-	pthread_t thread;
-	int stop_r, stop_w;
-	int rc;
-};
-
-static void opts_init(struct served *h, const char *q, unsigned workers)
+static void opts_init(struct servetest *h, const char *q, unsigned workers)
 {
-	memset(h, 0, sizeof(*h));
-	al_serve_opts_init(&h->o);
+	servetest_opts(h, q, workers, canned_run);
 	url_of(elsewhere(q), &h->o.url);
-	snprintf(h->o.queue, sizeof(h->o.queue), "%s", q);
-	h->o.connect_timeout_ms = 1000;
-	h->o.command_timeout_ms = 3000;
-	h->o.workers = workers;
-	h->o.heartbeat_ms = 200;
-	h->o.visibility_slack_ms = 500;
-	h->o.trim_interval_ms = 1000;
-	h->o.shutdown_grace_ms = 10000;
 	h->o.max_deliveries = 2;
-	h->o.sb = &h->sb;
-	h->o.run = canned_run;
-	h->stop_r = h->stop_w = -1;
 }
 
-static void *serve_main(void *p)
+static void serve_start(struct servetest *h, const char *q, unsigned workers)
 {
-	struct served *h = p;
-
-	h->rc = al_serve_run(&h->o);
-	return NULL;
-}
-
-static void serve_start(struct served *h, const char *q, unsigned workers)
-{
-	int p[2];
-
 	opts_init(h, q, workers);
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	h->stop_r = h->o.stop_fd = p[0];
-	h->stop_w = p[1];
-	assert_int_equal(pthread_create(&h->thread, NULL, serve_main, h), 0);
-}
-
-static void serve_stop(struct served *h)
-{
-	assert_int_equal(write(h->stop_w, "x", 1), 1);
-	assert_int_equal(pthread_join(h->thread, NULL), 0);
-	close(h->stop_r);
-	close(h->stop_w);
-	assert_int_equal(h->rc, 0);
+	assert_int_equal(servetest_start(h), 0);
 }
 
 /* --- tests -----------------------------------------------------------------
@@ -313,7 +258,7 @@ static void test_serve(void **state)
 	struct alq_client c;
 	struct alq_status st;
 	enum al_queue_state was;
-	struct served h;
+	struct servetest h;
 
 	(void)state;
 	open_client(&c, "s1");
@@ -331,7 +276,7 @@ static void test_serve(void **state)
 	assert_int_equal(alq_client_status(&c, &st), 0);
 	assert_int_equal(st.dead, 1);
 	assert_int_equal(st.n_serves, 1);
-	serve_stop(&h);
+	assert_int_equal(servetest_stop(&h), 0);
 	assert_int_equal(owner_int("s1", "XLEN airlock:{s1}:dead"), 1);
 	assert_int_equal(owner_int("s1", "HLEN airlock:{s1}:serves"), 0);
 	alq_client_close(&c);
@@ -340,7 +285,7 @@ static void test_serve(void **state)
 static void test_reclaim(void **state)
 {
 	struct alq_client c;
-	struct served a, b;
+	struct servetest a, b;
 	pid_t pid;
 	int st;
 
@@ -363,7 +308,7 @@ static void test_reclaim(void **state)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	serve_start(&b, "r1", 1);
 	expect_result(&c, "hb", AL_OK, 2);
-	serve_stop(&b);
+	assert_int_equal(servetest_stop(&b), 0);
 	assert_int_equal(owner_int("r1", "XLEN airlock:{r1}:dead"), 0);
 	alq_client_close(&c);
 }
@@ -377,7 +322,7 @@ static void test_reshard(void **state)
 	char *mp = NULL;
 	unsigned slot = queue_slot("rs");
 	struct alq_client c;
-	struct served a, b;
+	struct servetest a, b;
 	struct al_job job = {0};
 	struct al_diags d;
 	size_t len = 0;
@@ -427,8 +372,8 @@ static void test_reshard(void **state)
 			fail_msg("%s ran %s", ids[i],
 				 ran(ids[i], 2) ? "twice" : "never");
 	}
-	serve_stop(&a);
-	serve_stop(&b);
+	assert_int_equal(servetest_stop(&a), 0);
+	assert_int_equal(servetest_stop(&b), 0);
 	assert_int_equal(owner_int("rs", "XLEN airlock:{rs}:dead"), 0);
 	assert_int_equal(owner_int("rs", "XLEN airlock:{rs}:jobs") >= 0, 1);
 	fprintf(stderr,

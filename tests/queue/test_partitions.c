@@ -27,7 +27,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "clustertest.h"
-#include "serve.h"
+#include "servetest.h"
 
 #define PARTS	     4
 #define BATCH_JOBS   2000
@@ -81,20 +81,7 @@ static int canned_run(struct al_worker *w, const struct al_job *job,
 	mark(job->id ? job->id : "-", attempt);
 	while (!strcmp(sh, "hang-once") && attempt == 1)
 		pause();
-	memset(res, 0, sizeof(*res));
-	res->id = strdup(job->id ? job->id : "-");
-	res->worker = strdup(w->name);
-	res->attempt = attempt;
-	res->timing.queued_ms = queued_ms;
-	res->steps = calloc(1, sizeof(*res->steps));
-	res->n_steps = 1;
-	if (!res->id || !res->worker || !res->steps)
-		return -ENOMEM;
-	res->status = res->steps[0].status = xx ? AL_XX : AL_OK;
-	res->steps[0].has_exit_code = !xx;
-	if (xx && !(res->error = strdup("canned failure")))
-		return -ENOMEM;
-	return 0;
+	return servetest_result(w, job, queued_ms, attempt, xx, res);
 }
 
 /* --- where things are ---------------------------------------------------- */
@@ -209,68 +196,26 @@ static void expect_result(struct alq_client *c, const char *id,
 
 /* --- a dispatcher on a thread or in a child ------------------------------- */
 
-struct served {
-	struct al_serve_opts o;
-	struct sb_options sb;
-	pthread_t thread;
-	int stop_r, stop_w;
-	int rc;
-};
-
-static void opts_init(struct served *h, const char *q, unsigned workers,
+static void opts_init(struct servetest *h, const char *q, unsigned workers,
 		      int node)
 {
-	memset(h, 0, sizeof(*h));
-	al_serve_opts_init(&h->o);
+	servetest_opts(h, q, workers, canned_run);
 	url_of(node, &h->o.url);
-	snprintf(h->o.queue, sizeof(h->o.queue), "%s", q);
 	h->o.partitions = PARTS;
-	h->o.connect_timeout_ms = 1000;
-	h->o.command_timeout_ms = 3000;
-	h->o.workers = workers;
-	h->o.heartbeat_ms = 200;
-	h->o.visibility_slack_ms = 500;
-	h->o.trim_interval_ms = 1000;
-	h->o.shutdown_grace_ms = 10000;
 	h->o.max_deliveries = 2;
-	h->o.sb = &h->sb;
-	h->o.run = canned_run;
-	h->stop_r = h->stop_w = -1;
 }
 
-static void *serve_main(void *p)
+static void serve_start(struct servetest *h, const char *q, unsigned workers)
 {
-	struct served *h = p;
-
-	h->rc = al_serve_run(&h->o);
-	return NULL;
-}
-
-static void serve_start(struct served *h, const char *q, unsigned workers)
-{
-	int p[2];
-
 	opts_init(h, q, workers, 1);
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	h->stop_r = h->o.stop_fd = p[0];
-	h->stop_w = p[1];
-	assert_int_equal(pthread_create(&h->thread, NULL, serve_main, h), 0);
-}
-
-static void serve_stop(struct served *h)
-{
-	assert_int_equal(write(h->stop_w, "x", 1), 1);
-	assert_int_equal(pthread_join(h->thread, NULL), 0);
-	close(h->stop_r);
-	close(h->stop_w);
-	assert_int_equal(h->rc, 0);
+	assert_int_equal(servetest_start(h), 0);
 }
 
 /* A serve in a child process of its own group: SIGTERM drains it,
  * SIGKILL of the group kills it and its workers. */
 static pid_t serve_fork(const char *q, unsigned workers, int node)
 {
-	struct served h;
+	struct servetest h;
 	pid_t pid;
 
 	opts_init(&h, q, workers, node);
@@ -297,7 +242,7 @@ static void test_guarantees(void **state)
 	struct alq_status st;
 	enum al_queue_state was;
 	struct alq_client c;
-	struct served b;
+	struct servetest b;
 	size_t n;
 	pid_t pid;
 	int s;
@@ -340,7 +285,7 @@ static void test_guarantees(void **state)
 		assert_int_equal(j.state, ALQ_DEAD);
 	}
 	assert_false(ran(cx, 1)); /* cancelled while queued: never ran */
-	serve_stop(&b);
+	assert_int_equal(servetest_stop(&b), 0);
 	assert_int_equal(al_queue_dead_list(&c, "", dead, 16, &n), 0);
 	assert_int_equal(n, PARTS);
 	for (size_t i = 0; i < n; i++) /* oldest first */

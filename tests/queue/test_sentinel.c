@@ -27,7 +27,7 @@
 
 #include "clock.h"
 #include "clustertest.h"
-#include "serve.h"
+#include "servetest.h"
 
 #define JOBS 120 /* of each kind */
 #define CUT  40	 /* the replicas stop getting writes after this pair */
@@ -163,65 +163,15 @@ static int canned_run(struct al_worker *w, const struct al_job *job,
 	if (fd >= 0)
 		close(fd);
 	redistest_sleep_ms(10);
-	memset(res, 0, sizeof(*res));
-	res->id = strdup(job->id ? job->id : "-");
-	res->worker = strdup(w->name);
-	res->attempt = attempt;
-	res->timing.queued_ms = queued_ms;
-	res->steps = calloc(1, sizeof(*res->steps));
-	res->n_steps = 1;
-	if (!res->id || !res->worker || !res->steps)
-		return -ENOMEM;
-	res->status = res->steps[0].status = AL_OK;
-	res->steps[0].has_exit_code = true;
-	return 0;
+	return servetest_result(w, job, queued_ms, attempt, false, res);
 }
 
-struct served {
-	struct al_serve_opts o;
-	struct sb_options sb;
-	pthread_t thread;
-	int stop_r, stop_w, rc;
-};
-
-static void *serve_main(void *p)
+static void serve_start(struct servetest *h)
 {
-	struct served *h = p;
-
-	h->rc = al_serve_run(&h->o);
-	return NULL;
-}
-
-static void serve_start(struct served *h)
-{
-	int p[2];
-
-	memset(h, 0, sizeof(*h));
-	al_serve_opts_init(&h->o);
+	servetest_opts(h, "f", 2, canned_run);
 	assert_int_equal(alq_url_parse(url, &h->o.url), 0);
-	snprintf(h->o.queue, sizeof(h->o.queue), "f");
-	h->o.connect_timeout_ms = 1000;
 	h->o.command_timeout_ms = 2000;
-	h->o.workers = 2;
-	h->o.heartbeat_ms = 200;
-	h->o.visibility_slack_ms = 500;
-	h->o.trim_interval_ms = 1000;
-	h->o.shutdown_grace_ms = 10000;
-	h->o.sb = &h->sb;
-	h->o.run = canned_run;
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	h->stop_r = h->o.stop_fd = p[0];
-	h->stop_w = p[1];
-	assert_int_equal(pthread_create(&h->thread, NULL, serve_main, h), 0);
-}
-
-static void serve_stop(struct served *h)
-{
-	assert_int_equal(write(h->stop_w, "x", 1), 1);
-	assert_int_equal(pthread_join(h->thread, NULL), 0);
-	close(h->stop_r);
-	close(h->stop_w);
-	assert_int_equal(h->rc, 0);
+	assert_int_equal(servetest_start(h), 0);
 }
 
 /* --- the submitter ----------------------------------------------------------
@@ -271,7 +221,7 @@ static void test_failover(void **state)
 	bool acked_w[JOBS] = {false}, acked_n[JOBS] = {false};
 	struct al_job job = {0};
 	struct al_diags d;
-	struct served h;
+	struct servetest h;
 	char *mp = NULL, id[16], new_master[256] = "";
 	size_t len = 0;
 	unsigned lost = 0, waited_lost = 0, lag_acked = 0, refused_w = 0;
@@ -361,7 +311,7 @@ static void test_failover(void **state)
 				fail_msg("no result for %s: %s", id, cn.err);
 		}
 	}
-	serve_stop(&h);
+	assert_int_equal(servetest_stop(&h), 0);
 	snprintf(new_master, sizeof(new_master), "%s", cn.host);
 	new_port = cn.port;
 	fprintf(stderr,

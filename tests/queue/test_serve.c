@@ -28,7 +28,7 @@
 #include "clock.h"
 #include "redisraw.h"
 #include "redistest.h"
-#include "serve.h"
+#include "servetest.h"
 
 static struct redistest srv;
 
@@ -98,82 +98,22 @@ static int canned_run(struct al_worker *w, const struct al_job *job,
 		pause();
 	if (a == ACT_SLOW)
 		redistest_sleep_ms(SLOW_MS);
-	memset(res, 0, sizeof(*res));
-	res->id = strdup(job->id ? job->id : "-");
-	res->worker = strdup(w->name);
-	res->attempt = attempt;
-	res->timing.queued_ms = queued_ms;
-	res->steps = calloc(1, sizeof(*res->steps));
-	res->n_steps = 1;
-	if (!res->id || !res->worker || !res->steps)
-		return -ENOMEM;
-	res->status = res->steps[0].status = a == ACT_XX ? AL_XX : AL_OK;
-	res->steps[0].has_exit_code = a != ACT_XX;
-	if (a == ACT_XX && !(res->error = strdup("canned failure")))
-		return -ENOMEM;
-	return 0;
+	return servetest_result(w, job, queued_ms, attempt, a == ACT_XX, res);
 }
 
-/* --- a dispatcher on a thread ------------------------------------------- */
+/* --- a dispatcher on a thread (servetest.h) ------------------------------ */
 
-struct served {
-	struct al_serve_opts o; /* its options */
-	struct sb_options sb;	/* unused by canned workers */
-	pthread_t thread;	/* runs al_serve_run */
-	int stop_r, stop_w;	/* stop_fd and our end */
-	int rc;			/* what al_serve_run returned */
-};
-
-/* Fast timings: heartbeat 200 ms, reclaim past an entry's w + 500 ms. */
-static void opts_init(struct served *h, const char *queue, unsigned workers)
+static void opts_init(struct servetest *h, const char *queue, unsigned workers)
 {
-	memset(h, 0, sizeof(*h));
-	al_serve_opts_init(&h->o);
+	servetest_opts(h, queue, workers, canned_run);
 	assert_int_equal(alq_url_parse(srv.url, &h->o.url), 0);
-	snprintf(h->o.queue, sizeof(h->o.queue), "%s", queue);
-	h->o.connect_timeout_ms = 1000;
-	h->o.command_timeout_ms = 3000;
-	h->o.workers = workers;
-	h->o.heartbeat_ms = 200;
-	h->o.visibility_slack_ms = 500;
-	h->o.trim_interval_ms = 1000;
-	h->o.shutdown_grace_ms = 10000;
-	h->o.sb = &h->sb;
-	h->o.run = canned_run;
-	h->stop_r = h->stop_w = -1;
 }
 
-static void *serve_main(void *p)
+static void serve_start(struct servetest *h, const char *queue,
+			unsigned workers)
 {
-	struct served *h = p;
-
-	h->rc = al_serve_run(&h->o);
-	return NULL;
-}
-
-static void serve_start(struct served *h, const char *queue, unsigned workers)
-{
-	int p[2];
-
 	opts_init(h, queue, workers);
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	h->stop_r = h->o.stop_fd = p[0];
-	h->stop_w = p[1];
-	assert_int_equal(pthread_create(&h->thread, NULL, serve_main, h), 0);
-}
-
-static void serve_request_stop(struct served *h)
-{
-	assert_int_equal(write(h->stop_w, "x", 1), 1);
-}
-
-/* Wait for the drain to end; 0 = drained and the loop closed clean. */
-static void serve_join(struct served *h)
-{
-	assert_int_equal(pthread_join(h->thread, NULL), 0);
-	close(h->stop_r);
-	close(h->stop_w);
-	assert_int_equal(h->rc, 0);
+	assert_int_equal(servetest_start(h), 0);
 }
 
 /* --- Redis helpers -------------------------------------------------------- */
@@ -278,7 +218,7 @@ static int teardown(void **state)
 static void test_retry(void **state)
 {
 	struct alq_client c;
-	struct served h;
+	struct servetest h;
 	redisContext *rc = redistest_raw(&srv);
 
 	(void)state;
@@ -293,8 +233,8 @@ static void test_retry(void **state)
 	assert_true(ran("xx1", 1) && ran("xx1", 2) && !ran("xx1", 3));
 	assert_true(ran("die1", 1) && ran("die1", 2) && !ran("die1", 3));
 	assert_true(ran("ok1", 1) && !ran("ok1", 2));
-	serve_request_stop(&h);
-	serve_join(&h);
+	assert_int_equal(servetest_request_stop(&h), 0);
+	assert_int_equal(servetest_join(&h), 0);
 	assert_int_equal(pending(rc, "r"), 0);
 	assert_int_equal(redistest_int(rc, "XLEN airlock:{r}:dead"), 0);
 	redisFree(rc);
@@ -335,7 +275,7 @@ static void test_dead_letter(void **state)
 {
 	struct alq_client c;
 	struct al_result res = {0};
-	struct served h;
+	struct servetest h;
 	char why[300];
 	redisContext *rc = redistest_raw(&srv);
 
@@ -352,8 +292,8 @@ static void test_dead_letter(void **state)
 	al_result_release(&res);
 	assert_true(ran("xx3", 3) && !ran("xx3", 4));
 	assert_true(ran("die3", 3) && !ran("die3", 4));
-	serve_request_stop(&h);
-	serve_join(&h);
+	assert_int_equal(servetest_request_stop(&h), 0);
+	assert_int_equal(servetest_join(&h), 0);
 	assert_int_equal(pending(rc, "d"), 0);
 	assert_int_equal(redistest_int(rc, "XLEN airlock:{d}:dead"), 2);
 	dead_reason(rc, "d", "xx3", why, sizeof(why));
@@ -394,7 +334,7 @@ static void test_lost_heartbeat(void **state)
 	char a_name[AL_NAME_MAX + 1], now_name[AL_NAME_MAX + 1];
 	struct al_result res = {0};
 	struct alq_client c;
-	struct served a, b;
+	struct servetest a, b;
 	redisContext *rc = redistest_raw(&srv);
 	pid_t pid;
 	int st;
@@ -426,8 +366,8 @@ static void test_lost_heartbeat(void **state)
 	assert_int_equal(res.attempt, 2);
 	assert_true(strncmp(res.worker, a_name, strlen(a_name)) != 0);
 	al_result_release(&res);
-	serve_request_stop(&b);
-	serve_join(&b);
+	assert_int_equal(servetest_request_stop(&b), 0);
+	assert_int_equal(servetest_join(&b), 0);
 	assert_int_equal(pending(rc, "h"), 0);
 	redisFree(rc);
 	alq_client_close(&c);
@@ -439,7 +379,7 @@ static void test_lost_heartbeat(void **state)
 static void test_drain(void **state)
 {
 	struct alq_client c;
-	struct served h;
+	struct servetest h;
 	redisContext *rc = redistest_raw(&srv);
 	redisReply *r;
 	uint64_t t0;
@@ -450,10 +390,10 @@ static void test_drain(void **state)
 	submit(&c, "slow1", "slow", 60000);
 	wait_ran("slow1", 1);
 	t0 = al_now_ms();
-	serve_request_stop(&h);
+	assert_int_equal(servetest_request_stop(&h), 0);
 	submit(&c, "after", "ok", 60000);
 	assert_int_equal(redistest_int(rc, "HLEN airlock:{s}:serves"), 1);
-	serve_join(&h);
+	assert_int_equal(servetest_join(&h), 0);
 	/* a clean stop leaves the dispatchers' hash (airlock_dispatchers) */
 	assert_int_equal(redistest_int(rc, "HLEN airlock:{s}:serves"), 0);
 	/* the drain waited for the job (most of SLOW_MS was still to go) */

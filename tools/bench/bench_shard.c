@@ -45,7 +45,7 @@
 #include "cluster.h"
 #include "log.h"
 #include "opts.h"
-#include "serve.h"
+#include "servetest.h" /* tests/queue/: the dispatcher on a thread */
 
 #define MAX_Q 8
 #define MAX_S 8
@@ -59,44 +59,11 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* al_proc_run_fn: the test sandbox, an OK result at once. */
-static int at_once(struct al_worker *w, const struct al_job *job,
-		   uint64_t queued_ms, uint32_t attempt, struct al_result *res)
+/* A dispatcher on a thread (tests/queue/servetest.h) whose workers
+ * return an OK result at once: the queue's cost alone. */
+static int serve_start(struct servetest *h, const struct alq_url *u,
+		       const char *q, unsigned workers, unsigned parts)
 {
-	memset(res, 0, sizeof(*res));
-	res->id = strdup(job->id ? job->id : "-");
-	res->worker = strdup(w->name);
-	res->attempt = attempt;
-	res->timing.queued_ms = queued_ms;
-	res->steps = calloc(1, sizeof(*res->steps));
-	res->n_steps = 1;
-	if (!res->id || !res->worker || !res->steps)
-		return -ENOMEM;
-	res->status = res->steps[0].status = AL_OK;
-	res->steps[0].has_exit_code = true;
-	return 0;
-}
-
-struct served {
-	struct al_serve_opts o;
-	struct sb_options sb;
-	pthread_t thread;
-	int stop_r, stop_w, rc;
-};
-
-static void *serve_main(void *p)
-{
-	struct served *h = p;
-
-	h->rc = al_serve_run(&h->o);
-	return NULL;
-}
-
-static int serve_start(struct served *h, const struct alq_url *u, const char *q,
-		       unsigned workers, unsigned parts)
-{
-	int p[2];
-
 	memset(h, 0, sizeof(*h));
 	al_serve_opts_init(&h->o);
 	h->o.url = *u;
@@ -104,21 +71,8 @@ static int serve_start(struct served *h, const struct alq_url *u, const char *q,
 	h->o.workers = workers;
 	h->o.partitions = parts;
 	h->o.sb = &h->sb;
-	h->o.run = at_once;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	h->stop_r = h->o.stop_fd = p[0];
-	h->stop_w = p[1];
-	return -pthread_create(&h->thread, NULL, serve_main, h);
-}
-
-static void serve_stop(struct served *h)
-{
-	if (write(h->stop_w, "x", 1) != 1)
-		perror("stop");
-	pthread_join(h->thread, NULL);
-	close(h->stop_r);
-	close(h->stop_w);
+	h->o.run = servetest_at_once;
+	return servetest_start(h);
 }
 
 /* The node (host:port) that serves queue q: the URL's, or on a cluster
@@ -229,7 +183,7 @@ int main(int argc, char **argv)
 	double ncpu0[MAX_N];
 	bool cluster = false;
 	struct alq_url u;
-	struct served *sv;
+	struct servetest *sv;
 	char host[MAX_Q][256];
 	int port[MAX_Q], c;
 	unsigned long long calls0[MAX_Q], bytes0[MAX_Q];
@@ -441,7 +395,8 @@ int main(int argc, char **argv)
 	printf("  %.0f jobs/s (%u jobs in %.2f s)\n", nq * nj / (t1 - t0),
 	       nq * nj, t1 - t0);
 	for (unsigned i = 0; i < nq * ns; i++)
-		serve_stop(&sv[i]);
+		if (servetest_stop(&sv[i]) < 0)
+			perror("stop");
 	free(sv);
 	return 0;
 }
