@@ -122,52 +122,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_SMOKE
+#include "smoke.h"
+
+/* Byte 0 picks the decoder: mutations leave it; %2e splices. */
 int main(int argc, char **argv)
 {
-	static uint8_t buf[1 << 16], seed[32][8192];
-	size_t lens[32], n = 0;
-	unsigned rounds = 30000;
+	static const char alphabet[] = "/.%\0\n;=-@_ 0f";
+	static const struct smoke s = {
+	    .name = "fuzz_gw",
+	    .rounds = 30000,
+	    .max_seeds = 32,
+	    .seed_bytes = 8192,
+	    .keep = 1,
+	    .alphabet = alphabet,
+	    .n_alphabet = sizeof(alphabet) - 1,
+	    .splice = "%2e",
+	    .n_splice = 3,
+	};
 
-	srand(42);
-	for (int i = 1; i < argc && n < 32; i++) {
-		FILE *f = fopen(argv[i], "rb");
-
-		if (!f)
-			return 2;
-		lens[n] = fread(seed[n], 1, sizeof(seed[n]), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(seed[n], lens[n]);
-		n++;
-	}
-	for (unsigned r = 0; n && r < rounds; r++) {
-		size_t k = (size_t)rand() % n, len = lens[k];
-
-		memcpy(buf, seed[k], len);
-		for (int m = rand() % 8; m >= 0 && len > 1; m--) {
-			size_t at = 1 + (size_t)rand() % (len - 1);
-
-			switch (rand() % 4) {
-			case 0:
-				buf[at] = (uint8_t)rand();
-				break;
-			case 1:
-				len = at;
-				break;
-			case 2:
-				buf[at] = "/.%\0\n;=-@_ 0f"[rand() % 13];
-				break;
-			default:
-				if (len < sizeof(buf) - 8) {
-					memmove(buf + at + 3, buf + at,
-						len - at);
-					memcpy(buf + at, "%2e", 3);
-					len += 3;
-				}
-			}
-		}
-		LLVMFuzzerTestOneInput(buf, len);
-	}
-	printf("fuzz_gw: %zu seeds, %u mutations, no crash\n", n, rounds);
-	return 0;
+	return smoke_main(&s, argc, argv);
 }
 #endif

@@ -99,53 +99,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef FUZZ_SMOKE
-/* Seeds, then `rounds` mutations (byte flips, cuts, splices) of them. */
+#include "smoke.h"
+
+/* Seeds, then 20000 mutations (byte flips, cuts, splices) of them. */
 int main(int argc, char **argv)
 {
-	static uint8_t buf[1 << 16], seed[64][4096];
-	size_t lens[64], n = 0;
-	unsigned rounds = 20000;
+	static const char alphabet[] = "{}[]\",:\\\n?/=";
+	static const struct smoke s = {
+	    .name = "fuzz_http",
+	    .rounds = 20000,
+	    .max_seeds = 64,
+	    .seed_bytes = 4096,
+	    .keep = 0,
+	    .alphabet = alphabet,
+	    .n_alphabet = sizeof(alphabet) - 1,
+	    .splice = "\"\\u0000\"",
+	    .n_splice = 8,
+	};
 
-	srand(42);
-	for (int i = 1; i < argc && n < 64; i++) {
-		FILE *f = fopen(argv[i], "rb");
-
-		if (!f)
-			return 2;
-		lens[n] = fread(seed[n], 1, sizeof(seed[n]), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(seed[n], lens[n]);
-		n++;
-	}
-	for (unsigned r = 0; n && r < rounds; r++) {
-		size_t k = (size_t)rand() % n, len = lens[k];
-
-		memcpy(buf, seed[k], len);
-		for (int m = rand() % 8; m >= 0 && len; m--) {
-			size_t at = (size_t)rand() % len;
-
-			switch (rand() % 4) {
-			case 0:
-				buf[at] = (uint8_t)rand();
-				break;
-			case 1:
-				len = at;
-				break;
-			case 2:
-				buf[at] = "{}[]\",:\\\n?/="[rand() % 12];
-				break;
-			default:
-				if (len < sizeof(buf) - 64) {
-					memmove(buf + at + 8, buf + at,
-						len - at);
-					memcpy(buf + at, "\"\\u0000\"", 8);
-					len += 8;
-				}
-			}
-		}
-		LLVMFuzzerTestOneInput(buf, len);
-	}
-	printf("fuzz_http: %zu seeds, %u mutations, no crash\n", n, rounds);
-	return 0;
+	return smoke_main(&s, argc, argv);
 }
 #endif
