@@ -177,6 +177,19 @@ static inline int clustertest_start(struct clustertest *t)
 	return 0;
 }
 
+/* clustertest_start(), or exit 77 (CTest's skip) when redis-server or
+ * redis-cli is missing: a cmocka group setup's body. 0 or -1. */
+static inline int clustertest_start_or_skip(struct clustertest *t)
+{
+	int r = clustertest_start(t);
+
+	if (r == 77) {
+		fprintf(stderr, "SKIP: no redis-server or redis-cli\n");
+		exit(77);
+	}
+	return r;
+}
+
 static inline void clustertest_stop(struct clustertest *t)
 {
 	char cmd[128];

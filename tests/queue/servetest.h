@@ -11,6 +11,10 @@
  *  3. servetest_stop(h): ask it to drain and join it; or the two halves,
  *     servetest_request_stop() and servetest_join(), to act in between.
  *
+ * Or, for the tests that SIGKILL a dispatcher, servetest_fork(h, group)
+ * after step 1: al_serve_run() in a child process (of a process group of
+ * its own with `group`, so killing the group kills its workers too).
+ *
  * servetest_result() fills the one-step result a canned al_proc_run_fn
  * returns (in the worker process); servetest_at_once is such a runner:
  * an OK result at once. No cmocka here: the benchmark uses it too.
@@ -21,11 +25,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "serve.h"
@@ -131,6 +137,26 @@ static inline int servetest_join(struct servetest *h)
 	close(h->stop_w);
 	h->stop_r = h->stop_w = -1;
 	return r ? -r : h->rc;
+}
+
+/* al_serve_run(&h->o) in a child that dies with us; its pid, or -errno. */
+static inline pid_t servetest_fork(struct servetest *h, bool group)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (group)
+			setpgid(0, 0);
+		_exit(al_serve_run(&h->o) < 0 ? 1 : 0);
+	}
+	if (group)
+		setpgid(pid, pid); /* before we signal it, whoever runs first */
+	return pid;
 }
 
 /* Step 3: both halves; 0 when the dispatcher stopped clean. */

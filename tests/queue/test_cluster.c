@@ -292,14 +292,8 @@ static void test_reclaim(void **state)
 	(void)state;
 	open_client(&c, "r1");
 	opts_init(&a, "r1", 1);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setpgid(0, 0);
-		_exit(al_serve_run(&a.o) < 0 ? 1 : 0);
-	}
+	pid = servetest_fork(&a, true);
+	assert_true(pid > 0);
 	submit_w(&c, "hb", "hang-once", 300, NULL); /* reclaimed soon */
 	for (int i = 0; i < 1000 && !ran("hb", 1); i++)
 		redistest_sleep_ms(10);
@@ -392,11 +386,7 @@ static int setup(void **state)
 	int r;
 
 	(void)state;
-	r = clustertest_start(&ct);
-	if (r == 77) {
-		fprintf(stderr, "SKIP: no redis-server or redis-cli\n");
-		exit(77);
-	}
+	r = clustertest_start_or_skip(&ct);
 	snprintf(mark_dir, sizeof(mark_dir), "%s", ct.dir);
 	return r;
 }

@@ -219,15 +219,8 @@ static pid_t serve_fork(const char *q, unsigned workers, int node)
 	pid_t pid;
 
 	opts_init(&h, q, workers, node);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setpgid(0, 0);
-		_exit(al_serve_run(&h.o) < 0 ? 1 : 0);
-	}
-	setpgid(pid, pid);
+	pid = servetest_fork(&h, true);
+	assert_true(pid > 0);
 	return pid;
 }
 
@@ -437,11 +430,7 @@ static int setup(void **state)
 	int r;
 
 	(void)state;
-	r = clustertest_start(&ct);
-	if (r == 77) {
-		fprintf(stderr, "SKIP: no redis-server or redis-cli\n");
-		exit(77);
-	}
+	r = clustertest_start_or_skip(&ct);
 	snprintf(mark_dir, sizeof(mark_dir), "%s", ct.dir);
 	return r;
 }

@@ -342,13 +342,8 @@ static void test_lost_heartbeat(void **state)
 	(void)state;
 	open_client(&c, "h");
 	opts_init(&a, "h", 1);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		_exit(al_serve_run(&a.o) < 0 ? 1 : 0);
-	}
+	pid = servetest_fork(&a, false);
+	assert_true(pid > 0);
 	submit(&c, "hb", "hang-once", 300);
 	wait_ran("hb", 1);
 	assert_int_equal(owner(rc, "h", a_name, sizeof(a_name)), 1);
