@@ -37,7 +37,7 @@ void al_metrics_job(struct al_metrics *m, enum al_status st,
 {
 	if ((unsigned)st < AL_STATUS_COUNT)
 		ADD(m->jobs[st], 1);
-	if (latency_ms)
+	if (latency_ms != AL_METRICS_UNKNOWN)
 		al_metrics_observe(&m->latency, latency_ms);
 	if (run_ms)
 		al_metrics_observe(&m->run, run_ms);

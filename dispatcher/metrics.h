@@ -46,7 +46,11 @@ struct al_metrics {
 };
 
 void al_metrics_init(struct al_metrics *m);
-/* A stored result: its status and timings (0 = unknown, not observed). */
+/* A timing that was not measured: not observed. */
+#define AL_METRICS_UNKNOWN UINT64_MAX
+/* A stored result: its status and timings. A latency of 0 is a real one
+ * (stored in the millisecond it was submitted); run_ms and restore_ms of 0
+ * mean the job never ran or restored and are not observed either. */
 void al_metrics_job(struct al_metrics *m, enum al_status st,
 		    uint64_t latency_ms, uint64_t run_ms, uint64_t restore_ms);
 void al_metrics_observe(struct al_histogram *h, uint64_t ms);

@@ -402,14 +402,17 @@ static void dead_letter(struct task *t, const char *why)
 static void count_job(const struct task *t)
 {
 	struct al_metrics *m = t->s->o->metrics;
-	uint64_t now = al_wall_ms(), lat = 0;
+	uint64_t now = al_wall_ms(), lat = AL_METRICS_UNKNOWN;
 	int st;
 
 	if (!m)
 		return;
 	st = al_status_from_name(t->status, strlen(t->status));
-	if (t->e.submit_ms && now > t->e.submit_ms)
-		lat = now - t->e.submit_ms;
+	/* A result stored in the millisecond of its submit is a latency of 0,
+	 * not an unknown one; a submit time ahead of this host's clock (another
+	 * host's skew) counts as 0 too rather than being dropped. */
+	if (t->e.submit_ms)
+		lat = now > t->e.submit_ms ? now - t->e.submit_ms : 0;
 	al_metrics_job(m, st < 0 ? AL_XX : (enum al_status)st, lat, t->run_ms,
 		       t->restore_ms);
 }

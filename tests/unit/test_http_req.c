@@ -347,12 +347,15 @@ static void test_metrics(void **state)
 	al_metrics_init(&m);
 	al_metrics_job(&m, AL_OK, 1500, 700, 30);
 	al_metrics_job(&m, AL_OK, 20, 0, 0);
+	/* A latency of 0 ms is observed; an unknown one is not. */
+	al_metrics_job(&m, AL_OK, 0, 0, 0);
+	al_metrics_job(&m, AL_OK, AL_METRICS_UNKNOWN, 0, 0);
 	assert_true(al_metrics_render(&m, &q, buf, sizeof(buf)) > 0);
-	assert_non_null(strstr(buf, "airlock_jobs_total{status=\"OK\"} 2\n"));
+	assert_non_null(strstr(buf, "airlock_jobs_total{status=\"OK\"} 4\n"));
 	assert_non_null(strstr(
-	    buf, "airlock_job_latency_seconds_bucket{le=\"0.025\"} 1\n"));
+	    buf, "airlock_job_latency_seconds_bucket{le=\"0.025\"} 2\n"));
 	assert_non_null(
-	    strstr(buf, "airlock_job_latency_seconds_bucket{le=\"+Inf\"} 2\n"));
+	    strstr(buf, "airlock_job_latency_seconds_bucket{le=\"+Inf\"} 3\n"));
 	assert_non_null(strstr(buf, "airlock_job_latency_seconds_sum 1.520\n"));
 	assert_non_null(strstr(buf, "airlock_job_run_seconds_count 1\n"));
 	assert_non_null(strstr(buf, "airlock_queue_depth 3\n"));
