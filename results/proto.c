@@ -158,12 +158,17 @@ int al_step_signal_number(const char *name)
 	return 0;
 }
 
-bool al_step_signal_ok(int sig)
+const char *al_step_signal_name(int sig)
 {
 	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
 		if (sig == signals[i].sig)
-			return true;
-	return false;
+			return signals[i].name;
+	return NULL;
+}
+
+bool al_step_signal_ok(int sig)
+{
+	return al_step_signal_name(sig) != NULL;
 }
 
 

@@ -231,11 +231,13 @@ struct al_msg {
 /* The signals a step may be sent (`signal`): TERM, KILL, INT, HUP, QUIT,
  * USR1, USR2. al_step_signal_number() gives the number of such a name
  * ("SIG" prefix and lower case accepted), 0 when it is not one of them;
- * al_step_signal_ok() says whether a number is. Nothing else passes: no
+ * al_step_signal_ok() says whether a number is, al_step_signal_name()
+ * its name ("TERM"; NULL when it is not one). Nothing else passes: no
  * STOP (a stopped step would hold the session until its timeout), no
  * real-time signals. (al_signal_name, results.h, names any number.) */
 int al_step_signal_number(const char *name);
 bool al_step_signal_ok(int sig);
+const char *al_step_signal_name(int sig);
 
 /* "hello", "run_step", ...; NULL for an unknown type. */
 const char *al_msg_type_name(enum al_msg_type t);

@@ -56,6 +56,7 @@ static enum MHD_Result fail(struct MHD_Connection *c, int r, const char *msg)
 		      : r == -ESRCH	? 410
 		      : r == -ETIMEDOUT ? 504
 		      : r == -E2BIG	? 413
+		      : r == -EALREADY	? 409
 					: 503;
 
 	return reply(c, st, json_pack("{ss}", "error", msg));
@@ -180,6 +181,41 @@ static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
 	return ret;
 }
 
+/* POST .../exec/N/signal {"signal": NAME, "grace_ms": N} (both
+ * optional) or DELETE .../exec/N (an empty body: TERM, the default
+ * grace): 200 {exec, signal, cancelled, grace_ms}; 409 ended, 404 no
+ * such exec, 422 a signal not taken. `idn` is "ID/N". */
+static enum MHD_Result signal_exec(struct MHD_Connection *c,
+				   struct alq_client *cl, const char *idn,
+				   const char *body)
+{
+	char sid[AL_ID_MAX + 1], *text = NULL;
+	json_t *b = body[0] ? json_loads(body, 0, NULL) : json_object();
+	json_t *sig = json_object_get(b, "signal"),
+	       *g = json_object_get(b, "grace_ms");
+	int64_t grace = -1;
+	uint64_t n;
+	int r;
+
+	snprintf(sid, sizeof(sid), "%s", idn);
+	*strchr(sid, '/') = '\0';
+	n = strtoull(strchr(idn, '/') + 1, NULL, 10);
+	if (!json_is_object(b) || (sig && !json_is_string(sig)) ||
+	    (g && (!json_is_integer(g) || json_integer_value(g) < 0))) {
+		json_decref(b);
+		return fail(c, -EINVAL,
+			    "signal: the body must be {\"signal\": NAME, "
+			    "\"grace_ms\": N} (both optional)");
+	}
+	if (g)
+		grace = json_integer_value(g);
+	r = al_sess_exec_signal(cl, sid, n, sig ? json_string_value(sig) : NULL,
+				grace, &text);
+	json_decref(b);
+	return r < 0 ? fail(c, r == -ERANGE ? -EINVAL : r, cl->err)
+		     : text_json(c, 200, text);
+}
+
 static enum MHD_Result route(const struct al_http_opts *o,
 			     struct MHD_Connection *c, struct alq_client *cl,
 			     enum al_route rt, const char *id, const char *body)
@@ -235,6 +271,8 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		return exec_view(
 		    c, cl, sid, n, query_u64(c, "offset", UINT64_MAX / 2),
 		    query_u64(c, "err_offset", UINT64_MAX / 2), wait_s, 200);
+	case AL_ROUTE_SESS_SIGNAL:
+		return signal_exec(c, cl, id, body);
 	default:
 		return fail(c, -ENOENT, "no such path");
 	}
