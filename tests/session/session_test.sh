@@ -46,6 +46,11 @@
 #             missing one are refused (exit 1, 409, 422 for STOP); Ctrl-C
 #             on `session exec` cancels (130); the Python Exec.kill()
 #             (session_cancel.py), and another session's exec id refused
+#   stream    POST .../exec?stream=1 through curl -N: output lines arrive
+#             before the exec ends (timestamps), the exec record last;
+#             GET .../exec/N?stream=1&offset=B reattaches; a client
+#             dropped mid-stream, then a reattach (Python http.client)
+#             from the offset it got to: every line once, exec not killed
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -247,6 +252,63 @@ case_cancel() {
     "$(dirname "$0")/session_cancel.py" "unix://$sock" "$m" >&2 || fail "python cancel"
   wait_done "$id" "$m"
   [ "$(R hget "airlock:{default}:sess:$id:x:$m" status)" = OK ] || fail "exec $m was touched"
+  S rm "$id" >/dev/null
+}
+
+case_stream() {
+  local port=$((20000 + RANDOM % 20000)) api id n t_first t_last nx x
+  local nd="/usr/bin/python3 $(dirname "$0")/ndjson.py"
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  id=$(S create -t python --ttl 120 -q)
+  # curl -N: each line stamped as it arrives; output before the end
+  curl -sN -H 'Content-Type: application/json' -X POST \
+    -d '{"sh":"for i in $(seq 1 10); do echo $i; sleep 0.3; done"}' \
+    "$api/sessions/$id/exec?stream=1" |
+    while IFS= read -r l; do printf '%s %s\n' "$(date +%s%3N)" "$l"; done > "$tmp/st" ||
+    fail "stream: curl failed: $(cat "$tmp/st")"
+  cut -d' ' -f2- "$tmp/st" > "$tmp/st.nd"
+  [ "$($nd "$tmp/st.nd" data)" = "$(seq 1 10)" ] || fail "stream: $(cat "$tmp/st.nd")"
+  x=$($nd "$tmp/st.nd" last)
+  [ "$(echo "$x" | field state)" = done ] && [ "$(echo "$x" | field status)" = OK ] ||
+    fail "stream: last line $x"
+  t_first=$(grep -m1 '"fd":1' "$tmp/st" | cut -d' ' -f1)
+  t_last=$(tail -1 "$tmp/st" | cut -d' ' -f1)
+  [ $((t_last - t_first)) -ge 2000 ] || fail "stream: the first output came $((t_last - t_first)) ms before the end"
+  log "stream: $(grep -c '"fd":1' "$tmp/st") output lines, the first $((t_last - t_first)) ms before the record"
+  # reattach from a middle offset, streamed
+  n=$($nd "$tmp/st.nd" exec)
+  curl -sN "$api/sessions/$id/exec/$n?stream=1&offset=4" > "$tmp/re.nd"
+  [ "$($nd "$tmp/re.nd" data)" = "$(seq 3 10)" ] || fail "stream reattach: $(cat "$tmp/re.nd")"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$api/sessions/$id/exec/99?stream=1")" = 404 ] ||
+    fail "stream of no exec not 404"
+  # a client dropped mid-stream; a new one goes on from the offset it
+  # got to: every line exactly once, the exec not killed
+  curl -sN --max-time 1.5 -H 'Content-Type: application/json' -X POST \
+    -d '{"sh":"for i in $(seq 1 20); do echo $i; sleep 0.2; done"}' \
+    "$api/sessions/$id/exec?stream=1" > "$tmp/cut.nd" || true
+  n=$($nd "$tmp/cut.nd" exec)
+  nx=$($nd "$tmp/cut.nd" next)
+  [ "$nx" -gt 0 ] || fail "the dropped client got nothing: $(cat "$tmp/cut.nd")"
+  /usr/bin/python3 - "$api/sessions/$id/exec/$n?stream=1&offset=$nx" > "$tmp/rest.nd" <<'PY' || fail "http.client reattach"
+import sys, urllib.parse, http.client
+u = urllib.parse.urlsplit(sys.argv[1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+c.request("GET", u.path + "?" + u.query)
+r = c.getresponse()
+assert r.status == 200 and r.getheader("Content-Type") == "application/x-ndjson"
+while True:
+    line = r.readline()
+    if not line:
+        break
+    sys.stdout.write(line.decode())
+PY
+  { $nd "$tmp/cut.nd" data; $nd "$tmp/rest.nd" data; } > "$tmp/both"
+  [ "$(cat "$tmp/both")" = "$(seq 1 20)" ] || fail "dropped + reattach: $(tr '\n' ' ' < "$tmp/both")"
+  [ "$($nd "$tmp/rest.nd" last | field status)" = OK ] || fail "the dropped stream's exec did not end OK"
+  log "dropped after $(( $(wc -l < <($nd "$tmp/cut.nd" data)) )) lines; the reattach from byte $nx read the rest once"
   S rm "$id" >/dev/null
 }
 

@@ -1,11 +1,12 @@
 /* session_api.c: the /sessions resources (docs/sessions.md, "HTTP"): each
  * handler is one call of dispatcher/session/sessions.h on a connection of
  * its own, so the API reaches every session of the queue wherever its VM
- * runs. Exec is long-polled rather than streamed: POST .../exec?wait=S
- * answers when the exec ends or S seconds pass, with what it wrote so far
- * and the offsets to go on from; GET .../exec/N?offset=B&err_offset=B
- * &wait=S reattaches from any byte, while it runs or after. A client that
- * goes away stops nothing.
+ * runs. Exec is long-polled: POST .../exec?wait=S answers when the exec
+ * ends or S seconds pass, with what it wrote so far and the offsets to go
+ * on from; GET .../exec/N?offset=B&err_offset=B&wait=S reattaches from any
+ * byte, while it runs or after. With ?stream=1 both answer with the
+ * output as it comes instead (session_stream.c). A client that goes away
+ * stops nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "clock.h"
 #include "session_api.h"
+#include "session_stream.h"
 #include "sessions.h"
 
 #define READ_MAX (1u << 20) /* bytes of each stream per response */
@@ -263,11 +265,26 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		    cl, id, body, o->cfg->http.max_wait_s * 1000u + 1000, &n);
 		if (r < 0)
 			return fail(c, r, cl->err);
+		if (al_sess_stream_wanted(c))
+			return al_sess_stream(o, c, id, n, 0, 0, 201);
 		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
 	case AL_ROUTE_SESS_OUTPUT:
 		snprintf(sid, sizeof(sid), "%s", id);
 		*strchr(sid, '/') = '\0';
 		n = strtoull(strchr(id, '/') + 1, NULL, 10);
+		if (al_sess_stream_wanted(c)) {
+			char *rec = NULL;
+
+			/* a missing exec is a 404 here, not a broken stream */
+			r = al_sess_exec_get(cl, sid, n, &rec);
+			free(rec);
+			if (r < 0)
+				return fail(c, r, cl->err);
+			return al_sess_stream(
+			    o, c, sid, n,
+			    query_u64(c, "offset", UINT64_MAX / 2),
+			    query_u64(c, "err_offset", UINT64_MAX / 2), 200);
+		}
 		return exec_view(
 		    c, cl, sid, n, query_u64(c, "offset", UINT64_MAX / 2),
 		    query_u64(c, "err_offset", UINT64_MAX / 2), wait_s, 200);
