@@ -42,14 +42,14 @@
 #define LIVE_MS	     1000u	 /* re-check the session this often */
 
 struct sstream {
-	struct alq_client cl;		/* Redis, this stream's own */
-	char id[AL_SESS_ID_MAX + 1];	/* the session */
-	uint64_t n;			/* the exec */
-	uint64_t off[2];		/* next stdout, stderr offsets */
-	char *buf;			/* lines not yet sent */
-	size_t len, sent, cap;		/* in buf: filled, sent, allocated */
-	bool ended;			/* the last line is in buf */
-	uint64_t last_line, last_live;	/* al_now_ms() of each */
+	struct alq_client cl;	       /* Redis, this stream's own */
+	char id[AL_SESS_ID_MAX + 1];   /* the session */
+	uint64_t n;		       /* the exec */
+	uint64_t off[2];	       /* next stdout, stderr offsets */
+	char *buf;		       /* lines not yet sent */
+	size_t len, sent, cap;	       /* in buf: filled, sent, allocated */
+	bool ended;		       /* the last line is in buf */
+	uint64_t last_line, last_live; /* al_now_ms() of each */
 };
 
 static void nap(void)
@@ -91,9 +91,8 @@ static int put_line(struct sstream *s, json_t *j)
 static void end_with_error(struct sstream *s, const char *msg)
 {
 	put_line(s, json_pack("{s:s,s:I,s:I,s:I}", "error", msg, "exec",
-			      (json_int_t)s->n, "offset",
-			      (json_int_t)s->off[0], "err_offset",
-			      (json_int_t)s->off[1]));
+			      (json_int_t)s->n, "offset", (json_int_t)s->off[0],
+			      "err_offset", (json_int_t)s->off[1]));
 	s->ended = true;
 }
 
@@ -136,9 +135,9 @@ static int round_once(struct sstream *s)
 	}
 	x = json_loads(text, 0, NULL);
 	free(text);
-	done = x && !strcmp(json_string_value(json_object_get(x, "state"))
-				?: "",
-			    "done");
+	done =
+	    x && !strcmp(json_string_value(json_object_get(x, "state")) ?: "",
+			 "done");
 	for (int fd = 1; fd <= 2; fd++) {
 		r = read_stream(s, fd);
 		if (r < 0) {
@@ -150,7 +149,8 @@ static int round_once(struct sstream *s)
 		got |= r;
 	}
 	if (done && !got) {
-		json_object_set_new(x, "offset", json_integer((json_int_t)s->off[0]));
+		json_object_set_new(x, "offset",
+				    json_integer((json_int_t)s->off[0]));
 		json_object_set_new(x, "err_offset",
 				    json_integer((json_int_t)s->off[1]));
 		if (put_line(s, x) < 0)
