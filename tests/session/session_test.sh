@@ -265,7 +265,7 @@ case_stream() {
   id=$(S create -t python --ttl 120 -q)
   # curl -N: each line stamped as it arrives; output before the end
   curl -sN -H 'Content-Type: application/json' -X POST \
-    -d '{"sh":"for i in $(seq 1 10); do echo $i; sleep 0.3; done"}' \
+    -d '{"sh":"for i in $(seq 1 10); do echo $i; sleep 0.3; done","timeout_ms":60000}' \
     "$api/sessions/$id/exec?stream=1" |
     while IFS= read -r l; do printf '%s %s\n' "$(date +%s%3N)" "$l"; done > "$tmp/st" ||
     fail "stream: curl failed: $(cat "$tmp/st")"
@@ -287,7 +287,7 @@ case_stream() {
   # a client dropped mid-stream; a new one goes on from the offset it
   # got to: every line exactly once, the exec not killed
   curl -sN --max-time 1.5 -H 'Content-Type: application/json' -X POST \
-    -d '{"sh":"for i in $(seq 1 20); do echo $i; sleep 0.2; done"}' \
+    -d '{"sh":"for i in $(seq 1 20); do echo $i; sleep 0.2; done","timeout_ms":60000}' \
     "$api/sessions/$id/exec?stream=1" > "$tmp/cut.nd" || true
   n=$($nd "$tmp/cut.nd" exec)
   nx=$($nd "$tmp/cut.nd" next)
