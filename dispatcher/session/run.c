@@ -13,7 +13,7 @@
  * P:ID:sig, read first between requests and, while an exec runs, every
  * 100 ms from inside the exec (exec_tick, called by the agent client as
  * it reads the guest). A signal for the running exec goes to the guest
- * (proto v4 `signal`) and is noted on the exec's record (`signals`,
+ * (proto v4 `signal`) and is noted on the exec's record (`signals_sent`,
  * `cancelled`); one for an exec that ended, or that never was, is
  * refused with the reason. The same tick reads the host's socket, so a
  * delete (STOP) kills the running exec at once and an extend moves the
@@ -285,8 +285,9 @@ static int sig_request(struct sess *s, json_t *req, uint32_t *sig,
 	uint64_t x = json_is_integer(n) ? (uint64_t)json_integer_value(n) : 0;
 
 	if (!no) {
-		reply_error(s, rid, "signal: not one of TERM KILL INT HUP QUIT "
-				    "USR1 USR2");
+		reply_error(s, rid,
+			    "signal: not one of TERM KILL INT HUP QUIT USR1 "
+			    "USR2");
 		return 0;
 	}
 	if (!x || x > s->execs) {
@@ -302,8 +303,9 @@ static int sig_request(struct sess *s, json_t *req, uint32_t *sig,
 		return 0;
 	}
 	if (s->can_signal <= 0) {
-		reply_error(s, rid, "the session's guest agent predates "
-				    "signals (protocol v4): rebuild its image");
+		reply_error(s, rid,
+			    "the session's guest agent predates signals "
+			    "(protocol v4): rebuild its image");
 		return 0;
 	}
 	*sig = (uint32_t)no;
@@ -314,9 +316,12 @@ static int sig_request(struct sess *s, json_t *req, uint32_t *sig,
 			     : (uint32_t)json_integer_value(g);
 	sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
 		 (unsigned long long)x);
-	if (strlen(s->sigs) + 6 < sizeof(s->sigs))
-		snprintf(s->sigs + strlen(s->sigs), sizeof(s->sigs) - strlen(s->sigs),
-			 "%s%s", s->sigs[0] ? " " : "", al_step_signal_name(no));
+	if (strlen(s->sigs) + 6 < sizeof(s->sigs)) {
+		size_t at = strlen(s->sigs);
+
+		snprintf(s->sigs + at, sizeof(s->sigs) - at, "%s%s",
+			 at ? " " : "", al_step_signal_name(no));
+	}
 	cmd(s, "HSET %s signals_sent %s", xk, s->sigs);
 	if (is_cancel(no))
 		cmd(s, "HSET %s cancelled 1", xk);
