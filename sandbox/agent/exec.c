@@ -744,13 +744,17 @@ static void signal_step(struct run *rn, int sig)
 	fclose(f);
 }
 
-/* The control channel is readable: act on a complete `signal`. */
-static void ctl_read(struct run *rn)
+/* The control channel is readable: act on a complete `signal`. A hangup
+ * with nothing to read (a virtio-serial port with no host keeps saying
+ * POLLHUP) takes it out of the poll set for the rest of the step. */
+static void ctl_read(struct run *rn, short revents)
 {
 	uint32_t sig = 0, grace = 0;
-	int r = rn->ctl->read(rn->ctl->opaque, &sig, &grace);
+	int r = revents & POLLIN
+		    ? rn->ctl->read(rn->ctl->opaque, &sig, &grace)
+		    : -EPIPE;
 
-	if (r < 0) {
+	if (r < 0 || (r == 0 && (revents & POLLHUP))) {
 		rn->ctl_fd = -1; /* host gone: the step runs on */
 		return;
 	}
@@ -794,10 +798,8 @@ static int pump(struct run *rn)
 			kill_for(rn, AL_TO);
 		if (r <= 0)
 			continue;
-		if (p[4].revents & (POLLERR | POLLNVAL))
-			rn->ctl_fd = -1;
-		else if (p[4].revents)
-			ctl_read(rn);
+		if (p[4].revents)
+			ctl_read(rn, p[4].revents);
 		if (p[1].revents)
 			feed_stdin(rn);
 		for (int i = 0; i < 2; i++)

@@ -733,6 +733,64 @@ static void test_signal_old_agent(void **state)
 	assert_int_equal(sb__agent_client_ping(&f->c, CALL_MS), 0);
 }
 
+/* utime + stime of process pid, in clock ticks. */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	/* after ") ": state is field 3; utime, stime are 14, 15 */
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
+				       "%*u %*u %ld %ld",
+				&ut, &st),
+			 2);
+	return ut + st;
+}
+
+static int shut_tick(void *opaque, uint32_t *sig, uint32_t *grace_ms)
+{
+	int *fd = opaque;
+
+	(void)sig, (void)grace_ms;
+	if (*fd >= 0)
+		shutdown(*fd, SHUT_WR);
+	*fd = -1;
+	return 0;
+}
+
+/* The host stops writing while a step runs: the agent takes the request
+ * channel out of its poll (no spinning on the hangup), the step ends as
+ * it would have, and its exit still arrives. */
+static void test_signal_host_gone(void **state)
+{
+	struct fx *f = *state;
+	struct al_step s = {.sh = "sleep 1; echo done", .timeout_ms = 20000};
+	struct al_step_result res;
+	int fd = f->fd;
+	long t0;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	t0 = cpu_ticks(f->agent);
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
+						       NULL, shut_tick, &fd,
+						       CALL_MS, &res),
+			 0);
+	assert_int_equal(res.status, AL_OK);
+	blob_is(&res.stdout_, "done\n");
+	/* a busy poll loop would have burnt most of the second */
+	assert_true(cpu_ticks(f->agent) - t0 < sysconf(_SC_CLK_TCK) / 4);
+	al_step_result_release(&res);
+}
+
 static void test_identity(void **state)
 {
 	struct fx *f = *state;
@@ -1137,6 +1195,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_signal_grace_kill, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_signal_old_agent, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_signal_host_gone, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_setup_reseed, setup, teardown),
