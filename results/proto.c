@@ -8,6 +8,8 @@
  * against its own cap before it is copied out of the zone.
  */
 #include <errno.h>
+#include <signal.h>
+#include <strings.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +112,12 @@ static const struct field zygote_fields[] = {
     {"warm", F_BOOL, OFF(zygote.warm), 0, 0, 1, false},
 };
 
+static const struct field signal_fields[] = {
+    {"sig", F_U32, OFF(signal.sig), 0, 1, 64, true},
+    {"grace_ms", F_U32, OFF(signal.grace_ms), 0, 0, AL_SIGNAL_GRACE_MAX,
+     false},
+};
+
 static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_HELLO] = {"hello", FIELDS(hello_fields)},
     [AL_MSG_RESEED] = {"reseed", FIELDS(reseed_fields)},
@@ -127,7 +135,41 @@ static const struct msg_desc msgs[AL_MSG_TYPE_COUNT] = {
     [AL_MSG_CHALLENGE] = {"challenge", FIELDS(challenge_fields)},
     [AL_MSG_AUTH] = {"auth", FIELDS(auth_fields)},
     [AL_MSG_ZYGOTE] = {"zygote", FIELDS(zygote_fields)},
+    [AL_MSG_SIGNAL] = {"signal", FIELDS(signal_fields)},
 };
+
+static const struct {
+	const char *name;
+	int sig;
+} signals[] = {
+    {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"INT", SIGINT},   {"HUP", SIGHUP},
+    {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+};
+
+int al_step_signal_number(const char *name)
+{
+	if (!name)
+		return 0;
+	if (!strncasecmp(name, "SIG", 3))
+		name += 3;
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+		if (!strcasecmp(name, signals[i].name))
+			return signals[i].sig;
+	return 0;
+}
+
+const char *al_step_signal_name(int sig)
+{
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+		if (sig == signals[i].sig)
+			return signals[i].name;
+	return NULL;
+}
+
+bool al_step_signal_ok(int sig)
+{
+	return al_step_signal_name(sig) != NULL;
+}
 
 
 const char *al_msg_type_name(enum al_msg_type t)

@@ -14,6 +14,7 @@
  *                                            exit {result}
  *   get_files {paths: [..], max_bytes}       files {files, missing: [..]}
  *   ping                                     pong
+ *   signal {sig, grace_ms} (during run_step) (none)
  *   (any, on failure)                        error {msg}
  *
  * Versions. `v` in hello is AL_PROTO_VERSION; a field added later is
@@ -34,6 +35,19 @@
  *       own are translated before the job (docs/zygote.md, "Warm-up");
  *       `ok`, or `error` from an agent without it (the clone then serves
  *       as before, cold).
+ *   v4  `signal {sig, grace_ms}`, sent by the host WHILE a run_step runs
+ *       (the only request that is): the agent sends signal `sig` (one of
+ *       al_signal_names) to every process of the step (its cgroup, else
+ *       its process group) and, when grace_ms > 0 and the step's main
+ *       process is still alive that long after, SIGKILLs the step. There
+ *       is no reply: the step's `exit` is still the one reply to
+ *       run_step, and a `signal` that arrives when no step runs is
+ *       dropped unanswered (it raced the step's end). An agent older than
+ *       v4 would read it only after the step and answer `error`, which
+ *       the host would take as the reply to its next request: the host
+ *       sends `signal` only to an agent whose hello said v >= 4
+ *       (AL_PROTO_SIGNAL_V). (v3 was documented for zygote warm-ups while
+ *       agents still said 2: the host never relied on it.)
  *
  * Authentication (vsock only; see docs/vsock-auth.md). On a new vsock
  * connection the agent speaks first and nothing else is served until the
@@ -78,7 +92,9 @@
 #define AL_CHECK_PY  AL_CHECK_DIR "/check.py"
 #define AL_CHECK_MOD AL_CHECK_DIR "/_airlock_check.py" /* what it imports */
 
-#define AL_PROTO_VERSION    2u		/* `v` in hello; see "Versions" */
+#define AL_PROTO_VERSION    4u		/* `v` in hello; see "Versions" */
+#define AL_PROTO_SIGNAL_V   4u		/* first `v` that takes `signal` */
+#define AL_SIGNAL_GRACE_MAX 60000u	/* grace_ms of `signal`, at most */
 #define AL_FRAME_HDR	    4u		/* bytes of the length prefix */
 #define AL_FRAME_MAX	    (40u << 20) /* largest frame body either side sends */
 #define AL_PROTO_STR_MAX    256u	/* agent, kernel in hello */
@@ -111,6 +127,7 @@ enum al_msg_type {
 	AL_MSG_CHALLENGE, /* agent, unasked, on a vsock connection */
 	AL_MSG_AUTH,	  /* request: the answer to challenge */
 	AL_MSG_ZYGOTE,	  /* request: start the zygote (docs/zygote.md) */
+	AL_MSG_SIGNAL,	  /* v4, during run_step only: signal the step */
 	AL_MSG_TYPE_COUNT
 };
 
@@ -186,6 +203,11 @@ struct al_msg_zygote {
 	bool warm;     /* instead: warm the waiting one up (a warm clone's) */
 };
 
+struct al_msg_signal {
+	uint32_t sig;	   /* signal number, al_step_signal_ok() */
+	uint32_t grace_ms; /* then SIGKILL the step after this; 0 = never */
+};
+
 struct al_msg {
 	enum al_msg_type type; /* which member of u is used */
 	union {
@@ -202,8 +224,20 @@ struct al_msg {
 		struct al_msg_challenge challenge;
 		struct al_msg_auth auth;
 		struct al_msg_zygote zygote;
+		struct al_msg_signal signal;
 	} u;
 };
+
+/* The signals a step may be sent (`signal`): TERM, KILL, INT, HUP, QUIT,
+ * USR1, USR2. al_step_signal_number() gives the number of such a name
+ * ("SIG" prefix and lower case accepted), 0 when it is not one of them;
+ * al_step_signal_ok() says whether a number is, al_step_signal_name()
+ * its name ("TERM"; NULL when it is not one). Nothing else passes: no
+ * STOP (a stopped step would hold the session until its timeout), no
+ * real-time signals. (al_signal_name, results.h, names any number.) */
+int al_step_signal_number(const char *name);
+bool al_step_signal_ok(int sig);
+const char *al_step_signal_name(int sig);
 
 /* "hello", "run_step", ...; NULL for an unknown type. */
 const char *al_msg_type_name(enum al_msg_type t);

@@ -119,7 +119,34 @@ struct sink {
 	uint64_t cap;	    /* bytes passed on per stream */
 	uint64_t seen[2];   /* bytes received per stream (stdout, stderr) */
 	uint64_t total;	    /* bytes received in all */
+	al_agent_tick_fn tick;	   /* while it runs, may be NULL */
+	void *tick_opaque;	   /* its argument */
+	struct al_deadline next;   /* when tick is due */
 };
+
+/* The step's tick is due: ask it, and send the signal it wants (only to
+ * an agent that takes `signal`, proto.h v4). 0 or a send's -errno. */
+static int sink_tick(struct sb__agent_client *c, struct sink *s,
+		     struct al_deadline d)
+{
+	struct al_msg m = {.type = AL_MSG_SIGNAL};
+	uint32_t sig = 0, grace = 0;
+	char *buf = NULL;
+	size_t len;
+	int r;
+
+	s->next = al_deadline_in(AL_AGENT_TICK_MS);
+	if (s->tick(s->tick_opaque, &sig, &grace) <= 0 ||
+	    c->v < AL_PROTO_SIGNAL_V)
+		return 0;
+	m.u.signal.sig = sig;
+	m.u.signal.grace_ms = grace;
+	if (al_msg_encode(&m, &buf, &len) < 0)
+		return 0; /* a bad signal number: nothing sent */
+	r = send_all(c, buf, len, d);
+	free(buf);
+	return r;
+}
 
 /* Count a chunk; pass on what fits under the stream's cap. */
 static int sink_take(struct sink *s, const struct al_msg_out *o)
@@ -157,14 +184,24 @@ static int call(struct sb__agent_client *c, const struct al_msg *req,
 		return r; /* nothing sent: still usable */
 	r = send_all(c, buf, len, d);
 	free(buf);
+	if (sink && sink->tick)
+		sink->next = al_deadline_in(AL_AGENT_TICK_MS);
 	while (r == 0) {
-		r = recv_msg(c, d, &m);
+		bool ticks = sink && sink->tick;
+
+		r = recv_msg(c, ticks ? al_deadline_min(d, sink->next) : d, &m);
+		if (r == -ETIMEDOUT && ticks && !al_deadline_passed(d)) {
+			r = sink_tick(c, sink, d);
+			continue;
+		}
 		if (r < 0 || m.type != AL_MSG_OUT || !sink)
 			break;
 		r = sink_take(sink, &m.u.out);
 		if (r < 0)
 			break;
 		al_msg_release(&m);
+		if (ticks && al_deadline_passed(sink->next))
+			r = sink_tick(c, sink, d);
 	}
 	if (r == 0 && m.type == want) {
 		*ret = m;
@@ -209,6 +246,7 @@ int sb__agent_client_hello(struct sb__agent_client *c, int timeout_ms,
 		c->broken = true;
 		return -EPROTO;
 	}
+	c->v = rep.u.hello.v;
 	*ret = rep.u.hello;
 	return 0;
 }
@@ -316,11 +354,16 @@ static void enforce_output(struct al_step_result *r, const struct sink *s)
 
 static int run_step(struct sb__agent_client *c, const struct al_step *step,
 		    const struct al_limits *limits, bool warmup,
-		    al_agent_out_fn out, void *opaque, int timeout_ms,
+		    al_agent_out_fn out, void *opaque, al_agent_tick_fn tick,
+		    void *tick_opaque, int timeout_ms,
 		    struct al_step_result *ret)
 {
 	struct al_msg req = {.type = AL_MSG_RUN_STEP}, rep;
-	struct sink sink = {.fn = out, .opaque = opaque, .cap = AL_OUTPUT_MAX};
+	struct sink sink = {.fn = out,
+			    .opaque = opaque,
+			    .cap = AL_OUTPUT_MAX,
+			    .tick = tick,
+			    .tick_opaque = tick_opaque};
 	int r;
 
 	req.u.run_step.step = *step;
@@ -345,7 +388,19 @@ int sb__agent_client_run_step(struct sb__agent_client *c,
 			      al_agent_out_fn out, void *opaque, int timeout_ms,
 			      struct al_step_result *ret)
 {
-	return run_step(c, step, limits, false, out, opaque, timeout_ms, ret);
+	return run_step(c, step, limits, false, out, opaque, NULL, NULL,
+			timeout_ms, ret);
+}
+
+int sb__agent_client_run_step_ctl(struct sb__agent_client *c,
+				  const struct al_step *step,
+				  const struct al_limits *limits,
+				  al_agent_out_fn out, void *opaque,
+				  al_agent_tick_fn tick, void *tick_opaque,
+				  int timeout_ms, struct al_step_result *ret)
+{
+	return run_step(c, step, limits, false, out, opaque, tick, tick_opaque,
+			timeout_ms, ret);
 }
 
 int sb__agent_client_run_warmup(struct sb__agent_client *c,
@@ -353,7 +408,8 @@ int sb__agent_client_run_warmup(struct sb__agent_client *c,
 				const struct al_limits *limits, int timeout_ms,
 				struct al_step_result *ret)
 {
-	return run_step(c, step, limits, true, NULL, NULL, timeout_ms, ret);
+	return run_step(c, step, limits, true, NULL, NULL, NULL, NULL,
+			timeout_ms, ret);
 }
 
 /* Was `path` asked for (paths[0..n)) and not yet kept (kept[0..k))? */

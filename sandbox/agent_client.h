@@ -39,6 +39,7 @@ struct sb__agent_client {
 	int fd;			   /* connected stream to the agent */
 	bool broken;		   /* stream state unknown: stop using it */
 	struct al_frame_reader rd; /* reply being read */
+	uint32_t v;		   /* the agent's hello `v`, 0 = not asked */
 	char error[AL_AGENT_CLIENT_ERROR_MAX +
 		   1]; /* last guest error, escaped */
 };
@@ -80,6 +81,22 @@ int sb__agent_client_run_step(struct sb__agent_client *c,
 			      const struct al_limits *limits,
 			      al_agent_out_fn out, void *opaque, int timeout_ms,
 			      struct al_step_result *ret);
+/* While a step runs (sb__agent_client_run_step_ctl): called at least
+ * every AL_AGENT_TICK_MS; returns 1 with a signal to send the step in
+ * *sig / *grace_ms (proto v4 `signal`), or 0. */
+#define AL_AGENT_TICK_MS 100
+typedef int (*al_agent_tick_fn)(void *opaque, uint32_t *sig,
+				uint32_t *grace_ms);
+/* run_step with `tick` (may be NULL). A signal is sent only when the
+ * agent said v >= AL_PROTO_SIGNAL_V in hello (sb__agent_client_hello sets
+ * c->v); for an older agent (or one never asked) it is dropped and the
+ * step runs on: callers check c->v first and say so. */
+int sb__agent_client_run_step_ctl(struct sb__agent_client *c,
+				  const struct al_step *step,
+				  const struct al_limits *limits,
+				  al_agent_out_fn out, void *opaque,
+				  al_agent_tick_fn tick, void *tick_opaque,
+				  int timeout_ms, struct al_step_result *ret);
 /* Bring files back; *ret holds files and missing paths (free with
  * sb__agent_client_files_release). Returns the count of files dropped
  * from the reply because they were not in `paths` (or came twice), or

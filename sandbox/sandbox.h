@@ -253,6 +253,21 @@ typedef void (*sb_out_fn)(void *opaque, int fd, const uint8_t *data,
 int sb_vm_run_step_out(struct sb_vm *vm, const struct al_step *step,
 		       const struct al_limits *limits, uint32_t timeout_ms,
 		       sb_out_fn out, void *opaque, struct al_step_result *ret);
+/* The same, with `tick` called at least every AL_AGENT_TICK_MS (100 ms)
+ * while the step runs; when it returns 1, the signal it put in *sig
+ * (al_step_signal_ok, proto.h) goes to every process of the step, then
+ * SIGKILL after *grace_ms if the step still runs (0: no kill). Needs
+ * sb_vm_can_signal(), else the signal is dropped. */
+typedef int (*sb_tick_fn)(void *opaque, uint32_t *sig, uint32_t *grace_ms);
+int sb_vm_run_step_ctl(struct sb_vm *vm, const struct al_step *step,
+		       const struct al_limits *limits, uint32_t timeout_ms,
+		       sb_out_fn out, void *opaque, sb_tick_fn tick,
+		       void *tick_opaque, struct al_step_result *ret);
+/* Does the VM's agent take signals while a step runs (its hello said
+ * v >= 4, proto.h)? Asked once, with a round trip, for a clone, which had
+ * no hello of its own; false also when it could not be asked (the VM
+ * failed: sb_vm_error). Never while a step runs. */
+bool sb_vm_can_signal(struct sb_vm *vm);
 /* Bring `paths` back, at most max_bytes of contents. Returns the count of
  * files the guest sent that were not asked for (dropped), or -EMSGSIZE
  * when it sent more than max_bytes (*ret then holds nothing). */

@@ -728,6 +728,32 @@ int sb_vm_run_step_out(struct sb_vm *vm, const struct al_step *step,
 		       const struct al_limits *limits, uint32_t timeout_ms,
 		       sb_out_fn out, void *opaque, struct al_step_result *ret)
 {
+	return sb_vm_run_step_ctl(vm, step, limits, timeout_ms, out, opaque,
+				  NULL, NULL, ret);
+}
+
+bool sb_vm_can_signal(struct sb_vm *vm)
+{
+	struct al_msg_hello h = {0};
+	int r;
+
+	if (!vm->agent.v) {
+		r = sb__agent_client_hello(&vm->agent,
+					   vm_call_timeout(vm, 10000), &h);
+		if (r < 0) {
+			sb__vm_fail(vm, r, "agent hello");
+			return false;
+		}
+		sb__agent_client_hello_release(&h);
+	}
+	return vm->agent.v >= AL_PROTO_SIGNAL_V;
+}
+
+int sb_vm_run_step_ctl(struct sb_vm *vm, const struct al_step *step,
+		       const struct al_limits *limits, uint32_t timeout_ms,
+		       sb_out_fn out, void *opaque, sb_tick_fn tick,
+		       void *tick_opaque, struct al_step_result *ret)
+{
 	struct al_step s = *step; /* shallow: only the timeout differs */
 	int r;
 
@@ -735,8 +761,8 @@ int sb_vm_run_step_out(struct sb_vm *vm, const struct al_step *step,
 	 * to the job's wall time left), not the one the job gave the step */
 	if (timeout_ms)
 		s.timeout_ms = timeout_ms;
-	r = sb__agent_client_run_step(
-	    &vm->agent, &s, limits, out, opaque,
+	r = sb__agent_client_run_step_ctl(
+	    &vm->agent, &s, limits, out, opaque, tick, tick_opaque,
 	    vm_call_timeout(vm, (uint64_t)s.timeout_ms + STEP_MARGIN_MS), ret);
 	if (r < 0)
 		sb__vm_fail(vm, r, "run step");

@@ -44,6 +44,20 @@ int al_wsess_exec(struct al_wsess *s, const struct al_step *step,
 		  uint32_t timeout_ms, uint32_t stream_cap, sb_out_fn out,
 		  void *opaque, struct al_step_result *ret)
 {
+	return al_wsess_exec_tick(s, step, timeout_ms, stream_cap, out, NULL,
+				  opaque, ret);
+}
+
+bool al_wsess_can_signal(struct al_wsess *s)
+{
+	return s->vm && sb_vm_can_signal(s->vm);
+}
+
+int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
+		       uint32_t timeout_ms, uint32_t stream_cap, sb_out_fn out,
+		       sb_tick_fn tick, void *opaque,
+		       struct al_step_result *ret)
+{
 	struct al_limits lim = s->lim;
 	uint32_t t = timeout_ms ? timeout_ms : step->timeout_ms;
 
@@ -55,7 +69,8 @@ int al_wsess_exec(struct al_wsess *s, const struct al_step *step,
 		t = s->step_timeout_max_ms;
 	lim.output_bytes = stream_cap;
 	memset(ret, 0, sizeof(*ret));
-	return sb_vm_run_step_out(s->vm, step, &lim, t, out, opaque, ret);
+	return sb_vm_run_step_ctl(s->vm, step, &lim, t, out, opaque, tick,
+				  opaque, ret);
 }
 
 bool al_wsess_alive(struct al_wsess *s)

@@ -48,6 +48,16 @@ void al_wsess_set_ttl(struct al_wsess *s, uint64_t ttl_ms);
 int al_wsess_exec(struct al_wsess *s, const struct al_step *step,
 		  uint32_t timeout_ms, uint32_t stream_cap, sb_out_fn out,
 		  void *opaque, struct al_step_result *ret);
+/* al_wsess_exec with `tick` called at least every 100 ms while the exec
+ * runs (sandbox.h, sb_vm_run_step_ctl): a signal it returns goes to the
+ * exec's processes. */
+int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
+		       uint32_t timeout_ms, uint32_t stream_cap, sb_out_fn out,
+		       sb_tick_fn tick, void *opaque,
+		       struct al_step_result *ret);
+/* Does its agent take signals while an exec runs? (A round trip the
+ * first time; never while an exec runs.) */
+bool al_wsess_can_signal(struct al_wsess *s);
 /* Is the VMM still alive? */
 bool al_wsess_alive(struct al_wsess *s);
 void al_wsess_close(struct al_wsess *s);

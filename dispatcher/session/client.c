@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "sess_internal.h"
+#include "proto.h"
 #include "sessions.h"
 
 #define SLICE_S	   "1"
@@ -525,6 +526,62 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		    (uint64_t)json_integer_value(json_object_get(rep, "exec"));
 	json_decref(rep);
 	return x;
+}
+
+int al_sess_exec_signal(struct alq_client *c, const char *id, uint64_t n,
+			const char *signal, int64_t grace_ms, char **ret)
+{
+	const char *sig = signal ? signal : "TERM", *state, *st;
+	json_t *x, *rec, *req, *rep;
+	char rid[32], k[SESS_KEY_MAX];
+	int r;
+
+	if (!al_step_signal_number(sig))
+		return sess_fail(c, -EINVAL,
+				 "%s: not a signal a session takes (TERM KILL "
+				 "INT HUP QUIT USR1 USR2)",
+				 sig);
+	if (grace_ms > (int64_t)AL_SIGNAL_GRACE_MAX)
+		return sess_fail(c, -ERANGE, "grace_ms: at most %u",
+				 AL_SIGNAL_GRACE_MAX);
+	r = live(c, id, &rec);
+	if (r < 0)
+		return r;
+	json_decref(rec);
+	r = sess_exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
+	if (r == -ENOENT)
+		return sess_fail(c, r, "%s: no exec %llu", id,
+				 (unsigned long long)n);
+	if (r < 0)
+		return r;
+	state = json_string_value(json_object_get(x, "state"));
+	st = json_string_value(json_object_get(x, "status"));
+	if (state && !strcmp(state, "done")) {
+		r = sess_fail(c, -EALREADY, "%s: exec %llu has already ended (%s)",
+			      id, (unsigned long long)n, st ? st : "?");
+		json_decref(x);
+		return r;
+	}
+	json_decref(x);
+	if ((r = sess_new_id(rid, sizeof(rid), 'r')) < 0)
+		return r;
+	req = json_pack("{s:s,s:s,s:I,s:s}", "op", "signal", "rid", rid,
+			"exec", (json_int_t)n, "signal", sig);
+	if (req && grace_ms >= 0)
+		json_object_set_new(req, "grace_ms", json_integer(grace_ms));
+	sess_key(k, sizeof(k), c->queue, "%s:sig", id);
+	r = push(c, k, req);
+	if (r == 0)
+		r = await(c, rid, id, 10000, &rep);
+	if (r < 0)
+		return r;
+	if ((r = refused(c, rep)) < 0) {
+		if (strstr(c->err, "already ended"))
+			r = -EALREADY;
+		json_decref(rep);
+		return r;
+	}
+	return dump(rep, ret);
 }
 
 int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,

@@ -9,6 +9,17 @@
  * execs of one session never run concurrently; a second exec waits in the
  * list until the first ends (docs/sessions.md says so and tests it).
  *
+ * Signals (cancel) do not wait: they come on a list of their own,
+ * P:ID:sig, read first between requests and, while an exec runs, every
+ * 100 ms from inside the exec (exec_tick, called by the agent client as
+ * it reads the guest). A signal for the running exec goes to the guest
+ * (proto v4 `signal`) and is noted on the exec's record (`signals_sent`,
+ * `cancelled`); one for an exec that ended, or that never was, is
+ * refused with the reason. The same tick reads the host's socket, so a
+ * delete (STOP) kills the running exec at once and an extend moves the
+ * TTL while an exec runs. Execs (and the file transfers, which are
+ * execs) queue on P:ID:req behind the running one.
+ *
  * Clocks: the TTL and idle deadlines are monotonic here and are checked
  * between requests; an exec's timeout is cut to the TTL left, so a
  * `sleep 100` in a session with 5 s left is ended by the guest at 5 s and
@@ -30,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +49,7 @@
 #include <unistd.h>
 
 #include "sess_internal.h"
+#include "proto.h"
 #include "log.h"
 #include "sessions.h"
 
@@ -67,7 +80,11 @@ struct sess {
 	const char *reason;   /* why it ended, NULL = alive */
 	uint64_t ended_at;    /* al_wall_ms() when it was decided */
 	char error[256];      /* with `failed` */
+	int can_signal;	      /* agent takes signals: 1, 0 no, -1 unasked */
 	/* the exec running */
+	uint64_t running;	    /* its number, 0 = none */
+	bool killed;		    /* STOP during it: SIGKILL sent */
+	char sigs[64];		    /* signals sent to it, space-separated */
 	char okey[2][SESS_KEY_MAX]; /* its stream keys */
 	uint64_t stored[2];	    /* bytes APPENDed */
 	struct ring tail[2];	    /* last output_bytes */
@@ -241,6 +258,118 @@ static void exec_done(struct sess *s, const char *xk,
 	free(b2);
 }
 
+static void host_msgs(struct sess *s);
+
+/* Default grace before SIGKILL: a cancel (TERM, INT, HUP, QUIT) gets one;
+ * USR1/USR2 are deliveries, not cancels, and get none unless asked. */
+#define CANCEL_GRACE_MS 2000u
+
+static bool is_cancel(int sig)
+{
+	return sig == SIGTERM || sig == SIGKILL || sig == SIGINT ||
+	       sig == SIGHUP || sig == SIGQUIT;
+}
+
+/* A signal request {rid, exec, signal, grace_ms?}: 1 with *sig, *grace
+ * when it is for the exec running (the reply and the record are written
+ * here), else 0 (refused with the reason). */
+static int sig_request(struct sess *s, json_t *req, uint32_t *sig,
+		       uint32_t *grace)
+{
+	const char *rid = json_string_value(json_object_get(req, "rid"));
+	json_t *n = json_object_get(req, "exec"),
+	       *g = json_object_get(req, "grace_ms");
+	int no = al_step_signal_number(
+	    json_string_value(json_object_get(req, "signal")));
+	char xk[SESS_KEY_MAX], msg[160];
+	uint64_t x = json_is_integer(n) ? (uint64_t)json_integer_value(n) : 0;
+
+	if (!no) {
+		reply_error(s, rid,
+			    "signal: not one of TERM KILL INT HUP QUIT USR1 "
+			    "USR2");
+		return 0;
+	}
+	if (!x || x > s->execs) {
+		snprintf(msg, sizeof(msg), "no exec %llu in this session",
+			 (unsigned long long)x);
+		reply_error(s, rid, msg);
+		return 0;
+	}
+	if (x != s->running) {
+		snprintf(msg, sizeof(msg), "exec %llu has already ended",
+			 (unsigned long long)x);
+		reply_error(s, rid, msg);
+		return 0;
+	}
+	if (s->can_signal <= 0) {
+		reply_error(s, rid,
+			    "the session's guest agent predates signals "
+			    "(protocol v4): rebuild its image");
+		return 0;
+	}
+	*sig = (uint32_t)no;
+	*grace = is_cancel(no) && no != SIGKILL ? CANCEL_GRACE_MS : 0;
+	if (json_is_integer(g) && json_integer_value(g) >= 0)
+		*grace = json_integer_value(g) > AL_SIGNAL_GRACE_MAX
+			     ? AL_SIGNAL_GRACE_MAX
+			     : (uint32_t)json_integer_value(g);
+	sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
+		 (unsigned long long)x);
+	if (strlen(s->sigs) + 6 < sizeof(s->sigs)) {
+		size_t at = strlen(s->sigs);
+
+		snprintf(s->sigs + at, sizeof(s->sigs) - at, "%s%s",
+			 at ? " " : "", al_step_signal_name(no));
+	}
+	cmd(s, "HSET %s signals_sent %s", xk, s->sigs);
+	if (is_cancel(no))
+		cmd(s, "HSET %s cancelled 1", xk);
+	reply_json(s, rid,
+		   json_pack("{s:I,s:s,s:b,s:I}", "exec", (json_int_t)x,
+			     "signal", al_step_signal_name(no), "cancelled",
+			     is_cancel(no), "grace_ms", (json_int_t)*grace));
+	al_info("session=%s exec=%llu signal=%s grace_ms=%u", s->id,
+		(unsigned long long)x, al_step_signal_name(no), *grace);
+	return 1;
+}
+
+/* While an exec runs (every AL_AGENT_TICK_MS): the host's messages (a
+ * delete kills the exec), then one pending signal request. */
+static int exec_tick(void *opaque, uint32_t *sig, uint32_t *grace)
+{
+	struct sess *s = opaque;
+	char k[SESS_KEY_MAX];
+	redisContext *c;
+	redisReply *r;
+	int ret = 0;
+
+	host_msgs(s);
+	if (s->reason && !s->killed && s->can_signal > 0) {
+		s->killed = true;
+		*sig = SIGKILL;
+		*grace = 0;
+		return 1;
+	}
+	c = s->cl.rc && !s->cl.rc->err ? s->cl.rc : NULL; /* no reconnect */
+	if (!c)
+		return 0;
+	sess_key(k, sizeof(k), s->o->queue, "%s:sig", s->id);
+	r = redisCommand(c, "LPOP %s", k);
+	if (r && r->type == REDIS_REPLY_STRING && r->len <= REQ_MAX) {
+		json_t *req = json_loadb(r->str, r->len, 0, NULL);
+
+		if (json_is_string(json_object_get(req, "rid")) &&
+		    strlen(json_string_value(json_object_get(req, "rid"))) <=
+			AL_SESS_ID_MAX)
+			ret = sig_request(s, req, sig, grace);
+		json_decref(req);
+	}
+	if (r)
+		freeReplyObject(r);
+	return ret;
+}
+
 static void run_exec(struct sess *s, const char *rid, json_t *body)
 {
 	struct al_step_result sr = {0};
@@ -282,9 +411,15 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		t = s->ws->step_timeout_max_ms;
 	if (left < t)
 		t = (uint32_t)left;
-	r = t ? al_wsess_exec(s->ws, &job.steps[0], t, s->o->output_max, on_out,
-			      s, &sr)
+	if (s->can_signal < 0)
+		s->can_signal = al_wsess_can_signal(s->ws);
+	s->running = s->execs;
+	s->killed = false;
+	s->sigs[0] = '\0';
+	r = t ? al_wsess_exec_tick(s->ws, &job.steps[0], t, s->o->output_max,
+				   on_out, exec_tick, s, &sr)
 	      : 0;
+	s->running = 0;
 	if (!t) {
 		sr.status = AL_TO;
 	} else if (r < 0) {
@@ -352,10 +487,16 @@ static void one_request(struct sess *s, const redisReply *r)
 		json_decref(req);
 		return;
 	}
-	if (!strcmp(json_string_value(op), "exec"))
+	if (!strcmp(json_string_value(op), "exec")) {
 		run_exec(s, json_string_value(rid),
 			 json_object_get(req, "body"));
-	else
+	} else if (!strcmp(json_string_value(op), "signal")) {
+		uint32_t sig, grace;
+
+		sig_request(s, req, &sig, &grace); /* none runs: refused */
+		json_decref(req);
+		return; /* a refused signal is no activity */
+	} else
 		reply_error(s, json_string_value(rid), "unknown request");
 	json_decref(req);
 	touch(s);
@@ -363,9 +504,10 @@ static void one_request(struct sess *s, const redisReply *r)
 
 static void serve(struct sess *s)
 {
-	char k[SESS_KEY_MAX];
+	char k[SESS_KEY_MAX], ks[SESS_KEY_MAX];
 
 	sess_key(k, sizeof(k), s->o->queue, "%s:req", s->id);
+	sess_key(ks, sizeof(ks), s->o->queue, "%s:sig", s->id);
 	while (!s->reason) {
 		uint64_t now = al_now_ms(), until = now + LOOP_MS;
 		redisContext *c;
@@ -396,7 +538,7 @@ static void serve(struct sess *s)
 			poll(NULL, 0, (int)(until - now));
 			continue;
 		}
-		r = redisCommand(c, "BLPOP %s %.3f", k,
+		r = redisCommand(c, "BLPOP %s %s %.3f", ks, k,
 				 (double)(until - now + 1) / 1000.0);
 		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 		    r->element[1]->type == REDIS_REPLY_STRING)
@@ -474,6 +616,8 @@ static void expire_all(struct sess *s)
 
 	sess_key(k, sizeof(k), s->o->queue, "%s:req", s->id);
 	cmd(s, "DEL %s", k);
+	sess_key(k, sizeof(k), s->o->queue, "%s:sig", s->id);
+	cmd(s, "DEL %s", k);
 	for (uint64_t n = 1; n <= s->execs; n++) {
 		sess_key(k, sizeof(k), s->o->queue, "%s:x:%llu", s->id,
 			 (unsigned long long)n);
@@ -541,7 +685,8 @@ void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
 void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	     uint32_t ttl_s, uint32_t idle_s, int fd, struct al_wsess *ws)
 {
-	struct sess s = {.o = o, .host = host, .fd = fd, .idle_s = idle_s};
+	struct sess s = {
+	    .o = o, .host = host, .fd = fd, .idle_s = idle_s, .can_signal = -1};
 	json_t *body = json_object_get(req, "body");
 	uint32_t cap = o->policy->defaults.output_bytes;
 	int code = 0;

@@ -15,6 +15,8 @@
  *   P:ID              hash: the session's record (state, reason, host,
  *                     created_at_ms, expires_at_ms, ttl_s, idle_s, ...)
  *   P:ID:req          list: exec requests, run in order by its process
+ *   P:ID:sig          list: signal requests, served at once (while an
+ *                     exec runs too)
  *   P:ID:x:N          hash: exec N's record (state, status, exit_code...)
  *   P:ID:x:N:1, :2    strings: exec N's stdout, stderr as produced, capped
  *   P:reply:RID       list: one reply to one request, short-lived
@@ -90,6 +92,14 @@ int al_sess_delete(struct alq_client *c, const char *id, char **ret);
  * cpu_ms); its number in *ret_n once the session took it. */
 int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		       uint32_t timeout_ms, uint64_t *ret_n);
+/* Send `signal` (TERM when NULL; TERM KILL INT HUP QUIT USR1 USR2) to
+ * running exec n's processes; grace_ms < 0: the default (2000 ms for a
+ * cancel, TERM INT HUP QUIT; none for USR1/2), else SIGKILL after it (0:
+ * never). 0 and {exec, signal, cancelled, grace_ms} in *ret once the
+ * session sent it; -EALREADY when the exec has ended, -ENOENT when the
+ * session has no exec n, -EINVAL for another signal (c->err says). */
+int al_sess_exec_signal(struct alq_client *c, const char *id, uint64_t n,
+			const char *signal, int64_t grace_ms, char **ret);
 /* Exec n's record (JSON: state running|done, status, exit_code, ...). */
 int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 		     char **ret);

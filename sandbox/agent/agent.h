@@ -136,11 +136,28 @@ int al_agent_serve(struct al_agent *a, int fd);
 typedef int (*al_exec_out_fn)(void *opaque, int fd, const void *data,
 			      size_t len);
 
+/* A step's control channel (proto v4 `signal`): while the step runs, `fd`
+ * is polled with its pipes; when it is readable, read() takes what is
+ * there and returns 1 with a signal to send in *sig / *grace_ms, 0 when
+ * nothing is complete yet, or -errno when the channel is gone (it is then
+ * polled no more during this step). */
+struct al_exec_ctl {
+	int fd; /* polled for POLLIN, -1 = none */
+	int (*read)(void *opaque, uint32_t *sig, uint32_t *grace_ms);
+	void *opaque; /* for read */
+};
+
 /* Run one step to completion. Always fills *ret (XX with a message in
  * stderr_ for our own failures) and returns 0, or -ENOMEM. */
 int al_exec_step(struct al_agent *a, const struct al_step *step,
 		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
 		 struct al_step_result *ret);
+/* The same, with a control channel (ctl may be NULL): a `signal` read on
+ * it goes to every process of the step (al_exec_signal in exec.c). */
+int al_exec_step_ctl(struct al_agent *a, const struct al_step *step,
+		     const struct al_limits *lim, al_exec_out_fn out,
+		     void *opaque, const struct al_exec_ctl *ctl,
+		     struct al_step_result *ret);
 /* The same for a warm clone's warm-up (the template's own command): it
  * neither runs in the zygote nor ends it. */
 int al_exec_warmup(struct al_agent *a, const struct al_step *step,

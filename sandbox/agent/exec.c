@@ -22,6 +22,16 @@
  * nothing outlives its step; then we wait for the cgroup to empty, read its
  * cpu.stat / memory.peak / memory.events and remove it.
  *
+ * Signals (proto v4). While a step runs the host may send `signal`; the
+ * loop polls the request channel (struct al_exec_ctl) beside the pipes,
+ * and sends the signal to every process of the step: each pid in its
+ * cgroup.procs (the step's processes, however they setsid'd), else its
+ * process group. A grace then starts: if the main child still lives
+ * when it ends, the whole step is killed as for a timeout, and the
+ * result is what the wait status says (SG, signal 9). A step that traps
+ * the signal and exits by itself ends as it exits; what it left
+ * running is killed as always.
+ *
  * A template may keep a pre-started python3 (zygote.c): a job's first
  * python3 step then runs in it instead of a forked child (moved into the
  * step's cgroup, handed its stdio and cwd) and everything above holds
@@ -97,6 +107,9 @@ struct run {
 	uint64_t mem_hits;	     /* memory.events max at that sample */
 	uint64_t mem_refaults;	     /* workingset refaults at that sample */
 	unsigned mem_strikes;	     /* samples in a row at the limit */
+	const struct al_exec_ctl *ctl; /* host's signals, NULL = none */
+	int ctl_fd;		     /* ctl->fd while it is polled, else -1 */
+	uint64_t sig_kill_at;	     /* signal's grace end, 0 = none */
 	al_exec_out_fn cb;	     /* streaming */
 	void *opaque;		     /* for cb */
 	char err[256];		     /* our own failure, "" = none */
@@ -695,13 +708,72 @@ static int poll_timeout(struct run *rn)
 	/* and CPU time */
 	if (rn->cpu_ms && !rn->kill_at && !rn->exited && end > rn->cpu_at)
 		end = rn->cpu_at;
+	/* and a signal's grace */
+	if (rn->sig_kill_at && !rn->kill_at && end > rn->sig_kill_at)
+		end = rn->sig_kill_at;
 	return t >= end ? 0 : (int)(end - t);
+}
+
+/* Send `sig` to every process of the step (see the top of the file). */
+static void signal_step(struct run *rn, int sig)
+{
+	char path[PATH_MAX + 16], buf[4096];
+	FILE *f;
+
+	if (rn->exited && sig != SIGKILL)
+		return; /* what it left behind is being killed anyway */
+	if (sig == SIGKILL) {
+		kill_for(rn, AL_OK); /* the wait status says SG 9 */
+		return;
+	}
+	if (!rn->cg[0]) {
+		if (rn->pid > 0)
+			kill(-rn->pid, sig);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.procs", rn->cg);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(buf, sizeof(buf), f)) {
+		long pid = strtol(buf, NULL, 10);
+
+		if (pid > 1)
+			kill((pid_t)pid, sig);
+	}
+	fclose(f);
+}
+
+/* The control channel is readable: act on a complete `signal`. A hangup
+ * with nothing to read (a virtio-serial port with no host keeps saying
+ * POLLHUP) takes it out of the poll set for the rest of the step. */
+static void ctl_read(struct run *rn, short revents)
+{
+	uint32_t sig = 0, grace = 0;
+	int r = revents & POLLIN
+		    ? rn->ctl->read(rn->ctl->opaque, &sig, &grace)
+		    : -EPIPE;
+
+	if (r < 0 || (r == 0 && (revents & POLLHUP))) {
+		rn->ctl_fd = -1; /* host gone: the step runs on */
+		return;
+	}
+	if (r == 0 || !al_step_signal_ok((int)sig))
+		return;
+	al_agent_log("step %u: signal %s grace_ms=%u", rn->a->step_no,
+		     al_signal_name((int)sig), grace);
+	signal_step(rn, (int)sig);
+	if (grace && !rn->sig_kill_at && !rn->kill_at) {
+		if (grace > AL_SIGNAL_GRACE_MAX)
+			grace = AL_SIGNAL_GRACE_MAX;
+		rn->sig_kill_at = al_now_ms() + grace;
+	}
 }
 
 /* Poll until the child is reaped and both pipes hit EOF. */
 static int pump(struct run *rn)
 {
-	struct pollfd p[4];
+	struct pollfd p[5];
 	int r;
 
 	while (!rn->exited || rn->out[0].fd >= 0 || rn->out[1].fd >= 0) {
@@ -709,11 +781,15 @@ static int pump(struct run *rn)
 		p[1] = (struct pollfd){rn->in_fd, POLLOUT, 0};
 		p[2] = (struct pollfd){rn->out[0].fd, POLLIN, 0};
 		p[3] = (struct pollfd){rn->out[1].fd, POLLIN, 0};
-		r = poll(p, 4, poll_timeout(rn));
+		p[4] = (struct pollfd){rn->ctl_fd, POLLIN, 0};
+		r = poll(p, 5, poll_timeout(rn));
 		if (r < 0 && errno != EINTR)
 			return -errno;
 		watch_memory(rn);
 		watch_cpu(rn);
+		if (rn->sig_kill_at && !rn->kill_at && !rn->exited &&
+		    al_now_ms() >= rn->sig_kill_at)
+			kill_for(rn, AL_OK); /* the grace ended: SG 9 */
 		if (r == 0 && rn->kill_at &&
 		    al_now_ms() >= rn->kill_at + KILL_GRACE_MS)
 			break; /* unkillable or fd held elsewhere: give up */
@@ -722,6 +798,8 @@ static int pump(struct run *rn)
 			kill_for(rn, AL_TO);
 		if (r <= 0)
 			continue;
+		if (p[4].revents)
+			ctl_read(rn, p[4].revents);
 		if (p[1].revents)
 			feed_stdin(rn);
 		for (int i = 0; i < 2; i++)
@@ -830,9 +908,9 @@ static void run_init(struct run *rn, struct al_agent *a,
 static int exec_step(struct al_agent *a, const struct al_step *step,
 		     const struct al_limits *lim, bool warmup,
 		     al_exec_out_fn out, void *opaque,
-		     struct al_step_result *ret)
+		     const struct al_exec_ctl *ctl, struct al_step_result *ret)
 {
-	struct run rn = {.res = ret, .cb = out, .opaque = opaque};
+	struct run rn = {.res = ret, .cb = out, .opaque = opaque, .ctl = ctl};
 	char **env = NULL;
 	int r = 0;
 
@@ -840,6 +918,7 @@ static int exec_step(struct al_agent *a, const struct al_step *step,
 	if (step->name && !(ret->name = strdup(step->name)))
 		return -ENOMEM;
 	run_init(&rn, a, step, lim);
+	rn.ctl_fd = ctl && ctl->read ? ctl->fd : -1;
 	a->step_no++;
 	/* the zygote runs this step, or nothing: no job code beside it */
 	rn.zygote = !warmup && al_zygote_fits(a, step);
@@ -877,11 +956,19 @@ int al_exec_step(struct al_agent *a, const struct al_step *step,
 		 const struct al_limits *lim, al_exec_out_fn out, void *opaque,
 		 struct al_step_result *ret)
 {
-	return exec_step(a, step, lim, false, out, opaque, ret);
+	return exec_step(a, step, lim, false, out, opaque, NULL, ret);
+}
+
+int al_exec_step_ctl(struct al_agent *a, const struct al_step *step,
+		     const struct al_limits *lim, al_exec_out_fn out,
+		     void *opaque, const struct al_exec_ctl *ctl,
+		     struct al_step_result *ret)
+{
+	return exec_step(a, step, lim, false, out, opaque, ctl, ret);
 }
 
 int al_exec_warmup(struct al_agent *a, const struct al_step *step,
 		   const struct al_limits *lim, struct al_step_result *ret)
 {
-	return exec_step(a, step, lim, true, NULL, NULL, ret);
+	return exec_step(a, step, lim, true, NULL, NULL, NULL, ret);
 }

@@ -245,19 +245,49 @@ static void merge_limits(const struct al_limits *base,
 		r[i] = o[i] ? o[i] : b[i];
 }
 
+static int chan_take(struct al_chan *c, uint8_t **body, size_t *len);
+
+/* The request channel while a step runs (proto v4): only `signal` is
+ * taken; anything else is a host that broke the protocol, dropped with a
+ * log line (a reply now would be read as the step's). */
+static int step_ctl_read(void *opaque, uint32_t *sig, uint32_t *grace_ms)
+{
+	struct al_chan *c = opaque;
+	struct al_msg m = {0};
+	uint8_t *body;
+	size_t len;
+	int r = chan_take(c, &body, &len);
+
+	if (r <= 0)
+		return r;
+	r = al_msg_decode(body, len, &m, NULL);
+	free(body);
+	if (r == 0 && m.type == AL_MSG_SIGNAL) {
+		*sig = m.u.signal.sig;
+		*grace_ms = m.u.signal.grace_ms;
+		r = 1;
+	} else {
+		al_agent_log("request during a step: dropped");
+		r = 0;
+	}
+	al_msg_release(&m);
+	return r;
+}
+
 static int on_run_step(struct al_agent *a, struct al_chan *c, struct al_msg *req,
 		       struct al_msg *rep, char *err, size_t err_size)
 {
 	struct al_msg_run_step *rs = &req->u.run_step;
+	struct al_exec_ctl ctl = {c->fd, step_ctl_read, c};
 	struct al_limits lim;
 	int r;
 
 	merge_limits(&a->limits, &rs->limits, &lim);
 	r = rs->warmup ? al_exec_warmup(a, &rs->step, &lim,
 					&rep->u.exit.result)
-		       : al_exec_step(a, &rs->step, &lim,
-				      rs->stream ? stream_out : NULL, c,
-				      &rep->u.exit.result);
+		       : al_exec_step_ctl(a, &rs->step, &lim,
+					  rs->stream ? stream_out : NULL, c,
+					  &ctl, &rep->u.exit.result);
 	if (r < 0) {
 		snprintf(err, err_size, "run step: %s", strerror(-r));
 		return r;
@@ -327,6 +357,10 @@ static int handle(struct al_agent *a, struct al_chan *c, const uint8_t *body,
 	if (r < 0) {
 		al_diags_format(&d, err, sizeof(err));
 		r = send_error(c, err[0] ? err : "bad request");
+		goto out;
+	}
+	if (req.type == AL_MSG_SIGNAL) {
+		r = 0; /* a step's, arrived after its end: no reply (proto.h) */
 		goto out;
 	}
 	if (!handlers[req.type]) {

@@ -583,6 +583,214 @@ static void test_streaming(void **state)
 	al_step_result_release(&res);
 }
 
+/* --- signals while a step runs (proto v4) ------------------------------- */
+
+/* Signals to send once the step printed `ready` (so its traps are set),
+ * 300 ms apart; its streamed output kept in `c`. */
+struct sigplan {
+	struct collected c; /* streamed output */
+	uint32_t sig[3];    /* to send, in order */
+	uint32_t grace[3];  /* with each */
+	int n, next;	    /* how many, next to send */
+	uint64_t last;	    /* when the last went, ms */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static int plan_tick(void *opaque, uint32_t *sig, uint32_t *grace_ms)
+{
+	struct sigplan *p = opaque;
+
+	if (p->next >= p->n || !memmem(p->c.out, p->c.n_out, "ready", 5) ||
+	    now_ms() < p->last + 300)
+		return 0;
+	*sig = p->sig[p->next];
+	*grace_ms = p->grace[p->next++];
+	p->last = now_ms();
+	return 1;
+}
+
+static void hello(struct fx *f)
+{
+	struct al_msg_hello h;
+
+	assert_int_equal(sb__agent_client_hello(&f->c, CALL_MS, &h), 0);
+	assert_true(f->c.v >= AL_PROTO_SIGNAL_V);
+	sb__agent_client_hello_release(&h);
+}
+
+static uint64_t run_plan(struct fx *f, const char *sh, struct sigplan *p,
+			 struct al_step_result *res)
+{
+	struct al_step s = {.sh = (char *)sh, .timeout_ms = 20000};
+	uint64_t t0 = now_ms();
+
+	p->last = t0;
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, collect,
+						       &p->c, plan_tick, p,
+						       CALL_MS, res),
+			 0);
+	return now_ms() - t0;
+}
+
+/* TERM ends a sleeping step at once: SG 15, nowhere near its timeout. */
+static void test_signal_term(void **state)
+{
+	struct fx *f = *state;
+	struct sigplan p = {.sig = {SIGTERM}, .grace = {2000}, .n = 1};
+	struct al_step_result res;
+	uint64_t ms;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	ms = run_plan(f, "echo ready; sleep 100", &p, &res);
+	assert_int_equal(res.status, AL_SG);
+	assert_int_equal(res.signal, SIGTERM);
+	assert_true(ms < 3000);
+	al_step_result_release(&res);
+	/* the channel is in step: the next request is answered */
+	assert_int_equal(sb__agent_client_ping(&f->c, CALL_MS), 0);
+}
+
+/* A step that traps USR1 and TERM sees both, and ends as its trap says. */
+static void test_signal_trapped(void **state)
+{
+	struct fx *f = *state;
+	struct sigplan p = {
+	    .sig = {SIGUSR1, SIGTERM}, .grace = {0, 5000}, .n = 2};
+	struct al_step_result res;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	run_plan(f,
+		 "trap 'echo got-usr1' USR1; trap 'echo got-term; exit 7' "
+		 "TERM; echo ready; while :; do sleep 0.05; done",
+		 &p, &res);
+	assert_int_equal(res.status, AL_RE);
+	assert_int_equal(res.exit_code, 7);
+	assert_non_null(memmem(p.c.out, p.c.n_out, "got-usr1", 8));
+	assert_non_null(memmem(p.c.out, p.c.n_out, "got-term", 8));
+	al_step_result_release(&res);
+}
+
+/* A step that ignores TERM is killed when the grace ends: SG 9; a
+ * background child of it goes too. */
+static void test_signal_grace_kill(void **state)
+{
+	struct fx *f = *state;
+	struct sigplan p = {.sig = {SIGTERM}, .grace = {500}, .n = 1};
+	struct al_step_result res;
+	char *nl;
+	pid_t pid;
+	uint64_t ms;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	ms = run_plan(f,
+		      "trap '' TERM; sleep 1000 & echo $!; echo ready; "
+		      "while :; do sleep 0.05; done",
+		      &p, &res);
+	assert_int_equal(res.status, AL_SG);
+	assert_int_equal(res.signal, SIGKILL);
+	assert_true(ms >= 800 && ms < 5000);
+	nl = memchr(p.c.out, '\n', p.c.n_out);
+	assert_non_null(nl);
+	pid = (pid_t)atoi(p.c.out);
+	assert_true(pid > 0);
+	assert_true(gone(pid));
+	al_step_result_release(&res);
+}
+
+/* Never to an agent that did not say v4 (it would answer `error` after
+ * the step, out of turn): the step runs to its end. And a `signal` that
+ * reaches the agent after its step ended is dropped with no reply. */
+static void test_signal_old_agent(void **state)
+{
+	struct fx *f = *state;
+	struct sigplan p = {.sig = {SIGKILL}, .n = 1};
+	struct al_msg m = {.type = AL_MSG_SIGNAL};
+	struct al_step_result res;
+	char *buf;
+	size_t len;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	f->c.v = 3; /* as an older agent would say */
+	run_plan(f, "echo ready; sleep 0.8; echo done", &p, &res);
+	assert_int_equal(res.status, AL_OK);
+	assert_int_equal(p.next, 1); /* asked, and dropped */
+	al_step_result_release(&res);
+	m.u.signal.sig = SIGTERM;
+	assert_int_equal(al_msg_encode(&m, &buf, &len), 0);
+	assert_int_equal(write(f->fd, buf, len), (ssize_t)len);
+	free(buf);
+	assert_int_equal(sb__agent_client_ping(&f->c, CALL_MS), 0);
+}
+
+/* utime + stime of process pid, in clock ticks. */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	/* after ") ": state is field 3; utime, stime are 14, 15 */
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
+				       "%*u %*u %ld %ld",
+				&ut, &st),
+			 2);
+	return ut + st;
+}
+
+static int shut_tick(void *opaque, uint32_t *sig, uint32_t *grace_ms)
+{
+	int *fd = opaque;
+
+	(void)sig, (void)grace_ms;
+	if (*fd >= 0)
+		shutdown(*fd, SHUT_WR);
+	*fd = -1;
+	return 0;
+}
+
+/* The host stops writing while a step runs: the agent takes the request
+ * channel out of its poll (no spinning on the hangup), the step ends as
+ * it would have, and its exit still arrives. */
+static void test_signal_host_gone(void **state)
+{
+	struct fx *f = *state;
+	struct al_step s = {.sh = "sleep 1; echo done", .timeout_ms = 20000};
+	struct al_step_result res;
+	int fd = f->fd;
+	long t0;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	t0 = cpu_ticks(f->agent);
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
+						       NULL, shut_tick, &fd,
+						       CALL_MS, &res),
+			 0);
+	assert_int_equal(res.status, AL_OK);
+	blob_is(&res.stdout_, "done\n");
+	/* a busy poll loop would have burnt most of the second */
+	assert_true(cpu_ticks(f->agent) - t0 < sysconf(_SC_CLK_TCK) / 4);
+	al_step_result_release(&res);
+}
+
 static void test_identity(void **state)
 {
 	struct fx *f = *state;
@@ -981,6 +1189,15 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_cpu_limit_sleep, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_streaming, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_signal_term, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_signal_trapped, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_signal_grace_kill, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_signal_old_agent, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_signal_host_gone, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_setup_reseed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zygote, setup, teardown),

@@ -1,6 +1,7 @@
 /* test_proto.c: the agent protocol: round trips, framing, hostile bytes. */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,39 @@ static void test_hello(void **state)
 	assert_string_equal(out.u.hello.kernel, "6.1.0-28-cloud-amd64");
 	assert_string_equal(out.u.hello.template_, "python");
 	al_msg_release(&out);
+}
+
+/* signal {sig, grace_ms} (v4): bounded; the names the host takes */
+static void test_signal_msg(void **state)
+{
+	struct al_msg in = {.type = AL_MSG_SIGNAL}, out;
+	char *buf = NULL;
+	size_t len;
+
+	(void)state;
+	in.u.signal.sig = SIGTERM;
+	in.u.signal.grace_ms = 2000;
+	round_trip(&in, &out);
+	assert_int_equal(out.u.signal.sig, SIGTERM);
+	assert_int_equal(out.u.signal.grace_ms, 2000);
+	al_msg_release(&out);
+	/* sig 0 and past 64, a grace past the cap: refused */
+	for (int i = 0; i < 3; i++) {
+		in.u.signal.sig = i == 0 ? 0 : i == 1 ? 65 : SIGTERM;
+		in.u.signal.grace_ms = i == 2 ? AL_SIGNAL_GRACE_MAX + 1 : 0;
+		assert_int_equal(al_msg_encode(&in, &buf, &len), 0);
+		assert_int_not_equal(al_frame_decode(buf, len, &out, NULL), 0);
+		free(buf);
+	}
+	assert_int_equal(al_step_signal_number("TERM"), SIGTERM);
+	assert_int_equal(al_step_signal_number("sigkill"), SIGKILL);
+	assert_int_equal(al_step_signal_number("usr1"), SIGUSR1);
+	assert_int_equal(al_step_signal_number("STOP"), 0);
+	assert_int_equal(al_step_signal_number("SIG"), 0);
+	assert_int_equal(al_step_signal_number(NULL), 0);
+	assert_true(al_step_signal_ok(SIGINT));
+	assert_false(al_step_signal_ok(SIGSTOP));
+	assert_false(al_step_signal_ok(0));
 }
 
 /* zygote {modules}, bounded; run_step's optional warmup flag */
@@ -501,6 +535,7 @@ int main(void)
 	    cmocka_unit_test(test_simple_types),
 	    cmocka_unit_test(test_hello),
 	    cmocka_unit_test(test_zygote_warmup),
+	    cmocka_unit_test(test_signal_msg),
 	    cmocka_unit_test(test_reseed_setup),
 	    cmocka_unit_test(test_setup_versions),
 	    cmocka_unit_test(test_files),

@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    route >= AL_ROUTE_SESS_GET &&
 		    (strncmp(id, "s-", 2) ||
 		     strspn(id + 2, "0123456789abcdef") != 24 ||
-		     (route == AL_ROUTE_SESS_OUTPUT
+		     (route == AL_ROUTE_SESS_OUTPUT || route == AL_ROUTE_SESS_SIGNAL
 			  ? id[26] != '/' ||
 				strspn(id + 27, "0123456789") != strlen(id + 27)
 			  : id[26] != '\0')))

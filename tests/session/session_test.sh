@@ -39,6 +39,18 @@
 #             refused by get with nothing written on the host; the HTTP
 #             form (POST/GET /sessions/ID/files) and the Python Session's
 #             upload_dir/download_dir (session_files.py)
+#   cancel    a `sleep 100` exec cancelled (CLI) ends SG 15 within 2.5 s,
+#             the session and its files go on; a trapping command sees
+#             USR1 (CLI) and TERM (HTTP POST .../signal); a background
+#             child dies with its exec (HTTP DELETE); an ended exec and a
+#             missing one are refused (exit 1, 409, 422 for STOP); Ctrl-C
+#             on `session exec` cancels (130); the Python Exec.kill()
+#             (session_cancel.py), and another session's exec id refused
+#   stream    POST .../exec?stream=1 through curl -N: output lines arrive
+#             before the exec ends (timestamps), the exec record last;
+#             GET .../exec/N?stream=1&offset=B reattaches; a client
+#             dropped mid-stream, then a reattach (Python http.client)
+#             from the offset it got to: every line once, exec not killed
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -146,6 +158,158 @@ nothing_left() {
     done
   fi
   return 0
+}
+
+# exec N of session $1 has printed "ready" / has ended
+wait_ready() {
+  for _ in $(seq 600); do
+    [ "$(R get "airlock:{default}:sess:$1:x:$2:1" | head -1)" = ready ] && return 0
+    sleep 0.05
+  done
+  fail "exec $2 of $1 never printed ready"
+}
+wait_done() {
+  for _ in $(seq 600); do
+    [ "$(R hget "airlock:{default}:sess:$1:x:$2" state)" = done ] && return 0
+    sleep 0.02
+  done
+  fail "exec $2 of $1 did not end"
+}
+
+case_cancel() {
+  local port=$((20000 + RANDOM % 20000)) api id n m t0 dt x out ex cpid
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  H() { curl -s -H 'Content-Type: application/json' "$@"; }
+  id=$(S create -t python --ttl 120 -q)
+  S exec "$id" --sh 'echo kept > keep.txt' >/dev/null 2>&1 || fail "write keep.txt"
+  # sleep 100, cancelled by the CLI (TERM): SG 15 at once
+  n=$(S exec "$id" --detach --sh 'echo ready; sleep 100' 2>/dev/null)
+  wait_ready "$id" "$n"
+  t0=$(now_ms)
+  out=$(S cancel "$id" "$n") || fail "cancel: $out"
+  [ "$(echo "$out" | field cancelled)" = true ] || fail "cancel reply: $out"
+  wait_done "$id" "$n"
+  dt=$(( $(now_ms) - t0 ))
+  x=$(H "$api/sessions/$id/exec/$n")
+  [ "$(echo "$x" | field status)" = SG ] && [ "$(echo "$x" | field signal)" = 15 ] &&
+    [ "$(echo "$x" | field cancelled)" = true ] &&
+    [ "$(echo "$x" | field signals_sent)" = TERM ] || fail "cancelled record: $x"
+  [ "$dt" -lt 2500 ] || fail "sleep 100 ended $dt ms after its cancel"
+  log "sleep 100: ended (SG 15) $dt ms after \`session cancel\`"
+  # the session goes on, its files intact
+  [ "$(S exec "$id" -- cat keep.txt 2>/dev/null)" = kept ] || fail "keep.txt after a cancel"
+  # a command that traps USR1 and TERM sees both (USR1 by the CLI, TERM
+  # by HTTP POST .../signal) and ends as its trap says
+  n=$(S exec "$id" --detach --sh 'trap "echo got-usr1" USR1; trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.1; done' 2>/dev/null)
+  wait_ready "$id" "$n"
+  out=$(S cancel "$id" "$n" --signal USR1) || fail "USR1: $out"
+  [ "$(echo "$out" | field cancelled)" = false ] || fail "USR1 is no cancel: $out"
+  sleep 0.5
+  out=$(H -X POST -d '{"signal":"TERM"}' "$api/sessions/$id/exec/$n/signal")
+  [ "$(echo "$out" | field signal)" = TERM ] || fail "POST signal: $out"
+  wait_done "$id" "$n"
+  x=$(H "$api/sessions/$id/exec/$n")
+  [ "$(echo "$x" | field status)" = RE ] && [ "$(echo "$x" | field exit_code)" = 3 ] &&
+    [ "$(echo "$x" | field stream.stdout)" = "$(printf 'ready\ngot-usr1\ngot-term')" ] &&
+    [ "$(echo "$x" | field signals_sent)" = "USR1 TERM" ] || fail "trapped: $x"
+  # a background child of the exec dies with it (HTTP DELETE = cancel)
+  n=$(S exec "$id" --detach --sh 'sleep 1234 & echo $! > bg.pid; echo ready; wait' 2>/dev/null)
+  wait_ready "$id" "$n"
+  [ "$(H -o /dev/null -w '%{http_code}' -X DELETE "$api/sessions/$id/exec/$n")" = 200 ] || fail "DELETE exec"
+  wait_done "$id" "$n"
+  [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = SG ] || fail "background: not SG"
+  S exec "$id" --sh 'test ! -d /proc/$(cat bg.pid) && ! grep -qs "[s]leep.1234" /proc/[0-9]*/cmdline' \
+    >/dev/null 2>&1 || fail "the exec's background child outlived its cancel"
+  # an ended exec: said so (CLI exit 1, HTTP 409)
+  out=$(S cancel "$id" "$n" 2>&1) && fail "cancel of an ended exec succeeded"
+  echo "$out" | grep -q "exec $n has already ended (SG)" || fail "ended: $out"
+  [ "$(H -o /dev/null -w '%{http_code}' -X DELETE "$api/sessions/$id/exec/$n")" = 409 ] || fail "ended not 409"
+  [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"signal":"STOP"}' "$api/sessions/$id/exec/$n/signal")" = 422 ] ||
+    fail "STOP not 422"
+  out=$(S cancel "$id" 99 2>&1) && fail "cancel of no exec succeeded"
+  echo "$out" | grep -q "no exec 99" || fail "no exec: $out"
+  # Ctrl-C on `session exec` cancels the exec (SIGINT: 130)
+  "$bin" session exec "$id" --sh 'echo ready; sleep 100' > "$tmp/cc" 2> "$tmp/cc.err" &
+  cpid=$!  # the CLI itself (S would be a subshell)
+  for _ in $(seq 600); do [ "$(cat "$tmp/cc")" = ready ] && break; sleep 0.05; done
+  t0=$(now_ms)
+  kill -INT $cpid
+  ex=0; wait $cpid || ex=$?
+  dt=$(( $(now_ms) - t0 ))
+  [ "$ex" = 130 ] && [ "$dt" -lt 3000 ] || fail "Ctrl-C: exit $ex after $dt ms: $(cat "$tmp/cc.err")"
+  n=$(sed -n 's/^airlock session: exec \([0-9]*\)$/\1/p' "$tmp/cc.err")
+  [ "$(R hget "airlock:{default}:sess:$id:x:$n" status)" = SG ] &&
+    [ "$(R hget "airlock:{default}:sess:$id:x:$n" signal)" = 2 ] || fail "Ctrl-C: exec $n not SG 2"
+  log "Ctrl-C on session exec: exit 130 after $dt ms"
+  # Python: Exec.kill() in a session of its own, which refuses exec m of
+  # this one while m runs on here untouched
+  m=$(S exec "$id" --detach --sh 'echo ready; sleep 2; echo fine' 2>/dev/null)
+  wait_ready "$id" "$m"
+  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+    "$(dirname "$0")/session_cancel.py" "unix://$sock" "$m" >&2 || fail "python cancel"
+  wait_done "$id" "$m"
+  [ "$(R hget "airlock:{default}:sess:$id:x:$m" status)" = OK ] || fail "exec $m was touched"
+  S rm "$id" >/dev/null
+}
+
+case_stream() {
+  local port=$((20000 + RANDOM % 20000)) api id n t_first t_last nx x
+  local nd="/usr/bin/python3 $(dirname "$0")/ndjson.py"
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  id=$(S create -t python --ttl 120 -q)
+  # curl -N: each line stamped as it arrives; output before the end
+  curl -sN -H 'Content-Type: application/json' -X POST \
+    -d '{"sh":"for i in $(seq 1 10); do echo $i; sleep 0.3; done","timeout_ms":60000}' \
+    "$api/sessions/$id/exec?stream=1" |
+    while IFS= read -r l; do printf '%s %s\n' "$(date +%s%3N)" "$l"; done > "$tmp/st" ||
+    fail "stream: curl failed: $(cat "$tmp/st")"
+  cut -d' ' -f2- "$tmp/st" > "$tmp/st.nd"
+  [ "$($nd "$tmp/st.nd" data)" = "$(seq 1 10)" ] || fail "stream: $(cat "$tmp/st.nd")"
+  x=$($nd "$tmp/st.nd" last)
+  [ "$(echo "$x" | field state)" = done ] && [ "$(echo "$x" | field status)" = OK ] ||
+    fail "stream: last line $x"
+  t_first=$(grep -m1 '"fd":1' "$tmp/st" | cut -d' ' -f1)
+  t_last=$(tail -1 "$tmp/st" | cut -d' ' -f1)
+  [ $((t_last - t_first)) -ge 2000 ] || fail "stream: the first output came $((t_last - t_first)) ms before the end"
+  log "stream: $(grep -c '"fd":1' "$tmp/st") output lines, the first $((t_last - t_first)) ms before the record"
+  # reattach from a middle offset, streamed
+  n=$($nd "$tmp/st.nd" exec)
+  curl -sN "$api/sessions/$id/exec/$n?stream=1&offset=4" > "$tmp/re.nd"
+  [ "$($nd "$tmp/re.nd" data)" = "$(seq 3 10)" ] || fail "stream reattach: $(cat "$tmp/re.nd")"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$api/sessions/$id/exec/99?stream=1")" = 404 ] ||
+    fail "stream of no exec not 404"
+  # a client dropped mid-stream; a new one goes on from the offset it
+  # got to: every line exactly once, the exec not killed
+  curl -sN --max-time 1.5 -H 'Content-Type: application/json' -X POST \
+    -d '{"sh":"for i in $(seq 1 20); do echo $i; sleep 0.2; done","timeout_ms":60000}' \
+    "$api/sessions/$id/exec?stream=1" > "$tmp/cut.nd" || true
+  n=$($nd "$tmp/cut.nd" exec)
+  nx=$($nd "$tmp/cut.nd" next)
+  [ "$nx" -gt 0 ] || fail "the dropped client got nothing: $(cat "$tmp/cut.nd")"
+  /usr/bin/python3 - "$api/sessions/$id/exec/$n?stream=1&offset=$nx" > "$tmp/rest.nd" <<'PY' || fail "http.client reattach"
+import sys, urllib.parse, http.client
+u = urllib.parse.urlsplit(sys.argv[1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+c.request("GET", u.path + "?" + u.query)
+r = c.getresponse()
+assert r.status == 200 and r.getheader("Content-Type") == "application/x-ndjson"
+while True:
+    line = r.readline()
+    if not line:
+        break
+    sys.stdout.write(line.decode())
+PY
+  { $nd "$tmp/cut.nd" data; $nd "$tmp/rest.nd" data; } > "$tmp/both"
+  [ "$(cat "$tmp/both")" = "$(seq 1 20)" ] || fail "dropped + reattach: $(tr '\n' ' ' < "$tmp/both")"
+  [ "$($nd "$tmp/rest.nd" last | field status)" = OK ] || fail "the dropped stream's exec did not end OK"
+  log "dropped after $(( $(wc -l < <($nd "$tmp/cut.nd" data)) )) lines; the reattach from byte $nx read the rest once"
+  S rm "$id" >/dev/null
 }
 
 case_life() {

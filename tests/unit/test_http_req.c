@@ -54,6 +54,37 @@ static void test_routes(void **state)
 
 /* Ids with slashes (every `airlock eval` id) are reachable: the id is
  * the whole rest of the path; "batch" is a job but for POST. */
+/* An exec of a session: reattach (GET), cancel (DELETE), signal (POST
+ * .../signal); the id comes back as "ID/N". */
+static void test_route_exec_signal(void **state)
+{
+	const char *sid = "s-0123456789abcdef01234567";
+	char id[AL_ID_MAX + 1], path[128];
+	enum al_route r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/sessions/%s/exec/12", sid);
+	assert_int_equal(al_http_route("GET", path, &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_SESS_OUTPUT);
+	assert_string_equal(id, "s-0123456789abcdef01234567/12");
+	assert_int_equal(al_http_route("DELETE", path, &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_SESS_SIGNAL);
+	assert_string_equal(id, "s-0123456789abcdef01234567/12");
+	assert_int_equal(al_http_route("POST", path, &r, id), -EPERM);
+	snprintf(path, sizeof(path), "/sessions/%s/exec/3/signal", sid);
+	assert_int_equal(al_http_route("POST", path, &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_SESS_SIGNAL);
+	assert_string_equal(id, "s-0123456789abcdef01234567/3");
+	assert_true(al_http_route_has_body(r));
+	assert_int_equal(al_http_route("GET", path, &r, id), -EPERM);
+	snprintf(path, sizeof(path), "/sessions/%s/exec/3/signalx", sid);
+	assert_int_equal(al_http_route("POST", path, &r, id), -ENOENT);
+	snprintf(path, sizeof(path), "/sessions/%s/exec/03/signal", sid);
+	assert_int_equal(al_http_route("POST", path, &r, id), -ENOENT);
+	snprintf(path, sizeof(path), "/sessions/%s/exec//signal", sid);
+	assert_int_equal(al_http_route("POST", path, &r, id), -ENOENT);
+}
+
 static void test_route_slash_ids(void **state)
 {
 	char id[AL_ID_MAX + 1], path[256], max[AL_ID_MAX + 8];
@@ -389,6 +420,7 @@ int main(void)
 	    cmocka_unit_test(test_routes),
 	    cmocka_unit_test(test_wait),
 	    cmocka_unit_test(test_route_slash_ids),
+	    cmocka_unit_test(test_route_exec_signal),
 	    cmocka_unit_test(test_unescape),
 	    cmocka_unit_test(test_bodies),
 	    cmocka_unit_test(test_targets),

@@ -626,6 +626,7 @@ static handler_fn *const handlers[] = {
     [AL_ROUTE_SESS_EXTEND] = do_session,
     [AL_ROUTE_SESS_EXEC] = do_session,
     [AL_ROUTE_SESS_OUTPUT] = do_session,
+    [AL_ROUTE_SESS_SIGNAL] = do_session,
     [AL_ROUTE_SESS_PUT_TAR] = do_session,
     [AL_ROUTE_SESS_GET_TAR] = do_session,
 };

@@ -42,6 +42,8 @@ enum al_route {
 	AL_ROUTE_SESS_EXTEND, /* POST /sessions/{id}/extend */
 	AL_ROUTE_SESS_EXEC,   /* POST /sessions/{id}/exec */
 	AL_ROUTE_SESS_OUTPUT, /* GET /sessions/{id}/exec/{n} (reattach) */
+	AL_ROUTE_SESS_SIGNAL, /* POST /sessions/{id}/exec/{n}/signal,
+			       * DELETE /sessions/{id}/exec/{n} (cancel) */
 	AL_ROUTE_SESS_PUT_TAR, /* POST /sessions/{id}/files?path=D (tar) */
 	AL_ROUTE_SESS_GET_TAR, /* GET /sessions/{id}/files?path=D (tar) */
 };

@@ -1,11 +1,12 @@
 /* session_api.c: the /sessions resources (docs/sessions.md, "HTTP"): each
  * handler is one call of dispatcher/session/sessions.h on a connection of
  * its own, so the API reaches every session of the queue wherever its VM
- * runs. Exec is long-polled rather than streamed: POST .../exec?wait=S
- * answers when the exec ends or S seconds pass, with what it wrote so far
- * and the offsets to go on from; GET .../exec/N?offset=B&err_offset=B
- * &wait=S reattaches from any byte, while it runs or after. A client that
- * goes away stops nothing.
+ * runs. Exec is long-polled: POST .../exec?wait=S answers when the exec
+ * ends or S seconds pass, with what it wrote so far and the offsets to go
+ * on from; GET .../exec/N?offset=B&err_offset=B&wait=S reattaches from any
+ * byte, while it runs or after. With ?stream=1 both answer with the
+ * output as it comes instead (session_stream.c). A client that goes away
+ * stops nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "clock.h"
 #include "session_api.h"
+#include "session_stream.h"
 #include "sessions.h"
 
 #define READ_MAX (1u << 20) /* bytes of each stream per response */
@@ -56,6 +58,7 @@ static enum MHD_Result fail(struct MHD_Connection *c, int r, const char *msg)
 		      : r == -ESRCH	? 410
 		      : r == -ETIMEDOUT ? 504
 		      : r == -E2BIG	? 413
+		      : r == -EALREADY	? 409
 					: 503;
 
 	return reply(c, st, json_pack("{ss}", "error", msg));
@@ -180,6 +183,41 @@ static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
 	return ret;
 }
 
+/* POST .../exec/N/signal {"signal": NAME, "grace_ms": N} (both
+ * optional) or DELETE .../exec/N (an empty body: TERM, the default
+ * grace): 200 {exec, signal, cancelled, grace_ms}; 409 ended, 404 no
+ * such exec, 422 a signal not taken. `idn` is "ID/N". */
+static enum MHD_Result signal_exec(struct MHD_Connection *c,
+				   struct alq_client *cl, const char *idn,
+				   const char *body)
+{
+	char sid[AL_ID_MAX + 1], *text = NULL;
+	json_t *b = body[0] ? json_loads(body, 0, NULL) : json_object();
+	json_t *sig = json_object_get(b, "signal"),
+	       *g = json_object_get(b, "grace_ms");
+	int64_t grace = -1;
+	uint64_t n;
+	int r;
+
+	snprintf(sid, sizeof(sid), "%s", idn);
+	*strchr(sid, '/') = '\0';
+	n = strtoull(strchr(idn, '/') + 1, NULL, 10);
+	if (!json_is_object(b) || (sig && !json_is_string(sig)) ||
+	    (g && (!json_is_integer(g) || json_integer_value(g) < 0))) {
+		json_decref(b);
+		return fail(c, -EINVAL,
+			    "signal: the body must be {\"signal\": NAME, "
+			    "\"grace_ms\": N} (both optional)");
+	}
+	if (g)
+		grace = json_integer_value(g);
+	r = al_sess_exec_signal(cl, sid, n, sig ? json_string_value(sig) : NULL,
+				grace, &text);
+	json_decref(b);
+	return r < 0 ? fail(c, r == -ERANGE ? -EINVAL : r, cl->err)
+		     : text_json(c, 200, text);
+}
+
 static enum MHD_Result route(const struct al_http_opts *o,
 			     struct MHD_Connection *c, struct alq_client *cl,
 			     enum al_route rt, const char *id, const char *body)
@@ -227,14 +265,31 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		    cl, id, body, o->cfg->http.max_wait_s * 1000u + 1000, &n);
 		if (r < 0)
 			return fail(c, r, cl->err);
+		if (al_sess_stream_wanted(c))
+			return al_sess_stream(o, c, id, n, 0, 0, 201);
 		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
 	case AL_ROUTE_SESS_OUTPUT:
 		snprintf(sid, sizeof(sid), "%s", id);
 		*strchr(sid, '/') = '\0';
 		n = strtoull(strchr(id, '/') + 1, NULL, 10);
+		if (al_sess_stream_wanted(c)) {
+			char *rec = NULL;
+
+			/* a missing exec is a 404 here, not a broken stream */
+			r = al_sess_exec_get(cl, sid, n, &rec);
+			free(rec);
+			if (r < 0)
+				return fail(c, r, cl->err);
+			return al_sess_stream(
+			    o, c, sid, n,
+			    query_u64(c, "offset", UINT64_MAX / 2),
+			    query_u64(c, "err_offset", UINT64_MAX / 2), 200);
+		}
 		return exec_view(
 		    c, cl, sid, n, query_u64(c, "offset", UINT64_MAX / 2),
 		    query_u64(c, "err_offset", UINT64_MAX / 2), wait_s, 200);
+	case AL_ROUTE_SESS_SIGNAL:
+		return signal_exec(c, cl, id, body);
 	default:
 		return fail(c, -ENOENT, "no such path");
 	}

@@ -8,6 +8,8 @@
  *   POST   /sessions/{id}/extend    {"ttl_s": N}
  *   POST   /sessions/{id}/exec      run; ?wait=S waits for its end
  *   GET    /sessions/{id}/exec/{n}  reattach: ?offset=B&err_offset=B&wait=S
+ *   DELETE /sessions/{id}/exec/{n}  cancel it (TERM, SIGKILL 2 s later)
+ *   POST   /sessions/{id}/exec/{n}/signal  {"signal": "USR1", "grace_ms": N}
  *   POST   /sessions/{id}/files     a ustar body into ?path=D
  *   GET    /sessions/{id}/files     directory ?path=D as a ustar body
  *
@@ -83,10 +85,17 @@ int al_http_session_route(const char *method, const char *path,
 		const char *d = slash + 6;
 		size_t k = strspn(d, "0123456789");
 
-		if (k == 0 || k > 12 || d[k] || d[0] == '0')
+		if (k == 0 || k > 12 || d[0] == '0' ||
+		    (d[k] && strcmp(d + k, "/signal")))
 			return -ENOENT;
 		ret_id[n] = '/';
-		memcpy(ret_id + n + 1, d, k + 1);
+		memcpy(ret_id + n + 1, d, k);
+		ret_id[n + 1 + k] = '\0';
+		if (d[k])
+			return pick(method, "POST", AL_ROUTE_SESS_SIGNAL, ret);
+		if (!strcmp(method, "DELETE"))
+			return pick(method, "DELETE", AL_ROUTE_SESS_SIGNAL,
+				    ret);
 		return pick(method, "GET", AL_ROUTE_SESS_OUTPUT, ret);
 	}
 	return -ENOENT;

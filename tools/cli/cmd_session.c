@@ -1,11 +1,15 @@
 /* cmd_session.c: `airlock session`, a live VM worked in turn by turn
  * (docs/sessions.md; dispatcher/session/sessions.h does the work).
  *
- * Subcommands, a table: create, exec, put, get, list, extend, rm. Each
+ * Subcommands, a table: create, exec, put, get, list, extend, rm, cancel. Each
  * speaks to the queue's Redis, so any machine with the CLI reaches any
  * session; `exec` streams the exec's output as it is stored and exits
  * with the command's code, and `exec --attach N --offset B` reattaches to
- * exec N (running or finished) from byte B.
+ * exec N (running or finished) from byte B. Ctrl-C during `exec` cancels
+ * the exec (SIGINT to its processes, SIGKILL 2 s later) and waits for its
+ * end; a second Ctrl-C detaches at once. Ctrl-C during `--attach`, and
+ * SIGTERM always, only detach: a client that goes away never ends an
+ * exec. `cancel ID N [--signal NAME]` signals a running exec.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -217,12 +221,52 @@ static int drain(struct alq_client *c, const char *id, uint64_t n, int fd,
 	}
 }
 
-/* Stream exec n from offsets until it is done; its exit code. */
+/* Ctrl-C while `exec` follows its exec: the first asks for a cancel, a
+ * second exits at once (130), as al_cli_catch_signals does. */
+static volatile sig_atomic_t ctrl_c;
+
+static void on_ctrl_c(int sig)
+{
+	(void)sig;
+	if (ctrl_c)
+		_exit(130);
+	ctrl_c = 1;
+}
+
+static void catch_ctrl_c(void)
+{
+	struct sigaction sa = {.sa_handler = on_ctrl_c};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+/* Ctrl-C came: cancel exec n (SIGINT, then SIGKILL after the grace). */
+static void cancel_on_ctrl_c(struct al_cli *cli, struct alq_client *c,
+			     const char *id, uint64_t n)
+{
+	char *out = NULL;
+
+	fprintf(stderr,
+		"airlock session: exec %llu: cancelling (Ctrl-C again "
+		"detaches)\n",
+		(unsigned long long)n);
+	if (al_sess_exec_signal(c, id, n, "INT", -1, &out) < 0 &&
+	    !strstr(c->err, "already ended"))
+		al_cli_error(cli, "cancel: %s", c->err);
+	free(out);
+}
+
+/* Stream exec n from offsets until it is done; its exit code. With
+ * `cancel`, Ctrl-C cancels it (see ctrl_c). */
 static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
-		  uint64_t n, uint64_t off1, uint64_t off2)
+		  uint64_t n, uint64_t off1, uint64_t off2, bool cancel)
 {
 	uint64_t last_check = 0;
+	bool cancelled = false;
 
+	if (cancel)
+		catch_ctrl_c();
 	for (;;) {
 		char *xs = NULL, *rec = NULL;
 		json_t *x;
@@ -272,6 +316,10 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 		}
 		if (al_cli_interrupted())
 			return 130;
+		if (cancel && ctrl_c && !cancelled) {
+			cancelled = true;
+			cancel_on_ctrl_c(cli, c, id, n);
+		}
 		nap();
 	}
 }
@@ -358,7 +406,7 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 	if (attach) {
 		json_decref(body);
 		json_decref(env);
-		return follow(cli, c, id, attach, off1, off2);
+		return follow(cli, c, id, attach, off1, off2, false);
 	}
 	if (!json_object_get(body, "sh")) {
 		json_t *cmd = json_array();
@@ -389,7 +437,54 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 		printf("%llu\n", (unsigned long long)n);
 		return AL_EXIT_OK;
 	}
-	return follow(cli, c, id, n, 0, 0);
+	return follow(cli, c, id, n, 0, 0, true);
+}
+
+static int do_cancel(struct al_cli *cli, struct alq_client *c, int argc,
+		     char **argv)
+{
+	static const struct al_opt lo[] = {
+	    {"signal", 's', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"grace-ms", 'g', AL_OPT_ARG},
+	    {NULL, 0, 0},
+	};
+	const char *sig = "TERM";
+	int64_t grace = -1;
+	char *out = NULL, *end;
+	uint64_t n;
+	int o, r;
+
+	optind = 0;
+	while ((o = al_opts_next(argc, argv, lo)) != -1) {
+		switch (o) {
+		case 's':
+			sig = optarg;
+			break;
+		case 'g':
+			grace = strtoll(optarg, &end, 10);
+			if (*end || grace < 0)
+				return usage_err(cli, "cancel",
+						 "--grace-ms takes N >= 0");
+			break;
+		default:
+			return usage_err(cli, "cancel", "bad option");
+		}
+	}
+	if (argc - optind != 2)
+		return usage_err(cli, "cancel", "takes ID EXEC");
+	n = strtoull(argv[optind + 1], &end, 10);
+	if (*end || !n)
+		return usage_err(cli, "cancel", "EXEC is an exec number");
+	r = al_sess_exec_signal(c, argv[optind], n, sig, grace, &out);
+	if (r < 0) {
+		al_cli_error(cli, "cancel: %s", c->err);
+		return r == -EINVAL && !strncmp(c->err, sig, strlen(sig))
+			   ? AL_EXIT_USAGE
+			   : AL_EXIT_FAIL;
+	}
+	print_json(out);
+	free(out);
+	return AL_EXIT_OK;
 }
 
 /* --- files: through exec, so the guest's own rules confine them ---------- */
@@ -561,7 +656,7 @@ static int do_put(struct al_cli *cli, struct alq_client *c, int argc,
 		al_cli_error(cli, "put: %s", c->err);
 		return AL_EXIT_FAIL;
 	}
-	r = follow(cli, c, argv[1], n, 0, 0);
+	r = follow(cli, c, argv[1], n, 0, 0, false);
 	return r == 0 ? AL_EXIT_OK : AL_EXIT_FAIL;
 }
 
@@ -747,7 +842,7 @@ static const struct sub subs[] = {
     {"create", do_create, NULL}, {"exec", do_exec, NULL},
     {"put", do_put, NULL},	 {"get", do_get, NULL},
     {"list", do_list, NULL},	 {"extend", do_extend, NULL},
-    {"rm", do_rm, NULL},
+    {"rm", do_rm, NULL},	 {"cancel", do_cancel, NULL},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -785,7 +880,9 @@ const struct al_cmd al_cmd_session = {
 	"       [--timeout-ms N] [--cpu-ms N] [--stdin FILE] [--detach]\n"
 	"      run a command in it; streams stdout and stderr; exits with\n"
 	"      the command's code (124 timed out, 125 Airlock failed).\n"
-	"      Prints `exec N` on stderr first.\n"
+	"      Prints `exec N` on stderr first. Ctrl-C cancels the exec\n"
+	"      (SIGINT, SIGKILL 2 s later) and waits for its end; a second\n"
+	"      Ctrl-C detaches (the exec goes on).\n"
 	"  exec ID --attach N [--offset B] [--err-offset B]\n"
 	"      reattach to exec N, running or done, from byte B of stdout\n"
 	"      (and of stderr); the exec never stopped for a lost client.\n"
@@ -803,6 +900,12 @@ const struct al_cmd al_cmd_session = {
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
 	"                         sessions.ttl_max_s from its start)\n"
 	"  rm ID                  destroy it\n"
+	"  cancel ID EXEC [--signal NAME] [--grace-ms N]\n"
+	"      signal running exec EXEC's processes: TERM (default), KILL,\n"
+	"      INT, HUP, QUIT (cancels: SIGKILL after N ms, default 2000;\n"
+	"      0 never), USR1, USR2 (no kill unless --grace-ms). Its record\n"
+	"      then says `cancelled` and `signals_sent`; exit 1 when the\n"
+	"      exec has already ended.\n"
 	"\n"
 	"docs/sessions.md has the clocks, the routing and the HTTP and\n"
 	"Python forms. Exit: 0 ok, 1 refused or failed, 2 usage.\n",
@@ -810,6 +913,7 @@ const struct al_cmd al_cmd_session = {
     .args_min = 1,
     .args_max = 4096,
     .args_error =
-	"needs a subcommand (create, exec, put, get, list, extend, rm)",
+	"needs a subcommand (create, exec, put, get, list, extend, rm, "
+	"cancel)",
     .run = run,
 };

@@ -8,10 +8,10 @@ from .client import (Client, AirlockError, HarnessTimeout, IdConflict,
                      canonical, digest, new_id, stderr_of, stdout_of,
                      valid_id)
 from .evaluate import judge, pass_at_k, program, sample_job, verdict
-from .session import ExecResult, Session, SessionError
+from .session import Exec, ExecResult, Session, SessionError
 
 __all__ = ["Client", "AirlockError", "HarnessTimeout", "IdConflict",
            "canonical", "digest", "new_id",
            "stderr_of", "stdout_of", "valid_id", "pass_at_k", "program",
            "sample_job", "verdict", "judge", "Session", "SessionError",
-           "ExecResult"]
+           "ExecResult", "Exec"]

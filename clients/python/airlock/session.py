@@ -58,10 +58,40 @@ class ExecResult:
         self.stderr_truncated = rec.get("stderr_truncated", False)
         self.wall_ms = rec.get("wall_ms")
         self.cpu_ms = rec.get("cpu_ms")
+        self.signal = rec.get("signal")
+        # a cancel (TERM KILL INT HUP QUIT) was sent while it ran; status
+        # says how it ended (SG when the signal ended it)
+        self.cancelled = rec.get("cancelled", False)
+        self.signals_sent = rec.get("signals_sent", "").split()
 
     def __repr__(self):
         return "ExecResult(status=%r, exit_code=%r)" % (self.status,
                                                         self.exit_code)
+
+
+class Exec(int):
+    """An exec's id (an int, as before) that can also wait for it and
+    signal it: s.start(...) returns one."""
+
+    def __new__(cls, session, n):
+        e = int.__new__(cls, n)
+        e.session = session
+        return e
+
+    def wait(self, on_output=None):
+        return self.session.wait(int(self), on_output)
+
+    def signal(self, signal, grace_ms=None):
+        return self.session.cancel(int(self), signal=signal,
+                                   grace_ms=grace_ms)
+
+    def cancel(self, signal="TERM", grace_ms=None):
+        """TERM (by default), then SIGKILL after grace_ms (2000)."""
+        return self.session.cancel(int(self), signal=signal,
+                                   grace_ms=grace_ms)
+
+    def kill(self):
+        return self.session.cancel(int(self), signal="KILL")
 
 
 def _rid(prefix):
@@ -195,8 +225,36 @@ class Session:
         while True:
             rep = self._reply(rid)
             if rep is not None:
-                return int(rep["exec"])
+                return Exec(self, int(rep["exec"]))
             self._alive()
+
+    def cancel(self, exec_id, signal="TERM", grace_ms=None):
+        """Send signal (TERM KILL INT HUP QUIT USR1 USR2) to the running
+        exec's processes; a cancel (TERM INT HUP QUIT) is followed by
+        SIGKILL after grace_ms (default 2000; 0 never). Served at once,
+        even while the exec runs; SessionError when it has ended or is
+        not this session's. The reply: {exec, signal, cancelled,
+        grace_ms}."""
+        self._alive()
+        raw = self.r.hgetall(self._k("%s:x:%d" % (self.id, int(exec_id))))
+        if not raw:
+            raise SessionError("%s: no exec %d" % (self.id, int(exec_id)))
+        if raw.get(b"state") == b"done":
+            raise SessionError("%s: exec %d has already ended (%s)" % (
+                self.id, int(exec_id),
+                raw.get(b"status", b"?").decode(errors="replace")))
+        rid = _rid("r")
+        msg = {"op": "signal", "rid": rid, "exec": int(exec_id),
+               "signal": signal}
+        if grace_ms is not None:
+            msg["grace_ms"] = int(grace_ms)
+        self.r.rpush(self._k(self.id + ":sig"), json.dumps(msg))
+        for _ in range(10):
+            rep = self._reply(rid)
+            if rep is not None:
+                return rep
+            self._alive()
+        raise SessionError("no reply to the signal")
 
     def read(self, exec_id, fd=1, offset=0, size=1 << 20):
         """Bytes of an exec's stdout (fd 1) or stderr (2) from offset, as
@@ -225,9 +283,10 @@ class Session:
             if done:
                 rec = {k.decode(): (int(v) if k.decode() in NUMERIC else
                                     v == b"1" if k.decode().endswith(
-                                        "_truncated") else v)
+                                        "_truncated") or k == b"cancelled"
+                                    else v)
                        for k, v in raw.items()}
-                for k in ("status", "error"):
+                for k in ("status", "error", "signals_sent"):
                     if isinstance(rec.get(k), bytes):
                         rec[k] = rec[k].decode(errors="replace")
                 # the stored streams are the first output_max bytes; the
