@@ -113,7 +113,7 @@ static bool link_down(const char *p, size_t n)
 
 int al_tar_next(struct al_tar *t, struct al_tar_entry *e)
 {
-	const uint8_t *h;
+	const uint8_t *h = NULL; /* set before every use; gcc -O2 cannot see it */
 	uint64_t sum, size, mode, want = 0;
 	size_t nl, pl;
 	char typ, sp[64];
