@@ -75,6 +75,7 @@
 #include "proc.h"
 #include "proto.h"
 #include "serve.h"
+#include "snapdef.h"
 
 #define TICK_MS		250u
 #define BLOCK_MS	1000u
@@ -130,6 +131,11 @@ struct task {
 	char reason[200];	  /* dead-letter reason, "" = none */
 	bool cancelled;		  /* `airlock cancel`: its worker was killed */
 	char digest[AL_DIGEST_HEX + 1]; /* of the payload, "" = not fetched */
+	struct al_snapdef *snap;  /* the published definition of the
+				   * snapshot it names, NULL = none */
+	char *snap_setup;	  /* snap's setup bytes */
+	uint32_t build_ms;	  /* more time its worker may take: building
+				   * the snapshot from snap */
 };
 
 struct wslot {
@@ -172,11 +178,13 @@ struct serve {
 	uint64_t drain_deadline;	    /* loop ms */
 	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
 	char k_serves[ALQ_KEY_MAX];	    /* partition 0's */
+	char snap_host[ALQ_SNAPDEF_HOST_MAX]; /* this host in snaphosts */
 	uint64_t stored, rejected, retried, dead; /* counters for the log */
 };
 
 static void pump(struct serve *s);
 static void dispatch(struct serve *s);
+static void fetch_snapdef(struct task *t, const char *name);
 static void store(struct task *t);
 static void maybe_finish(struct serve *s);
 
@@ -229,6 +237,8 @@ static void task_free(struct task *t)
 	s->n_tasks--;
 	free(t->payload);
 	free(t->result);
+	free(t->snap);
+	free(t->snap_setup);
 	free(t);
 }
 
@@ -484,6 +494,96 @@ static void store(struct task *t)
 /* --- fetching payloads
  * -------------------------------------------------------- */
 
+/* --- snapshot definitions (snapdef.h)
+ * A job naming a snapshot that snapshots.allowed lists goes to its worker
+ * with the snapshot's published definition, read when the job is fetched
+ * (so never an older one than Redis holds then): the worker builds the
+ * snapshot from it when its host's build differs, or refuses the job
+ * (worker/snapdef.c). No definition: the host's own build, as before. */
+
+static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct task *t = priv;
+	struct serve *s = t->s;
+	struct al_snapdef d;
+	struct al_job setup = {0};
+	struct al_limits lim;
+	struct al_diags diags;
+	int e;
+
+	(void)c;
+	if (!r || s->draining) {
+		free(t->payload); /* fetched again, from the start */
+		t->payload = NULL;
+		t->state = T_FETCH_WAIT;
+		if (s->draining) {
+			release_entry(t->p, t->e.sid);
+			task_free(t);
+			maybe_finish(s);
+		}
+		return;
+	}
+	e = alq_snapdef_parse(r, &d, &t->snap_setup);
+	if (e == -EBADMSG) {
+		reject1(t, "template", "the snapshot's published definition is "
+		       "malformed (airlock snapshot create it again)");
+		pump(s);
+		return;
+	}
+	if (e == 0)
+		t->snap = malloc(sizeof(*t->snap));
+	if (e == -ENOMEM || (e == 0 && !t->snap)) {
+		abandon(t, "out of memory");
+		return;
+	}
+	if (e == 0) {
+		*t->snap = d;
+		/* its worker may build it first: the setup's own wall time,
+		 * the base template's cold boot and the save on top */
+		al_diags_init(&diags);
+		if (al_job_from_msgpack(d.setup, d.setup_len, &setup,
+					&diags) == 0) {
+			al_job_limits(&setup, s->o->policy, &lim);
+			t->build_ms = lim.wall_ms + 120000;
+		}
+		al_job_release(&setup);
+	}
+	t->state = T_QUEUED;
+	dispatch(s);
+	pump(s);
+}
+
+static void fetch_snapdef(struct task *t, const char *name)
+{
+	char k[ALQ_KEY_MAX];
+
+	alq_key(k, sizeof(k), t->s->o->queue, ALQ_KEY_SNAPDEF, name);
+	t->state = T_FETCH;
+	if (alq_conn_cmd(&t->s->p[0].cmd, snapdef_cb, t, 2,
+			 (const char *[]){"HGETALL", k}, NULL) < 0) {
+		free(t->payload);
+		t->payload = NULL;
+		t->state = T_FETCH_WAIT;
+	}
+}
+
+/* After a job ran from t->snap on this host: record the key built here. */
+static void snapdef_record(struct task *t, const struct al_result *res)
+{
+	struct serve *s = t->s;
+	char k[ALQ_KEY_MAX], val[64];
+
+	if (!t->snap || !res->vm.restored || res->status == AL_RJ)
+		return;
+	if (!s->snap_host[0])
+		alq_snapdef_host(s->o->sb->state_dir, s->snap_host);
+	alq_key(k, sizeof(k), s->o->queue, ALQ_KEY_SNAPHOSTS, t->snap->name);
+	snprintf(val, sizeof(val), "%s %llu", t->snap->key,
+		 (unsigned long long)al_wall_ms());
+	alq_conn_cmd(&s->p[0].cmd, ignore_reply, NULL, 4,
+		     (const char *[]){"HSET", k, s->snap_host, val}, NULL);
+}
+
 /* The payload is here: decode it enough to know it can run. */
 static void got_payload(struct task *t, const char *p, size_t len)
 {
@@ -491,6 +591,7 @@ static void got_payload(struct task *t, const char *p, size_t len)
 	struct al_job job = {0};
 	struct al_limits lim;
 	struct al_diags d;
+	char snap[AL_NAME_MAX + 1]; /* a snapshot it names, "" = none */
 
 	al_diags_init(&d);
 	al_digest_hex(p, len, t->digest);
@@ -506,6 +607,10 @@ static void got_payload(struct task *t, const char *p, size_t len)
 		return;
 	}
 	al_job_limits(&job, s->o->policy, &lim);
+	snprintf(snap, sizeof(snap), "%s",
+		 job.template_ ? job.template_ : s->o->policy->template_);
+	if (!al_policy_snapshot(s->o->policy, snap))
+		snap[0] = 0;
 	al_job_release(&job);
 	t->wall_ms = lim.wall_ms;
 	t->payload = malloc(len ? len : 1);
@@ -517,6 +622,10 @@ static void got_payload(struct task *t, const char *p, size_t len)
 	t->len = len;
 	if (t->e.deliveries > s->o->max_deliveries) {
 		dead_letter(t, "delivered too often");
+		return;
+	}
+	if (snap[0]) {
+		fetch_snapdef(t, snap);
 		return;
 	}
 	t->state = T_QUEUED;
@@ -694,6 +803,7 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 		}
 		return;
 	}
+	snapdef_record(t, &res);
 	snprintf(t->status, sizeof(t->status), "%s",
 		 al_status_name(res.status));
 	t->run_ms = res.timing.run_ms;
@@ -772,6 +882,9 @@ static int send_job(struct wslot *w, struct task *t)
 {
 	struct al_proc_job pj = {
 	    .payload = t->payload, .len = t->len, .attempt = t->e.deliveries};
+
+	if (t->snap)
+		pj.snap = *t->snap;
 	uint64_t now = al_wall_ms();
 	uv_write_t *req;
 	uv_buf_t b;
@@ -820,7 +933,8 @@ static void dispatch(struct serve *s)
 		}
 		t->state = T_RUNNING;
 		w->task = t;
-		w->deadline = mono(s) + t->wall_ms + s->o->visibility_slack_ms;
+		w->deadline = mono(s) + t->wall_ms + t->build_ms +
+			      s->o->visibility_slack_ms;
 		al_debug("job=%s worker=%u attempt=%u: started", t->id, i,
 			 t->e.deliveries);
 	}

@@ -976,6 +976,12 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	gateway_slot(w, net, job->id, gw_addr, sizeof(gw_addr));
 	if (gw_addr[0])
 		gw_mark = al_pkglist_mark(w->sb->state_dir);
+	if (r == 0 && w->snapdef && al_policy_snapshot(w->policy, tmpl)) {
+		/* published through Redis: this host's build must be it */
+		r = al_worker_snapshot_ensure(w, tmpl, err, sizeof(err));
+		if (r < 0)
+			sb_net_close(net);
+	}
 	if (r == 0)
 		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
 	no_vm = r < 0;
@@ -1107,6 +1113,11 @@ static int job_hash(const struct al_job *job, char out[65])
 	for (size_t i = 0; i < AL_SHA256_LEN; i++)
 		snprintf(out + 2 * i, 3, "%02x", h[i]);
 	return 0;
+}
+
+int al_worker_setup_hash(const struct al_job *job, char out[65])
+{
+	return job_hash(job, out);
 }
 
 /* Run the setup's steps in the snapshot's VM; save it if all were OK. */

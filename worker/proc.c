@@ -43,6 +43,24 @@ static void put_be32(char *p, uint32_t v)
 	p[3] = (char)v;
 }
 
+static int pack_str(msgpack_packer *pk, const char *k, const char *v)
+{
+	return msgpack_pack_str_with_body(pk, k, strlen(k)) ||
+	       msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static int pack_snap(msgpack_packer *pk, const struct al_snapdef *d)
+{
+	return msgpack_pack_str_with_body(pk, "snap", 4) ||
+	       msgpack_pack_map(pk, 6) || pack_str(pk, "name", d->name) ||
+	       pack_str(pk, "base", d->base) ||
+	       pack_str(pk, "image", d->image) ||
+	       pack_str(pk, "sha", d->setup_sha) ||
+	       pack_str(pk, "key", d->key) ||
+	       msgpack_pack_str_with_body(pk, "setup", 5) ||
+	       msgpack_pack_bin_with_body(pk, d->setup, d->setup_len);
+}
+
 int al_proc_job_frame(const struct al_proc_job *job, char **ret,
 		      size_t *ret_len)
 {
@@ -55,14 +73,17 @@ int al_proc_job_frame(const struct al_proc_job *job, char **ret,
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	/* the prefix first, patched once the body length is known */
+	if (job->snap.name[0] && job->snap.setup_len > AL_JOB_MAX_BYTES)
+		return -E2BIG;
 	if (msgpack_sbuffer_write(&sb, hdr, sizeof(hdr)) ||
-	    msgpack_pack_map(&pk, 3) ||
+	    msgpack_pack_map(&pk, job->snap.name[0] ? 4 : 3) ||
 	    msgpack_pack_str_with_body(&pk, "job", 3) ||
 	    msgpack_pack_bin_with_body(&pk, job->payload, job->len) ||
 	    msgpack_pack_str_with_body(&pk, "queued_ms", 9) ||
 	    msgpack_pack_uint64(&pk, job->queued_ms) ||
 	    msgpack_pack_str_with_body(&pk, "attempt", 7) ||
-	    msgpack_pack_uint32(&pk, job->attempt)) {
+	    msgpack_pack_uint32(&pk, job->attempt) ||
+	    (job->snap.name[0] && pack_snap(&pk, &job->snap))) {
 		msgpack_sbuffer_destroy(&sb);
 		return -ENOMEM;
 	}
@@ -78,6 +99,50 @@ static bool key_is(const msgpack_object *k, const char *s)
 
 	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
 	       !memcmp(k->via.str.ptr, s, n);
+}
+
+/* A str value into a buffer of `size` (it and its NUL must fit). */
+static bool get_str(const msgpack_object *v, char *out, size_t size)
+{
+	if (v->type != MSGPACK_OBJECT_STR || v->via.str.size >= size)
+		return false;
+	memcpy(out, v->via.str.ptr, v->via.str.size);
+	out[v->via.str.size] = 0;
+	return strlen(out) == v->via.str.size; /* no NUL inside */
+}
+
+static bool snap_decode(const msgpack_object *o, struct al_snapdef *d)
+{
+	unsigned seen = 0;
+
+	if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size != 6)
+		return false;
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		const msgpack_object *k = &o->via.map.ptr[i].key;
+		const msgpack_object *v = &o->via.map.ptr[i].val;
+		bool ok;
+
+		if (key_is(k, "name"))
+			ok = get_str(v, d->name, sizeof(d->name)), seen |= 1;
+		else if (key_is(k, "base"))
+			ok = get_str(v, d->base, sizeof(d->base)), seen |= 2;
+		else if (key_is(k, "image"))
+			ok = get_str(v, d->image, sizeof(d->image)), seen |= 4;
+		else if (key_is(k, "sha"))
+			ok = get_str(v, d->setup_sha, sizeof(d->setup_sha)),
+			seen |= 8;
+		else if (key_is(k, "key"))
+			ok = get_str(v, d->key, sizeof(d->key)), seen |= 16;
+		else if (key_is(k, "setup") && v->type == MSGPACK_OBJECT_BIN &&
+			 v->via.bin.size <= AL_JOB_MAX_BYTES)
+			d->setup = v->via.bin.ptr, d->setup_len = v->via.bin.size,
+			ok = true, seen |= 32;
+		else
+			ok = false;
+		if (!ok)
+			return false;
+	}
+	return seen == 63 && d->name[0];
 }
 
 int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)
@@ -112,6 +177,9 @@ int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)
 			   v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 			   v->via.u64 <= UINT32_MAX) {
 			j.attempt = (uint32_t)v->via.u64;
+		} else if (key_is(k, "snap") && !j.snap.name[0]) {
+			if (!snap_decode(v, &j.snap))
+				goto out;
 		} else {
 			goto out;
 		}
@@ -189,10 +257,13 @@ static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
 	al_digest_hex(pj.payload, pj.len, digest);
 	if (al_job_from_msgpack(pj.payload, pj.len, &job, &d) < 0)
 		r = al_worker_reject(d.id[0] ? d.id : NULL, &d, res);
-	else
+	else {
+		w->snapdef = pj.snap.name[0] ? &pj.snap : NULL;
 		r = (run ? run : al_worker_run)(w, &job, pj.queued_ms,
 						pj.attempt ? pj.attempt : 1,
 						res);
+		w->snapdef = NULL; /* it points into this frame */
+	}
 	al_job_release(&job);
 	/* which payload this result is of: clients check it before they
 	 * use a stored result (docs/queue.md, "Job ids") */
