@@ -155,7 +155,7 @@ int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)
 
 	if (!msgpack_zone_init(&zone, 1024))
 		return -ENOMEM;
-	r = al_mp_unpack(body, len, 16, &zone, &o);
+	r = al_mp_unpack(body, len, 32, &zone, &o); /* 4 pairs, snap 6 */
 	if (r < 0)
 		goto out;
 	r = -EBADMSG;
