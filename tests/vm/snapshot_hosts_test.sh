@@ -5,7 +5,8 @@
 # sharing one Redis (a real redis-server on a unix socket):
 #
 #   host A = $AIRLOCK_TEST_STATE (the vm_images fixture built its images)
-#   host B = a fresh state dir holding only a copy of A's python image
+#   host B = $AIRLOCK_TEST_STATE_B, else a fresh dir under /var/tmp
+#            (removed after), given a copy of A's python image
 #
 # Why copy the image and nothing else: an image is named by the hash of
 # its build inputs (builder script, template config, agent, apt sources,
@@ -20,7 +21,7 @@
 #      the setup's file: B built the snapshot from the definition; `list`
 #      shows B's build under the definition's key;
 #   3. a changed definition (create again on A) rebuilds on B: the next
-#      job sees the new file;                       (AIRLOCK_FULL=1 only)
+#      job sees the new file, and B keeps one build of it;
 #   4. B with snapshots.build_on_demand = false refuses a job whose
 #      definition it has not built: RJ, the error naming the snapshot;
 #   5. `snapshot rm` on A removes the definition.
@@ -30,7 +31,8 @@ bin=$1
 stateA=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
 [ -e "$stateA/images/python" ] || { echo "SKIP: no python image in $stateA"; exit 77; }
 tmp=$(mktemp -d /tmp/al-snaphosts-XXXXXX)
-stateB=$tmp/hostB
+stateB=${AIRLOCK_TEST_STATE_B:-}
+[ -n "$stateB" ] || { stateB=$(mktemp -d /var/tmp/al-hostB-XXXXXX); own_b=1; }
 sock=$tmp/redis.sock
 pids=()
 t0=$SECONDS
@@ -46,6 +48,8 @@ cleanup() {
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
   [ -f "$tmp/redis.pid" ] && kill "$(cat "$tmp/redis.pid")" 2>/dev/null
   "$bin" snapshot rm hostsnap --local --config "$tmp/a.conf" >/dev/null 2>&1
+  "$bin" snapshot rm hostsnap --local --config "$tmp/b.conf" >/dev/null 2>&1
+  [ -n "${own_b:-}" ] && rm -rf "$stateB"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -59,11 +63,12 @@ for _ in $(seq 100); do
 done
 rcli() { redis-cli -s "$sock" "$@"; }
 
-# host B: only the image (see above), under the name the image has
+# host B: the image (see above), under the name the image has
 mkdir -p "$stateB/images"
 img=$(readlink -f "$stateA/images/python")
-cp -a "$img" "$stateB/images/"
-ln -s "$(basename "$img")" "$stateB/images/python"
+[ -d "$stateB/images/$(basename "$img")" ] ||
+  cp -a --reflink=auto "$img" "$stateB/images/"
+ln -sfn "$(basename "$img")" "$stateB/images/python"
 
 conf() { # conf FILE STATE [EXTRA]
   cat > "$1" <<EOC
@@ -81,12 +86,15 @@ prestart = 0
 warm_last = 0
 [snapshots]
 allowed = hostsnap
-$3
+${3:-}
 EOC
 }
 conf "$tmp/a.conf" "$stateA"
 conf "$tmp/b.conf" "$stateB"
 conf "$tmp/b-off.conf" "$stateB" "build_on_demand = false"
+# no build of it left on either host by an earlier run
+"$bin" snapshot rm hostsnap --local --config "$tmp/a.conf" >/dev/null 2>&1 || true
+"$bin" snapshot rm hostsnap --local --config "$tmp/b.conf" >/dev/null 2>&1 || true
 
 setup() { # setup VALUE: a setup job leaving /work/marker = VALUE
   printf '{"template":"python","steps":[{"sh":"echo %s > /work/marker"}]}\n' "$1" \
@@ -150,18 +158,18 @@ grep -q "$(hostname):$stateA *$key1 (current" "$tmp/list.out" ||
   fail "list does not show A's build: $(cat "$tmp/list.out")"
 
 # 3. a changed definition rebuilds on B
-if [ "${AIRLOCK_FULL:-0}" = 1 ]; then
-  setup two
-  "$bin" snapshot create hostsnap "$tmp/setup.json" --config "$tmp/a.conf" \
-    > /dev/null 2> "$tmp/create.err" || fail "create v2: $(cat "$tmp/create.err")"
-  key2=$(rcli hget 'airlock:{default}:snapdef:hostsnap' key)
-  [ "$key2" != "$key1" ] || fail "a changed setup kept key $key1"
-  job_b
-  [ "$(jq -r '.steps[0].stdout' "$tmp/out.json")" = two ] ||
-    fail "changed definition not rebuilt on B: $(cat "$tmp/out.json")"
-  [ "$(ls "$stateB/snapshots" | grep -c '^hostsnap-')" = 1 ] || fail "old build kept"
-  say "changed definition: rebuilt on B"
-fi
+setup two
+"$bin" snapshot create hostsnap "$tmp/setup.json" --config "$tmp/a.conf" \
+  > /dev/null 2> "$tmp/create.err" || fail "create v2: $(cat "$tmp/create.err")"
+key2=$(rcli hget 'airlock:{default}:snapdef:hostsnap' key)
+[ "$key2" != "$key1" ] || fail "a changed setup kept key $key1"
+job_b
+[ "$(jq -r '.steps[0].stdout' "$tmp/out.json")" = two ] ||
+  fail "changed definition not rebuilt on B: $(cat "$tmp/out.json")"
+[ "$(ls "$stateB/snapshots" | grep -c '^hostsnap-')" = 1 ] || fail "old build kept"
+grep -q "snapshot=hostsnap key=$key2 .*built from its published definition" \
+  "$tmp/serve-b.conf.log" || fail "B's log does not say it rebuilt hostsnap"
+say "changed definition: rebuilt on B"
 stop_b
 
 # 4. build_on_demand off: a definition B has not built is refused
