@@ -523,6 +523,16 @@ static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
 		}
 		return;
 	}
+	if (r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, "WRONGTYPE", 9) != 0) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "reading the snapshot's definition "
+			 "failed: %.100s", r->str);
+		abandon(t, why); /* Redis's trouble, not the job's */
+		pump(s);
+		return;
+	}
 	e = alq_snapdef_parse(r, &d, &t->snap_setup);
 	if (e == -EBADMSG) {
 		reject1(t, "template", "the snapshot's published definition is "
