@@ -84,6 +84,7 @@
 #define RESPAWN_MIN_MS	200u
 #define RESPAWN_MAX_MS	10000u
 #define READ_BUF	(64u << 10)
+#define SNAP_CACHE	8u	      /* definitions kept (snapdef_cb) */
 
 enum task_state {
 	T_FETCH = 0,  /* payload being fetched */
@@ -134,6 +135,7 @@ struct task {
 	struct al_snapdef *snap;  /* the published definition of the
 				   * snapshot it names, NULL = none */
 	char *snap_setup;	  /* snap's setup bytes */
+	char snap_name[AL_NAME_MAX + 1]; /* the snapshot it names, "" = none */
 	uint32_t build_ms;	  /* more time its worker may take: building
 				   * the snapshot from snap */
 };
@@ -179,6 +181,15 @@ struct serve {
 	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
 	char k_serves[ALQ_KEY_MAX];	    /* partition 0's */
 	char snap_host[ALQ_SNAPDEF_HOST_MAX]; /* this host in snaphosts */
+	struct {
+		struct al_snapdef d;	    /* a definition read, d.name[0]
+					     * = free slot */
+		char *setup;		    /* its setup bytes */
+		uint32_t build_ms;	    /* its build allowance */
+	} snapc[SNAP_CACHE];		    /* the last ones read, by name:
+					     * a job costs an HGET of the key
+					     * while it is unchanged */
+	unsigned snapc_next;		    /* slot to replace next */
 	uint64_t stored, rejected, retried, dead; /* counters for the log */
 };
 
@@ -501,17 +512,63 @@ static void store(struct task *t)
  * snapshot from it when its host's build differs, or refuses the job
  * (worker/snapdef.c). No definition: the host's own build, as before. */
 
-static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
+/* Give t a copy of cached definition i; 0 or -ENOMEM. */
+static int snap_give(struct task *t, unsigned i)
 {
-	struct task *t = priv;
 	struct serve *s = t->s;
-	struct al_snapdef d;
-	struct al_job setup = {0};
+
+	t->snap = malloc(sizeof(*t->snap));
+	t->snap_setup = malloc(s->snapc[i].d.setup_len);
+	if (!t->snap || !t->snap_setup)
+		return -ENOMEM;
+	memcpy(t->snap_setup, s->snapc[i].setup, s->snapc[i].d.setup_len);
+	*t->snap = s->snapc[i].d;
+	t->snap->setup = t->snap_setup;
+	t->build_ms = s->snapc[i].build_ms;
+	return 0;
+}
+
+/* Keep definition d (its setup malloc'd, handed over) under its name;
+ * the slot it went to. */
+static unsigned snap_keep(struct serve *s, const struct al_snapdef *d,
+			  char *setup)
+{
+	struct al_job job = {0};
 	struct al_limits lim;
 	struct al_diags diags;
-	int e;
+	unsigned i;
 
-	(void)c;
+	for (i = 0; i < SNAP_CACHE; i++)
+		if (!strcmp(s->snapc[i].d.name, d->name))
+			break;
+	if (i == SNAP_CACHE)
+		i = s->snapc_next++ % SNAP_CACHE;
+	free(s->snapc[i].setup);
+	s->snapc[i].d = *d;
+	s->snapc[i].setup = setup;
+	/* its worker may build it first: the setup's own wall time, the
+	 * base template's cold boot and the save on top */
+	s->snapc[i].build_ms = 0;
+	al_diags_init(&diags);
+	if (al_job_from_msgpack(d->setup, d->setup_len, &job, &diags) == 0) {
+		al_job_limits(&job, s->o->policy, &lim);
+		s->snapc[i].build_ms = lim.wall_ms + 120000;
+	}
+	al_job_release(&job);
+	return i;
+}
+
+/* Redis could not answer: fetch the job again later (no reply), or leave
+ * it for redelivery (an error that is Redis's, not the job's). True when
+ * the reply was such; t may be gone then. */
+static bool snap_trouble(struct task *t, redisReply *r)
+{
+	struct serve *s = t->s;
+	char why[160];
+
+	if (r && !s->draining && (r->type != REDIS_REPLY_ERROR ||
+				  !strncmp(r->str, "WRONGTYPE", 9)))
+		return false;
 	if (!r || s->draining) {
 		free(t->payload); /* fetched again, from the start */
 		t->payload = NULL;
@@ -521,60 +578,91 @@ static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
 			task_free(t);
 			maybe_finish(s);
 		}
-		return;
+		return true;
 	}
-	if (r->type == REDIS_REPLY_ERROR &&
-	    strncmp(r->str, "WRONGTYPE", 9) != 0) {
-		char why[160];
+	snprintf(why, sizeof(why), "reading the snapshot's definition failed: "
+		 "%.100s", r->str);
+	abandon(t, why);
+	pump(s);
+	return true;
+}
 
-		snprintf(why, sizeof(why), "reading the snapshot's definition "
-			 "failed: %.100s", r->str);
-		abandon(t, why); /* Redis's trouble, not the job's */
-		pump(s);
-		return;
-	}
-	e = alq_snapdef_parse(r, &d, &t->snap_setup);
+static void snap_ready(struct task *t, int e)
+{
+	struct serve *s = t->s;
+
 	if (e == -EBADMSG) {
 		reject1(t, "template", "the snapshot's published definition is "
 		       "malformed (airlock snapshot create it again)");
 		pump(s);
 		return;
 	}
-	if (e == 0)
-		t->snap = malloc(sizeof(*t->snap));
-	if (e == -ENOMEM || (e == 0 && !t->snap)) {
+	if (e < 0 && e != -ENOENT) {
 		abandon(t, "out of memory");
 		return;
-	}
-	if (e == 0) {
-		*t->snap = d;
-		/* its worker may build it first: the setup's own wall time,
-		 * the base template's cold boot and the save on top */
-		al_diags_init(&diags);
-		if (al_job_from_msgpack(d.setup, d.setup_len, &setup,
-					&diags) == 0) {
-			al_job_limits(&setup, s->o->policy, &lim);
-			t->build_ms = lim.wall_ms + 120000;
-		}
-		al_job_release(&setup);
 	}
 	t->state = T_QUEUED;
 	dispatch(s);
 	pump(s);
 }
 
+/* The whole definition (HGETALL): kept, and a copy given to t. */
+static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct task *t = priv;
+	struct al_snapdef d;
+	char *setup = NULL;
+	int e;
+
+	(void)c;
+	if (snap_trouble(t, r))
+		return;
+	e = alq_snapdef_parse(r, &d, &setup);
+	if (e == 0)
+		e = snap_give(t, snap_keep(t->s, &d, setup));
+	snap_ready(t, e);
+}
+
+/* The definition's key (HGET): the kept definition when it is the same,
+ * else the whole one. */
+static void snapkey_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct task *t = priv;
+	struct serve *s = t->s;
+	char k[ALQ_KEY_MAX];
+
+	(void)c;
+	if (snap_trouble(t, r))
+		return;
+	if (r->type == REDIS_REPLY_NIL) {
+		snap_ready(t, -ENOENT); /* none published */
+		return;
+	}
+	for (unsigned i = 0; r->type == REDIS_REPLY_STRING && i < SNAP_CACHE;
+	     i++)
+		if (s->snapc[i].d.name[0] &&
+		    !strcmp(s->snapc[i].d.name, t->snap_name) &&
+		    r->len == strlen(s->snapc[i].d.key) &&
+		    !memcmp(r->str, s->snapc[i].d.key, r->len)) {
+			snap_ready(t, snap_give(t, i));
+			return;
+		}
+	alq_key(k, sizeof(k), s->o->queue, ALQ_KEY_SNAPDEF, t->snap_name);
+	if (alq_conn_cmd(&s->p[0].cmd, snapdef_cb, t, 2,
+			 (const char *[]){"HGETALL", k}, NULL) < 0)
+		snap_trouble(t, NULL);
+}
+
 static void fetch_snapdef(struct task *t, const char *name)
 {
 	char k[ALQ_KEY_MAX];
 
+	snprintf(t->snap_name, sizeof(t->snap_name), "%s", name);
 	alq_key(k, sizeof(k), t->s->o->queue, ALQ_KEY_SNAPDEF, name);
 	t->state = T_FETCH;
-	if (alq_conn_cmd(&t->s->p[0].cmd, snapdef_cb, t, 2,
-			 (const char *[]){"HGETALL", k}, NULL) < 0) {
-		free(t->payload);
-		t->payload = NULL;
-		t->state = T_FETCH_WAIT;
-	}
+	if (alq_conn_cmd(&t->s->p[0].cmd, snapkey_cb, t, 3,
+			 (const char *[]){"HGET", k, "key"}, NULL) < 0)
+		snap_trouble(t, NULL);
 }
 
 /* After a job ran from t->snap on this host: record the key built here. */
@@ -1874,6 +1962,8 @@ int al_serve_run(const struct al_serve_opts *o)
 		al_frame_reader_release(&s->w[i].fr);
 		free(s->w[i].rbuf);
 	}
+	for (unsigned i = 0; i < SNAP_CACHE; i++)
+		free(s->snapc[i].setup);
 	free(s->w);
 	free(s->p);
 	free(s);

@@ -6,7 +6,8 @@
  * starting a VM (the build itself: tests/vm/snapshot_hosts_test.sh).
  *
  *  - published: the worker gets it (its key), and after the job the serve
- *    records its host's build in snaphosts:NAME under that key;
+ *    records its host's build in snaphosts:NAME under that key; a second
+ *    job reads only the key (the serve keeps the definition);
  *  - a job naming an image template, or a snapshot with no definition:
  *    no definition handed over;
  *  - a tampered definition (a key not its fields'), or a key of another
@@ -31,15 +32,19 @@
 
 static struct redistest srv;
 
-/* al_proc_run_fn: stdout = the key of the definition handed over, or
- * "none"; the VM "restored" (what a job from a snapshot reports). */
+/* al_proc_run_fn: stdout = "KEY SETUP_BYTES" of the definition handed
+ * over, or "none"; the VM "restored" (what a job from a snapshot
+ * reports). */
 static int report_run(struct al_worker *w, const struct al_job *job,
 		      uint64_t queued_ms, uint32_t attempt,
 		      struct al_result *res)
 {
-	const char *out = w->snapdef ? w->snapdef->key : "none";
+	char out[64] = "none";
 
 	(void)queued_ms;
+	if (w->snapdef)
+		snprintf(out, sizeof(out), "%s %zu", w->snapdef->key,
+			 w->snapdef->setup_len);
 	memset(res, 0, sizeof(*res));
 	res->id = strdup(job->id ? job->id : "-");
 	res->worker = strdup(w->name);
@@ -202,6 +207,7 @@ static void test_handed_over(void **state)
 	struct served h;
 	redisContext *rc = redistest_raw(&srv);
 	char out[64], err[300], me[ALQ_SNAPDEF_HOST_MAX], *mp, *setup;
+	char want[64];
 	char names[4][AL_NAME_MAX + 1];
 	int n = 0;
 
@@ -225,7 +231,8 @@ static void test_handed_over(void **state)
 	submit(&c, "j1", "snap1");
 	assert_int_equal(result_of(&c, "j1", out, sizeof(out), err,
 				   sizeof(err)), AL_OK);
-	assert_string_equal(out, d.key);
+	snprintf(want, sizeof(want), "%s %zu", d.key, d.setup_len);
+	assert_string_equal(out, want);
 	/* the serve records its host's build once the result is in */
 	alq_snapdef_host(srv.dir, me);
 	for (int i = 0; i < 100; i++) {
@@ -237,14 +244,24 @@ static void test_handed_over(void **state)
 	assert_int_equal(n, 1);
 	assert_string_equal(built[0].host, me);
 	assert_string_equal(built[0].key, d.key);
+	/* the same key again: the kept definition, one HGET (the setup
+	 * changed under the same key is not read: the worker gets the bytes
+	 * read with that key) */
+	raw_cmd(rc, "HSET airlock:{s}:snapdef:snap1 setup x");
+	submit(&c, "j1b", "snap1");
+	assert_int_equal(result_of(&c, "j1b", out, sizeof(out), err,
+				   sizeof(err)), AL_OK);
+	assert_string_equal(out, want);
 	/* an image template: nothing handed over */
 	submit(&c, "j2", "python");
 	assert_int_equal(result_of(&c, "j2", out, sizeof(out), err,
 				   sizeof(err)), AL_OK);
 	assert_string_equal(out, "none");
-	/* tampered: RJ, never run */
-	raw_cmd(rc, "HSET airlock:{s}:snapdef:snap1 image "
-			  "fedcba9876543210");
+	/* tampered: a key that is not its fields': RJ, never run (a field
+	 * changed under an unchanged key would not even be read: the serve
+	 * keeps the definition it read for that key) */
+	raw_cmd(rc, "HSET airlock:{s}:snapdef:snap1 key "
+			  "0123456789abcdef0123456789abcdef");
 	submit(&c, "j3", "snap1");
 	assert_int_equal(result_of(&c, "j3", out, sizeof(out), err,
 				   sizeof(err)), AL_RJ);
