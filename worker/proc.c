@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -111,38 +112,50 @@ static bool get_str(const msgpack_object *v, char *out, size_t size)
 	return strlen(out) == v->via.str.size; /* no NUL inside */
 }
 
+#define SNAP_STR(f) {#f, offsetof(struct al_snapdef, f), \
+		     sizeof(((struct al_snapdef *)0)->f)}
+/* The `snap` map's string fields ("sha" is setup_sha), then `setup`. */
+static const struct {
+	const char *key;
+	size_t off, size;
+} snap_strs[] = {
+    SNAP_STR(name), SNAP_STR(base), SNAP_STR(image),
+    {"sha", offsetof(struct al_snapdef, setup_sha), 65}, SNAP_STR(key),
+};
+#define SNAP_N (sizeof(snap_strs) / sizeof(snap_strs[0]))
+
+static bool snap_field(const msgpack_object *k, const msgpack_object *v,
+		       struct al_snapdef *d, unsigned *seen)
+{
+	if (key_is(k, "setup")) {
+		if (v->type != MSGPACK_OBJECT_BIN ||
+		    v->via.bin.size > AL_JOB_MAX_BYTES)
+			return false;
+		d->setup = v->via.bin.ptr; /* into the frame, not the zone */
+		d->setup_len = v->via.bin.size;
+		*seen |= 1u << SNAP_N;
+		return true;
+	}
+	for (size_t i = 0; i < SNAP_N; i++)
+		if (key_is(k, snap_strs[i].key)) {
+			*seen |= 1u << i;
+			return get_str(v, (char *)d + snap_strs[i].off,
+				       snap_strs[i].size);
+		}
+	return false;
+}
+
 static bool snap_decode(const msgpack_object *o, struct al_snapdef *d)
 {
 	unsigned seen = 0;
 
-	if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size != 6)
+	if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size != SNAP_N + 1)
 		return false;
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		const msgpack_object *k = &o->via.map.ptr[i].key;
-		const msgpack_object *v = &o->via.map.ptr[i].val;
-		bool ok;
-
-		if (key_is(k, "name"))
-			ok = get_str(v, d->name, sizeof(d->name)), seen |= 1;
-		else if (key_is(k, "base"))
-			ok = get_str(v, d->base, sizeof(d->base)), seen |= 2;
-		else if (key_is(k, "image"))
-			ok = get_str(v, d->image, sizeof(d->image)), seen |= 4;
-		else if (key_is(k, "sha"))
-			ok = get_str(v, d->setup_sha, sizeof(d->setup_sha)),
-			seen |= 8;
-		else if (key_is(k, "key"))
-			ok = get_str(v, d->key, sizeof(d->key)), seen |= 16;
-		else if (key_is(k, "setup") && v->type == MSGPACK_OBJECT_BIN &&
-			 v->via.bin.size <= AL_JOB_MAX_BYTES)
-			d->setup = v->via.bin.ptr, d->setup_len = v->via.bin.size,
-			ok = true, seen |= 32;
-		else
-			ok = false;
-		if (!ok)
+	for (uint32_t i = 0; i < o->via.map.size; i++)
+		if (!snap_field(&o->via.map.ptr[i].key,
+				&o->via.map.ptr[i].val, d, &seen))
 			return false;
-	}
-	return seen == 63 && d->name[0];
+	return seen == (1u << (SNAP_N + 1)) - 1 && d->name[0];
 }
 
 int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)

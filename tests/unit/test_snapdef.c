@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,31 @@ static void test_frame(void **state)
 	assert_memory_equal(out.snap.setup, mp, in.snap.setup_len);
 	assert_true(al_snapdef_valid(&out.snap));
 	free(frame);
+	/* a snap map short of a field, or with one of the wrong type, is
+	 * not a frame */
+	{
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+
+		for (int bad = 0; bad < 2; bad++) {
+			msgpack_sbuffer_init(&sb);
+			msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+			msgpack_pack_map(&pk, 2);
+			msgpack_pack_str_with_body(&pk, "job", 3);
+			msgpack_pack_bin_with_body(&pk, in.payload, in.len);
+			msgpack_pack_str_with_body(&pk, "snap", 4);
+			msgpack_pack_map(&pk, bad ? 6 : 1);
+			msgpack_pack_str_with_body(&pk, "name", 4);
+			msgpack_pack_str_with_body(&pk, "snap1", 5);
+			for (int i = 0; bad && i < 5; i++) {
+				msgpack_pack_str_with_body(&pk, "key", 3);
+				msgpack_pack_uint32(&pk, 1); /* not a str */
+			}
+			assert_int_equal(al_proc_job_decode(sb.data, sb.size,
+							    &out), -EBADMSG);
+			msgpack_sbuffer_destroy(&sb);
+		}
+	}
 	/* a setup over the cap is not framed */
 	in.snap.setup_len = AL_JOB_MAX_BYTES + 1;
 	assert_int_equal(al_proc_job_frame(&in, &frame, &len), -E2BIG);
