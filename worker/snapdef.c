@@ -17,12 +17,16 @@
  *     host's build uses its own template of that image (its own key, as
  *     for any template).
  *  3. With snapshots.build_on_demand off (o->snapshot_no_build), a build
- *     of exactly this base and setup must already be here; otherwise
- *     al_worker_snapshot() runs the setup as a job (this host's policy:
- *     `RJ` if it breaks it) and saves it, or finds it built (a cache
+ *     of exactly this base and setup must already be here. Otherwise
+ *     the caller (job.c's al_worker_snapshot_ensure) has
+ *     al_worker_snapshot() run the setup as a job (this host's policy:
+ *     `RJ` if it breaks it) and save it, or find it built (a cache
  *     hit). sb_snapshot_begin() takes the name's build lock, so one
  *     build of a name runs per host at a time and the other workers'
  *     jobs of that name wait on the lock, then find it built.
+ *
+ * Calls go one way: job.c calls here (al_snapdef_check, the setup hash),
+ * never the other way.
  *
  * Any refusal is -ESTALE with a message naming the snapshot: the caller
  * makes it the job's `RJ`. Nothing here reads a path or runs a command
@@ -30,6 +34,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto.h"
@@ -70,6 +75,27 @@ bool al_snapdef_valid(const struct al_snapdef *d)
 	return !strcmp(key, d->key);
 }
 
+int al_worker_setup_hash(const struct al_job *job, char out[65])
+{
+	struct al_job j = *job;
+	uint8_t h[AL_SHA256_LEN];
+	char *mp = NULL;
+	size_t len = 0;
+	int r;
+
+	j.id = NULL; /* they name the request, not what it does */
+	j.meta.data = NULL;
+	j.meta.len = 0;
+	r = al_job_to_msgpack(&j, &mp, &len);
+	if (r < 0)
+		return r;
+	al_sha256(mp, len, h);
+	free(mp);
+	for (size_t i = 0; i < AL_SHA256_LEN; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+	return 0;
+}
+
 /* The definition's setup, decoded and checked against its hash. */
 static int setup_of(const struct al_snapdef *d, const struct al_policy *pol,
 		    struct al_job *job, char *err, size_t errlen)
@@ -100,80 +126,36 @@ static int setup_of(const struct al_snapdef *d, const struct al_policy *pol,
 	return 0;
 }
 
-/* Build (or find built) the setup's snapshot here. */
-static int build(struct al_worker *w, const struct al_snapdef *d,
-		 const struct al_job *job, char *err, size_t errlen)
+int al_snapdef_check(const struct al_worker *w, const struct al_snapdef *d,
+		     struct al_job *ret_setup, char *err, size_t errlen)
 {
-	struct sb_snapshot_info info = {0};
-	struct al_result res = {0};
-	int r;
-
-	r = al_worker_snapshot(w, d->name, job, &res, &info);
-	if (r == 0)
-		sb_log(w->sb, SB_LOG_INFO, "snapshot=%s key=%s worker=%s: built from its "
-		       "published definition in %llu ms", d->name, d->key,
-		       w->name, (unsigned long long)info.build_ms);
-	if (r == -EINVAL || r == -ECANCELED) {
-		size_t i = 0;
-
-		while (i + 1 < res.n_steps && res.steps[i].status == AL_OK)
-			i++;
-		if (r == -EINVAL || !res.n_steps)
-			snprintf(err, errlen, "snapshot %s: its published setup "
-				 "is refused here: %s", d->name,
-				 res.error ? res.error : "the policy");
-		else
-			snprintf(err, errlen, "snapshot %s: building it from "
-				 "its published definition failed: setup step "
-				 "%zu ended %s (exit %d)", d->name, i,
-				 al_status_name(res.steps[i].status),
-				 res.steps[i].exit_code);
-		r = -ESTALE;
-	} else if (r < 0) {
-		snprintf(err, errlen, "snapshot %s: building it from its "
-			 "published definition failed: %s", d->name,
-			 res.error ? res.error : strerror(-r));
-	}
-	al_result_release(&res);
-	return r < 0 ? r : 0;
-}
-
-int al_worker_snapshot_ensure(struct al_worker *w, const char *name,
-			      char *err, size_t errlen)
-{
-	const struct al_snapdef *d = w->snapdef;
-	struct al_job job = {0};
 	struct sb_image img;
 	int r;
 
-	if (!d || strcmp(d->name, name) != 0)
-		return 0; /* not published: this host's own, as before */
 	if (!al_snapdef_valid(d)) {
 		snprintf(err, errlen, "snapshot %s: its published definition "
-			 "is malformed", name);
+			 "is malformed", d->name);
 		return -ESTALE;
 	}
-	r = setup_of(d, w->policy, &job, err, errlen);
+	r = setup_of(d, w->policy, ret_setup, err, errlen);
 	if (r == 0 && sb_image_open(w->sb, d->base, &img) < 0) {
 		snprintf(err, errlen, "snapshot %s: its base %s has no image "
-			 "on worker %s", name, d->base, w->name);
+			 "on worker %s", d->name, d->base, w->name);
 		r = -ESTALE;
 	} else if (r == 0 && strcmp(img.hash, d->image) != 0) {
 		snprintf(err, errlen, "snapshot %s: worker %s's image of %s "
 			 "(%.12s) is not the one it was defined on (%.12s)",
-			 name, w->name, d->base, img.hash, d->image);
+			 d->name, w->name, d->base, img.hash, d->image);
 		r = -ESTALE;
 	}
-	if (r == 0 && w->sb->snapshot_no_build &&
-	    !sb_snapshot_built(w->sb, name, d->base, d->setup_sha)) {
+	if (r < 0 || !w->sb->snapshot_no_build)
+		return r < 0 ? r : 1;
+	if (!sb_snapshot_built(w->sb, d->name, d->base, d->setup_sha)) {
 		snprintf(err, errlen, "snapshot %s: worker %s has no build of "
 			 "its published definition %.12s and "
-			 "snapshots.build_on_demand is off", name, w->name,
+			 "snapshots.build_on_demand is off", d->name, w->name,
 			 d->key);
-		r = -ESTALE;
-	} else if (r == 0 && !w->sb->snapshot_no_build) {
-		r = build(w, d, &job, err, errlen);
+		return -ESTALE;
 	}
-	al_job_release(&job);
-	return r;
+	return 0;
 }

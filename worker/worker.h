@@ -111,6 +111,13 @@ int al_worker_setup_hash(const struct al_job *job, char out[65]);
 void al_snapdef_key(const struct al_snapdef *d, char out[33]);
 /* Whether d's fields are well formed and its key is theirs. */
 bool al_snapdef_valid(const struct al_snapdef *d);
+/* Check definition d on this worker's host (worker/snapdef.c): 1 when
+ * it may be used once built (build_on_demand: *ret_setup is the setup
+ * job, to build from), 0 when this host has its build and may not build
+ * (build_on_demand off), -ESTALE when the job must be refused (err says
+ * why, naming the snapshot). Release *ret_setup in every case. */
+int al_snapdef_check(const struct al_worker *w, const struct al_snapdef *d,
+		     struct al_job *ret_setup, char *err, size_t errlen);
 /* Before a job that names snapshot `name` runs, with w->snapdef set: make
  * sure this host's build of `name` is exactly the published definition,
  * building it when it is missing or another (one build per name per host
