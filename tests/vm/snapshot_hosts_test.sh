@@ -151,6 +151,7 @@ for _ in $(seq 50); do # the serve records its host's build after the result
   sleep 0.1
 done
 "$bin" snapshot list --config "$tmp/a.conf" > "$tmp/list.out" 2>&1 || fail "list"
+sed 's/^/    list| /' "$tmp/list.out"
 grep -q "^hostsnap .* python .*$key1" "$tmp/list.out" || fail "list: $(cat "$tmp/list.out")"
 grep -q "$(hostname):$stateB *$key1 (current" "$tmp/list.out" ||
   fail "list does not show B's build: $(cat "$tmp/list.out")"

@@ -303,8 +303,11 @@ static int rm(struct al_cli *cli, const struct sb_options *sb, const char *name)
 			al_cli_error(cli, "rm %s: %s", name, c.err);
 		else if (p == 0)
 			fprintf(stderr, "airlock snapshot: %s's definition "
-				"removed from queue %s\n", name,
-				cli->cfg.queue.name);
+				"removed from queue %s (other hosts keep their "
+				"builds: jobs there run from them until "
+				"`snapshot rm` there, or take %s out of "
+				"snapshots.allowed)\n", name,
+				cli->cfg.queue.name, name);
 		alq_client_close(&c);
 	}
 	if (r == -ENOENT && p == -ENOENT)
