@@ -517,6 +517,8 @@ static int snap_give(struct task *t, unsigned i)
 {
 	struct serve *s = t->s;
 
+	free(t->snap); /* from an earlier fetch of t, if any */
+	free(t->snap_setup);
 	t->snap = malloc(sizeof(*t->snap));
 	t->snap_setup = malloc(s->snapc[i].d.setup_len);
 	if (!t->snap || !t->snap_setup)
@@ -980,15 +982,15 @@ static int send_job(struct wslot *w, struct task *t)
 {
 	struct al_proc_job pj = {
 	    .payload = t->payload, .len = t->len, .attempt = t->e.deliveries};
-
-	if (t->snap)
-		pj.snap = *t->snap;
 	uint64_t now = al_wall_ms();
 	uv_write_t *req;
 	uv_buf_t b;
 	char *frame;
 	size_t len;
 	int r;
+
+	if (t->snap)
+		pj.snap = *t->snap; /* its setup is t's until t is freed */
 
 	if (t->e.submit_ms && t->e.submit_ms <= now)
 		pj.queued_ms = now - t->e.submit_ms;
