@@ -24,6 +24,7 @@
 #      job sees the new file, and B keeps one build of it;
 #   4. B with snapshots.build_on_demand = false refuses a job whose
 #      definition it has not built: RJ, the error naming the snapshot;
+#      after `snapshot pull` on B (the operator builds it), it runs;
 #   5. `snapshot rm` on A removes the definition.
 set -euo pipefail
 bin=$1
@@ -184,6 +185,16 @@ jq -e '.status == "RJ"' "$tmp/out.json" > /dev/null ||
 jq -r .error "$tmp/out.json" | grep -q "^snapshot hostsnap: worker .* has no build of its published definition .* and snapshots.build_on_demand is off" ||
   fail "refusal unclear: $(jq -r .error "$tmp/out.json")"
 say "build_on_demand off: RJ ($(jq -r .error "$tmp/out.json"))"
+# the operator builds it there (snapshot pull): then it runs
+"$bin" snapshot pull hostsnap --config "$tmp/b-off.conf" > /dev/null \
+  2> "$tmp/pull.err" || fail "pull on B: $(cat "$tmp/pull.err")"
+key3=$(rcli hget 'airlock:{default}:snapdef:hostsnap' key)
+rcli hget 'airlock:{default}:snaphosts:hostsnap' "$(hostname):$stateB" |
+  grep -q "^$key3 " || fail "pull did not record B's build"
+job_b
+[ "$(jq -r '.steps[0].stdout' "$tmp/out.json")" = three ] ||
+  fail "after pull: $(cat "$tmp/out.json" "$tmp/run.err")"
+say "build_on_demand off, after snapshot pull on B: OK"
 stop_b
 
 # 5. rm on A: the definition goes (B's build stays on B's disk)

@@ -318,12 +318,65 @@ static int rm(struct al_cli *cli, const struct sb_options *sb, const char *name)
 		       : AL_EXIT_FAIL;
 }
 
+/* pull: build this host's NAME from its published definition now, as a
+ * worker would on its first job of NAME (whatever build_on_demand says:
+ * the operator asks), and record the build. */
+static int pull(struct al_cli *cli, struct sb_options *sb, const char *name)
+{
+	const char *q = cli->cfg.queue.name;
+	struct alq_client c = {0};
+	struct al_snapdef d;
+	struct al_worker w;
+	struct al_policy pol;
+	char *setup = NULL, err[512] = "", host[ALQ_SNAPDEF_HOST_MAX];
+	int r;
+
+	if (!cli->cfg.redis.url[0]) {
+		al_cli_error(cli, "pull %s: no Redis configured (redis.url)",
+			     name);
+		return AL_EXIT_USAGE;
+	}
+	if (al_cli_open(cli, &c) < 0)
+		return AL_EXIT_FAIL;
+	r = alq_snapdef_get(&c, q, name, &d, &setup);
+	if (r < 0) {
+		al_cli_error(cli, "pull %s: %s", name, r == -ENOENT
+			     ? "not published on this queue"
+			     : r == -EBADMSG ? "its published definition is "
+					       "malformed" : c.err);
+		alq_client_close(&c);
+		return AL_EXIT_FAIL;
+	}
+	sb->snapshot_no_build = false; /* asked for: build it */
+	al_config_policy(&cli->cfg, &pol);
+	al_cli_warn_unjailed(sb);
+	al_worker_init(&w, sb, &pol, "snapshot");
+	w.snapdef = &d;
+	r = al_worker_snapshot_ensure(&w, name, err, sizeof(err));
+	w.snapdef = NULL;
+	al_worker_release(&w);
+	if (r == 0) {
+		alq_snapdef_host(sb->state_dir, host);
+		if (alq_snapdef_record(&c, q, name, host, d.key) < 0)
+			al_cli_error(cli, "pull %s: recording the build: %s",
+				     name, c.err);
+		fprintf(stderr, "airlock snapshot: %s is built here from its "
+			"published definition (key %s)\n", name, d.key);
+	} else {
+		al_cli_error(cli, "pull %s: %s", name, err[0] ? err
+							      : strerror(-r));
+	}
+	alq_client_close(&c);
+	free(setup);
+	return r == 0 ? AL_EXIT_OK : AL_EXIT_FAIL;
+}
+
 static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 {
 	static const struct {
 		const char *verb;
 		int args;
-	} verbs[] = {{"create", 3}, {"list", 1}, {"rm", 2}};
+	} verbs[] = {{"create", 3}, {"list", 1}, {"rm", 2}, {"pull", 2}};
 	struct sb_options sb;
 	char err[512];
 	size_t v;
@@ -333,7 +386,7 @@ static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 		if (!strcmp(argv[0], verbs[v].verb))
 			break;
 	if (v == sizeof(verbs) / sizeof(verbs[0]))
-		return al_cli_usage_error(cli, "create, list or rm?");
+		return al_cli_usage_error(cli, "create, list, rm or pull?");
 	if (argc != verbs[v].args)
 		return al_cli_usage_error(cli, "%s takes %d argument%s",
 					  verbs[v].verb, verbs[v].args - 1,
@@ -350,6 +403,8 @@ static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 			r = list_published(cli);
 		return r;
 	}
+	if (v == 3)
+		return pull(cli, &sb, argv[1]);
 	return rm(cli, &sb, argv[1]);
 }
 
@@ -365,7 +420,8 @@ const struct al_cmd al_cmd_snapshot = {
 	.usage = "usage: airlock snapshot create NAME SETUP.json [--json] "
 		 "[--local] [--config PATH]\n"
 		 "       airlock snapshot list [--config PATH]\n"
-		 "       airlock snapshot rm NAME [--local] [--config PATH]\n\n"
+		 "       airlock snapshot rm NAME [--local] [--config PATH]\n"
+		 "       airlock snapshot pull NAME [--config PATH]\n\n"
 		 "create runs the steps of the job in SETUP.json in a fresh "
 		 "clone of its\ntemplate on this host and, when every step is "
 		 "OK, saves that VM (its\n/work and /tmp included) as template "
@@ -380,7 +436,10 @@ const struct al_cmd al_cmd_snapshot = {
 		 "each local snapshot's size, age and base, then the published"
 		 "\ndefinitions and which hosts built which key; rm removes the "
 		 "local build\nand the published definition (jobs running from "
-		 "it finish). Needs root.\nSee docs/snapshots.md.\n"
+		 "it finish); pull builds NAME\nhere from its published "
+		 "definition now, as a host's first job of NAME\nwould "
+		 "(also with build_on_demand off). Needs root.\nSee "
+		 "docs/snapshots.md.\n"
 		 "\n"
 		 "options:\n"
 		 "      --json         create: print a JSON record (result, "
@@ -392,6 +451,6 @@ const struct al_cmd al_cmd_snapshot = {
 	.options = opts,
 	.args_min = 1,
 	.args_max = 3,
-	.args_error = "create, list or rm?",
+	.args_error = "create, list, rm or pull?",
 	.run = cmd_snapshot,
 };
