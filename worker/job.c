@@ -1210,9 +1210,22 @@ int al_worker_snapshot_ensure(struct al_worker *w, const char *name,
 
 	if (!d || strcmp(d->name, name) != 0)
 		return 0; /* not published: this host's own, as before */
+	if (!strcmp(w->snap_failed, d->key)) {
+		/* its setup failed here: once per definition and worker, not
+		 * once per job */
+		snprintf(err, errlen, "%s", w->snap_failed_err);
+		return -ESTALE;
+	}
 	r = al_snapdef_check(w, d, &setup, err, errlen);
-	if (r == 1)
+	if (r == 1) {
 		r = snapdef_build(w, d, &setup, err, errlen);
+		if (r == -ESTALE) {
+			snprintf(w->snap_failed, sizeof(w->snap_failed), "%s",
+				 d->key);
+			snprintf(w->snap_failed_err, sizeof(w->snap_failed_err),
+				 "%s", err);
+		}
+	}
 	al_job_release(&setup);
 	return r;
 }

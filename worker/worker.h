@@ -54,6 +54,10 @@ struct al_worker {
 	const struct al_snapdef *snapdef; /* the published definition of the
 					   * snapshot the current job names,
 					   * NULL = none (set by proc.c) */
+	char snap_failed[33];             /* key of the last definition whose
+					   * setup failed or was refused here:
+					   * its jobs are refused at once */
+	char snap_failed_err[300];        /* and why */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:

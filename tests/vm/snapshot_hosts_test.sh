@@ -25,7 +25,8 @@
 #   4. B with snapshots.build_on_demand = false refuses a job whose
 #      definition it has not built: RJ, the error naming the snapshot;
 #      after `snapshot pull` on B (the operator builds it), it runs;
-#   5. `snapshot rm` on A removes the definition.
+#   5. B's policy applies to the setup: one over B's limits is RJ there;
+#   6. `snapshot rm` on A removes the definition.
 set -euo pipefail
 bin=$1
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (jailed VMs)"; exit 77; }
@@ -93,6 +94,9 @@ EOC
 conf "$tmp/a.conf" "$stateA"
 conf "$tmp/b.conf" "$stateB"
 conf "$tmp/b-off.conf" "$stateB" "build_on_demand = false"
+conf "$tmp/b-strict.conf" "$stateB" "[limits]
+wall_ms = 20000
+wall_ms_max = 30000"
 # no build of it left on either host by an earlier run
 "$bin" snapshot rm hostsnap --local --config "$tmp/a.conf" >/dev/null 2>&1 || true
 "$bin" snapshot rm hostsnap --local --config "$tmp/b.conf" >/dev/null 2>&1 || true
@@ -106,6 +110,7 @@ serve_b() { # serve_b CONF: B's serve, the only one on the queue
   pids+=($!)
   for _ in $(seq 200); do
     [ "$(rcli hlen 'airlock:{default}:serves')" = 1 ] && return
+    kill -0 "${pids[-1]}" 2>/dev/null || fail "serve on B ($1) exited"
     sleep 0.1
   done
   fail "serve on B never heartbeat"
@@ -197,7 +202,25 @@ job_b
 say "build_on_demand off, after snapshot pull on B: OK"
 stop_b
 
-# 5. rm on A: the definition goes (B's build stays on B's disk)
+# 5. B's own policy applies to the setup: one that asks more wall time
+#    than B allows is refused there, whatever A allowed
+printf '{"template":"python","limits":{"wall_ms":60000},"steps":[{"sh":"echo four > /work/marker"}]}\n' \
+  > "$tmp/setup.json"
+"$bin" snapshot create hostsnap "$tmp/setup.json" --config "$tmp/a.conf" \
+  > /dev/null 2> "$tmp/create.err" || fail "create v4: $(cat "$tmp/create.err")"
+serve_b "$tmp/b-strict.conf"
+job_b
+jq -e '.status == "RJ"' "$tmp/out.json" > /dev/null ||
+  fail "setup over B's policy: not RJ: $(cat "$tmp/out.json")"
+jq -r .error "$tmp/out.json" | grep -q "^snapshot hostsnap: its published setup is refused here: .*wall_ms" ||
+  fail "policy refusal unclear: $(jq -r .error "$tmp/out.json")"
+say "setup over B's policy: RJ ($(jq -r .error "$tmp/out.json"))"
+err4=$(jq -r .error "$tmp/out.json")
+job_b # the worker remembers: refused at once, the same way
+[ "$(jq -r .error "$tmp/out.json")" = "$err4" ] || fail "second refusal: $(cat "$tmp/out.json")"
+stop_b
+
+# 6. rm on A: the definition goes (B's build stays on B's disk)
 "$bin" snapshot rm hostsnap --config "$tmp/a.conf" 2> "$tmp/rm.err" || fail "rm: $(cat "$tmp/rm.err")"
 [ "$(rcli exists 'airlock:{default}:snapdef:hostsnap')" = 0 ] || fail "definition left"
 [ "$(rcli sismember 'airlock:{default}:snapdefs' hostsnap)" = 0 ] || fail "name left"
