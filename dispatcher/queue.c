@@ -51,11 +51,13 @@ int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    [ALQ_KEY_DEAD] = "dead",	   [ALQ_KEY_SERVES] = "serves",
 	    [ALQ_KEY_TPUT] = "tput:",	   [ALQ_KEY_SID] = "sid:",
 	    [ALQ_KEY_CANCEL] = "cancel",   [ALQ_KEY_DIGEST] = "digest:",
-	    [ALQ_KEY_CANCELS] = "cancels",
+	    [ALQ_KEY_CANCELS] = "cancels", [ALQ_KEY_SNAPDEFS] = "snapdefs",
+	    [ALQ_KEY_SNAPDEF] = "snapdef:", [ALQ_KEY_SNAPHOSTS] = "snaphosts:",
 	};
 	bool with_id = kind == ALQ_KEY_JOB || kind == ALQ_KEY_RESULT ||
 		       kind == ALQ_KEY_DONE || kind == ALQ_KEY_TPUT ||
-		       kind == ALQ_KEY_SID || kind == ALQ_KEY_DIGEST;
+		       kind == ALQ_KEY_SID || kind == ALQ_KEY_DIGEST ||
+		       kind == ALQ_KEY_SNAPDEF || kind == ALQ_KEY_SNAPHOSTS;
 	int n = snprintf(buf, len, "airlock:{%s}:%s%s", q, kinds[kind],
 			 with_id && id ? id : "");
 
@@ -873,6 +875,18 @@ static redisReply *cmd_argv(struct alq_client *c, int argc, const char **argv,
 		}
 		freeReplyObject(r);
 	}
+}
+
+redisReply *alq_client_command(struct alq_client *c, int argc,
+				const char **argv, const size_t *lens)
+{
+	redisReply *r = c->rc ? cmd_argv(c, argc, argv, lens) : NULL;
+
+	if (!r)
+		snprintf(c->err, sizeof(c->err), "redis: %s",
+			 c->rc && c->rc->errstr[0] ? c->rc->errstr
+						   : "not connected");
+	return r;
 }
 
 /* After a pipeline saw redirection rd: act on it (reconnect, or wait)

@@ -66,12 +66,23 @@ enum alq_key_kind {
 	ALQ_KEY_CANCEL,	  /* cancelled pending entries */
 	ALQ_KEY_DIGEST,	  /* digest:ID, its payload's SHA-256 (hex) */
 	ALQ_KEY_CANCELS,  /* cancels counted (INCR by ALQ_CANCEL) */
+	ALQ_KEY_SNAPDEFS, /* names of published snapshots (snapdef.h) */
+	ALQ_KEY_SNAPDEF,  /* snapdef:NAME, a snapshot's definition */
+	ALQ_KEY_SNAPHOSTS, /* snaphosts:NAME, which host built which key */
 };
 
 /* Write the key of `kind` for queue `q` (and `id` where the kind has one)
  * into buf; returns 0 or -ENAMETOOLONG. */
 int alq_key(char *buf, size_t len, const char *q, enum alq_key_kind kind,
 	    const char *id);
+
+/* One command on the blocking client, following cluster redirections
+ * and Sentinel failovers as its own commands do; the reply is the
+ * caller's (freeReplyObject), NULL when the connection failed (c->err).
+ * For the snapshot definitions (snapdef.h). */
+struct alq_client;
+struct redisReply *alq_client_command(struct alq_client *c, int argc,
+				      const char **argv, const size_t *lens);
 
 /* --- partitions ---------------------------------------------------------
  *

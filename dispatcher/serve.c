@@ -75,6 +75,7 @@
 #include "proc.h"
 #include "proto.h"
 #include "serve.h"
+#include "snapdef.h"
 
 #define TICK_MS		250u
 #define BLOCK_MS	1000u
@@ -83,6 +84,7 @@
 #define RESPAWN_MIN_MS	200u
 #define RESPAWN_MAX_MS	10000u
 #define READ_BUF	(64u << 10)
+#define SNAP_CACHE	8u	      /* definitions kept (snapdef_cb) */
 
 enum task_state {
 	T_FETCH = 0,  /* payload being fetched */
@@ -130,6 +132,12 @@ struct task {
 	char reason[200];	  /* dead-letter reason, "" = none */
 	bool cancelled;		  /* `airlock cancel`: its worker was killed */
 	char digest[AL_DIGEST_HEX + 1]; /* of the payload, "" = not fetched */
+	struct al_snapdef *snap;  /* the published definition of the
+				   * snapshot it names, NULL = none */
+	char *snap_setup;	  /* snap's setup bytes */
+	char snap_name[AL_NAME_MAX + 1]; /* the snapshot it names, "" = none */
+	uint32_t build_ms;	  /* more time its worker may take: building
+				   * the snapshot from snap */
 };
 
 struct wslot {
@@ -172,11 +180,22 @@ struct serve {
 	uint64_t drain_deadline;	    /* loop ms */
 	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
 	char k_serves[ALQ_KEY_MAX];	    /* partition 0's */
+	char snap_host[ALQ_SNAPDEF_HOST_MAX]; /* this host in snaphosts */
+	struct {
+		struct al_snapdef d;	    /* a definition read, d.name[0]
+					     * = free slot */
+		char *setup;		    /* its setup bytes */
+		uint32_t build_ms;	    /* its build allowance */
+	} snapc[SNAP_CACHE];		    /* the last ones read, by name:
+					     * a job costs an HGET of the key
+					     * while it is unchanged */
+	unsigned snapc_next;		    /* slot to replace next */
 	uint64_t stored, rejected, retried, dead; /* counters for the log */
 };
 
 static void pump(struct serve *s);
 static void dispatch(struct serve *s);
+static void fetch_snapdef(struct task *t, const char *name);
 static void store(struct task *t);
 static void maybe_finish(struct serve *s);
 
@@ -229,6 +248,8 @@ static void task_free(struct task *t)
 	s->n_tasks--;
 	free(t->payload);
 	free(t->result);
+	free(t->snap);
+	free(t->snap_setup);
 	free(t);
 }
 
@@ -487,6 +508,185 @@ static void store(struct task *t)
 /* --- fetching payloads
  * -------------------------------------------------------- */
 
+/* --- snapshot definitions (snapdef.h)
+ * A job naming a snapshot that snapshots.allowed lists goes to its worker
+ * with the snapshot's published definition, read when the job is fetched
+ * (so never an older one than Redis holds then): the worker builds the
+ * snapshot from it when its host's build differs, or refuses the job
+ * (worker/snapdef.c). No definition: the host's own build, as before. */
+
+/* Give t a copy of cached definition i; 0 or -ENOMEM. */
+static int snap_give(struct task *t, unsigned i)
+{
+	struct serve *s = t->s;
+
+	free(t->snap); /* from an earlier fetch of t, if any */
+	free(t->snap_setup);
+	t->snap = malloc(sizeof(*t->snap));
+	t->snap_setup = malloc(s->snapc[i].d.setup_len);
+	if (!t->snap || !t->snap_setup)
+		return -ENOMEM;
+	memcpy(t->snap_setup, s->snapc[i].setup, s->snapc[i].d.setup_len);
+	*t->snap = s->snapc[i].d;
+	t->snap->setup = t->snap_setup;
+	t->build_ms = s->snapc[i].build_ms;
+	return 0;
+}
+
+/* Keep definition d (its setup malloc'd, handed over) under its name;
+ * the slot it went to. */
+static unsigned snap_keep(struct serve *s, const struct al_snapdef *d,
+			  char *setup)
+{
+	struct al_job job = {0};
+	struct al_limits lim;
+	struct al_diags diags;
+	unsigned i;
+
+	for (i = 0; i < SNAP_CACHE; i++)
+		if (!strcmp(s->snapc[i].d.name, d->name))
+			break;
+	if (i == SNAP_CACHE)
+		i = s->snapc_next++ % SNAP_CACHE;
+	free(s->snapc[i].setup);
+	s->snapc[i].d = *d;
+	s->snapc[i].setup = setup;
+	/* its worker may build it first: the setup's own wall time, the
+	 * base template's cold boot and the save on top */
+	s->snapc[i].build_ms = 0;
+	al_diags_init(&diags);
+	if (al_job_from_msgpack(d->setup, d->setup_len, &job, &diags) == 0) {
+		al_job_limits(&job, s->o->policy, &lim);
+		s->snapc[i].build_ms = lim.wall_ms + 120000;
+	}
+	al_job_release(&job);
+	return i;
+}
+
+/* Redis could not answer: fetch the job again later (no reply), or leave
+ * it for redelivery (an error that is Redis's, not the job's). True when
+ * the reply was such; t may be gone then. */
+static bool snap_trouble(struct task *t, redisReply *r)
+{
+	struct serve *s = t->s;
+	char why[160];
+
+	if (r && !s->draining && (r->type != REDIS_REPLY_ERROR ||
+				  !strncmp(r->str, "WRONGTYPE", 9)))
+		return false;
+	if (!r || s->draining) {
+		free(t->payload); /* fetched again, from the start */
+		t->payload = NULL;
+		t->state = T_FETCH_WAIT;
+		if (s->draining) {
+			release_entry(t->p, t->e.sid);
+			task_free(t);
+			maybe_finish(s);
+		}
+		return true;
+	}
+	snprintf(why, sizeof(why), "reading the snapshot's definition failed: "
+		 "%.100s", r->str);
+	abandon(t, why);
+	pump(s);
+	return true;
+}
+
+static void snap_ready(struct task *t, int e)
+{
+	struct serve *s = t->s;
+
+	if (e == -EBADMSG) {
+		reject1(t, "template", "the snapshot's published definition is "
+		       "malformed (airlock snapshot create it again)");
+		pump(s);
+		return;
+	}
+	if (e < 0 && e != -ENOENT) {
+		abandon(t, "out of memory");
+		return;
+	}
+	t->state = T_QUEUED;
+	dispatch(s);
+	pump(s);
+}
+
+/* The whole definition (HGETALL): kept, and a copy given to t. */
+static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct task *t = priv;
+	struct al_snapdef d;
+	char *setup = NULL;
+	int e;
+
+	(void)c;
+	if (snap_trouble(t, r))
+		return;
+	e = alq_snapdef_parse(r, &d, &setup);
+	if (e == 0)
+		e = snap_give(t, snap_keep(t->s, &d, setup));
+	snap_ready(t, e);
+}
+
+/* The definition's key (HGET): the kept definition when it is the same,
+ * else the whole one. */
+static void snapkey_cb(struct alq_conn *c, redisReply *r, void *priv)
+{
+	struct task *t = priv;
+	struct serve *s = t->s;
+	char k[ALQ_KEY_MAX];
+
+	(void)c;
+	if (snap_trouble(t, r))
+		return;
+	if (r->type == REDIS_REPLY_NIL) {
+		snap_ready(t, -ENOENT); /* none published */
+		return;
+	}
+	for (unsigned i = 0; r->type == REDIS_REPLY_STRING && i < SNAP_CACHE;
+	     i++)
+		if (s->snapc[i].d.name[0] &&
+		    !strcmp(s->snapc[i].d.name, t->snap_name) &&
+		    r->len == strlen(s->snapc[i].d.key) &&
+		    !memcmp(r->str, s->snapc[i].d.key, r->len)) {
+			snap_ready(t, snap_give(t, i));
+			return;
+		}
+	alq_key(k, sizeof(k), s->o->queue, ALQ_KEY_SNAPDEF, t->snap_name);
+	if (alq_conn_cmd(&s->p[0].cmd, snapdef_cb, t, 2,
+			 (const char *[]){"HGETALL", k}, NULL) < 0)
+		snap_trouble(t, NULL);
+}
+
+static void fetch_snapdef(struct task *t, const char *name)
+{
+	char k[ALQ_KEY_MAX];
+
+	snprintf(t->snap_name, sizeof(t->snap_name), "%s", name);
+	alq_key(k, sizeof(k), t->s->o->queue, ALQ_KEY_SNAPDEF, name);
+	t->state = T_FETCH;
+	if (alq_conn_cmd(&t->s->p[0].cmd, snapkey_cb, t, 3,
+			 (const char *[]){"HGET", k, "key"}, NULL) < 0)
+		snap_trouble(t, NULL);
+}
+
+/* After a job ran from t->snap on this host: record the key built here. */
+static void snapdef_record(struct task *t, const struct al_result *res)
+{
+	struct serve *s = t->s;
+	char k[ALQ_KEY_MAX], val[64];
+
+	if (!t->snap || !res->vm.restored || res->status == AL_RJ)
+		return;
+	if (!s->snap_host[0])
+		alq_snapdef_host(s->o->sb->state_dir, s->snap_host);
+	alq_key(k, sizeof(k), s->o->queue, ALQ_KEY_SNAPHOSTS, t->snap->name);
+	snprintf(val, sizeof(val), "%s %llu", t->snap->key,
+		 (unsigned long long)al_wall_ms());
+	alq_conn_cmd(&s->p[0].cmd, ignore_reply, NULL, 4,
+		     (const char *[]){"HSET", k, s->snap_host, val}, NULL);
+}
+
 /* The payload is here: decode it enough to know it can run. */
 static void got_payload(struct task *t, const char *p, size_t len)
 {
@@ -494,6 +694,7 @@ static void got_payload(struct task *t, const char *p, size_t len)
 	struct al_job job = {0};
 	struct al_limits lim;
 	struct al_diags d;
+	char snap[AL_NAME_MAX + 1]; /* a snapshot it names, "" = none */
 
 	al_diags_init(&d);
 	al_digest_hex(p, len, t->digest);
@@ -509,6 +710,10 @@ static void got_payload(struct task *t, const char *p, size_t len)
 		return;
 	}
 	al_job_limits(&job, s->o->policy, &lim);
+	snprintf(snap, sizeof(snap), "%s",
+		 job.template_ ? job.template_ : s->o->policy->template_);
+	if (!al_policy_snapshot(s->o->policy, snap))
+		snap[0] = 0;
 	al_job_release(&job);
 	t->wall_ms = lim.wall_ms;
 	t->payload = malloc(len ? len : 1);
@@ -520,6 +725,10 @@ static void got_payload(struct task *t, const char *p, size_t len)
 	t->len = len;
 	if (t->e.deliveries > s->o->max_deliveries) {
 		dead_letter(t, "delivered too often");
+		return;
+	}
+	if (snap[0]) {
+		fetch_snapdef(t, snap);
 		return;
 	}
 	t->state = T_QUEUED;
@@ -697,6 +906,7 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 		}
 		return;
 	}
+	snapdef_record(t, &res);
 	snprintf(t->status, sizeof(t->status), "%s",
 		 al_status_name(res.status));
 	t->run_ms = res.timing.run_ms;
@@ -782,6 +992,9 @@ static int send_job(struct wslot *w, struct task *t)
 	size_t len;
 	int r;
 
+	if (t->snap)
+		pj.snap = *t->snap; /* its setup is t's until t is freed */
+
 	if (t->e.submit_ms && t->e.submit_ms <= now)
 		pj.queued_ms = now - t->e.submit_ms;
 	r = al_proc_job_frame(&pj, &frame, &len);
@@ -823,7 +1036,8 @@ static void dispatch(struct serve *s)
 		}
 		t->state = T_RUNNING;
 		w->task = t;
-		w->deadline = mono(s) + t->wall_ms + s->o->visibility_slack_ms;
+		w->deadline = mono(s) + t->wall_ms + t->build_ms +
+			      s->o->visibility_slack_ms;
 		al_debug("job=%s worker=%u attempt=%u: started", t->id, i,
 			 t->e.deliveries);
 	}
@@ -1755,6 +1969,8 @@ int al_serve_run(const struct al_serve_opts *o)
 		al_frame_reader_release(&s->w[i].fr);
 		free(s->w[i].rbuf);
 	}
+	for (unsigned i = 0; i < SNAP_CACHE; i++)
+		free(s->snapc[i].setup);
 	free(s->w);
 	free(s->p);
 	free(s);

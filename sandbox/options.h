@@ -77,6 +77,9 @@ struct sb_options {
 				   * "" = the first nameserver of the host's
 				   * /etc/resolv.conf */
 	uint32_t snapshot_max_mb;  /* cap on all snapshots' disk, 0 = none */
+	bool snapshot_no_build;    /* never build a snapshot from its
+				    * published definition (config
+				    * snapshots.build_on_demand = false) */
 	sb_log_fn log;             /* where events go (never NULL after init) */
 };
 

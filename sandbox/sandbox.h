@@ -166,6 +166,13 @@ void sb_snapshot_abort(struct sb_snapshot_build *b);
 /* Whether a build of snapshot `name` is on this host (worker/job.c: an
  * unlisted snapshot is refused by name, not reported missing). */
 bool sb_snapshot_exists(const struct sb_options *o, const char *name);
+/* Whether the newest build of snapshot `name` on this host is exactly
+ * base `base` (as this host's template of it now is) and setup hash
+ * `setup_hash`: what sb_snapshot_begin() would call a cache hit, checked
+ * without building anything but the base template if it is missing
+ * (worker/snapdef.c, snapshots.build_on_demand = false). */
+bool sb_snapshot_built(const struct sb_options *o, const char *name,
+		       const char *base, const char *setup_hash);
 /* Open snapshot `name` as a template: -ENOENT (none here), -ESTALE (its
  * base template changed: re-create it). */
 int sb_snapshot_open(const struct sb_options *o, const char *name,

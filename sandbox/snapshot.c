@@ -508,6 +508,18 @@ int sb_snapshot_begin(const struct sb_options *o, const char *name,
 	return r;
 }
 
+bool sb_snapshot_built(const struct sb_options *o, const char *name,
+		       const char *base, const char *setup_hash)
+{
+	struct sb_snapshot_build b;
+	char root[PATH_MAX];
+
+	memset(&b, 0, sizeof(b));
+	b.mem_fd = b.lock_fd = -1;
+	return build_inputs(o, name, base, setup_hash, &b) == 0 &&
+	       snap_root(o, root, sizeof(root)) == 0 && cache_hit(root, &b);
+}
+
 void sb_snapshot_abort(struct sb_snapshot_build *b)
 {
 	sb_vm_destroy(b->vm);

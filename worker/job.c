@@ -976,6 +976,12 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	gateway_slot(w, net, job->id, gw_addr, sizeof(gw_addr));
 	if (gw_addr[0])
 		gw_mark = al_pkglist_mark(w->sb->state_dir);
+	if (r == 0 && w->snapdef && al_policy_snapshot(w->policy, tmpl)) {
+		/* published through Redis: this host's build must be it */
+		r = al_worker_snapshot_ensure(w, tmpl, err, sizeof(err));
+		if (r < 0)
+			sb_net_close(net);
+	}
 	if (r == 0)
 		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
 	no_vm = r < 0;
@@ -1086,29 +1092,6 @@ int al_worker_reject(const char *id, const struct al_diags *d,
 	return reject(res, d);
 }
 
-/* The setup job's content hash, its id and meta left out (they name the
- * request, not what it does), as hex. */
-static int job_hash(const struct al_job *job, char out[65])
-{
-	struct al_job j = *job;
-	uint8_t h[AL_SHA256_LEN];
-	char *mp = NULL;
-	size_t len = 0;
-	int r;
-
-	j.id = NULL;
-	j.meta.data = NULL;
-	j.meta.len = 0;
-	r = al_job_to_msgpack(&j, &mp, &len);
-	if (r < 0)
-		return r;
-	al_sha256(mp, len, h);
-	free(mp);
-	for (size_t i = 0; i < AL_SHA256_LEN; i++)
-		snprintf(out + 2 * i, 3, "%02x", h[i]);
-	return 0;
-}
-
 /* Run the setup's steps in the snapshot's VM; save it if all were OK. */
 static int setup_run(struct al_worker *w, struct sb_options *o,
 		     const struct al_job *job, const struct al_limits *lim,
@@ -1162,7 +1145,7 @@ int al_worker_snapshot(struct al_worker *w, const char *name,
 	al_job_limits(job, w->policy, &lim);
 	o.ttl_ms = lim.wall_ms + 30000; /* hard stop past the job's budget */
 	res->vm.template_ = strdup(tmpl);
-	r = job_hash(job, hash);
+	r = al_worker_setup_hash(job, hash);
 	if (r == 0)
 		r = sb_snapshot_begin(&o, name, tmpl, hash, &b, &vm);
 	if (r == 0) {
@@ -1179,5 +1162,70 @@ int al_worker_snapshot(struct al_worker *w, const char *name,
 	}
 	res->timing.run_ms = al_now_ms() - t0;
 	res->timing.total_ms = res->timing.run_ms;
+	return r;
+}
+
+/* Build (or find built) the published snapshot here. */
+static int snapdef_build(struct al_worker *w, const struct al_snapdef *d,
+			 const struct al_job *job, char *err, size_t errlen)
+{
+	struct sb_snapshot_info info = {0};
+	struct al_result res = {0};
+	size_t i = 0;
+	int r;
+
+	r = al_worker_snapshot(w, d->name, job, &res, &info);
+	if (r == 0)
+		sb_log(w->sb, SB_LOG_INFO, "snapshot=%s key=%s worker=%s: built "
+		       "from its published definition in %llu ms", d->name,
+		       d->key, w->name, (unsigned long long)info.build_ms);
+	while (i + 1 < res.n_steps && res.steps[i].status == AL_OK)
+		i++;
+	if (r == -EINVAL || (r == -ECANCELED && !res.n_steps))
+		snprintf(err, errlen, "snapshot %s: its published setup is "
+			 "refused here: %s", d->name,
+			 res.error ? res.error : "the policy");
+	else if (r == -ECANCELED)
+		snprintf(err, errlen, "snapshot %s: building it from its "
+			 "published definition failed: setup step %zu ended %s "
+			 "(exit %d)", d->name, i,
+			 al_status_name(res.steps[i].status),
+			 res.steps[i].exit_code);
+	else if (r < 0)
+		snprintf(err, errlen, "snapshot %s: building it from its "
+			 "published definition failed: %s", d->name,
+			 res.error ? res.error : strerror(-r));
+	al_result_release(&res);
+	if (r == -EINVAL || r == -ECANCELED)
+		return -ESTALE;
+	return r < 0 ? r : 0;
+}
+
+int al_worker_snapshot_ensure(struct al_worker *w, const char *name,
+			      char *err, size_t errlen)
+{
+	const struct al_snapdef *d = w->snapdef;
+	struct al_job setup = {0};
+	int r;
+
+	if (!d || strcmp(d->name, name) != 0)
+		return 0; /* not published: this host's own, as before */
+	if (!strcmp(w->snap_failed, d->key)) {
+		/* its setup failed here: once per definition and worker, not
+		 * once per job */
+		snprintf(err, errlen, "%s", w->snap_failed_err);
+		return -ESTALE;
+	}
+	r = al_snapdef_check(w, d, &setup, err, errlen);
+	if (r == 1) {
+		r = snapdef_build(w, d, &setup, err, errlen);
+		if (r == -ESTALE) {
+			snprintf(w->snap_failed, sizeof(w->snap_failed), "%s",
+				 d->key);
+			snprintf(w->snap_failed_err, sizeof(w->snap_failed_err),
+				 "%s", err);
+		}
+	}
+	al_job_release(&setup);
 	return r;
 }

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -43,6 +44,24 @@ static void put_be32(char *p, uint32_t v)
 	p[3] = (char)v;
 }
 
+static int pack_str(msgpack_packer *pk, const char *k, const char *v)
+{
+	return msgpack_pack_str_with_body(pk, k, strlen(k)) ||
+	       msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static int pack_snap(msgpack_packer *pk, const struct al_snapdef *d)
+{
+	return msgpack_pack_str_with_body(pk, "snap", 4) ||
+	       msgpack_pack_map(pk, 6) || pack_str(pk, "name", d->name) ||
+	       pack_str(pk, "base", d->base) ||
+	       pack_str(pk, "image", d->image) ||
+	       pack_str(pk, "sha", d->setup_sha) ||
+	       pack_str(pk, "key", d->key) ||
+	       msgpack_pack_str_with_body(pk, "setup", 5) ||
+	       msgpack_pack_bin_with_body(pk, d->setup, d->setup_len);
+}
+
 int al_proc_job_frame(const struct al_proc_job *job, char **ret,
 		      size_t *ret_len)
 {
@@ -55,14 +74,17 @@ int al_proc_job_frame(const struct al_proc_job *job, char **ret,
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	/* the prefix first, patched once the body length is known */
+	if (job->snap.name[0] && job->snap.setup_len > AL_JOB_MAX_BYTES)
+		return -E2BIG;
 	if (msgpack_sbuffer_write(&sb, hdr, sizeof(hdr)) ||
-	    msgpack_pack_map(&pk, 3) ||
+	    msgpack_pack_map(&pk, job->snap.name[0] ? 4 : 3) ||
 	    msgpack_pack_str_with_body(&pk, "job", 3) ||
 	    msgpack_pack_bin_with_body(&pk, job->payload, job->len) ||
 	    msgpack_pack_str_with_body(&pk, "queued_ms", 9) ||
 	    msgpack_pack_uint64(&pk, job->queued_ms) ||
 	    msgpack_pack_str_with_body(&pk, "attempt", 7) ||
-	    msgpack_pack_uint32(&pk, job->attempt)) {
+	    msgpack_pack_uint32(&pk, job->attempt) ||
+	    (job->snap.name[0] && pack_snap(&pk, &job->snap))) {
 		msgpack_sbuffer_destroy(&sb);
 		return -ENOMEM;
 	}
@@ -80,6 +102,62 @@ static bool key_is(const msgpack_object *k, const char *s)
 	       !memcmp(k->via.str.ptr, s, n);
 }
 
+/* A str value into a buffer of `size` (it and its NUL must fit). */
+static bool get_str(const msgpack_object *v, char *out, size_t size)
+{
+	if (v->type != MSGPACK_OBJECT_STR || v->via.str.size >= size)
+		return false;
+	memcpy(out, v->via.str.ptr, v->via.str.size);
+	out[v->via.str.size] = 0;
+	return strlen(out) == v->via.str.size; /* no NUL inside */
+}
+
+#define SNAP_STR(f) {#f, offsetof(struct al_snapdef, f), \
+		     sizeof(((struct al_snapdef *)0)->f)}
+/* The `snap` map's string fields ("sha" is setup_sha), then `setup`. */
+static const struct {
+	const char *key;
+	size_t off, size;
+} snap_strs[] = {
+    SNAP_STR(name), SNAP_STR(base), SNAP_STR(image),
+    {"sha", offsetof(struct al_snapdef, setup_sha), 65}, SNAP_STR(key),
+};
+#define SNAP_N (sizeof(snap_strs) / sizeof(snap_strs[0]))
+
+static bool snap_field(const msgpack_object *k, const msgpack_object *v,
+		       struct al_snapdef *d, unsigned *seen)
+{
+	if (key_is(k, "setup")) {
+		if (v->type != MSGPACK_OBJECT_BIN ||
+		    v->via.bin.size > AL_JOB_MAX_BYTES)
+			return false;
+		d->setup = v->via.bin.ptr; /* into the frame, not the zone */
+		d->setup_len = v->via.bin.size;
+		*seen |= 1u << SNAP_N;
+		return true;
+	}
+	for (size_t i = 0; i < SNAP_N; i++)
+		if (key_is(k, snap_strs[i].key)) {
+			*seen |= 1u << i;
+			return get_str(v, (char *)d + snap_strs[i].off,
+				       snap_strs[i].size);
+		}
+	return false;
+}
+
+static bool snap_decode(const msgpack_object *o, struct al_snapdef *d)
+{
+	unsigned seen = 0;
+
+	if (o->type != MSGPACK_OBJECT_MAP || o->via.map.size != SNAP_N + 1)
+		return false;
+	for (uint32_t i = 0; i < o->via.map.size; i++)
+		if (!snap_field(&o->via.map.ptr[i].key,
+				&o->via.map.ptr[i].val, d, &seen))
+			return false;
+	return seen == (1u << (SNAP_N + 1)) - 1 && d->name[0];
+}
+
 int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)
 {
 	struct al_proc_job j = {0};
@@ -90,7 +168,7 @@ int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)
 
 	if (!msgpack_zone_init(&zone, 1024))
 		return -ENOMEM;
-	r = al_mp_unpack(body, len, 16, &zone, &o);
+	r = al_mp_unpack(body, len, 32, &zone, &o); /* 4 pairs, snap 6 */
 	if (r < 0)
 		goto out;
 	r = -EBADMSG;
@@ -112,6 +190,9 @@ int al_proc_job_decode(const void *body, size_t len, struct al_proc_job *ret)
 			   v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 			   v->via.u64 <= UINT32_MAX) {
 			j.attempt = (uint32_t)v->via.u64;
+		} else if (key_is(k, "snap") && !j.snap.name[0]) {
+			if (!snap_decode(v, &j.snap))
+				goto out;
 		} else {
 			goto out;
 		}
@@ -189,10 +270,13 @@ static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
 	al_digest_hex(pj.payload, pj.len, digest);
 	if (al_job_from_msgpack(pj.payload, pj.len, &job, &d) < 0)
 		r = al_worker_reject(d.id[0] ? d.id : NULL, &d, res);
-	else
+	else {
+		w->snapdef = pj.snap.name[0] ? &pj.snap : NULL;
 		r = (run ? run : al_worker_run)(w, &job, pj.queued_ms,
 						pj.attempt ? pj.attempt : 1,
 						res);
+		w->snapdef = NULL; /* it points into this frame */
+	}
 	al_job_release(&job);
 	/* which payload this result is of: clients check it before they
 	 * use a stored result (docs/queue.md, "Job ids") */

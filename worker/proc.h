@@ -17,7 +17,9 @@
  * big-endian length, then one msgpack document, capped before allocating):
  *
  *   dispatcher -> worker   {job: bin (the job's msgpack), queued_ms: uint,
- *                           attempt: uint}
+ *                           attempt: uint, snap?: {name, base, image,
+ *                           sha, key: str, setup: bin} (worker.h's
+ *                           struct al_snapdef, checked by the worker)}
  *   worker -> dispatcher   the result (results.h msgpack)
  *
  * One request, one reply, strictly alternating. The worker exits when the
@@ -43,7 +45,8 @@
 
 #include "worker.h"
 
-#define AL_PROC_JOB_FRAME_MAX (AL_JOB_MAX_BYTES + 256u)
+/* A job and, at most, one snapshot definition with its setup job. */
+#define AL_PROC_JOB_FRAME_MAX (2 * AL_JOB_MAX_BYTES + 1024u)
 
 struct al_proc {
 	pid_t pid; /* the worker, -1 once reaped */
@@ -57,6 +60,9 @@ struct al_proc_job {
 	size_t len;	     /* bytes of payload */
 	uint64_t queued_ms;  /* how long it waited */
 	uint32_t attempt;    /* 1 for the first delivery */
+	struct al_snapdef snap; /* the published definition of the snapshot
+				 * the job names; snap.name[0] = none (its
+				 * setup points into the frame) */
 };
 
 /* What runs one decoded job inside a worker process, with the contract of

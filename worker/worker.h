@@ -17,6 +17,21 @@
 
 #define AL_WORKER_TEMPLATES 16
 
+/* A snapshot's definition as published through Redis (docs/snapshots.md,
+ * "On every host"): the dispatcher reads it and hands it to the worker
+ * with each job that names the snapshot. It is data from anyone who can
+ * write Redis: a setup job (run only as a job, under this host's
+ * policy), never a path or a command for the host. */
+struct al_snapdef {
+	char name[AL_NAME_MAX + 1]; /* the snapshot */
+	char base[AL_NAME_MAX + 1]; /* its base image template */
+	char image[33];             /* that image's content hash (sb_image) */
+	char setup_sha[65];         /* al_worker_setup_hash() of the setup */
+	char key[33];               /* al_snapdef_key() of the four above */
+	const char *setup;          /* the setup job's msgpack */
+	size_t setup_len;           /* its bytes, <= AL_JOB_MAX_BYTES */
+};
+
 struct al_worker {
 	const struct sb_options *sb;      /* sandbox options */
 	const struct al_policy *policy;   /* limits and allow-lists */
@@ -36,6 +51,13 @@ struct al_worker {
 	void *job_waiting_arg;            /* its argument */
 	struct sb_net_pool net;           /* ready network slots, and the
 					   * last job's, closed when idle */
+	const struct al_snapdef *snapdef; /* the published definition of the
+					   * snapshot the current job names,
+					   * NULL = none (set by proc.c) */
+	char snap_failed[33];             /* key of the last definition whose
+					   * setup failed or was refused here:
+					   * its jobs are refused at once */
+	char snap_failed_err[300];        /* and why */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:
@@ -84,6 +106,31 @@ int al_worker_warm_count(const char *spec, const char *name);
 int al_worker_open_vm(struct al_worker *w, const struct al_job *job,
 		      uint64_t ttl_ms, struct sb_vm **ret_vm, char *err,
 		      size_t errlen);
+/* The setup job's content hash (its msgpack without id and meta), hex:
+ * what a snapshot's key covers of its setup. 0 or -ENOMEM. */
+int al_worker_setup_hash(const struct al_job *job, char out[65]);
+/* The key of a published definition: a hash of its name, base, base
+ * image hash and setup hash (host-independent: no QEMU, no machine
+ * config), 32 hex digits. */
+void al_snapdef_key(const struct al_snapdef *d, char out[33]);
+/* Whether d's fields are well formed and its key is theirs. */
+bool al_snapdef_valid(const struct al_snapdef *d);
+/* Check definition d on this worker's host (worker/snapdef.c): 1 when
+ * it may be used once built (build_on_demand: *ret_setup is the setup
+ * job, to build from), 0 when this host has its build and may not build
+ * (build_on_demand off), -ESTALE when the job must be refused (err says
+ * why, naming the snapshot). Release *ret_setup in every case. */
+int al_snapdef_check(const struct al_worker *w, const struct al_snapdef *d,
+		     struct al_job *ret_setup, char *err, size_t errlen);
+/* Before a job that names snapshot `name` runs, with w->snapdef set: make
+ * sure this host's build of `name` is exactly the published definition,
+ * building it when it is missing or another (one build per name per host
+ * at a time: the others wait on its lock). 0 when the job may run from
+ * it (also when no definition of `name` was handed over: a snapshot made
+ * on this host alone); -ESTALE when it must not (err says why, naming
+ * the snapshot: the job is RJ); else -errno, our own failure (XX). */
+int al_worker_snapshot_ensure(struct al_worker *w, const char *name,
+			      char *err, size_t errlen);
 /* An RJ result for a job that could not be decoded. */
 int al_worker_reject(const char *id, const struct al_diags *d,
 		     struct al_result *ret);

@@ -996,6 +996,7 @@ static void test_dump_roundtrip(void **state)
 	    "allow = 2001:db8::/32 192.0.2.7\nports = tcp/443 udp/1000-2000\n"
 	    "rate_kbit = 800\nconn_per_min = 60\n"
 	    "[snapshots]\nallowed = c-deps\nmax_disk_mb = 2048\n"
+	    "build_on_demand = false\n"
 	    "[metrics]\nlisten = 127.0.0.1:9464\n"
 	    "[http]\nlisten = [::1]:8080\ntoken_file = /etc/airlock/token\n"
 	    "max_body_bytes = 65536\nmax_connections = 8\ntimeout_s = 5\n"

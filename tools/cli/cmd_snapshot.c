@@ -2,10 +2,13 @@
  * setup job (docs/snapshots.md).
  *
  * create runs the setup job's steps in a fresh clone of its template on
- * this host, in this process (no queue: a snapshot lives in this host's
- * state dir), and saves that VM when every step is OK; the steps' output
- * is printed as `airlock run` prints it. list and rm read and remove what
- * the state dir holds.
+ * this host, in this process (not through the queue: a snapshot build
+ * lives in this host's state dir), and saves that VM when every step is
+ * OK; the steps' output is printed as `airlock run` prints it. With a
+ * Redis configured it then publishes the snapshot's definition there
+ * (dispatcher/snapdef.h) for the other hosts to build from. list and rm
+ * read and remove what the state dir holds, and the published
+ * definitions.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -16,10 +19,60 @@
 #include <time.h>
 
 #include "cli.h"
+#include "queue.h"
 #include "sbconfig.h"
+#include "snapdef.h"
 #include "worker.h"
 
 #define LIST_MAX 256
+
+/* Publish NAME's definition (its setup job as built here) through the
+ * configured Redis, and record this host's build of it. */
+static int publish(struct al_cli *cli, const struct sb_options *sb,
+		   const char *name, const struct al_job *job)
+{
+	struct al_snapdef d = {0};
+	struct alq_client c = {0};
+	struct sb_image img;
+	char host[ALQ_SNAPDEF_HOST_MAX], *mp = NULL;
+	size_t len = 0;
+	int r;
+
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	snprintf(d.base, sizeof(d.base), "%s",
+		 job->template_ ? job->template_ : cli->cfg.templates.default_);
+	r = sb_image_open(sb, d.base, &img);
+	if (r == 0)
+		r = al_worker_setup_hash(job, d.setup_sha);
+	if (r == 0)
+		r = al_job_to_msgpack(job, &mp, &len);
+	if (r < 0) {
+		al_cli_error(cli, "publish %s: %s", name, strerror(-r));
+		return AL_EXIT_FAIL;
+	}
+	snprintf(d.image, sizeof(d.image), "%s", img.hash);
+	d.setup = mp;
+	d.setup_len = len;
+	al_snapdef_key(&d, d.key);
+	alq_snapdef_host(sb->state_dir, host);
+	r = al_cli_open(cli, &c);
+	if (r == 0) {
+		r = alq_snapdef_publish(&c, cli->cfg.queue.name, &d, host);
+		if (r == 0)
+			r = alq_snapdef_record(&c, cli->cfg.queue.name, name, host,
+					       d.key);
+		if (r < 0)
+			al_cli_error(cli, "publish %s: %s", name, c.err);
+		alq_client_close(&c);
+	}
+	free(mp);
+	if (r < 0)
+		return AL_EXIT_FAIL;
+	fprintf(stderr, "airlock snapshot: %s published on queue %s (key %s: "
+		"base %s, image %s, setup %.12s); hosts build it on demand\n",
+		name, cli->cfg.queue.name, d.key, d.base, d.image, d.setup_sha);
+	return AL_EXIT_OK;
+}
 
 /* May jobs name `name` under this config? */
 static bool name_allowed(const struct al_config *cfg, const char *name)
@@ -123,6 +176,8 @@ static int create(struct al_cli *cli, const char *name, const char *path)
 		al_cli_error(cli, "%s not created: %s%s%s", name,
 			     al_status_name(res.status),
 			     res.error ? ": " : "", res.error ? res.error : "");
+	if (r >= 0 && cli->cfg.redis.url[0] && !cli->flag['l'])
+		rc = publish(cli, &sb, name, &job);
 out:
 	al_result_release(&res);
 	al_job_release(&job);
@@ -173,12 +228,155 @@ static int list(struct al_cli *cli, const struct sb_options *sb)
 	return AL_EXIT_OK;
 }
 
+/* One published definition and the hosts that built it. */
+static void list_def(struct al_cli *cli, struct alq_client *c,
+		     const char *name, struct alq_snapdef_built *hosts)
+{
+	const char *q = cli->cfg.queue.name;
+	struct al_snapdef d;
+	char *setup = NULL, a[32];
+	int n, r = alq_snapdef_get(c, q, name, &d, &setup);
+
+	if (r < 0) {
+		printf("%-20s %s\n", name, r == -ENOENT ? "(removed)"
+			: r == -EBADMSG ? "(malformed definition)" : c->err);
+		return;
+	}
+	free(setup);
+	printf("%-20s %-10s %-32s %s\n", name, d.base, d.key, d.image);
+	n = alq_snapdef_hosts(c, q, name, hosts, ALQ_SNAPDEF_LIST_MAX);
+	if (n < 0)
+		al_cli_error(cli, "hosts of %s: %s", name, c->err);
+	for (int i = 0; i < n; i++) {
+		age((int64_t)(hosts[i].at_ms / 1000), a, sizeof(a));
+		printf("    %-50s %s (%s, %s ago)\n", hosts[i].host,
+		       hosts[i].key, strcmp(hosts[i].key, d.key) ? "older"
+								 : "current", a);
+	}
+}
+
+/* The definitions published on the configured Redis. */
+static int list_published(struct al_cli *cli)
+{
+	struct alq_snapdef_built *hosts = NULL;
+	char (*names)[AL_NAME_MAX + 1] = NULL;
+	struct alq_client c = {0};
+	int n, r = al_cli_open(cli, &c);
+
+	if (r < 0)
+		return AL_EXIT_FAIL;
+	names = calloc(ALQ_SNAPDEF_LIST_MAX, sizeof(*names));
+	hosts = calloc(ALQ_SNAPDEF_LIST_MAX, sizeof(*hosts));
+	n = names && hosts ? alq_snapdef_names(&c, cli->cfg.queue.name, names,
+					       ALQ_SNAPDEF_LIST_MAX)
+			   : -ENOMEM;
+	if (n < 0)
+		al_cli_error(cli, "published snapshots: %s",
+			     n == -ENOMEM ? strerror(ENOMEM) : c.err);
+	else if (n == 0)
+		printf("\nno snapshot published on queue %s\n",
+		       cli->cfg.queue.name);
+	else
+		printf("\npublished on queue %s:\n%-20s %-10s %-32s %s\n",
+		       cli->cfg.queue.name, "snapshot", "base", "key", "image");
+	for (int i = 0; i < n; i++)
+		list_def(cli, &c, names[i], hosts);
+	alq_client_close(&c);
+	free(names);
+	free(hosts);
+	return n < 0 ? AL_EXIT_FAIL : AL_EXIT_OK;
+}
+
+/* rm: this host's build, and the published definition (unless --local). */
+static int rm(struct al_cli *cli, const struct sb_options *sb, const char *name)
+{
+	struct alq_client c = {0};
+	int r = sb_snapshot_remove(sb, name), p = -ENOENT;
+
+	if (r < 0 && r != -ENOENT)
+		al_cli_error(cli, "rm %s: %s", name, strerror(-r));
+	if (cli->cfg.redis.url[0] && !cli->flag['l']) {
+		p = al_cli_open(cli, &c) < 0
+			    ? -EIO
+			    : alq_snapdef_remove(&c, cli->cfg.queue.name, name);
+		if (p < 0 && p != -ENOENT)
+			al_cli_error(cli, "rm %s: %s", name, c.err);
+		else if (p == 0)
+			fprintf(stderr, "airlock snapshot: %s's definition "
+				"removed from queue %s (other hosts keep their "
+				"builds: jobs there run from them until "
+				"`snapshot rm` there, or take %s out of "
+				"snapshots.allowed)\n", name,
+				cli->cfg.queue.name, name);
+		alq_client_close(&c);
+	}
+	if (r == -ENOENT && p == -ENOENT)
+		al_cli_error(cli, "rm %s: no such snapshot", name);
+	return (r == 0 || p == 0) && (r == 0 || r == -ENOENT) &&
+			       (p == 0 || p == -ENOENT)
+		       ? AL_EXIT_OK
+		       : AL_EXIT_FAIL;
+}
+
+/* pull: build this host's NAME from its published definition now, as a
+ * worker would on its first job of NAME (whatever build_on_demand says:
+ * the operator asks), and record the build. */
+static int pull(struct al_cli *cli, struct sb_options *sb, const char *name)
+{
+	const char *q = cli->cfg.queue.name;
+	struct alq_client c = {0};
+	struct al_snapdef d;
+	struct al_worker w;
+	struct al_policy pol;
+	char *setup = NULL, err[512] = "", host[ALQ_SNAPDEF_HOST_MAX];
+	int r;
+
+	if (!cli->cfg.redis.url[0]) {
+		al_cli_error(cli, "pull %s: no Redis configured (redis.url)",
+			     name);
+		return AL_EXIT_USAGE;
+	}
+	if (al_cli_open(cli, &c) < 0)
+		return AL_EXIT_FAIL;
+	r = alq_snapdef_get(&c, q, name, &d, &setup);
+	if (r < 0) {
+		al_cli_error(cli, "pull %s: %s", name, r == -ENOENT
+			     ? "not published on this queue"
+			     : r == -EBADMSG ? "its published definition is "
+					       "malformed" : c.err);
+		alq_client_close(&c);
+		return AL_EXIT_FAIL;
+	}
+	sb->snapshot_no_build = false; /* asked for: build it */
+	al_config_policy(&cli->cfg, &pol);
+	al_cli_warn_unjailed(sb);
+	al_worker_init(&w, sb, &pol, "snapshot");
+	w.snapdef = &d;
+	r = al_worker_snapshot_ensure(&w, name, err, sizeof(err));
+	w.snapdef = NULL;
+	al_worker_release(&w);
+	if (r == 0) {
+		alq_snapdef_host(sb->state_dir, host);
+		if (alq_snapdef_record(&c, q, name, host, d.key) < 0)
+			al_cli_error(cli, "pull %s: recording the build: %s",
+				     name, c.err);
+		fprintf(stderr, "airlock snapshot: %s is built here from its "
+			"published definition (key %s)\n", name, d.key);
+	} else {
+		al_cli_error(cli, "pull %s: %s", name, err[0] ? err
+							      : strerror(-r));
+	}
+	alq_client_close(&c);
+	free(setup);
+	return r == 0 ? AL_EXIT_OK : AL_EXIT_FAIL;
+}
+
 static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 {
 	static const struct {
 		const char *verb;
 		int args;
-	} verbs[] = {{"create", 3}, {"list", 1}, {"rm", 2}};
+	} verbs[] = {{"create", 3}, {"list", 1}, {"rm", 2}, {"pull", 2}};
 	struct sb_options sb;
 	char err[512];
 	size_t v;
@@ -188,7 +386,7 @@ static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 		if (!strcmp(argv[0], verbs[v].verb))
 			break;
 	if (v == sizeof(verbs) / sizeof(verbs[0]))
-		return al_cli_usage_error(cli, "create, list or rm?");
+		return al_cli_usage_error(cli, "create, list, rm or pull?");
 	if (argc != verbs[v].args)
 		return al_cli_usage_error(cli, "%s takes %d argument%s",
 					  verbs[v].verb, verbs[v].args - 1,
@@ -199,19 +397,20 @@ static int cmd_snapshot(struct al_cli *cli, int argc, char **argv)
 		al_cli_error(cli, "%s", err);
 		return AL_EXIT_USAGE;
 	}
-	if (v == 1)
-		return list(cli, &sb);
-	r = sb_snapshot_remove(&sb, argv[1]);
-	if (r < 0) {
-		al_cli_error(cli, "rm %s: %s", argv[1],
-			     r == -ENOENT ? "no such snapshot" : strerror(-r));
-		return AL_EXIT_FAIL;
+	if (v == 1) {
+		r = list(cli, &sb);
+		if (r == AL_EXIT_OK && cli->cfg.redis.url[0])
+			r = list_published(cli);
+		return r;
 	}
-	return AL_EXIT_OK;
+	if (v == 3)
+		return pull(cli, &sb, argv[1]);
+	return rm(cli, &sb, argv[1]);
 }
 
 static const struct al_opt opts[] = {
-    {"json", 'j', 0}, /* create: a JSON record */
+    {"json", 'j', 0},  /* create: a JSON record */
+    {"local", 'l', 0}, /* create, rm: this host only, not Redis */
     {NULL, 0, 0},
 };
 
@@ -219,26 +418,39 @@ const struct al_cmd al_cmd_snapshot = {
 	.name = "snapshot",
 	.summary = "create, list or remove snapshots (set up once, run many)",
 	.usage = "usage: airlock snapshot create NAME SETUP.json [--json] "
-		 "[--config PATH]\n"
+		 "[--local] [--config PATH]\n"
 		 "       airlock snapshot list [--config PATH]\n"
-		 "       airlock snapshot rm NAME [--config PATH]\n\n"
+		 "       airlock snapshot rm NAME [--local] [--config PATH]\n"
+		 "       airlock snapshot pull NAME [--config PATH]\n\n"
 		 "create runs the steps of the job in SETUP.json in a fresh "
 		 "clone of its\ntemplate on this host and, when every step is "
 		 "OK, saves that VM (its\n/work and /tmp included) as template "
 		 "NAME: jobs naming NAME start from\nit. The same template and "
 		 "setup again is a cache hit. A failed step saves\nnothing and "
 		 "exits 1. Jobs may name NAME once snapshots.allowed lists "
-		 "it.\nlist shows each snapshot's size, age and base; rm "
-		 "removes one (jobs\nrunning from it finish). Needs root. See "
+		 "it.\nWith a Redis configured (redis.url), create then "
+		 "publishes NAME's\ndefinition (setup job, base, base image "
+		 "hash) on the queue: every serve\nhost builds NAME from it "
+		 "when a job naming NAME reaches it and its own\nbuild differs "
+		 "(snapshots.build_on_demand), or refuses the job.\nlist shows "
+		 "each local snapshot's size, age and base, then the published"
+		 "\ndefinitions and which hosts built which key; rm removes the "
+		 "local build\nand the published definition (jobs running from "
+		 "it finish); pull builds NAME\nhere from its published "
+		 "definition now, as a host's first job of NAME\nwould "
+		 "(also with build_on_demand off). Needs root.\nSee "
 		 "docs/snapshots.md.\n"
 		 "\n"
 		 "options:\n"
 		 "      --json         create: print a JSON record (result, "
-		 "sizes, times)\n",
+		 "sizes, times)\n"
+		 "      --local        create, rm: this host's build only; "
+		 "publish or remove\n"
+		 "                     nothing in Redis\n",
 	.flags = AL_CMD_CONFIG,
 	.options = opts,
 	.args_min = 1,
 	.args_max = 3,
-	.args_error = "create, list or rm?",
+	.args_error = "create, list, rm or pull?",
 	.run = cmd_snapshot,
 };

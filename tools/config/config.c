@@ -450,6 +450,10 @@ static const struct al_config_key keys[] = {
     U32(snapshots, max_disk_mb, 0, 4194304, "0",
 	"cap on the disk all snapshots take, MiB; over it the oldest unused "
 	"go first; 0 = no cap"),
+    BOOL(snapshots, build_on_demand, "true",
+	 "build a snapshot from its definition published in Redis when a "
+	 "job names it and this host's build differs; false = refuse such "
+	 "jobs (RJ)"),
 
     STR(metrics, listen, listen, check_listen, "empty or HOST:PORT", "",
 	"address of the Prometheus metrics endpoint; empty = off"),

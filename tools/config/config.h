@@ -171,6 +171,7 @@ struct al_config {
 	struct {
 		struct al_config_names allowed;	 /* jobs may name as template */
 		uint32_t max_disk_mb;		 /* cap on all, 0 = none */
+		bool build_on_demand;		 /* from a published definition */
 	} snapshots;
 
 	struct {
