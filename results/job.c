@@ -580,8 +580,10 @@ void al_step_release(struct al_step *s)
 /* The job as it is walked: top-level step fields (the one-step shorthand)
  * land in `top`. */
 struct job_walk {
-	struct al_job job;
+	struct al_job job; /* first: the job fields' offsets are into it */
 	struct al_step top;
+	bool has_language; /* the map has a `language` key (steps may then
+			      leave out cmd and sh) */
 };
 
 static int job_id(const msgpack_object *v, const char *path, void *out,
@@ -625,6 +627,13 @@ static int job_files(const msgpack_object *v, const char *path, void *out,
 static int step_elem(const msgpack_object *v, const char *path, void *out,
 		     struct al_diags *d)
 {
+	return al_step_unpack(v, path, out, d);
+}
+
+/* A step of a job naming a `language`: cmd and sh may both be absent. */
+static int lang_step_elem(const msgpack_object *v, const char *path,
+			  void *out, struct al_diags *d)
+{
 	struct al_step s = {0};
 	int r = al__walk_object(v, path, &job_step_table, &s, d);
 
@@ -638,12 +647,14 @@ static int step_elem(const msgpack_object *v, const char *path, void *out,
 static int job_steps(const msgpack_object *v, const char *path, void *out,
 		     struct al_diags *d)
 {
-	struct al_job *j = out;
+	struct job_walk *w = out; /* JOB_STEPS' offset is 0 */
+	struct al_job *j = &w->job;
 	void *steps = NULL;
 	int r;
 
 	r = al__walk_array(v, path, 1, AL_STEPS_MAX, sizeof(*j->steps),
-			   step_elem, &steps, &j->n_steps, d);
+			   w->has_language ? lang_step_elem : step_elem,
+			   &steps, &j->n_steps, d);
 	if (steps)
 		j->steps = steps;
 	return r;
@@ -769,20 +780,6 @@ static const struct al__walk_field job_fields[] = {
 };
 static const struct al__walk_table job_table = AL__WALK_TABLE(job_fields, NULL);
 
-/* Every step has a command unless the job names a language (whose run
- * command fills in the others, al_job_expand_language). */
-static void steps_have_cmd(const struct al_job *j, struct al_diags *d)
-{
-	char path[32];
-
-	for (size_t i = 0; !j->language && i < j->n_steps; i++) {
-		if (j->steps[i].argc || j->steps[i].sh)
-			continue;
-		al__path_index(path, sizeof(path), "steps", i);
-		al_diags_add(d, path, "must have exactly one of cmd or sh");
-	}
-}
-
 /* steps, or the one-step shorthand, but not both; with `language`, the
  * shorthand's cmd/sh may be left out (the language's run command) */
 static int job_shape(struct job_walk *w, uint32_t seen, struct al_diags *d)
@@ -799,7 +796,6 @@ static int job_shape(struct job_walk *w, uint32_t seen, struct al_diags *d)
 		else if (top)
 			al_diags_add(d, "", "step fields at top level need a "
 				     "top-level cmd or sh instead of steps");
-		steps_have_cmd(&w->job, d);
 		return 0;
 	}
 	if (!cmd_sh && !w->job.language) {
@@ -826,6 +822,10 @@ static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
 	uint32_t seen;
 	int r;
 
+	for (uint32_t i = 0; o->type == MSGPACK_OBJECT_MAP &&
+			     i < o->via.map.size; i++)
+		w.has_language |=
+		    al__walk_is_str(&o->via.map.ptr[i].key, "language");
 	r = al__walk_map(o, "", &job_table, &w, d, &seen);
 	if (r == 0 && o->type == MSGPACK_OBJECT_MAP)
 		r = job_shape(&w, seen, d);
