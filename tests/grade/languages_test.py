@@ -100,6 +100,10 @@ PROGRAMS = {
     "d": ('import std.stdio, std.string;\nvoid main() {\n'
           '    auto n = readln().strip();\n    writeln("hello, ", n);\n}\n',
           'void main() { int x = "a"; }\n'),
+    "scala": ('object Main {\n  def main(args: Array[String]): Unit = {\n'
+              '    val n = scala.io.StdIn.readLine().trim\n'
+              '    println("hello, " + n)\n  }\n}\n',
+              'object Main { val x: Int = "a" }\n'),
     "octave": ('n = strtrim(fgetl(stdin));\nprintf("hello, %s\\n", n);\n', None),
 }
 
