@@ -117,21 +117,22 @@ static void unknown(const struct al_policy *p, const char *name,
 	for (size_t i = 0; i < p->n_languages && len < sizeof(known); i++) {
 		if (!allowed(p, p->languages[i].template_))
 			continue;
-		len += (size_t)snprintf(known + len, sizeof(known) - len,
-					"%s%s", len ? " " : "",
-					p->languages[i].name);
+		len +=
+		    (size_t)snprintf(known + len, sizeof(known) - len, "%s%s",
+				     len ? " " : "", p->languages[i].name);
 	}
 	for (size_t i = 0; i < p->n_languages; i++)
 		if (strcmp(p->languages[i].name, name) == 0) {
-			al_diags_add(d, "language", "\"%s\" runs in template "
+			al_diags_add(d, "language",
+				     "\"%s\" runs in template "
 				     "\"%s\", which is not allowed here "
 				     "(known: %s)",
 				     name, p->languages[i].template_,
 				     len ? known : "none");
 			return;
 		}
-	al_diags_add(d, "language", "unknown language \"%s\" (known: %s)",
-		     name, len ? known : "none");
+	al_diags_add(d, "language", "unknown language \"%s\" (known: %s)", name,
+		     len ? known : "none");
 }
 
 /* Split `cmd` on blanks into a NULL-terminated argv. */
@@ -182,13 +183,17 @@ static int place_source(struct al_job *job, const struct al_language *l,
 		return 0;
 	}
 	if (in_files) {
-		al_diags_add(d, "source_code", "and files[\"%s\"] are both "
-			     "given", l->file);
+		al_diags_add(d, "source_code",
+			     "and files[\"%s\"] are both "
+			     "given",
+			     l->file);
 		return 0;
 	}
 	if (job->n_files >= AL_FILES_MAX) {
-		al_diags_add(d, "files", "at most %d entries with "
-			     "source_code", AL_FILES_MAX - 1);
+		al_diags_add(d, "files",
+			     "at most %d entries with "
+			     "source_code",
+			     AL_FILES_MAX - 1);
 		return 0;
 	}
 	f = realloc(job->files, (job->n_files + 1) * sizeof(*f));
@@ -220,7 +225,8 @@ static int add_compile(struct al_job *job, const struct al_language *l,
 		if (job->steps[i].compile)
 			return 0;
 	if (job->n_steps >= AL_STEPS_MAX) {
-		al_diags_add(d, "steps", "at most %d steps with language "
+		al_diags_add(d, "steps",
+			     "at most %d steps with language "
 			     "\"%s\" (its compile step is one)",
 			     AL_STEPS_MAX - 1, l->name);
 		return 0;
@@ -276,7 +282,8 @@ int al_job_expand_language(struct al_job *job, const struct al_policy *p,
 		return -EINVAL;
 	}
 	if (job->template_ && strcmp(job->template_, l->template_) != 0) {
-		al_diags_add(d, "template", "\"%s\" does not run language "
+		al_diags_add(d, "template",
+			     "\"%s\" does not run language "
 			     "\"%s\" (template \"%s\" does)",
 			     job->template_, l->name, l->template_);
 		return -EINVAL;

@@ -22,15 +22,21 @@ static int setup(void **state)
 
 	(void)state;
 	pol = *al_policy_default();
-	assert_int_equal(al_language_parse("c", "c main.c | gcc -O2 -o main "
-					   "main.c | ./main", &langs[0], why,
-					   sizeof(why)), 0);
-	assert_int_equal(al_language_parse("python", " python  main.py|-|"
-					   "python3 main.py ", &langs[1], why,
-					   sizeof(why)), 0);
-	assert_int_equal(al_language_parse("java", "java Main.java | javac "
-					   "Main.java | java Main", &langs[2],
-					   why, sizeof(why)), 0);
+	assert_int_equal(al_language_parse("c",
+					   "c main.c | gcc -O2 -o main "
+					   "main.c | ./main",
+					   &langs[0], why, sizeof(why)),
+			 0);
+	assert_int_equal(al_language_parse("python",
+					   " python  main.py|-|"
+					   "python3 main.py ",
+					   &langs[1], why, sizeof(why)),
+			 0);
+	assert_int_equal(al_language_parse("java",
+					   "java Main.java | javac "
+					   "Main.java | java Main",
+					   &langs[2], why, sizeof(why)),
+			 0);
 	pol.languages = langs;
 	pol.n_languages = 3;
 	pol.templates = allowed;
@@ -54,22 +60,22 @@ static void test_parse(void **state)
 	assert_string_equal(langs[1].run, "python3 main.py");
 	/* every malformed line is refused, with a reason */
 	const char *bad[] = {
-	    "c main.c | gcc main.c",		 /* two fields */
-	    "c main.c | a | b | c",		 /* four */
-	    "C main.c | - | ./main",		 /* upper case name */
-	    "c | - | ./main",			 /* no file */
-	    "c main.c x.c | - | ./main",	 /* two files */
-	    "c ../main.c | - | ./main",		 /* not a relative path */
-	    "c /main.c | - | ./main",		 /* absolute */
-	    "c main.c | | ./main",		 /* empty compile */
-	    "c main.c | - | ",			 /* no run */
-	    "c main.c | - | -",			 /* run `-` */
+	    "c main.c | gcc main.c",	 /* two fields */
+	    "c main.c | a | b | c",	 /* four */
+	    "C main.c | - | ./main",	 /* upper case name */
+	    "c | - | ./main",		 /* no file */
+	    "c main.c x.c | - | ./main", /* two files */
+	    "c ../main.c | - | ./main",	 /* not a relative path */
+	    "c /main.c | - | ./main",	 /* absolute */
+	    "c main.c | | ./main",	 /* empty compile */
+	    "c main.c | - | ",		 /* no run */
+	    "c main.c | - | -",		 /* run `-` */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why[0] = 0;
-		assert_int_equal(al_language_parse("c", bad[i], &l, why,
-						   sizeof(why)),
-				 -EINVAL);
+		assert_int_equal(
+		    al_language_parse("c", bad[i], &l, why, sizeof(why)),
+		    -EINVAL);
 		assert_true(why[0] != 0);
 	}
 	char big[400];
@@ -117,13 +123,12 @@ static void test_expand_shorthand(void **state)
 				&out, &d),
 			 0);
 	assert_string_equal(
-	    out,
-	    "{\"template\":\"c\",\"files\":{\"main.c\":\"int main(){}\"},"
-	    "\"steps\":[{\"name\":\"compile\",\"cmd\":[\"gcc\",\"-O2\","
-	    "\"-o\",\"main\",\"main.c\"],\"timeout_ms\":600000,"
-	    "\"compile\":true},{\"cmd\":[\"./main\"],\"stdin\":\"1\\n\","
-	    "\"timeout_ms\":5000,\"if\":\"setup_ok\",\"expect\":"
-	    "{\"stdout\":\"2\\n\"}}]}");
+	    out, "{\"template\":\"c\",\"files\":{\"main.c\":\"int main(){}\"},"
+		 "\"steps\":[{\"name\":\"compile\",\"cmd\":[\"gcc\",\"-O2\","
+		 "\"-o\",\"main\",\"main.c\"],\"timeout_ms\":600000,"
+		 "\"compile\":true},{\"cmd\":[\"./main\"],\"stdin\":\"1\\n\","
+		 "\"timeout_ms\":5000,\"if\":\"setup_ok\",\"expect\":"
+		 "{\"stdout\":\"2\\n\"}}]}");
 	free(out);
 	/* no compile step for an interpreter, no stdin given */
 	assert_int_equal(expand("{\"id\":\"p\",\"language\":\"python\","
@@ -213,8 +218,8 @@ static void test_expand_refused(void **state)
 				&out, &d),
 			 -EINVAL);
 	al_diags_format(&d, buf, sizeof(buf));
-	assert_string_equal(buf,
-			    "source_code: and files[\"main.c\"] are both given");
+	assert_string_equal(
+	    buf, "source_code: and files[\"main.c\"] are both given");
 	/* no languages at all */
 	struct al_policy none = *al_policy_default();
 	struct al_job job = {0};

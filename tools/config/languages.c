@@ -42,7 +42,8 @@ static char *language_value(char *line)
 	eq++;
 	eq += strspn(eq, " \t");
 	n = strlen(eq);
-	while (n && (eq[n - 1] == ' ' || eq[n - 1] == '\t' || eq[n - 1] == '\r'))
+	while (n &&
+	       (eq[n - 1] == ' ' || eq[n - 1] == '\t' || eq[n - 1] == '\r'))
 		eq[--n] = 0;
 	return eq;
 }
@@ -58,8 +59,8 @@ static bool add(struct al_config *cfg, const struct al_language *l)
 }
 
 /* The language lines of template `name` (its file's text, NUL-ended). */
-static void read_template(struct al_config *cfg, const char *name,
-			  char *text, char *err, size_t errlen, int *ret)
+static void read_template(struct al_config *cfg, const char *name, char *text,
+			  char *err, size_t errlen, int *ret)
 {
 	unsigned lineno = 0;
 	char why[160];
