@@ -108,10 +108,41 @@ static const struct al_language *find(const struct al_policy *p,
 	return NULL;
 }
 
+/* A diag's reason holds 159 bytes: a list of known languages that does
+ * not fit after `why` follows in diags of its own, "known: ...". */
+static void known_diags(struct al_diags *d, const char *why,
+			const char *known)
+{
+	const size_t max = sizeof(d->items[0].reason) - 1;
+	const size_t chunk = max - sizeof("known: ");
+
+	if (strlen(why) + strlen(known) + sizeof(" (known: )") <= max + 1) {
+		al_diags_add(d, "language", "%s (known: %s)", why,
+			     known[0] ? known : "none");
+		return;
+	}
+	al_diags_add(d, "language", "%s", why);
+	while (*known) {
+		size_t n = strlen(known);
+
+		if (n > chunk) {
+			n = chunk;
+			while (n && known[n] != ' ')
+				n--;
+			if (!n)
+				n = chunk;
+		}
+		al_diags_add(d, "language", "known: %.*s", (int)n, known);
+		known += n;
+		known += strspn(known, " ");
+	}
+}
+
 static void unknown(const struct al_policy *p, const char *name,
 		    struct al_diags *d)
 {
-	char known[512] = "";
+	char known[AL_LANGUAGES_MAX * (AL_NAME_MAX + 1) + 1] = "";
+	char why[2 * AL_NAME_MAX + 64];
 	size_t len = 0;
 
 	for (size_t i = 0; i < p->n_languages && len < sizeof(known); i++) {
@@ -121,18 +152,16 @@ static void unknown(const struct al_policy *p, const char *name,
 		    (size_t)snprintf(known + len, sizeof(known) - len, "%s%s",
 				     len ? " " : "", p->languages[i].name);
 	}
+	snprintf(why, sizeof(why), "unknown language \"%s\"", name);
 	for (size_t i = 0; i < p->n_languages; i++)
 		if (strcmp(p->languages[i].name, name) == 0) {
-			al_diags_add(d, "language",
-				     "\"%s\" runs in template "
-				     "\"%s\", which is not allowed here "
-				     "(known: %s)",
-				     name, p->languages[i].template_,
-				     len ? known : "none");
-			return;
+			snprintf(why, sizeof(why),
+				 "\"%s\" runs in template \"%s\", which is "
+				 "not allowed here",
+				 name, p->languages[i].template_);
+			break;
 		}
-	al_diags_add(d, "language", "unknown language \"%s\" (known: %s)", name,
-		     len ? known : "none");
+	known_diags(d, why, known);
 }
 
 /* Split `cmd` on blanks into a NULL-terminated argv. */

@@ -240,6 +240,45 @@ static void test_expand_refused(void **state)
 	al_job_release(&job);
 }
 
+/* More known languages than a reason holds: they follow in diags of their
+ * own, every name once, none cut. */
+static void test_many_known(void **state)
+{
+	static struct al_language many[AL_LANGUAGES_MAX];
+	struct al_policy p = *al_policy_default();
+	struct al_job job = {0};
+	struct al_diags d;
+	char why[64], line[128], all[4096] = "";
+	const char *j = "{\"language\":\"cobol\",\"source_code\":\"x\"}";
+
+	(void)state;
+	for (int i = 0; i < AL_LANGUAGES_MAX; i++) {
+		snprintf(line, sizeof(line), "language%02d main.x | - | ./x", i);
+		assert_int_equal(al_language_parse("t", line, &many[i], why,
+						   sizeof(why)),
+				 0);
+	}
+	p.languages = many;
+	p.n_languages = AL_LANGUAGES_MAX;
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_json(j, strlen(j), &job, &d), 0);
+	assert_int_equal(al_job_expand_language(&job, &p, &d), -EINVAL);
+	assert_true(d.n > 2);
+	assert_int_equal(d.dropped, 0);
+	assert_string_equal(d.items[0].reason, "unknown language \"cobol\"");
+	for (size_t i = 1; i < d.n; i++) {
+		assert_string_equal(d.items[i].path, "language");
+		assert_memory_equal(d.items[i].reason, "known: ", 7);
+		strcat(all, d.items[i].reason + 7);
+		strcat(all, " ");
+	}
+	for (int i = 0; i < AL_LANGUAGES_MAX; i++) {
+		snprintf(line, sizeof(line), "language%02d ", i);
+		assert_non_null(strstr(all, line));
+	}
+	al_job_release(&job);
+}
+
 static void test_decode(void **state)
 {
 	struct al_job job = {0}, back = {0};
@@ -294,6 +333,7 @@ int main(void)
 	    cmocka_unit_test(test_expand_shorthand),
 	    cmocka_unit_test(test_expand_steps),
 	    cmocka_unit_test(test_expand_refused),
+	    cmocka_unit_test(test_many_known),
 	    cmocka_unit_test(test_decode),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
