@@ -531,6 +531,20 @@ static const struct al__walk_field step_fields[] = {
 static const struct al__walk_table step_table =
     AL__WALK_TABLE(step_fields, step_check);
 
+/* A job's step may have neither cmd nor sh when the job names a
+ * `language` (its run command); job_shape() checks that. */
+static void job_step_check(uint32_t seen, const char *path,
+			   struct al_diags *d)
+{
+	if (seen_cmd_sh(seen, 0) == 3)
+		al_diags_add(d, path, "must have exactly one of cmd or sh");
+	if (AL__SEEN(seen, STEP_EXPECT) && AL__SEEN(seen, STEP_SHARED + 4))
+		al_diags_add(d, path, "must have at most one of expect or "
+				      "check");
+}
+static const struct al__walk_table job_step_table =
+    AL__WALK_TABLE(step_fields, job_step_check);
+
 int al_step_unpack(const msgpack_object *o, const char *path,
 		   struct al_step *ret, struct al_diags *d)
 {
@@ -566,8 +580,10 @@ void al_step_release(struct al_step *s)
 /* The job as it is walked: top-level step fields (the one-step shorthand)
  * land in `top`. */
 struct job_walk {
-	struct al_job job;
+	struct al_job job; /* first: the job fields' offsets are into it */
 	struct al_step top;
+	bool has_language; /* the map has a `language` key (steps may then
+			      leave out cmd and sh) */
 };
 
 static int job_id(const msgpack_object *v, const char *path, void *out,
@@ -614,15 +630,31 @@ static int step_elem(const msgpack_object *v, const char *path, void *out,
 	return al_step_unpack(v, path, out, d);
 }
 
+/* A step of a job naming a `language`: cmd and sh may both be absent. */
+static int lang_step_elem(const msgpack_object *v, const char *path,
+			  void *out, struct al_diags *d)
+{
+	struct al_step s = {0};
+	int r = al__walk_object(v, path, &job_step_table, &s, d);
+
+	if (r < 0)
+		al_step_release(&s);
+	else
+		*(struct al_step *)out = s;
+	return r;
+}
+
 static int job_steps(const msgpack_object *v, const char *path, void *out,
 		     struct al_diags *d)
 {
-	struct al_job *j = out;
+	struct job_walk *w = out; /* JOB_STEPS' offset is 0 */
+	struct al_job *j = &w->job;
 	void *steps = NULL;
 	int r;
 
 	r = al__walk_array(v, path, 1, AL_STEPS_MAX, sizeof(*j->steps),
-			   step_elem, &steps, &j->n_steps, d);
+			   w->has_language ? lang_step_elem : step_elem,
+			   &steps, &j->n_steps, d);
 	if (steps)
 		j->steps = steps;
 	return r;
@@ -705,6 +737,21 @@ static int job_meta(const msgpack_object *v, const char *path, void *out,
 	return al__walk_meta(v, path, d, &((struct al_job *)out)->meta);
 }
 
+static int job_language(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	return al__walk_name(v, path, d, &((struct al_job *)out)->language);
+}
+
+static int job_source(const msgpack_object *v, const char *path, void *out,
+		      struct al_diags *d)
+{
+	struct al_job *j = out;
+
+	j->has_source = true;
+	return al__walk_blob(v, path, d, &j->source);
+}
+
 enum {
 	JOB_ID,
 	JOB_TEMPLATE,
@@ -714,6 +761,8 @@ enum {
 	JOB_NETWORK,
 	JOB_COLLECT,
 	JOB_META,
+	JOB_LANGUAGE,
+	JOB_SOURCE,
 	JOB_TOP, /* then the STEP_FIELDS of the one-step shorthand */
 };
 static const struct al__walk_field job_fields[] = {
@@ -725,16 +774,21 @@ static const struct al__walk_field job_fields[] = {
     [JOB_NETWORK] = {"network", 0, job_network, false},
     [JOB_COLLECT] = {"collect", 0, job_collect, false},
     [JOB_META] = {"meta", 0, job_meta, false},
+    [JOB_LANGUAGE] = {"language", 0, job_language, false},
+    [JOB_SOURCE] = {"source_code", 0, job_source, false},
     STEP_FIELDS(JOB_TOP, offsetof(struct job_walk, top)),
 };
 static const struct al__walk_table job_table = AL__WALK_TABLE(job_fields, NULL);
 
-/* steps, or the one-step shorthand, but not both */
+/* steps, or the one-step shorthand, but not both; with `language`, the
+ * shorthand's cmd/sh may be left out (the language's run command) */
 static int job_shape(struct job_walk *w, uint32_t seen, struct al_diags *d)
 {
 	uint32_t top = seen >> JOB_TOP;
 	unsigned cmd_sh = seen_cmd_sh(seen, JOB_TOP);
 
+	if (!w->job.language && w->job.has_source)
+		al_diags_add(d, "source_code", "needs a language");
 	if (AL__SEEN(seen, JOB_STEPS)) {
 		if (cmd_sh)
 			al_diags_add(d, "", "cannot give both steps and a "
@@ -744,7 +798,7 @@ static int job_shape(struct job_walk *w, uint32_t seen, struct al_diags *d)
 				     "top-level cmd or sh instead of steps");
 		return 0;
 	}
-	if (!cmd_sh) {
+	if (!cmd_sh && !w->job.language) {
 		al_diags_add(d, "steps", "required (or give cmd or sh at top "
 			     "level)");
 		return 0;
@@ -768,6 +822,10 @@ static int job_unpack(const msgpack_object *o, void *out, struct al_diags *d)
 	uint32_t seen;
 	int r;
 
+	for (uint32_t i = 0; o->type == MSGPACK_OBJECT_MAP &&
+			     i < o->via.map.size; i++)
+		w.has_language |=
+		    al__walk_is_str(&o->via.map.ptr[i].key, "language");
 	r = al__walk_map(o, "", &job_table, &w, d, &seen);
 	if (r == 0 && o->type == MSGPACK_OBJECT_MAP)
 		r = job_shape(&w, seen, d);
@@ -807,6 +865,8 @@ void al_job_release(struct al_job *job)
 		free(job->collect[i]);
 	free(job->collect);
 	al__blob_release(&job->meta);
+	free(job->language);
+	al__blob_release(&job->source);
 	memset(job, 0, sizeof(*job));
 }
 
@@ -865,7 +925,7 @@ static void pack_check(msgpack_packer *pk, const struct al_check *c)
 
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
-	size_t n = !!s->name + 1 + s->has_stdin + !!s->n_env + !!s->cwd +
+	size_t n = !!s->name + (s->sh || s->argc) + s->has_stdin + !!s->n_env + !!s->cwd +
 		   !!s->timeout_ms + !!s->cpu_ms +
 		   (s->run_if != AL_RUN_ALWAYS) + s->expect.present +
 		   s->attest + s->compile + s->has_weight + s->check.present;
@@ -878,7 +938,7 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 	if (s->sh) {
 		al__pack_key(pk, "sh");
 		al__pack_str(pk, s->sh);
-	} else {
+	} else if (s->argc) {
 		al__pack_key(pk, "cmd");
 		msgpack_pack_array(pk, s->argc);
 		for (size_t i = 0; i < s->argc; i++)
@@ -968,7 +1028,7 @@ static void pack_job(msgpack_packer *pk, const void *obj)
 	const struct al_job *j = obj;
 	size_t n = !!j->id + !!j->template_ + !!j->n_files + 1 +
 		   limits_any(&j->limits) + !!j->network + !!j->n_collect +
-		   !!j->meta.len;
+		   !!j->meta.len + !!j->language + j->has_source;
 
 	msgpack_pack_map(pk, n);
 	if (j->id) {
@@ -1004,6 +1064,14 @@ static void pack_job(msgpack_packer *pk, const void *obj)
 	if (j->meta.len) {
 		al__pack_key(pk, "meta");
 		al__pack_raw(pk, &j->meta);
+	}
+	if (j->language) {
+		al__pack_key(pk, "language");
+		al__pack_str(pk, j->language);
+	}
+	if (j->has_source) {
+		al__pack_key(pk, "source_code");
+		al__pack_blob(pk, &j->source);
 	}
 }
 

@@ -80,8 +80,18 @@ int al_job_check_policy(const struct al_job *job, const struct al_policy *p,
 	check_limit("pids", l->pids, 1, m->pids, d);
 	check_limit("disk_mb", l->disk_mb, 1, m->disk_mb, d);
 	check_limit("file_size_mb", l->file_size_mb, 1, m->file_size_mb, d);
+	if (job->language)
+		al_diags_add(d, "language", "not expanded here: name the "
+			     "template and give every step a cmd or sh");
 	for (size_t i = 0; i < job->n_steps; i++) {
 		uint32_t t = job->steps[i].timeout_ms;
+
+		if (!job->language && !job->steps[i].argc &&
+		    !job->steps[i].sh) {
+			snprintf(path, sizeof(path), "steps[%zu]", i);
+			al_diags_add(d, path, "must have exactly one of cmd "
+				     "or sh");
+		}
 
 		if (t > p->step_timeout_max_ms) {
 			snprintf(path, sizeof(path), "steps[%zu].timeout_ms",

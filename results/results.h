@@ -145,6 +145,11 @@ struct al_job {
 	char **collect;           /* paths brought back after the last step */
 	size_t n_collect;         /* entries in collect */
 	struct al_blob meta;      /* any value, kept as its msgpack encoding */
+	char *language;           /* `language`: expanded by the worker into
+				     template, source file and steps
+				     (al_job_expand_language), NULL = none */
+	bool has_source;          /* `source_code` given */
+	struct al_blob source;    /* `source_code`: the language's source file */
 };
 
 /* --- the result ----------------------------------------------------------- */
@@ -318,7 +323,26 @@ struct al_policy {
 	const char *const *snapshots;  /* snapshots jobs may name as their
 					  template (besides `templates`),
 					  NULL-terminated; NULL = none */
+	const struct al_language *languages; /* what `language` may name */
+	size_t n_languages;            /* entries in languages */
 };
+
+/* A language a template runs: its `language = NAME FILE | COMPILE | RUN`
+ * line (docs/languages.md). Commands are words split on blanks, no shell. */
+#define AL_LANGUAGES_MAX 48
+#define AL_LANGUAGE_CMD_MAX 255
+struct al_language {
+	char name[AL_NAME_MAX + 1];          /* "java", [a-z0-9_+-] */
+	char template_[AL_NAME_MAX + 1];     /* the template that runs it */
+	char file[AL_NAME_MAX + 1];          /* its source file's name */
+	char compile[AL_LANGUAGE_CMD_MAX + 1]; /* compile command, "" = none */
+	char run[AL_LANGUAGE_CMD_MAX + 1];   /* run command */
+};
+
+/* Parse the value of a `language` line of template `tmpl` into *ret.
+ * Returns 0, or -EINVAL with a reason in why (always NUL-terminated). */
+int al_language_parse(const char *tmpl, const char *value,
+		      struct al_language *ret, char *why, size_t why_len);
 
 /* The built-in policy (docs/schema.md lists its values). */
 const struct al_policy *al_policy_default(void);
@@ -328,6 +352,16 @@ bool al_policy_snapshot(const struct al_policy *p, const char *name);
  * Returns 0 when it fits, -EINVAL otherwise. */
 int al_job_check_policy(const struct al_job *job, const struct al_policy *p,
 			struct al_diags *d);
+/* A job naming a `language` made into a plain one (docs/schema.md,
+ * "Languages"): its template (the one of p's allowed templates that
+ * declares the language), `source_code` placed as the language's file, a
+ * compile step put first (unless a step is `compile`), and the language's
+ * run command given to every step without cmd or sh. Does nothing to a
+ * job without `language`. Returns 0, -EINVAL (d says why: an unknown
+ * language, naming the known ones; a template that does not run it) or
+ * -ENOMEM. */
+int al_job_expand_language(struct al_job *job, const struct al_policy *p,
+			   struct al_diags *d);
 /* Effective limits: the job's, else the policy's defaults. */
 void al_job_limits(const struct al_job *job, const struct al_policy *p,
 		   struct al_limits *ret);

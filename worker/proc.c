@@ -270,6 +270,9 @@ static int run_one(struct al_worker *w, al_proc_run_fn run, const uint8_t *body,
 	al_digest_hex(pj.payload, pj.len, digest);
 	if (al_job_from_msgpack(pj.payload, pj.len, &job, &d) < 0)
 		r = al_worker_reject(d.id[0] ? d.id : NULL, &d, res);
+	else if ((r = al_job_expand_language(&job, w->policy, &d)) < 0)
+		/* `language`: the same expansion whatever the front door */
+		r = r == -ENOMEM ? r : al_worker_reject(job.id, &d, res);
 	else {
 		w->snapdef = pj.snap.name[0] ? &pj.snap : NULL;
 		r = (run ? run : al_worker_run)(w, &job, pj.queued_ms,

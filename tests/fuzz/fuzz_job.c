@@ -3,7 +3,8 @@
  *
  * Beyond "no crash, no leak" (ASan), it checks the canonical property: a
  * document that decodes re-encodes to bytes that decode to the same
- * encoding again.
+ * encoding again; and a job naming a language expands (results/lang.c)
+ * into one that encodes and decodes as a plain job.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +13,45 @@
 #include "results.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A policy with two languages: one compiled, one not. */
+static const struct al_policy *lang_policy(void)
+{
+	static struct al_language l[2];
+	static struct al_policy p;
+	char why[128];
+
+	if (!p.n_languages) {
+		p = *al_policy_default();
+		if (al_language_parse("c", "c main.c | gcc -o main main.c | "
+				      "./main", &l[0], why, sizeof(why)) ||
+		    al_language_parse("python", "python main.py | - | "
+				      "python3 main.py", &l[1], why,
+				      sizeof(why)))
+			abort();
+		p.languages = l;
+		p.n_languages = 2;
+	}
+	return &p;
+}
+
+/* Expand `job`; an expanded job is a plain one: it round-trips. */
+static void expand(struct al_job *job)
+{
+	struct al_job back = {0};
+	struct al_diags d;
+	char *mp = NULL;
+	size_t len = 0;
+
+	al_diags_init(&d);
+	if (al_job_expand_language(job, lang_policy(), &d) != 0)
+		return;
+	if (job->language || al_job_to_msgpack(job, &mp, &len) != 0 ||
+	    al_job_from_msgpack(mp, len, &back, NULL) != 0)
+		abort();
+	free(mp);
+	al_job_release(&back);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,6 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(mp);
 	free(mp2);
 	free(json);
+	expand(&again);
 	al_job_release(&job);
 	al_job_release(&again);
 	return 0;

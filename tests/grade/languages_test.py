@@ -5,8 +5,13 @@ compile error (where the language has a compile or check step) is
 compile_error with the compiler's message in compile_output. One batch.
 
 The languages are the templates' `language = NAME FILE | COMPILE | RUN`
-lines (configs/templates/*.conf, docs/languages.md): the test runs each
-language with its template's own commands, and fails if a language has no
+lines (configs/templates/*.conf, docs/languages.md). Every job names its
+language (the `language` job field, Judge0's shape: language,
+source_code, stdin, expect) and the worker expands it into that
+template's commands; the first language's hello-world is also run as the
+explicit steps the expansion must equal, and the batch carries jobs the
+expansion refuses (an unknown language, a template that does not declare
+it: RJ naming the known languages). The test fails if a language has no
 programs here. Without AIRLOCK_FULL=1 only the c and python templates'
 languages run (their images are the vm_images fixture's); with
 AIRLOCK_FULL=1 every template's image is built (a no-op when built) and
@@ -70,6 +75,36 @@ PROGRAMS = {
     "fortran": ("program main\n  character(len=64) :: n\n  read(*,*) n\n"
                 "  write(*,'(a,a)') 'hello, ', trim(n)\nend program main\n",
                 "program main\n  x = \nend program main\n"),
+    "ocaml": ('let () = Printf.printf "hello, %s\\n" (String.trim (input_line stdin))\n',
+              'let () = print_string 1\n'),
+    "r": ('con <- file("stdin")\nn <- trimws(readLines(con, n = 1))\n'
+          'cat("hello, ", n, "\\n", sep = "")\n', 'cat("x"\n'),
+    "erlang": ('-module(main).\n-export([main/0]).\nmain() ->\n'
+               '    N = string:trim(io:get_line("")),\n'
+               '    io:format("hello, ~s~n", [N]).\n',
+               '-module(main).\n-export([main/0]).\nmain() -> x +.\n'),
+    "elixir": ('n = IO.gets("") |> String.trim()\nIO.puts("hello, #{n}")\n',
+               None),
+    "haskell": ('main :: IO ()\nmain = do\n  n <- getLine\n'
+                '  putStrLn ("hello, " ++ n)\n',
+                'main :: IO ()\nmain = putStrLn 1\n'),
+    "kotlin": ('fun main() {\n    val n = readLine()!!.trim()\n'
+               '    println("hello, $n")\n}\n',
+               'fun main() { val x: Int = "a" }\n'),
+    "lisp": ('(format t "hello, ~a~%" (string-trim " " (read-line)))\n', None),
+    "prolog": (':- initialization(main, main).\nmain :-\n'
+               '    read_line_to_string(user_input, S),\n'
+               '    split_string(S, "", " \\t", [N]),\n'
+               '    format("hello, ~w~n", [N]).\n',
+               ':- initialization(main, main).\nmain :- x(.\n'),
+    "d": ('import std.stdio, std.string;\nvoid main() {\n'
+          '    auto n = readln().strip();\n    writeln("hello, ", n);\n}\n',
+          'void main() { int x = "a"; }\n'),
+    "scala": ('object Main {\n  def main(args: Array[String]): Unit = {\n'
+              '    val n = scala.io.StdIn.readLine().trim\n'
+              '    println("hello, " + n)\n  }\n}\n',
+              'object Main { val x: Int = "a" }\n'),
+    "octave": ('n = strtrim(fgetl(stdin));\nprintf("hello, %s\\n", n);\n', None),
 }
 
 
@@ -95,6 +130,7 @@ def languages():
 
 
 LANGS = languages()
+ALL = dict(LANGS)
 missing = sorted(set(LANGS) - set(PROGRAMS))
 if missing:
     sys.exit(f"FAIL: languages without a test program: {missing}")
@@ -113,20 +149,37 @@ if full:
                        check=True, stdout=subprocess.DEVNULL)
         print(f"image {t}: {time.monotonic() - t0:.1f} s", flush=True)
 
+# Judge0's shape: the language, its source, stdin, the expected output;
+# a run step's own timeout (the JVM and BEAM start slowly under TCG), the
+# compile step's is the policy's largest, bounded by wall_ms
 jobs = []
 for name, (tmpl, path, comp, run) in LANGS.items():
     ok, bad = PROGRAMS[name]
     kinds = [("hello", ok)] + ([("ce", bad)] if comp else [])
     for kind, code in kinds:
-        steps = [{"name": "hello", "cmd": run, "stdin": "ada\n",
-                  "if": "setup_ok", "timeout_ms": 120000,
-                  "expect": {"stdout": "hello, ada\n"}}]
-        if comp:
-            steps.insert(0, {"name": "compile", "cmd": comp, "compile": True,
-                             "timeout_ms": 300000})
-        jobs.append({"id": f"{name}-{kind}", "template": tmpl,
-                     "files": {path: code}, "limits": {"wall_ms": 600000},
-                     "steps": steps})
+        jobs.append({"id": f"{name}-{kind}", "language": name,
+                     "source_code": code, "stdin": "ada\n",
+                     "timeout_ms": 120000,
+                     "expect": {"stdout": "hello, ada\n"},
+                     "limits": {"wall_ms": 600000}})
+# the expansion, by hand: the first language's hello-world as the steps
+# its language line gives, which must be judged the same
+first = next(iter(LANGS))
+tmpl, path, comp, run = LANGS[first]
+steps = [{"cmd": run, "stdin": "ada\n", "if": "setup_ok",
+          "timeout_ms": 120000, "expect": {"stdout": "hello, ada\n"}}]
+if comp:
+    steps.insert(0, {"name": "compile", "cmd": comp, "compile": True,
+                     "timeout_ms": 600000})
+jobs.append({"id": f"{first}-steps", "template": tmpl,
+             "files": {path: PROGRAMS[first][0]},
+             "limits": {"wall_ms": 600000}, "steps": steps})
+# refused before any VM: RJ, naming the known languages
+jobs.append({"id": "rj-unknown", "language": "cobol", "source_code": "x"})
+other = next((t for t, *_ in LANGS.values() if t != tmpl), None)
+if other:
+    jobs.append({"id": "rj-template", "language": first, "template": other,
+                 "source_code": "x"})
 jobs_path = os.path.join(work, "languages.jsonl")
 with open(jobs_path, "w") as f:
     f.writelines(json.dumps(j) + "\n" for j in jobs)
@@ -168,6 +221,38 @@ for name, (tmpl, path, comp, run) in LANGS.items():
         else:
             print(f"ok {name}-{kind}: {verdict} [{tmpl}: {times}]"
                   + (f" ({co.splitlines()[0][:70]})" if co else ""))
+# the explicit steps are judged as the language field's expansion
+checks += 1
+a, b = res.get(f"{first}-hello", {}), res.get(f"{first}-steps", {})
+if (a.get("status"), a.get("verdict")) != ("OK", "accepted") or \
+        (b.get("status"), b.get("verdict")) != ("OK", "accepted") or \
+        [s.get("name") for s in a.get("steps", [])] != \
+        [s.get("name") for s in b.get("steps", [])]:
+    failures.append(f"{first}: language job {json.dumps(a)[:400]} differs "
+                    f"from its steps {json.dumps(b)[:400]}")
+else:
+    print(f"ok {first}-steps: the language field's expansion, by hand")
+# every known language named (a long list follows in "known: ..." parts)
+known = sorted(n for n, (t, *_) in ALL.items() if t in templates)
+checks += 1
+r = res.get("rj-unknown", {})
+err = r.get("error") or ""
+words = set(err.replace(";", " ").replace(")", " ").split())
+if r.get("status") != "RJ" or 'unknown language "cobol"' not in err or \
+        not set(known) <= words:
+    failures.append(f"rj-unknown: got {r.get('status')} {err!r}, want RJ "
+                    f"naming cobol and {known}")
+else:
+    print(f"ok rj-unknown: RJ ({err})")
+if other:
+    checks += 1
+    r = res.get("rj-template", {})
+    want = f'does not run language "{first}"'
+    if r.get("status") != "RJ" or want not in (r.get("error") or ""):
+        failures.append(f"rj-template: got {r.get('status')} "
+                        f"{r.get('error')!r}, want RJ with {want!r}")
+    else:
+        print(f"ok rj-template: RJ ({r.get('error')})")
 for f in failures:
     print("FAIL:", f)
 print(f"{checks - len(failures)} passed, {len(failures)} failed")

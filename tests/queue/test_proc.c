@@ -125,17 +125,43 @@ static int reap(struct al_proc *p)
 	return st;
 }
 
+/* Send the job `json` (as its msgpack) and read its result. */
+static void run_json(int fd, const char *json, struct al_result *res)
+{
+	struct al_job job = {0};
+	struct al_diags d;
+	char *mp;
+	size_t len;
+
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_json(json, strlen(json), &job, &d), 0);
+	assert_int_equal(al_job_to_msgpack(&job, &mp, &len), 0);
+	send_job(fd, mp, len);
+	free(mp);
+	al_job_release(&job);
+	assert_int_equal(read_result(fd, res), 0);
+}
+
 static void test_worker_rejects_and_exits(void **state)
 {
 	struct sb_options sb;
 	struct al_result res = {0};
+	struct al_language py;
+	struct al_policy pol = *al_policy_default();
 	struct al_proc p;
+	char why[64];
 	int st;
 
 	(void)state;
 	sb_options_init(&sb);
-	assert_int_equal(
-	    al_proc_spawn(&sb, al_policy_default(), "t/w0", NULL, &p), 0);
+	/* a job written to Redis by a client names its language unexpanded:
+	 * the worker expands it (worker/proc.c) */
+	assert_int_equal(al_language_parse("python", "python main.py | - | "
+					   "python3 main.py", &py, why,
+					   sizeof(why)), 0);
+	pol.languages = &py;
+	pol.n_languages = 1;
+	assert_int_equal(al_proc_spawn(&sb, &pol, "t/w0", NULL, &p), 0);
 	assert_true(p.pid > 0 && p.fd >= 0 && p.pidfd >= 0);
 	/* not msgpack: RJ, and the worker goes on */
 	send_job(p.fd, "\xc1\xc1", 2);
@@ -163,6 +189,23 @@ static void test_worker_rejects_and_exits(void **state)
 	assert_int_equal(res.status, AL_RJ);
 	assert_string_equal(res.id, "big");
 	assert_non_null(strstr(res.error, "limits.memory_mb"));
+	al_result_release(&res);
+	/* an unknown language: RJ naming the known ones */
+	run_json(p.fd, "{\"id\":\"l1\",\"language\":\"cobol\","
+		 "\"source_code\":\"x\"}", &res);
+	assert_int_equal(res.status, AL_RJ);
+	assert_string_equal(res.id, "l1");
+	assert_non_null(strstr(res.error, "unknown language \"cobol\" "
+					  "(known: python)"));
+	al_result_release(&res);
+	/* a known one is expanded, then checked against the policy like
+	 * any job (over it here, so no VM starts) */
+	run_json(p.fd, "{\"id\":\"l2\",\"language\":\"python\","
+		 "\"source_code\":\"x\",\"limits\":{\"memory_mb\":65536}}",
+		 &res);
+	assert_int_equal(res.status, AL_RJ);
+	assert_non_null(strstr(res.error, "limits.memory_mb"));
+	assert_null(strstr(res.error, "language"));
 	al_result_release(&res);
 	/* EOF: it exits 0 */
 	close(p.fd);

@@ -279,7 +279,9 @@ static bool check_jobs(const struct al_http *h, struct al_http_job *jobs,
 		if (batch)
 			snprintf(path, sizeof(path), "[%zu]", i);
 		al_diags_init(&one);
-		if (al_job_check_policy(&jobs[i].job, h->o->policy, &one) < 0)
+		if (al_job_expand_language(&jobs[i].job, h->o->policy, &one) <
+			    0 ||
+		    al_job_check_policy(&jobs[i].job, h->o->policy, &one) < 0)
 			for (size_t k = 0; k < one.n; k++)
 				al_diags_add(d, path, "%.100s%s%s",
 					     one.items[k].path,

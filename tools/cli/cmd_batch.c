@@ -219,6 +219,7 @@ static int load_line(struct loader *l, const char *line, size_t len,
 	al_diags_init(&d);
 	/* the policy validate, submit and serve apply */
 	if (len > LINE_MAX_ || al_job_from_json(line, len, &job, &d) < 0 ||
+	    al_job_expand_language(&job, l->p, &d) < 0 ||
 	    al_job_check_policy(&job, l->p, &d) < 0) {
 		if (job.id && !d.id[0])
 			snprintf(d.id, sizeof(d.id), "%s", job.id);

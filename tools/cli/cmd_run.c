@@ -18,6 +18,7 @@
 
 struct run_opts {
 	const char *template_;		 /* -t */
+	const char *language;		 /* -l: the operand is its source */
 	uint32_t timeout_ms;		 /* --timeout, 0 = policy */
 	uint32_t memory_mb;		 /* --memory, 0 = policy */
 	const char *stdin_path;		 /* --stdin */
@@ -54,6 +55,35 @@ static int add_file(struct al_job *job, const char *spec)
 	return f->path ? 0 : -ENOMEM;
 }
 
+/* With --language: the source file FILE as `source_code`, the step left
+ * without a command, and the job expanded as a worker would (its
+ * template, a compile step, the run command). */
+static int language_job(const struct run_opts *ro, const struct al_policy *pol,
+			const char *file, struct al_job *job)
+{
+	struct al_diags d;
+	size_t len;
+	int r;
+
+	if (!(job->language = strdup(ro->language)))
+		return -ENOMEM;
+	r = al_read_file(file, AL_JOB_MAX_BYTES, (char **)&job->source.data,
+			 &len);
+	if (r < 0) {
+		fprintf(stderr, "airlock run: %s: %s\n", file,
+			r == -E2BIG ? "too big" : strerror(-r));
+		return r;
+	}
+	job->source.len = len;
+	job->has_source = true;
+	al_diags_init(&d);
+	r = al_job_expand_language(job, pol, &d);
+	for (size_t i = 0; r < 0 && i < d.n; i++)
+		fprintf(stderr, "airlock run: %s%s%s\n", d.items[i].path,
+			d.items[i].path[0] ? ": " : "", d.items[i].reason);
+	return r;
+}
+
 /* The job from the options and the command; validated by a round trip
  * through the decoder, which reports every problem. */
 static int build_job(const struct run_opts *ro, const struct al_policy *pol,
@@ -75,10 +105,10 @@ static int build_job(const struct run_opts *ro, const struct al_policy *pol,
 	s->argv = calloc((size_t)argc + 1, sizeof(*s->argv));
 	if (!s->argv)
 		goto out;
-	for (int i = 0; i < argc; i++)
+	for (int i = 0; !ro->language && i < argc; i++)
 		if (!(s->argv[i] = strdup(argv[i])))
 			goto out;
-	s->argc = (size_t)argc;
+	s->argc = ro->language ? 0 : (size_t)argc;
 	if (ro->template_ && !(job.template_ = strdup(ro->template_)))
 		goto out;
 	for (size_t i = 0; i < ro->n_files; i++)
@@ -105,6 +135,8 @@ static int build_job(const struct run_opts *ro, const struct al_policy *pol,
 			job.limits.wall_ms = ro->timeout_ms + 10000u;
 	}
 	job.limits.memory_mb = ro->memory_mb;
+	if (ro->language && (r = language_job(ro, pol, argv[0], &job)) < 0)
+		goto out;
 	r = al_job_to_msgpack(&job, &mp, &mplen);
 	if (r < 0)
 		goto out;
@@ -176,6 +208,9 @@ static void print_outputs(const struct al_result *res)
 		const struct al_step_result *s = &res->steps[i];
 
 		al_cli_print_output(s);
+		if (s->status == AL_CE && s->compile_output.len)
+			fwrite(s->compile_output.data, 1,
+			       s->compile_output.len, stderr);
 		if (s->stdout_truncated || s->stderr_truncated)
 			fprintf(stderr, "airlock run: output truncated at "
 					"the output limit\n");
@@ -191,6 +226,7 @@ static void print_outputs(const struct al_result *res)
 
 static const struct al_opt opts[] = {
     {"template", 't', AL_OPT_ARG | AL_OPT_SHORT},
+    {"language", 'l', AL_OPT_ARG | AL_OPT_SHORT},
     {"timeout", 'T', AL_OPT_ARG},
     {"memory", 'm', AL_OPT_ARG},
     {"file", 'f', AL_OPT_ARG},
@@ -228,6 +264,9 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	case 't':
 		ro->template_ = arg;
 		return 0;
+	case 'l':
+		ro->language = arg;
+		return 0;
 	case 'f':
 		if (ro->n_files == AL_FILES_MAX)
 			return al_cli_usage_error(cli, "at most %u --file",
@@ -260,6 +299,11 @@ static int run(struct al_cli *cli, int argc, char **argv)
 
 	al_embed_init(&e);
 	al_config_policy(cfg, &policy);
+	if (ro->language && argc != 1) {
+		al_cli_usage_error(cli, "--language takes one FILE, the "
+					"program's source");
+		return AL_EXIT_USAGE;
+	}
 	if (build_job(ro, &policy, argc, argv, &job) < 0)
 		return AL_EXIT_USAGE;
 	if (alq_prepare(&job, &policy, NULL, &prep) < 0)
@@ -304,6 +348,7 @@ const struct al_cmd al_cmd_run = {
 	"                   [--file LOCAL[:GUEST]]... [--stdin FILE] [--json]\n"
 	"                   [--redis URL] [--config PATH] [--queue NAME]\n"
 	"                   -- CMD [ARG...]\n"
+	"       airlock run -l LANGUAGE [options] FILE\n"
 	"\n"
 	"Run CMD in a fresh microVM of TEMPLATE (default templates.default)\n"
 	"and print its stdout and stderr. With a Redis configured, the job\n"
@@ -312,8 +357,15 @@ const struct al_cmd al_cmd_run = {
 	"run for this command only. A line on stderr says which (at\n"
 	"log.level info).\n"
 	"\n"
+	"With --language, FILE is a program in LANGUAGE (a `language`\n"
+	"line of a template: c, cpp, python, java, ...; docs/languages.md):\n"
+	"it is compiled, when the language compiles, and run in the\n"
+	"template that declares it; a compile error prints the compiler's\n"
+	"output and ends the job (compile_error).\n"
+	"\n"
 	"options:\n"
 	"  -t, --template T     VM template\n"
+	"  -l, --language LANG  run FILE, a program in LANG\n"
 	"  --timeout SECONDS    the command's timeout (also widens the VM's\n"
 	"                       wall time to fit)\n"
 	"  --memory MB          guest memory\n"

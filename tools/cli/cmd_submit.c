@@ -34,6 +34,7 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	/* the policy validate and serve apply: refuse here what a worker
 	 * would reject (RJ) later */
 	if (al_job_from_json(text, len, &job, &d) < 0 ||
+	    al_job_expand_language(&job, &policy, &d) < 0 ||
 	    al_job_check_policy(&job, &policy, &d) < 0) {
 		for (size_t i = 0; i < d.n; i++)
 			fprintf(stderr, "%s: %s%s%s\n", argv[0],

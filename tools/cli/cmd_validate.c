@@ -286,7 +286,9 @@ static int check_job(const struct job_src *src, const char *text, size_t len,
 	rc = al_job_from_json(text, len, &job, &d);
 	if (rc == 0) {
 		al_diags_init(&d);
-		rc = al_job_check_policy(&job, o->policy, &d);
+		rc = al_job_expand_language(&job, o->policy, &d);
+		if (rc == 0)
+			rc = al_job_check_policy(&job, o->policy, &d);
 	}
 	if (rc == -ENOMEM && d.n == 0)
 		goto out;

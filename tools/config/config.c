@@ -1329,6 +1329,10 @@ static const char *const *policy_ptrs(struct al_config *cfg)
 
 void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 {
+	char err[8];
+
+	/* problems are for `airlock validate`: a bad line is left out */
+	(void)al_config_languages(cfg, err, sizeof(err));
 	*ret = (struct al_policy){
 	    .defaults = cfg->limits.defaults,
 	    .max = cfg->limits.max,
@@ -1338,6 +1342,8 @@ void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 	    .templates = names_ptrs(&cfg->templates.allowed),
 	    .networks = policy_ptrs(cfg),
 	    .snapshots = names_ptrs(&cfg->snapshots.allowed),
+	    .languages = cfg->languages.list,
+	    .n_languages = cfg->languages.n,
 	};
 }
 

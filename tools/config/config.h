@@ -160,6 +160,12 @@ struct al_config {
 	} templates;
 
 	struct {
+		bool loaded; /* read from the templates dir (al_config_languages) */
+		size_t n;    /* entries used, sorted by name */
+		struct al_language list[AL_LANGUAGES_MAX]; /* `language` lines */
+	} languages;
+
+	struct {
 		char dns[64]; /* [network] dns: upstream resolver IPv4[:PORT],
 				 "" = the host's /etc/resolv.conf */
 		size_t n; /* [network.NAME] sections: the policies jobs may
@@ -220,6 +226,12 @@ int al_config_load_default(struct al_config *cfg, const char *explicit_path,
 /* Fill a policy for al_job_check_policy() and friends. Its strings and lists
  * point into cfg (which is why cfg is not const): valid until cfg changes. */
 void al_config_policy(struct al_config *cfg, struct al_policy *ret);
+/* Read the `language` lines of every template in the templates dir into
+ * cfg->languages (once; languages.c), for al_config_policy(). A bad line
+ * or a language two templates declare is left out and the first such
+ * problem is in err ("c.conf:12: reason"); returns 0, -EINVAL (err set)
+ * or the -errno of opening the dir. */
+int al_config_languages(struct al_config *cfg, char *err, size_t errlen);
 /* The policy a job's `network` names: NULL for NULL, "none" and names no
  * [network.NAME] section defines (al_job_check_policy() has refused those
  * already). Points into cfg. */

@@ -188,7 +188,7 @@ def _blobs_to_bytes(res):
 # results/job.c's encoder (pack_job, al_step_pack, al_limits_pack): the
 # order of fields, what it leaves out
 _JOB_KEYS = ("id", "template", "files", "steps", "limits", "network",
-             "collect", "meta")
+             "collect", "meta", "language", "source_code")
 _STEP_KEYS = ("name", "sh", "cmd", "stdin", "env", "cwd", "timeout_ms",
               "cpu_ms", "if", "expect", "attest")
 _TOP_STEP = ("cmd", "sh", "stdin", "env", "cwd", "timeout_ms", "cpu_ms",
@@ -243,7 +243,8 @@ def canonical(job):
     out, str for UTF-8 blobs. The same job then has the same payload, and
     so the same digest, from this client and from the CLI."""
     job = dict(job)
-    if "steps" not in job and ("cmd" in job or "sh" in job):
+    if "steps" not in job and ("cmd" in job or "sh" in job or
+                               "language" in job):
         job["steps"] = [{k: job.pop(k) for k in _TOP_STEP if k in job}]
     if isinstance(job.get("steps"), list):
         job["steps"] = [_c_step(st) for st in job["steps"]]
@@ -256,6 +257,8 @@ def canonical(job):
         job["files"] = {k: _blob(v) for k, v in job["files"].items()}
         if not job["files"]:
             del job["files"]
+    if "source_code" in job:
+        job["source_code"] = _blob(job["source_code"])
     if job.get("collect") == []:
         del job["collect"]
     return _ordered(job, _JOB_KEYS)
