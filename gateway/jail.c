@@ -35,18 +35,19 @@
 #error "gateway/jail.c: add this architecture's AUDIT_ARCH"
 #endif
 
-#define RO_FLAGS                                                             \
+#define RO_FLAGS                                                               \
 	(MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 #define JAIL_MOUNT "/tmp" /* where the new root's tmpfs is built */
 
-/* Bind the file or dir open as FD onto relative DST, read-only. */
-static int bind_fd(int fd, const char *dst)
+/* Bind the file or dir open as FD onto relative DST, remounted with
+ * FLAGS (MS_BIND | MS_REMOUNT | ...). */
+static int bind_fd(int fd, const char *dst, unsigned long flags)
 {
 	char src[64];
 
 	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
 	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0 ||
-	    mount(NULL, dst, NULL, RO_FLAGS, NULL) < 0)
+	    mount(NULL, dst, NULL, flags, NULL) < 0)
 		return -1;
 	return 0;
 }
@@ -71,12 +72,13 @@ int gw_jail_enter(const char *dir, const char **ret_step)
 	/* the packages dir may be under JAIL_MOUNT: it is bound from its
 	 * fd, opened above, never by path again */
 	*ret_step = "tmpfs root";
-	if (mount("tmpfs", JAIL_MOUNT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  opts) < 0 ||
+	if (mount("tmpfs", JAIL_MOUNT, "tmpfs",
+		  MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0 ||
 	    chdir(JAIL_MOUNT) < 0)
 		goto fail;
 	*ret_step = "bind the packages dir";
-	if (mkdir(GW_JAIL_DIR + 1, 0755) < 0 || bind_fd(dfd, GW_JAIL_DIR + 1) < 0)
+	if (mkdir(GW_JAIL_DIR + 1, 0755) < 0 ||
+	    bind_fd(dfd, GW_JAIL_DIR + 1, RO_FLAGS) < 0)
 		goto fail;
 	*ret_step = "bind /dev/null";
 	if (mkdir("dev", 0755) < 0)
@@ -85,9 +87,8 @@ int gw_jail_enter(const char *dir, const char **ret_step)
 	if (fd < 0)
 		goto fail;
 	close(fd);
-	if (bind_fd(nfd, "dev/null") < 0 ||
-	    mount(NULL, "dev/null", NULL,
-		  MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+	if (bind_fd(nfd, "dev/null",
+		    MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC) < 0)
 		goto fail;
 	*ret_step = "read-only root";
 	if (mount(NULL, ".", NULL,
@@ -113,27 +114,28 @@ out:
 
 /* ---- seccomp ---- */
 
-#define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
-#define LD_ARG(i)                                                            \
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS,                                   \
+#define LD_NR                                                                  \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define LD_ARG(i)                                                              \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS,                                     \
 		 offsetof(struct seccomp_data, args[i]))
-#define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
-#define KILL   RET(SECCOMP_RET_KILL_PROCESS)
-#define OK     RET(SECCOMP_RET_ALLOW)
+#define RET(v)	 BPF_STMT(BPF_RET | BPF_K, (v))
+#define KILL	 RET(SECCOMP_RET_KILL_PROCESS)
+#define OK	 RET(SECCOMP_RET_ALLOW)
 /* nr == n: allow */
 #define ALLOW(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), OK
 /* nr == n: allow when (args[i] & mask) == 0, else kill (A = nr after) */
-#define ALLOW_CLEAR(n, i, mask)                                              \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 4), LD_ARG(i),           \
+#define ALLOW_CLEAR(n, i, mask)                                                \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 4), LD_ARG(i),             \
 	    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, (mask), 0, 1), KILL, OK
 /* nr == n: allow when args[i] has every bit of mask, else kill */
-#define ALLOW_SET(n, i, mask)                                                \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 5), LD_ARG(i),           \
-	    BPF_STMT(BPF_ALU | BPF_AND | BPF_K, (mask)),                     \
+#define ALLOW_SET(n, i, mask)                                                  \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 5), LD_ARG(i),             \
+	    BPF_STMT(BPF_ALU | BPF_AND | BPF_K, (mask)),                       \
 	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (mask), 1, 0), KILL, OK
 /* nr == n: allow when args[i] == v, else kill */
-#define ALLOW_EQ(n, i, v)                                                    \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 4), LD_ARG(i),           \
+#define ALLOW_EQ(n, i, v)                                                      \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 4), LD_ARG(i),             \
 	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), 1, 0), KILL, OK
 
 static const struct sock_filter filter[] = {

@@ -91,8 +91,8 @@ static int64_t wall_now(void)
 	return (int64_t)time(NULL);
 }
 
-bool gw_too_new(const struct gw_allow *a, int64_t mtime, int64_t now,
-		char *why, size_t size)
+bool gw_too_new(const struct gw_allow *a, int64_t mtime, int64_t now, char *why,
+		size_t size)
 {
 	char when[32];
 	time_t t = (time_t)mtime;
@@ -297,8 +297,7 @@ int gw_page_py_project(const struct gw_allow *a, int pydir, const char *key,
 		if (p->eco != GW_PYTHON || strcmp(p->key, key) ||
 		    gw_pin_excluded(a, p, false) ||
 		    py_file_facts(pydir, p, &f) < 0 ||
-		    gw_too_new(a, f.mtime, wall_now(), why,
-			       sizeof(why)))
+		    gw_too_new(a, f.mtime, wall_now(), why, sizeof(why)))
 			continue;
 		n++;
 		if (fmt == GW_FMT_HTML) {

@@ -390,8 +390,8 @@ static bool withheld(const struct gw_allow *al, int dir, enum gw_eco eco,
 
 		if (p->eco != eco || strcmp(p->key, key) ||
 		    fstatat(dir, p->file, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !gw_too_new(al, (int64_t)st.st_mtim.tv_sec,
-				now_ms() / 1000, buf, sizeof(buf)))
+		    !gw_too_new(al, (int64_t)st.st_mtim.tv_sec, now_ms() / 1000,
+				buf, sizeof(buf)))
 			continue;
 		snprintf(why, size, "%s (%s)", buf, p->file);
 		return true;
@@ -428,8 +428,8 @@ static void py_project(struct gw_server *s, const struct gw_allow *al,
 				why = gw_pin_excluded(al, &al->pins[i], false);
 		char young[GW_FILE_MAX + 160];
 
-		if (!why && withheld(al, dir, GW_PYTHON, rt->key, young,
-				     sizeof(young)))
+		if (!why &&
+		    withheld(al, dir, GW_PYTHON, rt->key, young, sizeof(young)))
 			refuse(r, a, 404, "%s", young);
 		else
 			refuse(r, a, 404, "no file of %s can be served: %s",
@@ -438,12 +438,13 @@ static void py_project(struct gw_server *s, const struct gw_allow *al,
 				   : "its pinned files are not in the mirror");
 	} else {
 		char young[GW_FILE_MAX + 160];
-		bool w = withheld(al, dir, GW_PYTHON, rt->key, young,
-				  sizeof(young));
+		bool w =
+		    withheld(al, dir, GW_PYTHON, rt->key, young, sizeof(young));
 
 		a->allowed = true;
-		snprintf(a->reason, sizeof(a->reason), "listed %zu files%s%.200s", n,
-			 w ? "; withheld " : "", w ? young : "");
+		snprintf(a->reason, sizeof(a->reason),
+			 "listed %zu files%s%.200s", n, w ? "; withheld " : "",
+			 w ? young : "");
 		r->status = 200;
 		r->vary = true;
 		r->type = fmt == GW_FMT_JSON
@@ -633,8 +634,7 @@ static void npm_doc(struct gw_server *s, const struct gw_allow *al,
 			       "an option, or not in the mirror, or its bytes "
 			       "changed)",
 			       rt->key);
-	}
-	else {
+	} else {
 		a->allowed = true;
 		snprintf(a->reason, sizeof(a->reason), "listed %zu versions%s",
 			 n, abbreviated ? " (abbreviated)" : "");

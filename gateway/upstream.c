@@ -51,8 +51,10 @@ int gw_up_time_parse(const char *s, int64_t *ret)
 	const char *p;
 	time_t t;
 
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi,
-			 &sec, &n) != 6 || n != 19)
+	if (!s ||
+	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec,
+		   &n) != 6 ||
+	    n != 19)
 		return -EINVAL;
 	if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
 	    h > 23 || mi > 59 || sec > 60 || h < 0 || mi < 0 || sec < 0)
@@ -91,7 +93,8 @@ int gw_up_time_parse(const char *s, int64_t *ret)
  * sdist names)? */
 static bool py_file_is(const char *file, const char *key, const char *version)
 {
-	char stem[GW_FILE_MAX + 1], name[GW_NAME_MAX + 1], norm[GW_NAME_MAX + 1];
+	char stem[GW_FILE_MAX + 1], name[GW_NAME_MAX + 1],
+	    norm[GW_NAME_MAX + 1];
 	size_t n = strlen(file);
 	char *sep, *ver;
 
@@ -125,10 +128,10 @@ static bool py_file_is(const char *file, const char *key, const char *version)
 }
 
 /* Take one candidate (file name, url, sha256 or NULL) into out[*n]. */
-static int take(struct gw_up_file *out, size_t max, size_t *n,
-		const char *file, size_t file_len, const char *url,
-		size_t url_len, const char *sha, size_t sha_len,
-		const char *key, const char *version, char *err, size_t errlen)
+static int take(struct gw_up_file *out, size_t max, size_t *n, const char *file,
+		size_t file_len, const char *url, size_t url_len,
+		const char *sha, size_t sha_len, const char *key,
+		const char *version, char *err, size_t errlen)
 {
 	struct gw_up_file *f;
 	char name[GW_FILE_MAX + 1];
@@ -140,8 +143,8 @@ static int take(struct gw_up_file *out, size_t max, size_t *n,
 	if (!gw_file_name_valid(name) || !py_file_is(name, key, version))
 		return 0;
 	if (url_len == 0 || url_len > GW_UP_URL_MAX)
-		return fail(err, errlen, "%s: URL empty or over %u bytes",
-			    name, GW_UP_URL_MAX);
+		return fail(err, errlen, "%s: URL empty or over %u bytes", name,
+			    GW_UP_URL_MAX);
 	if (!sha || !is_hex64(sha, sha_len))
 		return fail(err, errlen,
 			    "%s: the index gives no sha256 for it: not "
@@ -195,9 +198,9 @@ static int pypi_json(const char *doc, size_t len, const char *key,
 			continue;
 		if (json_is_integer(size) && json_integer_value(size) > 0)
 			out[n - 1].size = (uint64_t)json_integer_value(size);
-		gw_up_time_parse(json_string_value(
-				     json_object_get(f, "upload-time")),
-				 &out[n - 1].time_s);
+		gw_up_time_parse(
+		    json_string_value(json_object_get(f, "upload-time")),
+		    &out[n - 1].time_s);
 	}
 	json_decref(root);
 	return r < 0 ? r : (int)n;
@@ -289,10 +292,10 @@ static int pypi_html(const char *doc, size_t len, const char *key,
 		ul = unescape_amp(href, href_len, url, sizeof(url));
 		hash = memchr(url, '#', ul);
 		if (hash && !strncmp(hash, "#sha256=", 8)) {
-			int r = take(out, max, &n, text, text_len, url,
-				     (size_t)(hash - url), hash + 8,
-				     strlen(hash + 8), key, version, err,
-				     errlen);
+			int r =
+			    take(out, max, &n, text, text_len, url,
+				 (size_t)(hash - url), hash + 8,
+				 strlen(hash + 8), key, version, err, errlen);
 			if (r < 0)
 				return r;
 		} else {

@@ -84,8 +84,8 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 		errno = 0;
 		v = strtoull(arg, &end, 10);
 		if (errno || *end || v == 0 || v > GW_PKG_FILE_MAX)
-			return al_cli_usage_error(
-			    cli, "--max-bytes: 1..%u", GW_PKG_FILE_MAX);
+			return al_cli_usage_error(cli, "--max-bytes: 1..%u",
+						  GW_PKG_FILE_MAX);
 		o->max_bytes = (size_t)v;
 		break;
 	}
@@ -183,7 +183,8 @@ static int add_path(struct al_cli *cli, const char *mirror, const char *allow,
 		return AL_EXIT_FAIL;
 	}
 	if (time_s > 0) {
-		struct timespec ts[2] = {{.tv_sec = time_s}, {.tv_sec = time_s}};
+		struct timespec ts[2] = {{.tv_sec = time_s},
+					 {.tv_sec = time_s}};
 
 		snprintf(file, sizeof(file), "%s/%s/%s", mirror,
 			 gw_eco_name(gw_kind_eco(pkg.kind)), base);
@@ -197,7 +198,8 @@ static int add_path(struct al_cli *cli, const char *mirror, const char *allow,
 	pin.eco = gw_kind_eco(pkg.kind);
 	old = gw_allow_file(a, pin.eco, base);
 	if (pin_it && old && strcmp(old->sha256, pkg.sha256)) {
-		al_cli_error(cli, "%s: pinned with another sha256 (%s); not changed",
+		al_cli_error(cli,
+			     "%s: pinned with another sha256 (%s); not changed",
 			     base, old->sha256);
 		rc = AL_EXIT_FAIL;
 	} else if (pin_it && !old) {
@@ -967,8 +969,7 @@ static int fetch_file(struct fetch_ctx *c, enum gw_eco eco, bool pin,
 		goto out;
 	}
 	close(fd);
-	rc = add_path(c->cli, c->mirror, c->allow, &c->a, path, pin,
-		      f->time_s);
+	rc = add_path(c->cli, c->mirror, c->allow, &c->a, path, pin, f->time_s);
 	unlink(path);
 out:
 	al_fetch_body_release(&b);
@@ -988,14 +989,16 @@ static int fetch_one(struct fetch_ctx *c, enum gw_eco eco, const char *name,
 	for (const char *p = name; *p; p++) /* npm scopes: @s/n -> @s%2fn */
 		e += (size_t)(*p == '/'
 				  ? snprintf(esc + e, sizeof(esc) - e, "%%2f")
-				  : snprintf(esc + e, sizeof(esc) - e, "%c", *p));
+				  : snprintf(esc + e, sizeof(esc) - e, "%c",
+					     *p));
 	if ((size_t)snprintf(url, sizeof(url), "%s%s%s%s", upstream,
 			     upstream[strlen(upstream) - 1] == '/' ? "" : "/",
 			     esc, eco == GW_PYTHON ? "/" : "") >= sizeof(url)) {
 		al_cli_error(c->cli, "upstream URL too long");
 		return AL_EXIT_USAGE;
 	}
-	if (al_fetch_get(url, eco == GW_PYTHON ? PYPI_ACCEPT : "application/json",
+	if (al_fetch_get(url,
+			 eco == GW_PYTHON ? PYPI_ACCEPT : "application/json",
 			 GW_UP_DOC_MAX, &doc, err, sizeof(err)) < 0) {
 		al_cli_error(c->cli, "%s %s==%s: %s", gw_eco_name(eco), name,
 			     version, err);
@@ -1038,12 +1041,13 @@ static int fetch_one(struct fetch_ctx *c, enum gw_eco eco, const char *name,
 	return rc;
 }
 
-static int cmd_fetch(struct al_cli *cli, const char *dir, int argc,
-		     char **argv)
+static int cmd_fetch(struct al_cli *cli, const char *dir, int argc, char **argv)
 {
 	const struct packages_opts *o = cli->opts;
 	char mirror[PATH_MAX], allow[PATH_MAX], tmp[PATH_MAX], err[512];
-	struct fetch_ctx c = {.cli = cli, .mirror = mirror, .allow = allow,
+	struct fetch_ctx c = {.cli = cli,
+			      .mirror = mirror,
+			      .allow = allow,
 			      .tmp = tmp,
 			      .max = o->max_bytes ? o->max_bytes
 						  : GW_PKG_FILE_MAX};
@@ -1084,7 +1088,7 @@ static int cmd_fetch(struct al_cli *cli, const char *dir, int argc,
 			rc = AL_EXIT_USAGE;
 			continue;
 		}
-		up = o->upstream ? o->upstream
+		up = o->upstream	? o->upstream
 		     : eco == GW_PYTHON ? cli->cfg.packages.pypi_upstream
 					: cli->cfg.packages.npm_upstream;
 		if (!up[0]) {
@@ -1144,7 +1148,8 @@ const struct al_cmd al_cmd_packages = {
 	"       airlock packages approve [--npm] NAME==VERSION\n"
 	"       airlock packages deny [--npm] NAME==VERSION|NAME==*\n"
 	"       airlock packages import requirements.txt|package-lock.json...\n"
-	"       airlock packages fetch [--pin] [--upstream URL] [--max-bytes N]\n"
+	"       airlock packages fetch [--pin] [--upstream URL] [--max-bytes "
+	"N]\n"
 	"                              NAME==VERSION|npm:NAME@VERSION...\n"
 	"\n"
 	"The package gateway (docs/packages.md) serves pip and npm in\n"
@@ -1201,7 +1206,8 @@ const struct al_cmd al_cmd_packages = {
     .opts_size = sizeof(struct packages_opts),
     .args_min = 1,
     .args_max = -1,
-    .args_error = "a subcommand: add, log, pending, approve, deny, import, fetch",
+    .args_error =
+	"a subcommand: add, log, pending, approve, deny, import, fetch",
     .opt = opt,
     .run = run,
 };

@@ -76,8 +76,7 @@ static void origin(const char *url, char *out, size_t size)
 	curl_url_cleanup(h);
 }
 
-int al_fetch_resolve(const char *base, const char *rel, char *out,
-		     size_t size)
+int al_fetch_resolve(const char *base, const char *rel, char *out, size_t size)
 {
 	CURLU *h = curl_url();
 	char *u = NULL, *scheme = NULL;
@@ -99,8 +98,8 @@ int al_fetch_resolve(const char *base, const char *rel, char *out,
 
 /* One request, no redirect followed: *ret_status, *ret_location. */
 static int get_once(const char *url, const char *accept, struct sink *s,
-		    struct al_fetch_body *ret, long *ret_status,
-		    char *location, size_t loclen, char *err, size_t errlen)
+		    struct al_fetch_body *ret, long *ret_status, char *location,
+		    size_t loclen, char *err, size_t errlen)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *hdr = NULL;
@@ -130,17 +129,18 @@ static int get_once(const char *url, const char *accept, struct sink *s,
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
 	cr = curl_easy_perform(c);
 	if (cr == CURLE_FILESIZE_EXCEEDED || s->over) {
-		rc = say(err, errlen, -EFBIG, "%s: larger than %zu bytes: refused",
-			 url, s->max);
+		rc = say(err, errlen, -EFBIG,
+			 "%s: larger than %zu bytes: refused", url, s->max);
 		goto out;
 	}
 	if (cr != CURLE_OK) {
-		rc = say(err, errlen,
-			 cr == CURLE_URL_MALFORMAT ||
-				 cr == CURLE_UNSUPPORTED_PROTOCOL
-			     ? -EINVAL
-			     : -EHOSTUNREACH,
-			 "%s: %s", url, ebuf[0] ? ebuf : curl_easy_strerror(cr));
+		rc =
+		    say(err, errlen,
+			cr == CURLE_URL_MALFORMAT ||
+				cr == CURLE_UNSUPPORTED_PROTOCOL
+			    ? -EINVAL
+			    : -EHOSTUNREACH,
+			"%s: %s", url, ebuf[0] ? ebuf : curl_easy_strerror(cr));
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, ret_status);

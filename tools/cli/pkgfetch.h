@@ -16,10 +16,10 @@
 
 /* What one GET returned. */
 struct al_fetch_body {
-	char *data;	     /* malloc'd, NUL-ended; NULL on failure */
-	size_t len;	     /* bytes, without the NUL */
-	char ctype[128];     /* Content-Type, "" if none */
-	char url[2048 + 1];  /* the URL finally answered (after redirects) */
+	char *data;	    /* malloc'd, NUL-ended; NULL on failure */
+	size_t len;	    /* bytes, without the NUL */
+	char ctype[128];    /* Content-Type, "" if none */
+	char url[2048 + 1]; /* the URL finally answered (after redirects) */
 };
 
 /* GET URL with header Accept: ACCEPT (NULL for none), at most max bytes.
@@ -33,7 +33,6 @@ void al_fetch_body_release(struct al_fetch_body *b);
 
 /* REL resolved against BASE (an absolute URL) into out. 0, -EINVAL,
  * -ENAMETOOLONG. Only http and https results are accepted. */
-int al_fetch_resolve(const char *base, const char *rel, char *out,
-		     size_t size);
+int al_fetch_resolve(const char *base, const char *rel, char *out, size_t size);
 
 #endif
