@@ -36,6 +36,18 @@ static bool is_hex64(const char *s, size_t n)
 	return true;
 }
 
+/* A URL as a document may give it: 1..GW_UP_URL_MAX visible ASCII bytes
+ * (no NUL that would cut it short, no space or control byte). */
+static bool url_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > GW_UP_URL_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
 static void lower_copy(char *out, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -136,15 +148,17 @@ static int take(struct gw_up_file *out, size_t max, size_t *n, const char *file,
 	struct gw_up_file *f;
 	char name[GW_FILE_MAX + 1];
 
-	if (file_len == 0 || file_len > GW_FILE_MAX)
+	if (file_len == 0 || file_len > GW_FILE_MAX ||
+	    memchr(file, '\0', file_len))
 		return 0;
 	memcpy(name, file, file_len);
 	name[file_len] = '\0';
 	if (!gw_file_name_valid(name) || !py_file_is(name, key, version))
 		return 0;
-	if (url_len == 0 || url_len > GW_UP_URL_MAX)
-		return fail(err, errlen, "%s: URL empty or over %u bytes", name,
-			    GW_UP_URL_MAX);
+	if (!url_ok(url, url_len))
+		return fail(err, errlen,
+			    "%s: URL empty, over %u bytes or not visible ASCII",
+			    name, GW_UP_URL_MAX);
 	if (!sha || !is_hex64(sha, sha_len))
 		return fail(err, errlen,
 			    "%s: the index gives no sha256 for it: not "
@@ -350,15 +364,18 @@ int gw_up_npm_file(const char *doc, size_t len, const char *name,
 	tb = json_object_get(dist, "tarball");
 	integ = json_object_get(dist, "integrity");
 	memset(out, 0, sizeof(*out));
-	if (!json_is_string(tb) || json_string_length(tb) == 0 ||
-	    json_string_length(tb) > GW_UP_URL_MAX) {
+	if (!json_is_string(tb) ||
+	    !url_ok(json_string_value(tb), json_string_length(tb))) {
 		r = fail(err, errlen, "%s@%s: no dist.tarball URL", name,
 			 version);
 		goto out;
 	}
 	if (!json_is_string(integ) ||
 	    json_string_length(integ) != 7 + GW_SHA512_B64 ||
-	    strncmp(json_string_value(integ), "sha512-", 7)) {
+	    strncmp(json_string_value(integ), "sha512-", 7) ||
+	    strspn(json_string_value(integ) + 7,
+		   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		   "0123456789+/=") != GW_SHA512_B64) {
 		r = fail(err, errlen,
 			 "%s@%s: the registry gives no sha512 integrity: not "
 			 "fetched unchecked",

@@ -113,6 +113,17 @@ static void test_pypi_html(void **state)
 					  "2.0", f, GW_UP_FILES_MAX, err,
 					  sizeof(err)),
 			 -EBADMSG);
+	/* a NUL in a URL or a file name never cuts it short */
+	static const char nul[] =
+	    "<html><a href=\"\0x#sha256=" H64
+	    "\">tinypkg-1.0-py3-none-any.whl</a>"
+	    "<a href=\"y#sha256=" H64
+	    "\">tinypkg-1.0-py3-none-any.whl\0x</a></html>";
+	assert_int_equal(gw_up_pypi_files(nul, sizeof(nul) - 1, false,
+					  "tinypkg", "1.0", f, GW_UP_FILES_MAX,
+					  err, sizeof(err)),
+			 -EBADMSG);
+	assert_non_null(strstr(err, "not visible ASCII"));
 	assert_int_equal(gw_up_pypi_files("{}", 2, false, "tinypkg", "2.0", f,
 					  GW_UP_FILES_MAX, err, sizeof(err)),
 			 -EBADMSG);
