@@ -2,6 +2,7 @@
  * line: ECOSYSTEM NAME VERSION FILE SHA256; options as `option WORD`;
  * whole-line comments with #. Lookups are linear: a few thousand pins are
  * microseconds, and the gateway looks up once per request. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -82,7 +83,16 @@ static int parse_line(struct gw_allow *a, size_t *cap, char *line,
 			a->wheels_only = true;
 		else if (!strcmp(w[1], "npm.no-install-scripts"))
 			a->npm_scripts_denied = true;
-		else
+		else if (!strncmp(w[1], "min-age-days=", 13)) {
+			char *end;
+			unsigned long d = strtoul(w[1] + 13, &end, 10);
+
+			if (!isdigit((unsigned char)w[1][13]) || *end ||
+			    d < 1 || d > 3650)
+				return fail(err, errlen, name, no,
+					    "min-age-days=N takes 1..3650");
+			a->min_age_days = (unsigned)d;
+		} else
 			return fail(err, errlen, name, no, "unknown option");
 		return 0;
 	}

@@ -40,6 +40,7 @@ struct gw_allow {
 	size_t n;		 /* entries in pins */
 	bool wheels_only;	 /* option python.wheels-only: no sdist */
 	bool npm_scripts_denied; /* option npm.no-install-scripts */
+	unsigned min_age_days;	 /* option min-age-days=N, 0 = none */
 };
 
 /* Parse TEXT (LEN bytes, called NAME in messages). 0, or -EINVAL with

@@ -6,10 +6,14 @@
  * O_APPEND; then, when started as root, the process drops to the
  * gateway's own uid and gid (--uid, default GW_UID: a uid no VM, worker
  * or person uses), with no supplementary groups, no capabilities and
- * no_new_privs. Only then does it parse a byte from a client. A gateway
- * compromised through its parser holds: its uid, read access to what is
- * world-readable (the mirror and the allowlist are; the packages dir is
- * not writable by it), append to the audit file, the listening socket.
+ * no_new_privs. Before the drop, as root, it enters its jail (jail.h): a
+ * mount namespace whose root holds only the packages dir (read-only) and
+ * /dev/null. After it, a seccomp filter allows only the system calls
+ * serving needs. Only then does it parse a byte from a client. A gateway
+ * compromised through its parser holds: its uid, read access to the
+ * packages dir (the mirror, the allowlist, the slots; nothing else of the
+ * host's files), append to the audit file, the listening socket, and no
+ * way to open a socket, connect, exec, fork or write a file by name.
  *
  * It prints `listening on ADDR:PORT` on stdout once it serves, and stops
  * on SIGTERM or SIGINT.
@@ -30,7 +34,9 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "jail.h"
 #include "opts.h"
+#include "pkgfile.h"
 #include "serve.h"
 
 #define GW_UID 1199999 /* below the VMMs' range (sandbox.vmm_uid_base) */
@@ -214,12 +220,36 @@ int main(int argc, char **argv)
 			redis, strerror(-rc));
 		return 1;
 	}
+	if (geteuid() == 0) {
+		const char *step = "";
+		char sha[GW_SHA512_B64 + 1];
+
+		/* libcrypto reads its config at first use: before the jail */
+		gw_sha256_hex((const uint8_t *)"", 0, sha);
+		gw_sha512_b64((const uint8_t *)"", 0, sha);
+		rc = gw_jail_enter(dir, &step);
+		if (rc < 0) {
+			fprintf(stderr,
+				"airlock-gateway: cannot enter the jail (%s): "
+				"%s\n",
+				step, strerror(-rc));
+			return 1;
+		}
+		snprintf(allow, sizeof(allow), "%s/packages.allow",
+			 GW_JAIL_DIR);
+	}
 	rc = drop_to(uid);
 	if (rc == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		rc = -errno;
 	if (rc < 0) {
 		fprintf(stderr, "airlock-gateway: cannot drop to uid %u: %s\n",
 			(unsigned)uid, strerror(-rc));
+		return 1;
+	}
+	rc = gw_seccomp_install();
+	if (rc < 0) {
+		fprintf(stderr, "airlock-gateway: cannot install seccomp: %s\n",
+			strerror(-rc));
 		return 1;
 	}
 	/* the server's threads inherit this mask; only we take the signals */

@@ -86,6 +86,29 @@ const char *gw_pin_excluded(const struct gw_allow *a, const struct gw_pin *p,
 	return NULL;
 }
 
+static int64_t wall_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+bool gw_too_new(const struct gw_allow *a, int64_t mtime, int64_t now, char *why,
+		size_t size)
+{
+	char when[32];
+	time_t t = (time_t)mtime;
+	struct tm tm;
+
+	if (!a->min_age_days || now - mtime >= (int64_t)a->min_age_days * 86400)
+		return false;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(why, size,
+		 "too_new: released %s, younger than %u days (option "
+		 "min-age-days=%u)",
+		 when, a->min_age_days, a->min_age_days);
+	return true;
+}
+
 /* HTML-escape s (& < > ") */
 static int add_escaped(struct gw_buf *b, const char *s)
 {
@@ -175,6 +198,7 @@ struct py_file {
 	const struct gw_pin *pin;
 	uint64_t size;
 	char upload[32]; /* ISO 8601 of the mirror file's mtime */
+	int64_t mtime;	 /* the same, seconds */
 	char meta_sha[GW_SHA256_HEX + 1]; /* sha256 of FILE.metadata */
 	char requires_python[GW_VERSION_MAX * 2 + 1];
 };
@@ -195,6 +219,7 @@ static int py_file_facts(int pydir, const struct gw_pin *p, struct py_file *f)
 		return -ENOENT;
 	f->pin = p;
 	f->size = (uint64_t)st.st_size;
+	f->mtime = (int64_t)st.st_mtim.tv_sec;
 	gmtime_r(&st.st_mtim.tv_sec, &tm);
 	strftime(f->upload, sizeof(f->upload), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	gw_sha256_hex(m, mlen, f->meta_sha);
@@ -267,10 +292,12 @@ int gw_page_py_project(const struct gw_allow *a, int pydir, const char *key,
 		const struct gw_pin *p = &a->pins[i];
 		struct py_file f = {0};
 		bool seen = false;
+		char why[128];
 
 		if (p->eco != GW_PYTHON || strcmp(p->key, key) ||
 		    gw_pin_excluded(a, p, false) ||
-		    py_file_facts(pydir, p, &f) < 0)
+		    py_file_facts(pydir, p, &f) < 0 ||
+		    gw_too_new(a, f.mtime, wall_now(), why, sizeof(why)))
 			continue;
 		n++;
 		if (fmt == GW_FMT_HTML) {
@@ -358,6 +385,7 @@ static json_t *npm_version(const struct gw_allow *a, int npmdir,
 	uint8_t *tgz = NULL, *pj = NULL;
 	size_t tlen, plen;
 	int64_t mtime = 0;
+	char why[128];
 	json_t *doc = NULL, *v = NULL, *scripts;
 	bool script = false;
 	struct tm tm;
@@ -371,6 +399,8 @@ static json_t *npm_version(const struct gw_allow *a, int npmdir,
 	gw_sha256_hex(tgz, tlen, sha);
 	if (strcmp(sha, p->sha256))
 		goto out; /* the tarball route says so, loudly */
+	if (gw_too_new(a, mtime, wall_now(), why, sizeof(why)))
+		goto out;
 	gw_sha512_b64(tgz, tlen, sri);
 	doc = json_loadb((char *)pj, plen, JSON_REJECT_DUPLICATES, NULL);
 	if (!json_is_object(doc))

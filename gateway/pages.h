@@ -30,6 +30,13 @@ void gw_buf_release(struct gw_buf *b);
 const char *gw_pin_excluded(const struct gw_allow *a, const struct gw_pin *p,
 			    bool install_script);
 
+/* Is a file released at MTIME (the mirror file's mtime: the upstream's
+ * upload time when fetched, the time it was added otherwise) younger
+ * than option min-age-days=N at NOW? Then true and why holds
+ * "too_new: released DATE, younger than N days (option min-age-days)". */
+bool gw_too_new(const struct gw_allow *a, int64_t mtime, int64_t now, char *why,
+		size_t size);
+
 /* /pypi/simple/: every python project with a pin. */
 int gw_page_py_index(const struct gw_allow *a, enum gw_format fmt,
 		     struct gw_buf *out);

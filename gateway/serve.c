@@ -377,6 +377,28 @@ static int subdir(struct gw_server *s, enum gw_eco eco)
 		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+/* The first pinned file of ECO KEY that option min-age-days withholds,
+ * as "too_new: ... (FILE)" into why; false when none is. */
+static bool withheld(const struct gw_allow *al, int dir, enum gw_eco eco,
+		     const char *key, char *why, size_t size)
+{
+	char buf[128];
+	struct stat st;
+
+	for (size_t i = 0; al->min_age_days && i < al->n; i++) {
+		const struct gw_pin *p = &al->pins[i];
+
+		if (p->eco != eco || strcmp(p->key, key) ||
+		    fstatat(dir, p->file, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !gw_too_new(al, (int64_t)st.st_mtim.tv_sec, now_ms() / 1000,
+				buf, sizeof(buf)))
+			continue;
+		snprintf(why, size, "%s (%s)", buf, p->file);
+		return true;
+	}
+	return false;
+}
+
 static void py_project(struct gw_server *s, const struct gw_allow *al,
 		       const struct gw_route *rt, enum gw_format fmt,
 		       struct reply *r, struct gw_audit *a)
@@ -404,11 +426,25 @@ static void py_project(struct gw_server *s, const struct gw_allow *al,
 			if (al->pins[i].eco == GW_PYTHON &&
 			    !strcmp(al->pins[i].key, rt->key))
 				why = gw_pin_excluded(al, &al->pins[i], false);
-		refuse(r, a, 404, "no file of %s can be served: %s", rt->key,
-		       why ? why : "its pinned files are not in the mirror");
+		char young[GW_FILE_MAX + 160];
+
+		if (!why &&
+		    withheld(al, dir, GW_PYTHON, rt->key, young, sizeof(young)))
+			refuse(r, a, 404, "%s", young);
+		else
+			refuse(r, a, 404, "no file of %s can be served: %s",
+			       rt->key,
+			       why ? why
+				   : "its pinned files are not in the mirror");
 	} else {
+		char young[GW_FILE_MAX + 160];
+		bool w =
+		    withheld(al, dir, GW_PYTHON, rt->key, young, sizeof(young));
+
 		a->allowed = true;
-		snprintf(a->reason, sizeof(a->reason), "listed %zu files", n);
+		snprintf(a->reason, sizeof(a->reason),
+			 "listed %zu files%s%.200s", n, w ? "; withheld " : "",
+			 w ? young : "");
 		r->status = 200;
 		r->vary = true;
 		r->type = fmt == GW_FMT_JSON
@@ -460,7 +496,8 @@ static void serve_file(struct gw_server *s, const struct gw_allow *al,
 		       struct gw_audit *a)
 {
 	const struct gw_pin *pin = gw_allow_file(al, eco, file);
-	char side[GW_FILE_MAX + 16];
+	char side[GW_FILE_MAX + 16], young[128];
+	int64_t mtime = 0;
 	struct gw_pkg pkg;
 	const char *why;
 	int dir = -1, rc;
@@ -484,7 +521,7 @@ static void serve_file(struct gw_server *s, const struct gw_allow *al,
 	dir = subdir(s, eco);
 	rc = dir < 0 ? -errno
 		     : gw_mirror_read(dir, file, GW_PKG_FILE_MAX, &r->data,
-				      &r->len, NULL);
+				      &r->len, &mtime);
 	if (rc < 0) {
 		refuse(r, a, rc == -ENOENT ? 404 : 500, "%s is pinned but %s",
 		       file,
@@ -502,6 +539,10 @@ static void serve_file(struct gw_server *s, const struct gw_allow *al,
 		       "integrity: %s in the mirror does not match its "
 		       "pinned sha256 (the file changed; refused)",
 		       file);
+		goto out;
+	}
+	if (gw_too_new(al, mtime, now_ms() / 1000, young, sizeof(young))) {
+		refuse(r, a, 403, "%s", young);
 		goto out;
 	}
 	if (eco == GW_NPMJS && al->npm_scripts_denied) {
@@ -582,12 +623,18 @@ static void npm_doc(struct gw_server *s, const struct gw_allow *al,
 	if (dir < 0 ||
 	    gw_page_npm(al, dir, rt->key, host, abbreviated, &r->body, &n) < 0)
 		refuse(r, a, 500, "cannot read the mirror");
-	else if (n == 0)
-		refuse(r, a, 404,
-		       "no version of %s can be served (excluded by an "
-		       "option, or not in the mirror, or its bytes changed)",
-		       rt->key);
-	else {
+	else if (n == 0) {
+		char young[GW_FILE_MAX + 160];
+
+		if (withheld(al, dir, GW_NPMJS, rt->key, young, sizeof(young)))
+			refuse(r, a, 404, "%s", young);
+		else
+			refuse(r, a, 404,
+			       "no version of %s can be served (excluded by "
+			       "an option, or not in the mirror, or its bytes "
+			       "changed)",
+			       rt->key);
+	} else {
 		a->allowed = true;
 		snprintf(a->reason, sizeof(a->reason), "listed %zu versions%s",
 			 n, abbreviated ? " (abbreviated)" : "");

@@ -9,6 +9,8 @@
  *   2: allowlist text             gw_allow_parse
  *   3: an audit line              gw_audit_parse, then format again
  *   4: "NAME\0REF"                gw_lookalike_pair
+ *   5: KIND byte, a document      gw_up_pypi_files (0 JSON, 1 HTML),
+ *                                 gw_up_npm_file (2), gw_up_time_parse
  * Beyond "no crash, no leak": a route that parses names a valid file or
  * name, a package that parses has a valid name and version.
  *
@@ -25,6 +27,7 @@
 #include "lookalike.h"
 #include "pkgfile.h"
 #include "route.h"
+#include "upstream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -83,6 +86,33 @@ static void package(const uint8_t *d, size_t n)
 	}
 }
 
+/* An upstream's document (upstream.h): every file taken has a valid
+ * name, a URL and the hash fetch will check. */
+static void upstream(const uint8_t *d, size_t n)
+{
+	static struct gw_up_file f[GW_UP_FILES_MAX];
+	char err[256], *s;
+	int64_t t;
+	int r;
+
+	if (n < 1)
+		return;
+	s = dup0(d + 1, n - 1);
+	(void)gw_up_time_parse(s, &t);
+	if (d[0] % 3 == 2)
+		r = gw_up_npm_file(s, n - 1, "tiny-npm", "1.0.0", f, err,
+				   sizeof(err));
+	else
+		r = gw_up_pypi_files(s, n - 1, d[0] % 3 == 0, "tinypkg", "1.0",
+				     f, GW_UP_FILES_MAX, err, sizeof(err));
+	for (int i = 0; i < r; i++)
+		if (!gw_file_name_valid(f[i].file) || !f[i].url[0] ||
+		    strlen(d[0] % 3 == 2 ? f[i].sha512 : f[i].sha256) !=
+			(d[0] % 3 == 2 ? GW_SHA512_B64 : GW_SHA256_HEX))
+			abort();
+	free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gw_allow a;
@@ -116,6 +146,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (strlen(s) + 1 < size - 1)
 			(void)gw_lookalike_pair(s, s + strlen(s) + 1, why);
 		free(s);
+		break;
+	case 5:
+		upstream(data + 1, size - 1);
 		break;
 	}
 	return 0;

@@ -12,6 +12,8 @@
 #     the slots dir, the audit file, its log, a socket, pipe or anon inode:
 #     nothing else serve had open), its network (from its namespace as its
 #     uid: the host's end refused, any other address unreachable);
+#   - its jail: its own mount namespace whose root holds only the
+#     packages dir (read-only) and /dev/null; its seccomp filter on;
 #   - killed, it is started again; serve stopped, it is gone, and agw0.
 set -euo pipefail
 bin=$(realpath "$1") gw=$(realpath "$2") src=$3
@@ -79,6 +81,18 @@ for f in /proc/"$g"/fd/*; do
   esac
 done
 [ "$(readlink /proc/"$g"/ns/net)" != "$(readlink /proc/self/ns/net)" ] || fail "the gateway is in serve's namespace"
+# its jail: a mount namespace whose root holds the packages dir, read-only
+# (even to root), and /dev/null; nothing else of the host; seccomp on
+# (tests/gateway/test_gw_jail.c kills what the filter forbids)
+jr=/proc/$g/root
+[ "$(readlink /proc/"$g"/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] || fail "the gateway is in serve's mount namespace"
+[ "$(ls -A "$jr" | tr '\n' ' ')" = "dev packages " ] || fail "the gateway's root: $(ls -A "$jr")"
+[ "$(ls -A "$jr/dev")" = null ] || fail "the gateway's /dev: $(ls -A "$jr/dev")"
+[ -f "$jr/packages/packages.allow" ] && [ -d "$jr/packages/mirror/python" ] || fail "no packages dir in the jail"
+for p in /etc/passwd /usr /proc /tmp "$tmp"; do [ ! -e "$jr$p" ] || fail "the gateway sees $p"; done
+touch "$jr/packages/x" 2> /dev/null && fail "the packages dir is writable in the jail"
+touch "$jr/y" 2> /dev/null && fail "the jail's root is writable"
+grep -Eq '^Seccomp:\s+2$' "$st" && grep -Eq '^Seccomp_filters:\s+1$' "$st" || fail "seccomp: $(grep Seccomp "$st")"
 # its network: a listener on every address here; from the gateway's
 # namespace as its uid, the host's end refused, elsewhere unreachable
 python3 -c 'import socket, time

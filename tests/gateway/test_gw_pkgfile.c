@@ -187,6 +187,7 @@ static void test_allow(void **state)
 {
 	const char text[] =
 	    "# comment\n\noption python.wheels-only\n"
+	    "option min-age-days=7\n"
 	    "python Tiny_Pkg 1.0 tinypkg-1.0-py3-none-any.whl " SHA "\n"
 	    "npm    tiny-npm 1.0.0 tiny-npm-1.0.0.tgz\t" SHA "\n";
 	struct gw_allow a;
@@ -199,6 +200,7 @@ static void test_allow(void **state)
 	assert_int_equal(a.n, 2);
 	assert_true(a.wheels_only);
 	assert_false(a.npm_scripts_denied);
+	assert_int_equal(a.min_age_days, 7);
 	assert_true(gw_allow_project(&a, GW_PYTHON, "tiny-pkg"));
 	assert_false(gw_allow_project(&a, GW_NPMJS, "tiny-pkg"));
 	assert_true(gw_allow_has(&a, GW_NPMJS, "tiny-npm", "1.0.0"));
@@ -225,6 +227,10 @@ static void test_allow(void **state)
 	    {"python a 1.0 a.whl " SHA "\npython a 1.0 a.whl " SHA,
 	     "t:2: file pinned twice"},
 	    {"option everything", "t:1: unknown option"},
+	    {"option min-age-days=0", "t:1: min-age-days=N takes 1..3650"},
+	    {"option min-age-days=7d", "t:1: min-age-days=N takes 1..3650"},
+	    {"option min-age-days=-1", "t:1: min-age-days=N takes 1..3650"},
+	    {"option min-age-days=", "t:1: min-age-days=N takes 1..3650"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(gw_allow_parse("t", bad[i].text,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # vm_npm_test.sh AIRLOCK GATEWAY AGENT SRC: npm in a job's microVM through
-# the package gateway (docs/packages.md, "The VM path"). A `nodenpm`
-# template (the node one plus Debian's npm, built into
-# $AIRLOCK_TEST_STATE/gw-templates, cached by its hash; its /etc/npmrc
-# names the gateway from node.conf's `gateway` key), `airlock batch` in a
+# the package gateway (docs/packages.md, "The VM path"). The shipped
+# `nodenpm` template (configs/templates/nodenpm.conf: node plus Debian's
+# npm, its image built into $AIRLOCK_TEST_STATE, cached by its hash; its
+# /etc/npmrc names the gateway from the `gateway` key), `airlock batch` in a
 # network namespace of its own with the `packages` policy (the embedded
 # mode starts the gateway). One job: a plain `npm install
 # tiny-npm@1.0.0` installs and `require`s; a version not pinned is
@@ -14,13 +14,10 @@ bin=$1 gw=$2 agent=$3 src=$4
 [ "${AIRLOCK_FULL:-}" = 1 ] || { echo "SKIP: set AIRLOCK_FULL=1 (a VM under TCG, minutes)"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
-tpl=$state/gw-templates
+tpl=$src/configs/templates
+mkdir -p "$state"
 if [ -z "${IN_NETNS:-}" ]; then
   unshare -n true 2>/dev/null || { echo "SKIP: cannot unshare -n"; exit 77; }
-  mkdir -p "$tpl"
-  sed -e 's/^packages = \(.*\)$/packages = \1 npm/' \
-      -e 's/^description = .*/description = Node.js with npm (gateway tests)/' \
-      "$src/configs/templates/node.conf" > "$tpl/nodenpm.conf"
   "$src/sandbox/image/build-image.sh" --template nodenpm --agent "$agent" \
     --state-dir "$state" --templates-dir "$tpl" > "$state/gw-npm-image.log" 2>&1 ||
     { echo "FAIL: image build: $(tail -5 "$state/gw-npm-image.log")" >&2; exit 1; }

@@ -998,6 +998,8 @@ static void test_dump_roundtrip(void **state)
 	    "[snapshots]\nallowed = c-deps\nmax_disk_mb = 2048\n"
 	    "build_on_demand = false\n"
 	    "[metrics]\nlisten = 127.0.0.1:9464\n"
+	    "[packages]\npypi_upstream = http://127.0.0.1:1/simple/\n"
+	    "npm_upstream = https://registry.example/\n"
 	    "[http]\nlisten = [::1]:8080\ntoken_file = /etc/airlock/token\n"
 	    "max_body_bytes = 65536\nmax_connections = 8\ntimeout_s = 5\n"
 	    "max_wait_s = 60\n"

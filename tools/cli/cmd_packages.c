@@ -19,10 +19,14 @@
 #include <jansson.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
 #include "allow.h"
 #include "audit.h"
 #include "cli.h"
 #include "mirror.h"
+#include "pkgfetch.h"
+#include "upstream.h"
 
 struct packages_opts {
 	const char *dir; /* --dir */
@@ -30,7 +34,9 @@ struct packages_opts {
 	const char *job; /* log --job ID */
 	bool denied;	 /* log --denied */
 	bool json;	 /* log/pending --json */
-	bool npm;	 /* approve/deny: the npm name, not python's */
+	bool npm;	 /* approve/deny/fetch: the npm name, not python's */
+	const char *upstream; /* fetch --upstream URL */
+	size_t max_bytes;     /* fetch --max-bytes: a file's cap */
 };
 
 static const struct al_opt opts[] = {
@@ -40,6 +46,8 @@ static const struct al_opt opts[] = {
     {"denied", 'D', 0},
     {"json", 'j', AL_OPT_SHORT},
     {"npm", 'n', AL_OPT_SHORT},
+    {"upstream", 'U', AL_OPT_ARG},
+    {"max-bytes", 'M', AL_OPT_ARG},
     {NULL, 0, 0},
 };
 
@@ -66,6 +74,21 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	case 'n':
 		o->npm = true;
 		break;
+	case 'U':
+		o->upstream = arg;
+		break;
+	case 'M': {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(arg, &end, 10);
+		if (errno || *end || v == 0 || v > GW_PKG_FILE_MAX)
+			return al_cli_usage_error(cli, "--max-bytes: 1..%u",
+						  GW_PKG_FILE_MAX);
+		o->max_bytes = (size_t)v;
+		break;
+	}
 	}
 	return 0;
 }
@@ -139,6 +162,60 @@ static int append_pin(const char *allow, const struct gw_pin *p)
 	return rc;
 }
 
+/* Add the package file at PATH to the mirror and, with pin, pin it
+ * unless it is already. When time_s > 0 the mirror file's mtime becomes
+ * it (the upstream's upload time: what `upload-time`, npm's `time` and
+ * min-age-days read). AL_EXIT_OK, or an exit code with the error said. */
+static int add_path(struct al_cli *cli, const char *mirror, const char *allow,
+		    const struct gw_allow *a, const char *path, bool pin_it,
+		    int64_t time_s)
+{
+	struct gw_pkg pkg;
+	struct gw_pin pin = {0};
+	const struct gw_pin *old;
+	const char *base = strrchr(path, '/');
+	char err[512], file[PATH_MAX];
+	int rc = AL_EXIT_OK;
+
+	base = base ? base + 1 : path;
+	if (gw_mirror_add(mirror, path, &pkg, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "%s", err);
+		return AL_EXIT_FAIL;
+	}
+	if (time_s > 0) {
+		struct timespec ts[2] = {{.tv_sec = time_s},
+					 {.tv_sec = time_s}};
+
+		snprintf(file, sizeof(file), "%s/%s/%s", mirror,
+			 gw_eco_name(gw_kind_eco(pkg.kind)), base);
+		if (utimensat(AT_FDCWD, file, ts, AT_SYMLINK_NOFOLLOW) < 0)
+			al_cli_error(cli, "%s: cannot set its time: %s", file,
+				     strerror(errno));
+	}
+	printf("%s %s %s %s sha256=%s%s\n", gw_kind_name(pkg.kind), pkg.name,
+	       pkg.version, base, pkg.sha256,
+	       pkg.install_script ? " install-script" : "");
+	pin.eco = gw_kind_eco(pkg.kind);
+	old = gw_allow_file(a, pin.eco, base);
+	if (pin_it && old && strcmp(old->sha256, pkg.sha256)) {
+		al_cli_error(cli,
+			     "%s: pinned with another sha256 (%s); not changed",
+			     base, old->sha256);
+		rc = AL_EXIT_FAIL;
+	} else if (pin_it && !old) {
+		strcpy(pin.name, pkg.name);
+		strcpy(pin.version, pkg.version);
+		strcpy(pin.file, base);
+		strcpy(pin.sha256, pkg.sha256);
+		if (append_pin(allow, &pin) < 0) {
+			al_cli_error(cli, "%s: cannot append", allow);
+			rc = AL_EXIT_USAGE;
+		}
+	}
+	gw_pkg_release(&pkg);
+	return rc;
+}
+
 static int cmd_add(struct al_cli *cli, const char *dir, int argc, char **argv)
 {
 	const struct packages_opts *o = cli->opts;
@@ -157,40 +234,10 @@ static int cmd_add(struct al_cli *cli, const char *dir, int argc, char **argv)
 		return AL_EXIT_USAGE;
 	}
 	for (int i = 0; i < argc; i++) {
-		struct gw_pkg pkg;
-		struct gw_pin pin = {0};
-		const struct gw_pin *old;
-		const char *base = strrchr(argv[i], '/');
+		int r = add_path(cli, mirror, allow, &a, argv[i], o->pin, 0);
 
-		base = base ? base + 1 : argv[i];
-		if (gw_mirror_add(mirror, argv[i], &pkg, err, sizeof(err)) <
-		    0) {
-			al_cli_error(cli, "%s", err);
-			rc = AL_EXIT_FAIL;
-			continue;
-		}
-		printf("%s %s %s %s sha256=%s%s\n", gw_kind_name(pkg.kind),
-		       pkg.name, pkg.version, base, pkg.sha256,
-		       pkg.install_script ? " install-script" : "");
-		pin.eco = gw_kind_eco(pkg.kind);
-		old = gw_allow_file(&a, pin.eco, base);
-		if (o->pin && old && strcmp(old->sha256, pkg.sha256)) {
-			al_cli_error(cli,
-				     "%s: pinned with another sha256 (%s); "
-				     "not changed",
-				     base, old->sha256);
-			rc = AL_EXIT_FAIL;
-		} else if (o->pin && !old) {
-			strcpy(pin.name, pkg.name);
-			strcpy(pin.version, pkg.version);
-			strcpy(pin.file, base);
-			strcpy(pin.sha256, pkg.sha256);
-			if (append_pin(allow, &pin) < 0) {
-				al_cli_error(cli, "%s: cannot append", allow);
-				rc = AL_EXIT_USAGE;
-			}
-		}
-		gw_pkg_release(&pkg);
+		if (r > rc)
+			rc = r;
 	}
 	gw_allow_release(&a);
 	return rc;
@@ -814,12 +861,264 @@ static int cmd_import(struct al_cli *cli, const char *dir, int argc,
 	return rc < 0 ? AL_EXIT_USAGE : c.missing ? AL_EXIT_FAIL : AL_EXIT_OK;
 }
 
+/* ---- fetch from an upstream registry ---- */
+
+#define PYPI_ACCEPT "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
+
+struct fetch_ctx {
+	struct al_cli *cli;
+	const char *mirror, *allow, *tmp; /* tmp: a private dir in DIR */
+	struct gw_allow a;		  /* as loaded before the fetch */
+	size_t max;			  /* a file's cap */
+};
+
+/* NAME==VERSION (python; npm with --npm), npm:NAME@VERSION, or with
+ * --npm NAME@VERSION, into *eco, name, version. */
+static int fetch_spec(const char *spec, bool npm, enum gw_eco *eco,
+		      char name[GW_NAME_MAX + 1],
+		      char version[GW_VERSION_MAX + 1])
+{
+	const char *sep, *v;
+	size_t n;
+
+	if (!strncmp(spec, "npm:", 4)) {
+		spec += 4;
+		npm = true;
+	}
+	*eco = npm ? GW_NPMJS : GW_PYTHON;
+	sep = strstr(spec, "==");
+	v = sep ? sep + 2 : NULL;
+	if (!sep && npm && (sep = strrchr(spec, '@')) && sep > spec)
+		v = sep + 1;
+	if (!sep || !v)
+		return -EINVAL;
+	n = (size_t)(sep - spec);
+	if (n == 0 || n > GW_NAME_MAX || strlen(v) > GW_VERSION_MAX ||
+	    !gw_version_valid(v))
+		return -EINVAL;
+	if (npm) {
+		memcpy(name, spec, n);
+		name[n] = '\0';
+		if (!gw_npm_name_valid(name))
+			return -EINVAL;
+	} else {
+		char raw[GW_NAME_MAX + 1];
+
+		memcpy(raw, spec, n);
+		raw[n] = '\0';
+		if (gw_pep503_normalize(raw, name) < 0)
+			return -EINVAL;
+	}
+	strcpy(version, v);
+	return 0;
+}
+
+/* Download one file the document named, check it against the document's
+ * hash and size, and add it like `packages add` would. */
+static int fetch_file(struct fetch_ctx *c, enum gw_eco eco, bool pin,
+		      const struct gw_up_file *f, const char *doc_url)
+{
+	char url[2048 + 1], err[1024], path[PATH_MAX], got[GW_SHA512_B64 + 1];
+	struct al_fetch_body b;
+	size_t max = c->max;
+	int fd, r, rc = AL_EXIT_FAIL;
+
+	if (al_fetch_resolve(doc_url, f->url, url, sizeof(url)) < 0) {
+		al_cli_error(c->cli, "%s: not an http(s) URL: %.200s", f->file,
+			     f->url);
+		return AL_EXIT_FAIL;
+	}
+	if (f->size > max) {
+		al_cli_error(c->cli,
+			     "%s: the index says %llu bytes, over the cap of "
+			     "%zu (--max-bytes): refused",
+			     f->file, (unsigned long long)f->size, max);
+		return AL_EXIT_FAIL;
+	}
+	r = al_fetch_get(url, NULL, max, &b, err, sizeof(err));
+	if (r < 0) {
+		al_cli_error(c->cli, "%s: %s", f->file, err);
+		return AL_EXIT_FAIL;
+	}
+	if (f->size && b.len != f->size) {
+		al_cli_error(c->cli,
+			     "%s: %zu bytes, the index says %llu: refused",
+			     f->file, b.len, (unsigned long long)f->size);
+		goto out;
+	}
+	if (eco == GW_PYTHON)
+		gw_sha256_hex((const uint8_t *)b.data, b.len, got);
+	else
+		gw_sha512_b64((const uint8_t *)b.data, b.len, got);
+	if (strcmp(got, eco == GW_PYTHON ? f->sha256 : f->sha512)) {
+		al_cli_error(c->cli,
+			     "%s: HASH MISMATCH: the index says %s %s, the "
+			     "downloaded bytes have %s: refused, nothing added",
+			     f->file, eco == GW_PYTHON ? "sha256" : "sha512",
+			     eco == GW_PYTHON ? f->sha256 : f->sha512, got);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s", c->tmp, f->file);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0 || write(fd, b.data, b.len) != (ssize_t)b.len) {
+		al_cli_error(c->cli, "%s: cannot write", path);
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		goto out;
+	}
+	close(fd);
+	rc = add_path(c->cli, c->mirror, c->allow, &c->a, path, pin, f->time_s);
+	unlink(path);
+out:
+	al_fetch_body_release(&b);
+	return rc;
+}
+
+/* The files of one NAME==VERSION from UPSTREAM. */
+static int fetch_one(struct fetch_ctx *c, enum gw_eco eco, const char *name,
+		     const char *version, const char *upstream, bool pin)
+{
+	struct gw_up_file *files = NULL;
+	struct al_fetch_body doc;
+	char url[2048], err[1024], esc[3 * GW_NAME_MAX + 1];
+	size_t e = 0;
+	int n, rc = AL_EXIT_OK;
+
+	for (const char *p = name; *p; p++) /* npm scopes: @s/n -> @s%2fn */
+		e += (size_t)(*p == '/'
+				  ? snprintf(esc + e, sizeof(esc) - e, "%%2f")
+				  : snprintf(esc + e, sizeof(esc) - e, "%c",
+					     *p));
+	if ((size_t)snprintf(url, sizeof(url), "%s%s%s%s", upstream,
+			     upstream[strlen(upstream) - 1] == '/' ? "" : "/",
+			     esc, eco == GW_PYTHON ? "/" : "") >= sizeof(url)) {
+		al_cli_error(c->cli, "upstream URL too long");
+		return AL_EXIT_USAGE;
+	}
+	if (al_fetch_get(url,
+			 eco == GW_PYTHON ? PYPI_ACCEPT : "application/json",
+			 GW_UP_DOC_MAX, &doc, err, sizeof(err)) < 0) {
+		al_cli_error(c->cli, "%s %s==%s: %s", gw_eco_name(eco), name,
+			     version, err);
+		return AL_EXIT_FAIL;
+	}
+	files = calloc(GW_UP_FILES_MAX, sizeof(*files));
+	if (!files) {
+		al_fetch_body_release(&doc);
+		return AL_EXIT_FAIL;
+	}
+	if (eco == GW_PYTHON)
+		n = gw_up_pypi_files(
+		    doc.data, doc.len,
+		    !strncmp(doc.ctype, "application/vnd.pypi.simple.v1+json",
+			     35),
+		    name, version, files, GW_UP_FILES_MAX, err, sizeof(err));
+	else
+		n = gw_up_npm_file(doc.data, doc.len, name, version, files, err,
+				   sizeof(err));
+	if (n < 0) {
+		al_cli_error(c->cli, "%s %s==%s: %s: %s", gw_eco_name(eco),
+			     name, version, doc.url,
+			     n == -EBADMSG ? err : strerror(-n));
+		rc = AL_EXIT_FAIL;
+	} else if (n == 0) {
+		al_cli_error(c->cli,
+			     "%s %s==%s: the upstream has no such version "
+			     "(%s)",
+			     gw_eco_name(eco), name, version, doc.url);
+		rc = AL_EXIT_FAIL;
+	}
+	for (int i = 0; i < n; i++) {
+		int r = fetch_file(c, eco, pin, &files[i], doc.url);
+
+		if (r > rc)
+			rc = r;
+	}
+	free(files);
+	al_fetch_body_release(&doc);
+	return rc;
+}
+
+static int cmd_fetch(struct al_cli *cli, const char *dir, int argc, char **argv)
+{
+	const struct packages_opts *o = cli->opts;
+	char mirror[PATH_MAX], allow[PATH_MAX], tmp[PATH_MAX], err[512];
+	struct fetch_ctx c = {.cli = cli,
+			      .mirror = mirror,
+			      .allow = allow,
+			      .tmp = tmp,
+			      .max = o->max_bytes ? o->max_bytes
+						  : GW_PKG_FILE_MAX};
+	int rc = AL_EXIT_OK;
+
+	if (argc < 1) {
+		al_cli_error(cli, "fetch: name NAME==VERSION or "
+				  "npm:NAME@VERSION operands");
+		return AL_EXIT_USAGE;
+	}
+	if (!o->upstream && al_cli_load(cli) < 0)
+		return AL_EXIT_USAGE;
+	snprintf(mirror, sizeof(mirror), "%s/mirror", dir);
+	snprintf(allow, sizeof(allow), "%s/packages.allow", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.fetch.XXXXXX", dir);
+	if (gw_allow_load(allow, true, &c.a, err, sizeof(err)) < 0) {
+		al_cli_error(cli, "%s", err);
+		return AL_EXIT_USAGE;
+	}
+	if (!mkdtemp(tmp)) {
+		al_cli_error(cli, "%s: %s", tmp, strerror(errno));
+		gw_allow_release(&c.a);
+		return AL_EXIT_USAGE;
+	}
+	chmod(tmp, 0700);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	for (int i = 0; i < argc; i++) {
+		char name[GW_NAME_MAX + 1], version[GW_VERSION_MAX + 1];
+		const char *up;
+		enum gw_eco eco;
+		int r;
+
+		if (fetch_spec(argv[i], o->npm, &eco, name, version) < 0) {
+			al_cli_error(cli,
+				     "%s: not NAME==VERSION (pip) or "
+				     "npm:NAME@VERSION",
+				     argv[i]);
+			rc = AL_EXIT_USAGE;
+			continue;
+		}
+		up = o->upstream	? o->upstream
+		     : eco == GW_PYTHON ? cli->cfg.packages.pypi_upstream
+					: cli->cfg.packages.npm_upstream;
+		if (!up[0]) {
+			al_cli_error(cli,
+				     "%s: no upstream configured for %s: set "
+				     "[packages] %s in the config, or "
+				     "--upstream URL",
+				     argv[i], gw_eco_name(eco),
+				     eco == GW_PYTHON ? "pypi_upstream"
+						      : "npm_upstream");
+			rc = AL_EXIT_USAGE;
+			continue;
+		}
+		r = fetch_one(&c, eco, name, version, up, o->pin);
+		if (r > rc)
+			rc = r;
+	}
+	curl_global_cleanup();
+	rmdir(tmp);
+	gw_allow_release(&c.a);
+	return rc;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(struct al_cli *cli, const char *dir, int argc, char **argv);
 } subs[] = {
     {"add", cmd_add},	      {"log", cmd_log},	  {"pending", cmd_pending},
     {"approve", cmd_approve}, {"deny", cmd_deny}, {"import", cmd_import},
+    {"fetch", cmd_fetch},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -849,6 +1148,9 @@ const struct al_cmd al_cmd_packages = {
 	"       airlock packages approve [--npm] NAME==VERSION\n"
 	"       airlock packages deny [--npm] NAME==VERSION|NAME==*\n"
 	"       airlock packages import requirements.txt|package-lock.json...\n"
+	"       airlock packages fetch [--pin] [--upstream URL] [--max-bytes "
+	"N]\n"
+	"                              NAME==VERSION|npm:NAME@VERSION...\n"
 	"\n"
 	"The package gateway (docs/packages.md) serves pip and npm in\n"
 	"jobs from a local mirror, only the files the allowlist pins.\n"
@@ -880,18 +1182,32 @@ const struct al_cmd al_cmd_packages = {
 	"in the mirror by its hash (add the files first). Exit 1 when\n"
 	"some requirement had no hash or no matching mirror file.\n"
 	"\n"
+	"`fetch` downloads the files of each NAME==VERSION (pip; with\n"
+	"--npm or as npm:NAME@VERSION, npm) from the upstream the config\n"
+	"names ([packages] pypi_upstream, npm_upstream; --upstream URL\n"
+	"overrides; none by default: fetch then refuses), checks each\n"
+	"file against the hash the index gives (sha256; npm's sha512\n"
+	"integrity) and its size, then adds it exactly as `add` does\n"
+	"(--pin pins too), its mtime set to the upstream's upload time.\n"
+	"A redirect to another origin, a missing version, a file over\n"
+	"--max-bytes (default 256 MiB) or a hash mismatch is refused.\n"
+	"\n"
 	"options:\n"
 	"  -d, --dir DIR      the packages dir\n"
 	"  -p, --pin          add: pin what was added\n"
 	"      --job ID       log: only this job's or session's records\n"
 	"      --denied       log: only refusals\n"
 	"  -j, --json         log, pending: JSON lines\n"
-	"  -n, --npm          approve, deny: an npm name (default python)\n",
+	"  -n, --npm          approve, deny, fetch: an npm name (default\n"
+	"                     python)\n"
+	"      --upstream URL fetch: the index or registry to fetch from\n"
+	"      --max-bytes N  fetch: largest file taken (default 268435456)\n",
     .options = opts,
     .opts_size = sizeof(struct packages_opts),
     .args_min = 1,
     .args_max = -1,
-    .args_error = "a subcommand: add, log, pending, approve, deny, import",
+    .args_error =
+	"a subcommand: add, log, pending, approve, deny, import, fetch",
     .opt = opt,
     .run = run,
 };

@@ -136,6 +136,20 @@ static bool check_url(const char *s)
 	return false;
 }
 
+/* [packages] upstreams: empty, or an http(s) URL without spaces. */
+static bool check_http_url(const char *s)
+{
+	if (!*s)
+		return true;
+	if (!no_space(s))
+		return false;
+	if (strncmp(s, "https://", 8) == 0)
+		return s[8] != 0 && s[8] != '/';
+	if (strncmp(s, "http://", 7) == 0)
+		return s[7] != 0 && s[7] != '/';
+	return false;
+}
+
 static bool check_abs_path(const char *s)
 {
 	return s[0] == '/';
@@ -457,6 +471,15 @@ static const struct al_config_key keys[] = {
 
     STR(metrics, listen, listen, check_listen, "empty or HOST:PORT", "",
 	"address of the Prometheus metrics endpoint; empty = off"),
+
+    STR(packages, pypi_upstream, pypi_upstream, check_http_url,
+	"empty or an http(s):// URL", "",
+	"PEP 503/691 simple index `airlock packages fetch` downloads pip "
+	"packages from (URL of its /simple/); empty = none, fetch refuses"),
+    STR(packages, npm_upstream, npm_upstream, check_http_url,
+	"empty or an http(s):// URL", "",
+	"npm registry `airlock packages fetch` downloads npm packages from; "
+	"empty = none, fetch refuses"),
 
     STR(http, listen, listen, check_listen, "empty or HOST:PORT", "",
 	"address of the HTTP API (airlock serve; --http overrides); empty = "

@@ -185,6 +185,11 @@ struct al_config {
 	} metrics;
 
 	struct {
+		char pypi_upstream[AL_CONFIG_STR_MAX + 1]; /* simple index URL */
+		char npm_upstream[AL_CONFIG_STR_MAX + 1];  /* registry URL */
+	} packages;
+
+	struct {
 		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */
 		char token_file[AL_CONFIG_STR_MAX + 1]; /* bearer, "" = loopback */
 		uint32_t max_body_bytes;	    /* request body cap */
