@@ -36,6 +36,8 @@ struct al_worker {
 	void *job_waiting_arg;            /* its argument */
 	struct sb_net_pool net;           /* ready network slots, and the
 					   * last job's, closed when idle */
+	bool saveable;                    /* restore VMs saveable (a session
+					   * that may be snapshot: live.c) */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:

@@ -175,7 +175,8 @@ static int check_body(struct alq_client *c, json_t *body)
 					   "files"};
 	static const char *const known[] = {"template", "limits", "network",
 					    "files",	"env",	  "metadata",
-					    "ttl_s",	"idle_s", NULL};
+					    "ttl_s",	"idle_s", "saveable",
+					    NULL};
 	json_t *job = json_object(), *meta = json_object_get(body, "metadata");
 	struct al_job j = {0};
 	struct al_diags d;
@@ -633,4 +634,21 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 		n = m < 0 ? m : n + m;
 	}
 	return n < 0 || (size_t)n >= len ? -E2BIG : n;
+}
+
+/* For save.c (sess_internal.h). */
+int sess_live_record(struct alq_client *c, const char *id, json_t **ret)
+{
+	return live(c, id, ret);
+}
+
+int sess_push(struct alq_client *c, const char *k, json_t *req)
+{
+	return push(c, k, req);
+}
+
+int sess_await(struct alq_client *c, const char *rid, const char *id,
+	       uint64_t timeout_ms, json_t **ret)
+{
+	return await(c, rid, id, timeout_ms, ret);
 }

@@ -181,7 +181,7 @@ static const char *const NUMERIC[] = {
     "restore_ms",    "exec",	      NULL,
 };
 static const char *const BOOLEAN[] = {"stdout_truncated", "stderr_truncated",
-				      "warm", NULL};
+				      "warm", "saveable", NULL};
 static const char *const ISO[][2] = {
     {"created_at_ms", "created_at"},
     {"expires_at_ms", "expires_at"},

@@ -338,6 +338,19 @@ static void touch(struct sess *s)
 	    (unsigned long long)(al_wall_ms() + s->idle_s * 1000ull));
 }
 
+/* A snapshot of the live VM (save.c), between execs. */
+static void op_snapshot(struct sess *s, const char *rid, json_t *body)
+{
+	char err[400] = "";
+	json_t *j = sess_snapshot(s->o, s->ws, s->id, body, err, sizeof(err));
+
+	if (j)
+		reply_json(s, rid, j);
+	else
+		reply_error(s, rid, err);
+	json_decref(j);
+}
+
 static void one_request(struct sess *s, const redisReply *r)
 {
 	json_t *req, *rid, *op;
@@ -355,6 +368,9 @@ static void one_request(struct sess *s, const redisReply *r)
 	if (!strcmp(json_string_value(op), "exec"))
 		run_exec(s, json_string_value(rid),
 			 json_object_get(req, "body"));
+	else if (!strcmp(json_string_value(op), "snapshot"))
+		op_snapshot(s, json_string_value(rid),
+			    json_object_get(req, "body"));
 	else
 		reply_error(s, json_string_value(rid), "unknown request");
 	json_decref(req);
@@ -431,6 +447,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	al_diags_init(&d);
 	r = text ? al_job_from_json(text, strlen(text), &j, &d) : -ENOMEM;
 	free(text);
+	s->ws->w.saveable = json_is_true(json_object_get(body, "saveable"));
 	if (r < 0) {
 		al_diags_format(&d, err, sizeof(err));
 	} else {
@@ -455,10 +472,11 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
 	cmd(s,
 	    "HSET %s state alive alive_at_ms %llu expires_at_ms %llu "
-	    "restore_ms %llu warm %d",
+	    "restore_ms %llu warm %d saveable %d",
 	    k, (unsigned long long)w, (unsigned long long)(w + ttl_s * 1000ull),
 	    (unsigned long long)sb_vm_ready_ms(s->ws->vm),
-	    sb_vm_warm(s->ws->vm) ? 1 : 0);
+	    sb_vm_warm(s->ws->vm) ? 1 : 0,
+	    sb_vm_saveable(s->ws->vm) ? 1 : 0);
 	touch(s);
 	if (rc(s) &&
 	    sess_record_json(s->cl.rc, s->o->queue, s->id, &rec, NULL, 0) == 0)

@@ -71,6 +71,18 @@ int sess_record_json(redisContext *rc, const char *q, const char *id,
 /* Exec n of `id` as JSON; same returns. */
 int sess_exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
 		   json_t **ret, char *err, size_t len);
+/* save.c: save the session's live VM (ws) as the snapshot body.name;
+ * the reply's JSON, or NULL with err filled. */
+struct al_wsess;
+json_t *sess_snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
+		      const char *id, json_t *body, char *err, size_t len);
+/* client.c's steps for save.c: the record of a session not ended
+ * (-ESRCH once it ended), RPUSH req (consumed) onto list k, wait for the
+ * reply to rid while the session lives. */
+int sess_live_record(struct alq_client *c, const char *id, json_t **ret);
+int sess_push(struct alq_client *c, const char *k, json_t *req);
+int sess_await(struct alq_client *c, const char *rid, const char *id,
+	       uint64_t timeout_ms, json_t **ret);
 /* The session process (run.c): create session `id` from `req` (the create
  * request: body, rid), serve its execs until it ends, return the reason.
  * `fd` is the socket to the host. Never returns into the host's code. */

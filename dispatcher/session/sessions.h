@@ -84,6 +84,10 @@ int al_sess_list(struct alq_client *c, char **ret);
  * that is past the configured maximum lifetime. The record in *ret. */
 int al_sess_extend(struct alq_client *c, const char *id, uint32_t ttl_s,
 		   char **ret);
+/* Save it as snapshot `name` (save.c; created "saveable"); the reply
+ * (snapshot, base, origin, mem_bytes, disk_bytes, save_ms) in *ret. */
+int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
+		     char **ret);
 /* Destroy it; the final record in *ret. */
 int al_sess_delete(struct alq_client *c, const char *id, char **ret);
 /* Start an exec (`body` JSON: cmd or sh, stdin, env, cwd, timeout_ms,

@@ -39,6 +39,12 @@
 #             refused by get with nothing written on the host; the HTTP
 #             form (POST/GET /sessions/ID/files) and the Python Session's
 #             upload_dir/download_dir (session_files.py)
+#   snapshot  a --saveable session writes files and builds a C binary, is
+#             saved by `session snapshot ID NAME` (listed with its origin)
+#             and runs on (its later writes stay out of the snapshot); a
+#             job and a new session started from NAME see the files and
+#             run the binary; a second snapshot to the same name and one
+#             of a session not saveable are refused with the reason
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -55,6 +61,7 @@ ls -d "$state"/images/python-* >/dev/null 2>&1 || {
 }
 [ "$(id -u)" = 0 ] || { echo "session $case: needs root (jailed VMs)" >&2; exit 77; }
 tmp=$(mktemp -d /tmp/al-sess-XXXXXX)
+SNAP=sess-snap-test  # case_snapshot's snapshot (removed before and after)
 sock=$tmp/redis.sock
 pids=()
 serve_pid=
@@ -109,6 +116,8 @@ create_timeout_ms = 60000
 spare = ${SPARE:-false}
 [sandbox]
 state_dir = $state
+[snapshots]
+allowed = $SNAP
 EOC
 # SPARE=true: a spare session process with a warm python clone
 [ "${SPARE:-false}" = true ] && printf '[pool]\nwarm = python:1\n' >> "$tmp/airlock.conf"
@@ -455,6 +464,52 @@ case_capacity() {  # run with MAX_SESSIONS=1
   b=$(cat "$tmp/b")
   [ "$(S get "$b" | field state)" = alive ] || fail "waited create: $(S get "$b")"
   S rm "$b" >/dev/null
+}
+
+case_snapshot() {
+  start_serve
+  local rec id out ex j s2 t0
+  A snapshot rm "$SNAP" >/dev/null 2>&1 || true
+  t0=$(now_ms)
+  rec=$(S create -t c --ttl 120 --saveable)
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field saveable)" = true ] || fail "not saveable: $rec"
+  log "saveable create in $(( $(now_ms) - t0 )) ms (restore_ms $(echo "$rec" | field restore_ms))"
+  S exec "$id" --sh 'mkdir -p proj && printf "#include <stdio.h>\nint main(void){puts(\"built-ok\");return 0;}\n" > proj/m.c &&
+    gcc -O2 -o proj/app proj/m.c && echo kept > /tmp/note && echo data > proj/data.txt' >/dev/null 2>&1 ||
+    fail "build in the session"
+  rec=$(S snapshot "$id" "$SNAP") || fail "snapshot: $rec"
+  log "snapshot: $rec"
+  [ "$(echo "$rec" | field origin)" = "session:$id" ] || fail "origin: $rec"
+  A snapshot list | grep "^$SNAP " | grep -q "from session:$id" ||
+    fail "snapshot list: $(A snapshot list)"
+  # the session runs on after the save; what it writes now is its own
+  out=$(S exec "$id" --sh 'echo later > proj/later.txt; cat proj/data.txt' 2>/dev/null)
+  [ "$out" = data ] || fail "session after the snapshot: $out"
+  # a job from the snapshot: the files, the built binary, not the later write
+  out=$(A run -t "$SNAP" -- sh -c 'cat proj/data.txt /tmp/note; proj/app; ls proj/later.txt 2>&1 || true' 2>&1) ||
+    fail "job from the snapshot: $out"
+  echo "$out" | grep -qx data && echo "$out" | grep -qx kept &&
+    echo "$out" | grep -qx built-ok || fail "job from the snapshot saw: $out"
+  echo "$out" | grep -q 'No such file' || fail "the session's later write is in the snapshot: $out"
+  # a new session from it
+  s2=$(S create -t "$SNAP" --ttl 60 -q)
+  out=$(S exec "$s2" --sh 'proj/app && cat proj/data.txt' 2>/dev/null)
+  [ "$out" = "$(printf 'built-ok\ndata')" ] || fail "session from the snapshot: $out"
+  # refusals: an existing name; a session not created saveable
+  set +e
+  out=$(S snapshot "$id" "$SNAP" 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'never replaces' || fail "same name: $ex $out"
+  set +e
+  out=$(S snapshot "$s2" other-name 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "not saveable: $ex $out"
+  S rm "$id" >/dev/null
+  S rm "$s2" >/dev/null
+  A snapshot rm "$SNAP" >/dev/null
+  sleep 1
+  nothing_left
 }
 
 case_redisdown() {

@@ -83,6 +83,7 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"body", 'b', AL_OPT_ARG},
 	    {"timeout", 'w', AL_OPT_ARG},
 	    {"quiet", 'q', AL_OPT_SHORT},
+	    {"saveable", 'S', 0},
 	    {NULL, 0, 0},
 	};
 	json_t *body = json_object(), *env = json_object(),
@@ -134,6 +135,9 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'S':
+			json_object_set_new(body, "saveable", json_true());
 			break;
 		default:
 			return usage_err(cli, "create", "bad option");
@@ -743,11 +747,27 @@ static int do_rm(struct al_cli *cli, struct alq_client *c, int argc,
 	return AL_EXIT_OK;
 }
 
+static int do_snapshot(struct al_cli *cli, struct alq_client *c, int argc,
+		       char **argv)
+{
+	char *out = NULL;
+
+	if (argc != 3)
+		return usage_err(cli, "snapshot", "takes ID NAME");
+	if (al_sess_snapshot(c, argv[1], argv[2], &out) < 0) {
+		al_cli_error(cli, "snapshot: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	print_json(out);
+	free(out);
+	return AL_EXIT_OK;
+}
+
 static const struct sub subs[] = {
     {"create", do_create, NULL}, {"exec", do_exec, NULL},
     {"put", do_put, NULL},	 {"get", do_get, NULL},
     {"list", do_list, NULL},	 {"extend", do_extend, NULL},
-    {"rm", do_rm, NULL},
+    {"rm", do_rm, NULL},	 {"snapshot", do_snapshot, NULL},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -776,11 +796,14 @@ const struct al_cmd al_cmd_session = {
 	"                       SUBCOMMAND ARGS...\n"
 	"\n"
 	"  create [-t TEMPLATE] [--ttl S] [--idle S] [-n NETWORK] [-e K=V]...\n"
-	"         [-m K=V]... [--body JSON] [--timeout MS] [-q]\n"
+	"         [-m K=V]... [--body JSON] [--timeout MS] [--saveable] [-q]\n"
 	"      start a session; prints its record (-q: its id). It ends at\n"
 	"      its ttl (sessions.ttl_default_s), after --idle seconds\n"
 	"      without a request, or on rm. Waits up to --timeout\n"
 	"      (sessions.create_timeout_ms) for a host with room.\n"
+	"      --saveable: its RAM a private copy, so that `snapshot` can\n"
+	"      save it (costs the copy at create and its RAM; see\n"
+	"      docs/sessions.md).\n"
 	"  exec ID [--sh SCRIPT | -- CMD ARG...] [--cwd D] [-e K=V]...\n"
 	"       [--timeout-ms N] [--cpu-ms N] [--stdin FILE] [--detach]\n"
 	"      run a command in it; streams stdout and stderr; exits with\n"
@@ -803,6 +826,10 @@ const struct al_cmd al_cmd_session = {
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
 	"                         sessions.ttl_max_s from its start)\n"
 	"  rm ID                  destroy it\n"
+	"  snapshot ID NAME       save the live session (created --saveable)\n"
+	"                         as snapshot NAME on its host; jobs and\n"
+	"                         sessions name it when [snapshots] allowed\n"
+	"                         lists it. An existing NAME is refused.\n"
 	"\n"
 	"docs/sessions.md has the clocks, the routing and the HTTP and\n"
 	"Python forms. Exit: 0 ok, 1 refused or failed, 2 usage.\n",
@@ -810,6 +837,7 @@ const struct al_cmd al_cmd_session = {
     .args_min = 1,
     .args_max = 4096,
     .args_error =
-	"needs a subcommand (create, exec, put, get, list, extend, rm)",
+	"needs a subcommand (create, exec, put, get, list, extend, rm, "
+	"snapshot)",
     .run = run,
 };
