@@ -60,6 +60,7 @@ struct sess {
 	struct al_wsess *ws;  /* the VM */
 	int fd;		      /* socket to the host */
 	json_t *env;	      /* session-wide env (object) */
+	json_t *body;	      /* the create request's body (forks copy it) */
 	uint32_t idle_s;      /* 0 = no idle timeout */
 	uint64_t ttl_at;      /* al_now_ms() deadline */
 	uint64_t idle_at;     /* al_now_ms() deadline, 0 = none */
@@ -351,6 +352,19 @@ static void op_snapshot(struct sess *s, const char *rid, json_t *body)
 	json_decref(j);
 }
 
+/* A fork: the VM saved for the forks' creates (save.c). */
+static void op_fork(struct sess *s, const char *rid)
+{
+	char err[400] = "";
+	json_t *j = sess_fork(s->o, s->ws, s->id, s->body, err, sizeof(err));
+
+	if (j)
+		reply_json(s, rid, j);
+	else
+		reply_error(s, rid, err);
+	json_decref(j);
+}
+
 static void one_request(struct sess *s, const redisReply *r)
 {
 	json_t *req, *rid, *op;
@@ -368,7 +382,13 @@ static void one_request(struct sess *s, const redisReply *r)
 	if (!strcmp(json_string_value(op), "exec"))
 		run_exec(s, json_string_value(rid),
 			 json_object_get(req, "body"));
-	else if (!strcmp(json_string_value(op), "snapshot"))
+	else if (!strcmp(json_string_value(op), "fork"))
+		op_fork(s, json_string_value(rid));
+	else if (!strcmp(json_string_value(op), "fork_done")) {
+		sess_fork_done(s->o, json_string_value(json_object_get(
+					 json_object_get(req, "body"), "name")));
+		reply_error(s, json_string_value(rid), "");
+	} else if (!strcmp(json_string_value(op), "snapshot"))
 		op_snapshot(s, json_string_value(rid),
 			    json_object_get(req, "body"));
 	else
@@ -450,6 +470,9 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	s->ws->w.saveable = json_is_true(json_object_get(body, "saveable"));
 	if (r < 0) {
 		al_diags_format(&d, err, sizeof(err));
+	} else if ((r = sess_fork_policy(s->o, s->ws, body, err,
+					 sizeof(err))) < 0) {
+		al_job_release(&j);
 	} else {
 		r = al_wsess_open(s->ws, &j,
 				  (uint64_t)ttl_s * 1000 + SESS_TTL_GRACE_MS,
@@ -569,6 +592,7 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	snprintf(s.id, sizeof(s.id), "%s",
 		 json_string_value(json_object_get(req, "id")));
 	s.env = json_object_get(body, "env");
+	s.body = body;
 	if (!cap)
 		cap = 1u << 20;
 	if (json_is_integer(json_object_get(json_object_get(body, "limits"),
@@ -590,6 +614,7 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	serve(&s);
 	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
 	al_wsess_close(s.ws);
+	sess_fork_done(o, NULL); /* fork snapshots a lost client left */
 	for (int tries = 0; tries < 20; tries++) {
 		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
 				       s.error[0] ? s.error : NULL, o->keep_s,

@@ -16,7 +16,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "sess_internal.h"
 #include "log.h"
@@ -76,34 +78,264 @@ json_t *sess_snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
 	return NULL;
 }
 
+/* Send op (with body, may be NULL: stolen) to session id; its reply. */
+static int to_session(struct alq_client *c, const char *id, const char *op,
+		      json_t *body, json_t **rep)
+{
+	char rid[32], k[SESS_KEY_MAX];
+	const char *e;
+	json_t *req;
+	int x;
+
+	if (sess_new_id(rid, sizeof(rid), 'r') < 0) {
+		json_decref(body);
+		return -EIO;
+	}
+	req = json_pack("{s:s,s:s,s:o}", "op", op, "rid", rid, "body",
+			body ? body : json_object());
+	sess_key(k, sizeof(k), c->queue, "%s:req", id);
+	x = sess_push(c, k, req);
+	if (x == 0) /* after the execs before it, like an exec */
+		x = sess_await(c, rid, id, UINT32_MAX, rep);
+	if (x < 0)
+		return x;
+	e = json_string_value(json_object_get(*rep, "error"));
+	if (e && e[0]) {
+		x = sess_fail(c, -EINVAL, "%s", e);
+		json_decref(*rep);
+	}
+	return x;
+}
+
 int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
 		     char **ret)
 {
-	json_t *req, *rep, *rec;
-	const char *e;
-	char rid[32], k[SESS_KEY_MAX];
+	json_t *rec, *rep;
 	int x = sess_live_record(c, id, &rec);
 
 	if (x < 0)
 		return x;
 	json_decref(rec);
-	if (sess_new_id(rid, sizeof(rid), 'r') < 0)
-		return -EIO;
-	req = json_pack("{s:s,s:s,s:{s:s}}", "op", "snapshot", "rid", rid,
-			"body", "name", name);
-	sess_key(k, sizeof(k), c->queue, "%s:req", id);
-	x = sess_push(c, k, req);
-	if (x == 0) /* after the execs before it, like an exec */
-		x = sess_await(c, rid, id, UINT32_MAX, &rep);
+	x = to_session(c, id, "snapshot", json_pack("{s:s}", "name", name),
+		       &rep);
 	if (x < 0)
 		return x;
-	e = json_string_value(json_object_get(rep, "error"));
-	if (e && e[0]) {
-		x = sess_fail(c, -EINVAL, "%s", e);
-		json_decref(rep);
-		return x;
-	}
 	*ret = json_dumps(rep, JSON_COMPACT);
 	json_decref(rep);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* --- fork ------------------------------------------------------------------
+ *
+ * A fork is a snapshot the forks are restored from: "fork-" and 24 random
+ * hex digits, origin "fork:PARENT", on the parent's host. The client then
+ * queues N creates naming it on that host's own create list
+ * (P:host:HOST:create), each with "fork_of": PARENT; the fork's session
+ * process opens it only after checking that the snapshot's origin names
+ * that parent (the name is not in [snapshots] allowed: no job can name
+ * it). Each fork is a full session (its own process, TTL and idle clocks,
+ * uid lease, cgroup, network slot) and its clone is reseeded like every
+ * clone: forks differ in the kernel's randomness. Once the forks are up,
+ * the client sends "fork_done" and the parent removes the snapshot (the
+ * forks hold its RAM, a sealed memfd, and their QEMUs their state);
+ * whatever a lost client leaves the parent removes when it ends.
+ */
+#define FORKS_KEPT 8
+
+static char forks[FORKS_KEPT][AL_NAME_MAX + 1]; /* this process's */
+
+json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
+		  const char *id, json_t *create_body, char *err, size_t len)
+{
+	static const char *const keep[] = {"limits", "network", "env",
+					   "saveable", "metadata"};
+	char name[AL_NAME_MAX + 1], origin[AL_SESS_ORIGIN_MAX + 1];
+	struct sb_snapshot_info info;
+	uint8_t rnd[12];
+	json_t *body, *ret;
+	size_t slot = FORKS_KEPT;
+	int r;
+
+	for (size_t i = 0; i < FORKS_KEPT; i++)
+		if (!forks[i][0])
+			slot = i;
+	if (slot == FORKS_KEPT) {
+		snprintf(err, len, "fork: %d forks of this session are still "
+			 "starting", FORKS_KEPT);
+		return NULL;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		snprintf(err, len, "fork: no randomness");
+		return NULL;
+	}
+	strcpy(name, "fork-");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(name + 5 + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(origin, sizeof(origin), "fork:%s", id);
+	memset(&info, 0, sizeof(info));
+	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info)
+		   : -ENODEV;
+	if (r == -EOPNOTSUPP) {
+		snprintf(err, len, "fork: this session was not created "
+			 "saveable (create it with \"saveable\": true)");
+		return NULL;
+	}
+	if (r < 0) {
+		snprintf(err, len, "fork: %s%s%s", strerror(-r),
+			 ws->vm && sb_vm_error(ws->vm)[0] ? ": " : "",
+			 ws->vm ? sb_vm_error(ws->vm) : "");
+		return NULL;
+	}
+	snprintf(forks[slot], sizeof(forks[slot]), "%s", name);
+	body = json_object();
+	for (size_t i = 0; body && i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (json_object_get(create_body, keep[i]))
+			json_object_set(body, keep[i],
+					json_object_get(create_body, keep[i]));
+	json_object_set_new(body, "template", json_string(name));
+	json_object_set_new(body, "fork_of", json_string(id));
+	al_info("session=%s fork snapshot=%s mem=%llu save_ms=%llu", id, name,
+		(unsigned long long)info.mem_bytes,
+		(unsigned long long)info.save_ms);
+	ret = json_pack("{s:s,s:o,s:I,s:I}", "snapshot", name, "body", body,
+			"mem_bytes", (json_int_t)info.mem_bytes, "save_ms",
+			(json_int_t)info.save_ms);
+	return ret;
+}
+
+void sess_fork_done(const struct al_sess_opts *o, const char *name)
+{
+	for (size_t i = 0; i < FORKS_KEPT; i++) {
+		if (!forks[i][0] || (name && strcmp(forks[i], name)))
+			continue;
+		sb_snapshot_remove(o->sb, forks[i]);
+		forks[i][0] = 0;
+	}
+}
+
+int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
+		     json_t *body, char *err, size_t len)
+{
+	static struct al_policy pol;
+	static const char *names[64];
+	const char *parent = json_string_value(json_object_get(body, "fork_of"));
+	const char *tmpl = json_string_value(json_object_get(body, "template"));
+	struct sb_snapshot_info *all;
+	char want[AL_SESS_ORIGIN_MAX + 1];
+	size_t n = 0;
+	bool ok = false;
+	int k;
+
+	if (!parent)
+		return 0; /* not a fork */
+	snprintf(want, sizeof(want), "fork:%s", parent);
+	all = calloc(256, sizeof(*all));
+	k = all && tmpl && !strncmp(tmpl, "fork-", 5)
+		? sb_snapshot_list(o->sb, all, 256)
+		: 0;
+	for (int i = 0; i < k && !ok; i++)
+		ok = !strcmp(all[i].name, tmpl) && !strcmp(all[i].origin, want);
+	free(all);
+	if (!ok) {
+		snprintf(err, len, "fork_of %s: template %s is not a fork of "
+			 "that session on this host", parent, tmpl ? tmpl : "");
+		return -EINVAL;
+	}
+	pol = *o->policy;
+	for (const char *const *p = o->policy->snapshots; p && *p && n < 62;
+	     p++)
+		names[n++] = *p;
+	names[n++] = tmpl;
+	names[n] = NULL;
+	pol.snapshots = names;
+	ws->w.policy = &pol;
+	return 0;
+}
+
+int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
+		 uint32_t timeout_ms, char **ret)
+{
+	char ids[AL_SESS_FORK_MAX][32], rids[AL_SESS_FORK_MAX][32];
+	char list[SESS_KEY_MAX], *rec_text;
+	json_t *rec, *rep = NULL, *body, *out, *arr, *errs;
+	uint64_t t0 = al_now_ms(), w0 = al_wall_ms();
+	unsigned made = 0, ok = 0;
+	const char *host;
+	int x;
+
+	if (n < 1 || n > AL_SESS_FORK_MAX)
+		return sess_fail(c, -EINVAL, "fork: n must be 1..%d",
+				 AL_SESS_FORK_MAX);
+	x = sess_live_record(c, id, &rec);
+	if (x < 0)
+		return x;
+	host = json_string_value(json_object_get(rec, "host"));
+	if (!host || snprintf(list, sizeof(list), "host:%s:create", host) >=
+			     (int)sizeof(list)) {
+		json_decref(rec);
+		return sess_fail(c, -EAGAIN, "%s: not on a host yet", id);
+	}
+	x = to_session(c, id, "fork", NULL, &rep);
+	if (x < 0) {
+		json_decref(rec);
+		return x;
+	}
+	body = json_object_get(rep, "body");
+	if (!json_is_object(body)) {
+		json_decref(rec);
+		json_decref(rep);
+		return sess_fail(c, -EBADMSG, "fork: bad reply");
+	}
+	/* the parent's clocks, each fork's own from its start */
+	json_object_set(body, "ttl_s", json_object_get(rec, "ttl_s"));
+	json_object_set(body, "idle_s", json_object_get(rec, "idle_s"));
+	json_decref(rec);
+	for (; made < n; made++)
+		if (sess_create_on(c, body, timeout_ms, list, ids[made],
+				   rids[made]) < 0)
+			break;
+	out = json_pack("{s:s,s:O,s:O,s:O,s:[],s:[]}", "parent", id,
+			"snapshot", json_object_get(rep, "snapshot"), "save_ms",
+			json_object_get(rep, "save_ms"), "mem_bytes",
+			json_object_get(rep, "mem_bytes"), "forks", "errors");
+	arr = json_object_get(out, "forks");
+	errs = json_object_get(out, "errors");
+	if (made < n)
+		json_array_append_new(errs, json_string(c->err));
+	for (unsigned i = 0; i < made; i++) {
+		json_t *f;
+
+		rec_text = NULL;
+		if (sess_create_wait(c, ids[i], rids[i], t0, timeout_ms,
+				     &rec_text) < 0) {
+			json_array_append_new(errs, json_string(c->err));
+			continue;
+		}
+		f = json_loads(rec_text, 0, NULL);
+		free(rec_text);
+		if (!f)
+			continue;
+		/* the fork's time: the request's start to its VM ready */
+		if (json_is_integer(json_object_get(f, "alive_at_ms")))
+			json_object_set_new(
+			    f, "fork_ms",
+			    json_integer(json_integer_value(json_object_get(
+					     f, "alive_at_ms")) -
+					 (json_int_t)w0));
+		json_array_append_new(arr, f);
+		ok++;
+	}
+	/* the forks hold what they need: the parent drops the snapshot */
+	json_decref(rep);
+	rep = NULL;
+	if (to_session(c, id, "fork_done",
+		       json_pack("{s:O}", "name", json_object_get(out,
+								  "snapshot")),
+		       &rep) == 0)
+		json_decref(rep);
+	*ret = json_dumps(out, JSON_COMPACT);
+	json_decref(out);
+	if (!ok)
+		return sess_fail(c, -EIO, "fork: no fork started");
 	return *ret ? 0 : -ENOMEM;
 }

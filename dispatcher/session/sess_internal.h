@@ -83,6 +83,22 @@ int sess_live_record(struct alq_client *c, const char *id, json_t **ret);
 int sess_push(struct alq_client *c, const char *k, json_t *req);
 int sess_await(struct alq_client *c, const char *rid, const char *id,
 	       uint64_t timeout_ms, json_t **ret);
+/* A create of body b queued on list P:LIST ("create", or a host's
+ * "host:HOST:create" for forks) and its wait; id, rid 32 bytes. */
+int sess_create_on(struct alq_client *c, json_t *b, uint32_t timeout_ms,
+		   const char *list, char *id, char *rid);
+int sess_create_wait(struct alq_client *c, const char *id, const char *rid,
+		     uint64_t start_ms, uint32_t timeout_ms, char **ret);
+/* save.c, session process side of a fork: op "fork" saves the VM as a
+ * fork snapshot (origin fork:ID) and answers with what the forks' creates
+ * need; a fork's own start (body.fork_of) may then open that snapshot
+ * (sess_fork_policy, which checks its origin); the parent removes its
+ * fork snapshots on "fork_done" and when it ends. */
+json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
+		  const char *id, json_t *create_body, char *err, size_t len);
+int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
+		     json_t *body, char *err, size_t len);
+void sess_fork_done(const struct al_sess_opts *o, const char *name);
 /* The session process (run.c): create session `id` from `req` (the create
  * request: body, rid), serve its execs until it ends, return the reason.
  * `fd` is the socket to the host. Never returns into the host's code. */

@@ -45,6 +45,11 @@
 #             job and a new session started from NAME see the files and
 #             run the binary; a second snapshot to the same name and one
 #             of a session not saveable are refused with the reason
+#   fork      a --saveable python session writes files, starts nothing, and
+#             is forked 4 ways in one call: each fork is a live session of
+#             its own that sees the files, gets another os.urandom, and
+#             sees none of the other forks' (or the parent's) later
+#             writes; the fork snapshot is gone afterwards; fork_ms logged
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -508,6 +513,52 @@ case_snapshot() {
   S rm "$id" >/dev/null
   S rm "$s2" >/dev/null
   A snapshot rm "$SNAP" >/dev/null
+  sleep 1
+  nothing_left
+}
+
+case_fork() {
+  start_serve
+  local rec id out f i fs=() rnd=() ms=()
+  rec=$(S create -t python --ttl 120 --saveable -m team=f)
+  id=$(echo "$rec" | field id)
+  S exec "$id" --sh 'mkdir -p w && echo base > w/base.txt && echo tmp > /tmp/t.txt' >/dev/null 2>&1 ||
+    fail "write in the parent"
+  out=$(S fork "$id" -n 4) || fail "fork: $out"
+  mapfile -t fs < <(echo "$out" | python3 -c 'import json,sys
+d=json.load(sys.stdin)
+for f in d["forks"]: print(f["id"])')
+  mapfile -t ms < <(echo "$out" | python3 -c 'import json,sys
+d=json.load(sys.stdin)
+for f in d["forks"]: print(f["fork_ms"])')
+  [ "${#fs[@]}" = 4 ] || fail "4 forks wanted: $out"
+  log "fork: save_ms $(echo "$out" | field save_ms), RAM diff $(echo "$out" | field mem_bytes) B, fork_ms ${ms[*]}"
+  for i in 0 1 2 3; do
+    f=${fs[$i]}
+    [ "$(S get "$f" | field state)" = alive ] || fail "fork $f: $(S get "$f")"
+    [ "$(S get "$f" | field metadata.team)" = f ] || fail "fork $f metadata: $(S get "$f")"
+    out=$(S exec "$f" --sh 'cat w/base.txt /tmp/t.txt' 2>/dev/null)
+    [ "$out" = "$(printf 'base\ntmp')" ] || fail "fork $f files: $out"
+    rnd[$i]=$(S exec "$f" -- python3 -c 'import os; print(os.urandom(16).hex())' 2>/dev/null)
+    S exec "$f" --sh "echo $i > w/mine-$i" >/dev/null 2>&1
+  done
+  S exec "$id" --sh 'echo p > w/parent-later' >/dev/null 2>&1
+  [ "$(printf '%s\n' "${rnd[@]}" | sort -u | wc -l)" = 4 ] || fail "os.urandom alike: ${rnd[*]}"
+  for i in 0 1 2 3; do
+    out=$(S exec "${fs[$i]}" --sh 'ls w | tr "\n" " "' 2>/dev/null)
+    [ "$out" = "base.txt mine-$i " ] || fail "fork $i sees: $out"
+  done
+  out=$(S exec "$id" --sh 'ls w | tr "\n" " "' 2>/dev/null)
+  [ "$out" = "base.txt parent-later " ] || fail "the parent sees: $out"
+  A snapshot list | grep -q '^fork-' && fail "a fork snapshot was left: $(A snapshot list)"
+  # a session not created saveable is refused with the reason
+  local plain ex
+  plain=$(S create -t python --ttl 60 -q)
+  set +e
+  out=$(S fork "$plain" -n 2 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "fork of a plain session: $ex $out"
+  for f in "$id" "$plain" "${fs[@]}"; do S rm "$f" >/dev/null; done
   sleep 1
   nothing_left
 }

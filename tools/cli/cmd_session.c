@@ -763,11 +763,49 @@ static int do_snapshot(struct al_cli *cli, struct alq_client *c, int argc,
 	return AL_EXIT_OK;
 }
 
+static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
+		   char **argv)
+{
+	static const struct al_opt lo[] = {
+	    {"n", 'n', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"timeout", 'w', AL_OPT_ARG},
+	    {NULL, 0, 0},
+	};
+	uint32_t timeout = cli->cfg.sessions.create_timeout_ms;
+	long n = 1;
+	char *out = NULL;
+	int o, r;
+
+	optind = 0;
+	while ((o = al_opts_next(argc, argv, lo)) != -1) {
+		if (o == 'n')
+			n = atol(optarg);
+		else if (o == 'w')
+			timeout = (uint32_t)atol(optarg);
+		else
+			return usage_err(cli, "fork", "bad option");
+	}
+	if (optind != argc - 1)
+		return usage_err(cli, "fork", "takes ID [-n N]");
+	if (n < 1 || n > AL_SESS_FORK_MAX)
+		return usage_err(cli, "fork", "-n: 1..16");
+	r = al_sess_fork(c, argv[optind], (unsigned)n, timeout, &out);
+	if (out)
+		print_json(out);
+	free(out);
+	if (r < 0) {
+		al_cli_error(cli, "fork: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	return AL_EXIT_OK;
+}
+
 static const struct sub subs[] = {
     {"create", do_create, NULL}, {"exec", do_exec, NULL},
     {"put", do_put, NULL},	 {"get", do_get, NULL},
     {"list", do_list, NULL},	 {"extend", do_extend, NULL},
     {"rm", do_rm, NULL},	 {"snapshot", do_snapshot, NULL},
+    {"fork", do_fork, NULL},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -826,6 +864,10 @@ const struct al_cmd al_cmd_session = {
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
 	"                         sessions.ttl_max_s from its start)\n"
 	"  rm ID                  destroy it\n"
+	"  fork ID [-n N] [--timeout MS]\n"
+	"                         N (1..16) new sessions from its current\n"
+	"                         state (created --saveable), on its host;\n"
+	"                         prints their records with fork_ms\n"
 	"  snapshot ID NAME       save the live session (created --saveable)\n"
 	"                         as snapshot NAME on its host; jobs and\n"
 	"                         sessions name it when [snapshots] allowed\n"
@@ -838,6 +880,6 @@ const struct al_cmd al_cmd_session = {
     .args_max = 4096,
     .args_error =
 	"needs a subcommand (create, exec, put, get, list, extend, rm, "
-	"snapshot)",
+	"snapshot, fork)",
     .run = run,
 };
