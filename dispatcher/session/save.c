@@ -148,7 +148,7 @@ json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 		  const char *id, json_t *create_body, char *err, size_t len)
 {
 	static const char *const keep[] = {"limits", "network", "env",
-					   "saveable", "metadata"};
+					   "metadata"};
 	char name[AL_NAME_MAX + 1], origin[AL_SESS_ORIGIN_MAX + 1];
 	struct sb_snapshot_info info;
 	uint8_t rnd[12];
@@ -253,7 +253,7 @@ int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
 }
 
 int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
-		 uint32_t timeout_ms, char **ret)
+		 bool saveable, uint32_t timeout_ms, char **ret)
 {
 	char ids[AL_SESS_FORK_MAX][32], rids[AL_SESS_FORK_MAX][32];
 	char list[SESS_KEY_MAX], *rec_text;
@@ -289,6 +289,8 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 	/* the parent's clocks, each fork's own from its start */
 	json_object_set(body, "ttl_s", json_object_get(rec, "ttl_s"));
 	json_object_set(body, "idle_s", json_object_get(rec, "idle_s"));
+	if (saveable) /* forks of forks: each pays its own RAM copy */
+		json_object_set_new(body, "saveable", json_true());
 	json_decref(rec);
 	for (; made < n; made++)
 		if (sess_create_on(c, body, timeout_ms, list, ids[made],

@@ -89,13 +89,14 @@ int al_sess_extend(struct alq_client *c, const char *id, uint32_t ttl_s,
 int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
 		     char **ret);
 /* N new sessions from its current state (save.c; created "saveable"),
- * on its host, each a full session; waits up to timeout_ms for room.
+ * on its host, each a full session (saveable itself when `saveable`);
+ * waits up to timeout_ms for room.
  * *ret: {"parent", "snapshot", "save_ms", "mem_bytes", "forks": [their
  * records, each with fork_ms], "errors": [...]}; fails only when no fork
  * started. */
 #define AL_SESS_FORK_MAX 16
 int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
-		 uint32_t timeout_ms, char **ret);
+		 bool saveable, uint32_t timeout_ms, char **ret);
 /* Destroy it; the final record in *ret. */
 int al_sess_delete(struct alq_client *c, const char *id, char **ret);
 /* Start an exec (`body` JSON: cmd or sh, stdin, env, cwd, timeout_ms,

@@ -49,7 +49,9 @@
 #             is forked 4 ways in one call: each fork is a live session of
 #             its own that sees the files, gets another os.urandom, and
 #             sees none of the other forks' (or the parent's) later
-#             writes; the fork snapshot is gone afterwards; fork_ms logged
+#             writes; the fork snapshot is gone afterwards; fork_ms logged;
+#             HTTP POST /sessions/ID/fork and the Python Session.fork(n)
+#             (session_fork.py); a session not saveable is refused
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -518,8 +520,12 @@ case_snapshot() {
 }
 
 case_fork() {
-  start_serve
-  local rec id out f i fs=() rnd=() ms=()
+  local port=$((20000 + RANDOM % 20000)) api
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  local rec id out f i fs=() rnd=() ms=() hf=()
   rec=$(S create -t python --ttl 120 --saveable -m team=f)
   id=$(echo "$rec" | field id)
   S exec "$id" --sh 'mkdir -p w && echo base > w/base.txt && echo tmp > /tmp/t.txt' >/dev/null 2>&1 ||
@@ -551,6 +557,19 @@ for f in d["forks"]: print(f["fork_ms"])')
   out=$(S exec "$id" --sh 'ls w | tr "\n" " "' 2>/dev/null)
   [ "$out" = "base.txt parent-later " ] || fail "the parent sees: $out"
   A snapshot list | grep -q '^fork-' && fail "a fork snapshot was left: $(A snapshot list)"
+  # HTTP: POST /sessions/ID/fork {"n": 2}
+  out=$(curl -s -H 'Content-Type: application/json' -X POST -d '{"n":2}' "$api/sessions/$id/fork")
+  mapfile -t hf < <(echo "$out" | python3 -c 'import json,sys
+for f in json.load(sys.stdin)["forks"]: print(f["id"])')
+  [ "${#hf[@]}" = 2 ] || fail "HTTP fork: $out"
+  out=$(S exec "${hf[1]}" --sh 'ls w | tr "\n" " "' 2>/dev/null)
+  [ "$out" = "base.txt parent-later " ] || fail "HTTP fork sees: $out"
+  fs+=("${hf[@]}")
+  for f in "${fs[@]}"; do S rm "$f" >/dev/null; done
+  fs=()
+  # Python: Session.fork(n)
+  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+    "$(dirname "$0")/session_fork.py" "unix://$sock" >&2 || fail "python fork"
   # a session not created saveable is refused with the reason
   local plain ex
   plain=$(S create -t python --ttl 60 -q)
@@ -558,7 +577,7 @@ for f in d["forks"]: print(f["fork_ms"])')
   out=$(S fork "$plain" -n 2 2>&1); ex=$?
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "fork of a plain session: $ex $out"
-  for f in "$id" "$plain" "${fs[@]}"; do S rm "$f" >/dev/null; done
+  for f in "$id" "$plain"; do S rm "$f" >/dev/null; done
   sleep 1
   nothing_left
 }

@@ -769,9 +769,11 @@ static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
 	static const struct al_opt lo[] = {
 	    {"n", 'n', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"timeout", 'w', AL_OPT_ARG},
+	    {"saveable", 'S', 0},
 	    {NULL, 0, 0},
 	};
 	uint32_t timeout = cli->cfg.sessions.create_timeout_ms;
+	bool saveable = false;
 	long n = 1;
 	char *out = NULL;
 	int o, r;
@@ -782,6 +784,8 @@ static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
 			n = atol(optarg);
 		else if (o == 'w')
 			timeout = (uint32_t)atol(optarg);
+		else if (o == 'S')
+			saveable = true;
 		else
 			return usage_err(cli, "fork", "bad option");
 	}
@@ -789,7 +793,8 @@ static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
 		return usage_err(cli, "fork", "takes ID [-n N]");
 	if (n < 1 || n > AL_SESS_FORK_MAX)
 		return usage_err(cli, "fork", "-n: 1..16");
-	r = al_sess_fork(c, argv[optind], (unsigned)n, timeout, &out);
+	r = al_sess_fork(c, argv[optind], (unsigned)n, saveable, timeout,
+			 &out);
 	if (out)
 		print_json(out);
 	free(out);
@@ -864,10 +869,12 @@ const struct al_cmd al_cmd_session = {
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
 	"                         sessions.ttl_max_s from its start)\n"
 	"  rm ID                  destroy it\n"
-	"  fork ID [-n N] [--timeout MS]\n"
+	"  fork ID [-n N] [--saveable] [--timeout MS]\n"
 	"                         N (1..16) new sessions from its current\n"
 	"                         state (created --saveable), on its host;\n"
 	"                         prints their records with fork_ms\n"
+	"                         (--saveable: the forks can be forked and\n"
+	"                         saved in turn)\n"
 	"  snapshot ID NAME       save the live session (created --saveable)\n"
 	"                         as snapshot NAME on its host; jobs and\n"
 	"                         sessions name it when [snapshots] allowed\n"
