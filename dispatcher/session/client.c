@@ -287,6 +287,14 @@ static int create_push(struct alq_client *c, json_t *b, uint32_t timeout_ms,
 		x = sess_check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
+	/* a host's own list (forks) goes with its requests' deadlines, even
+	 * when that host died with entries in it */
+	r = x == 0 && strcmp(list, "create")
+		? redisCommand(c->rc, "EXPIRE %s %u", ks,
+			       timeout_ms / 1000 + SESS_REPLY_TTL_S)
+		: NULL;
+	if (r)
+		freeReplyObject(r);
 	json_decref(req);
 	free(meta);
 	free(text);
