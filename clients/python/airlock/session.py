@@ -110,6 +110,8 @@ class Session:
         self.r.rpush(self._k(lst), json.dumps({
             "id": self.id, "rid": rid, "body": body,
             "deadline_ms": now + int(timeout * 1000)}))
+        if lst != "create":  # a host's own list: gone with its deadlines
+            self.r.expire(self._k(lst), int(timeout) + 120)
         return rid
 
     def _wait_create(self, rid, timeout):
