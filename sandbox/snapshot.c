@@ -822,8 +822,8 @@ int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
 	size_t n;
 	int r;
 
-	if (!vm || vm->save_fd < 0)
-		return -EOPNOTSUPP;
+	if (!vm || vm->save_fd < 0 || vm->net)
+		return -EOPNOTSUPP; /* snapshots are of VMs without a NIC */
 	if (!name_ok(name) || strlen(origin) > AL_SESS_ORIGIN_MAX ||
 	    strspn(origin, "abcdefghijklmnopqrstuvwxyz0123456789:-") !=
 		strlen(origin))

@@ -196,6 +196,20 @@ static int check_body(struct alq_client *c, json_t *body)
 			return sess_fail(c, -EINVAL, "%s: unknown field", k);
 		}
 	}
+	if (json_object_get(body, "saveable") &&
+	    !json_is_boolean(json_object_get(body, "saveable"))) {
+		json_decref(job);
+		return sess_fail(c, -EINVAL, "saveable: must be true or false");
+	}
+	if (json_is_true(json_object_get(body, "saveable")) &&
+	    json_string_value(json_object_get(body, "network")) &&
+	    strcmp(json_string_value(json_object_get(body, "network")),
+		   "none")) {
+		json_decref(job);
+		return sess_fail(c, -EINVAL,
+				 "saveable: not with a network (a snapshot's "
+				 "VM has no NIC: docs/sessions.md)");
+	}
 	if (meta &&
 	    (!json_is_object(meta) || json_object_size(meta) > META_MAX)) {
 		json_decref(job);

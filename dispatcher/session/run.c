@@ -467,7 +467,13 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	al_diags_init(&d);
 	r = text ? al_job_from_json(text, strlen(text), &j, &d) : -ENOMEM;
 	free(text);
-	s->ws->w.saveable = json_is_true(json_object_get(body, "saveable"));
+	/* a snapshot's VM has no NIC: a networked session is never saveable
+	 * (the C client refuses that create; its record says saveable 0) */
+	s->ws->w.saveable =
+	    json_is_true(json_object_get(body, "saveable")) &&
+	    (!json_string_value(json_object_get(body, "network")) ||
+	     !strcmp(json_string_value(json_object_get(body, "network")),
+		     "none"));
 	if (r < 0) {
 		al_diags_format(&d, err, sizeof(err));
 	} else if ((r = sess_fork_policy(s->o, s->ws, body, err,

@@ -44,7 +44,8 @@
 #             and runs on (its later writes stay out of the snapshot); a
 #             job and a new session started from NAME see the files and
 #             run the binary; a second snapshot to the same name and one
-#             of a session not saveable are refused with the reason
+#             of a session not saveable are refused with the reason, and a
+#             saveable create with a network
 #   fork      a --saveable python session writes files, starts nothing, and
 #             is forked 4 ways in one call: each fork is a live session of
 #             its own that sees the files, gets another os.urandom, and
@@ -512,6 +513,10 @@ case_snapshot() {
   out=$(S snapshot "$s2" other-name 2>&1); ex=$?
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "not saveable: $ex $out"
+  set +e
+  out=$(S create -t c --saveable -n somepolicy 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'not with a network' || fail "saveable with a network: $ex $out"
   S rm "$id" >/dev/null
   S rm "$s2" >/dev/null
   A snapshot rm "$SNAP" >/dev/null
