@@ -87,6 +87,11 @@ int sb_vm_restore_saveable(const struct sb_options *o,
 		return fd;
 	}
 	r = sb__template_copy_extents(t->mem_fd, fd);
+	/* QEMU writes it (share=on) but may not resize it under the host's
+	 * reads at a save, nor seal it otherwise */
+	if (r == 0 && fcntl(fd, F_ADD_SEALS,
+			    F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		r = -errno;
 	if (r < 0) {
 		close(fd);
 		sb_net_close(net);
