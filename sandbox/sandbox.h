@@ -192,6 +192,11 @@ int sb_vm_restore_saveable(const struct sb_options *o,
 			   struct sb_vm **ret);
 /* Was `vm` made by sb_vm_restore_saveable? */
 bool sb_vm_saveable(const struct sb_vm *vm);
+/* Close this process's cached RAM of snapshot `name` (opened by
+ * sb_snapshot_open; its clones keep their own mappings): a session's
+ * resumed VM holds its own copy. A template opened from it must not be
+ * used again (its dir is gone: sb_template_current is false). */
+void sb_snapshot_release(const char *name);
 /* Save the live, saveable `vm` as snapshot `name` (which must not exist
  * yet: -EEXIST), recording `origin` ("session:ID"); the guest is paused
  * for the save and runs on after it. -EOPNOTSUPP (not saveable),

@@ -884,3 +884,15 @@ int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
 	sb_snapshot_abort(&b); /* lock, our dup of the memfd, a failed dir */
 	return r;
 }
+
+void sb_snapshot_release(const char *name)
+{
+	for (size_t i = 0; i < snap_cached; i++) {
+		if (strcmp(snap_cache[i].name, name) != 0)
+			continue;
+		close(snap_cache[i].mem_fd);
+		close(snap_cache[i].dir_fd);
+		snap_cache[i] = snap_cache[--snap_cached];
+		return;
+	}
+}

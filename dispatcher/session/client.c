@@ -176,7 +176,7 @@ static int check_body(struct alq_client *c, json_t *body)
 	static const char *const known[] = {"template", "limits", "network",
 					    "files",	"env",	  "metadata",
 					    "ttl_s",	"idle_s", "saveable",
-					    "fork_of", NULL};
+					    "fork_of", "hibernate_s", NULL};
 	json_t *job = json_object(), *meta = json_object_get(body, "metadata");
 	struct al_job j = {0};
 	struct al_diags d;
@@ -195,6 +195,14 @@ static int check_body(struct alq_client *c, json_t *body)
 			json_decref(job);
 			return sess_fail(c, -EINVAL, "%s: unknown field", k);
 		}
+	}
+	if (json_object_get(body, "hibernate_s") &&
+	    (!json_is_integer(json_object_get(body, "hibernate_s")) ||
+	     json_integer_value(json_object_get(body, "hibernate_s")) < 0 ||
+	     json_integer_value(json_object_get(body, "hibernate_s")) >
+		 604800)) {
+		json_decref(job);
+		return sess_fail(c, -EINVAL, "hibernate_s: 0..604800 seconds");
 	}
 	if (json_object_get(body, "saveable") &&
 	    !json_is_boolean(json_object_get(body, "saveable"))) {

@@ -101,6 +101,7 @@ void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 	o->ttl_default_s = 600;
 	o->ttl_max_s = 3600;
 	o->idle_default_s = 300;
+	o->hibernate_default_s = 0;
 	o->keep_s = 3600;
 	o->output_max = 4u << 20;
 }

@@ -62,6 +62,9 @@ struct sess {
 	json_t *env;	      /* session-wide env (object) */
 	json_t *body;	      /* the create request's body (forks copy it) */
 	uint32_t idle_s;      /* 0 = no idle timeout */
+	uint32_t hib_s;	      /* hibernate after this idle, 0 = never */
+	uint64_t last_at;     /* al_now_ms() the last request ended */
+	bool hibernated;      /* VM saved, VMM ended (save.c) */
 	uint64_t ttl_at;      /* al_now_ms() deadline */
 	uint64_t idle_at;     /* al_now_ms() deadline, 0 = none */
 	uint64_t execs;	      /* execs started */
@@ -331,12 +334,57 @@ static void touch(struct sess *s)
 {
 	char k[SESS_KEY_MAX];
 
+	s->last_at = al_now_ms();
 	if (!s->idle_s)
 		return;
 	s->idle_at = al_now_ms() + s->idle_s * 1000ull;
 	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
 	cmd(s, "HSET %s idle_at_ms %llu", k,
 	    (unsigned long long)(al_wall_ms() + s->idle_s * 1000ull));
+}
+
+/* --- hibernation (save.c) ------------------------------------------------ */
+
+static void hibernate(struct sess *s)
+{
+	char k[SESS_KEY_MAX], err[400] = "";
+
+	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	if (sess_hibernate(s->o, s->ws, s->id, err, sizeof(err)) < 0) {
+		al_warn("session=%s %s: it stays up", s->id, err);
+		s->hib_s = 0; /* not again: it runs on as it was */
+		return;
+	}
+	s->hibernated = true;
+	cmd(s, "HSET %s hibernated 1 hibernated_at_ms %llu", k,
+	    (unsigned long long)al_wall_ms());
+}
+
+/* The VM back before a request; 0, or -1 with the session failed. */
+static int resume(struct sess *s, const char *rid, uint64_t *ret_ms)
+{
+	char k[SESS_KEY_MAX], err[600] = "";
+	uint64_t now = al_now_ms();
+	int r;
+
+	r = s->ttl_at > now
+		? sess_resume(s->o, s->ws, s->id, s->body,
+			      s->ttl_at - now + SESS_TTL_GRACE_MS, ret_ms, err,
+			      sizeof(err))
+		: -ETIMEDOUT;
+	if (r < 0) {
+		snprintf(s->error, sizeof(s->error), "%.250s",
+			 err[0] ? err : "resume: the ttl ended");
+		s->reason = "failed";
+		reply_error(s, rid, s->error);
+		return -1;
+	}
+	s->hibernated = false;
+	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	cmd(s, "HSET %s hibernated 0 resumed_ms %llu", k,
+	    (unsigned long long)*ret_ms);
+	cmd(s, "HINCRBY %s resumes 1", k);
+	return 0;
 }
 
 /* A snapshot of the live VM (save.c), between execs. */
@@ -368,6 +416,7 @@ static void op_fork(struct sess *s, const char *rid)
 static void one_request(struct sess *s, const redisReply *r)
 {
 	json_t *req, *rid, *op;
+	uint64_t resumed_ms = 0;
 
 	if (r->element[1]->len > REQ_MAX)
 		return; /* over the cap: dropped, not parsed */
@@ -379,7 +428,22 @@ static void one_request(struct sess *s, const redisReply *r)
 		json_decref(req);
 		return;
 	}
-	if (!strcmp(json_string_value(op), "exec"))
+	if (s->hibernated &&
+	    resume(s, json_string_value(rid), &resumed_ms) < 0) {
+		json_decref(req);
+		return;
+	}
+	if (!strcmp(json_string_value(op), "exec") && resumed_ms) {
+		char xk[SESS_KEY_MAX];
+
+		run_exec(s, json_string_value(rid),
+			 json_object_get(req, "body"));
+		/* the restore this exec waited for, in its record */
+		sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
+			 (unsigned long long)s->execs);
+		cmd(s, "HSET %s resumed_ms %llu", xk,
+		    (unsigned long long)resumed_ms);
+	} else if (!strcmp(json_string_value(op), "exec"))
 		run_exec(s, json_string_value(rid),
 			 json_object_get(req, "body"));
 	else if (!strcmp(json_string_value(op), "fork"))
@@ -418,7 +482,12 @@ static void serve(struct sess *s)
 			s->reason = "idle";
 			break;
 		}
-		if (!al_wsess_alive(s->ws)) {
+		if (s->hib_s && !s->hibernated &&
+		    now >= s->last_at + s->hib_s * 1000ull) {
+			hibernate(s);
+			continue;
+		}
+		if (!s->hibernated && !al_wsess_alive(s->ws)) {
 			snprintf(s->error, sizeof(s->error), "the VMM died");
 			s->reason = "failed";
 			break;
@@ -427,6 +496,9 @@ static void serve(struct sess *s)
 			until = s->ttl_at;
 		if (s->idle_at && s->idle_at < until)
 			until = s->idle_at;
+		if (s->hib_s && !s->hibernated &&
+		    s->last_at + s->hib_s * 1000ull < until)
+			until = s->last_at + s->hib_s * 1000ull;
 		c = rc(s);
 		if (!c) {
 			poll(NULL, 0, (int)(until - now));
@@ -470,7 +542,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	/* a snapshot's VM has no NIC: a networked session is never saveable
 	 * (the C client refuses that create; its record says saveable 0) */
 	s->ws->w.saveable =
-	    json_is_true(json_object_get(body, "saveable")) &&
+	    (json_is_true(json_object_get(body, "saveable")) || s->hib_s) &&
 	    (!json_string_value(json_object_get(body, "network")) ||
 	     !strcmp(json_string_value(json_object_get(body, "network")),
 		     "none"));
@@ -598,6 +670,10 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	snprintf(s.id, sizeof(s.id), "%s",
 		 json_string_value(json_object_get(req, "id")));
 	s.env = json_object_get(body, "env");
+	s.hib_s = o->hibernate_default_s;
+	if (json_is_integer(json_object_get(body, "hibernate_s")))
+		s.hib_s = (uint32_t)json_integer_value(
+		    json_object_get(body, "hibernate_s"));
 	s.body = body;
 	if (!cap)
 		cap = 1u << 20;
@@ -616,11 +692,23 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	rc(&s);
 	if (start(&s, req, ttl_s) < 0)
 		_exit(1);
+	if (s.hib_s) {
+		char k[SESS_KEY_MAX];
+
+		sess_key(k, sizeof(k), o->queue, "%s", s.id);
+		cmd(&s, "HSET %s hibernate_s %u hibernated 0", k, s.hib_s);
+	}
 	al_info("session=%s alive ttl_s=%u idle_s=%u", s.id, ttl_s, idle_s);
 	serve(&s);
 	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
 	al_wsess_close(s.ws);
 	sess_fork_done(o, NULL); /* fork snapshots a lost client left */
+	if (s.hib_s) { /* a hibernated session's state */
+		char hib[AL_NAME_MAX + 1];
+
+		snprintf(hib, sizeof(hib), "hib-%.40s", s.id + 2);
+		sb_snapshot_remove(o->sb, hib);
+	}
 	for (int tries = 0; tries < 20; tries++) {
 		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
 				       s.error[0] ? s.error : NULL, o->keep_s,

@@ -213,43 +213,144 @@ void sess_fork_done(const struct al_sess_opts *o, const char *name)
 	}
 }
 
-int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
-		     json_t *body, char *err, size_t len)
+/* Let this session process open snapshot `tmpl` (not in snapshots.allowed)
+ * when its origin is `want`: a copy of the policy that lists it. */
+static int lineage_policy(const struct al_sess_opts *o, struct al_wsess *ws,
+			  const char *tmpl, const char *want)
 {
 	static struct al_policy pol;
 	static const char *names[64];
-	const char *parent = json_string_value(json_object_get(body, "fork_of"));
-	const char *tmpl = json_string_value(json_object_get(body, "template"));
+	static char name[AL_NAME_MAX + 1];
 	struct sb_snapshot_info *all;
-	char want[AL_SESS_ORIGIN_MAX + 1];
 	size_t n = 0;
 	bool ok = false;
 	int k;
 
-	if (!parent)
-		return 0; /* not a fork */
-	snprintf(want, sizeof(want), "fork:%s", parent);
 	all = calloc(256, sizeof(*all));
-	k = all && tmpl && !strncmp(tmpl, "fork-", 5)
-		? sb_snapshot_list(o->sb, all, 256)
-		: 0;
+	k = all ? sb_snapshot_list(o->sb, all, 256) : 0;
 	for (int i = 0; i < k && !ok; i++)
 		ok = !strcmp(all[i].name, tmpl) && !strcmp(all[i].origin, want);
 	free(all);
-	if (!ok) {
-		snprintf(err, len, "fork_of %s: template %s is not a fork of "
-			 "that session on this host", parent, tmpl ? tmpl : "");
+	if (!ok)
 		return -EINVAL;
-	}
+	snprintf(name, sizeof(name), "%s", tmpl);
 	pol = *o->policy;
 	for (const char *const *p = o->policy->snapshots; p && *p && n < 62;
 	     p++)
 		names[n++] = *p;
-	names[n++] = tmpl;
+	names[n++] = name;
 	names[n] = NULL;
 	pol.snapshots = names;
 	ws->w.policy = &pol;
 	return 0;
+}
+
+int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
+		     json_t *body, char *err, size_t len)
+{
+	const char *parent = json_string_value(json_object_get(body, "fork_of"));
+	const char *tmpl = json_string_value(json_object_get(body, "template"));
+	char want[AL_SESS_ORIGIN_MAX + 1];
+
+	if (!parent)
+		return 0; /* not a fork */
+	snprintf(want, sizeof(want), "fork:%s", parent);
+	if (!tmpl || strncmp(tmpl, "fork-", 5) ||
+	    lineage_policy(o, ws, tmpl, want) < 0) {
+		snprintf(err, len, "fork_of %s: template %s is not a fork of "
+			 "that session on this host", parent, tmpl ? tmpl : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* --- hibernation -------------------------------------------------------------
+ *
+ * An idle saveable session's VM is saved as snapshot hib-HEX (HEX: its
+ * id's digits; origin hibernate:ID) and its VMM ends: no QEMU, no uid
+ * lease, no VMM cgroup while it sleeps. The session process stays (its
+ * clocks, its request list) holding what it opened: the template's RAM.
+ * The next request restores the VM from hib-HEX (reseeded, the clock set,
+ * the limits sent again; its files and RAM as they were), then the
+ * snapshot and the process's cached copy of it go.
+ */
+static void hib_name(const char *id, char *name, size_t len, char *origin,
+		     size_t olen)
+{
+	snprintf(name, len, "hib-%.40s", id + 2);
+	snprintf(origin, olen, "hibernate:%s", id);
+}
+
+int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
+		   const char *id, char *err, size_t len)
+{
+	char name[AL_NAME_MAX + 1], origin[AL_SESS_ORIGIN_MAX + 1];
+	struct sb_snapshot_info info;
+	uint64_t t0 = al_now_ms();
+	int r;
+
+	hib_name(id, name, sizeof(name), origin, sizeof(origin));
+	sb_snapshot_remove(o->sb, name); /* a resume that failed half way */
+	memset(&info, 0, sizeof(info));
+	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info)
+		   : -ENODEV;
+	if (r < 0) {
+		snprintf(err, len, "hibernate: %s%s%s", strerror(-r),
+			 ws->vm && sb_vm_error(ws->vm)[0] ? ": " : "",
+			 ws->vm ? sb_vm_error(ws->vm) : "");
+		return r;
+	}
+	sb_vm_destroy(ws->vm); /* the VMM ends: QEMU reaped, uid free */
+	ws->vm = NULL;
+	al_info("session=%s hibernated mem=%llu save_ms=%llu total_ms=%llu",
+		id, (unsigned long long)info.mem_bytes,
+		(unsigned long long)info.save_ms,
+		(unsigned long long)(al_now_ms() - t0));
+	return 0;
+}
+
+int sess_resume(const struct al_sess_opts *o, struct al_wsess *ws,
+		const char *id, json_t *create_body, uint64_t ttl_ms,
+		uint64_t *ret_ms, char *err, size_t len)
+{
+	char name[AL_NAME_MAX + 1], origin[AL_SESS_ORIGIN_MAX + 1], *text;
+	uint64_t t0 = al_now_ms();
+	struct al_job j = {0};
+	struct al_diags d;
+	json_t *job;
+	int r;
+
+	hib_name(id, name, sizeof(name), origin, sizeof(origin));
+	if (lineage_policy(o, ws, name, origin) < 0) {
+		snprintf(err, len, "resume: the hibernated state %s is gone",
+			 name);
+		return -ENOENT;
+	}
+	job = json_pack("{s:s,s:[{s:s}]}", "template", name, "steps", "sh",
+			"true");
+	if (job && json_object_get(create_body, "limits"))
+		json_object_set(job, "limits",
+				json_object_get(create_body, "limits"));
+	text = job ? json_dumps(job, JSON_COMPACT) : NULL;
+	json_decref(job);
+	al_diags_init(&d);
+	r = text ? al_job_from_json(text, strlen(text), &j, &d) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		al_diags_format(&d, err, len);
+		return r;
+	}
+	ws->w.saveable = true;
+	r = al_wsess_open(ws, &j, ttl_ms, err, len);
+	al_job_release(&j);
+	/* the VM holds its own RAM copy and QEMU its state: the files go */
+	sb_snapshot_remove(o->sb, name);
+	sb_snapshot_release(name);
+	*ret_ms = al_now_ms() - t0;
+	if (r == 0)
+		al_info("session=%s resumed in %llu ms", id,
+			(unsigned long long)*ret_ms);
+	return r;
 }
 
 int al_sess_fork(struct alq_client *c, const char *id, unsigned n,

@@ -99,6 +99,15 @@ json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
 		     json_t *body, char *err, size_t len);
 void sess_fork_done(const struct al_sess_opts *o, const char *name);
+/* save.c, hibernation: save the VM as snapshot hib-ID and end its VMM
+ * (ws->vm NULL after; the session runs on when the save failed: err);
+ * resume: a VM again from hib-ID with the create body's limits, within
+ * ttl_ms, the snapshot then removed; *ret_ms the restore's time. */
+int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
+		   const char *id, char *err, size_t len);
+int sess_resume(const struct al_sess_opts *o, struct al_wsess *ws,
+		const char *id, json_t *create_body, uint64_t ttl_ms,
+		uint64_t *ret_ms, char *err, size_t len);
 /* The session process (run.c): create session `id` from `req` (the create
  * request: body, rid), serve its execs until it ends, return the reason.
  * `fd` is the socket to the host. Never returns into the host's code. */

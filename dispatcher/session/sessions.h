@@ -49,6 +49,7 @@ struct al_sess_opts {
 	uint32_t ttl_default_s;		/* lifetime when ttl_s is absent */
 	uint32_t ttl_max_s;		/* longest lifetime, extend included */
 	uint32_t idle_default_s;	/* idle timeout when idle_s absent */
+	uint32_t hibernate_default_s;	/* hibernate_s when absent, 0 never */
 	uint32_t keep_s;		/* ended records and output kept */
 	uint32_t output_max;		/* stored bytes per exec stream */
 	bool spare;			/* keep a session process with the

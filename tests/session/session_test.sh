@@ -53,6 +53,12 @@
 #             writes; the fork snapshot is gone afterwards; fork_ms logged;
 #             HTTP POST /sessions/ID/fork and the Python Session.fork(n)
 #             (session_fork.py); a session not saveable is refused
+#   hibernate a session with hibernate_s=2 writes files (/work and /tmp), is
+#             left idle: it is hibernated and no QEMU of it remains; the
+#             next exec restores it (resumed_ms in the exec's record) and
+#             sees its files and the same kernel (boot_id: RAM restored,
+#             not booted); idle again, hibernated again, resumed again;
+#             rm leaves no hib-* snapshot
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -584,6 +590,52 @@ for f in json.load(sys.stdin)["forks"]: print(f["id"])')
   [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "fork of a plain session: $ex $out"
   for f in "$id" "$plain"; do S rm "$f" >/dev/null; done
   sleep 1
+  nothing_left
+}
+
+# QEMU processes under process $1 (any depth)
+qemus_under() {
+  local p=$1 kids
+  kids=$(pgrep -P "$p" || true)
+  for k in $kids; do
+    if grep -q qemu "/proc/$k/comm" 2>/dev/null || tr '\0' ' ' < "/proc/$k/cmdline" 2>/dev/null | grep -q qemu-system; then echo "$k"; fi
+    qemus_under "$k"
+  done
+}
+
+case_hibernate() {
+  start_serve
+  local rec id sp out boot k t
+  rec=$(S create -t python --ttl 120 --hibernate 2)
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field saveable)" = true ] || fail "hibernate_s did not make it saveable: $rec"
+  sp=$(grep "session=$id started process" "$tmp/serve.log" | sed 's/.*started process \([0-9]*\).*/\1/')
+  boot=$(S exec "$id" --sh 'mkdir -p w && echo kept > w/f.txt && echo tmp > /tmp/t && cat /proc/sys/kernel/random/boot_id' 2>/dev/null)
+  [ -n "$(qemus_under "$sp")" ] || fail "no QEMU under session process $sp before"
+  for round in 1 2; do
+    for _ in $(seq 100); do
+      [ "$(S get "$id" | field hibernated)" = true ] && break
+      sleep 0.1
+    done
+    [ "$(S get "$id" | field hibernated)" = true ] || fail "round $round: not hibernated: $(S get "$id")"
+    sleep 0.5
+    [ -z "$(qemus_under "$sp")" ] || fail "round $round: a QEMU remains: $(qemus_under "$sp")"
+    [ "$(S get "$id" | field state)" = alive ] || fail "round $round: $(S get "$id")"
+    A snapshot list | grep -q "^hib-" || fail "round $round: no saved state listed"
+    log "round $round: hibernated, no VMM; session process $sp: $(awk '/VmRSS/{print $2" kB RSS"}' /proc/$sp/status)"
+    out=$(S exec "$id" --sh 'cat w/f.txt /tmp/t /proc/sys/kernel/random/boot_id' 2>/dev/null)
+    [ "$out" = "$(printf 'kept\ntmp\n%s' "$boot")" ] || fail "round $round: after resume: $out (boot $boot)"
+    k="airlock:{default}:sess:$id:x:$((round + 1))"
+    t=$(R hget "$k" resumed_ms)
+    [ -n "$t" ] || fail "round $round: no resumed_ms in the exec record"
+    [ "$(S get "$id" | field resumes)" = "$round" ] || fail "resumes: $(S get "$id")"
+    [ -n "$(qemus_under "$sp")" ] || fail "round $round: no QEMU after resume"
+    A snapshot list | grep -q "^hib-" && fail "round $round: saved state left after resume"
+    log "round $round: resumed in $t ms, files and boot_id intact"
+  done
+  S rm "$id" >/dev/null
+  sleep 1
+  A snapshot list | grep -q "^hib-" && fail "a hib snapshot left"
   nothing_left
 }
 

@@ -84,6 +84,7 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"timeout", 'w', AL_OPT_ARG},
 	    {"quiet", 'q', AL_OPT_SHORT},
 	    {"saveable", 'S', 0},
+	    {"hibernate", 'H', AL_OPT_ARG},
 	    {NULL, 0, 0},
 	};
 	json_t *body = json_object(), *env = json_object(),
@@ -138,6 +139,10 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 			break;
 		case 'S':
 			json_object_set_new(body, "saveable", json_true());
+			break;
+		case 'H':
+			json_object_set_new(body, "hibernate_s",
+					    json_integer(atoll(optarg)));
 			break;
 		default:
 			return usage_err(cli, "create", "bad option");
@@ -839,14 +844,18 @@ const struct al_cmd al_cmd_session = {
 	"                       SUBCOMMAND ARGS...\n"
 	"\n"
 	"  create [-t TEMPLATE] [--ttl S] [--idle S] [-n NETWORK] [-e K=V]...\n"
-	"         [-m K=V]... [--body JSON] [--timeout MS] [--saveable] [-q]\n"
+	"         [-m K=V]... [--body JSON] [--timeout MS] [--saveable]\n"
+	"         [--hibernate S] [-q]\n"
 	"      start a session; prints its record (-q: its id). It ends at\n"
 	"      its ttl (sessions.ttl_default_s), after --idle seconds\n"
 	"      without a request, or on rm. Waits up to --timeout\n"
 	"      (sessions.create_timeout_ms) for a host with room.\n"
 	"      --saveable: its RAM a private copy, so that `snapshot` can\n"
 	"      save it (costs the copy at create and its RAM; see\n"
-	"      docs/sessions.md).\n"
+	"      docs/sessions.md). --hibernate S: after S seconds without a\n"
+	"      request its VM is saved and its VMM ends; the next request\n"
+	"      restores it (sessions.hibernate_default_s; implies\n"
+	"      --saveable).\n"
 	"  exec ID [--sh SCRIPT | -- CMD ARG...] [--cwd D] [-e K=V]...\n"
 	"       [--timeout-ms N] [--cpu-ms N] [--stdin FILE] [--detach]\n"
 	"      run a command in it; streams stdout and stderr; exits with\n"
