@@ -197,6 +197,12 @@ bool sb_vm_saveable(const struct sb_vm *vm);
  * resumed VM holds its own copy. A template opened from it must not be
  * used again (its dir is gone: sb_template_current is false). */
 void sb_snapshot_release(const char *name);
+/* Close every template and snapshot RAM memfd this process opened (a
+ * hibernated session gives its memory back): no sb_template, pool or VM
+ * of this process may use them after (al_worker_release first); the next
+ * open loads them again. */
+void sb_template_release_all(void);
+void sb_snapshot_release_all(void);
 /* Save the live, saveable `vm` as snapshot `name` (which must not exist
  * yet: -EEXIST), recording `origin` ("session:ID"); the guest is paused
  * for the save and runs on after it. -EOPNOTSUPP (not saveable),

@@ -896,3 +896,9 @@ void sb_snapshot_release(const char *name)
 		return;
 	}
 }
+
+void sb_snapshot_release_all(void)
+{
+	while (snap_cached)
+		sb_snapshot_release(snap_cache[0].name);
+}

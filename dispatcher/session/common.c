@@ -180,6 +180,7 @@ static const char *const NUMERIC[] = {
     "stdout_bytes",  "stderr_bytes",  "started_at_ms",
     "restore_ms",    "exec",	      "hibernate_s",
     "resumed_ms",    "resumes",       "hibernated_at_ms",
+    "hibernate_ms",
     NULL,
 };
 static const char *const BOOLEAN[] = {"stdout_truncated", "stderr_truncated",

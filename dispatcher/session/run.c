@@ -348,6 +348,7 @@ static void touch(struct sess *s)
 static void hibernate(struct sess *s)
 {
 	char k[SESS_KEY_MAX], err[400] = "";
+	uint64_t t0 = al_now_ms();
 
 	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
 	if (sess_hibernate(s->o, s->ws, s->id, err, sizeof(err)) < 0) {
@@ -356,8 +357,9 @@ static void hibernate(struct sess *s)
 		return;
 	}
 	s->hibernated = true;
-	cmd(s, "HSET %s hibernated 1 hibernated_at_ms %llu", k,
-	    (unsigned long long)al_wall_ms());
+	cmd(s, "HSET %s hibernated 1 hibernated_at_ms %llu hibernate_ms %llu",
+	    k, (unsigned long long)al_wall_ms(),
+	    (unsigned long long)(al_now_ms() - t0));
 }
 
 /* The VM back before a request; 0, or -1 with the session failed. */

@@ -269,8 +269,10 @@ int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
  * An idle saveable session's VM is saved as snapshot hib-HEX (HEX: its
  * id's digits; origin hibernate:ID) and its VMM ends: no QEMU, no uid
  * lease, no VMM cgroup while it sleeps. The session process stays (its
- * clocks, its request list) holding what it opened: the template's RAM.
- * The next request restores the VM from hib-HEX (reseeded, the clock set,
+ * clocks, its request list) but gives back what it opened: the worker's
+ * templates and pools and the template and snapshot RAM memfds, so that
+ * a hibernated session holds no guest memory. The next request restores
+ * the VM from hib-HEX (the template reloaded, reseeded, the clock set,
  * the limits sent again; its files and RAM as they were), then the
  * snapshot and the process's cached copy of it go.
  */
@@ -302,6 +304,11 @@ int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
 	}
 	sb_vm_destroy(ws->vm); /* the VMM ends: QEMU reaped, uid free */
 	ws->vm = NULL;
+	/* and the template RAM this process opened (152 MiB for python):
+	 * a hibernated session holds no guest memory; resume reopens */
+	al_worker_release(&ws->w);
+	sb_template_release_all();
+	sb_snapshot_release_all();
 	al_info("session=%s hibernated mem=%llu save_ms=%llu total_ms=%llu",
 		id, (unsigned long long)info.mem_bytes,
 		(unsigned long long)info.save_ms,

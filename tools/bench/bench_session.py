@@ -11,6 +11,14 @@ usage: PYTHONPATH=clients/python tools/bench/bench_session.py REDIS_URL [N [PAUS
        PYTHONPATH=clients/python tools/bench/bench_session.py REDIS_URL \
            --fork [ROUNDS [SERVE_PID]]
 
+       PYTHONPATH=clients/python tools/bench/bench_session.py REDIS_URL \
+           --hibernate [ROUNDS [M [SERVE_PID]]]
+
+--hibernate: a session with hibernate_s=1 hibernated and resumed ROUNDS
+times (hibernate_ms, resumed_ms, the exec that resumed it), then, given
+serve's pid, M sessions hibernated at once: the PSS and memfds of
+serve's tree they add.
+
 --fork: saveable sessions (docs/sessions.md "Snapshot and fork"): the
 create of a saveable session against a plain one, the snapshot save, the
 time of each fork of ROUNDS rounds of `fork -n 1` and of `fork -n 4`
@@ -163,8 +171,55 @@ def fork_bench(c, rounds, serve_pid):
                 x.close()
 
 
+def wait_hibernated(s, timeout=60):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        rec = s.get()
+        if rec.get("hibernated") is True:
+            return rec
+        time.sleep(0.1)
+    raise RuntimeError("%s did not hibernate: %r" % (s.id, s.get()))
+
+
+def hibernate_bench(c, rounds, serve_pid, m):
+    hib, res, rtt = [], [], []
+    with c.session(template="python", ttl_s=900, hibernate_s=1) as s:
+        s.write_file("w/a.txt", "a" * 100000)
+        for _ in range(rounds):
+            rec = wait_hibernated(s)
+            hib.append(rec["hibernate_ms"])
+            ms, r = timed(lambda: s.exec("cat w/a.txt > /dev/null"))
+            assert r.status == "OK", r.record
+            rtt.append(ms)
+            res.append(int(r.record["resumed_ms"]))
+    row("hibernate (save + VMM end: hibernate_ms)", hib)
+    row("resume (resumed_ms, in the exec's record)", res)
+    row("  the exec round trip that resumed it", rtt)
+    if not serve_pid:
+        return
+    base = tree_pss_kib(serve_pid)
+    ss = [c.session(template="python", ttl_s=900, hibernate_s=1)
+          for _ in range(m)]
+    for x in ss:
+        wait_hibernated(x)
+    time.sleep(1)
+    now = tree_pss_kib(serve_pid)
+    print("%d hibernated sessions: PSS %.1f MiB, memfds held %.1f MiB in "
+          "all (%.1f + %.1f MiB each; serve's tree)" % (
+              m, (now[0] - base[0]) / 1024.0, (now[1] - base[1]) / 1024.0,
+              (now[0] - base[0]) / 1024.0 / m,
+              (now[1] - base[1]) / 1024.0 / m))
+    for x in ss:
+        x.close()
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[2] == "--fork":
+    if len(sys.argv) > 2 and sys.argv[2] == "--hibernate":
+        hibernate_bench(airlock.Client(sys.argv[1]),
+                        int(sys.argv[3]) if len(sys.argv) > 3 else 5,
+                        int(sys.argv[5]) if len(sys.argv) > 5 else 0,
+                        int(sys.argv[4]) if len(sys.argv) > 4 else 4)
+    elif len(sys.argv) > 2 and sys.argv[2] == "--fork":
         fork_bench(airlock.Client(sys.argv[1]),
                    int(sys.argv[3]) if len(sys.argv) > 3 else 5,
                    int(sys.argv[4]) if len(sys.argv) > 4 else 0)

@@ -36,7 +36,8 @@ return 1
 NUMERIC = {"created_at_ms", "expires_at_ms", "alive_at_ms", "ended_at_ms",
            "idle_at_ms", "ttl_s", "idle_s", "execs", "exit_code", "signal",
            "wall_ms", "cpu_ms", "stdout_bytes", "stderr_bytes",
-           "started_at_ms", "restore_ms", "exec"}
+           "started_at_ms", "restore_ms", "exec", "hibernate_s",
+           "resumed_ms", "resumes", "hibernated_at_ms", "hibernate_ms"}
 
 
 class SessionError(Exception):
@@ -75,7 +76,7 @@ class Session:
     def __init__(self, client, template=None, ttl_s=None, idle_s=None,
                  network=None, env=None, files=None, metadata=None,
                  limits=None, create_timeout=30.0, saveable=None,
-                 _fork=None):
+                 hibernate_s=None, _fork=None):
         self.c = client
         self.r = client.r
         self._lost = self.r.register_script(LOST)
@@ -89,7 +90,8 @@ class Session:
         for k, v in (("template", template), ("ttl_s", ttl_s),
                      ("idle_s", idle_s), ("network", network), ("env", env),
                      ("files", files), ("metadata", metadata),
-                     ("limits", limits), ("saveable", saveable)):
+                     ("limits", limits), ("saveable", saveable),
+                     ("hibernate_s", hibernate_s)):
             if v is not None:
                 body[k] = v
         self.record = self._create(body, create_timeout)
@@ -196,7 +198,7 @@ class Session:
             if k in NUMERIC:
                 rec[k] = int(v)
             elif k in ("stdout_truncated", "stderr_truncated", "warm",
-                       "saveable"):
+                       "saveable", "hibernated"):
                 rec[k] = v == b"1"
             elif k == "metadata":
                 rec[k] = json.loads(v)
