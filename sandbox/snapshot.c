@@ -709,7 +709,10 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 	for (int i = 0; i < n; i++)
 		total += all[i].disk_bytes;
 	for (int i = 0; i < n && total > cap; i++) {
-		if (all[i].in_use || !strcmp(all[i].name, keep))
+		/* a hibernated session's state or a fork's: its session's */
+		if (all[i].in_use || !strcmp(all[i].name, keep) ||
+		    !strncmp(all[i].origin, "hibernate:", 10) ||
+		    !strncmp(all[i].origin, "fork:", 5))
 			continue;
 		if (sb_snapshot_remove(o, all[i].name) == 0) {
 			sb_log(o, SB_LOG_INFO,
