@@ -566,6 +566,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 	for (uint32_t i = 0; i < o->max_sessions; i++)
 		h.c[i].pid = -1;
 	al_info("sessions: host %s takes up to %u", h.name, o->max_sessions);
+	sess_sweep_saved(o); /* of sessions a dead host took with it */
 	h.spare = -1;
 	h.spare_fd = -1;
 	while (!stopping) {

@@ -705,12 +705,8 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
 	al_wsess_close(s.ws);
 	sess_fork_done(o, NULL); /* fork snapshots a lost client left */
-	if (s.hib_s) { /* a hibernated session's state */
-		char hib[AL_NAME_MAX + 1];
-
-		snprintf(hib, sizeof(hib), "hib-%.40s", s.id + 2);
-		sb_snapshot_remove(o->sb, hib);
-	}
+	if (s.hib_s) /* a hibernated session's state */
+		sess_hib_done(o, s.id);
 	for (int tries = 0; tries < 20; tries++) {
 		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
 				       s.error[0] ? s.error : NULL, o->keep_s,

@@ -14,17 +14,101 @@
  * Also the client side, al_sess_snapshot(): the request goes on the
  * session's own list like an exec, and the reply is awaited.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "sess_internal.h"
 #include "log.h"
 #include "sessions.h"
 
 #include "session.h" /* worker/: the VM side */
+
+/* --- the session's own saved states (fork-*, hib-*) ---------------------
+ *
+ * A fork snapshot and a hibernated state belong to one live session
+ * process, which holds a shared flock on the name's lock file
+ * (STATE/snapshots/.NAME.lock, the one builds take) for as long as it
+ * needs them; whatever no process holds is a dead session's, and the
+ * session host removes it at its start (sess_sweep_saved). */
+static int own_lock(const struct al_sess_opts *o, const char *name)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/snapshots/.%s.lock",
+		     o->sb->state_dir, name) >= (int)sizeof(path))
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0 && flock(fd, LOCK_SH) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The state `name` is done with: removed, its lock file too. */
+static void own_drop(const struct al_sess_opts *o, const char *name, int *fd)
+{
+	char path[PATH_MAX];
+
+	sb_snapshot_remove(o->sb, name);
+	if (snprintf(path, sizeof(path), "%s/snapshots/.%s.lock",
+		     o->sb->state_dir, name) < (int)sizeof(path))
+		unlink(path);
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void sess_sweep_saved(const struct al_sess_opts *o)
+{
+	char root[PATH_MAX], name[AL_NAME_MAX + 1];
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *d;
+	int rfd, fd;
+
+	if (snprintf(root, sizeof(root), "%s/snapshots", o->sb->state_dir) >=
+	    (int)sizeof(root))
+		return;
+	d = opendir(root);
+	if (!d)
+		return;
+	rfd = dirfd(d);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if ((strncmp(e->d_name, ".fork-", 6) &&
+		     strncmp(e->d_name, ".hib-", 5)) ||
+		    len < 6 || strcmp(e->d_name + len - 5, ".lock") ||
+		    len - 6 > AL_NAME_MAX)
+			continue;
+		fd = openat(rfd, e->d_name,
+			    O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) { /* nobody's */
+			snprintf(name, sizeof(name), "%.*s", (int)(len - 6),
+				 e->d_name + 1);
+			sb_snapshot_remove(o->sb, name);
+			unlinkat(rfd, e->d_name, 0);
+			n++;
+		}
+		close(fd);
+	}
+	closedir(d);
+	if (n)
+		al_info("sessions: removed %u fork or hibernation states of "
+			"sessions gone", n);
+}
 
 json_t *sess_snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
 		      const char *id, json_t *body, char *err, size_t len)
@@ -143,6 +227,7 @@ int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
 #define FORKS_KEPT 8
 
 static char forks[FORKS_KEPT][AL_NAME_MAX + 1]; /* this process's */
+static int fork_locks[FORKS_KEPT] = {-1, -1, -1, -1, -1, -1, -1, -1};
 
 json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 		  const char *id, json_t *create_body, char *err, size_t len)
@@ -187,6 +272,7 @@ json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 		return NULL;
 	}
 	snprintf(forks[slot], sizeof(forks[slot]), "%s", name);
+	fork_locks[slot] = own_lock(o, name);
 	body = json_object();
 	for (size_t i = 0; body && i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_get(create_body, keep[i]))
@@ -208,7 +294,7 @@ void sess_fork_done(const struct al_sess_opts *o, const char *name)
 	for (size_t i = 0; i < FORKS_KEPT; i++) {
 		if (!forks[i][0] || (name && strcmp(forks[i], name)))
 			continue;
-		sb_snapshot_remove(o->sb, forks[i]);
+		own_drop(o, forks[i], &fork_locks[i]);
 		forks[i][0] = 0;
 	}
 }
@@ -276,6 +362,8 @@ int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
  * the limits sent again; its files and RAM as they were), then the
  * snapshot and the process's cached copy of it go.
  */
+static int hib_lock = -1; /* held while hibernated */
+
 static void hib_name(const char *id, char *name, size_t len, char *origin,
 		     size_t olen)
 {
@@ -302,6 +390,8 @@ int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
 			 ws->vm ? sb_vm_error(ws->vm) : "");
 		return r;
 	}
+	if (hib_lock < 0)
+		hib_lock = own_lock(o, name);
 	sb_vm_destroy(ws->vm); /* the VMM ends: QEMU reaped, uid free */
 	ws->vm = NULL;
 	/* and the template RAM this process opened (152 MiB for python):
@@ -351,7 +441,7 @@ int sess_resume(const struct al_sess_opts *o, struct al_wsess *ws,
 	r = al_wsess_open(ws, &j, ttl_ms, err, len);
 	al_job_release(&j);
 	/* the VM holds its own RAM copy and QEMU its state: the files go */
-	sb_snapshot_remove(o->sb, name);
+	own_drop(o, name, &hib_lock);
 	sb_snapshot_release(name);
 	*ret_ms = al_now_ms() - t0;
 	if (r == 0)
@@ -448,4 +538,12 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 	if (!ok)
 		return sess_fail(c, -EIO, "fork: no fork started");
 	return *ret ? 0 : -ENOMEM;
+}
+
+void sess_hib_done(const struct al_sess_opts *o, const char *id)
+{
+	char name[AL_NAME_MAX + 1], origin[AL_SESS_ORIGIN_MAX + 1];
+
+	hib_name(id, name, sizeof(name), origin, sizeof(origin));
+	own_drop(o, name, &hib_lock);
 }

@@ -103,6 +103,11 @@ void sess_fork_done(const struct al_sess_opts *o, const char *name);
  * (ws->vm NULL after; the session runs on when the save failed: err);
  * resume: a VM again from hib-ID with the create body's limits, within
  * ttl_ms, the snapshot then removed; *ret_ms the restore's time. */
+/* The session's hibernated state removed (it ended). */
+void sess_hib_done(const struct al_sess_opts *o, const char *id);
+/* At the host's start: fork and hibernation states no live session
+ * process holds (their sessions died with a host) removed. */
+void sess_sweep_saved(const struct al_sess_opts *o);
 int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
 		   const char *id, char *err, size_t len);
 int sess_resume(const struct al_sess_opts *o, struct al_wsess *ws,

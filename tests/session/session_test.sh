@@ -58,7 +58,8 @@
 #             next exec restores it (resumed_ms in the exec's record) and
 #             sees its files and the same kernel (boot_id: RAM restored,
 #             not booted); idle again, hibernated again, resumed again;
-#             rm leaves no hib-* snapshot
+#             rm leaves no hib-* snapshot or lock; hibernated sessions still end
+#             at their ttl (8 s) and idle (4 s) deadlines
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -606,6 +607,11 @@ qemus_under() {
 case_hibernate() {
   start_serve
   local rec id sp out boot k t
+  local bt bi t0
+  # clocks run on while a session sleeps: ttl 8 s, and idle 4 s
+  t0=$(now_ms)
+  bt=$(S create -t python --ttl 8 --hibernate 1 -q)
+  bi=$(S create -t python --ttl 120 --idle 4 --hibernate 1 -q)
   rec=$(S create -t python --ttl 120 --hibernate 2)
   id=$(echo "$rec" | field id)
   [ "$(echo "$rec" | field saveable)" = true ] || fail "hibernate_s did not make it saveable: $rec"
@@ -621,7 +627,7 @@ case_hibernate() {
     sleep 0.5
     [ -z "$(qemus_under "$sp")" ] || fail "round $round: a QEMU remains: $(qemus_under "$sp")"
     [ "$(S get "$id" | field state)" = alive ] || fail "round $round: $(S get "$id")"
-    A snapshot list | grep -q "^hib-" || fail "round $round: no saved state listed"
+    A snapshot list | grep -q "^hib-${id#s-} " || fail "round $round: no saved state listed"
     log "round $round: hibernated, no VMM; session process $sp: $(awk '/VmRSS/{print $2" kB RSS"}' /proc/$sp/status)"
     out=$(S exec "$id" --sh 'cat w/f.txt /tmp/t /proc/sys/kernel/random/boot_id' 2>/dev/null)
     [ "$out" = "$(printf 'kept\ntmp\n%s' "$boot")" ] || fail "round $round: after resume: $out (boot $boot)"
@@ -630,12 +636,21 @@ case_hibernate() {
     [ -n "$t" ] || fail "round $round: no resumed_ms in the exec record"
     [ "$(S get "$id" | field resumes)" = "$round" ] || fail "resumes: $(S get "$id")"
     [ -n "$(qemus_under "$sp")" ] || fail "round $round: no QEMU after resume"
-    A snapshot list | grep -q "^hib-" && fail "round $round: saved state left after resume"
+    A snapshot list | grep -q "^hib-${id#s-} " && fail "round $round: saved state left after resume"
     log "round $round: resumed in $t ms, files and boot_id intact"
   done
   S rm "$id" >/dev/null
+  while [ $(( $(now_ms) - t0 )) -lt 9500 ]; do sleep 0.2; done
+  rec=$(S get "$bt")
+  [ "$(echo "$rec" | field reason)" = ttl ] && [ "$(echo "$rec" | field resumes)" = "" ] ||
+    fail "a hibernated session's ttl: $rec"
+  rec=$(S get "$bi")
+  [ "$(echo "$rec" | field reason)" = idle ] || fail "a hibernated session's idle: $rec"
   sleep 1
-  A snapshot list | grep -q "^hib-" && fail "a hib snapshot left"
+  for x in "$id" "$bt" "$bi"; do
+    A snapshot list | grep -q "^hib-${x#s-} " && fail "the hibernated state of $x was left"
+    [ -e "$state/snapshots/.hib-${x#s-}.lock" ] && fail "the lock file of $x was left"
+  done
   nothing_left
 }
 
