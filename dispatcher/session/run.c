@@ -26,6 +26,10 @@
  *
  * Redis lost: requests cannot arrive, but the clocks still run; the
  * process keeps reconnecting and ends at its TTL or idle deadline.
+ *
+ * Hibernation (save.c): hibernate_s after the last request ended, a
+ * saveable session's VM is saved and its VMM ended; the clocks run on;
+ * the next request restores it first (resumed_ms in the record).
  */
 #include <errno.h>
 #include <fcntl.h>
