@@ -423,6 +423,7 @@ static void one_request(struct sess *s, const redisReply *r)
 {
 	json_t *req, *rid, *op;
 	uint64_t resumed_ms = 0;
+	bool resumed = false;
 
 	if (r->element[1]->len > REQ_MAX)
 		return; /* over the cap: dropped, not parsed */
@@ -434,12 +435,15 @@ static void one_request(struct sess *s, const redisReply *r)
 		json_decref(req);
 		return;
 	}
-	if (s->hibernated &&
-	    resume(s, json_string_value(rid), &resumed_ms) < 0) {
-		json_decref(req);
-		return;
+	if (s->hibernated) {
+		if (resume(s, json_string_value(rid), &resumed_ms) < 0) {
+			json_decref(req);
+			return;
+		}
+		resumed = true;
 	}
-	if (!strcmp(json_string_value(op), "exec") && resumed_ms) {
+	if (!strcmp(json_string_value(op), "exec") && resumed) {
+		uint64_t before = s->execs;
 		char xk[SESS_KEY_MAX];
 
 		run_exec(s, json_string_value(rid),
@@ -447,8 +451,9 @@ static void one_request(struct sess *s, const redisReply *r)
 		/* the restore this exec waited for, in its record */
 		sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
 			 (unsigned long long)s->execs);
-		cmd(s, "HSET %s resumed_ms %llu", xk,
-		    (unsigned long long)resumed_ms);
+		if (s->execs != before)
+			cmd(s, "HSET %s resumed_ms %llu", xk,
+			    (unsigned long long)resumed_ms);
 	} else if (!strcmp(json_string_value(op), "exec"))
 		run_exec(s, json_string_value(rid),
 			 json_object_get(req, "body"));
