@@ -227,7 +227,7 @@ int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
 #define FORKS_KEPT 8
 
 static char forks[FORKS_KEPT][AL_NAME_MAX + 1]; /* this process's */
-static int fork_locks[FORKS_KEPT] = {-1, -1, -1, -1, -1, -1, -1, -1};
+static int fork_locks[FORKS_KEPT]; /* fd + 1: 0 = none */
 
 json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 		  const char *id, json_t *create_body, char *err, size_t len)
@@ -272,7 +272,7 @@ json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 		return NULL;
 	}
 	snprintf(forks[slot], sizeof(forks[slot]), "%s", name);
-	fork_locks[slot] = own_lock(o, name);
+	fork_locks[slot] = own_lock(o, name) + 1;
 	body = json_object();
 	for (size_t i = 0; body && i < sizeof(keep) / sizeof(keep[0]); i++)
 		if (json_object_get(create_body, keep[i]))
@@ -291,10 +291,14 @@ json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 
 void sess_fork_done(const struct al_sess_opts *o, const char *name)
 {
+	int fd;
+
 	for (size_t i = 0; i < FORKS_KEPT; i++) {
 		if (!forks[i][0] || (name && strcmp(forks[i], name)))
 			continue;
-		own_drop(o, forks[i], &fork_locks[i]);
+		fd = fork_locks[i] - 1;
+		own_drop(o, forks[i], &fd);
+		fork_locks[i] = 0;
 		forks[i][0] = 0;
 	}
 }
