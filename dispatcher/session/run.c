@@ -69,6 +69,7 @@ struct sess {
 	uint32_t hib_s;	      /* hibernate after this idle, 0 = never */
 	uint64_t last_at;     /* al_now_ms() the last request ended */
 	bool hibernated;      /* VM saved, VMM ended (save.c) */
+	uint64_t resumed_ms;  /* the resume the next exec waited for, 0 */
 	uint64_t ttl_at;      /* al_now_ms() deadline */
 	uint64_t idle_at;     /* al_now_ms() deadline, 0 = none */
 	uint64_t execs;	      /* execs started */
@@ -276,6 +277,10 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	cmd(s, "DEL %s %s %s", xk, s->okey[0], s->okey[1]);
 	cmd(s, "HSET %s exec %llu state running started_at_ms %llu", xk,
 	    (unsigned long long)s->execs, (unsigned long long)al_wall_ms());
+	if (s->resumed_ms) /* the restore this exec waited for (save.c) */
+		cmd(s, "HSET %s resumed_ms %llu", xk,
+		    (unsigned long long)s->resumed_ms);
+	s->resumed_ms = 0;
 	{
 		char k[SESS_KEY_MAX];
 
@@ -442,19 +447,8 @@ static void one_request(struct sess *s, const redisReply *r)
 		}
 		resumed = true;
 	}
-	if (!strcmp(json_string_value(op), "exec") && resumed) {
-		uint64_t before = s->execs;
-		char xk[SESS_KEY_MAX];
-
-		run_exec(s, json_string_value(rid),
-			 json_object_get(req, "body"));
-		/* the restore this exec waited for, in its record */
-		sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
-			 (unsigned long long)s->execs);
-		if (s->execs != before)
-			cmd(s, "HSET %s resumed_ms %llu", xk,
-			    (unsigned long long)resumed_ms);
-	} else if (!strcmp(json_string_value(op), "exec"))
+	s->resumed_ms = resumed ? resumed_ms : 0;
+	if (!strcmp(json_string_value(op), "exec"))
 		run_exec(s, json_string_value(rid),
 			 json_object_get(req, "body"));
 	else if (!strcmp(json_string_value(op), "fork"))
