@@ -23,6 +23,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sess_internal.h"
@@ -72,6 +74,7 @@ void sess_sweep_saved(const struct al_sess_opts *o)
 {
 	char root[PATH_MAX], name[AL_NAME_MAX + 1];
 	struct dirent *e;
+	struct stat st;
 	unsigned n = 0;
 	DIR *d;
 	int rfd, fd;
@@ -95,7 +98,10 @@ void sess_sweep_saved(const struct al_sess_opts *o)
 			    O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			continue;
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) { /* nobody's */
+		/* nobody's, and not one just saved whose process is about to
+		 * take it (the save's build lock goes first) */
+		if (fstat(fd, &st) == 0 && st.st_mtime + 60 < time(NULL) &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			snprintf(name, sizeof(name), "%.*s", (int)(len - 6),
 				 e->d_name + 1);
 			sb_snapshot_remove(o->sb, name);
