@@ -102,7 +102,7 @@ static int restore_load(struct sb_vm *vm)
 static int clone_spawn(const struct sb_options *o, const struct sb_template *t,
 		       struct sb_net *net, struct sb_vm **ret)
 {
-	struct machine_mem m = {.fd = t->mem_fd, .share = false,
+	struct machine_mem m = {.fd = t->mem_fd, .share = t->share_mem,
 				.incoming = true};
 	int r = sb__vm_create(o, t->img.name, t->accel, ret);
 

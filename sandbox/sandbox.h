@@ -64,6 +64,8 @@ struct sb_template {
 	bool built;              /* this open built it (a cache miss) */
 	bool net;                /* the networked variant: one NIC */
 	bool snapshot;           /* a snapshot (snapshot.c): dir may go */
+	bool share_mem;          /* clones map mem_fd share=on (live.c: a
+				  * private copy a live VM is saved from) */
 	uint64_t build_ms;       /* cold boot + save, when built */
 };
 
@@ -142,6 +144,7 @@ struct sb_snapshot_build {
 	uint64_t t0;                /* al_now_ms() at begin */
 };
 /* What a snapshot holds on disk (list, commit). */
+#define AL_SESS_ORIGIN_MAX 64
 struct sb_snapshot_info {
 	char name[AL_NAME_MAX + 1]; /* the snapshot */
 	char base[AL_NAME_MAX + 1]; /* its base template */
@@ -152,6 +155,8 @@ struct sb_snapshot_info {
 	int64_t created;            /* wall clock, seconds */
 	bool in_use;                /* a process holds it open */
 	bool stale;                 /* its base template changed */
+	char origin[AL_SESS_ORIGIN_MAX + 1]; /* "session:ID" when a live
+				     * session was saved (live.c), else "" */
 	uint64_t build_ms;          /* commit: begin -> saved */
 	uint64_t save_ms;           /* commit: state + RAM written */
 };
@@ -183,6 +188,35 @@ int sb_snapshot_list(const struct sb_options *o, struct sb_snapshot_info *ret,
 /* Remove snapshot `name` (-ENOENT if none). Clones running from it keep
  * running: they hold its RAM and state open. */
 int sb_snapshot_remove(const struct sb_options *o, const char *name);
+
+/* Saveable VMs (live.c; docs/sessions.md "Snapshot"): a clone of `t`
+ * whose RAM is a private copy of t's memfd mapped share=on, so that the
+ * live VM can be saved as a snapshot (sb_snapshot_save_live) without
+ * putting its RAM in the migration stream. Costs the copy at restore and
+ * that RAM's pages in the VM's memory. Otherwise sb_vm_restore_net. */
+int sb_vm_restore_saveable(const struct sb_options *o,
+			   const struct sb_template *t, struct sb_net *net,
+			   struct sb_vm **ret);
+/* Was `vm` made by sb_vm_restore_saveable? */
+bool sb_vm_saveable(const struct sb_vm *vm);
+/* Close this process's cached RAM of snapshot `name` (opened by
+ * sb_snapshot_open; its clones keep their own mappings): a session's
+ * resumed VM holds its own copy. A template opened from it must not be
+ * used again (its dir is gone: sb_template_current is false). */
+void sb_snapshot_release(const char *name);
+/* Close every template and snapshot RAM memfd this process opened (a
+ * hibernated session gives its memory back): no sb_template, pool or VM
+ * of this process may use them after (al_worker_release first); the next
+ * open loads them again. */
+void sb_template_release_all(void);
+void sb_snapshot_release_all(void);
+/* Save the live, saveable `vm` as snapshot `name` (which must not exist
+ * yet: -EEXIST), recording `origin` ("session:ID"); the guest is paused
+ * for the save and runs on after it. -EOPNOTSUPP (not saveable),
+ * -ESTALE (its base template changed since it started). */
+int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
+			  const char *name, const char *origin,
+			  struct sb_snapshot_info *ret);
 
 /* Pre-started VMMs: QEMU processes of one template waiting in -incoming
  * defer, holding no guest state, so that a restore skips QEMU's own

@@ -623,6 +623,7 @@ static bool snap_info(const char *root, int rfd, const char *ent,
 	field(buf, "base", ret->base, sizeof(ret->base));
 	field(buf, "setup", ret->setup, sizeof(ret->setup));
 	field(buf, "basekey", bkey, sizeof(bkey));
+	field(buf, "origin", ret->origin, sizeof(ret->origin));
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		if (fstatat(dfd, files[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
@@ -720,7 +721,10 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 	for (int i = 0; i < n; i++)
 		total += all[i].disk_bytes;
 	for (int i = 0; i < n && total > cap; i++) {
-		if (all[i].in_use || !strcmp(all[i].name, keep))
+		/* a hibernated session's state or a fork's: its session's */
+		if (all[i].in_use || !strcmp(all[i].name, keep) ||
+		    !strncmp(all[i].origin, "hibernate:", 10) ||
+		    !strncmp(all[i].origin, "fork:", 5))
 			continue;
 		if (sb_snapshot_remove(o, all[i].name) == 0) {
 			sb_log(o, SB_LOG_INFO,
@@ -792,4 +796,124 @@ int sb_snapshot_commit(const struct sb_options *o,
 	}
 	sb_snapshot_abort(b); /* the lock, the memfd, a failed build dir */
 	return r;
+}
+
+/* A live VM saved as a snapshot (live.c made it saveable): the steps of
+ * sb_snapshot_begin and commit, with the VM's own memfd for the RAM and
+ * the guest resumed after the save instead of killed. The RAM is diffed
+ * while QEMU is stopped (postmigrate), so it matches the device state. */
+static int save_live(const struct sb_options *o, struct sb_vm *vm,
+		     struct sb_snapshot_build *b, uint64_t *ret_pages)
+{
+	int dfd = sb__open_dir(b->tmp), r, c;
+
+	if (dfd < 0)
+		return dfd;
+	r = sb__vm_reseed(vm, o); /* the request a clone starts with */
+	if (r == 0)
+		r = sb__template_save_state(vm, dfd, (off_t)STATE_MAX);
+	if (r == 0)
+		r = save_mem(b, dfd, ret_pages);
+	if (r == 0)
+		r = write_file(dfd, "inputs", b->inputs, strlen(b->inputs), 0400);
+	close(dfd);
+	/* the guest runs on whatever happened (a failed migration leaves it
+	 * running; "cont" then only says so) */
+	c = sb__vm_qmp(vm, "cont", NULL, NULL);
+	if (c < 0 && r == 0)
+		r = c;
+	return r;
+}
+
+int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
+			  const char *name, const char *origin,
+			  struct sb_snapshot_info *ret)
+{
+	char root[PATH_MAX], ent[NAME_MAX + 1], dir[PATH_MAX], hash[65];
+	struct sb_snapshot_build b;
+	uint8_t h[AL_SHA256_LEN], rnd[16];
+	uint64_t t0 = al_now_ms(), pages = 0;
+	uint32_t id;
+	size_t n;
+	int r;
+
+	if (!vm || vm->save_fd < 0 || vm->net)
+		return -EOPNOTSUPP; /* snapshots are of VMs without a NIC */
+	if (!name_ok(name) || strlen(origin) > AL_SESS_ORIGIN_MAX ||
+	    strspn(origin, "abcdefghijklmnopqrstuvwxyz0123456789:-") !=
+		strlen(origin))
+		return -EINVAL;
+	if (sb_snapshot_exists(o, name))
+		return -EEXIST; /* never replaces one (docs/sessions.md) */
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd) ||
+	    getrandom(&id, sizeof(id), 0) != sizeof(id))
+		return -EIO;
+	al_sha256(rnd, sizeof(rnd), h); /* no setup job: a unique "setup" */
+	for (size_t i = 0; i < AL_SHA256_LEN; i++)
+		snprintf(hash + 2 * i, 3, "%02x", h[i]);
+	memset(&b, 0, sizeof(b));
+	b.mem_fd = b.lock_fd = -1;
+	b.t0 = t0;
+	r = build_inputs(o, name, vm->base, hash, &b);
+	if (r == 0 && strcmp(b.base.key, vm->base_key) != 0)
+		r = -ESTALE; /* the base changed since this VM started */
+	n = strlen(b.inputs);
+	if (r == 0 && n + strlen(origin) + 9 < sizeof(b.inputs))
+		snprintf(b.inputs + n - 1, sizeof(b.inputs) - n + 1,
+			 " origin=%s\n", origin);
+	if (r == 0)
+		r = snap_root(o, root, sizeof(root));
+	if (r == 0)
+		r = build_dir(root, &b);
+	if (r == 1)
+		r = -EEXIST;
+	if (r == 0) {
+		b.mem_fd = fcntl(vm->save_fd, F_DUPFD_CLOEXEC, 0);
+		r = b.mem_fd < 0 ? -errno : 0;
+	}
+	snprintf(ent, sizeof(ent), "%s-%s-%08x", name, b.key, id);
+	if (r == 0 && snprintf(dir, sizeof(dir), "%s/%s", root, ent) >=
+			      (int)sizeof(dir))
+		r = -ENAMETOOLONG;
+	/* a create of the same name that raced us: refused, not replaced */
+	if (r == 0 && sb_snapshot_exists(o, name))
+		r = -EEXIST;
+	if (r == 0)
+		r = save_live(o, vm, &b, &pages);
+	if (r == 0 && rename(b.tmp, dir) < 0)
+		r = -errno;
+	if (r == 0) {
+		b.tmp[0] = 0;
+		enforce_cap(o, name);
+	}
+	if (r == 0 && ret) {
+		int rfd = sb__open_dir(root);
+
+		if (rfd >= 0 && snap_info(root, rfd, ent, ret)) {
+			ret->save_ms = al_now_ms() - t0;
+			ret->build_ms = ret->save_ms;
+		}
+		if (rfd >= 0)
+			close(rfd);
+	}
+	sb_snapshot_abort(&b); /* lock, our dup of the memfd, a failed dir */
+	return r;
+}
+
+void sb_snapshot_release(const char *name)
+{
+	for (size_t i = 0; i < snap_cached; i++) {
+		if (strcmp(snap_cache[i].name, name) != 0)
+			continue;
+		close(snap_cache[i].mem_fd);
+		close(snap_cache[i].dir_fd);
+		snap_cache[i] = snap_cache[--snap_cached];
+		return;
+	}
+}
+
+void sb_snapshot_release_all(void)
+{
+	while (snap_cached)
+		sb_snapshot_release(snap_cache[0].name);
 }

@@ -686,3 +686,10 @@ out:
 	return r;
 }
 
+
+void sb_template_release_all(void)
+{
+	for (size_t i = 0; i < mem_cached; i++)
+		close(mem_cache[i].fd);
+	mem_cached = 0;
+}

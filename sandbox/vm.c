@@ -93,6 +93,7 @@ static struct sb_vm *vm_new(void)
 	vm->serial_end = -1;
 	vm->log_fd = -1;
 	vm->lease_fd = -1;
+	vm->save_fd = -1;
 	return vm;
 }
 
@@ -808,6 +809,7 @@ void sb_vm_destroy(struct sb_vm *vm)
 	sb_net_close(vm->net);
 	/* last, QEMU reaped: the uid may go to the next VMM */
 	close_fd(vm->lease_fd);
+	close_fd(vm->save_fd);
 	free(vm);
 }
 

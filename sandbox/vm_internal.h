@@ -56,6 +56,11 @@ struct sb_vm {
 	uint8_t token[AL_AUTH_TOKEN_LEN]; /* vsock: what the agent checks */
 	struct sb_net *net;           /* its network slot (owned), NULL = no
 				       * NIC (net.c) */
+	int save_fd;                  /* live.c: its RAM, a shared memfd the
+				       * host reads at a save; -1 = none */
+	char base[AL_NAME_MAX + 1];   /* live.c: the image template its RAM
+				       * derives from ... */
+	char base_key[17];            /* ... and that template's key */
 };
 
 /* A VM of template `name` under `accel`, not yet started: on the vsock

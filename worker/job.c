@@ -254,7 +254,9 @@ static int get_vm(struct al_worker *w, const char *name,
 			sb_net_close(net);
 	} else {
 		pool = find_pool(w, name, net != NULL, &r);
-		if (pool && net) {
+		if (pool && w->saveable) {
+			r = sb_vm_restore_saveable(o, pool->t, net, ret);
+		} else if (pool && net) {
 			r = sb_vm_restore_net(o, pool->t, net, ret);
 		} else if (pool) {
 			/* a warm clone when one waits, else a restore */

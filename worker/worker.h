@@ -58,6 +58,8 @@ struct al_worker {
 					   * setup failed or was refused here:
 					   * its jobs are refused at once */
 	char snap_failed_err[300];        /* and why */
+	bool saveable;                    /* restore VMs saveable (a session
+					   * that may be snapshot: live.c) */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:

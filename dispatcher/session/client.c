@@ -176,7 +176,8 @@ static int check_body(struct alq_client *c, json_t *body)
 					   "files"};
 	static const char *const known[] = {"template", "limits", "network",
 					    "files",	"env",	  "metadata",
-					    "ttl_s",	"idle_s", NULL};
+					    "ttl_s",	"idle_s", "saveable",
+					    "fork_of", "hibernate_s", NULL};
 	json_t *job = json_object(), *meta = json_object_get(body, "metadata");
 	struct al_job j = {0};
 	struct al_diags d;
@@ -195,6 +196,28 @@ static int check_body(struct alq_client *c, json_t *body)
 			json_decref(job);
 			return sess_fail(c, -EINVAL, "%s: unknown field", k);
 		}
+	}
+	if (json_object_get(body, "hibernate_s") &&
+	    (!json_is_integer(json_object_get(body, "hibernate_s")) ||
+	     json_integer_value(json_object_get(body, "hibernate_s")) < 0 ||
+	     json_integer_value(json_object_get(body, "hibernate_s")) >
+		 604800)) {
+		json_decref(job);
+		return sess_fail(c, -EINVAL, "hibernate_s: 0..604800 seconds");
+	}
+	if (json_object_get(body, "saveable") &&
+	    !json_is_boolean(json_object_get(body, "saveable"))) {
+		json_decref(job);
+		return sess_fail(c, -EINVAL, "saveable: must be true or false");
+	}
+	if (json_is_true(json_object_get(body, "saveable")) &&
+	    json_string_value(json_object_get(body, "network")) &&
+	    strcmp(json_string_value(json_object_get(body, "network")),
+		   "none")) {
+		json_decref(job);
+		return sess_fail(c, -EINVAL,
+				 "saveable: not with a network (a snapshot's "
+				 "VM has no NIC: docs/sessions.md)");
 	}
 	if (meta &&
 	    (!json_is_object(meta) || json_object_size(meta) > META_MAX)) {
@@ -240,31 +263,23 @@ static int check_body(struct alq_client *c, json_t *body)
 	return 0;
 }
 
-int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
-		   char **ret)
+/* Record and queue the create of `b` (checked) on list `list` (P:LIST):
+ * id and rid in id, rid (32 bytes each). */
+static int create_push(struct alq_client *c, json_t *b, uint32_t timeout_ms,
+		       const char *list, char *id, char *rid)
 {
-	json_t *b = json_loads(body, 0, NULL), *req = NULL, *rep = NULL;
-	char id[32], rid[32], k[SESS_KEY_MAX], ks[SESS_KEY_MAX],
-	    *meta = NULL, *text = NULL, now[24];
+	json_t *req = NULL;
+	char k[SESS_KEY_MAX], ks[SESS_KEY_MAX], *meta = NULL, *text = NULL;
 	const char *tmpl, *net;
-	uint64_t w = al_wall_ms(), end;
+	uint64_t w = al_wall_ms();
 	redisReply *r;
 	int x;
 
-	if (strlen(body) > AL_SESS_BODY_MAX)
-		return sess_fail(c, -E2BIG, "create: body over %u bytes",
-			    AL_SESS_BODY_MAX);
-	if (!json_is_object(b)) {
-		json_decref(b);
-		return sess_fail(c, -EINVAL,
-			    "create: the body is not a JSON object");
-	}
 	x = check_body(c, b);
 	if (x == 0)
-		x = sess_new_id(id, sizeof(id), 's')
-			?: sess_new_id(rid, sizeof(rid), 'r');
+		x = sess_new_id(id, 32, 's') ?: sess_new_id(rid, 32, 'r');
 	if (x < 0)
-		goto out;
+		return x;
 	tmpl = json_string_value(json_object_get(b, "template"));
 	net = json_string_value(json_object_get(b, "network"));
 	meta = json_dumps(json_object_get(b, "metadata")
@@ -289,17 +304,39 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	if (x == 0 && !text)
 		x = -ENOMEM;
-	sess_key(ks, sizeof(ks), c->queue, "create");
+	sess_key(ks, sizeof(ks), c->queue, "%s", list);
 	r = x == 0 ? redisCommand(c->rc, "RPUSH %s %s", ks, text) : NULL;
 	if (x == 0)
 		x = sess_check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
-	if (x < 0)
-		goto out;
-	/* a host with room takes it by the deadline, else it fails; once
-	 * taken, its VM gets SESS_START_MAX_MS to come up */
-	end = al_now_ms() + timeout_ms;
+	/* a host's own list (forks) goes with its requests' deadlines, even
+	 * when that host died with entries in it */
+	r = x == 0 && strcmp(list, "create")
+		? redisCommand(c->rc, "EXPIRE %s %u", ks,
+			       timeout_ms / 1000 + SESS_REPLY_TTL_S)
+		: NULL;
+	if (r)
+		freeReplyObject(r);
+	json_decref(req);
+	free(meta);
+	free(text);
+	return x;
+}
+
+/* Wait for the create (id, rid) queued at start_ms (al_now_ms) to be
+ * answered: a host with room takes it by the deadline, else it fails;
+ * once taken, its VM gets SESS_START_MAX_MS to come up. */
+static int create_wait(struct alq_client *c, const char *id, const char *rid,
+		       uint64_t start_ms, uint32_t timeout_ms, char **ret)
+{
+	char k[SESS_KEY_MAX], ks[SESS_KEY_MAX], now[24];
+	uint64_t end = start_ms + timeout_ms;
+	json_t *rep = NULL;
+	redisReply *r;
+	int x;
+
+	sess_key(k, sizeof(k), c->queue, "%s", id);
 	for (;;) {
 		json_t *rec = NULL;
 
@@ -337,13 +374,43 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 		x = refused(c, rep);
 	if (x == 0)
 		x = dump(json_incref(rep), ret);
-out:
 	json_decref(rep);
-	json_decref(req);
-	json_decref(b);
-	free(meta);
-	free(text);
 	return x;
+}
+
+int sess_create_on(struct alq_client *c, json_t *b, uint32_t timeout_ms,
+		   const char *list, char *id, char *rid)
+{
+	return create_push(c, b, timeout_ms, list, id, rid);
+}
+
+int sess_create_wait(struct alq_client *c, const char *id, const char *rid,
+		     uint64_t start_ms, uint32_t timeout_ms, char **ret)
+{
+	return create_wait(c, id, rid, start_ms, timeout_ms, ret);
+}
+
+int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
+		   char **ret)
+{
+	json_t *b = json_loads(body, 0, NULL);
+	char id[32], rid[32];
+	uint64_t t0 = al_now_ms();
+	int x;
+
+	if (strlen(body) > AL_SESS_BODY_MAX) {
+		json_decref(b);
+		return sess_fail(c, -E2BIG, "create: body over %u bytes",
+			    AL_SESS_BODY_MAX);
+	}
+	if (!json_is_object(b)) {
+		json_decref(b);
+		return sess_fail(c, -EINVAL,
+			    "create: the body is not a JSON object");
+	}
+	x = create_push(c, b, timeout_ms, "create", id, rid);
+	json_decref(b);
+	return x < 0 ? x : create_wait(c, id, rid, t0, timeout_ms, ret);
 }
 
 int al_sess_get(struct alq_client *c, const char *id, char **ret)
@@ -690,4 +757,21 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 		n = m < 0 ? m : n + m;
 	}
 	return n < 0 || (size_t)n >= len ? -E2BIG : n;
+}
+
+/* For save.c (sess_internal.h). */
+int sess_live_record(struct alq_client *c, const char *id, json_t **ret)
+{
+	return live(c, id, ret);
+}
+
+int sess_push(struct alq_client *c, const char *k, json_t *req)
+{
+	return push(c, k, req);
+}
+
+int sess_await(struct alq_client *c, const char *rid, const char *id,
+	       uint64_t timeout_ms, json_t **ret)
+{
+	return await(c, rid, id, timeout_ms, ret);
 }

@@ -178,10 +178,14 @@ static const char *const NUMERIC[] = {
     "idle_s",	     "execs",	      "exit_code",
     "signal",	     "wall_ms",	      "cpu_ms",
     "stdout_bytes",  "stderr_bytes",  "started_at_ms",
-    "restore_ms",    "exec",	      NULL,
+    "restore_ms",    "exec",	      "hibernate_s",
+    "resumed_ms",    "resumes",       "hibernated_at_ms",
+    "hibernate_ms",
+    NULL,
 };
 static const char *const BOOLEAN[] = {"stdout_truncated", "stderr_truncated",
-				      "warm", "cancelled", NULL};
+				      "warm", "cancelled", "saveable", "hibernated",
+				      NULL};
 static const char *const ISO[][2] = {
     {"created_at_ms", "created_at"},
     {"expires_at_ms", "expires_at"},

@@ -101,6 +101,7 @@ void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 	o->ttl_default_s = 600;
 	o->ttl_max_s = 3600;
 	o->idle_default_s = 300;
+	o->hibernate_default_s = 0;
 	o->keep_s = 3600;
 	o->output_max = 4u << 20;
 }
@@ -517,7 +518,7 @@ static void control(struct host *h, json_t *req)
 /* One BLPOP on the control list and, with room, the create list. */
 static void take(struct host *h)
 {
-	char ctl[SESS_KEY_MAX], cr[SESS_KEY_MAX];
+	char ctl[SESS_KEY_MAX], cr[SESS_KEY_MAX], fk[SESS_KEY_MAX];
 	redisReply *r;
 	json_t *req;
 
@@ -527,8 +528,11 @@ static void take(struct host *h)
 	}
 	sess_key(ctl, sizeof(ctl), h->o->queue, "host:%s:ctl", h->name);
 	sess_key(cr, sizeof(cr), h->o->queue, "create");
+	sess_key(fk, sizeof(fk), h->o->queue, "host:%s:create", h->name);
 	if (h->n < h->o->max_sessions && !stopping)
-		r = redisCommand(h->cl.rc, "BLPOP %s %s " BLOCK_S, ctl, cr);
+		/* forks of this host's sessions (save.c) come first */
+		r = redisCommand(h->cl.rc, "BLPOP %s %s %s " BLOCK_S, ctl, fk,
+				 cr);
 	else
 		r = redisCommand(h->cl.rc, "BLPOP %s " BLOCK_S, ctl);
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -536,7 +540,8 @@ static void take(struct host *h)
 	    r->element[1]->len <= AL_SESS_BODY_MAX + 4096u) {
 		req =
 		    json_loadb(r->element[1]->str, r->element[1]->len, 0, NULL);
-		if (json_is_object(req) && !strcmp(r->element[0]->str, cr))
+		if (json_is_object(req) && (!strcmp(r->element[0]->str, cr) ||
+					      !strcmp(r->element[0]->str, fk)))
 			create(h, req);
 		else if (json_is_object(req))
 			control(h, req);
@@ -561,6 +566,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 	for (uint32_t i = 0; i < o->max_sessions; i++)
 		h.c[i].pid = -1;
 	al_info("sessions: host %s takes up to %u", h.name, o->max_sessions);
+	sess_sweep_saved(o); /* of sessions a dead host took with it */
 	h.spare = -1;
 	h.spare_fd = -1;
 	while (!stopping) {

@@ -37,6 +37,10 @@
  *
  * Redis lost: requests cannot arrive, but the clocks still run; the
  * process keeps reconnecting and ends at its TTL or idle deadline.
+ *
+ * Hibernation (save.c): hibernate_s after the last request ended, a
+ * saveable session's VM is saved and its VMM ended; the clocks run on;
+ * the next request restores it first (resumed_ms in the record).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +77,12 @@ struct sess {
 	struct al_wsess *ws;  /* the VM */
 	int fd;		      /* socket to the host */
 	json_t *env;	      /* session-wide env (object) */
+	json_t *body;	      /* the create request's body (forks copy it) */
 	uint32_t idle_s;      /* 0 = no idle timeout */
+	uint32_t hib_s;	      /* hibernate after this idle, 0 = never */
+	uint64_t last_at;     /* al_now_ms() the last request ended */
+	bool hibernated;      /* VM saved, VMM ended (save.c) */
+	uint64_t resumed_ms;  /* the resume the next exec waited for, 0 */
 	uint64_t ttl_at;      /* al_now_ms() deadline */
 	uint64_t idle_at;     /* al_now_ms() deadline, 0 = none */
 	uint64_t execs;	      /* execs started */
@@ -397,6 +406,10 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	cmd(s, "DEL %s %s %s", xk, s->okey[0], s->okey[1]);
 	cmd(s, "HSET %s exec %llu state running started_at_ms %llu", xk,
 	    (unsigned long long)s->execs, (unsigned long long)al_wall_ms());
+	if (s->resumed_ms) /* the restore this exec waited for (save.c) */
+		cmd(s, "HSET %s resumed_ms %llu", xk,
+		    (unsigned long long)s->resumed_ms);
+	s->resumed_ms = 0;
 	{
 		char k[SESS_KEY_MAX];
 
@@ -465,6 +478,7 @@ static void touch(struct sess *s)
 {
 	char k[SESS_KEY_MAX];
 
+	s->last_at = al_now_ms();
 	if (!s->idle_s)
 		return;
 	s->idle_at = al_now_ms() + s->idle_s * 1000ull;
@@ -473,9 +487,83 @@ static void touch(struct sess *s)
 	    (unsigned long long)(al_wall_ms() + s->idle_s * 1000ull));
 }
 
+/* --- hibernation (save.c) ------------------------------------------------ */
+
+static void hibernate(struct sess *s)
+{
+	char k[SESS_KEY_MAX], err[400] = "";
+	uint64_t t0 = al_now_ms();
+
+	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	if (sess_hibernate(s->o, s->ws, s->id, err, sizeof(err)) < 0) {
+		al_warn("session=%s %s: it stays up", s->id, err);
+		s->hib_s = 0; /* not again: it runs on as it was */
+		return;
+	}
+	s->hibernated = true;
+	cmd(s, "HSET %s hibernated 1 hibernated_at_ms %llu hibernate_ms %llu",
+	    k, (unsigned long long)al_wall_ms(),
+	    (unsigned long long)(al_now_ms() - t0));
+}
+
+/* The VM back before a request; 0, or -1 with the session failed. */
+static int resume(struct sess *s, const char *rid, uint64_t *ret_ms)
+{
+	char k[SESS_KEY_MAX], err[600] = "";
+	uint64_t now = al_now_ms();
+	int r;
+
+	r = s->ttl_at > now
+		? sess_resume(s->o, s->ws, s->id, s->body,
+			      s->ttl_at - now + SESS_TTL_GRACE_MS, ret_ms, err,
+			      sizeof(err))
+		: -ETIMEDOUT;
+	if (r < 0) {
+		snprintf(s->error, sizeof(s->error), "%.250s",
+			 err[0] ? err : "resume: the ttl ended");
+		s->reason = "failed";
+		reply_error(s, rid, s->error);
+		return -1;
+	}
+	s->hibernated = false;
+	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	cmd(s, "HSET %s hibernated 0 resumed_ms %llu", k,
+	    (unsigned long long)*ret_ms);
+	cmd(s, "HINCRBY %s resumes 1", k);
+	return 0;
+}
+
+/* A snapshot of the live VM (save.c), between execs. */
+static void op_snapshot(struct sess *s, const char *rid, json_t *body)
+{
+	char err[400] = "";
+	json_t *j = sess_snapshot(s->o, s->ws, s->id, body, err, sizeof(err));
+
+	if (j)
+		reply_json(s, rid, j);
+	else
+		reply_error(s, rid, err);
+	json_decref(j);
+}
+
+/* A fork: the VM saved for the forks' creates (save.c). */
+static void op_fork(struct sess *s, const char *rid)
+{
+	char err[400] = "";
+	json_t *j = sess_fork(s->o, s->ws, s->id, s->body, err, sizeof(err));
+
+	if (j)
+		reply_json(s, rid, j);
+	else
+		reply_error(s, rid, err);
+	json_decref(j);
+}
+
 static void one_request(struct sess *s, const redisReply *r)
 {
 	json_t *req, *rid, *op;
+	uint64_t resumed_ms = 0;
+	bool resumed = false;
 
 	if (r->element[1]->len > REQ_MAX)
 		return; /* over the cap: dropped, not parsed */
@@ -487,16 +575,36 @@ static void one_request(struct sess *s, const redisReply *r)
 		json_decref(req);
 		return;
 	}
-	if (!strcmp(json_string_value(op), "exec")) {
-		run_exec(s, json_string_value(rid),
-			 json_object_get(req, "body"));
-	} else if (!strcmp(json_string_value(op), "signal")) {
+	if (!strcmp(json_string_value(op), "signal")) {
 		uint32_t sig, grace;
 
-		sig_request(s, req, &sig, &grace); /* none runs: refused */
+		/* before any resume: no exec runs, so it is refused, and a
+		 * hibernated VM is not woken to say so */
+		sig_request(s, req, &sig, &grace);
 		json_decref(req);
 		return; /* a refused signal is no activity */
-	} else
+	}
+	if (s->hibernated) {
+		if (resume(s, json_string_value(rid), &resumed_ms) < 0) {
+			json_decref(req);
+			return;
+		}
+		resumed = true;
+	}
+	s->resumed_ms = resumed ? resumed_ms : 0;
+	if (!strcmp(json_string_value(op), "exec"))
+		run_exec(s, json_string_value(rid),
+			 json_object_get(req, "body"));
+	else if (!strcmp(json_string_value(op), "fork"))
+		op_fork(s, json_string_value(rid));
+	else if (!strcmp(json_string_value(op), "fork_done")) {
+		sess_fork_done(s->o, json_string_value(json_object_get(
+					 json_object_get(req, "body"), "name")));
+		reply_error(s, json_string_value(rid), "");
+	} else if (!strcmp(json_string_value(op), "snapshot"))
+		op_snapshot(s, json_string_value(rid),
+			    json_object_get(req, "body"));
+	else
 		reply_error(s, json_string_value(rid), "unknown request");
 	json_decref(req);
 	touch(s);
@@ -524,7 +632,12 @@ static void serve(struct sess *s)
 			s->reason = "idle";
 			break;
 		}
-		if (!al_wsess_alive(s->ws)) {
+		if (s->hib_s && !s->hibernated &&
+		    now >= s->last_at + s->hib_s * 1000ull) {
+			hibernate(s);
+			continue;
+		}
+		if (!s->hibernated && !al_wsess_alive(s->ws)) {
 			snprintf(s->error, sizeof(s->error), "the VMM died");
 			s->reason = "failed";
 			break;
@@ -533,6 +646,9 @@ static void serve(struct sess *s)
 			until = s->ttl_at;
 		if (s->idle_at && s->idle_at < until)
 			until = s->idle_at;
+		if (s->hib_s && !s->hibernated &&
+		    s->last_at + s->hib_s * 1000ull < until)
+			until = s->last_at + s->hib_s * 1000ull;
 		c = rc(s);
 		if (!c) {
 			poll(NULL, 0, (int)(until - now));
@@ -573,8 +689,18 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	al_diags_init(&d);
 	r = text ? al_job_from_json(text, strlen(text), &j, &d) : -ENOMEM;
 	free(text);
+	/* a snapshot's VM has no NIC: a networked session is never saveable
+	 * (the C client refuses that create; its record says saveable 0) */
+	s->ws->w.saveable =
+	    (json_is_true(json_object_get(body, "saveable")) || s->hib_s) &&
+	    (!json_string_value(json_object_get(body, "network")) ||
+	     !strcmp(json_string_value(json_object_get(body, "network")),
+		     "none"));
 	if (r < 0) {
 		al_diags_format(&d, err, sizeof(err));
+	} else if ((r = sess_fork_policy(s->o, s->ws, body, err,
+					 sizeof(err))) < 0) {
+		al_job_release(&j);
 	} else {
 		r = al_wsess_open(s->ws, &j,
 				  (uint64_t)ttl_s * 1000 + SESS_TTL_GRACE_MS,
@@ -597,10 +723,11 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
 	cmd(s,
 	    "HSET %s state alive alive_at_ms %llu expires_at_ms %llu "
-	    "restore_ms %llu warm %d",
+	    "restore_ms %llu warm %d saveable %d",
 	    k, (unsigned long long)w, (unsigned long long)(w + ttl_s * 1000ull),
 	    (unsigned long long)sb_vm_ready_ms(s->ws->vm),
-	    sb_vm_warm(s->ws->vm) ? 1 : 0);
+	    sb_vm_warm(s->ws->vm) ? 1 : 0,
+	    sb_vm_saveable(s->ws->vm) ? 1 : 0);
 	touch(s);
 	if (rc(s) &&
 	    sess_record_json(s->cl.rc, s->o->queue, s->id, &rec, NULL, 0) == 0)
@@ -696,6 +823,11 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	snprintf(s.id, sizeof(s.id), "%s",
 		 json_string_value(json_object_get(req, "id")));
 	s.env = json_object_get(body, "env");
+	s.hib_s = o->hibernate_default_s;
+	if (json_is_integer(json_object_get(body, "hibernate_s")))
+		s.hib_s = (uint32_t)json_integer_value(
+		    json_object_get(body, "hibernate_s"));
+	s.body = body;
 	if (!cap)
 		cap = 1u << 20;
 	if (json_is_integer(json_object_get(json_object_get(body, "limits"),
@@ -713,10 +845,19 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	rc(&s);
 	if (start(&s, req, ttl_s) < 0)
 		_exit(1);
+	if (s.hib_s) {
+		char k[SESS_KEY_MAX];
+
+		sess_key(k, sizeof(k), o->queue, "%s", s.id);
+		cmd(&s, "HSET %s hibernate_s %u hibernated 0", k, s.hib_s);
+	}
 	al_info("session=%s alive ttl_s=%u idle_s=%u", s.id, ttl_s, idle_s);
 	serve(&s);
 	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
 	al_wsess_close(s.ws);
+	sess_fork_done(o, NULL); /* fork snapshots a lost client left */
+	if (s.hib_s) /* a hibernated session's state */
+		sess_hib_done(o, s.id);
 	for (int tries = 0; tries < 20; tries++) {
 		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
 				       s.error[0] ? s.error : NULL, o->keep_s,

@@ -71,6 +71,48 @@ int sess_record_json(redisContext *rc, const char *q, const char *id,
 /* Exec n of `id` as JSON; same returns. */
 int sess_exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
 		   json_t **ret, char *err, size_t len);
+/* save.c: save the session's live VM (ws) as the snapshot body.name;
+ * the reply's JSON, or NULL with err filled. */
+struct al_wsess;
+json_t *sess_snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
+		      const char *id, json_t *body, char *err, size_t len);
+/* client.c's steps for save.c: the record of a session not ended
+ * (-ESRCH once it ended), RPUSH req (consumed) onto list k, wait for the
+ * reply to rid while the session lives. */
+int sess_live_record(struct alq_client *c, const char *id, json_t **ret);
+int sess_push(struct alq_client *c, const char *k, json_t *req);
+int sess_await(struct alq_client *c, const char *rid, const char *id,
+	       uint64_t timeout_ms, json_t **ret);
+/* A create of body b queued on list P:LIST ("create", or a host's
+ * "host:HOST:create" for forks) and its wait; id, rid 32 bytes. */
+int sess_create_on(struct alq_client *c, json_t *b, uint32_t timeout_ms,
+		   const char *list, char *id, char *rid);
+int sess_create_wait(struct alq_client *c, const char *id, const char *rid,
+		     uint64_t start_ms, uint32_t timeout_ms, char **ret);
+/* save.c, session process side of a fork: op "fork" saves the VM as a
+ * fork snapshot (origin fork:ID) and answers with what the forks' creates
+ * need; a fork's own start (body.fork_of) may then open that snapshot
+ * (sess_fork_policy, which checks its origin); the parent removes its
+ * fork snapshots on "fork_done" and when it ends. */
+json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
+		  const char *id, json_t *create_body, char *err, size_t len);
+int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
+		     json_t *body, char *err, size_t len);
+void sess_fork_done(const struct al_sess_opts *o, const char *name);
+/* save.c, hibernation: save the VM as snapshot hib-ID and end its VMM
+ * (ws->vm NULL after; the session runs on when the save failed: err);
+ * resume: a VM again from hib-ID with the create body's limits, within
+ * ttl_ms, the snapshot then removed; *ret_ms the restore's time. */
+/* The session's hibernated state removed (it ended). */
+void sess_hib_done(const struct al_sess_opts *o, const char *id);
+/* At the host's start: fork and hibernation states no live session
+ * process holds (their sessions died with a host) removed. */
+void sess_sweep_saved(const struct al_sess_opts *o);
+int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
+		   const char *id, char *err, size_t len);
+int sess_resume(const struct al_sess_opts *o, struct al_wsess *ws,
+		const char *id, json_t *create_body, uint64_t ttl_ms,
+		uint64_t *ret_ms, char *err, size_t len);
 /* The session process (run.c): create session `id` from `req` (the create
  * request: body, rid), serve its execs until it ends, return the reason.
  * `fd` is the socket to the host. Never returns into the host's code. */

@@ -51,6 +51,7 @@ struct al_sess_opts {
 	uint32_t ttl_default_s;		/* lifetime when ttl_s is absent */
 	uint32_t ttl_max_s;		/* longest lifetime, extend included */
 	uint32_t idle_default_s;	/* idle timeout when idle_s absent */
+	uint32_t hibernate_default_s;	/* hibernate_s when absent, 0 never */
 	uint32_t keep_s;		/* ended records and output kept */
 	uint32_t output_max;		/* stored bytes per exec stream */
 	bool spare;			/* keep a session process with the
@@ -86,6 +87,19 @@ int al_sess_list(struct alq_client *c, char **ret);
  * that is past the configured maximum lifetime. The record in *ret. */
 int al_sess_extend(struct alq_client *c, const char *id, uint32_t ttl_s,
 		   char **ret);
+/* Save it as snapshot `name` (save.c; created "saveable"); the reply
+ * (snapshot, base, origin, mem_bytes, disk_bytes, save_ms) in *ret. */
+int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
+		     char **ret);
+/* N new sessions from its current state (save.c; created "saveable"),
+ * on its host, each a full session (saveable itself when `saveable`);
+ * waits up to timeout_ms for room.
+ * *ret: {"parent", "snapshot", "save_ms", "mem_bytes", "forks": [their
+ * records, each with fork_ms], "errors": [...]}; fails only when no fork
+ * started. */
+#define AL_SESS_FORK_MAX 16
+int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
+		 bool saveable, uint32_t timeout_ms, char **ret);
 /* Destroy it; the final record in *ret. */
 int al_sess_delete(struct alq_client *c, const char *id, char **ret);
 /* Start an exec (`body` JSON: cmd or sh, stdin, env, cwd, timeout_ms,

@@ -51,6 +51,27 @@
 #             GET .../exec/N?stream=1&offset=B reattaches; a client
 #             dropped mid-stream, then a reattach (Python http.client)
 #             from the offset it got to: every line once, exec not killed
+#   snapshot  a --saveable session writes files and builds a C binary, is
+#             saved by `session snapshot ID NAME` (listed with its origin)
+#             and runs on (its later writes stay out of the snapshot); a
+#             job and a new session started from NAME see the files and
+#             run the binary; a second snapshot to the same name and one
+#             of a session not saveable are refused with the reason, and a
+#             saveable create with a network
+#   fork      a --saveable python session writes files, starts nothing, and
+#             is forked 4 ways in one call: each fork is a live session of
+#             its own that sees the files, gets another os.urandom, and
+#             sees none of the other forks' (or the parent's) later
+#             writes; the fork snapshot is gone afterwards; fork_ms logged;
+#             HTTP POST /sessions/ID/fork and the Python Session.fork(n)
+#             (session_fork.py); a session not saveable is refused
+#   hibernate a session with hibernate_s=2 writes files (/work and /tmp), is
+#             left idle: it is hibernated and no QEMU of it remains; the
+#             next exec restores it (resumed_ms in the exec's record) and
+#             sees its files and the same kernel (boot_id: RAM restored,
+#             not booted); idle again, hibernated again, resumed again;
+#             rm leaves no hib-* snapshot or lock; hibernated sessions still end
+#             at their ttl (8 s) and idle (4 s) deadlines
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -67,6 +88,7 @@ ls -d "$state"/images/python-* >/dev/null 2>&1 || {
 }
 [ "$(id -u)" = 0 ] || { echo "session $case: needs root (jailed VMs)" >&2; exit 77; }
 tmp=$(mktemp -d /tmp/al-sess-XXXXXX)
+SNAP=sess-snap-test  # case_snapshot's snapshot (removed before and after)
 sock=$tmp/redis.sock
 pids=()
 serve_pid=
@@ -121,6 +143,8 @@ create_timeout_ms = 60000
 spare = ${SPARE:-false}
 [sandbox]
 state_dir = $state
+[snapshots]
+allowed = $SNAP
 EOC
 # SPARE=true: a spare session process with a warm python clone
 [ "${SPARE:-false}" = true ] && printf '[pool]\nwarm = python:1\n' >> "$tmp/airlock.conf"
@@ -619,6 +643,179 @@ case_capacity() {  # run with MAX_SESSIONS=1
   b=$(cat "$tmp/b")
   [ "$(S get "$b" | field state)" = alive ] || fail "waited create: $(S get "$b")"
   S rm "$b" >/dev/null
+}
+
+case_snapshot() {
+  start_serve
+  local rec id out ex j s2 t0
+  A snapshot rm "$SNAP" >/dev/null 2>&1 || true
+  t0=$(now_ms)
+  rec=$(S create -t c --ttl 120 --saveable)
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field saveable)" = true ] || fail "not saveable: $rec"
+  log "saveable create in $(( $(now_ms) - t0 )) ms (restore_ms $(echo "$rec" | field restore_ms))"
+  S exec "$id" --sh 'mkdir -p proj && printf "#include <stdio.h>\nint main(void){puts(\"built-ok\");return 0;}\n" > proj/m.c &&
+    gcc -O2 -o proj/app proj/m.c && echo kept > /tmp/note && echo data > proj/data.txt' >/dev/null 2>&1 ||
+    fail "build in the session"
+  rec=$(S snapshot "$id" "$SNAP") || fail "snapshot: $rec"
+  log "snapshot: $rec"
+  [ "$(echo "$rec" | field origin)" = "session:$id" ] || fail "origin: $rec"
+  A snapshot list | grep "^$SNAP " | grep -q "from session:$id" ||
+    fail "snapshot list: $(A snapshot list)"
+  # the session runs on after the save; what it writes now is its own
+  out=$(S exec "$id" --sh 'echo later > proj/later.txt; cat proj/data.txt' 2>/dev/null)
+  [ "$out" = data ] || fail "session after the snapshot: $out"
+  # a job from the snapshot: the files, the built binary, not the later write
+  out=$(A run -t "$SNAP" -- sh -c 'cat proj/data.txt /tmp/note; proj/app; ls proj/later.txt 2>&1 || true' 2>&1) ||
+    fail "job from the snapshot: $out"
+  echo "$out" | grep -qx data && echo "$out" | grep -qx kept &&
+    echo "$out" | grep -qx built-ok || fail "job from the snapshot saw: $out"
+  echo "$out" | grep -q 'No such file' || fail "the session's later write is in the snapshot: $out"
+  # a new session from it
+  s2=$(S create -t "$SNAP" --ttl 60 -q)
+  out=$(S exec "$s2" --sh 'proj/app && cat proj/data.txt' 2>/dev/null)
+  [ "$out" = "$(printf 'built-ok\ndata')" ] || fail "session from the snapshot: $out"
+  # refusals: an existing name; a session not created saveable
+  set +e
+  out=$(S snapshot "$id" "$SNAP" 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'never replaces' || fail "same name: $ex $out"
+  set +e
+  out=$(S snapshot "$s2" other-name 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "not saveable: $ex $out"
+  set +e
+  out=$(S create -t c --saveable -n somepolicy 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'not with a network' || fail "saveable with a network: $ex $out"
+  S rm "$id" >/dev/null
+  S rm "$s2" >/dev/null
+  A snapshot rm "$SNAP" >/dev/null
+  sleep 1
+  nothing_left
+}
+
+case_fork() {
+  local port=$((20000 + RANDOM % 20000)) api
+  api=http://127.0.0.1:$port
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  local rec id out f i fs=() rnd=() ms=() hf=()
+  rec=$(S create -t python --ttl 120 --saveable -m team=f)
+  id=$(echo "$rec" | field id)
+  S exec "$id" --sh 'mkdir -p w && echo base > w/base.txt && echo tmp > /tmp/t.txt' >/dev/null 2>&1 ||
+    fail "write in the parent"
+  out=$(S fork "$id" -n 4) || fail "fork: $out"
+  mapfile -t fs < <(echo "$out" | python3 -c 'import json,sys
+d=json.load(sys.stdin)
+for f in d["forks"]: print(f["id"])')
+  mapfile -t ms < <(echo "$out" | python3 -c 'import json,sys
+d=json.load(sys.stdin)
+for f in d["forks"]: print(f["fork_ms"])')
+  [ "${#fs[@]}" = 4 ] || fail "4 forks wanted: $out"
+  log "fork: save_ms $(echo "$out" | field save_ms), RAM diff $(echo "$out" | field mem_bytes) B, fork_ms ${ms[*]}"
+  for i in 0 1 2 3; do
+    f=${fs[$i]}
+    [ "$(S get "$f" | field state)" = alive ] || fail "fork $f: $(S get "$f")"
+    [ "$(S get "$f" | field metadata.team)" = f ] || fail "fork $f metadata: $(S get "$f")"
+    out=$(S exec "$f" --sh 'cat w/base.txt /tmp/t.txt' 2>/dev/null)
+    [ "$out" = "$(printf 'base\ntmp')" ] || fail "fork $f files: $out"
+    rnd[$i]=$(S exec "$f" -- python3 -c 'import os; print(os.urandom(16).hex())' 2>/dev/null)
+    S exec "$f" --sh "echo $i > w/mine-$i" >/dev/null 2>&1
+  done
+  S exec "$id" --sh 'echo p > w/parent-later' >/dev/null 2>&1
+  [ "$(printf '%s\n' "${rnd[@]}" | sort -u | wc -l)" = 4 ] || fail "os.urandom alike: ${rnd[*]}"
+  for i in 0 1 2 3; do
+    out=$(S exec "${fs[$i]}" --sh 'ls w | tr "\n" " "' 2>/dev/null)
+    [ "$out" = "base.txt mine-$i " ] || fail "fork $i sees: $out"
+  done
+  out=$(S exec "$id" --sh 'ls w | tr "\n" " "' 2>/dev/null)
+  [ "$out" = "base.txt parent-later " ] || fail "the parent sees: $out"
+  A snapshot list | grep -q '^fork-' && fail "a fork snapshot was left: $(A snapshot list)"
+  # HTTP: POST /sessions/ID/fork {"n": 2}
+  out=$(curl -s -H 'Content-Type: application/json' -X POST -d '{"n":2}' "$api/sessions/$id/fork")
+  mapfile -t hf < <(echo "$out" | python3 -c 'import json,sys
+for f in json.load(sys.stdin)["forks"]: print(f["id"])')
+  [ "${#hf[@]}" = 2 ] || fail "HTTP fork: $out"
+  out=$(S exec "${hf[1]}" --sh 'ls w | tr "\n" " "' 2>/dev/null)
+  [ "$out" = "base.txt parent-later " ] || fail "HTTP fork sees: $out"
+  fs+=("${hf[@]}")
+  for f in "${fs[@]}"; do S rm "$f" >/dev/null; done
+  fs=()
+  # Python: Session.fork(n)
+  PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
+    "$(dirname "$0")/session_fork.py" "unix://$sock" >&2 || fail "python fork"
+  # a session not created saveable is refused with the reason
+  local plain ex
+  plain=$(S create -t python --ttl 60 -q)
+  set +e
+  out=$(S fork "$plain" -n 2 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "fork of a plain session: $ex $out"
+  for f in "$id" "$plain"; do S rm "$f" >/dev/null; done
+  sleep 1
+  nothing_left
+}
+
+# QEMU processes under process $1 (any depth)
+qemus_under() {
+  local p=$1 kids
+  kids=$(pgrep -P "$p" || true)
+  for k in $kids; do
+    if grep -q qemu "/proc/$k/comm" 2>/dev/null || tr '\0' ' ' < "/proc/$k/cmdline" 2>/dev/null | grep -q qemu-system; then echo "$k"; fi
+    qemus_under "$k"
+  done
+}
+
+case_hibernate() {
+  start_serve
+  local rec id sp out boot k t
+  local bt bi t0
+  # clocks run on while a session sleeps: ttl 8 s, and idle 4 s
+  t0=$(now_ms)
+  bt=$(S create -t python --ttl 8 --hibernate 1 -q)
+  bi=$(S create -t python --ttl 120 --idle 4 --hibernate 1 -q)
+  rec=$(S create -t python --ttl 120 --hibernate 2)
+  id=$(echo "$rec" | field id)
+  [ "$(echo "$rec" | field saveable)" = true ] || fail "hibernate_s did not make it saveable: $rec"
+  sp=$(grep "session=$id started process" "$tmp/serve.log" | sed 's/.*started process \([0-9]*\).*/\1/')
+  boot=$(S exec "$id" --sh 'mkdir -p w && echo kept > w/f.txt && echo tmp > /tmp/t && cat /proc/sys/kernel/random/boot_id' 2>/dev/null)
+  [ -n "$(qemus_under "$sp")" ] || fail "no QEMU under session process $sp before"
+  for round in 1 2; do
+    for _ in $(seq 100); do
+      [ "$(S get "$id" | field hibernated)" = true ] && break
+      sleep 0.1
+    done
+    [ "$(S get "$id" | field hibernated)" = true ] || fail "round $round: not hibernated: $(S get "$id")"
+    sleep 0.5
+    [ -z "$(qemus_under "$sp")" ] || fail "round $round: a QEMU remains: $(qemus_under "$sp")"
+    [ "$(S get "$id" | field state)" = alive ] || fail "round $round: $(S get "$id")"
+    A snapshot list | grep -q "^hib-${id#s-} " || fail "round $round: no saved state listed"
+    log "round $round: hibernated, no VMM; session process $sp: $(awk '/VmRSS/{print $2" kB RSS"}' /proc/$sp/status)"
+    out=$(S exec "$id" --sh 'cat w/f.txt /tmp/t /proc/sys/kernel/random/boot_id' 2>/dev/null)
+    [ "$out" = "$(printf 'kept\ntmp\n%s' "$boot")" ] || fail "round $round: after resume: $out (boot $boot)"
+    k="airlock:{default}:sess:$id:x:$((round + 1))"
+    t=$(R hget "$k" resumed_ms)
+    [ -n "$t" ] || fail "round $round: no resumed_ms in the exec record"
+    [ "$(S get "$id" | field resumes)" = "$round" ] || fail "resumes: $(S get "$id")"
+    [ -n "$(qemus_under "$sp")" ] || fail "round $round: no QEMU after resume"
+    A snapshot list | grep -q "^hib-${id#s-} " && fail "round $round: saved state left after resume"
+    log "round $round: resumed in $t ms, files and boot_id intact"
+  done
+  S rm "$id" >/dev/null
+  while [ $(( $(now_ms) - t0 )) -lt 9500 ]; do sleep 0.2; done
+  rec=$(S get "$bt")
+  [ "$(echo "$rec" | field reason)" = ttl ] && [ "$(echo "$rec" | field resumes)" = "" ] ||
+    fail "a hibernated session's ttl: $rec"
+  rec=$(S get "$bi")
+  [ "$(echo "$rec" | field reason)" = idle ] || fail "a hibernated session's idle: $rec"
+  sleep 1
+  for x in "$id" "$bt" "$bi"; do
+    A snapshot list | grep -q "^hib-${x#s-} " && fail "the hibernated state of $x was left"
+    [ -e "$state/snapshots/.hib-${x#s-}.lock" ] && fail "the lock file of $x was left"
+  done
+  nothing_left
 }
 
 case_redisdown() {

@@ -128,6 +128,7 @@ static void test_sessions(void **state)
 	SAME_U32(&got, &want, ttl_default_s);
 	SAME_U32(&got, &want, ttl_max_s);
 	SAME_U32(&got, &want, idle_default_s);
+	SAME_U32(&got, &want, hibernate_default_s);
 	SAME_U32(&got, &want, keep_s);
 	SAME_U32(&got, &want, output_max);
 	SAME_U32(&got, &want, spare);

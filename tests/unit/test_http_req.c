@@ -127,6 +127,31 @@ static void test_route_slash_ids(void **state)
 	assert_int_equal(al_http_route("GET", max, &r, id), -EINVAL);
 }
 
+/* The session routes a fork and a snapshot take (session_route.c). */
+static void test_session_fork_routes(void **state)
+{
+	const char *sid = "s-0123456789abcdef01234567";
+	char path[128], id[AL_ID_MAX + 1];
+	enum al_route r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/sessions/%s/fork", sid);
+	assert_int_equal(al_http_route("POST", path, &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_SESS_FORK);
+	assert_string_equal(id, sid);
+	assert_true(al_http_route_has_body(r));
+	assert_int_equal(al_http_route("GET", path, &r, id), -EPERM);
+	snprintf(path, sizeof(path), "/sessions/%s/snapshot", sid);
+	assert_int_equal(al_http_route("POST", path, &r, id), 0);
+	assert_int_equal(r, AL_ROUTE_SESS_SNAPSHOT);
+	assert_true(al_http_route_has_body(r));
+	assert_int_equal(al_http_route("DELETE", path, &r, id), -EPERM);
+	snprintf(path, sizeof(path), "/sessions/%s/forks", sid);
+	assert_int_equal(al_http_route("POST", path, &r, id), -ENOENT);
+	assert_int_equal(al_http_route("POST", "/sessions/s-zz/fork", &r, id),
+			 -EINVAL);
+}
+
 static void test_unescape(void **state)
 {
 	char s[64];
@@ -421,6 +446,7 @@ int main(void)
 	    cmocka_unit_test(test_wait),
 	    cmocka_unit_test(test_route_slash_ids),
 	    cmocka_unit_test(test_route_exec_signal),
+	    cmocka_unit_test(test_session_fork_routes),
 	    cmocka_unit_test(test_unescape),
 	    cmocka_unit_test(test_bodies),
 	    cmocka_unit_test(test_targets),

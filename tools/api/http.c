@@ -631,6 +631,8 @@ static handler_fn *const handlers[] = {
     [AL_ROUTE_SESS_SIGNAL] = do_session,
     [AL_ROUTE_SESS_PUT_TAR] = do_session,
     [AL_ROUTE_SESS_GET_TAR] = do_session,
+    [AL_ROUTE_SESS_FORK] = do_session,
+    [AL_ROUTE_SESS_SNAPSHOT] = do_session,
 };
 
 /* --- the daemon ------------------------------------------------------------

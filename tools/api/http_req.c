@@ -104,7 +104,8 @@ bool al_http_route_has_body(enum al_route r)
 	return r == AL_ROUTE_SUBMIT || r == AL_ROUTE_BATCH ||
 	       r == AL_ROUTE_SESS_CREATE || r == AL_ROUTE_SESS_EXTEND ||
 	       r == AL_ROUTE_SESS_EXEC || r == AL_ROUTE_SESS_PUT_TAR ||
-	       r == AL_ROUTE_SESS_SIGNAL;
+	       r == AL_ROUTE_SESS_SIGNAL || r == AL_ROUTE_SESS_FORK ||
+	       r == AL_ROUTE_SESS_SNAPSHOT;
 }
 
 int al_http_parse_wait(const char *s, uint32_t max, uint32_t *ret)

@@ -46,6 +46,8 @@ enum al_route {
 			       * DELETE /sessions/{id}/exec/{n} (cancel) */
 	AL_ROUTE_SESS_PUT_TAR, /* POST /sessions/{id}/files?path=D (tar) */
 	AL_ROUTE_SESS_GET_TAR, /* GET /sessions/{id}/files?path=D (tar) */
+	AL_ROUTE_SESS_FORK,    /* POST /sessions/{id}/fork {"n": N} */
+	AL_ROUTE_SESS_SNAPSHOT, /* POST /sessions/{id}/snapshot {"name": S} */
 };
 
 /* The /sessions routes (session_route.c), as al_http_route() answers. */

@@ -73,6 +73,46 @@ static enum MHD_Result text_json(struct MHD_Connection *c, unsigned st,
 	return reply(c, st, j);
 }
 
+/* POST /sessions/{id}/fork {"n": N, "saveable": B} (201, the forks) and
+ * /sessions/{id}/snapshot {"name": S} (201, the snapshot). */
+static enum MHD_Result fork_or_snapshot(struct MHD_Connection *c,
+					struct alq_client *cl,
+					const struct al_http_opts *o,
+					enum al_route rt, const char *id,
+					const char *body)
+{
+	json_t *b = json_loads(body ? body : "{}", 0, NULL);
+	json_t *n = json_object_get(b, "n");
+	const char *name = json_string_value(json_object_get(b, "name"));
+	char *text = NULL;
+	int r;
+
+	if (!json_is_object(b) ||
+	    (rt == AL_ROUTE_SESS_FORK && n &&
+	     (!json_is_integer(n) || json_integer_value(n) < 1 ||
+	      json_integer_value(n) > AL_SESS_FORK_MAX)) ||
+	    (rt == AL_ROUTE_SESS_SNAPSHOT && !name)) {
+		json_decref(b);
+		return fail(c, -EINVAL,
+			    rt == AL_ROUTE_SESS_FORK
+				? "fork: the body must be {\"n\": N}, N 1..16"
+				: "snapshot: the body must be {\"name\": S}");
+	}
+	if (rt == AL_ROUTE_SESS_FORK)
+		r = al_sess_fork(cl, id,
+				 n ? (unsigned)json_integer_value(n) : 1,
+				 json_is_true(json_object_get(b, "saveable")),
+				 o->cfg->sessions.create_timeout_ms, &text);
+	else
+		r = al_sess_snapshot(cl, id, name, &text);
+	json_decref(b);
+	if (r < 0) {
+		free(text);
+		return fail(c, r, cl->err);
+	}
+	return text_json(c, 201, text);
+}
+
 static uint64_t query_u64(struct MHD_Connection *c, const char *k, uint64_t max)
 {
 	const char *v =
@@ -268,6 +308,9 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		if (al_sess_stream_wanted(c))
 			return al_sess_stream(o, c, id, n, 0, 0, 201);
 		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
+	case AL_ROUTE_SESS_FORK:
+	case AL_ROUTE_SESS_SNAPSHOT:
+		return fork_or_snapshot(c, cl, o, rt, id, body);
 	case AL_ROUTE_SESS_OUTPUT:
 		snprintf(sid, sizeof(sid), "%s", id);
 		*strchr(sid, '/') = '\0';

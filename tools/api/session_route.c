@@ -12,6 +12,8 @@
  *   POST   /sessions/{id}/exec/{n}/signal  {"signal": "USR1", "grace_ms": N}
  *   POST   /sessions/{id}/files     a ustar body into ?path=D
  *   GET    /sessions/{id}/files     directory ?path=D as a ustar body
+ *   POST   /sessions/{id}/fork      {"n": N}: N new sessions from it
+ *   POST   /sessions/{id}/snapshot  {"name": S}: saved as snapshot S
  *
  * An id is "s-" and 24 lowercase hex digits; n is 1..10^12. Anything else
  * is 404 (no such path), 405 (the path with another method) or 400 (a bad
@@ -75,6 +77,10 @@ int al_http_session_route(const char *method, const char *path,
 		return pick(method, "POST", AL_ROUTE_SESS_EXTEND, ret);
 	if (!strcmp(slash, "/exec"))
 		return pick(method, "POST", AL_ROUTE_SESS_EXEC, ret);
+	if (!strcmp(slash, "/fork"))
+		return pick(method, "POST", AL_ROUTE_SESS_FORK, ret);
+	if (!strcmp(slash, "/snapshot"))
+		return pick(method, "POST", AL_ROUTE_SESS_SNAPSHOT, ret);
 	if (!strcmp(slash, "/files")) {
 		if (!strcmp(method, "POST"))
 			return pick(method, "POST", AL_ROUTE_SESS_PUT_TAR,

@@ -87,6 +87,8 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"body", 'b', AL_OPT_ARG},
 	    {"timeout", 'w', AL_OPT_ARG},
 	    {"quiet", 'q', AL_OPT_SHORT},
+	    {"saveable", 'S', 0},
+	    {"hibernate", 'H', AL_OPT_ARG},
 	    {NULL, 0, 0},
 	};
 	json_t *body = json_object(), *env = json_object(),
@@ -138,6 +140,13 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'S':
+			json_object_set_new(body, "saveable", json_true());
+			break;
+		case 'H':
+			json_object_set_new(body, "hibernate_s",
+					    json_integer(atoll(optarg)));
 			break;
 		default:
 			return usage_err(cli, "create", "bad option");
@@ -838,11 +847,70 @@ static int do_rm(struct al_cli *cli, struct alq_client *c, int argc,
 	return AL_EXIT_OK;
 }
 
+static int do_snapshot(struct al_cli *cli, struct alq_client *c, int argc,
+		       char **argv)
+{
+	char *out = NULL;
+
+	if (argc != 3)
+		return usage_err(cli, "snapshot", "takes ID NAME");
+	if (al_sess_snapshot(c, argv[1], argv[2], &out) < 0) {
+		al_cli_error(cli, "snapshot: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	print_json(out);
+	free(out);
+	return AL_EXIT_OK;
+}
+
+static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
+		   char **argv)
+{
+	static const struct al_opt lo[] = {
+	    {"n", 'n', AL_OPT_ARG | AL_OPT_SHORT},
+	    {"timeout", 'w', AL_OPT_ARG},
+	    {"saveable", 'S', 0},
+	    {NULL, 0, 0},
+	};
+	uint32_t timeout = cli->cfg.sessions.create_timeout_ms;
+	bool saveable = false;
+	long n = 1;
+	char *out = NULL;
+	int o, r;
+
+	optind = 0;
+	while ((o = al_opts_next(argc, argv, lo)) != -1) {
+		if (o == 'n')
+			n = atol(optarg);
+		else if (o == 'w')
+			timeout = (uint32_t)atol(optarg);
+		else if (o == 'S')
+			saveable = true;
+		else
+			return usage_err(cli, "fork", "bad option");
+	}
+	if (optind != argc - 1)
+		return usage_err(cli, "fork", "takes ID [-n N]");
+	if (n < 1 || n > AL_SESS_FORK_MAX)
+		return usage_err(cli, "fork", "-n: 1..16");
+	r = al_sess_fork(c, argv[optind], (unsigned)n, saveable, timeout,
+			 &out);
+	if (out)
+		print_json(out);
+	free(out);
+	if (r < 0) {
+		al_cli_error(cli, "fork: %s", c->err);
+		return AL_EXIT_FAIL;
+	}
+	return AL_EXIT_OK;
+}
+
 static const struct sub subs[] = {
     {"create", do_create, NULL}, {"exec", do_exec, NULL},
     {"put", do_put, NULL},	 {"get", do_get, NULL},
     {"list", do_list, NULL},	 {"extend", do_extend, NULL},
     {"rm", do_rm, NULL},	 {"cancel", do_cancel, NULL},
+    {"snapshot", do_snapshot, NULL}, {"fork", do_fork, NULL},
 };
 
 static int run(struct al_cli *cli, int argc, char **argv)
@@ -871,11 +939,18 @@ const struct al_cmd al_cmd_session = {
 	"                       SUBCOMMAND ARGS...\n"
 	"\n"
 	"  create [-t TEMPLATE] [--ttl S] [--idle S] [-n NETWORK] [-e K=V]...\n"
-	"         [-m K=V]... [--body JSON] [--timeout MS] [-q]\n"
+	"         [-m K=V]... [--body JSON] [--timeout MS] [--saveable]\n"
+	"         [--hibernate S] [-q]\n"
 	"      start a session; prints its record (-q: its id). It ends at\n"
 	"      its ttl (sessions.ttl_default_s), after --idle seconds\n"
 	"      without a request, or on rm. Waits up to --timeout\n"
 	"      (sessions.create_timeout_ms) for a host with room.\n"
+	"      --saveable: its RAM a private copy, so that `snapshot` can\n"
+	"      save it (costs the copy at create and its RAM; see\n"
+	"      docs/sessions.md). --hibernate S: after S seconds without a\n"
+	"      request its VM is saved and its VMM ends; the next request\n"
+	"      restores it (sessions.hibernate_default_s; implies\n"
+	"      --saveable).\n"
 	"  exec ID [--sh SCRIPT | -- CMD ARG...] [--cwd D] [-e K=V]...\n"
 	"       [--timeout-ms N] [--cpu-ms N] [--stdin FILE] [--detach]\n"
 	"      run a command in it; streams stdout and stderr; exits with\n"
@@ -906,6 +981,16 @@ const struct al_cmd al_cmd_session = {
 	"      0 never), USR1, USR2 (no kill unless --grace-ms). Its record\n"
 	"      then says `cancelled` and `signals_sent`; exit 1 when the\n"
 	"      exec has already ended.\n"
+	"  fork ID [-n N] [--saveable] [--timeout MS]\n"
+	"                         N (1..16) new sessions from its current\n"
+	"                         state (created --saveable), on its host;\n"
+	"                         prints their records with fork_ms\n"
+	"                         (--saveable: the forks can be forked and\n"
+	"                         saved in turn)\n"
+	"  snapshot ID NAME       save the live session (created --saveable)\n"
+	"                         as snapshot NAME on its host; jobs and\n"
+	"                         sessions name it when [snapshots] allowed\n"
+	"                         lists it. An existing NAME is refused.\n"
 	"\n"
 	"docs/sessions.md has the clocks, the routing and the HTTP and\n"
 	"Python forms. Exit: 0 ok, 1 refused or failed, 2 usage.\n",
@@ -914,6 +999,6 @@ const struct al_cmd al_cmd_session = {
     .args_max = 4096,
     .args_error =
 	"needs a subcommand (create, exec, put, get, list, extend, rm, "
-	"cancel)",
+	"cancel, snapshot, fork)",
     .run = run,
 };

@@ -218,11 +218,13 @@ static int list(struct al_cli *cli, const struct sb_options *sb)
 		char a[32];
 
 		age(all[i].created, a, sizeof(a));
-		printf("%-20s %-10s %5.1f MiB %5.1f MiB %6s %s\n", all[i].name,
-		       all[i].base, all[i].disk_bytes / 1048576.0,
+		printf("%-20s %-10s %5.1f MiB %5.1f MiB %6s %s%s%s\n",
+		       all[i].name, all[i].base,
+		       all[i].disk_bytes / 1048576.0,
 		       all[i].mem_bytes / 1048576.0, a,
 		       all[i].stale ? "stale" : all[i].in_use ? "in use"
-								: "ready");
+								: "ready",
+		       all[i].origin[0] ? " from " : "", all[i].origin);
 	}
 	free(all);
 	return AL_EXIT_OK;

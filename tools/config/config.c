@@ -370,6 +370,10 @@ static const struct al_config_key keys[] = {
     U32(sessions, idle_default_s, 0, 604800, "300",
 	"a session ends after this long without a request or a running "
 	"exec, when create gives no idle_s; 0 = never"),
+    U32(sessions, hibernate_default_s, 0, 604800, "0",
+	"a saveable session's VM is saved and its VMM ended after this "
+	"long without a request, when create gives no hibernate_s; the "
+	"next request restores it; 0 = never"),
     U32(sessions, create_timeout_ms, 100, 3600000, "30000",
 	"ms a create waits for a host with room before it fails"),
     U32(sessions, keep_s, 60, 31536000, "3600",

@@ -117,6 +117,7 @@ struct al_config {
 		uint32_t ttl_default_s;	    /* lifetime when ttl_s is absent */
 		uint32_t ttl_max_s;	    /* longest lifetime, extend included */
 		uint32_t idle_default_s;    /* idle timeout when idle_s absent */
+		uint32_t hibernate_default_s; /* hibernate after, 0 = never */
 		uint32_t create_timeout_ms; /* a create waits this for room */
 		uint32_t keep_s;	    /* ended records and output kept */
 		uint32_t output_max_bytes;  /* stored bytes per exec stream */

@@ -93,6 +93,7 @@ void al_config_sess_opts(const struct al_config *cfg,
 	ret->ttl_default_s = cfg->sessions.ttl_default_s;
 	ret->ttl_max_s = cfg->sessions.ttl_max_s;
 	ret->idle_default_s = cfg->sessions.idle_default_s;
+	ret->hibernate_default_s = cfg->sessions.hibernate_default_s;
 	ret->keep_s = cfg->sessions.keep_s;
 	ret->output_max = cfg->sessions.output_max_bytes;
 	ret->spare = cfg->sessions.spare;

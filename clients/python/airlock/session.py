@@ -36,7 +36,8 @@ return 1
 NUMERIC = {"created_at_ms", "expires_at_ms", "alive_at_ms", "ended_at_ms",
            "idle_at_ms", "ttl_s", "idle_s", "execs", "exit_code", "signal",
            "wall_ms", "cpu_ms", "stdout_bytes", "stderr_bytes",
-           "started_at_ms", "restore_ms", "exec"}
+           "started_at_ms", "restore_ms", "exec", "hibernate_s",
+           "resumed_ms", "resumes", "hibernated_at_ms", "hibernate_ms"}
 
 
 class SessionError(Exception):
@@ -104,35 +105,49 @@ class Session:
 
     def __init__(self, client, template=None, ttl_s=None, idle_s=None,
                  network=None, env=None, files=None, metadata=None,
-                 limits=None, create_timeout=30.0):
+                 limits=None, create_timeout=30.0, saveable=None,
+                 hibernate_s=None, _fork=None):
         self.c = client
         self.r = client.r
         self._lost = self.r.register_script(LOST)
+        self.id = _rid("s")
+        if _fork is not None:  # Session.fork(): queued, waited for there
+            self.record = None
+            self._rid = self._push_create(_fork[0], create_timeout,
+                                          _fork[1])
+            return
         body = {}
         for k, v in (("template", template), ("ttl_s", ttl_s),
                      ("idle_s", idle_s), ("network", network), ("env", env),
                      ("files", files), ("metadata", metadata),
-                     ("limits", limits)):
+                     ("limits", limits), ("saveable", saveable),
+                     ("hibernate_s", hibernate_s)):
             if v is not None:
                 body[k] = v
-        self.id = _rid("s")
         self.record = self._create(body, create_timeout)
 
     def _k(self, rest):
         return self.c.key("sess:", rest)
 
-    def _create(self, body, timeout):
+    def _push_create(self, body, timeout, lst="create"):
         now = int(time.time() * 1000)
         rid = _rid("r")
+        self._created_ms = now
         self.r.hset(self._k(self.id), mapping={
             "id": self.id, "state": "pending", "created_at_ms": now,
             "template": body.get("template", ""),
             "network": body.get("network", "none"),
             "metadata": json.dumps(body.get("metadata", {})), "execs": 0})
         self.r.sadd(self._k("all"), self.id)
-        self.r.rpush(self._k("create"), json.dumps({
+        self.r.rpush(self._k(lst), json.dumps({
             "id": self.id, "rid": rid, "body": body,
             "deadline_ms": now + int(timeout * 1000)}))
+        if lst != "create":  # a host's own list: gone with its deadlines
+            self.r.expire(self._k(lst), int(timeout) + 120)
+        return rid
+
+    def _wait_create(self, rid, timeout):
+        now = self._created_ms
         end = time.monotonic() + timeout + 120
         while time.monotonic() < end:
             rep = self._reply(rid)
@@ -144,6 +159,60 @@ class Session:
                 raise SessionError("create_timeout: no host had room "
                                    "within %.1f s" % timeout)
         raise SessionError("the session's VM did not come up")
+
+    def _create(self, body, timeout):
+        return self._wait_create(self._push_create(body, timeout), timeout)
+
+    def _to_session(self, op, body):
+        """Send op to the session's own process (in order with its execs);
+        its reply."""
+        self._alive()
+        rid = _rid("r")
+        self.r.rpush(self._k(self.id + ":req"),
+                     json.dumps({"op": op, "rid": rid, "body": body}))
+        while True:
+            rep = self._reply(rid)
+            if rep is not None:
+                return rep
+            self._alive()
+
+    def snapshot(self, name):
+        """Save the session (created saveable=True) as snapshot `name` on
+        its host: {snapshot, base, origin, mem_bytes, save_ms}."""
+        return self._to_session("snapshot", {"name": name})
+
+    def fork(self, n=1, saveable=False, create_timeout=30.0):
+        """n new Sessions from this one's current state (created
+        saveable=True), each a full session with its own clocks; each
+        one's record has fork_ms (the request to its VM ready).
+        saveable=True: the forks can be forked and saved in turn."""
+        if not 1 <= n <= 16:
+            raise SessionError("fork: n must be 1..16")
+        rec = self._alive()
+        t0 = int(time.time() * 1000)
+        rep = self._to_session("fork", {})
+        body = dict(rep["body"], ttl_s=rec["ttl_s"], idle_s=rec["idle_s"])
+        if saveable:
+            body["saveable"] = True
+        forks = []
+        try:
+            for _ in range(n):
+                forks.append(Session(self.c, create_timeout=create_timeout,
+                                     _fork=(body, "host:%s:create" %
+                                            rec["host"])))
+            for f in forks:
+                f.record = f._wait_create(f._rid, create_timeout)
+                f.record["fork_ms"] = f.record["alive_at_ms"] - t0
+        except Exception:
+            for f in forks:
+                try:
+                    f.close()
+                except SessionError:
+                    pass
+            raise
+        finally:
+            self._to_session("fork_done", {"name": rep["snapshot"]})
+        return forks
 
     def get(self):
         """The record: state, reason, host, expires_at, ... (a session whose
@@ -158,7 +227,8 @@ class Session:
             k = k.decode()
             if k in NUMERIC:
                 rec[k] = int(v)
-            elif k in ("stdout_truncated", "stderr_truncated", "warm"):
+            elif k in ("stdout_truncated", "stderr_truncated", "warm",
+                       "saveable", "hibernated"):
                 rec[k] = v == b"1"
             elif k == "metadata":
                 rec[k] = json.loads(v)
@@ -190,6 +260,9 @@ class Session:
 
     def _to_host(self, op, **extra):
         rec = self._alive()
+        if not rec.get("host"):
+            raise SessionError("%s: not on a host yet (%s)" % (
+                self.id, rec["state"]))
         rid = _rid("r")
         msg = dict(op=op, id=self.id, rid=rid, **extra)
         self.r.rpush(self._k("host:%s:ctl" % rec["host"]), json.dumps(msg))
