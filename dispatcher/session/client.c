@@ -704,6 +704,7 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 	static const char *const reasons[] = {"destroyed", "ttl", "idle",
 					      "lost", "failed"};
 	long long created = 0, ended[5] = {0}, sum = 0;
+	long long le[SESS_EXEC_NBUCKETS + 1] = {0}, exec_sum = 0, cum = 0;
 	char k[SESS_KEY_MAX];
 	redisReply *r;
 	int n, m;
@@ -724,6 +725,14 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 			continue;
 		if (!strcmp(f, "created"))
 			created = v;
+		else if (!strcmp(f, "exec_ms_sum"))
+			exec_sum = v;
+		else if (!strcmp(f, "exec_le:inf"))
+			le[SESS_EXEC_NBUCKETS] = v;
+		for (size_t j = 0; j < SESS_EXEC_NBUCKETS; j++)
+			if (!strncmp(f, "exec_le:", 8) &&
+			    strtoul(f + 8, NULL, 10) == SESS_EXEC_BUCKETS[j])
+				le[j] = v;
 		for (size_t j = 0; j < 5; j++)
 			if (!strncmp(f, "ended:", 6) &&
 			    !strcmp(f + 6, reasons[j]))
@@ -754,6 +763,34 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 			     "# TYPE airlock_sessions_alive gauge\n"
 			     "airlock_sessions_alive %lld\n",
 			     created > sum ? created - sum : 0);
+		n = m < 0 ? m : n + m;
+	}
+	if (n >= 0 && (size_t)n < len) {
+		m = snprintf(buf + n, len - (size_t)n,
+			     "# HELP airlock_session_exec_seconds Session "
+			     "execs' run time, started to done.\n"
+			     "# TYPE airlock_session_exec_seconds histogram\n");
+		n = m < 0 ? m : n + m;
+	}
+	for (size_t j = 0; j <= SESS_EXEC_NBUCKETS && n >= 0 && (size_t)n < len;
+	     j++) {
+		char bound[16] = "+Inf";
+
+		if (j < SESS_EXEC_NBUCKETS)
+			snprintf(bound, sizeof(bound), "%g",
+				 SESS_EXEC_BUCKETS[j] / 1000.0);
+		cum += le[j];
+		m = snprintf(buf + n, len - (size_t)n,
+			     "airlock_session_exec_seconds_bucket{le=\"%s\"} "
+			     "%lld\n",
+			     bound, cum);
+		n = m < 0 ? m : n + m;
+	}
+	if (n >= 0 && (size_t)n < len) {
+		m = snprintf(buf + n, len - (size_t)n,
+			     "airlock_session_exec_seconds_sum %lld.%03lld\n"
+			     "airlock_session_exec_seconds_count %lld\n",
+			     exec_sum / 1000, exec_sum % 1000, cum);
 		n = m < 0 ? m : n + m;
 	}
 	return n < 0 || (size_t)n >= len ? -E2BIG : n;

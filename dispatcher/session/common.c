@@ -281,3 +281,6 @@ int sess_fail(struct alq_client *c, int r, const char *fmt, ...)
 	va_end(ap);
 	return r;
 }
+
+const unsigned SESS_EXEC_BUCKETS[SESS_EXEC_NBUCKETS] = {
+    10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000};

@@ -238,6 +238,24 @@ static int exec_step(struct sess *s, json_t *body, struct al_job *job,
 	return r;
 }
 
+/* The exec's run time into the queue's session stats (al_sess_metrics
+ * renders it); a lost count is a metric off by one, nothing more. */
+static void count_exec(struct sess *s, uint64_t wall_ms)
+{
+	char ks[SESS_KEY_MAX], f[32] = "exec_le:inf";
+
+	for (size_t i = 0; i < SESS_EXEC_NBUCKETS; i++)
+		if (wall_ms <= SESS_EXEC_BUCKETS[i]) {
+			snprintf(f, sizeof(f), "exec_le:%u",
+				 SESS_EXEC_BUCKETS[i]);
+			break;
+		}
+	if (sess_key(ks, sizeof(ks), s->o->queue, "stats") < 0)
+		return;
+	cmd(s, "HINCRBY %s %s 1", ks, f);
+	cmd(s, "HINCRBY %s exec_ms_sum %llu", ks, (unsigned long long)wall_ms);
+}
+
 static void exec_done(struct sess *s, const char *xk,
 		      const struct al_step_result *sr, const char *error)
 {
@@ -265,6 +283,7 @@ static void exec_done(struct sess *s, const char *xk,
 	    (unsigned long long)al_wall_ms(), error ? error : "");
 	free(buf);
 	free(b2);
+	count_exec(s, sr->wall_ms);
 }
 
 static void host_msgs(struct sess *s);

@@ -40,6 +40,13 @@ enum sess_msg_type {
 	SESS_MSG_READY = 4,  /* spare -> host: warm, ready for a create */
 };
 
+/* Exec run time (started to done) as a histogram in P:stats: one field
+ * "exec_le:MS" per bucket (not cumulative; the reader sums them) and
+ * "exec_ms_sum". SESS_EXEC_BUCKETS are the bounds in ms; past the last,
+ * "exec_le:inf". */
+#define SESS_EXEC_NBUCKETS 12
+extern const unsigned SESS_EXEC_BUCKETS[SESS_EXEC_NBUCKETS];
+
 /* "airlock:{Q}:sess:" then the formatted rest; -ENAMETOOLONG. */
 int sess_key(char *buf, size_t len, const char *q, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

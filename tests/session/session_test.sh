@@ -602,6 +602,16 @@ case_http() {
     grep -qx 'airlock_sessions_ended_total{reason="destroyed"} 1' "$tmp/metrics" &&
     grep -qx 'airlock_sessions_alive 0' "$tmp/metrics" ||
     fail "metrics: $(grep sessions "$tmp/metrics")"
+  # the execs' run-time histogram: every exec above counted once, buckets
+  # cumulative up to +Inf = count, a sum above 1 s (5 x 0.2 s slept)
+  python3 - "$tmp/metrics" <<'PY' || fail "exec metrics: $(grep session_exec "$tmp/metrics")"
+import re, sys
+t = open(sys.argv[1]).read()
+b = [int(v) for v in re.findall(r'^airlock_session_exec_seconds_bucket\{le="[^"]+"\} (\d+)$', t, re.M)]
+n = int(re.search(r'^airlock_session_exec_seconds_count (\d+)$', t, re.M).group(1))
+s = float(re.search(r'^airlock_session_exec_seconds_sum ([\d.]+)$', t, re.M).group(1))
+assert len(b) == 13 and b == sorted(b) and b[-1] == n and n >= 3 and s >= 1.0, (b, n, s)
+PY
   if command -v promtool >/dev/null; then
     promtool check metrics < "$tmp/metrics" || fail "promtool"
   fi
