@@ -96,8 +96,8 @@ int gw_jail_enter(const char *dir, const char **ret_step)
 	    chdir(JAIL_MOUNT) < 0)
 		goto fail;
 	*ret_step = "bind the packages dir";
-	if (mkdir(GW_JAIL_DIR + 1, 0755) < 0 ||
-	    bind_fd(dfd, GW_JAIL_DIR + 1, RO_FLAGS) < 0)
+	if (mkdir(&GW_JAIL_DIR[1], 0755) < 0 || /* relative: under the cwd */
+	    bind_fd(dfd, &GW_JAIL_DIR[1], RO_FLAGS) < 0)
 		goto fail;
 	*ret_step = "bind /dev/null";
 	if (mkdir("dev", 0755) < 0)

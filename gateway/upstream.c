@@ -14,7 +14,8 @@
 
 #include "upstream.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+static __attribute__((format(printf, 3, 4))) int
+fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -47,7 +47,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return add;
 }
 
-static int say(char *err, size_t errlen, int rc, const char *fmt, ...)
+static __attribute__((format(printf, 4, 5))) int
+say(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
