@@ -26,42 +26,23 @@
 #include "util.h"
 #include "vm_internal.h"
 
-/* `key=value` of an inputs text (as snapshot.c reads it). */
-static void input_field(const char *inputs, const char *key, char *out,
-			size_t size)
-{
-	char pat[32];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), " %s=", key);
-	out[0] = 0;
-	p = strstr(inputs, pat);
-	if (p)
-		snprintf(out, size, "%.*s",
-			 (int)strcspn(p + strlen(pat), " \n"), p + strlen(pat));
-}
-
 /* The image template t's RAM derives from, and its key. */
 static int live_base(const struct sb_options *o, const struct sb_template *t,
 		     char *base, size_t blen, char *key, size_t klen)
 {
 	char buf[1024];
 	struct sb_template b;
-	int dfd, r;
+	int r;
 
 	if (!t->snapshot) {
 		snprintf(base, blen, "%s", t->img.name);
 		snprintf(key, klen, "%s", t->key);
 		return 0;
 	}
-	dfd = sb__open_dir(t->dir);
-	if (dfd < 0)
-		return dfd;
-	r = sb__template_read_inputs(dfd, buf, sizeof(buf)) ? 0 : -ENOENT;
-	close(dfd);
+	r = sb__template_dir_inputs(t->dir, buf, sizeof(buf));
 	if (r < 0)
 		return r;
-	input_field(buf, "base", base, blen);
+	sb__template_input_field(buf, "base", base, blen);
 	r = base[0] ? sb_template_open(o, base, &b) : -ESTALE;
 	if (r == 0)
 		snprintf(key, klen, "%s", b.key);

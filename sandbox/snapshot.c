@@ -109,21 +109,6 @@ static bool entry_of(const char *d, const char *name)
 	return strlen(d) == n + ID_LEN && !strncmp(d, name, n) && d[n] == '-';
 }
 
-/* `key=value` of the inputs text into out ("" if absent). */
-static void field(const char *inputs, const char *key, char *out, size_t size)
-{
-	char pat[32];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "%s=", key);
-	out[0] = 0;
-	for (p = inputs; (p = strstr(p, pat)); p++)
-		if (p == inputs || p[-1] == ' ')
-			break;
-	if (p)
-		snprintf(out, size, "%.*s", (int)strcspn(p + strlen(pat), " \n"),
-			 p + strlen(pat));
-}
 
 /* The complete build of `name` under root (newest if several): its dir
  * name in out. -ENOENT if none. */
@@ -318,7 +303,7 @@ int sb_snapshot_open(const struct sb_options *o, const char *name,
 	char base[AL_NAME_MAX + 2], bkey[32];
 	struct sb_template t;
 	struct sb_image img;
-	int dfd, fd, r;
+	int fd, r;
 
 	if (!name_ok(name))
 		return -ENOENT; /* as sb_image_open says of such a name */
@@ -330,15 +315,11 @@ int sb_snapshot_open(const struct sb_options *o, const char *name,
 	if (snprintf(dir, sizeof(dir), "%s/%s", root, ent) >= (int)sizeof(dir))
 		return -ENAMETOOLONG;
 	sb__private_files(dir); /* one an older version made 0755, 0444 */
-	dfd = sb__open_dir(dir);
-	if (dfd < 0)
-		return dfd;
-	r = sb__template_read_inputs(dfd, buf, sizeof(buf)) ? 0 : -ENOENT;
-	close(dfd);
+	r = sb__template_dir_inputs(dir, buf, sizeof(buf));
 	if (r < 0)
 		return r;
-	field(buf, "base", base, sizeof(base));
-	field(buf, "basekey", bkey, sizeof(bkey));
+	sb__template_input_field(buf, "base", base, sizeof(base));
+	sb__template_input_field(buf, "basekey", bkey, sizeof(bkey));
 	/* the base is an image template, never a snapshot (no recursion) */
 	if (!name_ok(base) || sb_image_open(o, base, &img) < 0)
 		return -ESTALE;
@@ -620,10 +601,10 @@ static bool snap_info(const char *root, int rfd, const char *ent,
 		close(dfd);
 		return false;
 	}
-	field(buf, "base", ret->base, sizeof(ret->base));
-	field(buf, "setup", ret->setup, sizeof(ret->setup));
-	field(buf, "basekey", bkey, sizeof(bkey));
-	field(buf, "origin", ret->origin, sizeof(ret->origin));
+	sb__template_input_field(buf, "base", ret->base, sizeof(ret->base));
+	sb__template_input_field(buf, "setup", ret->setup, sizeof(ret->setup));
+	sb__template_input_field(buf, "basekey", bkey, sizeof(bkey));
+	sb__template_input_field(buf, "origin", ret->origin, sizeof(ret->origin));
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		if (fstatat(dfd, files[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;

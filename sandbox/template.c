@@ -157,6 +157,36 @@ bool sb__template_read_inputs(int dfd, char *buf, size_t size)
 	return n > 0;
 }
 
+/* Shared with snapshot.c and live.c (vm_internal.h). */
+int sb__template_dir_inputs(const char *dir, char *buf, size_t size)
+{
+	int dfd = sb__open_dir(dir);
+	bool ok;
+
+	if (dfd < 0)
+		return dfd;
+	ok = sb__template_read_inputs(dfd, buf, size);
+	close(dfd);
+	return ok ? 0 : -ENOENT;
+}
+
+/* Shared with snapshot.c and live.c (vm_internal.h). */
+void sb__template_input_field(const char *inputs, const char *key, char *out,
+			      size_t size)
+{
+	char pat[32];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "%s=", key);
+	out[0] = 0;
+	for (p = inputs; (p = strstr(p, pat)); p++)
+		if (p == inputs || p[-1] == ' ')
+			break;
+	if (p)
+		snprintf(out, size, "%.*s", (int)strcspn(p + strlen(pat), " \n"),
+			 p + strlen(pat));
+}
+
 /* Is `name` in `dfd` a regular file owned by `owner`? */
 static bool file_ok(int dfd, const char *name, uid_t owner)
 {

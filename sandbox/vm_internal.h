@@ -134,5 +134,11 @@ int sb__template_memfd(off_t size);
 /* The `inputs` file of the dir `dfd` (a template's or a snapshot's) into
  * buf, read as its owner; false if absent, empty or not ours. */
 bool sb__template_read_inputs(int dfd, char *buf, size_t size);
+/* The same of the dir at `dir`: 0, -ENOENT, or the open's error. */
+int sb__template_dir_inputs(const char *dir, char *buf, size_t size);
+/* The value of `key=` (at the start or after a space) in an inputs text
+ * into out, "" when absent. */
+void sb__template_input_field(const char *inputs, const char *key, char *out,
+			      size_t size);
 
 #endif
