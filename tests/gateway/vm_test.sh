@@ -7,8 +7,12 @@
 # of its own behind agw0, 10.202.0.2:3141, its own uid), and the python
 # template (built into $AIRLOCK_TEST_STATE, cached by its hash) has pip
 # with /etc/pip.conf naming the gateway. One job: a plain `pip install
-# tinypkg==1.0` (no option) installs an allowed wheel and imports it; a
-# look-alike name is refused with the reason in the step's output; the
+# tinypkg==1.0` (no option) installs an allowed wheel and imports it;
+# `pip install -r` of a lockfile with hashes installs; a look-alike name,
+# a version not pinned, a not-allowed file's URL asked for directly and an
+# sdist under wheels-only are refused with the reason in the step's output
+# and audited with the job's id; a second job after a pinned file's bytes
+# changed in the mirror is refused (integrity); the
 # host's end and another port are refused; the result's network.packages
 # lists what it installed; the audit records carry the job's id (the
 # worker names the slot's address in STATE/packages/slots, the gateway
@@ -40,7 +44,15 @@ dir=$state/packages
 rm -rf "$dir"
 mkdir -p "$dir"
 python3 "$src/tests/gateway/mkpkg.py" "$tmp/pk"
-"$bin" packages add --dir "$dir" --pin "$tmp/pk/tinypkg-1.0-py3-none-any.whl" > /dev/null
+# everything into the mirror; pinned: tinypkg 1.0, onlysdist (an sdist,
+# refused under wheels-only), and tiny_dep from a lockfile with its hash
+"$bin" packages add --dir "$dir" "$tmp"/pk/*.whl "$tmp"/pk/*.tar.gz > /dev/null
+"$bin" packages add --dir "$dir" --pin "$tmp/pk/tinypkg-1.0-py3-none-any.whl" \
+  "$tmp/pk/onlysdist-1.0.tar.gz" > /dev/null
+dep_sha=$(sha256sum "$tmp/pk/tiny_dep-0.1-py3-none-any.whl" | cut -c1-64)
+printf 'tiny-dep==0.1 \\\n    --hash=sha256:%s\n' "$dep_sha" > "$tmp/req.txt"
+"$bin" packages import --dir "$dir" "$tmp/req.txt" > /dev/null
+grep -qx "option python.wheels-only" "$dir/packages.allow" || fail "allowlist not wheels-only"
 
 cat > "$tmp/airlock.conf" <<CONF
 [sandbox]
@@ -61,12 +73,21 @@ for a, p in (("10.202.0.1", 3141), ("10.202.0.2", 22)):
         s.connect((a, p)); print("connected", a, p)
     except OSError as e:
         print("refused", a, p, e.errno)'
+gwurl=http://10.202.0.2:3141
 jq -nc --arg id "$id" --arg a "pip install tinypkg==1.0 && python3 -c 'import tinypkg; print(tinypkg.VALUE)'" \
   --arg b "pip install reqeusts" --arg c "$probe" \
   --arg d "python3 -X importtime -c pass 2>&1 | grep -E 'distutils_hack|site\$'" \
-  '{id: $id, template: "python", network: "packages", limits: {wall_ms: 400000},
-    steps: [{sh: $a, timeout_ms: 240000}, {sh: $b, timeout_ms: 120000},
-            {cmd: ["python3", "-c", $c], timeout_ms: 60000}, {sh: $d, timeout_ms: 60000}]}' > "$tmp/jobs.jsonl"
+  --arg e "pip install --target /tmp/r --require-hashes -r req.txt && ls /tmp/r" \
+  --arg f "pip install --target /tmp/t3 tinypkg==2.0 2>&1" \
+  --arg g "pip install --target /tmp/t4 $gwurl/pypi/files/tinypkg-2.0-py3-none-any.whl 2>&1" \
+  --arg h "pip install --target /tmp/t5 onlysdist 2>&1; ls /tmp/t5 2>&1" \
+  --rawfile req "$tmp/req.txt" \
+  '{id: $id, template: "python", network: "packages", limits: {wall_ms: 600000},
+    files: {"req.txt": $req},
+    steps: [{sh: $a, timeout_ms: 200000}, {sh: $b, timeout_ms: 100000},
+            {cmd: ["python3", "-c", $c], timeout_ms: 30000}, {sh: $d, timeout_ms: 30000},
+            {sh: $e, timeout_ms: 100000}, {sh: $f, timeout_ms: 60000},
+            {sh: $g, timeout_ms: 60000}, {sh: $h, timeout_ms: 60000}]}' > "$tmp/jobs.jsonl"
 AIRLOCK_GATEWAY=$gw "$bin" batch --config "$tmp/airlock.conf" --workers 1 "$tmp/jobs.jsonl" \
   > "$tmp/res.jsonl" 2> "$tmp/batch.err" || true
 res=$tmp/res.jsonl
@@ -76,14 +97,43 @@ jq -e '.steps[1].status == "RE" and (.steps[1].stderr | contains("reqeusts is no
   "$res" >/dev/null || fail "look-alike: $(jq -c '.steps[1]' "$res")"
 jq -e '(.steps[2].stdout | contains("refused 10.202.0.1 3141") and contains("refused 10.202.0.2 22"))' \
   "$res" >/dev/null || fail "other addresses: $(jq -c '.steps[2]' "$res")"
+# pip -r with hashes from a lockfile; a version not pinned, its file's URL
+# asked for directly, an sdist under wheels-only: each refused with pip
+# printing the reason, nothing installed
+jq -e '.steps[4].status == "OK" and (.steps[4].stdout | contains("tiny_dep"))' "$res" >/dev/null ||
+  fail "pip -r --require-hashes: $(jq -c '.steps[4]' "$res")"
+jq -e '.steps[5].status == "RE" and (.steps[5].stdout | contains("from versions: 1.0)"))' "$res" >/dev/null ||
+  fail "unpinned version: $(jq -c '.steps[5]' "$res")"
+jq -e '.steps[6].status == "RE" and (.steps[6].stdout | contains("HTTP error 403"))' "$res" >/dev/null ||
+  fail "direct GET: $(jq -c '.steps[6]' "$res")"
+jq -e '(.steps[7].stdout | contains("an sdist, and only wheels are allowed") and contains("No such file"))' \
+  "$res" >/dev/null || fail "sdist: $(jq -c '.steps[7]' "$res")"
+jq -e -s --arg id "$id" '
+  any(.[]; .job == $id and .file == "tinypkg-2.0-py3-none-any.whl" and .decision == "deny")
+  and any(.[]; .job == $id and .name == "onlysdist" and .decision == "deny" and (.reason | contains("only wheels")))
+  and any(.[]; .job == $id and .route == "file" and .name == "tiny-dep" and .decision == "allow")' \
+  "$dir/audit.jsonl" >/dev/null || fail "audit of the refusals: $(cat "$dir/audit.jsonl")"
 jq -e -s --arg id "$id" 'any(.[]; .job == $id and .route == "file" and .name == "tinypkg" and .decision == "allow")
   and any(.[]; .job == $id and .name == "reqeusts" and .decision == "deny" and .lookalike == "requests")
   and all(.[]; .peer | startswith("10.201."))' "$dir/audit.jsonl" >/dev/null ||
   fail "audit: $(cat "$dir/audit.jsonl")"
 [ -z "$(ls -A "$dir/slots")" ] || fail "slot files left: $(ls "$dir/slots")"
-jq -e '.network.packages == ["python:tinypkg==1.0"]' "$res" > /dev/null ||
+jq -e '.network.packages | sort == ["python:tiny-dep==0.1", "python:tinypkg==1.0"]' "$res" > /dev/null ||
   fail "network.packages: $(jq -c '.network' "$res")"
 ! ip link show agw0 > /dev/null 2>&1 || fail "agw0 left after the command"
 echo "python startup imports (us, self/cumulative): $(jq -r '.steps[3].stdout' "$res" | tr '\n' ' ')"
 "$bin" packages pending --dir "$dir" | grep -q "reqeusts==\*	job=$id" || fail "pending: $("$bin" packages pending --dir "$dir")"
+
+# a second job after a pinned file's bytes changed in the mirror: refused
+# (502 to pip, an integrity record with the job's id), never served
+printf 'x' >> "$dir/mirror/python/tinypkg-1.0-py3-none-any.whl"
+id2=gw-vm2-$$-$RANDOM
+jq -nc --arg id "$id2" '{id: $id, template: "python", network: "packages", limits: {wall_ms: 300000},
+    steps: [{sh: "pip install --target /tmp/t6 tinypkg==1.0 2>&1; ls /tmp/t6 2>&1", timeout_ms: 200000}]}' > "$tmp/jobs2.jsonl"
+AIRLOCK_GATEWAY=$gw "$bin" batch --config "$tmp/airlock.conf" --workers 1 "$tmp/jobs2.jsonl" \
+  > "$tmp/res2.jsonl" 2> "$tmp/batch2.err" || true
+jq -e '(.steps[0].stdout | contains("HTTP error 502") and contains("No such file"))' "$tmp/res2.jsonl" >/dev/null ||
+  fail "tampered file: $(jq -c '.steps[0] // .' "$tmp/res2.jsonl")"
+jq -e -s --arg id "$id2" 'any(.[]; .job == $id and (.reason | startswith("integrity:")))' "$dir/audit.jsonl" >/dev/null ||
+  fail "tampered file's audit: $(tail -3 "$dir/audit.jsonl")"
 echo ok
