@@ -6,7 +6,9 @@
 # /etc/npmrc names the gateway from the `gateway` key), `airlock batch` in a
 # network namespace of its own with the `packages` policy (the embedded
 # mode starts the gateway). One job: a plain `npm install
-# tiny-npm@1.0.0` installs and `require`s; a version not pinned is
+# tiny-npm@1.0.0` installs and `require`s; `npm ci` from the lockfile it
+# wrote installs again (cold cache); a version not pinned and a package
+# with an install script (npm.no-install-scripts) are
 # refused; the result's network.packages lists what it installed.
 # Slow under TCG (an image build, minutes, and a VM): AIRLOCK_FULL=1 only.
 set -euo pipefail
@@ -31,7 +33,7 @@ dir=$state/packages
 rm -rf "$dir"
 mkdir -p "$dir"
 python3 "$src/tests/gateway/mkpkg.py" "$tmp/pk"
-"$bin" packages add --dir "$dir" --pin "$tmp/pk/tiny-npm-1.0.0.tgz" > /dev/null
+"$bin" packages add --dir "$dir" --pin "$tmp/pk/tiny-npm-1.0.0.tgz" "$tmp/pk/tiny-hook-1.0.0.tgz" > /dev/null
 "$bin" packages add --dir "$dir" "$tmp/pk/tiny-npm-1.1.0.tgz" > /dev/null
 cat > "$tmp/airlock.conf" <<CONF
 [sandbox]
@@ -48,14 +50,25 @@ id=gw-npm-$$-$RANDOM
 jq -nc --arg id "$id" \
   --arg a "mkdir -p /tmp/p && cd /tmp/p && npm install --no-progress tiny-npm@1.0.0 && node -e \"console.log(require('tiny-npm'))\"" \
   --arg b "mkdir -p /tmp/q && cd /tmp/q && npm install --no-progress tiny-npm@1.1.0" \
-  '{id: $id, template: "nodenpm", network: "packages", limits: {wall_ms: 500000},
-    steps: [{sh: $a, timeout_ms: 300000}, {sh: $b, timeout_ms: 150000}]}' > "$tmp/jobs.jsonl"
+  --arg c "mkdir -p /tmp/c && cp /tmp/p/package.json /tmp/p/package-lock.json /tmp/c && cd /tmp/c && npm ci --no-progress --cache /tmp/c/.cache && node -e \"console.log(require('tiny-npm'))\"" \
+  --arg d "mkdir -p /tmp/h && cd /tmp/h && npm install --no-progress tiny-hook@1.0.0 2>&1; ls /tmp/h/node_modules 2>&1" \
+  '{id: $id, template: "nodenpm", network: "packages", limits: {wall_ms: 600000},
+    steps: [{sh: $a, timeout_ms: 240000}, {sh: $b, timeout_ms: 100000},
+            {sh: $c, timeout_ms: 150000}, {sh: $d, timeout_ms: 100000}]}' > "$tmp/jobs.jsonl"
 AIRLOCK_GATEWAY=$gw "$bin" batch --config "$tmp/airlock.conf" --workers 1 "$tmp/jobs.jsonl" \
   > "$tmp/res.jsonl" 2> "$tmp/batch.err" || true
 res=$tmp/res.jsonl
 jq -e '.steps[0].status == "OK" and (.steps[0].stdout | contains("tiny-npm 1.0.0"))' "$res" > /dev/null ||
   fail "npm install: $(head -c 3000 "$res") $(tail -3 "$tmp/batch.err")"
 jq -e '.steps[1].status == "RE"' "$res" > /dev/null || fail "unpinned version: $(jq -c '.steps[1]' "$res")"
+# npm ci from the lockfile the first step wrote (a cold cache: every
+# tarball fetched again by its lockfile URL, integrity checked by npm)
+jq -e '.steps[2].status == "OK" and (.steps[2].stdout | contains("tiny-npm 1.0.0"))' "$res" > /dev/null ||
+  fail "npm ci: $(jq -c '.steps[2]' "$res")"
+# a package with an install script under npm.no-install-scripts: refused
+# with the reason npm prints, nothing installed
+jq -e '.steps[3].stdout | contains("no version of tiny-hook can be served") and contains("No such file")' \
+  "$res" > /dev/null || fail "install script: $(jq -c '.steps[3]' "$res")"
 jq -e '.network.packages == ["npm:tiny-npm==1.0.0"]' "$res" > /dev/null ||
   fail "network.packages: $(jq -c '.network' "$res")"
 jq -e -s --arg id "$id" 'any(.[]; .job == $id and .route == "tarball" and .decision == "allow")' \
