@@ -634,7 +634,7 @@ static uint64_t run_plan(struct fx *f, const char *sh, struct sigplan *p,
 	p->last = t0;
 	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, collect,
 						       &p->c, plan_tick, p,
-						       CALL_MS, res),
+						       false, CALL_MS, res),
 			 0);
 	return now_ms() - t0;
 }
@@ -782,7 +782,7 @@ static void test_signal_host_gone(void **state)
 	t0 = cpu_ticks(f->agent);
 	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
 						       NULL, shut_tick, &fd,
-						       CALL_MS, &res),
+						       false, CALL_MS, &res),
 			 0);
 	assert_int_equal(res.status, AL_OK);
 	blob_is(&res.stdout_, "done\n");
