@@ -501,6 +501,77 @@ static void test_background_killed(void **state)
 	al_step_result_release(&res);
 }
 
+/* Read a small file into buf; "" when it cannot. */
+static void slurp(const char *path, char *buf, size_t size)
+{
+	FILE *fp = fopen(path, "re");
+	size_t n = fp ? fread(buf, 1, size - 1, fp) : 0;
+
+	buf[n] = '\0';
+	if (fp)
+		fclose(fp);
+}
+
+/* A session exec (run_step `background`, proto v5): what it starts in the
+ * background outlives it, in the session's job/bg cgroup with the step's
+ * memory and pids caps (cgroup mode), and still ends with the exec's main
+ * process: a background process keeping stdout open holds nothing up,
+ * and its later write hits a closed pipe (SIGPIPE), not the result. */
+static void test_background_kept(void **state)
+{
+	struct fx *f = *state;
+	struct al_limits lim = {.memory_mb = 256, .pids = 32};
+	struct al_step s = {.timeout_ms = 20000};
+	struct al_step_result res;
+	char path[600], buf[256];
+	pid_t pid;
+
+	SKIP_UNLESS_READY();
+	if (g.cgroup)
+		assert_int_equal(sb__agent_client_setup(&f->c, &lim, CALL_MS), 0);
+	s.sh = "sleep 1000 & echo $!; (sleep 0.5; echo late; touch after) &";
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
+						       NULL, NULL, NULL, true,
+						       CALL_MS, &res),
+			 0);
+	assert_int_equal(res.status, AL_OK);
+	assert_true(res.wall_ms < 2000);
+	pid = (pid_t)atoi((char *)res.stdout_.data);
+	assert_true(pid > 0);
+	al_step_result_release(&res);
+	usleep(300000);
+	assert_int_equal(kill(pid, 0), 0); /* alive after its exec */
+	if (g.cgroup) {
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+		slurp(path, buf, sizeof(buf));
+		assert_non_null(strstr(buf, "/job/bg\n"));
+		/* the caps where the host has the controllers (the guest
+		 * has: session_test.sh background checks them there) */
+		snprintf(path, sizeof(path), "%s/job/bg/memory.max", g.cg_root);
+		slurp(path, buf, sizeof(buf));
+		if (buf[0])
+			assert_string_equal(buf, "268435456\n");
+		snprintf(path, sizeof(path), "%s/job/bg/pids.max", g.cg_root);
+		slurp(path, buf, sizeof(buf));
+		if (buf[0])
+			assert_string_equal(buf, "32\n");
+	}
+	/* the late writer died on its closed stdout before its touch */
+	usleep(1200000);
+	snprintf(path, sizeof(path), "%s/after", f->work);
+	assert_int_equal(access(path, F_OK), -1);
+	/* a later exec runs beside it; a job step's rule is unchanged */
+	run_sh(f, "echo next", 0, &res);
+	blob_is(&res.stdout_, "next\n");
+	al_step_result_release(&res);
+	assert_int_equal(kill(pid, 0), 0);
+	kill(pid, SIGKILL);
+	assert_true(gone(pid));
+	snprintf(path, sizeof(path), "%s/job/bg", g.cg_root);
+	if (g.cgroup)
+		rmdir(path);
+}
+
 /* cpu_ms stops a busy loop at the limit with TL, long before its wall
  * timeout; with a cgroup it counts every process of the step, here a
  * busy child the shell never waits for. */
@@ -1184,6 +1255,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_put_files_fifo, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_background_killed, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_background_kept, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_cpu_limit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cpu_limit_sleep, setup,
