@@ -789,6 +789,11 @@ case_hibernate() {
   [ "$(echo "$rec" | field saveable)" = true ] || fail "hibernate_s did not make it saveable: $rec"
   sp=$(grep "session=$id started process" "$tmp/serve.log" | sed 's/.*started process \([0-9]*\).*/\1/')
   boot=$(S exec "$id" --sh 'mkdir -p w && echo kept > w/f.txt && echo tmp > /tmp/t && cat /proc/sys/kernel/random/boot_id' 2>/dev/null)
+  # a background process, started before the first hibernation
+  S exec "$id" --sh "$TICKER" >/dev/null 2>&1 || fail "the ticker's exec failed"
+  local bgpid ticks0 a b
+  read -r bgpid ticks0 <<< "$(S exec "$id" --sh 'echo $(cat /work/bg.pid) $(wc -l < /work/tick)' 2>/dev/null)"
+  [ -n "$ticks0" ] || fail "no ticker"
   [ -n "$(qemus_under "$sp")" ] || fail "no QEMU under session process $sp before"
   for round in 1 2; do
     for _ in $(seq 100); do
@@ -803,7 +808,12 @@ case_hibernate() {
     log "round $round: hibernated, no VMM; session process $sp: $(awk '/VmRSS/{print $2" kB RSS"}' /proc/$sp/status)"
     out=$(S exec "$id" --sh 'cat w/f.txt /tmp/t /proc/sys/kernel/random/boot_id' 2>/dev/null)
     [ "$out" = "$(printf 'kept\ntmp\n%s' "$boot")" ] || fail "round $round: after resume: $out (boot $boot)"
-    k="airlock:{default}:sess:$id:x:$((round + 1))"
+    read -r out a b _ <<< "$(ticker_state "$id")"
+    [ "$out" = "$bgpid" ] && [ "$a" -ge "$ticks0" ] && [ "$b" -gt "$a" ] ||
+      fail "round $round: the background process after resume: $out $a $b (pid $bgpid, $ticks0 ticks before)"
+    log "round $round: background pid $bgpid still running after resume ($ticks0 -> $a -> $b ticks)"
+    ticks0=$b
+    k="airlock:{default}:sess:$id:x:$((round * 2 + 2))"
     t=$(R hget "$k" resumed_ms)
     [ -n "$t" ] || fail "round $round: no resumed_ms in the exec record"
     [ "$(S get "$id" | field resumes)" = "$round" ] || fail "resumes: $(S get "$id")"
