@@ -877,12 +877,14 @@ case_background() {
   log "pid $pid in $cg: alive and ticking ($a, $b) after a later exec's cancel"
   S rm "$id" >/dev/null
   # a job's step: nothing outlives it
+  t0=$(now_ms)
   job=$(python3 -c 'import json,sys; print(json.dumps({"template": "python",
     "steps": [{"sh": sys.argv[1]}, {"sh": "sleep 0.5; test -d /proc/$(cat /work/bg.pid) && echo alive || echo dead"}]}))' "$TICKER")
   out=$(A submit - <<< "$job") || fail "submit: $out"
   A wait --timeout 120 "$out" >/dev/null 2>&1 || fail "job $out did not end"
   out=$(A result --json "$out" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"][1]["stdout"].strip())')
   [ "$out" = dead ] || fail "a job step's background process outlived it: $out"
+  log "a job step's background process was killed with it (job in $(( $(now_ms) - t0 )) ms)"
   nothing_left
 }
 
