@@ -47,7 +47,9 @@
  * the step's stdout/stderr gets EPIPE/SIGPIPE instead of holding the exec
  * open (`nohup cmd > file 2>&1 &` is the form to use). A `signal` reaches
  * only the running step's cgroup, never job/bg; background processes die
- * with the VM. A job's steps never set it: nothing outlives a job step.
+ * with the VM. A step that was killed or cancelled (sent a signal other
+ * than USR1/USR2) keeps nothing: it goes whole. A job's steps never set
+ * it: nothing outlives a job step.
  *
  * Without a cgroup root (host tests as an ordinary user) the same happens
  * by process group, which a job can escape with setsid: tests only.
@@ -126,6 +128,7 @@ struct run {
 	uint64_t sig_kill_at;	     /* signal's grace end, 0 = none */
 	bool background;	     /* leave what it left running (v5) */
 	bool kept;		     /* and did: job/bg (or its group) has it */
+	bool cancelled;		     /* sent a signal other than USR1/USR2 */
 	al_exec_out_fn cb;	     /* streaming */
 	void *opaque;		     /* for cb */
 	char err[256];		     /* our own failure, "" = none */
@@ -779,6 +782,8 @@ static void ctl_read(struct run *rn, short revents)
 	al_agent_log("step %u: signal %s grace_ms=%u", rn->a->step_no,
 		     al_signal_name((int)sig), grace);
 	signal_step(rn, (int)sig);
+	if (sig != SIGUSR1 && sig != SIGUSR2)
+		rn->cancelled = true; /* what it leaves goes with it */
 	if (grace && !rn->sig_kill_at && !rn->kill_at) {
 		if (grace > AL_SIGNAL_GRACE_MAX)
 			grace = AL_SIGNAL_GRACE_MAX;
@@ -932,7 +937,7 @@ static int pump(struct run *rn)
 		    al_agent_reap(rn->a, rn->pid, &rn->wstatus, &rn->ru)) {
 			rn->exited = true;
 			rn->t_end = al_now_ms();
-			if (rn->background && !rn->kill_at)
+			if (rn->background && !rn->kill_at && !rn->cancelled)
 				keep_background(rn);
 			else
 				kill_for(rn, AL_OK); /* what it left behind */

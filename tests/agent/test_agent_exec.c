@@ -664,6 +664,7 @@ struct sigplan {
 	uint32_t grace[3];  /* with each */
 	int n, next;	    /* how many, next to send */
 	uint64_t last;	    /* when the last went, ms */
+	bool bg;	    /* run it as a session exec (background) */
 };
 
 static uint64_t now_ms(void)
@@ -705,7 +706,7 @@ static uint64_t run_plan(struct fx *f, const char *sh, struct sigplan *p,
 	p->last = t0;
 	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, collect,
 						       &p->c, plan_tick, p,
-						       false, CALL_MS, res),
+						       p->bg, CALL_MS, res),
 			 0);
 	return now_ms() - t0;
 }
@@ -747,6 +748,35 @@ static void test_signal_trapped(void **state)
 	assert_int_equal(res.exit_code, 7);
 	assert_non_null(memmem(p.c.out, p.c.n_out, "got-usr1", 8));
 	assert_non_null(memmem(p.c.out, p.c.n_out, "got-term", 8));
+	al_step_result_release(&res);
+}
+
+/* A session exec that was cancelled keeps nothing: a background child
+ * that ignores the TERM goes with it all the same (a USR1 before is no
+ * cancel). */
+static void test_background_cancelled(void **state)
+{
+	struct fx *f = *state;
+	struct sigplan p = {.sig = {SIGUSR1, SIGTERM},
+			    .grace = {0, 2000},
+			    .n = 2,
+			    .bg = true};
+	struct al_step_result res;
+	pid_t pid;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	run_plan(f,
+		 "(trap '' TERM USR1; exec sleep 1000) & echo $!; "
+		 "trap 'echo got-usr1' USR1; echo ready; "
+		 "while :; do sleep 0.05; done",
+		 &p, &res);
+	assert_int_equal(res.status, AL_SG);
+	assert_int_equal(res.signal, SIGTERM);
+	assert_non_null(memmem(p.c.out, p.c.n_out, "got-usr1", 8));
+	pid = (pid_t)atoi(p.c.out);
+	assert_true(pid > 0);
+	assert_true(gone(pid));
 	al_step_result_release(&res);
 }
 
@@ -1257,6 +1287,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_background_killed, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_background_kept, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_background_cancelled, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_cpu_limit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cpu_limit_sleep, setup,
