@@ -66,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -874,6 +875,31 @@ static int move_to_bg(struct run *rn)
 	return 0;
 }
 
+/* Take what the pipe holds now, no more: a background process that
+ * keeps writing must not keep us reading. */
+static int drain_now(struct run *rn, struct stream *st)
+{
+	static uint8_t buf[CHUNK];
+	int avail = 0;
+	ssize_t n;
+
+	if (ioctl(st->fd, FIONREAD, &avail) < 0)
+		return -errno;
+	while (avail > 0) {
+		n = read(st->fd, buf,
+			 (size_t)avail < sizeof(buf) ? (size_t)avail
+						     : sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		avail -= (int)n;
+		if (keep(rn, st, buf, (size_t)n) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The main child of a background step exited by itself: keep what it
  * left running (or kill it, when it cannot be moved), take what the
  * pipes hold now and close them: the step ends here. */
@@ -893,7 +919,7 @@ static void keep_background(struct run *rn)
 	close_fd(&rn->in_fd);
 	for (int i = 0; i < 2; i++) {
 		if (rn->out[i].fd >= 0)
-			drain(rn, &rn->out[i]);
+			drain_now(rn, &rn->out[i]);
 		close_fd(&rn->out[i].fd);
 	}
 }
