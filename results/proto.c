@@ -77,6 +77,7 @@ static const struct field run_step_fields[] = {
     {"limits", F_LIMITS, OFF(run_step.limits), 0, 0, 0, false},
     {"stream", F_BOOL, OFF(run_step.stream), 0, 0, 1, false},
     {"warmup", F_BOOL, OFF(run_step.warmup), 0, 0, 1, false},
+    {"background", F_BOOL, OFF(run_step.background), 0, 0, 1, false},
 };
 static const struct field get_files_fields[] = {
     {"paths", F_PATHS, OFF(get_files.paths), OFF(get_files.n_paths), 0,

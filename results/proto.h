@@ -10,8 +10,8 @@
  *   reseed {entropy: bin 32..512, time_ns}   ok
  *   setup {limits, entropy?, time_ns?}       ok {reseeded?}
  *   put_files {files: {path: str|bin}}       ok
- *   run_step {step, limits, stream}          out {fd, data}*, then
- *                                            exit {result}
+ *   run_step {step, limits, stream,          out {fd, data}*, then
+ *     warmup?, background?}                  exit {result}
  *   get_files {paths: [..], max_bytes}       files {files, missing: [..]}
  *   ping                                     pong
  *   signal {sig, grace_ms} (during run_step) (none)
@@ -48,6 +48,16 @@
  *       sends `signal` only to an agent whose hello said v >= 4
  *       (AL_PROTO_SIGNAL_V). (v3 was documented for zygote warm-ups while
  *       agents still said 2: the host never relied on it.)
+ *   v5  `run_step {background: true}` (a session exec's, never a job
+ *       step's): when the step's main process exits, what it left
+ *       running in its cgroup is moved to the session-wide background
+ *       cgroup (`job/bg`, with the step's memory and pids caps) instead
+ *       of being killed, and the exec ends once its pipes' buffered
+ *       bytes are drained; the agent then closes its read ends, so a
+ *       background process still writing there gets EPIPE/SIGPIPE
+ *       (docs/sessions.md, "Background processes"). `signal` still
+ *       reaches only the running step's cgroup. An older agent skips the
+ *       unknown key and kills what the step left, as for a job.
  *
  * Authentication (vsock only; see docs/vsock-auth.md). On a new vsock
  * connection the agent speaks first and nothing else is served until the
@@ -92,8 +102,9 @@
 #define AL_CHECK_PY  AL_CHECK_DIR "/check.py"
 #define AL_CHECK_MOD AL_CHECK_DIR "/_airlock_check.py" /* what it imports */
 
-#define AL_PROTO_VERSION    4u		/* `v` in hello; see "Versions" */
+#define AL_PROTO_VERSION    5u		/* `v` in hello; see "Versions" */
 #define AL_PROTO_SIGNAL_V   4u		/* first `v` that takes `signal` */
+#define AL_PROTO_BACKGROUND_V 5u	/* first `v` that takes `background` */
 #define AL_SIGNAL_GRACE_MAX 60000u	/* grace_ms of `signal`, at most */
 #define AL_FRAME_HDR	    4u		/* bytes of the length prefix */
 #define AL_FRAME_MAX	    (40u << 20) /* largest frame body either side sends */
@@ -167,6 +178,8 @@ struct al_msg_run_step {
 	bool stream;		 /* send `out` chunks while it runs */
 	bool warmup;		 /* v2: a warm clone's warm-up (trusted):
 				  * leaves the zygote be (zygote.c) */
+	bool background;	 /* v5: a session exec: what the step left
+				  * running survives it (see "Versions") */
 };
 
 struct al_msg_out {

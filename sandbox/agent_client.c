@@ -353,7 +353,7 @@ static void enforce_output(struct al_step_result *r, const struct sink *s)
 }
 
 static int run_step(struct sb__agent_client *c, const struct al_step *step,
-		    const struct al_limits *limits, bool warmup,
+		    const struct al_limits *limits, bool warmup, bool background,
 		    al_agent_out_fn out, void *opaque, al_agent_tick_fn tick,
 		    void *tick_opaque, int timeout_ms,
 		    struct al_step_result *ret)
@@ -374,6 +374,7 @@ static int run_step(struct sb__agent_client *c, const struct al_step *step,
 		sink.cap = limits->output_bytes;
 	req.u.run_step.stream = out != NULL;
 	req.u.run_step.warmup = warmup;
+	req.u.run_step.background = background;
 	r = call(c, &req, AL_MSG_EXIT, &sink, timeout_ms, &rep);
 	if (r < 0)
 		return r;
@@ -388,7 +389,7 @@ int sb__agent_client_run_step(struct sb__agent_client *c,
 			      al_agent_out_fn out, void *opaque, int timeout_ms,
 			      struct al_step_result *ret)
 {
-	return run_step(c, step, limits, false, out, opaque, NULL, NULL,
+	return run_step(c, step, limits, false, false, out, opaque, NULL, NULL,
 			timeout_ms, ret);
 }
 
@@ -397,10 +398,11 @@ int sb__agent_client_run_step_ctl(struct sb__agent_client *c,
 				  const struct al_limits *limits,
 				  al_agent_out_fn out, void *opaque,
 				  al_agent_tick_fn tick, void *tick_opaque,
-				  int timeout_ms, struct al_step_result *ret)
+				  bool background, int timeout_ms,
+				  struct al_step_result *ret)
 {
-	return run_step(c, step, limits, false, out, opaque, tick, tick_opaque,
-			timeout_ms, ret);
+	return run_step(c, step, limits, false, background, out, opaque, tick,
+			tick_opaque, timeout_ms, ret);
 }
 
 int sb__agent_client_run_warmup(struct sb__agent_client *c,
@@ -408,7 +410,7 @@ int sb__agent_client_run_warmup(struct sb__agent_client *c,
 				const struct al_limits *limits, int timeout_ms,
 				struct al_step_result *ret)
 {
-	return run_step(c, step, limits, true, NULL, NULL, NULL, NULL,
+	return run_step(c, step, limits, true, false, NULL, NULL, NULL, NULL,
 			timeout_ms, ret);
 }
 

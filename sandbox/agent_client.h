@@ -90,13 +90,16 @@ typedef int (*al_agent_tick_fn)(void *opaque, uint32_t *sig,
 /* run_step with `tick` (may be NULL). A signal is sent only when the
  * agent said v >= AL_PROTO_SIGNAL_V in hello (sb__agent_client_hello sets
  * c->v); for an older agent (or one never asked) it is dropped and the
- * step runs on: callers check c->v first and say so. */
+ * step runs on: callers check c->v first and say so. `background` (a
+ * session exec's, proto v5): what the step leaves running survives it;
+ * an older agent kills it as for a job step. */
 int sb__agent_client_run_step_ctl(struct sb__agent_client *c,
 				  const struct al_step *step,
 				  const struct al_limits *limits,
 				  al_agent_out_fn out, void *opaque,
 				  al_agent_tick_fn tick, void *tick_opaque,
-				  int timeout_ms, struct al_step_result *ret);
+				  bool background, int timeout_ms,
+				  struct al_step_result *ret);
 /* Bring files back; *ret holds files and missing paths (free with
  * sb__agent_client_files_release). Returns the count of files dropped
  * from the reply because they were not in `paths` (or came twice), or

@@ -298,12 +298,16 @@ int sb_vm_run_step_out(struct sb_vm *vm, const struct al_step *step,
  * while the step runs; when it returns 1, the signal it put in *sig
  * (al_step_signal_ok, proto.h) goes to every process of the step, then
  * SIGKILL after *grace_ms if the step still runs (0: no kill). Needs
- * sb_vm_can_signal(), else the signal is dropped. */
+ * sb_vm_can_signal(), else the signal is dropped. `background` (session
+ * execs only, never a job's steps): what the step leaves running when its
+ * main process exits survives it, in the VM's background cgroup (proto
+ * v5; an older agent kills it, as for a job step). */
 typedef int (*sb_tick_fn)(void *opaque, uint32_t *sig, uint32_t *grace_ms);
 int sb_vm_run_step_ctl(struct sb_vm *vm, const struct al_step *step,
 		       const struct al_limits *limits, uint32_t timeout_ms,
 		       sb_out_fn out, void *opaque, sb_tick_fn tick,
-		       void *tick_opaque, struct al_step_result *ret);
+		       void *tick_opaque, bool background,
+		       struct al_step_result *ret);
 /* Does the VM's agent take signals while a step runs (its hello said
  * v >= 4, proto.h)? Asked once, with a round trip, for a clone, which had
  * no hello of its own; false also when it could not be asked (the VM

@@ -730,7 +730,7 @@ int sb_vm_run_step_out(struct sb_vm *vm, const struct al_step *step,
 		       sb_out_fn out, void *opaque, struct al_step_result *ret)
 {
 	return sb_vm_run_step_ctl(vm, step, limits, timeout_ms, out, opaque,
-				  NULL, NULL, ret);
+				  NULL, NULL, false, ret);
 }
 
 bool sb_vm_can_signal(struct sb_vm *vm)
@@ -753,7 +753,8 @@ bool sb_vm_can_signal(struct sb_vm *vm)
 int sb_vm_run_step_ctl(struct sb_vm *vm, const struct al_step *step,
 		       const struct al_limits *limits, uint32_t timeout_ms,
 		       sb_out_fn out, void *opaque, sb_tick_fn tick,
-		       void *tick_opaque, struct al_step_result *ret)
+		       void *tick_opaque, bool background,
+		       struct al_step_result *ret)
 {
 	struct al_step s = *step; /* shallow: only the timeout differs */
 	int r;
@@ -763,7 +764,7 @@ int sb_vm_run_step_ctl(struct sb_vm *vm, const struct al_step *step,
 	if (timeout_ms)
 		s.timeout_ms = timeout_ms;
 	r = sb__agent_client_run_step_ctl(
-	    &vm->agent, &s, limits, out, opaque, tick, tick_opaque,
+	    &vm->agent, &s, limits, out, opaque, tick, tick_opaque, background,
 	    vm_call_timeout(vm, (uint64_t)s.timeout_ms + STEP_MARGIN_MS), ret);
 	if (r < 0)
 		sb__vm_fail(vm, r, "run step");

@@ -69,8 +69,9 @@ int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
 		t = s->step_timeout_max_ms;
 	lim.output_bytes = stream_cap;
 	memset(ret, 0, sizeof(*ret));
+	/* a session exec: what it starts in the background lives on */
 	return sb_vm_run_step_ctl(s->vm, step, &lim, t, out, opaque, tick,
-				  opaque, ret);
+				  opaque, true, ret);
 }
 
 bool al_wsess_alive(struct al_wsess *s)

@@ -145,6 +145,8 @@ struct al_exec_ctl {
 	int fd; /* polled for POLLIN, -1 = none */
 	int (*read)(void *opaque, uint32_t *sig, uint32_t *grace_ms);
 	void *opaque; /* for read */
+	bool background; /* v5: a session exec: what the step leaves
+			  * running moves to job/bg (exec.c) */
 };
 
 /* Run one step to completion. Always fills *ret (XX with a message in

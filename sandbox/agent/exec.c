@@ -37,6 +37,20 @@
  * step's cgroup, handed its stdio and cwd) and everything above holds
  * for it the same; any other step ends a waiting zygote first.
  *
+ * Background (proto v5, session execs only: run_step `background`). When
+ * the main child of such a step exits by itself, what it left running is
+ * not killed: keep_background() freezes the step's cgroup (so nothing
+ * forks past the move), moves every process into the session-wide cgroup
+ * `job/bg` (made once, with the step's memory.max and pids.max, no swap)
+ * and thaws it. The step then ends with what its pipes hold: one drain,
+ * then our read ends close, so a background process that still writes to
+ * the step's stdout/stderr gets EPIPE/SIGPIPE instead of holding the exec
+ * open (`nohup cmd > file 2>&1 &` is the form to use). A `signal` reaches
+ * only the running step's cgroup, never job/bg; background processes die
+ * with the VM. A step that was killed or cancelled (sent a signal other
+ * than USR1/USR2) keeps nothing: it goes whole. A job's steps never set
+ * it: nothing outlives a job step.
+ *
  * Without a cgroup root (host tests as an ordinary user) the same happens
  * by process group, which a job can escape with setsid: tests only.
  */
@@ -52,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -69,6 +84,8 @@
 #define THRASH_STRIKES 4u	  /* samples in a row before ML */
 #define CPU_SAMPLE_MIN_MS 10u	  /* CPU-time watch: shortest sample period */
 #define CPU_SAMPLE_MAX_MS 250u	  /* and longest */
+#define FREEZE_WAIT_MS 1000u	  /* background: wait this long for frozen */
+#define MOVE_ROUNDS 64u		  /* background: passes over cgroup.procs */
 
 extern char **environ;
 
@@ -110,6 +127,9 @@ struct run {
 	const struct al_exec_ctl *ctl; /* host's signals, NULL = none */
 	int ctl_fd;		     /* ctl->fd while it is polled, else -1 */
 	uint64_t sig_kill_at;	     /* signal's grace end, 0 = none */
+	bool background;	     /* leave what it left running (v5) */
+	bool kept;		     /* and did: job/bg (or its group) has it */
+	bool cancelled;		     /* sent a signal other than USR1/USR2 */
 	al_exec_out_fn cb;	     /* streaming */
 	void *opaque;		     /* for cb */
 	char err[256];		     /* our own failure, "" = none */
@@ -763,10 +783,144 @@ static void ctl_read(struct run *rn, short revents)
 	al_agent_log("step %u: signal %s grace_ms=%u", rn->a->step_no,
 		     al_signal_name((int)sig), grace);
 	signal_step(rn, (int)sig);
+	if (sig != SIGUSR1 && sig != SIGUSR2)
+		rn->cancelled = true; /* what it leaves goes with it */
 	if (grace && !rn->sig_kill_at && !rn->kill_at) {
 		if (grace > AL_SIGNAL_GRACE_MAX)
 			grace = AL_SIGNAL_GRACE_MAX;
 		rn->sig_kill_at = al_now_ms() + grace;
+	}
+}
+
+/* The session's background cgroup, `job/bg`, into `bg`: made the first
+ * time with the step's memory and pids caps (later execs of the session
+ * carry the same limits), then reused. */
+static int bg_cgroup(struct run *rn, char bg[PATH_MAX])
+{
+	const char *root = rn->a->cfg->cgroup_root;
+	char mem[32], pids[32];
+
+	snprintf(bg, PATH_MAX, "%.2048s/job/bg", root);
+	if (mkdir(bg, 0755) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	snprintf(mem, sizeof(mem), "%llu",
+		 (unsigned long long)rn->lim->memory_mb << 20);
+	snprintf(pids, sizeof(pids), "%u", rn->lim->pids);
+	/* best effort, as for a step: an absent controller, an absent file */
+	if (rn->lim->memory_mb)
+		cg_write(bg, "memory.max", mem);
+	cg_write(bg, "memory.swap.max", "0");
+	if (rn->lim->pids)
+		cg_write(bg, "pids.max", pids);
+	return 0;
+}
+
+/* Write every pid in the step cgroup's cgroup.procs to `to_fd`; returns
+ * how many there were. */
+static int move_pids(struct run *rn, int to_fd)
+{
+	char path[PATH_MAX + 16], buf[32];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", rn->cg);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(buf, sizeof(buf), f)) {
+		long pid = strtol(buf, NULL, 10);
+
+		if (pid <= 1)
+			continue;
+		n++;
+		snprintf(buf, sizeof(buf), "%ld", pid);
+		if (write(to_fd, buf, strlen(buf)) < 0 && errno != ESRCH)
+			al_agent_log("step %u: move %ld to bg: %s",
+				     rn->a->step_no, pid, strerror(errno));
+	}
+	fclose(f);
+	return n;
+}
+
+/* Move what the step left running into job/bg (see the top of the
+ * file). 0 once the step's cgroup is empty, else -errno. */
+static int move_to_bg(struct run *rn)
+{
+	char bg[PATH_MAX], procs[PATH_MAX + 16];
+	uint64_t v, deadline;
+	int fd, r, n = 1;
+
+	r = bg_cgroup(rn, bg);
+	if (r < 0)
+		return r;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", bg);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* frozen, nothing forks between our read of cgroup.procs and the
+	 * move; a process moved takes job/bg's state (thawed) */
+	cg_write(rn->cg, "cgroup.freeze", "1");
+	deadline = al_now_ms() + FREEZE_WAIT_MS;
+	while (cg_read_u64(rn->cg, "cgroup.events", "frozen", &v) == 0 &&
+	       !v && al_now_ms() < deadline)
+		usleep(1000);
+	for (unsigned i = 0; i < MOVE_ROUNDS && n > 0; i++)
+		n = move_pids(rn, fd);
+	close(fd);
+	cg_write(rn->cg, "cgroup.freeze", "0");
+	if (n < 0)
+		return n;
+	if (cg_read_u64(rn->cg, "cgroup.events", "populated", &v) == 0 && v)
+		return -EBUSY;
+	return 0;
+}
+
+/* Take what the pipe holds now, no more: a background process that
+ * keeps writing must not keep us reading. */
+static int drain_now(struct run *rn, struct stream *st)
+{
+	static uint8_t buf[CHUNK];
+	int avail = 0;
+	ssize_t n;
+
+	if (ioctl(st->fd, FIONREAD, &avail) < 0)
+		return -errno;
+	while (avail > 0) {
+		n = read(st->fd, buf,
+			 (size_t)avail < sizeof(buf) ? (size_t)avail
+						     : sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		avail -= (int)n;
+		if (keep(rn, st, buf, (size_t)n) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The main child of a background step exited by itself: keep what it
+ * left running (or kill it, when it cannot be moved), take what the
+ * pipes hold now and close them: the step ends here. */
+static void keep_background(struct run *rn)
+{
+	int r = 0;
+
+	if (rn->cg[0])
+		r = move_to_bg(rn);
+	if (r < 0) {
+		al_agent_log("step %u: background: %s; killed",
+			     rn->a->step_no, strerror(-r));
+		kill_for(rn, AL_OK);
+	} else {
+		rn->kept = true;
+	}
+	close_fd(&rn->in_fd);
+	for (int i = 0; i < 2; i++) {
+		if (rn->out[i].fd >= 0)
+			drain_now(rn, &rn->out[i]);
+		close_fd(&rn->out[i].fd);
 	}
 }
 
@@ -809,7 +963,10 @@ static int pump(struct run *rn)
 		    al_agent_reap(rn->a, rn->pid, &rn->wstatus, &rn->ru)) {
 			rn->exited = true;
 			rn->t_end = al_now_ms();
-			kill_for(rn, AL_OK); /* whatever it left behind */
+			if (rn->background && !rn->kill_at && !rn->cancelled)
+				keep_background(rn);
+			else
+				kill_for(rn, AL_OK); /* what it left behind */
 		}
 	}
 	return 0;
@@ -919,6 +1076,7 @@ static int exec_step(struct al_agent *a, const struct al_step *step,
 		return -ENOMEM;
 	run_init(&rn, a, step, lim);
 	rn.ctl_fd = ctl && ctl->read ? ctl->fd : -1;
+	rn.background = ctl && ctl->background;
 	a->step_no++;
 	/* the zygote runs this step, or nothing: no job code beside it */
 	rn.zygote = !warmup && al_zygote_fits(a, step);
@@ -939,7 +1097,7 @@ static int exec_step(struct al_agent *a, const struct al_step *step,
 out:
 	/* a step that ended by itself leaves nothing to kill but what it
 	 * left running, which cg_finish kills; without cgroups, its group */
-	if (!rn.exited || !rn.cg[0])
+	if (!rn.exited || (!rn.cg[0] && !rn.kept))
 		kill_all(&rn);
 	reap_child(&rn);
 	close_fd(&rn.in_fd), close_fd(&rn.out[0].fd), close_fd(&rn.out[1].fd);

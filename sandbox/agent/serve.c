@@ -278,7 +278,8 @@ static int on_run_step(struct al_agent *a, struct al_chan *c, struct al_msg *req
 		       struct al_msg *rep, char *err, size_t err_size)
 {
 	struct al_msg_run_step *rs = &req->u.run_step;
-	struct al_exec_ctl ctl = {c->fd, step_ctl_read, c};
+	struct al_exec_ctl ctl = {c->fd, step_ctl_read, c,
+				  rs->background && !rs->warmup};
 	struct al_limits lim;
 	int r;
 

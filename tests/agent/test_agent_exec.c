@@ -170,6 +170,24 @@ static int teardown(void **state)
 		snprintf(dir, sizeof(dir), "%s/job/step-%d", g.cg_root, i);
 		rmdir(dir);
 	}
+	/* what a session exec left in the background dies with the VM in a
+	 * guest; here with the test's agent, passed or failed */
+	if (g.cg_root[0]) {
+		char bg[600], kill_file[640];
+		int kfd;
+
+		snprintf(bg, sizeof(bg), "%s/job/bg", g.cg_root);
+		snprintf(kill_file, sizeof(kill_file), "%s/cgroup.kill", bg);
+		kfd = open(kill_file, O_WRONLY | O_CLOEXEC);
+		if (kfd >= 0) {
+			if (write(kfd, "1", 1) < 0)
+				perror(kill_file);
+			close(kfd);
+		}
+		for (int i = 0; i < 300 && rmdir(bg) < 0 && errno == EBUSY;
+		     i++)
+			usleep(10000);
+	}
 	/* EOF ends the agent cleanly (and, sanitized, without leaks) */
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
@@ -501,6 +519,85 @@ static void test_background_killed(void **state)
 	al_step_result_release(&res);
 }
 
+/* Read a small file into buf; "" when it cannot. */
+static void slurp(const char *path, char *buf, size_t size)
+{
+	FILE *fp = fopen(path, "re");
+	size_t n = fp ? fread(buf, 1, size - 1, fp) : 0;
+
+	buf[n] = '\0';
+	if (fp)
+		fclose(fp);
+}
+
+/* A session exec (run_step `background`, proto v5): what it starts in the
+ * background outlives it, in the session's job/bg cgroup with the step's
+ * memory and pids caps (cgroup mode), and still ends with the exec's main
+ * process: a background process keeping stdout open holds nothing up,
+ * and its later write hits a closed pipe (SIGPIPE), not the result. */
+static void test_background_kept(void **state)
+{
+	struct fx *f = *state;
+	struct al_limits lim = {.memory_mb = 256, .pids = 32};
+	struct al_step s = {.timeout_ms = 20000};
+	struct al_step_result res;
+	char path[600], buf[256];
+	pid_t pid;
+
+	SKIP_UNLESS_READY();
+	if (g.cgroup)
+		assert_int_equal(sb__agent_client_setup(&f->c, &lim, CALL_MS), 0);
+	/* a flood on stdout from the background ends nothing either */
+	s.sh = "yes & echo $!";
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
+						       NULL, NULL, NULL, true,
+						       CALL_MS, &res),
+			 0);
+	assert_true(res.wall_ms < 2000);
+	pid = (pid_t)atoi((char *)res.stdout_.data);
+	assert_true(pid > 0);
+	assert_true(gone(pid)); /* SIGPIPE, its pipe closed */
+	al_step_result_release(&res);
+	s.sh = "sleep 1000 & echo $!; (sleep 0.5; echo late; touch after) &";
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
+						       NULL, NULL, NULL, true,
+						       CALL_MS, &res),
+			 0);
+	assert_int_equal(res.status, AL_OK);
+	assert_true(res.wall_ms < 2000);
+	pid = (pid_t)atoi((char *)res.stdout_.data);
+	assert_true(pid > 0);
+	al_step_result_release(&res);
+	usleep(300000);
+	assert_int_equal(kill(pid, 0), 0); /* alive after its exec */
+	if (g.cgroup) {
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+		slurp(path, buf, sizeof(buf));
+		assert_non_null(strstr(buf, "/job/bg\n"));
+		/* the caps where the host has the controllers (the guest
+		 * has: session_test.sh background checks them there) */
+		snprintf(path, sizeof(path), "%s/job/bg/memory.max", g.cg_root);
+		slurp(path, buf, sizeof(buf));
+		if (buf[0])
+			assert_string_equal(buf, "268435456\n");
+		snprintf(path, sizeof(path), "%s/job/bg/pids.max", g.cg_root);
+		slurp(path, buf, sizeof(buf));
+		if (buf[0])
+			assert_string_equal(buf, "32\n");
+	}
+	/* the late writer died on its closed stdout before its touch */
+	usleep(1200000);
+	snprintf(path, sizeof(path), "%s/after", f->work);
+	assert_int_equal(access(path, F_OK), -1);
+	/* a later exec runs beside it; a job step's rule is unchanged */
+	run_sh(f, "echo next", 0, &res);
+	blob_is(&res.stdout_, "next\n");
+	al_step_result_release(&res);
+	assert_int_equal(kill(pid, 0), 0);
+	kill(pid, SIGKILL);
+	assert_true(gone(pid));
+}
+
 /* cpu_ms stops a busy loop at the limit with TL, long before its wall
  * timeout; with a cgroup it counts every process of the step, here a
  * busy child the shell never waits for. */
@@ -593,6 +690,7 @@ struct sigplan {
 	uint32_t grace[3];  /* with each */
 	int n, next;	    /* how many, next to send */
 	uint64_t last;	    /* when the last went, ms */
+	bool bg;	    /* run it as a session exec (background) */
 };
 
 static uint64_t now_ms(void)
@@ -634,7 +732,7 @@ static uint64_t run_plan(struct fx *f, const char *sh, struct sigplan *p,
 	p->last = t0;
 	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, collect,
 						       &p->c, plan_tick, p,
-						       CALL_MS, res),
+						       p->bg, CALL_MS, res),
 			 0);
 	return now_ms() - t0;
 }
@@ -676,6 +774,35 @@ static void test_signal_trapped(void **state)
 	assert_int_equal(res.exit_code, 7);
 	assert_non_null(memmem(p.c.out, p.c.n_out, "got-usr1", 8));
 	assert_non_null(memmem(p.c.out, p.c.n_out, "got-term", 8));
+	al_step_result_release(&res);
+}
+
+/* A session exec that was cancelled keeps nothing: a background child
+ * that ignores the TERM goes with it all the same (a USR1 before is no
+ * cancel). */
+static void test_background_cancelled(void **state)
+{
+	struct fx *f = *state;
+	struct sigplan p = {.sig = {SIGUSR1, SIGTERM},
+			    .grace = {0, 2000},
+			    .n = 2,
+			    .bg = true};
+	struct al_step_result res;
+	pid_t pid;
+
+	SKIP_UNLESS_READY();
+	hello(f);
+	run_plan(f,
+		 "(trap '' TERM USR1; exec sleep 1000) & echo $!; "
+		 "trap 'echo got-usr1' USR1; echo ready; "
+		 "while :; do sleep 0.05; done",
+		 &p, &res);
+	assert_int_equal(res.status, AL_SG);
+	assert_int_equal(res.signal, SIGTERM);
+	assert_non_null(memmem(p.c.out, p.c.n_out, "got-usr1", 8));
+	pid = (pid_t)atoi(p.c.out);
+	assert_true(pid > 0);
+	assert_true(gone(pid));
 	al_step_result_release(&res);
 }
 
@@ -782,7 +909,7 @@ static void test_signal_host_gone(void **state)
 	t0 = cpu_ticks(f->agent);
 	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
 						       NULL, shut_tick, &fd,
-						       CALL_MS, &res),
+						       false, CALL_MS, &res),
 			 0);
 	assert_int_equal(res.status, AL_OK);
 	blob_is(&res.stdout_, "done\n");
@@ -1184,6 +1311,10 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_put_files_fifo, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_background_killed, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_background_kept, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_background_cancelled, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_cpu_limit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cpu_limit_sleep, setup,

@@ -134,7 +134,32 @@ static void test_zygote_warmup(void **state)
 	in.u.run_step.warmup = false;
 	round_trip(&in, &out);
 	assert_false(out.u.run_step.warmup);
+	assert_false(out.u.run_step.background);
 	al_msg_release(&out);
+}
+
+/* v5: run_step's optional background flag (a session exec's), a bool
+ * and nothing else; an old decoder's view (no key) is false */
+static void test_run_step_background(void **state)
+{
+	static const uint8_t not_bool[] = {
+	    0x83, 0xa1, 't',  0xa8, 'r', 'u', 'n', '_', 's', 't', 'e', 'p',
+	    0xa4, 's',	't',  'e',  'p', 0x81, 0xa2, 's', 'h', 0xa1, 'x',
+	    0xaa, 'b',	'a',  'c',  'k', 'g', 'r', 'o', 'u', 'n', 'd', 0x01};
+	struct al_msg in = {.type = AL_MSG_RUN_STEP}, out;
+	char *argv[] = {"true", NULL};
+
+	(void)state;
+	in.u.run_step.step.argv = argv;
+	in.u.run_step.step.argc = 1;
+	in.u.run_step.background = true;
+	round_trip(&in, &out);
+	assert_true(out.u.run_step.background);
+	assert_false(out.u.run_step.warmup);
+	al_msg_release(&out);
+	assert_int_equal(al_msg_decode(not_bool, sizeof(not_bool), &out, NULL),
+			 -EBADMSG);
+	assert_true(AL_PROTO_VERSION >= AL_PROTO_BACKGROUND_V);
 }
 
 static void test_reseed_setup(void **state)
@@ -535,6 +560,7 @@ int main(void)
 	    cmocka_unit_test(test_simple_types),
 	    cmocka_unit_test(test_hello),
 	    cmocka_unit_test(test_zygote_warmup),
+	    cmocka_unit_test(test_run_step_background),
 	    cmocka_unit_test(test_signal_msg),
 	    cmocka_unit_test(test_reseed_setup),
 	    cmocka_unit_test(test_setup_versions),

@@ -69,9 +69,17 @@
 #             left idle: it is hibernated and no QEMU of it remains; the
 #             next exec restores it (resumed_ms in the exec's record) and
 #             sees its files and the same kernel (boot_id: RAM restored,
-#             not booted); idle again, hibernated again, resumed again;
+#             not booted), and a background process started before the
+#             first hibernation still running (same pid, its tick file
+#             grown); idle again, hibernated again, resumed again;
 #             rm leaves no hib-* snapshot or lock; hibernated sessions still end
 #             at their ttl (8 s) and idle (4 s) deadlines
+#   background a session exec starts a ticking loop with `nohup ... &` and
+#             returns at once (its wall_ms under 1 s); later execs see the
+#             tick file grow and the same pid alive in the session's
+#             job/bg cgroup (with the session's memory and pids caps);
+#             cancelling a later exec leaves it be; a job's step doing
+#             the same has it killed (test_guest no_survivors for setsid)
 #   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
 #             AIRLOCK_AGENTLOOP_N and _TURNS override):
 #             each turn writes a file, execs, reads it back, and sees its
@@ -791,6 +799,11 @@ case_hibernate() {
   [ "$(echo "$rec" | field saveable)" = true ] || fail "hibernate_s did not make it saveable: $rec"
   sp=$(grep "session=$id started process" "$tmp/serve.log" | sed 's/.*started process \([0-9]*\).*/\1/')
   boot=$(S exec "$id" --sh 'mkdir -p w && echo kept > w/f.txt && echo tmp > /tmp/t && cat /proc/sys/kernel/random/boot_id' 2>/dev/null)
+  # a background process, started before the first hibernation
+  S exec "$id" --sh "$TICKER" >/dev/null 2>&1 || fail "the ticker's exec failed"
+  local bgpid ticks0 a b
+  read -r bgpid ticks0 <<< "$(S exec "$id" --sh 'echo $(cat /work/bg.pid) $(wc -l < /work/tick)' 2>/dev/null)"
+  [ -n "$ticks0" ] || fail "no ticker"
   [ -n "$(qemus_under "$sp")" ] || fail "no QEMU under session process $sp before"
   for round in 1 2; do
     for _ in $(seq 100); do
@@ -805,7 +818,12 @@ case_hibernate() {
     log "round $round: hibernated, no VMM; session process $sp: $(awk '/VmRSS/{print $2" kB RSS"}' /proc/$sp/status)"
     out=$(S exec "$id" --sh 'cat w/f.txt /tmp/t /proc/sys/kernel/random/boot_id' 2>/dev/null)
     [ "$out" = "$(printf 'kept\ntmp\n%s' "$boot")" ] || fail "round $round: after resume: $out (boot $boot)"
-    k="airlock:{default}:sess:$id:x:$((round + 1))"
+    read -r out a b _ <<< "$(ticker_state "$id")"
+    [ "$out" = "$bgpid" ] && [ "$a" -ge "$ticks0" ] && [ "$b" -gt "$a" ] ||
+      fail "round $round: the background process after resume: $out $a $b (pid $bgpid, $ticks0 ticks before)"
+    log "round $round: background pid $bgpid still running after resume ($ticks0 -> $a -> $b ticks)"
+    ticks0=$b
+    k="airlock:{default}:sess:$id:x:$((round * 2 + 2))"
     t=$(R hget "$k" resumed_ms)
     [ -n "$t" ] || fail "round $round: no resumed_ms in the exec record"
     [ "$(S get "$id" | field resumes)" = "$round" ] || fail "resumes: $(S get "$id")"
@@ -825,6 +843,58 @@ case_hibernate() {
     A snapshot list | grep -q "^hib-${x#s-} " && fail "the hibernated state of $x was left"
     [ -e "$state/snapshots/.hib-${x#s-}.lock" ] && fail "the lock file of $x was left"
   done
+  nothing_left
+}
+
+# the ticking loop of issue #24 (docs/sessions.md "Background processes")
+TICKER="nohup sh -c 'while :; do date +%s%N >> /work/tick; sleep 0.2; done' > /dev/null 2>&1 & echo \$! > /work/bg.pid"
+# in session $1: "PID TICKS-NOW TICKS-1s-LATER CGROUP" of the ticker
+ticker_state() {
+  S exec "$1" --sh 'p=$(cat /work/bg.pid); a=$(wc -l < /work/tick); sleep 1
+    b=$(wc -l < /work/tick); test -d /proc/$p || p=dead
+    echo "$p $a $b $(cut -d: -f3 /proc/$p/cgroup 2>/dev/null)"' 2>/dev/null
+}
+
+case_background() {
+  start_serve
+  local id n t0 dt w st pid a b cg out job
+  id=$(S create -t python --ttl 120 -q)
+  t0=$(now_ms)
+  S exec "$id" --sh "$TICKER" >/dev/null 2>&1 || fail "the ticker's exec failed"
+  dt=$(( $(now_ms) - t0 ))
+  w=$(R hget "airlock:{default}:sess:$id:x:1" wall_ms)
+  [ -n "$w" ] && [ "$w" -lt 1000 ] || fail "the ticker's exec took wall_ms=$w"
+  log "exec starting a background process: wall_ms=$w, round trip $dt ms"
+  read -r pid a b cg <<< "$(ticker_state "$id")"
+  [ "$pid" != dead ] && [ "$pid" -gt 1 ] || fail "the background process died with its exec: $pid"
+  [ "$b" -gt "$a" ] || fail "tick file not growing: $a then $b"
+  [ "$cg" = /job/bg ] || fail "background process in cgroup '$cg'"
+  # job/bg has the caps an exec's own cgroup has
+  out=$(S exec "$id" --sh 'c=/sys/fs/cgroup; s=$c$(cut -d: -f3 /proc/self/cgroup)
+    for f in memory.max pids.max memory.swap.max; do
+      echo "$f $(cat $c/job/bg/$f) $(cat $s/$f)"; done' 2>/dev/null)
+  echo "$out" | awk '$2 != $3 {bad=1} $1 == "memory.max" && $2 == "max" {bad=1} END {exit bad}' &&
+    [ "$(echo "$out" | wc -l)" = 3 ] || fail "job/bg caps: $out"
+  # a cancel reaches the running exec's processes only
+  n=$(S exec "$id" --detach --sh 'echo ready; sleep 100' 2>/dev/null)
+  wait_ready "$id" "$n"
+  S cancel "$id" "$n" >/dev/null 2>&1 || fail "cancel"
+  wait_done "$id" "$n"
+  st=$(R hget "airlock:{default}:sess:$id:x:$n" status)
+  [ "$st" = SG ] || fail "the cancelled exec: $st"
+  read -r out a b cg <<< "$(ticker_state "$id")"
+  [ "$out" = "$pid" ] && [ "$b" -gt "$a" ] || fail "a cancel of another exec hit the background process: $out $a $b"
+  log "pid $pid in $cg: alive and ticking ($a, $b) after a later exec's cancel"
+  S rm "$id" >/dev/null
+  # a job's step: nothing outlives it
+  t0=$(now_ms)
+  job=$(python3 -c 'import json,sys; print(json.dumps({"template": "python",
+    "steps": [{"sh": sys.argv[1]}, {"sh": "sleep 0.5; test -d /proc/$(cat /work/bg.pid) && echo alive || echo dead"}]}))' "$TICKER")
+  out=$(A submit - <<< "$job") || fail "submit: $out"
+  A wait --timeout 120 "$out" >/dev/null 2>&1 || fail "job $out did not end"
+  out=$(A result --json "$out" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"][1]["stdout"].strip())')
+  [ "$out" = dead ] || fail "a job step's background process outlived it: $out"
+  log "a job step's background process was killed with it (job in $(( $(now_ms) - t0 )) ms)"
   nothing_left
 }
 
