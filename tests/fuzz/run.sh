@@ -45,9 +45,15 @@ printf "READONLY You can't write" >"$rd/readonly"
 # session tars (results/tar.c): ustar archives, hostile ones among them
 ts=$(seed tar)
 cp -r "$src/tests/fuzz/corpus/tar/." "$ts/"
+# snapshot definitions (dispatcher/snapdef.c): HGETALL replies as RESP
+sd=$(seed snapdef)
+resp() { local a; printf '*%d\r\n' $#; for a in "$@"; do printf '$%d\r\n%s\r\n' ${#a} "$a"; done; }
+resp name grader base python image "$(printf '%064d' 7)" sha "$(printf '%064d' 9)" \
+  key 0123456789abcdef setup '{"steps":[{"sh":"true"}]}' > "$sd/def"
+resp name x base > "$sd/odd"
 
 targets=()
-for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw fuzz_redirect fuzz_tar; do
+for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw fuzz_redirect fuzz_tar fuzz_snapdef; do
   [ -x "$build/tests/fuzz/$t" ] && targets+=("$t")
 done
 [ ${#targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build" >&2; exit 1; }
@@ -65,6 +71,7 @@ run_one() {
     fuzz_gw) seeddir=$work/seed-gw ;;
     fuzz_redirect) seeddir=$work/seed-redirect ;;
     fuzz_tar) seeddir=$work/seed-tar ;;
+    fuzz_snapdef) seeddir=$work/seed-snapdef ;;
   esac
   mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
   if "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 \
