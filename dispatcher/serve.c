@@ -1770,22 +1770,25 @@ static void blk_down(struct alq_conn *c)
 /* --- setup
  * ------------------------------------------------------------------------- */
 
+/* The dispatcher's own defaults, for callers without a config; the config's
+ * key table writes the same numbers (test_defaults holds them together). */
 void al_serve_opts_init(struct al_serve_opts *o)
 {
-	memset(o, 0, sizeof(*o));
-	snprintf(o->queue, sizeof(o->queue), "default");
-	o->connect_timeout_ms = 2000;
-	o->command_timeout_ms = 5000;
-	o->workers = 1;
-	o->max_deliveries = 3;
-	o->result_ttl_s = 604800;
-	o->visibility_slack_ms = 30000;
-	o->heartbeat_ms = 5000;
-	o->trim_interval_ms = 60000;
-	o->dead_letter = true;
-	o->shutdown_grace_ms = 30000;
-	o->policy = al_policy_default();
-	o->stop_fd = -1;
+	*o = (struct al_serve_opts){
+	    .queue = "default",
+	    .connect_timeout_ms = 2000,
+	    .command_timeout_ms = 5000,
+	    .workers = 1,
+	    .max_deliveries = 3,
+	    .result_ttl_s = 604800,
+	    .visibility_slack_ms = 30000,
+	    .heartbeat_ms = 5000,
+	    .trim_interval_ms = 60000,
+	    .dead_letter = true,
+	    .shutdown_grace_ms = 30000,
+	    .policy = al_policy_default(),
+	    .stop_fd = -1,
+	};
 }
 
 /* One of a partition's connections, named `base` (partition 0) or

@@ -396,13 +396,16 @@ int sb__agent_client_run_step(struct sb__agent_client *c,
 int sb__agent_client_run_step_ctl(struct sb__agent_client *c,
 				  const struct al_step *step,
 				  const struct al_limits *limits,
-				  al_agent_out_fn out, void *opaque,
-				  al_agent_tick_fn tick, void *tick_opaque,
-				  bool background, int timeout_ms,
+				  const struct sb__step_ctl *ctl, int timeout_ms,
 				  struct al_step_result *ret)
 {
-	return run_step(c, step, limits, false, background, out, opaque, tick,
-			tick_opaque, timeout_ms, ret);
+	const struct sb__step_ctl none = {0};
+
+	if (!ctl)
+		ctl = &none;
+	return run_step(c, step, limits, false, ctl->background, ctl->out,
+			ctl->opaque, ctl->tick, ctl->tick_opaque, timeout_ms,
+			ret);
 }
 
 int sb__agent_client_run_warmup(struct sb__agent_client *c,

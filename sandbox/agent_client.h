@@ -87,18 +87,26 @@ int sb__agent_client_run_step(struct sb__agent_client *c,
 #define AL_AGENT_TICK_MS 100
 typedef int (*al_agent_tick_fn)(void *opaque, uint32_t *sig,
 				uint32_t *grace_ms);
-/* run_step with `tick` (may be NULL). A signal is sent only when the
- * agent said v >= AL_PROTO_SIGNAL_V in hello (sb__agent_client_hello sets
- * c->v); for an older agent (or one never asked) it is dropped and the
- * step runs on: callers check c->v first and say so. `background` (a
- * session exec's, proto v5): what the step leaves running survives it;
- * an older agent kills it as for a job step. */
+/* How a caller steers a running step (sb__agent_client_run_step_ctl). A
+ * signal from `tick` is sent only when the agent said v >=
+ * AL_PROTO_SIGNAL_V in hello (sb__agent_client_hello sets c->v); for an
+ * older agent (or one never asked) it is dropped and the step runs on:
+ * callers check c->v first and say so. `background` (a session exec's,
+ * proto v5): what the step leaves running survives it; an older agent
+ * kills it as for a job step. */
+struct sb__step_ctl {
+	al_agent_out_fn out;   /* sees output as it comes; may be NULL */
+	void *opaque;          /* passed to out */
+	al_agent_tick_fn tick; /* may be NULL */
+	void *tick_opaque;     /* passed to tick */
+	bool background;       /* the step's leftovers outlive it */
+};
+/* run_step, watched and steered by `ctl` (NULL: no output callback, no
+ * tick, not background). */
 int sb__agent_client_run_step_ctl(struct sb__agent_client *c,
 				  const struct al_step *step,
 				  const struct al_limits *limits,
-				  al_agent_out_fn out, void *opaque,
-				  al_agent_tick_fn tick, void *tick_opaque,
-				  bool background, int timeout_ms,
+				  const struct sb__step_ctl *ctl, int timeout_ms,
 				  struct al_step_result *ret);
 /* Bring files back; *ret holds files and missing paths (free with
  * sb__agent_client_files_release). Returns the count of files dropped

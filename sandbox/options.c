@@ -41,7 +41,27 @@ void sb_options_init(struct sb_options *o)
 {
 	const char *home = getenv("HOME");
 
-	memset(o, 0, sizeof(*o));
+	*o = (struct sb_options){
+	    .qemu = "qemu-system-x86_64",
+	    .accel = SB_ACCEL_AUTO,
+	    .memory_mb = 1024,
+	    .vcpus = 1,
+	    .boot_timeout_ms = 60000,
+	    .call_timeout_ms = 30000,
+	    .ttl_ms = 0,
+	    .vmm_overhead_mb = 256,
+	    .vmm_cpu_percent = 100,
+	    .vmm_pids = 256,
+	    .prestart = 1,
+	    .warm_last = 1,
+	    .net_ready = 1,
+	    .warm_max_age_s = 600,
+	    .warm_zygote = true,
+	    .worker_memory_mb = SB_WORKER_MEMORY_MB,
+	    .vmm_uid_base = 1200000,
+	    .vmm_uid_count = 1024,
+	    .log = log_stderr,
+	};
 	if (geteuid() == 0 || !home) {
 		snprintf(o->state_dir, sizeof(o->state_dir), "%s",
 			 SB_SYSTEM_DIR);
@@ -61,25 +81,6 @@ void sb_options_init(struct sb_options *o)
 			snprintf(o->run_dir, sizeof(o->run_dir),
 				 "/tmp/airlock-%u", (unsigned)geteuid());
 	}
-	snprintf(o->qemu, sizeof(o->qemu), "qemu-system-x86_64");
-	o->accel = SB_ACCEL_AUTO;
-	o->memory_mb = 1024;
-	o->vcpus = 1;
-	o->boot_timeout_ms = 60000;
-	o->call_timeout_ms = 30000;
-	o->ttl_ms = 0;
-	o->vmm_overhead_mb = 256;
-	o->vmm_cpu_percent = 100;
-	o->vmm_pids = 256;
-	o->prestart = 1;
-	o->warm_last = 1;
-	o->net_ready = 1;
-	o->warm_max_age_s = 600;
-	o->warm_zygote = true;
-	o->worker_memory_mb = SB_WORKER_MEMORY_MB;
-	o->vmm_uid_base = 1200000;
-	o->vmm_uid_count = 1024;
-	o->log = log_stderr;
 	/* QEMU is semi-trusted: as root, jail each one under a uid of its
 	 * own (plus the kvm group for /dev/kvm); as anyone else there is no
 	 * privilege to drop and no namespace to make (`airlock doctor`) */

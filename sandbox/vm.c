@@ -757,6 +757,11 @@ int sb_vm_run_step_ctl(struct sb_vm *vm, const struct al_step *step,
 		       struct al_step_result *ret)
 {
 	struct al_step s = *step; /* shallow: only the timeout differs */
+	const struct sb__step_ctl ctl = {.out = out,
+					 .opaque = opaque,
+					 .tick = tick,
+					 .tick_opaque = tick_opaque,
+					 .background = background};
 	int r;
 
 	/* the guest enforces the timeout the step carries: the caller's (cut
@@ -764,7 +769,7 @@ int sb_vm_run_step_ctl(struct sb_vm *vm, const struct al_step *step,
 	if (timeout_ms)
 		s.timeout_ms = timeout_ms;
 	r = sb__agent_client_run_step_ctl(
-	    &vm->agent, &s, limits, out, opaque, tick, tick_opaque, background,
+	    &vm->agent, &s, limits, &ctl,
 	    vm_call_timeout(vm, (uint64_t)s.timeout_ms + STEP_MARGIN_MS), ret);
 	if (r < 0)
 		sb__vm_fail(vm, r, "run step");

@@ -89,21 +89,22 @@ static void on_term(int sig)
 
 void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 {
-	memset(o, 0, sizeof(*o));
-	o->url = so->url;
+	*o = (struct al_sess_opts){
+	    .url = so->url,
+	    .connect_timeout_ms = so->connect_timeout_ms,
+	    .command_timeout_ms = so->command_timeout_ms,
+	    .heartbeat_ms = so->heartbeat_ms,
+	    .sb = so->sb,
+	    .policy = so->policy,
+	    .max_sessions = 4,
+	    .ttl_default_s = 600,
+	    .ttl_max_s = 3600,
+	    .idle_default_s = 300,
+	    .hibernate_default_s = 0,
+	    .keep_s = 3600,
+	    .output_max = 4u << 20,
+	};
 	memcpy(o->queue, so->queue, sizeof(o->queue));
-	o->connect_timeout_ms = so->connect_timeout_ms;
-	o->command_timeout_ms = so->command_timeout_ms;
-	o->heartbeat_ms = so->heartbeat_ms;
-	o->sb = so->sb;
-	o->policy = so->policy;
-	o->max_sessions = 4;
-	o->ttl_default_s = 600;
-	o->ttl_max_s = 3600;
-	o->idle_default_s = 300;
-	o->hibernate_default_s = 0;
-	o->keep_s = 3600;
-	o->output_max = 4u << 20;
 }
 
 static redisContext *rc(struct host *h)

@@ -540,6 +540,7 @@ static void test_background_kept(void **state)
 	struct fx *f = *state;
 	struct al_limits lim = {.memory_mb = 256, .pids = 32};
 	struct al_step s = {.timeout_ms = 20000};
+	const struct sb__step_ctl bg = {.background = true};
 	struct al_step_result res;
 	char path[600], buf[256];
 	pid_t pid;
@@ -549,8 +550,7 @@ static void test_background_kept(void **state)
 		assert_int_equal(sb__agent_client_setup(&f->c, &lim, CALL_MS), 0);
 	/* a flood on stdout from the background ends nothing either */
 	s.sh = "yes & echo $!";
-	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
-						       NULL, NULL, NULL, true,
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, &bg,
 						       CALL_MS, &res),
 			 0);
 	assert_true(res.wall_ms < 2000);
@@ -559,8 +559,7 @@ static void test_background_kept(void **state)
 	assert_true(gone(pid)); /* SIGPIPE, its pipe closed */
 	al_step_result_release(&res);
 	s.sh = "sleep 1000 & echo $!; (sleep 0.5; echo late; touch after) &";
-	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
-						       NULL, NULL, NULL, true,
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, &bg,
 						       CALL_MS, &res),
 			 0);
 	assert_int_equal(res.status, AL_OK);
@@ -727,12 +726,16 @@ static uint64_t run_plan(struct fx *f, const char *sh, struct sigplan *p,
 			 struct al_step_result *res)
 {
 	struct al_step s = {.sh = (char *)sh, .timeout_ms = 20000};
+	const struct sb__step_ctl ctl = {.out = collect,
+					 .opaque = &p->c,
+					 .tick = plan_tick,
+					 .tick_opaque = p,
+					 .background = p->bg};
 	uint64_t t0 = now_ms();
 
 	p->last = t0;
-	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, collect,
-						       &p->c, plan_tick, p,
-						       p->bg, CALL_MS, res),
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, &ctl,
+						       CALL_MS, res),
 			 0);
 	return now_ms() - t0;
 }
@@ -902,14 +905,14 @@ static void test_signal_host_gone(void **state)
 	struct al_step s = {.sh = "sleep 1; echo done", .timeout_ms = 20000};
 	struct al_step_result res;
 	int fd = f->fd;
+	const struct sb__step_ctl ctl = {.tick = shut_tick, .tick_opaque = &fd};
 	long t0;
 
 	SKIP_UNLESS_READY();
 	hello(f);
 	t0 = cpu_ticks(f->agent);
-	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, NULL,
-						       NULL, shut_tick, &fd,
-						       false, CALL_MS, &res),
+	assert_int_equal(sb__agent_client_run_step_ctl(&f->c, &s, NULL, &ctl,
+						       CALL_MS, &res),
 			 0);
 	assert_int_equal(res.status, AL_OK);
 	blob_is(&res.stdout_, "done\n");
