@@ -35,7 +35,8 @@ bin=$1 case=$2
 tmp=$(mktemp -d /tmp/al-http-XXXXXX)
 sock=$tmp/redis.sock
 url=unix://$sock
-port=$((20000 + RANDOM % 20000))
+. "$(dirname "$0")/../lib/port.sh"
+port=$(free_port) # and port + 1 (the callback and metrics cases)
 api=http://127.0.0.1:$port
 pids=()
 
