@@ -121,6 +121,27 @@ static int open_dir(const char *dir, const char *name, bool create)
 	return fd < 0 ? -errno : fd;
 }
 
+/* DIR/GW_AUDIT_REDIS_FILE names the stream's Redis for the workers'
+ * own records (dropped connections, worker/pkglist.h); none without. */
+static int audit_redis_note(const char *dir, const char *redis)
+{
+	char path[4200];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, GW_AUDIT_REDIS_FILE);
+	if (!redis)
+		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		return -1;
+	if (dprintf(fd, "%s\n", redis) < 0)
+		rc = -1;
+	if (close(fd) < 0)
+		rc = -1;
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct al_opt opts[] = {
@@ -218,6 +239,11 @@ int main(int argc, char **argv)
 			"airlock-gateway: cannot connect to Redis at %s: "
 			"%s\n",
 			redis, strerror(-rc));
+		return 1;
+	}
+	if (audit_redis_note(dir, redis) < 0) {
+		fprintf(stderr, "airlock-gateway: %s/%s: %s\n", dir,
+			GW_AUDIT_REDIS_FILE, strerror(errno));
 		return 1;
 	}
 	if (geteuid() == 0) {

@@ -1014,6 +1014,14 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	if (gw_addr[0] && res->network.policy)
 		(void)al_pkglist_read(w->sb->state_dir, gw_mark, job->id,
 				      &res->network);
+	/* and what its slot dropped, beside its refused installs */
+	if (gw_addr[0] && res->network.policy &&
+	    !strcmp(res->network.policy, AL_PKGLIST_POLICY) &&
+	    al_pkglist_dropped(w->sb->state_dir, job->id, gw_addr,
+			       &res->network) < 0)
+		sb_log(w->sb, SB_LOG_WARN,
+		       "job=%s the audit records of its dropped connections "
+		       "not all written", job->id);
 	gateway_slot_done(w, gw_addr);
 	sb_net_pool_put(&w->net, net);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);

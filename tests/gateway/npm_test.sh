@@ -93,6 +93,7 @@ curl -s "$url/tiny-npm" | jq -e '(.versions | keys) == ["1.1.0"]' >/dev/null || 
 grep -q "INCIDENT job=host mirror file npm/tiny-npm-1.0.0.tgz" "$tmp/gw.err" || fail "no INCIDENT"
 
 jq -e -s 'any(.[]; .ecosystem == "npm" and .route == "tarball" and .decision == "allow" and .job == "host")
+  and any(.[]; .route == "doc" and .name == "tiny-npm" and (.reason | contains("; not pinned, withheld: 1.1.0")))
   and any(.[]; .name == "lodahs" and .lookalike == "lodash" and .pending)' "$dir/audit.jsonl" >/dev/null ||
   fail "audit"
 echo ok
