@@ -11,7 +11,9 @@
  *
  *  - project / package document: the name must have a pin; the page lists
  *    only pinned files that are in the mirror and not excluded by an
- *    option. A name with no pin is refused (pending, look-alike checked).
+ *    option, and its audit record names the versions the mirror has that
+ *    are withheld as not pinned (the client never says which version it
+ *    wants). A name with no pin is refused (pending, look-alike checked).
  *  - file / metadata / tarball: the file itself must be pinned and not
  *    excluded, whatever any page said (clients fetch lockfile URLs
  *    directly); the bytes are read from the mirror and hashed again, and
