@@ -1,8 +1,8 @@
 /* allow.c: the allowlist file, parsed strictly (allow.h). One pin per
  * line: ECOSYSTEM NAME VERSION FILE SHA256; options as `option WORD`;
  * `allow-scripts NAME VERSION` for an npm version approved with its
- * install script; whole-line comments with #. Lookups are linear: a few thousand pins are
- * microseconds, and the gateway looks up once per request. */
+ * install script; whole-line comments with #. Lookups are linear: a few
+ * thousand pins are microseconds, and the gateway looks up once per request. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

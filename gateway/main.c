@@ -40,7 +40,7 @@
 #include "pkgfile.h"
 #include "serve.h"
 
-#define GW_FDS_WANT 4096 /* fds: connections (1024) and the rest */
+#define GW_FDS_WANT 4096    /* fds: connections (1024) and the rest */
 #define GW_UID 1199999 /* below the VMMs' range (sandbox.vmm_uid_base) */
 
 static const char usage[] =

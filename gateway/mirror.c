@@ -297,9 +297,8 @@ static bool maybe_of(enum gw_eco eco, const char *file, const char *key)
 	return false;
 }
 
-size_t gw_mirror_unpinned(const struct gw_allow *al, int dirfd,
-			  enum gw_eco eco, const char *key, char *out,
-			  size_t size)
+size_t gw_mirror_unpinned(const struct gw_allow *al, int dirfd, enum gw_eco eco,
+			  const char *key, char *out, size_t size)
 {
 	char name[GW_NAME_MAX + 1], ver[GW_VERSION_MAX + 1];
 	char nkey[GW_NAME_MAX + 1], side[GW_FILE_MAX + 16];
@@ -333,9 +332,9 @@ size_t gw_mirror_unpinned(const struct gw_allow *al, int dirfd,
 		w = side_nv(eco, (char *)meta, mlen, name, ver);
 		free(meta);
 		if (w < 0 ||
-		    (eco == GW_PYTHON ? gw_pep503_normalize(name, nkey)
-				      : snprintf(nkey, sizeof(nkey), "%s",
-						 name)) < 0 ||
+		    (eco == GW_PYTHON
+			 ? gw_pep503_normalize(name, nkey)
+			 : snprintf(nkey, sizeof(nkey), "%s", name)) < 0 ||
 		    strcmp(nkey, key) || gw_allow_has(al, eco, key, ver))
 			continue;
 		/* each version once; what does not fit is counted only */

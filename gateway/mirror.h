@@ -64,8 +64,7 @@ int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
  * most GW_UNPINNED_SCAN_MAX directory entries are looked at. */
 #define GW_UNPINNED_SCAN_MAX 100000
 struct gw_allow;
-size_t gw_mirror_unpinned(const struct gw_allow *al, int dirfd,
-			  enum gw_eco eco, const char *key, char *out,
-			  size_t size);
+size_t gw_mirror_unpinned(const struct gw_allow *al, int dirfd, enum gw_eco eco,
+			  const char *key, char *out, size_t size);
 
 #endif

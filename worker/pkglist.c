@@ -139,8 +139,8 @@ static void audit_redis(const char *state_dir, char *addr, size_t size)
 	addr[strcspn(addr, "\n")] = '\0';
 }
 
-int al_pkglist_dropped(const char *state_dir, const char *job,
-		       const char *peer, const struct al_net_info *n)
+int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
+		       const struct al_net_info *n)
 {
 	struct gw_audit_redis *rd = NULL;
 	char path[4200], addr[256];

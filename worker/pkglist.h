@@ -43,7 +43,7 @@ int al_pkglist_read(const char *state_dir, off_t from, const char *job,
  * (GW_AUDIT_REDIS_FILE), its Redis stream, so that a refused connection
  * is in the audit beside the refused installs. 0, or -errno (no audit
  * file: no gateway here). */
-int al_pkglist_dropped(const char *state_dir, const char *job,
-		       const char *peer, const struct al_net_info *n);
+int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
+		       const struct al_net_info *n);
 
 #endif

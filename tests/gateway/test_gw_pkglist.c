@@ -159,8 +159,7 @@ static void test_dropped(void **state)
 	f = fopen(path, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
-		assert_int_equal(gw_audit_parse(line, strlen(line) - 1, &a),
-				 0);
+		assert_int_equal(gw_audit_parse(line, strlen(line) - 1, &a), 0);
 		assert_int_equal(a.eco, GW_NET);
 		assert_false(a.allowed);
 		assert_false(a.pending);

@@ -35,7 +35,7 @@ struct packages_opts {
 	bool denied;	 /* log --denied */
 	bool json;	 /* log/pending --json */
 	bool npm;	 /* approve/deny/fetch: the npm name, not python's */
-	bool allow_scripts; /* approve: npm, its install script allowed */
+	bool allow_scripts;   /* approve: npm, its install script allowed */
 	const char *upstream; /* fetch --upstream URL */
 	size_t max_bytes;     /* fetch --max-bytes: a file's cap */
 };
