@@ -8,7 +8,7 @@
 # imports; the audit records (JSONL and the Redis stream) carry the
 # session's id, the slot's file names it while the session lives and is
 # gone once it is removed. Images from the vm_images fixture (built here
-# when run alone); ~1 min under TCG.
+# when run alone); ~10 s under TCG.
 set -euo pipefail
 bin=$(realpath "$1") gw=$(realpath "$2") agent=$3 src=$4
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/serve.log" ] && tail -20 "$tmp/serve.log" >&2; exit 1; }

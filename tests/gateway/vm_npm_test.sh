@@ -12,7 +12,7 @@
 # (zzqx: npm prints the reason) and a package with an install script
 # (npm.no-install-scripts) are refused, each audited with the job's id
 # and the reason; the result's network.packages lists what it installed.
-# Under TCG ~2 min (docs/packages.md, "Tests"); the image comes from the
+# Under TCG ~73 s (docs/packages.md, "Tests"); the image comes from the
 # gateway_vm_images fixture (built here too when run alone).
 set -euo pipefail
 bin=$1 gw=$2 agent=$3 src=$4

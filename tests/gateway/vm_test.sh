@@ -25,7 +25,7 @@
 # job's id (the worker names the slot's address in STATE/packages/slots,
 # the gateway reads it from there, never from the guest), and the slot's
 # file is gone after the job, the gateway and agw0 after the command.
-# Under TCG ~3 min (docs/packages.md, "Tests"); the images come from the
+# Under TCG ~72 s (docs/packages.md, "Tests"); the images come from the
 # vm_images fixture (built here too when run alone).
 set -euo pipefail
 bin=$1 gw=$2 agent=$3 src=$4
