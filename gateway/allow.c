@@ -1,7 +1,8 @@
 /* allow.c: the allowlist file, parsed strictly (allow.h). One pin per
  * line: ECOSYSTEM NAME VERSION FILE SHA256; options as `option WORD`;
- * whole-line comments with #. Lookups are linear: a few thousand pins are
- * microseconds, and the gateway looks up once per request. */
+ * `allow-scripts NAME VERSION` for an npm version approved with its
+ * install script; whole-line comments with #. Lookups are linear: a few
+ * thousand pins are microseconds, and the gateway looks up once per request. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +66,36 @@ static size_t words(char *line, char **w, size_t max)
 	return n;
 }
 
+/* allow-scripts NAME VERSION (npm): one more entry in a->scripts_ok. */
+static int parse_scripts_ok(struct gw_allow *a, char **w, size_t n,
+			    const char *name, unsigned long no, char *err,
+			    size_t errlen)
+{
+	struct gw_scripts_ok e = {0}, *ne;
+
+	if (n != 3)
+		return fail(err, errlen, name, no,
+			    "want allow-scripts NAME VERSION");
+	if (strlen(w[1]) > GW_NAME_MAX ||
+	    gw_allow_key(GW_NPMJS, w[1], e.key) < 0)
+		return fail(err, errlen, name, no, "not a valid npm name");
+	if (!gw_version_valid(w[2]))
+		return fail(err, errlen, name, no, "not a valid version");
+	if (gw_allow_scripts(a, e.key, w[2]))
+		return 0;
+	if (a->n_scripts_ok == GW_ALLOW_PINS_MAX)
+		return fail(err, errlen, name, no,
+			    "more than %u allow-scripts lines",
+			    GW_ALLOW_PINS_MAX);
+	strcpy(e.version, w[2]);
+	ne = realloc(a->scripts_ok, (a->n_scripts_ok + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	a->scripts_ok = ne;
+	a->scripts_ok[a->n_scripts_ok++] = e;
+	return 0;
+}
+
 static int parse_line(struct gw_allow *a, size_t *cap, char *line,
 		      const char *name, unsigned long no, char *err,
 		      size_t errlen)
@@ -96,6 +127,8 @@ static int parse_line(struct gw_allow *a, size_t *cap, char *line,
 			return fail(err, errlen, name, no, "unknown option");
 		return 0;
 	}
+	if (!strcmp(w[0], "allow-scripts"))
+		return parse_scripts_ok(a, w, n, name, no, err, errlen);
 	if (n != 5)
 		return fail(err, errlen, name, no,
 			    "want ECOSYSTEM NAME VERSION FILE SHA256");
@@ -210,6 +243,7 @@ int gw_allow_load(const char *path, bool missing_ok, struct gw_allow *ret,
 void gw_allow_release(struct gw_allow *a)
 {
 	free(a->pins);
+	free(a->scripts_ok);
 	*a = (struct gw_allow){0};
 }
 
@@ -247,4 +281,14 @@ int gw_allow_format(const struct gw_pin *p, char *out, size_t size)
 			 p->name, p->version, p->file, p->sha256);
 
 	return n < 0 || (size_t)n >= size ? -ENOSPC : n;
+}
+
+bool gw_allow_scripts(const struct gw_allow *a, const char *key,
+		      const char *version)
+{
+	for (size_t i = 0; i < a->n_scripts_ok; i++)
+		if (!strcmp(a->scripts_ok[i].key, key) &&
+		    !strcmp(a->scripts_ok[i].version, version))
+			return true;
+	return false;
 }

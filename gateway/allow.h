@@ -34,10 +34,19 @@ struct gw_pin {
 	char sha256[GW_SHA256_HEX + 1];	  /* lowercase hex */
 };
 
+/* An `allow-scripts NAME VERSION` line: that npm version may have an
+ * install script under npm.no-install-scripts (a person approved it). */
+struct gw_scripts_ok {
+	char key[GW_NAME_MAX + 1];
+	char version[GW_VERSION_MAX + 1];
+};
+
 /* The whole file. */
 struct gw_allow {
 	struct gw_pin *pins;	 /* in file order, malloc'd */
 	size_t n;		 /* entries in pins */
+	struct gw_scripts_ok *scripts_ok; /* malloc'd */
+	size_t n_scripts_ok;		  /* entries in scripts_ok */
 	bool wheels_only;	 /* option python.wheels-only: no sdist */
 	bool npm_scripts_denied; /* option npm.no-install-scripts */
 	unsigned min_age_days;	 /* option min-age-days=N, 0 = none */
@@ -66,6 +75,10 @@ bool gw_allow_project(const struct gw_allow *a, enum gw_eco eco,
 /* Any pin for KEY at VERSION. */
 bool gw_allow_has(const struct gw_allow *a, enum gw_eco eco, const char *key,
 		  const char *version);
+
+/* Does an allow-scripts line name npm KEY at VERSION? */
+bool gw_allow_scripts(const struct gw_allow *a, const char *key,
+		      const char *version);
 
 /* One pin line, as the file holds it, into out (ends with '\n'). */
 int gw_allow_format(const struct gw_pin *p, char *out, size_t size);

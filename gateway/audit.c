@@ -72,7 +72,11 @@ int gw_audit_parse(const char *line, size_t len, struct gw_audit *ret)
 	}
 	eco = json_string_value(json_object_get(o, "ecosystem"));
 	decision = json_string_value(json_object_get(o, "decision"));
-	if (!eco || gw_eco_parse(eco, &r.eco) < 0 || !decision) {
+	if (eco && !strcmp(eco, "net"))
+		r.eco = GW_NET; /* a dropped connection (worker/pkglist.h) */
+	else if (!eco || gw_eco_parse(eco, &r.eco) < 0)
+		eco = NULL;
+	if (!eco || !decision) {
 		json_decref(o);
 		return -EBADMSG;
 	}

@@ -54,6 +54,10 @@ int gw_audit_write(int fd, const struct gw_audit *r);
  * last resort). */
 #define GW_AUDIT_STREAM	    "airlock:packages:audit"
 #define GW_AUDIT_STREAM_MAX 1000000
+/* The file in the packages dir naming the stream's Redis (ADDR below and
+ * a newline), written by the gateway at start, absent without one: the
+ * workers add their own records to the same stores. */
+#define GW_AUDIT_REDIS_FILE "audit-redis"
 struct gw_audit_redis;
 /* ADDR is unix:PATH or HOST:PORT. 0 and *ret, or -errno. */
 int gw_audit_redis_open(const char *addr, struct gw_audit_redis **ret);

@@ -4,7 +4,8 @@
  * The syscall list is what serving needs, measured with strace over
  * tests/gateway/{pip,npm,minage,slot}_test.sh (libmicrohttpd's epoll
  * thread pool, glibc's malloc and threads, hiredis on a connected
- * socket, the mirror read by openat relative to directory fds), plus the
+ * socket, the mirror read by openat relative to directory fds and
+ * listed by getdents64 for a listing's audit record), plus the
  * few glibc may use in their place (poll for epoll_wait, pread, statx).
  * The filter is installed before the server's threads exist (they
  * inherit it) and before any client byte is read.
@@ -175,6 +176,8 @@ static const struct sock_filter filter[] = {
     ALLOW(__NR_close),
     ALLOW(__NR_lseek),
     ALLOW(__NR_fstat),
+    /* the mirror directory listed: which versions a listing withholds */
+    ALLOW(__NR_getdents64),
 #ifdef __NR_newfstatat
     ALLOW(__NR_newfstatat),
 #endif

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@
 #include "pkgfile.h"
 #include "serve.h"
 
+#define GW_FDS_WANT 4096    /* fds: connections (1024) and the rest */
 #define GW_UID 1199999 /* below the VMMs' range (sandbox.vmm_uid_base) */
 
 static const char usage[] =
@@ -119,6 +121,44 @@ static int open_dir(const char *dir, const char *name, bool create)
 		return -errno;
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/* Room for every connection libmicrohttpd may hold (serve.c: 1024 at
+ * most) and the gateway's own files: a soft fd limit of 1024, the usual
+ * default, would make accept() fail for every VM once hostile clients
+ * hold about 1000 connections. Raised up to the hard limit, before the
+ * jail (whose filter has no setrlimit). */
+static void fd_room(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= GW_FDS_WANT)
+		return;
+	rl.rlim_cur = rl.rlim_max < GW_FDS_WANT ? rl.rlim_max : GW_FDS_WANT;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		fprintf(stderr, "airlock-gateway: fd limit stays %llu: %s\n",
+			(unsigned long long)rl.rlim_cur, strerror(errno));
+}
+
+/* DIR/GW_AUDIT_REDIS_FILE names the stream's Redis for the workers'
+ * own records (dropped connections, worker/pkglist.h); none without. */
+static int audit_redis_note(const char *dir, const char *redis)
+{
+	char path[4200];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, GW_AUDIT_REDIS_FILE);
+	if (!redis)
+		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		return -1;
+	if (dprintf(fd, "%s\n", redis) < 0)
+		rc = -1;
+	if (close(fd) < 0)
+		rc = -1;
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -218,6 +258,12 @@ int main(int argc, char **argv)
 			"airlock-gateway: cannot connect to Redis at %s: "
 			"%s\n",
 			redis, strerror(-rc));
+		return 1;
+	}
+	fd_room();
+	if (audit_redis_note(dir, redis) < 0) {
+		fprintf(stderr, "airlock-gateway: %s/%s: %s\n", dir,
+			GW_AUDIT_REDIS_FILE, strerror(errno));
 		return 1;
 	}
 	if (geteuid() == 0) {

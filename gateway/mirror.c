@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "allow.h"
 #include "mirror.h"
 
 int gw_mirror_read(int dirfd, const char *name, size_t max, uint8_t **ret,
@@ -260,6 +261,100 @@ int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
 		out[n].meta = (char *)meta;
 		free(data);
 		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Could FILE be one of KEY's (a cheap test before its side file is read):
+ * python's file names start with the name, PEP 503 normalised, and a
+ * dash; npm's with the name (unscoped) and a dash. */
+static bool maybe_of(enum gw_eco eco, const char *file, const char *key)
+{
+	size_t k = strlen(key), i = 0;
+	bool sep = false;
+
+	if (eco == GW_NPMJS)
+		return strchr(key, '/') ||
+		       (!strncmp(file, key, k) && file[k] == '-');
+	for (const char *p = file; *p && i <= k; p++) {
+		char c = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+
+		if (c == '-' || c == '_' || c == '.') {
+			sep = true;
+			continue;
+		}
+		if (sep) {
+			if (i == k)
+				return true; /* KEY then a separator */
+			if (key[i++] != '-')
+				return false;
+			sep = false;
+		}
+		if (i == k || key[i++] != c)
+			return false;
+	}
+	return false;
+}
+
+size_t gw_mirror_unpinned(const struct gw_allow *al, int dirfd, enum gw_eco eco,
+			  const char *key, char *out, size_t size)
+{
+	char name[GW_NAME_MAX + 1], ver[GW_VERSION_MAX + 1];
+	char nkey[GW_NAME_MAX + 1], side[GW_FILE_MAX + 16];
+	size_t n = 0, len = 0, seen = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	out[0] = '\0';
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((de = readdir(d)) && seen++ < GW_UNPINNED_SCAN_MAX) {
+		uint8_t *meta = NULL;
+		size_t mlen;
+		int w;
+
+		if (!gw_file_name_valid(de->d_name) ||
+		    has_suffix(de->d_name, ".metadata") ||
+		    has_suffix(de->d_name, ".json") ||
+		    !maybe_of(eco, de->d_name, key))
+			continue;
+		gw_mirror_meta_name(eco, de->d_name, side, sizeof(side));
+		if (gw_mirror_read(dirfd, side, GW_META_MAX, &meta, &mlen,
+				   NULL) < 0)
+			continue;
+		w = side_nv(eco, (char *)meta, mlen, name, ver);
+		free(meta);
+		if (w < 0 ||
+		    (eco == GW_PYTHON
+			 ? gw_pep503_normalize(name, nkey)
+			 : snprintf(nkey, sizeof(nkey), "%s", name)) < 0 ||
+		    strcmp(nkey, key) || gw_allow_has(al, eco, key, ver))
+			continue;
+		/* each version once; what does not fit is counted only */
+		{
+			char *hit = strstr(out, ver);
+			size_t vl = strlen(ver);
+
+			while (hit && !((hit == out || hit[-1] == ' ') &&
+					(hit[vl] == '\0' || hit[vl] == ' ')))
+				hit = strstr(hit + 1, ver);
+			if (hit)
+				continue;
+		}
+		n++;
+		w = snprintf(out + len, size - len, "%s%s", len ? " " : "",
+			     ver);
+		if (w < 0 || (size_t)w >= size - len)
+			out[len] = '\0';
+		else
+			len += (size_t)w;
 	}
 	closedir(d);
 	return n;

@@ -56,4 +56,15 @@ struct gw_found {
 int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
 		   const char *version, struct gw_found *out);
 
+/* The versions of KEY (normalised for python) that files in the mirror
+ * directory DIRFD (the ecosystem's) have and the allowlist does not pin:
+ * what a listing withholds as not pinned, for its audit record (a client
+ * never says which version it wanted). Each once, space-separated into
+ * out (those that do not fit are counted, not written); the count. At
+ * most GW_UNPINNED_SCAN_MAX directory entries are looked at. */
+#define GW_UNPINNED_SCAN_MAX 100000
+struct gw_allow;
+size_t gw_mirror_unpinned(const struct gw_allow *al, int dirfd, enum gw_eco eco,
+			  const char *key, char *out, size_t size);
+
 #endif

@@ -80,7 +80,8 @@ const char *gw_pin_excluded(const struct gw_allow *a, const struct gw_pin *p,
 		return "an sdist, and only wheels are allowed (an sdist runs "
 		       "its "
 		       "build at install)";
-	if (p->eco == GW_NPMJS && a->npm_scripts_denied && install_script)
+	if (p->eco == GW_NPMJS && a->npm_scripts_denied && install_script &&
+	    !gw_allow_scripts(a, p->key, p->version))
 		return "an npm package with an install script, and install "
 		       "scripts are not allowed";
 	return NULL;

@@ -29,7 +29,7 @@ const char *gw_kind_name(enum gw_kind kind)
 
 const char *gw_eco_name(enum gw_eco eco)
 {
-	return eco == GW_NPMJS ? "npm" : "python";
+	return eco == GW_NPMJS ? "npm" : eco == GW_NET ? "net" : "python";
 }
 
 int gw_eco_parse(const char *s, enum gw_eco *ret)

@@ -43,6 +43,8 @@ enum gw_kind {
 enum gw_eco {
 	GW_PYTHON,
 	GW_NPMJS,
+	GW_NET, /* audit records only: a connection the packages policy
+		 * dropped (worker/pkglist.h); never in an allowlist */
 };
 
 /* One package file, as read from its bytes. */

@@ -11,7 +11,9 @@
  *
  *  - project / package document: the name must have a pin; the page lists
  *    only pinned files that are in the mirror and not excluded by an
- *    option. A name with no pin is refused (pending, look-alike checked).
+ *    option, and its audit record names the versions the mirror has that
+ *    are withheld as not pinned (the client never says which version it
+ *    wants). A name with no pin is refused (pending, look-alike checked).
  *  - file / metadata / tarball: the file itself must be pinned and not
  *    excluded, whatever any page said (clients fetch lockfile URLs
  *    directly); the bytes are read from the mirror and hashed again, and
@@ -399,6 +401,27 @@ static bool withheld(const struct gw_allow *al, int dir, enum gw_eco eco,
 	return false;
 }
 
+/* A listing's record names the versions in the mirror it withheld as not
+ * pinned: pip and npm never say which version they want of a listing, so
+ * a refused `pip install NAME==VER` shows in the audit only here. */
+static void not_pinned(const struct gw_allow *al, int dir, enum gw_eco eco,
+		       const char *key, struct gw_audit *a)
+{
+	char v[120];
+	size_t len = strlen(a->reason), shown = 0;
+	size_t n = gw_mirror_unpinned(al, dir, eco, key, v, sizeof(v));
+
+	for (const char *p = v; *p; p++)
+		shown += p == v || *p == ' ';
+	if (n && shown == n)
+		snprintf(a->reason + len, sizeof(a->reason) - len,
+			 "; not pinned, withheld: %s", v);
+	else if (n)
+		snprintf(a->reason + len, sizeof(a->reason) - len,
+			 "; not pinned, withheld: %s and %zu more", v,
+			 n - shown);
+}
+
 static void py_project(struct gw_server *s, const struct gw_allow *al,
 		       const struct gw_route *rt, enum gw_format fmt,
 		       struct reply *r, struct gw_audit *a)
@@ -443,8 +466,9 @@ static void py_project(struct gw_server *s, const struct gw_allow *al,
 
 		a->allowed = true;
 		snprintf(a->reason, sizeof(a->reason),
-			 "listed %zu files%s%.200s", n, w ? "; withheld " : "",
+			 "listed %zu files%s%.160s", n, w ? "; withheld " : "",
 			 w ? young : "");
+		not_pinned(al, dir, GW_PYTHON, rt->key, a);
 		r->status = 200;
 		r->vary = true;
 		r->type = fmt == GW_FMT_JSON
@@ -638,6 +662,7 @@ static void npm_doc(struct gw_server *s, const struct gw_allow *al,
 		a->allowed = true;
 		snprintf(a->reason, sizeof(a->reason), "listed %zu versions%s",
 			 n, abbreviated ? " (abbreviated)" : "");
+		not_pinned(al, dir, GW_NPMJS, rt->key, a);
 		r->status = 200;
 		r->vary = true;
 		r->type = abbreviated ? "application/vnd.npm.install-v1+json"

@@ -1014,6 +1014,14 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	if (gw_addr[0] && res->network.policy)
 		(void)al_pkglist_read(w->sb->state_dir, gw_mark, job->id,
 				      &res->network);
+	/* and what its slot dropped, beside its refused installs */
+	if (gw_addr[0] && res->network.policy &&
+	    !strcmp(res->network.policy, AL_PKGLIST_POLICY) &&
+	    al_pkglist_dropped(w->sb->state_dir, job->id, gw_addr,
+			       &res->network) < 0)
+		sb_log(w->sb, SB_LOG_WARN,
+		       "job=%s the audit records of its dropped connections "
+		       "not all written", job->id);
 	gateway_slot_done(w, gw_addr);
 	sb_net_pool_put(&w->net, net);
 	res->status = r < 0 ? AL_XX : al_result_overall_status(res);
@@ -1065,16 +1073,23 @@ int al_worker_open_vm(struct al_worker *w, const struct al_job *job,
 		r = -EINVAL;
 		goto out;
 	}
+	/* a session's requests are audited with its id (the job's: the
+	 * session's, dispatcher/session/run.c) */
+	if (r == 0)
+		gateway_slot(w, net, job->id, w->gw_addr, sizeof(w->gw_addr));
 	if (r == 0)
 		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, errlen);
-	if (r < 0)
+	if (r < 0) {
+		al_worker_close_vm(w);
 		goto out; /* get_vm closed the slot */
+	}
 	sb_vm_set_deadline(vm, al_deadline_in(ttl_ms));
 	r = sb_vm_setup(vm, &lim);
 	if (r == 0 && job->n_files)
 		r = sb_vm_put_files(vm, job->files, job->n_files);
 	if (r < 0) {
 		snprintf(err, errlen, "set-up: %s", sb_vm_error(vm));
+		al_worker_close_vm(w);
 		sb_vm_destroy(vm);
 		goto out;
 	}
@@ -1082,6 +1097,12 @@ int al_worker_open_vm(struct al_worker *w, const struct al_job *job,
 out:
 	al_result_release(&res);
 	return r;
+}
+
+void al_worker_close_vm(struct al_worker *w)
+{
+	gateway_slot_done(w, w->gw_addr);
+	w->gw_addr[0] = '\0';
 }
 
 int al_worker_reject(const char *id, const struct al_diags *d,

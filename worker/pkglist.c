@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -115,6 +116,67 @@ int al_pkglist_read(const char *state_dir, off_t from, const char *job,
 	al_pkglist_scan(buf, got, job, n);
 	free(buf);
 out:
+	close(fd);
+	return rc;
+}
+
+/* The Redis the gateway's stream is in (GW_AUDIT_REDIS_FILE), or "". */
+static void audit_redis(const char *state_dir, char *addr, size_t size)
+{
+	char path[4200];
+	ssize_t n;
+	int fd;
+
+	addr[0] = '\0';
+	snprintf(path, sizeof(path), "%s/packages/%s", state_dir,
+		 GW_AUDIT_REDIS_FILE);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	n = read(fd, addr, size - 1);
+	close(fd);
+	addr[n > 0 ? n : 0] = '\0';
+	addr[strcspn(addr, "\n")] = '\0';
+}
+
+int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
+		       const struct al_net_info *n)
+{
+	struct gw_audit_redis *rd = NULL;
+	char path[4200], addr[256];
+	struct gw_audit a;
+	struct timespec ts;
+	int fd, rc = 0;
+
+	if (!n->n_dropped)
+		return 0;
+	audit_path(state_dir, path, sizeof(path));
+	/* the gateway made it: no file, no gateway, nobody to tell */
+	fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	audit_redis(state_dir, addr, sizeof(addr));
+	if (addr[0] && gw_audit_redis_open(addr, &rd) < 0)
+		rd = NULL;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	for (size_t i = 0; i < n->n_dropped; i++) {
+		a = (struct gw_audit){
+		    .time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+		    .eco = GW_NET,
+		};
+		snprintf(a.job, sizeof(a.job), "%s", job);
+		snprintf(a.peer, sizeof(a.peer), "%s", peer);
+		snprintf(a.route, sizeof(a.route), "net");
+		snprintf(a.file, sizeof(a.file), "%s", n->dropped[i]);
+		snprintf(a.reason, sizeof(a.reason),
+			 "connection to %s dropped: the %s network policy "
+			 "reaches the package gateway only",
+			 n->dropped[i], AL_PKGLIST_POLICY);
+		if (gw_audit_write(fd, &a) < 0 ||
+		    (rd && gw_audit_redis_add(rd, &a) < 0))
+			rc = -EIO;
+	}
+	gw_audit_redis_close(rd);
 	close(fd);
 	return rc;
 }

@@ -32,4 +32,18 @@ void al_pkglist_scan(const char *buf, size_t len, const char *job,
 int al_pkglist_read(const char *state_dir, off_t from, const char *job,
 		    struct al_net_info *n);
 
+/* The network policy that reaches the package gateway and nothing else
+ * (tools/cli/gwrun.h, AL_GW_POLICY). */
+#define AL_PKGLIST_POLICY "packages"
+
+/* A job (or session) under AL_PKGLIST_POLICY whose slot dropped
+ * connections: one deny record each (ecosystem "net", route "net", the
+ * destination as `file`, the job and its slot's address) appended to the
+ * gateway's audit file and, when the gateway names one
+ * (GW_AUDIT_REDIS_FILE), its Redis stream, so that a refused connection
+ * is in the audit beside the refused installs. 0, or -errno (no audit
+ * file: no gateway here). */
+int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
+		       const struct al_net_info *n);
+
 #endif

@@ -81,6 +81,8 @@ bool al_wsess_alive(struct al_wsess *s)
 
 void al_wsess_close(struct al_wsess *s)
 {
+	/* the gateway forgets the slot before the slot is closed */
+	al_worker_close_vm(&s->w);
 	if (s->vm)
 		sb_vm_destroy(s->vm);
 	s->vm = NULL;

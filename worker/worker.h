@@ -60,6 +60,9 @@ struct al_worker {
 	char snap_failed_err[300];        /* and why */
 	bool saveable;                    /* restore VMs saveable (a session
 					   * that may be snapshot: live.c) */
+	char gw_addr[48];                 /* the session VM's slot address
+					   * the package gateway knows it by
+					   * (al_worker_open_vm), "" = none */
 };
 
 /* Guest RAM kept for the kernel and the agent beyond a job's memory_mb:
@@ -108,6 +111,10 @@ int al_worker_warm_count(const char *spec, const char *name);
 int al_worker_open_vm(struct al_worker *w, const struct al_job *job,
 		      uint64_t ttl_ms, struct sb_vm **ret_vm, char *err,
 		      size_t errlen);
+/* Before the VM al_worker_open_vm() gave is destroyed: the package
+ * gateway forgets its slot's identity (job->id there: the session's),
+ * so a later VM on that address is never taken for it. */
+void al_worker_close_vm(struct al_worker *w);
 /* The setup job's content hash (its msgpack without id and meta), hex:
  * what a snapshot's key covers of its setup. 0 or -ENOMEM. */
 int al_worker_setup_hash(const struct al_job *job, char out[65]);

@@ -703,6 +703,8 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 			json_object_set(job, keep[i],
 					json_object_get(body, keep[i]));
 	json_object_set_new(job, "steps", json_pack("[{s:s}]", "sh", "true"));
+	/* the package gateway audits the VM's requests under this id */
+	json_object_set_new(job, "id", json_string(s->id));
 	text = json_dumps(job, JSON_COMPACT);
 	json_decref(job);
 	al_diags_init(&d);

@@ -6,7 +6,8 @@
 # gateway and dist.integrity the tarball's own sha512; refusals (a name
 # not on the list, a look-alike, a package with an install script under
 # npm.no-install-scripts, a lockfile URL of a file not pinned, a tampered
-# tarball) with the reason npm prints.
+# tarball) with the reason npm prints; an install script approved for
+# one version (approve --allow-scripts) installs, and runs.
 set -euo pipefail
 bin=$1 gw=$2 src=$3
 command -v npm >/dev/null || { echo "SKIP: no npm"; exit 77; }
@@ -92,7 +93,35 @@ grep -q "502 Bad Gateway.*integrity" "$tmp/n6" || fail "tampered: $(cat "$tmp/n6
 curl -s "$url/tiny-npm" | jq -e '(.versions | keys) == ["1.1.0"]' >/dev/null || fail "tampered version listed"
 grep -q "INCIDENT job=host mirror file npm/tiny-npm-1.0.0.tgz" "$tmp/gw.err" || fail "no INCIDENT"
 
+# 4. an install script approved for one pinned version (approve
+# --allow-scripts, an allow-scripts line): that version is served and
+# installs, its script runs (npm's business, in a job's VM); the option
+# still holds for every other version
+"$bin" packages approve --dir "$dir" --allow-scripts tiny-hook@1.0.0 > "$tmp/as" ||
+  fail "approve --allow-scripts: $(cat "$tmp/as")"
+grep -qx "install scripts allowed: npm tiny-hook@1.0.0" "$tmp/as" || fail "approve --allow-scripts: $(cat "$tmp/as")"
+grep -qx "allow-scripts tiny-hook 1.0.0" "$dir/packages.allow" || fail "no allow-scripts line: $(cat "$dir/packages.allow")"
+"$bin" packages approve --dir "$dir" --allow-scripts tiny-hook@1.0.0 > /dev/null
+[ "$(grep -c "^allow-scripts tiny-hook 1.0.0" "$dir/packages.allow")" = 1 ] || fail "allow-scripts twice"
+grep -qx "option npm.no-install-scripts" "$dir/packages.allow" || fail "option gone"
+sleep 1.1
+mkdir "$tmp/proj2"
+echo '{"name":"proj2","version":"1.0.0","private":true}' > "$tmp/proj2/package.json"
+(cd "$tmp/proj2" && npm --registry "$url/" --cache "$tmp/cache2" --userconfig /dev/null --no-audit \
+   --no-fund --no-update-notifier --fetch-retries 0 install tiny-hook@1.0.0) > "$tmp/n7" 2>&1 ||
+  fail "approved install script: $(cat "$tmp/n7")"
+[ -f "$tmp/proj2/node_modules/tiny-hook/hook-ran" ] || fail "the approved script did not run: $(cat "$tmp/n7")"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/tiny-hook/-/tiny-hook-1.0.0.tgz")" = 200 ] || fail "hook tarball refused"
+curl -s -H 'Accept: application/vnd.npm.install-v1+json' "$url/tiny-hook" |
+  jq -e '.versions."1.0.0".hasInstallScript == true' > /dev/null || fail "hasInstallScript"
+# a line that is not one: the whole allowlist refused (never widened)
+echo "allow-scripts tiny-hook" >> "$dir/packages.allow"
+"$bin" packages approve --dir "$dir" --allow-scripts tiny-hook@1.0.0 > "$tmp/as2" 2>&1 && fail "bad line accepted"
+grep -q "want allow-scripts NAME VERSION" "$tmp/as2" || fail "bad line: $(cat "$tmp/as2")"
+
 jq -e -s 'any(.[]; .ecosystem == "npm" and .route == "tarball" and .decision == "allow" and .job == "host")
+  and any(.[]; .route == "tarball" and .name == "tiny-hook" and .decision == "allow")
+  and any(.[]; .route == "doc" and .name == "tiny-npm" and (.reason | contains("; not pinned, withheld: 1.1.0")))
   and any(.[]; .name == "lodahs" and .lookalike == "lodash" and .pending)' "$dir/audit.jsonl" >/dev/null ||
   fail "audit"
 echo ok

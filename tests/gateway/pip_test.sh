@@ -109,6 +109,8 @@ jq -e -s '
   any(.[]; .name == "reqeusts" and .decision == "deny" and .pending and .lookalike == "requests") and
   any(.[]; .file == "tinypkg-2.0-py3-none-any.whl" and .decision == "deny" and .version == "2.0") and
   any(.[]; .file == "onlysdist-1.0.tar.gz" and .decision == "deny") and
+  any(.[]; .route == "project" and .name == "tinypkg" and .decision == "allow" and
+           (.reason | contains("; not pinned, withheld: 2.0"))) and
   any(.[]; .reason | startswith("integrity:"))' "$audit" >/dev/null || fail "audit: $(cat "$audit")"
 
 # the simple API: negotiation, Vary, PEP 700 fields, PEP 658/714 metadata

@@ -116,6 +116,9 @@ grep -q '^10.202.0.1 refused' "$tmp/there" && grep -q '^192.0.2.1 refused 101' "
 # the audit stream
 n=$(redis-cli -s "$tmp/redis.sock" XLEN airlock:packages:audit)
 [ "$n" -ge 1 ] || fail "no audit records in Redis"
+# ... named for the workers' own records (dropped connections)
+[ "$(cat "$dir/audit-redis" 2>&1)" = "unix:$tmp/redis.sock" ] ||
+  fail "audit-redis: $(cat "$dir/audit-redis" 2>&1)"
 
 # killed: started again
 kill -9 "$g"

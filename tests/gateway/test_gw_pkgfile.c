@@ -189,7 +189,8 @@ static void test_allow(void **state)
 	    "# comment\n\noption python.wheels-only\n"
 	    "option min-age-days=7\n"
 	    "python Tiny_Pkg 1.0 tinypkg-1.0-py3-none-any.whl " SHA "\n"
-	    "npm    tiny-npm 1.0.0 tiny-npm-1.0.0.tgz\t" SHA "\n";
+	    "npm    tiny-npm 1.0.0 tiny-npm-1.0.0.tgz\t" SHA "\n"
+	    "allow-scripts tiny-npm 1.0.0\nallow-scripts tiny-npm 1.0.0\n";
 	struct gw_allow a;
 	char err[256], line[512];
 
@@ -209,6 +210,9 @@ static void test_allow(void **state)
 	    gw_allow_file(&a, GW_PYTHON, "tinypkg-1.0-py3-none-any.whl"));
 	assert_null(
 	    gw_allow_file(&a, GW_NPMJS, "tinypkg-1.0-py3-none-any.whl"));
+	assert_int_equal(a.n_scripts_ok, 1);
+	assert_true(gw_allow_scripts(&a, "tiny-npm", "1.0.0"));
+	assert_false(gw_allow_scripts(&a, "tiny-npm", "1.1.0"));
 	assert_true(gw_allow_format(&a.pins[0], line, sizeof(line)) > 0);
 	assert_string_equal(
 	    line, "python Tiny_Pkg 1.0 tinypkg-1.0-py3-none-any.whl " SHA "\n");
@@ -231,6 +235,11 @@ static void test_allow(void **state)
 	    {"option min-age-days=7d", "t:1: min-age-days=N takes 1..3650"},
 	    {"option min-age-days=-1", "t:1: min-age-days=N takes 1..3650"},
 	    {"option min-age-days=", "t:1: min-age-days=N takes 1..3650"},
+	    {"allow-scripts tiny-npm", "t:1: want allow-scripts NAME VERSION"},
+	    {"allow-scripts tiny-npm 1.0.0 x",
+	     "t:1: want allow-scripts NAME VERSION"},
+	    {"allow-scripts ../x 1.0.0", "t:1: not a valid npm name"},
+	    {"allow-scripts tiny 1.0/0", "t:1: not a valid version"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(gw_allow_parse("t", bad[i].text,

@@ -128,6 +128,61 @@ static void test_read_from_mark(void **state)
 	free(n);
 }
 
+/* A packages-policy job's dropped connections as deny records in the
+ * audit file (al_pkglist_dropped): one per destination, ecosystem `net`,
+ * read back by the audit parser, never counted as installs; no audit
+ * file (no gateway here): nothing created. */
+static void test_dropped(void **state)
+{
+	char dir[] = "/tmp/al-pkglist-XXXXXX", path[128], line[4096];
+	struct al_net_info *n = calloc(1, sizeof(*n));
+	struct gw_audit a;
+	size_t got = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	n->n_dropped = 2;
+	snprintf(n->dropped[0], sizeof(n->dropped[0]), "10.202.0.1:3141");
+	snprintf(n->dropped[1], sizeof(n->dropped[1]), "10.202.0.2:22");
+	assert_int_equal(al_pkglist_dropped(dir, "j-1", "10.201.0.2", n),
+			 -ENOENT);
+	snprintf(path, sizeof(path), "%s/packages", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/packages/audit.jsonl", dir);
+	assert_int_equal(al_pkglist_dropped(dir, "j-1", "10.201.0.2", n),
+			 -ENOENT);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(al_pkglist_dropped(dir, "j-1", "10.201.0.2", n), 0);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		assert_int_equal(gw_audit_parse(line, strlen(line) - 1, &a), 0);
+		assert_int_equal(a.eco, GW_NET);
+		assert_false(a.allowed);
+		assert_false(a.pending);
+		assert_string_equal(a.job, "j-1");
+		assert_string_equal(a.peer, "10.201.0.2");
+		assert_string_equal(a.route, "net");
+		assert_string_equal(a.file, n->dropped[got]);
+		assert_non_null(strstr(a.reason, n->dropped[got]));
+		assert_non_null(strstr(line, "\"ecosystem\":\"net\""));
+		got++;
+	}
+	fclose(f);
+	assert_int_equal(got, 2);
+	n->n_dropped = 0;
+	assert_int_equal(al_pkglist_read(dir, 0, "j-1", n), 0);
+	assert_int_equal(n->n_packages, 0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/packages", dir);
+	rmdir(path);
+	rmdir(dir);
+	free(n);
+}
+
 /* network.packages through JSON and msgpack, and its caps. */
 static void test_result_field(void **state)
 {
@@ -176,6 +231,7 @@ int main(void)
 	    cmocka_unit_test(test_scan),
 	    cmocka_unit_test(test_cap),
 	    cmocka_unit_test(test_read_from_mark),
+	    cmocka_unit_test(test_dropped),
 	    cmocka_unit_test(test_result_field),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

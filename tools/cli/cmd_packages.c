@@ -35,6 +35,7 @@ struct packages_opts {
 	bool denied;	 /* log --denied */
 	bool json;	 /* log/pending --json */
 	bool npm;	 /* approve/deny/fetch: the npm name, not python's */
+	bool allow_scripts;   /* approve: npm, its install script allowed */
 	const char *upstream; /* fetch --upstream URL */
 	size_t max_bytes;     /* fetch --max-bytes: a file's cap */
 };
@@ -46,6 +47,7 @@ static const struct al_opt opts[] = {
     {"denied", 'D', 0},
     {"json", 'j', AL_OPT_SHORT},
     {"npm", 'n', AL_OPT_SHORT},
+    {"allow-scripts", 'S', 0},
     {"upstream", 'U', AL_OPT_ARG},
     {"max-bytes", 'M', AL_OPT_ARG},
     {NULL, 0, 0},
@@ -73,6 +75,9 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 		break;
 	case 'n':
 		o->npm = true;
+		break;
+	case 'S':
+		o->allow_scripts = o->npm = true;
 		break;
 	case 'U':
 		o->upstream = arg;
@@ -515,6 +520,36 @@ static void print_missing_deps(const struct gw_allow *a, enum gw_eco eco,
 	}
 }
 
+/* Append `allow-scripts KEY VERSION` to the allowlist (approve
+ * --allow-scripts): that npm version is served with its install script
+ * under npm.no-install-scripts. */
+static int append_scripts_ok(const char *allow, const char *key,
+			     const char *version)
+{
+	int fd, rc = 0;
+
+	fd = open(allow, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (dprintf(fd, "allow-scripts %s %s\n", key, version) < 0)
+		rc = -EIO;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+/* --allow-scripts takes npm's NAME@VERSION too: as NAME==VERSION. */
+static const char *npm_at_spec(const char *spec, char *buf, size_t size)
+{
+	const char *at = strrchr(spec, '@');
+
+	if (strstr(spec, "==") || !at || at == spec ||
+	    (size_t)snprintf(buf, size, "%.*s==%s", (int)(at - spec), spec,
+			     at + 1) >= size)
+		return spec;
+	return buf;
+}
+
 static int cmd_approve(struct al_cli *cli, const char *dir, int argc,
 		       char **argv)
 {
@@ -522,12 +557,18 @@ static int cmd_approve(struct al_cli *cli, const char *dir, int argc,
 	enum gw_eco eco = o->npm ? GW_NPMJS : GW_PYTHON;
 	char key[GW_NAME_MAX + 1], version[GW_VERSION_MAX + 1];
 	char mirror[PATH_MAX], allow[PATH_MAX], err[512];
+	char spec[GW_NAME_MAX + GW_VERSION_MAX + 4];
 	struct gw_found found[GW_FOUND_MAX];
 	struct gw_allow a;
 	int n, rc = AL_EXIT_OK;
 
-	if (argc != 1 || parse_spec(argv[0], eco, false, key, version) < 0) {
-		al_cli_error(cli, "approve takes one NAME==VERSION");
+	if (argc != 1 ||
+	    parse_spec(o->allow_scripts
+			   ? npm_at_spec(argv[0], spec, sizeof(spec))
+			   : argv[0],
+		       eco, false, key, version) < 0) {
+		al_cli_error(cli, "approve takes one NAME==VERSION%s",
+			     o->allow_scripts ? " or NAME@VERSION" : "");
 		return AL_EXIT_USAGE;
 	}
 	snprintf(mirror, sizeof(mirror), "%s/mirror", dir);
@@ -574,6 +615,15 @@ static int cmd_approve(struct al_cli *cli, const char *dir, int argc,
 			print_missing_deps(&a, eco, found[i].meta);
 		free(found[i].meta);
 	}
+	if (o->allow_scripts && rc == AL_EXIT_OK &&
+	    !gw_allow_scripts(&a, key, version)) {
+		if (append_scripts_ok(allow, key, version) < 0) {
+			al_cli_error(cli, "%s: cannot append", allow);
+			rc = AL_EXIT_USAGE;
+		}
+	}
+	if (o->allow_scripts && rc == AL_EXIT_OK)
+		printf("install scripts allowed: npm %s@%s\n", key, version);
 	gw_allow_release(&a);
 	return rc;
 }
@@ -1146,6 +1196,7 @@ const struct al_cmd al_cmd_packages = {
 	"       airlock packages log [--job ID] [--denied] [--json]\n"
 	"       airlock packages pending [--json]\n"
 	"       airlock packages approve [--npm] NAME==VERSION\n"
+	"       airlock packages approve --allow-scripts NAME@VERSION\n"
 	"       airlock packages deny [--npm] NAME==VERSION|NAME==*\n"
 	"       airlock packages import requirements.txt|package-lock.json...\n"
 	"       airlock packages fetch [--pin] [--upstream URL] [--max-bytes "
@@ -1175,6 +1226,9 @@ const struct al_cmd al_cmd_packages = {
 	"sha256 of the file as it is now) and names the dependencies it\n"
 	"declares that are not allowed yet; the gateway rereads the\n"
 	"allowlist within a second. `deny` drops it from pending.\n"
+	"`approve --allow-scripts` (npm) also lets that version's\n"
+	"install script through option npm.no-install-scripts (an\n"
+	"allow-scripts line): the script runs in the job's VM.\n"
 	"\n"
 	"`import` pins what a lockfile pins: a requirements.txt with\n"
 	"--hash=sha256: lines (pip-compile --generate-hashes) or a\n"
@@ -1200,6 +1254,7 @@ const struct al_cmd al_cmd_packages = {
 	"  -j, --json         log, pending: JSON lines\n"
 	"  -n, --npm          approve, deny, fetch: an npm name (default\n"
 	"                     python)\n"
+	"      --allow-scripts approve: npm, and its install script allowed\n"
 	"      --upstream URL fetch: the index or registry to fetch from\n"
 	"      --max-bytes N  fetch: largest file taken (default 268435456)\n",
     .options = opts,
