@@ -146,15 +146,22 @@ int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
 	char path[4200], addr[256];
 	struct gw_audit a;
 	struct timespec ts;
+	struct stat st;
 	int fd, rc = 0;
 
 	if (!n->n_dropped)
 		return 0;
 	audit_path(state_dir, path, sizeof(path));
 	/* the gateway made it: no file, no gateway, nobody to tell */
-	fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(path,
+		  O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
+	/* a regular file only: a FIFO or a device there is not the log */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	audit_redis(state_dir, addr, sizeof(addr));
 	if (addr[0] && gw_audit_redis_open(addr, &rd) < 0)
 		rd = NULL;
