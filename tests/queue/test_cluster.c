@@ -333,7 +333,7 @@ static void test_reclaim(void **state)
 	alq_client_close(&c);
 }
 
-#define RESHARD_JOBS 300
+#define RESHARD_JOBS   300
 #define RESHARD_WINDOW 5 /* submits a pipeline during the move */
 
 /* Is slot migrating on node `from` (CLUSTER NODES shows [SLOT->-ID])? */
@@ -362,7 +362,7 @@ struct reshard_sub {
 	struct alq_client c; /* opened by the main thread */
 	struct alq_submit *jobs;
 	size_t n;
-	int from;		   /* the slot's old master */
+	int from; /* the slot's old master */
 	unsigned slot;
 	volatile bool go;	   /* set by the main thread: the move starts */
 	unsigned during;	   /* submits in windows sent while migrating */
@@ -382,8 +382,8 @@ static void *reshard_submitter(void *arg)
 	for (int k = 0; k < 5000 && !migrating(r->from, r->slot); k++)
 		redistest_sleep_ms(1);
 	for (size_t i = 0; i < r->n; i += RESHARD_WINDOW) {
-		size_t m = r->n - i < RESHARD_WINDOW ? r->n - i
-						     : RESHARD_WINDOW;
+		size_t m =
+		    r->n - i < RESHARD_WINDOW ? r->n - i : RESHARD_WINDOW;
 		bool during = migrating(r->from, r->slot);
 		uint64_t red = r->c.redirects, t0 = al_now_ms(), dt;
 
@@ -391,8 +391,8 @@ static void *reshard_submitter(void *arg)
 			int e = -1;
 
 			/* j's submit: the first try is the window's pipeline */
-			if (j == i && alq_client_submit_many(&r->c, &r->jobs[i],
-							     m) < 0)
+			if (j == i &&
+			    alq_client_submit_many(&r->c, &r->jobs[i], m) < 0)
 				r->retried++;
 			e = r->jobs[j].err;
 			for (int t = 0; t < 20 && e != 0; t++) {

@@ -37,9 +37,9 @@
 #include "clustertest.h"
 #include "servetest.h"
 
-#define JOBS 120 /* of each kind */
-#define CUT  40	 /* the replicas stop getting writes after this pair */
-#define LAG  8	 /* pairs the master alone acknowledges, then it dies */
+#define JOBS	 120 /* of each kind */
+#define CUT	 40  /* the replicas stop getting writes after this pair */
+#define LAG	 8   /* pairs the master alone acknowledges, then it dies */
 #define SLACK_MS 100 /* a run this long before the cut may still rerun */
 
 static char dir[64];
@@ -359,16 +359,18 @@ static void test_failover(void **state)
 	 * again on the new master */
 	for (int i = 0; i < JOBS; i++) {
 		for (int k = 0; k < 2; k++) {
-			bool survived = k ? acked_n[i] && (i < CUT || i >= CUT + LAG)
-					  : acked_w[i];
+			bool survived =
+			    k ? acked_n[i] && (i < CUT || i >= CUT + LAG)
+			      : acked_w[i];
 			uint64_t first;
 			unsigned n;
 
 			snprintf(id, sizeof(id), "%c%03d", k ? 'n' : 'w', i);
 			n = runs_of(id, &first);
 			if (survived && n == 0)
-				fail_msg("%s acknowledged, has a result, never ran",
-					 id);
+				fail_msg(
+				    "%s acknowledged, has a result, never ran",
+				    id);
 			if (n == 0)
 				continue;
 			if (first + SLACK_MS >= t_cut && first <= t_kill)
@@ -378,11 +380,12 @@ static void test_failover(void **state)
 			twice++;
 			extra_runs += n - 1;
 			if (!(first + SLACK_MS >= t_cut && first <= t_kill))
-				fail_msg("%s ran %u times, first %lld ms after "
-					 "the cut (kill at %llu): not in flight "
-					 "at the failover",
-					 id, n, (long long)(first - t_cut),
-					 (unsigned long long)(t_kill - t_cut));
+				fail_msg(
+				    "%s ran %u times, first %lld ms after "
+				    "the cut (kill at %llu): not in flight "
+				    "at the failover",
+				    id, n, (long long)(first - t_cut),
+				    (unsigned long long)(t_kill - t_cut));
 		}
 	}
 	fprintf(stderr,

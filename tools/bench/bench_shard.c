@@ -232,8 +232,7 @@ int main(int argc, char **argv)
 	}
 	if (!url || alq_url_parse(url, &u) < 0 || u.unix_ || nq < 1 ||
 	    nq > MAX_Q || ns < 1 || ns > MAX_S || nw < 1 || nw > 64 || nj < 1 ||
-	    nj > 1000000 || np < 1 || np > ALQ_PARTITIONS_MAX ||
-	    !(rate > 0)) {
+	    nj > 1000000 || np < 1 || np > ALQ_PARTITIONS_MAX || !(rate > 0)) {
 		usage();
 		return 2;
 	}
@@ -386,8 +385,8 @@ int main(int argc, char **argv)
 		    "of Redis CPU/job; the busiest node saturates at %.0f "
 		    "jobs/s (%.0f hosts at %g jobs/s)\n",
 		    (double)tc / total, (double)tb / total, tcpu * 1e6 / total,
-		    top > 0 ? total / top : 0,
-		    top > 0 ? total / top / rate : 0, rate);
+		    top > 0 ? total / top : 0, top > 0 ? total / top / rate : 0,
+		    rate);
 	}
 	for (unsigned q = 0; np == 1 && q < nq; q++) {
 		unsigned long long calls, bytes;
@@ -395,14 +394,13 @@ int main(int argc, char **argv)
 
 		node_counts(host[q], port[q], &calls, &bytes, &cpu);
 		us = (cpu - cpu0[q]) * 1e6 / nj;
-		printf("  queue bench%u on %s:%d: %.1f commands/job, %.0f "
-		       "bytes/job, %.0f us of Redis CPU/job (one core: "
-		       "%.0f jobs/s, %.0f hosts at %g jobs/s)\n",
-		       q, host[q], port[q],
-		       (double)(calls - calls0[q] - 3) / nj,
-		       (double)(bytes - bytes0[q]) / nj, us,
-		       us > 0 ? 1e6 / us : 0, us > 0 ? 1e6 / us / rate : 0,
-		       rate);
+		printf(
+		    "  queue bench%u on %s:%d: %.1f commands/job, %.0f "
+		    "bytes/job, %.0f us of Redis CPU/job (one core: "
+		    "%.0f jobs/s, %.0f hosts at %g jobs/s)\n",
+		    q, host[q], port[q], (double)(calls - calls0[q] - 3) / nj,
+		    (double)(bytes - bytes0[q]) / nj, us, us > 0 ? 1e6 / us : 0,
+		    us > 0 ? 1e6 / us / rate : 0, rate);
 	}
 	printf("  %.0f jobs/s (%u jobs in %.2f s)\n", nq * nj / (t1 - t0),
 	       nq * nj, t1 - t0);
