@@ -18,6 +18,13 @@
 # templates). Guest images are built on each node into the state dir
 # (`airlock image build`), not baked in: they are per-node and large.
 #
+# Where the packages come from: this machine's apt sources (apt-config's
+# sources.list and sources.list.d/*.list|*.sources, as for guest images),
+# given to mmdebstrap as its mirrors; nothing else is fetched. Without
+# them mmdebstrap would pick its own defaults (deb.debian.org and
+# security.debian.org), which a machine with its own mirror or apt proxy
+# may not reach. AIRLOCK_APT_SOURCES="FILE..." names other files.
+#
 # Needs root (mmdebstrap's root mode) and apt sources for bookworm; run
 # from the source tree: deploy/image/build.sh build airlock-image.tar
 set -euo pipefail
@@ -35,10 +42,24 @@ pkgs=$(ldd "$bin" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
 [ -n "$pkgs" ] || { echo "build.sh: no packages found for $bin" >&2; exit 1; }
 extra=redis-server,redis-tools,qemu-system-x86,qemu-utils,mmdebstrap,e2fsprogs,cpio,kmod,jq,ca-certificates
 
+# the apt sources: this machine's (see the top)
+read -r -a sources <<< "${AIRLOCK_APT_SOURCES:-}"
+if [ ${#sources[@]} -eq 0 ]; then
+  SL="" SP=""
+  eval "$(apt-config shell SL Dir::Etc::sourcelist/f SP Dir::Etc::sourceparts/d)"
+  if [ -n "$SL" ] && [ -s "$SL" ]; then sources+=("$SL"); fi
+  if [ -n "$SP" ] && [ -d "$SP" ]; then
+    for f in "$SP"/*.list "$SP"/*.sources; do
+      if [ -s "$f" ]; then sources+=("$f"); fi
+    done
+  fi
+fi
+[ ${#sources[@]} -gt 0 ] || { echo "build.sh: no apt sources configured" >&2; exit 1; }
+
 DESTDIR=$tmp/root cmake --install "$build" --prefix /usr > "$tmp/install.log"
 mmdebstrap --variant=minbase --include="$pkgs,$extra" \
   --customize-hook="copy-in $tmp/root/usr /" \
   --customize-hook="copy-in $tmp/root/etc /" \
   --customize-hook='chroot "$1" /usr/bin/airlock --version' \
-  bookworm "$out"
+  bookworm "$out" "${sources[@]}"
 echo "$out"

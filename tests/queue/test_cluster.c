@@ -6,8 +6,9 @@
  * so each starts with a MOVED. The dispatcher is serve.c itself with
  * canned workers (al_serve_opts.run, no VM), as in test_serve.c: on a
  * thread of its own, or in a forked child for the SIGKILL case. Each run
- * leaves a mark file ran.ID.ATTEMPT, which tells which deliveries reached a
- * worker: "doubled" means a job that ran twice.
+ * appends a line to a mark file ran.ID.ATTEMPT, which tells which
+ * deliveries reached a worker and how often: "doubled" means a job that
+ * ran twice (with the same attempt number or not).
  *
  *   client     submit (and a resubmit: idempotent), status, job state,
  *              cancel (counted), wait, result, through MOVED
@@ -15,8 +16,10 @@
  *              queued; status afterwards
  *   reclaim    a serve SIGKILLed with a job running: another reclaims it
  *   reshard    a batch of 300 runs on 2 serves while the queue's slot
- *              moves key by key to another master: every id has one
- *              result and ran once; nothing pending, no dead letters
+ *              moves key by key to another master, its second half
+ *              submitted by a thread while the slot migrates (the
+ *              client's ASK and TRYAGAIN paths): every id has one result
+ *              and ran once; nothing pending, no dead letters
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,6 +54,26 @@ static bool ran(const char *id, uint32_t attempt)
 	return access(p, F_OK) == 0;
 }
 
+/* How many times id ran, over attempts 1..8 (a line a run). */
+static unsigned runs(const char *id)
+{
+	unsigned n = 0;
+
+	for (uint32_t a = 1; a <= 8; a++) {
+		char p[200];
+		FILE *f;
+		int ch;
+
+		mark_path(p, sizeof(p), id, a);
+		if (!(f = fopen(p, "re")))
+			continue;
+		while ((ch = fgetc(f)) != EOF)
+			n += ch == '\n';
+		fclose(f);
+	}
+	return n;
+}
+
 static int canned_run(struct al_worker *w, const struct al_job *job,
 		      uint64_t queued_ms, uint32_t attempt,
 		      struct al_result *res)
@@ -62,9 +85,12 @@ static int canned_run(struct al_worker *w, const struct al_job *job,
 	int fd;
 
 	mark_path(p, sizeof(p), job->id ? job->id : "-", attempt);
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
+	fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd >= 0) { /* workers are processes: one appended line a run */
+		if (write(fd, "r\n", 2) != 2)
+			fprintf(stderr, "%s: short write\n", p);
 		close(fd);
+	}
 	while (!strcmp(sh, "hang-once") && attempt == 1)
 		pause();
 	if (!strcmp(sh, "brief"))
@@ -307,7 +333,89 @@ static void test_reclaim(void **state)
 	alq_client_close(&c);
 }
 
-#define RESHARD_JOBS 300
+#define RESHARD_JOBS   300
+#define RESHARD_WINDOW 5 /* submits a pipeline during the move */
+
+/* Is slot migrating on node `from` (CLUSTER NODES shows [SLOT->-ID])? */
+static bool migrating(int from, unsigned slot)
+{
+	char *s = ct_str(ct.port[from], "CLUSTER NODES"), tag[24];
+	bool m;
+
+	snprintf(tag, sizeof(tag), "[%u->-", slot);
+	m = s && strstr(s, tag);
+	free(s);
+	return m;
+}
+
+/* The second half of the reshard's batch, submitted in pipelined windows
+ * of RESHARD_WINDOW by a thread of its own while the main thread moves
+ * the slot, the first window as soon as the source says MIGRATING. A
+ * submit of a new id cannot complete while the slot migrates (its job key
+ * is on neither node: TRYAGAIN from the source while the stream is still
+ * there, ASK to the target once it has moved, TRYAGAIN there), so the
+ * first window's submits wait in the client's redirection loop until the
+ * move ends, then follow the MOVED. A submit the client gives up on (its
+ * redirections exhausted) is sent again by id, as a client would: ids are
+ * idempotent. No cmocka in here. */
+struct reshard_sub {
+	struct alq_client c; /* opened by the main thread */
+	struct alq_submit *jobs;
+	size_t n;
+	int from; /* the slot's old master */
+	unsigned slot;
+	volatile bool go;	   /* set by the main thread: the move starts */
+	unsigned during;	   /* submits in windows sent while migrating */
+	unsigned retried;	   /* submits refused, sent again by id */
+	uint64_t redirects_during; /* ASK and MOVED followed meanwhile */
+	uint64_t slowest_ms;	   /* the longest window, retries included */
+	int err;		   /* 0, or the first submit that never took */
+};
+
+static void *reshard_submitter(void *arg)
+{
+	struct reshard_sub *r = arg;
+
+	while (!r->go)
+		redistest_sleep_ms(1);
+	/* the first submit goes once the source says MIGRATING */
+	for (int k = 0; k < 5000 && !migrating(r->from, r->slot); k++)
+		redistest_sleep_ms(1);
+	for (size_t i = 0; i < r->n; i += RESHARD_WINDOW) {
+		size_t m =
+		    r->n - i < RESHARD_WINDOW ? r->n - i : RESHARD_WINDOW;
+		bool during = migrating(r->from, r->slot);
+		uint64_t red = r->c.redirects, t0 = al_now_ms(), dt;
+
+		for (size_t j = i; j < i + m; j++) {
+			int e = -1;
+
+			/* j's submit: the first try is the window's pipeline */
+			if (j == i &&
+			    alq_client_submit_many(&r->c, &r->jobs[i], m) < 0)
+				r->retried++;
+			e = r->jobs[j].err;
+			for (int t = 0; t < 20 && e != 0; t++) {
+				r->retried++;
+				redistest_sleep_ms(50);
+				if ((e = alq_client_submit_many(
+					 &r->c, &r->jobs[j], 1)) == 0)
+					e = r->jobs[j].err;
+			}
+			if (e != 0 && !r->err)
+				r->err = e;
+		}
+		dt = al_now_ms() - t0;
+		if (dt > r->slowest_ms)
+			r->slowest_ms = dt;
+		if (during) {
+			r->during += (unsigned)m;
+			r->redirects_during += r->c.redirects - red;
+		}
+		redistest_sleep_ms(3); /* spread over the move */
+	}
+	return NULL;
+}
 
 static void test_reshard(void **state)
 {
@@ -319,6 +427,8 @@ static void test_reshard(void **state)
 	struct servetest a, b;
 	struct al_job job = {0};
 	struct al_diags d;
+	struct reshard_sub sub = {0};
+	pthread_t th;
 	size_t len = 0;
 	int from, to = -1;
 	long moved;
@@ -350,21 +460,35 @@ static void test_reshard(void **state)
 	for (int i = 0; i < CT_NODES && to < 0; i++)
 		if (i != from && ct_is_master(&ct, i))
 			to = i;
+	/* the second half is submitted while the slot moves */
+	open_client(&sub.c, "rs");
+	sub.jobs = jobs + RESHARD_JOBS / 2;
+	sub.n = RESHARD_JOBS - RESHARD_JOBS / 2;
+	sub.from = from;
+	sub.slot = slot;
+	assert_int_equal(pthread_create(&th, NULL, reshard_submitter, &sub), 0);
+	sub.go = true;
 	moved = ct_move_slot(&ct, slot, from, to, 10, 15);
+	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_true(moved > 0);
 	assert_int_equal(ct_owner(&ct, slot), to);
-	/* the second half goes to the new master */
-	assert_int_equal(
-	    alq_client_submit_many(&c, jobs + RESHARD_JOBS / 2,
-				   RESHARD_JOBS - RESHARD_JOBS / 2),
-	    0);
+	if (sub.err)
+		fail_msg("a submit during the move never took: %d (%s)",
+			 sub.err, sub.c.err);
+	/* the migration was met: submits sent while the slot migrated,
+	 * following at least one redirection (ASK, or MOVED at its end) */
+	assert_true(sub.during > 0);
+	assert_true(sub.redirects_during > 0);
 	for (int i = 0; i < RESHARD_JOBS; i++) {
+		unsigned n;
+
 		assert_int_equal(jobs[i].err, 0);
-		assert_false(jobs[i].dup);
+		/* a resubmit by id after a refusal may find the job there */
+		if (i < RESHARD_JOBS / 2 || !sub.retried)
+			assert_false(jobs[i].dup);
 		expect_result(&c, ids[i], AL_OK, 1);
-		if (!ran(ids[i], 1) || ran(ids[i], 2))
-			fail_msg("%s ran %s", ids[i],
-				 ran(ids[i], 2) ? "twice" : "never");
+		if ((n = runs(ids[i])) != 1 || !ran(ids[i], 1))
+			fail_msg("%s ran %u times", ids[i], n);
 	}
 	assert_int_equal(servetest_stop(&a), 0);
 	assert_int_equal(servetest_stop(&b), 0);
@@ -372,8 +496,14 @@ static void test_reshard(void **state)
 	assert_int_equal(owner_int("rs", "XLEN airlock:{rs}:jobs") >= 0, 1);
 	fprintf(stderr,
 		"reshard: %ld keys moved from node %d to node %d "
-		"while %d jobs ran; client redirections %llu\n",
-		moved, from, to, RESHARD_JOBS, (unsigned long long)c.redirects);
+		"while %d jobs ran; client redirections %llu; %u of %zu "
+		"submits sent while the slot migrated, %llu redirections "
+		"followed by them, %u refused and sent again by id, slowest "
+		"window %llu ms\n",
+		moved, from, to, RESHARD_JOBS, (unsigned long long)c.redirects,
+		sub.during, sub.n, (unsigned long long)sub.redirects_during,
+		sub.retried, (unsigned long long)sub.slowest_ms);
+	alq_client_close(&sub.c);
 	for (int i = 0; i < RESHARD_JOBS; i++)
 		free((char *)jobs[i].payload);
 	free(jobs);

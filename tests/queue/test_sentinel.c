@@ -14,6 +14,14 @@
  * the failover; the "n" jobs acknowledged but missing on the new master
  * are what a failover lost without WAIT, which the test prints (on one
  * machine replication is fast, so usually 0: the window is real, small).
+ *
+ * Every run appends a line (its start time) to ran.ID in the temp dir.
+ * After the batch: every acknowledged id that survived ran at least once,
+ * and the ids that ran more than once are printed and bounded: the new
+ * master knows nothing the old one did after the cut, so it hands out
+ * again what was run (or completed) in that window. Only an id whose
+ * first run started in [cut - SLACK_MS, kill] may run twice (SLACK_MS
+ * for a completion the replicas had not yet received at the cut).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,9 +37,10 @@
 #include "clustertest.h"
 #include "servetest.h"
 
-#define JOBS 120 /* of each kind */
-#define CUT  40	 /* the replicas stop getting writes after this pair */
-#define LAG  8	 /* pairs the master alone acknowledges, then it dies */
+#define JOBS	 120 /* of each kind */
+#define CUT	 40  /* the replicas stop getting writes after this pair */
+#define LAG	 8   /* pairs the master alone acknowledges, then it dies */
+#define SLACK_MS 100 /* a run this long before the cut may still rerun */
 
 static char dir[64];
 static int port_m, port_r, port_r2, port_s[3];
@@ -154,16 +163,46 @@ static int canned_run(struct al_worker *w, const struct al_job *job,
 		      uint64_t queued_ms, uint32_t attempt,
 		      struct al_result *res)
 {
-	char p[200];
-	int fd;
+	char p[200], line[48];
+	int fd, n;
 
-	snprintf(p, sizeof(p), "%s/ran.%s.%u", dir, job->id ? job->id : "-",
-		 attempt);
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
+	/* one line a run, appended (workers are processes): "START ATTEMPT" */
+	snprintf(p, sizeof(p), "%s/ran.%s", dir, job->id ? job->id : "-");
+	n = snprintf(line, sizeof(line), "%llu %u\n",
+		     (unsigned long long)al_now_ms(), attempt);
+	fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (write(fd, line, (size_t)n) != n)
+			fprintf(stderr, "%s: short write\n", p);
 		close(fd);
+	}
 	redistest_sleep_ms(10);
 	return servetest_result(w, job, queued_ms, attempt, false, res);
+}
+
+/* The runs of id (lines of ran.ID) and the start of the first, 0 if none. */
+static unsigned runs_of(const char *id, uint64_t *ret_first)
+{
+	char p[200];
+	unsigned long long t;
+	unsigned a, n = 0;
+	uint64_t first = UINT64_MAX;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/ran.%s", dir, id);
+	f = fopen(p, "re");
+	if (!f) {
+		*ret_first = 0;
+		return 0;
+	}
+	while (fscanf(f, "%llu %u", &t, &a) == 2) {
+		n++;
+		if (t < first)
+			first = t;
+	}
+	fclose(f);
+	*ret_first = n ? first : 0;
+	return n;
 }
 
 static void serve_start(struct servetest *h)
@@ -225,8 +264,9 @@ static void test_failover(void **state)
 	char *mp = NULL, id[16], new_master[256] = "";
 	size_t len = 0;
 	unsigned lost = 0, waited_lost = 0, lag_acked = 0, refused_w = 0;
+	unsigned twice = 0, in_window = 0, extra_runs = 0;
 	int new_port = 0;
-	uint64_t t_kill = 0;
+	uint64_t t_cut = 0, t_kill = 0;
 
 	(void)state;
 	al_diags_init(&d);
@@ -237,8 +277,10 @@ static void test_failover(void **state)
 	for (int i = 0; i < JOBS; i++) {
 		bool lag = i >= CUT && i < CUT + LAG;
 
-		if (i == CUT) /* the replicas fall behind */
+		if (i == CUT) { /* the replicas fall behind */
+			t_cut = al_now_ms();
 			replicas_lag();
+		}
 		if (i == CUT + LAG) { /* and the master dies */
 			t_kill = al_now_ms();
 			stop(&pid_m);
@@ -312,6 +354,47 @@ static void test_failover(void **state)
 		}
 	}
 	assert_int_equal(servetest_stop(&h), 0);
+	/* the runs: every acknowledged id that survived ran; only ids in
+	 * flight in the window (first run between the cut and the kill) ran
+	 * again on the new master */
+	for (int i = 0; i < JOBS; i++) {
+		for (int k = 0; k < 2; k++) {
+			bool survived =
+			    k ? acked_n[i] && (i < CUT || i >= CUT + LAG)
+			      : acked_w[i];
+			uint64_t first;
+			unsigned n;
+
+			snprintf(id, sizeof(id), "%c%03d", k ? 'n' : 'w', i);
+			n = runs_of(id, &first);
+			if (survived && n == 0)
+				fail_msg(
+				    "%s acknowledged, has a result, never ran",
+				    id);
+			if (n == 0)
+				continue;
+			if (first + SLACK_MS >= t_cut && first <= t_kill)
+				in_window++;
+			if (n < 2)
+				continue;
+			twice++;
+			extra_runs += n - 1;
+			if (!(first + SLACK_MS >= t_cut && first <= t_kill))
+				fail_msg(
+				    "%s ran %u times, first %lld ms after "
+				    "the cut (kill at %llu): not in flight "
+				    "at the failover",
+				    id, n, (long long)(first - t_cut),
+				    (unsigned long long)(t_kill - t_cut));
+		}
+	}
+	fprintf(stderr,
+		"failover: %u ids ran more than once (%u extra runs), of the "
+		"%u in flight (first run from %d ms before the cut to the "
+		"kill, %llu ms after it)\n",
+		twice, extra_runs, in_window, SLACK_MS,
+		(unsigned long long)(t_kill - t_cut));
+	assert_true(twice <= in_window);
 	snprintf(new_master, sizeof(new_master), "%s", cn.host);
 	new_port = cn.port;
 	fprintf(stderr,
@@ -331,9 +414,67 @@ static void test_failover(void **state)
 	alq_client_close(&cn);
 }
 
+/* port answers and is pid's (not another test's server on a port ours
+ * could not bind: these ports overlap the kernel's ephemeral range) */
+static bool ours(int port, pid_t *pid)
+{
+	for (int k = 0; k < 300; k++) {
+		char *info = ct_str(port, "INFO server");
+		char *p = info ? strstr(info, "process_id:") : NULL;
+		bool up = p && atoi(p + 11) == (int)*pid;
+
+		free(info);
+		if (up)
+			return true;
+		if (waitpid(*pid, NULL, WNOHANG) == *pid) { /* port taken */
+			*pid = -1;
+			return false;
+		}
+		redistest_sleep_ms(10);
+	}
+	return false;
+}
+
+/* The master, its replicas and the sentinels on ports from base: false
+ * (all stopped) when one of them is not ours. */
+static bool start_all(int base)
+{
+	bool up;
+
+	port_m = base, port_r = base + 1, port_r2 = base + 5;
+	for (int i = 0; i < 3; i++)
+		port_s[i] = base + 2 + i;
+	pid_m = redis(port_m, NULL);
+	pid_r = redis(port_r, "yes");
+	pid_r2 = redis(port_r2, "yes");
+	up = ours(port_m, &pid_m) && ours(port_r, &pid_r) &&
+	     ours(port_r2, &pid_r2);
+	for (int k = 0;
+	     up && k < 300 &&
+	     !(has(port_r, "INFO replication", "master_link_status:up") &&
+	       has(port_r2, "INFO replication", "master_link_status:up"));
+	     k++)
+		redistest_sleep_ms(20);
+	/* the replica to be promoted is port_r: the other one ranks last */
+	if (up)
+		free(ct_str(port_r2, "CONFIG SET replica-priority 200"));
+	for (int i = 0; up && i < 3; i++) {
+		pid_s[i] = sentinel(i);
+		up = ours(port_s[i], &pid_s[i]);
+	}
+	if (!up) {
+		for (int i = 0; i < 3; i++)
+			stop(&pid_s[i]);
+		stop(&pid_m);
+		stop(&pid_r);
+		stop(&pid_r2);
+	}
+	return up;
+}
+
 static int setup(void **state)
 {
-	int base;
+	int attempt;
 
 	(void)state;
 	if (system("command -v redis-server >/dev/null") != 0) {
@@ -345,23 +486,15 @@ static int setup(void **state)
 	snprintf(dir, sizeof(dir), "/tmp/al-sentinel-XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
-	base = 40000 + (int)(getpid() % 1500) * 6;
-	port_m = base, port_r = base + 1, port_r2 = base + 5;
-	for (int i = 0; i < 3; i++)
-		port_s[i] = base + 2 + i;
-	pid_m = redis(port_m, NULL);
-	pid_r = redis(port_r, "yes");
-	pid_r2 = redis(port_r2, "yes");
-	for (int k = 0;
-	     k < 300 &&
-	     !(has(port_r, "INFO replication", "master_link_status:up") &&
-	       has(port_r2, "INFO replication", "master_link_status:up"));
-	     k++)
-		redistest_sleep_ms(20);
-	/* the replica to be promoted is port_r: the other one ranks last */
-	free(ct_str(port_r2, "CONFIG SET replica-priority 200"));
-	for (int i = 0; i < 3; i++)
-		pid_s[i] = sentinel(i);
+	/* ports by pid; another range when one is taken */
+	for (attempt = 0; attempt < 3; attempt++)
+		if (start_all(40000 +
+			      (int)((getpid() + attempt * 577) % 1500) * 6))
+			break;
+	if (attempt == 3) {
+		fprintf(stderr, "no free ports for the sentinel setup\n");
+		return -1;
+	}
 	/* every sentinel knows the replica and the other sentinels */
 	for (int k = 0; k < 500; k++) {
 		bool ok = true;

@@ -13,6 +13,9 @@
  *   - bytes per job: the growth of total_net_input_bytes + output_bytes;
  *   - Redis CPU per job: the growth of used_cpu_user + used_cpu_sys, and
  *     from it the jobs/s one Redis core (one shard) would carry;
+ *   - hosts: that jobs/s over a host's rate (--host-rate R jobs/s, by
+ *     default 8: 16 workers running 2 s jobs), the number of such hosts
+ *     whose queue traffic saturates the core (docs/deploy.md quotes it);
  *   - jobs/s: N*Q over the time from the first submit to the last result
  *     (on a small machine bound by the serves and workers, not Redis).
  *
@@ -30,6 +33,7 @@
  * usage: airlock-bench-shard --url redis://HOST:PORT [--queues Q]
  *                            [--serves S] [--workers W] [--jobs N]
  *                            [--partitions P] [--cluster]
+ *                            [--host-rate R]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +163,8 @@ static void usage(void)
 	fprintf(stderr, "usage: airlock-bench-shard --url redis://HOST:PORT "
 			"[--queues Q] [--serves S]\n"
 			"                           [--workers W] [--jobs N] "
-			"[--partitions P] [--cluster]\n");
+			"[--partitions P] [--cluster]\n"
+			"                           [--host-rate R]\n");
 }
 
 int main(int argc, char **argv)
@@ -172,6 +177,7 @@ int main(int argc, char **argv)
 	    {"jobs", 'n', AL_OPT_ARG},
 	    {"cluster", 'c', 0},
 	    {"partitions", 'p', AL_OPT_ARG},
+	    {"host-rate", 'r', AL_OPT_ARG},
 	    {"help", 'h', 0},
 	    {NULL, 0, 0},
 	};
@@ -188,7 +194,7 @@ int main(int argc, char **argv)
 	int port[MAX_Q], c;
 	unsigned long long calls0[MAX_Q], bytes0[MAX_Q];
 	double cpu0[MAX_Q];
-	double t0, t1;
+	double t0, t1, rate = 8;
 
 	while ((c = al_opts_next(argc, argv, lo)) != -1) {
 		switch (c) {
@@ -213,6 +219,9 @@ int main(int argc, char **argv)
 		case 'p':
 			np = (unsigned)atoi(optarg);
 			break;
+		case 'r':
+			rate = atof(optarg);
+			break;
 		case 'h':
 			usage();
 			return 0;
@@ -223,7 +232,7 @@ int main(int argc, char **argv)
 	}
 	if (!url || alq_url_parse(url, &u) < 0 || u.unix_ || nq < 1 ||
 	    nq > MAX_Q || ns < 1 || ns > MAX_S || nw < 1 || nw > 64 || nj < 1 ||
-	    nj > 1000000 || np < 1 || np > ALQ_PARTITIONS_MAX) {
+	    nj > 1000000 || np < 1 || np > ALQ_PARTITIONS_MAX || !(rate > 0)) {
 		usage();
 		return 2;
 	}
@@ -374,9 +383,10 @@ int main(int argc, char **argv)
 		printf(
 		    "  all nodes: %.1f commands/job, %.0f bytes/job, %.0f us "
 		    "of Redis CPU/job; the busiest node saturates at %.0f "
-		    "jobs/s\n",
+		    "jobs/s (%.0f hosts at %g jobs/s)\n",
 		    (double)tc / total, (double)tb / total, tcpu * 1e6 / total,
-		    top > 0 ? total / top : 0);
+		    top > 0 ? total / top : 0, top > 0 ? total / top / rate : 0,
+		    rate);
 	}
 	for (unsigned q = 0; np == 1 && q < nq; q++) {
 		unsigned long long calls, bytes;
@@ -384,13 +394,13 @@ int main(int argc, char **argv)
 
 		node_counts(host[q], port[q], &calls, &bytes, &cpu);
 		us = (cpu - cpu0[q]) * 1e6 / nj;
-		printf("  queue bench%u on %s:%d: %.1f commands/job, %.0f "
-		       "bytes/job, %.0f us of Redis CPU/job (one core: "
-		       "%.0f jobs/s)\n",
-		       q, host[q], port[q],
-		       (double)(calls - calls0[q] - 3) / nj,
-		       (double)(bytes - bytes0[q]) / nj, us,
-		       us > 0 ? 1e6 / us : 0);
+		printf(
+		    "  queue bench%u on %s:%d: %.1f commands/job, %.0f "
+		    "bytes/job, %.0f us of Redis CPU/job (one core: "
+		    "%.0f jobs/s, %.0f hosts at %g jobs/s)\n",
+		    q, host[q], port[q], (double)(calls - calls0[q] - 3) / nj,
+		    (double)(bytes - bytes0[q]) / nj, us, us > 0 ? 1e6 / us : 0,
+		    us > 0 ? 1e6 / us / rate : 0, rate);
 	}
 	printf("  %.0f jobs/s (%u jobs in %.2f s)\n", nq * nj / (t1 - t0),
 	       nq * nj, t1 - t0);
