@@ -118,6 +118,13 @@ PROGRAMS = {
              "    mov rax, 1\n    mov rdi, 1\n    mov rsi, buf\n    mov rdx, r12\n"
              "    syscall\n    mov rax, 60\n    xor rdi, rdi\n    syscall\n",
              "section .text\nglobal _start\n_start:\n    mov rax,\n"),
+    # C on clang: valid C that is not C++ (`class` and `new` are names
+    # here, a void * converts implicitly), so the line must compile C
+    "c-clang": ('#include <stdio.h>\n#include <stdlib.h>\nint main(void){'
+                'char *new = malloc(64); int class = 63;'
+                'if(!new||scanf("%63s",new)!=1)return 1;'
+                'printf("hello, %s\\n",new);free(new);return class-63;}\n',
+                "int main(void){ int x = ; return x; }\n"),
     "cpp-clang": ('#include <iostream>\n#include <string>\nint main() {\n'
                   '    std::string n;\n    std::cin >> n;\n'
                   '    std::cout << "hello, " << n << "\\n";\n}\n',
