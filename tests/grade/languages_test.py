@@ -293,8 +293,9 @@ steps = [{"cmd": run, "stdin": "ada\n", "if": "setup_ok",
 if comp:
     steps.insert(0, {"name": "compile", "cmd": comp, "compile": True,
                      "timeout_ms": 600000})
+ok = source(PROGRAMS[first][0])
 jobs.append({"id": f"{first}-steps", "template": tmpl,
-             "files": {path: PROGRAMS[first][0]},
+             "files": ok.get("files") or {path: ok["source_code"]},
              "limits": {"wall_ms": 600000}, "steps": steps})
 # refused before any VM: RJ, naming the known languages
 # (Swift: Judge0 has it, Debian bookworm does not)
