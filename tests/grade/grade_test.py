@@ -163,9 +163,10 @@ if [ "$c" = factor ]; then
   done
   mkdir -p /work/.airlock-check-00000000000000000000000000000000
   s=SECRET  # the patterns are built here, so this file does not match
-  # the two files the search must find, one per kind of secret
+  # the files the searches must find: one per kind of secret, the
+  # second also by the checker's name
   echo "$s-ANSWER control" > /tmp/ctl
-  echo "$s-CHECKER control" > /tmp/ctl2
+  echo "$s-CHECKER control" > /tmp/check_divisor.ctl
   grep -rlI -e "$s-ANSWER" -e "$s-EXPECT" -e "$s-CHECKER" /work /tmp \
     /var/tmp /dev/shm /run /home 2>/dev/null | sort > /work/found
   # the checker by name, anywhere on the root file system
@@ -300,8 +301,8 @@ want("hostile checker said", h["factor"].get("checker_output", "").startswith(
     "wrong answer: 1 is not a proper divisor"), True)
 want("hostile expect read", h["expect"]["stdout"], "none\n")
 want("hostile probe", h["probe"]["stdout"],
-     "found=/tmp/ctl /tmp/ctl2\nby_name=0\nleak=0\ndirs=1\nalive=0\n"
-     "control=1\n")  # dirs: its decoy
+     "found=/tmp/check_divisor.ctl /tmp/ctl\nby_name=1\nleak=0\ndirs=1\n"
+     "alive=0\ncontrol=1\n")  # dirs: its decoy; by_name: its control
 
 # Text output keeps UTF-8 and every step's name (skipped ones too).
 t = subprocess.run([airlock, "report", out], capture_output=True, text=True)
