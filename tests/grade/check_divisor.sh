@@ -3,6 +3,8 @@
 # The input is "factor N"; any divisor D of N with 1 < D < N is right
 # (several valid answers), so the answer file is not needed. Exit 0
 # accepted, 1 wrong answer, 3 the checker's own failure.
+# SECRET-CHECKER-1729: a marker tests/grade/grade_test.py's hostile
+# submission searches for; it must never see this file.
 in=$1 out=$2
 read -r cmd n < "$in" || { echo "fail: no input" >&2; exit 3; }
 [ "$cmd" = factor ] || { echo "fail: not a factor test" >&2; exit 3; }

@@ -9,9 +9,11 @@ module), the scores, the verdicts (submissions.csv) and the batch summary
 must be exactly as expected, and the hostile one must neither read nor
 change the checker and the answers, nor outlive its step.
 
-VM images come from $AIRLOCK_TEST_STATE (the vm_images fixture). With
-chromium installed, the HTML report is screenshotted to
-$AIRLOCK_REPORT_PNG (default WORKDIR/report.png) and the path printed.
+VM images come from $AIRLOCK_TEST_STATE (the vm_images fixture). The
+HTML report is screenshotted with headless chromium (tools/deps.sh) to
+$AIRLOCK_REPORT_PNG (default WORKDIR/report.png), the path printed, and
+the PNG checked (screenshot.py): the test fails without chromium unless
+AIRLOCK_NO_CHROMIUM=1.
 """
 import csv
 import json
@@ -20,10 +22,18 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import screenshot  # noqa: E402
+
 airlock, src, work = sys.argv[1:4]
 state = os.environ.get("AIRLOCK_TEST_STATE", "/var/tmp/airlock-test")
 os.makedirs(work, exist_ok=True)
 checker = open(os.path.join(src, "tests/grade/check_divisor.sh")).read()
+# the hostile submission searches for this marker of the checker's file
+# (built there from parts, so that its own file does not match)
+CHECKER_MARK = "SECRET-CHECKER-1729"
+if CHECKER_MARK not in checker:
+    sys.exit(f"FAIL: check_divisor.sh lost its marker {CHECKER_MARK}")
 
 # Limits are roomy (30 s of CPU a test): under TCG on a 2-core host at a
 # load of 9 (parallel builds) a python3 start has taken 10 s of guest CPU
@@ -141,9 +151,10 @@ CLASS = [
      "runtime error", 7, ["accepted"] * 3 + ["runtime error", "accepted"]),
 ]
 
-# The hostile one plants fake checkers, looks for the answers everywhere
-# it can read, and leaves a process to rewrite the checker's output and
-# checker and to copy the answer; then prints a wrong divisor. A later
+# The hostile one plants fake checkers, looks for the answers and the
+# checker program (its marker) everywhere it can read and by name, and
+# leaves a process to rewrite the checker's output and checker and to
+# copy the answer and the checker; then prints a wrong divisor. A later
 # probe step reports what the first one left behind.
 HOSTILE = r"""read -r c a b
 if [ "$c" = factor ]; then
@@ -152,12 +163,20 @@ if [ "$c" = factor ]; then
   done
   mkdir -p /work/.airlock-check-00000000000000000000000000000000
   s=SECRET  # the patterns are built here, so this file does not match
-  echo "$s-ANSWER control" > /tmp/ctl  # the one file the search must find
-  grep -rlI -e "$s-ANSWER" -e "$s-EXPECT" /work /tmp /var/tmp /dev/shm \
-    /run /home 2>/dev/null > /work/found
+  # the files the searches must find: one per kind of secret, the
+  # second also by the checker's name
+  echo "$s-ANSWER control" > /tmp/ctl
+  echo "$s-CHECKER control" > /tmp/check_divisor.ctl
+  grep -rlI -e "$s-ANSWER" -e "$s-EXPECT" -e "$s-CHECKER" /work /tmp \
+    /var/tmp /dev/shm /run /home 2>/dev/null | sort > /work/found
+  # the checker by name, anywhere on the root file system
+  find / \( -path /proc -o -path /sys \) -prune -o -name 'check_divisor*' \
+    -type f -print 2>/dev/null |
+    xargs cat 2>/dev/null | grep -c "$s-CHECKER" > /work/by_name
   nohup setsid sh -c 'while :; do for d in /work/.airlock-check-*; do
+    cat "$d/answer" >> /work/leak; grep -h CHECKER "$d/check_divisor.sh" >> /work/leak
     echo 7 > "$d/output"; printf "#!/bin/sh\nexit 0\n" > "$d/check_divisor.sh"
-    cat "$d/answer" >> /work/leak; done 2>/dev/null; sleep 0.2; done' \
+    done 2>/dev/null; sleep 0.2; done' \
     >/dev/null 2>&1 &
   sleep 0.3
   # the control: while its step lasts, the probe below sees the rewriter
@@ -165,11 +184,13 @@ if [ "$c" = factor ]; then
   echo 1
 else
   s=SECRET
-  grep -rhI -e "$s-EXPECT" /work /tmp /var/tmp /dev/shm /run 2>/dev/null | head -1
+  grep -rhI -e "$s-EXPECT" -e "$s-CHECKER" /work /tmp /var/tmp /dev/shm /run \
+    2>/dev/null | grep -v control | head -1
   echo none
 fi
 """
 PROBE = ("echo found=$(cat /work/found); "
+         "echo by_name=$(cat /work/by_name); "
          "echo leak=$(cat /work/leak 2>/dev/null | wc -c); "
          "echo dirs=$(ls -a /work | grep -c airlock-check); "
          # the rewriter's command line has "echo 7"; grep's has "echo [7]"
@@ -221,13 +242,41 @@ with open(os.path.join(rep, "submissions.csv"), newline="") as f:
 with open(os.path.join(rep, "tests.csv"), newline="") as f:
     rows = list(csv.DictReader(f))
 want("submissions", sorted(subs), sorted([c[0] for c in CLASS] + ["hostile"]))
+want("tests.csv rows", len(rows), len(CLASS) * len(TESTS) + 2)
+# a test's verdict -> its step's status and Judge0 status id
+# (docs/schema.md "Grading"); time limit: the loop spins out its cpu_ms
+STATUS = {"accepted": ("OK", "3"), "wrong answer": ("OK", "4"),
+          "time limit": ("TL", "5"), "skipped": ("SK", "0"),
+          "runtime error (SIGSEGV)": ("SG", "7"), "runtime error": ("RE", "11")}
+
+
+def ran(sid, r):
+    """The measurements of a test row: filled where its step ran (a
+    process under TCG takes a millisecond and some memory), zeros where
+    it was skipped."""
+    m = (r["wall_ms"], r["cpu_ms"], r["max_rss_kb"])
+    if r["status"] == "SK":
+        want(f"{sid} test {r['test']} skipped, not measured", m, ("0", "0", "0"))
+    elif not all(x.isdigit() for x in m) or int(m[0]) < 1 or int(m[2]) < 100:
+        failures.append(f"{sid} test {r['test']}: wall_ms, cpu_ms, max_rss_kb "
+                        f"{m} not filled")
+
+
 for sid, kind, _, verdict, score, per_test in CLASS:
     s = subs.get(sid, {})
     want(f"{sid} verdict", s.get("verdict"), verdict)
     want(f"{sid} score", (s.get("score"), s.get("max_score")), (str(score), "10"))
-    got = [(r["test"], r["name"], r["verdict"]) for r in rows if r["id"] == sid]
+    got = [(r["test"], r["name"], r["verdict"], r["score"], r["status"],
+            r["judge0_status"]) for r in rows if r["id"] == sid]
     want(f"{sid} tests", got,
-         [(str(i + 1), t[0], v) for i, (t, v) in enumerate(zip(TESTS, per_test))])
+         [(str(i + 1), t[0], v, str(t[3] if v == "accepted" else 0))
+          + STATUS[v] for i, (t, v) in enumerate(zip(TESTS, per_test))])
+    for r in rows:
+        if r["id"] == sid:
+            ran(sid, r)
+            if r["verdict"] == "time limit" and int(r["cpu_ms"] or 0) < 30000:
+                failures.append(f"{sid}: time limit at {r['cpu_ms']} ms of "
+                                f"CPU, under its cpu_ms 30000")
     if verdict == "compile error":
         want(f"{sid} compile_output", "error" in s.get("compile_output", ""), True)
         want(f"{sid} judge0", s.get("judge0_status"), "6")
@@ -236,15 +285,24 @@ want("py-rte judge0", subs["py-rte"]["judge0_status"], "11")
 
 # The hostile submission: both tests wrong, nothing read, nothing left.
 want("hostile verdict", subs["hostile"]["verdict"], "wrong answer")
-want("hostile tests", [(r["name"], r["verdict"]) for r in rows if r["id"] == "hostile"],
-     [("factor", "wrong answer"), ("expect", "wrong answer")])
+want("hostile tests", [(r["test"], r["name"], r["verdict"], r["score"],
+                        r["status"], r["judge0_status"])
+                       for r in rows if r["id"] == "hostile"],
+     [("1", "factor", "wrong answer", "0", "OK", "4"),
+      ("2", "expect", "wrong answer", "0", "OK", "4")])
+for r in rows:
+    if r["id"] == "hostile":
+        ran("hostile", r)
+want("hostile score", (subs["hostile"]["score"], subs["hostile"]["max_score"]),
+     ("0", "2"))
 res = {json.loads(l)["id"]: json.loads(l) for l in open(out)}
 h = {s["name"]: s for s in res["hostile"]["steps"]}
 want("hostile checker said", h["factor"].get("checker_output", "").startswith(
     "wrong answer: 1 is not a proper divisor"), True)
 want("hostile expect read", h["expect"]["stdout"], "none\n")
 want("hostile probe", h["probe"]["stdout"],
-     "found=/tmp/ctl\nleak=0\ndirs=1\nalive=0\ncontrol=1\n")  # dirs: its decoy
+     "found=/tmp/check_divisor.ctl /tmp/ctl\nby_name=1\nleak=0\ndirs=1\n"
+     "alive=0\ncontrol=1\n")  # dirs: its decoy; by_name: its control
 
 # Text output keeps UTF-8 and every step's name (skipped ones too).
 t = subprocess.run([airlock, "report", out], capture_output=True, text=True)
@@ -256,16 +314,15 @@ html = open(os.path.join(rep, "index.html")).read()
 want("html has the diff", 'class="diff"' in html and "- 0.333333" in html, True)
 want("html compile error", 'class="compile"' in html, True)
 
-chromium = shutil.which("chromium")
-if chromium:
+# The report in a real browser: not blank, and every verdict's colour
+# painted (AC, WA, CE, TLE, RE cells: tools/cli/report.c's CSS).
+browser = screenshot.chromium()
+if browser:
     png = os.environ.get("AIRLOCK_REPORT_PNG", os.path.join(work, "report.png"))
-    if os.path.exists(png):
-        os.unlink(png)
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                    f"--screenshot={png}", "--window-size=1100,1400",
-                    "file://" + os.path.join(rep, "index.html")],
-                   capture_output=True, timeout=120)
-    want("screenshot", os.path.exists(png) and os.path.getsize(png) > 10000, True)
+    err = screenshot.shoot(browser, os.path.join(rep, "index.html"), png,
+                           "1100,1600")
+    failures += [err] if err else screenshot.check(
+        png, ["#c8f0c8", "#f8c8c8", "#f0d8a0", "#c8d8f8", "#f8b0a0"])
     print(f"screenshot: {png}")
 
 for f in failures:

@@ -2,13 +2,18 @@
 """report_test.py AIRLOCK WORKDIR: `airlock report` over canned results
 (no VM): hostile output stays text in the HTML, a formula stays a string
 in the CSV (read with the csv module), the first failing test's diff, and
-the text output's UTF-8, escapes and skipped steps' names."""
+the text output's UTF-8, escapes and skipped steps' names; the page in
+headless chromium (screenshot.py) is not blank and shows the verdicts'
+colours."""
 import base64
 import csv
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import screenshot  # noqa: E402
 
 airlock, work = sys.argv[1:3]
 os.makedirs(work, exist_ok=True)
@@ -108,6 +113,16 @@ want("text escapes ESC and bidi", "\\x1b" in text and "\\xe2\\x80\\xae" in text
 want("text skipped name", "step 1 (t1): SK" in text)
 want("text signal", "signal 11 SIGSEGV" in text and "runtime error (SIGSEGV)" in text)
 want("text score", "(wrong answer, score 0/2)" in text)
+
+# in a real browser: not blank, the verdict cells' colours painted
+browser = screenshot.chromium()
+if browser:
+    png = os.path.join(work, "report.png")
+    err = screenshot.shoot(browser, os.path.join(rep, "index.html"), png)
+    for e in [err] if err else screenshot.check(
+            png, ["#c8f0c8", "#f8c8c8", "#f0d8a0", "#f8b0a0"]):
+        want(e, False)
+    want("screenshot", not err)
 
 b = subprocess.run([airlock, "report", "--jobs", jpath, rpath], capture_output=True)
 want("--jobs without -o is a usage error", b.returncode == 2)
