@@ -86,6 +86,7 @@ want("diff at line 3", "first difference at line 3" in html
      and '<span class="del">- 3</span>' in html)
 want("UTF-8 quotes kept", "\u2018;\u2019" in html)
 want("escape byte shown", "\\x1b" in html and "\x1b" not in html)
+want("bidi control escaped", "\\xe2\\x80\\xae" in html and "\u202e" not in html)
 want("invalid UTF-8 shown as \\xff", "\\xff\\xfe" in html)
 want("counts", "runtime error (SIGSEGV)" in html)
 with open(os.path.join(rep, "submissions.csv"), newline="", encoding="utf-8") as f:

@@ -450,10 +450,7 @@ int al_cli_connect(const struct al_config *cfg, struct alq_client *c, char *err,
 	return r;
 }
 
-/* Length of the UTF-8 sequence at p[0..n) that a terminal may show as
- * it is, 0 when it is invalid or a bidirectional control (U+202A..E,
- * U+2066..9), which could make text read otherwise than it is. */
-static size_t utf8_printable(const uint8_t *p, size_t n)
+size_t al_cli_utf8_printable(const uint8_t *p, size_t n)
 {
 	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
 
@@ -483,7 +480,7 @@ static void print_escaped(FILE *f, const struct al_blob *b, size_t max)
 		} else if (ch == '\t' || (ch >= 0x20 && ch < 0x7f)) {
 			fputc(ch, f);
 		} else if (ch >= 0x80 &&
-			   (u = utf8_printable(b->data + i, n - i))) {
+			   (u = al_cli_utf8_printable(b->data + i, n - i))) {
 			fwrite(b->data + i, 1, u, f);
 			i += u - 1;
 		} else {

@@ -185,4 +185,10 @@ void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out);
  * RJ/XX. */
 int al_cli_exit_code(const struct al_result *r);
 
+/* Length of the UTF-8 sequence at p[0..n) that a terminal or a page may
+ * show as it is; 0 when it is invalid, a C1 control or a bidirectional
+ * control (U+202A..E, U+2066..9), which could make text read otherwise
+ * than it is: the caller escapes those bytes. */
+size_t al_cli_utf8_printable(const uint8_t *p, size_t n);
+
 #endif

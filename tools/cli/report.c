@@ -252,12 +252,13 @@ static int index_subs(struct report *rp)
 
 /* --- text --------------------------------------------------------------- */
 
-/* Bytes as HTML text: escaped, invalid UTF-8 and controls as \xNN. */
+/* Bytes as HTML text: escaped; invalid UTF-8, controls and bidirectional
+ * controls as \xNN (al_cli_utf8_printable), as the text output shows them. */
 static void html_bytes(FILE *f, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = p[i];
-		size_t u = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+		size_t u = c >= 0x80 ? al_cli_utf8_printable(p + i, n - i) : 0;
 
 		if (c == '&')
 			fputs("&amp;", f);
@@ -271,7 +272,7 @@ static void html_bytes(FILE *f, const uint8_t *p, size_t n)
 			fputs("&#39;", f);
 		else if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f))
 			fputc(c, f);
-		else if (u && i + u <= n && al_utf8_valid(p + i, u)) {
+		else if (u) {
 			fwrite(p + i, 1, u, f);
 			i += u - 1;
 		} else
