@@ -57,6 +57,30 @@ static int dump(json_t *j, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
+int al_sess_expiry(struct alq_client *c, const char *id, json_t *obj)
+{
+	char k[SESS_KEY_MAX], iso[32];
+	unsigned long long ms;
+	redisReply *r;
+	int x;
+
+	if (!sess_id_valid(id) || id[0] != 's')
+		return sess_fail(c, -EINVAL, "%s: not a session id", id);
+	sess_key(k, sizeof(k), c->queue, "%s", id);
+	r = redisCommand(c->rc, "HGET %s expires_at_ms", k);
+	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	if (x == 0 && r->type == REDIS_REPLY_STRING && r->len < 24 &&
+	    (ms = strtoull(r->str, NULL, 10)) > 0) {
+		sess_iso(ms, iso);
+		json_object_set_new(obj, "expires_at_ms",
+				    json_integer((json_int_t)ms));
+		json_object_set_new(obj, "expires_at", json_string(iso));
+	}
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
 /* End it `lost` if its host stopped heartbeating; then read it. */
 static int record(struct alq_client *c, const char *id, json_t **ret)
 {
@@ -648,6 +672,7 @@ int al_sess_exec_signal(struct alq_client *c, const char *id, uint64_t n,
 		json_decref(rep);
 		return r;
 	}
+	al_sess_expiry(c, id, rep);
 	return dump(rep, ret);
 }
 
@@ -663,6 +688,8 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 	if (r == -ENOENT)
 		return sess_fail(c, r, "%s: no exec %llu", id,
 			    (unsigned long long)n);
+	if (r == 0)
+		al_sess_expiry(c, id, x);
 	return r < 0 ? r : dump(x, ret);
 }
 

@@ -202,11 +202,16 @@ static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
 	if (!mf)
 		mf = AL_TAR_FILES_DEFAULT;
 	if (rt == AL_ROUTE_SESS_PUT_TAR) {
+		json_t *j;
+
 		x = al_sess_put_tar(cl, id, path, body, len, mb, mf);
-		return x < 0 ? fail(c, x, cl->err)
-			     : reply(c, 200, json_pack("{s:s,s:I}", "path",
-						       path, "bytes",
-						       (json_int_t)len));
+		if (x < 0)
+			return fail(c, x, cl->err);
+		j = json_pack("{s:s,s:I}", "path", path, "bytes",
+			      (json_int_t)len);
+		if (j)
+			al_sess_expiry(cl, id, j);
+		return reply(c, 200, j);
 	}
 	x = al_sess_get_tar(cl, id, path, mb, mf, &tar, &n);
 	if (x < 0)
@@ -215,6 +220,23 @@ static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
 	if (!r) {
 		free(tar);
 		return MHD_NO;
+	}
+	{
+		/* the body is the tar: its expires_at goes in headers */
+		json_t *e = json_object();
+		char v[24];
+
+		if (e && al_sess_expiry(cl, id, e) == 0 &&
+		    json_object_get(e, "expires_at")) {
+			snprintf(v, sizeof(v), "%lld",
+				 (long long)json_integer_value(
+				     json_object_get(e, "expires_at_ms")));
+			MHD_add_response_header(
+			    r, "X-Airlock-Expires-At",
+			    json_string_value(json_object_get(e, "expires_at")));
+			MHD_add_response_header(r, "X-Airlock-Expires-At-Ms", v);
+		}
+		json_decref(e);
 	}
 	MHD_add_response_header(r, "Content-Type", "application/x-tar");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
