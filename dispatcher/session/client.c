@@ -445,7 +445,26 @@ int al_sess_get(struct alq_client *c, const char *id, char **ret)
 	return x < 0 ? x : dump(rec, ret);
 }
 
-int al_sess_list(struct alq_client *c, char **ret)
+/* Does record `rec` have state `state` (NULL: any) and every pair of
+ * `meta` (NULL: none asked) in its metadata? */
+static bool list_match(json_t *rec, const char *state, json_t *meta)
+{
+	json_t *have = json_object_get(rec, "metadata"), *v;
+	const char *k, *hv;
+
+	if (state && strcmp(state, state_of(rec)))
+		return false;
+	json_object_foreach(meta, k, v)
+	{
+		hv = json_string_value(json_object_get(have, k));
+		if (!hv || !json_is_string(v) || strcmp(hv, json_string_value(v)))
+			return false;
+	}
+	return true;
+}
+
+int al_sess_list(struct alq_client *c, const char *state, json_t *meta,
+		 char **ret)
 {
 	char k[SESS_KEY_MAX];
 	json_t *out = json_object(), *arr = json_array(), *stats = NULL;
@@ -462,8 +481,10 @@ int al_sess_list(struct alq_client *c, char **ret)
 		json_t *rec;
 		int y = id ? record(c, id, &rec) : -EINVAL;
 
-		if (y == 0) {
+		if (y == 0 && list_match(rec, state, meta)) {
 			json_array_append_new(arr, rec);
+		} else if (y == 0) {
+			json_decref(rec);
 		} else if (y == -ENOENT || y == -EINVAL) {
 			redisReply *d =
 			    redisCommand(c->rc, "SREM %s %s", k, id ? id : "");
