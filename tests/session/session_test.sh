@@ -29,6 +29,7 @@
 #             files replies; list, by ?state= and ?meta=K=V; 400, delete,
 #             410 after), then the Python Session (session_client.py:
 #             expires_at, Client.sessions(state, metadata), reopen by id)
+#             and the agent loop of clients/python/README.md
 #   redisdown redis-server SIGSTOPped while a ttl_s=6 session runs
 #             `sleep 100`: the session and its VM are gone by 8.5 s anyway;
 #             once Redis is back its record says `ttl`
@@ -797,6 +798,15 @@ PY
   if /usr/bin/python3 -c 'import redis, msgpack' 2>/dev/null; then
     PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
       "$(dirname "$0")/session_client.py" "unix://$sock" >&2 || fail "python client"
+    # the agent loop of clients/python/README.md, as written there
+    /usr/bin/python3 - "$(dirname "$0")/../../clients/python/README.md" > "$tmp/readme.py" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+print(re.search(r"## Sessions: an agent loop.*?```python\n(.*?)```", t, re.S).group(1))
+PY
+    out=$(AIRLOCK_REDIS=unix://$sock PYTHONPATH=$(dirname "$0")/../../clients/python \
+      /usr/bin/python3 "$tmp/readme.py") || fail "the README's agent loop: $out"
+    [ "$out" = "42 solved True" ] || fail "the README's agent loop printed: $out"
   else
     log "python3-redis missing: the Python client was not tested"
   fi
