@@ -233,8 +233,10 @@ static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
 				     json_object_get(e, "expires_at_ms")));
 			MHD_add_response_header(
 			    r, "X-Airlock-Expires-At",
-			    json_string_value(json_object_get(e, "expires_at")));
-			MHD_add_response_header(r, "X-Airlock-Expires-At-Ms", v);
+			    json_string_value(
+				json_object_get(e, "expires_at")));
+			MHD_add_response_header(r, "X-Airlock-Expires-At-Ms",
+						v);
 		}
 		json_decref(e);
 	}
