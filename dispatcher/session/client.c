@@ -608,7 +608,9 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 	if (strlen(body) > AL_SESS_BODY_MAX)
 		return sess_fail(c, -E2BIG, "exec: body over %u bytes",
 			    AL_SESS_BODY_MAX);
-	b = json_loads(body, 0, NULL);
+	/* stdin may be text with NULs (a tar of text files is): JSON
+	 * carries them as \u0000, and the job decoder takes them */
+	b = json_loads(body, JSON_ALLOW_NUL, NULL);
 	if (!json_is_object(b)) {
 		json_decref(b);
 		return sess_fail(c, -EINVAL, "exec: the body is not a JSON object");

@@ -456,6 +456,12 @@ case_life() {
   S put "$id" "$tmp/bin.dat" bin.dat 2>/dev/null
   S get "$id" bin.dat "$tmp/bin.back" 2>/dev/null
   cmp "$tmp/bin.dat" "$tmp/bin.back" || fail "binary put/get differ"
+  # text with NULs is valid UTF-8: it goes as a JSON string with \u0000
+  # (so does a tar of text files), which every decoder on the way takes
+  printf 'text\0with a NUL\n' > "$tmp/nul.txt"
+  S put "$id" "$tmp/nul.txt" nul.txt || fail "put of text with a NUL"
+  S get "$id" nul.txt "$tmp/nul.back" 2>/dev/null
+  cmp "$tmp/nul.txt" "$tmp/nul.back" || fail "text with a NUL: put/get differ"
   # the tail kept: 3 MiB of output, limit output_bytes default
   local big k
   big=$(S exec "$id" --detach --sh 'seq 1 400000; echo LAST' 2>/dev/null)
