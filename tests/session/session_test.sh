@@ -702,7 +702,8 @@ case_agentloop() {
   done
   [ "$(echo "$left" | grep -c '^key .*:x:[0-9]*$')" -ge $((n * turns * 2)) ] ||
     { touch "$tmp/go"; fail "the exec keys of live sessions: $(echo "$left" | grep -c ':x:')"; }
-  ( nothing_left ) 2>/dev/null && { touch "$tmp/go"; fail "nothing_left passed with $n sessions alive"; }
+  c=$( (nothing_left) 2>&1 ) && { touch "$tmp/go"; fail "nothing_left passed with $n sessions alive"; }
+  log "with $n alive, nothing_left fails: $(echo "$c" | grep -m1 FAIL | cut -c1-160)..."
   log "alive: leftovers saw $(echo "$left" | cut -d' ' -f1 | sort | uniq -c | tr -s ' \n' ' ')"
   touch "$tmp/go"
   for p in "${pids[@]}"; do wait "$p" || true; done
