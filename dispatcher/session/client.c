@@ -57,6 +57,30 @@ static int dump(json_t *j, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
+int al_sess_expiry(struct alq_client *c, const char *id, json_t *obj)
+{
+	char k[SESS_KEY_MAX], iso[32];
+	unsigned long long ms;
+	redisReply *r;
+	int x;
+
+	if (!sess_id_valid(id) || id[0] != 's')
+		return sess_fail(c, -EINVAL, "%s: not a session id", id);
+	sess_key(k, sizeof(k), c->queue, "%s", id);
+	r = redisCommand(c->rc, "HGET %s expires_at_ms", k);
+	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	if (x == 0 && r->type == REDIS_REPLY_STRING && r->len < 24 &&
+	    (ms = strtoull(r->str, NULL, 10)) > 0) {
+		sess_iso(ms, iso);
+		json_object_set_new(obj, "expires_at_ms",
+				    json_integer((json_int_t)ms));
+		json_object_set_new(obj, "expires_at", json_string(iso));
+	}
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
 /* End it `lost` if its host stopped heartbeating; then read it. */
 static int record(struct alq_client *c, const char *id, json_t **ret)
 {
@@ -421,7 +445,26 @@ int al_sess_get(struct alq_client *c, const char *id, char **ret)
 	return x < 0 ? x : dump(rec, ret);
 }
 
-int al_sess_list(struct alq_client *c, char **ret)
+/* Does record `rec` have state `state` (NULL: any) and every pair of
+ * `meta` (NULL: none asked) in its metadata? */
+static bool list_match(json_t *rec, const char *state, json_t *meta)
+{
+	json_t *have = json_object_get(rec, "metadata"), *v;
+	const char *k, *hv;
+
+	if (state && strcmp(state, state_of(rec)))
+		return false;
+	json_object_foreach(meta, k, v)
+	{
+		hv = json_string_value(json_object_get(have, k));
+		if (!hv || !json_is_string(v) || strcmp(hv, json_string_value(v)))
+			return false;
+	}
+	return true;
+}
+
+int al_sess_list(struct alq_client *c, const char *state, json_t *meta,
+		 char **ret)
 {
 	char k[SESS_KEY_MAX];
 	json_t *out = json_object(), *arr = json_array(), *stats = NULL;
@@ -438,8 +481,10 @@ int al_sess_list(struct alq_client *c, char **ret)
 		json_t *rec;
 		int y = id ? record(c, id, &rec) : -EINVAL;
 
-		if (y == 0) {
+		if (y == 0 && list_match(rec, state, meta)) {
 			json_array_append_new(arr, rec);
+		} else if (y == 0) {
+			json_decref(rec);
 		} else if (y == -ENOENT || y == -EINVAL) {
 			redisReply *d =
 			    redisCommand(c->rc, "SREM %s %s", k, id ? id : "");
@@ -563,7 +608,9 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 	if (strlen(body) > AL_SESS_BODY_MAX)
 		return sess_fail(c, -E2BIG, "exec: body over %u bytes",
 			    AL_SESS_BODY_MAX);
-	b = json_loads(body, 0, NULL);
+	/* stdin may be text with NULs (a tar of text files is): JSON
+	 * carries them as \u0000, and the job decoder takes them */
+	b = json_loads(body, JSON_ALLOW_NUL, NULL);
 	if (!json_is_object(b)) {
 		json_decref(b);
 		return sess_fail(c, -EINVAL, "exec: the body is not a JSON object");
@@ -648,6 +695,7 @@ int al_sess_exec_signal(struct alq_client *c, const char *id, uint64_t n,
 		json_decref(rep);
 		return r;
 	}
+	al_sess_expiry(c, id, rep);
 	return dump(rep, ret);
 }
 
@@ -663,6 +711,8 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 	if (r == -ENOENT)
 		return sess_fail(c, r, "%s: no exec %llu", id,
 			    (unsigned long long)n);
+	if (r == 0)
+		al_sess_expiry(c, id, x);
 	return r < 0 ? r : dump(x, ret);
 }
 

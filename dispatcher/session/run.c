@@ -586,7 +586,9 @@ static void one_request(struct sess *s, const redisReply *r)
 
 	if (r->element[1]->len > REQ_MAX)
 		return; /* over the cap: dropped, not parsed */
-	req = json_loadb(r->element[1]->str, r->element[1]->len, 0, NULL);
+	/* an exec's stdin may hold NULs (\u0000): al_sess_exec_start */
+	req = json_loadb(r->element[1]->str, r->element[1]->len,
+			 JSON_ALLOW_NUL, NULL);
 	rid = json_object_get(req, "rid");
 	op = json_object_get(req, "op");
 	if (!json_is_string(rid) || !json_is_string(op) ||

@@ -210,6 +210,7 @@ int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
 		       &rep);
 	if (x < 0)
 		return x;
+	al_sess_expiry(c, id, rep);
 	*ret = json_dumps(rep, JSON_COMPACT);
 	json_decref(rep);
 	return *ret ? 0 : -ENOMEM;
@@ -543,6 +544,7 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 								  "snapshot")),
 		       &rep) == 0)
 		json_decref(rep);
+	al_sess_expiry(c, id, out); /* the parent's */
 	*ret = json_dumps(out, JSON_COMPACT);
 	json_decref(out);
 	if (!ok)

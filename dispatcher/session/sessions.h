@@ -81,8 +81,12 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 /* The record of session `id`; a session whose host stopped heartbeating
  * is ended `lost` here (naming the host). -ENOENT when none. */
 int al_sess_get(struct alq_client *c, const char *id, char **ret);
-/* Every known session's record: {"sessions": [...], "stats": {...}}. */
-int al_sess_list(struct alq_client *c, char **ret);
+/* The records of the sessions in `state` (NULL: any) whose metadata
+ * holds every pair of object `meta` (NULL: no filter):
+ * {"sessions": [...], "stats": {...}} (stats of all). */
+struct json_t;
+int al_sess_list(struct alq_client *c, const char *state, struct json_t *meta,
+		 char **ret);
 /* Move its end to ttl_s from now; -ERANGE (c->err says the maximum) when
  * that is past the configured maximum lifetime. The record in *ret. */
 int al_sess_extend(struct alq_client *c, const char *id, uint32_t ttl_s,
@@ -110,17 +114,25 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
  * running exec n's processes; grace_ms < 0: the default (2000 ms for a
  * cancel, TERM INT HUP QUIT; none for USR1/2), else SIGKILL after it (0:
  * never). 0 and {exec, signal, cancelled, grace_ms} in *ret once the
- * session sent it; -EALREADY when the exec has ended, -ENOENT when the
+ * session sent it (with expires_at); -EALREADY when the exec has ended, -ENOENT when the
  * session has no exec n, -EINVAL for another signal (c->err says). */
 int al_sess_exec_signal(struct alq_client *c, const char *id, uint64_t n,
 			const char *signal, int64_t grace_ms, char **ret);
-/* Exec n's record (JSON: state running|done, status, exit_code, ...). */
+/* Exec n's record (JSON: state running|done, status, exit_code, ...,
+ * and the session's expires_at). */
 int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 		     char **ret);
 /* Up to max bytes of exec n's stream fd (1, 2) from offset; *ret_len may
  * be 0 (nothing new). */
 int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 		      uint64_t offset, size_t max, char **ret, size_t *ret_len);
+
+/* Set expires_at_ms and expires_at (ISO 8601) of session `id`, as its
+ * record holds them now, in `obj`: every reply carries them (exec
+ * records, signal, fork, snapshot and files replies; records have them
+ * already). Nothing is set while the session has none yet (pending);
+ * -errno only when Redis fails. */
+int al_sess_expiry(struct alq_client *c, const char *id, struct json_t *obj);
 
 /* Directories as ustar streams (files.c). Caps: max_bytes of file
  * contents, max_files entries (AL_TAR_* in results/caps.h). `remote` is
@@ -147,7 +159,6 @@ int al_sess_tar_dir(const char *dir, uint64_t max_bytes, uint32_t max_files,
 /* A byte string as JSON, as the job schema carries bytes: a string when
  * valid UTF-8, else {"base64": "..."}; NULL when out of memory. (The
  * caller includes jansson.h.) */
-struct json_t;
 struct json_t *al_sess_blob_json(const char *p, size_t n);
 
 /* Prometheus lines of the queue's session counters (created, ended by

@@ -8,8 +8,10 @@
 #             and sh, stdin, env, cwd, exit codes, stdout and stderr kept
 #             apart, the tail kept with `truncated`, a timeout (TO), files
 #             persisting between execs, put/get, expires_at in create, get
-#             and extend, extend past the maximum refused, execs in order,
-#             list by metadata, rm; end reason destroyed; nothing left
+#             and extend, extend past the maximum refused, four execs sent
+#             at once run in order (by their records, each started at or
+#             after the one before ended), list by metadata and by state,
+#             rm; end reason destroyed; nothing left
 #             (SPARE=true: with a spare session process, the create is a
 #             warm hand-off)
 #   clocks    ttl_s=5 running `sleep 100` ends `ttl` between 5 and 6 s after
@@ -22,8 +24,12 @@
 #             host within the heartbeat window; a restarted serve leaves
 #             no VM, cgroup, run dir of them
 #   http      the /sessions routes through curl (create, exec with ?wait,
-#             reattach by offset, base64 for non-UTF-8, extend 409, list,
-#             400, delete, 410 after), then the Python Session
+#             reattach by offset, base64 for non-UTF-8, extend 409; the
+#             expires_at extend set in exec start, get, signal, stream and
+#             files replies; list, by ?state= and ?meta=K=V; 400, delete,
+#             410 after), then the Python Session (session_client.py:
+#             expires_at, Client.sessions(state, metadata), reopen by id)
+#             and the agent loop of clients/python/README.md
 #   redisdown redis-server SIGSTOPped while a ttl_s=6 session runs
 #             `sleep 100`: the session and its VM are gone by 8.5 s anyway;
 #             once Redis is back its record says `ttl`
@@ -80,12 +86,14 @@
 #             job/bg cgroup (with the session's memory and pids caps);
 #             cancelling a later exec leaves it be; a job's step doing
 #             the same has it killed (test_guest no_survivors for setsid)
-#   agentloop 8 sessions x 3 turns at once (x 10 with AIRLOCK_FULL=1;
-#             AIRLOCK_AGENTLOOP_N and _TURNS override):
-#             each turn writes a file, execs, reads it back, and sees its
-#             earlier files and none of another session's; after rm
-#             nothing is left (processes, run dirs, Redis keys but the
-#             ended records)
+#   agentloop 8 sessions x 10 turns at once (AIRLOCK_AGENTLOOP_N and _TURNS
+#             override): each turn writes a file, execs, reads its output
+#             and execs again with what it printed; every turn sees its
+#             earlier files and none of another session's. With all alive,
+#             leftovers sees each one's process, VM, cgroup, uid lease and
+#             TTL-less keys, and nothing_left fails; after rm nothing_left
+#             passes (no process, VM, cgroup, lease, link; every session
+#             key, :x: ones included, with a TTL)
 set -euo pipefail
 
 bin=$(readlink -f "$1") case=$2
@@ -177,19 +185,81 @@ print("" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else
 
 now_ms() { date +%s%3N; }
 
-# no process, run dir or cgroup of a session is left on the host
+# The session processes this test's serve(s) started (serve.log: "session=ID
+# started process PID"): each made its session's VM, whose host cgroup is
+# PID-vm-XXXXXX and whose uid lease is an flock PID took (sandbox/sweep.c,
+# sandbox/lease.h).
+session_pids() {
+  sed -n 's/.*session=s-[0-9a-f]* started process \([0-9]*\) .*/\1/p' "$tmp/serve.log" 2>/dev/null | sort -u
+}
+
+# What of the sessions is on the host and in Redis, one line each:
+#   process PID      a session process alive (not a zombie)
+#   vm PID CMD       a process in one of their VM cgroups (QEMU) or under them
+#   cgroup PATH      a PID-vm-* cgroup (any controller)
+#   rundir PATH      a run dir of the old layout (RUN/PID-vm-*)
+#   lease UID        a uid lease (RUN/uids/UID) flocked by one of them
+#   link NAME        a network slot's host link alPID-SLOT
+#   key KEY          a session key of Redis without a TTL
+leftovers() {
+  local sp=() p st f ino pat cgs links uids_dev
+  mapfile -t sp < <(session_pids)
+  if [ "${#sp[@]}" -gt 0 ]; then
+    cgs=$(find /sys/fs/cgroup -maxdepth 4 -type d -name '*-vm-*' 2>/dev/null || true)
+    links=$(ip -o link show 2>/dev/null | grep -o ' al[0-9]*-[0-9]*' || true)
+    for p in "${sp[@]}"; do
+      st=$(ps -o stat= -p "$p" 2>/dev/null || true)
+      [ -n "$st" ] && [ "${st#Z}" = "$st" ] && echo "process $p"
+      echo "$cgs" | grep "/$p-vm-[^/]*$" | sed 's/^/cgroup /' || true
+      for f in /run/airlock/"$p"-vm-*; do [ -e "$f" ] && echo "rundir $f"; done
+      echo "$links" | grep "^ al$p-" | sed 's/^ /link /' || true
+      # a live session process's children: its VMM
+      for f in $(pgrep -P "$p" 2>/dev/null); do echo "vm $f (child of $p)"; done
+    done
+    # processes in their VM cgroups, wherever they were reparented
+    pat=$(printf '/%s-vm-\\|' "${sp[@]}"); pat=${pat%\\|}
+    for f in /proc/[0-9]*/cgroup; do
+      p=${f#/proc/}; p=${p%/cgroup}
+      grep -q "$pat" "$f" 2>/dev/null &&
+        echo "vm $p $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-60)"
+    done
+    # uid leases: /proc/locks names each flock's owner and its file as
+    # MAJOR:MINOR:INODE (hex device numbers, as the kernel prints them)
+    local -A uid_of=() ours=()
+    if [ -d /run/airlock/uids ]; then
+      p=$(stat -c %d /run/airlock/uids)
+      uids_dev=$(printf '%02x:%02x' $(( (p >> 8) & 0xfff )) $(( (p & 0xff) | ((p >> 12) & 0xfff00) )))
+      for f in /run/airlock/uids/*; do
+        [ -f "$f" ] && ino=$(stat -c %i "$f") && uid_of[$uids_dev:$ino]=${f##*/}
+      done
+    fi
+    for p in "${sp[@]}"; do ours[$p]=1; done
+    while read -r _ kind _ _ p f _; do
+      [ "$kind" = FLOCK ] && [ -n "${ours[$p]:-}" ] && [ -n "${uid_of[$f]:-}" ] &&
+        echo "lease ${uid_of[$f]} (flock of $p)"
+    done < /proc/locks
+  fi
+  # Redis: every key of a session carries a TTL (the record, :req, :sig,
+  # each exec's :x:N and its streams :x:N:1, :x:N:2), replies too (one
+  # script: this Redis is the test's own)
+  R eval "local o = {}
+    for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+      if redis.call('TTL', k) == -1 then o[#o + 1] = k end
+    end
+    return o" 0 'airlock:{default}:sess:*' | while read -r f; do
+    case $f in '' | *':sess:all' | *':sess:stats' | *':sess:host:'*) continue ;; esac
+    echo "key $f"
+  done
+  return 0
+}
+
+# nothing of any session is left: no process, VM, cgroup, run dir, lease,
+# link, or Redis key without a TTL (the sessions have all ended)
 nothing_left() {
   local left
-  left=$(pgrep -f "airlock-sess-tmp-$$" || true)
-  [ -z "$left" ] || fail "processes left: $left"
-  if ls "$state"/run/*-vm-* >/dev/null 2>&1; then
-    for d in "$state"/run/*-vm-*; do
-      p=${d##*/}; p=${p%%-vm-*}
-      kill -0 "$p" 2>/dev/null && [ "$p" != "$serve_pid" ] &&
-        pgrep -P "$serve_pid" | grep -qx "$p" && fail "run dir left: $d"
-    done
-  fi
-  return 0
+  left=$(leftovers)
+  [ -z "$left" ] || fail "left behind: $(echo "$left" | head -20 | tr '\n' ';')"
+  log "nothing left of $(session_pids | wc -l) session processes"
 }
 
 # exec N of session $1 has printed "ready" / has ended
@@ -346,7 +416,7 @@ PY
 
 case_life() {
   start_serve
-  local rec id ex out
+  local rec id ex out n
   if [ "${SPARE:-false}" = true ]; then
     for _ in $(seq 300); do
       grep -q "spare process .* ready" "$tmp/serve.log" && break
@@ -386,6 +456,12 @@ case_life() {
   S put "$id" "$tmp/bin.dat" bin.dat 2>/dev/null
   S get "$id" bin.dat "$tmp/bin.back" 2>/dev/null
   cmp "$tmp/bin.dat" "$tmp/bin.back" || fail "binary put/get differ"
+  # text with NULs is valid UTF-8: it goes as a JSON string with \u0000
+  # (so does a tar of text files), which every decoder on the way takes
+  printf 'text\0with a NUL\n' > "$tmp/nul.txt"
+  S put "$id" "$tmp/nul.txt" nul.txt || fail "put of text with a NUL"
+  S get "$id" nul.txt "$tmp/nul.back" 2>/dev/null
+  cmp "$tmp/nul.txt" "$tmp/nul.back" || fail "text with a NUL: put/get differ"
   # the tail kept: 3 MiB of output, limit output_bytes default
   local big k
   big=$(S exec "$id" --detach --sh 'seq 1 400000; echo LAST' 2>/dev/null)
@@ -407,6 +483,24 @@ case_life() {
   set -e
   [ "$ex" = 124 ] || fail "timeout exit $ex, want 124"
   [ "$(S exec "$id" -- echo still 2>/dev/null)" = still ] || fail "dead after TO"
+  # four execs sent at once run in order, one at a time: by their
+  # records, exec N+1 started at or after exec N ended
+  local i ords=() ns=() x0 x1
+  for i in 1 2 3 4; do
+    S exec "$id" --detach --sh "sleep 0.4; echo order-$i" > "$tmp/ord$i" 2>/dev/null & ords+=($!)
+  done
+  for i in "${ords[@]}"; do wait "$i" || fail "a detached exec was refused"; done
+  mapfile -t ns < <(sort -n "$tmp"/ord[1-4])
+  [ "${#ns[@]}" = 4 ] && [ "${ns[3]}" = $((ns[0] + 3)) ] || fail "exec numbers: ${ns[*]}"
+  wait_done "$id" "${ns[3]}"
+  for i in 0 1 2; do
+    x0="airlock:{default}:sess:$id:x:${ns[$i]}" x1="airlock:{default}:sess:$id:x:${ns[$((i + 1))]}"
+    [ "$(R hget "$x1" started_at_ms)" -ge "$(R hget "$x0" ended_at_ms)" ] ||
+      fail "exec ${ns[$((i + 1))]} started at $(R hget "$x1" started_at_ms), before exec ${ns[$i]} ended at $(R hget "$x0" ended_at_ms)"
+  done
+  x0="airlock:{default}:sess:$id:x:${ns[0]}"
+  log "4 execs sent at once ran in order: the first started $(R hget "$x0" started_at_ms), the last ended $(R hget "$x1" ended_at_ms)"
+  [ $(( $(R hget "$x1" ended_at_ms) - $(R hget "$x0" started_at_ms) )) -ge 1600 ] || fail "4 x sleep 0.4 overlapped"
   # get and expires_at agree; extend moves it; past the max is refused
   local e1 e2
   e1=$(S get "$id" | field expires_at_ms)
@@ -420,11 +514,22 @@ case_life() {
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'past its maximum lifetime' ||
     fail "extend past max: $ex $out"
-  # list by metadata
+  # a reply that is no session record carries expires_at too (cancel's)
+  n=$(S exec "$id" --detach --sh 'echo ready; sleep 100' 2>/dev/null)
+  wait_ready "$id" "$n"
+  out=$(S cancel "$id" "$n") || fail "cancel: $out"
+  [ "$(echo "$out" | field expires_at_ms)" = "$e2" ] && [ -n "$(echo "$out" | field expires_at)" ] ||
+    fail "cancel's reply: $out (expires_at_ms $e2)"
+  wait_done "$id" "$n"
+  # list by metadata and by state
   S list --meta team=a | grep -q "$id" || fail "list --meta team=a"
   [ -z "$(S list --meta team=b)" ] || fail "list --meta team=b not empty"
+  S list --state alive --meta team=a | grep -q "$id" || fail "list --state alive"
+  S list --state ended | grep -q "$id" && fail "list --state ended lists a live session"
   rec=$(S rm "$id")
   [ "$(echo "$rec" | field reason)" = destroyed ] || fail "rm: $rec"
+  S list --state ended --meta team=a | grep -q "$id" || fail "list --state ended after rm"
+  S list --state alive | grep -q "$id" && fail "list --state alive lists an ended session"
   sleep 1
   nothing_left
 }
@@ -533,45 +638,88 @@ case_lost() {
   grep "sweep at start-up" "$tmp/serve.log" | tail -1 >&2
 }
 
-agent_one() {  # one session, N turns
-  local k=$1 turns=$2 id out
+# One agent: session $1 runs $2 turns. A turn writes turn$t.txt (a
+# nonce of the client's), then exec 1 prints the turn files it sees, how
+# many are not this session's, and V = sha256(state.txt turn$t.txt) (its
+# first 16 hex digits), state.txt being what exec 2 of the turn before
+# wrote; the client checks V against its own sha256 of what it sent, and
+# exec 2 stores the V it printed (state.txt, chain.txt) and prints the
+# chain. So each turn's second exec depends on its first one's output, and
+# its first on every turn before. Then the agent waits for $tmp/go (all
+# sessions alive at once) and ends its session.
+agent_one() {
+  local k=$1 turns=$2 id out v want prev="" chain=""
   id=$(S create -t python --ttl 120 -m loop=$k -q) || { echo "create failed" > "$tmp/a$k.fail"; return; }
   echo "$id" > "$tmp/a$k.id"
   for t in $(seq 1 "$turns"); do
-    printf 'session %s turn %s\n' "$k" "$t" > "$tmp/a$k.in"
+    printf 'session %s turn %s nonce %s%s\n' "$k" "$t" "$RANDOM" "$RANDOM" > "$tmp/a$k.in"
     S put "$id" "$tmp/a$k.in" "turn$t.txt" 2>/dev/null || { echo "put $t" > "$tmp/a$k.fail"; return; }
-    out=$(S exec "$id" --sh 'ls turn*.txt | wc -l; cat turn*.txt | grep -vc "^session '"$k"' " || true' 2>/dev/null)
+    out=$(S exec "$id" --sh 'ls turn*.txt | wc -l; cat turn*.txt | grep -vc "^session '"$k"' turn " || true
+      cat state.txt "turn'"$t"'.txt" 2>/dev/null | sha256sum | cut -c1-16' 2>/dev/null)
+    want=$({ [ -n "$prev" ] && echo "$prev"; cat "$tmp/a$k.in"; } | sha256sum | cut -c1-16)
     [ "$out" = "$t
-0" ] || { echo "turn $t saw: $out" > "$tmp/a$k.fail"; return; }
-    out=$(S exec "$id" --sh "cat turn$t.txt" 2>/dev/null)
-    [ "$out" = "session $k turn $t" ] || { echo "turn $t read $out" > "$tmp/a$k.fail"; return; }
+0
+$want" ] || { echo "turn $t: exec 1 saw: $(echo "$out" | tr '\n' ' ') (want $t 0 $want)" > "$tmp/a$k.fail"; return; }
+    v=${out##*$'\n'}
+    chain="$chain$v "
+    out=$(S exec "$id" --sh "echo $v > state.txt && echo $v >> chain.txt && tr '\n' ' ' < chain.txt" 2>/dev/null)
+    [ "$out" = "$chain" ] || { echo "turn $t: exec 2 chain: $out (want $chain)" > "$tmp/a$k.fail"; return; }
+    prev=$v
   done
+  [ "$(S get "$id" state.txt 2>/dev/null)" = "$prev" ] || { echo "state.txt by get" > "$tmp/a$k.fail"; return; }
+  touch "$tmp/a$k.done"
+  for _ in $(seq 1200); do [ -e "$tmp/go" ] && break; sleep 0.1; done
   S rm "$id" > /dev/null || echo "rm" > "$tmp/a$k.fail"
 }
 
+# Acceptance of issue #24: 8 sessions at once, 10 turns each.
 case_agentloop() {
-  local n=${AIRLOCK_AGENTLOOP_N:-8} turns=${AIRLOCK_AGENTLOOP_TURNS:-$([ "${AIRLOCK_FULL:-}" = 1 ] && echo 10 || echo 3)} t0
+  local n=${AIRLOCK_AGENTLOOP_N:-8} turns=${AIRLOCK_AGENTLOOP_TURNS:-10} t0 k id left c
   start_serve
   t0=$(now_ms)
   for k in $(seq 1 "$n"); do agent_one "$k" "$turns" & pids+=($!); done
+  # all n alive and done with their turns (or one failed): what the
+  # checks of nothing_left see now, each kind once per session at least;
+  # nothing_left itself must fail
+  for _ in $(seq 3000); do
+    c=0
+    for k in $(seq 1 "$n"); do
+      [ -e "$tmp/a$k.done" ] || [ -e "$tmp/a$k.fail" ] || ! kill -0 "${pids[$((k - 1))]}" 2>/dev/null &&
+        c=$((c + 1))
+    done
+    [ "$c" = "$n" ] && break
+    sleep 0.1
+  done
+  for k in $(seq 1 "$n"); do
+    [ -f "$tmp/a$k.fail" ] && { touch "$tmp/go"; fail "session $k: $(cat "$tmp/a$k.fail")"; }
+    [ -f "$tmp/a$k.done" ] || { touch "$tmp/go"; fail "session $k: its agent stopped (or is still at it) without a word"; }
+  done
+  log "$n sessions x $turns turns in $(( $(now_ms) - t0 )) ms"
+  left=$(leftovers)
+  for c in process cgroup lease vm key; do
+    [ "$(echo "$left" | grep -c "^$c ")" -ge "$n" ] ||
+      { touch "$tmp/go"; fail "with $n sessions alive, leftovers found $(echo "$left" | grep -c "^$c ") of kind $c: $left"; }
+  done
+  [ "$(echo "$left" | grep -c '^key .*:x:[0-9]*$')" -ge $((n * turns * 2)) ] ||
+    { touch "$tmp/go"; fail "the exec keys of live sessions: $(echo "$left" | grep -c ':x:')"; }
+  c=$( (nothing_left) 2>&1 ) && { touch "$tmp/go"; fail "nothing_left passed with $n sessions alive"; }
+  log "with $n alive, nothing_left fails: $(echo "$c" | grep -m1 FAIL | cut -c1-160)..."
+  log "alive: leftovers saw $(echo "$left" | cut -d' ' -f1 | sort | uniq -c | tr -s ' \n' ' ')"
+  touch "$tmp/go"
   for p in "${pids[@]}"; do wait "$p" || true; done
   pids=()
   for k in $(seq 1 "$n"); do
     [ -f "$tmp/a$k.fail" ] && fail "session $k: $(cat "$tmp/a$k.fail")"
     [ -f "$tmp/a$k.id" ] || fail "session $k: no id"
   done
-  log "$n sessions x $turns turns in $(( $(now_ms) - t0 )) ms"
-  sleep 1
   for k in $(seq 1 "$n"); do
     id=$(cat "$tmp/a$k.id")
     [ "$(S get "$id" | field reason)" = destroyed ] || fail "$id not destroyed"
-    left=$(R --scan --pattern "airlock:{default}:sess:$id*" | grep -v ":x:" | grep -vx "airlock:{default}:sess:$id" || true)
-    [ -z "$left" ] || fail "keys left: $left"
-    [ "$(R ttl "airlock:{default}:sess:$id")" -gt 0 ] || fail "$id record has no TTL"
+    [ "$(R --scan --pattern "airlock:{default}:sess:$id:x:*" | wc -l)" -ge $((turns * 2)) ] ||
+      fail "$id: its exec keys are gone already"
   done
-  [ -z "$(pgrep -P "$serve_pid" -f 'airlock serve' | xargs -r -n1 pgrep -P | head -1)" ] ||
-    fail "session processes left under serve"
   nothing_left
+  log "agent loop done in $(( $(now_ms) - t0 )) ms"
 }
 
 case_http() {
@@ -601,10 +749,43 @@ case_http() {
   # extend past the maximum: 409 with the reason
   [ "$(H -o /dev/null -w '%{http_code}' -X POST -d '{"ttl_s":100000}' "$api/sessions/$id/extend")" = 409 ] ||
     fail "extend past max not 409"
-  [ "$(H -X POST -d '{"ttl_s":30}' "$api/sessions/$id/extend" | field state)" = alive ] || fail "extend"
-  [ "$(H "$api/sessions" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')" -ge 1 ] || fail "list"
+  rec=$(H -X POST -d '{"ttl_s":30}' "$api/sessions/$id/extend")
+  [ "$(echo "$rec" | field state)" = alive ] || fail "extend: $rec"
+  # every reply carries expires_at, the one extend just set
+  local e ex_ms nd="/usr/bin/python3 $(dirname "$0")/ndjson.py"
+  e=$(echo "$rec" | field expires_at) ex_ms=$(echo "$rec" | field expires_at_ms)
+  [ -n "$e" ] && [ -n "$ex_ms" ] || fail "extend's record: $rec"
+  has_exp() {  # $1 what, $2 JSON
+    [ "$(echo "$2" | field expires_at)" = "$e" ] && [ "$(echo "$2" | field expires_at_ms)" = "$ex_ms" ] ||
+      fail "$1: expires_at $(echo "$2" | field expires_at), want $e: $2"
+  }
+  x=$(H -X POST -d '{"sh":"echo ready; sleep 100"}' "$api/sessions/$id/exec")
+  has_exp "exec start" "$x"
+  n=$(echo "$x" | field exec)
+  wait_ready "$id" "$n"
+  has_exp "exec get" "$(H "$api/sessions/$id/exec/$n")"
+  has_exp "signal" "$(H -X POST -d '{"signal":"KILL"}' "$api/sessions/$id/exec/$n/signal")"
+  curl -sN -H 'Content-Type: application/json' -X POST -d '{"sh":"echo s1"}' \
+    "$api/sessions/$id/exec?stream=1" > "$tmp/http.nd"
+  has_exp "the stream's first line" "$(head -1 "$tmp/http.nd")"
+  has_exp "the stream's last line" "$($nd "$tmp/http.nd" last)"
+  mkdir -p "$tmp/one" && echo one > "$tmp/one/f" && tar --format=ustar -C "$tmp/one" -cf "$tmp/one.tar" f
+  has_exp "files POST" "$(curl -s -H 'Content-Type: application/x-tar' -X POST \
+    --data-binary @"$tmp/one.tar" "$api/sessions/$id/files?path=up")"
+  curl -s -D "$tmp/hdr" -o /dev/null "$api/sessions/$id/files?path=up"
+  grep -qi "^X-Airlock-Expires-At: $e" "$tmp/hdr" && grep -qi "^X-Airlock-Expires-At-Ms: $ex_ms" "$tmp/hdr" ||
+    fail "files GET headers: $(cat "$tmp/hdr")"
+  log "expires_at $e in exec start, get, signal, stream, files replies"
+  # list, and list filtered by state and metadata (?state=S&meta=K=V)
+  lst() { H "$api/sessions$1" | python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["sessions"]))'; }
+  [[ " $(lst '') " = *" $id "* ]] || fail "list"
+  [[ " $(lst '?state=alive&meta=who%3Dhttp') " = *" $id "* ]] || fail "list ?state=alive&meta=who=http"
+  [[ " $(lst '?meta=who=http&meta=x=y') " = *" $id "* ]] && fail "list ?meta=who=http&meta=x=y lists it"
+  [[ " $(lst '?state=ended') " = *" $id "* ]] && fail "list ?state=ended lists a live one"
+  [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions?meta=novalue")" = 422 ] || fail "list ?meta=novalue not 422"
   [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions/s-zz")" = 400 ] || fail "bad id not 400"
   [ "$(H -X DELETE "$api/sessions/$id" | field reason)" = destroyed ] || fail "delete"
+  [[ " $(lst '?state=ended&meta=who=http') " = *" $id "* ]] || fail "list ?state=ended after delete"
   curl -s "$api/metrics" > "$tmp/metrics"
   grep -qx 'airlock_sessions_created_total 1' "$tmp/metrics" &&
     grep -qx 'airlock_sessions_ended_total{reason="destroyed"} 1' "$tmp/metrics" &&
@@ -629,6 +810,15 @@ PY
   if /usr/bin/python3 -c 'import redis, msgpack' 2>/dev/null; then
     PYTHONPATH=$(dirname "$0")/../../clients/python /usr/bin/python3 \
       "$(dirname "$0")/session_client.py" "unix://$sock" >&2 || fail "python client"
+    # the agent loop of clients/python/README.md, as written there
+    /usr/bin/python3 - "$(dirname "$0")/../../clients/python/README.md" > "$tmp/readme.py" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+print(re.search(r"## Sessions: an agent loop.*?```python\n(.*?)```", t, re.S).group(1))
+PY
+    out=$(AIRLOCK_REDIS=unix://$sock PYTHONPATH=$(dirname "$0")/../../clients/python \
+      /usr/bin/python3 "$tmp/readme.py") || fail "the README's agent loop: $out"
+    [ "$out" = "42 solved True" ] || fail "the README's agent loop printed: $out"
   else
     log "python3-redis missing: the Python client was not tested"
   fi

@@ -202,11 +202,16 @@ static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
 	if (!mf)
 		mf = AL_TAR_FILES_DEFAULT;
 	if (rt == AL_ROUTE_SESS_PUT_TAR) {
+		json_t *j;
+
 		x = al_sess_put_tar(cl, id, path, body, len, mb, mf);
-		return x < 0 ? fail(c, x, cl->err)
-			     : reply(c, 200, json_pack("{s:s,s:I}", "path",
-						       path, "bytes",
-						       (json_int_t)len));
+		if (x < 0)
+			return fail(c, x, cl->err);
+		j = json_pack("{s:s,s:I}", "path", path, "bytes",
+			      (json_int_t)len);
+		if (j)
+			al_sess_expiry(cl, id, j);
+		return reply(c, 200, j);
 	}
 	x = al_sess_get_tar(cl, id, path, mb, mf, &tar, &n);
 	if (x < 0)
@@ -215,6 +220,25 @@ static enum MHD_Result files(struct MHD_Connection *c, struct alq_client *cl,
 	if (!r) {
 		free(tar);
 		return MHD_NO;
+	}
+	{
+		/* the body is the tar: its expires_at goes in headers */
+		json_t *e = json_object();
+		char v[24];
+
+		if (e && al_sess_expiry(cl, id, e) == 0 &&
+		    json_object_get(e, "expires_at")) {
+			snprintf(v, sizeof(v), "%lld",
+				 (long long)json_integer_value(
+				     json_object_get(e, "expires_at_ms")));
+			MHD_add_response_header(
+			    r, "X-Airlock-Expires-At",
+			    json_string_value(
+				json_object_get(e, "expires_at")));
+			MHD_add_response_header(r, "X-Airlock-Expires-At-Ms",
+						v);
+		}
+		json_decref(e);
 	}
 	MHD_add_response_header(r, "Content-Type", "application/x-tar");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
@@ -258,6 +282,48 @@ static enum MHD_Result signal_exec(struct MHD_Connection *c,
 		     : text_json(c, 200, text);
 }
 
+/* One ?meta=K=V of GET /sessions into the object cls (NULL when one is
+ * not K=V: the request is refused). */
+static enum MHD_Result meta_arg(void *cls, enum MHD_ValueKind kind,
+				const char *key, const char *value)
+{
+	json_t **meta = cls;
+	const char *eq = value ? strchr(value, '=') : NULL;
+	char *k;
+
+	(void)kind;
+	if (!*meta || strcmp(key, "meta"))
+		return MHD_YES;
+	if (!eq || eq == value || json_object_size(*meta) >= 64 ||
+	    !(k = strndup(value, (size_t)(eq - value)))) {
+		json_decref(*meta);
+		*meta = NULL;
+		return MHD_NO;
+	}
+	json_object_set_new(*meta, k, json_string(eq + 1));
+	free(k);
+	return MHD_YES;
+}
+
+/* GET /sessions?state=S&meta=K=V...: the records in state S whose
+ * metadata holds every K=V (`session list --state S --meta K=V`). */
+static enum MHD_Result list(struct MHD_Connection *c, struct alq_client *cl)
+{
+	const char *state =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
+	json_t *meta = json_object();
+	char *text = NULL;
+	int r;
+
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, meta_arg, &meta);
+	if (!meta)
+		return fail(c, -EINVAL,
+			    "list: ?meta= takes K=V (at most 64 of them)");
+	r = al_sess_list(cl, state && *state ? state : NULL, meta, &text);
+	json_decref(meta);
+	return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);
+}
+
 static enum MHD_Result route(const struct al_http_opts *o,
 			     struct MHD_Connection *c, struct alq_client *cl,
 			     enum al_route rt, const char *id, const char *body)
@@ -275,8 +341,7 @@ static enum MHD_Result route(const struct al_http_opts *o,
 				   &text);
 		return r < 0 ? fail(c, r, cl->err) : text_json(c, 201, text);
 	case AL_ROUTE_SESS_LIST:
-		r = al_sess_list(cl, &text);
-		return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);
+		return list(c, cl);
 	case AL_ROUTE_SESS_GET:
 		r = al_sess_get(cl, id, &text);
 		return r < 0 ? fail(c, r, cl->err) : text_json(c, 200, text);

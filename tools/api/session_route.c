@@ -2,7 +2,7 @@
  * untrusted bytes (fuzzed through al_http_route, tests/fuzz/fuzz_http.c).
  *
  *   POST   /sessions                create
- *   GET    /sessions                list
+ *   GET    /sessions                list: ?state=S&meta=K=V (repeatable)
  *   GET    /sessions/{id}           record
  *   DELETE /sessions/{id}           destroy
  *   POST   /sessions/{id}/extend    {"ttl_s": N}

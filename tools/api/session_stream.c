@@ -4,11 +4,12 @@
  * POST /sessions/{id}/exec?stream=1 and GET /sessions/{id}/exec/{n}
  * ?stream=1&offset=B&err_offset=B answer with NDJSON (one JSON object a
  * line, `application/x-ndjson`, chunked transfer): first
- * {"exec": N, "offset": B, "err_offset": B}, then
+ * {"exec": N, "offset": B, "err_offset": B, "expires_at": ...}, then
  * {"fd": 1|2, "offset": B, "data": STR|{"base64": ...}} for each piece of
  * output as the session stores it, {"heartbeat": true, ...} after 5 s of
  * silence, and last the exec record itself ("state": "done", status,
- * exit_code, ...), or {"error": ...} when the session ended without it.
+ * exit_code, ..., the session's expires_at as it is then), or
+ * {"error": ...} when the session ended without it.
  * curl -N prints the lines as they come; Python's http.client reads them
  * with resp.readline().
  *
@@ -247,6 +248,7 @@ enum MHD_Result al_sess_stream(const struct al_http_opts *o,
 	struct sstream *s = calloc(1, sizeof(*s));
 	struct MHD_Response *r;
 	enum MHD_Result ret;
+	json_t *first = NULL;
 
 	if (!s)
 		return MHD_NO;
@@ -256,10 +258,15 @@ enum MHD_Result al_sess_stream(const struct al_http_opts *o,
 	s->off[1] = off2;
 	s->last_live = al_now_ms();
 	if (alq_client_open(&s->cl, &o->url, o->cfg->queue.name,
-			    o->cfg->redis.command_timeout_ms) < 0 ||
-	    put_line(s, json_pack("{s:I,s:I,s:I}", "exec", (json_int_t)n,
-				  "offset", (json_int_t)off1, "err_offset",
-				  (json_int_t)off2)) < 0) {
+			    o->cfg->redis.command_timeout_ms) < 0) {
+		stream_free(s);
+		return MHD_NO;
+	}
+	first = json_pack("{s:I,s:I,s:I}", "exec", (json_int_t)n, "offset",
+			  (json_int_t)off1, "err_offset", (json_int_t)off2);
+	if (first)
+		al_sess_expiry(&s->cl, id, first);
+	if (put_line(s, first) < 0) { /* consumes first */
 		stream_free(s);
 		return MHD_NO;
 	}

@@ -778,7 +778,8 @@ static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 			return usage_err(cli, "list",
 					 "[--state S] [--meta K=V]");
 	}
-	if (al_sess_list(c, &out) < 0) {
+	if (al_sess_list(c, state, meta, &out) < 0) {
+		json_decref(meta);
 		al_cli_error(cli, "list: %s", c->err);
 		return AL_EXIT_FAIL;
 	}
@@ -786,27 +787,11 @@ static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 	free(out);
 	json_array_foreach(json_object_get(all, "sessions"), i, s)
 	{
-		const char *k;
-		json_t *v;
-		bool ok = !state ||
-			  !strcmp(state,
-				  json_string_value(json_object_get(s, "state"))
-				      ?: "");
+		char *t = json_dumps(s, JSON_COMPACT);
 
-		json_object_foreach(meta, k, v)
-		{
-			const char *have = json_string_value(
-			    json_object_get(json_object_get(s, "metadata"), k));
-
-			ok = ok && have && !strcmp(have, json_string_value(v));
-		}
-		if (ok) {
-			char *t = json_dumps(s, JSON_COMPACT);
-
-			if (t)
-				print_json(t);
-			free(t);
-		}
+		if (t)
+			print_json(t);
+		free(t);
 	}
 	json_decref(all);
 	json_decref(meta);

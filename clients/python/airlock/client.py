@@ -497,12 +497,25 @@ class Client:
             job["id"] = job_id
         return self.wait(self.submit(job), timeout=timeout)
 
-    def session(self, **kw):
+    def session(self, id=None, **kw):
         """A live VM worked in turn by turn (session.py, docs/sessions.md):
         template, ttl_s, idle_s, network, env, files, metadata, limits,
-        create_timeout. A context manager."""
+        create_timeout. A context manager (leaving it destroys the
+        session). With id=: the live session of that id, reopened (from
+        any process or machine); SessionError if it has ended."""
         from .session import Session
-        return Session(self, **kw)
+        return Session(self, id=id, **kw)
+
+    def attach(self, session_id):
+        """The live session `session_id` (as session(id=...))."""
+        return self.session(id=session_id)
+
+    def sessions(self, state=None, metadata=None):
+        """Session records (dicts, as `airlock session list`): those in
+        `state` (pending starting alive ended; None: any) whose metadata
+        holds every pair of the dict `metadata`."""
+        from .session import list_sessions
+        return list_sessions(self, state=state, metadata=metadata)
 
     def evaluate(self, samples, problems, k=(1, 10, 100), timeout=None,
                  cpu_ms=20000, template="python", check_timeout=3.0,

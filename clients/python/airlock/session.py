@@ -46,7 +46,8 @@ class SessionError(Exception):
 
 class ExecResult:
     """One exec: status (OK RE SG TO TL ML OL XX), exit_code, stdout and
-    stderr (bytes; the tail when `*_truncated`), wall_ms, cpu_ms."""
+    stderr (bytes; the tail when `*_truncated`), wall_ms, cpu_ms, and
+    expires_at (the session's end, unix s)."""
 
     def __init__(self, rec, stdout, stderr):
         self.record = rec
@@ -60,6 +61,8 @@ class ExecResult:
         self.wall_ms = rec.get("wall_ms")
         self.cpu_ms = rec.get("cpu_ms")
         self.signal = rec.get("signal")
+        # the session's end (unix s) as it stood when the exec ended
+        self.expires_at = rec.get("expires_at_ms", 0) / 1000.0 or None
         # a cancel (TERM KILL INT HUP QUIT) was sent while it ran; status
         # says how it ended (SG when the signal ended it)
         self.cancelled = rec.get("cancelled", False)
@@ -99,6 +102,64 @@ def _rid(prefix):
     return prefix + "-" + os.urandom(12).hex()
 
 
+def _iso(ms):
+    """Unix ms as the C side's ISO 8601 (UTC, ms)."""
+    t = time.gmtime(ms // 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", t) + ".%03dZ" % (ms % 1000)
+
+
+def _decode(raw):
+    """A record's HGETALL as the C client's JSON has it."""
+    rec = {}
+    for k, v in raw.items():
+        k = k.decode()
+        if k in NUMERIC:
+            rec[k] = int(v)
+        elif k in ("stdout_truncated", "stderr_truncated", "warm",
+                   "saveable", "hibernated"):
+            rec[k] = v == b"1"
+        elif k == "metadata":
+            rec[k] = json.loads(v)
+        else:
+            rec[k] = v.decode(errors="replace")
+    for ms, iso in (("created_at_ms", "created_at"),
+                    ("expires_at_ms", "expires_at"),
+                    ("ended_at_ms", "ended_at"), ("idle_at_ms", "idle_at")):
+        if rec.get(ms):
+            rec[iso] = _iso(rec[ms])
+    return rec
+
+
+def _record(client, sid, lost=None):
+    """Session sid's record (None when there is none), ended `lost` first
+    when its host stopped heartbeating, as the C client does."""
+    k = client.key("sess:", sid)
+    lost = lost or client.r.register_script(LOST)
+    lost(keys=[k, client.key("sess:", "stats")],
+         args=[client.key("sess:", "host:"), int(time.time() * 1000), 3600])
+    raw = client.r.hgetall(k)
+    return _decode(raw) if raw else None
+
+
+def list_sessions(client, state=None, metadata=None):
+    """The records of the sessions in `state` (None: any) whose metadata
+    holds every pair of `metadata` (a dict), as `airlock session list
+    --state S --meta K=V` and GET /sessions?state=S&meta=K=V."""
+    lost = client.r.register_script(LOST)
+    out = []
+    for sid in sorted(client.r.smembers(client.key("sess:", "all"))):
+        rec = _record(client, sid.decode(), lost)
+        if rec is None:
+            continue
+        if state is not None and rec.get("state") != state:
+            continue
+        meta = rec.get("metadata") or {}
+        if any(meta.get(k) != v for k, v in (metadata or {}).items()):
+            continue
+        out.append(rec)
+    return out
+
+
 class Session:
     """One session; make it with Client.session(). A context manager:
     leaving the block destroys it."""
@@ -106,10 +167,19 @@ class Session:
     def __init__(self, client, template=None, ttl_s=None, idle_s=None,
                  network=None, env=None, files=None, metadata=None,
                  limits=None, create_timeout=30.0, saveable=None,
-                 hibernate_s=None, _fork=None):
+                 hibernate_s=None, id=None, _fork=None):
         self.c = client
         self.r = client.r
         self._lost = self.r.register_script(LOST)
+        if id is not None:  # reopen a live session (Client.session(id=))
+            if any(v is not None for v in (template, ttl_s, idle_s, network,
+                                           env, files, metadata, limits,
+                                           saveable, hibernate_s)):
+                raise SessionError("session(id=...) reopens a session: "
+                                   "it takes no create fields")
+            self.id = id
+            self.record = self._alive()
+            return
         self.id = _rid("s")
         if _fork is not None:  # Session.fork(): queued, waited for there
             self.record = None
@@ -179,7 +249,7 @@ class Session:
     def snapshot(self, name):
         """Save the session (created saveable=True) as snapshot `name` on
         its host: {snapshot, base, origin, mem_bytes, save_ms}."""
-        return self._to_session("snapshot", {"name": name})
+        return self._expiry(self._to_session("snapshot", {"name": name}))
 
     def fork(self, n=1, saveable=False, create_timeout=30.0):
         """n new Sessions from this one's current state (created
@@ -217,24 +287,19 @@ class Session:
     def get(self):
         """The record: state, reason, host, expires_at, ... (a session whose
         host stopped heartbeating becomes `lost` here)."""
-        self._lost(keys=[self._k(self.id), self._k("stats")],
-                   args=[self._k("host:"), int(time.time() * 1000), 3600])
-        raw = self.r.hgetall(self._k(self.id))
-        if not raw:
+        rec = _record(self.c, self.id, self._lost)
+        if rec is None:
             raise SessionError("%s: no such session" % self.id)
-        rec = {}
-        for k, v in raw.items():
-            k = k.decode()
-            if k in NUMERIC:
-                rec[k] = int(v)
-            elif k in ("stdout_truncated", "stderr_truncated", "warm",
-                       "saveable", "hibernated"):
-                rec[k] = v == b"1"
-            elif k == "metadata":
-                rec[k] = json.loads(v)
-            else:
-                rec[k] = v.decode(errors="replace")
         return rec
+
+    def _expiry(self, rep):
+        """rep with the session's expires_at_ms and expires_at, as its
+        record holds them now (every reply carries them)."""
+        ms = self.r.hget(self._k(self.id), "expires_at_ms")
+        if ms and int(ms) > 0:
+            rep["expires_at_ms"] = int(ms)
+            rep["expires_at"] = _iso(int(ms))
+        return rep
 
     @property
     def expires_at(self):
@@ -325,7 +390,7 @@ class Session:
         for _ in range(10):
             rep = self._reply(rid)
             if rep is not None:
-                return rep
+                return self._expiry(rep)
             self._alive()
         raise SessionError("no reply to the signal")
 
@@ -362,6 +427,7 @@ class Session:
                 for k in ("status", "error", "signals_sent"):
                     if isinstance(rec.get(k), bytes):
                         rec[k] = rec[k].decode(errors="replace")
+                self._expiry(rec)
                 # the stored streams are the first output_max bytes; the
                 # record keeps the last output_bytes: prefer what is whole
                 o1 = out[1] if len(out[1]) == rec.get("stdout_bytes") \
