@@ -17,7 +17,12 @@ void al_wsess_init(struct al_wsess *s, const struct sb_options *sb,
 		   const struct al_policy *policy, const char *name)
 {
 	memset(s, 0, sizeof(*s));
-	al_worker_init(&s->w, sb, policy, name);
+	/* one VM for the session's whole life: a VMM pre-started for a next
+	 * job (sb_pool_fill) would hold a uid, a cgroup and a QEMU's memory
+	 * for nothing until the session ends */
+	s->sb = *sb;
+	s->sb.prestart = 0;
+	al_worker_init(&s->w, &s->sb, policy, name);
 	s->step_timeout_ms = policy->step_timeout_ms;
 	s->step_timeout_max_ms = policy->step_timeout_max_ms;
 }

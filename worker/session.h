@@ -19,6 +19,7 @@
 #include "worker.h"
 
 struct al_wsess {
+	struct sb_options sb;	      /* the caller's, without pre-start */
 	struct al_worker w;	      /* the worker whose VM calls it uses */
 	struct sb_vm *vm;	      /* the VM, NULL once closed */
 	struct al_limits lim;	      /* effective limits of the session */

@@ -97,6 +97,7 @@
 set -euo pipefail
 
 bin=$(readlink -f "$1") case=$2
+. "$(dirname "$0")/../lib/port.sh"
 state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
 ls -d "$state"/images/python-* >/dev/null 2>&1 || {
   echo "session $case: no images in $state (tests/vm/build-images.sh)" >&2
@@ -279,7 +280,7 @@ wait_done() {
 }
 
 case_cancel() {
-  local port=$((20000 + RANDOM % 20000)) api id n m t0 dt x out ex cpid
+  local port=$(free_port) api id n m t0 dt x out ex cpid
   api=http://127.0.0.1:$port
   "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
   serve_pid=$!
@@ -358,7 +359,7 @@ case_cancel() {
 }
 
 case_stream() {
-  local port=$((20000 + RANDOM % 20000)) api id n t_first t_last nx x
+  local port=$(free_port) api id n t_first t_last nx x
   local nd="/usr/bin/python3 $(dirname "$0")/ndjson.py"
   api=http://127.0.0.1:$port
   "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
@@ -700,6 +701,9 @@ case_agentloop() {
     [ "$(echo "$left" | grep -c "^$c ")" -ge "$n" ] ||
       { touch "$tmp/go"; fail "with $n sessions alive, leftovers found $(echo "$left" | grep -c "^$c ") of kind $c: $left"; }
   done
+  # one VM a session: no VMM pre-started for a next job beside it
+  [ "$(echo "$left" | grep -c '^lease ')" = "$n" ] ||
+    { touch "$tmp/go"; fail "$n sessions hold $(echo "$left" | grep -c '^lease ') uid leases, not one each"; }
   [ "$(echo "$left" | grep -c '^key .*:x:[0-9]*$')" -ge $((n * turns * 2)) ] ||
     { touch "$tmp/go"; fail "the exec keys of live sessions: $(echo "$left" | grep -c ':x:')"; }
   c=$( (nothing_left) 2>&1 ) && { touch "$tmp/go"; fail "nothing_left passed with $n sessions alive"; }
@@ -723,7 +727,7 @@ case_agentloop() {
 }
 
 case_http() {
-  local port=$((20000 + RANDOM % 20000)) api rec id x n
+  local port=$(free_port) api rec id x n
   api=http://127.0.0.1:$port
   "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
   serve_pid=$!
@@ -904,7 +908,7 @@ case_snapshot() {
 }
 
 case_fork() {
-  local port=$((20000 + RANDOM % 20000)) api
+  local port=$(free_port) api
   api=http://127.0.0.1:$port
   "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
   serve_pid=$!
@@ -1165,7 +1169,7 @@ PY
 }
 
 case_files() {
-  local id rec out ex t0 ms port=$((20000 + RANDOM % 20000)) api
+  local id rec out ex t0 ms port=$(free_port) api
   api=http://127.0.0.1:$port
   "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
   serve_pid=$!
