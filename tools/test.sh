@@ -5,8 +5,9 @@
 #   2. ASan+UBSan build (leak checks on), unit and Redis tests under it
 #      (not the VM ones: QEMU under TCG is too slow for that build)
 #   3. clang libFuzzer build, every fuzz target for FUZZ_SECONDS (60)
-#   4. the normal build with -Werror, then every CTest test (all labels);
-#      its summary is the last thing printed
+#   4. the normal build with -Werror, then every CTest test: those with
+#      no VM and no network timing two at a time, then the VM and network
+#      ones (labels vm, net) one at a time; that summary is printed last
 #
 # Environment: BUILD_DIR (build), FUZZ_SECONDS (60; 0 skips fuzzing),
 # CTEST_LABELS (a ctest -L regex; default: every test), STRICT (1: no
@@ -73,5 +74,15 @@ step "build (-Werror) and every test"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build "$build" -j "$jobs" > /dev/null
 args=(--output-on-failure)
-[ -n "${CTEST_LABELS:-}" ] && args+=(-L "$CTEST_LABELS")
-ctest_once_more "$build" "${args[@]}"
+if [ -n "${CTEST_LABELS:-}" ]; then
+  ctest_once_more "$build" "${args[@]}" -L "$CTEST_LABELS"
+  exit
+fi
+# Tests that start no VM and time no network run $jobs at a time (the
+# ASan stage above runs most of them so); VM and network tests, whose
+# limits are measured in wall time on a TCG guest, run one at a time,
+# and their summary is the last thing printed.
+step "tests without VMs, $jobs at a time"
+ctest_once_more "$build" "${args[@]}" -LE 'vm|net' -j "$jobs"
+step "VM and network tests, one at a time"
+ctest_once_more "$build" "${args[@]}" -L 'vm|net'

@@ -20,8 +20,8 @@
 #   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1, also
 #                  with --strict
 #   eval-corpus    the verdict corpus through real VMs (tests/eval)
-#   eval3          pass@k of 3 samples x 2 problems, 3 runs, 0 flaky;
-#                  SIGINT + --resume
+#   eval3          pass@k of 3 samples x 2 problems, SIGINT + --resume;
+#                  3 runs, 0 flaky with AIRLOCK_FULL=1 (1 run otherwise)
 #   evalplus       HumanEval+/MBPP+ problems in evalplus's format: expected
 #                  outputs recorded in VMs, then cached; each sample's
 #                  base_status/plus_status and base and plus pass@k as
@@ -815,7 +815,12 @@ eval3)
   ev --resume 2> "$tmp/ev1r.log" >&2 || { cat "$tmp/ev1r.log" >&2; fail resume; }
   grep -q "resuming: [1-9]" "$tmp/ev1r.log" || { cat "$tmp/ev1r.log" >&2
     fail "the resumed eval took nothing from the interrupted one"; }
-  for run in 1 2 3; do
+  # runs 2 and 3 (the flakiness check, ~45 s each: the loops' CPU limit)
+  # with AIRLOCK_FULL=1; CI runs the interrupted-and-resumed run 1, and
+  # queue_humaneval's 164 problems check verdicts under the same limits
+  runs="1 2 3"
+  [ "${AIRLOCK_FULL:-0}" = 1 ] || runs=1
+  for run in $runs; do
     [ $run = 1 ] || ev >&2
     jq -e '(.["pass@1"] - 1/3 | fabs) < 1e-12 and
            (.["pass@2"] - 2/3 | fabs) < 1e-12 and .["pass@3"] == 1 and
@@ -829,9 +834,13 @@ eval3)
     true ] || fail "a correct sample failed"
   [ "$(jq -r 'select(.[1] == "loop") | .[3]' "$tmp/verdicts1" | sort -u)" = \
     "timed out" ] || fail "an infinite loop was not timed out"
-  cmp "$tmp/verdicts1" "$tmp/verdicts2" && cmp "$tmp/verdicts1" \
-    "$tmp/verdicts3" || fail "verdicts differ between runs (flaky)"
-  log "pass@1 1/3, pass@2 2/3, pass@3 1; 3 runs, 0 flaky verdicts"
+  if [ "$runs" != 1 ]; then
+    cmp "$tmp/verdicts1" "$tmp/verdicts2" && cmp "$tmp/verdicts1" \
+      "$tmp/verdicts3" || fail "verdicts differ between runs (flaky)"
+    log "pass@1 1/3, pass@2 2/3, pass@3 1; 3 runs, 0 flaky verdicts"
+  else
+    log "pass@1 1/3, pass@2 2/3, pass@3 1 (1 run; AIRLOCK_FULL=1 for 3)"
+  fi
   ;;
 
 evalplus)
