@@ -51,7 +51,7 @@ resp() { local a; printf '*%d\r\n' $#; for a in "$@"; do printf '$%d\r\n%s\r\n' 
 resp name grader base python image "$(printf '%064d' 7)" sha "$(printf '%064d' 9)" \
   key 0123456789abcdef setup '{"steps":[{"sh":"true"}]}' > "$sd/def"
 resp name x base > "$sd/odd"
-cp -r "$src/tests/fuzz/corpus/snapdef/." "$sd/" # past findings
+[ -d "$src/tests/fuzz/corpus/snapdef" ] && cp -r "$src/tests/fuzz/corpus/snapdef/." "$sd/" # past findings
 
 targets=()
 for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw fuzz_redirect fuzz_tar fuzz_snapdef; do
