@@ -21,7 +21,7 @@ static const char *const state_names[] = {
     [ALQ_DEAD] = "dead",       [ALQ_CANCELLED] = "cancelled",
 };
 
-const char *al_queue_state_name(enum al_queue_state s)
+const char *alq_state_name(enum alq_state s)
 {
 	return (unsigned)s <= ALQ_CANCELLED ? state_names[s] : "??";
 }
@@ -92,7 +92,7 @@ static void copy_str(char *dst, size_t size, const redisReply *r)
 
 /* A stored result's facts: DONE, DEAD (XX) or CANCELLED (CX). */
 static int status_done(struct alq_client *c, const char *id,
-		       struct al_queue_job *j)
+		       struct alq_job *j)
 {
 	struct al_result res = {0};
 	struct al_diags d;
@@ -129,12 +129,12 @@ static int status_done(struct alq_client *c, const char *id,
 	return 0;
 }
 
-int al_queue_status(struct alq_client *c, const char *id,
-		    struct al_queue_job *ret)
+int alq_job_status(struct alq_client *c, const char *id,
+		    struct alq_job *ret)
 {
 	static const enum alq_key_kind k[] = {ALQ_KEY_JOB, ALQ_KEY_RESULT,
 					      ALQ_KEY_SID, ALQ_KEY_JOBS};
-	struct al_queue_job j;
+	struct alq_job j;
 	redisReply *r;
 	uint64_t n;
 	int e;
@@ -178,8 +178,8 @@ static int cx_result(const char *id, const char *why, char **ret,
 	return al_result_to_msgpack(&res, ret, ret_len);
 }
 
-int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
-		    enum al_queue_state *ret_was)
+int alq_job_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
+		    enum alq_state *ret_was)
 {
 	static const enum alq_key_kind k[] = {
 	    ALQ_KEY_JOB,  ALQ_KEY_RESULT, ALQ_KEY_DONE,	  ALQ_KEY_SID,
@@ -205,7 +205,7 @@ int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
 		goto out;
 	was = reply_state(r->element[0]);
 	if (was >= 0)
-		*ret_was = (enum al_queue_state)was;
+		*ret_was = (enum alq_state)was;
 	else
 		e = alq__client_fail(c, NULL);
 out:
@@ -216,7 +216,7 @@ out:
 }
 
 /* One dead letter [sid, [k, v...]] into *d; false when unusable. */
-static bool dead_parse(const redisReply *r, struct al_queue_dead *d)
+static bool dead_parse(const redisReply *r, struct alq_dead *d)
 {
 	const redisReply *f;
 	uint64_t n;
@@ -246,7 +246,7 @@ static bool dead_parse(const redisReply *r, struct al_queue_dead *d)
 }
 
 static int dead_list_part(struct alq_client *c, const char *q,
-			  const char *after, struct al_queue_dead *ret,
+			  const char *after, struct alq_dead *ret,
 			  size_t max, size_t *ret_n)
 {
 	char key[ALQ_KEY_MAX], start[ALQ_SID_MAX + 1], count[24];
@@ -290,17 +290,17 @@ static int sid_cmp(const char *a, const char *b)
 
 static int dead_cmp(const void *a, const void *b)
 {
-	return sid_cmp(((const struct al_queue_dead *)a)->sid,
-		       ((const struct al_queue_dead *)b)->sid);
+	return sid_cmp(((const struct alq_dead *)a)->sid,
+		       ((const struct alq_dead *)b)->sid);
 }
 
 /* With partitions: the first `max` letters after `after` of every
  * partition, merged by entry id, the first `max` kept. (Two partitions'
  * letters of the same millisecond and sequence page as one.) */
-int al_queue_dead_list(struct alq_client *c, const char *after,
-		       struct al_queue_dead *ret, size_t max, size_t *ret_n)
+int alq_dead_list(struct alq_client *c, const char *after,
+		       struct alq_dead *ret, size_t max, size_t *ret_n)
 {
-	struct al_queue_dead *all;
+	struct alq_dead *all;
 	char pq[ALQ_PART_NAME_MAX];
 	size_t n = 0, got;
 	unsigned np = c->partitions > ALQ_PARTITIONS_MAX ? ALQ_PARTITIONS_MAX
@@ -364,7 +364,7 @@ static int requeue(struct alq_client *c, const char *id, const char **sids,
 static int requeue_scan(struct alq_client *c, const char *id, size_t *ret_n,
 			size_t *ret_failed)
 {
-	struct al_queue_dead *page = calloc(DEAD_PAGE, sizeof(*page));
+	struct alq_dead *page = calloc(DEAD_PAGE, sizeof(*page));
 	char after[ALQ_SID_MAX] = "";
 	const char *sids[1];
 	size_t got;
@@ -374,7 +374,7 @@ static int requeue_scan(struct alq_client *c, const char *id, size_t *ret_n,
 		return -ENOMEM;
 	*ret_n = *ret_failed = 0;
 	do {
-		e = al_queue_dead_list(c, after, page, DEAD_PAGE, &got);
+		e = alq_dead_list(c, after, page, DEAD_PAGE, &got);
 		for (size_t i = 0; e == 0 && i < got; i++) {
 			int r;
 
@@ -399,7 +399,7 @@ static int requeue_scan(struct alq_client *c, const char *id, size_t *ret_n,
 	return e;
 }
 
-int al_queue_dead_requeue(struct alq_client *c, const char *id)
+int alq_dead_requeue(struct alq_client *c, const char *id)
 {
 	size_t n, failed;
 	int e = requeue_scan(c, id, &n, &failed);
@@ -418,7 +418,7 @@ int al_queue_dead_requeue(struct alq_client *c, const char *id)
 	return 0;
 }
 
-int al_queue_dead_requeue_all(struct alq_client *c, size_t *ret_n,
+int alq_dead_requeue_all(struct alq_client *c, size_t *ret_n,
 			      size_t *ret_failed)
 {
 	return requeue_scan(c, NULL, ret_n, ret_failed);

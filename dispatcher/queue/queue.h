@@ -283,7 +283,7 @@ int alq_client_status(struct alq_client *c, struct alq_status *ret);
  * anything else with a blocking client. Each transition is one script.
  */
 
-enum al_queue_state {
+enum alq_state {
 	ALQ_UNKNOWN = 0, /* no payload, no result: never submitted/expired */
 	ALQ_QUEUED,	 /* submitted, not claimed by a dispatcher */
 	ALQ_RUNNING,	 /* claimed (its entry pending) */
@@ -292,10 +292,10 @@ enum al_queue_state {
 	ALQ_CANCELLED,	 /* a result with status CX */
 };
 /* "unknown", "queued", "running", "done", "dead", "cancelled" */
-const char *al_queue_state_name(enum al_queue_state s);
+const char *alq_state_name(enum alq_state s);
 
-struct al_queue_job {
-	enum al_queue_state state;
+struct alq_job {
+	enum alq_state state;
 	char sid[ALQ_SID_MAX];	      /* its stream entry, "" = unknown */
 	char consumer[AL_NAME_MAX + 1]; /* running: the dispatcher */
 	uint32_t attempt;	      /* running: delivery; done: the result's */
@@ -304,8 +304,8 @@ struct al_queue_job {
 	char error[256];	      /* dead, cancelled: the result's error */
 };
 /* Where job `id` is. 0 (unknown ids too: state ALQ_UNKNOWN) or -errno. */
-int al_queue_status(struct alq_client *c, const char *id,
-		    struct al_queue_job *ret);
+int alq_job_status(struct alq_client *c, const char *id,
+		    struct alq_job *ret);
 
 /* Cancel job `id`: store a CX result (result TTL ttl_s) and signal it. A
  * queued job is then never run (FETCH sees the result); a running one's
@@ -313,10 +313,10 @@ int al_queue_status(struct alq_client *c, const char *id,
  * with it the VM). *ret_was: ALQ_QUEUED or ALQ_RUNNING when cancelled
  * now, ALQ_DONE when it had a result already (nothing changed),
  * ALQ_UNKNOWN when there is no such job. 0 or -errno. */
-int al_queue_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
-		    enum al_queue_state *ret_was);
+int alq_job_cancel(struct alq_client *c, const char *id, uint32_t ttl_s,
+		    enum alq_state *ret_was);
 
-struct al_queue_dead {
+struct alq_dead {
 	char sid[ALQ_SID_MAX];	 /* the dead letter's own entry */
 	char id[AL_ID_MAX + 1];	 /* the job */
 	char entry[ALQ_SID_MAX]; /* the job's stream entry */
@@ -325,15 +325,15 @@ struct al_queue_dead {
 };
 /* Up to `max` dead letters after stream id `after` ("" = from the first),
  * oldest first; *ret_n gets how many. 0 or -errno. */
-int al_queue_dead_list(struct alq_client *c, const char *after,
-		       struct al_queue_dead *ret, size_t max, size_t *ret_n);
+int alq_dead_list(struct alq_client *c, const char *after,
+		       struct alq_dead *ret, size_t max, size_t *ret_n);
 /* Submit dead job `id` again (new entry, attempt 1; its dead letters,
  * result and signal go). 0; -ENOENT when it has no dead letter; -ESTALE
  * when its payload expired (it cannot run again). */
-int al_queue_dead_requeue(struct alq_client *c, const char *id);
+int alq_dead_requeue(struct alq_client *c, const char *id);
 /* Requeue every dead job; *ret_n requeued, *ret_failed that could not be
  * (payload expired). 0 or -errno. */
-int al_queue_dead_requeue_all(struct alq_client *c, size_t *ret_n,
+int alq_dead_requeue_all(struct alq_client *c, size_t *ret_n,
 			      size_t *ret_failed);
 
 #endif

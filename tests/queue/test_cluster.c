@@ -232,8 +232,8 @@ static void serve_start(struct servetest *h, const char *q, unsigned workers)
 
 static void test_client(void **state)
 {
-	enum al_queue_state was;
-	struct al_queue_job j;
+	enum alq_state was;
+	struct alq_job j;
 	struct alq_client c;
 	struct alq_status st;
 	bool dup;
@@ -267,9 +267,9 @@ static void test_client(void **state)
 	submit(&c, "b", "ok", NULL);
 	assert_int_equal(alq_client_status(&c, &st), 0);
 	assert_int_equal(st.length, 2);
-	assert_int_equal(al_queue_status(&c, "b", &j), 0);
+	assert_int_equal(alq_job_status(&c, "b", &j), 0);
 	assert_int_equal(j.state, ALQ_QUEUED);
-	assert_int_equal(al_queue_cancel(&c, "b", 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, "b", 600, &was), 0);
 	assert_int_equal(was, ALQ_QUEUED);
 	assert_int_equal(alq_client_wait(&c, "b", 2000), 0);
 	expect_result(&c, "b", AL_CX, 1);
@@ -283,13 +283,13 @@ static void test_serve(void **state)
 {
 	struct alq_client c;
 	struct alq_status st;
-	enum al_queue_state was;
+	enum alq_state was;
 	struct servetest h;
 
 	(void)state;
 	open_client(&c, "s1");
 	submit(&c, "x-cancel", "ok", NULL);
-	assert_int_equal(al_queue_cancel(&c, "x-cancel", 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, "x-cancel", 600, &was), 0);
 	serve_start(&h, "s1", 2);
 	submit(&c, "ok1", "ok", NULL);
 	submit(&c, "retry", "xx-once", NULL);

@@ -230,10 +230,10 @@ static pid_t serve_fork(const char *q, unsigned workers, int node)
 static void test_guarantees(void **state)
 {
 	char q[16], ids[PARTS][32], cx[32], hb[32];
-	struct al_queue_dead dead[16];
-	struct al_queue_job j;
+	struct alq_dead dead[16];
+	struct alq_job j;
 	struct alq_status st;
-	enum al_queue_state was;
+	enum alq_state was;
 	struct alq_client c;
 	struct servetest b;
 	size_t n;
@@ -247,11 +247,11 @@ static void test_guarantees(void **state)
 	 * cancel there sticks */
 	id_in(cx, sizeof(cx), "cx", PARTS - 1);
 	submit_w(&c, cx, "ok", 60000);
-	assert_int_equal(al_queue_status(&c, cx, &j), 0);
+	assert_int_equal(alq_job_status(&c, cx, &j), 0);
 	assert_int_equal(j.state, ALQ_QUEUED);
-	assert_int_equal(al_queue_cancel(&c, cx, 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, cx, 600, &was), 0);
 	assert_int_equal(was, ALQ_QUEUED);
-	assert_int_equal(al_queue_status(&c, cx, &j), 0);
+	assert_int_equal(alq_job_status(&c, cx, &j), 0);
 	assert_int_equal(j.state, ALQ_CANCELLED);
 	/* a job hangs on its first run in partition 2; its serve is killed */
 	id_in(hb, sizeof(hb), "hb", 2);
@@ -260,7 +260,7 @@ static void test_guarantees(void **state)
 	for (int i = 0; i < 1000 && !ran(hb, 1); i++)
 		redistest_sleep_ms(10);
 	assert_true(ran(hb, 1));
-	assert_int_equal(al_queue_status(&c, hb, &j), 0);
+	assert_int_equal(alq_job_status(&c, hb, &j), 0);
 	assert_int_equal(j.state, ALQ_RUNNING);
 	assert_int_equal(kill(-pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, &s, 0), pid);
@@ -274,12 +274,12 @@ static void test_guarantees(void **state)
 	expect_result(&c, hb, AL_OK, 2);
 	for (unsigned p = 0; p < PARTS; p++) {
 		expect_result(&c, ids[p], AL_XX, 2);
-		assert_int_equal(al_queue_status(&c, ids[p], &j), 0);
+		assert_int_equal(alq_job_status(&c, ids[p], &j), 0);
 		assert_int_equal(j.state, ALQ_DEAD);
 	}
 	assert_false(ran(cx, 1)); /* cancelled while queued: never ran */
 	assert_int_equal(servetest_stop(&b), 0);
-	assert_int_equal(al_queue_dead_list(&c, "", dead, 16, &n), 0);
+	assert_int_equal(alq_dead_list(&c, "", dead, 16, &n), 0);
 	assert_int_equal(n, PARTS);
 	for (size_t i = 0; i < n; i++) /* oldest first */
 		assert_true(i == 0 || strtoull(dead[i - 1].sid, NULL, 10) <=

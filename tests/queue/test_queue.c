@@ -677,10 +677,10 @@ static char *mk_result(const char *id, enum al_status status, size_t *len)
 	return mp;
 }
 
-static enum al_queue_state state_of(struct alq_client *c, const char *id,
-				    struct al_queue_job *j)
+static enum alq_state state_of(struct alq_client *c, const char *id,
+				    struct alq_job *j)
 {
-	if (al_queue_status(c, id, j) != 0)
+	if (alq_job_status(c, id, j) != 0)
 		fail_msg("status %s: %s", id, c->err);
 	return j->state;
 }
@@ -709,9 +709,9 @@ static size_t cancel_poll(redisContext *rc, const char *q, const char *sid)
 static void test_job_management(void **state)
 {
 	struct alq_client c;
-	struct al_queue_job j;
-	struct al_queue_dead dl[8];
-	enum al_queue_state was;
+	struct alq_job j;
+	struct alq_dead dl[8];
+	enum alq_state was;
 	struct alq_entry e;
 	redisContext *rc;
 	size_t n, failed, len;
@@ -737,18 +737,18 @@ static void test_job_management(void **state)
 	assert_int_equal(state_of(&c, "b", &j), ALQ_QUEUED);
 
 	/* cancel: queued, again (done), unknown, running */
-	assert_int_equal(al_queue_cancel(&c, "b", 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, "b", 600, &was), 0);
 	assert_int_equal(was, ALQ_QUEUED);
 	assert_int_equal(state_of(&c, "b", &j), ALQ_CANCELLED);
 	assert_int_equal(j.status, AL_CX);
-	assert_string_equal(al_queue_state_name(j.state), "cancelled");
+	assert_string_equal(alq_state_name(j.state), "cancelled");
 	assert_int_equal(alq_client_wait(&c, "b", 1000), 0);
-	assert_int_equal(al_queue_cancel(&c, "b", 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, "b", 600, &was), 0);
 	assert_int_equal(was, ALQ_DONE);
-	assert_int_equal(al_queue_cancel(&c, "nope", 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, "nope", 600, &was), 0);
 	assert_int_equal(was, ALQ_UNKNOWN);
 	assert_int_equal(cancel_poll(rc, "t9", e.sid), 0);
-	assert_int_equal(al_queue_cancel(&c, "a", 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, "a", 600, &was), 0);
 	assert_int_equal(was, ALQ_RUNNING);
 	assert_int_equal(cancel_poll(rc, "t9", e.sid), 1);
 	assert_int_equal(cancel_poll(rc, "t9", e.sid), 0); /* once */
@@ -776,19 +776,19 @@ static void test_job_management(void **state)
 	free(xx);
 	assert_int_equal(state_of(&c, "c", &j), ALQ_DEAD);
 	assert_string_equal(j.error, "no image");
-	assert_int_equal(al_queue_dead_list(&c, "", dl, 8, &n), 0);
+	assert_int_equal(alq_dead_list(&c, "", dl, 8, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(dl[0].id, "c");
 	assert_string_equal(dl[0].entry, e.sid);
 	assert_string_equal(dl[0].reason, "too often");
-	assert_int_equal(al_queue_dead_list(&c, dl[0].sid, dl, 8, &n), 0);
+	assert_int_equal(alq_dead_list(&c, dl[0].sid, dl, 8, &n), 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(al_queue_dead_requeue(&c, "c"), 0);
+	assert_int_equal(alq_dead_requeue(&c, "c"), 0);
 	assert_int_equal(state_of(&c, "c", &j), ALQ_QUEUED);
 	assert_string_not_equal(j.sid, e.sid);
-	assert_int_equal(al_queue_dead_list(&c, "", dl, 8, &n), 0);
+	assert_int_equal(alq_dead_list(&c, "", dl, 8, &n), 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(al_queue_dead_requeue(&c, "c"), -ENOENT);
+	assert_int_equal(alq_dead_requeue(&c, "c"), -ENOENT);
 	read_one(rc, "t9", "host-2", &e);
 	assert_string_equal(e.id, "c");
 	assert_int_equal(e.wall_ms, 1000); /* kept from the first entry */
@@ -801,16 +801,16 @@ static void test_job_management(void **state)
 	free(xx);
 	raw_ok(rc, "XADD airlock:{t9}:dead * id gone entry 1-1 reason x "
 		   "deliveries 3");
-	assert_int_equal(al_queue_dead_requeue_all(&c, &n, &failed), 0);
+	assert_int_equal(alq_dead_requeue_all(&c, &n, &failed), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(failed, 1);
 	assert_int_equal(state_of(&c, "c", &j), ALQ_QUEUED);
-	assert_int_equal(al_queue_dead_requeue(&c, "gone"), -ESTALE);
+	assert_int_equal(alq_dead_requeue(&c, "gone"), -ESTALE);
 
 	/* dataset ids with `/` */
 	alq_client_submit(&c, "HumanEval/0", "P", 1, 1000, &dup);
 	assert_int_equal(state_of(&c, "HumanEval/0", &j), ALQ_QUEUED);
-	assert_int_equal(al_queue_cancel(&c, "HumanEval/0", 600, &was), 0);
+	assert_int_equal(alq_job_cancel(&c, "HumanEval/0", 600, &was), 0);
 	assert_int_equal(was, ALQ_QUEUED);
 	assert_int_equal(state_of(&c, "HumanEval/0", &j), ALQ_CANCELLED);
 	redisFree(rc);

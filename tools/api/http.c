@@ -477,17 +477,17 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 			      struct req *q)
 {
 	struct alq_client cl = {0};
-	struct al_queue_job st;
+	struct alq_job st;
 	enum MHD_Result ret;
 	json_t *j = NULL;
 	int e = 0;
 
-	if (open_redis(h, &cl) < 0 || al_queue_status(&cl, q->id, &st) < 0)
+	if (open_redis(h, &cl) < 0 || alq_job_status(&cl, q->id, &st) < 0)
 		return unavailable(c, &cl);
 	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
 		ret = send_json(c, 202,
 				json_pack("{sssssi}", "id", q->id, "state",
-					  al_queue_state_name(st.state),
+					  alq_state_name(st.state),
 					  "attempt", (int)st.attempt));
 	else if (st.state != ALQ_UNKNOWN && (j = result_obj(&cl, q->id, &e)))
 		ret = send_json(c, 200, j);
@@ -503,12 +503,12 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 				 struct req *q)
 {
 	struct alq_client cl = {0};
-	enum al_queue_state was;
+	enum alq_state was;
 	int r;
 
 	r = open_redis(h, &cl);
 	if (r == 0)
-		r = al_queue_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s,
+		r = alq_job_cancel(&cl, q->id, h->o->cfg->queue.result_ttl_s,
 				    &was);
 	if (r < 0)
 		return unavailable(c, &cl);
@@ -518,10 +518,10 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 	if (was != ALQ_QUEUED && was != ALQ_RUNNING)
 		return send_error(c, 409, "the job has a result already");
 	al_info("job=%s was=%s: cancelled over http", q->id,
-		al_queue_state_name(was));
+		alq_state_name(was));
 	return send_json(c, 202,
 			 json_pack("{ssssss}", "id", q->id, "state", "cancelled",
-				   "was", al_queue_state_name(was)));
+				   "was", alq_state_name(was)));
 }
 
 /* Is name in the allowed list (empty list = any)? */

@@ -1,6 +1,6 @@
 /* cmd_cancel.c: `airlock cancel`, stop a job: a queued one never runs, a
  * running one's VM is killed; either way its result is CX
- * (al_queue_cancel, docs/queue.md). */
+ * (alq_job_cancel, docs/queue.md). */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,13 +9,13 @@
 static int run(struct al_cli *cli, int argc, char **argv)
 {
 	struct alq_client cl = {0};
-	enum al_queue_state was;
+	enum alq_state was;
 	int r;
 
 	(void)argc;
 	if ((r = al_cli_open_job(cli, argv[0], &cl)))
 		return r;
-	r = al_queue_cancel(&cl, argv[0], cli->cfg.queue.result_ttl_s, &was);
+	r = alq_job_cancel(&cl, argv[0], cli->cfg.queue.result_ttl_s, &was);
 	if (r < 0)
 		al_cli_error(cli, "%s", cl.err);
 	alq_client_close(&cl);

@@ -1,6 +1,6 @@
 /* cmd_dead.c: `airlock dead list|requeue`, the dead letters: jobs that
- * failed on Airlock's side max_deliveries times (al_queue_dead_list,
- * al_queue_dead_requeue, docs/queue.md). */
+ * failed on Airlock's side max_deliveries times (alq_dead_list,
+ * alq_dead_requeue, docs/queue.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ static const struct al_opt opts[] = {
     {NULL, 0, 0},
 };
 
-static void print_dead(const struct al_queue_dead *d, bool json)
+static void print_dead(const struct alq_dead *d, bool json)
 {
 	json_t *o;
 	char *text;
@@ -40,7 +40,7 @@ static void print_dead(const struct al_queue_dead *d, bool json)
 
 static int list(struct al_cli *cli, struct alq_client *cl)
 {
-	struct al_queue_dead *page = calloc(PAGE, sizeof(*page));
+	struct alq_dead *page = calloc(PAGE, sizeof(*page));
 	char after[ALQ_SID_MAX] = "";
 	size_t n;
 	int r;
@@ -48,7 +48,7 @@ static int list(struct al_cli *cli, struct alq_client *cl)
 	if (!page)
 		return -ENOMEM;
 	do {
-		r = al_queue_dead_list(cl, after, page, PAGE, &n);
+		r = alq_dead_list(cl, after, page, PAGE, &n);
 		for (size_t i = 0; r == 0 && i < n; i++)
 			print_dead(&page[i], cli->flag['j']);
 		if (r == 0 && n)
@@ -68,7 +68,7 @@ static int requeue(struct al_cli *cli, struct alq_client *cl, int argc,
 		if (argc != 1)
 			return al_cli_usage_error(cli, "requeue: an ID or "
 						       "--all, not both");
-		r = al_queue_dead_requeue_all(cl, &n, &failed);
+		r = alq_dead_requeue_all(cl, &n, &failed);
 		if (r < 0)
 			return r;
 		printf("requeued %zu dead jobs", n);
@@ -80,7 +80,7 @@ static int requeue(struct al_cli *cli, struct alq_client *cl, int argc,
 	if (argc != 2 || !al_id_valid(argv[1], strlen(argv[1])))
 		return al_cli_usage_error(cli, "requeue takes one job id or "
 					       "--all");
-	r = al_queue_dead_requeue(cl, argv[1]);
+	r = alq_dead_requeue(cl, argv[1]);
 	if (r == -ENOENT || r == -ESTALE) {
 		al_cli_error(cli, "%s", cl->err);
 		return AL_EXIT_FAIL;

@@ -1,5 +1,5 @@
 /* cmd_status.c: `airlock status [ID]`, the queue at a glance, or where one
- * job is (al_queue_status: unknown, queued, running, done, dead,
+ * job is (alq_job_status: unknown, queued, running, done, dead,
  * cancelled). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +16,10 @@ static const struct al_opt opts[] = {
     {NULL, 0, 0},
 };
 
-static void print_job_json(const char *id, const struct al_queue_job *j)
+static void print_job_json(const char *id, const struct alq_job *j)
 {
 	json_t *o = json_pack("{s:s, s:s}", "id", id, "state",
-			      al_queue_state_name(j->state));
+			      alq_state_name(j->state));
 	char *text;
 
 	if (!o)
@@ -47,9 +47,9 @@ static void print_job_json(const char *id, const struct al_queue_job *j)
 	json_decref(o);
 }
 
-static void print_job(const char *id, const struct al_queue_job *j)
+static void print_job(const char *id, const struct alq_job *j)
 {
-	printf("%s: %s", id, al_queue_state_name(j->state));
+	printf("%s: %s", id, alq_state_name(j->state));
 	if (j->state == ALQ_RUNNING)
 		printf(" on %s, attempt %u", j->consumer, j->attempt);
 	if (j->state >= ALQ_DONE)
@@ -64,14 +64,14 @@ static void print_job(const char *id, const struct al_queue_job *j)
 static int job_status(struct al_cli *cli, const char *id)
 {
 	struct alq_client cl = {0};
-	struct al_queue_job j;
+	struct alq_job j;
 	int r;
 
 	if (!al_id_valid(id, strlen(id)))
 		return al_cli_usage_error(cli, "%s: not a valid job id", id);
 	if (al_cli_open(cli, &cl) < 0)
 		return AL_EXIT_USAGE;
-	r = al_queue_status(&cl, id, &j);
+	r = alq_job_status(&cl, id, &j);
 	if (r < 0)
 		al_cli_error(cli, "%s", cl.err);
 	alq_client_close(&cl);

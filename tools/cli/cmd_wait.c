@@ -34,14 +34,14 @@ static int run(struct al_cli *cli, int argc, char **argv)
 {
 	const struct wait_opts *o = cli->opts;
 	struct alq_client cl = {0};
-	struct al_queue_job j;
+	struct alq_job j;
 	int r;
 
 	(void)argc;
 	if ((r = al_cli_open_job(cli, argv[0], &cl)))
 		return r;
 	/* a mistyped id would never get a result: say so now */
-	r = al_queue_status(&cl, argv[0], &j);
+	r = alq_job_status(&cl, argv[0], &j);
 	if (r == 0 && j.state == ALQ_UNKNOWN) {
 		al_cli_error(cli, "%s: no such job (never submitted, or its "
 			     "result expired)", argv[0]);
