@@ -64,14 +64,14 @@ int al_sess_expiry(struct alq_client *c, const char *id, json_t *obj)
 	redisReply *r;
 	int x;
 
-	if (!sess_id_valid(id) || id[0] != 's')
-		return sess_fail(c, -EINVAL, "%s: not a session id", id);
-	sess_key(k, sizeof(k), c->queue, "%s", id);
+	if (!sess__id_valid(id) || id[0] != 's')
+		return sess__fail(c, -EINVAL, "%s: not a session id", id);
+	sess__key(k, sizeof(k), c->queue, "%s", id);
 	r = redisCommand(c->rc, "HGET %s expires_at_ms", k);
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	if (x == 0 && r->type == REDIS_REPLY_STRING && r->len < 24 &&
 	    (ms = strtoull(r->str, NULL, 10)) > 0) {
-		sess_iso(ms, iso);
+		sess__iso(ms, iso);
 		json_object_set_new(obj, "expires_at_ms",
 				    json_integer((json_int_t)ms));
 		json_object_set_new(obj, "expires_at", json_string(iso));
@@ -88,22 +88,22 @@ static int record(struct alq_client *c, const char *id, json_t **ret)
 	redisReply *r;
 	int x;
 
-	if (!sess_id_valid(id) || id[0] != 's')
-		return sess_fail(c, -EINVAL, "%s: not a session id", id);
-	sess_key(k, sizeof(k), c->queue, "%s", id);
-	sess_key(ks, sizeof(ks), c->queue, "stats");
-	sess_key(hp, sizeof(hp), c->queue, "host:");
+	if (!sess__id_valid(id) || id[0] != 's')
+		return sess__fail(c, -EINVAL, "%s: not a session id", id);
+	sess__key(k, sizeof(k), c->queue, "%s", id);
+	sess__key(ks, sizeof(ks), c->queue, "stats");
+	sess__key(hp, sizeof(hp), c->queue, "host:");
 	snprintf(now, sizeof(now), "%llu", (unsigned long long)al_wall_ms());
 	r = redisCommand(c->rc, "EVAL %s 2 %s %s %s %s %s", LOST_LUA, k, ks, hp,
 			 now, "3600");
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
 	if (x < 0)
 		return x;
-	x = sess_record_json(c->rc, c->queue, id, ret, c->err, sizeof(c->err));
+	x = sess__record_json(c->rc, c->queue, id, ret, c->err, sizeof(c->err));
 	if (x == -ENOENT)
-		return sess_fail(c, x, "%s: no such session", id);
+		return sess__fail(c, x, "%s: no such session", id);
 	return x;
 }
 
@@ -120,7 +120,7 @@ static int ended(struct alq_client *c, const char *id, json_t *rec)
 	const char *reason = json_string_value(json_object_get(rec, "reason"));
 	const char *err = json_string_value(json_object_get(rec, "error"));
 
-	return sess_fail(c, -ESRCH, "%s: session ended (%s)%s%s", id,
+	return sess__fail(c, -ESRCH, "%s: session ended (%s)%s%s", id,
 		    reason ? reason : "?", err && err[0] ? ": " : "",
 		    err ? err : "");
 }
@@ -153,18 +153,18 @@ static int await(struct alq_client *c, const char *rid, const char *id,
 	json_t *rec;
 	int x;
 
-	sess_key(k, sizeof(k), c->queue, "reply:%s", rid);
+	sess__key(k, sizeof(k), c->queue, "reply:%s", rid);
 	for (;;) {
 		redisReply *r = redisCommand(c->rc, "BLPOP %s " SLICE_S, k);
 
-		x = sess_check(c->rc, r, c->err, sizeof(c->err));
+		x = sess__check(c->rc, r, c->err, sizeof(c->err));
 		if (x == 0 && r->type == REDIS_REPLY_ARRAY &&
 		    r->elements == 2 &&
 		    r->element[1]->len <= AL_SESS_BODY_MAX) {
 			*ret = json_loadb(r->element[1]->str,
 					  r->element[1]->len, 0, NULL);
 			freeReplyObject(r);
-			return *ret ? 0 : sess_fail(c, -EBADMSG, "bad reply");
+			return *ret ? 0 : sess__fail(c, -EBADMSG, "bad reply");
 		}
 		if (r)
 			freeReplyObject(r);
@@ -177,7 +177,7 @@ static int await(struct alq_client *c, const char *rid, const char *id,
 			json_decref(rec);
 		}
 		if (al_now_ms() >= end)
-			return sess_fail(c, -ETIMEDOUT, "no reply within %llu ms",
+			return sess__fail(c, -ETIMEDOUT, "no reply within %llu ms",
 				    (unsigned long long)timeout_ms);
 	}
 }
@@ -190,7 +190,7 @@ static int refused(struct alq_client *c, json_t *rep)
 
 	if (!e || !e[0])
 		return 0;
-	return sess_fail(c, -EINVAL, "%s", e);
+	return sess__fail(c, -EINVAL, "%s", e);
 }
 
 /* Validate a create body before it is queued. */
@@ -218,7 +218,7 @@ static int check_body(struct alq_client *c, json_t *body)
 			i++;
 		if (!known[i]) {
 			json_decref(job);
-			return sess_fail(c, -EINVAL, "%s: unknown field", k);
+			return sess__fail(c, -EINVAL, "%s: unknown field", k);
 		}
 	}
 	if (json_object_get(body, "hibernate_s") &&
@@ -227,26 +227,26 @@ static int check_body(struct alq_client *c, json_t *body)
 	     json_integer_value(json_object_get(body, "hibernate_s")) >
 		 604800)) {
 		json_decref(job);
-		return sess_fail(c, -EINVAL, "hibernate_s: 0..604800 seconds");
+		return sess__fail(c, -EINVAL, "hibernate_s: 0..604800 seconds");
 	}
 	if (json_object_get(body, "saveable") &&
 	    !json_is_boolean(json_object_get(body, "saveable"))) {
 		json_decref(job);
-		return sess_fail(c, -EINVAL, "saveable: must be true or false");
+		return sess__fail(c, -EINVAL, "saveable: must be true or false");
 	}
 	if (json_is_true(json_object_get(body, "saveable")) &&
 	    json_string_value(json_object_get(body, "network")) &&
 	    strcmp(json_string_value(json_object_get(body, "network")),
 		   "none")) {
 		json_decref(job);
-		return sess_fail(c, -EINVAL,
+		return sess__fail(c, -EINVAL,
 				 "saveable: not with a network (a snapshot's "
 				 "VM has no NIC: docs/sessions.md)");
 	}
 	if (meta &&
 	    (!json_is_object(meta) || json_object_size(meta) > META_MAX)) {
 		json_decref(job);
-		return sess_fail(c, -EINVAL,
+		return sess__fail(c, -EINVAL,
 			    "metadata: must be an object of at "
 			    "most %d string pairs",
 			    META_MAX);
@@ -256,7 +256,7 @@ static int check_body(struct alq_client *c, json_t *body)
 					    json_string_length(v) > META_BYTES)
 	{
 		json_decref(job);
-		return sess_fail(c, -EINVAL,
+		return sess__fail(c, -EINVAL,
 			    "metadata.%s: must be a string "
 			    "of at most %d bytes",
 			    k, META_BYTES);
@@ -282,7 +282,7 @@ static int check_body(struct alq_client *c, json_t *body)
 		al_diags_format(&d, why, sizeof(why));
 		for (char *p = why; (p = strstr(p, "steps[0]."));)
 			memmove(p, p + 9, strlen(p + 9) + 1);
-		return sess_fail(c, -EINVAL, "%s", why);
+		return sess__fail(c, -EINVAL, "%s", why);
 	}
 	return 0;
 }
@@ -301,7 +301,7 @@ static int create_push(struct alq_client *c, json_t *b, uint32_t timeout_ms,
 
 	x = check_body(c, b);
 	if (x == 0)
-		x = sess_new_id(id, 32, 's') ?: sess_new_id(rid, 32, 'r');
+		x = sess__new_id(id, 32, 's') ?: sess__new_id(rid, 32, 'r');
 	if (x < 0)
 		return x;
 	tmpl = json_string_value(json_object_get(b, "template"));
@@ -310,16 +310,16 @@ static int create_push(struct alq_client *c, json_t *b, uint32_t timeout_ms,
 			      ? json_object_get(b, "metadata")
 			      : json_object(),
 			  JSON_COMPACT);
-	sess_key(k, sizeof(k), c->queue, "%s", id);
+	sess__key(k, sizeof(k), c->queue, "%s", id);
 	r = redisCommand(c->rc,
 			 "HSET %s id %s state pending created_at_ms "
 			 "%llu template %s network %s metadata %s execs 0",
 			 k, id, (unsigned long long)w, tmpl ? tmpl : "",
 			 net ? net : "none", meta ? meta : "{}");
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
-	sess_key(ks, sizeof(ks), c->queue, "all");
+	sess__key(ks, sizeof(ks), c->queue, "all");
 	r = x == 0 ? redisCommand(c->rc, "SADD %s %s", ks, id) : NULL;
 	if (r)
 		freeReplyObject(r);
@@ -328,10 +328,10 @@ static int create_push(struct alq_client *c, json_t *b, uint32_t timeout_ms,
 	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	if (x == 0 && !text)
 		x = -ENOMEM;
-	sess_key(ks, sizeof(ks), c->queue, "%s", list);
+	sess__key(ks, sizeof(ks), c->queue, "%s", list);
 	r = x == 0 ? redisCommand(c->rc, "RPUSH %s %s", ks, text) : NULL;
 	if (x == 0)
-		x = sess_check(c->rc, r, c->err, sizeof(c->err));
+		x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
 	/* a host's own list (forks) goes with its requests' deadlines, even
@@ -360,7 +360,7 @@ static int create_wait(struct alq_client *c, const char *id, const char *rid,
 	redisReply *r;
 	int x;
 
-	sess_key(k, sizeof(k), c->queue, "%s", id);
+	sess__key(k, sizeof(k), c->queue, "%s", id);
 	for (;;) {
 		json_t *rec = NULL;
 
@@ -372,7 +372,7 @@ static int create_wait(struct alq_client *c, const char *id, const char *rid,
 			break;
 		if (!strcmp(state_of(rec), "pending") && al_now_ms() >= end) {
 			json_decref(rec);
-			sess_key(ks, sizeof(ks), c->queue, "stats");
+			sess__key(ks, sizeof(ks), c->queue, "stats");
 			snprintf(now, sizeof(now), "%llu",
 				 (unsigned long long)al_wall_ms());
 			snprintf(c->err, sizeof(c->err),
@@ -389,7 +389,7 @@ static int create_wait(struct alq_client *c, const char *id, const char *rid,
 		}
 		json_decref(rec);
 		if (al_now_ms() >= end + SESS_START_MAX_MS) {
-			x = sess_fail(c, -ETIMEDOUT, "%s: the VM did not come up",
+			x = sess__fail(c, -ETIMEDOUT, "%s: the VM did not come up",
 				 id);
 			break;
 		}
@@ -402,13 +402,13 @@ static int create_wait(struct alq_client *c, const char *id, const char *rid,
 	return x;
 }
 
-int sess_create_on(struct alq_client *c, json_t *b, uint32_t timeout_ms,
+int sess__create_on(struct alq_client *c, json_t *b, uint32_t timeout_ms,
 		   const char *list, char *id, char *rid)
 {
 	return create_push(c, b, timeout_ms, list, id, rid);
 }
 
-int sess_create_wait(struct alq_client *c, const char *id, const char *rid,
+int sess__create_wait(struct alq_client *c, const char *id, const char *rid,
 		     uint64_t start_ms, uint32_t timeout_ms, char **ret)
 {
 	return create_wait(c, id, rid, start_ms, timeout_ms, ret);
@@ -424,12 +424,12 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 
 	if (strlen(body) > AL_SESS_BODY_MAX) {
 		json_decref(b);
-		return sess_fail(c, -E2BIG, "create: body over %u bytes",
+		return sess__fail(c, -E2BIG, "create: body over %u bytes",
 			    AL_SESS_BODY_MAX);
 	}
 	if (!json_is_object(b)) {
 		json_decref(b);
-		return sess_fail(c, -EINVAL,
+		return sess__fail(c, -EINVAL,
 			    "create: the body is not a JSON object");
 	}
 	x = create_push(c, b, timeout_ms, "create", id, rid);
@@ -471,9 +471,9 @@ int al_sess_list(struct alq_client *c, const char *state, json_t *meta,
 	redisReply *r;
 	int x;
 
-	sess_key(k, sizeof(k), c->queue, "all");
+	sess__key(k, sizeof(k), c->queue, "all");
 	r = redisCommand(c->rc, "SMEMBERS %s", k);
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	for (size_t i = 0; x == 0 && r->type == REDIS_REPLY_ARRAY &&
 			   i < r->elements && i < 100000;
 	     i++) {
@@ -494,7 +494,7 @@ int al_sess_list(struct alq_client *c, const char *state, json_t *meta,
 	}
 	if (r)
 		freeReplyObject(r);
-	sess_key(k, sizeof(k), c->queue, "stats");
+	sess__key(k, sizeof(k), c->queue, "stats");
 	r = x == 0 ? redisCommand(c->rc, "HGETALL %s", k) : NULL;
 	stats = json_object();
 	for (size_t i = 0;
@@ -525,7 +525,7 @@ static int push(struct alq_client *c, const char *k, json_t *req)
 		return -ENOMEM;
 	r = redisCommand(c->rc, "RPUSH %s %s", k, text);
 	free(text);
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
 	return x;
@@ -543,12 +543,12 @@ static int to_host(struct alq_client *c, const char *id, const char *op,
 	if (x < 0)
 		return x;
 	host = json_string_value(json_object_get(rec, "host"));
-	if (!host || sess_new_id(rid, sizeof(rid), 'r') < 0) {
+	if (!host || sess__new_id(rid, sizeof(rid), 'r') < 0) {
 		json_decref(rec);
-		return sess_fail(c, -EAGAIN, "%s: not on a host yet (%s)", id,
+		return sess__fail(c, -EAGAIN, "%s: not on a host yet (%s)", id,
 			    state_of(rec));
 	}
-	sess_key(k, sizeof(k), c->queue, "host:%s:ctl", host);
+	sess__key(k, sizeof(k), c->queue, "host:%s:ctl", host);
 	json_decref(rec);
 	req = json_pack("{s:s,s:s,s:s}", "op", op, "id", id, "rid", rid);
 	if (extra)
@@ -606,26 +606,26 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 	int x;
 
 	if (strlen(body) > AL_SESS_BODY_MAX)
-		return sess_fail(c, -E2BIG, "exec: body over %u bytes",
+		return sess__fail(c, -E2BIG, "exec: body over %u bytes",
 			    AL_SESS_BODY_MAX);
 	/* stdin may be text with NULs (a tar of text files is): JSON
 	 * carries them as \u0000, and the job decoder takes them */
 	b = json_loads(body, JSON_ALLOW_NUL, NULL);
 	if (!json_is_object(b)) {
 		json_decref(b);
-		return sess_fail(c, -EINVAL, "exec: the body is not a JSON object");
+		return sess__fail(c, -EINVAL, "exec: the body is not a JSON object");
 	}
 	x = live(c, id, &rec);
 	if (x == 0)
 		json_decref(rec);
 	if (x == 0)
-		x = sess_new_id(rid, sizeof(rid), 'r');
+		x = sess__new_id(rid, sizeof(rid), 'r');
 	if (x < 0) {
 		json_decref(b);
 		return x;
 	}
 	req = json_pack("{s:s,s:s,s:o}", "op", "exec", "rid", rid, "body", b);
-	sess_key(k, sizeof(k), c->queue, "%s:req", id);
+	sess__key(k, sizeof(k), c->queue, "%s:req", id);
 	x = push(c, k, req);
 	if (x == 0)
 		x = await(c, rid, id, timeout_ms ? timeout_ms : UINT32_MAX,
@@ -634,7 +634,7 @@ int al_sess_exec_start(struct alq_client *c, const char *id, const char *body,
 		return x;
 	x = refused(c, rep);
 	if (x == 0 && !json_is_integer(json_object_get(rep, "exec")))
-		x = sess_fail(c, -EBADMSG, "exec: bad reply");
+		x = sess__fail(c, -EBADMSG, "exec: bad reply");
 	if (x == 0)
 		*ret_n =
 		    (uint64_t)json_integer_value(json_object_get(rep, "exec"));
@@ -651,39 +651,39 @@ int al_sess_exec_signal(struct alq_client *c, const char *id, uint64_t n,
 	int r;
 
 	if (!al_step_signal_number(sig))
-		return sess_fail(c, -EINVAL,
+		return sess__fail(c, -EINVAL,
 				 "%s: not a signal a session takes (TERM KILL "
 				 "INT HUP QUIT USR1 USR2)",
 				 sig);
 	if (grace_ms > (int64_t)AL_SIGNAL_GRACE_MAX)
-		return sess_fail(c, -ERANGE, "grace_ms: at most %u",
+		return sess__fail(c, -ERANGE, "grace_ms: at most %u",
 				 AL_SIGNAL_GRACE_MAX);
 	r = live(c, id, &rec);
 	if (r < 0)
 		return r;
 	json_decref(rec);
-	r = sess_exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
+	r = sess__exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
 	if (r == -ENOENT)
-		return sess_fail(c, r, "%s: no exec %llu", id,
+		return sess__fail(c, r, "%s: no exec %llu", id,
 				 (unsigned long long)n);
 	if (r < 0)
 		return r;
 	state = json_string_value(json_object_get(x, "state"));
 	st = json_string_value(json_object_get(x, "status"));
 	if (state && !strcmp(state, "done")) {
-		r = sess_fail(c, -EALREADY, "%s: exec %llu has already ended (%s)",
+		r = sess__fail(c, -EALREADY, "%s: exec %llu has already ended (%s)",
 			      id, (unsigned long long)n, st ? st : "?");
 		json_decref(x);
 		return r;
 	}
 	json_decref(x);
-	if ((r = sess_new_id(rid, sizeof(rid), 'r')) < 0)
+	if ((r = sess__new_id(rid, sizeof(rid), 'r')) < 0)
 		return r;
 	req = json_pack("{s:s,s:s,s:I,s:s}", "op", "signal", "rid", rid,
 			"exec", (json_int_t)n, "signal", sig);
 	if (req && grace_ms >= 0)
 		json_object_set_new(req, "grace_ms", json_integer(grace_ms));
-	sess_key(k, sizeof(k), c->queue, "%s:sig", id);
+	sess__key(k, sizeof(k), c->queue, "%s:sig", id);
 	r = push(c, k, req);
 	if (r == 0)
 		r = await(c, rid, id, 10000, &rep);
@@ -705,11 +705,11 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 	json_t *x;
 	int r;
 
-	if (!sess_id_valid(id))
-		return sess_fail(c, -EINVAL, "%s: not a session id", id);
-	r = sess_exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
+	if (!sess__id_valid(id))
+		return sess__fail(c, -EINVAL, "%s: not a session id", id);
+	r = sess__exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
 	if (r == -ENOENT)
-		return sess_fail(c, r, "%s: no exec %llu", id,
+		return sess__fail(c, r, "%s: no exec %llu", id,
 			    (unsigned long long)n);
 	if (r == 0)
 		al_sess_expiry(c, id, x);
@@ -723,15 +723,15 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 	redisReply *r;
 	int x;
 
-	if (!sess_id_valid(id) || (fd != 1 && fd != 2) || !max ||
+	if (!sess__id_valid(id) || (fd != 1 && fd != 2) || !max ||
 	    max > (16u << 20))
-		return sess_fail(c, -EINVAL, "exec read: bad arguments");
-	sess_key(k, sizeof(k), c->queue, "%s:x:%llu:%d", id,
+		return sess__fail(c, -EINVAL, "exec read: bad arguments");
+	sess__key(k, sizeof(k), c->queue, "%s:x:%llu:%d", id,
 		 (unsigned long long)n, fd);
 	r = redisCommand(c->rc, "GETRANGE %s %llu %llu", k,
 			 (unsigned long long)offset,
 			 (unsigned long long)(offset + max - 1));
-	x = sess_check(c->rc, r, c->err, sizeof(c->err));
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	if (x == 0 && r->type == REDIS_REPLY_STRING && r->len <= max) {
 		*ret = malloc(r->len + 1);
 		if (!*ret) {
@@ -742,7 +742,7 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 			*ret_len = r->len;
 		}
 	} else if (x == 0) {
-		x = sess_fail(c, -EBADMSG, "exec read: bad reply");
+		x = sess__fail(c, -EBADMSG, "exec read: bad reply");
 	}
 	if (r)
 		freeReplyObject(r);
@@ -759,9 +759,9 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 	redisReply *r;
 	int n, m;
 
-	sess_key(k, sizeof(k), c->queue, "stats");
+	sess__key(k, sizeof(k), c->queue, "stats");
 	r = redisCommand(c->rc, "HGETALL %s", k);
-	if (sess_check(c->rc, r, c->err, sizeof(c->err)) < 0) {
+	if (sess__check(c->rc, r, c->err, sizeof(c->err)) < 0) {
 		if (r)
 			freeReplyObject(r);
 		return -EIO;
@@ -847,17 +847,17 @@ int al_sess_metrics(struct alq_client *c, char *buf, size_t len)
 }
 
 /* For save.c (sess_internal.h). */
-int sess_live_record(struct alq_client *c, const char *id, json_t **ret)
+int sess__live_record(struct alq_client *c, const char *id, json_t **ret)
 {
 	return live(c, id, ret);
 }
 
-int sess_push(struct alq_client *c, const char *k, json_t *req)
+int sess__push(struct alq_client *c, const char *k, json_t *req)
 {
 	return push(c, k, req);
 }
 
-int sess_await(struct alq_client *c, const char *rid, const char *id,
+int sess__await(struct alq_client *c, const char *rid, const char *id,
 	       uint64_t timeout_ms, json_t **ret)
 {
 	return await(c, rid, id, timeout_ms, ret);

@@ -10,7 +10,7 @@
 
 #include "sess_internal.h"
 
-int sess_key(char *buf, size_t len, const char *q, const char *fmt, ...)
+int sess__key(char *buf, size_t len, const char *q, const char *fmt, ...)
 {
 	va_list ap;
 	int n = snprintf(buf, len, "airlock:{%s}:sess:", q), m;
@@ -25,7 +25,7 @@ int sess_key(char *buf, size_t len, const char *q, const char *fmt, ...)
 	return 0;
 }
 
-bool sess_id_valid(const char *id)
+bool sess__id_valid(const char *id)
 {
 	size_t n = strlen(id);
 
@@ -38,7 +38,7 @@ bool sess_id_valid(const char *id)
 	return true;
 }
 
-int sess_new_id(char *buf, size_t len, char prefix)
+int sess__new_id(char *buf, size_t len, char prefix)
 {
 	unsigned char b[12];
 
@@ -53,7 +53,7 @@ int sess_new_id(char *buf, size_t len, char prefix)
 	return 0;
 }
 
-void sess_iso(uint64_t ms, char out[32])
+void sess__iso(uint64_t ms, char out[32])
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
@@ -65,7 +65,7 @@ void sess_iso(uint64_t ms, char out[32])
 	snprintf(out, 32, "%.19s.%03uZ", day, (unsigned)(ms % 1000));
 }
 
-int sess_check(redisContext *rc, redisReply *r, char *err, size_t len)
+int sess__check(redisContext *rc, redisReply *r, char *err, size_t len)
 {
 	if (r && r->type != REDIS_REPLY_ERROR)
 		return 0;
@@ -77,14 +77,14 @@ int sess_check(redisContext *rc, redisReply *r, char *err, size_t len)
 	return -EIO;
 }
 
-int sess_reply(redisContext *rc, const char *q, const char *rid,
+int sess__reply(redisContext *rc, const char *q, const char *rid,
 	       const char *json)
 {
 	char k[SESS_KEY_MAX];
 	redisReply *r;
 	int ret;
 
-	if (sess_key(k, sizeof(k), q, "reply:%s", rid) < 0)
+	if (sess__key(k, sizeof(k), q, "reply:%s", rid) < 0)
 		return -EINVAL;
 	redisAppendCommand(rc, "RPUSH %s %s", k, json);
 	redisAppendCommand(rc, "EXPIRE %s %u", k, SESS_REPLY_TTL_S);
@@ -114,7 +114,7 @@ static const char END_LUA[] =
     "redis.call('HINCRBY', KEYS[2], 'ended:' .. ARGV[1], 1)\n"
     "return 1\n";
 
-int sess_end(redisContext *rc, const char *q, const char *id,
+int sess__end(redisContext *rc, const char *q, const char *id,
 	     const char *reason, const char *error, uint32_t keep_s,
 	     uint64_t at_ms)
 {
@@ -122,15 +122,15 @@ int sess_end(redisContext *rc, const char *q, const char *id,
 	redisReply *r;
 	int ret;
 
-	if (sess_key(k, sizeof(k), q, "%s", id) < 0 ||
-	    sess_key(ks, sizeof(ks), q, "stats") < 0)
+	if (sess__key(k, sizeof(k), q, "%s", id) < 0 ||
+	    sess__key(ks, sizeof(ks), q, "stats") < 0)
 		return -EINVAL;
 	snprintf(now, sizeof(now), "%llu",
 		 (unsigned long long)(at_ms ? at_ms : al_wall_ms()));
 	snprintf(keep, sizeof(keep), "%u", keep_s);
 	r = redisCommand(rc, "EVAL %s 2 %s %s %s %s %s %s", END_LUA, k, ks,
 			 reason, error ? error : "", now, keep);
-	if (sess_check(rc, r, NULL, 0) < 0)
+	if (sess__check(rc, r, NULL, 0) < 0)
 		ret = -EIO;
 	else
 		ret = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -229,7 +229,7 @@ static json_t *hash_json(const redisReply *r)
 		char iso[32];
 
 		if (json_is_integer(ms) && json_integer_value(ms) > 0) {
-			sess_iso((uint64_t)json_integer_value(ms), iso);
+			sess__iso((uint64_t)json_integer_value(ms), iso);
 			json_object_set_new(o, ISO[i][1], json_string(iso));
 		}
 	}
@@ -240,7 +240,7 @@ static int get_hash(redisContext *rc, const char *key, json_t **ret, char *err,
 		    size_t len)
 {
 	redisReply *r = redisCommand(rc, "HGETALL %s", key);
-	int ret_ = sess_check(rc, r, err, len);
+	int ret_ = sess__check(rc, r, err, len);
 
 	if (ret_ == 0 && (r->type != REDIS_REPLY_ARRAY || !r->elements))
 		ret_ = -ENOENT;
@@ -251,28 +251,28 @@ static int get_hash(redisContext *rc, const char *key, json_t **ret, char *err,
 	return ret_;
 }
 
-int sess_record_json(redisContext *rc, const char *q, const char *id,
+int sess__record_json(redisContext *rc, const char *q, const char *id,
 		     json_t **ret, char *err, size_t len)
 {
 	char k[SESS_KEY_MAX];
 
-	if (sess_key(k, sizeof(k), q, "%s", id) < 0)
+	if (sess__key(k, sizeof(k), q, "%s", id) < 0)
 		return -EINVAL;
 	return get_hash(rc, k, ret, err, len);
 }
 
-int sess_exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
+int sess__exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
 		   json_t **ret, char *err, size_t len)
 {
 	char k[SESS_KEY_MAX];
 
-	if (sess_key(k, sizeof(k), q, "%s:x:%llu", id, (unsigned long long)n) <
+	if (sess__key(k, sizeof(k), q, "%s:x:%llu", id, (unsigned long long)n) <
 	    0)
 		return -EINVAL;
 	return get_hash(rc, k, ret, err, len);
 }
 
-int sess_fail(struct alq_client *c, int r, const char *fmt, ...)
+int sess__fail(struct alq_client *c, int r, const char *fmt, ...)
 {
 	va_list ap;
 

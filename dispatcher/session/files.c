@@ -104,7 +104,7 @@ static int run(struct alq_client *c, const char *id, const char *what,
 		free(xs);
 		xs = NULL;
 		if (!x) {
-			r = sess_fail(c, -EBADMSG, "%s: a bad exec record", what);
+			r = sess__fail(c, -EBADMSG, "%s: a bad exec record", what);
 			goto out;
 		}
 		done = !strcmp(json_string_value(json_object_get(x, "state"))
@@ -124,7 +124,7 @@ static int run(struct alq_client *c, const char *id, const char *what,
 		json_t *e = json_object_get(x, "stderr");
 		const char *s = json_string_value(e);
 
-		r = sess_fail(c, -EIO,
+		r = sess__fail(c, -EIO,
 			 "%s: the guest's command failed (%s %lld)%s%.160s",
 			 what,
 			 json_string_value(json_object_get(x, "status")) ?: "?",
@@ -137,7 +137,7 @@ static int run(struct alq_client *c, const char *id, const char *what,
 		    json_object_get(x, "stdout_bytes"));
 
 		if (total > out_max) {
-			r = sess_fail(c, -E2BIG, "%s: %llu bytes, over %zu", what,
+			r = sess__fail(c, -E2BIG, "%s: %llu bytes, over %zu", what,
 				 (unsigned long long)total, out_max);
 			goto out;
 		}
@@ -154,7 +154,7 @@ static int run(struct alq_client *c, const char *id, const char *what,
 				goto out;
 			if (l == 0) {
 				free(p);
-				r = sess_fail(c, -E2BIG,
+				r = sess__fail(c, -E2BIG,
 					 "%s: only %llu of %llu bytes stored "
 					 "(sessions.output_max_bytes)",
 					 what, (unsigned long long)off,
@@ -180,7 +180,7 @@ out:
 oom:
 	json_decref(cmd);
 	json_decref(body);
-	return sess_fail(c, -ENOMEM, "%s: out of memory", what);
+	return sess__fail(c, -ENOMEM, "%s: out of memory", what);
 }
 
 int al_sess_put_tar(struct alq_client *c, const char *id, const char *remote,
@@ -192,12 +192,12 @@ int al_sess_put_tar(struct alq_client *c, const char *id, const char *remote,
 	int r;
 
 	if (!remote_ok(remote))
-		return sess_fail(c, -EINVAL,
+		return sess__fail(c, -EINVAL,
 			    "put: %.80s: the directory must be . or a "
 			    "relative path with no empty, . or .. part",
 			    remote);
 	if (al_tar_check(tar, len, max_bytes, max_files, err, sizeof(err)) < 0)
-		return sess_fail(c, -EINVAL, "put: the tar is refused: %s", err);
+		return sess__fail(c, -EINVAL, "put: the tar is refused: %s", err);
 	tmp_name(tmp, sizeof(tmp));
 	/* first chunk: also make the directory; an empty tar is one exec */
 	for (size_t off = 0; off < len || off == 0;) {
@@ -242,7 +242,7 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 	int r;
 
 	if (!remote_ok(remote))
-		return sess_fail(c, -EINVAL,
+		return sess__fail(c, -EINVAL,
 			    "get: %.80s: the directory must be . or a "
 			    "relative path with no empty, . or .. part",
 			    remote);
@@ -257,13 +257,13 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 	total = strtoull(s, &end, 10);
 	if (end == s || (*end && *end != '\n')) {
 		free(s);
-		r = sess_fail(c, -EBADMSG,
+		r = sess__fail(c, -EBADMSG,
 			 "get: the guest's tar size is not a number");
 		goto clean;
 	}
 	free(s);
 	if (total > cap) {
-		r = sess_fail(c, -E2BIG,
+		r = sess__fail(c, -E2BIG,
 			 "get: the tar is %llu bytes, over the cap (%llu bytes "
 			 "of contents, %u entries)",
 			 total, (unsigned long long)max_bytes, max_files);
@@ -271,7 +271,7 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 	}
 	buf = malloc(total ? total : 1);
 	if (!buf) {
-		r = sess_fail(c, -ENOMEM, "get: out of memory");
+		r = sess__fail(c, -ENOMEM, "get: out of memory");
 		goto clean;
 	}
 	while (got < total) {
@@ -289,7 +289,7 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 			goto clean;
 		if (l == 0 || l > total - got) {
 			free(s);
-			r = sess_fail(c, -EBADMSG, "get: the guest's tar changed");
+			r = sess__fail(c, -EBADMSG, "get: the guest's tar changed");
 			goto clean;
 		}
 		memcpy(buf + got, s, l);
@@ -302,7 +302,7 @@ int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 		goto out;
 	if (al_tar_check(buf, got, max_bytes, max_files, err, sizeof(err)) <
 	    0) {
-		r = sess_fail(c, -EINVAL, "get: the guest's tar is refused: %s",
+		r = sess__fail(c, -EINVAL, "get: the guest's tar is refused: %s",
 			 err);
 		goto out;
 	}

@@ -22,7 +22,7 @@
  *      create_timeout bounds the wait). Sessions have their own processes
  *      and cap, so they never take the batch workers' slots.
  *
- * Each session is a child (run.c) speaking struct sess_msg on a socket.
+ * Each session is a child (run.c) speaking struct sess__msg on a socket.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +113,7 @@ static redisContext *rc(struct host *h)
 		return h->cl.rc;
 	alq_client_close(&h->cl);
 	if (alq_client_open(&h->cl, &h->o->url, h->o->queue,
-			    sess_timeout_ms(h->o)) < 0) {
+			    sess__timeout_ms(h->o)) < 0) {
 		alq_client_close(&h->cl);
 		return NULL;
 	}
@@ -126,7 +126,7 @@ static void reply_error(struct host *h, const char *rid, const char *msg)
 	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	if (t && rid && rc(h))
-		sess_reply(h->cl.rc, h->o->queue, rid, t);
+		sess__reply(h->cl.rc, h->o->queue, rid, t);
 	free(t);
 	json_decref(j);
 }
@@ -137,11 +137,11 @@ static void reply_record(struct host *h, const char *rid, const char *id)
 	char *t;
 
 	if (!rc(h) ||
-	    sess_record_json(h->cl.rc, h->o->queue, id, &rec, NULL, 0) < 0)
+	    sess__record_json(h->cl.rc, h->o->queue, id, &rec, NULL, 0) < 0)
 		return;
 	t = json_dumps(rec, JSON_COMPACT);
 	if (t)
-		sess_reply(h->cl.rc, h->o->queue, rid, t);
+		sess__reply(h->cl.rc, h->o->queue, rid, t);
 	free(t);
 	json_decref(rec);
 }
@@ -175,7 +175,7 @@ static void gone(struct host *h, struct child *c, int status)
 			 WIFSIGNALED(status) ? WTERMSIG(status)
 					     : WEXITSTATUS(status));
 		if ((!rc(h) ||
-		     sess_end(h->cl.rc, h->o->queue, c->id,
+		     sess__end(h->cl.rc, h->o->queue, c->id,
 			      c->why ? c->why : "failed", c->why ? NULL : err,
 			      h->o->keep_s, 0) < 0) &&
 		    h->n_unended < UNENDED_MAX) {
@@ -206,7 +206,7 @@ static void spare_reap(struct host *h)
 	int status;
 
 	if (h->spare > 0 && !h->spare_ready) {
-		struct sess_msg m;
+		struct sess__msg m;
 
 		if (read(h->spare_fd, &m, sizeof(m)) == sizeof(m) &&
 		    m.type == SESS_MSG_READY) {
@@ -235,7 +235,7 @@ static void spare_make(struct host *h)
 	pid = al_proc_fork(h->o->sb, &fd);
 	if (pid == 0) {
 		signal(SIGTERM, SIG_DFL);
-		sess_spare(h->o, h->name, fd);
+		sess__spare(h->o, h->name, fd);
 	}
 	if (pid < 0) {
 		h->spare_at = al_now_ms() + 5000;
@@ -303,7 +303,7 @@ static void clocks(struct host *h)
 
 	for (uint32_t i = 0; i < h->o->max_sessions; i++) {
 		struct child *c = &h->c[i];
-		struct sess_msg m;
+		struct sess__msg m;
 
 		if (c->pid <= 0)
 			continue;
@@ -330,7 +330,7 @@ static void retry_ends(struct host *h)
 	while (h->n_unended && rc(h)) {
 		struct unended *u = &h->unended[h->n_unended - 1];
 
-		if (sess_end(h->cl.rc, h->o->queue, u->id, u->reason,
+		if (sess__end(h->cl.rc, h->o->queue, u->id, u->reason,
 			     u->error[0] ? u->error : NULL, h->o->keep_s,
 			     u->at) < 0)
 			return;
@@ -346,7 +346,7 @@ static void heartbeat(struct host *h)
 	if (al_now_ms() < h->hb_at || !rc(h))
 		return;
 	h->hb_at = al_now_ms() + h->o->heartbeat_ms;
-	sess_key(k, sizeof(k), h->o->queue, "host:%s", h->name);
+	sess__key(k, sizeof(k), h->o->queue, "host:%s", h->name);
 	r = redisCommand(h->cl.rc, "SET %s %u PX %u", k, h->n,
 			 3 * h->o->heartbeat_ms);
 	if (r)
@@ -393,14 +393,14 @@ static void create(struct host *h, json_t *req)
 	int fd;
 	pid_t pid;
 
-	if (!id || !rid || !sess_id_valid(id) || !sess_id_valid(rid) ||
+	if (!id || !rid || !sess__id_valid(id) || !sess__id_valid(rid) ||
 	    !json_is_object(body))
 		return; /* not ours to answer: malformed */
 	if (json_is_integer(dl) &&
 	    (uint64_t)json_integer_value(dl) < al_wall_ms())
 		return; /* its client gave up (create_timeout) */
 	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) < 0) {
-		sess_end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
+		sess__end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
 			 0);
 		reply_error(h, rid, err);
 		return;
@@ -410,7 +410,7 @@ static void create(struct host *h, json_t *req)
 			c = &h->c[i];
 	if (!c)
 		return;
-	sess_key(k, sizeof(k), h->o->queue, "%s", id);
+	sess__key(k, sizeof(k), h->o->queue, "%s", id);
 	redisReply *r = redisCommand(h->cl.rc,
 				     "HSET %s state starting host %s ttl_s %u "
 				     "idle_s %u",
@@ -422,12 +422,12 @@ static void create(struct host *h, json_t *req)
 		pid = al_proc_fork(h->o->sb, &fd);
 	if (pid == 0) {
 		signal(SIGTERM, SIG_DFL);
-		sess_run(h->o, h->name, req, ttl, idle, fd);
+		sess__run(h->o, h->name, req, ttl, idle, fd);
 	}
 	if (pid < 0) {
 		snprintf(err, sizeof(err), "create: fork: %s",
 			 strerror((int)-pid));
-		sess_end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
+		sess__end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
 			 0);
 		reply_error(h, rid, err);
 		return;
@@ -437,7 +437,7 @@ static void create(struct host *h, json_t *req)
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	c->ttl_at = al_now_ms() + SESS_START_MAX_MS + ttl * 1000ull;
 	h->n++;
-	sess_key(k, sizeof(k), h->o->queue, "stats");
+	sess__key(k, sizeof(k), h->o->queue, "stats");
 	r = redisCommand(h->cl.rc, "HINCRBY %s created 1", k);
 	if (r)
 		freeReplyObject(r);
@@ -449,7 +449,7 @@ static void extend(struct host *h, struct child *c, const char *rid,
 		   json_t *ttl)
 {
 	uint64_t w = al_wall_ms(), at, max;
-	struct sess_msg m;
+	struct sess__msg m;
 	char k[SESS_KEY_MAX], err[300], a[32], b[32];
 
 	if (!c->alive_at) {
@@ -464,8 +464,8 @@ static void extend(struct host *h, struct child *c, const char *rid,
 	at = w + (uint64_t)json_integer_value(ttl) * 1000;
 	max = c->alive_at + (uint64_t)h->o->ttl_max_s * 1000;
 	if (at > max) {
-		sess_iso(at, a);
-		sess_iso(max, b);
+		sess__iso(at, a);
+		sess__iso(max, b);
 		snprintf(err, sizeof(err),
 			 "extend refused: ttl_s=%lld would end the session at "
 			 "%s, past its maximum lifetime (sessions.ttl_max_s="
@@ -476,11 +476,11 @@ static void extend(struct host *h, struct child *c, const char *rid,
 		return;
 	}
 	c->ttl_at = al_now_ms() + (at - w);
-	m = (struct sess_msg){SESS_MSG_EXTEND, (int64_t)at};
+	m = (struct sess__msg){SESS_MSG_EXTEND, (int64_t)at};
 	if (write(c->fd, &m, sizeof(m)) != sizeof(m))
 		al_warn("session=%s extend: the process did not take it",
 			c->id);
-	sess_key(k, sizeof(k), h->o->queue, "%s", c->id);
+	sess__key(k, sizeof(k), h->o->queue, "%s", c->id);
 	redisReply *r = redisCommand(h->cl.rc, "HSET %s expires_at_ms %llu", k,
 				     (unsigned long long)at);
 	if (r)
@@ -494,9 +494,9 @@ static void control(struct host *h, json_t *req)
 	const char *rid = json_string_value(json_object_get(req, "rid"));
 	const char *op = json_string_value(json_object_get(req, "op"));
 	struct child *c;
-	struct sess_msg m = {SESS_MSG_STOP, 0};
+	struct sess__msg m = {SESS_MSG_STOP, 0};
 
-	if (!id || !rid || !op || !sess_id_valid(rid))
+	if (!id || !rid || !op || !sess__id_valid(rid))
 		return;
 	c = find(h, id);
 	if (!c) {
@@ -527,9 +527,9 @@ static void take(struct host *h)
 		poll(NULL, 0, 250);
 		return;
 	}
-	sess_key(ctl, sizeof(ctl), h->o->queue, "host:%s:ctl", h->name);
-	sess_key(cr, sizeof(cr), h->o->queue, "create");
-	sess_key(fk, sizeof(fk), h->o->queue, "host:%s:create", h->name);
+	sess__key(ctl, sizeof(ctl), h->o->queue, "host:%s:ctl", h->name);
+	sess__key(cr, sizeof(cr), h->o->queue, "create");
+	sess__key(fk, sizeof(fk), h->o->queue, "host:%s:create", h->name);
 	if (h->n < h->o->max_sessions && !stopping)
 		/* forks of this host's sessions (save.c) come first */
 		r = redisCommand(h->cl.rc, "BLPOP %s %s %s " BLOCK_S, ctl, fk,
@@ -567,7 +567,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 	for (uint32_t i = 0; i < o->max_sessions; i++)
 		h.c[i].pid = -1;
 	al_info("sessions: host %s takes up to %u", h.name, o->max_sessions);
-	sess_sweep_saved(o); /* of sessions a dead host took with it */
+	sess__sweep_saved(o); /* of sessions a dead host took with it */
 	h.spare = -1;
 	h.spare_fd = -1;
 	while (!stopping) {
@@ -596,7 +596,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 			gone(&h, &h.c[i], status);
 	}
 	if (rc(&h)) {
-		sess_key(k, sizeof(k), o->queue, "host:%s", h.name);
+		sess__key(k, sizeof(k), o->queue, "host:%s", h.name);
 		redisReply *r = redisCommand(h.cl.rc, "DEL %s", k);
 		if (r)
 			freeReplyObject(r);

@@ -105,7 +105,7 @@ static redisContext *rc(struct sess *s)
 		return s->cl.rc;
 	alq_client_close(&s->cl);
 	if (alq_client_open(&s->cl, &s->o->url, s->o->queue,
-			    sess_timeout_ms(s->o)) < 0) {
+			    sess__timeout_ms(s->o)) < 0) {
 		alq_client_close(&s->cl);
 		return NULL;
 	}
@@ -125,7 +125,7 @@ static int cmd(struct sess *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	r = redisvCommand(c, fmt, ap);
 	va_end(ap);
-	ret = sess_check(c, r, NULL, 0);
+	ret = sess__check(c, r, NULL, 0);
 	if (r)
 		freeReplyObject(r);
 	return ret;
@@ -137,7 +137,7 @@ static void reply_error(struct sess *s, const char *rid, const char *msg)
 	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	if (t && rc(s))
-		sess_reply(s->cl.rc, s->o->queue, rid, t);
+		sess__reply(s->cl.rc, s->o->queue, rid, t);
 	free(t);
 	json_decref(j);
 }
@@ -147,7 +147,7 @@ static void reply_json(struct sess *s, const char *rid, json_t *j)
 	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	if (t && rc(s))
-		sess_reply(s->cl.rc, s->o->queue, rid, t);
+		sess__reply(s->cl.rc, s->o->queue, rid, t);
 	free(t);
 }
 
@@ -250,7 +250,7 @@ static void count_exec(struct sess *s, uint64_t wall_ms)
 				 SESS_EXEC_BUCKETS[i]);
 			break;
 		}
-	if (sess_key(ks, sizeof(ks), s->o->queue, "stats") < 0)
+	if (sess__key(ks, sizeof(ks), s->o->queue, "stats") < 0)
 		return;
 	cmd(s, "HINCRBY %s %s 1", ks, f);
 	cmd(s, "HINCRBY %s exec_ms_sum %llu", ks, (unsigned long long)wall_ms);
@@ -342,7 +342,7 @@ static int sig_request(struct sess *s, json_t *req, uint32_t *sig,
 		*grace = json_integer_value(g) > AL_SIGNAL_GRACE_MAX
 			     ? AL_SIGNAL_GRACE_MAX
 			     : (uint32_t)json_integer_value(g);
-	sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
+	sess__key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
 		 (unsigned long long)x);
 	if (strlen(s->sigs) + 6 < sizeof(s->sigs)) {
 		size_t at = strlen(s->sigs);
@@ -382,7 +382,7 @@ static int exec_tick(void *opaque, uint32_t *sig, uint32_t *grace)
 	c = s->cl.rc && !s->cl.rc->err ? s->cl.rc : NULL; /* no reconnect */
 	if (!c)
 		return 0;
-	sess_key(k, sizeof(k), s->o->queue, "%s:sig", s->id);
+	sess__key(k, sizeof(k), s->o->queue, "%s:sig", s->id);
 	r = redisCommand(c, "LPOP %s", k);
 	if (r && r->type == REDIS_REPLY_STRING && r->len <= REQ_MAX) {
 		json_t *req = json_loadb(r->str, r->len, 0, NULL);
@@ -412,10 +412,10 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		return;
 	}
 	s->execs++;
-	sess_key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
+	sess__key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
 		 (unsigned long long)s->execs);
 	for (int i = 0; i < 2; i++) {
-		sess_key(s->okey[i], sizeof(s->okey[i]), s->o->queue,
+		sess__key(s->okey[i], sizeof(s->okey[i]), s->o->queue,
 			 "%s:x:%llu:%d", s->id, (unsigned long long)s->execs,
 			 i + 1);
 		s->stored[i] = 0;
@@ -432,7 +432,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	{
 		char k[SESS_KEY_MAX];
 
-		sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+		sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
 		cmd(s, "HSET %s execs %llu", k, (unsigned long long)s->execs);
 	}
 	reply_json(s, rid, json_pack("{s:I}", "exec", (json_int_t)s->execs));
@@ -476,7 +476,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 
 static void host_msgs(struct sess *s)
 {
-	struct sess_msg m;
+	struct sess__msg m;
 
 	while (read(s->fd, &m, sizeof(m)) == sizeof(m)) {
 		if (m.type == SESS_MSG_STOP) {
@@ -501,7 +501,7 @@ static void touch(struct sess *s)
 	if (!s->idle_s)
 		return;
 	s->idle_at = al_now_ms() + s->idle_s * 1000ull;
-	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
 	cmd(s, "HSET %s idle_at_ms %llu", k,
 	    (unsigned long long)(al_wall_ms() + s->idle_s * 1000ull));
 }
@@ -513,8 +513,8 @@ static void hibernate(struct sess *s)
 	char k[SESS_KEY_MAX], err[400] = "";
 	uint64_t t0 = al_now_ms();
 
-	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
-	if (sess_hibernate(s->o, s->ws, s->id, err, sizeof(err)) < 0) {
+	sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
+	if (sess__hibernate(s->o, s->ws, s->id, err, sizeof(err)) < 0) {
 		al_warn("session=%s %s: it stays up", s->id, err);
 		s->hib_s = 0; /* not again: it runs on as it was */
 		return;
@@ -533,7 +533,7 @@ static int resume(struct sess *s, const char *rid, uint64_t *ret_ms)
 	int r;
 
 	r = s->ttl_at > now
-		? sess_resume(s->o, s->ws, s->id, s->body,
+		? sess__resume(s->o, s->ws, s->id, s->body,
 			      s->ttl_at - now + SESS_TTL_GRACE_MS, ret_ms, err,
 			      sizeof(err))
 		: -ETIMEDOUT;
@@ -545,7 +545,7 @@ static int resume(struct sess *s, const char *rid, uint64_t *ret_ms)
 		return -1;
 	}
 	s->hibernated = false;
-	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
 	cmd(s, "HSET %s hibernated 0 resumed_ms %llu", k,
 	    (unsigned long long)*ret_ms);
 	cmd(s, "HINCRBY %s resumes 1", k);
@@ -556,7 +556,7 @@ static int resume(struct sess *s, const char *rid, uint64_t *ret_ms)
 static void op_snapshot(struct sess *s, const char *rid, json_t *body)
 {
 	char err[400] = "";
-	json_t *j = sess_snapshot(s->o, s->ws, s->id, body, err, sizeof(err));
+	json_t *j = sess__snapshot(s->o, s->ws, s->id, body, err, sizeof(err));
 
 	if (j)
 		reply_json(s, rid, j);
@@ -569,7 +569,7 @@ static void op_snapshot(struct sess *s, const char *rid, json_t *body)
 static void op_fork(struct sess *s, const char *rid)
 {
 	char err[400] = "";
-	json_t *j = sess_fork(s->o, s->ws, s->id, s->body, err, sizeof(err));
+	json_t *j = sess__fork(s->o, s->ws, s->id, s->body, err, sizeof(err));
 
 	if (j)
 		reply_json(s, rid, j);
@@ -619,7 +619,7 @@ static void one_request(struct sess *s, const redisReply *r)
 	else if (!strcmp(json_string_value(op), "fork"))
 		op_fork(s, json_string_value(rid));
 	else if (!strcmp(json_string_value(op), "fork_done")) {
-		sess_fork_done(s->o, json_string_value(json_object_get(
+		sess__fork_done(s->o, json_string_value(json_object_get(
 					 json_object_get(req, "body"), "name")));
 		reply_error(s, json_string_value(rid), "");
 	} else if (!strcmp(json_string_value(op), "snapshot"))
@@ -635,8 +635,8 @@ static void serve(struct sess *s)
 {
 	char k[SESS_KEY_MAX], ks[SESS_KEY_MAX];
 
-	sess_key(k, sizeof(k), s->o->queue, "%s:req", s->id);
-	sess_key(ks, sizeof(ks), s->o->queue, "%s:sig", s->id);
+	sess__key(k, sizeof(k), s->o->queue, "%s:req", s->id);
+	sess__key(ks, sizeof(ks), s->o->queue, "%s:sig", s->id);
 	while (!s->reason) {
 		uint64_t now = al_now_ms(), until = now + LOOP_MS;
 		redisContext *c;
@@ -694,7 +694,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 					   "files"};
 	struct al_job j = {0};
 	struct al_diags d;
-	struct sess_msg m;
+	struct sess__msg m;
 	char *text, err[600] = "", k[SESS_KEY_MAX];
 	uint64_t w;
 	int r;
@@ -721,7 +721,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 		     "none"));
 	if (r < 0) {
 		al_diags_format(&d, err, sizeof(err));
-	} else if ((r = sess_fork_policy(s->o, s->ws, body, err,
+	} else if ((r = sess__fork_policy(s->o, s->ws, body, err,
 					 sizeof(err))) < 0) {
 		al_job_release(&j);
 	} else {
@@ -733,17 +733,17 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	if (r < 0) {
 		snprintf(s->error, sizeof(s->error), "create: %.240s", err);
 		if (rc(s))
-			sess_end(s->cl.rc, s->o->queue, s->id, "failed",
+			sess__end(s->cl.rc, s->o->queue, s->id, "failed",
 				 s->error, s->o->keep_s, 0);
 		reply_error(s, rid, s->error);
 		return -1;
 	}
 	w = al_wall_ms();
 	s->ttl_at = al_now_ms() + ttl_s * 1000ull;
-	m = (struct sess_msg){SESS_MSG_ALIVE, (int64_t)(w + ttl_s * 1000ull)};
+	m = (struct sess__msg){SESS_MSG_ALIVE, (int64_t)(w + ttl_s * 1000ull)};
 	if (write(s->fd, &m, sizeof(m)) != sizeof(m))
 		return -1;
-	sess_key(k, sizeof(k), s->o->queue, "%s", s->id);
+	sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
 	cmd(s,
 	    "HSET %s state alive alive_at_ms %llu expires_at_ms %llu "
 	    "restore_ms %llu warm %d saveable %d",
@@ -753,7 +753,7 @@ static int start(struct sess *s, json_t *req, uint32_t ttl_s)
 	    sb_vm_saveable(s->ws->vm) ? 1 : 0);
 	touch(s);
 	if (rc(s) &&
-	    sess_record_json(s->cl.rc, s->o->queue, s->id, &rec, NULL, 0) == 0)
+	    sess__record_json(s->cl.rc, s->o->queue, s->id, &rec, NULL, 0) == 0)
 		reply_json(s, rid, rec);
 	json_decref(rec);
 	return 0;
@@ -764,16 +764,16 @@ static void expire_all(struct sess *s)
 {
 	char k[SESS_KEY_MAX];
 
-	sess_key(k, sizeof(k), s->o->queue, "%s:req", s->id);
+	sess__key(k, sizeof(k), s->o->queue, "%s:req", s->id);
 	cmd(s, "DEL %s", k);
-	sess_key(k, sizeof(k), s->o->queue, "%s:sig", s->id);
+	sess__key(k, sizeof(k), s->o->queue, "%s:sig", s->id);
 	cmd(s, "DEL %s", k);
 	for (uint64_t n = 1; n <= s->execs; n++) {
-		sess_key(k, sizeof(k), s->o->queue, "%s:x:%llu", s->id,
+		sess__key(k, sizeof(k), s->o->queue, "%s:x:%llu", s->id,
 			 (unsigned long long)n);
 		cmd(s, "EXPIRE %s %u", k, s->o->keep_s);
 		for (int i = 1; i <= 2; i++) {
-			sess_key(k, sizeof(k), s->o->queue, "%s:x:%llu:%d",
+			sess__key(k, sizeof(k), s->o->queue, "%s:x:%llu:%d",
 				 s->id, (unsigned long long)n, i);
 			cmd(s, "EXPIRE %s %u", k, s->o->keep_s);
 		}
@@ -783,7 +783,7 @@ static void expire_all(struct sess *s)
 /* A spare: warm clones made while no session waits, then the create the
  * host hands over on the socket (4-byte length, then the request with
  * its resolved ttl_s and idle_s as "ttl", "idle"). */
-void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
+void sess__spare(const struct al_sess_opts *o, const char *host, int fd)
 {
 	struct al_wsess *ws = malloc(sizeof(*ws));
 	uint32_t len = 0, got = 0;
@@ -795,7 +795,7 @@ void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
 	al_wsess_init(ws, o->sb, o->policy, host);
 	al_wsess_warm(ws);
 	{
-		struct sess_msg m = {SESS_MSG_READY, 0};
+		struct sess__msg m = {SESS_MSG_READY, 0};
 
 		if (write(fd, &m, sizeof(m)) != sizeof(m))
 			_exit(0);
@@ -815,13 +815,13 @@ void sess_spare(const struct al_sess_opts *o, const char *host, int fd)
 	if (!json_is_integer(json_object_get(req, "ttl")) ||
 	    !json_is_integer(json_object_get(req, "idle")))
 		_exit(1);
-	sess_go(o, host, req,
+	sess__go(o, host, req,
 		(uint32_t)json_integer_value(json_object_get(req, "ttl")),
 		(uint32_t)json_integer_value(json_object_get(req, "idle")), fd,
 		ws);
 }
 
-void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
+void sess__run(const struct al_sess_opts *o, const char *host, json_t *req,
 	      uint32_t ttl_s, uint32_t idle_s, int fd)
 {
 	struct al_wsess *ws = malloc(sizeof(*ws));
@@ -829,10 +829,10 @@ void sess_run(const struct al_sess_opts *o, const char *host, json_t *req,
 	if (!ws)
 		_exit(1);
 	al_wsess_init(ws, o->sb, o->policy, host);
-	sess_go(o, host, req, ttl_s, idle_s, fd, ws);
+	sess__go(o, host, req, ttl_s, idle_s, fd, ws);
 }
 
-void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
+void sess__go(const struct al_sess_opts *o, const char *host, json_t *req,
 	     uint32_t ttl_s, uint32_t idle_s, int fd, struct al_wsess *ws)
 {
 	struct sess s = {
@@ -871,18 +871,18 @@ void sess_go(const struct al_sess_opts *o, const char *host, json_t *req,
 	if (s.hib_s) {
 		char k[SESS_KEY_MAX];
 
-		sess_key(k, sizeof(k), o->queue, "%s", s.id);
+		sess__key(k, sizeof(k), o->queue, "%s", s.id);
 		cmd(&s, "HSET %s hibernate_s %u hibernated 0", k, s.hib_s);
 	}
 	al_info("session=%s alive ttl_s=%u idle_s=%u", s.id, ttl_s, idle_s);
 	serve(&s);
 	s.ended_at = al_wall_ms(); /* the end, not the VM's teardown after */
 	al_wsess_close(s.ws);
-	sess_fork_done(o, NULL); /* fork snapshots a lost client left */
+	sess__fork_done(o, NULL); /* fork snapshots a lost client left */
 	if (s.hib_s) /* a hibernated session's state */
-		sess_hib_done(o, s.id);
+		sess__hib_done(o, s.id);
 	for (int tries = 0; tries < 20; tries++) {
-		if (rc(&s) && sess_end(s.cl.rc, o->queue, s.id, s.reason,
+		if (rc(&s) && sess__end(s.cl.rc, o->queue, s.id, s.reason,
 				       s.error[0] ? s.error : NULL, o->keep_s,
 				       s.ended_at) >= 0)
 			break;

@@ -1,5 +1,5 @@
 /* save.c: a live session saved as a snapshot (docs/sessions.md
- * "Snapshot"). The session process (run.c) calls sess_snapshot() for a
+ * "Snapshot"). The session process (run.c) calls sess__snapshot() for a
  * {"op": "snapshot"} request, between execs (requests run in order), so
  * no exec runs while the guest is paused for the save.
  *
@@ -39,7 +39,7 @@
  * process, which holds a shared flock on the name's lock file
  * (STATE/snapshots/.NAME.lock, the one builds take) for as long as it
  * needs them; whatever no process holds is a dead session's, and the
- * session host removes it at its start (sess_sweep_saved). */
+ * session host removes it at its start (sess__sweep_saved). */
 static int own_lock(const struct al_sess_opts *o, const char *name)
 {
 	char path[PATH_MAX];
@@ -70,7 +70,7 @@ static void own_drop(const struct al_sess_opts *o, const char *name, int *fd)
 	*fd = -1;
 }
 
-void sess_sweep_saved(const struct al_sess_opts *o)
+void sess__sweep_saved(const struct al_sess_opts *o)
 {
 	char root[PATH_MAX], name[AL_NAME_MAX + 1];
 	struct dirent *e;
@@ -116,7 +116,7 @@ void sess_sweep_saved(const struct al_sess_opts *o)
 			"sessions gone", n);
 }
 
-json_t *sess_snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
+json_t *sess__snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
 		      const char *id, json_t *body, char *err, size_t len)
 {
 	const char *name = json_string_value(json_object_get(body, "name"));
@@ -177,21 +177,21 @@ static int to_session(struct alq_client *c, const char *id, const char *op,
 	json_t *req;
 	int x;
 
-	if (sess_new_id(rid, sizeof(rid), 'r') < 0) {
+	if (sess__new_id(rid, sizeof(rid), 'r') < 0) {
 		json_decref(body);
 		return -EIO;
 	}
 	req = json_pack("{s:s,s:s,s:o}", "op", op, "rid", rid, "body",
 			body ? body : json_object());
-	sess_key(k, sizeof(k), c->queue, "%s:req", id);
-	x = sess_push(c, k, req);
+	sess__key(k, sizeof(k), c->queue, "%s:req", id);
+	x = sess__push(c, k, req);
 	if (x == 0) /* after the execs before it, like an exec */
-		x = sess_await(c, rid, id, UINT32_MAX, rep);
+		x = sess__await(c, rid, id, UINT32_MAX, rep);
 	if (x < 0)
 		return x;
 	e = json_string_value(json_object_get(*rep, "error"));
 	if (e && e[0]) {
-		x = sess_fail(c, -EINVAL, "%s", e);
+		x = sess__fail(c, -EINVAL, "%s", e);
 		json_decref(*rep);
 	}
 	return x;
@@ -201,7 +201,7 @@ int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
 		     char **ret)
 {
 	json_t *rec, *rep;
-	int x = sess_live_record(c, id, &rec);
+	int x = sess__live_record(c, id, &rec);
 
 	if (x < 0)
 		return x;
@@ -236,7 +236,7 @@ int al_sess_snapshot(struct alq_client *c, const char *id, const char *name,
 static char forks[FORKS_KEPT][AL_NAME_MAX + 1]; /* this process's */
 static int fork_locks[FORKS_KEPT]; /* fd + 1: 0 = none */
 
-json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
+json_t *sess__fork(const struct al_sess_opts *o, struct al_wsess *ws,
 		  const char *id, json_t *create_body, char *err, size_t len)
 {
 	static const char *const keep[] = {"limits", "network", "env",
@@ -296,7 +296,7 @@ json_t *sess_fork(const struct al_sess_opts *o, struct al_wsess *ws,
 	return ret;
 }
 
-void sess_fork_done(const struct al_sess_opts *o, const char *name)
+void sess__fork_done(const struct al_sess_opts *o, const char *name)
 {
 	int fd;
 
@@ -342,7 +342,7 @@ static int lineage_policy(const struct al_sess_opts *o, struct al_wsess *ws,
 	return 0;
 }
 
-int sess_fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
+int sess__fork_policy(const struct al_sess_opts *o, struct al_wsess *ws,
 		     json_t *body, char *err, size_t len)
 {
 	const char *parent = json_string_value(json_object_get(body, "fork_of"));
@@ -382,7 +382,7 @@ static void hib_name(const char *id, char *name, size_t len, char *origin,
 	snprintf(origin, olen, "hibernate:%s", id);
 }
 
-int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
+int sess__hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
 		   const char *id, char *err, size_t len)
 {
 	char name[AL_NAME_MAX + 1], origin[AL_SESS_ORIGIN_MAX + 1];
@@ -417,7 +417,7 @@ int sess_hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
 	return 0;
 }
 
-int sess_resume(const struct al_sess_opts *o, struct al_wsess *ws,
+int sess__resume(const struct al_sess_opts *o, struct al_wsess *ws,
 		const char *id, json_t *create_body, uint64_t ttl_ms,
 		uint64_t *ret_ms, char *err, size_t len)
 {
@@ -473,16 +473,16 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 	int x;
 
 	if (n < 1 || n > AL_SESS_FORK_MAX)
-		return sess_fail(c, -EINVAL, "fork: n must be 1..%d",
+		return sess__fail(c, -EINVAL, "fork: n must be 1..%d",
 				 AL_SESS_FORK_MAX);
-	x = sess_live_record(c, id, &rec);
+	x = sess__live_record(c, id, &rec);
 	if (x < 0)
 		return x;
 	host = json_string_value(json_object_get(rec, "host"));
 	if (!host || snprintf(list, sizeof(list), "host:%s:create", host) >=
 			     (int)sizeof(list)) {
 		json_decref(rec);
-		return sess_fail(c, -EAGAIN, "%s: not on a host yet", id);
+		return sess__fail(c, -EAGAIN, "%s: not on a host yet", id);
 	}
 	x = to_session(c, id, "fork", NULL, &rep);
 	if (x < 0) {
@@ -493,7 +493,7 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 	if (!json_is_object(body)) {
 		json_decref(rec);
 		json_decref(rep);
-		return sess_fail(c, -EBADMSG, "fork: bad reply");
+		return sess__fail(c, -EBADMSG, "fork: bad reply");
 	}
 	/* the parent's clocks, each fork's own from its start */
 	json_object_set(body, "ttl_s", json_object_get(rec, "ttl_s"));
@@ -502,7 +502,7 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 		json_object_set_new(body, "saveable", json_true());
 	json_decref(rec);
 	for (; made < n; made++)
-		if (sess_create_on(c, body, timeout_ms, list, ids[made],
+		if (sess__create_on(c, body, timeout_ms, list, ids[made],
 				   rids[made]) < 0)
 			break;
 	out = json_pack("{s:s,s:O,s:O,s:O,s:[],s:[]}", "parent", id,
@@ -517,7 +517,7 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 		json_t *f;
 
 		rec_text = NULL;
-		if (sess_create_wait(c, ids[i], rids[i], t0, timeout_ms,
+		if (sess__create_wait(c, ids[i], rids[i], t0, timeout_ms,
 				     &rec_text) < 0) {
 			json_array_append_new(errs, json_string(c->err));
 			continue;
@@ -548,11 +548,11 @@ int al_sess_fork(struct alq_client *c, const char *id, unsigned n,
 	*ret = json_dumps(out, JSON_COMPACT);
 	json_decref(out);
 	if (!ok)
-		return sess_fail(c, -EIO, "fork: no fork started");
+		return sess__fail(c, -EIO, "fork: no fork started");
 	return *ret ? 0 : -ENOMEM;
 }
 
-void sess_hib_done(const struct al_sess_opts *o, const char *id)
+void sess__hib_done(const struct al_sess_opts *o, const char *id)
 {
 	char name[AL_NAME_MAX + 1], origin[AL_SESS_ORIGIN_MAX + 1];
 

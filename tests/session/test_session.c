@@ -19,19 +19,19 @@ static void ids(void **state)
 	char a[32], b[32];
 
 	(void)state;
-	assert_int_equal(sess_new_id(a, sizeof(a), 's'), 0);
-	assert_int_equal(sess_new_id(b, sizeof(b), 's'), 0);
-	assert_true(sess_id_valid(a));
+	assert_int_equal(sess__new_id(a, sizeof(a), 's'), 0);
+	assert_int_equal(sess__new_id(b, sizeof(b), 's'), 0);
+	assert_true(sess__id_valid(a));
 	assert_string_not_equal(a, b);
 	assert_int_equal(strlen(a), 26);
-	assert_int_equal(sess_new_id(a, 20, 's'), -ENAMETOOLONG);
-	assert_false(sess_id_valid(""));
-	assert_false(sess_id_valid("s-../../../etc/passwd00000"));
-	assert_false(sess_id_valid("s-0123456789ABCDEF01234567"));
-	assert_false(sess_id_valid("x-0123456789abcdef01234567"));
-	assert_false(sess_id_valid("s-0123456789abcdef012345678"));
-	assert_true(sess_id_valid("s-0123456789abcdef01234567"));
-	assert_true(sess_id_valid("r-0123456789abcdef01234567"));
+	assert_int_equal(sess__new_id(a, 20, 's'), -ENAMETOOLONG);
+	assert_false(sess__id_valid(""));
+	assert_false(sess__id_valid("s-../../../etc/passwd00000"));
+	assert_false(sess__id_valid("s-0123456789ABCDEF01234567"));
+	assert_false(sess__id_valid("x-0123456789abcdef01234567"));
+	assert_false(sess__id_valid("s-0123456789abcdef012345678"));
+	assert_true(sess__id_valid("s-0123456789abcdef01234567"));
+	assert_true(sess__id_valid("r-0123456789abcdef01234567"));
 }
 
 static void keys(void **state)
@@ -39,12 +39,12 @@ static void keys(void **state)
 	char k[SESS_KEY_MAX], small[24];
 
 	(void)state;
-	assert_int_equal(sess_key(k, sizeof(k), "default", "%s:x:%d",
+	assert_int_equal(sess__key(k, sizeof(k), "default", "%s:x:%d",
 				  "s-0123456789abcdef01234567", 3),
 			 0);
 	assert_string_equal(k, "airlock:{default}:sess:"
 			       "s-0123456789abcdef01234567:x:3");
-	assert_int_equal(sess_key(small, sizeof(small), "default", "%s",
+	assert_int_equal(sess__key(small, sizeof(small), "default", "%s",
 				  "s-0123456789abcdef01234567"),
 			 -ENAMETOOLONG);
 }
@@ -54,9 +54,9 @@ static void iso(void **state)
 	char t[32];
 
 	(void)state;
-	sess_iso(0, t);
+	sess__iso(0, t);
 	assert_string_equal(t, "1970-01-01T00:00:00.000Z");
-	sess_iso(1795568399123ull, t);
+	sess__iso(1795568399123ull, t);
 	assert_string_equal(t, "2026-11-25T00:59:59.123Z");
 }
 

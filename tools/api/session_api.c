@@ -370,8 +370,8 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		    cl, id, body, o->cfg->http.max_wait_s * 1000u + 1000, &n);
 		if (r < 0)
 			return fail(c, r, cl->err);
-		if (al_sess_stream_wanted(c))
-			return al_sess_stream(o, c, id, n, 0, 0, 201);
+		if (al_http_session_stream_wanted(c))
+			return al_http_session_stream(o, c, id, n, 0, 0, 201);
 		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
 	case AL_ROUTE_SESS_FORK:
 	case AL_ROUTE_SESS_SNAPSHOT:
@@ -380,7 +380,7 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		snprintf(sid, sizeof(sid), "%s", id);
 		*strchr(sid, '/') = '\0';
 		n = strtoull(strchr(id, '/') + 1, NULL, 10);
-		if (al_sess_stream_wanted(c)) {
+		if (al_http_session_stream_wanted(c)) {
 			char *rec = NULL;
 
 			/* a missing exec is a 404 here, not a broken stream */
@@ -388,7 +388,7 @@ static enum MHD_Result route(const struct al_http_opts *o,
 			free(rec);
 			if (r < 0)
 				return fail(c, r, cl->err);
-			return al_sess_stream(
+			return al_http_session_stream(
 			    o, c, sid, n,
 			    query_u64(c, "offset", UINT64_MAX / 2),
 			    query_u64(c, "err_offset", UINT64_MAX / 2), 200);

@@ -229,7 +229,7 @@ static void stream_free(void *cls)
 	free(s);
 }
 
-bool al_sess_stream_wanted(struct MHD_Connection *c)
+bool al_http_session_stream_wanted(struct MHD_Connection *c)
 {
 	const char *q =
 	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
@@ -240,7 +240,7 @@ bool al_sess_stream_wanted(struct MHD_Connection *c)
 	       (a && strstr(a, "application/x-ndjson"));
 }
 
-enum MHD_Result al_sess_stream(const struct al_http_opts *o,
+enum MHD_Result al_http_session_stream(const struct al_http_opts *o,
 			       struct MHD_Connection *c, const char *id,
 			       uint64_t n, uint64_t off1, uint64_t off2,
 			       unsigned status)
