@@ -82,7 +82,9 @@ static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
 enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
 				  json_t *j, unsigned retry_s)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	/* 15 digits: 0.347, not 0.34699999999999998 */
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15))
+		    : NULL;
 	size_t n;
 
 	json_decref(j);

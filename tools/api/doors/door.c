@@ -98,12 +98,25 @@ enum MHD_Result al_door_error(enum al_door d, struct MHD_Connection *c,
 				 status == 503 ? AL_HTTP_RETRY_AFTER : 0);
 }
 
+/* Is template t one the policy lets jobs name? */
+static bool template_allowed(const struct al_policy *p, const char *t)
+{
+	if (!p->templates)
+		return true;
+	for (const char *const *n = p->templates; *n; n++)
+		if (!strcmp(*n, t))
+			return true;
+	return false;
+}
+
 const struct al_language *al_door_language(const struct al_policy *p,
 					   const char *name)
 {
 	for (size_t i = 0; p && name && i < p->n_languages; i++)
 		if (!strcmp(p->languages[i].name, name))
-			return &p->languages[i];
+			return template_allowed(p, p->languages[i].template_)
+				   ? &p->languages[i]
+				   : NULL;
 	return NULL;
 }
 
@@ -369,6 +382,36 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 	}
 	json_array_append_new(steps, run);
 	return steps;
+}
+
+/* Languages whose compile line is only a syntax check, which Piston and
+ * SandboxFusion do not run (no compile stage there): their jobs are
+ * written out without `language`, the same job less that step. */
+static const char *const check_only[] = {"python", "bash",	"javascript",
+					 "ruby",   "php",	"lua",
+					 "perl",   "r",		NULL};
+
+json_t *al_door_job(const struct al_language *lang, json_t *src,
+		    json_t *files, uint32_t compile_ms, json_t *run,
+		    json_t *args)
+{
+	json_t *f = files ? json_deep_copy(files) : json_object(), *cmd;
+	bool check = false;
+
+	for (size_t i = 0; check_only[i]; i++)
+		check |= !strcmp(check_only[i], lang->name);
+	if (!check)
+		return json_pack("{sssOsosO}", "language", lang->name,
+				 "source_code", src, "files", f, "steps",
+				 al_door_steps(lang, compile_ms, run, args));
+	json_object_set(f, lang->file, src);
+	cmd = json_array();
+	append_words(cmd, lang->run);
+	if (args)
+		json_array_extend(cmd, args);
+	json_object_set_new(run, "cmd", cmd);
+	return json_pack("{sssos[o]}", "template", lang->template_, "files", f,
+			 "steps", run);
 }
 
 /* A number field in [lo, hi], or dflt when absent; false when bad. */

@@ -96,7 +96,8 @@ enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
 unsigned al_door_submit(struct al_http *h, json_t *bodies,
 			char (*ret_ids)[AL_ID_MAX + 1], char *ret_msg,
 			size_t msglen);
-/* The language of `name` in the policy's table, or NULL. */
+/* The language of `name` in the policy's table, when its template is
+ * one the policy allows; else NULL. */
 const struct al_language *al_door_language(const struct al_policy *p,
 					   const char *name);
 /* base64 (RFC 4648, padding optional, newlines ignored as Ruby's
@@ -122,6 +123,14 @@ const struct al_step_result *al_door_run_step(const struct al_result *r);
  * language's own run). */
 json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 		      json_t *run, json_t *args);
+/* The job body (no meta) of source `src` in `lang` with `files` (an
+ * object, may be NULL; neither consumed), a compile step of compile_ms,
+ * the run step `run` (consumed) with `args`: a `language` job, or, for a
+ * language whose compile step is only a syntax check (python, ...), the
+ * same job written out without that step. */
+json_t *al_door_job(const struct al_language *lang, json_t *src,
+		    json_t *files, uint32_t compile_ms, json_t *run,
+		    json_t *args);
 /* A JSON number o[key] in [lo, hi] into *ret (dflt when absent or null):
  * false when it is not a number or out of range. */
 bool al_door_number(json_t *o, const char *key, double lo, double hi,

@@ -573,6 +573,7 @@ static json_t *submission(const char *token, enum al_queue_state st,
 	json_object_del(o, "door");
 	if (id > 2) {
 		run = al_door_run_step(r);
+		run = run && run->status != AL_SK ? run : NULL;
 		cmp = al_door_compile_step(r);
 		message(r, id, msg, sizeof(msg));
 	}

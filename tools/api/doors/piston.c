@@ -234,11 +234,14 @@ unsigned al_piston_jobs(const char *body, size_t len,
 
 		if (rcpu > 0)
 			json_object_set_new(run, "cpu_ms", json_integer((json_int_t)rcpu));
-		*ret_jobs = json_pack(
-		    "[{sssOsOsos{ssssss}}]", "language", rt->lang,
-		    "source_code", src, "files", others, "steps",
-		    al_door_steps(l, (uint32_t)ct, run, args), "meta", "door",
-		    "piston", "language", rt->name, "version", rt->version);
+		json_t *job = al_door_job(l, src, others, (uint32_t)ct, run, args);
+
+		if (job)
+			json_object_set_new(job, "meta",
+					    json_pack("{ssssss}", "door", "piston",
+						      "language", rt->name,
+						      "version", rt->version));
+		*ret_jobs = job ? json_pack("[o]", job) : NULL;
 	}
 out:
 	json_decref(src);
@@ -292,7 +295,7 @@ static json_t *stage(const struct al_step_result *s, bool compile)
 		snprintf(msg, sizeof(msg), "%s", s->error);
 	else if (st && !strcmp(st, "TO"))
 		snprintf(msg, sizeof(msg), "Time limit exceeded");
-	j = json_pack("{sososos?s?s?s?sIsIsI}", "stdout", text(out), "stderr",
+	j = json_pack("{sosososo?so?so?so?sIsIsI}", "stdout", text(out), "stderr",
 		      err ? text(err) : json_string(""), "output",
 		      al_door_blob_json(both, n), "code",
 		      s->has_exit_code ? json_integer(s->exit_code) : NULL,

@@ -27,7 +27,7 @@ static const struct {
 static unsigned bad(json_t **ret_err, const char *msg)
 {
 	/* FastAPI's validation error shape */
-	*ret_err = json_pack("{s[{s[s]sss}]}", "detail", "loc", "body", "msg",
+	*ret_err = json_pack("{s[{s[s]ssss}]}", "detail", "loc", "body", "msg",
 			     msg, "type", "value_error");
 	return 422;
 }
@@ -96,7 +96,7 @@ unsigned al_sf_jobs(const char *body, size_t len, const struct al_policy *p,
 	json_t *doc = json_loadb(body ? body : "", len, 0, NULL);
 	json_t *code = json_object_get(doc, "code"),
 	       *in = json_object_get(doc, "stdin"), *files = json_object(),
-	       *collect = json_array(), *run;
+	       *collect = json_array(), *run, *job;
 	const char *lang = sf_lang(json_object_get(doc, "language"), p);
 	const char *why = NULL;
 	double ct, rt, mem;
@@ -128,14 +128,15 @@ unsigned al_sf_jobs(const char *body, size_t len, const struct al_policy *p,
 	}
 	run = json_pack("{sOsi}", "stdin", json_is_string(in) ? in : json_string(""),
 			"timeout_ms", (int)(rt * 1000) ?: 1);
-	*ret_jobs = json_pack(
-	    "[{sssOsOsOsos{ss}}]", "language", lang, "source_code", code,
-	    "files", files, "collect", collect, "steps",
-	    al_door_steps(al_door_language(p, lang),
-			  (uint32_t)(ct * 1000) ?: 1, run, NULL),
-	    "meta", "door", "sandboxfusion");
-	if (!json_array_size(collect))
-		json_object_del(json_array_get(*ret_jobs, 0), "collect");
+	job = al_door_job(al_door_language(p, lang), code, files,
+			  (uint32_t)(ct * 1000) ?: 1, run, NULL);
+	if (job) {
+		json_object_set_new(job, "meta",
+				    json_pack("{ss}", "door", "sandboxfusion"));
+		if (json_array_size(collect))
+			json_object_set(job, "collect", collect);
+		*ret_jobs = json_pack("[o]", job);
+	}
 out:
 	json_decref(files);
 	json_decref(collect);
@@ -182,7 +183,7 @@ static json_t *answer(const struct al_result *r)
 		json_object_set_new(files, r->files[i].path,
 				    al_door_b64_json(r->files[i].content.data,
 						     r->files[i].content.len));
-	return json_pack("{sssssosososno}", "status", st, "message",
+	return json_pack("{sssssosososo}", "status", st, "message",
 			 r->error ? r->error : "", "compile_result",
 			 c ? result_of(c, true) : json_null(), "run_result",
 			 run && run->status != AL_SK ? result_of(run, false)
