@@ -818,6 +818,16 @@ static void take_body(struct req *q, const char *data, size_t n, size_t max)
 	q->len += n;
 }
 
+/* The npm piston-client posts its JSON as text/plain (node-fetch's type
+ * for a string body) and cannot be told otherwise. A browser's
+ * cross-site POST may be text/plain too, but always carries Origin:
+ * the Piston door takes text/plain only without one. */
+static bool door_plain_ok(const struct req *q, struct MHD_Connection *c)
+{
+	return q->door == AL_DOOR_PISTON &&
+	       !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+}
+
 /* An error for the request in its own shape (a door's, or ours). */
 static enum MHD_Result refuse(const struct req *q, struct MHD_Connection *c,
 			      unsigned status, const char *msg)
@@ -880,7 +890,8 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 	} else if ((q->door || q->route != AL_ROUTE_SESS_PUT_TAR) &&
 		   q->has_body &&
 		   !al_http_json_type(MHD_lookup_connection_value(
-		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)) &&
+		   !door_plain_ok(q, c)) {
 		/* a browser posts text/plain cross-site without asking */
 		*ret = refuse(q, c, 415, "Content-Type must be application/json");
 	} else if (cl &&

@@ -339,6 +339,43 @@ static void job_limits(json_t *sub, json_t *job, const double v[L_N])
 	json_decref(lim);
 }
 
+/* Would execve(2) refuse these bytes as a program here (ENOEXEC, Judge0's
+ * 14)? What the kernel runs: a 64-bit ELF for this machine's
+ * architecture, or a "#!" script. The guest's agent falls back to sh
+ * instead, so the door notes it at submit and answers 14 for a run that
+ * failed (docs/compat.md). */
+static bool exec_format_bad(json_t *src)
+{
+#if defined(__x86_64__)
+	const unsigned machine = 62;
+#elif defined(__aarch64__)
+	const unsigned machine = 183;
+#else
+	const unsigned machine = 0;
+#endif
+	const uint8_t *d;
+	uint8_t *bytes = NULL;
+	size_t n;
+	bool bad;
+
+	if (json_is_string(src)) {
+		d = (const uint8_t *)json_string_value(src);
+		n = json_string_length(src);
+	} else if (al_door_b64_decode(
+		       json_string_value(json_object_get(src, "base64")) ?: "",
+		       json_string_length(json_object_get(src, "base64")),
+		       &bytes, &n) == 0) {
+		d = bytes;
+	} else {
+		return false;
+	}
+	bad = !(n >= 2 && d[0] == '#' && d[1] == '!') &&
+	      !(n >= 20 && !memcmp(d, "\x7f" "ELF", 4) && d[4] == 2 &&
+		(unsigned)(d[18] | d[19] << 8) == machine);
+	free(bytes);
+	return bad;
+}
+
 /* One submission to a POST /jobs body, or NULL with errs filled. */
 static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 		       json_t *errs)
@@ -390,6 +427,10 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    "max_file_size", v[L_FSIZE], "number_of_runs", v[L_RUNS],
 	    "max_processes_and_or_threads", v[L_PROCS]);
 	job_limits(sub, job, v);
+	if (job && !strcmp(l->lang, "executable") && src &&
+	    exec_format_bad(src))
+		json_object_set_new(json_object_get(job, "meta"), "exec_format",
+				    json_true());
 	if (job && (cb = json_object_get(sub, "callback_url")) &&
 	    json_is_string(cb))
 		json_object_set(job, "callback_url", cb);
@@ -465,8 +506,8 @@ static bool has_text(const struct al_blob *b, const char *needle)
 	return b->data && memmem(b->data, b->len, needle, strlen(needle));
 }
 
-/* Judge0's status id of a finished job. */
-static int status_id(const struct al_result *r)
+/* Judge0's status id of a finished job (meta: what the door noted). */
+static int status_id(const struct al_result *r, json_t *meta)
 {
 	const struct al_step_result *cmp = al_door_compile_step(r),
 				    *run = al_door_run_step(r);
@@ -479,7 +520,8 @@ static int status_id(const struct al_result *r)
 	    !run)
 		return 13;
 	if (has_text(&run->stderr_, "Exec format error") ||
-	    (run->error && strstr(run->error, "Exec format error")))
+	    (run->status != AL_OK &&
+	     json_is_true(json_object_get(meta, "exec_format"))))
 		return 14;
 	v = r->verdict != AL_VERDICT_NONE
 		? r->verdict
@@ -565,12 +607,13 @@ static json_t *submission(const char *token, enum al_queue_state st,
 {
 	const struct al_step_result *run = NULL, *cmp = NULL;
 	json_t *o = r ? al_door_meta(&r->meta) : json_object();
-	int id = st == ALQ_QUEUED ? 1 : st == ALQ_RUNNING ? 2 : status_id(r);
+	int id = st == ALQ_QUEUED ? 1 : st == ALQ_RUNNING ? 2 : status_id(r, o);
 	json_t *created = json_object_get(o, "created_ms");
 	char msg[256] = "";
 	bool ok = true;
 
 	json_object_del(o, "door");
+	json_object_del(o, "exec_format");
 	if (id > 2) {
 		run = al_door_run_step(r);
 		run = run && run->status != AL_SK ? run : NULL;
