@@ -493,8 +493,9 @@ static int enqueue(struct al_http *h, struct alq_client *cl,
 	}
 	for (size_t i = 0; r == 0 && i < n; i++)
 		if (jobs[i].callback &&
-		    al_callbacks_add(h->o->callbacks, subs[i].id,
-				     jobs[i].callback) < 0)
+		    al_callbacks_add_shaped(h->o->callbacks, subs[i].id,
+					    jobs[i].callback,
+					    jobs[i].shape) < 0)
 			al_warn("job=%s: callback not queued (too many "
 				"waiting)",
 				subs[i].id);

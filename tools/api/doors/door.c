@@ -147,6 +147,7 @@ static int parse_all(json_t *bodies, struct al_http_job *jobs,
 }
 
 unsigned al_door_submit(struct al_http *h, json_t *bodies,
+			const struct al_callback_shape *shape,
 			char (*ret_ids)[AL_ID_MAX + 1], char *ret_msg,
 			size_t msglen)
 {
@@ -158,6 +159,8 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
 
 	al_diags_init(&d);
 	r = jobs ? parse_all(bodies, jobs, &d) : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		jobs[i].shape = shape;
 	if (r == 0)
 		r = al_http_enqueue(h, jobs, n, ret_ids, &d);
 	if (r == -EINVAL || r == -E2BIG) {

@@ -90,10 +90,12 @@ enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
  */
 
 /* One POST /jobs body per element of `bodies` (a JSON array of job
- * objects, consumed) parsed and enqueued: ids into ret_ids (n of them).
+ * objects, consumed) parsed and enqueued, their callbacks (callback_url)
+ * in `shape` (NULL = ours): ids into ret_ids (n of them).
  * 0, or an HTTP status with *ret_msg saying why (422 a job the engine
  * refuses: the first problem; 503 queue full or unavailable). */
 unsigned al_door_submit(struct al_http *h, json_t *bodies,
+			const struct al_callback_shape *shape,
 			char (*ret_ids)[AL_ID_MAX + 1], char *ret_msg,
 			size_t msglen);
 /* The language of `name` in the policy's table, when its template is

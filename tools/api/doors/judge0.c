@@ -427,6 +427,9 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    "max_file_size", v[L_FSIZE], "number_of_runs", v[L_RUNS],
 	    "max_processes_and_or_threads", v[L_PROCS]);
 	job_limits(sub, job, v);
+	if (job && b64)
+		json_object_set_new(json_object_get(job, "meta"), "base64",
+				    json_true());
 	if (job && !strcmp(l->lang, "executable") && src &&
 	    exec_format_bad(src))
 		json_object_set_new(json_object_get(job, "meta"), "exec_format",
@@ -614,6 +617,7 @@ static json_t *submission(const char *token, enum al_queue_state st,
 
 	json_object_del(o, "door");
 	json_object_del(o, "exec_format");
+	json_object_del(o, "base64");
 	if (id > 2) {
 		run = al_door_run_step(r);
 		run = run && run->status != AL_SK ? run : NULL;
@@ -686,6 +690,26 @@ static json_t *select_fields(json_t *full, const char *fields)
 	json_decref(full);
 	return o;
 }
+
+/* A Judge0 callback: PUT of the submission, its default fields, base64
+ * when it was submitted so (or when its output is not UTF-8). */
+static char *callback_body(const struct al_result *r, const char *id)
+{
+	json_t *meta = al_door_meta(&r->meta), *j;
+	bool b64 = json_is_true(json_object_get(meta, "base64"));
+	char *s;
+
+	json_decref(meta);
+	j = submission(id, ALQ_DONE, r, b64);
+	if (!j)
+		j = submission(id, ALQ_DONE, r, true);
+	j = j ? select_fields(j, NULL) : NULL;
+	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return s;
+}
+
+static const struct al_callback_shape j0_callback = {"PUT", callback_body};
 
 #define NOT_UTF8                                                               \
 	"some attributes for this submission cannot be converted to UTF-8, "   \
@@ -793,7 +817,8 @@ static enum MHD_Result create(const struct al_door_req *r, bool batch)
 	ids = calloc(json_array_size(good) + 1, sizeof(*ids));
 	st = !ids ? 503
 	     : json_array_size(good)
-		 ? al_door_submit(r->h, good, ids, why, sizeof(why))
+		 ? al_door_submit(r->h, good, &j0_callback, ids, why,
+				  sizeof(why))
 		 : (json_decref(good), 0);
 	if (st) {
 		free(ids);

@@ -362,7 +362,7 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 	code = al_piston_jobs(r->body, r->len, o->policy, &jobs, &e);
 	if (code)
 		return al_http_send_json(r->c, code, e, 0);
-	code = al_door_submit(r->h, jobs, ids, why, sizeof(why));
+	code = al_door_submit(r->h, jobs, NULL, ids, why, sizeof(why));
 	if (code)
 		return al_door_error(AL_DOOR_PISTON, r->c,
 				     code == 422 ? 400 : code, why);
