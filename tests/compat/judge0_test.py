@@ -2,7 +2,7 @@
 """judge0_test.py: Judge0 CE requests as Judge0's own docs write them,
 against `airlock serve --http` with real VMs (the c and python images).
 
-usage: judge0_test.py BASE_URL CALLBACK_PORT
+usage: judge0_test.py BASE_URL CALLBACK_HOST CALLBACK_PORT
 Checks: single with wait, base64 both ways, a batch (POST, then GET
 ?tokens=), fields (default, a list, *), the languages, statuses and
 about routes, and every status id the c and python images can give:
@@ -20,7 +20,8 @@ import time
 import requests
 
 BASE = sys.argv[1]
-CB_PORT = int(sys.argv[2])
+CB_HOST = sys.argv[2]
+CB_PORT = int(sys.argv[3])
 H = {"Content-Type": "application/json"}
 
 
@@ -160,11 +161,11 @@ def callback():
         def log_message(self, *a):
             pass
 
-    srv = http.server.HTTPServer(("127.0.0.1", CB_PORT), H)
+    srv = http.server.HTTPServer((CB_HOST, CB_PORT), H)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     code, out = post("/submissions", {
         "source_code": "print(40 + 2)", "language_id": 71,
-        "callback_url": f"http://127.0.0.1:{CB_PORT}/cb"})
+        "callback_url": f"http://{CB_HOST}:{CB_PORT}/cb"})
     check(code == 201, f"callback submit: {code} {out}")
     deadline = time.time() + 300
     while not got and time.time() < deadline:
