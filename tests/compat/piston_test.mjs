@@ -16,14 +16,16 @@ if (!Array.isArray(runtimes)) fail("runtimes", runtimes);
 for (const l of ["python", "c", "c++"])
   if (!runtimes.some((r) => r.language === l)) fail("runtime " + l, runtimes);
 
+// compiles under TCG on a loaded host take longer than Piston's 10 s
+const slow = { compileTimeout: 120000, runTimeout: 20000 };
 const cases = [
   ["python", "import sys\nprint(input(), sys.argv[1:])",
-    { stdin: "hi", args: ["a", "b c"] }, "hi ['a', 'b c']\n"],
+    { ...slow, stdin: "hi", args: ["a", "b c"] }, "hi ['a', 'b c']\n"],
   ["c", "#include <stdio.h>\nint main(int c,char**v){char s[9];" +
     "scanf(\"%8s\",s);printf(\"%s %s %d\\n\",s,v[1],c);}",
-    { stdin: "yo", args: ["x", "y"] }, "yo x 3\n"],
+    { ...slow, stdin: "yo", args: ["x", "y"] }, "yo x 3\n"],
   ["c++", "#include <iostream>\nint main(){std::string s;std::cin>>s;" +
-    "std::cout<<s<<\"!\"<<std::endl;}", { stdin: "cpp" }, "cpp!\n"],
+    "std::cout<<s<<\"!\"<<std::endl;}", { ...slow, stdin: "cpp" }, "cpp!\n"],
 ];
 const runs = await Promise.all(
   cases.map(([lang, code, opts]) => client.execute(lang, code, opts)));
@@ -36,7 +38,7 @@ runs.forEach((res, i) => {
 });
 console.log("piston: python, c, c++ with stdin and args ok");
 
-const ce = await client.execute("c", "int main(){x}");
+const ce = await client.execute("c", "int main(){x}", slow);
 if (!ce.compile || ce.compile.code === 0 || ce.compile.status !== "RE" ||
     !/error/.test(ce.compile.output) || ce.run)
   fail("compile error", ce);

@@ -376,6 +376,8 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 				     cmd, "compile", 1, "timeout_ms",
 				     (int)compile_ms));
 	}
+	if (lang->compile[0])
+		json_object_set_new(run, "if", json_string("success"));
 	if (json_array_size(args)) {
 		json_t *cmd = json_array();
 

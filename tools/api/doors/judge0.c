@@ -282,6 +282,7 @@ static void options(json_t *sub, const struct al_language *lang, json_t *run,
 		json_array_append_new(steps,
 				      json_pack("{sssosb}", "name", "compile",
 						"cmd", cmd, "compile", 1));
+		json_object_set_new(run, "if", json_string("success"));
 	}
 	if (args && !json_is_null(args) &&
 	    (!json_is_string(args) || json_string_length(args) > 512)) {

@@ -256,7 +256,9 @@ static const char *pi_status(const struct al_step_result *s)
 {
 	switch (s->status) {
 	case AL_OK: return NULL;
-	case AL_RE: case AL_CE: return "RE";
+	case AL_CE: /* killed by the agent at its timeout: SIGKILL */
+		return s->signal == 9 ? "TO" : s->signal ? "SG" : "RE";
+	case AL_RE: return "RE";
 	case AL_SG: case AL_ML: return "SG";
 	case AL_TO: case AL_TL: return "TO";
 	case AL_OL: return s->stderr_truncated && !s->stdout_truncated ? "EL"
