@@ -49,13 +49,17 @@ C = {
 }
 
 
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
 def statuses_batch():
     subs = []
     for want, (src, stdin, exp) in C.items():
-        s = {"source_code": src, "language_id": 50, "stdin": stdin,
-             "cpu_time_limit": 2, "wall_time_limit": 5}
+        s = {"source_code": b64(src), "language_id": 50,
+             "stdin": b64(stdin), "cpu_time_limit": 2, "wall_time_limit": 5}
         if exp is not None:
-            s["expected_output"] = exp
+            s["expected_output"] = b64(exp)
         subs.append(s)
     # 14: an aarch64 ELF header, which execve refuses on x86-64
     elf = (b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8) +
@@ -65,7 +69,8 @@ def statuses_batch():
     want = list(C) + [14]
     code, out = post("/submissions/batch", {"submissions": subs},
                      base64_encoded="true")
-    check(code == 201 and len(out) == len(subs), f"batch: {code} {out}")
+    check(code == 201 and len(out) == len(subs) and
+          all("token" in o for o in out), f"batch: {code} {out}")
     tokens = ",".join(o["token"] for o in out)
     deadline = time.time() + 500
     while True:
