@@ -10,6 +10,10 @@
 #   sf         sf_test.py: /run_code as verl's sandbox_fusion client
 #   malformed  malformed_test.py: each door's own errors, then nothing
 #              enqueued (the stream is empty, no job key exists); no VM
+#   cap        http.queue_cap reached (the one worker SIGSTOPped before
+#              any job, jobs queued behind it through POST /jobs): each
+#              door answers 503 with Retry-After in its own shape and
+#              enqueues nothing; no VM starts (an image must exist)
 #   load       load_test.py: 256 concurrent /run_code and /api/v2/execute
 #              held until done: 0 lost, 0 errors (AIRLOCK_FULL=1 only)
 set -euo pipefail
@@ -77,6 +81,9 @@ malformed)
   printf 'tok-compat-0123456789\n' > "$tmp/token"
   chmod 0600 "$tmp/token"
   extra="token_file = $tmp/token" ;;
+cap)
+  workers=1
+  extra="queue_cap = 2" ;;
 load)
   workers=${LOAD_WORKERS:-2}
   extra="max_connections = 600
@@ -124,6 +131,38 @@ malformed)
   [ "$n" = 0 ] && [ "$keys" = 0 ] ||
     fail "enqueued: stream length $n, $keys job keys"
   log "nothing enqueued" ;;
+cap)
+  stream='airlock:{default}:jobs'
+  sleep 1 # the worker started
+  wpid=$(pgrep -P "${pids[0]}" | head -1)
+  [ -n "$wpid" ] || fail "no worker process"
+  # stopped before any job: no VM ever starts; killed with serve
+  kill -STOP "$wpid"
+  pids+=("$wpid")
+  for i in $(seq 10); do
+    c=$(curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+      -X POST "$api/jobs" -d "{\"id\":\"cap$i\",\"sh\":\"true\"}")
+    [ "$c" = 503 ] && break
+    [ "$c" = 201 ] || fail "POST /jobs: $c $(cat "$tmp/body")"
+  done
+  [ "$c" = 503 ] || fail "no 503 at the cap"
+  n0=$(redis-cli -s "$sock" xlen "$stream")
+  # each door: 503, Retry-After, its own error shape, nothing enqueued
+  for d in '/submissions|{"source_code":"print(1)","language_id":71}|error' \
+    '/api/v2/execute|{"language":"python","files":[{"content":"print(1)"}]}|message' \
+    '/run_code|{"code":"print(1)","language":"python"}|detail' \
+    '/jobs|{"sh":"true"}|error'; do
+    IFS='|' read -r path body key <<< "$d"
+    curl -s -D "$tmp/hdr" -o "$tmp/body" -H 'Content-Type: application/json' \
+      -X POST "$api$path" -d "$body" > /dev/null
+    grep -q '^HTTP/1.1 503' "$tmp/hdr" || fail "$path: $(head -1 "$tmp/hdr")"
+    grep -qi '^Retry-After: [0-9]' "$tmp/hdr" || fail "$path: no Retry-After"
+    jq -e ".$key | strings" "$tmp/body" > /dev/null ||
+      fail "$path: $(cat "$tmp/body")"
+  done
+  [ "$(redis-cli -s "$sock" xlen "$stream")" = "$n0" ] ||
+    fail "a refused request was enqueued"
+  log "503 with Retry-After at queue_cap, nothing enqueued" ;;
 load) python3 "$here/load_test.py" "$api" "${LOAD_N:-256}" || fail load ;;
 *) fail "unknown case" ;;
 esac
