@@ -32,7 +32,8 @@ static const struct al_policy *policy(void)
 	    {"c", "c main.c | gcc -O2 -o main main.c | ./main"},
 	    {"c", "cpp main.cc | g++ -O2 -o main main.cc | ./main"},
 	    {"c", "executable a.out | chmod +x a.out | ./a.out"},
-	    {"node", "javascript main.js | node --check main.js | node main.js"},
+	    {"node",
+	     "javascript main.js | node --check main.js | node main.js"},
 	};
 	char why[160];
 
@@ -114,8 +115,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		st = al_judge0_jobs(b, blen, data[0] % 4 == 1, data[0] & 4, p,
 				    &jobs, &err);
 		break;
-	case 2: st = al_piston_jobs(b, blen, p, &jobs, &err); break;
-	case 3: st = al_sf_jobs(b, blen, p, &jobs, &err); break;
+	case 2:
+		st = al_piston_jobs(b, blen, p, &jobs, &err);
+		break;
+	case 3:
+		st = al_sf_jobs(b, blen, p, &jobs, &err);
+		break;
 	}
 	if (st ? st < 400 || st > 499 || !err || jobs : !jobs)
 		abort();

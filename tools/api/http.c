@@ -49,9 +49,9 @@ struct req {
 /* --- responses ---------------------------------------------------------- */
 
 /* Answer buf (consumed); retry_s > 0 adds Retry-After. */
-static enum MHD_Result send_buf_retry(struct MHD_Connection *c,
-				      unsigned status, const char *type,
-				      char *buf, size_t len, unsigned retry_s)
+static enum MHD_Result send_buf_retry(struct MHD_Connection *c, unsigned status,
+				      const char *type, char *buf, size_t len,
+				      unsigned retry_s)
 {
 	struct MHD_Response *r =
 	    MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
@@ -83,8 +83,8 @@ enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
 				  json_t *j, unsigned retry_s)
 {
 	/* 15 digits: 0.347, not 0.34699999999999998 */
-	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15))
-		    : NULL;
+	char *s =
+	    j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 	size_t n;
 
 	json_decref(j);
@@ -96,8 +96,7 @@ enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
 		return MHD_NO;
 	n = strlen(s);
 	s[n] = '\n'; /* the NUL becomes a newline: the buffer is n + 1 */
-	return send_buf_retry(c, status, "application/json", s, n + 1,
-			      retry_s);
+	return send_buf_retry(c, status, "application/json", s, n + 1, retry_s);
 }
 
 /* A JSON body from j (consumed). */
@@ -488,7 +487,8 @@ static int enqueue(struct al_http *h, struct alq_client *cl,
 	if (r == 0 && conflicts(subs, n))
 		return -EEXIST;
 	if (r < 0 && r != -EBUSY && r != -ENOMEM) {
-		al_warn("http: submit: %s", cl->err[0] ? cl->err : strerror(-r));
+		al_warn("http: submit: %s",
+			cl->err[0] ? cl->err : strerror(-r));
 		return -EIO;
 	}
 	for (size_t i = 0; r == 0 && i < n; i++)
@@ -565,7 +565,7 @@ out:
 	return ret;
 }
 
-/* --- for the doors (doors/door.h) ------------------------------------------ */
+/* --- for the doors (doors/door.h) ----------------------------------- */
 
 int al_http_enqueue(struct al_http *h, struct al_http_job *jobs, size_t n,
 		    char (*ret_ids)[AL_ID_MAX + 1], struct al_diags *d)
@@ -872,19 +872,19 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		       h->o->listen)) {
 		/* no token: a DNS-rebound name in a browser is not us */
 		*ret = refuse(q, c, 403,
-				  "Host not allowed (no http.token_file: "
-				  "loopback names only)");
+			      "Host not allowed (no http.token_file: "
+			      "loopback names only)");
 	} else if (!h->o->metrics_only && q->route != AL_ROUTE_HEALTH &&
 		   (a = auth(h, c, q->door)) != 0) {
 		*ret = refuse(q, c, a,
-				  a == 401 ? "a valid bearer token is "
-					     "required"
-					   : "only loopback clients "
-					     "(no http.token set)");
+			      a == 401 ? "a valid bearer token is "
+					 "required"
+				       : "only loopback clients "
+					 "(no http.token set)");
 	} else if (q->route == AL_ROUTE_SESS_PUT_TAR &&
 		   strcmp(MHD_lookup_connection_value(
-			      c, MHD_HEADER_KIND,
-			      MHD_HTTP_HEADER_CONTENT_TYPE) ?: "",
+			      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)
+			      ?: "",
 			  "application/x-tar")) {
 		/* not a type a browser posts cross-site unasked either */
 		*ret = send_error(c, 415, "Content-Type must be application/x-tar");
@@ -894,7 +894,8 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)) &&
 		   !door_plain_ok(q, c)) {
 		/* a browser posts text/plain cross-site without asking */
-		*ret = refuse(q, c, 415, "Content-Type must be application/json");
+		*ret =
+		    refuse(q, c, 415, "Content-Type must be application/json");
 	} else if (cl &&
 		   strtoull(cl, NULL, 10) > h->o->cfg->http.max_body_bytes) {
 		*ret = refuse(q, c, 413, "body over http.max_body_bytes");
@@ -932,9 +933,13 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c,
 	if (q->too_big)
 		return refuse(q, c, 413, "body over http.max_body_bytes");
 	if (q->door)
-		return al_door_handle(&(struct al_door_req){
-		    .h = h, .c = c, .door = q->door, .method = method,
-		    .path = url, .body = q->body, .len = q->len});
+		return al_door_handle(&(struct al_door_req){.h = h,
+							    .c = c,
+							    .door = q->door,
+							    .method = method,
+							    .path = url,
+							    .body = q->body,
+							    .len = q->len});
 	return handlers[q->route](h, c, q);
 }
 

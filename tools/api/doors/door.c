@@ -9,7 +9,8 @@
 #include "door.h"
 
 static const struct {
-	const char *prefix; /* a path equal to it, or below it when '/' ends it */
+	const char
+	    *prefix; /* a path equal to it, or below it when '/' ends it */
 	enum al_door door;
 	const char *methods; /* " GET POST " */
 } door_routes[] = {
@@ -169,7 +170,7 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
 	} else if (r < 0) {
 		status = 503;
 		snprintf(ret_msg, msglen, "%s",
-			 r == -EBUSY    ? "queue is full"
+			 r == -EBUSY	? "queue is full"
 			 : r == -ENOMEM ? "out of memory"
 					: "the queue is unavailable");
 	}
@@ -191,8 +192,7 @@ static int b64_value(int c)
 	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-int al_door_b64_decode(const char *s, size_t n, uint8_t **ret,
-		       size_t *ret_len)
+int al_door_b64_decode(const char *s, size_t n, uint8_t **ret, size_t *ret_len)
 {
 	uint8_t *out = malloc(n / 4 * 3 + 4);
 	uint32_t acc = 0;
@@ -231,8 +231,9 @@ bad:
 
 json_t *al_door_b64_json(const uint8_t *data, size_t len)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst"
-				  "uvwxyz0123456789+/";
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst"
+	    "uvwxyz0123456789+/";
 	char *out = malloc((len + 2) / 3 * 4 + 1);
 	size_t o = 0;
 	json_t *j;
@@ -278,8 +279,9 @@ static json_t *mp_scalar(const msgpack_object *o)
 {
 	switch (o->type) {
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		return o->via.u64 <= INT64_MAX ? json_integer((json_int_t)o->via.u64)
-					       : NULL;
+		return o->via.u64 <= INT64_MAX
+			   ? json_integer((json_int_t)o->via.u64)
+			   : NULL;
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
 		return json_integer(o->via.i64);
 	case MSGPACK_OBJECT_BOOLEAN:
@@ -371,10 +373,10 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 		json_t *cmd = json_array();
 
 		append_words(cmd, lang->compile);
-		json_array_append_new(
-		    steps, json_pack("{sssosbsi}", "name", "compile", "cmd",
-				     cmd, "compile", 1, "timeout_ms",
-				     (int)compile_ms));
+		json_array_append_new(steps,
+				      json_pack("{sssosbsi}", "name", "compile",
+						"cmd", cmd, "compile", 1,
+						"timeout_ms", (int)compile_ms));
 	}
 	if (lang->compile[0])
 		json_object_set_new(run, "if", json_string("success"));
@@ -392,13 +394,11 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 /* Languages whose compile line is only a syntax check, which Piston and
  * SandboxFusion do not run (no compile stage there): their jobs are
  * written out without `language`, the same job less that step. */
-static const char *const check_only[] = {"python", "bash",	"javascript",
-					 "ruby",   "php",	"lua",
-					 "perl",   "r",		NULL};
+static const char *const check_only[] = {
+    "python", "bash", "javascript", "ruby", "php", "lua", "perl", "r", NULL};
 
-json_t *al_door_job(const struct al_language *lang, json_t *src,
-		    json_t *files, uint32_t compile_ms, json_t *run,
-		    json_t *args)
+json_t *al_door_job(const struct al_language *lang, json_t *src, json_t *files,
+		    uint32_t compile_ms, json_t *run, json_t *args)
 {
 	json_t *f = files ? json_deep_copy(files) : json_object(), *cmd;
 	bool check = false;

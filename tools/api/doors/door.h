@@ -39,9 +39,10 @@ enum al_door {
 	AL_DOOR_SF,	/* /run_code (SandboxFusion) */
 };
 
-#define AL_DOOR_BATCH_MAX 20	      /* Judge0's own batch cap */
+#define AL_DOOR_BATCH_MAX 20	     /* Judge0's own batch cap */
 #define AL_DOOR_FIELD_MAX (1u << 20) /* a source, stdin or file, bytes */
-#define AL_DOOR_FILES_MAX 64	      /* files of one request */
+#define AL_DOOR_FILES_MAX 64	     /* files of one request */
+#define AL_DOOR_HOLD_S	  60 /* a held request waits in slices this long */
 
 /* Which door path+method is: 0 with *ret; -ENOENT not a door's path;
  * -EPERM a door's path with another method. */
@@ -104,8 +105,7 @@ const struct al_language *al_door_language(const struct al_policy *p,
 					   const char *name);
 /* base64 (RFC 4648, padding optional, newlines ignored as Ruby's
  * decode64 does) of s[0..n) into a malloc'd buffer; -EINVAL bad input. */
-int al_door_b64_decode(const char *s, size_t n, uint8_t **ret,
-		       size_t *ret_len);
+int al_door_b64_decode(const char *s, size_t n, uint8_t **ret, size_t *ret_len);
 /* base64 of data as a JSON string (NULL on out of memory). */
 json_t *al_door_b64_json(const uint8_t *data, size_t len);
 /* A blob as JSON for a job body: a string when UTF-8, else {"base64"}. */
@@ -130,9 +130,8 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
  * the run step `run` (consumed) with `args`: a `language` job, or, for a
  * language whose compile step is only a syntax check (python, ...), the
  * same job written out without that step. */
-json_t *al_door_job(const struct al_language *lang, json_t *src,
-		    json_t *files, uint32_t compile_ms, json_t *run,
-		    json_t *args);
+json_t *al_door_job(const struct al_language *lang, json_t *src, json_t *files,
+		    uint32_t compile_ms, json_t *run, json_t *args);
 /* A JSON number o[key] in [lo, hi] into *ret (dflt when absent or null):
  * false when it is not a number or out of range. */
 bool al_door_number(json_t *o, const char *key, double lo, double hi,
@@ -153,9 +152,8 @@ enum MHD_Result al_sf_handle(const struct al_door_req *r);
 unsigned al_judge0_jobs(const char *body, size_t len, bool batch, bool b64,
 			const struct al_policy *p, json_t **ret_jobs,
 			json_t **ret_err);
-unsigned al_piston_jobs(const char *body, size_t len,
-			const struct al_policy *p, json_t **ret_jobs,
-			json_t **ret_err);
+unsigned al_piston_jobs(const char *body, size_t len, const struct al_policy *p,
+			json_t **ret_jobs, json_t **ret_err);
 unsigned al_sf_jobs(const char *body, size_t len, const struct al_policy *p,
 		    json_t **ret_jobs, json_t **ret_err);
 

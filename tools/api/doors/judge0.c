@@ -102,27 +102,13 @@ static const struct j0_limit {
 	const char *field;
 	double dflt, max;
 } limits[] = {
-    {"cpu_time_limit", 5, 15},
-    {"cpu_extra_time", 1, 5},
-    {"wall_time_limit", 10, 20},
-    {"memory_limit", 128000, 512000},
-    {"stack_limit", 64000, 128000},
-    {"max_processes_and_or_threads", 60, 120},
-    {"max_file_size", 1024, 4096},
-    {"number_of_runs", 1, 20},
+    {"cpu_time_limit", 5, 15},	    {"cpu_extra_time", 1, 5},
+    {"wall_time_limit", 10, 20},    {"memory_limit", 128000, 512000},
+    {"stack_limit", 64000, 128000}, {"max_processes_and_or_threads", 60, 120},
+    {"max_file_size", 1024, 4096},  {"number_of_runs", 1, 20},
 };
 
-enum {
-	L_CPU,
-	L_EXTRA,
-	L_WALL,
-	L_MEM,
-	L_STACK,
-	L_PROCS,
-	L_FSIZE,
-	L_RUNS,
-	L_N
-};
+enum { L_CPU, L_EXTRA, L_WALL, L_MEM, L_STACK, L_PROCS, L_FSIZE, L_RUNS, L_N };
 
 static void field_err(json_t *errs, const char *field, const char *msg)
 {
@@ -155,8 +141,9 @@ static void number(json_t *sub, size_t i, double v[L_N], json_t *errs)
 		return field_err(errs, limits[i].field, "is not a number");
 	if (v[i] < 0 || (i == L_RUNS && v[i] < 1))
 		return field_err(errs, limits[i].field,
-				 i == L_RUNS ? "must be greater than or equal to 1"
-					     : "must be greater than or equal to 0");
+				 i == L_RUNS
+				     ? "must be greater than or equal to 1"
+				     : "must be greater than or equal to 0");
 	snprintf(msg, sizeof(msg), "must be less than or equal to %g",
 		 limits[i].max);
 	if (v[i] > limits[i].max)
@@ -186,7 +173,8 @@ static json_t *text(json_t *sub, const char *field, bool b64, json_t *errs,
 		return NULL;
 	}
 	if (!b64)
-		return json_stringn(json_string_value(x), json_string_length(x));
+		return json_stringn(json_string_value(x),
+				    json_string_length(x));
 	if (al_door_b64_decode(json_string_value(x), json_string_length(x),
 			       &bytes, &n) < 0) {
 		*ok = false;
@@ -231,8 +219,8 @@ static const struct j0_lang *language(json_t *sub, const struct al_policy *p,
 		id = strtoll(json_string_value(x), NULL, 10);
 	l = id > 0 && id < 100000 ? lang_of((int)id, p) : NULL;
 	if (!l) {
-		snprintf(msg, sizeof(msg), "language with id %lld doesn't exist",
-			 id);
+		snprintf(msg, sizeof(msg),
+			 "language with id %lld doesn't exist", id);
 		field_err(errs, "language_id", msg);
 	}
 	return l;
@@ -268,8 +256,9 @@ static void options(json_t *sub, const struct al_language *lang, json_t *run,
 
 	if (co && !json_is_null(co) &&
 	    (!json_is_string(co) || json_string_length(co) > 512))
-		field_err(errs, "compiler_options", "must be a string of at "
-						    "most 512 characters");
+		field_err(errs, "compiler_options",
+			  "must be a string of at "
+			  "most 512 characters");
 	else if (co && json_string_length(co) && !lang->compile[0])
 		field_err(errs, "compiler_options",
 			  "setting compiler options is only allowed for "
@@ -296,7 +285,8 @@ static void options(json_t *sub, const struct al_language *lang, json_t *run,
 		return field_err(errs, "redirect_stderr_to_stdout",
 				 "must be a boolean");
 	if (a[0] || json_is_true(red))
-		json_object_set_new(run, "sh", run_sh(lang, a, json_is_true(red)));
+		json_object_set_new(run, "sh",
+				    run_sh(lang, a, json_is_true(red)));
 }
 
 /* Inputs refused as Judge0 refuses them with its defaults, or that have
@@ -371,8 +361,12 @@ static bool exec_format_bad(json_t *src)
 		return false;
 	}
 	bad = !(n >= 2 && d[0] == '#' && d[1] == '!') &&
-	      !(n >= 20 && !memcmp(d, "\x7f" "ELF", 4) && d[4] == 2 &&
-		(unsigned)(d[18] | d[19] << 8) == machine);
+	      !(n >= 20 &&
+		!memcmp(d,
+			"\x7f"
+			"ELF",
+			4) &&
+		d[4] == 2 && (unsigned)(d[18] | d[19] << 8) == machine);
 	free(bytes);
 	return bad;
 }
@@ -409,24 +403,24 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 		goto out;
 	json_object_set(run, "stdin", in ? in : json_string(""));
 	if (exp)
-		json_object_set_new(run, "expect",
-				    json_pack("{sOss}", "stdout", exp,
-					      "compare", "lines"));
+		json_object_set_new(
+		    run, "expect",
+		    json_pack("{sOss}", "stdout", exp, "compare", "lines"));
 	json_object_set_new(run, "timeout_ms",
 			    json_integer((json_int_t)(v[L_WALL] * 1000)));
 	json_object_set_new(
 	    run, "cpu_ms",
 	    json_integer((json_int_t)((v[L_CPU] + v[L_EXTRA]) * 1000)));
 	json_array_append(steps, run);
-	job = json_pack(
-	    "{sssOsOs{sssisIsfsfsfsfsfsfsfsf}}", "language", l->lang,
-	    "source_code", src ? src : json_string(""), "steps", steps, "meta",
-	    "door", "judge0", "language_id", l->id, "created_ms",
-	    (json_int_t)al_wall_ms(), "cpu_time_limit", v[L_CPU],
-	    "cpu_extra_time", v[L_EXTRA], "wall_time_limit", v[L_WALL],
-	    "memory_limit", v[L_MEM], "stack_limit", v[L_STACK],
-	    "max_file_size", v[L_FSIZE], "number_of_runs", v[L_RUNS],
-	    "max_processes_and_or_threads", v[L_PROCS]);
+	job =
+	    json_pack("{sssOsOs{sssisIsfsfsfsfsfsfsfsf}}", "language", l->lang,
+		      "source_code", src ? src : json_string(""), "steps",
+		      steps, "meta", "door", "judge0", "language_id", l->id,
+		      "created_ms", (json_int_t)al_wall_ms(), "cpu_time_limit",
+		      v[L_CPU], "cpu_extra_time", v[L_EXTRA], "wall_time_limit",
+		      v[L_WALL], "memory_limit", v[L_MEM], "stack_limit",
+		      v[L_STACK], "max_file_size", v[L_FSIZE], "number_of_runs",
+		      v[L_RUNS], "max_processes_and_or_threads", v[L_PROCS]);
 	job_limits(sub, job, v);
 	if (job && b64)
 		json_object_set_new(json_object_get(job, "meta"), "base64",
@@ -588,13 +582,13 @@ static json_t *iso_time(uint64_t ms)
 /* The run's facts: time, memory, exit. */
 static void run_facts(json_t *o, const struct al_step_result *run)
 {
-	json_object_set_new(o, "time", run ? al_door_seconds(run->cpu_ms)
-					   : json_null());
-	json_object_set_new(o, "wall_time", run ? al_door_seconds(run->wall_ms)
-						: json_null());
-	json_object_set_new(o, "memory", run ? json_integer((json_int_t)
-								run->max_rss_kb)
-					     : json_null());
+	json_object_set_new(o, "time",
+			    run ? al_door_seconds(run->cpu_ms) : json_null());
+	json_object_set_new(o, "wall_time",
+			    run ? al_door_seconds(run->wall_ms) : json_null());
+	json_object_set_new(o, "memory",
+			    run ? json_integer((json_int_t)run->max_rss_kb)
+				: json_null());
 	json_object_set_new(o, "exit_code",
 			    run && run->has_exit_code
 				? json_integer(run->exit_code)
@@ -630,13 +624,14 @@ static json_t *submission(const char *token, enum al_queue_state st,
 		       run ? run->stdout_.len : 0, b64);
 	ok &= put_text(o, "stderr", run ? run->stderr_.data : NULL,
 		       run ? run->stderr_.len : 0, b64);
-	ok &= put_text(o, "compile_output",
-		       cmp ? cmp->compile_output.data : NULL,
-		       cmp ? cmp->compile_output.len : 0, b64);
+	ok &=
+	    put_text(o, "compile_output", cmp ? cmp->compile_output.data : NULL,
+		     cmp ? cmp->compile_output.len : 0, b64);
 	ok &= put_text(o, "message", (const uint8_t *)msg, strlen(msg), b64);
 	run_facts(o, run);
-	json_object_set_new(o, "status", json_pack("{siss}", "id", id,
-						   "description", statuses[id]));
+	json_object_set_new(
+	    o, "status",
+	    json_pack("{siss}", "id", id, "description", statuses[id]));
 	json_object_set_new(o, "status_id", json_integer(id));
 	json_object_set_new(o, "created_at",
 			    iso_time(json_is_integer(created)
@@ -741,7 +736,8 @@ static json_t *fetch(const struct al_door_req *r, const char *token,
 	if (*ret_err == 0 && st == ALQ_UNKNOWN)
 		*ret_err = -ENOENT;
 	if (*ret_err == 0) {
-		j = submission(token, st, &res, al_door_has(query(r, "base64_encoded")));
+		j = submission(token, st, &res,
+			       al_door_has(query(r, "base64_encoded")));
 		*bad |= !j;
 	}
 	al_result_release(&res);
@@ -792,10 +788,11 @@ static enum MHD_Result get_batch(const struct al_door_req *r)
 	if (*t || bad) {
 		json_decref(arr);
 		return bad ? err(r, 400, NOT_UTF8)
-			   : err(r, 422, "number of tokens should be at most 20");
+			   : err(r, 422,
+				 "number of tokens should be at most 20");
 	}
-	return al_http_send_json(r->c, 200, json_pack("{so}", "submissions", arr),
-				 0);
+	return al_http_send_json(r->c, 200,
+				 json_pack("{so}", "submissions", arr), 0);
 }
 
 /* POST /submissions and /submissions/batch. */
@@ -803,7 +800,7 @@ static enum MHD_Result create(const struct al_door_req *r, bool batch)
 {
 	const struct al_http_opts *o = al_http_options(r->h);
 	json_t *jobs = NULL, *errs = NULL, *good, *out, *job;
-	char (*ids)[AL_ID_MAX + 1] = NULL, why[512];
+	char(*ids)[AL_ID_MAX + 1] = NULL, why[512];
 	unsigned st;
 	size_t i, k = 0;
 
@@ -816,23 +813,23 @@ static enum MHD_Result create(const struct al_door_req *r, bool batch)
 	json_array_foreach(jobs, i, job) if (!json_is_null(job))
 	    json_array_append(good, job);
 	ids = calloc(json_array_size(good) + 1, sizeof(*ids));
-	st = !ids ? 503
-	     : json_array_size(good)
-		 ? al_door_submit(r->h, good, &j0_callback, ids, why,
-				  sizeof(why))
-		 : (json_decref(good), 0);
+	st = !ids		     ? 503
+	     : json_array_size(good) ? al_door_submit(r->h, good, &j0_callback,
+						      ids, why, sizeof(why))
+				     : (json_decref(good), 0);
 	if (st) {
 		free(ids);
 		json_decref(jobs), json_decref(errs);
-		return err(r, st, st == 503 ? why : why);
+		return err(r, st, why);
 	}
 	if (!batch) {
 		json_decref(jobs), json_decref(errs);
-		st = al_door_has(query(r, "wait"))
-			 ? (unsigned)get_one(r, ids[0], o->cfg->http.max_wait_s,
-					     201)
-			 : (unsigned)al_http_send_json(
-			       r->c, 201, json_pack("{ss}", "token", ids[0]), 0);
+		st =
+		    al_door_has(query(r, "wait"))
+			? (unsigned)get_one(r, ids[0], o->cfg->http.max_wait_s,
+					    201)
+			: (unsigned)al_http_send_json(
+			      r->c, 201, json_pack("{ss}", "token", ids[0]), 0);
 		free(ids);
 		return (enum MHD_Result)st;
 	}
@@ -896,9 +893,9 @@ static enum MHD_Result statuses_get(const struct al_door_req *r)
 	json_t *arr = json_array();
 
 	for (int i = 1; i <= 14; i++)
-		json_array_append_new(arr, json_pack("{siss}", "id", i,
-						     "description",
-						     statuses[i]));
+		json_array_append_new(
+		    arr,
+		    json_pack("{siss}", "id", i, "description", statuses[i]));
 	return al_http_send_json(r->c, 200, arr, 0);
 }
 
@@ -909,11 +906,11 @@ static enum MHD_Result config_info(const struct al_door_req *r)
 	    "{sbsbsbsbsbsbsbsisbsisi}", "maintenance_mode", 0,
 	    "enable_wait_result", 1, "enable_compiler_options", 1,
 	    "enable_command_line_arguments", 1, "enable_submission_delete", 0,
-	    "enable_callbacks", o->callbacks != NULL,
-	    "enable_additional_files", 0, "max_queue_size",
-	    (int)o->cfg->http.queue_cap, "enable_batched_submissions", 1,
-	    "max_submission_batch_size", AL_DOOR_BATCH_MAX,
-	    "callbacks_max_tries", (int)o->cfg->http.callback_attempts);
+	    "enable_callbacks", o->callbacks != NULL, "enable_additional_files",
+	    0, "max_queue_size", (int)o->cfg->http.queue_cap,
+	    "enable_batched_submissions", 1, "max_submission_batch_size",
+	    AL_DOOR_BATCH_MAX, "callbacks_max_tries",
+	    (int)o->cfg->http.callback_attempts);
 
 	for (size_t i = 0; i < L_N; i++) {
 		char key[64];
@@ -979,9 +976,9 @@ enum MHD_Result al_judge0_handle(const struct al_door_req *r)
 		const char *path;
 		enum MHD_Result (*fn)(const struct al_door_req *r);
 	} fixed[] = {
-	    {"/languages", languages},	     {"/languages/all", languages},
-	    {"/statuses", statuses_get},     {"/config_info", config_info},
-	    {"/about", about},		     {"/version", about},
+	    {"/languages", languages},	 {"/languages/all", languages},
+	    {"/statuses", statuses_get}, {"/config_info", config_info},
+	    {"/about", about},		 {"/version", about},
 	    {"/workers", workers},
 	};
 	bool post = !strcmp(r->method, "POST");

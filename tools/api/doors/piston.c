@@ -19,7 +19,10 @@ static const struct pi_runtime {
     {"c", "c", "12.2.0", {"gcc"}},
     {"c++", "cpp", "12.2.0", {"cpp", "g++"}},
     {"bash", "bash", "5.2.15", {"sh"}},
-    {"javascript", "javascript", "18.19.0", {"node-javascript", "node-js", "js"}},
+    {"javascript",
+     "javascript",
+     "18.19.0",
+     {"node-javascript", "node-js", "js"}},
     {"typescript", "typescript", "4.8.4", {"ts", "node-ts", "tsc"}},
     {"java", "java", "17.0.0", {0}},
     {"go", "go", "1.19.8", {"go", "golang"}},
@@ -113,7 +116,8 @@ static json_t *content(json_t *f)
 
 		bytes = malloc(len / 2 + 1);
 		for (size_t i = 0; bytes && i < len; i += 2) {
-			int hi = al_hex_digit(s[i]), lo = al_hex_digit(s[i + 1]);
+			int hi = al_hex_digit(s[i]),
+			    lo = al_hex_digit(s[i + 1]);
 
 			if (hi < 0 || lo < 0) {
 				free(bytes);
@@ -161,14 +165,14 @@ static bool args_ok(json_t *a)
 		return true;
 	if (!json_is_array(a) || json_array_size(a) > 64)
 		return false;
-	json_array_foreach(a, i, x) if (!json_is_string(x) ||
-					json_string_length(x) > 4096) return false;
+	json_array_foreach(a, i,
+			   x) if (!json_is_string(x) ||
+				  json_string_length(x) > 4096) return false;
 	return true;
 }
 
-unsigned al_piston_jobs(const char *body, size_t len,
-			const struct al_policy *p, json_t **ret_jobs,
-			json_t **ret_err)
+unsigned al_piston_jobs(const char *body, size_t len, const struct al_policy *p,
+			json_t **ret_jobs, json_t **ret_err)
 {
 	json_t *doc = json_loadb(body ? body : "", len, 0, NULL);
 	json_t *lang, *ver, *files, *in, *args, *src = NULL, *others = NULL;
@@ -194,15 +198,19 @@ unsigned al_piston_jobs(const char *body, size_t len,
 		 json_array_size(files) > AL_DOOR_FILES_MAX)
 		why = "files is required as an array of 1 to 64 files";
 	else if (in && !json_is_null(in) &&
-		 (!json_is_string(in) || json_string_length(in) > AL_DOOR_FIELD_MAX))
+		 (!json_is_string(in) ||
+		  json_string_length(in) > AL_DOOR_FIELD_MAX))
 		why = "stdin must be a string";
 	else if (!args_ok(args))
 		why = "args must be an array of strings";
-	else if (!al_door_number(doc, "compile_timeout", 1, 600000, 10000, &ct) ||
+	else if (!al_door_number(doc, "compile_timeout", 1, 600000, 10000,
+				 &ct) ||
 		 !al_door_number(doc, "run_timeout", 1, 600000, 3000, &rt_ms) ||
-		 !al_door_number(doc, "compile_cpu_time", -1, 600000, -1, &ccpu) ||
+		 !al_door_number(doc, "compile_cpu_time", -1, 600000, -1,
+				 &ccpu) ||
 		 !al_door_number(doc, "run_cpu_time", -1, 600000, -1, &rcpu) ||
-		 !al_door_number(doc, "compile_memory_limit", -1, 1e12, -1, &m1) ||
+		 !al_door_number(doc, "compile_memory_limit", -1, 1e12, -1,
+				 &m1) ||
 		 !al_door_number(doc, "run_memory_limit", -1, 1e12, -1, &m2))
 		why = "a timeout, cpu time or memory limit is not a number in "
 		      "range";
@@ -221,26 +229,30 @@ unsigned al_piston_jobs(const char *body, size_t len,
 	}
 	others = json_object();
 	src = content(json_array_get(files, 0));
-	why = src ? other_files(files, others) : "files[0]: bad content or encoding";
+	why = src ? other_files(files, others)
+		  : "files[0]: bad content or encoding";
 	if (why) {
 		st = bad(ret_err, why);
 		goto out;
 	}
 	{
 		const struct al_language *l = al_door_language(p, rt->lang);
-		json_t *run = json_pack("{sOsi}", "stdin",
-					json_is_string(in) ? in : json_string(""),
-					"timeout_ms", (int)rt_ms);
+		json_t *run =
+		    json_pack("{sOsi}", "stdin",
+			      json_is_string(in) ? in : json_string(""),
+			      "timeout_ms", (int)rt_ms);
 
 		if (rcpu > 0)
-			json_object_set_new(run, "cpu_ms", json_integer((json_int_t)rcpu));
-		json_t *job = al_door_job(l, src, others, (uint32_t)ct, run, args);
+			json_object_set_new(run, "cpu_ms",
+					    json_integer((json_int_t)rcpu));
+		json_t *job =
+		    al_door_job(l, src, others, (uint32_t)ct, run, args);
 
 		if (job)
-			json_object_set_new(job, "meta",
-					    json_pack("{ssssss}", "door", "piston",
-						      "language", rt->name,
-						      "version", rt->version));
+			json_object_set_new(
+			    job, "meta",
+			    json_pack("{ssssss}", "door", "piston", "language",
+				      rt->name, "version", rt->version));
 		*ret_jobs = job ? json_pack("[o]", job) : NULL;
 	}
 out:
@@ -255,15 +267,23 @@ out:
 static const char *pi_status(const struct al_step_result *s)
 {
 	switch (s->status) {
-	case AL_OK: return NULL;
+	case AL_OK:
+		return NULL;
 	case AL_CE: /* killed by the agent at its timeout: SIGKILL */
 		return s->signal == 9 ? "TO" : s->signal ? "SG" : "RE";
-	case AL_RE: return "RE";
-	case AL_SG: case AL_ML: return "SG";
-	case AL_TO: case AL_TL: return "TO";
-	case AL_OL: return s->stderr_truncated && !s->stdout_truncated ? "EL"
-								      : "OL";
-	default: return "XX";
+	case AL_RE:
+		return "RE";
+	case AL_SG:
+	case AL_ML:
+		return "SG";
+	case AL_TO:
+	case AL_TL:
+		return "TO";
+	case AL_OL:
+		return s->stderr_truncated && !s->stdout_truncated ? "EL"
+								   : "OL";
+	default:
+		return "XX";
 	}
 }
 
@@ -276,11 +296,10 @@ static json_t *text(const struct al_blob *b)
 /* A stage object from a step result. */
 static json_t *stage(const struct al_step_result *s, bool compile)
 {
-	const struct al_blob *out = compile && s->compile_output.len
-					? &s->compile_output
-					: &s->stdout_;
-	const struct al_blob *err = compile && s->compile_output.len ? NULL
-								     : &s->stderr_;
+	const struct al_blob *out =
+	    compile && s->compile_output.len ? &s->compile_output : &s->stdout_;
+	const struct al_blob *err =
+	    compile && s->compile_output.len ? NULL : &s->stderr_;
 	size_t n = out->len + (err ? err->len : 0);
 	uint8_t *both = malloc(n + 1);
 	const char *st = pi_status(s), *sig = al_signal_name(s->signal);
@@ -297,15 +316,16 @@ static json_t *stage(const struct al_step_result *s, bool compile)
 		snprintf(msg, sizeof(msg), "%s", s->error);
 	else if (st && !strcmp(st, "TO"))
 		snprintf(msg, sizeof(msg), "Time limit exceeded");
-	j = json_pack("{sosososo?so?so?so?sIsIsI}", "stdout", text(out), "stderr",
-		      err ? text(err) : json_string(""), "output",
+	j = json_pack("{sosososo?so?so?so?sIsIsI}", "stdout", text(out),
+		      "stderr", err ? text(err) : json_string(""), "output",
 		      al_door_blob_json(both, n), "code",
 		      s->has_exit_code ? json_integer(s->exit_code) : NULL,
 		      "signal", sig ? json_string(sig) : NULL, "message",
 		      msg[0] ? json_string(msg) : NULL, "status",
 		      st ? json_string(st) : NULL, "cpu_time",
-		      (json_int_t)s->cpu_ms, "wall_time", (json_int_t)s->wall_ms,
-		      "memory", (json_int_t)(s->max_rss_kb * 1024));
+		      (json_int_t)s->cpu_ms, "wall_time",
+		      (json_int_t)s->wall_ms, "memory",
+		      (json_int_t)(s->max_rss_kb * 1024));
 	free(both);
 	return j;
 }
@@ -315,9 +335,9 @@ static json_t *answer(const struct al_result *r)
 	const struct al_step_result *c = al_door_compile_step(r),
 				    *run = al_door_run_step(r);
 	json_t *meta = al_door_meta(&r->meta);
-	json_t *j = json_pack("{sOsO}", "language",
-			      json_object_get(meta, "language"), "version",
-			      json_object_get(meta, "version"));
+	json_t *j =
+	    json_pack("{sOsO}", "language", json_object_get(meta, "language"),
+		      "version", json_object_get(meta, "version"));
 
 	json_decref(meta);
 	if (c)
@@ -340,12 +360,12 @@ static enum MHD_Result list_runtimes(const struct al_door_req *r)
 			continue;
 		}
 		for (size_t k = 0; k < 5 && runtimes[i].aliases[k]; k++)
-			json_array_append_new(al,
-					      json_string(runtimes[i].aliases[k]));
+			json_array_append_new(
+			    al, json_string(runtimes[i].aliases[k]));
 		json_array_append_new(
 		    arr, json_pack("{sssssoss}", "language", runtimes[i].name,
-				   "version", runtimes[i].version, "aliases", al,
-				   "runtime", runtimes[i].lang));
+				   "version", runtimes[i].version, "aliases",
+				   al, "runtime", runtimes[i].lang));
 	}
 	return al_http_send_json(r->c, 200, arr, 0);
 }
@@ -371,8 +391,8 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 	/* held until the job is done: a Piston client waits for its answer */
 	do {
 		al_result_release(&res);
-		if (al_http_job_result(r->h, ids[0], o->cfg->http.max_wait_s,
-				       &st, &res) < 0)
+		if (al_http_job_result(r->h, ids[0], AL_DOOR_HOLD_S, &st,
+				       &res) < 0)
 			return al_door_error(AL_DOOR_PISTON, r->c, 503,
 					     "the queue is unavailable");
 	} while (st == ALQ_QUEUED || st == ALQ_RUNNING);

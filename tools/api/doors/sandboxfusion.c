@@ -14,12 +14,12 @@
 static const struct {
 	const char *name, *lang;
 } sf_langs[] = {
-    {"python", "python"},	  {"cpp", "cpp"},	    {"nodejs", "javascript"},
-    {"go", "go"},		  {"java", "java"},	    {"php", "php"},
-    {"csharp", "csharp"},	  {"bash", "bash"},	    {"typescript", "typescript"},
-    {"rust", "rust"},		  {"lua", "lua"},	    {"R", "r"},
-    {"perl", "perl"},		  {"ruby", "ruby"},	    {"scala", "scala"},
-    {"sql", "sql"},		  {"c", "c"},
+    {"python", "python"}, {"cpp", "cpp"},   {"nodejs", "javascript"},
+    {"go", "go"},	  {"java", "java"}, {"php", "php"},
+    {"csharp", "csharp"}, {"bash", "bash"}, {"typescript", "typescript"},
+    {"rust", "rust"},	  {"lua", "lua"},   {"R", "r"},
+    {"perl", "perl"},	  {"ruby", "ruby"}, {"scala", "scala"},
+    {"sql", "sql"},	  {"c", "c"},
 };
 
 #define N_SF (sizeof(sf_langs) / sizeof(sf_langs[0]))
@@ -111,7 +111,8 @@ unsigned al_sf_jobs(const char *body, size_t len, const struct al_policy *p,
 	else if (!lang)
 		why = "language: not one this server runs";
 	else if (in && !json_is_null(in) &&
-		 (!json_is_string(in) || json_string_length(in) > AL_DOOR_FIELD_MAX))
+		 (!json_is_string(in) ||
+		  json_string_length(in) > AL_DOOR_FIELD_MAX))
 		why = "stdin: must be a string";
 	else if (!al_door_number(doc, "compile_timeout", 0, 600, 10, &ct) ||
 		 !al_door_number(doc, "run_timeout", 0, 600, 10, &rt) ||
@@ -126,8 +127,9 @@ unsigned al_sf_jobs(const char *body, size_t len, const struct al_policy *p,
 		st = bad(ret_err, why);
 		goto out;
 	}
-	run = json_pack("{sOsi}", "stdin", json_is_string(in) ? in : json_string(""),
-			"timeout_ms", (int)(rt * 1000) ?: 1);
+	run = json_pack("{sOsi}", "stdin",
+			json_is_string(in) ? in : json_string(""), "timeout_ms",
+			(int)(rt * 1000) ?: 1);
 	job = al_door_job(al_door_language(p, lang), code, files,
 			  (uint32_t)(ct * 1000) ?: 1, run, NULL);
 	if (job) {
@@ -159,13 +161,14 @@ static json_t *result_of(const struct al_step_result *s, bool compile)
 			 : s->status == AL_XX ? "Error"
 					      : "Finished";
 	json_t *rc = s->has_exit_code ? json_integer(s->exit_code)
-		     : s->signal	? json_integer(-s->signal)
-					: json_null();
+		     : s->signal      ? json_integer(-s->signal)
+				      : json_null();
 	bool co = compile && s->compile_output.len;
 
 	return json_pack("{sssfsososo}", "status", st, "execution_time",
 			 (double)s->wall_ms / 1000.0, "return_code", rc,
-			 "stdout", co ? text(&s->compile_output) : text(&s->stdout_),
+			 "stdout",
+			 co ? text(&s->compile_output) : text(&s->stdout_),
 			 "stderr", co ? json_string("") : text(&s->stderr_));
 }
 
@@ -174,7 +177,8 @@ static json_t *answer(const struct al_result *r)
 	const struct al_step_result *c = al_door_compile_step(r),
 				    *run = al_door_run_step(r);
 	bool ok = r->status == AL_OK;
-	const char *st = r->status == AL_XX || r->status == AL_RJ ? "SandboxError"
+	const char *st = r->status == AL_XX || r->status == AL_RJ
+			     ? "SandboxError"
 			 : ok ? "Success"
 			      : "Failed";
 	json_t *files = json_object();
@@ -209,8 +213,8 @@ enum MHD_Result al_sf_handle(const struct al_door_req *r)
 	/* held until the job is done: verl waits for its answer */
 	do {
 		al_result_release(&res);
-		if (al_http_job_result(r->h, ids[0], o->cfg->http.max_wait_s,
-				       &st, &res) < 0)
+		if (al_http_job_result(r->h, ids[0], AL_DOOR_HOLD_S, &st,
+				       &res) < 0)
 			return al_door_error(AL_DOOR_SF, r->c, 503,
 					     "the queue is unavailable");
 	} while (st == ALQ_QUEUED || st == ALQ_RUNNING);
