@@ -12,7 +12,8 @@ usage: bench_doors.py --url http://HOST:PORT [--n 256] [--concurrency 256]
                       [--dataset datasets/HumanEval.jsonl.gz]
 
 Per path: requests/s, p50/p99 latency, passes, errors (any answer but 200
-with a result), lost (no answer at all). tests/compat/load_test.py runs
+with a result, or a result that is our failure: SandboxError, XX), lost
+(no answer at all). tests/compat/load_test.py runs
 the doors part and asserts 0 lost, 0 errors.
 """
 import argparse
@@ -54,6 +55,8 @@ def run_code(url, prog, timeout):
     if r.status_code != 200:
         return r.status_code, False
     j = r.json()
+    if j["status"] == "SandboxError":  # ours, not the program's: an error
+        return "SandboxError", False
     return 200, j["status"] == "Success"
 
 
@@ -69,6 +72,8 @@ def piston(url, prog, timeout):
     if r.status_code != 200:
         return r.status_code, False
     j = r.json()
+    if (j.get("run") or {}).get("status") == "XX":  # ours: an error
+        return "XX", False
     return 200, j["run"]["code"] == 0
 
 
