@@ -89,11 +89,21 @@ expect("POST", "/submissions/batch", J0, {"submissions": [ok] * 1000}, 422,
 expect("POST", "/submissions/batch", J0, {"submissions": "x"}, 400, error)
 expect("GET", "/submissions/no-such-token", J0, None, 404, error, raw=b"")
 expect("GET", "/languages/9999", J0, None, 404, error, raw=b"")
+expect("POST", "/submissions", {**J0, "X-Auth-Token": "wrong-token-0123456"},
+       ok, 401, error)
+# text/plain (what a browser may post cross-site unasked): refused here
+expect("POST", "/submissions", {**J0, "Content-Type": "text/plain"}, ok,
+       415, error)
 # --- Piston ---
 P = "/api/v2/execute"
 good = {"language": "python", "version": "*",
         "files": [{"content": "print(1)"}]}
 expect("POST", P, {"Content-Type": "application/json"}, good, 401, message)
+# piston-client's text/plain is taken without Origin, never with one
+expect("POST", P, {**BEARER, "Content-Type": "text/plain",
+                   "Origin": "http://evil.example"}, good, 415, message)
+expect("POST", P, {**BEARER, "Content-Type": "text/plain"},
+       {**good, "language": 5}, 400, message)
 expect("POST", P, BEARER, {**good, "language": 5}, 400, message)
 expect("POST", P, BEARER, {**good, "language": "brainfuck"}, 400, message)
 expect("POST", P, BEARER, {**good, "version": "2.7"}, 400, message)
