@@ -23,8 +23,10 @@ def fail(what):
 
 def call(code, stdin="", language="python", files=None, fetch=None,
          run_timeout=10):
+    # verl's default compile_timeout is 10 s; g++ under TCG on a loaded
+    # host takes longer
     payload = json.dumps({
-        "compile_timeout": 10, "run_timeout": run_timeout, "code": code,
+        "compile_timeout": 10 if language == "python" else 300, "run_timeout": run_timeout, "code": code,
         "stdin": stdin, "memory_limit_MB": 1024, "language": language,
         "files": files or {}, "fetch_files": fetch or []})
     r = requests.post(URL, headers={"Content-Type": "application/json",

@@ -156,7 +156,9 @@ static json_t *text(const struct al_blob *b)
 
 static json_t *result_of(const struct al_step_result *s, bool compile)
 {
-	const char *st = s->status == AL_TO || s->status == AL_TL
+	/* a compile killed at its timeout is CE with SIGKILL (piston.c) */
+	const char *st = s->status == AL_TO || s->status == AL_TL ||
+				 (s->status == AL_CE && s->signal == 9)
 			     ? "TimeLimitExceeded"
 			 : s->status == AL_XX ? "Error"
 					      : "Finished";
