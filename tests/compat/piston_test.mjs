@@ -17,7 +17,7 @@ for (const l of ["python", "c", "c++"])
   if (!runtimes.some((r) => r.language === l)) fail("runtime " + l, runtimes);
 
 // compiles under TCG on a loaded host take longer than Piston's 10 s
-const slow = { compileTimeout: 120000, runTimeout: 20000 };
+const slow = { compileTimeout: 300000, runTimeout: 20000 };
 const cases = [
   ["python", "import sys\nprint(input(), sys.argv[1:])",
     { ...slow, stdin: "hi", args: ["a", "b c"] }, "hi ['a', 'b c']\n"],
