@@ -1003,7 +1003,7 @@ static void test_dump_roundtrip(void **state)
 	    "npm_upstream = https://registry.example/\n"
 	    "[http]\nlisten = [::1]:8080\ntoken_file = /etc/airlock/token\n"
 	    "max_body_bytes = 65536\nmax_connections = 8\ntimeout_s = 5\n"
-	    "max_wait_s = 60\n"
+	    "max_wait_s = 60\nqueue_cap = 500\n"
 	    "callback_allow = 127.0.0.1:9000 10.0.0.0/8 fd00::/8\n"
 	    "callback_attempts = 2\n"
 	    "[log]\nlevel = warn\nformat = json\n";

@@ -28,6 +28,7 @@ struct entry {
 	char *url;		/* where to POST */
 	uint32_t attempts;	/* POSTs made */
 	uint64_t next_ms;	/* wall ms of the next attempt, 0 = now */
+	const struct al_callback_shape *shape; /* a door's, NULL = ours */
 };
 
 struct al_callbacks {
@@ -241,7 +242,8 @@ static size_t discard(char *p, size_t size, size_t n, void *priv)
 	return size * n;
 }
 
-/* POST body to url (re-checked and pinned); the HTTP status, or -errno. */
+/* POST (or the shape's method) body to url (re-checked and pinned); the
+ * HTTP status, or -errno. */
 static long post(struct al_callbacks *cb, const struct entry *e,
 		 const char *body)
 {
@@ -276,6 +278,8 @@ static long post(struct al_callbacks *cb, const struct entry *e,
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, POST_TIMEOUT);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	if (e->shape)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, e->shape->method);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
 			 (curl_off_t)strlen(body));
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
@@ -289,8 +293,10 @@ static long post(struct al_callbacks *cb, const struct entry *e,
 	return code;
 }
 
-/* The result of e as JSON (malloc'd), or NULL. */
-static char *result_json(struct al_callbacks *cb, const char *id)
+/* The result of e as JSON (malloc'd; the shape's when it has one), or
+ * NULL. */
+static char *result_json(struct al_callbacks *cb, const char *id,
+			 const struct al_callback_shape *shape)
 {
 	struct al_result res = {0};
 	struct al_diags d;
@@ -300,8 +306,12 @@ static char *result_json(struct al_callbacks *cb, const char *id)
 	if (alq_client_result(&cb->cl, id, &mp, &len) < 0)
 		return NULL;
 	al_diags_init(&d);
-	if (al_result_from_msgpack(mp, len, &res, &d) == 0)
-		al_result_to_json(&res, &json);
+	if (al_result_from_msgpack(mp, len, &res, &d) == 0) {
+		if (shape)
+			json = shape->render(&res, id);
+		else
+			al_result_to_json(&res, &json);
+	}
 	al_result_release(&res);
 	free(mp);
 	return json;
@@ -311,7 +321,7 @@ static char *result_json(struct al_callbacks *cb, const char *id)
  * (delivered or given up). */
 static bool attempt(struct al_callbacks *cb, struct entry *e)
 {
-	char *body = result_json(cb, e->id);
+	char *body = result_json(cb, e->id, e->shape);
 	long code;
 
 	if (!body)
@@ -486,6 +496,13 @@ int al_callbacks_start(const struct alq_url *url, const char *queue,
 
 int al_callbacks_add(struct al_callbacks *cb, const char *id, const char *url)
 {
+	return al_callbacks_add_shaped(cb, id, url, NULL);
+}
+
+int al_callbacks_add_shaped(struct al_callbacks *cb, const char *id,
+			    const char *url,
+			    const struct al_callback_shape *shape)
+{
 	int r = 0;
 
 	pthread_mutex_lock(&cb->lock);
@@ -506,6 +523,7 @@ int al_callbacks_add(struct al_callbacks *cb, const char *id, const char *url)
 		memset(e, 0, sizeof(*e));
 		snprintf(e->id, sizeof(e->id), "%s", id);
 		e->url = strdup(url);
+		e->shape = shape;
 		if (!e->url)
 			r = -ENOMEM;
 		else

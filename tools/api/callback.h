@@ -52,6 +52,18 @@ int al_callback_target(const struct al_config_names *allow, const char *url,
 		       char *ret_pin, size_t pin_len, char *err, size_t errlen);
 /* Queue a callback for job `id`. 0, -ENOSPC (list full), -ENOMEM. */
 int al_callbacks_add(struct al_callbacks *cb, const char *id, const char *url);
+/* A callback in another protocol's shape (tools/api/doors/): Judge0
+ * PUTs the submission, not our result. */
+struct al_result;
+struct al_callback_shape {
+	const char *method; /* "PUT" */
+	/* the body for job id's result: malloc'd JSON, NULL = try later */
+	char *(*render)(const struct al_result *r, const char *id);
+};
+/* al_callbacks_add() with a shape (static storage; NULL = ours). */
+int al_callbacks_add_shaped(struct al_callbacks *cb, const char *id,
+			    const char *url,
+			    const struct al_callback_shape *shape);
 /* Stop the thread (an in-flight POST ends at its timeout) and free. */
 void al_callbacks_stop(struct al_callbacks *cb);
 

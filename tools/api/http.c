@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "clock.h"
+#include "door.h"
 #include "http.h"
 #include "http_req.h"
 #include "log.h"
@@ -41,16 +42,21 @@ struct req {
 	char *body;		/* bytes so far */
 	size_t len, cap;	/* used, allocated */
 	bool too_big;		/* over max_body_bytes: 413 at the end */
+	enum al_door door;	/* a front door's request (doors/), or NONE */
+	bool has_body;		/* its route takes a body */
 };
 
 /* --- responses ---------------------------------------------------------- */
 
-static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
-				const char *type, char *buf, size_t len)
+/* Answer buf (consumed); retry_s > 0 adds Retry-After. */
+static enum MHD_Result send_buf_retry(struct MHD_Connection *c, unsigned status,
+				      const char *type, char *buf, size_t len,
+				      unsigned retry_s)
 {
 	struct MHD_Response *r =
 	    MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
+	char num[16];
 
 	if (!r) {
 		free(buf);
@@ -58,16 +64,27 @@ static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
 	}
 	MHD_add_response_header(r, "Content-Type", type);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (retry_s) {
+		snprintf(num, sizeof(num), "%u", retry_s);
+		MHD_add_response_header(r, "Retry-After", num);
+	}
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
-/* A JSON body from j (consumed). */
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
-				 json_t *j)
+static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
+				const char *type, char *buf, size_t len)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	return send_buf_retry(c, status, type, buf, len, 0);
+}
+
+enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
+				  json_t *j, unsigned retry_s)
+{
+	/* 15 digits: 0.347, not 0.34699999999999998 */
+	char *s =
+	    j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 	size_t n;
 
 	json_decref(j);
@@ -79,7 +96,14 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
 		return MHD_NO;
 	n = strlen(s);
 	s[n] = '\n'; /* the NUL becomes a newline: the buffer is n + 1 */
-	return send_buf(c, status, "application/json", s, n + 1);
+	return send_buf_retry(c, status, "application/json", s, n + 1, retry_s);
+}
+
+/* A JSON body from j (consumed). */
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
+				 json_t *j)
+{
+	return al_http_send_json(c, status, j, 0);
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
@@ -135,20 +159,27 @@ static bool loopback(struct MHD_Connection *c)
 	return ci && loopback_sa(ci->client_addr);
 }
 
-/* 0 when allowed, else the status to answer (401 or 403). */
-static unsigned auth(const struct al_http *h, struct MHD_Connection *c)
+/* 0 when allowed, else the status to answer (401 or 403). The Judge0
+ * door's clients send the token as X-Auth-Token (Judge0's AUTHN_HEADER). */
+static unsigned auth(const struct al_http *h, struct MHD_Connection *c,
+		     enum al_door door)
 {
 	const char *token = h->o->token;
-	const char *hdr;
+	const char *hdr = NULL;
 	size_t n = strlen(token);
 
 	if (!token[0])
 		return loopback(c) ? 0 : 403;
-	hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-					  MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!hdr || strncmp(hdr, "Bearer ", 7) != 0)
-		return 401;
-	hdr += 7;
+	if (door == AL_DOOR_JUDGE0)
+		hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						  "X-Auth-Token");
+	if (!hdr) {
+		hdr = MHD_lookup_connection_value(
+		    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		if (!hdr || strncmp(hdr, "Bearer ", 7) != 0)
+			return 401;
+		hdr += 7;
+	}
 	/* lengths may differ: compare the token with itself then, so the
 	 * time taken depends on the token's length only */
 	if (strlen(hdr) != n) {
@@ -243,28 +274,41 @@ static int open_redis(const struct al_http *h, struct alq_client *cl)
 	return r;
 }
 
+/* The stored result of id, decoded into *ret. 0 or -errno (-ENOENT: none). */
+static int result_get(struct alq_client *cl, const char *id,
+		      struct al_result *ret)
+{
+	struct al_diags d;
+	char *mp = NULL;
+	size_t len;
+	int r;
+
+	r = alq_client_result(cl, id, &mp, &len);
+	if (r < 0)
+		return r;
+	al_diags_init(&d);
+	r = al_result_from_msgpack(mp, len, ret, &d) == 0 ? 0 : -EPROTO;
+	free(mp);
+	return r;
+}
+
 /* The stored result of id as a JSON object, or NULL (*ret_err why). */
 static json_t *result_obj(struct alq_client *cl, const char *id, int *ret_err)
 {
 	struct al_result res = {0};
-	struct al_diags d;
-	char *mp = NULL, *text = NULL;
+	char *text = NULL;
 	json_t *j = NULL;
-	size_t len;
 
-	*ret_err = alq_client_result(cl, id, &mp, &len);
+	*ret_err = result_get(cl, id, &res);
 	if (*ret_err < 0)
 		return NULL;
-	al_diags_init(&d);
 	*ret_err = -EPROTO;
-	if (al_result_from_msgpack(mp, len, &res, &d) == 0 &&
-	    al_result_to_json(&res, &text) == 0)
+	if (al_result_to_json(&res, &text) == 0)
 		j = json_loads(text, JSON_ALLOW_NUL, NULL);
 	if (j)
 		*ret_err = 0;
 	al_result_release(&res);
 	free(text);
-	free(mp);
 	return j;
 }
 
@@ -322,7 +366,19 @@ static int wait_result(const struct al_http *h, struct alq_client *cl,
 	}
 }
 
-/* Submit the prepared jobs; per-job outcomes into subs. */
+/* Is the queue at http.queue_cap (n more would pass it)? */
+static bool at_cap(const struct al_http *h, struct alq_client *cl, size_t n)
+{
+	uint32_t cap = h->o->cfg->http.queue_cap;
+	struct alq_status st;
+
+	if (!cap || alq_client_status(cl, &st) < 0)
+		return false; /* a status that fails: the submit will say */
+	return st.depth >= 0 && (uint64_t)st.depth + n > cap;
+}
+
+/* Submit the prepared jobs; per-job outcomes into subs. -EBUSY at the
+ * queue cap (nothing enqueued). */
 static int submit(const struct al_http *h, struct alq_client *cl,
 		  struct al_http_job *jobs, struct alq_submit *subs,
 		  struct alq_prepared *prep, size_t n)
@@ -338,6 +394,8 @@ static int submit(const struct al_http *h, struct alq_client *cl,
 	}
 	if (open_redis(h, cl) < 0)
 		return -EIO;
+	if (at_cap(h, cl, n))
+		return -EBUSY;
 	return alq_client_submit_many(cl, subs, n);
 }
 
@@ -407,6 +465,51 @@ static enum MHD_Result send_conflict(const struct al_http *h,
 	return send_json(c, 409, j);
 }
 
+/* The path of every submission, POST /jobs and the doors alike
+ * (doors/door.h): language expanded, policy and callback target checked,
+ * prepared, the queue cap, submitted, callbacks queued. 0; -EINVAL with d
+ * filled (nothing enqueued); -EEXIST an id taken by another payload (subs
+ * say which: the others are in, their callbacks not yet queued); -EBUSY at
+ * http.queue_cap (nothing enqueued); -ENOMEM; -EIO the queue failed. */
+static int enqueue(struct al_http *h, struct alq_client *cl,
+		   struct al_http_job *jobs, size_t n, bool batch,
+		   struct alq_submit *subs, struct alq_prepared *prep,
+		   struct al_diags *d)
+{
+	int r;
+
+	if (!check_jobs(h, jobs, n, batch, d))
+		return -EINVAL;
+	r = submit(h, cl, jobs, subs, prep, n);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (subs[i].err < 0 && subs[i].err != -EEXIST)
+			r = subs[i].err;
+	if (r == 0 && conflicts(subs, n))
+		return -EEXIST;
+	if (r < 0 && r != -EBUSY && r != -ENOMEM) {
+		al_warn("http: submit: %s",
+			cl->err[0] ? cl->err : strerror(-r));
+		return -EIO;
+	}
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (jobs[i].callback &&
+		    al_callbacks_add_shaped(h->o->callbacks, subs[i].id,
+					    jobs[i].callback,
+					    jobs[i].shape) < 0)
+			al_warn("job=%s: callback not queued (too many "
+				"waiting)",
+				subs[i].id);
+	return r;
+}
+
+/* 503 at the queue cap: Retry-After, as Judge0 and HTTP say. */
+static enum MHD_Result send_full(struct MHD_Connection *c)
+{
+	return al_http_send_json(c, 503,
+				 json_pack("{ss}", "error", "queue is full"),
+				 AL_HTTP_RETRY_AFTER);
+}
+
 static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
 				 struct req *q)
 {
@@ -432,37 +535,26 @@ static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
 			       &d);
 	if (r == -ENOMEM)
 		return send_error(c, 503, "out of memory");
-	if (r < 0 || !check_jobs(h, jobs, n, batch, &d)) {
+	if (r < 0) {
 		ret = send_diags(c, &d);
 		goto out;
 	}
 	subs = calloc(n, sizeof(*subs));
 	prep = calloc(n, sizeof(*prep));
-	if (!subs || !prep) {
-		ret = send_error(c, 503, "out of memory");
-		goto out;
-	}
-	r = submit(h, &cl, jobs, subs, prep, n);
-	for (size_t i = 0; r == 0 && i < n; i++)
-		if (subs[i].err < 0 && subs[i].err != -EEXIST)
-			r = subs[i].err;
-	if (r == 0 && conflicts(subs, n)) {
+	r = subs && prep ? enqueue(h, &cl, jobs, n, batch, subs, prep, &d)
+			 : -ENOMEM;
+	if (r == -EINVAL)
+		ret = send_diags(c, &d);
+	else if (r == -EEXIST)
 		ret = send_conflict(h, c, jobs, subs, n);
-		goto out;
-	}
-	if (r < 0) {
-		al_warn("http: submit: %s", cl.err[0] ? cl.err : strerror(-r));
-		ret = send_error(c, 503, "the queue is unavailable");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (jobs[i].callback &&
-		    al_callbacks_add(h->o->callbacks, subs[i].id,
-				     jobs[i].callback) < 0)
-			al_warn("job=%s: callback not queued (too many "
-				"waiting)",
-				subs[i].id);
-	ret = submitted(h, c, &cl, subs, n, batch, wait_s);
+	else if (r == -EBUSY)
+		ret = send_full(c);
+	else if (r < 0)
+		ret = send_error(c, 503,
+				 r == -ENOMEM ? "out of memory"
+					      : "the queue is unavailable");
+	else
+		ret = submitted(h, c, &cl, subs, n, batch, wait_s);
 out:
 	for (size_t i = 0; prep && i < n; i++)
 		free(prep[i].payload);
@@ -471,6 +563,68 @@ out:
 	alq_client_close(&cl);
 	al_http_jobs_free(jobs, n);
 	return ret;
+}
+
+/* --- for the doors (doors/door.h) ----------------------------------- */
+
+int al_http_enqueue(struct al_http *h, struct al_http_job *jobs, size_t n,
+		    char (*ret_ids)[AL_ID_MAX + 1], struct al_diags *d)
+{
+	struct alq_submit *subs = calloc(n ? n : 1, sizeof(*subs));
+	struct alq_prepared *prep = calloc(n ? n : 1, sizeof(*prep));
+	struct alq_client cl = {0};
+	int r = subs && prep ? enqueue(h, &cl, jobs, n, true, subs, prep, d)
+			     : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		memcpy(ret_ids[i], subs[i].id, strlen(subs[i].id) + 1);
+	for (size_t i = 0; prep && i < n; i++)
+		free(prep[i].payload);
+	free(prep);
+	free(subs);
+	alq_client_close(&cl);
+	return r == -EEXIST ? -EIO : r;
+}
+
+int al_http_job_result(struct al_http *h, const char *id, uint32_t wait_s,
+		       enum al_queue_state *ret_state, struct al_result *ret)
+{
+	struct alq_client cl = {0};
+	struct al_queue_job st;
+	int r = atomic_load(&h->stopping) ? -ECANCELED : open_redis(h, &cl);
+
+	if (r == 0 && wait_s)
+		(void)wait_result(h, &cl, id, wait_s);
+	if (r == 0)
+		r = al_queue_status(&cl, id, &st);
+	if (r == 0 && st.state != ALQ_UNKNOWN && st.state != ALQ_QUEUED &&
+	    st.state != ALQ_RUNNING) {
+		r = result_get(&cl, id, ret);
+		if (r == -ENOENT)
+			st.state = ALQ_UNKNOWN;
+		r = r == -ENOENT ? 0 : r;
+	}
+	alq_client_close(&cl);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EIO;
+	*ret_state = st.state;
+	return 0;
+}
+
+int al_http_queue_status(struct al_http *h, struct alq_status *ret)
+{
+	struct alq_client cl = {0};
+	int r = open_redis(h, &cl);
+
+	if (r == 0)
+		r = alq_client_status(&cl, ret);
+	alq_client_close(&cl);
+	return r < 0 ? -EIO : 0;
+}
+
+const struct al_http_opts *al_http_options(const struct al_http *h)
+{
+	return h->o;
 }
 
 static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
@@ -665,6 +819,24 @@ static void take_body(struct req *q, const char *data, size_t n, size_t max)
 	q->len += n;
 }
 
+/* The npm piston-client posts its JSON as text/plain (node-fetch's type
+ * for a string body) and cannot be told otherwise. A browser's
+ * cross-site POST may be text/plain too, but always carries Origin:
+ * the Piston door takes text/plain only without one. */
+static bool door_plain_ok(const struct req *q, struct MHD_Connection *c)
+{
+	return q->door == AL_DOOR_PISTON &&
+	       !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+}
+
+/* An error for the request in its own shape (a door's, or ours). */
+static enum MHD_Result refuse(const struct req *q, struct MHD_Connection *c,
+			      unsigned status, const char *msg)
+{
+	return q->door ? al_door_error(q->door, c, status, msg)
+		       : send_error(c, status, msg);
+}
+
 /* The first call for a request: route, authenticate, check the declared
  * length. NULL with *ret set when it is answered already. */
 static struct req *begin(struct al_http *h, struct MHD_Connection *c,
@@ -681,47 +853,52 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		*ret = MHD_NO;
 		return NULL;
 	}
-	r = al_http_route(method, url, &q->route, q->id);
+	r = h->o->metrics_only ? -ENOENT : al_door_route(method, url, &q->door);
+	if (r == -ENOENT)
+		r = al_http_route(method, url, &q->route, q->id);
+	q->has_body = q->door ? al_door_has_body(q->door, method)
+			      : al_http_route_has_body(q->route);
 	if (r == 0 && h->o->metrics_only && q->route != AL_ROUTE_METRICS &&
 	    q->route != AL_ROUTE_HEALTH)
 		r = -ENOENT;
 	if (r < 0) {
-		*ret = r == -EPERM    ? send_error(c, 405, "method not allowed")
-		       : r == -EINVAL ? send_error(c, 400, "bad job id")
-				      : send_error(c, 404, "no such path");
+		*ret = r == -EPERM    ? refuse(q, c, 405, "method not allowed")
+		       : r == -EINVAL ? refuse(q, c, 400, "bad job id")
+				      : refuse(q, c, 404, "no such path");
 	} else if (!h->o->metrics_only && !h->o->token[0] &&
 		   !al_http_host_allowed(
 		       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						   MHD_HTTP_HEADER_HOST),
 		       h->o->listen)) {
 		/* no token: a DNS-rebound name in a browser is not us */
-		*ret = send_error(c, 403,
-				  "Host not allowed (no http.token_file: "
-				  "loopback names only)");
+		*ret = refuse(q, c, 403,
+			      "Host not allowed (no http.token_file: "
+			      "loopback names only)");
 	} else if (!h->o->metrics_only && q->route != AL_ROUTE_HEALTH &&
-		   (a = auth(h, c)) != 0) {
-		*ret = send_error(c, a,
-				  a == 401 ? "a valid bearer token is "
-					     "required"
-					   : "only loopback clients "
-					     "(no http.token set)");
+		   (a = auth(h, c, q->door)) != 0) {
+		*ret = refuse(q, c, a,
+			      a == 401 ? "a valid bearer token is "
+					 "required"
+				       : "only loopback clients "
+					 "(no http.token set)");
 	} else if (q->route == AL_ROUTE_SESS_PUT_TAR &&
 		   strcmp(MHD_lookup_connection_value(
-			      c, MHD_HEADER_KIND,
-			      MHD_HTTP_HEADER_CONTENT_TYPE) ?: "",
+			      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)
+			      ?: "",
 			  "application/x-tar")) {
 		/* not a type a browser posts cross-site unasked either */
 		*ret = send_error(c, 415, "Content-Type must be application/x-tar");
-	} else if (q->route != AL_ROUTE_SESS_PUT_TAR &&
-		   al_http_route_has_body(q->route) &&
+	} else if ((q->door || q->route != AL_ROUTE_SESS_PUT_TAR) &&
+		   q->has_body &&
 		   !al_http_json_type(MHD_lookup_connection_value(
-		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)) &&
+		   !door_plain_ok(q, c)) {
 		/* a browser posts text/plain cross-site without asking */
 		*ret =
-		    send_error(c, 415, "Content-Type must be application/json");
+		    refuse(q, c, 415, "Content-Type must be application/json");
 	} else if (cl &&
 		   strtoull(cl, NULL, 10) > h->o->cfg->http.max_body_bytes) {
-		*ret = send_error(c, 413, "body over http.max_body_bytes");
+		*ret = refuse(q, c, 413, "body over http.max_body_bytes");
 	} else {
 		return q;
 	}
@@ -747,14 +924,22 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c,
 		return MHD_YES;
 	}
 	if (*data_size) {
-		if (al_http_route_has_body(q->route))
+		if (q->has_body)
 			take_body(q, data, *data_size,
 				  h->o->cfg->http.max_body_bytes);
 		*data_size = 0;
 		return MHD_YES;
 	}
 	if (q->too_big)
-		return send_error(c, 413, "body over http.max_body_bytes");
+		return refuse(q, c, 413, "body over http.max_body_bytes");
+	if (q->door)
+		return al_door_handle(&(struct al_door_req){.h = h,
+							    .c = c,
+							    .door = q->door,
+							    .method = method,
+							    .path = url,
+							    .body = q->body,
+							    .len = q->len});
 	return handlers[q->route](h, c, q);
 }
 

@@ -87,9 +87,12 @@ bool al_http_json_type(const char *type);
 /* ?wait=SECONDS: decimal, 0..max. 0 or -EINVAL. NULL = 0. */
 int al_http_parse_wait(const char *s, uint32_t max, uint32_t *ret);
 
+struct al_callback_shape;
 struct al_http_job {
 	struct al_job job; /* decoded */
 	char *callback;	   /* callback_url, malloc'd, NULL = none */
+	const struct al_callback_shape *shape; /* a door's (callback.h),
+						  NULL = ours */
 };
 
 /* Decode a body: one job (batch false) or an array (batch true). On

@@ -500,6 +500,9 @@ static const struct al_config_key keys[] = {
 	"seconds an HTTP connection may stay idle (slow clients are cut)"),
     U32(http, max_wait_s, 0, 3600, "300",
 	"largest ?wait=SECONDS of POST /jobs"),
+    U32(http, queue_cap, 0, 10000000, "0",
+	"jobs waiting in the queue at which a submission (POST /jobs and "
+	"the doors) gets 503 with Retry-After; 0 = no cap"),
     NAMES_CHK(http, callback_allow, check_target,
 	      "HOST:PORT or ADDR/PREFIX", "",
 	      "callback_url targets allowed, space-separated; empty = no "

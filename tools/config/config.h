@@ -197,6 +197,7 @@ struct al_config {
 		uint32_t max_connections;	    /* open at once */
 		uint32_t timeout_s;		    /* idle connection limit */
 		uint32_t max_wait_s;		    /* largest ?wait= */
+		uint32_t queue_cap;		    /* waiting jobs: 503, 0 = none */
 		struct al_config_names callback_allow; /* host:port, CIDR */
 		uint32_t callback_attempts;	    /* POSTs before giving up */
 	} http;

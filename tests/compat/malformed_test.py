@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""malformed_test.py: malformed requests on each door get the protocol's
+own error (Judge0: 4xx with {"error"} or per-field {"field": [...]};
+Piston: 400 {"message"}; SandboxFusion: 422 {"detail"}). The caller
+checks that nothing was enqueued. A token is configured: Judge0 sends it
+as X-Auth-Token, the others as a bearer token.
+
+usage: malformed_test.py BASE_URL TOKEN
+"""
+import json
+import sys
+
+import requests
+
+BASE, TOKEN = sys.argv[1], sys.argv[2]
+J0 = {"Content-Type": "application/json", "X-Auth-Token": TOKEN}
+BEARER = {"Content-Type": "application/json",
+          "Authorization": "Bearer " + TOKEN}
+BIG = "x" * (2 << 20)
+TEN = "y" * (10 << 20)
+n = 0
+
+
+def expect(method, path, headers, body, code, check, raw=None, params=None):
+    global n
+    data = raw if raw is not None else json.dumps(body)
+    r = requests.request(method, BASE + path, headers=headers, data=data,
+                         params=params, timeout=120)
+    try:
+        j = r.json()
+    except ValueError:
+        sys.exit(f"malformed: FAIL: {path} {body!r:.80}: not JSON: "
+                 f"{r.status_code} {r.text[:200]}")
+    if r.status_code != code or not check(j):
+        sys.exit(f"malformed: FAIL: {path} {str(body)[:80]}: got "
+                 f"{r.status_code} {str(j)[:300]}, want {code}")
+    n += 1
+
+
+def field(name):
+    return lambda j: isinstance(j.get(name), list) and j[name]
+
+
+def error(j):
+    return isinstance(j.get("error"), str)
+
+
+def message(j):
+    return isinstance(j.get("message"), str)
+
+
+def detail(j):
+    return "detail" in j
+
+
+ok = {"source_code": "print(1)", "language_id": 71}
+# --- Judge0 ---
+expect("POST", "/submissions", {"Content-Type": "application/json"}, ok,
+       401, error)
+expect("POST", "/submissions", J0, {**ok, "language_id": "abc"}, 422,
+       field("language_id"))
+expect("POST", "/submissions", J0, {**ok, "language_id": 9999}, 422,
+       field("language_id"))
+expect("POST", "/submissions", J0, {"language_id": 71}, 422,
+       field("source_code"))
+expect("POST", "/submissions", J0, {**ok, "source_code": 5}, 422,
+       field("source_code"))
+expect("POST", "/submissions", J0, {**ok, "stdin": ["a"]}, 422,
+       field("stdin"))
+expect("POST", "/submissions", J0, {**ok, "cpu_time_limit": "fast"}, 422,
+       field("cpu_time_limit"))
+expect("POST", "/submissions", J0, {**ok, "cpu_time_limit": 100}, 422,
+       field("cpu_time_limit"))
+expect("POST", "/submissions", J0, {**ok, "memory_limit": -1}, 422,
+       field("memory_limit"))
+expect("POST", "/submissions", J0, {**ok, "enable_network": True}, 422,
+       field("enable_network"))
+expect("POST", "/submissions", J0, {**ok, "source_code": BIG}, 422,
+       field("source_code"))
+expect("POST", "/submissions", J0, {**ok, "source_code": "!!not b64"}, 422,
+       field("source_code"), params={"base64_encoded": "true"})
+expect("POST", "/submissions", J0, None, 400, error,
+       raw=b'{"source_code":"\xff\xfe","language_id":71}')
+expect("POST", "/submissions", J0, None, 400, error, raw=b"not json")
+expect("POST", "/submissions", J0, {**ok, "source_code": TEN}, 422,
+       field("source_code"))
+expect("POST", "/submissions/batch", J0, {"submissions": [ok] * 1000}, 422,
+       error)
+expect("POST", "/submissions/batch", J0, {"submissions": "x"}, 400, error)
+expect("GET", "/submissions/no-such-token", J0, None, 404, error, raw=b"")
+expect("GET", "/languages/9999", J0, None, 404, error, raw=b"")
+expect("POST", "/submissions", {**J0, "X-Auth-Token": "wrong-token-0123456"},
+       ok, 401, error)
+# text/plain (what a browser may post cross-site unasked): refused here
+expect("POST", "/submissions", {**J0, "Content-Type": "text/plain"}, ok,
+       415, error)
+# --- Piston ---
+P = "/api/v2/execute"
+good = {"language": "python", "version": "*",
+        "files": [{"content": "print(1)"}]}
+expect("POST", P, {"Content-Type": "application/json"}, good, 401, message)
+# piston-client's text/plain is taken without Origin, never with one
+expect("POST", P, {**BEARER, "Content-Type": "text/plain",
+                   "Origin": "http://evil.example"}, good, 415, message)
+expect("POST", P, {**BEARER, "Content-Type": "text/plain"},
+       {**good, "language": 5}, 400, message)
+expect("POST", P, BEARER, {**good, "language": 5}, 400, message)
+expect("POST", P, BEARER, {**good, "language": "brainfuck"}, 400, message)
+expect("POST", P, BEARER, {**good, "version": "2.7"}, 400, message)
+expect("POST", P, BEARER, {**good, "files": "print(1)"}, 400, message)
+expect("POST", P, BEARER, {**good, "files": []}, 400, message)
+expect("POST", P, BEARER,
+       {**good, "files": [{"content": "!!", "encoding": "base64"}]}, 400,
+       message)
+expect("POST", P, BEARER,
+       {**good, "files": [{"content": "zz", "encoding": "hex"}]}, 400,
+       message)
+expect("POST", P, BEARER, {**good, "args": "a b"}, 400, message)
+expect("POST", P, BEARER, {**good, "run_timeout": "soon"}, 400, message)
+expect("POST", P, BEARER, {**good, "files": [{"content": BIG}]}, 400,
+       message)
+expect("POST", P, BEARER, {**good, "files": [{"content": TEN}]}, 400,
+       message)
+expect("POST", P, BEARER, None, 400, message, raw=b"\xff\xfe")
+# --- SandboxFusion ---
+S = "/run_code"
+sf = {"code": "print(1)", "language": "python"}
+expect("POST", S, {"Content-Type": "application/json"}, sf, 401, detail)
+expect("POST", S, BEARER, {**sf, "code": 1}, 422, detail)
+expect("POST", S, BEARER, {**sf, "language": "cobol-1960"}, 422, detail)
+expect("POST", S, BEARER, {**sf, "run_timeout": "x"}, 422, detail)
+expect("POST", S, BEARER, {**sf, "files": {"a": "!!"}}, 422, detail)
+expect("POST", S, BEARER, {**sf, "fetch_files": "a"}, 422, detail)
+expect("POST", S, BEARER, {**sf, "code": BIG}, 422, detail)
+expect("POST", S, BEARER, {**sf, "code": TEN}, 422, detail)
+expect("POST", S, BEARER, None, 422, detail, raw=b"[1,2")
+print(f"malformed: {n} requests refused, each in its protocol's shape")
