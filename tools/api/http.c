@@ -587,16 +587,16 @@ int al_http_enqueue(struct al_http *h, struct al_http_job *jobs, size_t n,
 }
 
 int al_http_job_result(struct al_http *h, const char *id, uint32_t wait_s,
-		       enum al_queue_state *ret_state, struct al_result *ret)
+		       enum alq_state *ret_state, struct al_result *ret)
 {
 	struct alq_client cl = {0};
-	struct al_queue_job st;
+	struct alq_job st;
 	int r = atomic_load(&h->stopping) ? -ECANCELED : open_redis(h, &cl);
 
 	if (r == 0 && wait_s)
 		(void)wait_result(h, &cl, id, wait_s);
 	if (r == 0)
-		r = al_queue_status(&cl, id, &st);
+		r = alq_job_status(&cl, id, &st);
 	if (r == 0 && st.state != ALQ_UNKNOWN && st.state != ALQ_QUEUED &&
 	    st.state != ALQ_RUNNING) {
 		r = result_get(&cl, id, ret);

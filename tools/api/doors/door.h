@@ -80,7 +80,7 @@ int al_http_enqueue(struct al_http *h, struct al_http_job *jobs, size_t n,
  * and for a finished job (done, dead, cancelled) its result in *ret
  * (al_result_release). 0 or -EIO. */
 int al_http_job_result(struct al_http *h, const char *id, uint32_t wait_s,
-		       enum al_queue_state *ret_state, struct al_result *ret);
+		       enum alq_state *ret_state, struct al_result *ret);
 const struct al_http_opts *al_http_options(const struct al_http *h);
 #define AL_HTTP_RETRY_AFTER 5 /* s, with a 503 at the queue cap */
 /* A JSON answer (j consumed); retry_s > 0 adds Retry-After. */

@@ -600,7 +600,7 @@ static void run_facts(json_t *o, const struct al_step_result *run)
 
 /* The whole submission (every field we have) of a job in state st;
  * NULL when some text is not UTF-8 and b64 is off. */
-static json_t *submission(const char *token, enum al_queue_state st,
+static json_t *submission(const char *token, enum alq_state st,
 			  const struct al_result *r, bool b64)
 {
 	const struct al_step_result *run = NULL, *cmp = NULL;
@@ -727,7 +727,7 @@ static json_t *fetch(const struct al_door_req *r, const char *token,
 		     uint32_t wait_s, bool *bad, int *ret_err)
 {
 	struct al_result res = {0};
-	enum al_queue_state st;
+	enum alq_state st;
 	json_t *j = NULL;
 
 	*ret_err = al_id_valid(token, strlen(token))

@@ -375,7 +375,7 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 	const struct al_http_opts *o = al_http_options(r->h);
 	json_t *jobs = NULL, *e = NULL, *j;
 	struct al_result res = {0};
-	enum al_queue_state st;
+	enum alq_state st;
 	char ids[1][AL_ID_MAX + 1], why[512];
 	unsigned code;
 
