@@ -364,13 +364,17 @@ static int clocks_of(struct host *h, json_t *body, uint32_t *ttl,
 	*idle = h->o->idle_default_s;
 	if (t && (!json_is_integer(t) || json_integer_value(t) < 1 ||
 		  json_integer_value(t) > h->o->ttl_max_s)) {
-		snprintf(err, len, "ttl_s: must be 1..%u (sessions.ttl_max_s)",
+		snprintf(err, len,
+			 "ttl_s: must be an integer, 1..%u seconds "
+			 "(sessions.ttl_max_s)",
 			 h->o->ttl_max_s);
 		return -1;
 	}
 	if (i && (!json_is_integer(i) || json_integer_value(i) < 0 ||
 		  json_integer_value(i) > h->o->ttl_max_s)) {
-		snprintf(err, len, "idle_s: must be 0..%u (0 = none)",
+		snprintf(err, len,
+			 "idle_s: must be an integer, 0..%u seconds (0 = "
+			 "none)",
 			 h->o->ttl_max_s);
 		return -1;
 	}
@@ -381,7 +385,33 @@ static int clocks_of(struct host *h, json_t *body, uint32_t *ttl,
 	return 0;
 }
 
-static void create(struct host *h, json_t *req)
+/* KEYS[1] record; ARGV host, ttl_s, idle_s. Take a create: only a
+ * pending record no host took yet (a create under a live session's id,
+ * from a raw Redis client or twice, must not make two processes serve
+ * it). 1 taken, 0 not ours. */
+static const char CLAIM_LUA[] =
+    "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' or\n"
+    "   redis.call('HEXISTS', KEYS[1], 'host') == 1 then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'starting', 'host', ARGV[1],\n"
+    "  'ttl_s', ARGV[2], 'idle_s', ARGV[3])\n"
+    "return 1\n";
+
+static int claim(struct host *h, const char *id, uint32_t ttl, uint32_t idle)
+{
+	char k[SESS_KEY_MAX];
+	redisReply *r;
+	int x;
+
+	sess__key(k, sizeof(k), h->o->queue, "%s", id);
+	r = redisCommand(h->cl.rc, "EVAL %s 1 %s %s %u %u", CLAIM_LUA, k,
+			 h->name, ttl, idle);
+	x = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -EIO;
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
+static void create(struct host *h, json_t *req, bool own_list)
 {
 	const char *id = json_string_value(json_object_get(req, "id"));
 	const char *rid = json_string_value(json_object_get(req, "rid"));
@@ -399,24 +429,33 @@ static void create(struct host *h, json_t *req)
 	if (json_is_integer(dl) &&
 	    (uint64_t)json_integer_value(dl) < al_wall_ms())
 		return; /* its client gave up (create_timeout) */
-	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) < 0) {
-		sess__end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
-			 0);
-		reply_error(h, rid, err);
-		return;
-	}
 	for (uint32_t i = 0; i < h->o->max_sessions && !c; i++)
 		if (h->c[i].pid <= 0)
 			c = &h->c[i];
 	if (!c)
 		return;
-	sess__key(k, sizeof(k), h->o->queue, "%s", id);
-	redisReply *r = redisCommand(h->cl.rc,
-				     "HSET %s state starting host %s ttl_s %u "
-				     "idle_s %u",
-				     k, h->name, ttl, idle);
-	if (r)
-		freeReplyObject(r);
+	if (json_object_get(body, "fork_of") && !own_list) {
+		al_warn("session=%s create with fork_of on the shared list: "
+			"refused",
+			id);
+		reply_error(h, rid, "fork_of: set by the host only");
+		return;
+	}
+	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) == 0)
+		err[0] = '\0';
+	if (claim(h, id, ttl, idle) != 1) {
+		al_warn("session=%s create of an id already taken (or never "
+			"recorded): refused",
+			id);
+		reply_error(h, rid, "create: that session id is taken");
+		return;
+	}
+	if (err[0]) { /* refused, not failed: no session was made */
+		sess__end(h->cl.rc, h->o->queue, id, "refused", err,
+			  h->o->keep_s, 0);
+		reply_error(h, rid, err);
+		return;
+	}
 	pid = spare_take(h, req, ttl, idle, &fd);
 	if (pid < 0)
 		pid = al_proc_fork(h->o->sb, &fd);
@@ -438,7 +477,7 @@ static void create(struct host *h, json_t *req)
 	c->ttl_at = al_now_ms() + SESS_START_MAX_MS + ttl * 1000ull;
 	h->n++;
 	sess__key(k, sizeof(k), h->o->queue, "stats");
-	r = redisCommand(h->cl.rc, "HINCRBY %s created 1", k);
+	redisReply *r = redisCommand(h->cl.rc, "HINCRBY %s created 1", k);
 	if (r)
 		freeReplyObject(r);
 	al_info("session=%s started process %d ttl_s=%u idle_s=%u", id,
@@ -543,7 +582,7 @@ static void take(struct host *h)
 		    json_loadb(r->element[1]->str, r->element[1]->len, 0, NULL);
 		if (json_is_object(req) && (!strcmp(r->element[0]->str, cr) ||
 					      !strcmp(r->element[0]->str, fk)))
-			create(h, req);
+			create(h, req, !strcmp(r->element[0]->str, fk));
 		else if (json_is_object(req))
 			control(h, req);
 		json_decref(req);

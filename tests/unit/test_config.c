@@ -1002,6 +1002,7 @@ static void test_dump_roundtrip(void **state)
 	    "[packages]\npypi_upstream = http://127.0.0.1:1/simple/\n"
 	    "npm_upstream = https://registry.example/\n"
 	    "[http]\nlisten = [::1]:8080\ntoken_file = /etc/airlock/token\n"
+	    "tokens_file = /etc/airlock/tokens\n"
 	    "max_body_bytes = 65536\nmax_connections = 8\ntimeout_s = 5\n"
 	    "max_wait_s = 60\n"
 	    "callback_allow = 127.0.0.1:9000 10.0.0.0/8 fd00::/8\n"

@@ -38,6 +38,7 @@ struct al_http {
 struct req {
 	enum al_route route;	/* what it asks */
 	char id[AL_ID_MAX + 1]; /* for /jobs/{id} */
+	const struct al_principal *who; /* whom it acts for (auth) */
 	char *body;		/* bytes so far */
 	size_t len, cap;	/* used, allocated */
 	bool too_big;		/* over max_body_bytes: 413 at the end */
@@ -135,53 +136,23 @@ static bool loopback(struct MHD_Connection *c)
 	return ci && loopback_sa(ci->client_addr);
 }
 
-/* 0 when allowed, else the status to answer (401 or 403). */
-static unsigned auth(const struct al_http *h, struct MHD_Connection *c)
+/* 0 when allowed (*ret_who the principal it acts as), else the status
+ * to answer (401 or 403). */
+static unsigned auth(const struct al_http *h, struct MHD_Connection *c,
+		     const struct al_principal **ret_who)
 {
-	const char *token = h->o->token;
 	const char *hdr;
-	size_t n = strlen(token);
 
-	if (!token[0])
+	if (!h->o->principals.n) {
+		*ret_who = al_principal_operator();
 		return loopback(c) ? 0 : 403;
+	}
 	hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					  MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!hdr || strncmp(hdr, "Bearer ", 7) != 0)
 		return 401;
-	hdr += 7;
-	/* lengths may differ: compare the token with itself then, so the
-	 * time taken depends on the token's length only */
-	if (strlen(hdr) != n) {
-		(void)al_auth_equal(token, token, n);
-		return 401;
-	}
-	return al_auth_equal(hdr, token, n) ? 0 : 401;
-}
-
-/* Whose token file is it? Only root's or ours (the service user's), a
- * regular file nobody else may write or read: 0, or -EPERM with why. */
-static int token_file_ok(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (stat(path, &st) < 0) {
-		snprintf(err, errlen, "http.token_file %s: %s", path,
-			 strerror(errno));
-		return -errno;
-	}
-	if (!S_ISREG(st.st_mode) ||
-	    (st.st_uid != 0 && st.st_uid != geteuid()) ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH | S_IROTH))) {
-		snprintf(err, errlen,
-			 "http.token_file %s: owner uid %u, mode %04o: must "
-			 "be a file of root's or uid %u, not writable by "
-			 "group or others nor readable by others (chmod "
-			 "0600 or 0640)",
-			 path, (unsigned)st.st_uid,
-			 (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
-		return -EPERM;
-	}
-	return 0;
+	*ret_who = al_principals_find(&h->o->principals, hdr + 7);
+	return *ret_who ? 0 : 401;
 }
 
 int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
@@ -195,7 +166,7 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 	ret[0] = '\0';
 	if (!path[0])
 		return 0;
-	r = token_file_ok(path, err, errlen);
+	r = al_config_secret_file_ok(path, "http.token_file", err, errlen);
 	if (r < 0)
 		return r;
 	r = al_read_file(path, 256, &text, &len);
@@ -610,7 +581,8 @@ typedef enum MHD_Result handler_fn(struct al_http *h, struct MHD_Connection *c,
 static enum MHD_Result do_session(struct al_http *h, struct MHD_Connection *c,
 				  struct req *q)
 {
-	return al_http_session(h->o, c, q->route, q->id, q->body, q->len);
+	return al_http_session(h->o, c, q->who, q->route, q->id, q->body,
+			       q->len);
 }
 
 static handler_fn *const handlers[] = {
@@ -689,7 +661,7 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		*ret = r == -EPERM    ? send_error(c, 405, "method not allowed")
 		       : r == -EINVAL ? send_error(c, 400, "bad job id")
 				      : send_error(c, 404, "no such path");
-	} else if (!h->o->metrics_only && !h->o->token[0] &&
+	} else if (!h->o->metrics_only && !h->o->principals.n &&
 		   !al_http_host_allowed(
 		       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						   MHD_HTTP_HEADER_HOST),
@@ -699,7 +671,7 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 				  "Host not allowed (no http.token_file: "
 				  "loopback names only)");
 	} else if (!h->o->metrics_only && q->route != AL_ROUTE_HEALTH &&
-		   (a = auth(h, c)) != 0) {
+		   (a = auth(h, c, &q->who)) != 0) {
 		*ret = send_error(c, a,
 				  a == 401 ? "a valid bearer token is "
 					     "required"
@@ -707,8 +679,8 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 					     "(no http.token set)");
 	} else if (q->route == AL_ROUTE_SESS_PUT_TAR &&
 		   strcmp(MHD_lookup_connection_value(
-			      c, MHD_HEADER_KIND,
-			      MHD_HTTP_HEADER_CONTENT_TYPE) ?: "",
+			      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)
+			      ?: "",
 			  "application/x-tar")) {
 		/* not a type a browser posts cross-site unasked either */
 		*ret = send_error(c, 415, "Content-Type must be application/x-tar");
@@ -823,7 +795,7 @@ int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
 
 	if (r < 0)
 		return r;
-	if (!o->metrics_only && !o->token[0] &&
+	if (!o->metrics_only && !o->principals.n &&
 	    !loopback_sa((const struct sockaddr *)&sa)) {
 		/* no token, the peer address is all the authentication
 		 * there is: only a listener no other host can reach */

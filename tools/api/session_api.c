@@ -140,6 +140,17 @@ static json_t *stream(struct alq_client *cl, const char *id, uint64_t n, int fd,
 	return j;
 }
 
+/* Does exec record text `t` say state "done"? (parsed, not searched) */
+static bool done(const char *t)
+{
+	json_t *j = json_loads(t, 0, NULL);
+	const char *st = json_string_value(json_object_get(j, "state"));
+	bool d = !j || (st && !strcmp(st, "done"));
+
+	json_decref(j);
+	return d;
+}
+
 /* Exec n: wait up to wait_s for its end, then its record with the
  * streams from the offsets. */
 static enum MHD_Result exec_view(struct MHD_Connection *c,
@@ -156,7 +167,7 @@ static enum MHD_Result exec_view(struct MHD_Connection *c,
 		r = al_sess_exec_get(cl, id, n, &text);
 		if (r < 0)
 			return fail(c, r, cl->err);
-		if (strstr(text, "\"state\":\"done\"") || al_now_ms() >= end)
+		if (done(text) || al_now_ms() >= end)
 			break;
 		free(text);
 		struct timespec ts = {0, 50 * 1000 * 1000};
@@ -371,7 +382,8 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		if (r < 0)
 			return fail(c, r, cl->err);
 		if (al_http_session_stream_wanted(c))
-			return al_http_session_stream(o, c, id, n, 0, 0, 201);
+			return al_http_session_stream(o, c, cl->principal, id,
+						      n, 0, 0, 201);
 		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
 	case AL_ROUTE_SESS_FORK:
 	case AL_ROUTE_SESS_SNAPSHOT:
@@ -389,7 +401,7 @@ static enum MHD_Result route(const struct al_http_opts *o,
 			if (r < 0)
 				return fail(c, r, cl->err);
 			return al_http_session_stream(
-			    o, c, sid, n,
+			    o, c, cl->principal, sid, n,
 			    query_u64(c, "offset", UINT64_MAX / 2),
 			    query_u64(c, "err_offset", UINT64_MAX / 2), 200);
 		}
@@ -403,9 +415,26 @@ static enum MHD_Result route(const struct al_http_opts *o,
 	}
 }
 
+/* A Redis connection acting for `who`; -errno (503 to answer). */
+static int open_as(const struct al_http_opts *o, const struct al_principal *who,
+		   struct alq_client *cl)
+{
+	_Static_assert(ALQ_PRINCIPAL_MAX == AL_PRINCIPAL_NAME_MAX,
+		       "one length for principal names");
+	int r = alq_client_open(cl, &o->url, o->cfg->queue.name,
+				o->cfg->redis.command_timeout_ms);
+
+	if (r == 0)
+		snprintf(cl->principal, sizeof(cl->principal), "%s",
+			 al_principal_session_name(who));
+	return r;
+}
+
 enum MHD_Result al_http_session(const struct al_http_opts *o,
-				struct MHD_Connection *c, enum al_route rt,
-				const char *id, const char *body, size_t len)
+				struct MHD_Connection *c,
+				const struct al_principal *who,
+				enum al_route rt, const char *id,
+				const char *body, size_t len)
 {
 	struct alq_client cl;
 	char *b = NULL;
@@ -413,8 +442,7 @@ enum MHD_Result al_http_session(const struct al_http_opts *o,
 
 	if (rt == AL_ROUTE_SESS_PUT_TAR || rt == AL_ROUTE_SESS_GET_TAR) {
 		/* the tar as it came: bytes, NULs and all */
-		if (alq_client_open(&cl, &o->url, o->cfg->queue.name,
-				    o->cfg->redis.command_timeout_ms) < 0) {
+		if (open_as(o, who, &cl) < 0) {
 			alq_client_close(&cl);
 			return reply(c, 503,
 				     json_pack("{ss}", "error",
@@ -435,8 +463,7 @@ enum MHD_Result al_http_session(const struct al_http_opts *o,
 			return fail(c, -EINVAL, "the body holds a NUL byte");
 		}
 	}
-	if (alq_client_open(&cl, &o->url, o->cfg->queue.name,
-			    o->cfg->redis.command_timeout_ms) < 0) {
+	if (open_as(o, who, &cl) < 0) {
 		alq_client_close(&cl);
 		free(b);
 		return reply(

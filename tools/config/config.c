@@ -417,7 +417,8 @@ static const struct al_config_key keys[] = {
 	"VMM cgroup cpu.max, percent of one CPU per vCPU"),
 
     STR(pool, warm, warm, check_warm, "NAME:N pairs, N 0..8, space-separated",
-	"", "warm clones each worker keeps per template, e.g. python:2 c:1 "
+	"",
+	"warm clones each worker keeps per template, e.g. python:2 c:1 "
 	"(docs/warm.md)"),
     U32(pool, warm_last, 0, 8, "1",
 	"warm clones each worker keeps of its last job's template"),
@@ -492,6 +493,11 @@ static const struct al_config_key keys[] = {
 	"empty or an absolute path", "",
 	"file holding the bearer token the HTTP API requires; empty = "
 	"loopback clients only"),
+    STR(http, tokens_file, tokens_file, check_opt_abs_path,
+	"empty or an absolute path", "",
+	"file of \"PRINCIPAL TOKEN [operator]\" lines: each token acts as "
+	"its principal, which owns the sessions it makes (docs/security.md); "
+	"set, it replaces token_file; empty = token_file's one operator"),
     U32(http, max_body_bytes, 4096, 268435456, "16777216",
 	"largest HTTP request body (a job or a batch), bytes"),
     U32(http, max_connections, 1, 10000, "64",
@@ -500,8 +506,8 @@ static const struct al_config_key keys[] = {
 	"seconds an HTTP connection may stay idle (slow clients are cut)"),
     U32(http, max_wait_s, 0, 3600, "300",
 	"largest ?wait=SECONDS of POST /jobs"),
-    NAMES_CHK(http, callback_allow, check_target,
-	      "HOST:PORT or ADDR/PREFIX", "",
+    NAMES_CHK(http, callback_allow, check_target, "HOST:PORT or ADDR/PREFIX",
+	      "",
 	      "callback_url targets allowed, space-separated; empty = no "
 	      "callbacks"),
     U32(http, callback_attempts, 1, 20, "5",

@@ -193,6 +193,7 @@ struct al_config {
 	struct {
 		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */
 		char token_file[AL_CONFIG_STR_MAX + 1]; /* bearer, "" = loopback */
+		char tokens_file[AL_CONFIG_STR_MAX + 1]; /* principal tokens */
 		uint32_t max_body_bytes;	    /* request body cap */
 		uint32_t max_connections;	    /* open at once */
 		uint32_t timeout_s;		    /* idle connection limit */
