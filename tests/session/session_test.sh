@@ -787,7 +787,7 @@ case_http() {
   [[ " $(lst '?meta=who=http&meta=x=y') " = *" $id "* ]] && fail "list ?meta=who=http&meta=x=y lists it"
   [[ " $(lst '?state=ended') " = *" $id "* ]] && fail "list ?state=ended lists a live one"
   [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions?meta=novalue")" = 422 ] || fail "list ?meta=novalue not 422"
-  [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions/s-zz")" = 400 ] || fail "bad id not 400"
+  [ "$(H -o /dev/null -w '%{http_code}' "$api/sessions/s-zz")" = 404 ] || fail "bad id not 404"
   [ "$(H -X DELETE "$api/sessions/$id" | field reason)" = destroyed ] || fail "delete"
   [[ " $(lst '?state=ended&meta=who=http') " = *" $id "* ]] || fail "list ?state=ended after delete"
   curl -s "$api/metrics" > "$tmp/metrics"

@@ -658,7 +658,13 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 	    q->route != AL_ROUTE_HEALTH)
 		r = -ENOENT;
 	if (r < 0) {
-		*ret = r == -EPERM    ? send_error(c, 405, "method not allowed")
+		/* a session id we never make names no session: 404 as for
+		 * one that is gone or another principal's */
+		bool sess = !strncmp(url, "/sessions/", 10);
+
+		*ret = r == -EPERM ? send_error(c, 405, "method not allowed")
+		       : r == -EINVAL && sess
+			   ? send_error(c, 404, "unknown session")
 		       : r == -EINVAL ? send_error(c, 400, "bad job id")
 				      : send_error(c, 404, "no such path");
 	} else if (!h->o->metrics_only && !h->o->principals.n &&
