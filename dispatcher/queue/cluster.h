@@ -58,4 +58,13 @@ void alq_redirect_parse(const char *s, size_t len, struct alq_redirect *ret);
  * cluster computes it: CRC16-CCITT (XMODEM) mod 16384. */
 unsigned alq_key_slot(const char *key, size_t len);
 
+/* May a client follow a redirection or a Sentinel answer to `host` at
+ * all? Never to an always-denied address (unspecified, link-local and
+ * the cloud metadata addresses, multicast, broadcast), and to loopback
+ * only when the configured `seed` is loopback itself: a node that names
+ * one would aim the client, its commands and its password at a service
+ * of the host. Pure (literal addresses and "localhost"; a name is
+ * judged by the node list that must hold it, alq__node_known). */
+bool alq_node_allowed(const char *host, const char *seed);
+
 #endif

@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include "results.h"
+#include "cluster.h"
 #include "sentinel.h"
 
 /* One "HOST[:PORT]" of s[0..n) into sentinel i. */
@@ -114,6 +115,14 @@ static int ask(const struct alq_url *u, unsigned i, uint32_t timeout_ms,
 		host[r->element[0]->len] = '\0';
 		*port = p;
 		ret = 0;
+		/* a master on an address never followed (cluster.h) */
+		if (!alq_node_allowed(host, u->sentinel[i].host)) {
+			snprintf(why, wl,
+				 "names master %.64s, an address never "
+				 "followed",
+				 host);
+			ret = -EPERM;
+		}
 	}
 out:
 	freeReplyObject(r);
