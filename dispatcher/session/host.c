@@ -103,6 +103,7 @@ void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 	    .hibernate_default_s = 0,
 	    .keep_s = 3600,
 	    .output_max = 4u << 20,
+	    .output_budget = 64u << 20,
 	};
 	memcpy(o->queue, so->queue, sizeof(o->queue));
 }

@@ -97,6 +97,9 @@ struct sess {
 	char okey[2][SESS_KEY_MAX]; /* its stream keys */
 	uint64_t stored[2];	    /* bytes APPENDed */
 	struct ring tail[2];	    /* last output_bytes */
+	/* the output budget (sessions.output_budget_bytes) */
+	uint64_t kept;	 /* bytes of output kept in Redis, every exec */
+	uint64_t oldest; /* the oldest exec whose output is kept, 0 none */
 };
 
 static redisContext *rc(struct sess *s)
@@ -179,6 +182,49 @@ static size_t ring_get(const struct ring *g, char *buf)
 	return n;
 }
 
+/* --- the output budget -----------------------------------------------------
+ *
+ * One session keeps at most output_budget bytes of exec output in Redis
+ * (finding 7 of issue 34: unbounded execs of 2 x output_max each filled
+ * the shared Redis while the session lived). `kept` counts the streams
+ * as APPENDed and each ended exec's record tails; an exec's own count is
+ * in its record (kept_bytes). Past the budget the oldest ended execs'
+ * output goes first: their streams deleted, their tails removed from the
+ * record, which says output_dropped 1 (state, status, byte counts
+ * stay). An exec that alone passes it stores no more (its record's
+ * tail still has the last output_bytes). */
+static void drop_oldest(struct sess *s)
+{
+	char xk[SESS_KEY_MAX], k1[SESS_KEY_MAX], k2[SESS_KEY_MAX];
+	unsigned long long n = s->oldest++, b = 0;
+	redisReply *r;
+
+	sess__key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id, n);
+	sess__key(k1, sizeof(k1), s->o->queue, "%s:x:%llu:1", s->id, n);
+	sess__key(k2, sizeof(k2), s->o->queue, "%s:x:%llu:2", s->id, n);
+	r = rc(s) ? redisCommand(s->cl.rc, "HGET %s kept_bytes", xk) : NULL;
+	if (r && r->type == REDIS_REPLY_STRING && r->len < 21)
+		b = strtoull(r->str, NULL, 10);
+	if (r)
+		freeReplyObject(r);
+	if (cmd(s, "DEL %s %s", k1, k2) < 0)
+		return;
+	cmd(s, "HDEL %s stdout stderr", xk);
+	cmd(s, "HSET %s output_dropped 1 kept_bytes 0", xk);
+	s->kept = s->kept > b ? s->kept - b : 0;
+}
+
+/* Room for `want` more bytes within the budget, older output dropped
+ * first when needed. */
+static uint64_t budget_room(struct sess *s, uint64_t want)
+{
+	while (s->kept + want > s->o->output_budget && s->oldest &&
+	       s->oldest < s->execs)
+		drop_oldest(s);
+	return s->o->output_budget > s->kept ? s->o->output_budget - s->kept
+					     : 0;
+}
+
 static void on_out(void *opaque, int fd, const uint8_t *data, size_t len)
 {
 	struct sess *s = opaque;
@@ -189,8 +235,13 @@ static void on_out(void *opaque, int fd, const uint8_t *data, size_t len)
 	size_t k = len < room ? len : (size_t)room;
 
 	ring_put(&s->tail[i], data, len);
-	if (k && cmd(s, "APPEND %s %b", s->okey[i], data, k) == 0)
+	if (k)
+		room = budget_room(s, k);
+	k = k < room ? k : (size_t)room;
+	if (k && cmd(s, "APPEND %s %b", s->okey[i], data, k) == 0) {
 		s->stored[i] += k;
+		s->kept += k;
+	}
 }
 
 /* --- exec ----------------------------------------------------------------- */
@@ -265,10 +316,23 @@ static void exec_done(struct sess *s, const char *xk,
 	size_t n1 = 0, n2 = 0;
 	char *b2 = malloc(cap ? cap : 1);
 
+	uint64_t room;
+	size_t c1 = 0, c2 = 0; /* bytes cut off the tails' fronts */
+
 	if (buf && b2) {
 		n1 = ring_get(&s->tail[0], buf);
 		n2 = ring_get(&s->tail[1], b2);
 	}
+	/* the tails count too: past the budget, older output goes, then
+	 * the tails keep only their last bytes that fit */
+	room = budget_room(s, n1 + n2);
+	if (n1 > room)
+		c1 = n1 - (size_t)room;
+	if (n2 > room - (n1 - c1))
+		c2 = n2 - (size_t)(room - (n1 - c1));
+	n1 -= c1;
+	n2 -= c2;
+	s->kept += n1 + n2;
 	cmd(s,
 	    "HSET %s state done status %s exit_code %d signal %d wall_ms "
 	    "%llu cpu_ms %llu stdout_bytes %llu stderr_bytes %llu "
@@ -279,10 +343,12 @@ static void exec_done(struct sess *s, const char *xk,
 	    (unsigned long long)sr->wall_ms, (unsigned long long)sr->cpu_ms,
 	    (unsigned long long)s->tail[0].total,
 	    (unsigned long long)s->tail[1].total, s->tail[0].total > n1,
-	    s->tail[1].total > n2, buf ? buf : "", n1, b2 ? b2 : "", n2,
-	    (unsigned long long)al_wall_ms(), error ? error : "");
+	    s->tail[1].total > n2, buf ? buf + c1 : "", n1, b2 ? b2 + c2 : "",
+	    n2, (unsigned long long)al_wall_ms(), error ? error : "");
 	free(buf);
 	free(b2);
+	cmd(s, "HSET %s kept_bytes %llu", xk,
+	    (unsigned long long)(s->stored[0] + s->stored[1] + n1 + n2));
 	count_exec(s, sr->wall_ms);
 }
 
@@ -412,6 +478,8 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		return;
 	}
 	s->execs++;
+	if (!s->oldest)
+		s->oldest = s->execs;
 	sess__key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
 		 (unsigned long long)s->execs);
 	for (int i = 0; i < 2; i++) {

@@ -86,6 +86,11 @@
 #             job/bg cgroup (with the session's memory and pids caps);
 #             cancelling a later exec leaves it be; a job's step doing
 #             the same has it killed (test_guest no_survivors for setsid)
+#   budget    BUDGET=65536 (sessions.output_budget_bytes): execs of 40000,
+#             40000 and 300000 bytes; once the second passes the budget
+#             the first's streams are gone (output_dropped 1 in its
+#             record), the session's stored output never passes the
+#             budget, the latest exec keeps what fits, the session runs on
 #   agentloop 8 sessions x 10 turns at once (AIRLOCK_AGENTLOOP_N and _TURNS
 #             override): each turn writes a file, execs, reads its output
 #             and execs again with what it printed; every turn sees its
@@ -158,6 +163,7 @@ ttl_max_s = 120
 idle_default_s = 0
 create_timeout_ms = 60000
 spare = ${SPARE:-false}
+output_budget_bytes = ${BUDGET:-67108864}
 [sandbox]
 state_dir = $state
 [snapshots]
@@ -1047,6 +1053,42 @@ ticker_state() {
   S exec "$1" --sh 'p=$(cat /work/bg.pid); a=$(wc -l < /work/tick); sleep 1
     b=$(wc -l < /work/tick); test -d /proc/$p || p=dead
     echo "$p $a $b $(cut -d: -f3 /proc/$p/cgroup 2>/dev/null)"' 2>/dev/null
+}
+
+# Bytes of exec output session $1 holds in Redis: streams and record tails.
+stored_bytes() {
+  local k t=0 n
+  for k in $(R --scan --pattern "airlock:{default}:sess:$1:x:*"); do
+    case $k in
+      *:x:*:[12]) n=$(R strlen "$k") ;;
+      *) n=$(( $(R hstrlen "$k" stdout) + $(R hstrlen "$k" stderr) )) ;;
+    esac
+    t=$((t + n))
+  done
+  echo $t
+}
+
+case_budget() {  # run with BUDGET=65536
+  start_serve
+  local id P t
+  id=$(S create -t python --ttl 120 -q)
+  P="airlock:{default}:sess:$id"
+  S exec "$id" --sh 'head -c 40000 /dev/zero | tr "\\0" a' > /dev/null 2>&1 || fail "exec 1"
+  [ "$(R strlen "$P:x:1:1")" = 40000 ] || fail "exec 1 not stored"
+  S exec "$id" --sh 'head -c 40000 /dev/zero | tr "\\0" b' > /dev/null 2>&1 || fail "exec 2"
+  [ "$(R exists "$P:x:1:1")" = 0 ] || fail "exec 1's output kept past the budget"
+  [ "$(R hget "$P:x:1" output_dropped)" = 1 ] || fail "exec 1 not said dropped"
+  [ "$(R hget "$P:x:1" status)" = OK ] || fail "exec 1's record lost its status"
+  [ "$(R strlen "$P:x:2:1")" = 40000 ] || fail "exec 2 not stored whole"
+  t=$(stored_bytes "$id"); [ "$t" -le 65536 ] || fail "stored $t bytes after exec 2"
+  S exec "$id" --sh 'head -c 300000 /dev/zero | tr "\\0" c' > /dev/null 2>&1 || fail "exec 3"
+  t=$(stored_bytes "$id"); [ "$t" -le 65536 ] || fail "stored $t bytes after exec 3"
+  [ "$(R strlen "$P:x:3:1")" -gt 0 ] || fail "exec 3 kept nothing"
+  [ "$(R hget "$P:x:3" stdout_bytes)" = 300000 ] || fail "exec 3's count"
+  [ "$(S exec "$id" --sh 'echo still' 2>/dev/null)" = still ] || fail "the session stopped"
+  t=$(stored_bytes "$id"); [ "$t" -le 65536 ] || fail "stored $t bytes after exec 4"
+  log "output kept within the budget: $t bytes stored of 65536 after 380 kB written"
+  S rm "$id" > /dev/null
 }
 
 case_background() {

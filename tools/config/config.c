@@ -380,6 +380,9 @@ static const struct al_config_key keys[] = {
 	"seconds an ended session's record and exec output are kept"),
     U32(sessions, output_max_bytes, 1024, 16777216, "4194304",
 	"bytes of each exec stream stored for reading by offset"),
+    U32(sessions, output_budget_bytes, 65536, 1073741824, "67108864",
+	"bytes of exec output one session keeps in Redis at once (streams "
+	"and record tails): past it the oldest execs' output is dropped"),
     BOOL(sessions, spare, "false",
 	 "keep one session process ready with the warm clones of [pool] "
 	 "warm, so a create gets a warm hand-off (costs those VMs' memory)"),
