@@ -79,6 +79,26 @@ int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
 				  opaque, true, ret);
 }
 
+int al_wsess_end_background(struct al_wsess *s)
+{
+	static char tru[] = "true";
+	char *argv[] = {tru, NULL};
+	struct al_step step = {.argv = argv, .argc = 1};
+	struct al_step_result res;
+	struct al_limits lim;
+	int r;
+
+	if (!s->vm)
+		return -EPIPE;
+	lim = s->lim;
+	memset(&res, 0, sizeof(res));
+	/* background false: a job's step, which ends job/bg first */
+	r = sb_vm_run_step_ctl(s->vm, &step, &lim, 10000, NULL, NULL, NULL,
+			       NULL, false, &res);
+	al_step_result_release(&res);
+	return r;
+}
+
 bool al_wsess_alive(struct al_wsess *s)
 {
 	return s->vm && sb_vm_alive(s->vm);

@@ -130,8 +130,12 @@ json_t *sess__snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
 	}
 	snprintf(origin, sizeof(origin), "session:%s", id);
 	memset(&info, 0, sizeof(info));
-	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info)
-		   : -ENODEV;
+	/* nothing of the session's own code may run in the clones: its
+	 * background processes end before the save (a clone's agent kills
+	 * any left too); the session runs on without them */
+	r = ws->vm ? al_wsess_end_background(ws) : -ENODEV;
+	if (r == 0)
+		r = sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info);
 	switch (r) {
 	case 0:
 		al_info("session=%s snapshot=%s mem=%llu save_ms=%llu", id,

@@ -86,6 +86,12 @@
 #             job/bg cgroup (with the session's memory and pids caps);
 #             cancelling a later exec leaves it be; a job's step doing
 #             the same has it killed (test_guest no_survivors for setsid)
+#   snapbg    issue 34's proof: a --saveable session runs `nohup python3
+#             loop.py &`, which rewrites any checker and output it sees,
+#             and is saved as an allowed snapshot; a job on that snapshot
+#             printing a wrong divisor under a checker is still graded
+#             wrong_answer (on main: accepted), and the loop is gone from
+#             the job's VM and from the session after the save
 #   budget    BUDGET=65536 (sessions.output_budget_bytes): execs of 40000,
 #             40000 and 300000 bytes; once the second passes the budget
 #             the first's streams are gone (output_dropped 1 in its
@@ -1053,6 +1059,47 @@ ticker_state() {
   S exec "$1" --sh 'p=$(cat /work/bg.pid); a=$(wc -l < /work/tick); sleep 1
     b=$(wc -l < /work/tick); test -d /proc/$p || p=dead
     echo "$p $a $b $(cut -d: -f3 /proc/$p/cgroup 2>/dev/null)"' 2>/dev/null
+}
+
+case_snapbg() {
+  start_serve
+  local id out job jid v
+  A snapshot rm "$SNAP" >/dev/null 2>&1 || true
+  id=$(S create -t python --ttl 120 --saveable -q)
+  S exec "$id" --sh 'cat > loop.py <<EOP
+import glob, time
+while True:
+    for d in glob.glob("/work/.airlock-check-*"):
+        for f, t in (("output", "7\\n"), ("check_divisor.sh", "#!/bin/sh\\nexit 0\\n")):
+            try:
+                open(d + "/" + f, "w").write(t)
+            except OSError:
+                pass
+    time.sleep(0.01)
+EOP
+nohup python3 loop.py > /dev/null 2>&1 &' > /dev/null 2>&1 || fail "start the loop"
+  # the control: it runs in the session
+  out=$(S exec "$id" --sh 'grep -ls "loop[.]py" /proc/[0-9]*/cmdline | wc -l' 2>/dev/null)
+  [ "$out" -ge 1 ] || fail "the loop is not running in the session: $out"
+  out=$(S snapshot "$id" "$SNAP" 2>&1) || fail "snapshot: $out"
+  out=$(S exec "$id" --sh 'grep -ls "loop[.]py" /proc/[0-9]*/cmdline | wc -l' 2>/dev/null)
+  [ "$out" = 0 ] || fail "the loop outlived the save in the session: $out"
+  job=$(python3 -c 'import json,sys; print(json.dumps({"template": sys.argv[1],
+    "steps": [{"name": "factor", "sh": "read c n; sleep 0.3; echo 1",
+      "stdin": "factor 91\n",
+      "check": {"cmd": ["sh", "check_divisor.sh"], "timeout_ms": 60000,
+        "files": {"check_divisor.sh": open(sys.argv[2]).read()},
+        "answer": "7\n"}},
+     {"name": "probe", "sh": "grep -ls \"loop[.]py\" /proc/[0-9]*/cmdline | wc -l"}]}))' \
+    "$SNAP" "$(dirname "$0")/../grade/check_divisor.sh")
+  jid=$(A submit - <<< "$job") || fail "submit: $jid"
+  A wait --timeout 240 "$jid" >/dev/null 2>&1 || fail "job $jid did not end"
+  out=$(A result --json "$jid" 2>/dev/null)
+  v=$(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["steps"][0].get("verdict"), r["steps"][1]["stdout"].strip())')
+  [ "$v" = "wrong_answer 0" ] || fail "a job on the session's snapshot: verdict and loops: $v"
+  log "a job on a snapshot saved with a rewriting loop: $v (verdict, loops alive)"
+  S rm "$id" >/dev/null
+  A snapshot rm "$SNAP" >/dev/null
 }
 
 # Bytes of exec output session $1 holds in Redis: streams and record tails.
