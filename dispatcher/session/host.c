@@ -110,15 +110,7 @@ void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 
 static redisContext *rc(struct host *h)
 {
-	if (h->cl.rc && !h->cl.rc->err)
-		return h->cl.rc;
-	alq_client_close(&h->cl);
-	if (alq_client_open(&h->cl, &h->o->url, h->o->queue,
-			    sess__timeout_ms(h->o)) < 0) {
-		alq_client_close(&h->cl);
-		return NULL;
-	}
-	return h->cl.rc;
+	return sess__rc(&h->cl, h->o);
 }
 
 static void reply_error(struct host *h, const char *rid, const char *msg)

@@ -104,15 +104,7 @@ struct sess {
 
 static redisContext *rc(struct sess *s)
 {
-	if (s->cl.rc && !s->cl.rc->err)
-		return s->cl.rc;
-	alq_client_close(&s->cl);
-	if (alq_client_open(&s->cl, &s->o->url, s->o->queue,
-			    sess__timeout_ms(s->o)) < 0) {
-		alq_client_close(&s->cl);
-		return NULL;
-	}
-	return s->cl.rc;
+	return sess__rc(&s->cl, s->o);
 }
 
 /* A command whose reply we only check. */
