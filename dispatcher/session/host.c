@@ -77,7 +77,10 @@ struct host {
 	uint64_t spare_at; /* al_now_ms() before which none is made */
 	uint32_t n;	   /* live children */
 	uint64_t hb_at;	   /* next heartbeat, al_now_ms() */
+	uint64_t sweep_at; /* next sweep of saved states, al_now_ms() */
 };
+
+#define SWEEP_MS 60000u /* states of killed session processes go */
 
 static volatile sig_atomic_t stopping;
 
@@ -600,6 +603,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 		h.c[i].pid = -1;
 	al_info("sessions: host %s takes up to %u", h.name, o->max_sessions);
 	sess__sweep_saved(o); /* of sessions a dead host took with it */
+	h.sweep_at = al_now_ms() + SWEEP_MS;
 	h.spare = -1;
 	h.spare_fd = -1;
 	while (!stopping) {
@@ -609,6 +613,12 @@ int al_sess_host_run(const struct al_sess_opts *o)
 		clocks(&h);
 		retry_ends(&h);
 		heartbeat(&h);
+		if (al_now_ms() >= h.sweep_at) {
+			/* a session process killed (OOM, SIGKILL) left its
+			 * fork or hibernation state: no flock holds it now */
+			sess__sweep_saved(o);
+			h.sweep_at = al_now_ms() + SWEEP_MS;
+		}
 		take(&h);
 	}
 	/* serve is stopping: its sessions end with it */
