@@ -50,6 +50,8 @@ struct child {
 	uint64_t ttl_at;	     /* al_now_ms() end (provisional until
 				      * ALIVE) */
 	uint64_t alive_at;	     /* al_wall_ms() at ALIVE, 0 = not yet */
+	uint64_t lineage_at;	     /* a fork's: al_wall_ms() its first
+				      * ancestor came alive, 0 = not a fork */
 	uint64_t kill_at;	     /* al_now_ms() stop deadline, 0 = none */
 	const char *why;	     /* reason if we kill it */
 };
@@ -407,6 +409,27 @@ static int claim(struct host *h, const char *id, uint32_t ttl, uint32_t idle)
 	return x;
 }
 
+/* A fork's lineage start (its parent's, or the parent's own start), and
+ * its ttl cut to what is left of ttl_max_s from it (0: nothing left);
+ * 0 for a create that is not a fork, or whose parent is gone. */
+static uint64_t fork_lineage(struct host *h, json_t *body, uint32_t *ttl)
+{
+	const char *parent =
+	    json_string_value(json_object_get(body, "fork_of"));
+	struct child *p = parent ? find(h, parent) : NULL;
+	uint64_t at, end, w = al_wall_ms();
+
+	if (!p || !p->alive_at)
+		return 0;
+	at = p->lineage_at ? p->lineage_at : p->alive_at;
+	end = at + (uint64_t)h->o->ttl_max_s * 1000;
+	if (end <= w + 1000)
+		*ttl = 0;
+	else if ((uint64_t)*ttl * 1000 > end - w)
+		*ttl = (uint32_t)((end - w) / 1000);
+	return at;
+}
+
 static void create(struct host *h, json_t *req, bool own_list)
 {
 	const char *id = json_string_value(json_object_get(req, "id"));
@@ -416,6 +439,7 @@ static void create(struct host *h, json_t *req, bool own_list)
 	struct child *c = NULL;
 	char k[SESS_KEY_MAX], err[200];
 	uint32_t ttl, idle;
+	uint64_t lineage;
 	int fd;
 	pid_t pid;
 
@@ -439,6 +463,10 @@ static void create(struct host *h, json_t *req, bool own_list)
 	}
 	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) == 0)
 		err[0] = '\0';
+	lineage = fork_lineage(h, body, &ttl);
+	if (lineage && !ttl && !err[0])
+		snprintf(err, sizeof(err),
+			 "fork: its parent's lineage is at sessions.ttl_max_s");
 	if (claim(h, id, ttl, idle) != 1) {
 		al_warn("session=%s create of an id already taken (or never "
 			"recorded): refused",
@@ -468,7 +496,7 @@ static void create(struct host *h, json_t *req, bool own_list)
 		return;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	*c = (struct child){.pid = pid, .fd = fd};
+	*c = (struct child){.pid = pid, .fd = fd, .lineage_at = lineage};
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	c->ttl_at = al_now_ms() + SESS_START_MAX_MS + ttl * 1000ull;
 	h->n++;
@@ -497,7 +525,10 @@ static void extend(struct host *h, struct child *c, const char *rid,
 		return;
 	}
 	at = w + (uint64_t)json_integer_value(ttl) * 1000;
-	max = c->alive_at + (uint64_t)h->o->ttl_max_s * 1000;
+	/* a fork's lifetime counts from its first ancestor's start: a chain
+	 * of forks never outlives ttl_max_s */
+	max = (c->lineage_at ? c->lineage_at : c->alive_at) +
+	      (uint64_t)h->o->ttl_max_s * 1000;
 	if (at > max) {
 		sess__iso(at, a);
 		sess__iso(max, b);
