@@ -229,6 +229,9 @@ int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
  * to one job (sb_pool_take) with fresh entropy and the clock, and is
  * destroyed after it like any VM. */
 #define SB_POOL_MAX 8
+/* A session's snapshots are named with this prefix (dispatcher/session/
+ * save.c); sb_snapshot_begin refuses it: an operator's never are. */
+#define SB_SNAP_SESSION_PREFIX "session-"
 struct sb_pool {
 	const struct sb_options *o;    /* options, outlive the pool */
 	const struct sb_template *t;   /* template, outlives the pool */

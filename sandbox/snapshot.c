@@ -471,6 +471,9 @@ int sb_snapshot_begin(const struct sb_options *o, const char *name,
 	b->mem_fd = b->lock_fd = -1;
 	b->t0 = al_now_ms();
 	*ret_vm = NULL;
+	if (!strncmp(name, SB_SNAP_SESSION_PREFIX,
+		     strlen(SB_SNAP_SESSION_PREFIX)))
+		return -EPERM; /* sessions' namespace: never an operator's */
 	r = build_inputs(o, name, base, setup_hash, b);
 	if (r == 0)
 		r = snap_root(o, root, sizeof(root));
@@ -689,7 +692,11 @@ int sb_snapshot_remove(const struct sb_options *o, const char *name)
 
 /* Over o->snapshot_max_mb: remove the oldest snapshots no process holds,
  * never `keep` (the one just made). */
-static void enforce_cap(const struct sb_options *o, const char *keep)
+/* Over snapshots.max_disk_mb, the oldest not in use go. After a
+ * session's save (`session_only`) only sessions' snapshots (origin
+ * session:) may go: a session never evicts an operator's. */
+static void enforce_cap(const struct sb_options *o, const char *keep,
+			bool session_only)
 {
 	struct sb_snapshot_info *all;
 	uint64_t total = 0, cap = (uint64_t)o->snapshot_max_mb << 20;
@@ -705,7 +712,8 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 		/* a hibernated session's state or a fork's: its session's */
 		if (all[i].in_use || !strcmp(all[i].name, keep) ||
 		    !strncmp(all[i].origin, "hibernate:", 10) ||
-		    !strncmp(all[i].origin, "fork:", 5))
+		    !strncmp(all[i].origin, "fork:", 5) ||
+		    (session_only && strncmp(all[i].origin, "session:", 8)))
 			continue;
 		if (sb_snapshot_remove(o, all[i].name) == 0) {
 			sb_log(o, SB_LOG_INFO,
@@ -763,7 +771,7 @@ int sb_snapshot_commit(const struct sb_options *o,
 	if (r == 0) {
 		b->tmp[0] = 0; /* in place: abort leaves it */
 		remove_builds(root, b->name, ent); /* older builds */
-		enforce_cap(o, b->name);
+		enforce_cap(o, b->name, false);
 	}
 	if (r == 0 && ret) {
 		int rfd = sb__open_dir(root);
@@ -865,7 +873,7 @@ int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
 		r = -errno;
 	if (r == 0) {
 		b.tmp[0] = 0;
-		enforce_cap(o, name);
+		enforce_cap(o, name, true);
 	}
 	if (r == 0 && ret) {
 		int rfd = sb__open_dir(root);

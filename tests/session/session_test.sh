@@ -116,7 +116,7 @@ ls -d "$state"/images/python-* >/dev/null 2>&1 || {
 }
 [ "$(id -u)" = 0 ] || { echo "session $case: needs root (jailed VMs)" >&2; exit 77; }
 tmp=$(mktemp -d /tmp/al-sess-XXXXXX)
-SNAP=sess-snap-test  # case_snapshot's snapshot (removed before and after)
+SNAP=session-snap-test  # case_snapshot's snapshot (removed before and after)
 sock=$tmp/redis.sock
 pids=()
 serve_pid=
@@ -904,8 +904,13 @@ case_snapshot() {
   out=$(S snapshot "$id" "$SNAP" 2>&1); ex=$?
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'never replaces' || fail "same name: $ex $out"
+  # sessions' own namespace: no name an operator's snapshot may take
   set +e
-  out=$(S snapshot "$s2" other-name 2>&1); ex=$?
+  out=$(S snapshot "$id" c-deps 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'starts with "session-"' || fail "operator's namespace: $ex $out"
+  set +e
+  out=$(S snapshot "$s2" session-other 2>&1); ex=$?
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "not saveable: $ex $out"
   set +e
