@@ -81,9 +81,11 @@ int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
 
 int al_wsess_end_background(struct al_wsess *s)
 {
-	static char tru[] = "true";
-	char *argv[] = {tru, NULL};
-	struct al_step step = {.argv = argv, .argc = 1};
+	/* as the job user: every process of that user but this shell
+	 * (kill(-1) spares its caller), whatever cgroup it is in; an agent
+	 * of proto v5+ also kills job/bg before any job step */
+	static char sh[] = "kill -KILL -1 2>/dev/null; true";
+	struct al_step step = {.sh = sh};
 	struct al_step_result res;
 	struct al_limits lim;
 	int r;

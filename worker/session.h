@@ -57,8 +57,9 @@ int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
 		       sb_tick_fn tick, void *opaque,
 		       struct al_step_result *ret);
 /* End every process the session left running (its background ones, in
- * the guest's job/bg): a one-command job step (`true`), before which the
- * agent kills job/bg (sandbox/agent/exec.c). Called before a session is
+ * the guest's job/bg): a job step (never a session exec) that kills
+ * every process of the job user but itself, before which the agent
+ * kills job/bg too (sandbox/agent/exec.c). Called before a session is
  * saved as a snapshot, so nothing of its code runs in the clones. 0, or
  * -errno when the VM failed. */
 int al_wsess_end_background(struct al_wsess *s);
