@@ -375,6 +375,11 @@ int al_job_from_json(const char *text, size_t len, struct al_job *ret,
 		     struct al_diags *d);
 int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
 			struct al_diags *d);
+/* One step alone, from JSON text (a session's exec body): the rules of
+ * a job's step; diagnostics name the step's own fields ("cmd"). 0, or
+ * -EINVAL / -E2BIG / -ENOMEM with *ret untouched. */
+int al_step_from_json(const char *text, size_t len, struct al_step *ret,
+		      struct al_diags *d);
 /* Encoders return 0 or -ENOMEM; *ret is malloc'd (JSON is NUL-terminated). */
 int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len);
 int al_job_to_json(const struct al_job *job, char **ret);
