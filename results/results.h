@@ -508,6 +508,13 @@ bool al_utf8_valid(const uint8_t *data, size_t len);
  * of Redis URLs (dispatcher) and HTTP paths (tools/api, gateway). */
 int al_hex_digit(int c);
 
+/* A strict unsigned decimal in s[0..n): 1 to 20 digits 0-9 and nothing
+ * else (no sign, no blanks, no base prefix), at most `max`. 0 with *ret;
+ * -EINVAL (empty, too long or not a digit) or -ERANGE (above max), *ret
+ * untouched. The one decimal parser of Redis replies, URLs, ports, the
+ * config, network policies and API query values. */
+int al_decimal_parse(const char *s, size_t n, uint64_t max, uint64_t *ret);
+
 /* The TCP/UDP port in s[0..n): 1 to 5 decimal digits, 1..65535, nothing
  * else (no sign, no blanks). 0 with *ret, or -EINVAL and *ret untouched:
  * for Sentinel addresses (dispatcher) and network policies (sandbox). */
