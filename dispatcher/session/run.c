@@ -395,6 +395,33 @@ static int exec_tick(void *opaque, uint32_t *sig, uint32_t *grace)
 	return ret;
 }
 
+/* An exec's record and its outputs started afresh, and the session's
+ * count of execs, in one script: a reader never sees the record of exec
+ * N beside the output of an earlier N. K: record out1 out2 session;
+ * A: exec started_at_ms resumed_ms (0: none). */
+static const char EXEC_START_LUA[] =
+    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])\n"
+    "redis.call('HSET', KEYS[1], 'exec', ARGV[1], 'state', 'running',\n"
+    "           'started_at_ms', ARGV[2])\n"
+    "if ARGV[3] ~= '0' then\n"
+    "  redis.call('HSET', KEYS[1], 'resumed_ms', ARGV[3])\n"
+    "end\n"
+    "redis.call('HSET', KEYS[4], 'execs', ARGV[1])\n"
+    "return 1\n";
+
+static void exec_start(struct sess *s, const char *xk)
+{
+	char k[SESS_KEY_MAX];
+
+	sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
+	/* resumed_ms: the restore this exec waited for (save.c) */
+	cmd(s, "EVAL %s 4 %s %s %s %s %llu %llu %llu", EXEC_START_LUA, xk,
+	    s->okey[0], s->okey[1], k, (unsigned long long)s->execs,
+	    (unsigned long long)al_wall_ms(),
+	    (unsigned long long)s->resumed_ms);
+	s->resumed_ms = 0;
+}
+
 static void run_exec(struct sess *s, const char *rid, json_t *body)
 {
 	struct al_step_result sr = {0};
@@ -419,19 +446,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		s->tail[i].pos = 0;
 		s->tail[i].total = 0;
 	}
-	cmd(s, "DEL %s %s %s", xk, s->okey[0], s->okey[1]);
-	cmd(s, "HSET %s exec %llu state running started_at_ms %llu", xk,
-	    (unsigned long long)s->execs, (unsigned long long)al_wall_ms());
-	if (s->resumed_ms) /* the restore this exec waited for (save.c) */
-		cmd(s, "HSET %s resumed_ms %llu", xk,
-		    (unsigned long long)s->resumed_ms);
-	s->resumed_ms = 0;
-	{
-		char k[SESS_KEY_MAX];
-
-		sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
-		cmd(s, "HSET %s execs %llu", k, (unsigned long long)s->execs);
-	}
+	exec_start(s, xk);
 	reply_json(s, rid, json_pack("{s:I}", "exec", (json_int_t)s->execs));
 	left = s->ttl_at > now ? s->ttl_at - now : 0;
 	t = step.timeout_ms ? step.timeout_ms
