@@ -159,8 +159,24 @@ struct wslot {
 	char *rbuf;		    /* read buffer */
 };
 
+/* The seam between the loop (serve.c) and its worker processes
+ * (workers.c): what a worker slot reports up, set once by setup(). The
+ * worker side never calls the loop's functions by name, so the two
+ * files call one way. */
+struct serve_worker_ops {
+	/* a result frame from w's worker (body is the callee's) */
+	void (*result)(struct wslot *w, uint8_t *body, size_t len);
+	/* w's worker was reaped; w->task is the job it ran, if any */
+	void (*died)(struct wslot *w, const char *why);
+	/* after a worker event: hand out jobs, read more, maybe finish */
+	void (*turn)(struct serve *s);
+	/* a handle of w closed: the loop may be done */
+	void (*closed)(struct serve *s);
+};
+
 struct serve {
 	const struct al_serve_opts *o;
+	struct serve_worker_ops ops;	    /* workers.c's calls up */
 	uv_loop_t loop;
 	struct part *p;			    /* partitions, p[0] = the queue */
 	unsigned n_p;			    /* entries in p */
@@ -193,13 +209,19 @@ struct serve {
 	uint64_t stored, rejected, retried, dead; /* counters for the log */
 };
 
+/* Worker processes (the worker side of the seam). */
+int serve__spawn(struct wslot *w);
+int serve__send_job(struct wslot *w, struct task *t);
+void serve__stop_worker(struct wslot *w);
+void serve__sweep(struct serve *s, const char *when, bool always);
+
 static void pump(struct serve *s);
 static void dispatch(struct serve *s);
 static void fetch_snapdef(struct task *t, const char *name);
 static void store(struct task *t);
 static void maybe_finish(struct serve *s);
 
-static uint64_t mono(struct serve *s)
+static inline uint64_t mono(struct serve *s)
 {
 	return uv_now(&s->loop);
 }
@@ -967,11 +989,9 @@ static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		off += (size_t)used;
 		if (al_frame_reader_ready(&w->fr) &&
 		    al_frame_reader_take(&w->fr, &body, &len) == 0)
-			on_result(w, body, len);
+			s->ops.result(w, body, len);
 	}
-	dispatch(s);
-	pump(s);
-	maybe_finish(s);
+	s->ops.turn(s);
 }
 
 static void write_cb(uv_write_t *req, int status)
@@ -981,7 +1001,7 @@ static void write_cb(uv_write_t *req, int status)
 	(void)status; /* a failed write means the worker died: pidfd says */
 }
 
-static int send_job(struct wslot *w, struct task *t)
+int serve__send_job(struct wslot *w, struct task *t)
 {
 	struct al_proc_job pj = {
 	    .payload = t->payload, .len = t->len, .attempt = t->e.deliveries};
@@ -1028,7 +1048,7 @@ static void dispatch(struct serve *s)
 				break;
 		if (t == &s->tasks)
 			return;
-		if (send_job(w, t) < 0) {
+		if (serve__send_job(w, t) < 0) {
 			al_err("worker=%u: could not send job=%s; killing it",
 			       i, t->id);
 			kill(-w->proc.pid, SIGKILL);
@@ -1052,12 +1072,12 @@ static void handle_closed(uv_handle_t *h)
 		w->proc.pidfd = -1;
 	}
 	w->open_handles--;
-	maybe_finish(w->s);
+	w->s->ops.closed(w->s);
 }
 
 /* What VMs of dead workers left (sandbox/sweep.c); `always` logs even
  * when nothing was left (start-up). Blocks for at most a few seconds. */
-static void sweep(struct serve *s, const char *when, bool always)
+void serve__sweep(struct serve *s, const char *when, bool always)
 {
 	struct sb_sweep_stats st;
 	int r = sb_sweep(s->o->sb, &st);
@@ -1106,28 +1126,13 @@ static void on_exit_(uv_poll_t *p, int status, int events)
 	if (!s->draining && s->o->metrics)
 		atomic_fetch_add(&s->o->metrics->worker_restarts, 1);
 	w->proc.pid = -1;
-	sweep(s, "after a worker died", false);
+	serve__sweep(s, "after a worker died", false);
 	uv_poll_stop(p);
 	uv_close((uv_handle_t *)&w->poll, handle_closed);
 	if (!uv_is_closing((uv_handle_t *)&w->pipe))
 		uv_close((uv_handle_t *)&w->pipe, handle_closed);
 	w->reading = false;
-	if (w->task) {
-		struct task *t = w->task;
-
-		w->task = NULL;
-		if (t->cancelled) { /* its CX result is stored */
-			ack_entry(t->p, t->e.sid);
-			al_info("job=%s worker=%u: cancelled; VM killed",
-				t->id, w->index);
-			task_free(t);
-		} else if (s->draining) {
-			release_entry(t->p, t->e.sid);
-			task_free(t);
-		} else {
-			retry_or_dead(t, why);
-		}
-	}
+	s->ops.died(w, why);
 	if (!s->draining) {
 		/* a worker that dies young backs off; one that served resets */
 		if (mono(s) - w->started > 60000)
@@ -1137,12 +1142,10 @@ static void on_exit_(uv_poll_t *p, int status, int events)
 				    ? RESPAWN_MAX_MS
 				    : w->backoff_ms * 2;
 	}
-	dispatch(s);
-	pump(s);
-	maybe_finish(s);
+	s->ops.turn(s);
 }
 
-static int spawn(struct wslot *w)
+int serve__spawn(struct wslot *w)
 {
 	struct serve *s = w->s;
 	int r;
@@ -1543,7 +1546,7 @@ static void trim(uv_timer_t *h)
 /* --- shutdown
  * ------------------------------------------------------------------------ */
 
-static void stop_worker(struct wslot *w)
+void serve__stop_worker(struct wslot *w)
 {
 	if (w->alive && w->reading) {
 		uv_read_stop((uv_stream_t *)&w->pipe);
@@ -1575,7 +1578,7 @@ static void begin_drain(struct serve *s, const char *why)
 	}
 	for (unsigned i = 0; i < s->n_w; i++)
 		if (!s->w[i].task)
-			stop_worker(&s->w[i]);
+			serve__stop_worker(&s->w[i]);
 	maybe_finish(s);
 }
 
@@ -1658,7 +1661,7 @@ static void maybe_finish(struct serve *s)
 			if (late && w->task)
 				kill(-w->proc.pid, SIGKILL);
 			else
-				stop_worker(w);
+				serve__stop_worker(w);
 		}
 		if (w->alive || w->open_handles)
 			return;
@@ -1718,7 +1721,7 @@ static void tick(uv_timer_t *h)
 		}
 		if (!w->alive && !w->open_handles && w->respawn_at &&
 		    now >= w->respawn_at && !s->draining) {
-			int r = spawn(w);
+			int r = serve__spawn(w);
 
 			if (r < 0) {
 				al_err("worker=%u: spawn failed: %s", i,
@@ -1765,6 +1768,37 @@ static void blk_down(struct alq_conn *c)
 
 	p->reading = false;
 	p->asked = 0;
+}
+
+/* --- the loop's side of the worker seam (serve_worker_ops)
+ * ------------------------------------------------------------------ */
+
+/* w's worker was reaped with the job it ran, if any. */
+static void worker_died(struct wslot *w, const char *why)
+{
+	struct task *t = w->task;
+
+	if (!t)
+		return;
+	w->task = NULL;
+	if (t->cancelled) { /* its CX result is stored */
+		ack_entry(t->p, t->e.sid);
+		al_info("job=%s worker=%u: cancelled; VM killed", t->id,
+			w->index);
+		task_free(t);
+	} else if (w->s->draining) {
+		release_entry(t->p, t->e.sid);
+		task_free(t);
+	} else {
+		retry_or_dead(t, why);
+	}
+}
+
+static void worker_turn(struct serve *s)
+{
+	dispatch(s);
+	pump(s);
+	maybe_finish(s);
 }
 
 /* --- setup
@@ -1820,6 +1854,10 @@ static int setup(struct serve *s)
 	unsigned n;
 	int r;
 
+	s->ops = (struct serve_worker_ops){.result = on_result,
+					   .died = worker_died,
+					   .turn = worker_turn,
+					   .closed = maybe_finish};
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
 	for (char *p = host; *p; p++)
@@ -1917,7 +1955,7 @@ static int spawn_all(struct serve *s)
 		w->rbuf = malloc(READ_BUF);
 		if (!w->rbuf)
 			return -ENOMEM;
-		r = spawn(w);
+		r = serve__spawn(w);
 		if (r < 0)
 			return r;
 	}
@@ -1944,7 +1982,7 @@ int al_serve_run(const struct al_serve_opts *o)
 	}
 	r = setup(s);
 	if (r == 0) {
-		sweep(s, "at start-up", true);
+		serve__sweep(s, "at start-up", true);
 		r = spawn_all(s);
 	}
 	alq_url_display(&o->url, where, sizeof(where));
