@@ -75,21 +75,21 @@
 #include "proc.h"
 #include "proto.h"
 #include "serve.h"
-#include "serve_internal.h"
+#include "workers.h"
 #include "snapdef.h"
 
-static void pump(struct serve *s);
-static void dispatch(struct serve *s);
+static void pump(struct serve_state *s);
+static void dispatch(struct serve_state *s);
 static void fetch_snapdef(struct task *t, const char *name);
 static void store(struct task *t);
-static void maybe_finish(struct serve *s);
+static void maybe_finish(struct serve_state *s);
 
 /* --- tasks -------------------------------------------------------------------
  */
 
 static struct task *task_find(struct part *p, const char *sid)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 
 	for (struct task *t = s->tasks.next; t != &s->tasks; t = t->next)
 		if (t->p == p && !strcmp(t->e.sid, sid))
@@ -99,7 +99,7 @@ static struct task *task_find(struct part *p, const char *sid)
 
 static struct task *task_new(struct part *p, const struct alq_entry *e)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 	struct task *t = calloc(1, sizeof(*t));
 
 	if (!t)
@@ -121,7 +121,7 @@ static struct task *task_new(struct part *p, const struct alq_entry *e)
 
 static void task_free(struct task *t)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	t->prev->next = t->next;
 	t->next->prev = t->prev;
@@ -133,7 +133,7 @@ static void task_free(struct task *t)
 	free(t);
 }
 
-static unsigned count_state(struct serve *s, enum task_state st)
+static unsigned count_state(struct serve_state *s, enum task_state st)
 {
 	unsigned n = 0;
 
@@ -142,7 +142,7 @@ static unsigned count_state(struct serve *s, enum task_state st)
 	return n;
 }
 
-static unsigned idle_workers(struct serve *s)
+static unsigned idle_workers(struct serve_state *s)
 {
 	unsigned n = 0;
 
@@ -152,7 +152,7 @@ static unsigned idle_workers(struct serve *s)
 }
 
 /* How many more entries we could start right now. */
-static unsigned free_slots(struct serve *s)
+static unsigned free_slots(struct serve_state *s)
 {
 	unsigned idle = idle_workers(s);
 	unsigned held = count_state(s, T_QUEUED) + count_state(s, T_FETCH) +
@@ -164,7 +164,7 @@ static unsigned free_slots(struct serve *s)
 /* Free slots not yet promised to the reads (reclaim: to the reclaims)
  * in flight: reads and reclaims each ask for at most the free slots, as
  * with one partition. */
-static unsigned avail(struct serve *s, bool reclaim)
+static unsigned avail(struct serve_state *s, bool reclaim)
 {
 	unsigned n = free_slots(s), asked = 0;
 
@@ -173,7 +173,7 @@ static unsigned avail(struct serve *s, bool reclaim)
 	return n > asked ? n - asked : 0;
 }
 
-static bool any_reading(const struct serve *s)
+static bool any_reading(const struct serve_state *s)
 {
 	for (unsigned i = 0; i < s->n_p; i++)
 		if (s->p[i].reading)
@@ -321,7 +321,7 @@ static void count_job(const struct task *t)
 static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = ((struct part *)c->data)->s;
+	struct serve_state *s = ((struct part *)c->data)->s;
 
 	if (!r) {
 		t->state = T_STORE_WAIT; /* again when Redis is back */
@@ -352,7 +352,7 @@ static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 
 static void store(struct task *t)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	const char *q = t->p->q;
 	char k[7][ALQ_KEY_MAX], ttl[16], n[16], minute[24];
 	const char *argv[13];
@@ -398,7 +398,7 @@ static void store(struct task *t)
 /* Give t a copy of cached definition i; 0 or -ENOMEM. */
 static int snap_give(struct task *t, unsigned i)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	free(t->snap); /* from an earlier fetch of t, if any */
 	free(t->snap_setup);
@@ -415,7 +415,7 @@ static int snap_give(struct task *t, unsigned i)
 
 /* Keep definition d (its setup malloc'd, handed over) under its name;
  * the slot it went to. */
-static unsigned snap_keep(struct serve *s, const struct al_snapdef *d,
+static unsigned snap_keep(struct serve_state *s, const struct al_snapdef *d,
 			  char *setup)
 {
 	struct al_job job = {0};
@@ -448,7 +448,7 @@ static unsigned snap_keep(struct serve *s, const struct al_snapdef *d,
  * the reply was such; t may be gone then. */
 static bool snap_trouble(struct task *t, redisReply *r)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	char why[160];
 
 	if (r && !s->draining && (r->type != REDIS_REPLY_ERROR ||
@@ -474,7 +474,7 @@ static bool snap_trouble(struct task *t, redisReply *r)
 
 static void snap_ready(struct task *t, int e)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	if (e == -EBADMSG) {
 		reject1(t, "template", "the snapshot's published definition is "
@@ -513,7 +513,7 @@ static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
 static void snapkey_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	char k[ALQ_KEY_MAX];
 
 	(void)c;
@@ -553,7 +553,7 @@ static void fetch_snapdef(struct task *t, const char *name)
 /* After a job ran from t->snap on this host: record the key built here. */
 static void snapdef_record(struct task *t, const struct al_result *res)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	char k[ALQ_KEY_MAX], val[64];
 
 	if (!t->snap || !res->vm.restored || res->status == AL_RJ)
@@ -570,7 +570,7 @@ static void snapdef_record(struct task *t, const struct al_result *res)
 /* The payload is here: decode it enough to know it can run. */
 static void got_payload(struct task *t, const char *p, size_t len)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	struct al_job job = {0};
 	struct al_limits lim;
 	struct al_diags d;
@@ -626,7 +626,7 @@ static void ack_entry(struct part *p, const char *sid)
 static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = ((struct part *)c->data)->s;
+	struct serve_state *s = ((struct part *)c->data)->s;
 	enum alq_fetch kind;
 	const char *payload;
 	char why[160];
@@ -722,7 +722,7 @@ static void claimed(struct part *p, const struct alq_entry *e)
 
 static void retry_or_dead(struct task *t, const char *why)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	if (t->e.deliveries >= s->o->max_deliveries) {
 		dead_letter(t, why);
@@ -810,7 +810,7 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 	store(t);
 }
 
-static void dispatch(struct serve *s)
+static void dispatch(struct serve_state *s)
 {
 	for (unsigned i = 0; i < s->n_w && !s->closing; i++) {
 		struct wslot *w = &s->w[i];
@@ -950,7 +950,7 @@ static void read_part(struct part *p, unsigned n, unsigned block_ms)
  * then each read blocks briefly (BLOCK_SHORT_MS), so idle partitions
  * cost a few reads a second, and a busy one is found within a round. */
 #define BLOCK_SHORT_MS 100u
-static void pump(struct serve *s)
+static void pump(struct serve_state *s)
 {
 	unsigned n, ready = 0, block, last = s->next_read;
 
@@ -1005,7 +1005,7 @@ static void hb_cb(struct alq_conn *c, redisReply *r, void *priv)
 
 /* Job `t` was cancelled (its CX result is stored): never run it; if it
  * runs, kill its worker (on_exit_ acknowledges it, no retry). */
-static void cancel_task(struct serve *s, struct task *t)
+static void cancel_task(struct serve_state *s, struct task *t)
 {
 	if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
 		al_info("job=%s: cancelled before it ran", t->id);
@@ -1028,7 +1028,7 @@ static void cancel_task(struct serve *s, struct task *t)
 static void cancel_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct part *p = c->data;
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 	struct task *t;
 	char sid[ALQ_SID_MAX];
 
@@ -1052,7 +1052,7 @@ static void cancel_cb(struct alq_conn *c, redisReply *r, void *priv)
  * were cancelled. */
 static void heartbeat_part(struct part *p)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 	const char *argv[2 + HB_BATCH];
 	int n = 2;
 
@@ -1081,7 +1081,7 @@ static void heartbeat_part(struct part *p)
 
 static void heartbeat(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 	char val[64];
 	unsigned busy = 0, alive = 0;
 
@@ -1134,7 +1134,7 @@ static void reclaim_cb(struct alq_conn *c, redisReply *r, void *priv)
  * in flight: an equal share each, the first in turn (next_reclaim). */
 static void reclaim(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 	char slack[16], count[16], dflt[16], maxw[16];
 	const char *argv[6];
 	unsigned n, ready = 0;
@@ -1187,7 +1187,7 @@ static void trim_cb(struct alq_conn *c, redisReply *r, void *priv)
 
 static void trim(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 
 	for (unsigned i = 0; i < s->n_p; i++) {
 		struct part *p = &s->p[i];
@@ -1204,7 +1204,7 @@ static void trim(uv_timer_t *h)
 /* --- shutdown
  * ------------------------------------------------------------------------ */
 
-static void begin_drain(struct serve *s, const char *why)
+static void begin_drain(struct serve_state *s, const char *why)
 {
 	if (s->draining) {
 		al_warn("%s again: stopping running jobs now", why);
@@ -1247,7 +1247,7 @@ static void conn_closed(struct alq_conn *c)
 	maybe_finish(((struct part *)c->data)->s);
 }
 
-static void close_rest(struct serve *s)
+static void close_rest(struct serve_state *s)
 {
 	for (unsigned i = 0; i < s->n_p; i++) {
 		alq_conn_close(&s->p[i].cmd);
@@ -1278,7 +1278,7 @@ static void farewell_cb(struct alq_conn *c, redisReply *r, void *priv)
 	close_rest(((struct part *)c->data)->s);
 }
 
-static void close_all(struct serve *s)
+static void close_all(struct serve_state *s)
 {
 	s->closing = true;
 	uv_timer_stop(&s->hb); /* no HSET after the HDEL */
@@ -1294,7 +1294,7 @@ static void close_all(struct serve *s)
 
 /* Done draining when no worker is left and nothing waits to be stored
  * (or Redis stayed away past the grace period). */
-static void maybe_finish(struct serve *s)
+static void maybe_finish(struct serve_state *s)
 {
 	bool late;
 
@@ -1332,7 +1332,7 @@ static void maybe_finish(struct serve *s)
 }
 
 /* The gauges of o->metrics, from the loop's own state. */
-static void gauges(struct serve *s)
+static void gauges(struct serve_state *s)
 {
 	struct al_metrics *m = s->o->metrics;
 	uint64_t alive = 0, busy = 0, reconnects = 0;
@@ -1352,7 +1352,7 @@ static void gauges(struct serve *s)
 
 static void tick(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 	uint64_t now = mono(s);
 
 	gauges(s);
@@ -1441,7 +1441,7 @@ static void worker_died(struct wslot *w, const char *why)
 	}
 }
 
-static void worker_turn(struct serve *s)
+static void worker_turn(struct serve_state *s)
 {
 	dispatch(s);
 	pump(s);
@@ -1477,7 +1477,7 @@ void al_serve_opts_init(struct al_serve_opts *o)
 static int init_conn(struct part *p, struct alq_conn *c, char *name, size_t len,
 		     const char *base)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 
 	snprintf(name, len, p->index ? "%s.p%u" : "%s", base, p->index);
 	memset(c, 0, sizeof(*c));
@@ -1488,14 +1488,14 @@ static int init_conn(struct part *p, struct alq_conn *c, char *name, size_t len,
 	return alq_conn_init(c, &s->loop, &s->o->url, name);
 }
 
-static int timer(struct serve *s, uv_timer_t *t, uv_timer_cb cb, uint64_t every)
+static int timer(struct serve_state *s, uv_timer_t *t, uv_timer_cb cb, uint64_t every)
 {
 	uv_timer_init(&s->loop, t);
 	t->data = s;
 	return uv_timer_start(t, cb, every, every);
 }
 
-static int setup(struct serve *s)
+static int setup(struct serve_state *s)
 {
 	char host[41] = "host";
 	unsigned n;
@@ -1582,7 +1582,7 @@ static int setup(struct serve *s)
 	return 0;
 }
 
-static int spawn_all(struct serve *s)
+static int spawn_all(struct serve_state *s)
 {
 	s->w = calloc(s->o->workers, sizeof(*s->w));
 	if (!s->w)
@@ -1611,7 +1611,7 @@ static int spawn_all(struct serve *s)
 
 int al_serve_run(const struct al_serve_opts *o)
 {
-	struct serve *s;
+	struct serve_state *s;
 	char where[300];
 	int r;
 

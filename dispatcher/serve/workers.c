@@ -1,4 +1,4 @@
-/* workers.c: the dispatcher's worker processes (serve_internal.h): spawn
+/* workers.c: the dispatcher's worker processes (workers.h): spawn
  * one, write it a job frame, read its result frames, reap it when it
  * dies, stop it on drain, and sweep what its VMs left. What a worker
  * reports goes up through the loop's struct serve_worker_ops; this file
@@ -14,7 +14,7 @@
 
 #include "log.h"
 #include "metrics.h"
-#include "serve_internal.h"
+#include "workers.h"
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -27,7 +27,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct wslot *w = st->data;
-	struct serve *s = w->s;
+	struct serve_state *s = w->s;
 	size_t off = 0;
 
 	if (n < 0) {
@@ -113,7 +113,7 @@ static void handle_closed(uv_handle_t *h)
 
 /* What VMs of dead workers left (sandbox/sweep.c); `always` logs even
  * when nothing was left (start-up). Blocks for at most a few seconds. */
-void serve__sweep(struct serve *s, const char *when, bool always)
+void serve__sweep(struct serve_state *s, const char *when, bool always)
 {
 	struct sb_sweep_stats st;
 	int r = sb_sweep(s->o->sb, &st);
@@ -132,7 +132,7 @@ void serve__sweep(struct serve *s, const char *when, bool always)
 static void on_exit_(uv_poll_t *p, int status, int events)
 {
 	struct wslot *w = p->data;
-	struct serve *s = w->s;
+	struct serve_state *s = w->s;
 	siginfo_t si = {0};
 	char why[96];
 	int st = 0;
@@ -183,7 +183,7 @@ static void on_exit_(uv_poll_t *p, int status, int events)
 
 int serve__spawn(struct wslot *w)
 {
-	struct serve *s = w->s;
+	struct serve_state *s = w->s;
 	int r;
 
 	r = al_proc_spawn(s->o->sb, s->o->policy, w->name, s->o->run, &w->proc);

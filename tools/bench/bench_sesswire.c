@@ -21,19 +21,18 @@ static const char RID[] = "5f0c3a9e1b2d4c6f8a7e9d0c1b2a3f4e";
 
 static json_t *request_json(void)
 {
-	return json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s},s:i,s:s}}", "op",
-			 "exec", "rid", RID, "body", "sh",
-			 "python3 -c 'print(sum(range(10)))'", "env", "LANG",
-			 "C.UTF-8", "SEED", "42", "timeout_ms", 5000, "cwd",
-			 "/work");
+	return json_pack(
+	    "{s:s,s:s,s:{s:s,s:{s:s,s:s},s:i,s:s}}", "op", "exec", "rid", RID,
+	    "body", "sh", "python3 -c 'print(sum(range(10)))'", "env", "LANG",
+	    "C.UTF-8", "SEED", "42", "timeout_ms", 5000, "cwd", "/work");
 }
 
 static json_t *record_json(void)
 {
 	return json_pack("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "exec", 7,
-			 "status", "OK", "exit_code", 0, "signal", 0,
-			 "wall_ms", 212, "cpu_ms", 180, "max_rss_kb", 9120,
-			 "stdout_bytes", 3, "stderr_bytes", 0);
+			 "status", "OK", "exit_code", 0, "signal", 0, "wall_ms",
+			 212, "cpu_ms", 180, "max_rss_kb", 9120, "stdout_bytes",
+			 3, "stderr_bytes", 0);
 }
 
 static void str(msgpack_packer *pk, const char *s)
@@ -59,9 +58,9 @@ static void request_mp(msgpack_packer *pk)
 
 static void record_mp(msgpack_packer *pk)
 {
-	static const char *const k[] = {"exec",	  "exit_code",	"signal",
-					"wall_ms", "cpu_ms",	"max_rss_kb",
-					"stdout_bytes", "stderr_bytes"};
+	static const char *const k[] = {
+	    "exec",   "exit_code",  "signal",	    "wall_ms",
+	    "cpu_ms", "max_rss_kb", "stdout_bytes", "stderr_bytes"};
 	static const uint32_t v[] = {7, 0, 0, 212, 180, 9120, 3, 0};
 
 	msgpack_pack_map(pk, 9);

@@ -1,10 +1,10 @@
-/* serve_internal.h: what serve.c (the loop) and workers.c (its worker
- * processes) share, and no other file: the constants, the task,
- * partition and worker-slot structs, the loop's state, and the seam
+/* workers.h: internal to dispatcher/serve/, what serve.c (the loop) and
+ * workers.c (its worker processes) share, and no other file: the constants, the
+ * task, partition and worker-slot structs, the loop's state, and the seam
  * between the two files (struct serve_worker_ops up, serve__* down).
  * serve.c's opening comment is the theory of operation. */
-#ifndef AL_SERVE_INTERNAL_H
-#define AL_SERVE_INTERNAL_H
+#ifndef AL_WORKERS_H
+#define AL_WORKERS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,7 +25,7 @@
 #define RESPAWN_MIN_MS	200u
 #define RESPAWN_MAX_MS	10000u
 #define READ_BUF	(64u << 10)
-#define SNAP_CACHE	8u	      /* definitions kept (snapdef_cb) */
+#define SNAP_CACHE	8u /* definitions kept (snapdef_cb) */
 
 enum task_state {
 	T_FETCH = 0,  /* payload being fetched */
@@ -36,12 +36,12 @@ enum task_state {
 	T_STORE_WAIT, /* store again once Redis is back */
 };
 
-struct serve;
+struct serve_state;
 
 /* One partition of the queue (queue.h): its own slot, so its own
  * connections (a Cluster node each), consumer group and timers' state. */
 struct part {
-	struct serve *s;		 /* owner */
+	struct serve_state *s;		 /* owner */
 	unsigned index;			 /* partition number */
 	char q[ALQ_PART_NAME_MAX];	 /* its queue name */
 	struct alq_conn cmd, blk;	 /* commands; blocking reads */
@@ -57,7 +57,7 @@ struct part {
 
 struct task {
 	struct task *prev, *next; /* in serve.tasks */
-	struct serve *s;	  /* owner */
+	struct serve_state *s;	  /* owner */
 	struct part *p;		  /* its partition */
 	enum task_state state;	  /* see above */
 	struct alq_entry e;	  /* the stream entry */
@@ -72,17 +72,17 @@ struct task {
 	uint64_t restore_ms;	  /* result's vm.restore_ms, for metrics */
 	char reason[200];	  /* dead-letter reason, "" = none */
 	bool cancelled;		  /* `airlock cancel`: its worker was killed */
-	char digest[AL_DIGEST_HEX + 1]; /* of the payload, "" = not fetched */
-	struct al_snapdef *snap;  /* the published definition of the
-				   * snapshot it names, NULL = none */
-	char *snap_setup;	  /* snap's setup bytes */
+	char digest[AL_DIGEST_HEX + 1];	 /* of the payload, "" = not fetched */
+	struct al_snapdef *snap;	 /* the published definition of the
+					  * snapshot it names, NULL = none */
+	char *snap_setup;		 /* snap's setup bytes */
 	char snap_name[AL_NAME_MAX + 1]; /* the snapshot it names, "" = none */
-	uint32_t build_ms;	  /* more time its worker may take: building
-				   * the snapshot from snap */
+	uint32_t build_ms; /* more time its worker may take: building
+			    * the snapshot from snap */
 };
 
 struct wslot {
-	struct serve *s;	    /* owner */
+	struct serve_state *s;	    /* owner */
 	unsigned index;		    /* slot number */
 	char name[AL_NAME_MAX + 1]; /* `worker` in results */
 	struct al_proc proc;	    /* pid, socket, pidfd */
@@ -110,43 +110,43 @@ struct serve_worker_ops {
 	/* w's worker was reaped; w->task is the job it ran, if any */
 	void (*died)(struct wslot *w, const char *why);
 	/* after a worker event: hand out jobs, read more, maybe finish */
-	void (*turn)(struct serve *s);
+	void (*turn)(struct serve_state *s);
 	/* a handle of w closed: the loop may be done */
-	void (*closed)(struct serve *s);
+	void (*closed)(struct serve_state *s);
 };
 
-struct serve {
+struct serve_state {
 	const struct al_serve_opts *o;
-	struct serve_worker_ops ops;	    /* workers.c's calls up */
+	struct serve_worker_ops ops; /* workers.c's calls up */
 	uv_loop_t loop;
-	struct part *p;			    /* partitions, p[0] = the queue */
-	unsigned n_p;			    /* entries in p */
-	unsigned next_read;		    /* partition to read first */
-	unsigned next_reclaim;		    /* partition to reclaim first */
-	unsigned empty_reads;		    /* reads in a row with no entry */
-	uv_timer_t tick, hb, reclaim, trim; /* timers */
-	uv_signal_t sigterm, sigint;	    /* shutdown */
-	uv_poll_t stop;			    /* o->stop_fd */
-	bool stop_open;			    /* stop handle initialised */
-	struct wslot *w;		    /* worker slots */
-	unsigned n_w;			    /* entries in w */
-	struct task tasks;		    /* list head */
-	unsigned n_tasks;		    /* entries in tasks */
-	bool draining;			    /* shutdown begun */
-	bool closing;			    /* handles being closed */
-	uint64_t drain_deadline;	    /* loop ms */
-	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
-	char k_serves[ALQ_KEY_MAX];	    /* partition 0's */
+	struct part *p;			      /* partitions, p[0] = the queue */
+	unsigned n_p;			      /* entries in p */
+	unsigned next_read;		      /* partition to read first */
+	unsigned next_reclaim;		      /* partition to reclaim first */
+	unsigned empty_reads;		      /* reads in a row with no entry */
+	uv_timer_t tick, hb, reclaim, trim;   /* timers */
+	uv_signal_t sigterm, sigint;	      /* shutdown */
+	uv_poll_t stop;			      /* o->stop_fd */
+	bool stop_open;			      /* stop handle initialised */
+	struct wslot *w;		      /* worker slots */
+	unsigned n_w;			      /* entries in w */
+	struct task tasks;		      /* list head */
+	unsigned n_tasks;		      /* entries in tasks */
+	bool draining;			      /* shutdown begun */
+	bool closing;			      /* handles being closed */
+	uint64_t drain_deadline;	      /* loop ms */
+	char consumer[AL_NAME_MAX + 1];	      /* our consumer name */
+	char k_serves[ALQ_KEY_MAX];	      /* partition 0's */
 	char snap_host[ALQ_SNAPDEF_HOST_MAX]; /* this host in snaphosts */
 	struct {
-		struct al_snapdef d;	    /* a definition read, d.name[0]
-					     * = free slot */
-		char *setup;		    /* its setup bytes */
-		uint32_t build_ms;	    /* its build allowance */
-	} snapc[SNAP_CACHE];		    /* the last ones read, by name:
-					     * a job costs an HGET of the key
-					     * while it is unchanged */
-	unsigned snapc_next;		    /* slot to replace next */
+		struct al_snapdef d; /* a definition read, d.name[0]
+				      * = free slot */
+		char *setup;	     /* its setup bytes */
+		uint32_t build_ms;   /* its build allowance */
+	} snapc[SNAP_CACHE];	     /* the last ones read, by name:
+				      * a job costs an HGET of the key
+				      * while it is unchanged */
+	unsigned snapc_next;	     /* slot to replace next */
 	uint64_t stored, rejected, retried, dead; /* counters for the log */
 };
 
@@ -154,9 +154,9 @@ struct serve {
 int serve__spawn(struct wslot *w);
 int serve__send_job(struct wslot *w, struct task *t);
 void serve__stop_worker(struct wslot *w);
-void serve__sweep(struct serve *s, const char *when, bool always);
+void serve__sweep(struct serve_state *s, const char *when, bool always);
 
-static inline uint64_t mono(struct serve *s)
+static inline uint64_t mono(struct serve_state *s)
 {
 	return uv_now(&s->loop);
 }
