@@ -24,7 +24,7 @@ GWCLI="gateway/pkgfile.h gateway/allow.h gateway/mirror.h gateway/audit.h
 # Headers generated into the build tree (CMakeLists.txt, generated/).
 GENERATED="version.h"
 # Headers no file outside their own directory may include.
-INTERNAL="internal.h sess_internal.h vm_internal.h serve_internal.h"
+INTERNAL="internal.h sess_internal.h vm_internal.h workers.h"
 
 # The rule of a room: directories (ending in /) and single headers.
 rule() {
