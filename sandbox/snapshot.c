@@ -702,6 +702,18 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 	free(all);
 }
 
+/* After the device state: the RAM diff, then `inputs` (written last:
+ * the snapshot is complete), for a setup's build and a live save alike. */
+static int save_files(const struct sb_snapshot_build *b, int dfd,
+		      uint64_t *ret_pages)
+{
+	int r = save_mem(b, dfd, ret_pages);
+
+	return r < 0 ? r
+		     : sb__write_file(dfd, "inputs", b->inputs,
+				      strlen(b->inputs), 0400);
+}
+
 /* Save the setup's VM into b->tmp and kill it. */
 static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 		      uint64_t *ret_pages)
@@ -719,10 +731,7 @@ static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 	sb_vm_destroy(b->vm); /* QEMU reaped: the RAM in mem_fd is final */
 	b->vm = NULL;
 	if (r == 0)
-		r = save_mem(b, dfd, ret_pages);
-	if (r == 0)
-		r = sb__write_file(dfd, "inputs", b->inputs, strlen(b->inputs),
-				   0400);
+		r = save_files(b, dfd, ret_pages);
 	close(dfd);
 	return r;
 }
@@ -780,10 +789,7 @@ static int save_live(const struct sb_options *o, struct sb_vm *vm,
 	if (r == 0)
 		r = sb__template_save_state(vm, dfd, (off_t)STATE_MAX);
 	if (r == 0)
-		r = save_mem(b, dfd, ret_pages);
-	if (r == 0)
-		r = sb__write_file(dfd, "inputs", b->inputs, strlen(b->inputs),
-				   0400);
+		r = save_files(b, dfd, ret_pages);
 	close(dfd);
 	/* the guest runs on whatever happened (a failed migration leaves it
 	 * running; "cont" then only says so) */
