@@ -528,21 +528,6 @@ void sb_snapshot_abort(struct sb_snapshot_build *b)
 	b->lock_fd = -1;
 }
 
-/* Write `len` bytes as new file `name` in dfd, synced. */
-static int write_file(int dfd, const char *name, const void *data,
-		      size_t len, mode_t mode)
-{
-	int fd = sb__open_in(dfd, name, O_WRONLY | O_CREAT, mode, geteuid());
-	int r = 0;
-
-	if (fd < 0)
-		return fd;
-	if (write(fd, data, len) != (ssize_t)len || fsync(fd) < 0)
-		r = -EIO;
-	close(fd);
-	return r;
-}
-
 /* `mem` (the pages that differ from the base) and `pages` in dfd. */
 static int save_mem(const struct sb_snapshot_build *b, int dfd,
 		    uint64_t *ret_pages)
@@ -571,7 +556,7 @@ static int save_mem(const struct sb_snapshot_build *b, int dfd,
 	if (fd >= 0)
 		close(fd);
 	if (r == 0)
-		r = write_file(dfd, "pages", bits, nbits, 0400);
+		r = sb__write_file(dfd, "pages", bits, nbits, 0400);
 	free(bits);
 	return r;
 }
@@ -725,6 +710,18 @@ static void enforce_cap(const struct sb_options *o, const char *keep,
 	free(all);
 }
 
+/* After the device state: the RAM diff, then `inputs` (written last:
+ * the snapshot is complete), for a setup's build and a live save alike. */
+static int save_files(const struct sb_snapshot_build *b, int dfd,
+		      uint64_t *ret_pages)
+{
+	int r = save_mem(b, dfd, ret_pages);
+
+	return r < 0 ? r
+		     : sb__write_file(dfd, "inputs", b->inputs,
+				      strlen(b->inputs), 0400);
+}
+
 /* Save the setup's VM into b->tmp and kill it. */
 static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 		      uint64_t *ret_pages)
@@ -742,9 +739,7 @@ static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 	sb_vm_destroy(b->vm); /* QEMU reaped: the RAM in mem_fd is final */
 	b->vm = NULL;
 	if (r == 0)
-		r = save_mem(b, dfd, ret_pages);
-	if (r == 0)
-		r = write_file(dfd, "inputs", b->inputs, strlen(b->inputs), 0400);
+		r = save_files(b, dfd, ret_pages);
 	close(dfd);
 	return r;
 }
@@ -802,9 +797,7 @@ static int save_live(const struct sb_options *o, struct sb_vm *vm,
 	if (r == 0)
 		r = sb__template_save_state(vm, dfd, (off_t)STATE_MAX);
 	if (r == 0)
-		r = save_mem(b, dfd, ret_pages);
-	if (r == 0)
-		r = write_file(dfd, "inputs", b->inputs, strlen(b->inputs), 0400);
+		r = save_files(b, dfd, ret_pages);
 	close(dfd);
 	/* the guest runs on whatever happened (a failed migration leaves it
 	 * running; "cont" then only says so) */

@@ -238,15 +238,16 @@ static void on_out(void *opaque, int fd, const uint8_t *data, size_t len)
 
 /* --- exec ----------------------------------------------------------------- */
 
-/* The step of an exec body: decoded as a one-step job, so every rule a
- * job's step follows (caps, cmd or sh, env names, cwd) holds; the
- * session's env goes first, the exec's own overrides it. */
-static int exec_step(struct sess *s, json_t *body, struct al_job *job,
+/* The step of an exec body, decoded as one step (al_step_from_json), so
+ * every rule a job's step follows (caps, cmd or sh, env names, cwd)
+ * holds and errors name the exec's own fields; the session's env goes
+ * first, the exec's own overrides it. */
+static int exec_step(struct sess *s, json_t *body, struct al_step *ret,
 		     char *err, size_t len)
 {
-	json_t *step = json_deep_copy(body), *env = json_object(), *doc;
+	json_t *step = json_copy(body), *env = json_object(); /* shallow */
 	struct al_diags d;
-	char *text;
+	char *text = NULL;
 	int r;
 
 	if (!step || !env || !json_is_object(step)) {
@@ -259,24 +260,20 @@ static int exec_step(struct sess *s, json_t *body, struct al_job *job,
 		json_object_update(env, s->env);
 	if (json_is_object(json_object_get(step, "env")))
 		json_object_update(env, json_object_get(step, "env"));
-	if (json_object_size(env))
-		json_object_set(step, "env", env);
+	if (!json_object_size(env) || json_object_set(step, "env", env) == 0)
+		text = json_dumps(step, JSON_COMPACT);
 	json_decref(env);
-	doc = json_pack("{s:[o]}", "steps", step);
-	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	json_decref(doc);
+	json_decref(step);
 	if (!text)
 		return -ENOMEM;
 	al_diags_init(&d);
-	r = al_job_from_json(text, strlen(text), job, &d);
+	r = al_step_from_json(text, strlen(text), ret, &d);
 	free(text);
 	if (r < 0) {
 		char why[512];
 
 		al_diags_format(&d, why, sizeof(why));
 		snprintf(err, len, "exec: %s", why);
-		for (char *p = err; (p = strstr(p, "steps[0]."));)
-			memmove(p, p + 9, strlen(p + 9) + 1);
 	}
 	return r;
 }
@@ -456,16 +453,43 @@ static int exec_tick(void *opaque, uint32_t *sig, uint32_t *grace)
 	return ret;
 }
 
+/* An exec's record and its outputs started afresh, and the session's
+ * count of execs, in one script: a reader never sees the record of exec
+ * N beside the output of an earlier N. K: record out1 out2 session;
+ * A: exec started_at_ms resumed_ms (0: none). */
+static const char EXEC_START_LUA[] =
+    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])\n"
+    "redis.call('HSET', KEYS[1], 'exec', ARGV[1], 'state', 'running',\n"
+    "           'started_at_ms', ARGV[2])\n"
+    "if ARGV[3] ~= '0' then\n"
+    "  redis.call('HSET', KEYS[1], 'resumed_ms', ARGV[3])\n"
+    "end\n"
+    "redis.call('HSET', KEYS[4], 'execs', ARGV[1])\n"
+    "return 1\n";
+
+static void exec_start(struct sess *s, const char *xk)
+{
+	char k[SESS_KEY_MAX];
+
+	sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
+	/* resumed_ms: the restore this exec waited for (save.c) */
+	cmd(s, "EVAL %s 4 %s %s %s %s %llu %llu %llu", EXEC_START_LUA, xk,
+	    s->okey[0], s->okey[1], k, (unsigned long long)s->execs,
+	    (unsigned long long)al_wall_ms(),
+	    (unsigned long long)s->resumed_ms);
+	s->resumed_ms = 0;
+}
+
 static void run_exec(struct sess *s, const char *rid, json_t *body)
 {
 	struct al_step_result sr = {0};
-	struct al_job job = {0};
+	struct al_step step = {0};
 	char xk[SESS_KEY_MAX], err[600] = "";
 	uint64_t now = al_now_ms(), left;
 	uint32_t t;
 	int r;
 
-	if (exec_step(s, body, &job, err, sizeof(err)) < 0) {
+	if (exec_step(s, body, &step, err, sizeof(err)) < 0) {
 		reply_error(s, rid, err);
 		return;
 	}
@@ -482,22 +506,10 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		s->tail[i].pos = 0;
 		s->tail[i].total = 0;
 	}
-	cmd(s, "DEL %s %s %s", xk, s->okey[0], s->okey[1]);
-	cmd(s, "HSET %s exec %llu state running started_at_ms %llu", xk,
-	    (unsigned long long)s->execs, (unsigned long long)al_wall_ms());
-	if (s->resumed_ms) /* the restore this exec waited for (save.c) */
-		cmd(s, "HSET %s resumed_ms %llu", xk,
-		    (unsigned long long)s->resumed_ms);
-	s->resumed_ms = 0;
-	{
-		char k[SESS_KEY_MAX];
-
-		sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
-		cmd(s, "HSET %s execs %llu", k, (unsigned long long)s->execs);
-	}
+	exec_start(s, xk);
 	reply_json(s, rid, json_pack("{s:I}", "exec", (json_int_t)s->execs));
 	left = s->ttl_at > now ? s->ttl_at - now : 0;
-	t = job.steps[0].timeout_ms ? job.steps[0].timeout_ms
+	t = step.timeout_ms ? step.timeout_ms
 				    : s->ws->step_timeout_ms;
 	if (t > s->ws->step_timeout_max_ms && s->ws->step_timeout_max_ms)
 		t = s->ws->step_timeout_max_ms;
@@ -508,7 +520,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	s->running = s->execs;
 	s->killed = false;
 	s->sigs[0] = '\0';
-	r = t ? al_wsess_exec_tick(s->ws, &job.steps[0], t, s->o->output_max,
+	r = t ? al_wsess_exec_tick(s->ws, &step, t, s->o->output_max,
 				   on_out, exec_tick, s, &sr)
 	      : 0;
 	s->running = 0;
@@ -529,7 +541,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	free(sr.stderr_.data);
 	free(sr.error);
 	free(sr.name);
-	al_job_release(&job);
+	al_step_release(&step);
 }
 
 /* --- the loop ----------------------------------------------------------- */

@@ -99,3 +99,8 @@ void al_config_sess_opts(const struct al_config *cfg,
 	ret->output_budget = cfg->sessions.output_budget_bytes;
 	ret->spare = cfg->sessions.spare;
 }
+
+bool al_config_addr_denied(int family, const void *addr)
+{
+	return sb_net_always_denied(family, addr);
+}
