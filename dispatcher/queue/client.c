@@ -113,14 +113,80 @@ static void redirect_pause(unsigned tries)
 	nanosleep(&ts, NULL);
 }
 
-/* MOVED: the slot's master is rd's host:port; connect there instead. On
- * failure the old connection stays (the caller reports the MOVED). */
+/* Does CLUSTER SLOTS reply r name host:port as a node of some slot? */
+static bool slots_name(const redisReply *r, const char *host, int port)
+{
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements;
+	     i++) {
+		const redisReply *range = r->element[i];
+
+		for (size_t j = 2;
+		     range->type == REDIS_REPLY_ARRAY && j < range->elements;
+		     j++) {
+			const redisReply *n = range->element[j];
+
+			if (n->type == REDIS_REPLY_ARRAY && n->elements >= 2 &&
+			    n->element[0]->type == REDIS_REPLY_STRING &&
+			    n->element[1]->type == REDIS_REPLY_INTEGER &&
+			    n->element[1]->integer == port &&
+			    !strcmp(n->element[0]->str, host))
+				return true;
+		}
+	}
+	return false;
+}
+
+int alq__node_known(const struct alq_url *u, const char *host, int port,
+		    uint32_t timeout_ms, char *err, size_t errlen)
+{
+	struct alq_client s = {.url = *u, .timeout_ms = timeout_ms};
+	redisReply *r;
+	bool known;
+
+	if (!alq_node_allowed(host, u->unix_ ? "localhost" : u->host)) {
+		snprintf(err, errlen,
+			 "redis: redirected to %.100s:%d, an address never "
+			 "followed: refused",
+			 host, port);
+		return -EPERM;
+	}
+	if (!u->unix_ && !u->sentinel_ && port == u->port &&
+	    !strcmp(host, u->host))
+		return 0; /* the seed itself */
+	/* ask the configured seed (the URL's node) which nodes serve slots */
+	if (client_connect(&s, u->unix_ ? NULL : u->host, u->port) < 0) {
+		snprintf(err, errlen, "redis: redirected to %.100s:%d: %s",
+			 host, port, s.err);
+		explicit_bzero(&s.url, sizeof(s.url));
+		return -EHOSTUNREACH;
+	}
+	r = redisCommand(s.rc, "CLUSTER SLOTS");
+	known = slots_name(r, host, port);
+	freeReplyObject(r);
+	redisFree(s.rc);
+	explicit_bzero(&s.url, sizeof(s.url));
+	if (!known) {
+		snprintf(err, errlen,
+			 "redis: redirected to %.100s:%d, a node CLUSTER SLOTS "
+			 "of the configured node does not name: refused",
+			 host, port);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* MOVED: the slot's master is rd's host:port; connect there instead,
+ * only when the configured node knows it (alq__node_known). On failure
+ * the old connection stays (the caller reports the MOVED). */
 static int follow_moved(struct alq_client *c, const struct alq_redirect *rd)
 {
 	redisContext *old = c->rc;
 	char host[ALQ_HOST_MAX + 1];
 
 	snprintf(host, sizeof(host), "%s", rd->host[0] ? rd->host : c->host);
+	if (alq__node_known(&c->url, host, rd->port, c->timeout_ms, c->err,
+			    sizeof(c->err)) < 0)
+		return -EPERM;
 	c->rc = NULL;
 	if (client_connect(c, host, rd->port) < 0) {
 		c->rc = old;
@@ -143,7 +209,9 @@ static redisReply *ask(struct alq_client *c, const struct alq_redirect *rd,
 	redisReply *r = NULL, *a;
 
 	t.rc = NULL;
-	if (client_connect(&t, rd->host[0] ? rd->host : c->host, rd->port) < 0)
+	if (alq__node_known(&c->url, rd->host[0] ? rd->host : c->host, rd->port,
+			    c->timeout_ms, c->err, sizeof(c->err)) < 0 ||
+	    client_connect(&t, rd->host[0] ? rd->host : c->host, rd->port) < 0)
 		return NULL;
 	a = redisCommand(t.rc, "ASKING");
 	if (a && a->type == REDIS_REPLY_STATUS)

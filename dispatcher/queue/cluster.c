@@ -1,5 +1,7 @@
 /* cluster.c: Redis Cluster redirections and hash slots (cluster.h). Pure:
  * no I/O; the clients in queue.c and conn.c act on what it says. */
+#include <arpa/inet.h>
+#include <strings.h>
 #include <string.h>
 
 #include "cluster.h"
@@ -111,4 +113,51 @@ unsigned alq_key_slot(const char *key, size_t len)
 			       ALQ_SLOTS;
 	}
 	return crc16(key, len) % ALQ_SLOTS;
+}
+
+/* 0 plain, 1 loopback, -1 always denied; a name is plain. */
+static int addr_class(const char *host)
+{
+	unsigned char a[16];
+
+	if (!strcasecmp(host, "localhost"))
+		return 1;
+	if (inet_pton(AF_INET, host, a) == 1) {
+		if (a[0] == 127)
+			return 1;
+		if (a[0] == 0 || (a[0] == 169 && a[1] == 254) || a[0] >= 224)
+			return -1; /* this net, link-local/metadata, mcast */
+		if (a[0] == 100 && a[1] == 100 && a[2] == 100 && a[3] == 200)
+			return -1; /* Alibaba's metadata */
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, a) == 1) {
+		static const unsigned char lo[16] = {[15] = 1}, any[16] = {0};
+		static const unsigned char ec2[16] = {
+		    0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54};
+
+		if (!memcmp(a, lo, 16))
+			return 1;
+		if (!memcmp(a, any, 16) || a[0] == 0xff ||
+		    (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) ||
+		    !memcmp(a, ec2, 16))
+			return -1;
+		if (!memcmp(a, any, 10) && a[10] == 0xff && a[11] == 0xff) {
+			char v4[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, a + 12, v4, sizeof(v4));
+			return addr_class(v4);
+		}
+		return 0;
+	}
+	return 0;
+}
+
+bool alq_node_allowed(const char *host, const char *seed)
+{
+	int k = addr_class(host);
+
+	if (k < 0)
+		return false;
+	return k == 0 || (seed && addr_class(seed) == 1);
 }

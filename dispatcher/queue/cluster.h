@@ -6,7 +6,7 @@
  * a queue carries the queue's hash tag ({Q}), so one queue is one slot on
  * one master and every script's keys are in that slot; what moves is the
  * slot as a whole (a failover, a resharding). The two clients react to
- * what alq_redirect_parse() finds (docs/cluster.md has the story):
+ * what alq_redirect_parse() finds (docs/queue.md, "Redis Cluster", has the story):
  *
  *   MOVED slot host:port   the slot lives elsewhere now: connect there
  *                          and send the command again (it did not run)
@@ -57,5 +57,14 @@ void alq_redirect_parse(const char *s, size_t len, struct alq_redirect *ret);
 /* The hash slot of key (its {tag} when it has a non-empty one), as the
  * cluster computes it: CRC16-CCITT (XMODEM) mod 16384. */
 unsigned alq_key_slot(const char *key, size_t len);
+
+/* May a client follow a redirection or a Sentinel answer to `host` at
+ * all? Never to an always-denied address (unspecified, link-local and
+ * the cloud metadata addresses, multicast, broadcast), and to loopback
+ * only when the configured `seed` is loopback itself: a node that names
+ * one would aim the client, its commands and its password at a service
+ * of the host. Pure (literal addresses and "localhost"; a name is
+ * judged by the node list that must hold it, alq__node_known). */
+bool alq_node_allowed(const char *host, const char *seed);
 
 #endif

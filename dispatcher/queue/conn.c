@@ -27,6 +27,7 @@
 
 #include "cluster.h"
 #include "conn.h"
+#include "internal.h"
 #include "log.h"
 #include "sentinel.h"
 
@@ -432,10 +433,20 @@ static bool redirect(struct alq_conn *c, const redisReply *r, struct pending *p)
 		return false;
 	c->redirects++;
 	if (rd.kind == ALQ_REDIRECT_MOVED && !c->drop) {
-		snprintf(c->moved_host, sizeof(c->moved_host), "%s",
+		char h[sizeof(c->moved_host)];
+
+		snprintf(h, sizeof(h), "%s",
 			 rd.host[0]	 ? rd.host
 			 : c->moved_port ? c->moved_host
 					 : c->url.host);
+		/* only to a node the configured one knows (client.c) */
+		if (alq__node_known(&c->url, h, rd.port, 300, c->err,
+				    sizeof(c->err)) < 0) {
+			p->cb(c, NULL, p->priv);
+			pending_free(p);
+			return true;
+		}
+		memcpy(c->moved_host, h, sizeof(h));
 		c->moved_port = rd.port;
 		snprintf(c->err, sizeof(c->err), "MOVED to %.100s:%d",
 			 c->moved_host, c->moved_port);

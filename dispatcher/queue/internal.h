@@ -39,6 +39,13 @@ int alq__client_fail(struct alq_client *c, const redisReply *r);
 
 /* Is r a cluster redirection? (*rd filled) */
 bool alq__redirected(const redisReply *r, struct alq_redirect *rd);
+/* May the clients of URL u follow a redirection to host:port? Only to an
+ * allowed address (alq_node_allowed) that is the URL's node or one that
+ * CLUSTER SLOTS of it names (asked on a connection of its own, within
+ * timeout_ms): nothing, the password least of all, goes to a node a
+ * reply alone names. 0, or -EPERM / -EHOSTUNREACH with err set. Blocks. */
+int alq__node_known(const struct alq_url *u, const char *host, int port,
+		    uint32_t timeout_ms, char *err, size_t errlen);
 
 /* One command on c, following Cluster redirections and Sentinel
  * fail-overs (client.c); NULL when the connection failed. */

@@ -191,6 +191,9 @@ int alq_prepare(struct al_job *job, const struct al_policy *policy,
 
 struct redisContext;
 
+/* longest principal name (tools/config/principal.h's, 64) */
+#define ALQ_PRINCIPAL_MAX 64
+
 struct alq_client {
 	struct redisContext *rc;     /* connection, NULL when closed */
 	char queue[AL_NAME_MAX + 1]; /* queue name */
@@ -210,6 +213,12 @@ struct alq_client {
 	/* partitions of the queue (0 or 1 = none; at most
 	 * ALQ_PARTITIONS_MAX): set after alq_client_open() */
 	unsigned partitions;
+	/* the principal this client acts for in session operations
+	 * (dispatcher/session/, docs/security.md "Principals"): "" = an
+	 * operator (every session); else only sessions it owns. Set by a
+	 * front end after alq_client_open(); a Redis connection itself is
+	 * operator access whatever this says. */
+	char principal[ALQ_PRINCIPAL_MAX + 1];
 };
 
 int alq_client_open(struct alq_client *c, const struct alq_url *u,

@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include "results.h"
+#include "cluster.h"
 #include "sentinel.h"
 
 /* One "HOST[:PORT]" of s[0..n) into sentinel i. */
@@ -50,7 +51,7 @@ int alq_sentinel_parse(const char *s, struct alq_url *u)
 	if (slash && slash[1]) {
 		const char *m = slash + 1, *db = strchr(m, '/');
 		size_t ml = db ? (size_t)(db - m) : strlen(m);
-		unsigned long v = 0;
+		uint64_t v;
 
 		if (ml == 0 || ml >= sizeof(u->master))
 			return -EINVAL;
@@ -60,12 +61,8 @@ int alq_sentinel_parse(const char *s, struct alq_url *u)
 		memcpy(u->master, m, ml);
 		u->master[ml] = '\0';
 		if (db && db[1]) {
-			for (const char *d = db + 1; *d; d++) {
-				if (*d < '0' || *d > '9' || v > (1u << 20))
-					return -EINVAL;
-				v = v * 10 + (unsigned long)(*d - '0');
-			}
-			if (v > (1u << 20))
+			if (al_decimal_parse(db + 1, strlen(db + 1), 1u << 20,
+					     &v) < 0)
 				return -EINVAL;
 			u->db = (unsigned)v;
 		}
@@ -114,6 +111,14 @@ static int ask(const struct alq_url *u, unsigned i, uint32_t timeout_ms,
 		host[r->element[0]->len] = '\0';
 		*port = p;
 		ret = 0;
+		/* a master on an address never followed (cluster.h) */
+		if (!alq_node_allowed(host, u->sentinel[i].host)) {
+			snprintf(why, wl,
+				 "names master %.64s, an address never "
+				 "followed",
+				 host);
+			ret = -EPERM;
+		}
 	}
 out:
 	freeReplyObject(r);

@@ -57,6 +57,44 @@ static int dump(json_t *j, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
+/* May c's principal see record `rec`? An operator ("") every one, a
+ * principal those it owns. */
+static bool owns(const struct alq_client *c, json_t *rec)
+{
+	const char *o = json_string_value(json_object_get(rec, "owner"));
+
+	return !c->principal[0] || (o && !strcmp(o, c->principal));
+}
+
+/* Session `id` as another principal sees one it does not own: absent. */
+static int unknown(struct alq_client *c, const char *id)
+{
+	return sess__fail(c, -ENOENT, "%s: unknown session", id);
+}
+
+/* 0 when c's principal owns session `id` (always for an operator), else
+ * -ENOENT "unknown session" (absent or another's: the same answer). */
+static int own(struct alq_client *c, const char *id)
+{
+	char k[SESS_KEY_MAX];
+	redisReply *r;
+	int x;
+
+	if (!sess__id_valid(id) || id[0] != 's')
+		return unknown(c, id);
+	if (!c->principal[0])
+		return 0;
+	sess__key(k, sizeof(k), c->queue, "%s", id);
+	r = redisCommand(c->rc, "HGET %s owner", k);
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
+	if (x == 0 &&
+	    (r->type != REDIS_REPLY_STRING || strcmp(r->str, c->principal)))
+		x = unknown(c, id);
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
 int al_sess_expiry(struct alq_client *c, const char *id, json_t *obj)
 {
 	char k[SESS_KEY_MAX], iso[32];
@@ -64,8 +102,8 @@ int al_sess_expiry(struct alq_client *c, const char *id, json_t *obj)
 	redisReply *r;
 	int x;
 
-	if (!sess__id_valid(id) || id[0] != 's')
-		return sess__fail(c, -EINVAL, "%s: not a session id", id);
+	if ((x = own(c, id)) < 0)
+		return x;
 	sess__key(k, sizeof(k), c->queue, "%s", id);
 	r = redisCommand(c->rc, "HGET %s expires_at_ms", k);
 	x = sess__check(c->rc, r, c->err, sizeof(c->err));
@@ -81,15 +119,30 @@ int al_sess_expiry(struct alq_client *c, const char *id, json_t *obj)
 	return x;
 }
 
-/* End it `lost` if its host stopped heartbeating; then read it. */
+static int record_any(struct alq_client *c, const char *id, json_t **ret);
+
+/* record_any() of a session c's principal owns; another's is -ENOENT. */
 static int record(struct alq_client *c, const char *id, json_t **ret)
+{
+	int x = record_any(c, id, ret);
+
+	if (x == 0 && !owns(c, *ret)) {
+		json_decref(*ret);
+		*ret = NULL;
+		return unknown(c, id);
+	}
+	return x;
+}
+
+/* End it `lost` if its host stopped heartbeating; then read it. */
+static int record_any(struct alq_client *c, const char *id, json_t **ret)
 {
 	char k[SESS_KEY_MAX], ks[SESS_KEY_MAX], hp[SESS_KEY_MAX], now[24];
 	redisReply *r;
 	int x;
 
 	if (!sess__id_valid(id) || id[0] != 's')
-		return sess__fail(c, -EINVAL, "%s: not a session id", id);
+		return unknown(c, id);
 	sess__key(k, sizeof(k), c->queue, "%s", id);
 	sess__key(ks, sizeof(ks), c->queue, "stats");
 	sess__key(hp, sizeof(hp), c->queue, "host:");
@@ -103,7 +156,7 @@ static int record(struct alq_client *c, const char *id, json_t **ret)
 		return x;
 	x = sess__record_json(c->rc, c->queue, id, ret, c->err, sizeof(c->err));
 	if (x == -ENOENT)
-		return sess__fail(c, x, "%s: no such session", id);
+		return unknown(c, id);
 	return x;
 }
 
@@ -313,9 +366,10 @@ static int create_push(struct alq_client *c, json_t *b, uint32_t timeout_ms,
 	sess__key(k, sizeof(k), c->queue, "%s", id);
 	r = redisCommand(c->rc,
 			 "HSET %s id %s state pending created_at_ms "
-			 "%llu template %s network %s metadata %s execs 0",
+			 "%llu template %s network %s metadata %s execs 0 "
+			 "owner %s",
 			 k, id, (unsigned long long)w, tmpl ? tmpl : "",
-			 net ? net : "none", meta ? meta : "{}");
+			 net ? net : "none", meta ? meta : "{}", c->principal);
 	x = sess__check(c->rc, r, c->err, sizeof(c->err));
 	if (r)
 		freeReplyObject(r);
@@ -432,6 +486,12 @@ int al_sess_create(struct alq_client *c, const char *body, uint32_t timeout_ms,
 		return sess__fail(c, -EINVAL,
 			    "create: the body is not a JSON object");
 	}
+	if (json_object_get(b, "fork_of")) { /* the host's alone (save.c) */
+		json_decref(b);
+		return sess__fail(c, -EINVAL,
+				  "fork_of: not a field a client sets (POST "
+				  "/sessions/{id}/fork makes forks)");
+	}
 	x = create_push(c, b, timeout_ms, "create", id, rid);
 	json_decref(b);
 	return x < 0 ? x : create_wait(c, id, rid, t0, timeout_ms, ret);
@@ -479,9 +539,9 @@ int al_sess_list(struct alq_client *c, const char *state, json_t *meta,
 	     i++) {
 		const char *id = r->element[i]->str;
 		json_t *rec;
-		int y = id ? record(c, id, &rec) : -EINVAL;
+		int y = id ? record_any(c, id, &rec) : -EINVAL;
 
-		if (y == 0 && list_match(rec, state, meta)) {
+		if (y == 0 && owns(c, rec) && list_match(rec, state, meta)) {
 			json_array_append_new(arr, rec);
 		} else if (y == 0) {
 			json_decref(rec);
@@ -498,7 +558,9 @@ int al_sess_list(struct alq_client *c, const char *state, json_t *meta,
 	r = x == 0 ? redisCommand(c->rc, "HGETALL %s", k) : NULL;
 	stats = json_object();
 	for (size_t i = 0;
-	     r && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
+	     !c->principal[0] && /* the queue's: operators' */
+	     r && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+	     i += 2)
 		json_object_set_new(
 		    stats, r->element[i]->str,
 		    json_integer(strtoll(r->element[i + 1]->str, NULL, 10)));
@@ -705,8 +767,8 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 	json_t *x;
 	int r;
 
-	if (!sess__id_valid(id))
-		return sess__fail(c, -EINVAL, "%s: not a session id", id);
+	if ((r = own(c, id)) < 0)
+		return r;
 	r = sess__exec_json(c->rc, c->queue, id, n, &x, c->err, sizeof(c->err));
 	if (r == -ENOENT)
 		return sess__fail(c, r, "%s: no exec %llu", id,
@@ -723,9 +785,10 @@ int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 	redisReply *r;
 	int x;
 
-	if (!sess__id_valid(id) || (fd != 1 && fd != 2) || !max ||
-	    max > (16u << 20))
+	if ((fd != 1 && fd != 2) || !max || max > (16u << 20))
 		return sess__fail(c, -EINVAL, "exec read: bad arguments");
+	if ((x = own(c, id)) < 0)
+		return x;
 	sess__key(k, sizeof(k), c->queue, "%s:x:%llu:%d", id,
 		 (unsigned long long)n, fd);
 	r = redisCommand(c->rc, "GETRANGE %s %llu %llu", k,

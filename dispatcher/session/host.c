@@ -50,6 +50,8 @@ struct child {
 	uint64_t ttl_at;	     /* al_now_ms() end (provisional until
 				      * ALIVE) */
 	uint64_t alive_at;	     /* al_wall_ms() at ALIVE, 0 = not yet */
+	uint64_t lineage_at;	     /* a fork's: al_wall_ms() its first
+				      * ancestor came alive, 0 = not a fork */
 	uint64_t kill_at;	     /* al_now_ms() stop deadline, 0 = none */
 	const char *why;	     /* reason if we kill it */
 };
@@ -77,7 +79,10 @@ struct host {
 	uint64_t spare_at; /* al_now_ms() before which none is made */
 	uint32_t n;	   /* live children */
 	uint64_t hb_at;	   /* next heartbeat, al_now_ms() */
+	uint64_t sweep_at; /* next sweep of saved states, al_now_ms() */
 };
+
+#define SWEEP_MS 60000u /* states of killed session processes go */
 
 static volatile sig_atomic_t stopping;
 
@@ -103,21 +108,14 @@ void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 	    .hibernate_default_s = 0,
 	    .keep_s = 3600,
 	    .output_max = 4u << 20,
+	    .output_budget = 64u << 20,
 	};
 	memcpy(o->queue, so->queue, sizeof(o->queue));
 }
 
 static redisContext *rc(struct host *h)
 {
-	if (h->cl.rc && !h->cl.rc->err)
-		return h->cl.rc;
-	alq_client_close(&h->cl);
-	if (alq_client_open(&h->cl, &h->o->url, h->o->queue,
-			    sess__timeout_ms(h->o)) < 0) {
-		alq_client_close(&h->cl);
-		return NULL;
-	}
-	return h->cl.rc;
+	return sess__rc(&h->cl, h->o);
 }
 
 static void reply_error(struct host *h, const char *rid, const char *msg)
@@ -364,13 +362,17 @@ static int clocks_of(struct host *h, json_t *body, uint32_t *ttl,
 	*idle = h->o->idle_default_s;
 	if (t && (!json_is_integer(t) || json_integer_value(t) < 1 ||
 		  json_integer_value(t) > h->o->ttl_max_s)) {
-		snprintf(err, len, "ttl_s: must be 1..%u (sessions.ttl_max_s)",
+		snprintf(err, len,
+			 "ttl_s: must be an integer, 1..%u seconds "
+			 "(sessions.ttl_max_s)",
 			 h->o->ttl_max_s);
 		return -1;
 	}
 	if (i && (!json_is_integer(i) || json_integer_value(i) < 0 ||
 		  json_integer_value(i) > h->o->ttl_max_s)) {
-		snprintf(err, len, "idle_s: must be 0..%u (0 = none)",
+		snprintf(err, len,
+			 "idle_s: must be an integer, 0..%u seconds (0 = "
+			 "none)",
 			 h->o->ttl_max_s);
 		return -1;
 	}
@@ -381,7 +383,54 @@ static int clocks_of(struct host *h, json_t *body, uint32_t *ttl,
 	return 0;
 }
 
-static void create(struct host *h, json_t *req)
+/* KEYS[1] record; ARGV host, ttl_s, idle_s. Take a create: only a
+ * pending record no host took yet (a create under a live session's id,
+ * from a raw Redis client or twice, must not make two processes serve
+ * it). 1 taken, 0 not ours. */
+static const char CLAIM_LUA[] =
+    "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' or\n"
+    "   redis.call('HEXISTS', KEYS[1], 'host') == 1 then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'starting', 'host', ARGV[1],\n"
+    "  'ttl_s', ARGV[2], 'idle_s', ARGV[3])\n"
+    "return 1\n";
+
+static int claim(struct host *h, const char *id, uint32_t ttl, uint32_t idle)
+{
+	char k[SESS_KEY_MAX];
+	redisReply *r;
+	int x;
+
+	sess__key(k, sizeof(k), h->o->queue, "%s", id);
+	r = redisCommand(h->cl.rc, "EVAL %s 1 %s %s %u %u", CLAIM_LUA, k,
+			 h->name, ttl, idle);
+	x = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -EIO;
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
+/* A fork's lineage start (its parent's, or the parent's own start), and
+ * its ttl cut to what is left of ttl_max_s from it (0: nothing left);
+ * 0 for a create that is not a fork, or whose parent is gone. */
+static uint64_t fork_lineage(struct host *h, json_t *body, uint32_t *ttl)
+{
+	const char *parent =
+	    json_string_value(json_object_get(body, "fork_of"));
+	struct child *p = parent ? find(h, parent) : NULL;
+	uint64_t at, end, w = al_wall_ms();
+
+	if (!p || !p->alive_at)
+		return 0;
+	at = p->lineage_at ? p->lineage_at : p->alive_at;
+	end = at + (uint64_t)h->o->ttl_max_s * 1000;
+	if (end <= w + 1000)
+		*ttl = 0;
+	else if ((uint64_t)*ttl * 1000 > end - w)
+		*ttl = (uint32_t)((end - w) / 1000);
+	return at;
+}
+
+static void create(struct host *h, json_t *req, bool own_list)
 {
 	const char *id = json_string_value(json_object_get(req, "id"));
 	const char *rid = json_string_value(json_object_get(req, "rid"));
@@ -390,6 +439,7 @@ static void create(struct host *h, json_t *req)
 	struct child *c = NULL;
 	char k[SESS_KEY_MAX], err[200];
 	uint32_t ttl, idle;
+	uint64_t lineage;
 	int fd;
 	pid_t pid;
 
@@ -399,24 +449,37 @@ static void create(struct host *h, json_t *req)
 	if (json_is_integer(dl) &&
 	    (uint64_t)json_integer_value(dl) < al_wall_ms())
 		return; /* its client gave up (create_timeout) */
-	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) < 0) {
-		sess__end(h->cl.rc, h->o->queue, id, "failed", err, h->o->keep_s,
-			 0);
-		reply_error(h, rid, err);
-		return;
-	}
 	for (uint32_t i = 0; i < h->o->max_sessions && !c; i++)
 		if (h->c[i].pid <= 0)
 			c = &h->c[i];
 	if (!c)
 		return;
-	sess__key(k, sizeof(k), h->o->queue, "%s", id);
-	redisReply *r = redisCommand(h->cl.rc,
-				     "HSET %s state starting host %s ttl_s %u "
-				     "idle_s %u",
-				     k, h->name, ttl, idle);
-	if (r)
-		freeReplyObject(r);
+	if (json_object_get(body, "fork_of") && !own_list) {
+		al_warn("session=%s create with fork_of on the shared list: "
+			"refused",
+			id);
+		reply_error(h, rid, "fork_of: set by the host only");
+		return;
+	}
+	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) == 0)
+		err[0] = '\0';
+	lineage = fork_lineage(h, body, &ttl);
+	if (lineage && !ttl && !err[0])
+		snprintf(err, sizeof(err),
+			 "fork: its parent's lineage is at sessions.ttl_max_s");
+	if (claim(h, id, ttl, idle) != 1) {
+		al_warn("session=%s create of an id already taken (or never "
+			"recorded): refused",
+			id);
+		reply_error(h, rid, "create: that session id is taken");
+		return;
+	}
+	if (err[0]) { /* refused, not failed: no session was made */
+		sess__end(h->cl.rc, h->o->queue, id, "refused", err,
+			  h->o->keep_s, 0);
+		reply_error(h, rid, err);
+		return;
+	}
 	pid = spare_take(h, req, ttl, idle, &fd);
 	if (pid < 0)
 		pid = al_proc_fork(h->o->sb, &fd);
@@ -433,12 +496,12 @@ static void create(struct host *h, json_t *req)
 		return;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	*c = (struct child){.pid = pid, .fd = fd};
+	*c = (struct child){.pid = pid, .fd = fd, .lineage_at = lineage};
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	c->ttl_at = al_now_ms() + SESS_START_MAX_MS + ttl * 1000ull;
 	h->n++;
 	sess__key(k, sizeof(k), h->o->queue, "stats");
-	r = redisCommand(h->cl.rc, "HINCRBY %s created 1", k);
+	redisReply *r = redisCommand(h->cl.rc, "HINCRBY %s created 1", k);
 	if (r)
 		freeReplyObject(r);
 	al_info("session=%s started process %d ttl_s=%u idle_s=%u", id,
@@ -462,7 +525,10 @@ static void extend(struct host *h, struct child *c, const char *rid,
 		return;
 	}
 	at = w + (uint64_t)json_integer_value(ttl) * 1000;
-	max = c->alive_at + (uint64_t)h->o->ttl_max_s * 1000;
+	/* a fork's lifetime counts from its first ancestor's start: a chain
+	 * of forks never outlives ttl_max_s */
+	max = (c->lineage_at ? c->lineage_at : c->alive_at) +
+	      (uint64_t)h->o->ttl_max_s * 1000;
 	if (at > max) {
 		sess__iso(at, a);
 		sess__iso(max, b);
@@ -543,7 +609,7 @@ static void take(struct host *h)
 		    json_loadb(r->element[1]->str, r->element[1]->len, 0, NULL);
 		if (json_is_object(req) && (!strcmp(r->element[0]->str, cr) ||
 					      !strcmp(r->element[0]->str, fk)))
-			create(h, req);
+			create(h, req, !strcmp(r->element[0]->str, fk));
 		else if (json_is_object(req))
 			control(h, req);
 		json_decref(req);
@@ -568,6 +634,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 		h.c[i].pid = -1;
 	al_info("sessions: host %s takes up to %u", h.name, o->max_sessions);
 	sess__sweep_saved(o); /* of sessions a dead host took with it */
+	h.sweep_at = al_now_ms() + SWEEP_MS;
 	h.spare = -1;
 	h.spare_fd = -1;
 	while (!stopping) {
@@ -577,6 +644,12 @@ int al_sess_host_run(const struct al_sess_opts *o)
 		clocks(&h);
 		retry_ends(&h);
 		heartbeat(&h);
+		if (al_now_ms() >= h.sweep_at) {
+			/* a session process killed (OOM, SIGKILL) left its
+			 * fork or hibernation state: no flock holds it now */
+			sess__sweep_saved(o);
+			h.sweep_at = al_now_ms() + SWEEP_MS;
+		}
 		take(&h);
 	}
 	/* serve is stopping: its sessions end with it */

@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *b, *nl;
 	json_t *jobs = NULL, *err = NULL;
 	char head[512], *sp;
-	enum al_door door;
+	int door;
 	unsigned st = 0;
 	size_t blen;
 

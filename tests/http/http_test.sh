@@ -24,6 +24,13 @@
 #             job "batch" are reached like any other; /metrics counts the
 #             cancels that took effect, the API's and the CLI's
 #             (airlock_cancels_total)
+#   principals  http.tokens_file: two tenants and an operator over one
+#             session record planted in Redis (no VM): the other tenant
+#             gets 404 "unknown session" on every session route and does
+#             not see it listed, its owner and the operator do; fork_of
+#             from a client, a create under a live id pushed raw, a
+#             string ttl_s: each refused with its reason; refused creates
+#             are not failed sessions in /metrics
 #   e2e       (real VMs) submit -> wait -> result through curl equals
 #             `airlock result --json`, and the CLI's run of the same job
 #
@@ -428,6 +435,91 @@ cancel)
   curl -sf "$api/metrics" > "$tmp/m" || fail "no /metrics"
   grep -q "^airlock_cancels_total $want\$" "$tmp/m" ||
     fail "cancels after the CLI's (want $want): $(grep '^airlock_cancels' "$tmp/m")"
+  ;;
+
+principals)
+  ta=tok-alice-0123456789 tb=tok-bob-0123456789ab to=tok-ops-0123456789ab
+  printf 'alice %s\nbob %s\nops %s operator\n' "$ta" "$tb" "$to" > "$tmp/tokens"
+  chmod 0600 "$tmp/tokens"
+  conf "[workers]
+max_sessions = 1
+[http]
+tokens_file = $tmp/tokens"
+  serve_start
+  A=(-H "Authorization: Bearer $ta") B=(-H "Authorization: Bearer $tb")
+  O=(-H "Authorization: Bearer $to")
+  expect 401 "$api/sessions" -H "Authorization: Bearer tok-eve-0123456789abc"
+  # alice's session, as a host that took it would leave it: alive on a
+  # host whose heartbeat is current, one exec done
+  id=s-0123456789abcdef01234567 P='airlock:{default}:sess'
+  R() { redis-cli -s "$sock" "$@"; }
+  R set "$P:host:h1" 1 EX 600 >/dev/null
+  R hset "$P:$id" id "$id" state alive host h1 owner alice created_at_ms 1 \
+    expires_at_ms 99999999999999 ttl_s 600 idle_s 0 execs 1 metadata '{}' >/dev/null
+  R sadd "$P:all" "$id" >/dev/null
+  R hset "$P:$id:x:1" state done status OK exit_code 0 >/dev/null
+  R set "$P:$id:x:1:1" secret-output >/dev/null
+  tar=$tmp/t.tar; (cd "$tmp" && tar --format=ustar -cf "$tar" tokens)
+  # bob: every session route answers 404 unknown session, nothing queued
+  routes=(
+    "GET /sessions/$id" "DELETE /sessions/$id"
+    "POST /sessions/$id/extend {\"ttl_s\":60}"
+    "POST /sessions/$id/exec {\"sh\":\"true\"}"
+    "POST /sessions/$id/exec?stream=1 {\"sh\":\"true\"}"
+    "GET /sessions/$id/exec/1" "GET /sessions/$id/exec/1?stream=1"
+    "DELETE /sessions/$id/exec/1"
+    "POST /sessions/$id/exec/1/signal {\"signal\":\"USR1\"}"
+    "GET /sessions/$id/files" "POST /sessions/$id/files TAR"
+    "POST /sessions/$id/fork {\"n\":1}"
+    "POST /sessions/$id/snapshot {\"name\":\"mine\"}")
+  for rt in "${routes[@]}"; do
+    read -r m path body <<< "$rt"
+    args=(-X "$m" "$api$path" "${B[@]}")
+    if [ "$body" = TAR ]; then
+      args+=(-H 'Content-Type: application/x-tar' --data-binary "@$tar")
+    elif [ -n "$body" ]; then
+      args+=(-d "$body")
+    elif [ "$m" = DELETE ]; then
+      args+=(-H 'Content-Type: application/json')
+    fi
+    expect 404 "${args[@]}"
+    grep -q 'unknown session' "$tmp/body" || fail "$m $path: $(cat "$tmp/body")"
+    grep -q secret-output "$tmp/body" && fail "$m $path: bob read alice's output"
+  done
+  [ "$(R llen "$P:$id:req")" = 0 ] && [ "$(R llen "$P:$id:sig")" = 0 ] &&
+    [ "$(R llen "$P:host:h1:ctl")" = 0 ] || fail "bob's requests were queued"
+  [ "$(R hget "$P:$id" state)" = alive ] || fail "bob changed the session"
+  lst() { curl -s "$api/sessions" "$@" | jq -r '[.sessions[].id] | join(" ")'; }
+  [ -z "$(lst "${B[@]}")" ] || fail "bob lists: $(lst "${B[@]}")"
+  [ "$(lst "${A[@]}")" = "$id" ] || fail "alice does not list hers"
+  [ "$(lst "${O[@]}")" = "$id" ] || fail "the operator does not list it"
+  expect 200 "$api/sessions/$id" "${A[@]}"
+  [ "$(jq -r .owner "$tmp/body")" = alice ] || fail "owner: $(cat "$tmp/body")"
+  expect 200 "$api/sessions/$id" "${O[@]}"
+  expect 200 "$api/sessions/$id/exec/1" "${A[@]}"
+  jq -e '.stream.stdout == "secret-output"' "$tmp/body" >/dev/null || fail "alice's output"
+  expect 409 -X DELETE "$api/sessions/$id/exec/1" "${A[@]}" \
+    -H 'Content-Type: application/json' # done: owned, not refused
+  # an id we never make: 404 unknown session, not 400 bad job id
+  expect 404 "$api/sessions/s-zz" "${A[@]}"
+  grep -q 'unknown session' "$tmp/body" || fail "bad id: $(cat "$tmp/body")"
+  # fork_of is the host's alone
+  expect 422 -X POST "$api/sessions" "${A[@]}" -d "{\"template\":\"python\",\"fork_of\":\"$id\"}"
+  grep -q 'fork_of' "$tmp/body" || fail "fork_of: $(cat "$tmp/body")"
+  # ttl_s as a string: said to be an integer; not a failed session
+  expect 422 -X POST "$api/sessions" "${A[@]}" -d '{"template":"python","ttl_s":"600"}'
+  grep -q 'ttl_s: must be an integer' "$tmp/body" || fail "ttl_s: $(cat "$tmp/body")"
+  # a raw Redis create under alice's live id: the host refuses it, the
+  # session stays on its host (no second process serves it)
+  R rpush "$P:create" "{\"id\":\"$id\",\"rid\":\"r-0123456789abcdef01234567\",\"body\":{\"template\":\"python\"}}" >/dev/null
+  rep=$(R blpop "$P:reply:r-0123456789abcdef01234567" 10 | tail -1)
+  [[ $rep = *"id is taken"* ]] || fail "raw create of a live id: $rep"
+  [ "$(R hget "$P:$id" host)" = h1 ] && [ "$(R hget "$P:$id" state)" = alive ] ||
+    fail "raw create took over the session"
+  curl -s "${O[@]}" "$api/metrics" > "$tmp/metrics"
+  grep -qx 'airlock_sessions_ended_total{reason="failed"} 0' "$tmp/metrics" ||
+    fail "refused creates counted failed: $(grep ended_total "$tmp/metrics")"
+  log "bob refused on ${#routes[@]} routes and absent from his list; refusals said"
   ;;
 
 e2e)

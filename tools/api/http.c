@@ -16,12 +16,13 @@
 #include <microhttpd.h>
 
 #include "clock.h"
-#include "door.h"
+#include "doorway.h"
 #include "http.h"
 #include "http_req.h"
 #include "log.h"
 #include "proto.h"
 #include "readfile.h"
+#include "respond.h"
 #include "session_api.h"
 #include "sessions.h"
 
@@ -39,10 +40,11 @@ struct al_http {
 struct req {
 	enum al_route route;	/* what it asks */
 	char id[AL_ID_MAX + 1]; /* for /jobs/{id} */
+	const struct al_principal *who; /* whom it acts for (auth) */
 	char *body;		/* bytes so far */
 	size_t len, cap;	/* used, allocated */
 	bool too_big;		/* over max_body_bytes: 413 at the end */
-	enum al_door door;	/* a front door's request (doors/), or NONE */
+	int door;		/* a front door's request (doorway.h), 0 = ours */
 	bool has_body;		/* its route takes a body */
 };
 
@@ -79,8 +81,10 @@ static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
 	return send_buf_retry(c, status, type, buf, len, 0);
 }
 
-enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
-				  json_t *j, unsigned retry_s)
+/* respond.h */
+enum MHD_Result al_http_send_json_retry(struct MHD_Connection *c,
+					unsigned status, json_t *j,
+					unsigned retry_s)
 {
 	/* 15 digits: 0.347, not 0.34699999999999998 */
 	char *s =
@@ -99,17 +103,17 @@ enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
 	return send_buf_retry(c, status, "application/json", s, n + 1, retry_s);
 }
 
-/* A JSON body from j (consumed). */
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
-				 json_t *j)
+/* respond.h */
+enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
+				  json_t *j)
 {
-	return al_http_send_json(c, status, j, 0);
+	return al_http_send_json_retry(c, status, j, 0);
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
 				  const char *msg)
 {
-	return send_json(c, status, json_pack("{ss}", "error", msg));
+	return al_http_send_json(c, status, json_pack("{ss}", "error", msg));
 }
 
 /* 422 with every problem of `d`. */
@@ -122,7 +126,7 @@ static enum MHD_Result send_diags(struct MHD_Connection *c,
 		json_array_append_new(p, json_pack("{ssss}", "path",
 						   d->items[i].path, "reason",
 						   d->items[i].reason));
-	return send_json(
+	return al_http_send_json(
 	    c, 422, json_pack("{ssso}", "error", "invalid job", "problems", p));
 }
 
@@ -159,20 +163,22 @@ static bool loopback(struct MHD_Connection *c)
 	return ci && loopback_sa(ci->client_addr);
 }
 
-/* 0 when allowed, else the status to answer (401 or 403). The Judge0
- * door's clients send the token as X-Auth-Token (Judge0's AUTHN_HEADER). */
+/* 0 when allowed (*ret_who the principal it acts as), else the status
+ * to answer (401 or 403). The Judge0 door's clients send the token as
+ * X-Auth-Token (Judge0's AUTHN_HEADER). */
 static unsigned auth(const struct al_http *h, struct MHD_Connection *c,
-		     enum al_door door)
+		     int door, const struct al_principal **ret_who)
 {
-	const char *token = h->o->token;
 	const char *hdr = NULL;
-	size_t n = strlen(token);
 
-	if (!token[0])
+	if (!h->o->principals.n) {
+		*ret_who = al_principal_operator();
 		return loopback(c) ? 0 : 403;
-	if (door == AL_DOOR_JUDGE0)
-		hdr = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						  "X-Auth-Token");
+	}
+	if (door && h->o->doors->token_header &&
+	    h->o->doors->token_header(door))
+		hdr = MHD_lookup_connection_value(
+		    c, MHD_HEADER_KIND, h->o->doors->token_header(door));
 	if (!hdr) {
 		hdr = MHD_lookup_connection_value(
 		    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -180,39 +186,8 @@ static unsigned auth(const struct al_http *h, struct MHD_Connection *c,
 			return 401;
 		hdr += 7;
 	}
-	/* lengths may differ: compare the token with itself then, so the
-	 * time taken depends on the token's length only */
-	if (strlen(hdr) != n) {
-		(void)al_auth_equal(token, token, n);
-		return 401;
-	}
-	return al_auth_equal(hdr, token, n) ? 0 : 401;
-}
-
-/* Whose token file is it? Only root's or ours (the service user's), a
- * regular file nobody else may write or read: 0, or -EPERM with why. */
-static int token_file_ok(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (stat(path, &st) < 0) {
-		snprintf(err, errlen, "http.token_file %s: %s", path,
-			 strerror(errno));
-		return -errno;
-	}
-	if (!S_ISREG(st.st_mode) ||
-	    (st.st_uid != 0 && st.st_uid != geteuid()) ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH | S_IROTH))) {
-		snprintf(err, errlen,
-			 "http.token_file %s: owner uid %u, mode %04o: must "
-			 "be a file of root's or uid %u, not writable by "
-			 "group or others nor readable by others (chmod "
-			 "0600 or 0640)",
-			 path, (unsigned)st.st_uid,
-			 (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
-		return -EPERM;
-	}
-	return 0;
+	*ret_who = al_principals_find(&h->o->principals, hdr);
+	return *ret_who ? 0 : 401;
 }
 
 int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
@@ -226,7 +201,7 @@ int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
 	ret[0] = '\0';
 	if (!path[0])
 		return 0;
-	r = token_file_ok(path, err, errlen);
+	r = al_config_secret_file_ok(path, "http.token_file", err, errlen);
 	if (r < 0)
 		return r;
 	r = al_read_file(path, 256, &text, &len);
@@ -412,10 +387,10 @@ static enum MHD_Result submitted(const struct al_http *h,
 		json_t *j = result_obj(cl, subs[0].id, &e);
 
 		if (j)
-			return send_json(c, 200, j);
+			return al_http_send_json(c, 200, j);
 	}
 	if (!batch)
-		return send_json(c, wait_s ? 202 : 201,
+		return al_http_send_json(c, wait_s ? 202 : 201,
 				 json_pack("{sssbss}", "id", subs[0].id,
 					   "duplicate", subs[0].dup, "state",
 					   "queued"));
@@ -423,7 +398,7 @@ static enum MHD_Result submitted(const struct al_http *h,
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, json_pack("{sssb}", "id", subs[i].id,
 						     "duplicate", subs[i].dup));
-	return send_json(c, 201, json_pack("{so}", "jobs", arr));
+	return al_http_send_json(c, 201, json_pack("{so}", "jobs", arr));
 }
 
 static size_t conflicts(const struct alq_submit *subs, size_t n)
@@ -462,7 +437,7 @@ static enum MHD_Result send_conflict(const struct al_http *h,
 		      "id conflict: submitted before with another payload "
 		      "(choose another id)",
 		      "conflicts", ids);
-	return send_json(c, 409, j);
+	return al_http_send_json(c, 409, j);
 }
 
 /* The path of every submission, POST /jobs and the doors alike
@@ -505,7 +480,7 @@ static int enqueue(struct al_http *h, struct alq_client *cl,
 /* 503 at the queue cap: Retry-After, as Judge0 and HTTP say. */
 static enum MHD_Result send_full(struct MHD_Connection *c)
 {
-	return al_http_send_json(c, 503,
+	return al_http_send_json_retry(c, 503,
 				 json_pack("{ss}", "error", "queue is full"),
 				 AL_HTTP_RETRY_AFTER);
 }
@@ -639,12 +614,12 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 	if (open_redis(h, &cl) < 0 || alq_job_status(&cl, q->id, &st) < 0)
 		return unavailable(c, &cl);
 	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
-		ret = send_json(c, 202,
+		ret = al_http_send_json(c, 202,
 				json_pack("{sssssi}", "id", q->id, "state",
 					  alq_state_name(st.state),
 					  "attempt", (int)st.attempt));
 	else if (st.state != ALQ_UNKNOWN && (j = result_obj(&cl, q->id, &e)))
-		ret = send_json(c, 200, j);
+		ret = al_http_send_json(c, 200, j);
 	else if (st.state == ALQ_UNKNOWN || e == -ENOENT)
 		ret = send_error(c, 404, "no such job (or its result expired)");
 	else
@@ -673,7 +648,7 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 		return send_error(c, 409, "the job has a result already");
 	al_info("job=%s was=%s: cancelled over http", q->id,
 		alq_state_name(was));
-	return send_json(c, 202,
+	return al_http_send_json(c, 202,
 			 json_pack("{ssssss}", "id", q->id, "state", "cancelled",
 				   "was", alq_state_name(was)));
 }
@@ -711,7 +686,7 @@ static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
 				    "image", stat(img, &st) == 0));
 	}
 	closedir(d);
-	return send_json(c, 200,
+	return al_http_send_json(c, 200,
 			 json_pack("{ssso}", "default", cfg->templates.default_,
 				   "templates", list));
 }
@@ -724,7 +699,7 @@ static enum MHD_Result do_health(struct al_http *h, struct MHD_Connection *c,
 
 	(void)q;
 	alq_client_close(&cl);
-	return send_json(
+	return al_http_send_json(
 	    c, up ? 200 : 503,
 	    json_pack("{sssb}", "status", up ? "ok" : "degraded", "redis", up));
 }
@@ -764,7 +739,8 @@ typedef enum MHD_Result handler_fn(struct al_http *h, struct MHD_Connection *c,
 static enum MHD_Result do_session(struct al_http *h, struct MHD_Connection *c,
 				  struct req *q)
 {
-	return al_http_session(h->o, c, q->route, q->id, q->body, q->len);
+	return al_http_session(h->o, c, q->who, q->route, q->id, q->body,
+			       q->len);
 }
 
 static handler_fn *const handlers[] = {
@@ -819,21 +795,24 @@ static void take_body(struct req *q, const char *data, size_t n, size_t max)
 	q->len += n;
 }
 
-/* The npm piston-client posts its JSON as text/plain (node-fetch's type
- * for a string body) and cannot be told otherwise. A browser's
- * cross-site POST may be text/plain too, but always carries Origin:
- * the Piston door takes text/plain only without one. */
-static bool door_plain_ok(const struct req *q, struct MHD_Connection *c)
+/* A door whose client cannot set its body's type (the npm piston-client
+ * posts JSON as text/plain) may take text/plain. A browser's cross-site
+ * POST may be text/plain too, but always carries Origin: such a body is
+ * taken only without one. */
+static bool door_plain_ok(const struct al_http *h, const struct req *q,
+			  struct MHD_Connection *c)
 {
-	return q->door == AL_DOOR_PISTON &&
+	return q->door && h->o->doors->text_plain &&
+	       h->o->doors->text_plain(q->door) &&
 	       !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
 }
 
 /* An error for the request in its own shape (a door's, or ours). */
-static enum MHD_Result refuse(const struct req *q, struct MHD_Connection *c,
-			      unsigned status, const char *msg)
+static enum MHD_Result refuse(const struct al_http *h, const struct req *q,
+			      struct MHD_Connection *c, unsigned status,
+			      const char *msg)
 {
-	return q->door ? al_door_error(q->door, c, status, msg)
+	return q->door ? h->o->doors->error(q->door, c, status, msg)
 		       : send_error(c, status, msg);
 }
 
@@ -853,30 +832,38 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		*ret = MHD_NO;
 		return NULL;
 	}
-	r = h->o->metrics_only ? -ENOENT : al_door_route(method, url, &q->door);
+	r = h->o->metrics_only || !h->o->doors
+		? -ENOENT
+		: h->o->doors->route(method, url, &q->door);
 	if (r == -ENOENT)
 		r = al_http_route(method, url, &q->route, q->id);
-	q->has_body = q->door ? al_door_has_body(q->door, method)
+	q->has_body = q->door ? h->o->doors->has_body(q->door, method)
 			      : al_http_route_has_body(q->route);
 	if (r == 0 && h->o->metrics_only && q->route != AL_ROUTE_METRICS &&
 	    q->route != AL_ROUTE_HEALTH)
 		r = -ENOENT;
 	if (r < 0) {
-		*ret = r == -EPERM    ? refuse(q, c, 405, "method not allowed")
-		       : r == -EINVAL ? refuse(q, c, 400, "bad job id")
-				      : refuse(q, c, 404, "no such path");
-	} else if (!h->o->metrics_only && !h->o->token[0] &&
+		/* a session id we never make names no session: 404 as for
+		 * one that is gone or another principal's */
+		bool sess = !strncmp(url, "/sessions/", 10);
+
+		*ret = r == -EPERM ? refuse(h, q, c, 405, "method not allowed")
+		       : r == -EINVAL && sess
+			   ? refuse(h, q, c, 404, "unknown session")
+		       : r == -EINVAL ? refuse(h, q, c, 400, "bad job id")
+				      : refuse(h, q, c, 404, "no such path");
+	} else if (!h->o->metrics_only && !h->o->principals.n &&
 		   !al_http_host_allowed(
 		       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						   MHD_HTTP_HEADER_HOST),
 		       h->o->listen)) {
 		/* no token: a DNS-rebound name in a browser is not us */
-		*ret = refuse(q, c, 403,
+		*ret = refuse(h, q, c, 403,
 			      "Host not allowed (no http.token_file: "
 			      "loopback names only)");
 	} else if (!h->o->metrics_only && q->route != AL_ROUTE_HEALTH &&
-		   (a = auth(h, c, q->door)) != 0) {
-		*ret = refuse(q, c, a,
+		   (a = auth(h, c, q->door, &q->who)) != 0) {
+		*ret = refuse(h, q, c, a,
 			      a == 401 ? "a valid bearer token is "
 					 "required"
 				       : "only loopback clients "
@@ -892,13 +879,13 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		   q->has_body &&
 		   !al_http_json_type(MHD_lookup_connection_value(
 		       c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)) &&
-		   !door_plain_ok(q, c)) {
+		   !door_plain_ok(h, q, c)) {
 		/* a browser posts text/plain cross-site without asking */
 		*ret =
-		    refuse(q, c, 415, "Content-Type must be application/json");
+		    refuse(h, q, c, 415, "Content-Type must be application/json");
 	} else if (cl &&
 		   strtoull(cl, NULL, 10) > h->o->cfg->http.max_body_bytes) {
-		*ret = refuse(q, c, 413, "body over http.max_body_bytes");
+		*ret = refuse(h, q, c, 413, "body over http.max_body_bytes");
 	} else {
 		return q;
 	}
@@ -931,9 +918,9 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c,
 		return MHD_YES;
 	}
 	if (q->too_big)
-		return refuse(q, c, 413, "body over http.max_body_bytes");
+		return refuse(h, q, c, 413, "body over http.max_body_bytes");
 	if (q->door)
-		return al_door_handle(&(struct al_door_req){.h = h,
+		return h->o->doors->handle(&(struct al_door_req){.h = h,
 							    .c = c,
 							    .door = q->door,
 							    .method = method,
@@ -1008,7 +995,7 @@ int al_http_start(const struct al_http_opts *o, struct al_http **ret, char *err,
 
 	if (r < 0)
 		return r;
-	if (!o->metrics_only && !o->token[0] &&
+	if (!o->metrics_only && !o->principals.n &&
 	    !loopback_sa((const struct sockaddr *)&sa)) {
 		/* no token, the peer address is all the authentication
 		 * there is: only a listener no other host can reach */

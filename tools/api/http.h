@@ -12,7 +12,9 @@
  * Every request is, in order: routed (http_req.c; 404/405), with no token
  * its Host checked (a loopback name or the listen address: no DNS
  * rebinding; 403), authenticated (a bearer token compared in constant
- * time, or, with no token configured, a loopback peer; 401/403), a body's
+ * time with every configured one, naming the principal the request acts
+ * as, or, with no token configured, a loopback peer acting as the
+ * operator; 401/403), a body's
  * type checked (application/json, else 415: no cross-site text/plain
  * POST), capped (a body over
  * http.max_body_bytes gets 413, headers over 16 KiB get 431 from
@@ -31,7 +33,9 @@
 
 #include "callback.h"
 #include "config.h"
+#include "doorway.h"
 #include "metrics.h"
+#include "principal.h"
 #include "queue.h"
 
 struct al_http_opts {
@@ -42,7 +46,12 @@ struct al_http_opts {
 	struct alq_url url;		/* Redis */
 	struct al_metrics *metrics;	/* rendered at /metrics */
 	struct al_callbacks *callbacks; /* NULL = callbacks off */
-	char token[257];		/* bearer token, "" = loopback only */
+	/* the bearer tokens and whose they are (principal.h): n == 0 =
+	 * loopback clients only, each acting as the operator */
+	struct al_principals principals;
+	/* the front doors (doorway.h; `airlock serve` hands &al_doors of
+	 * doors/door.h), NULL = none */
+	const struct al_http_doors *doors;
 };
 
 /* Read http.token_file into ret (trailing whitespace dropped); "" when

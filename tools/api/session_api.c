@@ -17,37 +17,19 @@
 #include <jansson.h>
 
 #include "clock.h"
+#include "respond.h"
 #include "session_api.h"
 #include "session_stream.h"
 #include "sessions.h"
 
 #define READ_MAX (1u << 20) /* bytes of each stream per response */
 
+/* Every answer through the API's one responder (respond.h): a 500 when
+ * the body cannot be made. */
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 			     json_t *j)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-	size_t n;
-
-	json_decref(j);
-	if (!s)
-		s = strdup("{\"error\":\"internal error\"}");
-	if (!s)
-		return MHD_NO;
-	n = strlen(s);
-	s[n] = '\n';
-	r = MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(s);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return al_http_send_json(c, status, j);
 }
 
 static enum MHD_Result fail(struct MHD_Connection *c, int r, const char *msg)
@@ -140,6 +122,17 @@ static json_t *stream(struct alq_client *cl, const char *id, uint64_t n, int fd,
 	return j;
 }
 
+/* Does exec record text `t` say state "done"? (parsed, not searched) */
+static bool done(const char *t)
+{
+	json_t *j = json_loads(t, 0, NULL);
+	const char *st = json_string_value(json_object_get(j, "state"));
+	bool d = !j || (st && !strcmp(st, "done"));
+
+	json_decref(j);
+	return d;
+}
+
 /* Exec n: wait up to wait_s for its end, then its record with the
  * streams from the offsets. */
 static enum MHD_Result exec_view(struct MHD_Connection *c,
@@ -156,7 +149,7 @@ static enum MHD_Result exec_view(struct MHD_Connection *c,
 		r = al_sess_exec_get(cl, id, n, &text);
 		if (r < 0)
 			return fail(c, r, cl->err);
-		if (strstr(text, "\"state\":\"done\"") || al_now_ms() >= end)
+		if (done(text) || al_now_ms() >= end)
 			break;
 		free(text);
 		struct timespec ts = {0, 50 * 1000 * 1000};
@@ -371,7 +364,8 @@ static enum MHD_Result route(const struct al_http_opts *o,
 		if (r < 0)
 			return fail(c, r, cl->err);
 		if (al_http_session_stream_wanted(c))
-			return al_http_session_stream(o, c, id, n, 0, 0, 201);
+			return al_http_session_stream(o, c, cl->principal, id,
+						      n, 0, 0, 201);
 		return exec_view(c, cl, id, n, 0, 0, wait_s, 201);
 	case AL_ROUTE_SESS_FORK:
 	case AL_ROUTE_SESS_SNAPSHOT:
@@ -389,7 +383,7 @@ static enum MHD_Result route(const struct al_http_opts *o,
 			if (r < 0)
 				return fail(c, r, cl->err);
 			return al_http_session_stream(
-			    o, c, sid, n,
+			    o, c, cl->principal, sid, n,
 			    query_u64(c, "offset", UINT64_MAX / 2),
 			    query_u64(c, "err_offset", UINT64_MAX / 2), 200);
 		}
@@ -403,9 +397,26 @@ static enum MHD_Result route(const struct al_http_opts *o,
 	}
 }
 
+/* A Redis connection acting for `who`; -errno (503 to answer). */
+static int open_as(const struct al_http_opts *o, const struct al_principal *who,
+		   struct alq_client *cl)
+{
+	_Static_assert(ALQ_PRINCIPAL_MAX == AL_PRINCIPAL_NAME_MAX,
+		       "one length for principal names");
+	int r = alq_client_open(cl, &o->url, o->cfg->queue.name,
+				o->cfg->redis.command_timeout_ms);
+
+	if (r == 0)
+		snprintf(cl->principal, sizeof(cl->principal), "%s",
+			 al_principal_session_name(who));
+	return r;
+}
+
 enum MHD_Result al_http_session(const struct al_http_opts *o,
-				struct MHD_Connection *c, enum al_route rt,
-				const char *id, const char *body, size_t len)
+				struct MHD_Connection *c,
+				const struct al_principal *who,
+				enum al_route rt, const char *id,
+				const char *body, size_t len)
 {
 	struct alq_client cl;
 	char *b = NULL;
@@ -413,8 +424,7 @@ enum MHD_Result al_http_session(const struct al_http_opts *o,
 
 	if (rt == AL_ROUTE_SESS_PUT_TAR || rt == AL_ROUTE_SESS_GET_TAR) {
 		/* the tar as it came: bytes, NULs and all */
-		if (alq_client_open(&cl, &o->url, o->cfg->queue.name,
-				    o->cfg->redis.command_timeout_ms) < 0) {
+		if (open_as(o, who, &cl) < 0) {
 			alq_client_close(&cl);
 			return reply(c, 503,
 				     json_pack("{ss}", "error",
@@ -435,8 +445,7 @@ enum MHD_Result al_http_session(const struct al_http_opts *o,
 			return fail(c, -EINVAL, "the body holds a NUL byte");
 		}
 	}
-	if (alq_client_open(&cl, &o->url, o->cfg->queue.name,
-			    o->cfg->redis.command_timeout_ms) < 0) {
+	if (open_as(o, who, &cl) < 0) {
 		alq_client_close(&cl);
 		free(b);
 		return reply(

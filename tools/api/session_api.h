@@ -11,8 +11,11 @@
 #include "http.h"
 #include "http_req.h"
 
+/* `who`: the principal the request acts as (http.c's auth): sessions
+ * it does not own are absent to it (docs/security.md "Principals"). */
 enum MHD_Result al_http_session(const struct al_http_opts *o,
-				struct MHD_Connection *c, enum al_route r,
+				struct MHD_Connection *c,
+				const struct al_principal *who, enum al_route r,
 				const char *id, const char *body, size_t len);
 
 #endif

@@ -163,6 +163,18 @@ static int round_once(struct sstream *s)
 	return got;
 }
 
+/* Does record text `rec` say state "ended"? Parsed, not searched: its
+ * metadata may hold any string. */
+static bool ended(const char *rec)
+{
+	json_t *j = json_loads(rec, 0, NULL);
+	const char *st = json_string_value(json_object_get(j, "state"));
+	bool e = !j || (st && !strcmp(st, "ended"));
+
+	json_decref(j);
+	return e;
+}
+
 /* Wait for the next line(s): output, the end, a heartbeat, or the
  * session gone (an exec of a `lost` session never ends by itself). */
 static void fill(struct sstream *s)
@@ -178,7 +190,7 @@ static void fill(struct sstream *s)
 
 			s->last_live = now;
 			if (al_sess_get(&s->cl, s->id, &rec) < 0 ||
-			    strstr(rec, "\"state\":\"ended\"")) {
+			    ended(rec)) {
 				/* the record may have been written just now */
 				if (round_once(s))
 					return;
@@ -241,9 +253,10 @@ bool al_http_session_stream_wanted(struct MHD_Connection *c)
 }
 
 enum MHD_Result al_http_session_stream(const struct al_http_opts *o,
-			       struct MHD_Connection *c, const char *id,
-			       uint64_t n, uint64_t off1, uint64_t off2,
-			       unsigned status)
+				       struct MHD_Connection *c,
+				       const char *principal, const char *id,
+				       uint64_t n, uint64_t off1, uint64_t off2,
+				       unsigned status)
 {
 	struct sstream *s = calloc(1, sizeof(*s));
 	struct MHD_Response *r;
@@ -262,6 +275,7 @@ enum MHD_Result al_http_session_stream(const struct al_http_opts *o,
 		stream_free(s);
 		return MHD_NO;
 	}
+	snprintf(s->cl.principal, sizeof(s->cl.principal), "%s", principal);
 	first = json_pack("{s:I,s:I,s:I}", "exec", (json_int_t)n, "offset",
 			  (json_int_t)off1, "err_offset", (json_int_t)off2);
 	if (first)

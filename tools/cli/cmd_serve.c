@@ -14,6 +14,7 @@
 
 #include "callback.h"
 #include "cli.h"
+#include "door.h"
 #include "gwrun.h"
 #include "http.h"
 #include "log.h"
@@ -64,6 +65,7 @@ static void front_stop(struct front *f)
 	al_http_stop(f->api);
 	al_http_stop(f->met);
 	al_callbacks_stop(f->cb);
+	al_principals_release(&f->api_o.principals);
 }
 
 /* Start the listeners asked for; 0 or an exit code (errors said). */
@@ -78,14 +80,17 @@ static int front_start(struct al_cli *cli, const char *http,
 	al_metrics_init(&f->metrics);
 	f->api_o = (struct al_http_opts){.listen = http, .cfg = cfg,
 					 .policy = pol, .url = *url,
-					 .metrics = &f->metrics};
+					 .metrics = &f->metrics,
+					 .doors = &al_doors};
 	if (http[0])
-		r = al_http_load_token(cfg, f->api_o.token, err, sizeof(err));
+		r = al_principals_load(cfg, &f->api_o.principals, err,
+				       sizeof(err));
 	if (r < 0) {
 		al_cli_error(cli, "%s", err);
 		return AL_EXIT_USAGE;
 	}
 	f->met_o = f->api_o;
+	f->met_o.principals = (struct al_principals){0}; /* not its to free */
 	f->met_o.listen = cfg->metrics.listen;
 	f->met_o.metrics_only = true;
 	if (http[0] && cfg->http.callback_allow.n)
@@ -107,8 +112,8 @@ static int front_start(struct al_cli *cli, const char *http,
 	}
 	if (http[0])
 		al_info("http: listening on %s (%s)", http,
-			f->api_o.token[0] ? "bearer token"
-					   : "loopback clients only");
+			f->api_o.principals.n ? "bearer tokens"
+					      : "loopback clients only");
 	if (f->met_o.listen[0])
 		al_info("metrics: listening on %s", f->met_o.listen);
 	return AL_EXIT_OK;

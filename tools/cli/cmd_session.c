@@ -37,6 +37,26 @@ struct sub {
 	const char *usage;
 };
 
+/* "WHAT: ERR", unless ERR says WHAT already ("fork: fork: ..." or
+ * "extend: extend refused ..." otherwise). */
+static void say(struct al_cli *cli, const char *what, const char *err)
+{
+	size_t n = strlen(what);
+
+	if (!strncmp(err, what, n) && (err[n] == ':' || err[n] == ' '))
+		al_cli_error(cli, "%s", err);
+	else
+		al_cli_error(cli, "%s: %s", what, err);
+}
+
+/* The asker's mistake (an unknown or ended session, a refused request),
+ * not our failure: exit AL_EXIT_USAGE rather than run's 125. */
+static bool user_error(int r)
+{
+	return r == -ENOENT || r == -ESRCH || r == -EINVAL || r == -ERANGE ||
+	       r == -E2BIG;
+}
+
 static void nap(void)
 {
 	struct timespec ts = {0, POLL_NS};
@@ -165,7 +185,7 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	r = text ? al_sess_create(c, text, timeout, &out) : -ENOMEM;
 	free(text);
 	if (r < 0) {
-		al_cli_error(cli, "create: %s", c->err);
+		say(cli, "create", c->err);
 		return AL_EXIT_FAIL;
 	}
 	if (quiet) {
@@ -262,7 +282,7 @@ static void cancel_on_ctrl_c(struct al_cli *cli, struct alq_client *c,
 		(unsigned long long)n);
 	if (al_sess_exec_signal(c, id, n, "INT", -1, &out) < 0 &&
 	    !strstr(c->err, "already ended"))
-		al_cli_error(cli, "cancel: %s", c->err);
+		say(cli, "cancel", c->err);
 	free(out);
 }
 
@@ -283,7 +303,7 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 		int r = al_sess_exec_get(c, id, n, &xs);
 
 		if (r < 0) {
-			al_cli_error(cli, "exec: %s", c->err);
+			say(cli, "exec", c->err);
 			return 125;
 		}
 		x = json_loads(xs, JSON_ALLOW_NUL, NULL);
@@ -294,7 +314,7 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 		if (drain(c, id, n, 1, &off1, stdout) < 0 ||
 		    drain(c, id, n, 2, &off2, stderr) < 0) {
 			json_decref(x);
-			al_cli_error(cli, "exec: %s", c->err);
+			say(cli, "exec", c->err);
 			return 125;
 		}
 		if (done) {
@@ -438,8 +458,8 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 	r = text ? al_sess_exec_start(c, id, text, 0, &n) : -ENOMEM;
 	free(text);
 	if (r < 0) {
-		al_cli_error(cli, "exec: %s", c->err);
-		return 125;
+		say(cli, "exec", c->err);
+		return user_error(r) ? AL_EXIT_USAGE : 125;
 	}
 	fprintf(stderr, "airlock session: exec %llu\n", (unsigned long long)n);
 	if (detach) {
@@ -486,7 +506,7 @@ static int do_cancel(struct al_cli *cli, struct alq_client *c, int argc,
 		return usage_err(cli, "cancel", "EXEC is an exec number");
 	r = al_sess_exec_signal(c, argv[optind], n, sig, grace, &out);
 	if (r < 0) {
-		al_cli_error(cli, "cancel: %s", c->err);
+		say(cli, "cancel", c->err);
 		return r == -EINVAL && !strncmp(c->err, sig, strlen(sig))
 			   ? AL_EXIT_USAGE
 			   : AL_EXIT_FAIL;
@@ -662,7 +682,7 @@ static int do_put(struct al_cli *cli, struct alq_client *c, int argc,
 	r = text ? al_sess_exec_start(c, argv[1], text, 0, &n) : -ENOMEM;
 	free(text);
 	if (r < 0) {
-		al_cli_error(cli, "put: %s", c->err);
+		say(cli, "put", c->err);
 		return AL_EXIT_FAIL;
 	}
 	r = follow(cli, c, argv[1], n, 0, 0, false);
@@ -688,7 +708,7 @@ static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
 		return usage_err(cli, "get", "takes ID --dir REMOTE LOCAL or ID --tar FILE REMOTE");
 	if (argc == 2) {
 		if (al_sess_get(c, argv[1], &out) < 0) {
-			al_cli_error(cli, "get: %s", c->err);
+			say(cli, "get", c->err);
 			return AL_EXIT_FAIL;
 		}
 		print_json(out);
@@ -704,7 +724,7 @@ static int do_get(struct al_cli *cli, struct alq_client *c, int argc,
 	r = text ? al_sess_exec_start(c, argv[1], text, 0, &n) : -ENOMEM;
 	free(text);
 	if (r < 0) {
-		al_cli_error(cli, "get: %s", c->err);
+		say(cli, "get", c->err);
 		return AL_EXIT_FAIL;
 	}
 	f = argc == 4 ? fopen(argv[3], "wbx") : stdout;
@@ -780,7 +800,7 @@ static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 	}
 	if (al_sess_list(c, state, meta, &out) < 0) {
 		json_decref(meta);
-		al_cli_error(cli, "list: %s", c->err);
+		say(cli, "list", c->err);
 		return AL_EXIT_FAIL;
 	}
 	all = json_loads(out, 0, NULL);
@@ -808,7 +828,7 @@ static int do_extend(struct al_cli *cli, struct alq_client *c, int argc,
 		return usage_err(cli, "extend", "takes ID TTL_S");
 	r = al_sess_extend(c, argv[1], (uint32_t)atol(argv[2]), &out);
 	if (r < 0) {
-		al_cli_error(cli, "extend: %s", c->err);
+		say(cli, "extend", c->err);
 		return AL_EXIT_FAIL;
 	}
 	print_json(out);
@@ -824,7 +844,7 @@ static int do_rm(struct al_cli *cli, struct alq_client *c, int argc,
 	if (argc != 2)
 		return usage_err(cli, "rm", "takes ID");
 	if (al_sess_delete(c, argv[1], &out) < 0) {
-		al_cli_error(cli, "rm: %s", c->err);
+		say(cli, "rm", c->err);
 		return AL_EXIT_FAIL;
 	}
 	print_json(out);
@@ -840,7 +860,7 @@ static int do_snapshot(struct al_cli *cli, struct alq_client *c, int argc,
 	if (argc != 3)
 		return usage_err(cli, "snapshot", "takes ID NAME");
 	if (al_sess_snapshot(c, argv[1], argv[2], &out) < 0) {
-		al_cli_error(cli, "snapshot: %s", c->err);
+		say(cli, "snapshot", c->err);
 		return AL_EXIT_FAIL;
 	}
 	print_json(out);
@@ -884,7 +904,7 @@ static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
 		print_json(out);
 	free(out);
 	if (r < 0) {
-		al_cli_error(cli, "fork: %s", c->err);
+		say(cli, "fork", c->err);
 		return AL_EXIT_FAIL;
 	}
 	return AL_EXIT_OK;

@@ -121,6 +121,7 @@ struct al_config {
 		uint32_t create_timeout_ms; /* a create waits this for room */
 		uint32_t keep_s;	    /* ended records and output kept */
 		uint32_t output_max_bytes;  /* stored bytes per exec stream */
+		uint32_t output_budget_bytes; /* kept per session, all execs */
 		bool spare;		    /* a session process kept warm */
 	} sessions;
 
@@ -193,6 +194,7 @@ struct al_config {
 	struct {
 		char listen[AL_CONFIG_STR_MAX + 1]; /* HOST:PORT, "" = off */
 		char token_file[AL_CONFIG_STR_MAX + 1]; /* bearer, "" = loopback */
+		char tokens_file[AL_CONFIG_STR_MAX + 1]; /* principal tokens */
 		uint32_t max_body_bytes;	    /* request body cap */
 		uint32_t max_connections;	    /* open at once */
 		uint32_t timeout_s;		    /* idle connection limit */

@@ -45,7 +45,7 @@ static bool has_method(const char *list, const char *method)
 	return false;
 }
 
-int al_door_route(const char *method, const char *path, enum al_door *ret)
+int al_door_route(const char *method, const char *path, int *ret)
 {
 	if (!method || !path)
 		return -ENOENT;
@@ -66,7 +66,7 @@ int al_door_route(const char *method, const char *path, enum al_door *ret)
 	return -ENOENT;
 }
 
-bool al_door_has_body(enum al_door d, const char *method)
+static bool door_has_body(int d, const char *method)
 {
 	(void)d;
 	return method && !strcmp(method, "POST");
@@ -80,12 +80,12 @@ static door_fn *const handlers[] = {
     [AL_DOOR_SF] = al_sf_handle,
 };
 
-enum MHD_Result al_door_handle(const struct al_door_req *r)
+static enum MHD_Result door_handle(const struct al_door_req *r)
 {
 	return handlers[r->door](r);
 }
 
-enum MHD_Result al_door_error(enum al_door d, struct MHD_Connection *c,
+enum MHD_Result al_door_error(int d, struct MHD_Connection *c,
 			      unsigned status, const char *msg)
 {
 	static const char *const key[] = {
@@ -95,7 +95,7 @@ enum MHD_Result al_door_error(enum al_door d, struct MHD_Connection *c,
 	    [AL_DOOR_SF] = "detail",
 	};
 
-	return al_http_send_json(c, status, json_pack("{ss}", key[d], msg),
+	return al_http_send_json_retry(c, status, json_pack("{ss}", key[d], msg),
 				 status == 503 ? AL_HTTP_RETRY_AFTER : 0);
 }
 
@@ -433,3 +433,26 @@ bool al_door_number(json_t *o, const char *key, double lo, double hi,
 	*ret = json_number_value(x);
 	return *ret >= lo && *ret <= hi;
 }
+
+/* Judge0's clients send the token as X-Auth-Token (its AUTHN_HEADER). */
+static const char *door_token_header(int d)
+{
+	return d == AL_DOOR_JUDGE0 ? "X-Auth-Token" : NULL;
+}
+
+/* The npm piston-client posts its JSON as text/plain (node-fetch's type
+ * for a string body) and cannot be told otherwise; http.c still refuses
+ * such a body when it carries Origin (a browser's cross-site POST). */
+static bool door_text_plain(int d)
+{
+	return d == AL_DOOR_PISTON;
+}
+
+const struct al_http_doors al_doors = {
+    .route = al_door_route,
+    .has_body = door_has_body,
+    .token_header = door_token_header,
+    .text_plain = door_text_plain,
+    .handle = door_handle,
+    .error = al_door_error,
+};

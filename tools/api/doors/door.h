@@ -28,9 +28,11 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "doorway.h"
 #include "http.h"
 #include "http_req.h"
 #include "queue.h"
+#include "respond.h"
 
 enum al_door {
 	AL_DOOR_NONE = 0,
@@ -44,48 +46,17 @@ enum al_door {
 #define AL_DOOR_FILES_MAX 64	     /* files of one request */
 #define AL_DOOR_HOLD_S	  60 /* a held request waits in slices this long */
 
-/* Which door path+method is: 0 with *ret; -ENOENT not a door's path;
- * -EPERM a door's path with another method. */
-int al_door_route(const char *method, const char *path, enum al_door *ret);
-/* Does the door's request with this method carry a JSON body? */
-bool al_door_has_body(enum al_door d, const char *method);
+/* The doors as the API sees them (doorway.h): route, handle, errors.
+ * `airlock serve` hands &al_doors to al_http_start in al_http_opts. */
+extern const struct al_http_doors al_doors;
 
-/* One request, for a door's handler. */
-struct al_door_req {
-	struct al_http *h;	   /* the engine: al_http_enqueue() ... */
-	struct MHD_Connection *c;  /* to answer on */
-	enum al_door door;	   /* which */
-	const char *method, *path; /* as routed */
-	const char *body;	   /* the body (may be NULL), len bytes */
-	size_t len;
-};
-
-/* Answer the request (http.c, once the body is in). */
-enum MHD_Result al_door_handle(const struct al_door_req *r);
+/* Which door path+method is: 0 with *ret (an enum al_door); -ENOENT not
+ * a door's path; -EPERM a door's path with another method. */
+int al_door_route(const char *method, const char *path, int *ret);
 /* An error in the door's own shape: Judge0 {"error"}, Piston
- * {"message"}, SandboxFusion {"detail"}. For http.c's own refusals of a
- * door's request (401, 413, 415). */
-enum MHD_Result al_door_error(enum al_door d, struct MHD_Connection *c,
+ * {"message"}, SandboxFusion {"detail"}. */
+enum MHD_Result al_door_error(int d, struct MHD_Connection *c,
 			      unsigned status, const char *msg);
-
-/* --- the engine (http.c) ---------------------------------------------------
- */
-
-/* Submit n jobs, decoded by al_http_parse_jobs, the way POST /jobs/batch
- * does; ids into ret_ids. 0; -EINVAL with d (nothing enqueued); -EBUSY at
- * http.queue_cap (nothing enqueued); -ENOMEM; -EIO. */
-int al_http_enqueue(struct al_http *h, struct al_http_job *jobs, size_t n,
-		    char (*ret_ids)[AL_ID_MAX + 1], struct al_diags *d);
-/* Wait up to wait_s (0 = not at all) for id's result; then its state,
- * and for a finished job (done, dead, cancelled) its result in *ret
- * (al_result_release). 0 or -EIO. */
-int al_http_job_result(struct al_http *h, const char *id, uint32_t wait_s,
-		       enum alq_state *ret_state, struct al_result *ret);
-const struct al_http_opts *al_http_options(const struct al_http *h);
-#define AL_HTTP_RETRY_AFTER 5 /* s, with a 503 at the queue cap */
-/* A JSON answer (j consumed); retry_s > 0 adds Retry-After. */
-enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
-				  json_t *j, unsigned retry_s);
 
 /* --- shared by the doors (door.c) -------------------------------------------
  */
@@ -138,8 +109,6 @@ bool al_door_number(json_t *o, const char *key, double lo, double hi,
 		    double dflt, double *ret);
 /* Is a query flag set ("true" or "1")? */
 bool al_door_has(const char *query_value);
-/* The queue's status, for Judge0's /workers (http.c). 0 or -EIO. */
-int al_http_queue_status(struct al_http *h, struct alq_status *ret);
 
 /* The doors' own handlers and translations. */
 enum MHD_Result al_judge0_handle(const struct al_door_req *r);

@@ -752,7 +752,7 @@ static enum MHD_Result get_one(const struct al_door_req *r, const char *token,
 	json_t *j = fetch(r, token, wait_s, &bad, &e);
 
 	if (j)
-		return al_http_send_json(r->c, status, j, 0);
+		return al_http_send_json_retry(r->c, status, j, 0);
 	if (bad)
 		return err(r, 400, NOT_UTF8);
 	return e == -ENOENT ? err(r, 404, "submission not found")
@@ -791,7 +791,7 @@ static enum MHD_Result get_batch(const struct al_door_req *r)
 			   : err(r, 422,
 				 "number of tokens should be at most 20");
 	}
-	return al_http_send_json(r->c, 200,
+	return al_http_send_json_retry(r->c, 200,
 				 json_pack("{so}", "submissions", arr), 0);
 }
 
@@ -808,7 +808,7 @@ static enum MHD_Result create(const struct al_door_req *r, bool batch)
 			    al_door_has(query(r, "base64_encoded")), o->policy,
 			    &jobs, &errs);
 	if (st)
-		return al_http_send_json(r->c, st, errs, 0);
+		return al_http_send_json_retry(r->c, st, errs, 0);
 	good = json_array();
 	json_array_foreach(jobs, i, job) if (!json_is_null(job))
 	    json_array_append(good, job);
@@ -828,7 +828,7 @@ static enum MHD_Result create(const struct al_door_req *r, bool batch)
 		    al_door_has(query(r, "wait"))
 			? (unsigned)get_one(r, ids[0], o->cfg->http.max_wait_s,
 					    201)
-			: (unsigned)al_http_send_json(
+			: (unsigned)al_http_send_json_retry(
 			      r->c, 201, json_pack("{ss}", "token", ids[0]), 0);
 		free(ids);
 		return (enum MHD_Result)st;
@@ -839,7 +839,7 @@ static enum MHD_Result create(const struct al_door_req *r, bool batch)
 				   : json_pack("{ss}", "token", ids[k++]));
 	free(ids);
 	json_decref(jobs), json_decref(errs);
-	return al_http_send_json(r->c, 201, out, 0);
+	return al_http_send_json_retry(r->c, 201, out, 0);
 }
 
 /* --- the static routes --------------------------------------------------- */
@@ -872,7 +872,7 @@ static enum MHD_Result languages(const struct al_door_req *r)
 						    json_false());
 			json_array_append_new(arr, j);
 		}
-	return al_http_send_json(r->c, 200, arr, 0);
+	return al_http_send_json_retry(r->c, 200, arr, 0);
 }
 
 static enum MHD_Result language_one(const struct al_door_req *r)
@@ -885,7 +885,7 @@ static enum MHD_Result language_one(const struct al_door_req *r)
 
 	if (!l || l->id != id)
 		return err(r, 404, "language not found");
-	return al_http_send_json(r->c, 200, lang_json(l, p, true), 0);
+	return al_http_send_json_retry(r->c, 200, lang_json(l, p, true), 0);
 }
 
 static enum MHD_Result statuses_get(const struct al_door_req *r)
@@ -896,7 +896,7 @@ static enum MHD_Result statuses_get(const struct al_door_req *r)
 		json_array_append_new(
 		    arr,
 		    json_pack("{siss}", "id", i, "description", statuses[i]));
-	return al_http_send_json(r->c, 200, arr, 0);
+	return al_http_send_json_retry(r->c, 200, arr, 0);
 }
 
 static enum MHD_Result config_info(const struct al_door_req *r)
@@ -923,7 +923,7 @@ static enum MHD_Result config_info(const struct al_door_req *r)
 	json_object_set_new(j, "allow_enable_network", json_false());
 	json_object_set_new(j, "enable_network", json_false());
 	json_object_set_new(j, "redirect_stderr_to_stdout", json_false());
-	return al_http_send_json(r->c, 200, j, 0);
+	return al_http_send_json_retry(r->c, 200, j, 0);
 }
 
 static enum MHD_Result about(const struct al_door_req *r)
@@ -944,7 +944,7 @@ static enum MHD_Result about(const struct al_door_req *r)
 		MHD_destroy_response(res);
 		return ret;
 	}
-	return al_http_send_json(
+	return al_http_send_json_retry(
 	    r->c, 200,
 	    json_pack("{ssssss}", "version", J0_VERSION, "homepage",
 		      "docs/compat.md", "maintainer",
@@ -961,7 +961,7 @@ static enum MHD_Result workers(const struct al_door_req *r)
 		return err(r, 503, "the queue is unavailable");
 	for (size_t i = 0; i < st.n_serves; i++)
 		n += st.serves[i].workers, busy += st.serves[i].busy;
-	return al_http_send_json(
+	return al_http_send_json_retry(
 	    r->c, 200,
 	    json_pack("[{sssIsisisisisi}]", "queue", J0_VERSION, "size",
 		      (json_int_t)(st.depth > 0 ? st.depth : 0), "available",

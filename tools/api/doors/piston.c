@@ -367,7 +367,7 @@ static enum MHD_Result list_runtimes(const struct al_door_req *r)
 				   "version", runtimes[i].version, "aliases",
 				   al, "runtime", runtimes[i].lang));
 	}
-	return al_http_send_json(r->c, 200, arr, 0);
+	return al_http_send_json_retry(r->c, 200, arr, 0);
 }
 
 enum MHD_Result al_piston_handle(const struct al_door_req *r)
@@ -383,7 +383,7 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 		return list_runtimes(r);
 	code = al_piston_jobs(r->body, r->len, o->policy, &jobs, &e);
 	if (code)
-		return al_http_send_json(r->c, code, e, 0);
+		return al_http_send_json_retry(r->c, code, e, 0);
 	code = al_door_submit(r->h, jobs, NULL, ids, why, sizeof(why));
 	if (code)
 		return al_door_error(AL_DOOR_PISTON, r->c,
@@ -401,5 +401,5 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 				     "the job's result expired");
 	j = answer(&res);
 	al_result_release(&res);
-	return al_http_send_json(r->c, 200, j, 0);
+	return al_http_send_json_retry(r->c, 200, j, 0);
 }

@@ -208,7 +208,7 @@ enum MHD_Result al_sf_handle(const struct al_door_req *r)
 
 	code = al_sf_jobs(r->body, r->len, o->policy, &jobs, &e);
 	if (code)
-		return al_http_send_json(r->c, code, e, 0);
+		return al_http_send_json_retry(r->c, code, e, 0);
 	code = al_door_submit(r->h, jobs, NULL, ids, why, sizeof(why));
 	if (code)
 		return al_door_error(AL_DOOR_SF, r->c, code, why);
@@ -225,5 +225,5 @@ enum MHD_Result al_sf_handle(const struct al_door_req *r)
 				     "the job's result expired");
 	j = answer(&res);
 	al_result_release(&res);
-	return al_http_send_json(r->c, 200, j, 0);
+	return al_http_send_json_retry(r->c, 200, j, 0);
 }
