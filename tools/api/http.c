@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "clock.h"
+#include "e2b.h"
 #include "http.h"
 #include "http_req.h"
 #include "log.h"
@@ -42,6 +43,7 @@ struct req {
 	char *body;		/* bytes so far */
 	size_t len, cap;	/* used, allocated */
 	bool too_big;		/* over max_body_bytes: 413 at the end */
+	bool e2b;		/* E2B's door (doors/e2b.c) answers it */
 };
 
 /* --- responses ---------------------------------------------------------- */
@@ -653,6 +655,22 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		*ret = MHD_NO;
 		return NULL;
 	}
+	if (!h->o->metrics_only && al_e2b_claims(c, url)) {
+		/* E2B's door authenticates by its own keys and tokens */
+		q->e2b = true;
+		if (!h->o->principals.n &&
+		    !al_http_host_allowed(
+			MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_HOST),
+			h->o->listen))
+			*ret = send_error(c, 403, "Host not allowed");
+		else if (cl && strtoull(cl, NULL, 10) > AL_E2B_FILE_MAX)
+			*ret = send_error(c, 413, "body over the E2B door's cap");
+		else
+			return q;
+		free(q);
+		return NULL;
+	}
 	r = al_http_route(method, url, &q->route, q->id);
 	if (r == 0 && h->o->metrics_only && q->route != AL_ROUTE_METRICS &&
 	    q->route != AL_ROUTE_HEALTH)
@@ -723,6 +741,18 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c,
 			return ret;
 		*con_cls = q;
 		return MHD_YES;
+	}
+	if (q->e2b) {
+		if (*data_size) {
+			take_body(q, data, *data_size, AL_E2B_FILE_MAX);
+			*data_size = 0;
+			return MHD_YES;
+		}
+		if (q->too_big)
+			return send_error(c, 413, "body over the E2B door's cap");
+		take_body(q, "", 1, AL_E2B_FILE_MAX + 1); /* a NUL after it */
+		q->len--;
+		return al_e2b_handle(h->o, c, method, url, q->body, q->len);
 	}
 	if (*data_size) {
 		if (al_http_route_has_body(q->route))
