@@ -13,7 +13,7 @@ const step = (s) => console.error(`e2b_sdk: ${s}`)
 // create with a template, metadata and a timeout
 let t = ms()
 const sbx = await Sandbox.create('python', {
-  apiKey: A, metadata: { run: 'r1', who: 'a' }, timeoutMs: 120_000,
+  apiKey: A, metadata: { run: 'r1', who: 'a' }, timeoutMs: 300_000,
 })
 step(`created ${sbx.sandboxId} in ${ms() - t} ms`)
 
@@ -80,7 +80,7 @@ await assert.rejects(sbx.files.read('/tmp/nope'), (e) => e instanceof NotFoundEr
 
 // setTimeout, getInfo, list by metadata
 const before = (await sbx.getInfo()).endAt
-await sbx.setTimeout(300_000)
+await sbx.setTimeout(400_000)
 const info = await sbx.getInfo()
 assert.equal(info.sandboxId, sbx.sandboxId)
 assert.equal(info.metadata.run, 'r1')
@@ -102,6 +102,57 @@ await assert.rejects(forged.commands.run('echo owned'))
 // A's sandbox is unharmed and still A's
 assert.equal((await sbx.commands.run('echo still')).stdout, 'still\n')
 await other.kill()
+
+// malformed Connect requests: Connect's codes, the sandbox unharmed
+const url = process.env.E2B_SANDBOX_URL
+const hdr = (extra = {}) => ({
+  'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983',
+  'X-Access-Token': sbx.envdAccessToken, ...extra,
+})
+const envelope = (flag, len, body) => {
+  const b = Buffer.alloc(5 + body.length)
+  b[0] = flag; b.writeUInt32BE(len, 1); body.copy(b, 5); return b
+}
+const stream = async (body, headers = hdr({ 'Content-Type': 'application/connect+json' })) => {
+  const res = await fetch(`${url}/process.Process/Start`, { method: 'POST', headers, body })
+  const buf = Buffer.from(await res.arrayBuffer())
+  return { status: res.status, buf }
+}
+const endErr = ({ status, buf }) => {
+  assert.equal(status, 200)
+  assert.equal(buf[0], 2)
+  return JSON.parse(buf.subarray(5, 5 + buf.readUInt32BE(1))).error.code
+}
+const msg = Buffer.from('{"process":{"cmd":"/bin/true"}}')
+assert.equal(endErr(await stream(envelope(0, msg.length + 9, msg))), 'invalid_argument')
+assert.equal(endErr(await stream(envelope(1, msg.length, msg))), 'invalid_argument')
+assert.equal(endErr(await stream(envelope(0, 0xffffffff, msg))), 'resource_exhausted')
+assert.equal(endErr(await stream(Buffer.from([0, 0]))), 'invalid_argument')
+assert.equal(endErr(await stream(envelope(0, 5, Buffer.from('[1,2]')))), 'invalid_argument')
+assert.equal((await stream(envelope(0, msg.length, msg), hdr({ 'Content-Type': 'application/json' }))).status, 415)
+const unary = async (path, headers, body = '{}') =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body })
+let res = await unary('/filesystem.Filesystem/WatchDir', hdr())
+assert.equal(res.status, 501)
+assert.equal((await res.json()).code, 'unimplemented')
+res = await unary('/nope.Nope/Do', hdr())
+assert.equal(res.status, 404)
+res = await unary('/filesystem.Filesystem/Stat', hdr({ 'X-Access-Token': 'wrong' }), '{"path":"/"}')
+assert.equal(res.status, 401)
+assert.equal((await res.json()).code, 'unauthenticated')
+res = await unary('/filesystem.Filesystem/Stat', { 'E2b-Sandbox-Port': '49983' }, '{"path":"/"}')
+assert.equal(res.status, 404)
+assert.equal((await res.json()).code, 'not_found')
+res = await unary('/filesystem.Filesystem/Stat', hdr({ 'E2b-Sandbox-Id': 's-000000000000000000000000' }), '{"path":"/"}')
+assert.equal(res.status, 404)
+res = await unary('/filesystem.Filesystem/Stat', hdr({ 'Connect-Protocol-Version': '9' }), '{"path":"/"}')
+assert.equal((await res.json()).code, 'invalid_argument')
+res = await unary('/filesystem.Filesystem/Stat', hdr(), '{"path":' + '['.repeat(100))
+assert.equal((await res.json()).code, 'invalid_argument')
+res = await unary('/filesystem.Filesystem/Stat', hdr(), '{"path":"' + 'a'.repeat(2 << 20) + '"}')
+assert.equal(res.status, 429)
+assert.equal((await sbx.commands.run('echo unharmed')).stdout, 'unharmed\n')
+step('malformed Connect requests refused, sandbox unharmed')
 
 // connect (A) and kill
 const same = await Sandbox.connect(sbx.sandboxId, { apiKey: A })

@@ -14,10 +14,18 @@
 #          setTimeout, getInfo, list by metadata, kill) and a second key
 #          that can neither see, run in nor kill the first key's sandbox;
 #          malformed Connect requests answered with Connect's codes and
-#          the session unharmed
+#          the session unharmed (AIRLOCK_FULL=1 only: skipped otherwise)
+#   code   e2b_code.mjs: @e2b/code-interpreter's runCode: state across
+#          calls, stdout and stderr, the last value, an error with its
+#          traceback, a second context; a chart with CHARTS=1 (a template
+#          with matplotlib: E2B_TEMPLATE names it)
 set -euo pipefail
 
 bin=$(readlink -f "$1") case=$2
+if [ "$case" = sdk ] && [ "${AIRLOCK_FULL:-0}" != 1 ]; then
+  echo "e2b sdk: AIRLOCK_FULL=1 only" >&2
+  exit 77
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../lib/port.sh"
 state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}

@@ -201,7 +201,8 @@ static json_t *create_body(const struct al_http_opts *o, json_t *b,
 	json_t *to = json_object_get(b, "timeout"), *env, *meta, *out, *v;
 	const char *k;
 
-	if (!t || !strcmp(t, "base"))
+	/* the SDKs' default templates: the configured default */
+	if (!t || !strcmp(t, "base") || !strcmp(t, "code-interpreter-v1"))
 		t = o->cfg->templates.default_;
 	if (json_is_true(json_object_get(b, "allow_internet_access")) ||
 	    json_is_object(json_object_get(b, "network"))) {
@@ -505,7 +506,7 @@ static enum MHD_Result control(const struct al_http_opts *o,
 		ret = do_create(o, c, &cl, body);
 	else if (!*p && !strcmp(method, "GET"))
 		ret = do_list(c, &cl);
-	else if (*p == '/' && url == p - strlen("/sandboxes"))
+	else if (*p == '/')
 		ret = do_one(o, c, &cl, method, p + 1, body);
 	else
 		ret = err(c, 404, "no such path");
@@ -532,7 +533,9 @@ static enum MHD_Result envd(const struct al_http_opts *o,
 	unsigned diff = 0;
 	size_t n;
 
-	if (!id || !port || strtoul(port, NULL, 10) != AL_E2B_ENVD_PORT)
+	if (!id || !port ||
+	    (strtoul(port, NULL, 10) != AL_E2B_ENVD_PORT &&
+	     strtoul(port, NULL, 10) != AL_E2B_JUPYTER_PORT))
 		return reply(c, 404,
 			     al_connect_error(AL_CONNECT_NOT_FOUND,
 					      "E2b-Sandbox-Id and E2b-Sandbox-"
@@ -565,6 +568,8 @@ static enum MHD_Result envd(const struct al_http_opts *o,
 					     "X-Access-Token is not this "
 					     "sandbox's"),
 			    NULL, NULL);
+	else if (strtoul(port, NULL, 10) == AL_E2B_JUPYTER_PORT)
+		ret = al_e2b_jupyter(o, c, &cl, id, method, url, body, len);
 	else
 		ret = al_e2b_envd(o, c, &cl, id, method, url, body, len);
 	json_decref(rec);

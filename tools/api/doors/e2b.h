@@ -43,6 +43,24 @@ enum MHD_Result al_e2b_envd(const struct al_http_opts *o,
 			    struct MHD_Connection *c, struct alq_client *cl,
 			    const char *id, const char *method, const char *url,
 			    const char *body, size_t len);
+/* Answer with exec n of session `id` as it runs: Connect envelopes of
+ * process events, or (raw) its stdout as it is; timeout_ms > 0 ends the
+ * stream with deadline_exceeded a little after it. */
+enum MHD_Result al_e2b_stream(const struct al_http_opts *o,
+			      struct MHD_Connection *c, const char *id,
+			      uint64_t n, bool raw, uint64_t timeout_ms);
+
+/* --- e2b_jupyter.c ------------------------------------------------------ */
+
+#define AL_E2B_JUPYTER_PORT 49999 /* @e2b/code-interpreter's port */
+
+/* The code interpreter's routes (POST /execute, /contexts) for session
+ * `id`, token checked; `cl` as for al_e2b_envd. */
+enum MHD_Result al_e2b_jupyter(const struct al_http_opts *o,
+			       struct MHD_Connection *c, struct alq_client *cl,
+			       const char *id, const char *method,
+			       const char *url, const char *body, size_t len);
+
 /* base64 of p[0..n) as a JSON string (NULL: out of memory). */
 json_t *al_e2b_b64(const uint8_t *p, size_t n);
 

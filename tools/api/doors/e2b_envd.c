@@ -138,6 +138,7 @@ struct pstream {
 	bool ended;		     /* the last envelope is in buf */
 	uint64_t last;		     /* al_now_ms() of the last envelope */
 	uint64_t deadline;	     /* al_now_ms() to give up, 0 never */
+	bool raw; /* stdout as it is (NDJSON of the kernel), no envelopes */
 };
 
 static void nap(void)
@@ -167,10 +168,53 @@ static int pump(struct pstream *s, int fd)
 		return r;
 	}
 	s->off[fd - 1] += l;
+	if (s->raw) {
+		uint8_t *b = fd == 1 ? realloc(s->buf, s->len + l) : s->buf;
+
+		if (fd == 1 && b) {
+			memcpy(b + s->len, p, l);
+			s->buf = b;
+			s->len += l;
+		}
+		free(p);
+		return b ? 1 : -ENOMEM;
+	}
 	r = event(s, json_pack("{s{so}}", "data", fd == 1 ? "stdout" : "stderr",
 			       al_e2b_b64((uint8_t *)p, l)));
 	free(p);
 	return r < 0 ? r : 1;
+}
+
+/* The end of a kernel exec: an error line unless it ended OK. */
+static int finish_raw(struct pstream *s, const char *st)
+{
+	char *t;
+	size_t n;
+	uint8_t *b;
+
+	s->ended = true;
+	if (!strcmp(st, "OK"))
+		return 0;
+	t = json_dumps(
+	    json_pack("{ssssss}", "type", "error", "name",
+		      !strcmp(st, "TO") ? "TimeoutError" : "KernelError",
+		      "value",
+		      !strcmp(st, "TO") ? "the execution timed out"
+					: "the kernel ended",
+		      "traceback", ""),
+	    JSON_COMPACT);
+	n = t ? strlen(t) : 0;
+	b = t ? realloc(s->buf, s->len + n + 1) : NULL;
+	if (!b) {
+		free(t);
+		return -ENOMEM;
+	}
+	memcpy(b + s->len, t, n);
+	b[s->len + n] = '\n';
+	s->buf = b;
+	s->len += n + 1;
+	free(t);
+	return 0;
 }
 
 /* The end of the exec record x: end event, or a deadline error. */
@@ -180,10 +224,13 @@ static int finish(struct pstream *s, json_t *x)
 	    json_string_value(json_object_get(x, "status")) ?: "XX";
 	json_int_t code = json_integer_value(json_object_get(x, "exit_code"));
 	json_int_t sig = json_integer_value(json_object_get(x, "signal"));
-	json_t *trailer = json_object();
+	json_t *trailer;
 	char status[64];
 	int r;
 
+	if (s->raw)
+		return finish_raw(s, st);
+	trailer = json_object();
 	if (!strcmp(st, "TO")) {
 		json_object_set_new(
 		    trailer, "error",
@@ -244,7 +291,7 @@ static int round_once(struct pstream *s)
 					       "deadline exceeded")),
 		    &s->buf, &s->len);
 	}
-	if (al_now_ms() - s->last >= KEEPALIVE_MS)
+	if (!s->raw && al_now_ms() - s->last >= KEEPALIVE_MS)
 		return event(s, json_pack("{s{}}", "keepalive"));
 	nap();
 	return 0;
@@ -262,6 +309,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		s->sent = s->len = 0;
 		if (round_once(s) < 0) {
 			s->ended = true;
+			if (s->raw)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
 			if (al_connect_envelope(
 				0x02,
 				json_pack(
@@ -287,10 +336,9 @@ static void pstream_free(void *cls)
 	free(s);
 }
 
-/* Answer with exec n's stream; `started` puts a start event first. */
-static enum MHD_Result stream(const struct al_http_opts *o,
+enum MHD_Result al_e2b_stream(const struct al_http_opts *o,
 			      struct MHD_Connection *c, const char *id,
-			      uint64_t n, bool started, uint64_t timeout_ms)
+			      uint64_t n, bool raw, uint64_t timeout_ms)
 {
 	struct pstream *s = calloc(1, sizeof(*s));
 	struct MHD_Response *r;
@@ -307,8 +355,9 @@ static enum MHD_Result stream(const struct al_http_opts *o,
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	s->n = n;
 	s->deadline = timeout_ms ? al_now_ms() + timeout_ms + 2000 : 0;
-	if (event(s, json_pack(started ? "{s{sI}}" : "{s{sI}}", "start", "pid",
-			       (json_int_t)n)) < 0) {
+	s->raw = raw;
+	if (!raw &&
+	    event(s, json_pack("{s{sI}}", "start", "pid", (json_int_t)n)) < 0) {
 		pstream_free(s);
 		return MHD_NO;
 	}
@@ -318,7 +367,9 @@ static enum MHD_Result stream(const struct al_http_opts *o,
 		pstream_free(s);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", "application/connect+json");
+	MHD_add_response_header(r, "Content-Type",
+				raw ? "application/x-ndjson"
+				    : "application/connect+json");
 	ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -397,7 +448,7 @@ static enum MHD_Result proc_start(const struct al_http_opts *o,
 	free(text);
 	if (r < 0)
 		return stream_err(c, code_of(r), cl->err);
-	return stream(o, c, id, n, true, to);
+	return al_e2b_stream(o, c, id, n, false, to);
 }
 
 static enum MHD_Result proc_connect(const struct al_http_opts *o,
@@ -416,7 +467,7 @@ static enum MHD_Result proc_connect(const struct al_http_opts *o,
 	free(xs);
 	if (r < 0)
 		return stream_err(c, AL_CONNECT_NOT_FOUND, "process not found");
-	return stream(o, c, id, n, true, 0);
+	return al_e2b_stream(o, c, id, n, false, 0);
 }
 
 static enum MHD_Result proc_signal(struct MHD_Connection *c,
