@@ -20,6 +20,7 @@ let ex = await sbx.runCode('import math\nx = 41\nprint("hi")\nx + 1', {
   onStdout: (m) => out.push(m.line),
 })
 step(`first runCode (kernel start) in ${ms() - t} ms`)
+if (ex.text !== '42') console.error(JSON.stringify(ex))
 assert.equal(ex.text, '42')
 assert.deepEqual(ex.logs.stdout, ['hi\n'])
 assert.deepEqual(out, ['hi\n'])

@@ -19,6 +19,8 @@
 #          calls, stdout and stderr, the last value, an error with its
 #          traceback, a second context; a chart with CHARTS=1 (a template
 #          with matplotlib: E2B_TEMPLATE names it)
+#   bench  e2b_bench.mjs (a benchmark, not in CTest): the SDK against
+#          `airlock session` on the same serve (docs/performance.md)
 set -euo pipefail
 
 bin=$(readlink -f "$1") case=$2
@@ -111,5 +113,5 @@ cp "$here"/*.mjs "$mods/"
 export E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port
 export E2B_DOMAIN=127.0.0.1:$port
 t0=$(date +%s%3N)
-node "$mods/e2b_$case.mjs" || fail "e2b_$case.mjs"
+AIRLOCK_BIN=$bin node "$mods/e2b_$case.mjs" || fail "e2b_$case.mjs"
 log "ok ($(( $(date +%s%3N) - t0 )) ms)"

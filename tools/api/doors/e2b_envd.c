@@ -168,16 +168,17 @@ static int pump(struct pstream *s, int fd)
 		return r;
 	}
 	s->off[fd - 1] += l;
-	if (s->raw) {
-		uint8_t *b = fd == 1 ? realloc(s->buf, s->len + l) : s->buf;
+	if (s->raw) { /* the kernel client's stdout; its stderr is not
+		       * the SDK's (a failed client ends as finish_raw says) */
+		uint8_t *b = fd == 1 ? realloc(s->buf, s->len + l) : NULL;
 
-		if (fd == 1 && b) {
+		if (b) {
 			memcpy(b + s->len, p, l);
 			s->buf = b;
 			s->len += l;
 		}
 		free(p);
-		return b ? 1 : -ENOMEM;
+		return fd == 1 && !b ? -ENOMEM : 1;
 	}
 	r = event(s, json_pack("{s{so}}", "data", fd == 1 ? "stdout" : "stderr",
 			       al_e2b_b64((uint8_t *)p, l)));
@@ -186,7 +187,7 @@ static int pump(struct pstream *s, int fd)
 }
 
 /* The end of a kernel exec: an error line unless it ended OK. */
-static int finish_raw(struct pstream *s, const char *st)
+static int finish_raw(struct pstream *s, const char *st, json_t *x)
 {
 	char *t;
 	size_t n;
@@ -229,7 +230,7 @@ static int finish(struct pstream *s, json_t *x)
 	int r;
 
 	if (s->raw)
-		return finish_raw(s, st);
+		return finish_raw(s, st, x);
 	trailer = json_object();
 	if (!strcmp(st, "TO")) {
 		json_object_set_new(

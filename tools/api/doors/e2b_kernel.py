@@ -26,13 +26,22 @@ def emit_to(f):
 
 
 class Stream(io.TextIOBase):
+    """A stream of the cell's output, emitted a line at a time."""
+
     def __init__(self, kind, emit):
-        self.kind, self.emit = kind, emit
+        self.kind, self.emit, self.buf = kind, emit, ""
 
     def write(self, s):
-        if s:
-            self.emit({"type": self.kind, "text": s})
+        self.buf += s
+        while "\n" in self.buf:
+            line, self.buf = self.buf.split("\n", 1)
+            self.emit({"type": self.kind, "text": line + "\n"})
         return len(s)
+
+    def flush(self):
+        if self.buf:
+            self.emit({"type": self.kind, "text": self.buf})
+            self.buf = ""
 
 
 def figures(emit):
@@ -67,6 +76,8 @@ def run(req, emit):
         emit({"type": "error", "name": type(e).__name__, "value": str(e),
               "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
     finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
         sys.stdout, sys.stderr = saved
     count[0] += 1
     emit({"type": "number_of_executions", "execution_count": count[0]})
