@@ -200,8 +200,10 @@ static int finish_raw(struct pstream *s, const char *st, json_t *x)
 	    json_pack("{ssssss}", "type", "error", "name",
 		      !strcmp(st, "TO") ? "TimeoutError" : "KernelError",
 		      "value",
-		      !strcmp(st, "TO") ? "the execution timed out"
-					: "the kernel ended",
+		      !strcmp(st, "TO")
+			  ? "the execution timed out"
+			  : json_string_value(json_object_get(x, "stderr"))
+				?: "the kernel ended",
 		      "traceback", ""),
 	    JSON_COMPACT);
 	n = t ? strlen(t) : 0;
