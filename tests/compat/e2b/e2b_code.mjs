@@ -44,3 +44,16 @@ if (process.env.CHARTS === '1') {
 assert.equal((await sbx.commands.run('echo beside')).stdout, 'beside\n')
 await sbx.kill()
 step('ok')
+
+// The example of E2B's README (E2B_API_KEY from the environment, the
+// default template), unmodified but for the URLs e2b_test.sh sets.
+process.env.E2B_API_KEY = apiKey
+{
+  const sbx = await Sandbox.create()
+  await sbx.runCode('x = 1')
+  const execution = await sbx.runCode('x+=1; x')
+  console.log(execution.text) // outputs 2
+  assert.equal(execution.text, '2')
+  await sbx.kill()
+}
+step('README example ok')

@@ -415,9 +415,9 @@ static json_t *exec_body(json_t *m, uint64_t timeout_ms)
 		json_array_append(cmd, v);
 	}
 	return json_pack(
-	    "{s:o,s:O,s:I}", "cmd", cmd, "env",
+	    "{s:o,s:o,s:I}", "cmd", cmd, "env",
 	    json_is_object(json_object_get(p, "envs"))
-		? json_object_get(p, "envs")
+		? json_incref(json_object_get(p, "envs"))
 		: json_object(),
 	    "timeout_ms",
 	    (json_int_t)(timeout_ms ? timeout_ms : AL_TIMEOUT_MS_MAX));

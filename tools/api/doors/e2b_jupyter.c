@@ -80,10 +80,12 @@ static json_t *kernel_exec(json_t *b, const char **why)
 	if (!in)
 		return NULL;
 	env = json_object_get(b, "env_vars");
-	req = json_pack("{s[ssss]sssOsI}", "cmd", "python3", "-c",
-			e2b_kernel_py, "client", "stdin", in, "env",
-			json_is_object(env) ? env : json_object(), "timeout_ms",
-			(json_int_t)AL_TIMEOUT_MS_MAX);
+	/* python3 -c KERNEL client KERNEL: the client starts the kernel */
+	req =
+	    json_pack("{s[sssss]sssosI}", "cmd", "python3", "-c", e2b_kernel_py,
+		      "client", e2b_kernel_py, "stdin", in, "env",
+		      json_is_object(env) ? json_incref(env) : json_object(),
+		      "timeout_ms", (json_int_t)AL_TIMEOUT_MS_MAX);
 	free(in);
 	return req;
 }
