@@ -19,6 +19,8 @@
 #          calls, stdout and stderr, the last value, an error with its
 #          traceback, a second context; a chart with CHARTS=1 (a template
 #          with matplotlib: E2B_TEMPLATE names it)
+#   cap    e2b_cap.mjs (MAX_SESSIONS=1 CREATE_TIMEOUT_MS=3000): a create
+#          with no room is 429 with Retry-After (the SDK's RateLimitError)
 #   bench  e2b_bench.mjs (a benchmark, not in CTest): the SDK against
 #          `airlock session` on the same serve (docs/performance.md)
 set -euo pipefail
@@ -94,7 +96,7 @@ shutdown_grace_ms = 1000
 [sessions]
 ttl_max_s = 600
 idle_default_s = 0
-create_timeout_ms = 60000
+create_timeout_ms = ${CREATE_TIMEOUT_MS:-60000}
 [templates]
 default = python
 [sandbox]

@@ -55,7 +55,8 @@ enum MHD_Result al_e2b_stream(const struct al_http_opts *o,
 #define AL_E2B_JUPYTER_PORT 49999 /* @e2b/code-interpreter's port */
 
 /* The code interpreter's routes (POST /execute, /contexts) for session
- * `id`, token checked; `cl` as for al_e2b_envd. */
+ * `id`, token checked, `cl` as for al_e2b_envd; /contexts (which the SDK
+ * sends without a token) with cl NULL: they touch no session. */
 enum MHD_Result al_e2b_jupyter(const struct al_http_opts *o,
 			       struct MHD_Connection *c, struct alq_client *cl,
 			       const char *id, const char *method,

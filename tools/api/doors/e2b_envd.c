@@ -312,8 +312,17 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		s->sent = s->len = 0;
 		if (round_once(s) < 0) {
 			s->ended = true;
-			if (s->raw)
-				return MHD_CONTENT_READER_END_WITH_ERROR;
+			if (s->raw) {
+				json_t *e =
+				    json_pack("{ssss}", "stderr", s->cl.err,
+					      "status", "XX");
+				int x = finish_raw(s, "XX", e);
+
+				json_decref(e);
+				if (x < 0)
+					return MHD_CONTENT_READER_END_WITH_ERROR;
+				continue;
+			}
 			if (al_connect_envelope(
 				0x02,
 				json_pack(
