@@ -173,6 +173,7 @@ static int pump(struct pstream *s, int fd)
 		uint8_t *b = fd == 1 ? realloc(s->buf, s->len + l) : NULL;
 
 		if (b) {
+			s->last = al_now_ms();
 			memcpy(b + s->len, p, l);
 			s->buf = b;
 			s->len += l;
@@ -258,6 +259,23 @@ static int finish(struct pstream *s, json_t *x)
 	return al_connect_envelope(0x02, trailer, &s->buf, &s->len);
 }
 
+/* A line of a type the code interpreter's SDK ignores, so that the
+ * connection is never idle for http.timeout_s (a kernel's first start
+ * can take that long under load). */
+static int keepalive_line(struct pstream *s)
+{
+	static const char line[] = "{\"type\":\"keepalive\"}\n";
+	uint8_t *b = realloc(s->buf, s->len + sizeof(line) - 1);
+
+	if (!b)
+		return -ENOMEM;
+	memcpy(b + s->len, line, sizeof(line) - 1);
+	s->buf = b;
+	s->len += sizeof(line) - 1;
+	s->last = al_now_ms();
+	return 0;
+}
+
 /* One round: new output, else the end, else a nap. */
 static int round_once(struct pstream *s)
 {
@@ -294,8 +312,9 @@ static int round_once(struct pstream *s)
 					       "deadline exceeded")),
 		    &s->buf, &s->len);
 	}
-	if (!s->raw && al_now_ms() - s->last >= KEEPALIVE_MS)
-		return event(s, json_pack("{s{}}", "keepalive"));
+	if (al_now_ms() - s->last >= KEEPALIVE_MS)
+		return s->raw ? keepalive_line(s)
+			      : event(s, json_pack("{s{}}", "keepalive"));
 	nap();
 	return 0;
 }
@@ -368,6 +387,7 @@ enum MHD_Result al_e2b_stream(const struct al_http_opts *o,
 	s->n = n;
 	s->deadline = timeout_ms ? al_now_ms() + timeout_ms + 2000 : 0;
 	s->raw = raw;
+	s->last = al_now_ms();
 	if (!raw &&
 	    event(s, json_pack("{s{sI}}", "start", "pid", (json_int_t)n)) < 0) {
 		pstream_free(s);
