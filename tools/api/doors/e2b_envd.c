@@ -190,6 +190,7 @@ static int pump(struct pstream *s, int fd)
 /* The end of a kernel exec: an error line unless it ended OK. */
 static int finish_raw(struct pstream *s, const char *st, json_t *x)
 {
+	json_t *j;
 	char *t;
 	size_t n;
 	uint8_t *b;
@@ -197,16 +198,16 @@ static int finish_raw(struct pstream *s, const char *st, json_t *x)
 	s->ended = true;
 	if (!strcmp(st, "OK"))
 		return 0;
-	t = json_dumps(
-	    json_pack("{ssssss}", "type", "error", "name",
+	j = json_pack("{ssssssss}", "type", "error", "name",
 		      !strcmp(st, "TO") ? "TimeoutError" : "KernelError",
 		      "value",
 		      !strcmp(st, "TO")
 			  ? "the execution timed out"
 			  : json_string_value(json_object_get(x, "stderr"))
 				?: "the kernel ended",
-		      "traceback", ""),
-	    JSON_COMPACT);
+		      "traceback", "");
+	t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
 	n = t ? strlen(t) : 0;
 	b = t ? realloc(s->buf, s->len + n + 1) : NULL;
 	if (!b) {

@@ -128,7 +128,7 @@ enum MHD_Result al_e2b_jupyter(const struct al_http_opts *o,
 		return execute(o, c, cl, id, body);
 	if (!strcmp(url, "/contexts") && !strcmp(method, "GET"))
 		return answer(c, 200,
-			      json_pack("[{sssss}]", "id", "default",
+			      json_pack("[{ssssss}]", "id", "default",
 					"language", "python", "cwd", "/work"));
 	if (!strcmp(url, "/contexts") && !strcmp(method, "POST")) {
 		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -136,7 +136,7 @@ enum MHD_Result al_e2b_jupyter(const struct al_http_opts *o,
 		for (size_t i = 0; i < sizeof(rnd); i++)
 			snprintf(cid + 2 * i, 3, "%02x", rnd[i]);
 		return answer(c, 200,
-			      json_pack("{sssss}", "id", cid, "language",
+			      json_pack("{ssssss}", "id", cid, "language",
 					"python", "cwd", "/work"));
 	}
 	return refuse(c, 404, "no such path");
