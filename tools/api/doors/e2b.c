@@ -290,6 +290,33 @@ static json_t *meta_filter(const char *q)
 	return m;
 }
 
+static int by_id(const void *a, const void *b)
+{
+	const char *x =
+	    json_string_value(json_object_get(*(json_t *const *)a, "id"));
+	const char *y =
+	    json_string_value(json_object_get(*(json_t *const *)b, "id"));
+
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+/* The records of array a in id order: nextToken is the last id sent. */
+static void sort_by_id(json_t *a)
+{
+	size_t n = json_array_size(a);
+	json_t **v = n ? calloc(n, sizeof(*v)) : NULL;
+
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(a, i));
+	qsort(v, n, sizeof(*v), by_id);
+	json_array_clear(a);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, v[i]);
+	free(v);
+}
+
 static enum MHD_Result do_list(struct MHD_Connection *c, struct alq_client *cl)
 {
 	const char *st =
@@ -316,6 +343,7 @@ static enum MHD_Result do_list(struct MHD_Connection *c, struct alq_client *cl)
 		return err(c, status_of(r), cl->err);
 	}
 	all = parse(text);
+	sort_by_id(json_object_get(all, "sessions"));
 	json_array_foreach(json_object_get(all, "sessions"), i, v)
 	{
 		json_t *sb;
