@@ -21,6 +21,9 @@
 #          with matplotlib: E2B_TEMPLATE names it)
 #   cap    e2b_cap.mjs (MAX_SESSIONS=1 CREATE_TIMEOUT_MS=3000): a create
 #          with no room is 429 with Retry-After (the SDK's RateLimitError)
+#   keys   e2b_keys.mjs: with http.tokens_file, E2B keys are its tokens:
+#          an unknown or malformed key is 401, alice and bob each list
+#          only their own, bob's delete of alice's sandbox is 404
 #   bench  e2b_bench.mjs (a benchmark, not in CTest): the SDK against
 #          `airlock session` on the same serve (docs/performance.md)
 set -euo pipefail
@@ -102,6 +105,14 @@ default = python
 [sandbox]
 state_dir = $state
 EOC
+if [ "$case" = keys ]; then
+  # keys issued for principals of the config (docs/compat-e2b.md)
+  export KEY_ALICE=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  export KEY_BOB=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  printf 'alice %s\nbob %s\n' "$KEY_ALICE" "$KEY_BOB" > "$tmp/tokens"
+  chmod 600 "$tmp/tokens"
+  printf '[http]\ntokens_file = %s\n' "$tmp/tokens" >> "$tmp/airlock.conf"
+fi
 export AIRLOCK_CONFIG=$tmp/airlock.conf
 port=$(free_port)
 "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
