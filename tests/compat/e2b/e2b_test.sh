@@ -21,6 +21,7 @@
 #          with matplotlib: E2B_TEMPLATE names it)
 #   cap    e2b_cap.mjs (MAX_SESSIONS=1 CREATE_TIMEOUT_MS=3000): a create
 #          with no room is 429 with Retry-After (the SDK's RateLimitError)
+#          (AIRLOCK_FULL=1 only)
 #   keys   e2b_keys.mjs: with http.tokens_file, E2B keys are its tokens:
 #          an unknown or malformed key is 401, alice and bob each list
 #          only their own, bob's delete of alice's sandbox is 404
@@ -29,8 +30,8 @@
 set -euo pipefail
 
 bin=$(readlink -f "$1") case=$2
-if [ "$case" = sdk ] && [ "${AIRLOCK_FULL:-0}" != 1 ]; then
-  echo "e2b sdk: AIRLOCK_FULL=1 only" >&2
+if { [ "$case" = sdk ] || [ "$case" = cap ]; } && [ "${AIRLOCK_FULL:-0}" != 1 ]; then
+  echo "e2b $case: AIRLOCK_FULL=1 only" >&2
   exit 77
 fi
 here=$(cd "$(dirname "$0")" && pwd)
