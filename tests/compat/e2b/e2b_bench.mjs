@@ -12,7 +12,17 @@ const bin = process.env.AIRLOCK_BIN
 const rounds = Number(process.env.ROUNDS ?? 5)
 const now = () => Number(process.hrtime.bigint()) / 1e6
 const cli = (...a) => execFileSync(bin, ['session', ...a], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-const res = { sdk_first: [], cli_first: [], sdk_rt: [], cli_rt: [] }
+const res = { sdk_first: [], cli_first: [], sdk_rt: [], raw_rt: [], cli_rt: [] }
+
+// the same Start without the SDK: one Connect envelope, read to the end
+const raw = async (sbx) => {
+  const msg = Buffer.from(JSON.stringify({ process: { cmd: '/bin/bash', args: ['-l', '-c', 'true'] } }))
+  const b = Buffer.alloc(5 + msg.length); b.writeUInt32BE(msg.length, 1); msg.copy(b, 5)
+  const r = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/Start`, {
+    method: 'POST', body: b, headers: { 'Content-Type': 'application/connect+json',
+      'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': sbx.envdAccessToken } })
+  await r.arrayBuffer()
+}
 
 for (let i = 0; i < rounds; i++) {
   let t = now()
@@ -26,15 +36,20 @@ for (let i = 0; i < rounds; i++) {
     await sbx.commands.run('true')
     res.sdk_rt.push(now() - t)
   }
+  for (let k = 0; k < 5; k++) {
+    t = now()
+    await raw(sbx)
+    res.raw_rt.push(now() - t)
+  }
   await sbx.kill()
 
   t = now()
   const id = cli('create', '-t', 'python', '--ttl', '120', '-q').trim()
-  cli('exec', id, '--', 'echo', 'first')
+  cli('exec', id, '--', '/bin/bash', '-l', '-c', 'echo first') // as the SDK sends it
   res.cli_first.push(now() - t)
   for (let k = 0; k < 5; k++) {
     t = now()
-    cli('exec', id, '--', 'true')
+    cli('exec', id, '--', '/bin/bash', '-l', '-c', 'true')
     res.cli_rt.push(now() - t)
   }
   cli('rm', id)
