@@ -1,6 +1,6 @@
 /* route.h: a gateway request's method, path and Accept header turned into
  * what is asked for. Pure, and the one place the gateway reads bytes a VM
- * chose before deciding anything: fuzzed (tests/fuzz/fuzz_gw_route.c).
+ * chose before deciding anything: fuzzed (tests/fuzz/fuzz_gw.c).
  *
  * The path arrives raw (the server does not unescape it); it is capped at
  * GW_PATH_MAX, percent-decoded once (a bad escape, %00, a control byte or

@@ -4,7 +4,7 @@
  * Why. A step's exit status and output are the job's to choose: code that
  * calls sys.exit(0) before its test ran "passes" any harness that trusts
  * them. An attested step gets a fresh random token from the host as the
- * first line of its stdin; a check runner (tools/eval/check.py) reads it
+ * first line of its stdin; a check runner (sandbox/agent/check.py) reads it
  * before any code under test runs, keeps it out of that code's reach, and
  * prints it at the start of its last stdout line only once the check has
  * returned. The host then believes that line, and only that line: a step

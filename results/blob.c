@@ -50,18 +50,32 @@ int al_hex_digit(int c)
 	return -1;
 }
 
-int al_port_parse(const char *s, size_t n, uint16_t *ret)
+int al_decimal_parse(const char *s, size_t n, uint64_t max, uint64_t *ret)
 {
-	unsigned v = 0;
+	uint64_t v = 0;
 
-	if (n == 0 || n > 5)
+	if (n == 0 || n > 20)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
+		unsigned d = (unsigned)(s[i] - '0');
+
+		if (d > 9)
 			return -EINVAL;
-		v = v * 10 + (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
 	}
-	if (v < 1 || v > 65535)
+	if (v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int al_port_parse(const char *s, size_t n, uint16_t *ret)
+{
+	uint64_t v;
+
+	if (n > 5 || al_decimal_parse(s, n, 65535, &v) < 0 || v < 1)
 		return -EINVAL;
 	*ret = (uint16_t)v;
 	return 0;

@@ -852,6 +852,28 @@ int al_job_from_json(const char *text, size_t len, struct al_job *ret,
 			       job_unpack, ret, d);
 }
 
+/* One step alone (a session's exec): the step rules of a job's steps,
+ * problems named by the step's own fields ("cmd", "env[\"X\"]"). */
+static int step_doc(const msgpack_object *o, void *out, struct al_diags *d)
+{
+	size_t before = al__diags_count(d);
+	struct al_step s = {0};
+	int r = al_step_unpack(o, "", &s, d);
+
+	if (r == 0 && al__diags_count(d) != before)
+		al_step_release(&s); /* the caller answers -EINVAL */
+	else if (r == 0)
+		*(struct al_step *)out = s;
+	return r;
+}
+
+int al_step_from_json(const char *text, size_t len, struct al_step *ret,
+		      struct al_diags *d)
+{
+	return al__decode_json(text, len, AL_JOB_MAX_BYTES, SIZE_MAX, step_doc,
+			       ret, d);
+}
+
 void al_job_release(struct al_job *job)
 {
 	free(job->id);

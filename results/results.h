@@ -375,6 +375,11 @@ int al_job_from_json(const char *text, size_t len, struct al_job *ret,
 		     struct al_diags *d);
 int al_job_from_msgpack(const void *buf, size_t len, struct al_job *ret,
 			struct al_diags *d);
+/* One step alone, from JSON text (a session's exec body): the rules of
+ * a job's step; diagnostics name the step's own fields ("cmd"). 0, or
+ * -EINVAL / -E2BIG / -ENOMEM with *ret untouched. */
+int al_step_from_json(const char *text, size_t len, struct al_step *ret,
+		      struct al_diags *d);
 /* Encoders return 0 or -ENOMEM; *ret is malloc'd (JSON is NUL-terminated). */
 int al_job_to_msgpack(const struct al_job *job, char **ret, size_t *ret_len);
 int al_job_to_json(const struct al_job *job, char **ret);
@@ -502,6 +507,13 @@ bool al_utf8_valid(const uint8_t *data, size_t len);
 /* The value of hex digit c (either case), or -1: for the percent escapes
  * of Redis URLs (dispatcher) and HTTP paths (tools/api, gateway). */
 int al_hex_digit(int c);
+
+/* A strict unsigned decimal in s[0..n): 1 to 20 digits 0-9 and nothing
+ * else (no sign, no blanks, no base prefix), at most `max`. 0 with *ret;
+ * -EINVAL (empty, too long or not a digit) or -ERANGE (above max), *ret
+ * untouched. The one decimal parser of Redis replies, URLs, ports, the
+ * config, network policies and API query values. */
+int al_decimal_parse(const char *s, size_t n, uint64_t max, uint64_t *ret);
 
 /* The TCP/UDP port in s[0..n): 1 to 5 decimal digits, 1..65535, nothing
  * else (no sign, no blanks). 0 with *ret, or -EINVAL and *ret untouched:

@@ -111,54 +111,50 @@ static bool link_down(const char *p, size_t n)
 	return al_relpath_valid(p, n);
 }
 
-int al_tar_next(struct al_tar *t, struct al_tar_entry *e)
+/* The next header block at t->off, skipping zero blocks: 1 with *ret_h,
+ * 0 at the end of the archive (two zero blocks, or one then EOF; the rest
+ * must be zeros: tar pads to a record), or the failure. */
+static int next_header(struct al_tar *t, const uint8_t **ret_h)
 {
-	const uint8_t *h = NULL; /* set before every use; gcc -O2 cannot see it */
-	uint64_t sum, size, mode, want = 0;
-	size_t nl, pl;
-	char typ, sp[64];
-
-	if (t->failed)
-		return -EINVAL;
-	if (t->done)
-		return 0;
-again:
-	memset(e, 0, sizeof(*e));
 	for (;;) {
+		const uint8_t *h = t->buf + t->off;
+		bool zero = true;
+
 		if (t->len - t->off < BLK) {
 			if (t->off == t->len && t->off > 0 && t->zeros)
 				break; /* one zero block then EOF: accept */
 			return fail(t, "truncated archive at byte %zu", t->off);
 		}
-		h = t->buf + t->off;
-		bool zero = true;
-
-		for (size_t i = 0; i < BLK; i++)
-			if (h[i]) {
-				zero = false;
-				break;
-			}
+		for (size_t i = 0; i < BLK && zero; i++)
+			zero = !h[i];
+		if (!zero && !t->zeros) {
+			*ret_h = h;
+			return 1;
+		}
 		if (!zero)
 			break;
 		t->off += BLK;
 		if (++t->zeros == 2)
 			break;
 	}
-	if (t->zeros) {
-		/* end of archive: the rest must be zeros (tar pads to a
-		 * record) */
-		for (size_t i = t->off; i < t->len; i++)
-			if (t->buf[i])
-				return fail(t,
-					    "data after the end of the "
-					    "archive at byte %zu",
-					    i);
-		t->done = true;
-		return 0;
-	}
+	for (size_t i = t->off; i < t->len; i++)
+		if (t->buf[i])
+			return fail(t,
+				    "data after the end of the archive at "
+				    "byte %zu",
+				    i);
+	t->done = true;
+	return 0;
+}
+
+/* The header's checksum and magic, its size and mode. */
+static int header_fields(struct al_tar *t, const uint8_t *h, uint64_t *ret_size,
+			 uint64_t *ret_mode)
+{
+	uint64_t sum, want = 0;
+
 	if (!octal(h + 148, 8, &sum))
 		return fail(t, "bad header checksum field at byte %zu", t->off);
-	want = 0;
 	for (size_t i = 0; i < BLK; i++)
 		want += (i >= 148 && i < 156) ? ' ' : h[i];
 	if (sum != want)
@@ -168,13 +164,20 @@ again:
 			    "not a ustar header at byte %zu (use "
 			    "ustar format: tar --format=ustar)",
 			    t->off);
-	typ = (char)h[156];
-	if (!octal(h + 124, 12, &size))
+	if (!octal(h + 124, 12, ret_size))
 		return fail(t, "bad size field at byte %zu", t->off);
-	if (!octal(h + 100, 8, &mode))
-		mode = 0644;
-	nl = fieldlen(h, 100);
-	pl = fieldlen(h + 345, 155);
+	if (!octal(h + 100, 8, ret_mode))
+		*ret_mode = 0644;
+	return 0;
+}
+
+/* The entry's path (prefix/name) into e->path, tidied: its length, or
+ * the failure. */
+static int entry_path(struct al_tar *t, const uint8_t *h, char typ,
+		      struct al_tar_entry *e)
+{
+	size_t nl = fieldlen(h, 100), pl = fieldlen(h + 345, 155);
+
 	if (pl + 1 + nl > AL_PATH_MAX || nl == 0)
 		return fail(t,
 			    "an entry's name is empty or longer than %d "
@@ -189,54 +192,63 @@ again:
 		memcpy(e->path, h, nl);
 	}
 	e->path[nl] = 0;
-	nl = tidy(e->path, nl, typ == '5');
-	if (typ == '5' && nl == 0) {
-		/* the archive's root "./": nothing to make */
-		t->off += BLK;
-		if (size)
-			return fail(t, "a directory with a size");
-		goto again;
-	}
-	if (!al_relpath_valid(e->path, nl))
+	return (int)tidy(e->path, nl, typ == '5');
+}
+
+/* A link entry's target into e->link: a symlink must point down, a hard
+ * link name a file of the archive; neither has a size. */
+static int entry_link(struct al_tar *t, const uint8_t *h, char typ,
+		      uint64_t size, struct al_tar_entry *e)
+{
+	size_t pl = fieldlen(h + 157, 100);
+	char sp[64];
+
+	e->type = typ == '2' ? AL_TAR_SYMLINK : AL_TAR_HARDLINK;
+	memcpy(e->link, h + 157, pl);
+	e->link[pl] = 0;
+	if (typ == '2' && !link_down(e->link, pl))
 		return fail(t,
-			    "%s: refused: a path must be relative, with no "
-			    "empty, . or .. part",
+			    "%s: refused: a symlink must point down "
+			    "from its directory (relative, no "
+			    "..)",
 			    shown(e->path, sp, sizeof(sp)));
-	e->mode = (uint32_t)(mode & 0777);
+	if (typ == '1') {
+		pl = tidy(e->link, pl, false);
+		if (!al_relpath_valid(e->link, pl))
+			return fail(t,
+				    "%s: refused: a hard link "
+				    "must name a file inside the "
+				    "archive",
+				    shown(e->path, sp, sizeof(sp)));
+	}
+	if (size)
+		return fail(t, "%s: a link with a size",
+			    shown(e->path, sp, sizeof(sp)));
+	return 0;
+}
+
+/* The entry's type: files, directories and links; everything else
+ * (devices, fifos, pax and GNU extension headers) refused. */
+static int entry_type(struct al_tar *t, const uint8_t *h, char typ,
+		      uint64_t size, struct al_tar_entry *e)
+{
+	char sp[64];
+
 	switch (typ) {
 	case '0':
 	case '\0':
 	case '7':
 		e->type = AL_TAR_FILE;
-		break;
+		return 0;
 	case '5':
 		e->type = AL_TAR_DIR;
-		break;
+		if (size)
+			return fail(t, "%s: a directory with a size",
+				    shown(e->path, sp, sizeof(sp)));
+		return 0;
 	case '2':
 	case '1':
-		e->type = typ == '2' ? AL_TAR_SYMLINK : AL_TAR_HARDLINK;
-		pl = fieldlen(h + 157, 100);
-		memcpy(e->link, h + 157, pl);
-		e->link[pl] = 0;
-		if (typ == '2' && !link_down(e->link, pl))
-			return fail(t,
-				    "%s: refused: a symlink must point down "
-				    "from its directory (relative, no "
-				    "..)",
-				    shown(e->path, sp, sizeof(sp)));
-		if (typ == '1') {
-			pl = tidy(e->link, pl, false);
-			if (!al_relpath_valid(e->link, pl))
-				return fail(t,
-					    "%s: refused: a hard link "
-					    "must name a file inside the "
-					    "archive",
-					    shown(e->path, sp, sizeof(sp)));
-		}
-		if (size)
-			return fail(t, "%s: a link with a size",
-				    shown(e->path, sp, sizeof(sp)));
-		break;
+		return entry_link(t, h, typ, size, e);
 	case '3':
 	case '4':
 	case '6':
@@ -252,9 +264,14 @@ again:
 			    shown(e->path, sp, sizeof(sp)),
 			    typ >= 0x20 && typ < 0x7f ? typ : '?');
 	}
-	if (e->type == AL_TAR_DIR && size)
-		return fail(t, "%s: a directory with a size",
-			    shown(e->path, sp, sizeof(sp)));
+}
+
+/* The entry's contents within the caps: e->data and e->size, t->off past
+ * them. */
+static int entry_data(struct al_tar *t, uint64_t size, struct al_tar_entry *e)
+{
+	char sp[64];
+
 	if (++t->files > t->max_files)
 		return fail(t, "over the cap of %u entries", t->max_files);
 	if (size > t->max_bytes || t->bytes + size > t->max_bytes)
@@ -270,6 +287,46 @@ again:
 	size = (size + BLK - 1) / BLK * BLK; /* padded to a block */
 	t->off += size > t->len - t->off ? t->len - t->off : size;
 	return 1;
+}
+
+int al_tar_next(struct al_tar *t, struct al_tar_entry *e)
+{
+	const uint8_t *h = NULL;
+	uint64_t size = 0, mode = 0;
+	char typ, sp[64];
+	int r;
+
+	if (t->failed)
+		return -EINVAL;
+	if (t->done)
+		return 0;
+	for (;;) {
+		memset(e, 0, sizeof(*e));
+		r = next_header(t, &h);
+		if (r <= 0)
+			return r;
+		r = header_fields(t, h, &size, &mode);
+		if (r < 0)
+			return r;
+		typ = (char)h[156];
+		r = entry_path(t, h, typ, e);
+		if (r < 0)
+			return r;
+		if (typ != '5' || r != 0)
+			break;
+		/* the archive's root "./": nothing to make */
+		t->off += BLK;
+		if (size)
+			return fail(t, "a directory with a size");
+	}
+	if (!al_relpath_valid(e->path, (size_t)r))
+		return fail(t,
+			    "%s: refused: a path must be relative, with no "
+			    "empty, . or .. part",
+			    shown(e->path, sp, sizeof(sp)));
+	e->mode = (uint32_t)(mode & 0777);
+	r = entry_type(t, h, typ, size, e);
+	return r < 0 ? r : entry_data(t, size, e);
 }
 
 int al_tar_check(const void *buf, size_t len, uint64_t max_bytes,

@@ -229,6 +229,9 @@ int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
  * to one job (sb_pool_take) with fresh entropy and the clock, and is
  * destroyed after it like any VM. */
 #define SB_POOL_MAX 8
+/* A session's snapshots are named with this prefix (dispatcher/session/
+ * save.c); sb_snapshot_begin refuses it: an operator's never are. */
+#define SB_SNAP_SESSION_PREFIX "session-"
 struct sb_pool {
 	const struct sb_options *o;    /* options, outlive the pool */
 	const struct sb_template *t;   /* template, outlives the pool */
@@ -276,6 +279,28 @@ int sb_pool_warm(struct sb_pool *p, bool (*stop)(void *), void *arg);
  * (sb_pool_restore). Its ready_ms is the hand-off time. */
 int sb_pool_take(struct sb_pool *p, const struct al_limits *lim,
 		 struct sb_vm **ret);
+
+/* A VM for a job or a session, the one call a worker makes for it
+ * (get.c): what it asks for, from the most specific down.
+ *   1. `image` set (pool NULL): a cold boot of that image (NIC in `net`
+ *      when set): the worker runs cold, or the job's VM size differs
+ *      from the template's;
+ *   2. `pool` and `saveable`: a clone on a private share=on copy of the
+ *      template's RAM (sb_vm_restore_saveable), in `net` when set;
+ *   3. `pool` and `net`: a clone of a networked template in `net`;
+ *   4. `pool`: a warm clone fitting `lim` when one waits (sb_pool_take),
+ *      else a restore through a pre-started VMM (sb_pool_restore).
+ * The VM owns `net` from the call on, failure included. 0, or -errno
+ * with sb_vm_error(*ret) saying why when *ret is set. */
+struct sb_vm_want {
+	const char *image;	     /* cold boot this image (case 1) */
+	struct sb_pool *pool;	     /* else restore from this pool's template */
+	struct sb_net *net;	     /* the VM's network slot, NULL = none */
+	const struct al_limits *lim; /* the job's limits: a warm clone's setup */
+	bool saveable;		     /* a clone that can be saved (case 2) */
+};
+int sb_vm_get(const struct sb_options *o, const struct sb_vm_want *want,
+	      struct sb_vm **ret);
 
 int sb_vm_setup(struct sb_vm *vm, const struct al_limits *limits);
 int sb_vm_put_files(struct sb_vm *vm, const struct al_file *files, size_t n);

@@ -471,6 +471,9 @@ int sb_snapshot_begin(const struct sb_options *o, const char *name,
 	b->mem_fd = b->lock_fd = -1;
 	b->t0 = al_now_ms();
 	*ret_vm = NULL;
+	if (!strncmp(name, SB_SNAP_SESSION_PREFIX,
+		     strlen(SB_SNAP_SESSION_PREFIX)))
+		return -EPERM; /* sessions' namespace: never an operator's */
 	r = build_inputs(o, name, base, setup_hash, b);
 	if (r == 0)
 		r = snap_root(o, root, sizeof(root));
@@ -525,21 +528,6 @@ void sb_snapshot_abort(struct sb_snapshot_build *b)
 	b->lock_fd = -1;
 }
 
-/* Write `len` bytes as new file `name` in dfd, synced. */
-static int write_file(int dfd, const char *name, const void *data,
-		      size_t len, mode_t mode)
-{
-	int fd = sb__open_in(dfd, name, O_WRONLY | O_CREAT, mode, geteuid());
-	int r = 0;
-
-	if (fd < 0)
-		return fd;
-	if (write(fd, data, len) != (ssize_t)len || fsync(fd) < 0)
-		r = -EIO;
-	close(fd);
-	return r;
-}
-
 /* `mem` (the pages that differ from the base) and `pages` in dfd. */
 static int save_mem(const struct sb_snapshot_build *b, int dfd,
 		    uint64_t *ret_pages)
@@ -568,7 +556,7 @@ static int save_mem(const struct sb_snapshot_build *b, int dfd,
 	if (fd >= 0)
 		close(fd);
 	if (r == 0)
-		r = write_file(dfd, "pages", bits, nbits, 0400);
+		r = sb__write_file(dfd, "pages", bits, nbits, 0400);
 	free(bits);
 	return r;
 }
@@ -689,7 +677,11 @@ int sb_snapshot_remove(const struct sb_options *o, const char *name)
 
 /* Over o->snapshot_max_mb: remove the oldest snapshots no process holds,
  * never `keep` (the one just made). */
-static void enforce_cap(const struct sb_options *o, const char *keep)
+/* Over snapshots.max_disk_mb, the oldest not in use go. After a
+ * session's save (`session_only`) only sessions' snapshots (origin
+ * session:) may go: a session never evicts an operator's. */
+static void enforce_cap(const struct sb_options *o, const char *keep,
+			bool session_only)
 {
 	struct sb_snapshot_info *all;
 	uint64_t total = 0, cap = (uint64_t)o->snapshot_max_mb << 20;
@@ -705,7 +697,8 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 		/* a hibernated session's state or a fork's: its session's */
 		if (all[i].in_use || !strcmp(all[i].name, keep) ||
 		    !strncmp(all[i].origin, "hibernate:", 10) ||
-		    !strncmp(all[i].origin, "fork:", 5))
+		    !strncmp(all[i].origin, "fork:", 5) ||
+		    (session_only && strncmp(all[i].origin, "session:", 8)))
 			continue;
 		if (sb_snapshot_remove(o, all[i].name) == 0) {
 			sb_log(o, SB_LOG_INFO,
@@ -715,6 +708,18 @@ static void enforce_cap(const struct sb_options *o, const char *keep)
 		}
 	}
 	free(all);
+}
+
+/* After the device state: the RAM diff, then `inputs` (written last:
+ * the snapshot is complete), for a setup's build and a live save alike. */
+static int save_files(const struct sb_snapshot_build *b, int dfd,
+		      uint64_t *ret_pages)
+{
+	int r = save_mem(b, dfd, ret_pages);
+
+	return r < 0 ? r
+		     : sb__write_file(dfd, "inputs", b->inputs,
+				      strlen(b->inputs), 0400);
 }
 
 /* Save the setup's VM into b->tmp and kill it. */
@@ -734,9 +739,7 @@ static int save_build(const struct sb_options *o, struct sb_snapshot_build *b,
 	sb_vm_destroy(b->vm); /* QEMU reaped: the RAM in mem_fd is final */
 	b->vm = NULL;
 	if (r == 0)
-		r = save_mem(b, dfd, ret_pages);
-	if (r == 0)
-		r = write_file(dfd, "inputs", b->inputs, strlen(b->inputs), 0400);
+		r = save_files(b, dfd, ret_pages);
 	close(dfd);
 	return r;
 }
@@ -763,7 +766,7 @@ int sb_snapshot_commit(const struct sb_options *o,
 	if (r == 0) {
 		b->tmp[0] = 0; /* in place: abort leaves it */
 		remove_builds(root, b->name, ent); /* older builds */
-		enforce_cap(o, b->name);
+		enforce_cap(o, b->name, false);
 	}
 	if (r == 0 && ret) {
 		int rfd = sb__open_dir(root);
@@ -794,9 +797,7 @@ static int save_live(const struct sb_options *o, struct sb_vm *vm,
 	if (r == 0)
 		r = sb__template_save_state(vm, dfd, (off_t)STATE_MAX);
 	if (r == 0)
-		r = save_mem(b, dfd, ret_pages);
-	if (r == 0)
-		r = write_file(dfd, "inputs", b->inputs, strlen(b->inputs), 0400);
+		r = save_files(b, dfd, ret_pages);
 	close(dfd);
 	/* the guest runs on whatever happened (a failed migration leaves it
 	 * running; "cont" then only says so) */
@@ -865,7 +866,7 @@ int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
 		r = -errno;
 	if (r == 0) {
 		b.tmp[0] = 0;
-		enforce_cap(o, name);
+		enforce_cap(o, name, true);
 	}
 	if (r == 0 && ret) {
 		int rfd = sb__open_dir(root);

@@ -593,16 +593,7 @@ static int template_build(const struct sb_options *o,
 /* `inputs`, written last: the template is complete. */
 static int write_inputs(int dfd, const char *inputs)
 {
-	size_t n = strlen(inputs);
-	int fd, r = 0;
-
-	fd = sb__open_in(dfd, "inputs", O_WRONLY | O_CREAT, 0400, geteuid());
-	if (fd < 0)
-		return fd;
-	if (write(fd, inputs, n) != (ssize_t)n || fsync(fd) < 0)
-		r = -EIO;
-	close(fd);
-	return r;
+	return sb__write_file(dfd, "inputs", inputs, strlen(inputs), 0400);
 }
 
 /* Build under the lock, in a temp dir renamed into place. */

@@ -124,6 +124,31 @@ int sb__open_in(int dirfd, const char *name, int flags, mode_t mode,
 	return r;
 }
 
+int sb__write_file(int dirfd, const char *name, const void *data, size_t len,
+		   mode_t mode)
+{
+	int fd = sb__open_in(dirfd, name, O_WRONLY | O_CREAT, mode, geteuid());
+	const char *p = data;
+	int r = 0;
+
+	if (fd < 0)
+		return fd;
+	while (r == 0 && len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else
+			p += n, len -= (size_t)n;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
 int sb__open_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

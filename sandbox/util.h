@@ -33,6 +33,11 @@ int sb__find_binary(const char *name, char *out, size_t size);
  * CLOEXEC and stays O_NONBLOCK (no effect on regular files). */
 int sb__open_in(int dirfd, const char *name, int flags, mode_t mode,
 		uid_t owner);
+/* Write `len` bytes as new file `name` in `dirfd` (sb__open_in with
+ * O_CREAT: it must not exist), owned by us with `mode`, and fsync it.
+ * 0, or -errno (-EIO on a short write). */
+int sb__write_file(int dirfd, const char *name, const void *data, size_t len,
+		   mode_t mode);
 /* Open a directory without following a symlink in its last component
  * (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); fd or -errno. */
 int sb__open_dir(const char *path);

@@ -95,7 +95,7 @@ static int set_error(char **dst, const char *fmt, ...)
 /* The pool of `name`'s template (or its networked variant), opened (and
  * pre-started, when not networked) on first use. */
 static struct sb_pool *find_pool(struct al_worker *w, const char *name,
-				 bool net, int *ret)
+				 bool snap, bool net, int *ret)
 {
 	size_t i = w->n_templates;
 
@@ -120,10 +120,9 @@ static struct sb_pool *find_pool(struct al_worker *w, const char *name,
 	/* no image of that name: a snapshot, only when snapshots.allowed
 	 * lists it (whatever templates.allowed says: empty means any image,
 	 * never any snapshot) */
-	if (*ret == -ENOENT && !net && !al_policy_snapshot(w->policy, name) &&
-	    sb_snapshot_exists(w->sb, name))
+	if (*ret == -ENOENT && !net && !snap && sb_snapshot_exists(w->sb, name))
 		*ret = -EPERM;
-	else if (*ret == -ENOENT && !net && al_policy_snapshot(w->policy, name))
+	else if (*ret == -ENOENT && !net && snap)
 		*ret = sb_snapshot_open(w->sb, name, &w->templates[i]);
 	if (*ret < 0) {
 		if (i < w->n_templates) /* the slot of a removed snapshot */
@@ -176,7 +175,8 @@ static void warm_open(struct al_worker *w)
 
 		if (len && len <= AL_NAME_MAX) {
 			snprintf(name, sizeof(name), "%.*s", (int)len, p);
-			find_pool(w, name, false, &r);
+			find_pool(w, name, al_policy_snapshot(w->policy, name),
+				  false, &r);
 		}
 		p += len;
 		p += strspn(p, "0123456789: ");
@@ -222,56 +222,14 @@ int al_worker_idle_ms(const struct al_worker *w)
 	return -1;
 }
 
-/* A VM for `name`, cold or restored, in network slot `net` (NULL =
- * none; the VM's whatever happens); on failure *err says why. */
-static int get_vm(struct al_worker *w, const char *name,
-		  struct sb_options *o, const struct al_limits *lim,
-		  struct sb_net *net, struct sb_vm **ret, char *err,
-		  size_t errlen)
+/* Why get_vm failed, in err: the VM's own words when it has some. */
+static void get_vm_error(const struct al_worker *w, const char *name,
+			 bool snap, const struct sb_vm *vm, int r, char *err,
+			 size_t errlen)
 {
-	bool fits = lim->memory_mb + AL_WORKER_RESERVE_MB <= o->memory_mb &&
-		    lim->vcpus <= o->vcpus;
-	struct sb_pool *pool;
-	struct sb_image img;
-	int r;
-
-	*ret = NULL;
-	if (!fits && al_policy_snapshot(w->policy, name)) {
-		snprintf(err, errlen, "snapshot %s: the job asks for more "
-			 "than its VM has (memory_mb <= %u, vcpus <= %u)", name,
-			 o->memory_mb - AL_WORKER_RESERVE_MB, o->vcpus);
-		return -E2BIG;
-	}
-	if ((w->cold || !fits) && !al_policy_snapshot(w->policy, name)) {
-		if (!fits) {
-			o->memory_mb = lim->memory_mb + AL_WORKER_RESERVE_MB;
-			o->vcpus = lim->vcpus;
-		}
-		r = sb_image_open(o, name, &img);
-		if (r == 0)
-			r = sb_vm_boot_net(o, &img, net, ret);
-		else
-			sb_net_close(net);
-	} else {
-		pool = find_pool(w, name, net != NULL, &r);
-		if (pool && w->saveable) {
-			r = sb_vm_restore_saveable(o, pool->t, net, ret);
-		} else if (pool && net) {
-			r = sb_vm_restore_net(o, pool->t, net, ret);
-		} else if (pool) {
-			/* a warm clone when one waits, else a restore */
-			if (sb_pool_take(pool, lim, ret) < 0)
-				r = sb_pool_restore(pool, ret);
-			w->last = (size_t)(pool - w->pools);
-			w->warm_failed[w->last] = false;
-		} else {
-			sb_net_close(net);
-		}
-	}
-	if (r < 0 && sb_vm_error(*ret)[0])
-		snprintf(err, errlen, "%s", sb_vm_error(*ret));
-	else if ((r == -ENOENT || r == -ESTALE) &&
-		 al_policy_snapshot(w->policy, name))
+	if (sb_vm_error(vm)[0])
+		snprintf(err, errlen, "%s", sb_vm_error(vm));
+	else if ((r == -ENOENT || r == -ESTALE) && snap)
 		snprintf(err, errlen, "snapshot %s: %s on worker %s (create "
 			 "it there: `airlock snapshot create %s SETUP.json`)",
 			 name, r == -ENOENT ? "not on this host"
@@ -283,8 +241,52 @@ static int get_vm(struct al_worker *w, const char *name,
 	else if (r == -ENOENT)
 		snprintf(err, errlen, "template %s: no image (run `airlock "
 			 "image build %s`)", name, name);
-	else if (r < 0)
+	else
 		snprintf(err, errlen, "template %s: %s", name, strerror(-r));
+}
+
+/* A VM for `name` (`snap`: a snapshot snapshots.allowed lists, the
+ * job's policy read once by the caller), cold or restored, in network
+ * slot `net` (NULL = none; the VM's whatever happens); on failure *err
+ * says why. */
+static int get_vm(struct al_worker *w, const char *name, bool snap,
+		  struct sb_options *o, const struct al_limits *lim,
+		  struct sb_net *net, struct sb_vm **ret, char *err,
+		  size_t errlen)
+{
+	bool fits = lim->memory_mb + AL_WORKER_RESERVE_MB <= o->memory_mb &&
+		    lim->vcpus <= o->vcpus;
+	struct sb_vm_want want = {.net = net, .lim = lim,
+				  .saveable = w->saveable};
+	int r = 0;
+
+	*ret = NULL;
+	if (!fits && snap) {
+		sb_net_close(net);
+		snprintf(err, errlen, "snapshot %s: the job asks for more "
+			 "than its VM has (memory_mb <= %u, vcpus <= %u)", name,
+			 o->memory_mb - AL_WORKER_RESERVE_MB, o->vcpus);
+		return -E2BIG;
+	}
+	if ((w->cold || !fits) && !snap) {
+		if (!fits) {
+			o->memory_mb = lim->memory_mb + AL_WORKER_RESERVE_MB;
+			o->vcpus = lim->vcpus;
+		}
+		want.image = name;
+	} else {
+		want.pool = find_pool(w, name, snap, net != NULL, &r);
+	}
+	if (want.pool && !w->saveable && !net) {
+		w->last = (size_t)(want.pool - w->pools);
+		w->warm_failed[w->last] = false;
+	}
+	if (want.pool || want.image)
+		r = sb_vm_get(o, &want, ret);
+	else
+		sb_net_close(net);
+	if (r < 0)
+		get_vm_error(w, name, snap, *ret, r, err, errlen);
 	return r;
 }
 
@@ -952,6 +954,8 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		  uint64_t queued_ms, uint32_t attempt, struct al_result *res)
 {
 	const char *tmpl = job->template_ ? job->template_ : w->policy->template_;
+	/* the policy asked once: is the template an allowed snapshot */
+	bool snap = al_policy_snapshot(w->policy, tmpl);
 	uint64_t t0 = al_now_ms();
 	struct sb_options o = *w->sb;
 	struct sb_vm *vm = NULL;
@@ -978,14 +982,14 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 	gateway_slot(w, net, job->id, gw_addr, sizeof(gw_addr));
 	if (gw_addr[0])
 		gw_mark = al_pkglist_mark(w->sb->state_dir);
-	if (r == 0 && w->snapdef && al_policy_snapshot(w->policy, tmpl)) {
+	if (r == 0 && w->snapdef && snap) {
 		/* published through Redis: this host's build must be it */
 		r = al_worker_snapshot_ensure(w, tmpl, err, sizeof(err));
 		if (r < 0)
 			sb_net_close(net);
 	}
 	if (r == 0)
-		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, sizeof(err));
+		r = get_vm(w, tmpl, snap, &o, &lim, net, &vm, err, sizeof(err));
 	no_vm = r < 0;
 	if (r == 0) {
 		/* a pooled VMM too */
@@ -1029,8 +1033,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		r = -ENOMEM;
 	/* a snapshot this host lacks, or a job too big for it: retrying on
 	 * this host cannot help (docs/snapshots.md) */
-	if (no_vm && (r == -ENOENT || r == -ESTALE || r == -E2BIG) &&
-	    al_policy_snapshot(w->policy, tmpl))
+	if (no_vm && (r == -ENOENT || r == -ESTALE || r == -E2BIG) && snap)
 		res->status = AL_RJ;
 	if (no_vm && r == -EPERM) /* a snapshot the policy does not list */
 		res->status = AL_RJ;
@@ -1078,7 +1081,8 @@ int al_worker_open_vm(struct al_worker *w, const struct al_job *job,
 	if (r == 0)
 		gateway_slot(w, net, job->id, w->gw_addr, sizeof(w->gw_addr));
 	if (r == 0)
-		r = get_vm(w, tmpl, &o, &lim, net, &vm, err, errlen);
+		r = get_vm(w, tmpl, al_policy_snapshot(w->policy, tmpl), &o,
+			   &lim, net, &vm, err, errlen);
 	if (r < 0) {
 		al_worker_close_vm(w);
 		goto out; /* get_vm closed the slot */

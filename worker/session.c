@@ -79,6 +79,28 @@ int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
 				  opaque, true, ret);
 }
 
+int al_wsess_end_background(struct al_wsess *s)
+{
+	/* as the job user: every process of that user but this shell
+	 * (kill(-1) spares its caller), whatever cgroup it is in; an agent
+	 * of proto v5+ also kills job/bg before any job step */
+	static char sh[] = "kill -KILL -1 2>/dev/null; true";
+	struct al_step step = {.sh = sh};
+	struct al_step_result res;
+	struct al_limits lim;
+	int r;
+
+	if (!s->vm)
+		return -EPIPE;
+	lim = s->lim;
+	memset(&res, 0, sizeof(res));
+	/* background false: a job's step, which ends job/bg first */
+	r = sb_vm_run_step_ctl(s->vm, &step, &lim, 10000, NULL, NULL, NULL,
+			       NULL, false, &res);
+	al_step_result_release(&res);
+	return r;
+}
+
 bool al_wsess_alive(struct al_wsess *s)
 {
 	return s->vm && sb_vm_alive(s->vm);

@@ -56,6 +56,13 @@ int al_wsess_exec_tick(struct al_wsess *s, const struct al_step *step,
 		       uint32_t timeout_ms, uint32_t stream_cap, sb_out_fn out,
 		       sb_tick_fn tick, void *opaque,
 		       struct al_step_result *ret);
+/* End every process the session left running (its background ones, in
+ * the guest's job/bg): a job step (never a session exec) that kills
+ * every process of the job user but itself, before which the agent
+ * kills job/bg too (sandbox/agent/exec.c). Called before a session is
+ * saved as a snapshot, so nothing of its code runs in the clones. 0, or
+ * -errno when the VM failed. */
+int al_wsess_end_background(struct al_wsess *s);
 /* Does its agent take signals while an exec runs? (A round trip the
  * first time; never while an exec runs.) */
 bool al_wsess_can_signal(struct al_wsess *s);

@@ -6,7 +6,7 @@
  * a queue carries the queue's hash tag ({Q}), so one queue is one slot on
  * one master and every script's keys are in that slot; what moves is the
  * slot as a whole (a failover, a resharding). The two clients react to
- * what alq_redirect_parse() finds (docs/cluster.md has the story):
+ * what alq_redirect_parse() finds (docs/queue.md, "Redis Cluster", has the story):
  *
  *   MOVED slot host:port   the slot lives elsewhere now: connect there
  *                          and send the command again (it did not run)

@@ -301,21 +301,12 @@ bool alq__str_eq(const redisReply *r, const char *s)
 /* An unsigned decimal of at most 19 digits from a string reply. */
 bool alq__reply_u64(const redisReply *r, uint64_t *ret)
 {
-	uint64_t v = 0;
-
 	if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
 		*ret = (uint64_t)r->integer;
 		return true;
 	}
-	if (!alq__is_str(r) || r->len == 0 || r->len > 19)
-		return false;
-	for (size_t i = 0; i < r->len; i++) {
-		if (r->str[i] < '0' || r->str[i] > '9')
-			return false;
-		v = v * 10 + (uint64_t)(r->str[i] - '0');
-	}
-	*ret = v;
-	return true;
+	return alq__is_str(r) && r->len <= 19 &&
+	       al_decimal_parse(r->str, r->len, UINT64_MAX, ret) == 0;
 }
 
 int alq_entry_parse(const redisReply *r, struct alq_entry *ret)

@@ -51,7 +51,7 @@ int alq_sentinel_parse(const char *s, struct alq_url *u)
 	if (slash && slash[1]) {
 		const char *m = slash + 1, *db = strchr(m, '/');
 		size_t ml = db ? (size_t)(db - m) : strlen(m);
-		unsigned long v = 0;
+		uint64_t v;
 
 		if (ml == 0 || ml >= sizeof(u->master))
 			return -EINVAL;
@@ -61,12 +61,8 @@ int alq_sentinel_parse(const char *s, struct alq_url *u)
 		memcpy(u->master, m, ml);
 		u->master[ml] = '\0';
 		if (db && db[1]) {
-			for (const char *d = db + 1; *d; d++) {
-				if (*d < '0' || *d > '9' || v > (1u << 20))
-					return -EINVAL;
-				v = v * 10 + (unsigned long)(*d - '0');
-			}
-			if (v > (1u << 20))
+			if (al_decimal_parse(db + 1, strlen(db + 1), 1u << 20,
+					     &v) < 0)
 				return -EINVAL;
 			u->db = (unsigned)v;
 		}

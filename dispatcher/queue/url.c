@@ -61,18 +61,11 @@ static int parse_userinfo(const char **s, const char *end, struct alq_url *u)
 static int parse_uint(const char *s, size_t n, unsigned long max,
 		      unsigned long *ret)
 {
-	unsigned long v = 0;
+	uint64_t v;
 
-	if (n == 0 || n > 10)
+	if (al_decimal_parse(s, n, max, &v) < 0)
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned long)(s[i] - '0');
-	}
-	if (v > max)
-		return -EINVAL;
-	*ret = v;
+	*ret = (unsigned long)v;
 	return 0;
 }
 

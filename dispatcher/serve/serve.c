@@ -75,141 +75,21 @@
 #include "proc.h"
 #include "proto.h"
 #include "serve.h"
+#include "workers.h"
 #include "snapdef.h"
 
-#define TICK_MS		250u
-#define BLOCK_MS	1000u
-#define RELEASE_IDLE_MS "31536000000" /* a year: reclaimable at once */
-#define HB_BATCH	256u	      /* entries per HEARTBEAT call */
-#define RESPAWN_MIN_MS	200u
-#define RESPAWN_MAX_MS	10000u
-#define READ_BUF	(64u << 10)
-#define SNAP_CACHE	8u	      /* definitions kept (snapdef_cb) */
-
-enum task_state {
-	T_FETCH = 0,  /* payload being fetched */
-	T_FETCH_WAIT, /* fetch again once Redis is back */
-	T_QUEUED,     /* waiting for a worker */
-	T_RUNNING,    /* a worker has it */
-	T_STORING,    /* COMPLETE in flight */
-	T_STORE_WAIT, /* store again once Redis is back */
-};
-
-struct serve;
-
-/* One partition of the queue (queue.h): its own slot, so its own
- * connections (a Cluster node each), consumer group and timers' state. */
-struct part {
-	struct serve *s;		 /* owner */
-	unsigned index;			 /* partition number */
-	char q[ALQ_PART_NAME_MAX];	 /* its queue name */
-	struct alq_conn cmd, blk;	 /* commands; blocking reads */
-	bool group_ready;		 /* consumer group exists */
-	bool group_pending;		 /* XGROUP CREATE in flight */
-	bool reading;			 /* XREADGROUP in flight */
-	bool reclaiming;		 /* RECLAIM in flight */
-	unsigned asked;			 /* entries its read may bring */
-	unsigned reclaim_n;		 /* entries its reclaim may bring */
-	char cmd_name[16], blk_name[24]; /* the connections' names (logs) */
-	char k_jobs[ALQ_KEY_MAX], k_dead[ALQ_KEY_MAX], k_cancel[ALQ_KEY_MAX];
-};
-
-struct task {
-	struct task *prev, *next; /* in serve.tasks */
-	struct serve *s;	  /* owner */
-	struct part *p;		  /* its partition */
-	enum task_state state;	  /* see above */
-	struct alq_entry e;	  /* the stream entry */
-	char id[AL_ID_MAX + 1];	  /* result id: job id or entry-SID */
-	char *payload;		  /* the job's msgpack */
-	size_t len;		  /* bytes of payload */
-	uint32_t wall_ms;	  /* effective wall limit */
-	char *result;		  /* result msgpack to store */
-	size_t result_len;	  /* bytes of result */
-	char status[4];		  /* its status, for the log */
-	uint64_t run_ms;	  /* result's timing.run_ms, for metrics */
-	uint64_t restore_ms;	  /* result's vm.restore_ms, for metrics */
-	char reason[200];	  /* dead-letter reason, "" = none */
-	bool cancelled;		  /* `airlock cancel`: its worker was killed */
-	char digest[AL_DIGEST_HEX + 1]; /* of the payload, "" = not fetched */
-	struct al_snapdef *snap;  /* the published definition of the
-				   * snapshot it names, NULL = none */
-	char *snap_setup;	  /* snap's setup bytes */
-	char snap_name[AL_NAME_MAX + 1]; /* the snapshot it names, "" = none */
-	uint32_t build_ms;	  /* more time its worker may take: building
-				   * the snapshot from snap */
-};
-
-struct wslot {
-	struct serve *s;	    /* owner */
-	unsigned index;		    /* slot number */
-	char name[AL_NAME_MAX + 1]; /* `worker` in results */
-	struct al_proc proc;	    /* pid, socket, pidfd */
-	uv_pipe_t pipe;		    /* the socket */
-	uv_poll_t poll;		    /* the pidfd */
-	unsigned open_handles;	    /* pipe/poll not yet closed */
-	bool alive;		    /* process not yet reaped */
-	bool reading;		    /* pipe readable and wanted */
-	struct task *task;	    /* the job it runs, NULL = idle */
-	uint64_t deadline;	    /* kill it past this (loop ms) */
-	uint64_t respawn_at;	    /* loop ms, 0 = not waiting */
-	uint32_t backoff_ms;	    /* next respawn delay */
-	uint64_t started;	    /* loop ms at spawn */
-	struct al_frame_reader fr;  /* result frame being read */
-	char *rbuf;		    /* read buffer */
-};
-
-struct serve {
-	const struct al_serve_opts *o;
-	uv_loop_t loop;
-	struct part *p;			    /* partitions, p[0] = the queue */
-	unsigned n_p;			    /* entries in p */
-	unsigned next_read;		    /* partition to read first */
-	unsigned next_reclaim;		    /* partition to reclaim first */
-	unsigned empty_reads;		    /* reads in a row with no entry */
-	uv_timer_t tick, hb, reclaim, trim; /* timers */
-	uv_signal_t sigterm, sigint;	    /* shutdown */
-	uv_poll_t stop;			    /* o->stop_fd */
-	bool stop_open;			    /* stop handle initialised */
-	struct wslot *w;		    /* worker slots */
-	unsigned n_w;			    /* entries in w */
-	struct task tasks;		    /* list head */
-	unsigned n_tasks;		    /* entries in tasks */
-	bool draining;			    /* shutdown begun */
-	bool closing;			    /* handles being closed */
-	uint64_t drain_deadline;	    /* loop ms */
-	char consumer[AL_NAME_MAX + 1];	    /* our consumer name */
-	char k_serves[ALQ_KEY_MAX];	    /* partition 0's */
-	char snap_host[ALQ_SNAPDEF_HOST_MAX]; /* this host in snaphosts */
-	struct {
-		struct al_snapdef d;	    /* a definition read, d.name[0]
-					     * = free slot */
-		char *setup;		    /* its setup bytes */
-		uint32_t build_ms;	    /* its build allowance */
-	} snapc[SNAP_CACHE];		    /* the last ones read, by name:
-					     * a job costs an HGET of the key
-					     * while it is unchanged */
-	unsigned snapc_next;		    /* slot to replace next */
-	uint64_t stored, rejected, retried, dead; /* counters for the log */
-};
-
-static void pump(struct serve *s);
-static void dispatch(struct serve *s);
+static void pump(struct serve_state *s);
+static void dispatch(struct serve_state *s);
 static void fetch_snapdef(struct task *t, const char *name);
 static void store(struct task *t);
-static void maybe_finish(struct serve *s);
-
-static uint64_t mono(struct serve *s)
-{
-	return uv_now(&s->loop);
-}
+static void maybe_finish(struct serve_state *s);
 
 /* --- tasks -------------------------------------------------------------------
  */
 
 static struct task *task_find(struct part *p, const char *sid)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 
 	for (struct task *t = s->tasks.next; t != &s->tasks; t = t->next)
 		if (t->p == p && !strcmp(t->e.sid, sid))
@@ -219,7 +99,7 @@ static struct task *task_find(struct part *p, const char *sid)
 
 static struct task *task_new(struct part *p, const struct alq_entry *e)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 	struct task *t = calloc(1, sizeof(*t));
 
 	if (!t)
@@ -241,7 +121,7 @@ static struct task *task_new(struct part *p, const struct alq_entry *e)
 
 static void task_free(struct task *t)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	t->prev->next = t->next;
 	t->next->prev = t->prev;
@@ -253,7 +133,7 @@ static void task_free(struct task *t)
 	free(t);
 }
 
-static unsigned count_state(struct serve *s, enum task_state st)
+static unsigned count_state(struct serve_state *s, enum task_state st)
 {
 	unsigned n = 0;
 
@@ -262,7 +142,7 @@ static unsigned count_state(struct serve *s, enum task_state st)
 	return n;
 }
 
-static unsigned idle_workers(struct serve *s)
+static unsigned idle_workers(struct serve_state *s)
 {
 	unsigned n = 0;
 
@@ -272,7 +152,7 @@ static unsigned idle_workers(struct serve *s)
 }
 
 /* How many more entries we could start right now. */
-static unsigned free_slots(struct serve *s)
+static unsigned free_slots(struct serve_state *s)
 {
 	unsigned idle = idle_workers(s);
 	unsigned held = count_state(s, T_QUEUED) + count_state(s, T_FETCH) +
@@ -284,7 +164,7 @@ static unsigned free_slots(struct serve *s)
 /* Free slots not yet promised to the reads (reclaim: to the reclaims)
  * in flight: reads and reclaims each ask for at most the free slots, as
  * with one partition. */
-static unsigned avail(struct serve *s, bool reclaim)
+static unsigned avail(struct serve_state *s, bool reclaim)
 {
 	unsigned n = free_slots(s), asked = 0;
 
@@ -293,7 +173,7 @@ static unsigned avail(struct serve *s, bool reclaim)
 	return n > asked ? n - asked : 0;
 }
 
-static bool any_reading(const struct serve *s)
+static bool any_reading(const struct serve_state *s)
 {
 	for (unsigned i = 0; i < s->n_p; i++)
 		if (s->p[i].reading)
@@ -441,7 +321,7 @@ static void count_job(const struct task *t)
 static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = ((struct part *)c->data)->s;
+	struct serve_state *s = ((struct part *)c->data)->s;
 
 	if (!r) {
 		t->state = T_STORE_WAIT; /* again when Redis is back */
@@ -472,7 +352,7 @@ static void store_cb(struct alq_conn *c, redisReply *r, void *priv)
 
 static void store(struct task *t)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	const char *q = t->p->q;
 	char k[7][ALQ_KEY_MAX], ttl[16], n[16], minute[24];
 	const char *argv[13];
@@ -518,7 +398,7 @@ static void store(struct task *t)
 /* Give t a copy of cached definition i; 0 or -ENOMEM. */
 static int snap_give(struct task *t, unsigned i)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	free(t->snap); /* from an earlier fetch of t, if any */
 	free(t->snap_setup);
@@ -535,7 +415,7 @@ static int snap_give(struct task *t, unsigned i)
 
 /* Keep definition d (its setup malloc'd, handed over) under its name;
  * the slot it went to. */
-static unsigned snap_keep(struct serve *s, const struct al_snapdef *d,
+static unsigned snap_keep(struct serve_state *s, const struct al_snapdef *d,
 			  char *setup)
 {
 	struct al_job job = {0};
@@ -568,7 +448,7 @@ static unsigned snap_keep(struct serve *s, const struct al_snapdef *d,
  * the reply was such; t may be gone then. */
 static bool snap_trouble(struct task *t, redisReply *r)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	char why[160];
 
 	if (r && !s->draining && (r->type != REDIS_REPLY_ERROR ||
@@ -594,7 +474,7 @@ static bool snap_trouble(struct task *t, redisReply *r)
 
 static void snap_ready(struct task *t, int e)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	if (e == -EBADMSG) {
 		reject1(t, "template", "the snapshot's published definition is "
@@ -633,7 +513,7 @@ static void snapdef_cb(struct alq_conn *c, redisReply *r, void *priv)
 static void snapkey_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	char k[ALQ_KEY_MAX];
 
 	(void)c;
@@ -673,7 +553,7 @@ static void fetch_snapdef(struct task *t, const char *name)
 /* After a job ran from t->snap on this host: record the key built here. */
 static void snapdef_record(struct task *t, const struct al_result *res)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	char k[ALQ_KEY_MAX], val[64];
 
 	if (!t->snap || !res->vm.restored || res->status == AL_RJ)
@@ -690,7 +570,7 @@ static void snapdef_record(struct task *t, const struct al_result *res)
 /* The payload is here: decode it enough to know it can run. */
 static void got_payload(struct task *t, const char *p, size_t len)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 	struct al_job job = {0};
 	struct al_limits lim;
 	struct al_diags d;
@@ -746,7 +626,7 @@ static void ack_entry(struct part *p, const char *sid)
 static void fetch_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct task *t = priv;
-	struct serve *s = ((struct part *)c->data)->s;
+	struct serve_state *s = ((struct part *)c->data)->s;
 	enum alq_fetch kind;
 	const char *payload;
 	char why[160];
@@ -842,7 +722,7 @@ static void claimed(struct part *p, const struct alq_entry *e)
 
 static void retry_or_dead(struct task *t, const char *why)
 {
-	struct serve *s = t->s;
+	struct serve_state *s = t->s;
 
 	if (t->e.deliveries >= s->o->max_deliveries) {
 		dead_letter(t, why);
@@ -930,92 +810,7 @@ static void on_result(struct wslot *w, uint8_t *body, size_t len)
 	store(t);
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	struct wslot *w = h->data;
-
-	(void)suggested;
-	*buf = uv_buf_init(w->rbuf, READ_BUF);
-}
-
-static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
-{
-	struct wslot *w = st->data;
-	struct serve *s = w->s;
-	size_t off = 0;
-
-	if (n < 0) {
-		/* EOF or error: it is dying; the pidfd tells us when */
-		uv_read_stop(st);
-		w->reading = false;
-		return;
-	}
-	while (off < (size_t)n) {
-		long used = al_frame_reader_feed(&w->fr, buf->base + off,
-						 (size_t)n - off);
-		uint8_t *body;
-		size_t len;
-
-		if (used < 0) {
-			al_err("worker=%u: bad result frame (%s); killing it",
-			       w->index, strerror((int)-used));
-			kill(-w->proc.pid, SIGKILL);
-			uv_read_stop(st);
-			w->reading = false;
-			return;
-		}
-		off += (size_t)used;
-		if (al_frame_reader_ready(&w->fr) &&
-		    al_frame_reader_take(&w->fr, &body, &len) == 0)
-			on_result(w, body, len);
-	}
-	dispatch(s);
-	pump(s);
-	maybe_finish(s);
-}
-
-static void write_cb(uv_write_t *req, int status)
-{
-	free(req->data);
-	free(req);
-	(void)status; /* a failed write means the worker died: pidfd says */
-}
-
-static int send_job(struct wslot *w, struct task *t)
-{
-	struct al_proc_job pj = {
-	    .payload = t->payload, .len = t->len, .attempt = t->e.deliveries};
-	uint64_t now = al_wall_ms();
-	uv_write_t *req;
-	uv_buf_t b;
-	char *frame;
-	size_t len;
-	int r;
-
-	if (t->snap)
-		pj.snap = *t->snap; /* its setup is t's until t is freed */
-
-	if (t->e.submit_ms && t->e.submit_ms <= now)
-		pj.queued_ms = now - t->e.submit_ms;
-	r = al_proc_job_frame(&pj, &frame, &len);
-	if (r < 0)
-		return r;
-	req = malloc(sizeof(*req));
-	if (!req) {
-		free(frame);
-		return -ENOMEM;
-	}
-	req->data = frame;
-	b = uv_buf_init(frame, (unsigned)len);
-	r = uv_write(req, (uv_stream_t *)&w->pipe, &b, 1, write_cb);
-	if (r < 0) {
-		free(frame);
-		free(req);
-	}
-	return r;
-}
-
-static void dispatch(struct serve *s)
+static void dispatch(struct serve_state *s)
 {
 	for (unsigned i = 0; i < s->n_w && !s->closing; i++) {
 		struct wslot *w = &s->w[i];
@@ -1028,7 +823,7 @@ static void dispatch(struct serve *s)
 				break;
 		if (t == &s->tasks)
 			return;
-		if (send_job(w, t) < 0) {
+		if (serve__send_job(w, t) < 0) {
 			al_err("worker=%u: could not send job=%s; killing it",
 			       i, t->id);
 			kill(-w->proc.pid, SIGKILL);
@@ -1041,140 +836,6 @@ static void dispatch(struct serve *s)
 		al_debug("job=%s worker=%u attempt=%u: started", t->id, i,
 			 t->e.deliveries);
 	}
-}
-
-static void handle_closed(uv_handle_t *h)
-{
-	struct wslot *w = h->data;
-
-	if (h == (uv_handle_t *)&w->poll && w->proc.pidfd >= 0) {
-		close(w->proc.pidfd);
-		w->proc.pidfd = -1;
-	}
-	w->open_handles--;
-	maybe_finish(w->s);
-}
-
-/* What VMs of dead workers left (sandbox/sweep.c); `always` logs even
- * when nothing was left (start-up). Blocks for at most a few seconds. */
-static void sweep(struct serve *s, const char *when, bool always)
-{
-	struct sb_sweep_stats st;
-	int r = sb_sweep(s->o->sb, &st);
-
-	if (r < 0)
-		al_warn("sweep %s: run dir %s: %s", when, s->o->sb->run_dir,
-			r == -EPERM ? "not ours alone (owner or mode): left "
-				      "alone"
-				    : strerror(-r));
-	if (always || st.dirs || st.cgroups || st.killed || st.links)
-		al_info("sweep %s: removed %u run dirs and %u cgroups of dead "
-			"workers and %u network links, killed %u processes",
-			when, st.dirs, st.cgroups, st.links, st.killed);
-}
-
-static void on_exit_(uv_poll_t *p, int status, int events)
-{
-	struct wslot *w = p->data;
-	struct serve *s = w->s;
-	siginfo_t si = {0};
-	char why[96];
-	int st = 0;
-
-	(void)status;
-	(void)events;
-	/* peek first: the group must be killed while the pid cannot be
-	 * reused, i.e. before the worker is reaped */
-	if (waitid(P_PID, (id_t)w->proc.pid, &si, WEXITED | WNOHANG | WNOWAIT) <
-		0 ||
-	    si.si_pid != w->proc.pid)
-		return; /* spurious */
-	/* its QEMU and pre-started VMMs die by PDEATHSIG; the group too */
-	kill(-w->proc.pid, SIGKILL);
-	while (waitpid(w->proc.pid, &st, 0) < 0 && errno == EINTR)
-		;
-	w->alive = false;
-	if (WIFSIGNALED(st))
-		snprintf(why, sizeof(why), "worker process killed by signal %d",
-			 WTERMSIG(st));
-	else
-		snprintf(why, sizeof(why), "worker process exited with %d",
-			 WEXITSTATUS(st));
-	if (w->task || !s->draining)
-		al_warn("worker=%u pid=%d: %s%s", w->index, (int)w->proc.pid,
-			why, w->task ? " mid-job" : "");
-	if (!s->draining && s->o->metrics)
-		atomic_fetch_add(&s->o->metrics->worker_restarts, 1);
-	w->proc.pid = -1;
-	sweep(s, "after a worker died", false);
-	uv_poll_stop(p);
-	uv_close((uv_handle_t *)&w->poll, handle_closed);
-	if (!uv_is_closing((uv_handle_t *)&w->pipe))
-		uv_close((uv_handle_t *)&w->pipe, handle_closed);
-	w->reading = false;
-	if (w->task) {
-		struct task *t = w->task;
-
-		w->task = NULL;
-		if (t->cancelled) { /* its CX result is stored */
-			ack_entry(t->p, t->e.sid);
-			al_info("job=%s worker=%u: cancelled; VM killed",
-				t->id, w->index);
-			task_free(t);
-		} else if (s->draining) {
-			release_entry(t->p, t->e.sid);
-			task_free(t);
-		} else {
-			retry_or_dead(t, why);
-		}
-	}
-	if (!s->draining) {
-		/* a worker that dies young backs off; one that served resets */
-		if (mono(s) - w->started > 60000)
-			w->backoff_ms = RESPAWN_MIN_MS;
-		w->respawn_at = mono(s) + w->backoff_ms;
-		w->backoff_ms = w->backoff_ms * 2 > RESPAWN_MAX_MS
-				    ? RESPAWN_MAX_MS
-				    : w->backoff_ms * 2;
-	}
-	dispatch(s);
-	pump(s);
-	maybe_finish(s);
-}
-
-static int spawn(struct wslot *w)
-{
-	struct serve *s = w->s;
-	int r;
-
-	r = al_proc_spawn(s->o->sb, s->o->policy, w->name, s->o->run, &w->proc);
-	if (r < 0)
-		return r;
-	uv_pipe_init(&s->loop, &w->pipe, 0);
-	w->pipe.data = w;
-	uv_poll_init(&s->loop, &w->poll, w->proc.pidfd);
-	w->poll.data = w;
-	w->open_handles = 2;
-	r = uv_pipe_open(&w->pipe, w->proc.fd);
-	if (r == 0) {
-		w->proc.fd = -1; /* the pipe owns it now */
-		r = uv_read_start((uv_stream_t *)&w->pipe, alloc_cb, read_cb);
-	}
-	if (r == 0)
-		r = uv_poll_start(&w->poll, UV_READABLE, on_exit_);
-	w->alive = true;
-	w->started = mono(s);
-	w->respawn_at = 0;
-	al_frame_reader_reset(&w->fr);
-	if (r < 0) {
-		al_err("worker=%u: %s; killing it", w->index, uv_strerror(r));
-		kill(-w->proc.pid, SIGKILL);
-		uv_poll_start(&w->poll, UV_READABLE, on_exit_);
-		return 0; /* on_exit_ reaps it and schedules a respawn */
-	}
-	w->reading = true;
-	al_info("worker=%u pid=%d: started", w->index, (int)w->proc.pid);
-	return 0;
 }
 
 /* --- reading the stream
@@ -1289,7 +950,7 @@ static void read_part(struct part *p, unsigned n, unsigned block_ms)
  * then each read blocks briefly (BLOCK_SHORT_MS), so idle partitions
  * cost a few reads a second, and a busy one is found within a round. */
 #define BLOCK_SHORT_MS 100u
-static void pump(struct serve *s)
+static void pump(struct serve_state *s)
 {
 	unsigned n, ready = 0, block, last = s->next_read;
 
@@ -1344,7 +1005,7 @@ static void hb_cb(struct alq_conn *c, redisReply *r, void *priv)
 
 /* Job `t` was cancelled (its CX result is stored): never run it; if it
  * runs, kill its worker (on_exit_ acknowledges it, no retry). */
-static void cancel_task(struct serve *s, struct task *t)
+static void cancel_task(struct serve_state *s, struct task *t)
 {
 	if (t->state == T_QUEUED || t->state == T_FETCH_WAIT) {
 		al_info("job=%s: cancelled before it ran", t->id);
@@ -1367,7 +1028,7 @@ static void cancel_task(struct serve *s, struct task *t)
 static void cancel_cb(struct alq_conn *c, redisReply *r, void *priv)
 {
 	struct part *p = c->data;
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 	struct task *t;
 	char sid[ALQ_SID_MAX];
 
@@ -1391,7 +1052,7 @@ static void cancel_cb(struct alq_conn *c, redisReply *r, void *priv)
  * were cancelled. */
 static void heartbeat_part(struct part *p)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 	const char *argv[2 + HB_BATCH];
 	int n = 2;
 
@@ -1420,7 +1081,7 @@ static void heartbeat_part(struct part *p)
 
 static void heartbeat(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 	char val[64];
 	unsigned busy = 0, alive = 0;
 
@@ -1473,7 +1134,7 @@ static void reclaim_cb(struct alq_conn *c, redisReply *r, void *priv)
  * in flight: an equal share each, the first in turn (next_reclaim). */
 static void reclaim(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 	char slack[16], count[16], dflt[16], maxw[16];
 	const char *argv[6];
 	unsigned n, ready = 0;
@@ -1526,7 +1187,7 @@ static void trim_cb(struct alq_conn *c, redisReply *r, void *priv)
 
 static void trim(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 
 	for (unsigned i = 0; i < s->n_p; i++) {
 		struct part *p = &s->p[i];
@@ -1543,18 +1204,7 @@ static void trim(uv_timer_t *h)
 /* --- shutdown
  * ------------------------------------------------------------------------ */
 
-static void stop_worker(struct wslot *w)
-{
-	if (w->alive && w->reading) {
-		uv_read_stop((uv_stream_t *)&w->pipe);
-		w->reading = false;
-	}
-	/* closing its socket tells an idle worker to exit */
-	if (w->alive && !uv_is_closing((uv_handle_t *)&w->pipe))
-		uv_close((uv_handle_t *)&w->pipe, handle_closed);
-}
-
-static void begin_drain(struct serve *s, const char *why)
+static void begin_drain(struct serve_state *s, const char *why)
 {
 	if (s->draining) {
 		al_warn("%s again: stopping running jobs now", why);
@@ -1575,7 +1225,7 @@ static void begin_drain(struct serve *s, const char *why)
 	}
 	for (unsigned i = 0; i < s->n_w; i++)
 		if (!s->w[i].task)
-			stop_worker(&s->w[i]);
+			serve__stop_worker(&s->w[i]);
 	maybe_finish(s);
 }
 
@@ -1597,7 +1247,7 @@ static void conn_closed(struct alq_conn *c)
 	maybe_finish(((struct part *)c->data)->s);
 }
 
-static void close_rest(struct serve *s)
+static void close_rest(struct serve_state *s)
 {
 	for (unsigned i = 0; i < s->n_p; i++) {
 		alq_conn_close(&s->p[i].cmd);
@@ -1628,7 +1278,7 @@ static void farewell_cb(struct alq_conn *c, redisReply *r, void *priv)
 	close_rest(((struct part *)c->data)->s);
 }
 
-static void close_all(struct serve *s)
+static void close_all(struct serve_state *s)
 {
 	s->closing = true;
 	uv_timer_stop(&s->hb); /* no HSET after the HDEL */
@@ -1644,7 +1294,7 @@ static void close_all(struct serve *s)
 
 /* Done draining when no worker is left and nothing waits to be stored
  * (or Redis stayed away past the grace period). */
-static void maybe_finish(struct serve *s)
+static void maybe_finish(struct serve_state *s)
 {
 	bool late;
 
@@ -1658,7 +1308,7 @@ static void maybe_finish(struct serve *s)
 			if (late && w->task)
 				kill(-w->proc.pid, SIGKILL);
 			else
-				stop_worker(w);
+				serve__stop_worker(w);
 		}
 		if (w->alive || w->open_handles)
 			return;
@@ -1682,7 +1332,7 @@ static void maybe_finish(struct serve *s)
 }
 
 /* The gauges of o->metrics, from the loop's own state. */
-static void gauges(struct serve *s)
+static void gauges(struct serve_state *s)
 {
 	struct al_metrics *m = s->o->metrics;
 	uint64_t alive = 0, busy = 0, reconnects = 0;
@@ -1702,7 +1352,7 @@ static void gauges(struct serve *s)
 
 static void tick(uv_timer_t *h)
 {
-	struct serve *s = h->data;
+	struct serve_state *s = h->data;
 	uint64_t now = mono(s);
 
 	gauges(s);
@@ -1718,7 +1368,7 @@ static void tick(uv_timer_t *h)
 		}
 		if (!w->alive && !w->open_handles && w->respawn_at &&
 		    now >= w->respawn_at && !s->draining) {
-			int r = spawn(w);
+			int r = serve__spawn(w);
 
 			if (r < 0) {
 				al_err("worker=%u: spawn failed: %s", i,
@@ -1767,6 +1417,37 @@ static void blk_down(struct alq_conn *c)
 	p->asked = 0;
 }
 
+/* --- the loop's side of the worker seam (serve_worker_ops)
+ * ------------------------------------------------------------------ */
+
+/* w's worker was reaped with the job it ran, if any. */
+static void worker_died(struct wslot *w, const char *why)
+{
+	struct task *t = w->task;
+
+	if (!t)
+		return;
+	w->task = NULL;
+	if (t->cancelled) { /* its CX result is stored */
+		ack_entry(t->p, t->e.sid);
+		al_info("job=%s worker=%u: cancelled; VM killed", t->id,
+			w->index);
+		task_free(t);
+	} else if (w->s->draining) {
+		release_entry(t->p, t->e.sid);
+		task_free(t);
+	} else {
+		retry_or_dead(t, why);
+	}
+}
+
+static void worker_turn(struct serve_state *s)
+{
+	dispatch(s);
+	pump(s);
+	maybe_finish(s);
+}
+
 /* --- setup
  * ------------------------------------------------------------------------- */
 
@@ -1796,7 +1477,7 @@ void al_serve_opts_init(struct al_serve_opts *o)
 static int init_conn(struct part *p, struct alq_conn *c, char *name, size_t len,
 		     const char *base)
 {
-	struct serve *s = p->s;
+	struct serve_state *s = p->s;
 
 	snprintf(name, len, p->index ? "%s.p%u" : "%s", base, p->index);
 	memset(c, 0, sizeof(*c));
@@ -1807,19 +1488,23 @@ static int init_conn(struct part *p, struct alq_conn *c, char *name, size_t len,
 	return alq_conn_init(c, &s->loop, &s->o->url, name);
 }
 
-static int timer(struct serve *s, uv_timer_t *t, uv_timer_cb cb, uint64_t every)
+static int timer(struct serve_state *s, uv_timer_t *t, uv_timer_cb cb, uint64_t every)
 {
 	uv_timer_init(&s->loop, t);
 	t->data = s;
 	return uv_timer_start(t, cb, every, every);
 }
 
-static int setup(struct serve *s)
+static int setup(struct serve_state *s)
 {
 	char host[41] = "host";
 	unsigned n;
 	int r;
 
+	s->ops = (struct serve_worker_ops){.result = on_result,
+					   .died = worker_died,
+					   .turn = worker_turn,
+					   .closed = maybe_finish};
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
 	for (char *p = host; *p; p++)
@@ -1897,7 +1582,7 @@ static int setup(struct serve *s)
 	return 0;
 }
 
-static int spawn_all(struct serve *s)
+static int spawn_all(struct serve_state *s)
 {
 	s->w = calloc(s->o->workers, sizeof(*s->w));
 	if (!s->w)
@@ -1917,7 +1602,7 @@ static int spawn_all(struct serve *s)
 		w->rbuf = malloc(READ_BUF);
 		if (!w->rbuf)
 			return -ENOMEM;
-		r = spawn(w);
+		r = serve__spawn(w);
 		if (r < 0)
 			return r;
 	}
@@ -1926,7 +1611,7 @@ static int spawn_all(struct serve *s)
 
 int al_serve_run(const struct al_serve_opts *o)
 {
-	struct serve *s;
+	struct serve_state *s;
 	char where[300];
 	int r;
 
@@ -1944,7 +1629,7 @@ int al_serve_run(const struct al_serve_opts *o)
 	}
 	r = setup(s);
 	if (r == 0) {
-		sweep(s, "at start-up", true);
+		serve__sweep(s, "at start-up", true);
 		r = spawn_all(s);
 	}
 	alq_url_display(&o->url, where, sizeof(where));

@@ -25,17 +25,23 @@ int sess__key(char *buf, size_t len, const char *q, const char *fmt, ...)
 	return 0;
 }
 
+redisContext *sess__rc(struct alq_client *cl, const struct al_sess_opts *o)
+{
+	if (cl->rc && !cl->rc->err)
+		return cl->rc;
+	alq_client_close(cl);
+	if (alq_client_open(cl, &o->url, o->queue, sess__timeout_ms(o)) < 0) {
+		alq_client_close(cl);
+		return NULL;
+	}
+	return cl->rc;
+}
+
 bool sess__id_valid(const char *id)
 {
 	size_t n = strlen(id);
 
-	if (n != 26 || (id[0] != 's' && id[0] != 'r') || id[1] != '-')
-		return false;
-	for (size_t i = 2; i < n; i++)
-		if (!((id[i] >= '0' && id[i] <= '9') ||
-		      (id[i] >= 'a' && id[i] <= 'f')))
-			return false;
-	return true;
+	return al_sess_id_ok(id, n, 's') || al_sess_id_ok(id, n, 'r');
 }
 
 int sess__new_id(char *buf, size_t len, char prefix)

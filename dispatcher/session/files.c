@@ -379,10 +379,40 @@ static int parent_fd(int root, const char *path, bool mkdirs, const char **leaf)
 	return fd;
 }
 
+/* Files this extraction made (their inodes): a hard link may name only
+ * one of them, never a file that was in the directory before (a guest's
+ * link `x` to the host's `.env` would hand .env to the next `put`). */
+struct made {
+	ino_t *ino;
+	size_t n, cap;
+};
+
+static bool made_has(const struct made *m, int dfd, const char *leaf)
+{
+	struct stat st;
+
+	if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return false;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->ino[i] == st.st_ino)
+			return true;
+	return false;
+}
+
+static void made_add(struct made *m, int fd)
+{
+	struct stat st;
+
+	if (m->n < m->cap && fstat(fd, &st) == 0)
+		m->ino[m->n++] = st.st_ino;
+}
+
 int al_sess_untar(const char *dir, const void *tar, size_t len,
 		  uint64_t max_bytes, uint32_t max_files, char *err,
 		  size_t errlen)
 {
+	struct made made = {.cap = max_files};
 	struct al_tar t;
 	struct al_tar_entry e;
 	int root, r;
@@ -396,6 +426,9 @@ int al_sess_untar(const char *dir, const void *tar, size_t len,
 			      strerror(errno));
 	/* check it whole first: nothing is written from a refused tar */
 	r = al_tar_check(tar, len, max_bytes, max_files, err, errlen);
+	made.ino = calloc(max_files ? max_files : 1, sizeof(*made.ino));
+	if (!made.ino && r == 0)
+		r = err_to(err, errlen, -ENOMEM, "out of memory");
 	al_tar_init(&t, tar, len, max_bytes, max_files);
 	while (r == 0 && (r = al_tar_next(&t, &e)) > 0) {
 		const char *leaf, *lleaf;
@@ -422,7 +455,9 @@ int al_sess_untar(const char *dir, const void *tar, size_t len,
 				r = lfd;
 				break;
 			}
-			if (linkat(lfd, lleaf, pfd, leaf, 0) < 0)
+			if (!made_has(&made, lfd, lleaf))
+				r = -EEXIST; /* not one of ours: refused */
+			else if (linkat(lfd, lleaf, pfd, leaf, 0) < 0)
 				r = -errno;
 			close(lfd);
 			break;
@@ -435,6 +470,7 @@ int al_sess_untar(const char *dir, const void *tar, size_t len,
 				r = -errno;
 				break;
 			}
+			made_add(&made, fd);
 			for (uint64_t o = 0; o < e.size && r == 0;) {
 				ssize_t w = write(fd, e.data + o, e.size - o);
 
@@ -454,6 +490,7 @@ int al_sess_untar(const char *dir, const void *tar, size_t len,
 	if (r < 0 && t.failed)
 		snprintf(err, errlen, "%s", t.err);
 	close(root);
+	free(made.ino);
 	return r < 0 ? r : 0;
 }
 

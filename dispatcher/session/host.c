@@ -50,6 +50,8 @@ struct child {
 	uint64_t ttl_at;	     /* al_now_ms() end (provisional until
 				      * ALIVE) */
 	uint64_t alive_at;	     /* al_wall_ms() at ALIVE, 0 = not yet */
+	uint64_t lineage_at;	     /* a fork's: al_wall_ms() its first
+				      * ancestor came alive, 0 = not a fork */
 	uint64_t kill_at;	     /* al_now_ms() stop deadline, 0 = none */
 	const char *why;	     /* reason if we kill it */
 };
@@ -77,7 +79,10 @@ struct host {
 	uint64_t spare_at; /* al_now_ms() before which none is made */
 	uint32_t n;	   /* live children */
 	uint64_t hb_at;	   /* next heartbeat, al_now_ms() */
+	uint64_t sweep_at; /* next sweep of saved states, al_now_ms() */
 };
+
+#define SWEEP_MS 60000u /* states of killed session processes go */
 
 static volatile sig_atomic_t stopping;
 
@@ -103,21 +108,14 @@ void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 	    .hibernate_default_s = 0,
 	    .keep_s = 3600,
 	    .output_max = 4u << 20,
+	    .output_budget = 64u << 20,
 	};
 	memcpy(o->queue, so->queue, sizeof(o->queue));
 }
 
 static redisContext *rc(struct host *h)
 {
-	if (h->cl.rc && !h->cl.rc->err)
-		return h->cl.rc;
-	alq_client_close(&h->cl);
-	if (alq_client_open(&h->cl, &h->o->url, h->o->queue,
-			    sess__timeout_ms(h->o)) < 0) {
-		alq_client_close(&h->cl);
-		return NULL;
-	}
-	return h->cl.rc;
+	return sess__rc(&h->cl, h->o);
 }
 
 static void reply_error(struct host *h, const char *rid, const char *msg)
@@ -411,6 +409,27 @@ static int claim(struct host *h, const char *id, uint32_t ttl, uint32_t idle)
 	return x;
 }
 
+/* A fork's lineage start (its parent's, or the parent's own start), and
+ * its ttl cut to what is left of ttl_max_s from it (0: nothing left);
+ * 0 for a create that is not a fork, or whose parent is gone. */
+static uint64_t fork_lineage(struct host *h, json_t *body, uint32_t *ttl)
+{
+	const char *parent =
+	    json_string_value(json_object_get(body, "fork_of"));
+	struct child *p = parent ? find(h, parent) : NULL;
+	uint64_t at, end, w = al_wall_ms();
+
+	if (!p || !p->alive_at)
+		return 0;
+	at = p->lineage_at ? p->lineage_at : p->alive_at;
+	end = at + (uint64_t)h->o->ttl_max_s * 1000;
+	if (end <= w + 1000)
+		*ttl = 0;
+	else if ((uint64_t)*ttl * 1000 > end - w)
+		*ttl = (uint32_t)((end - w) / 1000);
+	return at;
+}
+
 static void create(struct host *h, json_t *req, bool own_list)
 {
 	const char *id = json_string_value(json_object_get(req, "id"));
@@ -420,6 +439,7 @@ static void create(struct host *h, json_t *req, bool own_list)
 	struct child *c = NULL;
 	char k[SESS_KEY_MAX], err[200];
 	uint32_t ttl, idle;
+	uint64_t lineage;
 	int fd;
 	pid_t pid;
 
@@ -443,6 +463,10 @@ static void create(struct host *h, json_t *req, bool own_list)
 	}
 	if (clocks_of(h, body, &ttl, &idle, err, sizeof(err)) == 0)
 		err[0] = '\0';
+	lineage = fork_lineage(h, body, &ttl);
+	if (lineage && !ttl && !err[0])
+		snprintf(err, sizeof(err),
+			 "fork: its parent's lineage is at sessions.ttl_max_s");
 	if (claim(h, id, ttl, idle) != 1) {
 		al_warn("session=%s create of an id already taken (or never "
 			"recorded): refused",
@@ -472,7 +496,7 @@ static void create(struct host *h, json_t *req, bool own_list)
 		return;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	*c = (struct child){.pid = pid, .fd = fd};
+	*c = (struct child){.pid = pid, .fd = fd, .lineage_at = lineage};
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	c->ttl_at = al_now_ms() + SESS_START_MAX_MS + ttl * 1000ull;
 	h->n++;
@@ -501,7 +525,10 @@ static void extend(struct host *h, struct child *c, const char *rid,
 		return;
 	}
 	at = w + (uint64_t)json_integer_value(ttl) * 1000;
-	max = c->alive_at + (uint64_t)h->o->ttl_max_s * 1000;
+	/* a fork's lifetime counts from its first ancestor's start: a chain
+	 * of forks never outlives ttl_max_s */
+	max = (c->lineage_at ? c->lineage_at : c->alive_at) +
+	      (uint64_t)h->o->ttl_max_s * 1000;
 	if (at > max) {
 		sess__iso(at, a);
 		sess__iso(max, b);
@@ -607,6 +634,7 @@ int al_sess_host_run(const struct al_sess_opts *o)
 		h.c[i].pid = -1;
 	al_info("sessions: host %s takes up to %u", h.name, o->max_sessions);
 	sess__sweep_saved(o); /* of sessions a dead host took with it */
+	h.sweep_at = al_now_ms() + SWEEP_MS;
 	h.spare = -1;
 	h.spare_fd = -1;
 	while (!stopping) {
@@ -616,6 +644,12 @@ int al_sess_host_run(const struct al_sess_opts *o)
 		clocks(&h);
 		retry_ends(&h);
 		heartbeat(&h);
+		if (al_now_ms() >= h.sweep_at) {
+			/* a session process killed (OOM, SIGKILL) left its
+			 * fork or hibernation state: no flock holds it now */
+			sess__sweep_saved(o);
+			h.sweep_at = al_now_ms() + SWEEP_MS;
+		}
 		take(&h);
 	}
 	/* serve is stopping: its sessions end with it */

@@ -97,19 +97,14 @@ struct sess {
 	char okey[2][SESS_KEY_MAX]; /* its stream keys */
 	uint64_t stored[2];	    /* bytes APPENDed */
 	struct ring tail[2];	    /* last output_bytes */
+	/* the output budget (sessions.output_budget_bytes) */
+	uint64_t kept;	 /* bytes of output kept in Redis, every exec */
+	uint64_t oldest; /* the oldest exec whose output is kept, 0 none */
 };
 
 static redisContext *rc(struct sess *s)
 {
-	if (s->cl.rc && !s->cl.rc->err)
-		return s->cl.rc;
-	alq_client_close(&s->cl);
-	if (alq_client_open(&s->cl, &s->o->url, s->o->queue,
-			    sess__timeout_ms(s->o)) < 0) {
-		alq_client_close(&s->cl);
-		return NULL;
-	}
-	return s->cl.rc;
+	return sess__rc(&s->cl, s->o);
 }
 
 /* A command whose reply we only check. */
@@ -179,6 +174,49 @@ static size_t ring_get(const struct ring *g, char *buf)
 	return n;
 }
 
+/* --- the output budget -----------------------------------------------------
+ *
+ * One session keeps at most output_budget bytes of exec output in Redis
+ * (finding 7 of issue 34: unbounded execs of 2 x output_max each filled
+ * the shared Redis while the session lived). `kept` counts the streams
+ * as APPENDed and each ended exec's record tails; an exec's own count is
+ * in its record (kept_bytes). Past the budget the oldest ended execs'
+ * output goes first: their streams deleted, their tails removed from the
+ * record, which says output_dropped 1 (state, status, byte counts
+ * stay). An exec that alone passes it stores no more (its record's
+ * tail still has the last output_bytes). */
+static void drop_oldest(struct sess *s)
+{
+	char xk[SESS_KEY_MAX], k1[SESS_KEY_MAX], k2[SESS_KEY_MAX];
+	unsigned long long n = s->oldest++, b = 0;
+	redisReply *r;
+
+	sess__key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id, n);
+	sess__key(k1, sizeof(k1), s->o->queue, "%s:x:%llu:1", s->id, n);
+	sess__key(k2, sizeof(k2), s->o->queue, "%s:x:%llu:2", s->id, n);
+	r = rc(s) ? redisCommand(s->cl.rc, "HGET %s kept_bytes", xk) : NULL;
+	if (r && r->type == REDIS_REPLY_STRING && r->len < 21)
+		b = strtoull(r->str, NULL, 10);
+	if (r)
+		freeReplyObject(r);
+	if (cmd(s, "DEL %s %s", k1, k2) < 0)
+		return;
+	cmd(s, "HDEL %s stdout stderr", xk);
+	cmd(s, "HSET %s output_dropped 1 kept_bytes 0", xk);
+	s->kept = s->kept > b ? s->kept - b : 0;
+}
+
+/* Room for `want` more bytes within the budget, older output dropped
+ * first when needed. */
+static uint64_t budget_room(struct sess *s, uint64_t want)
+{
+	while (s->kept + want > s->o->output_budget && s->oldest &&
+	       s->oldest < s->execs)
+		drop_oldest(s);
+	return s->o->output_budget > s->kept ? s->o->output_budget - s->kept
+					     : 0;
+}
+
 static void on_out(void *opaque, int fd, const uint8_t *data, size_t len)
 {
 	struct sess *s = opaque;
@@ -189,21 +227,27 @@ static void on_out(void *opaque, int fd, const uint8_t *data, size_t len)
 	size_t k = len < room ? len : (size_t)room;
 
 	ring_put(&s->tail[i], data, len);
-	if (k && cmd(s, "APPEND %s %b", s->okey[i], data, k) == 0)
+	if (k)
+		room = budget_room(s, k);
+	k = k < room ? k : (size_t)room;
+	if (k && cmd(s, "APPEND %s %b", s->okey[i], data, k) == 0) {
 		s->stored[i] += k;
+		s->kept += k;
+	}
 }
 
 /* --- exec ----------------------------------------------------------------- */
 
-/* The step of an exec body: decoded as a one-step job, so every rule a
- * job's step follows (caps, cmd or sh, env names, cwd) holds; the
- * session's env goes first, the exec's own overrides it. */
-static int exec_step(struct sess *s, json_t *body, struct al_job *job,
+/* The step of an exec body, decoded as one step (al_step_from_json), so
+ * every rule a job's step follows (caps, cmd or sh, env names, cwd)
+ * holds and errors name the exec's own fields; the session's env goes
+ * first, the exec's own overrides it. */
+static int exec_step(struct sess *s, json_t *body, struct al_step *ret,
 		     char *err, size_t len)
 {
-	json_t *step = json_deep_copy(body), *env = json_object(), *doc;
+	json_t *step = json_copy(body), *env = json_object(); /* shallow */
 	struct al_diags d;
-	char *text;
+	char *text = NULL;
 	int r;
 
 	if (!step || !env || !json_is_object(step)) {
@@ -216,24 +260,20 @@ static int exec_step(struct sess *s, json_t *body, struct al_job *job,
 		json_object_update(env, s->env);
 	if (json_is_object(json_object_get(step, "env")))
 		json_object_update(env, json_object_get(step, "env"));
-	if (json_object_size(env))
-		json_object_set(step, "env", env);
+	if (!json_object_size(env) || json_object_set(step, "env", env) == 0)
+		text = json_dumps(step, JSON_COMPACT);
 	json_decref(env);
-	doc = json_pack("{s:[o]}", "steps", step);
-	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	json_decref(doc);
+	json_decref(step);
 	if (!text)
 		return -ENOMEM;
 	al_diags_init(&d);
-	r = al_job_from_json(text, strlen(text), job, &d);
+	r = al_step_from_json(text, strlen(text), ret, &d);
 	free(text);
 	if (r < 0) {
 		char why[512];
 
 		al_diags_format(&d, why, sizeof(why));
 		snprintf(err, len, "exec: %s", why);
-		for (char *p = err; (p = strstr(p, "steps[0]."));)
-			memmove(p, p + 9, strlen(p + 9) + 1);
 	}
 	return r;
 }
@@ -265,10 +305,23 @@ static void exec_done(struct sess *s, const char *xk,
 	size_t n1 = 0, n2 = 0;
 	char *b2 = malloc(cap ? cap : 1);
 
+	uint64_t room;
+	size_t c1 = 0, c2 = 0; /* bytes cut off the tails' fronts */
+
 	if (buf && b2) {
 		n1 = ring_get(&s->tail[0], buf);
 		n2 = ring_get(&s->tail[1], b2);
 	}
+	/* the tails count too: past the budget, older output goes, then
+	 * the tails keep only their last bytes that fit */
+	room = budget_room(s, n1 + n2);
+	if (n1 > room)
+		c1 = n1 - (size_t)room;
+	if (n2 > room - (n1 - c1))
+		c2 = n2 - (size_t)(room - (n1 - c1));
+	n1 -= c1;
+	n2 -= c2;
+	s->kept += n1 + n2;
 	cmd(s,
 	    "HSET %s state done status %s exit_code %d signal %d wall_ms "
 	    "%llu cpu_ms %llu stdout_bytes %llu stderr_bytes %llu "
@@ -279,10 +332,12 @@ static void exec_done(struct sess *s, const char *xk,
 	    (unsigned long long)sr->wall_ms, (unsigned long long)sr->cpu_ms,
 	    (unsigned long long)s->tail[0].total,
 	    (unsigned long long)s->tail[1].total, s->tail[0].total > n1,
-	    s->tail[1].total > n2, buf ? buf : "", n1, b2 ? b2 : "", n2,
-	    (unsigned long long)al_wall_ms(), error ? error : "");
+	    s->tail[1].total > n2, buf ? buf + c1 : "", n1, b2 ? b2 + c2 : "",
+	    n2, (unsigned long long)al_wall_ms(), error ? error : "");
 	free(buf);
 	free(b2);
+	cmd(s, "HSET %s kept_bytes %llu", xk,
+	    (unsigned long long)(s->stored[0] + s->stored[1] + n1 + n2));
 	count_exec(s, sr->wall_ms);
 }
 
@@ -398,20 +453,49 @@ static int exec_tick(void *opaque, uint32_t *sig, uint32_t *grace)
 	return ret;
 }
 
+/* An exec's record and its outputs started afresh, and the session's
+ * count of execs, in one script: a reader never sees the record of exec
+ * N beside the output of an earlier N. K: record out1 out2 session;
+ * A: exec started_at_ms resumed_ms (0: none). */
+static const char EXEC_START_LUA[] =
+    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])\n"
+    "redis.call('HSET', KEYS[1], 'exec', ARGV[1], 'state', 'running',\n"
+    "           'started_at_ms', ARGV[2])\n"
+    "if ARGV[3] ~= '0' then\n"
+    "  redis.call('HSET', KEYS[1], 'resumed_ms', ARGV[3])\n"
+    "end\n"
+    "redis.call('HSET', KEYS[4], 'execs', ARGV[1])\n"
+    "return 1\n";
+
+static void exec_start(struct sess *s, const char *xk)
+{
+	char k[SESS_KEY_MAX];
+
+	sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
+	/* resumed_ms: the restore this exec waited for (save.c) */
+	cmd(s, "EVAL %s 4 %s %s %s %s %llu %llu %llu", EXEC_START_LUA, xk,
+	    s->okey[0], s->okey[1], k, (unsigned long long)s->execs,
+	    (unsigned long long)al_wall_ms(),
+	    (unsigned long long)s->resumed_ms);
+	s->resumed_ms = 0;
+}
+
 static void run_exec(struct sess *s, const char *rid, json_t *body)
 {
 	struct al_step_result sr = {0};
-	struct al_job job = {0};
+	struct al_step step = {0};
 	char xk[SESS_KEY_MAX], err[600] = "";
 	uint64_t now = al_now_ms(), left;
 	uint32_t t;
 	int r;
 
-	if (exec_step(s, body, &job, err, sizeof(err)) < 0) {
+	if (exec_step(s, body, &step, err, sizeof(err)) < 0) {
 		reply_error(s, rid, err);
 		return;
 	}
 	s->execs++;
+	if (!s->oldest)
+		s->oldest = s->execs;
 	sess__key(xk, sizeof(xk), s->o->queue, "%s:x:%llu", s->id,
 		 (unsigned long long)s->execs);
 	for (int i = 0; i < 2; i++) {
@@ -422,22 +506,10 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 		s->tail[i].pos = 0;
 		s->tail[i].total = 0;
 	}
-	cmd(s, "DEL %s %s %s", xk, s->okey[0], s->okey[1]);
-	cmd(s, "HSET %s exec %llu state running started_at_ms %llu", xk,
-	    (unsigned long long)s->execs, (unsigned long long)al_wall_ms());
-	if (s->resumed_ms) /* the restore this exec waited for (save.c) */
-		cmd(s, "HSET %s resumed_ms %llu", xk,
-		    (unsigned long long)s->resumed_ms);
-	s->resumed_ms = 0;
-	{
-		char k[SESS_KEY_MAX];
-
-		sess__key(k, sizeof(k), s->o->queue, "%s", s->id);
-		cmd(s, "HSET %s execs %llu", k, (unsigned long long)s->execs);
-	}
+	exec_start(s, xk);
 	reply_json(s, rid, json_pack("{s:I}", "exec", (json_int_t)s->execs));
 	left = s->ttl_at > now ? s->ttl_at - now : 0;
-	t = job.steps[0].timeout_ms ? job.steps[0].timeout_ms
+	t = step.timeout_ms ? step.timeout_ms
 				    : s->ws->step_timeout_ms;
 	if (t > s->ws->step_timeout_max_ms && s->ws->step_timeout_max_ms)
 		t = s->ws->step_timeout_max_ms;
@@ -448,7 +520,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	s->running = s->execs;
 	s->killed = false;
 	s->sigs[0] = '\0';
-	r = t ? al_wsess_exec_tick(s->ws, &job.steps[0], t, s->o->output_max,
+	r = t ? al_wsess_exec_tick(s->ws, &step, t, s->o->output_max,
 				   on_out, exec_tick, s, &sr)
 	      : 0;
 	s->running = 0;
@@ -469,7 +541,7 @@ static void run_exec(struct sess *s, const char *rid, json_t *body)
 	free(sr.stderr_.data);
 	free(sr.error);
 	free(sr.name);
-	al_job_release(&job);
+	al_step_release(&step);
 }
 
 /* --- the loop ----------------------------------------------------------- */

@@ -128,10 +128,25 @@ json_t *sess__snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
 		snprintf(err, len, "snapshot: a \"name\" is needed");
 		return NULL;
 	}
+	/* sessions' own namespace: a session cannot take a name an
+	 * operator's snapshot will be built under (issue 34, finding 5) */
+	if (strncmp(name, SB_SNAP_SESSION_PREFIX,
+		    strlen(SB_SNAP_SESSION_PREFIX))) {
+		snprintf(err, len,
+			 "snapshot %.64s: a session's snapshot name starts "
+			 "with \"" SB_SNAP_SESSION_PREFIX "\" (sessions' own "
+			 "namespace; an operator's snapshots never do)",
+			 name);
+		return NULL;
+	}
 	snprintf(origin, sizeof(origin), "session:%s", id);
 	memset(&info, 0, sizeof(info));
-	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info)
-		   : -ENODEV;
+	/* nothing of the session's own code may run in the clones: its
+	 * background processes end before the save (a clone's agent kills
+	 * any left too); the session runs on without them */
+	r = ws->vm ? al_wsess_end_background(ws) : -ENODEV;
+	if (r == 0)
+		r = sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info);
 	switch (r) {
 	case 0:
 		al_info("session=%s snapshot=%s mem=%llu save_ms=%llu", id,

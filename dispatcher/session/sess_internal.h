@@ -8,6 +8,7 @@
 
 #include "clock.h"
 
+#include "sess_id.h"
 #include "sessions.h"
 
 #define SESS_KEY_MAX	   (64 + AL_NAME_MAX * 2 + AL_SESS_ID_MAX)
@@ -27,6 +28,11 @@ static inline uint32_t sess__timeout_ms(const struct al_sess_opts *o)
 		   ? o->command_timeout_ms
 		   : SESS_REDIS_TIMEOUT_MS;
 }
+
+/* The host's and a session process's connection, reconnected when it
+ * broke (one attempt per call, sess__timeout_ms): NULL while Redis does
+ * not answer. */
+redisContext *sess__rc(struct alq_client *cl, const struct al_sess_opts *o);
 
 /* One message on the host <-> session process socket. */
 struct sess__msg {

@@ -54,6 +54,8 @@ struct al_sess_opts {
 	uint32_t hibernate_default_s;	/* hibernate_s when absent, 0 never */
 	uint32_t keep_s;		/* ended records and output kept */
 	uint32_t output_max;		/* stored bytes per exec stream */
+	uint32_t output_budget;		/* kept per session, all execs:
+					 * the oldest execs' output goes */
 	bool spare;			/* keep a session process with the
 					 * warm clones of sb->warm ready */
 	const struct sb_options *sb;	/* for the VMs */

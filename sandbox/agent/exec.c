@@ -1062,6 +1062,31 @@ static void run_init(struct run *rn, struct al_agent *a,
 	    -1, 2, &res->stderr_, &res->stderr_truncated, &res->stderr_bytes};
 }
 
+/* A job's step (not a session exec): whatever a session left running in
+ * job/bg goes first. A clone of a session's snapshot carries the
+ * session's background processes in its RAM (issue 34, finding 1: one
+ * rewrote the checker a later job's grading ran); the save kills them
+ * too (save.c), this is the clone's own line. Every session leftover is
+ * in job/bg (keep_background moves it there; the job user cannot move a
+ * process between cgroups), so one cgroup.kill ends them all, however
+ * they forked. */
+static void end_session_leftovers(struct al_agent *a)
+{
+	char bg[PATH_MAX];
+	struct stat st;
+
+	if (!a->cfg->cgroup_root)
+		return;
+	snprintf(bg, sizeof(bg), "%.2048s/job/bg", a->cfg->cgroup_root);
+	if (stat(bg, &st) < 0)
+		return;
+	if (cg_write(bg, "cgroup.kill", "1") == 0)
+		al_agent_log(
+		    "job step: killed a session's background processes");
+	for (int i = 0; i < 100 && rmdir(bg) < 0 && errno == EBUSY; i++)
+		usleep(1000); /* until the last one is reaped */
+}
+
 static int exec_step(struct al_agent *a, const struct al_step *step,
 		     const struct al_limits *lim, bool warmup,
 		     al_exec_out_fn out, void *opaque,
@@ -1077,6 +1102,8 @@ static int exec_step(struct al_agent *a, const struct al_step *step,
 	run_init(&rn, a, step, lim);
 	rn.ctl_fd = ctl && ctl->read ? ctl->fd : -1;
 	rn.background = ctl && ctl->background;
+	if (!rn.background && !warmup)
+		end_session_leftovers(a);
 	a->step_no++;
 	/* the zygote runs this step, or nothing: no job code beside it */
 	rn.zygote = !warmup && al_zygote_fits(a, step);

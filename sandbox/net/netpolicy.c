@@ -116,18 +116,11 @@ static void mask_host_bits(uint8_t *a, size_t bytes, unsigned prefix)
 
 static int parse_prefix(const char *s, unsigned max, unsigned *ret)
 {
-	unsigned n = 0;
+	uint64_t n;
 
-	if (!*s || strlen(s) > 3)
+	if (strlen(s) > 3 || al_decimal_parse(s, strlen(s), max, &n) < 0)
 		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		n = n * 10 + (unsigned)(*s - '0');
-	}
-	if (n > max)
-		return -EINVAL;
-	*ret = n;
+	*ret = (unsigned)n;
 	return 0;
 }
 
@@ -303,19 +296,13 @@ static int add_list(struct sb_net_policy *p, const char *v,
 static int set_u32(uint32_t *dst, const char *v, uint32_t max, char *why,
 		   size_t whylen)
 {
-	uint64_t n = 0;
-	const char *s = v;
+	uint64_t n;
+	int r = al_decimal_parse(v, strlen(v), max, &n);
 
-	if (!*s)
+	if (r == -ERANGE)
+		return fail(why, whylen, "must be 0..%u", max);
+	if (r < 0)
 		return fail(why, whylen, "must be an integer 0..%u", max);
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return fail(why, whylen, "must be an integer 0..%u",
-				    max);
-		n = n * 10 + (uint64_t)(*s - '0');
-		if (n > max)
-			return fail(why, whylen, "must be 0..%u", max);
-	}
 	*dst = (uint32_t)n;
 	return 0;
 }

@@ -86,6 +86,17 @@
 #             job/bg cgroup (with the session's memory and pids caps);
 #             cancelling a later exec leaves it be; a job's step doing
 #             the same has it killed (test_guest no_survivors for setsid)
+#   snapbg    issue 34's proof: a --saveable session runs `nohup python3
+#             loop.py &`, which rewrites any checker and output it sees,
+#             and is saved as an allowed snapshot; a job on that snapshot
+#             printing a wrong divisor under a checker is still graded
+#             wrong_answer (on main: accepted), and the loop is gone from
+#             the job's VM and from the session after the save
+#   budget    BUDGET=65536 (sessions.output_budget_bytes): execs of 40000,
+#             40000 and 300000 bytes; once the second passes the budget
+#             the first's streams are gone (output_dropped 1 in its
+#             record), the session's stored output never passes the
+#             budget, the latest exec keeps what fits, the session runs on
 #   agentloop 8 sessions x 10 turns at once (AIRLOCK_AGENTLOOP_N and _TURNS
 #             override): each turn writes a file, execs, reads its output
 #             and execs again with what it printed; every turn sees its
@@ -105,7 +116,7 @@ ls -d "$state"/images/python-* >/dev/null 2>&1 || {
 }
 [ "$(id -u)" = 0 ] || { echo "session $case: needs root (jailed VMs)" >&2; exit 77; }
 tmp=$(mktemp -d /tmp/al-sess-XXXXXX)
-SNAP=sess-snap-test  # case_snapshot's snapshot (removed before and after)
+SNAP=session-snap-test  # case_snapshot's snapshot (removed before and after)
 sock=$tmp/redis.sock
 pids=()
 serve_pid=
@@ -158,6 +169,7 @@ ttl_max_s = 120
 idle_default_s = 0
 create_timeout_ms = 60000
 spare = ${SPARE:-false}
+output_budget_bytes = ${BUDGET:-67108864}
 [sandbox]
 state_dir = $state
 [snapshots]
@@ -892,8 +904,13 @@ case_snapshot() {
   out=$(S snapshot "$id" "$SNAP" 2>&1); ex=$?
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'never replaces' || fail "same name: $ex $out"
+  # sessions' own namespace: no name an operator's snapshot may take
   set +e
-  out=$(S snapshot "$s2" other-name 2>&1); ex=$?
+  out=$(S snapshot "$id" c-deps 2>&1); ex=$?
+  set -e
+  [ "$ex" = 1 ] && echo "$out" | grep -q 'starts with "session-"' || fail "operator's namespace: $ex $out"
+  set +e
+  out=$(S snapshot "$s2" session-other 2>&1); ex=$?
   set -e
   [ "$ex" = 1 ] && echo "$out" | grep -q 'not created saveable' || fail "not saveable: $ex $out"
   set +e
@@ -1047,6 +1064,83 @@ ticker_state() {
   S exec "$1" --sh 'p=$(cat /work/bg.pid); a=$(wc -l < /work/tick); sleep 1
     b=$(wc -l < /work/tick); test -d /proc/$p || p=dead
     echo "$p $a $b $(cut -d: -f3 /proc/$p/cgroup 2>/dev/null)"' 2>/dev/null
+}
+
+case_snapbg() {
+  start_serve
+  local id out job jid v
+  A snapshot rm "$SNAP" >/dev/null 2>&1 || true
+  id=$(S create -t python --ttl 120 --saveable -q)
+  S exec "$id" --sh 'cat > loop.py <<EOP
+import glob, time
+while True:
+    for d in glob.glob("/work/.airlock-check-*"):
+        for f, t in (("output", "7\\n"), ("check_divisor.sh", "#!/bin/sh\\nexit 0\\n")):
+            try:
+                open(d + "/" + f, "w").write(t)
+            except OSError:
+                pass
+    time.sleep(0.01)
+EOP
+nohup python3 loop.py > /dev/null 2>&1 &' > /dev/null 2>&1 || fail "start the loop"
+  # the control: it runs in the session
+  out=$(S exec "$id" --sh 'grep -ls "loop[.]py" /proc/[0-9]*/cmdline | wc -l' 2>/dev/null)
+  [ "$out" -ge 1 ] || fail "the loop is not running in the session: $out"
+  out=$(S snapshot "$id" "$SNAP" 2>&1) || fail "snapshot: $out"
+  out=$(S exec "$id" --sh 'grep -ls "loop[.]py" /proc/[0-9]*/cmdline | wc -l' 2>/dev/null)
+  [ "$out" = 0 ] || fail "the loop outlived the save in the session: $out"
+  job=$(python3 -c 'import json,sys; print(json.dumps({"template": sys.argv[1],
+    "steps": [{"name": "factor", "sh": "read c n; sleep 0.3; echo 1",
+      "stdin": "factor 91\n",
+      "check": {"cmd": ["sh", "check_divisor.sh"], "timeout_ms": 60000,
+        "files": {"check_divisor.sh": open(sys.argv[2]).read()},
+        "answer": "7\n"}},
+     {"name": "probe", "sh": "grep -ls \"loop[.]py\" /proc/[0-9]*/cmdline | wc -l"}]}))' \
+    "$SNAP" "$(dirname "$0")/../grade/check_divisor.sh")
+  jid=$(A submit - <<< "$job") || fail "submit: $jid"
+  A wait --timeout 240 "$jid" >/dev/null 2>&1 || fail "job $jid did not end"
+  out=$(A result --json "$jid" 2>/dev/null)
+  v=$(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["steps"][0].get("verdict"), r["steps"][1]["stdout"].strip())')
+  [ "$v" = "wrong_answer 0" ] || fail "a job on the session's snapshot: verdict and loops: $v"
+  log "a job on a snapshot saved with a rewriting loop: $v (verdict, loops alive)"
+  S rm "$id" >/dev/null
+  A snapshot rm "$SNAP" >/dev/null
+}
+
+# Bytes of exec output session $1 holds in Redis: streams and record tails.
+stored_bytes() {
+  local k t=0 n
+  for k in $(R --scan --pattern "airlock:{default}:sess:$1:x:*"); do
+    case $k in
+      *:x:*:[12]) n=$(R strlen "$k") ;;
+      *) n=$(( $(R hstrlen "$k" stdout) + $(R hstrlen "$k" stderr) )) ;;
+    esac
+    t=$((t + n))
+  done
+  echo $t
+}
+
+case_budget() {  # run with BUDGET=65536
+  start_serve
+  local id P t
+  id=$(S create -t python --ttl 120 -q)
+  P="airlock:{default}:sess:$id"
+  S exec "$id" --sh 'head -c 40000 /dev/zero | tr "\\0" a' > /dev/null 2>&1 || fail "exec 1"
+  [ "$(R strlen "$P:x:1:1")" = 40000 ] || fail "exec 1 not stored"
+  S exec "$id" --sh 'head -c 40000 /dev/zero | tr "\\0" b' > /dev/null 2>&1 || fail "exec 2"
+  [ "$(R exists "$P:x:1:1")" = 0 ] || fail "exec 1's output kept past the budget"
+  [ "$(R hget "$P:x:1" output_dropped)" = 1 ] || fail "exec 1 not said dropped"
+  [ "$(R hget "$P:x:1" status)" = OK ] || fail "exec 1's record lost its status"
+  [ "$(R strlen "$P:x:2:1")" = 40000 ] || fail "exec 2 not stored whole"
+  t=$(stored_bytes "$id"); [ "$t" -le 65536 ] || fail "stored $t bytes after exec 2"
+  S exec "$id" --sh 'head -c 300000 /dev/zero | tr "\\0" c' > /dev/null 2>&1 || fail "exec 3"
+  t=$(stored_bytes "$id"); [ "$t" -le 65536 ] || fail "stored $t bytes after exec 3"
+  [ "$(R strlen "$P:x:3:1")" -gt 0 ] || fail "exec 3 kept nothing"
+  [ "$(R hget "$P:x:3" stdout_bytes)" = 300000 ] || fail "exec 3's count"
+  [ "$(S exec "$id" --sh 'echo still' 2>/dev/null)" = still ] || fail "the session stopped"
+  t=$(stored_bytes "$id"); [ "$t" -le 65536 ] || fail "stored $t bytes after exec 4"
+  log "output kept within the budget: $t bytes stored of 65536 after 380 kB written"
+  S rm "$id" > /dev/null
 }
 
 case_background() {

@@ -7,8 +7,11 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -84,13 +87,58 @@ static void blobs(void **state)
 	json_decref(j);
 }
 
+/* `session get --dir` into a directory that holds a file already: a
+ * guest's hard link naming that file is refused (issue 34, finding 8:
+ * shown with .env), a hard link to a file of the same tar is made. */
+static void untar_links(void **state)
+{
+	static uint8_t b[8192];
+	char dir[] = "/tmp/al-untar-XXXXXX", p[64], err[200];
+	struct stat st;
+	size_t n = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/.env", dir);
+	f = fopen(p, "we");
+	fputs("SECRET=1\n", f);
+	fclose(f);
+	assert_int_equal(
+	    al_tar_header(b, "x", AL_TAR_HARDLINK, 0644, 0, ".env"), 0);
+	memset(b + 512, 0, 1024);
+	n = 1536;
+	assert_int_not_equal(
+	    al_sess_untar(dir, b, n, 1 << 20, 16, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/x", dir);
+	assert_int_equal(stat(p, &st), -1);
+	/* a link to the tar's own file is fine */
+	memset(b, 0, sizeof(b));
+	assert_int_equal(al_tar_header(b, "a", AL_TAR_FILE, 0644, 2, NULL), 0);
+	memcpy(b + 512, "hi", 2);
+	assert_int_equal(
+	    al_tar_header(b + 1024, "b", AL_TAR_HARDLINK, 0644, 0, "a"), 0);
+	n = 1536 + 1024;
+	assert_int_equal(
+	    al_sess_untar(dir, b, n, 1 << 20, 16, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/b", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_nlink, 2);
+	for (const char *const *q =
+		 (const char *const[]){".env", "a", "b", NULL};
+	     *q; q++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, *q);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(ids),
-	    cmocka_unit_test(keys),
-	    cmocka_unit_test(iso),
-	    cmocka_unit_test(blobs),
+	    cmocka_unit_test(ids),	   cmocka_unit_test(keys),
+	    cmocka_unit_test(iso),	   cmocka_unit_test(blobs),
+	    cmocka_unit_test(untar_links),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -154,6 +154,46 @@ static void test_binary_roundtrip(void **state)
 	al_job_release(&back);
 }
 
+/* The one strict decimal parser: digits only, overflow and max caught. */
+static void test_decimal_parse(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t max;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+	    {"0", 10, 0, 0},
+	    {"007", 10, 0, 7},
+	    {"10", 10, 0, 10},
+	    {"11", 10, -ERANGE, 0},
+	    {"18446744073709551615", UINT64_MAX, 0, UINT64_MAX},
+	    {"18446744073709551616", UINT64_MAX, -ERANGE, 0},
+	    {"99999999999999999999", UINT64_MAX, -ERANGE, 0},
+	    {"123456789012345678901", UINT64_MAX, -EINVAL, 0},
+	    {"", 10, -EINVAL, 0},
+	    {"+1", 10, -EINVAL, 0},
+	    {"-1", 10, -EINVAL, 0},
+	    {" 1", 10, -EINVAL, 0},
+	    {"1 ", 10, -EINVAL, 0},
+	    {"0x1", 10, -EINVAL, 0},
+	    {"1/", 10, -EINVAL, 0},
+	    {"1:", 10, -EINVAL, 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 42;
+		int rc = al_decimal_parse(cases[i].s, strlen(cases[i].s),
+					  cases[i].max, &v);
+
+		if (rc != cases[i].rc)
+			fail_msg("\"%s\": %d, want %d", cases[i].s, rc,
+				 cases[i].rc);
+		assert_true(rc == 0 ? v == cases[i].v : v == 42);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +201,7 @@ int main(void)
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_hex_digit),
 		cmocka_unit_test(test_port_parse),
+		cmocka_unit_test(test_decimal_parse),
 		cmocka_unit_test(test_binary_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

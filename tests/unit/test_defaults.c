@@ -131,6 +131,7 @@ static void test_sessions(void **state)
 	SAME_U32(&got, &want, hibernate_default_s);
 	SAME_U32(&got, &want, keep_s);
 	SAME_U32(&got, &want, output_max);
+	SAME_U32(&got, &want, output_budget);
 	SAME_U32(&got, &want, spare);
 	/* the dispatcher's, as test_serve pins them */
 	SAME_STR(&got, &so, queue);

@@ -456,6 +456,47 @@ static void test_release_zeroed(void **state)
 	al_job_release(&job);
 }
 
+/* One step alone (a session's exec): a job's step rules, problems named
+ * by the step's own fields, no "steps[0]." to cut out. */
+static void test_step_alone(void **state)
+{
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{"{\"sh\":\"x\",\"cmd\":[\"y\"]}",
+		 "must have exactly one of cmd or sh"},
+		{"{\"sh\":\"x\",\"timeot_ms\":1}", "timeot_ms: unknown field"},
+		{"{\"sh\":\"x\",\"env\":{\"A=B\":\"1\"}}", "env[\"A=B\"]"},
+		{"[1]", "must be an object"},
+		{"{\"sh\":", "invalid JSON"},
+	};
+	struct al_step st = {0};
+	struct al_diags d;
+	char buf[512];
+	const char *ok = "{\"sh\":\"echo hi\",\"timeout_ms\":1500,"
+			 "\"env\":{\"A\":\"1\"}}";
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		al_diags_init(&d);
+		assert_int_equal(al_step_from_json(bad[i].json,
+						   strlen(bad[i].json), &st,
+						   &d),
+				 -EINVAL);
+		al_diags_format(&d, buf, sizeof(buf));
+		if (!strstr(buf, bad[i].want) || strstr(buf, "steps"))
+			fail_msg("%s: %s, want %s", bad[i].json, buf,
+				 bad[i].want);
+		assert_null(st.sh);
+	}
+	al_diags_init(&d);
+	assert_int_equal(al_step_from_json(ok, strlen(ok), &st, &d), 0);
+	assert_string_equal(st.sh, "echo hi");
+	assert_int_equal(st.timeout_ms, 1500);
+	assert_int_equal(st.n_env, 1);
+	al_step_release(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_policy_snapshots),
 		cmocka_unit_test(test_msgpack_input),
 		cmocka_unit_test(test_release_zeroed),
+		cmocka_unit_test(test_step_alone),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,7 @@
 #include "callback.h"
 #include "clock.h"
 #include "log.h"
-#include "sandbox.h" /* sb_net_always_denied */
+#include "sbconfig.h" /* al_config_addr_denied */
 
 #define POLL_MS	      250u
 #define BACKOFF_MAX_S 60u
@@ -100,7 +100,7 @@ static const unsigned char *ai_addr(const struct addrinfo *ai, int *ret_af)
 }
 
 /* Resolve host and check every address: none may be always denied
- * (sb_net_always_denied: the list the VMs' rules use), and unless the
+ * (al_config_addr_denied: the list the VMs' rules use), and unless the
  * operator allowed the name (`named`), each must lie in a block of
  * allow. 0 with the first address in ret_addr, -EACCES (always denied),
  * -EPERM (outside allow) or -ENOENT (does not resolve). */
@@ -121,7 +121,7 @@ static int resolve_in(const struct al_config_names *allow, bool named,
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
 		a = ai_addr(ai, &af);
-		if (sb_net_always_denied(af, a)) {
+		if (al_config_addr_denied(af, a)) {
 			r = -EACCES;
 			break;
 		}

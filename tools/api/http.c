@@ -22,6 +22,7 @@
 #include "log.h"
 #include "proto.h"
 #include "readfile.h"
+#include "respond.h"
 #include "session_api.h"
 #include "sessions.h"
 
@@ -66,9 +67,9 @@ static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status,
 	return ret;
 }
 
-/* A JSON body from j (consumed). */
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
-				 json_t *j)
+/* A JSON body from j (consumed); respond.h. */
+enum MHD_Result al_http_send_json(struct MHD_Connection *c, unsigned status,
+				  json_t *j)
 {
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	size_t n;
@@ -88,7 +89,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
 				  const char *msg)
 {
-	return send_json(c, status, json_pack("{ss}", "error", msg));
+	return al_http_send_json(c, status, json_pack("{ss}", "error", msg));
 }
 
 /* 422 with every problem of `d`. */
@@ -101,7 +102,7 @@ static enum MHD_Result send_diags(struct MHD_Connection *c,
 		json_array_append_new(p, json_pack("{ssss}", "path",
 						   d->items[i].path, "reason",
 						   d->items[i].reason));
-	return send_json(
+	return al_http_send_json(
 	    c, 422, json_pack("{ssso}", "error", "invalid job", "problems", p));
 }
 
@@ -327,10 +328,10 @@ static enum MHD_Result submitted(const struct al_http *h,
 		json_t *j = result_obj(cl, subs[0].id, &e);
 
 		if (j)
-			return send_json(c, 200, j);
+			return al_http_send_json(c, 200, j);
 	}
 	if (!batch)
-		return send_json(c, wait_s ? 202 : 201,
+		return al_http_send_json(c, wait_s ? 202 : 201,
 				 json_pack("{sssbss}", "id", subs[0].id,
 					   "duplicate", subs[0].dup, "state",
 					   "queued"));
@@ -338,7 +339,7 @@ static enum MHD_Result submitted(const struct al_http *h,
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, json_pack("{sssb}", "id", subs[i].id,
 						     "duplicate", subs[i].dup));
-	return send_json(c, 201, json_pack("{so}", "jobs", arr));
+	return al_http_send_json(c, 201, json_pack("{so}", "jobs", arr));
 }
 
 static size_t conflicts(const struct alq_submit *subs, size_t n)
@@ -377,7 +378,7 @@ static enum MHD_Result send_conflict(const struct al_http *h,
 		      "id conflict: submitted before with another payload "
 		      "(choose another id)",
 		      "conflicts", ids);
-	return send_json(c, 409, j);
+	return al_http_send_json(c, 409, j);
 }
 
 static enum MHD_Result do_submit(struct al_http *h, struct MHD_Connection *c,
@@ -458,12 +459,12 @@ static enum MHD_Result do_job(struct al_http *h, struct MHD_Connection *c,
 	if (open_redis(h, &cl) < 0 || alq_job_status(&cl, q->id, &st) < 0)
 		return unavailable(c, &cl);
 	if (st.state == ALQ_QUEUED || st.state == ALQ_RUNNING)
-		ret = send_json(c, 202,
+		ret = al_http_send_json(c, 202,
 				json_pack("{sssssi}", "id", q->id, "state",
 					  alq_state_name(st.state),
 					  "attempt", (int)st.attempt));
 	else if (st.state != ALQ_UNKNOWN && (j = result_obj(&cl, q->id, &e)))
-		ret = send_json(c, 200, j);
+		ret = al_http_send_json(c, 200, j);
 	else if (st.state == ALQ_UNKNOWN || e == -ENOENT)
 		ret = send_error(c, 404, "no such job (or its result expired)");
 	else
@@ -492,7 +493,7 @@ static enum MHD_Result do_cancel(struct al_http *h, struct MHD_Connection *c,
 		return send_error(c, 409, "the job has a result already");
 	al_info("job=%s was=%s: cancelled over http", q->id,
 		alq_state_name(was));
-	return send_json(c, 202,
+	return al_http_send_json(c, 202,
 			 json_pack("{ssssss}", "id", q->id, "state", "cancelled",
 				   "was", alq_state_name(was)));
 }
@@ -530,7 +531,7 @@ static enum MHD_Result do_templates(struct al_http *h, struct MHD_Connection *c,
 				    "image", stat(img, &st) == 0));
 	}
 	closedir(d);
-	return send_json(c, 200,
+	return al_http_send_json(c, 200,
 			 json_pack("{ssso}", "default", cfg->templates.default_,
 				   "templates", list));
 }
@@ -543,7 +544,7 @@ static enum MHD_Result do_health(struct al_http *h, struct MHD_Connection *c,
 
 	(void)q;
 	alq_client_close(&cl);
-	return send_json(
+	return al_http_send_json(
 	    c, up ? 200 : 503,
 	    json_pack("{sssb}", "status", up ? "ok" : "degraded", "redis", up));
 }

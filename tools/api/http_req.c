@@ -110,20 +110,13 @@ bool al_http_route_has_body(enum al_route r)
 
 int al_http_parse_wait(const char *s, uint32_t max, uint32_t *ret)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
 	if (!s) {
 		*ret = 0;
 		return 0;
 	}
-	if (!*s || strlen(s) > 10)
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	if (v > max)
+	if (strlen(s) > 10 || al_decimal_parse(s, strlen(s), max, &v) < 0)
 		return -EINVAL;
 	*ret = (uint32_t)v;
 	return 0;

@@ -17,37 +17,19 @@
 #include <jansson.h>
 
 #include "clock.h"
+#include "respond.h"
 #include "session_api.h"
 #include "session_stream.h"
 #include "sessions.h"
 
 #define READ_MAX (1u << 20) /* bytes of each stream per response */
 
+/* Every answer through the API's one responder (respond.h): a 500 when
+ * the body cannot be made. */
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 			     json_t *j)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-	size_t n;
-
-	json_decref(j);
-	if (!s)
-		s = strdup("{\"error\":\"internal error\"}");
-	if (!s)
-		return MHD_NO;
-	n = strlen(s);
-	s[n] = '\n';
-	r = MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(s);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return al_http_send_json(c, status, j);
 }
 
 static enum MHD_Result fail(struct MHD_Connection *c, int r, const char *msg)

@@ -24,18 +24,11 @@
 #include <string.h>
 
 #include "http_req.h"
-
-#define SESS_ID_LEN 26
+#include "sess_id.h" /* dispatcher/session/: one rule for ids */
 
 static bool sid_ok(const char *s, size_t n)
 {
-	if (n != SESS_ID_LEN || s[0] != 's' || s[1] != '-')
-		return false;
-	for (size_t i = 2; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
+	return al_sess_id_ok(s, n, 's');
 }
 
 static int pick(const char *method, const char *want, enum al_route r,

@@ -178,18 +178,12 @@ static bool check_command(const char *s)
 static bool check_listen(const char *s)
 {
 	const char *colon = strrchr(s, ':'), *p;
-	unsigned long port = 0;
+	uint16_t port;
 
 	if (!*s)
 		return true;
-	if (!colon || colon == s || !colon[1] || strlen(colon + 1) > 5)
-		return false;
-	for (p = colon + 1; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		port = port * 10 + (unsigned long)(*p - '0');
-	}
-	if (port < 1 || port > 65535)
+	if (!colon || colon == s ||
+	    al_port_parse(colon + 1, strlen(colon + 1), &port) < 0)
 		return false;
 	if (s[0] == '[') {
 		if (colon[-1] != ']' || colon - s < 3)
@@ -380,6 +374,9 @@ static const struct al_config_key keys[] = {
 	"seconds an ended session's record and exec output are kept"),
     U32(sessions, output_max_bytes, 1024, 16777216, "4194304",
 	"bytes of each exec stream stored for reading by offset"),
+    U32(sessions, output_budget_bytes, 65536, 1073741824, "67108864",
+	"bytes of exec output one session keeps in Redis at once (streams "
+	"and record tails): past it the oldest execs' output is dropped"),
     BOOL(sessions, spare, "false",
 	 "keep one session process ready with the warm clones of [pool] "
 	 "warm, so a create gets a warm hand-off (costs those VMs' memory)"),
@@ -607,19 +604,12 @@ size_t al_config_range(const struct al_config_key *k, char *buf, size_t len)
 
 static int parse_u32(const char *v, uint32_t *ret)
 {
-	uint64_t n = 0;
+	uint64_t n;
+	int r = al_decimal_parse(v, strlen(v), UINT32_MAX, &n);
 
-	if (!*v)
-		return -EINVAL;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9')
-			return -EINVAL;
-		n = n * 10 + (uint64_t)(*v - '0');
-		if (n > UINT32_MAX)
-			return -ERANGE;
-	}
-	*ret = (uint32_t)n;
-	return 0;
+	if (r == 0)
+		*ret = (uint32_t)n;
+	return r;
 }
 
 static int parse_bool(const char *v, bool *ret)

@@ -121,6 +121,7 @@ struct al_config {
 		uint32_t create_timeout_ms; /* a create waits this for room */
 		uint32_t keep_s;	    /* ended records and output kept */
 		uint32_t output_max_bytes;  /* stored bytes per exec stream */
+		uint32_t output_budget_bytes; /* kept per session, all execs */
 		bool spare;		    /* a session process kept warm */
 	} sessions;
 

@@ -96,5 +96,11 @@ void al_config_sess_opts(const struct al_config *cfg,
 	ret->hibernate_default_s = cfg->sessions.hibernate_default_s;
 	ret->keep_s = cfg->sessions.keep_s;
 	ret->output_max = cfg->sessions.output_max_bytes;
+	ret->output_budget = cfg->sessions.output_budget_bytes;
 	ret->spare = cfg->sessions.spare;
+}
+
+bool al_config_addr_denied(int family, const void *addr)
+{
+	return sb_net_always_denied(family, addr);
 }

@@ -3,6 +3,7 @@
 #ifndef AL_SBCONFIG_H
 #define AL_SBCONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -32,5 +33,11 @@ void al_config_serve_opts(const struct al_config *cfg,
 void al_config_sess_opts(const struct al_config *cfg,
 			 const struct al_serve_opts *so,
 			 struct al_sess_opts *ret);
+
+/* Is the address (AF_INET: 4 bytes, AF_INET6: 16) one no target of ours
+ * may have: the list the VMs' network rules use (sb_net_always_denied).
+ * The API's result callbacks check their targets with it, through the
+ * config room rather than sandbox.h (tools/api/README.md). */
+bool al_config_addr_denied(int family, const void *addr);
 
 #endif
