@@ -22,7 +22,7 @@ DISP="$DQ $DS $DSESS"
 GWCLI="gateway/pkgfile.h gateway/allow.h gateway/mirror.h gateway/audit.h
        gateway/upstream.h"
 # Headers generated into the build tree (CMakeLists.txt, generated/).
-GENERATED="version.h"
+GENERATED="version.h e2b_kernel.h"
 # Headers no file outside their own directory may include.
 INTERNAL="internal.h sess_internal.h vm_internal.h workers.h"
 

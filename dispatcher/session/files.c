@@ -183,6 +183,15 @@ oom:
 	return sess__fail(c, -ENOMEM, "%s: out of memory", what);
 }
 
+int al_sess_run(struct alq_client *c, const char *id, const char *what,
+		const char *script, const char *a1, const char *a2,
+		const char *a3, const uint8_t *in, size_t in_len, char **out,
+		size_t *out_len, size_t out_max)
+{
+	return run(c, id, what, script, a1, a2, a3, in, in_len, out, out_len,
+		   out_max);
+}
+
 int al_sess_put_tar(struct alq_client *c, const char *id, const char *remote,
 		    const void *tar, size_t len, uint64_t max_bytes,
 		    uint32_t max_files)

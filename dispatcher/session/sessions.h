@@ -148,6 +148,15 @@ int al_sess_put_tar(struct alq_client *c, const char *id, const char *remote,
 int al_sess_get_tar(struct alq_client *c, const char *id, const char *remote,
 		    uint64_t max_bytes, uint32_t max_files, uint8_t **ret,
 		    size_t *ret_len);
+/* Run `script` (sh -c, $1 $2 $3 = a1 a2 a3 when not NULL, stdin in[0..in_len)
+ * when in) in session `id` to its end, as the tar path does: 0 when it
+ * exited 0, its stdout (at most out_max bytes) in *out when out; else
+ * -EIO with c->err its stderr's tail. For doors that act on the guest's
+ * files (tools/api/doors/e2b.c). */
+int al_sess_run(struct alq_client *c, const char *id, const char *what,
+		const char *script, const char *a1, const char *a2,
+		const char *a3, const uint8_t *in, size_t in_len, char **out,
+		size_t *out_len, size_t out_max);
 /* Host side, nothing followed: write a checked tar under `dir` (made if
  * missing; parents opened O_NOFOLLOW, files created O_EXCL), and make a
  * ustar tar of local `dir` (files, directories, symlinks; no device

@@ -53,6 +53,17 @@ struct al_http_doors {
 	 * door's request (401, 403, 413, 415). */
 	enum MHD_Result (*error)(int door, struct MHD_Connection *c,
 				 unsigned status, const char *msg);
+
+	/* A door that authenticates by its own keys and routes by its own
+	 * headers (E2B: E2b-Sandbox-Id): does it claim this request? Then
+	 * http.c checks only the Host rule and the body cap below, and hands
+	 * the whole request to own_handle. NULL = no such door. */
+	bool (*own_claims)(struct MHD_Connection *c, const char *url);
+	size_t own_max_body; /* bytes of a claimed request's body */
+	enum MHD_Result (*own_handle)(const struct al_http_opts *o,
+				      struct MHD_Connection *c,
+				      const char *method, const char *url,
+				      const char *body, size_t len);
 };
 
 /* --- the engine, for the doors (http.c) ----------------------------------- */

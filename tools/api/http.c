@@ -46,6 +46,7 @@ struct req {
 	bool too_big;		/* over max_body_bytes: 413 at the end */
 	int door;		/* a front door's request (doorway.h), 0 = ours */
 	bool has_body;		/* its route takes a body */
+	bool own;		/* a door with its own auth answers it (E2B) */
 };
 
 /* --- responses ---------------------------------------------------------- */
@@ -832,6 +833,24 @@ static struct req *begin(struct al_http *h, struct MHD_Connection *c,
 		*ret = MHD_NO;
 		return NULL;
 	}
+	if (!h->o->metrics_only && h->o->doors && h->o->doors->own_claims &&
+	    h->o->doors->own_claims(c, url)) {
+		/* the door authenticates by its own keys and tokens */
+		q->own = true;
+		if (!h->o->principals.n &&
+		    !al_http_host_allowed(
+			MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_HOST),
+			h->o->listen))
+			*ret = send_error(c, 403, "Host not allowed");
+		else if (cl &&
+			 strtoull(cl, NULL, 10) > h->o->doors->own_max_body)
+			*ret = send_error(c, 413, "body over the door's cap");
+		else
+			return q;
+		free(q);
+		return NULL;
+	}
 	r = h->o->metrics_only || !h->o->doors
 		? -ENOENT
 		: h->o->doors->route(method, url, &q->door);
@@ -909,6 +928,21 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c,
 			return ret;
 		*con_cls = q;
 		return MHD_YES;
+	}
+	if (q->own) {
+		size_t max = h->o->doors->own_max_body;
+
+		if (*data_size) {
+			take_body(q, data, *data_size, max);
+			*data_size = 0;
+			return MHD_YES;
+		}
+		if (q->too_big)
+			return send_error(c, 413, "body over the door's cap");
+		take_body(q, "", 1, max + 1); /* a NUL after it */
+		q->len--;
+		return h->o->doors->own_handle(h->o, c, method, url, q->body,
+					       q->len);
 	}
 	if (*data_size) {
 		if (q->has_body)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "door.h"
+#include "e2b.h"
 
 static const struct {
 	const char
@@ -455,4 +456,7 @@ const struct al_http_doors al_doors = {
     .text_plain = door_text_plain,
     .handle = door_handle,
     .error = al_door_error,
+    .own_claims = al_e2b_claims,
+    .own_max_body = AL_E2B_FILE_MAX,
+    .own_handle = al_e2b_handle,
 };
