@@ -47,6 +47,7 @@ struct al_agent {
 	int random_fd;			   /* /dev/urandom (PID 1 only) */
 	pid_t zygote_pid;		   /* zygote.c: waiting, 0 = none */
 	int zygote_fd;			   /* our end of its socket, -1 */
+	bool tainted; /* a step's processes outlived its kill: no more steps */
 };
 
 /* Log one line to stderr (the console in the guest). Never pass job bytes. */

@@ -35,10 +35,13 @@ def _token(pid):
     mem = os.open("proc/%s/mem" % pid, os.O_RDONLY, dir_fd=d)
     best = None
     for lo, hi in _regions(d, pid):
-        try:
-            data = os.pread(mem, hi - lo, lo)
-        except OSError:
-            continue
+        parts = []
+        for at in range(lo, hi, 1 << 20):
+            try:
+                parts.append(os.pread(mem, min(1 << 20, hi - at), at))
+            except OSError:
+                break
+        data = b"".join(parts)
         m = re.search(rb"(?<![0-9a-f])([0-9a-f]{32})\n\{", data)
         if m:
             return m.group(1)
