@@ -444,8 +444,13 @@ static int run_one(struct sb_vm *vm, const struct al_step *s,
  * The checker runs as the job user: another uid would guard nothing more
  * once no process of the submission is left. */
 #define CHECK_DIR_PREFIX ".airlock-check-"
+/* A checker directory the job user cannot enter was made so by the
+ * submission (a chmod of its work dir): its test's wrong answer, said in
+ * checker_output, not the checker's failure (exit 3, internal_error). */
 static const char check_script[] =
-    "d=$1; shift; cd \"$d\" || exit 125; HOME=$PWD; export HOME; "
+    "d=$1; shift; cd \"$d\" 2>/dev/null || { echo \"airlock: the "
+    "checker's directory cannot be entered (the submission changed its "
+    "work dir)\" >&2; exit 1; }; HOME=$PWD; export HOME; "
     "\"$@\" input output answer; rc=$?; cd .. && rm -rf \"$d\"; exit $rc";
 
 /* The checker's files under dir: its own, input, output, answer. */
@@ -516,6 +521,27 @@ static int check_output(const struct al_step_result *cr,
 	return 0;
 }
 
+/* The agent answered that the checker's files could not be placed: the
+ * VM is alive and what refused them is the guest's state after the
+ * submission ran (its disk filled, /work chmod'ed or removed). That is
+ * the submission's doing, so the test's failure (runtime error, the
+ * reason in checker_output), never our XX: an XX is retried and ends as
+ * internal_error, which a submission must not be able to choose. */
+static int checker_refused(struct sb_vm *vm, struct al_step_result *sr)
+{
+	char *why = NULL;
+	int n = asprintf(&why, "the checker's files could not be placed "
+			       "(the submission's disk or work dir): %s",
+			 sb_vm_error(vm));
+
+	if (n < 0)
+		return -ENOMEM;
+	free(sr->checker_output.data);
+	sr->checker_output = (struct al_blob){(uint8_t *)why, (size_t)n};
+	sr->verdict = AL_VERDICT_RUNTIME_ERROR;
+	return 0;
+}
+
 /* Run step s's checker on its result sr (an OK step): sr->verdict says
  * what it judged. Returns 0, or <0 when the VM failed. */
 static int run_checker(struct sb_vm *vm, struct al_worker *w,
@@ -549,6 +575,8 @@ static int run_checker(struct sb_vm *vm, struct al_worker *w,
 	for (size_t i = 0; files && i < n_files; i++)
 		free(files[i].path);
 	free(files);
+	if (r == -EPROTO)
+		return checker_refused(vm, sr);
 	if (r < 0)
 		return r;
 	argv = calloc(s->check.argc + 6, sizeof(*argv));

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""checker_guest_test.py AIRLOCK SRC WORKDIR: a submission that breaks the
+checker's ground (issue 33) gets its test's failure with a reason, never
+Airlock's own (XX, retried, then internal_error).
+
+Two submissions to one checker test ("factor 91", tests/grade's
+check_divisor.sh), each printing a wrong divisor after it:
+  disk-fill   fills its work dir's disk (the checker's files cannot be
+              written there)
+  chmod-work  chmod 000 its work dir
+Each must end runtime_error or wrong_answer, attempt 1, with a reason in
+checker_output. VM images from $AIRLOCK_TEST_STATE.
+"""
+import json
+import os
+import subprocess
+import sys
+
+airlock, src, work = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
+checker = open(os.path.join(src, "tests/grade/check_divisor.sh")).read()
+CASES = {
+    "disk-fill": "cat /dev/zero > /work/fill 2>/dev/null; "
+                 "cat /dev/zero > /tmp/fill 2>/dev/null; echo 5",
+    "chmod-work": "chmod 000 /work; echo 5",
+}
+jobs = os.path.join(work, "jobs.jsonl")
+with open(jobs, "w") as f:
+    for sid, sh in CASES.items():
+        f.write(json.dumps({
+            "id": "cg-" + sid, "template": "python",
+            "limits": {"wall_ms": 300000},
+            "steps": [{"name": "factor", "sh": sh, "stdin": "factor 91\n",
+                       "timeout_ms": 60000, "cpu_ms": 30000,
+                       "check": {"cmd": ["sh", "check_divisor.sh"],
+                                 "timeout_ms": 60000,
+                                 "files": {"check_divisor.sh": checker},
+                                 "answer": "7\n"}}]}) + "\n")
+out = os.path.join(work, "out.jsonl")
+if os.path.exists(out):
+    os.unlink(out)
+p = subprocess.run([airlock, "batch", "-o", out, "--workers", "2", jobs],
+                   capture_output=True, text=True, timeout=600)
+print(p.stdout[-2000:], p.stderr[-2000:])
+bad = []
+for line in open(out):
+    r = json.loads(line)
+    st = r.get("steps", [{}])[0]
+    got = (r.get("id"), r.get("verdict"), st.get("verdict"), r.get("attempt"))
+    print(got, st.get("checker_output", "")[:160])
+    if st.get("verdict") not in ("runtime_error", "wrong_answer") or \
+            r.get("attempt", 1) != 1 or not st.get("checker_output"):
+        bad.append(got)
+if bad or p.returncode not in (0, 1):
+    sys.exit("FAIL: %r (batch exit %d)" % (bad, p.returncode))
+print("ok: both are the test's failure, attempt 1")
