@@ -141,6 +141,11 @@ int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,
 {
 	int r;
 
+	/* the work dir as init.c made it: a step that chmod'ed it 000 must not
+	 * keep the files placed now (a checker's, say) from their reader. Its
+	 * parent is the read-only root's: the path names our directory. */
+	if (chmod(a->cfg->work_dir, 0755) < 0)
+		al_agent_log("chmod work dir: %s", strerror(errno));
 	for (size_t i = 0; i < f->n_files; i++) {
 		r = put_one(a, &f->files[i]);
 		if (r < 0) {

@@ -29,7 +29,7 @@ with open(jobs, "w") as f:
     for sid, sh in CASES.items():
         f.write(json.dumps({
             "id": "cg-" + sid, "template": "python",
-            "limits": {"wall_ms": 300000},
+            "limits": {"wall_ms": 300000, "disk_mb": 8},
             "steps": [{"name": "factor", "sh": sh, "stdin": "factor 91\n",
                        "timeout_ms": 60000, "cpu_ms": 30000,
                        "check": {"cmd": ["sh", "check_divisor.sh"],
