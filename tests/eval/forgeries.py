@@ -314,6 +314,18 @@ def _swap():
 threading.Thread(target=_swap, daemon=True).start()
 ''', why="entry point swapped late: the judge's proxy calls what the program defined... and the true answer is still needed")
 
+# 11. the channel closed under the judge while the sample lives on: a
+# broken pipe inside the test's own try/except must not go on to "passed"
+row("close-channel-live", """    import os, time
+    for fd in range(3, 64):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    time.sleep(0.5)
+    return True
+""", why="a broken channel inside the test is never swallowed")
+
 with open(sys.argv[1], "w") as f:
     for r in ROWS:
         r["expect_passed"] = False
