@@ -530,8 +530,9 @@ static int check_output(const struct al_step_result *cr,
 static int checker_refused(struct sb_vm *vm, struct al_step_result *sr)
 {
 	char *why = NULL;
-	int n = asprintf(&why, "the checker's files could not be placed "
-			       "(the submission's disk or work dir): %s",
+	int n = asprintf(&why,
+			 "the checker's files could not be placed "
+			 "(the submission's disk or work dir): %s",
 			 sb_vm_error(vm));
 
 	if (n < 0)

@@ -310,8 +310,8 @@ static void test_check_spec(void **state)
 	c.strict = true;
 	t = al_eval_check_spec(&p, &s, &c);
 	j = json_loads(t, 0, NULL);
-	assert_null(strstr(json_string_value(json_object_get(j, "program")),
-			   "check"));
+	assert_null(
+	    strstr(json_string_value(json_object_get(j, "program")), "check"));
 	assert_true(json_is_true(json_object_get(j, "strict")));
 	json_decref(j);
 	free(t);

@@ -68,12 +68,12 @@ static int store(char **out, const char *p, const char *s, const char *t,
 		prog = NULL;
 	if (asprintf(&sample, "%s%s", p, s) < 0)
 		sample = NULL;
-	spec = prog && sample ? json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:i,s:i}",
-					  "program", sample, "test", t,
-					  "check", "check", "candidate", e,
-					  "guard", 1, "strict", 0,
-					  "timeout_ms", 3000, "cpu_ms", 20000)
-			      : NULL;
+	spec = prog && sample
+		   ? json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:i,s:i}", "program",
+			       sample, "test", t, "check", "check", "candidate",
+			       e, "guard", 1, "strict", 0, "timeout_ms", 3000,
+			       "cpu_ms", 20000)
+		   : NULL;
 	text = spec ? json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	if (text && (n = asprintf(out, "%s%c%s", prog, '\0', text)) > 0)
 		r = 0;

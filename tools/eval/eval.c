@@ -643,11 +643,11 @@ char *al_eval_check_spec(const struct al_eval_problem *p,
 		return NULL;
 	/* whole milliseconds, so that every client writes the same text
 	 * (and so the same job id) as this one */
-	spec = json_pack("{s:s, s:s, s:b, s:b, s:I, s:I}", "program", prog,
-			 "test", p->test ? p->test : "", "strict", strict,
-			 "guard", c->guard, "timeout_ms",
-			 (json_int_t)c->timeout_ms, "cpu_ms",
-			 (json_int_t)c->cpu_ms);
+	spec =
+	    json_pack("{s:s, s:s, s:b, s:b, s:I, s:I}", "program", prog, "test",
+		      p->test ? p->test : "", "strict", strict, "guard",
+		      c->guard, "timeout_ms", (json_int_t)c->timeout_ms,
+		      "cpu_ms", (json_int_t)c->cpu_ms);
 	if (spec && p->entry_point)
 		json_object_set_new(spec, "check", json_string("check"));
 	if (spec && p->entry_point)
