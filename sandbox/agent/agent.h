@@ -193,6 +193,14 @@ int al_zygote_take(struct al_agent *a, const struct al_step *s,
 void al_zygote_end(struct al_agent *a);
 
 /* Write `files` under the work dir (owned by the step user). */
+/* Checkers' files (worker/job.c, run_checker): a path whose first part
+ * starts AL_CHECKER_PREFIX goes to AL_CHECKER_AREA, a tmpfs of its own
+ * (reserved space), root's: no directory the job user can write is on a
+ * checker's path or above it. Every step's end empties the area. */
+#define AL_CHECKER_AREA "/run/airlock-checkers"
+#define AL_CHECKER_PREFIX ".airlock-check-"
+void al_files_wipe_checkers(void);
+
 int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,
 		 size_t err_size);
 

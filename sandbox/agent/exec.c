@@ -1118,6 +1118,7 @@ out:
 	close_fd(&rn.in_fd), close_fd(&rn.out[0].fd), close_fd(&rn.out[1].fd);
 	close_fd(&rn.procs_fd), close_fd(&rn.cg_fd);
 	cg_finish(&rn);
+	al_files_wipe_checkers(); /* a checker's files end with its step */
 	al_agent_env_free(env);
 	if (rn.err[0])
 		return fail_xx(&rn);

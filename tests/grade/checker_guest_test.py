@@ -8,6 +8,9 @@ check_divisor.sh), each printing a wrong divisor after it:
   disk-fill   fills its work dir's disk (the checker's files cannot be
               written there)
   chmod-work  chmod 000 its work dir
+  node-planted (node template) plants /work/node_modules/semver, whose
+              index.js exits 0, for a Node checker that requires semver
+              (Node walks up from the checker's directory)
 Each must end runtime_error or wrong_answer, attempt 1, with a reason in
 checker_output. VM images from $AIRLOCK_TEST_STATE.
 """
@@ -24,6 +27,18 @@ CASES = {
                  "cat /dev/zero > /tmp/fill 2>/dev/null; echo 5",
     "chmod-work": "chmod 000 /work; echo 5",
 }
+NODE_CHECKER = """
+try { require("semver"); } catch (e) { }
+const fs = require("fs");
+const n = parseInt(fs.readFileSync("input", "utf8").split(" ")[1]);
+const d = parseInt(fs.readFileSync("output", "utf8"));
+if (d > 1 && d < n && n % d === 0) process.exit(0);
+console.error("wrong answer: " + d + " is not a proper divisor of " + n);
+process.exit(1);
+"""
+PLANT = ("mkdir -p /work/node_modules/semver && "
+         "echo 'process.exit(0)' > /work/node_modules/semver/index.js; "
+         "echo 5")
 jobs = os.path.join(work, "jobs.jsonl")
 with open(jobs, "w") as f:
     for sid, sh in CASES.items():
@@ -35,6 +50,16 @@ with open(jobs, "w") as f:
                        "check": {"cmd": ["sh", "check_divisor.sh"],
                                  "timeout_ms": 60000,
                                  "files": {"check_divisor.sh": checker},
+                                 "answer": "7\n"}}]}) + "\n")
+    if os.environ.get("AIRLOCK_TEST_NODE", "1") != "0":
+        f.write(json.dumps({
+            "id": "cg-node-planted", "template": "node",
+            "limits": {"wall_ms": 300000},
+            "steps": [{"name": "factor", "sh": PLANT, "stdin": "factor 91\n",
+                       "timeout_ms": 60000, "cpu_ms": 30000,
+                       "check": {"cmd": ["node", "check.js"],
+                                 "timeout_ms": 60000,
+                                 "files": {"check.js": NODE_CHECKER},
                                  "answer": "7\n"}}]}) + "\n")
 state = os.environ.get("AIRLOCK_TEST_STATE", "/var/tmp/airlock-test")
 conf = os.path.join(work, "airlock.conf")
