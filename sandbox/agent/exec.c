@@ -421,18 +421,28 @@ static void watch_cpu(struct run *rn)
 }
 
 /* Wait for the cgroup to empty (reaping as we go: we may be init), read
- * its accounting, remove it. */
+ * its accounting, remove it. A cgroup still populated after the kill and
+ * EMPTY_WAIT_MS fails the step, and taints the agent: no later step (a
+ * checker, say) runs beside what survived. */
 static void cg_finish(struct run *rn)
 {
 	uint64_t v, deadline = al_now_ms() + EMPTY_WAIT_MS;
+	bool full = false;
 
 	if (!rn->cg[0])
 		return;
 	while (cg_read_u64(rn->cg, "cgroup.events", "populated", &v) == 0 &&
-	       v && al_now_ms() < deadline) {
+	       (full = v != 0) && al_now_ms() < deadline) {
 		kill_all(rn);
 		al_agent_reap(rn->a, -1, NULL, NULL);
 		usleep(2000);
+	}
+	if (full) {
+		rn->a->tainted = true;
+		snprintf(rn->err, sizeof(rn->err),
+			 "processes of the step outlived its kill");
+		al_agent_log("step %u: processes outlived the kill",
+			     rn->a->step_no);
 	}
 	if (cg_read_u64(rn->cg, "cpu.stat", "usage_usec", &v) == 0)
 		rn->res->cpu_ms = v / 1000;
@@ -1105,6 +1115,11 @@ static int exec_step(struct al_agent *a, const struct al_step *step,
 	if (!rn.background && !warmup)
 		end_session_leftovers(a);
 	a->step_no++;
+	if (a->tainted) { /* cg_finish: what survived a step runs still */
+		snprintf(rn.err, sizeof(rn.err),
+			 "an earlier step's processes outlived its kill");
+		goto out;
+	}
 	/* the zygote runs this step, or nothing: no job code beside it */
 	rn.zygote = !warmup && al_zygote_fits(a, step);
 	if (!rn.zygote && !warmup)
@@ -1130,6 +1145,7 @@ out:
 	close_fd(&rn.in_fd), close_fd(&rn.out[0].fd), close_fd(&rn.out[1].fd);
 	close_fd(&rn.procs_fd), close_fd(&rn.cg_fd);
 	cg_finish(&rn);
+	al_files_wipe_checkers(); /* a checker's files end with its step */
 	al_agent_env_free(env);
 	if (rn.err[0])
 		return fail_xx(&rn);

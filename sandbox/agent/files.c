@@ -9,6 +9,7 @@
  * snapshot's setup left in /work (a FIFO with no reader) cannot hang the
  * agent while it places the next job's files.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -42,13 +43,26 @@ static void give_to_job(const struct al_agent *a, int fd)
 		al_agent_log("fchown: %s", strerror(errno));
 }
 
-/* Open (creating) the parent directory of `path`; *ret_name points at the
- * last component. */
+/* A checker's path (AL_CHECKER_PREFIX): it goes to AL_CHECKER_AREA and
+ * stays root's. */
+static bool checker_path(const char *path)
+{
+	return strncmp(path, AL_CHECKER_PREFIX, strlen(AL_CHECKER_PREFIX)) ==
+	       0;
+}
+
+/* Open (creating) the parent directory of `path` beneath the work dir (a
+ * checker's: beneath AL_CHECKER_AREA); *ret_name points at the last
+ * component. */
 static int open_parent(const struct al_agent *a, char *path, char **ret_name)
 {
 	const uint64_t res = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+	bool checker = checker_path(path);
 	char *comp = path, *slash;
-	int dir = dup(a->work_fd), next;
+	int dir = checker ? open(AL_CHECKER_AREA,
+				 O_PATH | O_DIRECTORY | O_CLOEXEC)
+			  : dup(a->work_fd),
+	    next;
 
 	if (dir < 0)
 		return -errno;
@@ -57,7 +71,7 @@ static int open_parent(const struct al_agent *a, char *path, char **ret_name)
 		if (mkdirat(dir, comp, 0755) == 0) {
 			next = open_beneath(dir, comp, O_RDONLY | O_DIRECTORY,
 					    0, res);
-			if (next >= 0)
+			if (next >= 0 && !checker)
 				give_to_job(a, next);
 		} else if (errno == EEXIST) {
 			next = open_beneath(dir, comp, O_PATH | O_DIRECTORY, 0,
@@ -125,7 +139,8 @@ static int put_one(const struct al_agent *a, const struct al_file *f)
 		r = -errno;
 		goto out;
 	}
-	give_to_job(a, fd);
+	if (!checker_path(f->path))
+		give_to_job(a, fd);
 	r = write_all(fd, f->content.data, f->content.len);
 out:
 	if (fd >= 0)
@@ -136,11 +151,60 @@ out:
 	return r;
 }
 
+/* Remove dir's entries, depth levels deep at most, then dir itself from
+ * parent. Root's tree (AL_CHECKER_AREA): no job can race it. */
+static void remove_tree(int parent, const char *name, int depth)
+{
+	int fd = openat(parent, name,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		unlinkat(parent, name, 0);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (e->d_type == DT_DIR && depth > 0)
+			remove_tree(dirfd(d), e->d_name, depth - 1);
+		else
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+	unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void al_files_wipe_checkers(void)
+{
+	int area = open(AL_CHECKER_AREA, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = area >= 0 ? fdopendir(area) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (area >= 0)
+			close(area);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			remove_tree(dirfd(d), e->d_name, 16);
+	closedir(d);
+}
+
 int al_files_put(struct al_agent *a, const struct al_msg_files *f, char *err,
 		 size_t err_size)
 {
 	int r;
 
+	/* the work dir as init.c made it: a step that chmod'ed it 000 must not
+	 * keep the files placed now (a checker's, say) from their reader. Its
+	 * parent is the read-only root's: the path names our directory. */
+	if (chmod(a->cfg->work_dir, 0755) < 0)
+		al_agent_log("chmod work dir: %s", strerror(errno));
 	for (size_t i = 0; i < f->n_files; i++) {
 		r = put_one(a, &f->files[i]);
 		if (r < 0) {

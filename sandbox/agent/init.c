@@ -141,6 +141,9 @@ static void mount_scratch(const struct al_agent_config *cfg)
 
 	mnt("tmpfs", "/run", "tmpfs", MOUNT_NOSUID, "mode=0755,size=16m");
 	mkdir("/run/airlock", 0700);
+	/* checkers' files (files.c): root's, space no job can fill */
+	mnt("tmpfs", AL_CHECKER_AREA, "tmpfs", MOUNT_NOSUID | MS_NODEV,
+	    "mode=0755,size=64m");
 	snprintf(opts, sizeof(opts), "mode=0755,size=%um", SCRATCH_DEFAULT_MB);
 	if (mnt("tmpfs", cfg->scratch_dir, "tmpfs", MOUNT_NOSUID, opts) < 0)
 		return;

@@ -141,7 +141,7 @@ def _airlock_zygote():
 # send it, with its stdin in a pipe: `python3 -c` ending through the
 # interpreter's own exit, and the check runner (docs/eval.md) on a small
 # sample, ending in os._exit. Template code only: no job is in the VM yet.
-_WARM_SAMPLE = """from typing import List
+_WARM_PROGRAM = """from typing import List
 
 
 def close_pairs(xs: List[float], t: float) -> List[tuple]:
@@ -152,8 +152,8 @@ def close_pairs(xs: List[float], t: float) -> List[tuple]:
                 out.append((i, j))
     return sorted(out, key=lambda p: (p[1], p[0]))
 
-
-def check(candidate):
+"""
+_WARM_TEST = """def check(candidate):
     assert candidate([1.0, 2.0, 3.9, 4.0], 0.3) == [(2, 3)]
     assert candidate([], 1.0) == []
     words = " ".join(str(x) for x in range(5)).split()
@@ -164,6 +164,7 @@ def check(candidate):
     except ValueError:
         pass
 """
+_WARM_SAMPLE = _WARM_PROGRAM + "\n" + _WARM_TEST
 
 
 def _warm(os, sys):
@@ -186,7 +187,7 @@ def _warm(os, sys):
 
     cases = [([b"python3", b"-c", _WARM_SAMPLE.encode() + b"check(close_pairs)\nprint(1)\n"], b"")]
     if os.path.exists("/run/airlock-check/check.py"):
-        spec = {"program": _WARM_SAMPLE, "check": "check", "candidate": "close_pairs"}
+        spec = {"program": _WARM_PROGRAM, "test": _WARM_TEST, "check": "check", "candidate": "close_pairs"}
         cases.append(([b"python3", b"/run/airlock-check/check.py"], b"warm\n" + json.dumps(spec).encode()))
     for argv, stdin in cases:
         child = hand_over(argv, stdin)

@@ -195,7 +195,9 @@ PROBE = ("echo found=$(cat /work/found); "
          "echo dirs=$(ls -a /work | grep -c airlock-check); "
          # the rewriter's command line has "echo 7"; grep's has "echo [7]"
          "echo alive=$(grep -las 'echo [7]' /proc/[0-9]*/cmdline | wc -l); "
-         "echo control=$(cat /work/alive_in_step)")
+         "echo control=$(cat /work/alive_in_step); "
+         # the agent's checker area, emptied as each step ends
+         "echo area=$(ls -A /run/airlock-checkers | wc -l)")
 hostile = job("hostile", "sh", HOSTILE, tests=[
     ("factor", "factor 91\n", "check", 1),
     ("expect", "probe\n", {"stdout": "SECRET-EXPECT-42\n"}, 1)],
@@ -302,7 +304,7 @@ want("hostile checker said", h["factor"].get("checker_output", "").startswith(
 want("hostile expect read", h["expect"]["stdout"], "none\n")
 want("hostile probe", h["probe"]["stdout"],
      "found=/tmp/check_divisor.ctl /tmp/ctl\nby_name=1\nleak=0\ndirs=1\n"
-     "alive=0\ncontrol=1\n")  # dirs: its decoy; by_name: its control
+     "alive=0\ncontrol=1\narea=0\n")  # dirs: its decoy; by_name: its control
 
 # Text output keeps UTF-8 and every step's name (skipped ones too).
 t = subprocess.run([airlock, "report", out], capture_output=True, text=True)

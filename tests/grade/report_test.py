@@ -31,6 +31,13 @@ def step(name, status, verdict=None, score=0, stdout="", **kw):
     return s
 
 
+# every kind of invisible or direction-changing character: LRM, RLM,
+# ALM, zero-width space, ZWNJ, ZWJ, word joiner, BOM, soft hyphen, the
+# line and paragraph separators, an isolate, a tag character, a filler
+INVISIBLE = ("\u200e\u200f\u061c\u200b\u200c\u200d\u2060\ufeff\u00ad"
+             "\u2028\u2029\u2066\U000e0041\u3164")
+
+
 def result(rid, status, verdict, steps, score, max_score):
     return {"id": rid, "status": status, "verdict": verdict, "steps": steps,
             "vm": {"template": "c", "accel": "tcg", "restored": True,
@@ -49,7 +56,8 @@ results = [
              "1\n2\n" + XSS + "\n4\n", expect_ok=False)], 0, 2),
     result("ce", "CE", "compile_error", [
         step("compile", "CE", exit_code=1,
-             compile_output="m.c:1: error: expected \u2018;\u2019 \x1b[31m\u202e"),
+             compile_output="m.c:1: error: expected \u2018;\u2019 \x1b[31m\u202e"
+             + INVISIBLE),
         step("t1", "SK", "skipped", 0)], 0, 2),
     result("seg", "SG", "runtime_error", [
         step("compile", "OK"),
@@ -88,6 +96,11 @@ want("UTF-8 quotes kept", "\u2018;\u2019" in html)
 want("escape byte shown", "\\x1b" in html and "\x1b" not in html)
 want("bidi control escaped", "\\xe2\\x80\\xae" in html and "\u202e" not in html)
 want("invalid UTF-8 shown as \\xff", "\\xff\\xfe" in html)
+want("no invisible character left raw",
+     not [c for c in INVISIBLE if c in html])
+want("invisible characters shown as bytes",
+     all("".join("\\x%02x" % b for b in c.encode()) in html
+         for c in INVISIBLE))
 want("counts", "runtime error (SIGSEGV)" in html)
 with open(os.path.join(rep, "submissions.csv"), newline="", encoding="utf-8") as f:
     subs = list(csv.DictReader(f))

@@ -20,6 +20,8 @@
 #   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1, also
 #                  with --strict
 #   eval-corpus    the verdict corpus through real VMs (tests/eval)
+#   eval-forge     the forgery corpus (tests/data/eval/forgeries.jsonl)
+#                  through real VMs, default and --strict: none passes
 #   eval3          pass@k of 3 samples x 2 problems, SIGINT + --resume;
 #                  3 runs, 0 flaky with AIRLOCK_FULL=1 (1 run otherwise)
 #   evalplus       HumanEval+/MBPP+ problems in evalplus's format: expected
@@ -750,6 +752,26 @@ eval-corpus)
   [ -z "$bad" ] || { echo "$bad" >&2; fail "strict verdicts differ"; }
   log "$(wc -l < "$tmp/c.out") samples as the corpus says, 0 games passed;" \
     "strict: $(wc -l < "$tmp/s.out") as it says"
+  ;;
+
+eval-forge)
+  # tests/data/eval/forgeries.jsonl through real VMs: each a wrong
+  # completion that attacks the verdict (the token in memory by every
+  # route, check rebound, frames, gc, hooks after the check, signals to
+  # the judge, rebound builtins, report and channel tricks): not one may
+  # pass, default or --strict (docs/eval.md, "What a sample can still fake")
+  data=$src/datasets/HumanEval.jsonl.gz
+  forge=$src/tests/data/eval/forgeries.jsonl
+  n=$(wc -l < "$forge")
+  for mode in "" --strict; do
+    "$bin" eval --workers 2 --cpu-ms 15000 -k 1 $mode --problems "$data" \
+      -o "$tmp/f.out" "$forge" >&2 || fail "eval $mode exited $?"
+    [ "$(wc -l < "$tmp/f.out")" = "$n" ] || fail "not $n results"
+    won=$(jq -c 'select(.passed) | {kind, result, reason}' "$tmp/f.out")
+    [ -z "$won" ] || { echo "$won" >&2; fail "forgeries passed ($mode)"; }
+    log "${mode:-default}: $n forgeries, 0 passed:" \
+      "$(jq -r '.kind + "=" + .result[:24]' "$tmp/f.out" | tr '\n' ' ')"
+  done
   ;;
 
 humaneval)

@@ -292,10 +292,16 @@ static void test_check_spec(void **state)
 	(void)state;
 	assert_non_null(t);
 	j = json_loads(t, 0, NULL);
+	/* the sample process's program and the judge's test, apart */
 	assert_string_equal(json_string_value(json_object_get(j, "program")),
-			    "def f(x):\n    return x + 1\n\ndef check(c):\n"
-			    "    assert c(1) == 2\n\ncheck(f)\n");
-	assert_null(json_object_get(j, "check"));
+			    "def f(x):\n    return x + 1\n");
+	assert_string_equal(json_string_value(json_object_get(j, "test")),
+			    "def check(c):\n    assert c(1) == 2\n");
+	assert_string_equal(json_string_value(json_object_get(j, "check")),
+			    "check");
+	assert_string_equal(json_string_value(json_object_get(j, "candidate")),
+			    "f");
+	assert_true(json_is_false(json_object_get(j, "strict")));
 	assert_true(json_is_true(json_object_get(j, "guard")));
 	assert_int_equal(json_integer_value(json_object_get(j, "timeout_ms")),
 			 3000);
@@ -304,10 +310,9 @@ static void test_check_spec(void **state)
 	c.strict = true;
 	t = al_eval_check_spec(&p, &s, &c);
 	j = json_loads(t, 0, NULL);
-	assert_null(strstr(json_string_value(json_object_get(j, "program")),
-			   "check(f)"));
-	assert_string_equal(json_string_value(json_object_get(j, "candidate")),
-			    "f");
+	assert_null(
+	    strstr(json_string_value(json_object_get(j, "program")), "check"));
+	assert_true(json_is_true(json_object_get(j, "strict")));
 	json_decref(j);
 	free(t);
 }

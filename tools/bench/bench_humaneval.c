@@ -53,6 +53,37 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* One problem as the plain program (prompt + solution + test + check
+ * call), a NUL, then the check runner's spec as `airlock eval` writes it
+ * (tools/eval/eval.c: the program and the test apart), in one string:
+ * the plain paths read the first, check_job the second. */
+static int store(char **out, const char *p, const char *s, const char *t,
+		 const char *e)
+{
+	json_t *spec;
+	char *prog = NULL, *sample = NULL, *text = NULL;
+	int r = -ENOMEM, n;
+
+	if (asprintf(&prog, "%s%s\n\n%s\n\ncheck(%s)\n", p, s, t, e) < 0)
+		prog = NULL;
+	if (asprintf(&sample, "%s%s", p, s) < 0)
+		sample = NULL;
+	spec = prog && sample
+		   ? json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:i,s:i}", "program",
+			       sample, "test", t, "check", "check", "candidate",
+			       e, "guard", 1, "strict", 0, "timeout_ms", 3000,
+			       "cpu_ms", 20000)
+		   : NULL;
+	text = spec ? json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (text && (n = asprintf(out, "%s%c%s", prog, '\0', text)) > 0)
+		r = 0;
+	json_decref(spec);
+	free(prog);
+	free(sample);
+	free(text);
+	return r;
+}
+
 /* Read the dataset into `progs` (malloc'd programs); returns the count. */
 static int load(const char *path, char **progs, size_t max)
 {
@@ -77,9 +108,7 @@ static int load(const char *path, char **progs, size_t max)
 		const char *e =
 		    json_string_value(json_object_get(o, "entry_point"));
 
-		if (p && s && t && e &&
-		    asprintf(&progs[n], "%s%s\n\n%s\n\ncheck(%s)\n", p, s, t,
-			     e) > 0)
+		if (p && s && t && e && store(&progs[n], p, s, t, e) == 0)
 			n++;
 		json_decref(o);
 	}
@@ -162,10 +191,7 @@ static void run_peer(struct peer *p, const char *dir, int n, unsigned conc)
  * the runner's 5 s of slack, its wall cap 2 x that + 3 s + 20 s. */
 static json_t *check_job(const char *id, const char *prog)
 {
-	json_t *spec = json_pack("{s:s,s:b,s:b,s:i,s:i}", "program", prog,
-				 "guard", 1, "strict", 0, "timeout_ms", 3000,
-				 "cpu_ms", 20000);
-	char *text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
+	const char *text = prog + strlen(prog) + 1; /* store()'s spec */
 	json_t *j = text ? json_pack("{s:s,s:s,s:[{s:[s,s],s:s,s:b,s:i,s:i}]}",
 				     "id", id, "template", "python", "steps",
 				     "cmd", "python3", AL_CHECK_PY, "stdin",
@@ -173,8 +199,6 @@ static json_t *check_job(const char *id, const char *prog)
 				     "timeout_ms", 2 * 25000 + 3000 + 20000)
 			 : NULL;
 
-	free(text);
-	json_decref(spec);
 	return j;
 }
 

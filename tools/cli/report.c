@@ -252,13 +252,57 @@ static int index_subs(struct report *rp)
 
 /* --- text --------------------------------------------------------------- */
 
-/* Bytes as HTML text: escaped; invalid UTF-8, controls and bidirectional
- * controls as \xNN (al_cli_utf8_printable), as the text output shows them. */
+/* Code points a reader cannot see or that reorder what follows: every
+ * format character (Unicode's Cf: LRM, RLM, ALM, the embeddings,
+ * overrides and isolates, zero-width space and joiners, word joiner,
+ * BOM, soft hyphen, tags, ...), the line and paragraph separators
+ * U+2028/2029, and the blank fillers (CGJ, Hangul and Khmer fillers,
+ * Mongolian selectors). Ranges, sorted, from Unicode 15. */
+static const uint32_t invisible_cps[][2] = {
+    {0xad, 0xad},	{0x34f, 0x34f},	    {0x600, 0x605},
+    {0x61c, 0x61c},	{0x6dd, 0x6dd},	    {0x70f, 0x70f},
+    {0x890, 0x891},	{0x8e2, 0x8e2},	    {0x115f, 0x1160},
+    {0x17b4, 0x17b5},	{0x180b, 0x180f},   {0x200b, 0x200f},
+    {0x2028, 0x202e},	{0x2060, 0x2064},   {0x2066, 0x206f},
+    {0x3164, 0x3164},	{0xfeff, 0xfeff},   {0xffa0, 0xffa0},
+    {0xfff9, 0xfffb},	{0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+    {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a},
+    {0xe0001, 0xe0001}, {0xe0020, 0xe007f},
+};
+
+/* The code point of the valid UTF-8 sequence p[0..len). */
+static uint32_t utf8_cp(const uint8_t *p, size_t len)
+{
+	static const uint8_t lead[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+	uint32_t cp = p[0] & lead[len];
+
+	for (size_t i = 1; i < len; i++)
+		cp = cp << 6 | (p[i] & 0x3f);
+	return cp;
+}
+
+static bool invisible(const uint8_t *p, size_t len)
+{
+	uint32_t cp = utf8_cp(p, len);
+
+	for (size_t i = 0; i < sizeof(invisible_cps) / sizeof(*invisible_cps);
+	     i++)
+		if (cp >= invisible_cps[i][0] && cp <= invisible_cps[i][1])
+			return true;
+	return false;
+}
+
+/* Bytes as HTML text: escaped; invalid UTF-8, controls, bidirectional and
+ * invisible characters (invisible_cps) as \xNN, as the text output shows
+ * them (al_cli_utf8_printable). */
 static void html_bytes(FILE *f, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = p[i];
 		size_t u = c >= 0x80 ? al_cli_utf8_printable(p + i, n - i) : 0;
+
+		if (u && invisible(p + i, u))
+			u = 0;
 
 		if (c == '&')
 			fputs("&amp;", f);

