@@ -223,7 +223,7 @@ static int sample_line(void *ctx, char *line, size_t len, size_t lineno)
 	struct sample_reader *sr = ctx;
 	struct eval *ev = sr->ev;
 	const struct al_eval_problem *p = NULL;
-	struct al_eval_sample s, *v = NULL;
+	struct al_eval_sample s = {0}, *v = NULL; /* parse sets s on success only */
 	char err[512];
 	size_t t;
 	int r;
