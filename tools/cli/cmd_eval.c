@@ -223,7 +223,8 @@ static int sample_line(void *ctx, char *line, size_t len, size_t lineno)
 	struct sample_reader *sr = ctx;
 	struct eval *ev = sr->ev;
 	const struct al_eval_problem *p = NULL;
-	struct al_eval_sample s = {0}, *v = NULL; /* parse sets s on success only */
+	/* s zeroed: the parser sets it on success only */
+	struct al_eval_sample s = {0}, *v = NULL;
 	char err[512];
 	size_t t;
 	int r;
