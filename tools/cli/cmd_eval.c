@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sbconfig.h"
 #include "eval.h"
 #include "jobset.h"
 #include "proto.h"
@@ -774,6 +775,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	so.store = store;
 	al_jobset_init(&ev.set);
 	al_config_policy(&cli->cfg, &ev.policy);
+	if (!cli->cfg.redis.url[0]) /* embedded: the jobs run here */
+		al_config_policy_local(&cli->cfg, &ev.policy);
 	if (al_eval_problems_load(o->problems, &ev.ps, err, sizeof(err)) < 0) {
 		al_cli_error(cli, "%s", err);
 		goto out;

@@ -299,6 +299,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 
 	al_embed_init(&e);
 	al_config_policy(cfg, &policy);
+	if (!cfg->redis.url[0]) /* embedded: the jobs run here */
+		al_config_policy_local(cfg, &policy);
 	if (ro->language && argc != 1) {
 		al_cli_usage_error(cli, "--language takes one FILE, the "
 					"program's source");
