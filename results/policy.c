@@ -136,6 +136,8 @@ int al_job_check_policy(const struct al_job *job, const struct al_policy *p,
 	}
 	if (job->template_)
 		check_template(job->template_, p, d);
+	else if (!job->language && p->template_)
+		check_template(p->template_, p, d); /* the default's image */
 	if (job->network && strcmp(job->network, "none") != 0 &&
 	    !in_list(p->networks, job->network))
 		al_diags_add(d, "network", "unknown network policy \"%s\"",

@@ -36,6 +36,10 @@ grep -q '"status":"RJ".*no image on this host; fix: airlock image build java' \
 timeout 60 "$airlock" run --template java -- true >"$work/out" 2>&1
 grep -q 'no image on this host; fix: airlock image build java' "$work/out" ||
 	fail "run: not refused: $(cat "$work/out")"
+# run does not announce its embedded Redis on every call (item 13)
+if grep -q 'embedded:' "$work/out"; then
+	fail "run: says embedded without -v"
+fi
 
 # doctor: the allowed template with no image is named, exit 1; templates
 # no config allows are one ok line, not a warning each

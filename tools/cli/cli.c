@@ -218,7 +218,11 @@ int al_cli_say_backend(const struct al_cli *cli, struct alq_client *c,
 	int r;
 
 	if (embedded) {
-		if (al_log_level >= AL_LOG_INFO)
+		/* said by the long commands; `run`, called often, says it
+		 * with -v only (issue 37) */
+		if (al_log_level >= (strcmp(cli->cmd->name, "run")
+					 ? AL_LOG_INFO
+					 : AL_LOG_DEBUG))
 			fprintf(stderr,
 				"airlock %s: embedded: a private "
 				"redis-server and dispatcher for this "

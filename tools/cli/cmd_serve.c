@@ -186,7 +186,6 @@ static int run(struct al_cli *cli, int argc, char **argv)
 		return al_cli_usage_error(cli, "--http: not HOST:PORT: %s",
 					  o->http);
 	al_config_policy(cfg, &policy);
-	al_config_policy_local(cfg, &policy); /* HTTP submits run here */
 	al_config_serve_opts(cfg, &url, &policy, &sb, &so);
 	/* before any thread starts: the gateway's keeper and the session
 	 * host are forked */

@@ -20,8 +20,9 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 
 /* The allowed templates with no image on this host, into policy->unbuilt
  * (cfg holds the list): a job naming one is refused at submit, not run
- * as XX three times and dead-lettered. For commands whose jobs run here
- * (run, batch, eval, serve's HTTP API), after al_config_policy(). */
+ * as XX three times and dead-lettered. For the short commands whose jobs
+ * run here (run, batch, eval with the embedded Redis), after
+ * al_config_policy(); not serve, which outlives an image build. */
 void al_config_policy_local(struct al_config *cfg, struct al_policy *policy);
 
 /* Dispatcher options from the config; `url`, `policy` and `sb` must
