@@ -219,7 +219,7 @@ int al_cli_say_backend(const struct al_cli *cli, struct alq_client *c,
 
 	if (embedded) {
 		/* said by the long commands; `run`, called often, says it
-		 * with -v only (issue 37) */
+		 * at log.level debug only (issue 37) */
 		if (al_log_level >= (strcmp(cli->cmd->name, "run")
 					 ? AL_LOG_INFO
 					 : AL_LOG_DEBUG))

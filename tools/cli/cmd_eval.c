@@ -856,7 +856,7 @@ const struct al_cmd al_cmd_eval = {
 	"  -p, --problems FILE  the benchmark's problems (required)\n"
 	"  -k LIST              k values for pass@k (default 1,10,100)\n"
 	"  -o, --output FILE    per-sample results (default\n"
-	"                       SAMPLES_results.jsonl)\n"
+	"                       SAMPLES.jsonl_results.jsonl)\n"
 	"      --json FILE      also write pass@k as JSON (- = stdout)\n"
 	"      --resume         skip samples already done\n"
 	"  -w, --workers N      embedded workers (default workers.count)\n"

@@ -85,7 +85,8 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"env", 'e', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"meta", 'm', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"body", 'b', AL_OPT_ARG},
-	    {"timeout", 'w', AL_OPT_ARG},
+	    {"timeout-ms", 'w', AL_OPT_ARG}, /* the unit in the name */
+	    {"timeout", 'w', AL_OPT_ARG},    /* its old name, the same */
 	    {"quiet", 'q', AL_OPT_SHORT},
 	    {"saveable", 'S', 0},
 	    {"hibernate", 'H', AL_OPT_ARG},
@@ -853,7 +854,8 @@ static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
 {
 	static const struct al_opt lo[] = {
 	    {"n", 'n', AL_OPT_ARG | AL_OPT_SHORT},
-	    {"timeout", 'w', AL_OPT_ARG},
+	    {"timeout-ms", 'w', AL_OPT_ARG}, /* the unit in the name */
+	    {"timeout", 'w', AL_OPT_ARG},    /* its old name, the same */
 	    {"saveable", 'S', 0},
 	    {NULL, 0, 0},
 	};
@@ -898,11 +900,57 @@ static const struct sub subs[] = {
     {"snapshot", do_snapshot, NULL}, {"fork", do_fork, NULL},
 };
 
+/* The common options after the subcommand (`session create --redis URL`,
+ * as every other command takes them after its name): taken out of argv
+ * (up to a `--`), and the config loaded again with them. 1 when some
+ * were, 0 when none, or the exit code of a usage error (negated). */
+static int sub_common_opts(struct al_cli *cli, int *argc, char **argv)
+{
+	static const char *const names[] = {"--redis", "--queue", "--config"};
+	const char **dst[] = {&cli->redis, &cli->queue, &cli->config};
+	int out = 1, found = 0, i;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--"); i++) {
+		size_t k, n = 0;
+
+		for (k = 0; k < 3; k++) {
+			n = strlen(names[k]);
+			if (!strncmp(argv[i], names[k], n) &&
+			    (argv[i][n] == 0 || argv[i][n] == '='))
+				break;
+		}
+		if (k == 3) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (argv[i][n] == '=')
+			*dst[k] = argv[i] + n + 1;
+		else if (i + 1 < *argc)
+			*dst[k] = argv[++i];
+		else
+			return -al_cli_usage_error(cli, "%s needs a value",
+						   names[k]);
+		found = 1;
+	}
+	for (; i < *argc; i++)
+		argv[out++] = argv[i];
+	argv[out] = NULL;
+	*argc = out;
+	if (!found)
+		return 0;
+	al_config_release(&cli->cfg);
+	al_config_init(&cli->cfg);
+	return al_cli_load(cli) < 0 ? -AL_EXIT_USAGE : 1;
+}
+
 static int run(struct al_cli *cli, int argc, char **argv)
 {
 	struct alq_client c = {0};
 	int r;
 
+	r = sub_common_opts(cli, &argc, argv);
+	if (r < 0)
+		return -r;
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (strcmp(argv[0], subs[i].name))
 			continue;
@@ -924,11 +972,11 @@ const struct al_cmd al_cmd_session = {
 	"                       SUBCOMMAND ARGS...\n"
 	"\n"
 	"  create [-t TEMPLATE] [--ttl S] [--idle S] [-n NETWORK] [-e K=V]...\n"
-	"         [-m K=V]... [--body JSON] [--timeout MS] [--saveable]\n"
+	"         [-m K=V]... [--body JSON] [--timeout-ms MS] [--saveable]\n"
 	"         [--hibernate S] [-q]\n"
 	"      start a session; prints its record (-q: its id). It ends at\n"
 	"      its ttl (sessions.ttl_default_s), after --idle seconds\n"
-	"      without a request, or on rm. Waits up to --timeout\n"
+	"      without a request, or on rm. Waits up to --timeout-ms\n"
 	"      (sessions.create_timeout_ms) for a host with room.\n"
 	"      --saveable: its RAM a private copy, so that `snapshot` can\n"
 	"      save it (costs the copy at create and its RAM; see\n"
@@ -966,7 +1014,7 @@ const struct al_cmd al_cmd_session = {
 	"      0 never), USR1, USR2 (no kill unless --grace-ms). Its record\n"
 	"      then says `cancelled` and `signals_sent`; exit 1 when the\n"
 	"      exec has already ended.\n"
-	"  fork ID [-n N] [--saveable] [--timeout MS]\n"
+	"  fork ID [-n N] [--saveable] [--timeout-ms MS]\n"
 	"                         N (1..16) new sessions from its current\n"
 	"                         state (created --saveable), on its host;\n"
 	"                         prints their records with fork_ms\n"
