@@ -745,12 +745,24 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	}
 }
 
+/* A sample's outcome for eval's progress and summary: passed or failed,
+ * never the VM's OK (al_jobset_opts.judge). */
+static int sample_passed(const struct al_result *r)
+{
+	struct al_eval_verdict v;
+
+	al_eval_judge(r, &v);
+	return v.passed;
+}
+
 static int run(struct al_cli *cli, int argc, char **argv)
 {
 	struct eval_opts *o = cli->opts;
 	struct eval ev = {.o = o};
-	struct al_jobset_opts so = {
-	    .name = "eval", .resume = o->resume, .workers = o->workers};
+	struct al_jobset_opts so = {.name = "eval",
+				    .judge = sample_passed,
+				    .resume = o->resume,
+				    .workers = o->workers};
 	char out[4096], store[4200], err[1024];
 	int r, rc = AL_EXIT_USAGE;
 
