@@ -41,6 +41,12 @@ if grep -q 'embedded:' "$work/out"; then
 	fail "run: says embedded without -v"
 fi
 
+# run -l java with a file of another name says where it goes (item 14)
+printf 'public class Sum {}\n' >"$work/Sum.java"
+timeout 60 "$airlock" run -l java "$work/Sum.java" >"$work/out" 2>&1
+grep -q 'note: Sum.java goes into the VM as Main.java.*public class must be Main' \
+	"$work/out" || fail "run -l java: rename not said: $(cat "$work/out")"
+
 # doctor: the allowed template with no image is named, exit 1; templates
 # no config allows are one ok line, not a warning each
 "$airlock" doctor >"$work/doc" 2>&1

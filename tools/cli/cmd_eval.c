@@ -594,6 +594,24 @@ static json_t *pass_at(struct eval *ev, const unsigned *ks, int n_ks)
 	return out;
 }
 
+/* A -k the user asked for that no pass@k answers is said, not dropped
+ * silently (issue 37): pass@k needs k samples of every problem. */
+static void note_dropped_ks(struct al_cli *cli, const struct eval *ev)
+{
+	unsigned min_n = UINT32_MAX;
+
+	for (size_t t = 0; t < ev->ps.n; t++)
+		if (ev->tasks[t].n && ev->tasks[t].n < min_n)
+			min_n = ev->tasks[t].n;
+	for (int i = 0; min_n != UINT32_MAX && i < ev->o->n_ks; i++)
+		if (ev->o->ks[i] > min_n)
+			al_cli_error(cli,
+				     "note: pass@%u left out: a problem has "
+				     "only %u sample(s), k must be at most "
+				     "that",
+				     ev->o->ks[i], min_n);
+}
+
 static void print_pass(json_t *pk, const char *out, FILE *f)
 {
 	const char *key;
@@ -642,6 +660,7 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 	if (!pk)
 		return rc;
 	print_pass(pk, out, o->json && !strcmp(o->json, "-") ? stderr : stdout);
+	note_dropped_ks(cli, ev);
 	if (ev->ours)
 		al_cli_error(cli,
 			     "%zu samples failed on Airlock's side (XX), not "
