@@ -28,6 +28,12 @@ done
 "$airlock" session list --redis >"$work/out" 2>&1
 [ $? -eq 2 ] && grep -q -- '--redis needs a value' "$work/out" ||
 	fail "--redis without a value: $(cat "$work/out")"
+# exec on an unknown session: the caller's mistake (1), not Airlock's (125)
+"$airlock" session exec --redis "unix://$sock" s-000000000000000000000000 \
+	-- true >"$work/out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && grep -q 'no such session' "$work/out" ||
+	fail "exec on an unknown session: exit $rc: $(cat "$work/out")"
 "$airlock" help session | grep -q -- '--body JSON] \[--timeout-ms MS\]' ||
 	fail "help session: create's --timeout-ms"
 "$airlock" help eval | grep -q 'SAMPLES.jsonl_results.jsonl)' ||

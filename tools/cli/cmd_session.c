@@ -440,7 +440,9 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 	free(text);
 	if (r < 0) {
 		al_cli_error(cli, "exec: %s", c->err);
-		return 125;
+		/* no such session is the caller's, not Airlock's failure: 1,
+		 * as docker exec on an unknown container (issue 37) */
+		return r == -ENOENT ? AL_EXIT_FAIL : 125;
 	}
 	fprintf(stderr, "airlock session: exec %llu\n", (unsigned long long)n);
 	if (detach) {
@@ -987,7 +989,8 @@ const struct al_cmd al_cmd_session = {
 	"  exec ID [--sh SCRIPT | -- CMD ARG...] [--cwd D] [-e K=V]...\n"
 	"       [--timeout-ms N] [--cpu-ms N] [--stdin FILE] [--detach]\n"
 	"      run a command in it; streams stdout and stderr; exits with\n"
-	"      the command's code (124 timed out, 125 Airlock failed).\n"
+	"      the command's code (124 timed out, 125 Airlock failed;\n"
+	"      1 and a message when there is no such session).\n"
 	"      Prints `exec N` on stderr first. Ctrl-C cancels the exec\n"
 	"      (SIGINT, SIGKILL 2 s later) and waits for its end; a second\n"
 	"      Ctrl-C detaches (the exec goes on).\n"
