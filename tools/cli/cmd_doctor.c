@@ -431,8 +431,9 @@ static void check_image(struct report *rp, const struct al_config *cfg,
 		     "image build %s (as root), or take it out of "
 		     "templates.allowed in %s",
 		     name, r == -ENOENT ? "not built" : strerror(-r),
-		     dflt ? "it is templates.default" : "templates.allowed "
-							"names it",
+		     dflt ? "it is templates.default"
+			  : "templates.allowed "
+			    "names it",
 		     name, cfg->source[0] ? cfg->source : "the config");
 		return;
 	}
@@ -487,7 +488,8 @@ static void check_templates(struct report *rp, const struct al_config *cfg,
 		     cfg->templates.default_);
 	if (rp->kvm_opens && rp->tcg_images && !rp->kvm_images &&
 	    o->accel == SB_ACCEL_AUTO)
-		line(rp, "warn", "kvm", "/dev/kvm opens but every cached "
+		line(rp, "warn", "kvm",
+		     "/dev/kvm opens but every cached "
 		     "verdict says TCG: KVM cannot boot the guest here "
 		     "(nested virtualisation?), guest code runs 20-30x "
 		     "slower; fix: enable nested virtualisation, or set "

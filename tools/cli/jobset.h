@@ -90,8 +90,8 @@ struct al_jobset {
 	size_t conflicts;		/* ids another payload holds: RJ */
 	size_t counts[AL_STATUS_COUNT]; /* by status */
 	size_t verdicts[AL_VERDICT_COUNT]; /* by verdict */
-	size_t plain[AL_STATUS_COUNT];	/* jobs with no verdict, by status */
-	size_t judged[2];		/* opts.judge: failed, passed */
+	size_t plain[AL_STATUS_COUNT];	   /* jobs with no verdict, by status */
+	size_t judged[2];		   /* opts.judge: failed, passed */
 	size_t rte_signal[128];		/* runtime errors by signal (0 =
 					   a non-zero exit) */
 	double t0;			/* start, monotonic seconds */
