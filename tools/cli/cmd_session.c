@@ -774,12 +774,13 @@ static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 	for (int a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--state") && a + 1 < argc)
 			state = argv[++a];
-		else if (!strcmp(argv[a], "--meta") && a + 1 < argc &&
-			 pair(meta, argv[a + 1]) == 0)
+		else if ((!strcmp(argv[a], "--meta") ||
+			  !strcmp(argv[a], "-m")) && /* as create's */
+			 a + 1 < argc && pair(meta, argv[a + 1]) == 0)
 			a++;
 		else
 			return usage_err(cli, "list",
-					 "[--state S] [--meta K=V]");
+					 "[--state S] [-m|--meta K=V]");
 	}
 	if (al_sess_list(c, state, meta, &out) < 0) {
 		json_decref(meta);
@@ -1007,7 +1008,7 @@ const struct al_cmd al_cmd_session = {
 	"      1 GiB), --max-files N (default 10000); paths relative with\n"
 	"      no . or .. part, symlinks pointing down, no device nodes,\n"
 	"      or refused whole before anything is written.\n"
-	"  list [--state S] [--meta K=V]  records, one JSON a line\n"
+	"  list [--state S] [-m|--meta K=V]  records, one JSON a line\n"
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
 	"                         sessions.ttl_max_s from its start)\n"
 	"  rm ID                  destroy it\n"
