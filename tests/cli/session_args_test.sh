@@ -20,6 +20,7 @@ unset AIRLOCK_REDIS
 : >"$work/empty.conf"
 export AIRLOCK_CONFIG=$work/empty.conf
 for args in "list --redis unix://$sock" "list --redis=unix://$sock" \
+	"list -m k=v --redis unix://$sock" \
 	"--redis unix://$sock list" "list --state alive --redis unix://$sock"; do
 	# shellcheck disable=SC2086
 	"$airlock" session $args >"$work/out" 2>&1 ||
