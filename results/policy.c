@@ -54,6 +54,40 @@ bool al_policy_snapshot(const struct al_policy *p, const char *name)
 	return in_list(p->snapshots, name);
 }
 
+/* The allowed list as words, for a refusal. */
+static void join(const char *const *list, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (; list && *list && n < len; list++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "",
+				      *list);
+}
+
+/* A template the job may not name says which key (and file) allows it;
+ * an allowed one with no image here says how to build it (issue 37). */
+static void check_template(const char *t, const struct al_policy *p,
+			   struct al_diags *d)
+{
+	char allowed[64];
+
+	if (p->templates && !in_list(p->templates, t) &&
+	    !in_list(p->snapshots, t)) {
+		join(p->templates, allowed, sizeof(allowed));
+		al_diags_add(d, "template",
+			     "template \"%s\" is not in templates.allowed "
+			     "(%s): add it there in %s",
+			     t, allowed,
+			     p->templates_from ? p->templates_from
+					       : "the config file");
+	} else if (in_list(p->unbuilt, t))
+		al_diags_add(d, "template",
+			     "template \"%s\" is allowed but has no image on "
+			     "this host; fix: airlock image build %s",
+			     t, t);
+}
+
 static void check_limit(const char *name, uint32_t v, uint32_t lo,
 			uint32_t hi, struct al_diags *d)
 {
@@ -100,11 +134,10 @@ int al_job_check_policy(const struct al_job *job, const struct al_policy *p,
 				     p->step_timeout_max_ms);
 		}
 	}
-	if (job->template_ && p->templates &&
-	    !in_list(p->templates, job->template_) &&
-	    !in_list(p->snapshots, job->template_))
-		al_diags_add(d, "template", "unknown template \"%s\"",
-			     job->template_);
+	if (job->template_)
+		check_template(job->template_, p, d);
+	else if (!job->language && p->template_)
+		check_template(p->template_, p, d); /* the default's image */
 	if (job->network && strcmp(job->network, "none") != 0 &&
 	    !in_list(p->networks, job->network))
 		al_diags_add(d, "network", "unknown network policy \"%s\"",

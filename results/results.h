@@ -325,6 +325,12 @@ struct al_policy {
 					  NULL-terminated; NULL = none */
 	const struct al_language *languages; /* what `language` may name */
 	size_t n_languages;            /* entries in languages */
+	const char *templates_from;    /* the config file that sets
+					  `templates`, for the refusal;
+					  NULL = unsaid */
+	const char *const *unbuilt;    /* allowed templates with no image on
+					  this host (refused), NULL-terminated;
+					  NULL = not checked */
 };
 
 /* A language a template runs: its `language = NAME FILE | COMPILE | RUN`

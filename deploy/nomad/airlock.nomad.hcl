@@ -7,7 +7,13 @@
 # Uses the docker driver with the image built by deploy/image/build.sh
 # (`docker load`-free: `docker import airlock-image.tar airlock:local` on
 # each node). The driver's allow_privileged must be true in the client
-# config.
+# config. The task `images` builds the guest images on each node before
+# serve starts (a no-op once built). Redis is yours (with a password and
+# persistence, docs/deploy.md "Redis"): its URL with the password comes
+# from Nomad Variables at nomad/jobs/airlock (key redis_url), never this
+# file:
+#   nomad var put nomad/jobs/airlock redis_url='redis://:PASS@HOST:6379'
+
 job "airlock" {
   type        = "system"
   datacenters = ["dc1"]
@@ -33,6 +39,28 @@ job "airlock" {
     network {
       port "metrics" {
         static = 9464
+      }
+    }
+
+    # the guest images, built on this node before serve takes a job
+    task "images" {
+      driver = "docker"
+      lifecycle {
+        hook    = "prestart"
+        sidecar = false
+      }
+      config {
+        image      = "airlock:local"
+        command    = "/usr/bin/airlock"
+        args       = ["image", "build", "python", "c"]
+        privileged = true
+        volumes = [
+          "/var/lib/airlock:/var/lib/airlock",
+        ]
+      }
+      resources {
+        cpu    = 2000
+        memory = 1024
       }
     }
 
@@ -65,18 +93,28 @@ job "airlock" {
       template {
         destination = "local/airlock.conf"
         data        = <<EOC
-[redis]
-url = redis://redis.service.consul:6379
 [queue]
 name = default
+[templates]
+allowed = python c
 [workers]
-count = 0
+count = 2
+memory_mb = 512
 shutdown_grace_ms = 60000
 [sandbox]
 state_dir = /var/lib/airlock
 [metrics]
 listen = 0.0.0.0:9464
 EOC
+      }
+
+      # the Redis URL (with its password) as $AIRLOCK_REDIS
+      template {
+        destination = "secrets/redis.env"
+        env         = true
+        data        = <<EOR
+AIRLOCK_REDIS={{ with nomadVar "nomad/jobs/airlock" }}{{ .redis_url }}{{ end }}
+EOR
       }
 
       service {
@@ -90,9 +128,12 @@ EOC
         }
       }
 
+      # sized as the Kubernetes DaemonSet (docs/deploy.md, "Sizing"):
+      # 2 workers x workers.memory_mb 512 + templates and serve; MHz
+      # for two cores
       resources {
-        cpu    = 500
-        memory = 256
+        cpu    = 4000
+        memory = 1536
       }
     }
   }

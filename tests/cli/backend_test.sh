@@ -75,7 +75,11 @@ grep -q "^airlock batch: via serve: queue default on unix:$sock, 1 dispatcher ($
 [ "$(wc -l < "$tmp/out.jsonl")" = 2 ] || fail "batch results: $(cat "$tmp/batch.err")"
 ls "$tmp/state" | grep -q '^redis-\|^embedded-redis' && fail "batch: a private redis"
 
-# no redis.url: embedded, and said
+# no redis.url: embedded; run says so at log.level debug only (issue 37:
+# not on every call)
+"$bin" run --config "$tmp/embedded.conf" -- true > /dev/null 2> "$tmp/emb.err" || true
+if grep -q "embedded:" "$tmp/emb.err"; then fail "run: embedded note at info"; fi
+printf '[log]\nlevel = debug\n' >> "$tmp/embedded.conf"
 rc=0
 "$bin" run --config "$tmp/embedded.conf" -- true > /dev/null 2> "$tmp/emb.err" || rc=$?
 grep -q "^airlock run: embedded: a private redis-server" "$tmp/emb.err" ||

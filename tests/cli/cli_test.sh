@@ -235,7 +235,7 @@ test_common()
 	expect_empty "$out" "validate --config"
 	run validate -c "$w/c-only.conf" "$job"
 	expect_rc 1 "validate --config c-only"
-	expect_out "$job:1: template: unknown template \"python\""
+	expect_out "$job:1: template: template \"python\" is not in templates.allowed (c): add it there in *c-only.conf"
 	run validate --config "$w/bad.conf" "$job"
 	expect_rc 2 "validate --config bad"
 	grep -q "^$w/bad.conf:2: limits.frob: unknown key" "$err" || fail "validate bad config: $(cat "$err")"

@@ -183,10 +183,85 @@ check(pod["terminationGracePeriodSeconds"] * 1000 > grace_ms,
       "terminationGracePeriodSeconds does not outlast the drain")
 check(ds["spec"]["updateStrategy"]["type"] == "RollingUpdate",
       "no rolling update")
-host = re.match(r"redis://([^:/]+)", conf["redis"]["url"]).group(1)
-check(host.split(".")[0] == svc["metadata"]["name"] and
-      host.split(".")[1] == svc["metadata"]["namespace"],
-      f"redis.url {host} is not the Service")
+env = {e["name"]: e for e in c.get("env", [])}
+check("redis" not in conf, "a Redis URL (and password) in the ConfigMap")
+url = env.get("AIRLOCK_REDIS", {}).get("value", "")
+m = re.match(r"redis://:\$\(REDIS_PASSWORD\)@([^:/]+)", url)
+check(m and m.group(1).split(".")[0] == svc["metadata"]["name"] and
+      m.group(1).split(".")[1] == svc["metadata"]["namespace"],
+      f"$AIRLOCK_REDIS {url} is not the Service with the Secret's password")
+check(env.get("REDIS_PASSWORD", {}).get("valueFrom", {})
+      .get("secretKeyRef", {}).get("name") == "redis-auth",
+      "serve's REDIS_PASSWORD not from the Secret redis-auth")
+allowed = conf["templates"]["allowed"].split()
+
+
+def mib(q):
+    m = re.fullmatch(r"(\d+)(Mi|Gi)", str(q))
+    return int(m.group(1)) * (1024 if m.group(2) == "Gi" else 1)
+
+
+# images on every node before its first job (issue 37): an init container
+# builds templates.allowed into the state dir serve reads
+init = pod.get("initContainers", [])
+check(len(init) == 1 and init[0]["command"][:3] ==
+      ["/usr/bin/airlock", "image", "build"] and
+      sorted(a for a in init[0]["command"][3:] if not a.startswith("/")
+             and not a.startswith("--")) == sorted(allowed),
+      "no init container building templates.allowed's images")
+check(init and state in {m["mountPath"] for m in init[0]["volumeMounts"]},
+      "the image build does not write the state dir")
+# resources sized from the workers' caps
+w = int(conf["workers"]["count"])
+req = c.get("resources", {}).get("requests", {})
+check(w > 0 and mib(req.get("memory", "0Mi")) >=
+      w * int(conf["workers"]["memory_mb"]),
+      "serve's memory request below workers x workers.memory_mb")
+check(float(req.get("cpu", 0)) >= w, "serve's CPU request below a core a worker")
+
+# the structure every object needs (no Kubernetes schema offline: these
+# are its required fields for the kinds used here)
+KINDS = {"Namespace": "v1", "ConfigMap": "v1", "Service": "v1",
+         "DaemonSet": "apps/v1", "StatefulSet": "apps/v1"}
+for d in k8s:
+    if not d:
+        continue
+    check(KINDS.get(d["kind"]) == d["apiVersion"],
+          f"{d['kind']}: apiVersion {d['apiVersion']}")
+    check(d["metadata"].get("name"), f"{d['kind']} without a name")
+    spec = d.get("spec", {})
+    if d["kind"] in ("DaemonSet", "StatefulSet"):
+        labels = spec["template"]["metadata"]["labels"]
+        check(all(labels.get(k) == v for k, v in
+                  spec["selector"]["matchLabels"].items()),
+              f"{d['kind']} selector does not match its pods")
+        ps = spec["template"]["spec"]
+        for k in ps.get("containers", []) + ps.get("initContainers", []):
+            check(k.get("name") and k.get("image"),
+                  f"{d['kind']}: a container without name or image")
+            # an image never pulled must be on the node: pin the pod
+            if k.get("imagePullPolicy") == "Never":
+                check(ps.get("nodeSelector", {}).get("airlock.dev/kvm")
+                      == "true", f"{d['kind']} {k['name']}: image never "
+                      "pulled, pod not pinned to the nodes that have it")
+            for p in k.get("ports", []):
+                check(isinstance(p.get("containerPort"), int),
+                      f"{k['name']}: containerPort not an integer")
+
+# Redis: auth from a Secret, no protected-mode no, data on a PVC
+rs = by_kind["StatefulSet"][0]
+rc = rs["spec"]["template"]["spec"]["containers"][0]
+check("--requirepass" in rc["command"] and "$(REDIS_PASSWORD)" in
+      rc["command"] and any(e.get("valueFrom", {}).get("secretKeyRef")
+                            for e in rc.get("env", [])),
+      "Redis without requirepass from a Secret")
+check("protected-mode" not in " ".join(rc["command"]),
+      "Redis turns protected mode off")
+check(not any("emptyDir" in v for v in
+              rs["spec"]["template"]["spec"].get("volumes", [])) and
+      rs["spec"].get("volumeClaimTemplates"),
+      "Redis data not on a PersistentVolumeClaim")
+check("--appendonly" in rc["command"], "Redis without its AOF")
 for want in (f"terminationGracePeriodSeconds: {pod['terminationGracePeriodSeconds']}",
              f"shutdown_grace_ms = {grace_ms}", "/dev/kvm", "GET /health",
              str(mport), state):
@@ -198,14 +273,15 @@ job_all = hcl(open(os.path.join(SRC, "deploy/nomad/airlock.nomad.hcl")).read())
 job = job_all["job"][0]
 check(job["_labels"] == ["airlock"] and job["type"] == "system",
       "not a system job")
-task = job["group"][0]["task"][0]
+tasks = {t["_labels"][0]: t for t in job["group"][0]["task"]}
+task = tasks["serve"]
 cfgb = task["config"][0]
 check(task["driver"] == "docker" and cfgb["privileged"] is True,
       "task not privileged docker")
 check({"host_path": "/dev/kvm", "container_path": "/dev/kvm"}
       in [{k: v for k, v in d.items() if k != "_labels"}
           for d in cfgb["devices"]], "no /dev/kvm device")
-tmpl = task["template"][0]
+tmpl = [t for t in task["template"] if t["destination"].endswith(".conf")][0]
 nconf = ini(tmpl["data"])
 config_check(tmpl["data"], "Nomad template airlock.conf")
 check(cfgb["args"][-1] == "/" + tmpl["destination"],
@@ -221,6 +297,19 @@ nport = job["group"][0]["network"][0]["port"][0]
 check(chk["type"] == "http" and chk["path"] == "/health" and
       nport["static"] == int(nconf["metrics"]["listen"].rsplit(":", 1)[1]),
       "the check is not GET /health on metrics.listen's port")
+nw = int(nconf["workers"]["count"])
+check(nw > 0 and task["resources"][0]["memory"] >=
+      nw * int(nconf["workers"]["memory_mb"]),
+      "Nomad serve's memory below workers x workers.memory_mb")
+img_t = tasks.get("images", {})
+check(img_t.get("lifecycle", [{}])[0].get("hook") == "prestart" and
+      img_t["config"][0]["args"][:2] == ["image", "build"] and
+      sorted(img_t["config"][0]["args"][2:]) ==
+      sorted(nconf["templates"]["allowed"].split()),
+      "no prestart task building templates.allowed's images")
+check("redis" not in nconf and any(
+    t.get("env") is True and "AIRLOCK_REDIS=" in t["data"]
+    for t in task["template"]), "Nomad: the Redis URL not from a secret")
 for want in ('type = "system"', f'kill_timeout = "{task["kill_timeout"]}"',
              "redis+sentinel://"):
     check(want in docs, f"docs/deploy.md does not say {want!r}")

@@ -313,7 +313,9 @@ static void test_policy(void **state)
 	assert_true(has_diag(&d, "limits.file_size_mb", "must be 1..4096"));
 	assert_true(has_diag(&d, "limits.output_bytes", "must be 1..999"));
 	assert_true(has_diag(&d, "steps[0].timeout_ms", "must be 1..5000"));
-	assert_true(has_diag(&d, "template", "unknown template \"go\""));
+	assert_true(has_diag(&d, "template",
+			     "template \"go\" is not in templates.allowed "
+			     "(python c): add it there in the config file"));
 	assert_true(has_diag(&d, "network", "unknown network policy \"web\""));
 	assert_int_equal(d.n, 10);
 	al_job_limits(&job, &p, &l);

@@ -218,7 +218,11 @@ int al_cli_say_backend(const struct al_cli *cli, struct alq_client *c,
 	int r;
 
 	if (embedded) {
-		if (al_log_level >= AL_LOG_INFO)
+		/* said by the long commands; `run`, called often, says it
+		 * at log.level debug only (issue 37) */
+		if (al_log_level >= (strcmp(cli->cmd->name, "run")
+					 ? AL_LOG_INFO
+					 : AL_LOG_DEBUG))
 			fprintf(stderr,
 				"airlock %s: embedded: a private "
 				"redis-server and dispatcher for this "
@@ -605,12 +609,27 @@ int al_cli_exit_code(const struct al_result *r)
 
 static volatile sig_atomic_t interrupted;
 
+/* The first Ctrl-C drains (running jobs finish, their results are kept
+ * for --resume) and says so at once: a silent drain of a long job looks
+ * like a hang (issue 37). The second stops now. write(2): signal-safe. */
 static void on_interrupt(int sig)
 {
+	static const char drain[] =
+	    "\nairlock: interrupted: draining, running jobs finish and are "
+	    "kept (--resume goes on from them); Ctrl-C again to stop now\n";
+	static const char now[] = "\nairlock: stopped; --resume goes on "
+				  "from the results kept so far\n";
+	ssize_t w;
+
 	(void)sig;
-	if (interrupted)
+	if (interrupted) {
+		w = write(STDERR_FILENO, now, sizeof(now) - 1);
+		(void)w;
 		_exit(130);
+	}
 	interrupted = 1;
+	w = write(STDERR_FILENO, drain, sizeof(drain) - 1);
+	(void)w;
 }
 
 void al_cli_warn_unjailed(const struct sb_options *sb)

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "sbconfig.h"
 #include "report.h"
 #include "jobset.h"
 #include "worker.h"
@@ -334,6 +335,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	(void)argc;
 	al_jobset_init(&set);
 	al_config_policy(&cli->cfg, &policy);
+	if (!cli->cfg.redis.url[0]) /* embedded: the jobs run here */
+		al_config_policy_local(&cli->cfg, &policy);
 	if (o->resume && !to_file)
 		return al_cli_usage_error(cli, "--resume needs -o FILE");
 	if (o->report && !to_file)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sbconfig.h"
 #include "eval.h"
 #include "jobset.h"
 #include "proto.h"
@@ -223,7 +224,8 @@ static int sample_line(void *ctx, char *line, size_t len, size_t lineno)
 	struct sample_reader *sr = ctx;
 	struct eval *ev = sr->ev;
 	const struct al_eval_problem *p = NULL;
-	struct al_eval_sample s, *v = NULL;
+	/* s zeroed: the parser sets it on success only */
+	struct al_eval_sample s = {0}, *v = NULL;
 	char err[512];
 	size_t t;
 	int r;
@@ -592,6 +594,24 @@ static json_t *pass_at(struct eval *ev, const unsigned *ks, int n_ks)
 	return out;
 }
 
+/* A -k the user asked for that no pass@k answers is said, not dropped
+ * silently (issue 37): pass@k needs k samples of every problem. */
+static void note_dropped_ks(struct al_cli *cli, const struct eval *ev)
+{
+	unsigned min_n = UINT32_MAX;
+
+	for (size_t t = 0; t < ev->ps.n; t++)
+		if (ev->tasks[t].n && ev->tasks[t].n < min_n)
+			min_n = ev->tasks[t].n;
+	for (int i = 0; min_n != UINT32_MAX && i < ev->o->n_ks; i++)
+		if (ev->o->ks[i] > min_n)
+			al_cli_error(cli,
+				     "note: pass@%u left out: a problem has "
+				     "only %u sample(s), k must be at most "
+				     "that",
+				     ev->o->ks[i], min_n);
+}
+
 static void print_pass(json_t *pk, const char *out, FILE *f)
 {
 	const char *key;
@@ -640,6 +660,7 @@ static int finish(struct al_cli *cli, struct eval *ev, const char *out)
 	if (!pk)
 		return rc;
 	print_pass(pk, out, o->json && !strcmp(o->json, "-") ? stderr : stdout);
+	note_dropped_ks(cli, ev);
 	if (ev->ours)
 		al_cli_error(cli,
 			     "%zu samples failed on Airlock's side (XX), not "
@@ -743,12 +764,24 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	}
 }
 
+/* A sample's outcome for eval's progress and summary: passed or failed,
+ * never the VM's OK (al_jobset_opts.judge). */
+static int sample_passed(const struct al_result *r)
+{
+	struct al_eval_verdict v;
+
+	al_eval_judge(r, &v);
+	return v.passed;
+}
+
 static int run(struct al_cli *cli, int argc, char **argv)
 {
 	struct eval_opts *o = cli->opts;
 	struct eval ev = {.o = o};
-	struct al_jobset_opts so = {
-	    .name = "eval", .resume = o->resume, .workers = o->workers};
+	struct al_jobset_opts so = {.name = "eval",
+				    .judge = sample_passed,
+				    .resume = o->resume,
+				    .workers = o->workers};
 	char out[4096], store[4200], err[1024];
 	int r, rc = AL_EXIT_USAGE;
 
@@ -773,6 +806,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	so.store = store;
 	al_jobset_init(&ev.set);
 	al_config_policy(&cli->cfg, &ev.policy);
+	if (!cli->cfg.redis.url[0]) /* embedded: the jobs run here */
+		al_config_policy_local(&cli->cfg, &ev.policy);
 	if (al_eval_problems_load(o->problems, &ev.ps, err, sizeof(err)) < 0) {
 		al_cli_error(cli, "%s", err);
 		goto out;
@@ -852,7 +887,7 @@ const struct al_cmd al_cmd_eval = {
 	"  -p, --problems FILE  the benchmark's problems (required)\n"
 	"  -k LIST              k values for pass@k (default 1,10,100)\n"
 	"  -o, --output FILE    per-sample results (default\n"
-	"                       SAMPLES_results.jsonl)\n"
+	"                       SAMPLES.jsonl_results.jsonl)\n"
 	"      --json FILE      also write pass@k as JSON (- = stdout)\n"
 	"      --resume         skip samples already done\n"
 	"  -w, --workers N      embedded workers (default workers.count)\n"

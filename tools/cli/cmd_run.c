@@ -55,6 +55,26 @@ static int add_file(struct al_job *job, const char *spec)
 	return f->path ? 0 : -ENOMEM;
 }
 
+/* The language's source file has a fixed name (java: Main.java): a FILE
+ * of another name is placed under it, which is said (issue 37: javac then
+ * names a file the user never wrote). */
+static void say_renamed(const char *lang, const struct al_policy *pol,
+			const char *file)
+{
+	const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+
+	for (size_t i = 0; i < pol->n_languages; i++)
+		if (!strcmp(pol->languages[i].name, lang) &&
+		    strcmp(pol->languages[i].file, base))
+			fprintf(stderr,
+				"airlock run: note: %s goes into the VM as %s, "
+				"the file language %s compiles%s\n",
+				base, pol->languages[i].file, lang,
+				!strcmp(lang, "java") || !strcmp(lang, "kotlin")
+				    ? ": its public class must be Main"
+				    : "");
+}
+
 /* With --language: the source file FILE as `source_code`, the step left
  * without a command, and the job expanded as a worker would (its
  * template, a compile step, the run command). */
@@ -76,6 +96,7 @@ static int language_job(const struct run_opts *ro, const struct al_policy *pol,
 	}
 	job->source.len = len;
 	job->has_source = true;
+	say_renamed(ro->language, pol, file);
 	al_diags_init(&d);
 	r = al_job_expand_language(job, pol, &d);
 	for (size_t i = 0; r < 0 && i < d.n; i++)
@@ -299,6 +320,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 
 	al_embed_init(&e);
 	al_config_policy(cfg, &policy);
+	if (!cfg->redis.url[0]) /* embedded: the jobs run here */
+		al_config_policy_local(cfg, &policy);
 	if (ro->language && argc != 1) {
 		al_cli_usage_error(cli, "--language takes one FILE, the "
 					"program's source");

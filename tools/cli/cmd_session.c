@@ -105,7 +105,8 @@ static int do_create(struct al_cli *cli, struct alq_client *c, int argc,
 	    {"env", 'e', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"meta", 'm', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"body", 'b', AL_OPT_ARG},
-	    {"timeout", 'w', AL_OPT_ARG},
+	    {"timeout-ms", 'w', AL_OPT_ARG}, /* the unit in the name */
+	    {"timeout", 'w', AL_OPT_ARG},    /* its old name, the same */
 	    {"quiet", 'q', AL_OPT_SHORT},
 	    {"saveable", 'S', 0},
 	    {"hibernate", 'H', AL_OPT_ARG},
@@ -459,7 +460,12 @@ static int do_exec(struct al_cli *cli, struct alq_client *c, int argc,
 	free(text);
 	if (r < 0) {
 		say(cli, "exec", c->err);
-		return user_error(r) ? AL_EXIT_USAGE : 125;
+		/* no such session is the caller's, not Airlock's failure: 1,
+		 * as docker exec on an unknown container (issue 37); other
+		 * refusals of the request are usage (2) */
+		return r == -ENOENT	 ? AL_EXIT_FAIL
+		       : user_error(r) ? AL_EXIT_USAGE
+				       : 125;
 	}
 	fprintf(stderr, "airlock session: exec %llu\n", (unsigned long long)n);
 	if (detach) {
@@ -791,12 +797,13 @@ static int do_list(struct al_cli *cli, struct alq_client *c, int argc,
 	for (int a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--state") && a + 1 < argc)
 			state = argv[++a];
-		else if (!strcmp(argv[a], "--meta") && a + 1 < argc &&
-			 pair(meta, argv[a + 1]) == 0)
+		else if ((!strcmp(argv[a], "--meta") ||
+			  !strcmp(argv[a], "-m")) && /* as create's */
+			 a + 1 < argc && pair(meta, argv[a + 1]) == 0)
 			a++;
 		else
 			return usage_err(cli, "list",
-					 "[--state S] [--meta K=V]");
+					 "[--state S] [-m|--meta K=V]");
 	}
 	if (al_sess_list(c, state, meta, &out) < 0) {
 		json_decref(meta);
@@ -873,7 +880,8 @@ static int do_fork(struct al_cli *cli, struct alq_client *c, int argc,
 {
 	static const struct al_opt lo[] = {
 	    {"n", 'n', AL_OPT_ARG | AL_OPT_SHORT},
-	    {"timeout", 'w', AL_OPT_ARG},
+	    {"timeout-ms", 'w', AL_OPT_ARG}, /* the unit in the name */
+	    {"timeout", 'w', AL_OPT_ARG},    /* its old name, the same */
 	    {"saveable", 'S', 0},
 	    {NULL, 0, 0},
 	};
@@ -918,11 +926,57 @@ static const struct sub subs[] = {
     {"snapshot", do_snapshot, NULL}, {"fork", do_fork, NULL},
 };
 
+/* The common options after the subcommand (`session create --redis URL`,
+ * as every other command takes them after its name): taken out of argv
+ * (up to a `--`), and the config loaded again with them. 1 when some
+ * were, 0 when none, or the exit code of a usage error (negated). */
+static int sub_common_opts(struct al_cli *cli, int *argc, char **argv)
+{
+	static const char *const names[] = {"--redis", "--queue", "--config"};
+	const char **dst[] = {&cli->redis, &cli->queue, &cli->config};
+	int out = 1, found = 0, i;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--"); i++) {
+		size_t k, n = 0;
+
+		for (k = 0; k < 3; k++) {
+			n = strlen(names[k]);
+			if (!strncmp(argv[i], names[k], n) &&
+			    (argv[i][n] == 0 || argv[i][n] == '='))
+				break;
+		}
+		if (k == 3) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (argv[i][n] == '=')
+			*dst[k] = argv[i] + n + 1;
+		else if (i + 1 < *argc)
+			*dst[k] = argv[++i];
+		else
+			return -al_cli_usage_error(cli, "%s needs a value",
+						   names[k]);
+		found = 1;
+	}
+	for (; i < *argc; i++)
+		argv[out++] = argv[i];
+	argv[out] = NULL;
+	*argc = out;
+	if (!found)
+		return 0;
+	al_config_release(&cli->cfg);
+	al_config_init(&cli->cfg);
+	return al_cli_load(cli) < 0 ? -AL_EXIT_USAGE : 1;
+}
+
 static int run(struct al_cli *cli, int argc, char **argv)
 {
 	struct alq_client c = {0};
 	int r;
 
+	r = sub_common_opts(cli, &argc, argv);
+	if (r < 0)
+		return -r;
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (strcmp(argv[0], subs[i].name))
 			continue;
@@ -944,11 +998,11 @@ const struct al_cmd al_cmd_session = {
 	"                       SUBCOMMAND ARGS...\n"
 	"\n"
 	"  create [-t TEMPLATE] [--ttl S] [--idle S] [-n NETWORK] [-e K=V]...\n"
-	"         [-m K=V]... [--body JSON] [--timeout MS] [--saveable]\n"
+	"         [-m K=V]... [--body JSON] [--timeout-ms MS] [--saveable]\n"
 	"         [--hibernate S] [-q]\n"
 	"      start a session; prints its record (-q: its id). It ends at\n"
 	"      its ttl (sessions.ttl_default_s), after --idle seconds\n"
-	"      without a request, or on rm. Waits up to --timeout\n"
+	"      without a request, or on rm. Waits up to --timeout-ms\n"
 	"      (sessions.create_timeout_ms) for a host with room.\n"
 	"      --saveable: its RAM a private copy, so that `snapshot` can\n"
 	"      save it (costs the copy at create and its RAM; see\n"
@@ -959,7 +1013,8 @@ const struct al_cmd al_cmd_session = {
 	"  exec ID [--sh SCRIPT | -- CMD ARG...] [--cwd D] [-e K=V]...\n"
 	"       [--timeout-ms N] [--cpu-ms N] [--stdin FILE] [--detach]\n"
 	"      run a command in it; streams stdout and stderr; exits with\n"
-	"      the command's code (124 timed out, 125 Airlock failed).\n"
+	"      the command's code (124 timed out, 125 Airlock failed;\n"
+	"      1 and a message when there is no such session).\n"
 	"      Prints `exec N` on stderr first. Ctrl-C cancels the exec\n"
 	"      (SIGINT, SIGKILL 2 s later) and waits for its end; a second\n"
 	"      Ctrl-C detaches (the exec goes on).\n"
@@ -976,7 +1031,7 @@ const struct al_cmd al_cmd_session = {
 	"      1 GiB), --max-files N (default 10000); paths relative with\n"
 	"      no . or .. part, symlinks pointing down, no device nodes,\n"
 	"      or refused whole before anything is written.\n"
-	"  list [--state S] [--meta K=V]  records, one JSON a line\n"
+	"  list [--state S] [-m|--meta K=V]  records, one JSON a line\n"
 	"  extend ID TTL_S        end it TTL_S from now (never past\n"
 	"                         sessions.ttl_max_s from its start)\n"
 	"  rm ID                  destroy it\n"
@@ -986,7 +1041,7 @@ const struct al_cmd al_cmd_session = {
 	"      0 never), USR1, USR2 (no kill unless --grace-ms). Its record\n"
 	"      then says `cancelled` and `signals_sent`; exit 1 when the\n"
 	"      exec has already ended.\n"
-	"  fork ID [-n N] [--saveable] [--timeout MS]\n"
+	"  fork ID [-n N] [--saveable] [--timeout-ms MS]\n"
 	"                         N (1..16) new sessions from its current\n"
 	"                         state (created --saveable), on its host;\n"
 	"                         prints their records with fork_ms\n"

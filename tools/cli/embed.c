@@ -264,6 +264,11 @@ int al_embed_serve(struct al_embed *e, struct al_serve_opts *o)
 		if (getppid() != parent)
 			_exit(1);
 		setpgid(0, 0); /* Ctrl-C reaches us; we stop it */
+		/* the embedded Redis's lock is the command's: a dispatcher
+		 * still draining after a second Ctrl-C must not hold it
+		 * against an immediate --resume (issue 37) */
+		if (e->lock_fd >= 0)
+			close(e->lock_fd);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		/* the command's own output is what the user reads */

@@ -63,6 +63,7 @@ static struct al_jobset_job *grow(struct al_jobset *s, const char *id)
 	j->dup_of = SIZE_MAX;
 	j->status = -1;
 	j->verdict = AL_VERDICT_NONE;
+	j->passed = -1;
 	return j;
 }
 
@@ -235,25 +236,37 @@ static void mark_done(struct al_jobset *s, size_t i)
 	s->done++;
 	if (j->status >= 0)
 		s->counts[j->status]++;
-	if (j->verdict > 0 && j->verdict < AL_VERDICT_COUNT)
+	if (j->passed >= 0)
+		s->judged[j->passed > 0]++;
+	else if (j->verdict > 0 && j->verdict < AL_VERDICT_COUNT)
 		s->verdicts[j->verdict]++;
+	else if (j->status >= 0)
+		s->plain[j->status]++;
 	if (j->verdict == AL_VERDICT_RUNTIME_ERROR && j->signal >= 0)
 		s->rte_signal[j->signal]++;
 }
 
+/* Take a result's status, verdict, outcome and run time into j. */
+static void take(const struct al_jobset *s, struct al_jobset_job *j,
+		 const struct al_result *res)
+{
+	j->status = (int8_t)res->status;
+	j->verdict = (int8_t)res->verdict;
+	j->signal = (int8_t)al_result_verdict_signal(res);
+	j->run_ms = res->timing.run_ms;
+	j->passed = s->o.judge ? (int8_t)(s->o.judge(res) > 0) : -1;
+}
+
 /* Note what a result line says (status, verdict, run time). */
-static void note(struct al_jobset_job *j, const char *line, size_t len)
+static void note(const struct al_jobset *s, struct al_jobset_job *j,
+		 const char *line, size_t len)
 {
 	struct al_result res = {0};
 	struct al_diags d;
 
 	al_diags_init(&d);
-	if (al_result_from_json(line, len, &res, &d) == 0) {
-		j->status = (int8_t)res.status;
-		j->verdict = (int8_t)res.verdict;
-		j->signal = (int8_t)al_result_verdict_signal(&res);
-		j->run_ms = res.timing.run_ms;
-	}
+	if (al_result_from_json(line, len, &res, &d) == 0)
+		take(s, j, &res);
 	al_result_release(&res);
 }
 
@@ -299,7 +312,7 @@ static int resume_from(struct al_jobset *s, const size_t *idx, FILE *f,
 				s->jobs[i].off = off;
 				s->jobs[i].line_len = (size_t)len - 1;
 			}
-			note(&s->jobs[i], line, (size_t)len - whole);
+			note(s, &s->jobs[i], line, (size_t)len - whole);
 			mark_done(s, i);
 			s->resumed++;
 		}
@@ -370,6 +383,28 @@ static int store_locals(struct al_jobset *s)
 	return 0;
 }
 
+/* A progress line's word: " accepted 3". */
+struct word_ctx {
+	char *buf;
+	size_t len;
+	size_t *o;
+};
+
+static void progress_word(void *ctx, const char *what, size_t n)
+{
+	struct word_ctx *c = ctx;
+	int w;
+
+	if (*c->o >= c->len)
+		return;
+	w = snprintf(c->buf + *c->o, c->len - *c->o, " %s %zu", what, n);
+	*c->o += w > 0 ? (size_t)w : 0;
+}
+
+static void each_outcome(const struct al_jobset *s,
+			 void (*fn)(void *ctx, const char *what, size_t n),
+			 void *ctx);
+
 /* --- progress ----------------------------------------------------------- */
 
 static void fmt_dur(char *buf, size_t len, double s)
@@ -397,11 +432,9 @@ static void progress(struct al_jobset *s, bool force)
 	    (!force && t - s->last_draw < (s->tty ? 0.2 : PLAIN_EVERY_S)))
 		return;
 	s->last_draw = t;
-	for (int k = 0; k < AL_STATUS_COUNT; k++)
-		if (s->counts[k] && o < sizeof(counts))
-			o += (size_t)snprintf(counts + o, sizeof(counts) - o,
-					      " %s %zu", al_status_name(k),
-					      s->counts[k]);
+	each_outcome(
+	    s, progress_word,
+	    &(struct word_ctx){.buf = counts, .len = sizeof(counts), .o = &o});
 	fmt_dur(eta, sizeof(eta),
 		rate > 0 ? (double)(s->n - s->done) / rate : NAN);
 	if (s->tty) {
@@ -525,10 +558,7 @@ static int collect(struct al_jobset *s, size_t i)
 		al_result_release(&res);
 		return r < 0 ? -EIO : 0;
 	} else {
-		j->status = (int8_t)res.status;
-		j->verdict = (int8_t)res.verdict;
-		j->signal = (int8_t)al_result_verdict_signal(&res);
-		j->run_ms = res.timing.run_ms;
+		take(s, j, &res);
 		r = store_put(s, i, json, strlen(json));
 	}
 	free(json);
@@ -644,6 +674,7 @@ static void settle_repeats(struct al_jobset *s)
 		j->status = f->status;
 		j->verdict = f->verdict;
 		j->signal = f->signal;
+		j->passed = f->passed;
 		j->run_ms = f->run_ms;
 		mark_done(s, i);
 	}
@@ -830,8 +861,56 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One vocabulary for progress and summary (issue 37): each job counted
+ * once, by its outcome: the judge's passed/failed (eval), else its verdict
+ * (runtime errors by signal), else its status (ungraded jobs: OK, RJ,
+ * XX...). fn gets each outcome seen, its words and its count. */
+static void each_outcome(const struct al_jobset *s,
+			 void (*fn)(void *ctx, const char *what, size_t n),
+			 void *ctx)
+{
+	char text[64];
+
+	if (s->judged[1])
+		fn(ctx, "passed", s->judged[1]);
+	if (s->judged[0])
+		fn(ctx, "failed", s->judged[0]);
+	for (int v = 1; v < AL_VERDICT_COUNT; v++) {
+		if (!s->verdicts[v])
+			continue;
+		if (v != AL_VERDICT_RUNTIME_ERROR) {
+			al_verdict_text(v, 0, text, sizeof(text));
+			fn(ctx, text, s->verdicts[v]);
+			continue;
+		}
+		for (int g = 0; g < 128; g++)
+			if (s->rte_signal[g]) {
+				al_verdict_text(v, g, text, sizeof(text));
+				fn(ctx, text, s->rte_signal[g]);
+			}
+	}
+	for (int k = 0; k < AL_STATUS_COUNT; k++)
+		if (s->plain[k])
+			fn(ctx, al_status_name(k), s->plain[k]);
+}
+
+/* A summary table row. */
+struct row_ctx {
+	FILE *f;
+	size_t n;
+};
+
+static void table_row(void *ctx, const char *what, size_t n)
+{
+	struct row_ctx *c = ctx;
+
+	fprintf(c->f, "%-26s %8zu %6.1f%%\n", what, n,
+		100.0 * (double)n / (double)(c->n ? c->n : 1));
+}
+
 /* "verdicts: 3 accepted, 2 wrong answer, 1 runtime error (SIGSEGV)":
- * every verdict seen, runtime errors by signal. */
+ * every verdict seen, runtime errors by signal: the table's graded rows
+ * on one line, for scripts that read it. */
 static void print_verdicts(const struct al_jobset *s, FILE *f)
 {
 	const char *sep = "verdicts: ";
@@ -866,13 +945,9 @@ void al_jobset_summary(struct al_jobset *s, FILE *f, const char *out_name)
 	char dur[32];
 
 	fmt_dur(dur, sizeof(dur), el);
-	fprintf(f, "\n%-8s %8s %7s\n", "status", "jobs", "share");
-	for (int k = 0; k < AL_STATUS_COUNT; k++)
-		if (s->counts[k])
-			fprintf(f, "%-8s %8zu %6.1f%%\n", al_status_name(k),
-				s->counts[k],
-				100.0 * (double)s->counts[k] / (double)s->n);
-	fprintf(f, "%-8s %8zu\n", "total", s->n);
+	fprintf(f, "\n%-26s %8s %7s\n", "result", "jobs", "share");
+	each_outcome(s, table_row, &(struct row_ctx){.f = f, .n = s->n});
+	fprintf(f, "%-26s %8zu\n", "total", s->n);
 	print_verdicts(s, f);
 	for (size_t i = 0; runs && i < s->n; i++)
 		if (s->jobs[i].status >= 0 && !s->jobs[i].local)

@@ -58,6 +58,7 @@ struct al_jobset_job {
 	int8_t status;		/* its status, -1 unknown */
 	int8_t verdict;		/* its verdict */
 	int8_t signal;		/* a runtime error's signal, else 0 */
+	int8_t passed;		/* opts.judge's answer (1, 0), -1 none */
 	uint64_t run_ms;	/* its run time */
 	off_t off;		/* its line in the store */
 	size_t line_len;	/* bytes of that line, '\n' excluded */
@@ -67,6 +68,11 @@ struct al_jobset_job {
 
 struct al_jobset_opts {
 	const char *name;      /* command name for messages: "batch" */
+	/* A job's outcome when its verdict is not the job's (eval: the
+	 * check runner's report): 1 passed, 0 failed; NULL = by verdict,
+	 * else status. Progress and summary count outcomes only, so they
+	 * never say OK of a failed sample (issue 37). */
+	int (*judge)(const struct al_result *r);
 	const char *store;     /* arrival-order store, NULL = a temp file */
 	const char *previous;  /* a finished output to resume from, or NULL */
 	bool resume;	       /* keep the store's lines, read `previous` */
@@ -84,6 +90,8 @@ struct al_jobset {
 	size_t conflicts;		/* ids another payload holds: RJ */
 	size_t counts[AL_STATUS_COUNT]; /* by status */
 	size_t verdicts[AL_VERDICT_COUNT]; /* by verdict */
+	size_t plain[AL_STATUS_COUNT];	   /* jobs with no verdict, by status */
+	size_t judged[2];		   /* opts.judge: failed, passed */
 	size_t rte_signal[128];		/* runtime errors by signal (0 =
 					   a non-zero exit) */
 	double t0;			/* start, monotonic seconds */

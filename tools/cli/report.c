@@ -639,6 +639,27 @@ static void html_diff(FILE *f, const struct al_blob *want,
 }
 
 /* A failed submission: its compile error, or its first failing test. */
+/* The job's step that result step i ran. A `language` job as submitted
+ * has no compile step: the worker put one first (al_job_expand_language),
+ * so its result's steps are one ahead of the job's. NULL: none. */
+static const struct al_step *job_step(const struct sub *s, size_t i)
+{
+	const struct al_result *r = &s->res;
+	size_t shift = 0;
+
+	if (!s->has_job)
+		return NULL;
+	if (s->job.language && r->n_steps == s->job.n_steps + 1 &&
+	    r->steps[0].name && !strcmp(r->steps[0].name, "compile")) {
+		shift = 1;
+		for (size_t k = 0; k < s->job.n_steps; k++)
+			shift &= !s->job.steps[k].compile;
+	}
+	if (i < shift || i - shift >= s->job.n_steps)
+		return NULL;
+	return &s->job.steps[i - shift];
+}
+
 static void html_detail(const struct sub *s, size_t i, FILE *f)
 {
 	const struct al_result *r = &s->res;
@@ -688,9 +709,7 @@ static void html_detail(const struct sub *s, size_t i, FILE *f)
 	else if (st->has_exit_code)
 		fprintf(f, ", exit %d", st->exit_code);
 	fprintf(f, ", %llu ms</p>\n", (unsigned long long)st->wall_ms);
-	js = s->has_job && s->failed < s->job.n_steps
-		 ? &s->job.steps[s->failed]
-		 : NULL;
+	js = job_step(s, s->failed);
 	if (st->checker_output.len) {
 		fputs("<p>checker:</p>\n<pre class=\"checker\">", f);
 		html_blob(f, &st->checker_output);

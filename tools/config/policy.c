@@ -5,6 +5,7 @@
  * dir: config.c -> nothing here, policy.c -> languages.c -> config.c.
  */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "config.h"
 
@@ -28,6 +29,23 @@ static const char *const *policy_ptrs(struct al_config *cfg)
 	return cfg->network.ptr;
 }
 
+/* Where templates.allowed comes from, for a refusal that names the key
+ * and the file to change. */
+static void templates_from(struct al_config *cfg)
+{
+	char sys[1024];
+
+	if (cfg->source[0])
+		snprintf(cfg->templates.from, sizeof(cfg->templates.from), "%s",
+			 cfg->source);
+	else if (al_config_system_path(sys, sizeof(sys)) == 0)
+		snprintf(cfg->templates.from, sizeof(cfg->templates.from),
+			 "%s (or --config FILE)", sys);
+	else
+		snprintf(cfg->templates.from, sizeof(cfg->templates.from),
+			 "the config file");
+}
+
 void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 {
 	char err[8];
@@ -45,5 +63,7 @@ void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 	    .snapshots = names_ptrs(&cfg->snapshots.allowed),
 	    .languages = cfg->languages.list,
 	    .n_languages = cfg->languages.n,
+	    .templates_from = cfg->templates.from,
 	};
+	templates_from(cfg);
 }

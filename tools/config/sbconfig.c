@@ -104,3 +104,20 @@ bool al_config_addr_denied(int family, const void *addr)
 {
 	return sb_net_always_denied(family, addr);
 }
+
+void al_config_policy_local(struct al_config *cfg, struct al_policy *policy)
+{
+	const struct al_config_names *a = &cfg->templates.allowed;
+	struct sb_options o;
+	struct sb_image img;
+	char err[256];
+	size_t n = 0;
+
+	if (!a->n || al_sandbox_options(cfg, &o, err, sizeof(err)) < 0)
+		return; /* any template / no sandbox: the workers will say */
+	for (size_t i = 0; i < a->n; i++)
+		if (sb_image_open(&o, a->name[i], &img) == -ENOENT)
+			cfg->templates.unbuilt[n++] = a->name[i];
+	cfg->templates.unbuilt[n] = NULL;
+	policy->unbuilt = cfg->templates.unbuilt;
+}

