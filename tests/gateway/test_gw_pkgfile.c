@@ -292,12 +292,47 @@ static void test_mirror(void **state)
 			 -EBADMSG);
 }
 
+/* npm tarballs that npm (node-tar, shown with npm 11: dup, duptop, zero,
+ * pax, dotpath, member ran the second package.json's postinstall) reads
+ * otherwise than a first-match reader: every one refused, and so never
+ * judged scriptless (mkpkg.py, crafted()). */
+static void test_npm_crafted(void **state)
+{
+	static const char *const cases[] = {
+	    "dup",     "duptop",  "zero",    "after", "pax",
+	    "gnulong", "dotpath", "symlink", "cksum", "member",
+	};
+	char name[64];
+	struct gw_pkg pkg;
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(name, sizeof(name), "evil-%s-1.0.0.tgz", cases[i]);
+		buf = slurp(name, &len);
+		rc = gw_pkg_parse(name, buf, len, &pkg);
+		if (rc == 0) {
+			print_error("%s: parsed, install_script %d\n", name,
+				    pkg.install_script);
+			gw_pkg_release(&pkg);
+		}
+		assert_int_equal(rc, -EBADMSG);
+		free(buf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_kinds),   cmocka_unit_test(test_damaged),
-	    cmocka_unit_test(test_renamed), cmocka_unit_test(test_normalize),
-	    cmocka_unit_test(test_allow),   cmocka_unit_test(test_mirror),
+	    cmocka_unit_test(test_kinds),
+	    cmocka_unit_test(test_damaged),
+	    cmocka_unit_test(test_renamed),
+	    cmocka_unit_test(test_normalize),
+	    cmocka_unit_test(test_allow),
+	    cmocka_unit_test(test_mirror),
+	    cmocka_unit_test(test_npm_crafted),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
