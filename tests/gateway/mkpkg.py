@@ -3,7 +3,7 @@
 downloaded: wheels, an sdist, npm tarballs with and without an install
 script.
 
-usage: mkpkg.py DIR
+usage: mkpkg.py DIR | --crafted DIR
 Writes into DIR (created):
   tinypkg-1.0-py3-none-any.whl     imports as tinypkg, VALUE = "tinypkg 1.0"
   tinypkg-2.0-py3-none-any.whl     a second version (left unpinned by tests)
@@ -13,7 +13,8 @@ Writes into DIR (created):
   tiny-npm-1.0.0.tgz               npm, no install script
   tiny-npm-1.1.0.tgz               npm, a second version
   tiny-hook-1.0.0.tgz              npm, a postinstall script
-  evil-*-1.0.0.tgz                 npm tarballs npm reads otherwise (crafted())
+With --crafted, DIR gets evil-*-1.0.0.tgz instead: npm tarballs npm reads
+otherwise than a first-match reader (crafted()).
 Every file has a fixed mtime so the bytes (and hashes) are the same run to
 run.
 """
@@ -110,6 +111,7 @@ def member(name, data=b"", kind=tarfile.REGTYPE, fmt=tarfile.USTAR_FORMAT,
 def crafted(out):
     """npm tarballs npm (node-tar) reads otherwise than a first-match
     reader: each hides or swaps a package.json (docs/packages.md)."""
+    os.makedirs(out, exist_ok=True)
     clean = json.dumps({"name": "evil", "version": "1.0.0"}).encode()
     hook = json.dumps({"name": "evil", "version": "1.0.0", "scripts": {
         "postinstall": "node -e \"require('fs').writeFileSync("
@@ -151,6 +153,9 @@ def crafted(out):
 
 
 def main():
+    if sys.argv[1] == "--crafted":
+        crafted(sys.argv[2])
+        return
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     wheel(out, "tinypkg", "1.0")
@@ -161,7 +166,6 @@ def main():
     npm(out, "tiny-npm", "1.0.0")
     npm(out, "tiny-npm", "1.1.0")
     npm(out, "tiny-hook", "1.0.0", script=True)
-    crafted(out)
 
 
 if __name__ == "__main__":
