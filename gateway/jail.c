@@ -3,8 +3,7 @@
  *
  * The syscall list is what serving needs, measured with strace over
  * tests/gateway/{pip,npm,minage,slot}_test.sh (libmicrohttpd's epoll
- * thread pool, glibc's malloc and threads, hiredis on a connected
- * socket, the mirror read by openat relative to directory fds and
+ * thread pool, glibc's malloc and threads, the mirror read by openat relative to directory fds and
  * listed by getdents64 for a listing's audit record), plus the
  * few glibc may use in their place (poll for epoll_wait, pread, statx).
  * The filter is installed before the server's threads exist (they

@@ -153,7 +153,7 @@ static struct snap *snap_take(struct gw_server *s, const char *job, int64_t now)
 
 	pthread_mutex_lock(&s->lock);
 	n = s->current;
-	if (strcmp(job, "host") && strncmp(job, "unknown", 7)) {
+	if (strcmp(job, GW_HOST_JOB) && strncmp(job, "unknown", 7)) {
 		for (size_t i = 0; i < s->n_jobs && !h; i++) {
 			if (!strcmp(s->jobs[i].job, job))
 				h = &s->jobs[i];
@@ -309,7 +309,7 @@ static void identify(struct gw_server *s, const struct sockaddr *sa,
 
 		inet_ntop(AF_INET, &in->sin_addr, a->peer, sizeof(a->peer));
 		if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) {
-			snprintf(a->job, sizeof(a->job), "host");
+			snprintf(a->job, sizeof(a->job), GW_HOST_JOB);
 			return;
 		}
 	} else if (sa->sa_family == AF_INET6) {
@@ -317,7 +317,7 @@ static void identify(struct gw_server *s, const struct sockaddr *sa,
 
 		inet_ntop(AF_INET6, &in6->sin6_addr, a->peer, sizeof(a->peer));
 		if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) {
-			snprintf(a->job, sizeof(a->job), "host");
+			snprintf(a->job, sizeof(a->job), GW_HOST_JOB);
 			return;
 		}
 	} else {
@@ -827,7 +827,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		snprintf(a.reason, sizeof(a.reason), "a request body (%s)",
 			 !strcmp(method, "POST") ? "POST" : "other method");
 		gw_audit_write(s->o.audit_fd, &a);
-		gw_audit_redis_add(s->o.redis, &a);
 
 		resp = MHD_create_response_from_buffer(
 		    sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
@@ -850,7 +849,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 				 "refused (over %u a second)",
 				 (unsigned long long)limited, s->o.rate);
 			gw_audit_write(s->o.audit_fd, &a);
-			gw_audit_redis_add(s->o.redis, &a);
 			gw_log("job=%s %s", a.job, a.reason);
 		}
 		resp = MHD_create_response_from_buffer(
@@ -870,9 +868,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		present_refusal(c, &r, &a, ctype, sizeof(ctype));
 	if (gw_audit_write(s->o.audit_fd, &a) < 0)
 		gw_log("job=%s audit record not written", a.job);
-	if (gw_audit_redis_add(s->o.redis, &a) < 0)
-		gw_log("job=%s audit record not added to the Redis stream",
-		       a.job);
 	if (!s->o.quiet || !a.allowed)
 		gw_log(
 		    "job=%s %s %s %s %s %s%s%s: %s", a.job,
@@ -986,7 +981,6 @@ void gw_server_stop(struct gw_server *s)
 		close(s->o.slots_fd);
 	if (s->o.audit_fd >= 0)
 		close(s->o.audit_fd);
-	gw_audit_redis_close(s->o.redis);
 	for (size_t i = 0; i < s->n_jobs; i++)
 		snap_unref(s->jobs[i].snap);
 	snap_unref(s->current);
