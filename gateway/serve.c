@@ -786,6 +786,50 @@ static void present_refusal(struct MHD_Connection *c, struct reply *r,
 /* The address *con_cls holds when a request came with a body. */
 static char had_body;
 
+static void reply_release(struct reply *r)
+{
+	free(r->data);
+	gw_buf_release(&r->body);
+	*r = (struct reply){0};
+}
+
+/* A job decides by the allowlist its first request got, so an approval
+ * never widens a running job; but what the current allowlist refuses (a
+ * pin removed, a name no longer allowed) is refused at once, to running
+ * jobs too: an allowed answer from an older version is decided again by
+ * the current one, whose refusal wins. */
+static void narrow(struct gw_server *s, const struct snap *held,
+		   struct MHD_Connection *c, const char *url,
+		   const char *method, struct reply *r, struct gw_audit *a)
+{
+	struct reply r2 = {0};
+	struct gw_audit *a2;
+	struct snap *now;
+
+	if (!a->allowed)
+		return;
+	now = snap_take(s, GW_HOST_JOB, a->time_ms); /* the current one */
+	a2 = now == held ? NULL : calloc(1, sizeof(*a2));
+	if (a2) {
+		a2->time_ms = a->time_ms;
+		memcpy(a2->job, a->job, sizeof(a2->job));
+		memcpy(a2->peer, a->peer, sizeof(a2->peer));
+		decide(s, &now->allow, c, url, method, &r2, a2);
+		if (!a2->allowed) {
+			reply_release(r);
+			*r = r2;
+			*a = *a2;
+		} else {
+			reply_release(&r2);
+		}
+		free(a2);
+	} else if (now != held) {
+		reply_release(r); /* cannot tell: refused */
+		refuse(r, a, 503, "out of memory");
+	}
+	snap_give(s, now);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload_data,
@@ -863,6 +907,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	maybe_reload(s);
 	snap = snap_take(s, a.job, a.time_ms);
 	decide(s, &snap->allow, c, url, method, &r, &a);
+	narrow(s, snap, c, url, method, &r, &a);
 	snap_give(s, snap);
 	if (!a.allowed)
 		present_refusal(c, &r, &a, ctype, sizeof(ctype));
