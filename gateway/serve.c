@@ -830,6 +830,93 @@ static void narrow(struct gw_server *s, const struct snap *held,
 	snap_give(s, now);
 }
 
+/* A fixed answer (a persistent body) with one extra header. */
+static enum MHD_Result answer_fixed(struct MHD_Connection *c, unsigned status,
+				    const char *body, const char *header,
+				    const char *value)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(strlen(body), (void *)body,
+					       MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, header, value);
+	ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* A request that came with a body: audited, answered 413. */
+static enum MHD_Result answer_body(struct gw_server *s,
+				   struct MHD_Connection *c, const char *method,
+				   struct gw_audit *a)
+{
+	snprintf(a->route, sizeof(a->route), "bad");
+	snprintf(a->reason, sizeof(a->reason), "a request body (%s)",
+		 !strcmp(method, "POST") ? "POST" : "other method");
+	gw_audit_write(s->o.audit_fd, a);
+	return answer_fixed(c, MHD_HTTP_CONTENT_TOO_LARGE,
+			    "airlock package gateway: no request bodies\n",
+			    MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+/* Over the rate: 429, and one summary record a second (limited: how
+ * many were refused since the last one, 0 when not yet time). */
+static enum MHD_Result answer_limited(struct gw_server *s,
+				      struct MHD_Connection *c,
+				      struct gw_audit *a, uint64_t limited)
+{
+	if (limited) {
+		snprintf(a->route, sizeof(a->route), "bad");
+		snprintf(a->reason, sizeof(a->reason),
+			 "rate limited: %llu requests refused (over %u a "
+			 "second)",
+			 (unsigned long long)limited, s->o.rate);
+		gw_audit_write(s->o.audit_fd, a);
+		gw_log("job=%s %s", a->job, a->reason);
+	}
+	return answer_fixed(c, MHD_HTTP_TOO_MANY_REQUESTS,
+			    "airlock package gateway: too many requests\n",
+			    "Retry-After", "1");
+}
+
+/* The decided reply sent (its bytes handed to libmicrohttpd). */
+static enum MHD_Result answer(struct MHD_Connection *c, struct reply *r,
+			      const struct gw_audit *a)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (r->data) {
+		resp = MHD_create_response_from_buffer(r->len, r->data,
+						       MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(r->data);
+	} else {
+		resp = MHD_create_response_from_buffer(
+		    r->body.len, r->body.data ? r->body.data : (char *)"",
+		    r->body.data ? MHD_RESPMEM_MUST_FREE
+				 : MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			gw_buf_release(&r->body);
+	}
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type);
+	if (r->vary)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (!a->allowed)
+		MHD_add_response_header(resp, "X-Airlock-Refused",
+					r->status == 200 ? "see Content-Type"
+							 : "see body");
+	ret = MHD_queue_response(c, r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload_data,
@@ -839,9 +926,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	const union MHD_ConnectionInfo *ci;
 	struct reply r = {.status = 500};
 	struct gw_audit a = {0};
-	struct MHD_Response *resp;
 	char ctype[GW_REASON_MAX + 64];
-	enum MHD_Result ret;
 	struct snap *snap;
 	uint64_t limited;
 
@@ -863,47 +948,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	a.time_ms = now_ms();
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	identify(s, ci ? ci->client_addr : NULL, &a);
-	if (*con_cls == &had_body) {
-		static const char body[] =
-		    "airlock package gateway: no request bodies\n";
-
-		snprintf(a.route, sizeof(a.route), "bad");
-		snprintf(a.reason, sizeof(a.reason), "a request body (%s)",
-			 !strcmp(method, "POST") ? "POST" : "other method");
-		gw_audit_write(s->o.audit_fd, &a);
-
-		resp = MHD_create_response_from_buffer(
-		    sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-		if (!resp)
-			return MHD_NO;
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
-					"close");
-		ret = MHD_queue_response(c, MHD_HTTP_CONTENT_TOO_LARGE, resp);
-		MHD_destroy_response(resp);
-		return ret;
-	}
-	if (!rate_ok(s, a.peer, a.time_ms, &limited)) {
-		static const char body[] =
-		    "airlock package gateway: too many requests\n";
-
-		if (limited) {
-			snprintf(a.route, sizeof(a.route), "bad");
-			snprintf(a.reason, sizeof(a.reason),
-				 "rate limited: %llu requests "
-				 "refused (over %u a second)",
-				 (unsigned long long)limited, s->o.rate);
-			gw_audit_write(s->o.audit_fd, &a);
-			gw_log("job=%s %s", a.job, a.reason);
-		}
-		resp = MHD_create_response_from_buffer(
-		    sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-		if (!resp)
-			return MHD_NO;
-		MHD_add_response_header(resp, "Retry-After", "1");
-		ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, resp);
-		MHD_destroy_response(resp);
-		return ret;
-	}
+	if (*con_cls == &had_body)
+		return answer_body(s, c, method, &a);
+	if (!rate_ok(s, a.peer, a.time_ms, &limited))
+		return answer_limited(s, c, &a, limited);
 	maybe_reload(s);
 	snap = snap_take(s, a.job, a.time_ms);
 	decide(s, &snap->allow, c, url, method, &r, &a);
@@ -919,32 +967,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		    a.allowed ? "allow" : "deny", gw_eco_name(a.eco), a.route,
 		    a.name[0] ? a.name : "-", a.file[0] ? a.file : "-",
 		    a.lookalike[0] ? " lookalike=" : "", a.lookalike, a.reason);
-	if (r.data) {
-		resp = MHD_create_response_from_buffer(r.len, r.data,
-						       MHD_RESPMEM_MUST_FREE);
-		if (!resp)
-			free(r.data);
-	} else {
-		resp = MHD_create_response_from_buffer(
-		    r.body.len, r.body.data ? r.body.data : (char *)"",
-		    r.body.data ? MHD_RESPMEM_MUST_FREE
-				: MHD_RESPMEM_PERSISTENT);
-		if (!resp)
-			gw_buf_release(&r.body);
-	}
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type);
-	if (r.vary)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	if (!a.allowed)
-		MHD_add_response_header(resp, "X-Airlock-Refused",
-					r.status == 200 ? "see Content-Type"
-							: "see body");
-	ret = MHD_queue_response(c, r.status, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return answer(c, &r, &a);
 }
 
 /* Leave the URL as the client sent it: route.c decodes it once. */
