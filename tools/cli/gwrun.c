@@ -157,10 +157,13 @@ static void on_term(int sig)
 /* 100 ms of the keeper's time: the audit records relayed, then a nap. */
 static void tick(struct al_gw_relay *relay)
 {
+	static int said; /* the error said last: each said once in a row */
 	int r = al_gw_relay_poll(relay);
 
-	if (r < 0 && r != -EAGAIN)
-		al_warn("gateway: audit relay: %s", strerror(-r));
+	if (r < 0 && r != said)
+		al_warn("gateway: audit relay: %s: %s", relay->path,
+			strerror(-r));
+	said = r < 0 ? r : 0;
 	usleep(100000);
 }
 
