@@ -111,7 +111,7 @@ def member(name, data=b"", kind=tarfile.REGTYPE, fmt=tarfile.USTAR_FORMAT,
 def crafted(out):
     """npm tarballs npm (node-tar) reads otherwise than a first-match
     reader: each hides or swaps a package.json (docs/packages.md)."""
-    os.makedirs(out, exist_ok=True)
+    os.makedirs(os.path.join(out, "clean"), exist_ok=True)
     clean = json.dumps({"name": "evil", "version": "1.0.0"}).encode()
     hook = json.dumps({"name": "evil", "version": "1.0.0", "scripts": {
         "postinstall": "node -e \"require('fs').writeFileSync("
@@ -145,6 +145,10 @@ def crafted(out):
     for k, raw in cases.items():
         with open(os.path.join(out, "evil-%s-1.0.0.tgz" % k), "wb") as f:
             f.write(gzip.compress(raw, mtime=0))
+    # the clean one alone, under a crafted one's name (a mirror file
+    # added before the rules, then swapped: tests/gateway/crafted_test.sh)
+    with open(os.path.join(out, "clean", "evil-dup-1.0.0.tgz"), "wb") as f:
+        f.write(gzip.compress(first + end, mtime=0))
     # a second gzip member, which npm inflates too
     with open(os.path.join(out, "evil-member-1.0.0.tgz"), "wb") as f:
         f.write(gzip.compress(first + b"\0" * 512, mtime=0))

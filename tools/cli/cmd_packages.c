@@ -650,7 +650,15 @@ static int cmd_approve(struct al_cli *cli, const char *dir, int argc,
 		const struct gw_pin *old =
 		    gw_allow_file(&a, eco, found[i].file);
 
-		if (old && strcmp(old->sha256, found[i].sha256)) {
+		if (found[i].malformed) {
+			al_cli_error(cli,
+				     "%s: not a well-formed package (an npm "
+				     "tarball npm would read otherwise: "
+				     "docs/packages.md, \"npm tarballs\"); not "
+				     "pinned",
+				     found[i].file);
+			rc = AL_EXIT_FAIL;
+		} else if (old && strcmp(old->sha256, found[i].sha256)) {
 			al_cli_error(cli,
 				     "%s: pinned with another sha256 (%s); not "
 				     "changed",
@@ -759,6 +767,12 @@ static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
 			     "first: airlock packages add FILE)",
 			     gw_eco_name(eco), key, version,
 			     sha512 ? "sha512" : "sha256", want);
+		c->missing++;
+	} else if (found[hit].malformed) {
+		al_cli_error(c->cli,
+			     "%s: not a well-formed package (docs/packages.md, "
+			     "\"npm tarballs\"); not pinned",
+			     found[hit].file);
 		c->missing++;
 	} else if (gw_allow_file(&c->a, eco, found[hit].file)) {
 		c->already++;
