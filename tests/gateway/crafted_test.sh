@@ -31,7 +31,8 @@ if "$bin" packages approve --dir "$dir" --npm evil==1.0.0 > "$tmp/out" 2>&1; the
   fail "approve pinned it: $(cat "$tmp/out")"
 fi
 grep -q 'not a well-formed package' "$tmp/out" || fail "approve: $(cat "$tmp/out")"
-sha512=$(openssl dgst -sha512 -binary "$evil" | base64 -w0)
+sha512=$(python3 -c 'import base64, hashlib, sys
+print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$evil")
 cat > "$tmp/package-lock.json" <<JSON
 {"lockfileVersion": 3, "packages": {"": {}, "node_modules/evil": {"version": "1.0.0",
  "integrity": "sha512-$sha512"}}}
