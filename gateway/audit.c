@@ -1,14 +1,13 @@
 /* audit.c: audit records as JSON lines (audit.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <hiredis.h>
 #include <jansson.h>
-#include <pthread.h>
 
 #include "audit.h"
 
@@ -114,78 +113,30 @@ int gw_audit_write(int fd, const struct gw_audit *r)
 	return rc;
 }
 
-struct gw_audit_redis {
-	redisContext *c;      /* connected before the privilege drop */
-	pthread_mutex_t lock; /* hiredis contexts are not thread-safe */
-};
-
-int gw_audit_redis_open(const char *addr, struct gw_audit_redis **ret)
+static bool id_char(char c)
 {
-	const struct timeval tv = {.tv_sec = 0, .tv_usec = 300000};
-	struct gw_audit_redis *rd;
-	redisContext *c;
-	char host[256];
-	const char *colon;
-
-	if (!strncmp(addr, "unix:", 5)) {
-		c = redisConnectUnixWithTimeout(addr + 5, tv);
-	} else {
-		colon = strrchr(addr, ':');
-		if (!colon || (size_t)(colon - addr) >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, addr, (size_t)(colon - addr));
-		host[colon - addr] = '\0';
-		c = redisConnectWithTimeout(host, atoi(colon + 1), tv);
-	}
-	if (!c || c->err) {
-		redisFree(c);
-		return -ECONNREFUSED;
-	}
-	redisSetTimeout(c, tv);
-	rd = calloc(1, sizeof(*rd));
-	if (!rd) {
-		redisFree(c);
-		return -ENOMEM;
-	}
-	rd->c = c;
-	pthread_mutex_init(&rd->lock, NULL);
-	*ret = rd;
-	return 0;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || strchr("._:/-", c);
 }
 
-int gw_audit_redis_add(struct gw_audit_redis *rd, const struct gw_audit *r)
+bool gw_audit_job_valid(const char *job)
 {
-	struct gw_buf b = {0};
-	redisReply *reply;
-	int rc;
+	size_t n = strlen(job);
 
-	if (!rd)
-		return 0;
-	rc = gw_audit_format(r, &b);
-	if (rc < 0)
-		return rc;
-	b.data[--b.len] = '\0'; /* no newline in the stream */
-	pthread_mutex_lock(&rd->lock);
-	reply =
-	    rd->c->err
-		? NULL
-		: redisCommand(rd->c,
-			       "XADD %s MAXLEN ~ %d * job %s decision %s "
-			       "record %b",
-			       GW_AUDIT_STREAM, GW_AUDIT_STREAM_MAX, r->job,
-			       r->allowed ? "allow" : "deny", b.data, b.len);
-	rc = reply && reply->type == REDIS_REPLY_STRING ? 0 : -EIO;
-	freeReplyObject(reply);
-	pthread_mutex_unlock(&rd->lock);
-	gw_buf_release(&b);
-	return rc;
-}
-
-void gw_audit_redis_close(struct gw_audit_redis *rd)
-{
-	if (!rd)
-		return;
-	redisFree(rd->c);
-	pthread_mutex_destroy(&rd->lock);
-	free(rd);
+	if (!strcmp(job, GW_HOST_JOB))
+		return true;
+	if (!strncmp(job, "unknown ", 8)) {
+		job += 8;
+		n -= 8;
+		if (!n || n > 45 ||
+		    strspn(job, "0123456789abcdefABCDEF.:") != n)
+			return false;
+		return true;
+	}
+	if (!n || n > GW_JOB_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!id_char(job[i]))
+			return false;
+	return true;
 }

@@ -3,8 +3,8 @@
  * "host"), ecosystem, name, version, file, sha256, decision, reason, and
  * for refused names the look-alike found. One JSON object a line, written
  * with one write() to an O_APPEND fd the gateway got before it dropped
- * privileges (so it can add lines, never rewrite old ones), and to the
- * Redis stream when one is configured (gateway/main.c).
+ * privileges (so it can add lines, never rewrite old ones); a relay adds
+ * them to the Redis stream (tools/cli/gwrelay.h).
  *
  * `airlock packages log` and `pending` read the same lines back
  * (gw_audit_parse): the audit file is the pending list's source, the
@@ -26,7 +26,7 @@
 /* One request. Strings may be "" (unknown), never NULL. */
 struct gw_audit {
 	int64_t time_ms;		  /* wall clock, ms since the epoch */
-	char job[GW_JOB_MAX + 1];	  /* job/session id, or "host" */
+	char job[GW_JOB_MAX + 1];	  /* job/session id, or GW_HOST_JOB */
 	char peer[48];			  /* the client's address */
 	enum gw_eco eco;		  /* python or npm */
 	char name[GW_NAME_MAX + 1];	  /* as normalised for lookup */
@@ -48,21 +48,19 @@ int gw_audit_parse(const char *line, size_t len, struct gw_audit *ret);
 int gw_audit_write(int fd, const struct gw_audit *r);
 
 /* The Redis stream the records also go to: XADD GW_AUDIT_STREAM MAXLEN ~
- * GW_AUDIT_STREAM_MAX * job J decision D record JSON. A connection made
- * before the gateway drops privileges; every command has a short timeout
- * so a slow Redis cannot stall requests (the JSONL file is the record of
- * last resort). */
+ * GW_AUDIT_STREAM_MAX * job J decision D record JSON, added by a relay
+ * that follows the file (tools/cli/gwrelay.h), never by the gateway,
+ * which holds no Redis connection. */
 #define GW_AUDIT_STREAM	    "airlock:packages:audit"
 #define GW_AUDIT_STREAM_MAX 1000000
-/* The file in the packages dir naming the stream's Redis (ADDR below and
- * a newline), written by the gateway at start, absent without one: the
- * workers add their own records to the same stores. */
-#define GW_AUDIT_REDIS_FILE "audit-redis"
-struct gw_audit_redis;
-/* ADDR is unix:PATH or HOST:PORT. 0 and *ret, or -errno. */
-int gw_audit_redis_open(const char *addr, struct gw_audit_redis **ret);
-/* Add one record; serialised by an internal lock. 0 or -EIO. */
-int gw_audit_redis_add(struct gw_audit_redis *rd, const struct gw_audit *r);
-void gw_audit_redis_close(struct gw_audit_redis *rd);
+
+/* The job of a record from the host itself (loopback): not a job id
+ * (results.h, al_id_valid(): no '@'), so a job named "host" never
+ * passes for the host, nor the host for it. */
+#define GW_HOST_JOB "@host"
+
+/* A record's job is a job or session id, GW_HOST_JOB, or "unknown ADDR"
+ * (an address with no slot file). */
+bool gw_audit_job_valid(const char *job);
 
 #endif

@@ -3,8 +3,7 @@
  *
  * The syscall list is what serving needs, measured with strace over
  * tests/gateway/{pip,npm,minage,slot}_test.sh (libmicrohttpd's epoll
- * thread pool, glibc's malloc and threads, hiredis on a connected
- * socket, the mirror read by openat relative to directory fds and
+ * thread pool, glibc's malloc and threads, the mirror read by openat relative to directory fds and
  * listed by getdents64 for a listing's audit record), plus the
  * few glibc may use in their place (poll for epoll_wait, pread, statx).
  * The filter is installed before the server's threads exist (they
@@ -18,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -130,6 +130,49 @@ out:
 	if (nfd >= 0)
 		close(nfd);
 	return rc;
+}
+
+/* Where ".." leads from directory fd, 64 steps up: *ret, or -errno. */
+static int top_of(int fd, struct stat *ret)
+{
+	int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0), up;
+
+	if (cur < 0)
+		return -errno;
+	for (int i = 0; i < 64; i++) {
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0)
+			break;
+		close(cur);
+		cur = up;
+	}
+	up = fstat(cur, ret) < 0 ? -errno : 0;
+	close(cur);
+	return up;
+}
+
+int gw_jail_fds_inside(void)
+{
+	struct stat root, st, top;
+	struct rlimit rl;
+	int rc;
+
+	if (stat("/", &root) < 0)
+		return -errno;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	if (rl.rlim_cur > GW_JAIL_FDS_MAX)
+		rl.rlim_cur = GW_JAIL_FDS_MAX;
+	for (int fd = 0; fd < (int)rl.rlim_cur; fd++) {
+		if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		rc = top_of(fd, &top);
+		if (rc < 0)
+			return rc;
+		if (top.st_dev != root.st_dev || top.st_ino != root.st_ino)
+			return -EXDEV; /* a way out of the jail */
+	}
+	return 0;
 }
 
 /* ---- seccomp ---- */

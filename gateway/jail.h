@@ -7,7 +7,10 @@
  *     packages dir: the allowlist, which is reread by path, the mirror
  *     and slots) bound read-only at GW_JAIL_DIR, and /dev/null; no /usr,
  *     /etc, /proc or /tmp, nothing else of the host. Files opened before
- *     (the audit log, O_APPEND) keep working through their fds.
+ *     (the audit log, O_APPEND) keep working through their fds; a
+ *     directory opened before would lead out by "..": the caller opens
+ *     its directories again from GW_JAIL_DIR and gw_jail_fds_inside()
+ *     checks that none leads out.
  *  2. Drop the uid, set no_new_privs (main.c).
  *  3. gw_seccomp_install(): an allowlist of the system calls serving
  *     needs; any other kills the process (SIGSYS). No socket(),
@@ -26,6 +29,13 @@
 /* Enter the jail (step 1). 0, or -errno with *ret_step naming the step
  * that failed. On failure the process is half-jailed: exit. */
 int gw_jail_enter(const char *dir, const char **ret_step);
+
+/* After step 1: every directory fd this process holds (below its fd
+ * limit, at most GW_JAIL_FDS_MAX) leads by ".." to the jail's root and
+ * no further; 0, or -EXDEV when one leads out (a directory opened
+ * before the jail: open it again from inside). */
+#define GW_JAIL_FDS_MAX 65536
+int gw_jail_fds_inside(void);
 
 /* Install the seccomp filter (step 3) on every thread (TSYNC). Needs
  * no_new_privs or CAP_SYS_ADMIN. 0 or -errno. */

@@ -1,19 +1,25 @@
 /* main.c: airlock-gateway, the package gateway program (docs/packages.md).
  *
  * Theory of operation. Everything that needs privileges happens first,
- * in this order: the listening socket is bound, the packages dir's mirror
- * and slots dirs are opened as directory fds, the audit file is opened
- * O_APPEND; then, when started as root, the process drops to the
+ * in this order: every fd inherited past stderr is closed, the listening
+ * socket is bound, the packages dir's mirror and slots dirs are made,
+ * the audit file is opened O_APPEND; then, when started as root, the
+ * process enters its jail (jail.h): a mount namespace whose root holds
+ * only the packages dir (read-only) and /dev/null, where the mirror and
+ * slots dirs are opened again from inside (a directory fd opened before
+ * pivot_root would lead out of the jail by ".."), and the jail checks
+ * that no fd it holds is a directory outside its root. It drops to the
  * gateway's own uid and gid (--uid, default GW_UID: a uid no VM, worker
  * or person uses), with no supplementary groups, no capabilities and
- * no_new_privs. Before the drop, as root, it enters its jail (jail.h): a
- * mount namespace whose root holds only the packages dir (read-only) and
- * /dev/null. After it, a seccomp filter allows only the system calls
- * serving needs. Only then does it parse a byte from a client. A gateway
+ * no_new_privs; a seccomp filter allows only the system calls serving
+ * needs. Only then does it parse a byte from a client. A gateway
  * compromised through its parser holds: its uid, read access to the
  * packages dir (the mirror, the allowlist, the slots; nothing else of the
  * host's files), append to the audit file, the listening socket, and no
- * way to open a socket, connect, exec, fork or write a file by name.
+ * way to open a socket, connect, exec, fork or write a file by name. It
+ * holds no Redis connection: its records reach the Redis stream through
+ * a relay that reads the audit file (tools/cli/gwrelay.c), which can
+ * only add them.
  *
  * It prints `listening on ADDR:PORT` on stdout once it serves, and stops
  * on SIGTERM or SIGINT.
@@ -32,6 +38,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -41,7 +48,7 @@
 #include "serve.h"
 
 #define GW_FDS_WANT 4096    /* fds: connections (1024) and the rest */
-#define GW_UID 1199999 /* below the VMMs' range (sandbox.vmm_uid_base) */
+#define GW_UID	    1199999 /* below the VMMs' range (sandbox.vmm_uid_base) */
 
 static const char usage[] =
     "usage: airlock-gateway --dir DIR [--listen ADDR:PORT] [--uid UID]\n"
@@ -59,9 +66,6 @@ static const char usage[] =
     "  -t, --threads N        worker threads (default 2)\n"
     "  -p, --per-ip N         connections from one address (default 64)\n"
     "  -T, --timeout S        idle connection timeout, s (default 10)\n"
-    "  -r, --redis ADDR       also add every record to the Redis stream\n"
-    "                         airlock:packages:audit (unix:PATH or HOST:PORT;\n"
-    "                         connected before the privilege drop)\n"
     "  -R, --rate N           requests a second from one address, bursts of\n"
     "                         2N; more are answered 429 (default 200; 0: no "
     "cap)\n"
@@ -140,28 +144,18 @@ static void fd_room(void)
 			(unsigned long long)rl.rlim_cur, strerror(errno));
 }
 
-/* DIR/GW_AUDIT_REDIS_FILE names the stream's Redis for the workers'
- * own records (dropped connections, worker/pkglist.h); none without. */
-static int audit_redis_note(const char *dir, const char *redis)
-{
-	char path[4200];
-	int fd, rc = 0;
+/* What main() gathers from its arguments and opens. */
+struct gw_main {
+	struct gw_serve_options o;
+	const char *dir;	 /* the packages dir */
+	const char *listen_spec; /* ADDR:PORT */
+	uid_t uid;		 /* dropped to, as root */
+	char shown[96];		 /* the address bound, for people */
+	char allow[4096];	 /* the allowlist's path, as we see it */
+};
 
-	snprintf(path, sizeof(path), "%s/%s", dir, GW_AUDIT_REDIS_FILE);
-	if (!redis)
-		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		  0644);
-	if (fd < 0)
-		return -1;
-	if (dprintf(fd, "%s\n", redis) < 0)
-		rc = -1;
-	if (close(fd) < 0)
-		rc = -1;
-	return rc;
-}
-
-int main(int argc, char **argv)
+/* The options; 0, 1 (--help said) or 2 (usage said). */
+static int parse_args(int argc, char **argv, struct gw_main *m)
 {
 	static const struct al_opt opts[] = {
 	    {"dir", 'd', AL_OPT_ARG | AL_OPT_SHORT},
@@ -171,133 +165,155 @@ int main(int argc, char **argv)
 	    {"per-ip", 'p', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"timeout", 'T', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"quiet", 'q', AL_OPT_SHORT},
-	    {"redis", 'r', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"rate", 'R', AL_OPT_ARG | AL_OPT_SHORT},
 	    {"help", 'h', AL_OPT_SHORT},
 	    {NULL, 0, 0},
 	};
-	struct gw_serve_options o = {
-	    .slots_fd = -1, .audit_fd = -1, .rate = 200};
-	const char *dir = NULL, *listen_spec = "127.0.0.1:0", *redis = NULL;
-	char shown[96], allow[4096], audit[4096];
-	uid_t uid = GW_UID;
-	struct gw_server *s = NULL;
-	sigset_t set;
-	int c, sig, rc;
+	int c;
 
 	while ((c = al_opts_next(argc, argv, opts)) != -1) {
+		unsigned long v = optarg ? strtoul(optarg, NULL, 10) : 0;
+
 		switch (c) {
 		case 'd':
-			dir = optarg;
+			m->dir = optarg;
 			break;
 		case 'l':
-			listen_spec = optarg;
+			m->listen_spec = optarg;
 			break;
 		case 'u':
-			uid = (uid_t)strtoul(optarg, NULL, 10);
+			m->uid = (uid_t)v;
 			break;
 		case 't':
-			o.threads = (unsigned)strtoul(optarg, NULL, 10);
+			m->o.threads = (unsigned)v;
 			break;
 		case 'p':
-			o.per_ip_max = (unsigned)strtoul(optarg, NULL, 10);
+			m->o.per_ip_max = (unsigned)v;
 			break;
 		case 'T':
-			o.timeout_s = (unsigned)strtoul(optarg, NULL, 10);
+			m->o.timeout_s = (unsigned)v;
 			break;
 		case 'q':
-			o.quiet = true;
-			break;
-		case 'r':
-			redis = optarg;
+			m->o.quiet = true;
 			break;
 		case 'R':
-			o.rate = (unsigned)strtoul(optarg, NULL, 10);
+			m->o.rate = (unsigned)v;
 			break;
 		case 'h':
 			fputs(usage, stdout);
-			return 0;
+			return 1;
 		default:
 			fputs(usage, stderr);
 			return 2;
 		}
 	}
-	if (!dir || optind != argc || uid == 0 || o.threads > 64) {
+	if (!m->dir || optind != argc || m->uid == 0 || m->o.threads > 64) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	snprintf(allow, sizeof(allow), "%s/packages.allow", dir);
-	snprintf(audit, sizeof(audit), "%s/audit.jsonl", dir);
-	o.listen_fd = listen_on(listen_spec, shown, sizeof(shown));
-	if (o.listen_fd < 0) {
+	return 0;
+}
+
+/* Bind, make the packages dir, open the mirror, slots and the audit
+ * file. 0, or -1 (said). */
+static int open_files(struct gw_main *m)
+{
+	char audit[4200];
+
+	snprintf(m->allow, sizeof(m->allow), "%s/packages.allow", m->dir);
+	snprintf(audit, sizeof(audit), "%s/audit.jsonl", m->dir);
+	m->o.listen_fd = listen_on(m->listen_spec, m->shown, sizeof(m->shown));
+	if (m->o.listen_fd < 0) {
 		fprintf(stderr, "airlock-gateway: cannot listen on %s: %s\n",
-			listen_spec, strerror(-o.listen_fd));
-		return 1;
+			m->listen_spec, strerror(-m->o.listen_fd));
+		return -1;
 	}
 	umask(022);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "airlock-gateway: %s: %s\n", dir,
+	if (mkdir(m->dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "airlock-gateway: %s: %s\n", m->dir,
 			strerror(errno));
-		return 1;
+		return -1;
 	}
-	o.mirror_fd = open_dir(dir, "mirror", true);
+	m->o.mirror_fd = open_dir(m->dir, "mirror", true);
 	/* the workers name each slot's job here (worker/job.c) */
-	o.slots_fd = open_dir(dir, "slots", true);
-	o.audit_fd =
+	m->o.slots_fd = open_dir(m->dir, "slots", true);
+	m->o.audit_fd =
 	    open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
 		 0640);
-	if (o.mirror_fd < 0 || o.audit_fd < 0) {
+	if (m->o.mirror_fd < 0 || m->o.slots_fd < 0 || m->o.audit_fd < 0) {
 		fprintf(stderr,
-			"airlock-gateway: %s: cannot open the mirror or "
-			"the audit log: %s\n",
-			dir, strerror(errno));
-		return 1;
+			"airlock-gateway: %s: cannot open the mirror, the "
+			"slots or the audit log: %s\n",
+			m->dir, strerror(errno));
+		return -1;
 	}
-	if (redis && (rc = gw_audit_redis_open(redis, &o.redis)) < 0) {
-		fprintf(stderr,
-			"airlock-gateway: cannot connect to Redis at %s: "
-			"%s\n",
-			redis, strerror(-rc));
-		return 1;
-	}
-	fd_room();
-	if (audit_redis_note(dir, redis) < 0) {
-		fprintf(stderr, "airlock-gateway: %s/%s: %s\n", dir,
-			GW_AUDIT_REDIS_FILE, strerror(errno));
-		return 1;
-	}
-	if (geteuid() == 0) {
-		const char *step = "";
-		char sha[GW_SHA512_B64 + 1];
+	return 0;
+}
 
-		/* libcrypto reads its config at first use: before the jail */
-		gw_sha256_hex((const uint8_t *)"", 0, sha);
-		gw_sha512_b64((const uint8_t *)"", 0, sha);
-		rc = gw_jail_enter(dir, &step);
-		if (rc < 0) {
-			fprintf(stderr,
-				"airlock-gateway: cannot enter the jail (%s): "
-				"%s\n",
-				step, strerror(-rc));
-			return 1;
-		}
-		snprintf(allow, sizeof(allow), "%s/packages.allow",
-			 GW_JAIL_DIR);
+/* As root: the jail, the packages dir's fds opened again inside it, and
+ * the check that no fd leads out. 0, or -1 (said). */
+static int jail(struct gw_main *m)
+{
+	const char *step = "";
+	char sha[GW_SHA512_B64 + 1];
+	int rc;
+
+	/* libcrypto reads its config at first use: before the jail */
+	gw_sha256_hex((const uint8_t *)"", 0, sha);
+	gw_sha512_b64((const uint8_t *)"", 0, sha);
+	rc = gw_jail_enter(m->dir, &step);
+	if (rc == 0) {
+		step = "open the mirror and slots inside";
+		close(m->o.mirror_fd);
+		close(m->o.slots_fd);
+		m->o.mirror_fd = open_dir(GW_JAIL_DIR, "mirror", false);
+		m->o.slots_fd = open_dir(GW_JAIL_DIR, "slots", false);
+		rc = m->o.mirror_fd < 0	 ? m->o.mirror_fd
+		     : m->o.slots_fd < 0 ? m->o.slots_fd
+					 : 0;
 	}
-	rc = drop_to(uid);
+	if (rc == 0) {
+		step = "no fd leads out";
+		rc = gw_jail_fds_inside();
+	}
+	if (rc < 0) {
+		fprintf(stderr,
+			"airlock-gateway: cannot enter the jail (%s): %s\n",
+			step, strerror(-rc));
+		return -1;
+	}
+	snprintf(m->allow, sizeof(m->allow), "%s/packages.allow", GW_JAIL_DIR);
+	return 0;
+}
+
+/* The uid, no_new_privs, the seccomp filter. 0, or -1 (said). */
+static int confine(uid_t uid)
+{
+	int rc = drop_to(uid);
+
 	if (rc == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		rc = -errno;
 	if (rc < 0) {
 		fprintf(stderr, "airlock-gateway: cannot drop to uid %u: %s\n",
 			(unsigned)uid, strerror(-rc));
-		return 1;
+		return -1;
 	}
 	rc = gw_seccomp_install();
 	if (rc < 0) {
 		fprintf(stderr, "airlock-gateway: cannot install seccomp: %s\n",
 			strerror(-rc));
-		return 1;
+		return -1;
 	}
+	return 0;
+}
+
+/* Serve until SIGTERM or SIGINT. */
+static int serve(struct gw_main *m)
+{
+	struct gw_server *s = NULL;
+	sigset_t set;
+	int sig;
+
 	/* the server's threads inherit this mask; only we take the signals */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -305,17 +321,40 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	o.allow_path = allow;
-	if (gw_server_start(&o, &s) < 0)
+	m->o.allow_path = m->allow;
+	if (gw_server_start(&m->o, &s) < 0)
 		return 1;
-	printf("listening on %s\n", shown);
+	printf("listening on %s\n", m->shown);
 	fflush(stdout);
-	fprintf(stderr, "airlock-gateway: serving %s on %s as uid %u\n", dir,
-		shown, (unsigned)geteuid());
+	fprintf(stderr, "airlock-gateway: serving %s on %s as uid %u\n", m->dir,
+		m->shown, (unsigned)geteuid());
 	do {
 		sig = 0;
 		sigwait(&set, &sig);
 	} while (sig == SIGHUP);
 	gw_server_stop(s);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct gw_main m = {
+	    .o = {.mirror_fd = -1, .slots_fd = -1, .audit_fd = -1, .rate = 200},
+	    .listen_spec = "127.0.0.1:0",
+	    .uid = GW_UID,
+	};
+	int rc = parse_args(argc, argv, &m);
+
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	/* nothing inherited goes into the jail (stdio stays) */
+	syscall(SYS_close_range, 3u, ~0u, 0u);
+	if (open_files(&m) < 0)
+		return 1;
+	fd_room();
+	if (geteuid() == 0 && jail(&m) < 0)
+		return 1;
+	if (confine(m.uid) < 0)
+		return 1;
+	return serve(&m);
 }

@@ -236,6 +236,7 @@ int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
 	while ((de = readdir(d)) && n < GW_FOUND_MAX) {
 		uint8_t *meta = NULL, *data = NULL;
 		size_t mlen, dlen;
+		struct gw_pkg pkg;
 
 		if (!gw_file_name_valid(de->d_name) ||
 		    has_suffix(de->d_name, ".metadata") ||
@@ -258,6 +259,12 @@ int gw_mirror_find(const char *mirror, enum gw_eco eco, const char *key,
 		snprintf(out[n].file, sizeof(out[n].file), "%s", de->d_name);
 		snprintf(out[n].name, sizeof(out[n].name), "%s", name);
 		gw_sha256_hex(data, dlen, out[n].sha256);
+		/* read again by today's rules: a file added before them
+		 * (an npm tarball npm reads otherwise) is not approved */
+		out[n].malformed =
+		    gw_pkg_parse(de->d_name, data, dlen, &pkg) < 0;
+		if (!out[n].malformed)
+			gw_pkg_release(&pkg);
 		out[n].meta = (char *)meta;
 		free(data);
 		n++;

@@ -47,6 +47,7 @@ struct gw_found {
 	char name[GW_NAME_MAX + 1];	/* as its metadata spells it */
 	char sha256[GW_SHA256_HEX + 1]; /* of its bytes, now */
 	char *meta;			/* its metadata side file, malloc'd */
+	bool malformed; /* its bytes do not parse now (gw_pkg_parse) */
 };
 #define GW_FOUND_MAX 64
 

@@ -272,12 +272,45 @@ static int zip_find_metadata(const uint8_t *data, size_t len, char **ret,
 	return -EBADMSG;
 }
 
-/* ---- gzipped tar (sdists, npm) ---- */
+/* ---- gzipped tar (sdists, npm) ----
+ *
+ * An npm package is read the way npm reads it, or refused where the two
+ * readings could differ (docs/packages.md, "npm tarballs"). npm unpacks
+ * with node-tar, stripping the first path element: it skips one zero
+ * block and reads on (two end the archive), skips a header whose
+ * checksum fails and reads the next block as a header, applies pax and
+ * GNU long-name headers to the entry after them, joins the ustar prefix
+ * only under the magic "ustar\0" "00", gives a directory no body whatever
+ * its size says, inflates gzip members one after another, and lets a
+ * later entry overwrite an earlier one of the same path. So a tarball
+ * with a bad checksum, a lone zero block, anything but zeros after the
+ * end, a second gzip member, a pax or GNU long-name header, a path with
+ * an empty, "." or ".." element, two entries of one path (after the
+ * strip), or a package.json that is not a regular file, is refused: the
+ * package.json we judge is then the one npm runs. An sdist is read
+ * leniently (its build runs code anyway).
+ */
+
+#define TAR_PATHS_MAX 200000 /* entries of one npm tarball */
 
 struct tgz {
 	z_stream z;	/* the inflater over the whole file */
 	uint64_t total; /* bytes inflated so far, capped by GW_UNPACK_MAX */
 	bool end;	/* the gzip stream ended */
+};
+
+/* One walk over a tarball for the file TOP/want (and TOP/also). */
+struct tar_walk {
+	struct tgz t;
+	bool strict;	  /* npm: node-tar's reading, or a refusal */
+	const char *want; /* the file wanted, one element below TOP */
+	const char *also; /* one more whose presence is noted, or NULL */
+	char *found;	  /* the wanted file's bytes, NUL-ended */
+	size_t found_len; /* its length */
+	bool also_seen;	  /* TOP/also exists */
+	char **paths;	  /* strict: every entry's path, first element off */
+	size_t n_paths;	  /* used */
+	size_t cap;	  /* allocated */
 };
 
 /* Exactly n bytes into out (NULL: skip them). 0, -EBADMSG (short or
@@ -331,90 +364,248 @@ static int octal(const uint8_t *p, size_t n, uint64_t *ret)
 	return 0;
 }
 
-/* Walk the tar; the first TOP/WANT (TOP one path element) is returned in
- * ret; *also is set when TOP/ALSO exists (ALSO may be NULL). */
-static int tgz_find(const uint8_t *data, size_t len, const char *want,
-		    const char *also, char **ret, size_t *ret_len,
-		    bool *also_seen)
+static bool all_zero(const uint8_t *p, size_t n)
 {
-	struct tgz t = {0};
-	uint8_t h[512];
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* The header's checksum holds (the sum of its bytes, the checksum field
+ * counted as spaces). */
+static bool tar_cksum_ok(const uint8_t *h)
+{
+	uint64_t want, sum = 8 * ' ';
+
+	if (octal(h + 148, 8, &want) < 0)
+		return false;
+	for (size_t i = 0; i < 512; i++)
+		sum += i >= 148 && i < 156 ? 0 : h[i];
+	return sum == want;
+}
+
+/* The entry's path into name (257 bytes): name, joined to the ustar
+ * prefix as node-tar joins it (strict) or whenever a prefix is there. */
+static void tar_name(const uint8_t *h, bool strict, char *name)
+{
+	size_t nlen = strnlen((const char *)h, 100), plen;
+	bool ustar = strict ? !memcmp(h + 257,
+				      "ustar\0"
+				      "00",
+				      8)
+			    : !memcmp(h + 257, "ustar", 5);
+
+	plen = !ustar		   ? 0
+	       : strict && !h[475] ? strnlen((const char *)h + 345, 130)
+				   : strnlen((const char *)h + 345, 155);
+	if (plen) {
+		memcpy(name, h + 345, plen);
+		name[plen++] = '/';
+	}
+	memcpy(name + plen, h, nlen);
+	name[plen + nlen] = '\0';
+}
+
+/* A path npm and we read alike: elements neither empty, "." nor "..";
+ * one trailing '/' (a directory) removed. */
+static bool tar_path_ok(char *name)
+{
+	size_t len = strlen(name);
+
+	if (len && name[len - 1] == '/')
+		name[--len] = '\0';
+	if (!len)
+		return false;
+	for (const char *p = name;;) {
+		size_t el = strcspn(p, "/");
+
+		if (!el || (el == 1 && p[0] == '.') ||
+		    (el == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (!p[el])
+			return true;
+		p += el + 1;
+	}
+}
+
+/* Strict: note PATH (first element off); duplicates are found at the end. */
+static int tar_note(struct tar_walk *w, const char *path)
+{
+	if (w->n_paths == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		char **p;
+
+		if (cap > TAR_PATHS_MAX)
+			return -EFBIG;
+		p = realloc(w->paths, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		w->paths = p;
+		w->cap = cap;
+	}
+	w->paths[w->n_paths] = strdup(path);
+	return w->paths[w->n_paths++] ? 0 : -ENOMEM;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int tar_no_duplicates(struct tar_walk *w)
+{
+	if (w->n_paths < 2)
+		return 0;
+	qsort(w->paths, w->n_paths, sizeof(*w->paths), cmp_str);
+	for (size_t i = 1; i < w->n_paths; i++)
+		if (!strcmp(w->paths[i - 1], w->paths[i]))
+			return -EBADMSG;
+	return 0;
+}
+
+/* Read the wanted file's body (size bytes; the caller skips the rest). */
+static int tar_take(struct tar_walk *w, uint64_t size)
+{
+	if (w->found)
+		return -EBADMSG; /* a second one (lenient: TOP/ and ./TOP/) */
+	if (size > GW_META_MAX)
+		return -EFBIG;
+	w->found = malloc(size + 1);
+	if (!w->found)
+		return -ENOMEM;
+	w->found[size] = '\0';
+	w->found_len = size;
+	return tgz_read(&w->t, (uint8_t *)w->found, size);
+}
+
+/* The type flags an npm package may hold: files, directories, links
+ * (pacote skips links). Pax, GNU long names, devices and the rest: no. */
+static bool tar_type_ok(uint8_t type)
+{
+	return type && strchr("01257", type);
+}
+
+/* One header (not a zero block): its body read or skipped. */
+static int tar_entry(struct tar_walk *w, const uint8_t *h)
+{
 	char name[257];
-	char *found = NULL;
-	size_t found_len = 0;
+	const char *slash, *base;
+	uint64_t size, padded;
+	uint8_t type = h[156] ? h[156] : '0';
+	bool reg, dir;
+	int rc;
+
+	if (w->strict && (!tar_cksum_ok(h) || !tar_type_ok(type)))
+		return -EBADMSG;
+	rc = octal(h + 124, 12, &size);
+	if (rc < 0)
+		return rc;
+	tar_name(h, w->strict, name);
+	dir = type == '5' ||
+	      (type == '0' && name[0] && name[strlen(name) - 1] == '/');
+	if (w->strict && !tar_path_ok(name))
+		return -EBADMSG;
+	if (w->strict && dir)
+		size = 0; /* node-tar gives a directory no body */
+	reg = !dir && (type == '0' || type == '7');
+	slash = strchr(name, '/');
+	base = slash && slash != name ? slash + 1 : NULL;
+	padded = (size + 511) / 512 * 512;
+	if (w->strict && base && (rc = tar_note(w, base)) < 0)
+		return rc;
+	if (base && !strcmp(base, w->want)) {
+		if (!reg && w->strict)
+			return -EBADMSG; /* a link or directory */
+		if (reg && (rc = tar_take(w, size)) < 0)
+			return rc;
+		padded -= reg ? size : 0;
+	} else if (base && w->also && !strcmp(base, w->also)) {
+		w->also_seen = true; /* npm runs node-gyp for any */
+	}
+	return tgz_read(&w->t, NULL, padded);
+}
+
+/* After the first zero block. Strict: a second must follow, then only
+ * zeros to the end of the one gzip member, and nothing after it. */
+static int tar_end(struct tar_walk *w)
+{
+	uint8_t h[512];
+	int rc;
+
+	if (!w->strict)
+		return 0;
+	rc = tgz_read(&w->t, h, sizeof(h));
+	if (rc < 0 || !all_zero(h, sizeof(h)))
+		return rc < 0 ? rc : -EBADMSG;
+	while (!w->t.end) {
+		w->t.z.next_out = h;
+		w->t.z.avail_out = sizeof(h);
+		rc = inflate(&w->t.z, Z_NO_FLUSH);
+		if (rc == Z_STREAM_END)
+			w->t.end = true;
+		else if (rc != Z_OK || w->t.z.avail_out == sizeof(h))
+			return -EBADMSG;
+		w->t.total += sizeof(h) - w->t.z.avail_out;
+		if (w->t.total > GW_UNPACK_MAX)
+			return -EFBIG;
+		if (!all_zero(h, sizeof(h) - w->t.z.avail_out))
+			return -EBADMSG;
+	}
+	return w->t.z.avail_in ? -EBADMSG : tar_no_duplicates(w);
+}
+
+static int tar_walk(struct tar_walk *w)
+{
+	uint8_t h[512];
+	int rc;
+
+	for (;;) {
+		rc = tgz_read(&w->t, h, sizeof(h));
+		if (rc < 0)
+			return rc;
+		if (all_zero(h, sizeof(h)) || (!w->strict && h[0] == '\0'))
+			return tar_end(w); /* the end blocks */
+		rc = tar_entry(w, h);
+		if (rc < 0)
+			return rc;
+		if (!w->strict && w->found && (!w->also || w->also_seen))
+			return 0;
+	}
+}
+
+/* Walk the tar; TOP/WANT (TOP one path element) is returned in ret;
+ * *also_seen is set when TOP/ALSO exists (ALSO may be NULL). STRICT:
+ * npm's reading, every refusal above. */
+static int tgz_find(const uint8_t *data, size_t len, bool strict,
+		    const char *want, const char *also, char **ret,
+		    size_t *ret_len, bool *also_seen)
+{
+	struct tar_walk w = {.strict = strict, .want = want, .also = also};
 	int rc;
 
 	if (len > UINT32_MAX)
 		return -EFBIG;
-	if (inflateInit2(&t.z, 16 + 15) != Z_OK)
+	if (inflateInit2(&w.t.z, 16 + 15) != Z_OK)
 		return -ENOMEM;
-	t.z.next_in = (uint8_t *)data;
-	t.z.avail_in = (uInt)len;
-	for (;;) {
-		uint64_t size, padded;
-		const char *slash, *base;
-		size_t nlen, plen;
-
-		rc = tgz_read(&t, h, sizeof(h));
-		if (rc < 0)
-			goto out;
-		if (h[0] == '\0')
-			break; /* the end blocks */
-		rc = octal(h + 124, 12, &size);
-		if (rc < 0)
-			goto out;
-		plen = strnlen((const char *)h + 345, 155);
-		nlen = strnlen((const char *)h, 100);
-		if (!memcmp(h + 257, "ustar", 5) && plen > 0) {
-			memcpy(name, h + 345, plen);
-			name[plen] = '/';
-			memcpy(name + plen + 1, h, nlen);
-			name[plen + 1 + nlen] = '\0';
-		} else {
-			memcpy(name, h, nlen);
-			name[nlen] = '\0';
-		}
-		slash = strchr(name, '/');
-		base = slash ? slash + 1 : NULL;
-		padded = (size + 511) / 512 * 512;
-		if ((h[156] == '0' || h[156] == '\0') && base &&
-		    !strchr(base, '/') && slash != name) {
-			if (!found && !strcmp(base, want)) {
-				if (size > GW_META_MAX) {
-					rc = -EFBIG;
-					goto out;
-				}
-				found = malloc(size + 1);
-				if (!found) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				rc = tgz_read(&t, (uint8_t *)found, size);
-				if (rc < 0)
-					goto out;
-				found[size] = '\0';
-				found_len = size;
-				padded -= size;
-			} else if (also && !strcmp(base, also)) {
-				*also_seen = true;
-			}
-		}
-		rc = tgz_read(&t, NULL, padded);
-		if (rc < 0)
-			goto out;
-		if (found && (!also || *also_seen))
-			break;
+	w.t.z.next_in = (uint8_t *)data;
+	w.t.z.avail_in = (uInt)len;
+	rc = tar_walk(&w);
+	if (rc == 0 && !w.found)
+		rc = -EBADMSG;
+	inflateEnd(&w.t.z);
+	for (size_t i = 0; i < w.n_paths; i++)
+		free(w.paths[i]);
+	free(w.paths);
+	if (rc < 0) {
+		free(w.found);
+		return rc;
 	}
-	rc = found ? 0 : -EBADMSG;
-out:
-	inflateEnd(&t.z);
-	if (rc == 0) {
-		*ret = found;
-		*ret_len = found_len;
-	} else {
-		free(found);
-	}
-	return rc;
+	*ret = w.found;
+	*ret_len = w.found_len;
+	if (also_seen)
+		*also_seen = w.also_seen;
+	return 0;
 }
 
 /* ---- metadata ---- */
@@ -501,7 +692,7 @@ static int read_python(const char *file, const uint8_t *data, size_t len,
 	if (p->kind == GW_WHEEL)
 		rc = zip_find_metadata(data, len, &p->meta, &p->meta_len);
 	else
-		rc = tgz_find(data, len, "PKG-INFO", NULL, &p->meta,
+		rc = tgz_find(data, len, false, "PKG-INFO", NULL, &p->meta,
 			      &p->meta_len, NULL);
 	if (rc < 0)
 		return rc;
@@ -530,7 +721,7 @@ static int read_npm(const uint8_t *data, size_t len, struct gw_pkg *p)
 	bool gyp = false;
 	int rc;
 
-	rc = tgz_find(data, len, "package.json", "binding.gyp", &p->meta,
+	rc = tgz_find(data, len, true, "package.json", "binding.gyp", &p->meta,
 		      &p->meta_len, &gyp);
 	if (rc < 0)
 		return rc;

@@ -153,7 +153,7 @@ static struct snap *snap_take(struct gw_server *s, const char *job, int64_t now)
 
 	pthread_mutex_lock(&s->lock);
 	n = s->current;
-	if (strcmp(job, "host") && strncmp(job, "unknown", 7)) {
+	if (strcmp(job, GW_HOST_JOB) && strncmp(job, "unknown", 7)) {
 		for (size_t i = 0; i < s->n_jobs && !h; i++) {
 			if (!strcmp(s->jobs[i].job, job))
 				h = &s->jobs[i];
@@ -309,7 +309,7 @@ static void identify(struct gw_server *s, const struct sockaddr *sa,
 
 		inet_ntop(AF_INET, &in->sin_addr, a->peer, sizeof(a->peer));
 		if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) {
-			snprintf(a->job, sizeof(a->job), "host");
+			snprintf(a->job, sizeof(a->job), GW_HOST_JOB);
 			return;
 		}
 	} else if (sa->sa_family == AF_INET6) {
@@ -317,7 +317,7 @@ static void identify(struct gw_server *s, const struct sockaddr *sa,
 
 		inet_ntop(AF_INET6, &in6->sin6_addr, a->peer, sizeof(a->peer));
 		if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) {
-			snprintf(a->job, sizeof(a->job), "host");
+			snprintf(a->job, sizeof(a->job), GW_HOST_JOB);
 			return;
 		}
 	} else {
@@ -786,6 +786,137 @@ static void present_refusal(struct MHD_Connection *c, struct reply *r,
 /* The address *con_cls holds when a request came with a body. */
 static char had_body;
 
+static void reply_release(struct reply *r)
+{
+	free(r->data);
+	gw_buf_release(&r->body);
+	*r = (struct reply){0};
+}
+
+/* A job decides by the allowlist its first request got, so an approval
+ * never widens a running job; but what the current allowlist refuses (a
+ * pin removed, a name no longer allowed) is refused at once, to running
+ * jobs too: an allowed answer from an older version is decided again by
+ * the current one, whose refusal wins. */
+static void narrow(struct gw_server *s, const struct snap *held,
+		   struct MHD_Connection *c, const char *url,
+		   const char *method, struct reply *r, struct gw_audit *a)
+{
+	struct reply r2 = {0};
+	struct gw_audit *a2;
+	struct snap *now;
+
+	if (!a->allowed)
+		return;
+	now = snap_take(s, GW_HOST_JOB, a->time_ms); /* the current one */
+	a2 = now == held ? NULL : calloc(1, sizeof(*a2));
+	if (a2) {
+		a2->time_ms = a->time_ms;
+		memcpy(a2->job, a->job, sizeof(a2->job));
+		memcpy(a2->peer, a->peer, sizeof(a2->peer));
+		decide(s, &now->allow, c, url, method, &r2, a2);
+		if (!a2->allowed) {
+			reply_release(r);
+			*r = r2;
+			*a = *a2;
+		} else {
+			reply_release(&r2);
+		}
+		free(a2);
+	} else if (now != held) {
+		reply_release(r); /* cannot tell: refused */
+		refuse(r, a, 503, "out of memory");
+	}
+	snap_give(s, now);
+}
+
+/* A fixed answer (a persistent body) with one extra header. */
+static enum MHD_Result answer_fixed(struct MHD_Connection *c, unsigned status,
+				    const char *body, const char *header,
+				    const char *value)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(strlen(body), (void *)body,
+					       MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, header, value);
+	ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* A request that came with a body: audited, answered 413. */
+static enum MHD_Result answer_body(struct gw_server *s,
+				   struct MHD_Connection *c, const char *method,
+				   struct gw_audit *a)
+{
+	snprintf(a->route, sizeof(a->route), "bad");
+	snprintf(a->reason, sizeof(a->reason), "a request body (%s)",
+		 !strcmp(method, "POST") ? "POST" : "other method");
+	gw_audit_write(s->o.audit_fd, a);
+	return answer_fixed(c, MHD_HTTP_CONTENT_TOO_LARGE,
+			    "airlock package gateway: no request bodies\n",
+			    MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+/* Over the rate: 429, and one summary record a second (limited: how
+ * many were refused since the last one, 0 when not yet time). */
+static enum MHD_Result answer_limited(struct gw_server *s,
+				      struct MHD_Connection *c,
+				      struct gw_audit *a, uint64_t limited)
+{
+	if (limited) {
+		snprintf(a->route, sizeof(a->route), "bad");
+		snprintf(a->reason, sizeof(a->reason),
+			 "rate limited: %llu requests refused (over %u a "
+			 "second)",
+			 (unsigned long long)limited, s->o.rate);
+		gw_audit_write(s->o.audit_fd, a);
+		gw_log("job=%s %s", a->job, a->reason);
+	}
+	return answer_fixed(c, MHD_HTTP_TOO_MANY_REQUESTS,
+			    "airlock package gateway: too many requests\n",
+			    "Retry-After", "1");
+}
+
+/* The decided reply sent (its bytes handed to libmicrohttpd). */
+static enum MHD_Result answer(struct MHD_Connection *c, struct reply *r,
+			      const struct gw_audit *a)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (r->data) {
+		resp = MHD_create_response_from_buffer(r->len, r->data,
+						       MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(r->data);
+	} else {
+		resp = MHD_create_response_from_buffer(
+		    r->body.len, r->body.data ? r->body.data : (char *)"",
+		    r->body.data ? MHD_RESPMEM_MUST_FREE
+				 : MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			gw_buf_release(&r->body);
+	}
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type);
+	if (r->vary)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (!a->allowed)
+		MHD_add_response_header(resp, "X-Airlock-Refused",
+					r->status == 200 ? "see Content-Type"
+							 : "see body");
+	ret = MHD_queue_response(c, r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload_data,
@@ -795,9 +926,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	const union MHD_ConnectionInfo *ci;
 	struct reply r = {.status = 500};
 	struct gw_audit a = {0};
-	struct MHD_Response *resp;
 	char ctype[GW_REASON_MAX + 64];
-	enum MHD_Result ret;
 	struct snap *snap;
 	uint64_t limited;
 
@@ -819,92 +948,26 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	a.time_ms = now_ms();
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	identify(s, ci ? ci->client_addr : NULL, &a);
-	if (*con_cls == &had_body) {
-		static const char body[] =
-		    "airlock package gateway: no request bodies\n";
-
-		snprintf(a.route, sizeof(a.route), "bad");
-		snprintf(a.reason, sizeof(a.reason), "a request body (%s)",
-			 !strcmp(method, "POST") ? "POST" : "other method");
-		gw_audit_write(s->o.audit_fd, &a);
-		gw_audit_redis_add(s->o.redis, &a);
-
-		resp = MHD_create_response_from_buffer(
-		    sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-		if (!resp)
-			return MHD_NO;
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
-					"close");
-		ret = MHD_queue_response(c, MHD_HTTP_CONTENT_TOO_LARGE, resp);
-		MHD_destroy_response(resp);
-		return ret;
-	}
-	if (!rate_ok(s, a.peer, a.time_ms, &limited)) {
-		static const char body[] =
-		    "airlock package gateway: too many requests\n";
-
-		if (limited) {
-			snprintf(a.route, sizeof(a.route), "bad");
-			snprintf(a.reason, sizeof(a.reason),
-				 "rate limited: %llu requests "
-				 "refused (over %u a second)",
-				 (unsigned long long)limited, s->o.rate);
-			gw_audit_write(s->o.audit_fd, &a);
-			gw_audit_redis_add(s->o.redis, &a);
-			gw_log("job=%s %s", a.job, a.reason);
-		}
-		resp = MHD_create_response_from_buffer(
-		    sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-		if (!resp)
-			return MHD_NO;
-		MHD_add_response_header(resp, "Retry-After", "1");
-		ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, resp);
-		MHD_destroy_response(resp);
-		return ret;
-	}
+	if (*con_cls == &had_body)
+		return answer_body(s, c, method, &a);
+	if (!rate_ok(s, a.peer, a.time_ms, &limited))
+		return answer_limited(s, c, &a, limited);
 	maybe_reload(s);
 	snap = snap_take(s, a.job, a.time_ms);
 	decide(s, &snap->allow, c, url, method, &r, &a);
+	narrow(s, snap, c, url, method, &r, &a);
 	snap_give(s, snap);
 	if (!a.allowed)
 		present_refusal(c, &r, &a, ctype, sizeof(ctype));
 	if (gw_audit_write(s->o.audit_fd, &a) < 0)
 		gw_log("job=%s audit record not written", a.job);
-	if (gw_audit_redis_add(s->o.redis, &a) < 0)
-		gw_log("job=%s audit record not added to the Redis stream",
-		       a.job);
 	if (!s->o.quiet || !a.allowed)
 		gw_log(
 		    "job=%s %s %s %s %s %s%s%s: %s", a.job,
 		    a.allowed ? "allow" : "deny", gw_eco_name(a.eco), a.route,
 		    a.name[0] ? a.name : "-", a.file[0] ? a.file : "-",
 		    a.lookalike[0] ? " lookalike=" : "", a.lookalike, a.reason);
-	if (r.data) {
-		resp = MHD_create_response_from_buffer(r.len, r.data,
-						       MHD_RESPMEM_MUST_FREE);
-		if (!resp)
-			free(r.data);
-	} else {
-		resp = MHD_create_response_from_buffer(
-		    r.body.len, r.body.data ? r.body.data : (char *)"",
-		    r.body.data ? MHD_RESPMEM_MUST_FREE
-				: MHD_RESPMEM_PERSISTENT);
-		if (!resp)
-			gw_buf_release(&r.body);
-	}
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.type);
-	if (r.vary)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	if (!a.allowed)
-		MHD_add_response_header(resp, "X-Airlock-Refused",
-					r.status == 200 ? "see Content-Type"
-							: "see body");
-	ret = MHD_queue_response(c, r.status, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return answer(c, &r, &a);
 }
 
 /* Leave the URL as the client sent it: route.c decodes it once. */
@@ -986,7 +1049,6 @@ void gw_server_stop(struct gw_server *s)
 		close(s->o.slots_fd);
 	if (s->o.audit_fd >= 0)
 		close(s->o.audit_fd);
-	gw_audit_redis_close(s->o.redis);
 	for (size_t i = 0; i < s->n_jobs; i++)
 		snap_unref(s->jobs[i].snap);
 	snap_unref(s->current);

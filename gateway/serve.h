@@ -8,7 +8,7 @@
  * no capability, can read the mirror and the allowlist, append to the
  * audit file, and nothing more.
  *
- * Who asks is the client's source address: "host" for loopback, else the
+ * Who asks is the client's source address: GW_HOST_JOB for loopback, else the
  * job or session id a worker wrote for that address in the slots dir
  * (SLOTS/ADDR, one line), else "unknown ADDR". Nothing the client sends
  * (headers, paths) is ever taken as its identity.
@@ -31,12 +31,11 @@ struct gw_serve_options {
 	int slots_fd;		/* the slots dir, or -1; owned */
 	const char *allow_path; /* reread when it changes */
 	int audit_fd;		/* O_APPEND, or -1; owned */
-	struct gw_audit_redis *redis; /* the audit stream, or NULL; owned */
-	unsigned threads;	      /* worker threads */
-	unsigned conn_max;	      /* connections in all */
-	unsigned per_ip_max;	      /* connections from one address */
-	unsigned timeout_s;	      /* idle connection timeout */
-	bool quiet;		      /* no per-request log lines */
+	unsigned threads;	/* worker threads */
+	unsigned conn_max;	/* connections in all */
+	unsigned per_ip_max;	/* connections from one address */
+	unsigned timeout_s;	/* idle connection timeout */
+	bool quiet;		/* no per-request log lines */
 	unsigned rate; /* requests a second from one address, 0 = any */
 };
 

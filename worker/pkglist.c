@@ -120,30 +120,10 @@ out:
 	return rc;
 }
 
-/* The Redis the gateway's stream is in (GW_AUDIT_REDIS_FILE), or "". */
-static void audit_redis(const char *state_dir, char *addr, size_t size)
-{
-	char path[4200];
-	ssize_t n;
-	int fd;
-
-	addr[0] = '\0';
-	snprintf(path, sizeof(path), "%s/packages/%s", state_dir,
-		 GW_AUDIT_REDIS_FILE);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return;
-	n = read(fd, addr, size - 1);
-	close(fd);
-	addr[n > 0 ? n : 0] = '\0';
-	addr[strcspn(addr, "\n")] = '\0';
-}
-
 int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
 		       const struct al_net_info *n)
 {
-	struct gw_audit_redis *rd = NULL;
-	char path[4200], addr[256];
+	char path[4200];
 	struct gw_audit a;
 	struct timespec ts;
 	struct stat st;
@@ -162,9 +142,6 @@ int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
 		close(fd);
 		return -EINVAL;
 	}
-	audit_redis(state_dir, addr, sizeof(addr));
-	if (addr[0] && gw_audit_redis_open(addr, &rd) < 0)
-		rd = NULL;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	for (size_t i = 0; i < n->n_dropped; i++) {
 		a = (struct gw_audit){
@@ -179,11 +156,9 @@ int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
 			 "connection to %s dropped: the %s network policy "
 			 "reaches the package gateway only",
 			 n->dropped[i], AL_PKGLIST_POLICY);
-		if (gw_audit_write(fd, &a) < 0 ||
-		    (rd && gw_audit_redis_add(rd, &a) < 0))
+		if (gw_audit_write(fd, &a) < 0)
 			rc = -EIO;
 	}
-	gw_audit_redis_close(rd);
 	close(fd);
 	return rc;
 }

@@ -39,10 +39,10 @@ int al_pkglist_read(const char *state_dir, off_t from, const char *job,
 /* A job (or session) under AL_PKGLIST_POLICY whose slot dropped
  * connections: one deny record each (ecosystem "net", route "net", the
  * destination as `file`, the job and its slot's address) appended to the
- * gateway's audit file and, when the gateway names one
- * (GW_AUDIT_REDIS_FILE), its Redis stream, so that a refused connection
- * is in the audit beside the refused installs. 0, or -errno (no audit
- * file: no gateway here). */
+ * gateway's audit file, whence the gateway's keeper relays them to the
+ * Redis stream with the gateway's own (tools/cli/gwrelay.h), so that a
+ * refused connection is in the audit beside the refused installs. 0, or
+ * -errno (no audit file: no gateway here). */
 int al_pkglist_dropped(const char *state_dir, const char *job, const char *peer,
 		       const struct al_net_info *n);
 

@@ -11,6 +11,9 @@
  *   4: "NAME\0REF"                gw_lookalike_pair
  *   5: KIND byte, a document      gw_up_pypi_files (0 JSON, 1 HTML),
  *                                 gw_up_npm_file (2), gw_up_time_parse
+ *   6: a tar, uncompressed        gzipped here, then gw_pkg_parse as an
+ *                                 npm .tgz: the tar reader itself, which
+ *                                 mutations of gzipped bytes rarely reach
  * Beyond "no crash, no leak": a route that parses names a valid file or
  * name, a package that parses has a valid name and version.
  *
@@ -21,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zlib.h>
 
 #include "allow.h"
 #include "audit.h"
@@ -86,6 +91,35 @@ static void package(const uint8_t *d, size_t n)
 	}
 }
 
+/* Raw tar bytes, gzipped (level 0: fast, the tar reader is the target)
+ * and read as an npm package: one that parses has a package.json that is
+ * valid JSON with a valid name. */
+static void npm_tar(const uint8_t *d, size_t n)
+{
+	z_stream z = {0};
+	size_t cap = n + n / 100 + 1024;
+	uint8_t *gz = malloc(cap);
+	struct gw_pkg p;
+
+	if (!gz || deflateInit2(&z, 0, Z_DEFLATED, 16 + 15, 8,
+				Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(gz);
+		return;
+	}
+	z.next_in = (uint8_t *)d;
+	z.avail_in = (uInt)n;
+	z.next_out = gz;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) == Z_STREAM_END &&
+	    gw_pkg_parse("x-1.0.0.tgz", gz, z.total_out, &p) == 0) {
+		if (!gw_npm_name_valid(p.name))
+			abort();
+		gw_pkg_release(&p);
+	}
+	deflateEnd(&z);
+	free(gz);
+}
+
 /* An upstream's document (upstream.h): every file taken has a valid
  * name, a URL and the hash fetch will check. */
 static void upstream(const uint8_t *d, size_t n)
@@ -149,6 +183,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 5:
 		upstream(data + 1, size - 1);
+		break;
+	case 6:
+		npm_tar(data + 1, size - 1);
 		break;
 	}
 	return 0;

@@ -91,7 +91,7 @@ rm -rf "$tmp/proj/node_modules" "$tmp/cache"
 npmq ci > "$tmp/n6" 2>&1 && fail "npm ci of a tampered tarball"
 grep -q "502 Bad Gateway.*integrity" "$tmp/n6" || fail "tampered: $(cat "$tmp/n6")"
 curl -s "$url/tiny-npm" | jq -e '(.versions | keys) == ["1.1.0"]' >/dev/null || fail "tampered version listed"
-grep -q "INCIDENT job=host mirror file npm/tiny-npm-1.0.0.tgz" "$tmp/gw.err" || fail "no INCIDENT"
+grep -q "INCIDENT job=@host mirror file npm/tiny-npm-1.0.0.tgz" "$tmp/gw.err" || fail "no INCIDENT"
 
 # 4. an install script approved for one pinned version (approve
 # --allow-scripts, an allow-scripts line): that version is served and
@@ -119,7 +119,7 @@ echo "allow-scripts tiny-hook" >> "$dir/packages.allow"
 "$bin" packages approve --dir "$dir" --allow-scripts tiny-hook@1.0.0 > "$tmp/as2" 2>&1 && fail "bad line accepted"
 grep -q "want allow-scripts NAME VERSION" "$tmp/as2" || fail "bad line: $(cat "$tmp/as2")"
 
-jq -e -s 'any(.[]; .ecosystem == "npm" and .route == "tarball" and .decision == "allow" and .job == "host")
+jq -e -s 'any(.[]; .ecosystem == "npm" and .route == "tarball" and .decision == "allow" and .job == "@host")
   and any(.[]; .route == "tarball" and .name == "tiny-hook" and .decision == "allow")
   and any(.[]; .route == "doc" and .name == "tiny-npm" and (.reason | contains("; not pinned, withheld: 1.1.0")))
   and any(.[]; .name == "lodahs" and .lookalike == "lodash" and .pending)' "$dir/audit.jsonl" >/dev/null ||

@@ -98,14 +98,14 @@ cp "$whl" "$tmp/good.whl"
 printf 'x' >> "$whl"
 pip --target "$tmp/t6" tinypkg==1.0 > "$tmp/p6" 2>&1 && fail "tampered file installed"
 grep -q "HTTP error 502" "$tmp/p6" || fail "tampered: $(cat "$tmp/p6")"
-grep -q "INCIDENT job=host mirror file python/tinypkg-1.0-py3-none-any.whl" "$tmp/gw.err" || fail "no INCIDENT line"
+grep -q "INCIDENT job=@host mirror file python/tinypkg-1.0-py3-none-any.whl" "$tmp/gw.err" || fail "no INCIDENT line"
 cp "$tmp/good.whl" "$whl"
 
 # the audit log: one record per request, with the reasons
 audit=$dir/audit.jsonl
 jq -e -s '
   any(.[]; .route == "file" and .name == "tinypkg" and .decision == "allow" and
-           .sha256 == "'"$(sha256sum "$whl" | cut -c1-64)"'" and .job == "host") and
+           .sha256 == "'"$(sha256sum "$whl" | cut -c1-64)"'" and .job == "@host") and
   any(.[]; .name == "reqeusts" and .decision == "deny" and .pending and .lookalike == "requests") and
   any(.[]; .file == "tinypkg-2.0-py3-none-any.whl" and .decision == "deny" and .version == "2.0") and
   any(.[]; .file == "onlysdist-1.0.tar.gz" and .decision == "deny") and
@@ -196,9 +196,9 @@ sleep 1.1
 pip --target "$tmp/t2" reqeusts > /dev/null 2>&1 && fail "reqeusts installed"
 "$bin" packages pending --dir "$dir" > "$tmp/pend"
 [ "$(grep -c 'reqeusts==\*' "$tmp/pend")" = 1 ] || fail "pending: $(cat "$tmp/pend")"
-grep -q "^python	reqeusts==\*	job=host	asks=2	SUSPECTED LOOK-ALIKE of requests\$" "$tmp/pend" || fail "pending: $(cat "$tmp/pend")"
-grep -q "^python	tinypkg==2.0	job=host" "$tmp/pend" || fail "pending 2.0: $(cat "$tmp/pend")"
-"$bin" packages log --dir "$dir" --denied --job host | grep -q "	deny	python	reqeusts	" || fail "log --denied"
+grep -q "^python	reqeusts==\*	job=@host	asks=2	SUSPECTED LOOK-ALIKE of requests\$" "$tmp/pend" || fail "pending: $(cat "$tmp/pend")"
+grep -q "^python	tinypkg==2.0	job=@host" "$tmp/pend" || fail "pending 2.0: $(cat "$tmp/pend")"
+"$bin" packages log --dir "$dir" --denied --job @host | grep -q "	deny	python	reqeusts	" || fail "log --denied"
 "$bin" packages log --dir "$dir" --job nosuchjob | grep -q . && fail "log --job"
 "$bin" packages approve --dir "$dir" nosuch==1.0 2>/dev/null && fail "approved a file not in the mirror"
 "$bin" packages approve --dir "$dir" reqeusts==1.0 > "$tmp/ap1"

@@ -6,7 +6,9 @@
 # links are never touched):
 #   - serve starts airlock-gateway in a namespace of its own behind the
 #     veth agw0, serving STATE/packages on 10.202.0.2:3141, which answers
-#     from the host's side, its audit also in the Redis stream;
+#     from the host's side, its audit relayed to the Redis stream by the
+#     keeper, while the gateway holds no Redis connection (no unix socket,
+#     no hiredis);
 #   - the second wall, assuming the gateway compromised: its uid (1199999,
 #     no capability, no_new_privs), its files (each open fd is the mirror,
 #     the slots dir, the audit file, its log, a socket, pipe or anon inode:
@@ -75,7 +77,7 @@ grep -Eq '^NoNewPrivs:\s+1$' "$st" || fail "no_new_privs: $(grep NoNewPrivs "$st
 for f in /proc/"$g"/fd/*; do
   t=$(readlink "$f")
   case $t in
-    /dev/null | pipe:* | socket:* | anon_inode:* | "$dir/mirror" | "$dir/slots" | \
+    /dev/null | pipe:* | socket:* | anon_inode:* | /packages/mirror | /packages/slots | \
       "$dir/audit.jsonl" | "$tmp/serve.err") ;;
     *) fail "the gateway holds $f -> $t" ;;
   esac
@@ -113,12 +115,25 @@ nsenter -t "$g" -n setpriv --reuid 1199999 --regid 1199999 --clear-groups \
   /usr/bin/python3 -c "$probe" 10.202.0.1 192.0.2.1 10.201.0.1 > "$tmp/there"
 grep -q '^10.202.0.1 refused' "$tmp/there" && grep -q '^192.0.2.1 refused 101' "$tmp/there" &&
   grep -q '^10.201.0.1 refused' "$tmp/there" || fail "the gateway's network: $(cat "$tmp/there")"
-# the audit stream
-n=$(redis-cli -s "$tmp/redis.sock" XLEN airlock:packages:audit)
-[ "$n" -ge 1 ] || fail "no audit records in Redis"
-# ... named for the workers' own records (dropped connections)
-[ "$(cat "$dir/audit-redis" 2>&1)" = "unix:$tmp/redis.sock" ] ||
-  fail "audit-redis: $(cat "$dir/audit-redis" 2>&1)"
+# the audit stream, relayed by the keeper: every record with its job and
+# reason; the gateway itself holds no Redis connection: each socket it
+# holds is TCP in its own namespace (its listener, its clients), none a
+# unix socket, and its program does not link a Redis client
+for _ in $(seq 30); do
+  [ "$(redis-cli -s "$tmp/redis.sock" XLEN airlock:packages:audit)" -ge 1 ] && break; sleep 0.1
+done
+redis-cli -s "$tmp/redis.sock" XRANGE airlock:packages:audit - + > "$tmp/stream"
+grep -qx 'unknown 10.202.0.1' "$tmp/stream" && grep -q '"reason":"' "$tmp/stream" ||
+  fail "no audit records in Redis: $(cat "$tmp/stream")"
+for f in /proc/"$g"/fd/*; do
+  t=$(readlink "$f")
+  case $t in socket:*) ;; *) continue ;; esac
+  ino=${t#socket:[}; ino=${ino%]}
+  ! awk -v i="$ino" '$7 == i' /proc/"$g"/net/unix | grep -q . || fail "the gateway holds a unix socket ($f)"
+  awk -v i="$ino" '$10 == i' /proc/"$g"/net/tcp | grep -q . || fail "the gateway holds a socket that is not TCP ($f)"
+done
+! ldd "$gw" | grep -q hiredis || fail "the gateway links hiredis"
+[ ! -e "$dir/audit-redis" ] || fail "a Redis address left for the gateway's dir"
 
 # killed: started again
 kill -9 "$g"

@@ -6,7 +6,8 @@
 # job named there, from any other address "unknown ADDR"; headers that
 # claim another identity change nothing. An approval never changes a
 # running job: a job keeps the allowlist its first request got, while a
-# new job (and the host) get the new one. Hostile load: 1000 half-sent
+# new job (and the host) get the new one; a revocation applies at once,
+# to running jobs too. Hostile load: 1000 half-sent
 # requests held from 20 addresses do not delay another VM's request past
 # 2 s; the per-address cap closes the 65th connection of one address.
 set -euo pipefail
@@ -56,6 +57,21 @@ sleep 1.2
 echo "job-43" > "$dir/slots/10.201.0.10"
 [ "$(get 10.201.0.10)" = 200 ] || fail "new job-43 does not see the approval"
 [ "$(get 10.201.0.6)" = 404 ] || fail "job-42 changed later"
+# a revocation takes effect at once, for running jobs too: job-43 holds
+# the allowlist with the pin, which is removed
+whl=$(curl -s --interface 10.201.0.10 "http://10.201.0.1:$port/pypi/simple/tinypkg/" |
+  sed -n 's/.*href="\([^"#]*\).*/\1/p' | head -1)
+whl=$(python3 -c 'import sys, urllib.parse as u; print(u.urljoin("/pypi/simple/tinypkg/", sys.argv[1]))' "$whl")
+[ -n "$whl" ] || fail "no file on job-43's page"
+fget() { curl -s -o /dev/null -w '%{http_code}' --interface "$1" "http://10.201.0.1:$port$2"; }
+[ "$(fget 10.201.0.10 "$whl")" = 200 ] || fail "job-43 cannot fetch $whl"
+cp "$dir/packages.allow" "$tmp/allow.saved"
+sed -i '/tinypkg/d' "$dir/packages.allow"
+sleep 1.2
+[ "$(get 10.201.0.10)" = 404 ] || fail "job-43 still gets the revoked project's page"
+[ "$(fget 10.201.0.10 "$whl")" = 403 ] || fail "job-43 still gets the revoked $whl"
+cp "$tmp/allow.saved" "$dir/packages.allow.new" && mv "$dir/packages.allow.new" "$dir/packages.allow"
+sleep 1.2
 
 # hostile load: 1000 half-sent requests held from 20 addresses (50 each,
 # under the per-address cap of 64, so the gateway takes every one:

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +30,13 @@
 #include "upstream.h"
 
 struct packages_opts {
-	const char *dir; /* --dir */
-	bool pin;	 /* --pin: add also pins */
-	const char *job; /* log --job ID */
-	bool denied;	 /* log --denied */
-	bool json;	 /* log/pending --json */
-	bool npm;	 /* approve/deny/fetch: the npm name, not python's */
-	bool allow_scripts;   /* approve: npm, its install script allowed */
+	const char *dir;    /* --dir */
+	bool pin;	    /* --pin: add also pins */
+	const char *job;    /* log --job ID */
+	bool denied;	    /* log --denied */
+	bool json;	    /* log/pending --json */
+	bool npm;	    /* approve/deny/fetch: the npm name, not python's */
+	bool allow_scripts; /* approve: npm, its install script allowed */
 	const char *upstream; /* fetch --upstream URL */
 	size_t max_bytes;     /* fetch --max-bytes: a file's cap */
 };
@@ -281,6 +282,52 @@ static int each_record(const char *dir,
 	return 0;
 }
 
+/* A record field as text for a terminal: printable ASCII and UTF-8 a
+ * terminal shows as it is (al_cli_utf8_printable) pass; controls, tabs
+ * (the column separator), bidirectional controls, invalid UTF-8 and '\\'
+ * are escaped as \\xNN. The records are written by the gateway, whose
+ * uid is assumed compromised, from what clients sent. */
+static void put_field(const char *s)
+{
+	const uint8_t *p = (const uint8_t *)s;
+	size_t n = strlen(s), u;
+
+	if (!n)
+		fputc('-', stdout);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] > 0x20 && p[i] < 0x7f && p[i] != '\\') {
+			fputc(p[i], stdout);
+		} else if (p[i] == ' ') {
+			fputc(' ', stdout);
+		} else if (p[i] >= 0x80 &&
+			   (u = al_cli_utf8_printable(p + i, n - i))) {
+			fwrite(p + i, 1, u, stdout);
+			i += u - 1;
+		} else {
+			printf("\\x%02x", p[i]);
+		}
+	}
+}
+
+/* Fields separated by tabs, a newline after the last. */
+static void put_fields(const char *const *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		put_field(f[i]);
+		fputc(i + 1 < n ? '\t' : '\n', stdout);
+	}
+}
+
+/* The record as one JSON line, every non-ASCII character escaped. */
+static void put_json(const struct gw_audit *r)
+{
+	struct gw_buf b = {0};
+
+	if (gw_audit_format(r, &b) == 0)
+		fwrite(b.data, 1, b.len, stdout);
+	gw_buf_release(&b);
+}
+
 struct log_ctx {
 	const struct packages_opts *o;
 	size_t shown;
@@ -296,17 +343,19 @@ static void log_one(const struct gw_audit *r, const char *line, void *arg)
 	if ((c->o->job && strcmp(c->o->job, r->job)) ||
 	    (c->o->denied && r->allowed))
 		return;
+	(void)line;
 	c->shown++;
 	if (c->o->json) {
-		printf("%s\n", line);
+		put_json(r);
 		return;
 	}
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when, r->job,
-	       r->allowed ? "allow" : "deny", gw_eco_name(r->eco),
-	       r->name[0] ? r->name : "-", r->version[0] ? r->version : "-",
-	       r->file[0] ? r->file : "-", r->reason);
+	put_fields((const char *const[]){when, r->job,
+					 r->allowed ? "allow" : "deny",
+					 gw_eco_name(r->eco), r->name,
+					 r->version, r->file, r->reason},
+		   8);
 }
 
 static int cmd_log(struct al_cli *cli, const char *dir, int argc, char **argv)
@@ -435,17 +484,27 @@ static int cmd_pending(struct al_cli *cli, const char *dir, int argc,
 			    (json_int_t)p->first_ms, "asks",
 			    (json_int_t)p->asks, "reason", p->reason,
 			    "lookalike", p->lookalike[0] ? p->lookalike : NULL);
-			char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+			char *t =
+			    j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII)
+			      : NULL;
 			if (t)
 				printf("%s\n", t);
 			free(t);
 			json_decref(j);
 			continue;
 		}
-		printf("%s\t%s==%s\tjob=%s\tasks=%u%s%s\n", gw_eco_name(p->eco),
-		       p->name, p->version, p->job, p->asks,
-		       p->lookalike[0] ? "\tSUSPECTED LOOK-ALIKE of " : "",
-		       p->lookalike);
+		printf("%s\t", gw_eco_name(p->eco));
+		put_field(p->name);
+		fputs("==", stdout);
+		put_field(p->version);
+		fputs("\tjob=", stdout);
+		put_field(p->job);
+		printf("\tasks=%u", p->asks);
+		if (p->lookalike[0]) {
+			fputs("\tSUSPECTED LOOK-ALIKE of ", stdout);
+			put_field(p->lookalike);
+		}
+		fputc('\n', stdout);
 	}
 	if (c.full)
 		al_cli_error(cli, "more than %u pending; showing the first",
@@ -591,7 +650,15 @@ static int cmd_approve(struct al_cli *cli, const char *dir, int argc,
 		const struct gw_pin *old =
 		    gw_allow_file(&a, eco, found[i].file);
 
-		if (old && strcmp(old->sha256, found[i].sha256)) {
+		if (found[i].malformed) {
+			al_cli_error(cli,
+				     "%s: not a well-formed package (an npm "
+				     "tarball npm would read otherwise: "
+				     "docs/packages.md, \"npm tarballs\"); not "
+				     "pinned",
+				     found[i].file);
+			rc = AL_EXIT_FAIL;
+		} else if (old && strcmp(old->sha256, found[i].sha256)) {
 			al_cli_error(cli,
 				     "%s: pinned with another sha256 (%s); not "
 				     "changed",
@@ -700,6 +767,12 @@ static int import_one(struct import_ctx *c, enum gw_eco eco, const char *key,
 			     "first: airlock packages add FILE)",
 			     gw_eco_name(eco), key, version,
 			     sha512 ? "sha512" : "sha256", want);
+		c->missing++;
+	} else if (found[hit].malformed) {
+		al_cli_error(c->cli,
+			     "%s: not a well-formed package (docs/packages.md, "
+			     "\"npm tarballs\"); not pinned",
+			     found[hit].file);
 		c->missing++;
 	} else if (gw_allow_file(&c->a, eco, found[hit].file)) {
 		c->already++;

@@ -14,6 +14,11 @@
  * so, deletes the veth (its namespace would take it along, but lazily)
  * and starts another.
  * SIGTERM: the gateway gets SIGTERM, is reaped, the keeper exits.
+ *
+ * The keeper is also the audit records' relay (gwrelay.h): every 100 ms
+ * it adds the new lines of the gateway's audit file to the Redis stream
+ * on serve's own Redis URL. The gateway gets no Redis address and holds
+ * no connection (gateway/main.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gwrelay.h"
 #include "gwrun.h"
 #include "log.h"
 #include "queue.h"
@@ -50,7 +56,8 @@ struct gw_argv {
 	char bin[PATH_MAX];
 	char dir[PATH_MAX];
 	char listen[32];
-	char redis[160];
+	bool have_url;	    /* the audit stream's Redis is url */
+	struct alq_url url; /* serve's own: the relay's, never the gateway's */
 };
 
 /* The child: wait for the keeper's link, then the namespace's inside,
@@ -58,7 +65,7 @@ struct gw_argv {
 static void child(const struct gw_argv *a, int ready_w, int go_r)
 {
 	char err[256] = "", go = 0;
-	const char *argv[8];
+	const char *argv[6];
 	int n = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -78,10 +85,6 @@ static void child(const struct gw_argv *a, int ready_w, int go_r)
 	argv[n++] = a->dir;
 	argv[n++] = "--listen";
 	argv[n++] = a->listen;
-	if (a->redis[0]) {
-		argv[n++] = "--redis";
-		argv[n++] = a->redis;
-	}
 	argv[n] = NULL;
 	/* its stdout (`listening on`) joins serve's log */
 	dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -151,18 +154,48 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
+/* 100 ms of the keeper's time: the audit records relayed, then a nap. */
+static void tick(struct al_gw_relay *relay)
+{
+	static int said; /* the error said last: each said once in a row */
+	int r = al_gw_relay_poll(relay);
+
+	if (r < 0 && r != said)
+		al_warn("gateway: audit relay: %s: %s", relay->path,
+			strerror(-r));
+	said = r < 0 ? r : 0;
+	usleep(100000);
+}
+
+/* A gateway that ended: said, its link gone. */
+static void ended(pid_t pid, int st)
+{
+	if (WIFSIGNALED(st))
+		al_warn("gateway: pid %d killed by signal %d", (int)pid,
+			WTERMSIG(st));
+	else
+		al_warn("gateway: pid %d exited, status %d", (int)pid,
+			WEXITSTATUS(st));
+	sb_net_gateway_unlink();
+}
+
 /* The keeper's loop. Never returns. */
 static void keep(const struct gw_argv *a)
 {
 	struct sigaction sa = {.sa_handler = on_term};
+	struct al_gw_relay relay;
 	unsigned backoff = 1;
 	pid_t pid = -1;
 	int st;
 
 	sigset_t set;
 
+	if (al_gw_relay_init(&relay, a->dir, a->have_url ? &a->url : NULL) < 0)
+		al_warn("gateway: audit relay: %s: name too long", a->dir);
+
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a Redis gone: an error, not our death */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -175,21 +208,11 @@ static void keep(const struct gw_argv *a)
 			/* polled: a SIGTERM between a check and a blocking
 			 * wait would be missed */
 			if (waitpid(pid, &st, WNOHANG) != pid) {
-				usleep(100000);
+				tick(&relay);
 				continue;
 			}
-			{
-				if (WIFSIGNALED(st))
-					al_warn("gateway: pid %d killed by "
-						"signal %d",
-						(int)pid, WTERMSIG(st));
-				else
-					al_warn("gateway: pid %d exited, "
-						"status %d",
-						(int)pid, WEXITSTATUS(st));
-				sb_net_gateway_unlink();
-				pid = -1;
-			}
+			ended(pid, st);
+			pid = -1;
 		}
 		if (stopping)
 			break;
@@ -197,7 +220,7 @@ static void keep(const struct gw_argv *a)
 			backoff = 1;
 		al_info("gateway: starting again in %u s", backoff);
 		for (unsigned i = 0; i < backoff * 10 && !stopping; i++)
-			usleep(100000);
+			tick(&relay);
 		if (backoff < GW_BACKOFF_MAX_S)
 			backoff = backoff * 2 > GW_BACKOFF_MAX_S
 				      ? GW_BACKOFF_MAX_S
@@ -209,6 +232,10 @@ static void keep(const struct gw_argv *a)
 			;
 		sb_net_gateway_unlink();
 	}
+	/* its last records */
+	while (al_gw_relay_poll(&relay) > 0)
+		;
+	al_gw_relay_release(&relay);
 	_exit(0);
 }
 
@@ -217,7 +244,6 @@ static int argv_of(const struct al_config *cfg, struct gw_argv *a, char *err,
 {
 	char state[AL_CONFIG_STATE_DIR_MAX + 1];
 	const char *env = getenv("AIRLOCK_GATEWAY");
-	struct alq_url url;
 	int r;
 
 	memset(a, 0, sizeof(*a));
@@ -240,18 +266,10 @@ static int argv_of(const struct al_config *cfg, struct gw_argv *a, char *err,
 	}
 	snprintf(a->listen, sizeof(a->listen), "%s:%d", SB_NET_GW_IP,
 		 SB_NET_GW_PORT);
-	/* the audit stream: a unix socket only, connected before the drop;
-	 * its namespace has no route to a TCP Redis (docs/packages.md) */
-	if (cfg->redis.url[0] && alq_url_parse(cfg->redis.url, &url) == 0) {
-		if (url.unix_ && !url.pass[0] && !url.db)
-			snprintf(a->redis, sizeof(a->redis), "unix:%s",
-				 url.path);
-		else
-			al_warn("gateway: audit to %s/audit.jsonl only, not "
-				"to Redis (a unix socket without AUTH or db "
-				"only)",
-				a->dir);
-	}
+	/* the audit stream: the keeper relays to serve's own Redis (any
+	 * URL serve takes); the gateway never learns it */
+	if (cfg->redis.url[0] && alq_url_parse(cfg->redis.url, &a->url) == 0)
+		a->have_url = true;
 	return 0;
 }
 
