@@ -32,16 +32,16 @@
 #include "cgroup.h"
 
 #define CGROUP2_MAGIC 0x63677270
-#define CG_ROOT	      "/sys/fs/cgroup"
+#define CG_ROOT "/sys/fs/cgroup"
 #define CPU_PERIOD_US 100000u
 #define SWEEP_WAIT_MS 2000u /* for a swept cgroup's processes to go */
 
 /* Every `airlock` parent a VMM cgroup may live under. */
 static const char *const parents[] = {
-    CG_ROOT "/airlock",
-    CG_ROOT "/memory/airlock",
-    CG_ROOT "/cpu/airlock",
-    CG_ROOT "/pids/airlock",
+	CG_ROOT "/airlock",
+	CG_ROOT "/memory/airlock",
+	CG_ROOT "/cpu/airlock",
+	CG_ROOT "/pids/airlock",
 };
 
 static bool is_v2(void)
@@ -63,8 +63,8 @@ const char *sb_cg_version(void)
 {
 	if (is_v2())
 		return access(CG_ROOT "/cgroup.subtree_control", W_OK) == 0
-			   ? "v2"
-			   : "none";
+			       ? "v2"
+			       : "none";
 	return v1_has("memory") ? "v1" : "none";
 }
 
@@ -233,8 +233,9 @@ void sb__cg_destroy(struct cg *cg)
 	for (int i = cg->n - 1; i >= 0; i--) {
 		/* a just-killed process may linger a moment as a zombie of
 		 * the kernel's accounting: retry briefly */
-		for (int k = 0;
-		     k < 50 && rmdir(cg->dirs[i]) < 0 && errno == EBUSY; k++)
+		for (int k = 0; k < 50 && rmdir(cg->dirs[i]) < 0 &&
+				errno == EBUSY;
+		     k++)
 			usleep(1000);
 	}
 	cg->n = 0;
@@ -351,8 +352,8 @@ static unsigned kill_procs(int dfd)
 static bool sweep_one(int pfd, const char *name, unsigned *killed)
 {
 	uint64_t waited = 0;
-	int dfd =
-	    openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					   O_CLOEXEC);
 
 	if (dfd < 0)
 		return false;
