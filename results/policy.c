@@ -150,6 +150,21 @@ static uint32_t pick(uint32_t v, uint32_t dflt)
 	return v ? v : dflt;
 }
 
+/* A job without limits.wall_ms: the default, or the sum of the timeouts
+ * its steps set when that is longer (a build's 900 s step is not cut to
+ * the default 120 s), up to the policy's maximum (docs/ci.md). */
+static uint32_t default_wall(const struct al_job *job,
+			     const struct al_policy *p)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < job->n_steps; i++)
+		sum += job->steps[i].timeout_ms;
+	if (sum <= p->defaults.wall_ms)
+		return p->defaults.wall_ms;
+	return sum < p->max.wall_ms ? (uint32_t)sum : p->max.wall_ms;
+}
+
 void al_job_limits(const struct al_job *job, const struct al_policy *p,
 		   struct al_limits *ret)
 {
@@ -157,7 +172,7 @@ void al_job_limits(const struct al_job *job, const struct al_policy *p,
 
 	ret->memory_mb = pick(l->memory_mb, f->memory_mb);
 	ret->vcpus = pick(l->vcpus, f->vcpus);
-	ret->wall_ms = pick(l->wall_ms, f->wall_ms);
+	ret->wall_ms = pick(l->wall_ms, default_wall(job, p));
 	ret->output_bytes = pick(l->output_bytes, f->output_bytes);
 	ret->pids = pick(l->pids, f->pids);
 	ret->disk_mb = pick(l->disk_mb, f->disk_mb);

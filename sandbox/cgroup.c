@@ -191,6 +191,43 @@ int sb__cg_join_self(const struct cg *cg)
 	return 0;
 }
 
+/* The "oom_kill N" line of dir/file; 0 when absent or unreadable. */
+static uint64_t read_oom_kill(const char *dir, const char *file)
+{
+	char path[PATH_MAX + 32], buf[1024];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	for (p = buf; p; p = strchr(p, '\n')) {
+		p += *p == '\n';
+		if (!strncmp(p, "oom_kill ", 9))
+			return strtoull(p + 9, NULL, 10);
+	}
+	return 0;
+}
+
+uint64_t sb__cg_oom_kills(const struct cg *cg)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < cg->n && !n; i++) {
+		n = read_oom_kill(cg->dirs[i], "memory.events");
+		if (!n)
+			n = read_oom_kill(cg->dirs[i], "memory.oom_control");
+	}
+	return n;
+}
+
 void sb__cg_destroy(struct cg *cg)
 {
 	for (int i = cg->n - 1; i >= 0; i--) {

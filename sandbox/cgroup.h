@@ -22,6 +22,9 @@ int sb__cg_create(struct cg *cg, const char *name, uint64_t memory_bytes,
 		  uint32_t cpu_percent, uint32_t pids);
 /* In the child after fork: join every hierarchy (no allocation). */
 int sb__cg_join_self(const struct cg *cg);
+/* oom_kill from memory.events (v2) or memory.oom_control (v1): how many
+ * processes the cgroup's memory cap killed; 0 when unknown. */
+uint64_t sb__cg_oom_kills(const struct cg *cg);
 /* Remove the cgroups (the processes must be gone). */
 void sb__cg_destroy(struct cg *cg);
 /* Create airlock/workers/<our pid> in the memory hierarchy, capped at

@@ -136,7 +136,13 @@ void sb__machine_argv(struct vmm_argv *a, const struct sb_options *o,
 	sb__vmm_arg(a, "-M");
 	sb__vmm_arg(a, "pc,hpet=off,vmport=off");
 	sb__vmm_arg(a, "-accel");
-	sb__vmm_arg(a, "%s", kvm ? "kvm" : "tcg");
+	/* TCG's translation buffer is QEMU memory a guest fills by running
+	 * new code (a configure runs thousands of programs): QEMU 7.2's
+	 * default is 1 GiB, so it is capped and counted in the VMM cgroup */
+	if (kvm || !m->tb_mb)
+		sb__vmm_arg(a, "%s", kvm ? "kvm" : "tcg");
+	else
+		sb__vmm_arg(a, "tcg,tb-size=%u", m->tb_mb);
 	sb__vmm_arg(a, "-cpu");
 	sb__vmm_arg(a, "%s", kvm ? "host" : "max");
 	machine_ram(a, o, &m->mem);

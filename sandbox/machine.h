@@ -33,6 +33,7 @@ struct machine_spec {
 	uint32_t cid;            /* vsock guest CID, 0 = virtio-serial */
 	bool net;                /* a NIC on the tap VMM_FD_TAP (net.c) */
 	bool kernel_stub;        /* -kernel is VMM_FD_KERNEL, no -initrd */
+	uint32_t tb_mb;          /* TCG tb-size in MiB, 0 = QEMU's default */
 };
 
 /* Append the command line to `a` (a->err says if it did not fit). */

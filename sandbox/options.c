@@ -50,6 +50,7 @@ void sb_options_init(struct sb_options *o)
 	    .call_timeout_ms = 30000,
 	    .ttl_ms = 0,
 	    .vmm_overhead_mb = 256,
+	    .tcg_tb_mb = 256,
 	    .vmm_cpu_percent = 100,
 	    .vmm_pids = 256,
 	    .prestart = 1,

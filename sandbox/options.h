@@ -55,7 +55,8 @@ struct sb_options {
 	uint32_t vmm_uid_base;    /* jailed VMMs' uids (== gids): base .. */
 	uint32_t vmm_uid_count;   /* .. base + count - 1, one per live VMM */
 	gid_t kvm_gid;            /* supplementary group for /dev/kvm */
-	uint32_t vmm_overhead_mb; /* host cgroup memory: RAM + this */
+	uint32_t vmm_overhead_mb; /* host cgroup memory: RAM + TB + this */
+	uint32_t tcg_tb_mb;       /* TCG translation buffer (tb-size), MiB */
 	uint32_t vmm_cpu_percent; /* host cgroup CPU per vCPU, 100 = one */
 	uint32_t vmm_pids;        /* host cgroup pids.max */
 	uint32_t prestart;        /* pre-started VMMs per template */

@@ -354,6 +354,9 @@ void sb_files_release(struct al_msg_files *f);
 const char *sb_vm_error(const struct sb_vm *vm);
 /* The accelerator it runs under. */
 enum al_accel sb_vm_accel(const struct sb_vm *vm);
+/* The memory.max of a VMM's host cgroup under `accel`: guest RAM + TCG's
+ * translation buffer + vmm_overhead_mb (vm.c says why), bytes. */
+uint64_t sb_vmm_memory_cap(const struct sb_options *o, enum al_accel accel);
 /* Restored from a template snapshot (else cold-booted). */
 bool sb_vm_restored(const struct sb_vm *vm);
 /* Handed over warm (sb_pool_take): restored and warmed before the job. */

@@ -161,6 +161,16 @@ void sb__vm_fail(struct sb_vm *vm, int r, const char *what)
 	if (vm->pidfd >= 0 && (r == -EPIPE || r == -ECONNRESET))
 		poll(&p, 1, 200);
 	if (vm->pidfd >= 0 && sb__vmm_exited(vm->pidfd)) {
+		uint64_t kills = sb__cg_oom_kills(&vm->cg);
+
+		if (kills) { /* ours: the cap did not cover the VM */
+			snprintf(vm->error, sizeof(vm->error),
+				 "%s: qemu killed by its host cgroup's memory "
+				 "cap (oom_kill %llu): raise "
+				 "vmm_memory_overhead_mb",
+				 what, (unsigned long long)kills);
+			return;
+		}
 		qemu_last_words(vm, words, sizeof(words));
 		snprintf(vm->error, sizeof(vm->error),
 			 "%s: qemu exited%s%s", what, words[0] ? ": " : "",
@@ -327,6 +337,20 @@ static int vm_channels(struct sb_vm *vm, struct vmm_spec *spec, int *theirs)
 	return 0;
 }
 
+/* The VMM cgroup's memory cap, bytes: all a guest can make QEMU use.
+ * Guest RAM (a clone's written pages are its own, copy-on-write), the TCG
+ * translation buffer (filled by a guest that runs much new code), and
+ * QEMU's own (heap, softmmu TLBs, device state). A guest that fills all
+ * of it meets its own OOM killer (ML), never this cap (docs/ci.md). */
+uint64_t sb_vmm_memory_cap(const struct sb_options *o, enum al_accel accel)
+{
+	uint64_t mb = (uint64_t)o->memory_mb + o->vmm_overhead_mb;
+
+	if (accel != AL_ACCEL_KVM)
+		mb += o->tcg_tb_mb ? o->tcg_tb_mb : 1024; /* QEMU's default */
+	return mb << 20;
+}
+
 /* The host cgroup; a jail without one is refused. */
 static int vm_cgroup(struct sb_vm *vm, const struct sb_options *o)
 {
@@ -335,8 +359,7 @@ static int vm_cgroup(struct sb_vm *vm, const struct sb_options *o)
 
 	/* cgroup names say which process owns the VM: PID-vm-N */
 	snprintf(name, sizeof(name), "%d-%s", (int)getpid(), vm->name);
-	r = sb__cg_create(&vm->cg, name,
-			  ((uint64_t)o->memory_mb + o->vmm_overhead_mb) << 20,
+	r = sb__cg_create(&vm->cg, name, sb_vmm_memory_cap(o, vm->accel),
 			  o->vmm_cpu_percent * o->vcpus, o->vmm_pids);
 	if (r == 0 && o->jail && vm->cg.n == 0) { /* fail closed */
 		snprintf(vm->error, sizeof(vm->error),
@@ -565,7 +588,7 @@ int sb__vm_launch(struct sb_vm *vm, const struct sb_options *o,
 {
 	struct machine_spec m = {
 		.accel = vm->accel, .mem = *mem, .cid = vm->cid,
-		.net = vm->net != NULL,
+		.net = vm->net != NULL, .tb_mb = o->tcg_tb_mb,
 	};
 	struct vmm_argv a = {0};
 	char qemu[PATH_MAX];

@@ -101,6 +101,7 @@ static void test_sandbox(void **state)
 	SAME_U32(&got, &want, worker_memory_mb);
 	SAME_U32(&got, &want, snapshot_max_mb);
 	SAME_U32(&got, &want, vmm_overhead_mb);
+	SAME_U32(&got, &want, tcg_tb_mb);
 	SAME_U32(&got, &want, vmm_cpu_percent);
 	SAME_U32(&got, &want, vmm_uid_base);
 	SAME_U32(&got, &want, vmm_uid_count);

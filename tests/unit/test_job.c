@@ -336,6 +336,41 @@ static void test_policy(void **state)
 	al_job_release(&job);
 }
 
+/* Without limits.wall_ms the job's wall follows its steps' timeouts, up
+ * to the policy's maximum; a wall_ms the job sets stands (issue 38). */
+static void test_wall_follows_steps(void **state)
+{
+	const struct al_policy *p = al_policy_default();
+	struct al_limits l;
+	struct al_job job;
+	const char *j;
+
+	(void)state;
+	j = "{\"steps\":[{\"sh\":\"./configure\",\"timeout_ms\":200000},"
+	    "{\"sh\":\"make\",\"timeout_ms\":300000},{\"sh\":\"t\"}]}";
+	assert_int_equal(al_job_from_json(j, strlen(j), &job, NULL), 0);
+	al_job_limits(&job, p, &l);
+	assert_int_equal(l.wall_ms, 500000);
+	al_job_release(&job);
+	j = "{\"steps\":[{\"sh\":\"a\",\"timeout_ms\":500000},"
+	    "{\"sh\":\"b\",\"timeout_ms\":500000}]}";
+	assert_int_equal(al_job_from_json(j, strlen(j), &job, NULL), 0);
+	al_job_limits(&job, p, &l);
+	assert_int_equal(l.wall_ms, p->max.wall_ms);
+	al_job_release(&job);
+	j = "{\"sh\":\"a\",\"timeout_ms\":1000}";
+	assert_int_equal(al_job_from_json(j, strlen(j), &job, NULL), 0);
+	al_job_limits(&job, p, &l);
+	assert_int_equal(l.wall_ms, p->defaults.wall_ms);
+	al_job_release(&job);
+	j = "{\"sh\":\"a\",\"timeout_ms\":300000,"
+	    "\"limits\":{\"wall_ms\":150000}}";
+	assert_int_equal(al_job_from_json(j, strlen(j), &job, NULL), 0);
+	al_job_limits(&job, p, &l);
+	assert_int_equal(l.wall_ms, 150000);
+	al_job_release(&job);
+}
+
 /* A snapshot name is allowed when snapshots lists it, and only then. */
 static void test_policy_snapshots(void **state)
 {
@@ -510,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_shorthand),
 		cmocka_unit_test(test_id_reported),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_wall_follows_steps),
 		cmocka_unit_test(test_policy_snapshots),
 		cmocka_unit_test(test_msgpack_input),
 		cmocka_unit_test(test_release_zeroed),

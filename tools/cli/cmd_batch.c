@@ -268,6 +268,7 @@ struct batch_opts {
 	bool resume;	    /* --resume */
 	bool allow_dups;    /* --allow-duplicates */
 	const char *report; /* --report DIR (needs -o), NULL = none */
+	bool exit_code;	    /* --exit-code: 3 when a job failed */
 };
 
 static const struct al_opt opts[] = {
@@ -276,6 +277,7 @@ static const struct al_opt opts[] = {
     {"resume", 'R', 0},
     {"allow-duplicates", 'D', 0},
     {"report", 'P', AL_OPT_ARG},
+    {"exit-code", 'E', 0},
     {NULL, 0, 0},
 };
 
@@ -296,9 +298,25 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 	case 'P':
 		o->report = arg;
 		return 0;
+	case 'E':
+		o->exit_code = true;
+		return 0;
 	default:
 		return al_cli_opt_workers(cli, arg, &o->workers);
 	}
+}
+
+/* --exit-code: did a job fail? Its status is not OK, or its verdict is
+ * neither accepted nor none (an OK run whose output was wrong). */
+static bool some_job_failed(const struct al_jobset *s)
+{
+	if (s->counts[AL_OK] < s->done)
+		return true;
+	for (int v = 0; v < AL_VERDICT_COUNT; v++)
+		if (v != AL_VERDICT_NONE && v != AL_VERDICT_ACCEPTED &&
+		    s->verdicts[v])
+			return true;
+	return false;
 }
 
 /* --report DIR: the grader's report over what was just written, with
@@ -371,6 +389,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	rc = AL_EXIT_OK;
 	if (o->report && write_report(cli, o, argv[0]) < 0)
 		rc = AL_EXIT_USAGE;
+	else if (o->exit_code && some_job_failed(&set))
+		rc = 3; /* a CI script's "the build failed" */
 	/* as validate and submit: an invalid job is the caller's problem */
 	if (l.rejected) {
 		al_cli_error(
@@ -427,7 +447,9 @@ const struct al_cmd al_cmd_batch = {
 	"Exit 0 when every line was a valid job and every job has a result\n"
 	"(whatever its status); 1 when some line was not a valid job (the\n"
 	"others ran, and every line has its result, RJ for those); 2 on\n"
-	"failure or a file that is not JSONL; 130 interrupted.\n"
+	"failure or a file that is not JSONL; 130 interrupted. With\n"
+	"--exit-code, 3 when every line was valid but some job failed: its\n"
+	"status is not OK or its verdict is not accepted (for CI scripts).\n"
 	"\n"
 	"options:\n"
 	"  -o, --output FILE     write the results to FILE\n"
@@ -435,7 +457,8 @@ const struct al_cmd al_cmd_batch = {
 	"      --resume          skip jobs already done (needs -o)\n"
 	"      --allow-duplicates  a repeated id warns and shares a result\n"
 	"      --report DIR      also write a grader's report into DIR (needs\n"
-	"                        -o; see `airlock report --help`)\n",
+	"                        -o; see `airlock report --help`)\n"
+	"      --exit-code       exit 3 when some job failed (docs/ci.md)\n",
     .flags = AL_CMD_QUEUE | AL_CMD_CONFIG,
     .options = opts,
     .opts_size = sizeof(struct batch_opts),

@@ -409,7 +409,11 @@ static const struct al_config_key keys[] = {
 	"/sys/fs/cgroup/airlock",
 	"cgroup v2 directory under which each VMM gets its own cgroup"),
     U32(sandbox, vmm_memory_overhead_mb, 16, 4096, "256",
-	"VMM cgroup memory.max = guest RAM plus this, MiB"),
+	"VMM cgroup memory.max = guest RAM + TCG translation buffer + this, "
+	"MiB (QEMU's own heap, TLBs, device state)"),
+    U32(sandbox, tcg_tb_size_mb, 32, 2048, "256",
+	"TCG translation buffer (QEMU -accel tcg,tb-size), MiB; counted in "
+	"the VMM cgroup's memory.max (QEMU's default is 1024)"),
     U32(sandbox, vmm_cpu_max, 1, 1000, "100",
 	"VMM cgroup cpu.max, percent of one CPU per vCPU"),
 

@@ -136,7 +136,8 @@ struct al_config {
 		uint32_t vmm_uid_base;		  /* jailed VMMs' first uid */
 		uint32_t vmm_uid_count;		  /* uids, one per live VMM */
 		char vmm_cgroup[AL_CONFIG_STR_MAX + 1]; /* VM cgroups' parent */
-		uint32_t vmm_memory_overhead_mb; /* memory.max = RAM + this */
+		uint32_t vmm_memory_overhead_mb; /* memory.max = RAM + TB + this */
+		uint32_t tcg_tb_size_mb;	 /* TCG translation buffer */
 		uint32_t vmm_cpu_max;		 /* cpu.max, % per vCPU */
 	} sandbox;
 

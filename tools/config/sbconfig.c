@@ -47,6 +47,7 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
 	o->snapshot_max_mb = cfg->snapshots.max_disk_mb;
 	o->snapshot_no_build = !cfg->snapshots.build_on_demand;
 	o->vmm_overhead_mb = cfg->sandbox.vmm_memory_overhead_mb;
+	o->tcg_tb_mb = cfg->sandbox.tcg_tb_size_mb;
 	o->vmm_cpu_percent = cfg->sandbox.vmm_cpu_max;
 	o->vmm_uid_base = cfg->sandbox.vmm_uid_base;
 	o->vmm_uid_count = cfg->sandbox.vmm_uid_count;
