@@ -30,7 +30,7 @@
  * doctor` reports them (and `doctor --fix` calls sb_sweep()).
  *
  * Callers: the dispatcher, at start-up and whenever one of its workers
- * dies (dispatcher/serve.c); doctor (tools/cli/cmd_doctor.c).
+ * dies (dispatcher/serve/serve.c); doctor (tools/cli/cmd_doctor.c).
  */
 #include <dirent.h>
 #include <errno.h>

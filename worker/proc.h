@@ -1,7 +1,7 @@
 /* proc.h: a worker process: one job at a time, fed by the dispatcher over
  * a socketpair.
  *
- * The dispatcher (dispatcher/serve.c) forks one process per worker slot.
+ * The dispatcher (dispatcher/serve/serve.c) forks one process per worker slot.
  * Fork without exec, on purpose: the child needs the exact effective
  * configuration (config file, CLI flags, embedded-mode overrides) as
  * already resolved in memory, which an exec would have to serialise and

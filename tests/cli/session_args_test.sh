@@ -33,7 +33,7 @@ done
 "$airlock" session exec --redis "unix://$sock" s-000000000000000000000000 \
 	-- true >"$work/out" 2>&1
 rc=$?
-[ "$rc" -eq 1 ] && grep -q 'no such session' "$work/out" ||
+[ "$rc" -eq 1 ] && grep -q 'unknown session' "$work/out" ||
 	fail "exec on an unknown session: exit $rc: $(cat "$work/out")"
 "$airlock" help session | grep -q -- '--body JSON] \[--timeout-ms MS\]' ||
 	fail "help session: create's --timeout-ms"

@@ -1,5 +1,5 @@
 /* fuzz_redirect.c: libFuzzer target for the Redis Cluster redirection
- * parser (dispatcher/cluster.c): whatever the error text, it never reads
+ * parser (dispatcher/queue/cluster.c): whatever the error text, it never reads
  * past len, and what it accepts is well-formed (a port in range, a host
  * within ALQ_HOST_MAX, NUL-terminated). */
 #include <stdint.h>

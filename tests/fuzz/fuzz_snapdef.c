@@ -1,5 +1,5 @@
 /* fuzz_snapdef.c: libFuzzer target for the snapshot definitions read from
- * Redis (dispatcher/snapdef.c) and handed to workers (worker/proc.c).
+ * Redis (dispatcher/serve/snapdef.c) and handed to workers (worker/proc.c).
  *
  * The input is tried two ways: as the bytes of a Redis reply (hiredis's
  * reader, then alq_snapdef_parse(): whoever can write Redis writes the

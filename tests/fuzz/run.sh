@@ -36,7 +36,7 @@ if [ -d "$src/tests/fuzz/corpus/frame" ]; then cp -r "$src/tests/fuzz/corpus/fra
 
 gs=$(seed gw)
 cp -r "$src/tests/fuzz/corpus/gateway/." "$gs/"
-# Redis Cluster redirections (dispatcher/cluster.c): error replies
+# Redis Cluster redirections (dispatcher/queue/cluster.c): error replies
 rd=$(seed redirect)
 printf 'MOVED 3999 127.0.0.1:6381' >"$rd/moved"
 printf 'ASK 16383 [::1]:7000' >"$rd/ask"
@@ -45,7 +45,7 @@ printf "READONLY You can't write" >"$rd/readonly"
 # session tars (results/tar.c): ustar archives, hostile ones among them
 ts=$(seed tar)
 cp -r "$src/tests/fuzz/corpus/tar/." "$ts/"
-# snapshot definitions (dispatcher/snapdef.c): HGETALL replies as RESP
+# snapshot definitions (dispatcher/serve/snapdef.c): HGETALL replies as RESP
 sd=$(seed snapdef)
 resp() { local a; printf '*%d\r\n' $#; for a in "$@"; do printf '$%d\r\n%s\r\n' ${#a} "$a"; done; }
 resp name grader base python image "$(printf '%064d' 7)" sha "$(printf '%064d' 9)" \

@@ -1,6 +1,6 @@
 /* test_cluster.c: the queue on a real local Redis Cluster (clustertest.h:
  * 3 masters, 3 replicas), through the redirection layer of queue.c and
- * conn.c (dispatcher/cluster.h).
+ * conn.c (dispatcher/queue/cluster.h).
  *
  * Every client is pointed at a node that does NOT serve the queue's slot,
  * so each starts with a MOVED. The dispatcher is serve.c itself with

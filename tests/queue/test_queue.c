@@ -1,4 +1,4 @@
-/* test_queue.c: the queue protocol (dispatcher/queue.c, conn.c) against a
+/* test_queue.c: the queue protocol (dispatcher/queue/, conn.c) against a
  * real redis-server: URLs, keys, the scripts' guarantees (submit once,
  * result once, acknowledge after storing, trim never drops pending,
  * reclaim only past the visibility time), the blocking client and the

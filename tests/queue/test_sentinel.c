@@ -3,7 +3,7 @@
  * A master, two replicas and three sentinels (quorum 2, down after 1 s),
  * all local processes on TCP ports of 127.0.0.1 the test picks. Clients
  * and a dispatcher (serve.c with canned workers, as in test_serve.c) use
- * a redis+sentinel:// URL (dispatcher/sentinel.h). Mid-batch the master
+ * a redis+sentinel:// URL (dispatcher/queue/sentinel.h). Mid-batch the master
  * is SIGKILLed; the sentinels promote the replica; the submitter goes on
  * (reopening its client when a submit fails); the dispatcher reconnects
  * to the new master by itself.

@@ -1,4 +1,4 @@
-/* test_serve.c: the serve loop (dispatcher/serve.c) in-process, against a
+/* test_serve.c: the serve loop (dispatcher/serve/serve.c) in-process, against a
  * real redis-server, with real forked worker processes whose job runner
  * (al_serve_opts.run) returns canned results instead of starting VMs.
  *

@@ -1,6 +1,6 @@
 /* test_serve_snapdef.c: the serve loop hands a snapshot's published
  * definition to the worker with each job naming the snapshot
- * (dispatcher/serve.c, dispatcher/snapdef.c; docs/snapshots.md, "On
+ * (dispatcher/serve/serve.c, dispatcher/serve/snapdef.c; docs/snapshots.md, "On
  * every host"), against a real redis-server, with real forked workers
  * whose job runner reports what definition it was given instead of
  * starting a VM (the build itself: tests/vm/snapshot_hosts_test.sh).

@@ -1,4 +1,4 @@
-/* test_cluster_parse.c: dispatcher/cluster.c, the Redis Cluster
+/* test_cluster_parse.c: dispatcher/queue/cluster.c, the Redis Cluster
  * redirection parser and the hash slot, against the values the cluster
  * specification and CLUSTER KEYSLOT give (test_cluster checks the slot
  * against a live cluster too). */

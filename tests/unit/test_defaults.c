@@ -2,7 +2,7 @@
  *
  * A default lives in up to four places: the config key table
  * (tools/config/config.c, what `airlock config` prints and the CLI uses),
- * the dispatcher's al_serve_opts_init() (dispatcher/serve.c, what a caller
+ * the dispatcher's al_serve_opts_init() (dispatcher/serve/serve.c, what a caller
  * without a config gets), the sandbox's sb_options_init()
  * (sandbox/options.c) or the session host's al_sess_opts_init()
  * (dispatcher/session/host.c), and the shipped configs/airlock.conf. The

@@ -1,7 +1,7 @@
 /* test_http_req.c: the HTTP API's routes, ?wait=, bodies
  * (tools/api/http_req.c), the callback target check
- * (tools/api/callback.c), the metrics text (dispatcher/metrics.c) and the
- * JSON log splitter (dispatcher/log.c).
+ * (tools/api/callback.c), the metrics text (dispatcher/serve/metrics.c) and the
+ * JSON log splitter (dispatcher/queue/log.c).
  */
 #include <errno.h>
 #include <setjmp.h>

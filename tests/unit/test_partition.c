@@ -1,4 +1,4 @@
-/* test_partition.c: the partitions of a queue (dispatcher/queue.h):
+/* test_partition.c: the partitions of a queue (dispatcher/queue/queue.h):
  * their names, where an id goes, and that ids spread over them. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* test_snapdef.c: snapshot definitions published through Redis, without
- * Redis or VMs (dispatcher/snapdef.c, worker/snapdef.c, worker/proc.c):
+ * Redis or VMs (dispatcher/serve/snapdef.c, worker/snapdef.c, worker/proc.c):
  * the key and what makes a definition valid; the HGETALL reply parser on
  * replies built by hand (missing, oversized, tampered fields); the worker
  * frame carrying a definition; and the worker's refusals that need no VM

@@ -1,5 +1,5 @@
 /* cmd_serve.c: `airlock serve`, the dispatcher: jobs from Redis to worker
- * processes and results back (dispatcher/serve.c has the theory of
+ * processes and results back (dispatcher/serve/serve.c has the theory of
  * operation), and with --http / http.listen the HTTP API next to it
  * (tools/api/http.h), with metrics.listen a metrics-only listener. Runs until
  * SIGTERM or SIGINT, then drains; the listeners close after the drain.

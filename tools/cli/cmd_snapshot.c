@@ -6,7 +6,7 @@
  * lives in this host's state dir), and saves that VM when every step is
  * OK; the steps' output is printed as `airlock run` prints it. With a
  * Redis configured it then publishes the snapshot's definition there
- * (dispatcher/snapdef.h) for the other hosts to build from. list and rm
+ * (dispatcher/serve/snapdef.h) for the other hosts to build from. list and rm
  * read and remove what the state dir holds, and the published
  * definitions.
  */

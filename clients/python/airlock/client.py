@@ -1,4 +1,4 @@
-"""client.py: the blocking queue client (docs/queue.md, dispatcher/queue.c).
+"""client.py: the blocking queue client (docs/queue.md, dispatcher/queue/script.c).
 
 Keys of queue Q (one hash tag per queue):
   airlock:{Q}:jobs      stream {id, t, w}, group `workers`
@@ -18,7 +18,7 @@ from the CLI is the same payload. Results carry the digest of the payload
 they ran (`digest`); evaluate() uses a stored result only when it is its
 own payload's.
 
-SUBMIT, JOB_STATUS and CANCEL are the very scripts of dispatcher/queue.c
+SUBMIT, JOB_STATUS and CANCEL are the very scripts of dispatcher/queue/script.c
 (tests/test_client.py compares them), so a Python submit and a CLI submit
 of the same id are one job, and status()/cancel() are `airlock status
 ID`/`airlock cancel ID`.
@@ -35,7 +35,7 @@ import urllib.parse
 import msgpack
 import redis
 
-# dispatcher/queue.c: scripts[ALQ_SUBMIT], byte for byte; K: job jobs sid
+# dispatcher/queue/script.c: scripts[ALQ_SUBMIT], byte for byte; K: job jobs sid
 # digest; A: payload id t w digest -> sid | nil (the same payload was
 # submitted before) | [conflict, its digest] (another payload was)
 SUBMIT = (
@@ -54,7 +54,7 @@ SUBMIT = (
     "redis.call('SET', KEYS[3], sid)\n"
     "return sid\n")
 
-# dispatcher/queue.c: scripts[ALQ_JOB_STATUS]; K: job result sid jobs
+# dispatcher/queue/script.c: scripts[ALQ_JOB_STATUS]; K: job result sid jobs
 JOB_STATUS = (
     "if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
     "if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end\n"
@@ -66,7 +66,7 @@ JOB_STATUS = (
     "end\n"
     "return {'queued', sid}\n")
 
-# dispatcher/queue.c: scripts[ALQ_CANCEL]; K: job result done sid jobs
+# dispatcher/queue/script.c: scripts[ALQ_CANCEL]; K: job result done sid jobs
 # cancel cancels; A: CX result (queued), CX result (running), ttl, id
 CANCEL = (
     "if redis.call('EXISTS', KEYS[2]) == 1 then return {'done'} end\n"
@@ -277,7 +277,7 @@ def _result_is(result, want):
 
 
 def _cx_result(job_id, why):
-    """The CX result `airlock cancel` stores (dispatcher/queue.c cx_result,
+    """The CX result `airlock cancel` stores (dispatcher/queue/job.c cx_result,
     results/result.c pack_result), field for field and in its order."""
     return msgpack.packb(
         {"id": job_id, "status": "CX", "error": why, "steps": [],

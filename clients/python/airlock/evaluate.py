@@ -86,15 +86,32 @@ CPU_SLACK_MS = 5000                       # tools/cli/cmd_eval.c
 WALL_MAX_MS = 120000
 
 
+def sample_part(problem, sample=None):
+    """What the sample process runs (check.py's judge runs the test
+    apart): the prompt and completion, or the whole solution, as
+    tools/eval/eval.c's sample_part."""
+    humaneval = "entry_point" in problem
+    if sample is None:
+        code = problem.get("canonical_solution") or problem.get("code") or ""
+        whole = not humaneval
+    else:
+        whole = "completion" not in sample or not humaneval
+        code = sample.get("completion", sample.get("solution", ""))
+    return ("" if whole else problem["prompt"]) + code
+
+
 def check_spec(problem, sample, cpu_ms=20000, timeout_ms=3000, strict=False,
                guard=True):
     """The check runner's spec (sandbox/agent/check.py), as
-    tools/eval/eval.c's al_eval_check_spec writes it."""
-    strict = bool(strict and "entry_point" in problem)
-    spec = {"program": program(problem, sample, not strict),
-            "strict": strict, "guard": bool(guard),
+    tools/eval/eval.c's al_eval_check_spec writes it: the program (the
+    sample process's) and the test (the judge's) apart, so the test never
+    enters the sample's process (docs/eval.md, "The judge")."""
+    humaneval = "entry_point" in problem
+    test = problem["test"] if humaneval else _mbpp_test(problem)
+    spec = {"program": sample_part(problem, sample), "test": test,
+            "strict": bool(strict and humaneval), "guard": bool(guard),
             "timeout_ms": int(timeout_ms), "cpu_ms": int(cpu_ms)}
-    if strict:
+    if humaneval:
         spec["check"] = "check"
         spec["candidate"] = problem["entry_point"]
     return _jdump(spec)

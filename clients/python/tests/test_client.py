@@ -6,7 +6,7 @@ usage: /usr/bin/python3 test_client.py AIRLOCK_BIN redis|vm
          decodes and rejects an over-policy job: RJ), the CLI sees the
          same jobs and results, idempotent ids, wait timeouts, pass@k;
          status()/cancel() against `airlock status`/`cancel` (the same
-         scripts as dispatcher/queue.c, the same answers and stored CX
+         scripts as dispatcher/queue/script.c, the same answers and stored CX
          results), stdout/stderr always bytes, evaluate()'s harness
          timeout (HarnessTimeout, never a sample's "timed out")
   vm     real VM jobs through a real `airlock serve`: run(), and the
@@ -144,8 +144,10 @@ class Unit(unittest.TestCase):
                                        "/run/airlock-check/check.py"])
         self.assertIs(step["attest"], True)
         spec = json.loads(step["stdin"])
-        self.assertEqual(spec["program"],
-                         "def f():\n  1\n\ndef check(c): pass\n\ncheck(f)\n")
+        # the program and the test apart: the judge runs the test
+        self.assertEqual(spec["program"], "def f():\n  1\n")
+        self.assertEqual(spec["test"], "def check(c): pass\n")
+        self.assertEqual((spec["check"], spec["candidate"]), ("check", "f"))
         # jansson's text, control characters in capitals: the CLI's hash
         d = sample_job(p, {"task_id": "HumanEval/7",
                            "completion": "  '\x0c\x01\x1f\u00e9'\n"}, 0)
@@ -156,9 +158,10 @@ class Unit(unittest.TestCase):
 
 
 def c_scripts():
-    """The Lua scripts of dispatcher/queue.c, by name (ALQ_X -> text)."""
-    with open(os.path.join(HERE, "..", "..", "..", "dispatcher",
-                           "queue.c")) as f:
+    """The Lua scripts of dispatcher/queue/script.c, by name (ALQ_X ->
+    text)."""
+    with open(os.path.join(HERE, "..", "..", "..", "dispatcher", "queue",
+                           "script.c")) as f:
         src = f.read()
     src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
     body = src[src.index("scripts[ALQ_N_SCRIPTS] = {"):]
