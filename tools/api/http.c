@@ -191,42 +191,6 @@ static unsigned auth(const struct al_http *h, struct MHD_Connection *c,
 	return *ret_who ? 0 : 401;
 }
 
-int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
-		       size_t errlen)
-{
-	const char *path = cfg->http.token_file;
-	char *text = NULL;
-	size_t len;
-	int r;
-
-	ret[0] = '\0';
-	if (!path[0])
-		return 0;
-	r = al_config_secret_file_ok(path, "http.token_file", err, errlen);
-	if (r < 0)
-		return r;
-	r = al_read_file(path, 256, &text, &len);
-	if (r < 0) {
-		snprintf(err, errlen, "http.token_file %s: %s", path,
-			 r == -E2BIG ? "over 256 bytes" : strerror(-r));
-		return r;
-	}
-	while (len && strchr(" \t\r\n", text[len - 1]))
-		len--;
-	text[len] = '\0';
-	r = al_config_token_valid(text) ? 0 : -EINVAL;
-	if (r == 0)
-		memcpy(ret, text, len + 1);
-	else
-		snprintf(err, errlen,
-			 "http.token_file %s: not a token (16..256 "
-			 "characters of [A-Za-z0-9._~+/=-])",
-			 path);
-	explicit_bzero(text, len);
-	free(text);
-	return r;
-}
-
 /* --- handlers ------------------------------------------------------------- */
 
 /* Redis did not answer: close cl and say 503, the one way every handler

@@ -54,13 +54,6 @@ struct al_http_opts {
 	const struct al_http_doors *doors;
 };
 
-/* Read http.token_file into ret (trailing whitespace dropped); "" when
- * the key is empty. 0, or -errno with err set (-EINVAL: not a token;
- * -EPERM: not a regular file owned by root or this uid, or writable by
- * group or others, or readable by others). */
-int al_http_load_token(const struct al_config *cfg, char ret[257], char *err,
-		       size_t errlen);
-
 struct al_http;
 
 /* Listen and serve; `o` and its pointees must outlive al_http_stop().

