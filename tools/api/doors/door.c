@@ -407,7 +407,7 @@ json_t *al_door_job(const struct al_language *lang, json_t *src, json_t *files,
 	for (size_t i = 0; check_only[i]; i++)
 		check |= !strcmp(check_only[i], lang->name);
 	if (!check)
-		return json_pack("{sssOsosO}", "language", lang->name,
+		return json_pack("{sssOsoso}", "language", lang->name,
 				 "source_code", src, "files", f, "steps",
 				 al_door_steps(lang, compile_ms, run, args));
 	json_object_set(f, lang->file, src);

@@ -401,7 +401,8 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 		options(sub, lang, run, steps, errs);
 	if (json_object_size(errs))
 		goto out;
-	json_object_set(run, "stdin", in ? in : json_string(""));
+	json_object_set_new(run, "stdin",
+			    in ? json_incref(in) : json_string(""));
 	if (exp)
 		json_object_set_new(
 		    run, "expect",
@@ -413,8 +414,9 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    json_integer((json_int_t)((v[L_CPU] + v[L_EXTRA]) * 1000)));
 	json_array_append(steps, run);
 	job =
-	    json_pack("{sssOsOs{sssisIsfsfsfsfsfsfsfsf}}", "language", l->lang,
-		      "source_code", src ? src : json_string(""), "steps",
+	    json_pack("{sssosOs{sssisIsfsfsfsfsfsfsfsf}}", "language", l->lang,
+		      "source_code", src ? json_incref(src) : json_string(""),
+		      "steps",
 		      steps, "meta", "door", "judge0", "language_id", l->id,
 		      "created_ms", (json_int_t)al_wall_ms(), "cpu_time_limit",
 		      v[L_CPU], "cpu_extra_time", v[L_EXTRA], "wall_time_limit",

@@ -238,8 +238,8 @@ unsigned al_piston_jobs(const char *body, size_t len, const struct al_policy *p,
 	{
 		const struct al_language *l = al_door_language(p, rt->lang);
 		json_t *run =
-		    json_pack("{sOsi}", "stdin",
-			      json_is_string(in) ? in : json_string(""),
+		    json_pack("{sosi}", "stdin",
+			      json_is_string(in) ? json_incref(in) : json_string(""),
 			      "timeout_ms", (int)rt_ms);
 
 		if (rcpu > 0)

@@ -127,8 +127,8 @@ unsigned al_sf_jobs(const char *body, size_t len, const struct al_policy *p,
 		st = bad(ret_err, why);
 		goto out;
 	}
-	run = json_pack("{sOsi}", "stdin",
-			json_is_string(in) ? in : json_string(""), "timeout_ms",
+	run = json_pack("{sosi}", "stdin",
+			json_is_string(in) ? json_incref(in) : json_string(""), "timeout_ms",
 			(int)(rt * 1000) ?: 1);
 	job = al_door_job(al_door_language(p, lang), code, files,
 			  (uint32_t)(ct * 1000) ?: 1, run, NULL);
