@@ -421,7 +421,7 @@ static void check_image(struct report *rp, const struct al_config *cfg,
 	int r = sb_image_open(o, name, &img), a;
 	char acc[160];
 
-	if (r == -ENOENT && !allowed && !dflt) {
+	if ((r == -ENOENT || r == -EACCES) && !allowed && !dflt) {
 		rp->unused++;
 		return;
 	}
@@ -453,7 +453,9 @@ static void check_image(struct report *rp, const struct al_config *cfg,
 	     allowed ? "" : " (not in templates.allowed)");
 }
 
-/* May jobs name template `name` (templates.allowed; empty = any)? */
+/* Does templates.allowed name `name`? An empty list lets jobs name any
+ * template, but then no template's missing image is a promise broken:
+ * only the ones the operator listed (and the default) must be built. */
 static bool allowed(const struct al_config *cfg, const char *name)
 {
 	const struct al_config_names *a = &cfg->templates.allowed;
@@ -461,7 +463,7 @@ static bool allowed(const struct al_config *cfg, const char *name)
 	for (size_t i = 0; i < a->n; i++)
 		if (!strcmp(a->name[i], name))
 			return true;
-	return a->n == 0;
+	return false;
 }
 
 static void check_templates(struct report *rp, const struct al_config *cfg,

@@ -132,7 +132,11 @@ int al_embed_redis(struct al_embed *e, const char *state_dir, char *err,
 	char pdir[4200];
 	int n;
 
-	n = sb_mkdirs(state_dir, 0700); /* ~/.local/state may not exist */
+	/* ~/.local/state may not exist. 0755, as `airlock image build` makes
+	 * it: root's state dir holds the images other users run from
+	 * (README, "not root"); what is private in it (the embedded Redis,
+	 * templates, snapshots) is a 0700 directory of its own. */
+	n = sb_mkdirs(state_dir, 0755);
 	if (n < 0) {
 		snprintf(err, errlen, "state dir %s: %s", state_dir,
 			 strerror(-n));
