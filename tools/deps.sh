@@ -6,6 +6,7 @@ set -euo pipefail
 
 pkgs=(
   build-essential cmake pkg-config clang      # toolchain, clang for fuzzing
+  ccache                                      # tools/test.sh: rebuilds of a clone
   libmsgpack-dev libjansson-dev libcmocka-dev # results/, tests
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
   libsystemd-dev                              # serve's sd_notify

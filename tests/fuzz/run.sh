@@ -53,27 +53,24 @@ resp name grader base python image "$(printf '%064d' 7)" sha "$(printf '%064d' 9
 resp name x base > "$sd/odd"
 [ -d "$src/tests/fuzz/corpus/snapdef" ] && cp -r "$src/tests/fuzz/corpus/snapdef/." "$sd/" # past findings
 
+# every fuzz target the build has (a new one runs without an edit here);
+# its seeds are those made above, else tests/fuzz/corpus/NAME, else none
 targets=()
-for t in fuzz_job_json fuzz_job_msgpack fuzz_result fuzz_frame fuzz_netpolicy fuzz_dns fuzz_http fuzz_gw fuzz_redirect fuzz_tar fuzz_snapdef; do
-  [ -x "$build/tests/fuzz/$t" ] && targets+=("$t")
+for f in "$build"/tests/fuzz/fuzz_*; do
+  t=${f##*/}
+  case $t in *_smoke | *.*) continue ;; esac
+  [ -x "$f" ] && [ -f "$f" ] && targets+=("$t")
 done
 [ ${#targets[@]} -gt 0 ] || { echo "run.sh: no fuzz targets in $build" >&2; exit 1; }
 
 run_one() {
-  local t=$1 seeddir
-  case $t in
-    fuzz_job_json) seeddir=$work/seed-job_json ;;
-    fuzz_job_msgpack) seeddir=$work/seed-job_msgpack ;;
-    fuzz_result) seeddir=$work/seed-result ;;
-    fuzz_frame) seeddir=$work/seed-frame ;;
-    fuzz_netpolicy) seeddir=$work/seed-netpolicy ;;
-    fuzz_dns) seeddir=$work/seed-dns ;;
-    fuzz_http) seeddir=$work/seed-http ;;
-    fuzz_gw) seeddir=$work/seed-gw ;;
-    fuzz_redirect) seeddir=$work/seed-redirect ;;
-    fuzz_tar) seeddir=$work/seed-tar ;;
-    fuzz_snapdef) seeddir=$work/seed-snapdef ;;
-  esac
+  local t=$1 seeddir=$work/seed-${1#fuzz_}
+  if [ ! -d "$seeddir" ]; then
+    mkdir -p "$seeddir"
+    if [ -d "$src/tests/fuzz/corpus/${t#fuzz_}" ]; then
+      cp -r "$src/tests/fuzz/corpus/${t#fuzz_}/." "$seeddir/"
+    fi
+  fi
   mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
   if "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 \
       -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \

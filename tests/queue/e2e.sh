@@ -4,7 +4,8 @@
 # for every case but `malformed`'s first half, real VMs.
 #
 # usage: e2e.sh AIRLOCK_BIN SHARED_DIR CASE
-#   many200        200 jobs, 2 workers: 200 correct results, none twice
+#   many200        200 jobs (60 in CI), 2 workers: a correct result each,
+#                  none twice
 #   kill-worker    SIGKILL a worker mid-job: the job completes once, and
 #                  serve sweeps the dead worker's cgroups
 #   sweep          SIGKILL a worker mid-job with serve stopped (nobody
@@ -17,8 +18,9 @@
 #   two-serves     two serves share a queue, one dies: the other finishes
 #   malformed      bad payloads XADDed straight into the stream: RJ each,
 #                  serve keeps working
-#   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1, also
-#                  with --strict
+#   humaneval      airlock eval: 164 canonical solutions, pass@1 = 1, and
+#                  40 `return None` samples; with AIRLOCK_FULL=1 also
+#                  --strict and all 164 `return None`
 #   eval-corpus    the verdict corpus through real VMs (tests/eval)
 #   eval-forge     the forgery corpus (tests/data/eval/forgeries.jsonl)
 #                  through real VMs, default and --strict: none passes
@@ -183,25 +185,28 @@ check_one_each() { # RESULTS.jsonl N PREFIX
 
 case $case in
 many200)
+  # 60 jobs in CI, 200 with AIRLOCK_FULL=1
+  n200=60
+  [ -n "${AIRLOCK_FULL:-}" ] && n200=200
   redis_start
   serve_start a 2
-  for i in $(seq 200); do
+  for i in $(seq $n200); do
     printf '{"id":"m%d","sh":"echo %d"}\n' "$i" "$i"
   done > "$tmp/jobs.jsonl"
   start=$(date +%s.%N)
   "$bin" batch --redis "$url" "$tmp/jobs.jsonl" -o "$tmp/out.jsonl"
   end=$(date +%s.%N)
-  check_one_each "$tmp/out.jsonl" 200 m
+  check_one_each "$tmp/out.jsonl" $n200 m
   # every job ran once: no retries, attempt 1
   n=$(jq -r 'select(.attempt==1) | .id' "$tmp/out.jsonl" | wc -l)
-  [ "$n" -eq 200 ] || fail "$n jobs with attempt 1"
+  [ "$n" -eq $n200 ] || fail "$n jobs with attempt 1"
   # the dispatcher stored 200 distinct results and saw no second write
   n=$(grep -ao 'job=[^ ]* status=[A-Z]* attempt=[0-9]*: result stored' \
     "$tmp/serve-a.log" | sort -u | wc -l)
-  [ "$n" -eq 200 ] || fail "serve stored $n distinct results, want 200"
+  [ "$n" -eq $n200 ] || fail "serve stored $n distinct results, want $n200"
   grep -aq "stored before" "$tmp/serve-a.log" && fail "a result was written twice"
-  log "200 jobs, 2 workers: $(awk -v a="$start" -v b="$end" \
-    'BEGIN { printf "%.2f", 200 / (b - a) }') jobs/s"
+  log "$n200 jobs, 2 workers: $(awk -v a="$start" -v b="$end" -v n=$n200 \
+    'BEGIN { printf "%.2f", n / (b - a) }') jobs/s"
   ;;
 
 kill-worker)
@@ -781,8 +786,13 @@ humaneval)
   # a roomy CPU limit: under TCG on a busy host one check has taken 11 s
   zcat "$data" | jq -c '{task_id, completion: .canonical_solution}' \
     > "$tmp/canon.jsonl"
-  zcat "$data" | jq -c '{task_id, completion: "    return None\n"}' \
-    > "$tmp/none.jsonl"
+  # CI runs the canonical set and 40 `return None` samples in VMs (the
+  # runner's test, eval_canonical_runner, holds --strict to all 164 on
+  # the host); AIRLOCK_FULL=1 adds --strict in VMs and all 164 `None`s
+  nnone=40
+  [ -n "${AIRLOCK_FULL:-}" ] && nnone=164
+  zcat "$data" | jq -c '{task_id, completion: "    return None\n"}' |
+    head -n "$nnone" > "$tmp/none.jsonl"
   [ "$(wc -l < "$tmp/canon.jsonl")" -eq 164 ] || fail "dataset is not 164"
   # embedded mode: no --redis, a private redis-server and 2 workers
   "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --problems "$data" \
@@ -791,17 +801,19 @@ humaneval)
   [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
     {task_id, result}' "$tmp/canon.jsonl_results.jsonl" | head >&2
     fail "canonical pass@1 = $p"; }
-  "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --strict --problems "$data" \
-    --json "$tmp/strict.json" -o "$tmp/strict.out" "$tmp/canon.jsonl" >&2
-  p=$(jq '.["pass@1"]' "$tmp/strict.json")
-  [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
-    {task_id, result}' "$tmp/strict.out" | head >&2
-    fail "canonical pass@1 = $p with --strict"; }
+  if [ -n "${AIRLOCK_FULL:-}" ]; then
+    "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --strict --problems "$data" \
+      --json "$tmp/strict.json" -o "$tmp/strict.out" "$tmp/canon.jsonl" >&2
+    p=$(jq '.["pass@1"]' "$tmp/strict.json")
+    [ "$p" = 1 ] || [ "$p" = 1.0 ] || { jq -c 'select(.passed|not) |
+      {task_id, result}' "$tmp/strict.out" | head >&2
+      fail "canonical pass@1 = $p with --strict"; }
+  fi
   "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --problems "$data" \
     --json "$tmp/none.json" "$tmp/none.jsonl" >&2
   bad=$(jq -r 'select(.passed|not) | .task_id' \
     "$tmp/none.jsonl_results.jsonl" | wc -l)
-  log "canonical: 164/164 pass (pass@1 $p); return None: $bad of 164 fail"
+  log "canonical: 164/164 pass (pass@1 $p); return None: $bad of $nnone fail"
   echo "$bad" > "${HUMANEVAL_REPORT:-/dev/null}" || true
   ;;
 

@@ -97,9 +97,9 @@
 #             the first's streams are gone (output_dropped 1 in its
 #             record), the session's stored output never passes the
 #             budget, the latest exec keeps what fits, the session runs on
-#   agentloop 8 sessions x 10 turns at once (AIRLOCK_AGENTLOOP_N and _TURNS
-#             override): each turn writes a file, execs, reads its output
-#             and execs again with what it printed; every turn sees its
+#   agentloop 4 sessions x 5 turns at once, 8 x 10 with AIRLOCK_FULL=1
+#             (AIRLOCK_AGENTLOOP_N and _TURNS override): each turn
+#             writes a file, execs, reads its output and execs again with what it printed; every turn sees its
 #             earlier files and none of another session's. With all alive,
 #             leftovers sees each one's process, VM, cgroup, uid lease and
 #             TTL-less keys, and nothing_left fails; after rm nothing_left
@@ -687,7 +687,10 @@ $want" ] || { echo "turn $t: exec 1 saw: $(echo "$out" | tr '\n' ' ') (want $t 0
 
 # Acceptance of issue #24: 8 sessions at once, 10 turns each.
 case_agentloop() {
-  local n=${AIRLOCK_AGENTLOOP_N:-8} turns=${AIRLOCK_AGENTLOOP_TURNS:-10} t0 k id left c
+  # CI: 4 sessions x 5 turns; AIRLOCK_FULL=1: 8 x 10
+  local n=${AIRLOCK_AGENTLOOP_N:-${AIRLOCK_FULL:+8}} t0 k id left c
+  local turns=${AIRLOCK_AGENTLOOP_TURNS:-${AIRLOCK_FULL:+10}}
+  n=${n:-4} turns=${turns:-5}
   start_serve
   t0=$(now_ms)
   for k in $(seq 1 "$n"); do agent_one "$k" "$turns" & pids+=($!); done

@@ -374,15 +374,17 @@ static int count_entries(const char *dir, const char *prefix)
 	return n;
 }
 
-/* 100 jobs leave no QEMU, no file, no socket, no fd behind. */
+/* 100 jobs leave no QEMU, no file, no socket, no fd behind (CI runs 25:
+ * one thing left per job shows as 25; AIRLOCK_FULL=1 runs 100). */
 static void test_hundred_jobs_clean(void **state)
 {
+	const int jobs = getenv("AIRLOCK_FULL") ? 100 : 25;
 	int fds = count_fds();
 	char mine[32];
 	pid_t p[4];
 
 	(void)state;
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < jobs; i++) {
 		struct al_result res;
 
 		RUN("{\"sh\":\"echo $((6*7))\"}", &res);
