@@ -157,6 +157,8 @@ struct sb_snapshot_info {
 	bool stale;                 /* its base template changed */
 	char origin[AL_SESS_ORIGIN_MAX + 1]; /* "session:ID" when a live
 				     * session was saved (live.c), else "" */
+	char owner[AL_SESS_ORIGIN_MAX + 1]; /* who saved it (a principal,
+				     * [A-Za-z0-9_.@-]), else "" */
 	uint64_t build_ms;          /* commit: begin -> saved */
 	uint64_t save_ms;           /* commit: state + RAM written */
 };
@@ -211,12 +213,16 @@ void sb_snapshot_release(const char *name);
 void sb_template_release_all(void);
 void sb_snapshot_release_all(void);
 /* Save the live, saveable `vm` as snapshot `name` (which must not exist
- * yet: -EEXIST), recording `origin` ("session:ID"); the guest is paused
- * for the save and runs on after it. -EOPNOTSUPP (not saveable),
+ * yet: -EEXIST), recording `origin` ("session:ID") and `owner` (NULL or
+ * "": none; else a principal's name, [A-Za-z0-9_.@-], at most
+ * AL_SESS_ORIGIN_MAX: -EINVAL); the guest is paused for the save and runs
+ * on after it. -EOPNOTSUPP (not saveable),
  * -ESTALE (its base template changed since it started). */
 int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
 			  const char *name, const char *origin,
-			  struct sb_snapshot_info *ret);
+			  const char *owner, struct sb_snapshot_info *ret);
+/* How many snapshots on this host name `owner` as theirs (0 for ""). */
+int sb_snapshot_count_owned(const struct sb_options *o, const char *owner);
 
 /* Pre-started VMMs: QEMU processes of one template waiting in -incoming
  * defer, holding no guest state, so that a restore skips QEMU's own

@@ -593,6 +593,7 @@ static bool snap_info(const char *root, int rfd, const char *ent,
 	sb__template_input_field(buf, "setup", ret->setup, sizeof(ret->setup));
 	sb__template_input_field(buf, "basekey", bkey, sizeof(bkey));
 	sb__template_input_field(buf, "origin", ret->origin, sizeof(ret->origin));
+	sb__template_input_field(buf, "owner", ret->owner, sizeof(ret->owner));
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		if (fstatat(dfd, files[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
@@ -807,23 +808,56 @@ static int save_live(const struct sb_options *o, struct sb_vm *vm,
 	return r;
 }
 
+/* origin=ORIGIN, and owner=OWNER when there is one, on the inputs. */
+static int tag_inputs(struct sb_snapshot_build *b, const char *origin,
+		      const char *owner)
+{
+	size_t n = strlen(b->inputs), room = sizeof(b->inputs) - n + 1;
+
+	if (n == 0 || (size_t)snprintf(b->inputs + n - 1, room,
+				       " origin=%s%s%s\n", origin,
+				       owner[0] ? " owner=" : "",
+				       owner) >= room)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int sb_snapshot_count_owned(const struct sb_options *o, const char *owner)
+{
+	struct sb_snapshot_info *all;
+	int n, c = 0;
+
+	if (!owner || !owner[0])
+		return 0;
+	all = calloc(SNAP_LIST_MAX, sizeof(*all));
+	n = all ? sb_snapshot_list(o, all, SNAP_LIST_MAX) : -ENOMEM;
+	for (int i = 0; i < n; i++)
+		c += !strcmp(all[i].owner, owner);
+	free(all);
+	return n < 0 ? n : c;
+}
+
 int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
 			  const char *name, const char *origin,
-			  struct sb_snapshot_info *ret)
+			  const char *owner, struct sb_snapshot_info *ret)
 {
 	char root[PATH_MAX], ent[NAME_MAX + 1], dir[PATH_MAX], hash[65];
 	struct sb_snapshot_build b;
 	uint8_t h[AL_SHA256_LEN], rnd[16];
 	uint64_t t0 = al_now_ms(), pages = 0;
 	uint32_t id;
-	size_t n;
 	int r;
 
 	if (!vm || vm->save_fd < 0 || vm->net)
 		return -EOPNOTSUPP; /* snapshots are of VMs without a NIC */
+	if (!owner)
+		owner = "";
 	if (!name_ok(name) || strlen(origin) > AL_SESS_ORIGIN_MAX ||
 	    strspn(origin, "abcdefghijklmnopqrstuvwxyz0123456789:-") !=
-		strlen(origin))
+		strlen(origin) ||
+	    strlen(owner) > AL_SESS_ORIGIN_MAX ||
+	    strspn(owner, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			  "0123456789_.@-") != strlen(owner))
 		return -EINVAL;
 	if (sb_snapshot_exists(o, name))
 		return -EEXIST; /* never replaces one (docs/sessions.md) */
@@ -839,10 +873,8 @@ int sb_snapshot_save_live(const struct sb_options *o, struct sb_vm *vm,
 	r = build_inputs(o, name, vm->base, hash, &b);
 	if (r == 0 && strcmp(b.base.key, vm->base_key) != 0)
 		r = -ESTALE; /* the base changed since this VM started */
-	n = strlen(b.inputs);
-	if (r == 0 && n + strlen(origin) + 9 < sizeof(b.inputs))
-		snprintf(b.inputs + n - 1, sizeof(b.inputs) - n + 1,
-			 " origin=%s\n", origin);
+	if (r == 0)
+		r = tag_inputs(&b, origin, owner);
 	if (r == 0)
 		r = snap_root(o, root, sizeof(root));
 	if (r == 0)

@@ -109,6 +109,7 @@ void al_sess_opts_init(struct al_sess_opts *o, const struct al_serve_opts *so)
 	    .keep_s = 3600,
 	    .output_max = 4u << 20,
 	    .output_budget = 64u << 20,
+	    .snapshots_per_principal = 8,
 	};
 	memcpy(o->queue, so->queue, sizeof(o->queue));
 }
@@ -386,24 +387,35 @@ static int clocks_of(struct host *h, json_t *body, uint32_t *ttl,
 /* KEYS[1] record; ARGV host, ttl_s, idle_s. Take a create: only a
  * pending record no host took yet (a create under a live session's id,
  * from a raw Redis client or twice, must not make two processes serve
- * it). 1 taken, 0 not ours. */
+ * it). {1, owner} taken, 0 not ours. */
 static const char CLAIM_LUA[] =
     "if redis.call('HGET', KEYS[1], 'state') ~= 'pending' or\n"
     "   redis.call('HEXISTS', KEYS[1], 'host') == 1 then return 0 end\n"
     "redis.call('HSET', KEYS[1], 'state', 'starting', 'host', ARGV[1],\n"
     "  'ttl_s', ARGV[2], 'idle_s', ARGV[3])\n"
-    "return 1\n";
+    "return {1, redis.call('HGET', KEYS[1], 'owner') or ''}\n";
 
-static int claim(struct host *h, const char *id, uint32_t ttl, uint32_t idle)
+/* 1 taken (its owner, the principal the record names, in owner), 0 not
+ * ours, -EIO. */
+static int claim(struct host *h, const char *id, uint32_t ttl, uint32_t idle,
+		 char *owner, size_t len)
 {
 	char k[SESS_KEY_MAX];
 	redisReply *r;
-	int x;
+	int x = -EIO;
 
 	sess__key(k, sizeof(k), h->o->queue, "%s", id);
 	r = redisCommand(h->cl.rc, "EVAL %s 1 %s %s %u %u", CLAIM_LUA, k,
 			 h->name, ttl, idle);
-	x = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -EIO;
+	if (r && r->type == REDIS_REPLY_INTEGER)
+		x = (int)r->integer;
+	else if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		 r->element[1]->type == REDIS_REPLY_STRING &&
+		 r->element[1]->len < len) {
+		memcpy(owner, r->element[1]->str, r->element[1]->len);
+		owner[r->element[1]->len] = '\0';
+		x = 1;
+	}
 	if (r)
 		freeReplyObject(r);
 	return x;
@@ -437,7 +449,7 @@ static void create(struct host *h, json_t *req, bool own_list)
 	json_t *dl = json_object_get(req, "deadline_ms");
 	json_t *body = json_object_get(req, "body");
 	struct child *c = NULL;
-	char k[SESS_KEY_MAX], err[200];
+	char k[SESS_KEY_MAX], err[200], owner[AL_SESS_ORIGIN_MAX + 1];
 	uint32_t ttl, idle;
 	uint64_t lineage;
 	int fd;
@@ -467,7 +479,7 @@ static void create(struct host *h, json_t *req, bool own_list)
 	if (lineage && !ttl && !err[0])
 		snprintf(err, sizeof(err),
 			 "fork: its parent's lineage is at sessions.ttl_max_s");
-	if (claim(h, id, ttl, idle) != 1) {
+	if (claim(h, id, ttl, idle, owner, sizeof(owner)) != 1) {
 		al_warn("session=%s create of an id already taken (or never "
 			"recorded): refused",
 			id);
@@ -480,6 +492,9 @@ static void create(struct host *h, json_t *req, bool own_list)
 		reply_error(h, rid, err);
 		return;
 	}
+	/* the session process learns its principal from the record it
+	 * was claimed from, not from what the request says */
+	json_object_set_new(req, "owner", json_string(owner));
 	pid = spare_take(h, req, ttl, idle, &fd);
 	if (pid < 0)
 		pid = al_proc_fork(h->o->sb, &fd);

@@ -73,6 +73,7 @@ struct sess {
 	const struct al_sess_opts *o;
 	const char *host;
 	char id[AL_SESS_ID_MAX + 1];
+	char owner[AL_SESS_ORIGIN_MAX + 1]; /* its principal, "" operator */
 	struct alq_client cl; /* Redis, may be down */
 	struct al_wsess *ws;  /* the VM */
 	int fd;		      /* socket to the host */
@@ -628,7 +629,8 @@ static int resume(struct sess *s, const char *rid, uint64_t *ret_ms)
 static void op_snapshot(struct sess *s, const char *rid, json_t *body)
 {
 	char err[400] = "";
-	json_t *j = sess__snapshot(s->o, s->ws, s->id, body, err, sizeof(err));
+	json_t *j = sess__snapshot(s->o, s->ws, s->id, s->owner, body, err,
+				   sizeof(err));
 
 	if (j)
 		reply_json(s, rid, j);
@@ -917,6 +919,10 @@ void sess__go(const struct al_sess_opts *o, const char *host, json_t *req,
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	snprintf(s.id, sizeof(s.id), "%s",
 		 json_string_value(json_object_get(req, "id")));
+	/* set by the host from the record it claimed (host.c), never by
+	 * the client's request */
+	snprintf(s.owner, sizeof(s.owner), "%s",
+		 json_string_value(json_object_get(req, "owner")) ?: "");
 	s.env = json_object_get(body, "env");
 	s.hib_s = o->hibernate_default_s;
 	if (json_is_integer(json_object_get(body, "hibernate_s")))

@@ -116,8 +116,34 @@ void sess__sweep_saved(const struct al_sess_opts *o)
 			"sessions gone", n);
 }
 
+/* The principal's cap on session snapshots on this host (issue 34):
+ * 0 under it, -EDQUOT with err filled at it. */
+static int owner_cap(const struct al_sess_opts *o, const char *owner,
+		     const char *name, char *err, size_t len)
+{
+	int n;
+
+	if (!o->snapshots_per_principal || !owner[0])
+		return 0;
+	n = sb_snapshot_count_owned(o->sb, owner);
+	if (n < 0) {
+		snprintf(err, len, "snapshot %s: counting %s's snapshots: %s",
+			 name, owner, strerror(-n));
+		return n;
+	}
+	if ((uint32_t)n < o->snapshots_per_principal)
+		return 0;
+	snprintf(err, len,
+		 "snapshot %s refused: %s keeps %d session snapshots on this "
+		 "host, the cap (sessions.snapshots_per_principal = %u); an "
+		 "operator removes one with `airlock snapshot rm NAME`",
+		 name, owner, n, o->snapshots_per_principal);
+	return -EDQUOT;
+}
+
 json_t *sess__snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
-		      const char *id, json_t *body, char *err, size_t len)
+		      const char *id, const char *owner, json_t *body,
+		      char *err, size_t len)
 {
 	const char *name = json_string_value(json_object_get(body, "name"));
 	struct sb_snapshot_info info;
@@ -139,6 +165,8 @@ json_t *sess__snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
 			 name);
 		return NULL;
 	}
+	if (owner_cap(o, owner, name, err, len) < 0)
+		return NULL;
 	snprintf(origin, sizeof(origin), "session:%s", id);
 	memset(&info, 0, sizeof(info));
 	/* nothing of the session's own code may run in the clones: its
@@ -146,7 +174,8 @@ json_t *sess__snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
 	 * any left too); the session runs on without them */
 	r = ws->vm ? al_wsess_end_background(ws) : -ENODEV;
 	if (r == 0)
-		r = sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info);
+		r = sb_snapshot_save_live(o->sb, ws->vm, name, origin, owner,
+					  &info);
 	switch (r) {
 	case 0:
 		al_info("session=%s snapshot=%s mem=%llu save_ms=%llu", id,
@@ -280,7 +309,7 @@ json_t *sess__fork(const struct al_sess_opts *o, struct al_wsess *ws,
 		snprintf(name + 5 + 2 * i, 3, "%02x", rnd[i]);
 	snprintf(origin, sizeof(origin), "fork:%s", id);
 	memset(&info, 0, sizeof(info));
-	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info)
+	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, NULL, &info)
 		   : -ENODEV;
 	if (r == -EOPNOTSUPP) {
 		snprintf(err, len, "fork: this session was not created "
@@ -408,7 +437,7 @@ int sess__hibernate(const struct al_sess_opts *o, struct al_wsess *ws,
 	hib_name(id, name, sizeof(name), origin, sizeof(origin));
 	sb_snapshot_remove(o->sb, name); /* a resume that failed half way */
 	memset(&info, 0, sizeof(info));
-	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, &info)
+	r = ws->vm ? sb_snapshot_save_live(o->sb, ws->vm, name, origin, NULL, &info)
 		   : -ENODEV;
 	if (r < 0) {
 		snprintf(err, len, "hibernate: %s%s%s", strerror(-r),

@@ -84,11 +84,13 @@ int sess__record_json(redisContext *rc, const char *q, const char *id,
 /* Exec n of `id` as JSON; same returns. */
 int sess__exec_json(redisContext *rc, const char *q, const char *id, uint64_t n,
 		   json_t **ret, char *err, size_t len);
-/* save.c: save the session's live VM (ws) as the snapshot body.name;
- * the reply's JSON, or NULL with err filled. */
+/* save.c: save the session's live VM (ws) as the snapshot body.name,
+ * owned by `owner` (the session's principal, "" for an operator's: no
+ * cap); the reply's JSON, or NULL with err filled. */
 struct al_wsess;
 json_t *sess__snapshot(const struct al_sess_opts *o, struct al_wsess *ws,
-		      const char *id, json_t *body, char *err, size_t len);
+		      const char *id, const char *owner, json_t *body,
+		      char *err, size_t len);
 /* client.c's steps for save.c: the record of a session not ended
  * (-ESRCH once it ended), RPUSH req (consumed) onto list k, wait for the
  * reply to rid while the session lives. */

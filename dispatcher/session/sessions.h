@@ -56,6 +56,8 @@ struct al_sess_opts {
 	uint32_t output_max;		/* stored bytes per exec stream */
 	uint32_t output_budget;		/* kept per session, all execs:
 					 * the oldest execs' output goes */
+	uint32_t snapshots_per_principal; /* session snapshots one
+					 * principal keeps on a host, 0 = no cap */
 	bool spare;			/* keep a session process with the
 					 * warm clones of sb->warm ready */
 	const struct sb_options *sb;	/* for the VMs */

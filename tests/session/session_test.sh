@@ -57,6 +57,9 @@
 #             GET .../exec/N?stream=1&offset=B reattaches; a client
 #             dropped mid-stream, then a reattach (Python http.client)
 #             from the offset it got to: every line once, exec not killed
+#   snapcap   sessions.snapshots_per_principal = 1 over HTTP with a
+#             tokens file: alice's second session snapshot is refused
+#             naming the key, bob's first saves, an operator has no cap
 #   snapshot  a --saveable session writes files and builds a C binary, is
 #             saved by `session snapshot ID NAME` (listed with its origin)
 #             and runs on (its later writes stay out of the snapshot); a
@@ -923,6 +926,56 @@ case_snapshot() {
   S rm "$id" >/dev/null
   S rm "$s2" >/dev/null
   A snapshot rm "$SNAP" >/dev/null
+  sleep 1
+  nothing_left
+}
+
+# Issue 34: a principal's cap on session snapshots (sessions.
+# snapshots_per_principal = 1 here). Over HTTP with a tokens file: alice
+# saves one (its `owner` recorded with it), her second is refused with
+# the key named; bob's first still saves (the cap is per principal); a
+# session of an operator (the CLI, over Redis) is not capped.
+case_snapcap() {
+  local port=$(free_port) api ta=tok-alice-0123456789 tb=tok-bob-0123456789ab
+  local a b rec ex n refusal
+  api=http://127.0.0.1:$port
+  printf 'alice %s\nbob %s\n' "$ta" "$tb" > "$tmp/tokens"
+  chmod 0600 "$tmp/tokens"
+  printf '[http]\ntokens_file = %s\n' "$tmp/tokens" >> "$tmp/airlock.conf"
+  sed -i 's/^output_budget_bytes = .*/&\nsnapshots_per_principal = 1/' "$tmp/airlock.conf"
+  for n in session-cap-a1 session-cap-a2 session-cap-b1 session-cap-o1 session-cap-o2; do
+    A snapshot rm "$n" >/dev/null 2>&1 || true
+  done
+  "$bin" serve --http 127.0.0.1:$port >> "$tmp/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 100); do curl -sf "$api/health" >/dev/null && break; sleep 0.1; done
+  H() { local t=$1; shift; curl -s -H "Authorization: Bearer $t" -H 'Content-Type: application/json' "$@"; }
+  a=$(H "$ta" -X POST -d '{"template":"c","ttl_s":120,"saveable":true}' "$api/sessions" | field id)
+  b=$(H "$tb" -X POST -d '{"template":"c","ttl_s":120,"saveable":true}' "$api/sessions" | field id)
+  [ -n "$a" ] && [ -n "$b" ] || fail "creates: a=$a b=$b"
+  rec=$(H "$ta" -X POST -d '{"name":"session-cap-a1"}' "$api/sessions/$a/snapshot")
+  [ "$(echo "$rec" | field snapshot)" = session-cap-a1 ] || fail "alice's first: $rec"
+  grep -q ' owner=alice' "$(ls -d "$state"/snapshots/session-cap-a1-*)/inputs" ||
+    fail "no owner=alice in the snapshot's inputs"
+  rec=$(H "$ta" -w ' %{http_code}' -X POST -d '{"name":"session-cap-a2"}' "$api/sessions/$a/snapshot")
+  echo "$rec" | grep -q 'snapshots_per_principal' || fail "alice's second: $rec"
+  refusal=$rec
+  case $rec in *' 201') fail "alice's second saved: $rec" ;; esac
+  A snapshot list | grep -q '^session-cap-a2 ' && fail "alice's second is listed"
+  rec=$(H "$tb" -X POST -d '{"name":"session-cap-b1"}' "$api/sessions/$b/snapshot")
+  [ "$(echo "$rec" | field snapshot)" = session-cap-b1 ] || fail "bob's first: $rec"
+  # an operator's sessions (the CLI over Redis) have no cap
+  rec=$(S create -t c --ttl 120 --saveable)
+  id=$(echo "$rec" | field id)
+  S snapshot "$id" session-cap-o1 >/dev/null || fail "operator's first"
+  S snapshot "$id" session-cap-o2 >/dev/null || fail "operator's second"
+  log "cap 1: alice's second refused ($refusal), bob's and the operator's two saved"
+  H "$ta" -X DELETE "$api/sessions/$a" >/dev/null
+  H "$tb" -X DELETE "$api/sessions/$b" >/dev/null
+  S rm "$id" >/dev/null
+  for n in session-cap-a1 session-cap-b1 session-cap-o1 session-cap-o2; do
+    A snapshot rm "$n" >/dev/null || fail "rm $n"
+  done
   sleep 1
   nothing_left
 }

@@ -133,6 +133,7 @@ static void test_sessions(void **state)
 	SAME_U32(&got, &want, keep_s);
 	SAME_U32(&got, &want, output_max);
 	SAME_U32(&got, &want, output_budget);
+	SAME_U32(&got, &want, snapshots_per_principal);
 	SAME_U32(&got, &want, spare);
 	/* the dispatcher's, as test_serve pins them */
 	SAME_STR(&got, &so, queue);

@@ -377,6 +377,10 @@ static const struct al_config_key keys[] = {
     U32(sessions, output_budget_bytes, 65536, 1073741824, "67108864",
 	"bytes of exec output one session keeps in Redis at once (streams "
 	"and record tails): past it the oldest execs' output is dropped"),
+    U32(sessions, snapshots_per_principal, 0, 65536, "8",
+	"session snapshots (`session snapshot`) one principal of "
+	"http.tokens_file may keep on a host; its next save is refused "
+	"until one is removed (0 = no cap; operators have none)"),
     BOOL(sessions, spare, "false",
 	 "keep one session process ready with the warm clones of [pool] "
 	 "warm, so a create gets a warm hand-off (costs those VMs' memory)"),

@@ -122,6 +122,7 @@ struct al_config {
 		uint32_t keep_s;	    /* ended records and output kept */
 		uint32_t output_max_bytes;  /* stored bytes per exec stream */
 		uint32_t output_budget_bytes; /* kept per session, all execs */
+		uint32_t snapshots_per_principal; /* per host, 0 = no cap */
 		bool spare;		    /* a session process kept warm */
 	} sessions;
 

@@ -98,6 +98,7 @@ void al_config_sess_opts(const struct al_config *cfg,
 	ret->keep_s = cfg->sessions.keep_s;
 	ret->output_max = cfg->sessions.output_max_bytes;
 	ret->output_budget = cfg->sessions.output_budget_bytes;
+	ret->snapshots_per_principal = cfg->sessions.snapshots_per_principal;
 	ret->spare = cfg->sessions.spare;
 }
 
