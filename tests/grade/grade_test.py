@@ -266,9 +266,11 @@ def ran(sid, r):
 
 for sid, kind, _, verdict, score, per_test in CLASS:
     s = subs.get(sid, {})
-    want(f"{sid} verdict", s.get("verdict"), verdict)
+    want(f"{sid} verdict", s.get("verdict_text"), verdict)
+    want(f"{sid} verdict token", s.get("verdict"),
+         verdict.split(" (")[0].replace(" ", "_"))
     want(f"{sid} score", (s.get("score"), s.get("max_score")), (str(score), "10"))
-    got = [(r["test"], r["name"], r["verdict"], r["score"], r["status"],
+    got = [(r["test"], r["name"], r["verdict_text"], r["score"], r["status"],
             r["judge0_status"]) for r in rows if r["id"] == sid]
     want(f"{sid} tests", got,
          [(str(i + 1), t[0], v, str(t[3] if v == "accepted" else 0))
@@ -276,7 +278,7 @@ for sid, kind, _, verdict, score, per_test in CLASS:
     for r in rows:
         if r["id"] == sid:
             ran(sid, r)
-            if r["verdict"] == "time limit" and int(r["cpu_ms"] or 0) < 30000:
+            if r["verdict"] == "time_limit" and int(r["cpu_ms"] or 0) < 30000:
                 failures.append(f"{sid}: time limit at {r['cpu_ms']} ms of "
                                 f"CPU, under its cpu_ms 30000")
     if verdict == "compile error":
@@ -286,8 +288,8 @@ want("c-crash judge0", subs["c-crash"]["judge0_status"], "7")
 want("py-rte judge0", subs["py-rte"]["judge0_status"], "11")
 
 # The hostile submission: both tests wrong, nothing read, nothing left.
-want("hostile verdict", subs["hostile"]["verdict"], "wrong answer")
-want("hostile tests", [(r["test"], r["name"], r["verdict"], r["score"],
+want("hostile verdict", subs["hostile"]["verdict"], "wrong_answer")
+want("hostile tests", [(r["test"], r["name"], r["verdict_text"], r["score"],
                         r["status"], r["judge0_status"])
                        for r in rows if r["id"] == "hostile"],
      [("1", "factor", "wrong answer", "0", "OK", "4"),

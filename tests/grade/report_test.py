@@ -106,6 +106,8 @@ with open(os.path.join(rep, "submissions.csv"), newline="", encoding="utf-8") as
     subs = list(csv.DictReader(f))
 want("4 submissions", [s["id"] for s in subs] == ["ok", "'-evil", "ce", "seg"])
 want("verdicts", [s["verdict"] for s in subs] ==
+     ["accepted", "wrong_answer", "compile_error", "runtime_error"])
+want("verdict words", [s["verdict_text"] for s in subs] ==
      ["accepted", "wrong answer", "compile error", "runtime error (SIGSEGV)"])
 want("judge0 ids", [s["judge0_status"] for s in subs] == ["3", "4", "6", "7"])
 want("scores", [(s["score"], s["max_score"]) for s in subs] ==
@@ -113,10 +115,12 @@ want("scores", [(s["score"], s["max_score"]) for s in subs] ==
 want("compile output", subs[2]["compile_output"].startswith("m.c:1: error"))
 with open(os.path.join(rep, "tests.csv"), newline="", encoding="utf-8") as f:
     tests = list(csv.DictReader(f))
-want("tests rows", [(t["id"], t["name"], t["verdict"], t["score"]) for t in tests] ==
-     [("ok", "t1", "accepted", "2"),
-      ("'-evil", "'=cmd|'/C calc'!A0", "wrong answer", "0"),
-      ("ce", "t1", "skipped", "0"), ("seg", "t1", "runtime error (SIGSEGV)", "0")])
+want("tests rows", [(t["id"], t["name"], t["verdict"], t["verdict_text"],
+                    t["score"]) for t in tests] ==
+     [("ok", "t1", "accepted", "accepted", "2"),
+      ("'-evil", "'=cmd|'/C calc'!A0", "wrong_answer", "wrong answer", "0"),
+      ("ce", "t1", "skipped", "skipped", "0"),
+      ("seg", "t1", "runtime_error", "runtime error (SIGSEGV)", "0")])
 
 t = subprocess.run([airlock, "report", rpath], capture_output=True)
 text = t.stdout.decode("utf-8", "replace")

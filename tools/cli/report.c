@@ -410,13 +410,23 @@ static void verdict_text(const struct al_result *r, char *buf, size_t size)
 
 /* --- CSV -------------------------------------------------------------------- */
 
+/* The verdict's token as results carry it (`wrong_answer`; "" for an
+ * ungraded job: its status says it), for programs. */
+static const char *verdict_token(enum al_verdict v)
+{
+	return v == AL_VERDICT_NONE ? "" : al_verdict_name(v);
+}
+
+/* The CSVs: `status` and `verdict` are the result's own codes and tokens
+ * (one vocabulary with the JSON results, issue 37), `verdict_text` the
+ * words the summary and the HTML report print. */
 static int write_csv(const struct report *rp, FILE *sf, FILE *tf)
 {
-	fputs("id,status,verdict,judge0_status,score,max_score,tests_passed,"
-	      "tests,first_failed_test,compile_output\n",
+	fputs("id,status,verdict,verdict_text,judge0_status,score,max_score,"
+	      "tests_passed,tests,first_failed_test,compile_output\n",
 	      sf);
-	fputs("id,test,name,status,verdict,judge0_status,wall_ms,cpu_ms,"
-	      "max_rss_kb,score\n",
+	fputs("id,test,name,status,verdict,verdict_text,judge0_status,wall_ms,"
+	      "cpu_ms,max_rss_kb,score\n",
 	      tf);
 	for (size_t i = 0; i < rp->n; i++) {
 		const struct al_result *r = &rp->subs[i].res;
@@ -428,6 +438,7 @@ static int write_csv(const struct report *rp, FILE *sf, FILE *tf)
 		verdict_text(r, v, sizeof(v));
 		csv_str(sf, r->id, false);
 		csv_str(sf, al_status_name(r->status), false);
+		csv_str(sf, verdict_token(r->verdict), false);
 		csv_str(sf, v, false);
 		csv_num(sf, (unsigned long long)al_verdict_judge0(
 				r->verdict, al_result_verdict_signal(r)),
@@ -453,6 +464,7 @@ static int write_csv(const struct report *rp, FILE *sf, FILE *tf)
 			csv_num(tf, ++t, false);
 			csv_str(tf, s->name, false);
 			csv_str(tf, al_status_name(s->status), false);
+			csv_str(tf, verdict_token(s->verdict), false);
 			csv_str(tf, v, false);
 			csv_num(tf, (unsigned long long)al_verdict_judge0(
 					s->verdict, s->signal),
