@@ -81,7 +81,10 @@ static void check_template(const char *t, const struct al_policy *p,
 			     t, allowed,
 			     p->templates_from ? p->templates_from
 					       : "the config file");
-	} else if (in_list(p->unbuilt, t))
+	} else if (!in_list(p->snapshots, t) &&
+		   (in_list(p->unbuilt, t) ||
+		    (p->templates && p->image_built &&
+		     !p->image_built(t, p->image_built_arg))))
 		al_diags_add(d, "template",
 			     "template \"%s\" is allowed but has no image on "
 			     "this host; fix: airlock image build %s",

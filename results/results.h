@@ -331,6 +331,11 @@ struct al_policy {
 	const char *const *unbuilt;    /* allowed templates with no image on
 					  this host (refused), NULL-terminated;
 					  NULL = not checked */
+	/* asked at each check instead (serve, which outlives an image
+	 * build) of a template `templates` lists: is NAME's image on this
+	 * host? NULL = not asked */
+	bool (*image_built)(const char *name, const void *arg);
+	const void *image_built_arg;
 };
 
 /* A language a template runs: its `language = NAME FILE | COMPILE | RUN`

@@ -64,6 +64,17 @@ static int find_image(const char *state, const char *name, char *dir)
 	return 0;
 }
 
+bool sb_image_built(const struct sb_options *o, const char *template_)
+{
+	char dir[PATH_MAX];
+
+	if (!safe_name(template_))
+		return false;
+	return find_image(o->state_dir, template_, dir) == 0 ||
+	       (o->system_dir[0] && strcmp(o->system_dir, o->state_dir) &&
+		find_image(o->system_dir, template_, dir) == 0);
+}
+
 int sb_image_open(const struct sb_options *o, const char *template_,
 		  struct sb_image *ret)
 {

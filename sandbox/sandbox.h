@@ -73,6 +73,9 @@ struct sb_template {
 /* Find the newest built image of `template_` under o->state_dir, else
  * (read-only) under o->system_dir. -ENOENT (not built: `airlock image
  * build NAME`), -EACCES (there, not readable), -EBADMSG (bad manifest). */
+/* Is template_'s image in the state (or system) dir? A name check and a
+ * realpath: cheap enough to ask per submitted job. */
+bool sb_image_built(const struct sb_options *o, const char *template_);
 int sb_image_open(const struct sb_options *o, const char *template_,
 		  struct sb_image *ret);
 

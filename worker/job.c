@@ -1059,6 +1059,7 @@ int al_worker_run(struct al_worker *w, const struct al_job *job,
 		res->status = AL_RJ;
 	if (no_vm && r == -EPERM) /* a snapshot the policy does not list */
 		res->status = AL_RJ;
+
 	if (over && res->status == AL_OK)
 		res->status = AL_OL; /* the guest sent files past the budget */
 	res->timing.queued_ms = queued_ms;

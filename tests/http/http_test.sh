@@ -82,12 +82,16 @@ mkdir "$tmp/empty"
 state=$tmp/empty
 [ "$case" = e2e ] && state=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
 # config: $1 is appended (more sections)
+# (no image in the empty state dir: serve must not refuse the jobs at
+# submit, templates.check_images; the unbuilt case sets it)
 conf() {
   cat > "$tmp/airlock.conf" <<EOC
 [queue]
 max_deliveries = 1
 [sandbox]
 state_dir = $state
+[templates]
+check_images = ${CHECK_IMAGES:-false}
 $1
 EOC
 }
@@ -435,6 +439,43 @@ cancel)
   curl -sf "$api/metrics" > "$tmp/m" || fail "no /metrics"
   grep -q "^airlock_cancels_total $want\$" "$tmp/m" ||
     fail "cancels after the CLI's (want $want): $(grep '^airlock_cancels' "$tmp/m")"
+  ;;
+
+unbuilt)
+  # issue 37, item 8: a template templates.allowed lists but this host
+  # has no image of is refused at submit (422, naming the template and
+  # the command that builds it), and a job that reached the queue by
+  # Redis ends RJ at its first delivery (not XX, retried, dead-lettered);
+  # an image built while serve runs is seen at the next submit
+  CHECK_IMAGES=true conf "allowed = python java
+default = python"
+  serve_start
+  expect 422 -X POST "$api/jobs" -d '{"id":"u1","template":"java","sh":"true"}'
+  grep -q 'template \\"java\\" is allowed but has no image on this host; fix: airlock image build java' "$tmp/body" ||
+    fail "refusal: $(cat "$tmp/body")"
+  [ "$(redis-cli -s "$sock" exists 'airlock:{default}:job:u1')" = 0 ] ||
+    fail "the refused job is in Redis"
+  # the default template, unbuilt too, is named for a job naming none
+  expect 422 -X POST "$api/jobs" -d '{"id":"u2","sh":"true"}'
+  grep -q 'airlock image build python' "$tmp/body" || fail "default: $(cat "$tmp/body")"
+  # through Redis (a client whose config allows any template): RJ once,
+  # with the fix
+  printf '[templates]\nallowed =\n' > "$tmp/any.conf"
+  echo '{"id":"u3","template":"java","sh":"true"}' |
+    AIRLOCK_CONFIG=$tmp/any.conf "$bin" submit --redis "$url" - \
+      > "$tmp/submit.out" 2>&1 || fail "submit over Redis: $(cat "$tmp/submit.out")"
+  AIRLOCK_CONFIG=$tmp/any.conf "$bin" wait --redis "$url" --timeout 30 u3 ||
+    fail "no result for u3"
+  r=$(AIRLOCK_CONFIG=$tmp/any.conf "$bin" result --redis "$url" --json u3)
+  [ "$(echo "$r" | jq -r .status)" = RJ ] && [ "$(echo "$r" | jq -r .attempt)" = 1 ] ||
+    fail "u3: $(echo "$r" | jq -c '{status, attempt, error}')"
+  echo "$r" | jq -r .error | grep -q 'airlock image build java' ||
+    fail "u3's error: $(echo "$r" | jq -r .error)"
+  # an image appears (as `airlock image build` leaves one: a link to a
+  # directory): the next submit is taken
+  mkdir -p "$state/images/java-0123456789abcdef"
+  ln -s java-0123456789abcdef "$state/images/java"
+  expect 201 -X POST "$api/jobs" -d '{"id":"u4","template":"java","sh":"true"}'
   ;;
 
 principals)

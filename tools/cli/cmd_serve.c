@@ -192,6 +192,10 @@ static int run(struct al_cli *cli, int argc, char **argv)
 					  o->http);
 	al_config_policy(cfg, &policy);
 	al_config_serve_opts(cfg, &url, &policy, &sb, &so);
+	/* a job naming a template with no image here is refused when it is
+	 * submitted (HTTP) or read, not run as XX three times (issue 37) */
+	if (cfg->templates.check_images)
+		al_config_policy_live(&policy, &sb);
 	/* before any thread starts: the gateway's keeper and the session
 	 * host are forked */
 	if (al_gw_wanted(cfg)) {

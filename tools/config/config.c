@@ -463,6 +463,10 @@ static const struct al_config_key keys[] = {
 	"",
 	"template definitions; empty = $AIRLOCK_TEMPLATES_DIR, else the "
 	"built-in dir"),
+    BOOL(templates, check_images, "true",
+	 "serve refuses a job naming an allowed template with no image on "
+	 "this host when it is submitted or read (false: a fleet whose "
+	 "hosts hold different images)"),
 
     STR(network, dns, dns, check_dns, "empty or IPV4[:PORT]", "",
 	"upstream DNS server of the networked VMs' resolvers; empty = the "

@@ -161,6 +161,7 @@ struct al_config {
 		char default_[AL_NAME_MAX + 1];	 /* for jobs naming none */
 		struct al_config_names allowed;	 /* empty = any found in dir */
 		char dir[AL_CONFIG_STR_MAX + 1]; /* "" = search */
+		bool check_images; /* serve: refuse an unbuilt template */
 		char from[1100]; /* al_config_policy scratch: the file that
 				    sets templates.allowed, for refusals */
 		const char *unbuilt[AL_CONFIG_NAMES_MAX + 1]; /* scratch of

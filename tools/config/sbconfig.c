@@ -107,6 +107,18 @@ bool al_config_addr_denied(int family, const void *addr)
 	return sb_net_always_denied(family, addr);
 }
 
+static bool image_built(const char *name, const void *sb)
+{
+	return sb_image_built(sb, name);
+}
+
+void al_config_policy_live(struct al_policy *policy,
+			   const struct sb_options *sb)
+{
+	policy->image_built = image_built;
+	policy->image_built_arg = sb;
+}
+
 void al_config_policy_local(struct al_config *cfg, struct al_policy *policy)
 {
 	const struct al_config_names *a = &cfg->templates.allowed;

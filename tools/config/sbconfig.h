@@ -25,6 +25,11 @@ int al_sandbox_options(const struct al_config *cfg, struct sb_options *o,
  * run here (run, batch, eval with the embedded Redis), after
  * al_config_policy(); not serve, which outlives an image build. */
 void al_config_policy_local(struct al_config *cfg, struct al_policy *policy);
+/* serve's: the same refusal, asked of `sb`'s state dir at each submit
+ * (an image built while serve runs is seen at once). `sb` must outlive
+ * the policy's use. For a serve that runs workers on this host. */
+void al_config_policy_live(struct al_policy *policy,
+			   const struct sb_options *sb);
 
 /* Dispatcher options from the config; `url`, `policy` and `sb` must
  * outlive *ret. workers.count 0 becomes the number of online CPUs. */
