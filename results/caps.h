@@ -44,6 +44,7 @@
 /* limits: hard ranges; config chooses defaults and maxima inside them */
 #define AL_TIMEOUT_MS_MAX 600000u /* one step */
 #define AL_CPU_MS_MAX 600000u     /* one step's CPU time (`cpu_ms`) */
+#define AL_TIME_SCALE_MAX 20u     /* templates.time_scale's factor */
 #define AL_WALL_MS_MAX 3600000u   /* a whole VM */
 #define AL_MEMORY_MB_MIN 64u
 #define AL_MEMORY_MB_MAX 65536u

@@ -296,6 +296,54 @@ static int fill_run(struct al_job *job, const struct al_language *l)
 	return 0;
 }
 
+uint32_t al_time_scale(const char *scales, const char *tmpl)
+{
+	size_t n = strlen(tmpl);
+
+	for (const char *s = scales; s && *s;) {
+		size_t len = strcspn(s, ": ");
+		char *end;
+		unsigned long f;
+
+		if (*s == ' ') {
+			s++;
+			continue;
+		}
+		if (s[len] != ':')
+			return 1;
+		f = strtoul(s + len + 1, &end, 10);
+		if (len == n && !memcmp(s, tmpl, n))
+			return f >= 1 && f <= AL_TIME_SCALE_MAX ? (uint32_t)f : 1;
+		s = end;
+	}
+	return 1;
+}
+
+/* The template's time scale on every step (issue 37: a JVM starts in
+ * 2.5-10 s of CPU under TCG): a step's timeout (its own, else the
+ * policy's default) and its cpu_ms, each capped at its maximum. The
+ * job's wall time follows its steps unless the job sets one. */
+static void scale_steps(struct al_job *job, const struct al_language *l,
+			const struct al_policy *p)
+{
+	uint32_t f = al_time_scale(p->time_scale, l->template_);
+	uint64_t v;
+
+	if (f == 1)
+		return;
+	for (size_t i = 0; i < job->n_steps; i++) {
+		struct al_step *s = &job->steps[i];
+
+		v = (uint64_t)(s->timeout_ms ? s->timeout_ms
+					     : p->step_timeout_ms) * f;
+		s->timeout_ms = (uint32_t)(v < p->step_timeout_max_ms
+						? v
+						: p->step_timeout_max_ms);
+		v = (uint64_t)s->cpu_ms * f;
+		s->cpu_ms = (uint32_t)(v < AL_CPU_MS_MAX ? v : AL_CPU_MS_MAX);
+	}
+}
+
 int al_job_expand_language(struct al_job *job, const struct al_policy *p,
 			   struct al_diags *d)
 {
@@ -325,6 +373,7 @@ int al_job_expand_language(struct al_job *job, const struct al_policy *p,
 	r = fill_run(job, l);
 	if (r < 0)
 		return r;
+	scale_steps(job, l, p);
 	if (!job->template_ && !(job->template_ = strdup(l->template_)))
 		return -ENOMEM;
 	free(job->language);

@@ -331,6 +331,10 @@ struct al_policy {
 	const char *const *unbuilt;    /* allowed templates with no image on
 					  this host (refused), NULL-terminated;
 					  NULL = not checked */
+	/* templates.time_scale: "NAME:N ..." (N 1..20), the factor a
+	 * `language` job's step timeouts and cpu_ms are multiplied by on
+	 * template NAME (a JVM's start under TCG); NULL or "" = none */
+	const char *time_scale;
 	/* asked at each check instead (serve, which outlives an image
 	 * build) of a template `templates` lists: is NAME's image on this
 	 * host? NULL = not asked */
@@ -349,6 +353,10 @@ struct al_language {
 	char compile[AL_LANGUAGE_CMD_MAX + 1]; /* compile command, "" = none */
 	char run[AL_LANGUAGE_CMD_MAX + 1];   /* run command */
 };
+
+/* The factor templates.time_scale (`scales`, "NAME:N ...") gives template
+ * `tmpl`: 1 when it names none, or scales is NULL or malformed there. */
+uint32_t al_time_scale(const char *scales, const char *tmpl);
 
 /* Parse the value of a `language` line of template `tmpl` into *ret.
  * Returns 0, or -EINVAL with a reason in why (always NUL-terminated). */

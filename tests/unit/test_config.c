@@ -994,6 +994,7 @@ static void test_dump_roundtrip(void **state)
 	    "step_timeout_ms = 9\nstep_timeout_ms_max = 10\n"
 	    "[templates]\ndefault = c\nallowed = c python rust\n"
 	    "dir = /usr/share/airlock/templates\ncheck_images = false\n"
+	    "time_scale = java:3\n"
 	    "[network]\ndns = 192.0.2.53:5353\n"
 	    "[network.pypi]\nallow = pypi.org *.pythonhosted.org\n"
 	    "allow = 2001:db8::/32 192.0.2.7\nports = tcp/443 udp/1000-2000\n"

@@ -110,6 +110,64 @@ static int expand(const char *json, char **ret, struct al_diags *d)
 	return r;
 }
 
+/* templates.time_scale (issue 37, item 5): a language job on a scaled
+ * template gets N times its steps' timeouts (the policy's default where
+ * it sets none) and cpu_ms, capped at their maxima; other templates and
+ * template jobs keep theirs; the factor lookup refuses what is not
+ * NAME:N with N 1..20. */
+static void test_time_scale(void **state)
+{
+	struct al_job job = {0};
+	struct al_diags d;
+	const char *json =
+	    "{\"language\":\"java\",\"source_code\":\"class Main{}\","
+	    "\"steps\":[{\"cpu_ms\":3000},{\"cpu_ms\":200000,"
+	    "\"timeout_ms\":300000}]}";
+
+	(void)state;
+	assert_int_equal(al_time_scale("java:4 kotlin:3", "java"), 4);
+	assert_int_equal(al_time_scale("java:4 kotlin:3", "kotlin"), 3);
+	assert_int_equal(al_time_scale("java:4", "c"), 1);
+	assert_int_equal(al_time_scale("java:4", "jav"), 1);
+	assert_int_equal(al_time_scale("java:0", "java"), 1);
+	assert_int_equal(al_time_scale("java:21", "java"), 1);
+	assert_int_equal(al_time_scale("java", "java"), 1);
+	assert_int_equal(al_time_scale(NULL, "java"), 1);
+	static const char *const with_java[] = {"c", "python", "java", NULL};
+	const char *const *was = pol.templates;
+
+	pol.templates = with_java;
+	pol.time_scale = "python:2 java:4";
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_json(json, strlen(json), &job, &d), 0);
+	assert_int_equal(al_job_expand_language(&job, &pol, &d), 0);
+	/* compile (already the longest timeout, no cpu_ms), then the tests
+	 * (the first with the policy's default timeout) */
+	assert_int_equal(job.n_steps, 3);
+	assert_int_equal(job.steps[0].timeout_ms, pol.step_timeout_max_ms);
+	assert_int_equal(job.steps[0].cpu_ms, 0);
+	assert_int_equal(job.steps[1].cpu_ms, 12000);
+	assert_int_equal(job.steps[1].timeout_ms,
+			 pol.step_timeout_max_ms < pol.step_timeout_ms * 4
+			     ? pol.step_timeout_max_ms
+			     : pol.step_timeout_ms * 4);
+	assert_int_equal(job.steps[2].cpu_ms, AL_CPU_MS_MAX);
+	assert_int_equal(job.steps[2].timeout_ms, pol.step_timeout_max_ms);
+	al_job_release(&job);
+	/* c is not scaled */
+	memset(&job, 0, sizeof(job));
+	json = "{\"language\":\"c\",\"source_code\":\"int main(){}\","
+	       "\"steps\":[{\"cpu_ms\":3000,\"timeout_ms\":5000}]}";
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_json(json, strlen(json), &job, &d), 0);
+	assert_int_equal(al_job_expand_language(&job, &pol, &d), 0);
+	assert_int_equal(job.steps[1].cpu_ms, 3000);
+	assert_int_equal(job.steps[1].timeout_ms, 5000);
+	al_job_release(&job);
+	pol.time_scale = NULL;
+	pol.templates = was;
+}
+
 static void test_expand_shorthand(void **state)
 {
 	struct al_diags d;
@@ -333,6 +391,7 @@ int main(void)
 	    cmocka_unit_test(test_expand_shorthand),
 	    cmocka_unit_test(test_expand_steps),
 	    cmocka_unit_test(test_expand_refused),
+	    cmocka_unit_test(test_time_scale),
 	    cmocka_unit_test(test_many_known),
 	    cmocka_unit_test(test_decode),
 	};

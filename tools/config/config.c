@@ -155,6 +155,33 @@ static bool check_abs_path(const char *s)
 	return s[0] == '/';
 }
 
+/* [templates] time_scale: space-separated NAME:N, N 1..AL_TIME_SCALE_MAX;
+ * read by al_time_scale() (results/lang.c). */
+static bool check_time_scale(const char *s)
+{
+	while (*s) {
+		size_t len = strcspn(s, ": ");
+		char name[AL_NAME_MAX + 1], *end;
+		unsigned long n;
+
+		if (*s == ' ') {
+			s++;
+			continue;
+		}
+		if (len == 0 || len > AL_NAME_MAX || s[len] != ':')
+			return false;
+		memcpy(name, s, len);
+		name[len] = 0;
+		if (!check_name(name) || s[len + 1] < '1' || s[len + 1] > '9')
+			return false;
+		n = strtoul(s + len + 1, &end, 10);
+		if (n < 1 || n > AL_TIME_SCALE_MAX || (*end && *end != ' '))
+			return false;
+		s = end;
+	}
+	return true;
+}
+
 static bool check_opt_abs_path(const char *s)
 {
 	return !*s || s[0] == '/';
@@ -463,6 +490,12 @@ static const struct al_config_key keys[] = {
 	"",
 	"template definitions; empty = $AIRLOCK_TEMPLATES_DIR, else the "
 	"built-in dir"),
+    STR(templates, time_scale, time_scale, check_time_scale,
+	"NAME:N pairs, N 1..20, space-separated",
+	"java:4 kotlin:4 scala:4 groovy:4 clojure:4",
+	"language jobs on template NAME get N times their steps' timeouts "
+	"and cpu_ms (a JVM's start under TCG, docs/languages.md); 1 under "
+	"KVM is fine"),
     BOOL(templates, check_images, "true",
 	 "serve refuses a job naming an allowed template with no image on "
 	 "this host when it is submitted or read (false: a fleet whose "

@@ -162,6 +162,7 @@ struct al_config {
 		struct al_config_names allowed;	 /* empty = any found in dir */
 		char dir[AL_CONFIG_STR_MAX + 1]; /* "" = search */
 		bool check_images; /* serve: refuse an unbuilt template */
+		char time_scale[AL_CONFIG_STR_MAX + 1]; /* "java:4 ..." */
 		char from[1100]; /* al_config_policy scratch: the file that
 				    sets templates.allowed, for refusals */
 		const char *unbuilt[AL_CONFIG_NAMES_MAX + 1]; /* scratch of

@@ -64,6 +64,7 @@ void al_config_policy(struct al_config *cfg, struct al_policy *ret)
 	    .languages = cfg->languages.list,
 	    .n_languages = cfg->languages.n,
 	    .templates_from = cfg->templates.from,
+	    .time_scale = cfg->templates.time_scale,
 	};
 	templates_from(cfg);
 }
