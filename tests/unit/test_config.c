@@ -349,6 +349,10 @@ static void test_default_above_max(void **state)
 		    "t.conf:2: templates.default: \"rust\" is not in "
 		    "templates.allowed");
 	expect_load("[templates]\ndefault = rust\nallowed =\n", NULL);
+	expect_load("[templates]\ntime_scale = java:4 scala:20\n", NULL);
+	expect_load("[templates]\ntime_scale = java:0\n",
+		    "t.conf:2: templates.time_scale: must be NAME:N pairs, N "
+		    "1..20, space-separated");
 	expect_load("[templates]\nallowed = c\n",
 		    "t.conf: templates.default: \"python\" is not in "
 		    "templates.allowed");

@@ -86,9 +86,8 @@ static bool check_name(const char *s)
 	return al_name_valid(s); /* the jobs' rule (results.h) */
 }
 
-/* [pool] warm: space-separated NAME:N, N 0..8 (SB_POOL_MAX); the same
- * grammar as al_worker_warm_count() in worker/job.c, which reads it. */
-static bool check_warm(const char *s)
+/* Space-separated NAME:N pairs, each N in lo..hi. */
+static bool name_counts(const char *s, unsigned long lo, unsigned long hi)
 {
 	while (*s) {
 		size_t len = strcspn(s, ": ");
@@ -106,11 +105,18 @@ static bool check_warm(const char *s)
 		if (!check_name(name) || s[len + 1] < '0' || s[len + 1] > '9')
 			return false;
 		n = strtoul(s + len + 1, &end, 10);
-		if (n > 8 || (*end && *end != ' '))
+		if (n < lo || n > hi || (*end && *end != ' '))
 			return false;
 		s = end;
 	}
 	return true;
+}
+
+/* [pool] warm: NAME:N, N 0..8 (SB_POOL_MAX); the same grammar as
+ * al_worker_warm_count() in worker/job.c, which reads it. */
+static bool check_warm(const char *s)
+{
+	return name_counts(s, 0, 8);
 }
 
 static bool no_space(const char *s)
@@ -155,32 +161,13 @@ static bool check_abs_path(const char *s)
 	return s[0] == '/';
 }
 
-/* [templates] time_scale: space-separated NAME:N, N 1..AL_TIME_SCALE_MAX;
- * read by al_time_scale() (results/lang.c). */
+/* [templates] time_scale: NAME:N, N 1..AL_TIME_SCALE_MAX; read by
+ * al_time_scale() (results/lang.c). */
 static bool check_time_scale(const char *s)
 {
-	while (*s) {
-		size_t len = strcspn(s, ": ");
-		char name[AL_NAME_MAX + 1], *end;
-		unsigned long n;
-
-		if (*s == ' ') {
-			s++;
-			continue;
-		}
-		if (len == 0 || len > AL_NAME_MAX || s[len] != ':')
-			return false;
-		memcpy(name, s, len);
-		name[len] = 0;
-		if (!check_name(name) || s[len + 1] < '1' || s[len + 1] > '9')
-			return false;
-		n = strtoul(s + len + 1, &end, 10);
-		if (n < 1 || n > AL_TIME_SCALE_MAX || (*end && *end != ' '))
-			return false;
-		s = end;
-	}
-	return true;
+	return name_counts(s, 1, AL_TIME_SCALE_MAX);
 }
+
 
 static bool check_opt_abs_path(const char *s)
 {
