@@ -95,6 +95,7 @@ RESULT_MAX_BYTES = 96 << 20   # results/caps.h: AL_RESULT_MAX_BYTES
 WAIT_MANY = 512               # keys per BLPOP, as ALQ_WAIT_MANY
 
 
+from .blobs import blobs_to_bytes
 from .errors import AirlockError, HarnessTimeout, IdConflict  # noqa: F401
 
 
@@ -141,16 +142,7 @@ def _as_bytes(v):
 def _blobs_to_bytes(res):
     """stdout, stderr and files' contents as bytes, whichever msgpack type
     (str: UTF-8, bin: anything else) the result was stored with."""
-    if not isinstance(res, dict):
-        return res
-    for st in res.get("steps") or []:
-        if isinstance(st, dict):
-            for k in ("stdout", "stderr"):
-                if k in st:
-                    st[k] = _as_bytes(st[k])
-    if isinstance(res.get("files"), dict):
-        res["files"] = {k: _as_bytes(v) for k, v in res["files"].items()}
-    return res
+    return blobs_to_bytes(res, _as_bytes)
 
 
 # results/job.c's encoder (pack_job, al_step_pack, al_limits_pack): the

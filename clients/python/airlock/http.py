@@ -12,6 +12,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from .blobs import blobs_to_bytes
+
 BATCH_MAX = 1000        # POST /jobs/batch takes 1..1000 jobs
 POLL_S = 0.2            # between GET /jobs/{id} of unfinished jobs
 WAIT_MAX_S = 60         # ?wait= of one request (serve caps it itself)
@@ -25,13 +27,7 @@ def _as_bytes(v):
 
 def _json_result(res):
     """A result as GET /jobs/{id} gives it, with the Redis client's types."""
-    for st in res.get("steps") or []:
-        for k in ("stdout", "stderr"):
-            if k in st:
-                st[k] = _as_bytes(st[k])
-    if isinstance(res.get("files"), dict):
-        res["files"] = {k: _as_bytes(v) for k, v in res["files"].items()}
-    return res
+    return blobs_to_bytes(res, _as_bytes)
 
 
 class HttpClient:
