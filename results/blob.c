@@ -124,12 +124,12 @@ bool al_utf8_valid(const uint8_t *s, size_t len)
 static const char b64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-size_t al__base64_encoded_len(size_t len)
+size_t al_base64_encoded_len(size_t len)
 {
 	return (len + 2) / 3 * 4;
 }
 
-void al__base64_encode(const uint8_t *in, size_t len, char *out)
+void al_base64_encode(const uint8_t *in, size_t len, char *out)
 {
 	size_t i = 0;
 
@@ -169,30 +169,30 @@ static int b64_value(char c)
 	return -1;
 }
 
-/* Standard alphabet; padding optional; no white space; the unused low bits
- * of the last symbol must be zero so that every byte string has exactly one
- * accepted encoding. */
-int al__base64_decode(const char *in, size_t len, struct al_blob *ret)
+/* Standard alphabet; padding optional (LAX: line breaks skipped); the
+ * unused low bits of the last symbol zero unless LAX, so that every byte
+ * string has exactly one accepted encoding. */
+int al_base64_decode(const char *in, size_t len, unsigned flags,
+		     struct al_blob *ret)
 {
+	bool lax = flags & AL_BASE64_LAX;
 	uint8_t *out, *o;
 	uint32_t acc = 0;
-	size_t bits = 0;
+	size_t bits = 0, pad = 0;
 
-	while (len && in[len - 1] == '=' && len % 4 != 1)
-		len--;
-	if (len % 4 == 1)
-		return -EINVAL;
-	out = malloc(len / 4 * 3 + 3);
+	out = malloc(len / 4 * 3 + 4);
 	if (!out)
 		return -ENOMEM;
 	o = out;
 	for (size_t i = 0; i < len; i++) {
 		int v = b64_value(in[i]);
 
-		if (v < 0) {
-			free(out);
-			return -EINVAL;
-		}
+		if (lax && (in[i] == '\n' || in[i] == '\r'))
+			continue;
+		if (in[i] == '=' && ++pad <= 2)
+			continue;
+		if (v < 0 || pad)
+			goto bad;
 		acc = acc << 6 | (uint32_t)v;
 		bits += 6;
 		if (bits >= 8) {
@@ -200,13 +200,15 @@ int al__base64_decode(const char *in, size_t len, struct al_blob *ret)
 			*o++ = (uint8_t)(acc >> bits);
 		}
 	}
-	if (acc & ((1u << bits) - 1)) {
-		free(out);
-		return -EINVAL;
-	}
+	/* a lone symbol, or set bits no byte holds */
+	if (bits >= 6 || (!lax && (acc & ((1u << bits) - 1))))
+		goto bad;
 	*o = 0;
 	free(ret->data);
 	ret->data = out;
 	ret->len = (size_t)(o - out);
 	return 0;
+bad:
+	free(out);
+	return -EINVAL;
 }

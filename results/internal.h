@@ -10,11 +10,6 @@
 int al__blob_set(struct al_blob *b, const void *data, size_t len);
 void al__blob_release(struct al_blob *b);
 char *al__str_dup_n(const char *s, size_t len);
-size_t al__base64_encoded_len(size_t len);
-/* Encode into out (al__base64_encoded_len(len) + 1 bytes, NUL-terminated). */
-void al__base64_encode(const uint8_t *in, size_t len, char *out);
-/* Decode; *ret is malloc'd. -EINVAL on bad input, -ENOMEM. */
-int al__base64_decode(const char *in, size_t len, struct al_blob *ret);
 
 /* path.c: field paths for diagnostics */
 void al__path_field(char *out, size_t size, const char *base, const char *name);

@@ -92,12 +92,12 @@ static int json_to_msgpack(const char *text, size_t len, size_t max_len,
 
 static json_t *base64_object(const void *data, size_t len)
 {
-	char *s = malloc(al__base64_encoded_len(len) + 1);
+	char *s = malloc(al_base64_encoded_len(len) + 1);
 	json_t *j;
 
 	if (!s)
 		return NULL;
-	al__base64_encode(data, len, s);
+	al_base64_encode(data, len, s);
 	j = json_pack("{s:s}", "base64", s);
 	free(s);
 	return j;

@@ -47,6 +47,20 @@ struct al_blob {
 	size_t len;    /* bytes of content */
 };
 
+/* base64 (RFC 4648's standard alphabet), the one codec of the results'
+ * byte strings and of the front doors. */
+size_t al_base64_encoded_len(size_t len);
+/* Encode into out (al_base64_encoded_len(len) + 1 bytes, NUL-ended). */
+void al_base64_encode(const uint8_t *in, size_t len, char *out);
+/* Decode into *ret (malloc'd, NUL-ended past len): padding optional, no
+ * white space, the last symbol's unused bits zero (one encoding per byte
+ * string). AL_BASE64_LAX: line breaks skipped and the unused bits not
+ * checked, as Ruby's decode64 takes what Judge0's clients send.
+ * -EINVAL on bad input, -ENOMEM. */
+#define AL_BASE64_LAX 1u
+int al_base64_decode(const char *in, size_t len, unsigned flags,
+		     struct al_blob *ret);
+
 struct al_file {
 	char *path;            /* relative, normalised (no ., .., //, leading /) */
 	struct al_blob content; /* file bytes */

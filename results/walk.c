@@ -277,7 +277,7 @@ int al__walk_blob(const msgpack_object *v, const char *path, struct al_diags *d,
 		return 0;
 	}
 	b64 = &v->via.map.ptr[0].val;
-	r = al__base64_decode(b64->via.str.ptr, b64->via.str.size, ret);
+	r = al_base64_decode(b64->via.str.ptr, b64->via.str.size, 0, ret);
 	if (r == -EINVAL) {
 		al__path_field(sub, sizeof(sub), path, "base64");
 		al_diags_add(d, sub, "invalid base64");

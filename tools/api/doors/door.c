@@ -180,78 +180,59 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
 	return status;
 }
 
-/* --- base64 ------------------------------------------------------------- */
-
-static int b64_value(int c)
+enum MHD_Result al_door_run_held(const struct al_door_req *r, int d,
+				 json_t *jobs, unsigned status422,
+				 json_t *(*answer)(const struct al_result *))
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
+	struct al_result res = {0};
+	enum alq_state st;
+	char ids[1][AL_ID_MAX + 1], why[512];
+	unsigned code;
+	json_t *j;
+
+	code = al_door_submit(r->h, jobs, NULL, ids, why, sizeof(why));
+	if (code)
+		return al_door_error(d, r->c, code == 422 ? status422 : code,
+				     why);
+	/* held until the job is done: the door's client waits for it */
+	do {
+		al_result_release(&res);
+		if (al_http_job_result(r->h, ids[0], AL_DOOR_HOLD_S, &st,
+				       &res) < 0)
+			return al_door_error(d, r->c, 503,
+					     "the queue is unavailable");
+	} while (st == ALQ_QUEUED || st == ALQ_RUNNING);
+	if (st == ALQ_UNKNOWN)
+		return al_door_error(d, r->c, 500, "the job's result expired");
+	j = answer(&res);
+	al_result_release(&res);
+	return al_http_send_json_retry(r->c, 200, j, 0);
 }
 
+/* --- base64 ------------------------------------------------------------- */
+
+/* results/blob.c's codec, as lax as Ruby's decode64 about line breaks */
 int al_door_b64_decode(const char *s, size_t n, uint8_t **ret, size_t *ret_len)
 {
-	uint8_t *out = malloc(n / 4 * 3 + 4);
-	uint32_t acc = 0;
-	size_t o = 0, bits = 0, pad = 0;
+	struct al_blob b = {0};
+	int r = al_base64_decode(s, n, AL_BASE64_LAX, &b);
 
-	if (!out)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64_value((unsigned char)s[i]);
-
-		if (s[i] == '\n' || s[i] == '\r')
-			continue;
-		if (s[i] == '=') {
-			pad++;
-			continue;
-		}
-		if (v < 0 || pad)
-			goto bad;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (uint8_t)(acc >> bits);
-		}
-	}
-	if (pad > 2 || bits >= 6)
-		goto bad;
-	out[o] = 0;
-	*ret = out;
-	*ret_len = o;
+	if (r < 0)
+		return r;
+	*ret = b.data;
+	*ret_len = b.len;
 	return 0;
-bad:
-	free(out);
-	return -EINVAL;
 }
 
 json_t *al_door_b64_json(const uint8_t *data, size_t len)
 {
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst"
-	    "uvwxyz0123456789+/";
-	char *out = malloc((len + 2) / 3 * 4 + 1);
-	size_t o = 0;
+	char *out = malloc(al_base64_encoded_len(len) + 1);
 	json_t *j;
 
 	if (!out)
 		return NULL;
-	for (size_t i = 0; i < len; i += 3) {
-		uint32_t v = (uint32_t)data[i] << 16;
-
-		v |= i + 1 < len ? (uint32_t)data[i + 1] << 8 : 0;
-		v |= i + 2 < len ? data[i + 2] : 0;
-		out[o++] = tab[v >> 18 & 63];
-		out[o++] = tab[v >> 12 & 63];
-		out[o++] = i + 1 < len ? tab[v >> 6 & 63] : '=';
-		out[o++] = i + 2 < len ? tab[v & 63] : '=';
-	}
-	j = json_stringn(out, o);
+	al_base64_encode(data, len, out);
+	j = json_string(out);
 	free(out);
 	return j;
 }
@@ -351,8 +332,7 @@ bool al_door_has(const char *query_value)
 	       (!strcmp(query_value, "true") || !strcmp(query_value, "1"));
 }
 
-/* The blank-separated words of s appended to arr. */
-static void append_words(json_t *arr, const char *s)
+void al_door_words(json_t *arr, const char *s)
 {
 	while (*s) {
 		size_t n;
@@ -373,7 +353,7 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 	if (lang->compile[0]) {
 		json_t *cmd = json_array();
 
-		append_words(cmd, lang->compile);
+		al_door_words(cmd, lang->compile);
 		json_array_append_new(steps,
 				      json_pack("{sssosbsi}", "name", "compile",
 						"cmd", cmd, "compile", 1,
@@ -384,7 +364,7 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 	if (json_array_size(args)) {
 		json_t *cmd = json_array();
 
-		append_words(cmd, lang->run);
+		al_door_words(cmd, lang->run);
 		json_array_extend(cmd, args);
 		json_object_set_new(run, "cmd", cmd);
 	}
@@ -412,7 +392,7 @@ json_t *al_door_job(const struct al_language *lang, json_t *src, json_t *files,
 				 al_door_steps(lang, compile_ms, run, args));
 	json_object_set(f, lang->file, src);
 	cmd = json_array();
-	append_words(cmd, lang->run);
+	al_door_words(cmd, lang->run);
 	if (args)
 		json_array_extend(cmd, args);
 	json_object_set_new(run, "cmd", cmd);

@@ -70,6 +70,13 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
 			const struct al_callback_shape *shape,
 			char (*ret_ids)[AL_ID_MAX + 1], char *ret_msg,
 			size_t msglen);
+/* Piston's and SandboxFusion's request: the one job of `jobs` (consumed)
+ * enqueued, the request held until it has a result, answered with
+ * answer(result) (200) or the door's error (a refusal's 422 answered as
+ * status422). */
+enum MHD_Result al_door_run_held(const struct al_door_req *r, int d,
+				 json_t *jobs, unsigned status422,
+				 json_t *(*answer)(const struct al_result *));
 /* The language of `name` in the policy's table, when its template is
  * one the policy allows; else NULL. */
 const struct al_language *al_door_language(const struct al_policy *p,
@@ -107,6 +114,8 @@ json_t *al_door_job(const struct al_language *lang, json_t *src, json_t *files,
  * false when it is not a number or out of range. */
 bool al_door_number(json_t *o, const char *key, double lo, double hi,
 		    double dflt, double *ret);
+/* The blank-separated words of s appended to arr as strings. */
+void al_door_words(json_t *arr, const char *s);
 /* Is a query flag set ("true" or "1")? */
 bool al_door_has(const char *query_value);
 

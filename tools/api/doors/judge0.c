@@ -186,19 +186,6 @@ static json_t *text(json_t *sub, const char *field, bool b64, json_t *errs,
 	return j;
 }
 
-/* The words of s appended to arr (blanks split them). */
-static void words(json_t *arr, const char *s)
-{
-	while (*s) {
-		size_t n;
-
-		s += strspn(s, " \t");
-		n = strcspn(s, " \t");
-		if (n)
-			json_array_append_new(arr, json_stringn(s, n));
-		s += n;
-	}
-}
 
 /* The language: a number (or numeric string), that this host runs. */
 static const struct j0_lang *language(json_t *sub, const struct al_policy *p,
@@ -266,8 +253,8 @@ static void options(json_t *sub, const struct al_language *lang, json_t *run,
 	else if (co && json_string_length(co)) {
 		json_t *cmd = json_array();
 
-		words(cmd, lang->compile);
-		words(cmd, json_string_value(co));
+		al_door_words(cmd, lang->compile);
+		al_door_words(cmd, json_string_value(co));
 		json_array_append_new(steps,
 				      json_pack("{sssosb}", "name", "compile",
 						"cmd", cmd, "compile", 1));

@@ -373,10 +373,7 @@ static enum MHD_Result list_runtimes(const struct al_door_req *r)
 enum MHD_Result al_piston_handle(const struct al_door_req *r)
 {
 	const struct al_http_opts *o = al_http_options(r->h);
-	json_t *jobs = NULL, *e = NULL, *j;
-	struct al_result res = {0};
-	enum alq_state st;
-	char ids[1][AL_ID_MAX + 1], why[512];
+	json_t *jobs = NULL, *e = NULL;
 	unsigned code;
 
 	if (!strcmp(r->method, "GET"))
@@ -384,22 +381,6 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 	code = al_piston_jobs(r->body, r->len, o->policy, &jobs, &e);
 	if (code)
 		return al_http_send_json_retry(r->c, code, e, 0);
-	code = al_door_submit(r->h, jobs, NULL, ids, why, sizeof(why));
-	if (code)
-		return al_door_error(AL_DOOR_PISTON, r->c,
-				     code == 422 ? 400 : code, why);
-	/* held until the job is done: a Piston client waits for its answer */
-	do {
-		al_result_release(&res);
-		if (al_http_job_result(r->h, ids[0], AL_DOOR_HOLD_S, &st,
-				       &res) < 0)
-			return al_door_error(AL_DOOR_PISTON, r->c, 503,
-					     "the queue is unavailable");
-	} while (st == ALQ_QUEUED || st == ALQ_RUNNING);
-	if (st == ALQ_UNKNOWN)
-		return al_door_error(AL_DOOR_PISTON, r->c, 500,
-				     "the job's result expired");
-	j = answer(&res);
-	al_result_release(&res);
-	return al_http_send_json_retry(r->c, 200, j, 0);
+	/* a Piston client waits for its answer; a refusal is its 400 */
+	return al_door_run_held(r, AL_DOOR_PISTON, jobs, 400, answer);
 }

@@ -200,30 +200,12 @@ static json_t *answer(const struct al_result *r)
 enum MHD_Result al_sf_handle(const struct al_door_req *r)
 {
 	const struct al_http_opts *o = al_http_options(r->h);
-	json_t *jobs = NULL, *e = NULL, *j;
-	struct al_result res = {0};
-	enum alq_state st;
-	char ids[1][AL_ID_MAX + 1], why[512];
+	json_t *jobs = NULL, *e = NULL;
 	unsigned code;
 
 	code = al_sf_jobs(r->body, r->len, o->policy, &jobs, &e);
 	if (code)
 		return al_http_send_json_retry(r->c, code, e, 0);
-	code = al_door_submit(r->h, jobs, NULL, ids, why, sizeof(why));
-	if (code)
-		return al_door_error(AL_DOOR_SF, r->c, code, why);
-	/* held until the job is done: verl waits for its answer */
-	do {
-		al_result_release(&res);
-		if (al_http_job_result(r->h, ids[0], AL_DOOR_HOLD_S, &st,
-				       &res) < 0)
-			return al_door_error(AL_DOOR_SF, r->c, 503,
-					     "the queue is unavailable");
-	} while (st == ALQ_QUEUED || st == ALQ_RUNNING);
-	if (st == ALQ_UNKNOWN)
-		return al_door_error(AL_DOOR_SF, r->c, 500,
-				     "the job's result expired");
-	j = answer(&res);
-	al_result_release(&res);
-	return al_http_send_json_retry(r->c, 200, j, 0);
+	/* verl waits for its answer */
+	return al_door_run_held(r, AL_DOOR_SF, jobs, 422, answer);
 }
