@@ -66,7 +66,10 @@ def statuses_batch():
            struct.pack("<HHI", 2, 183, 1) + bytes(40))
     subs.append({"source_code": base64.b64encode(elf).decode(),
                  "language_id": 44})
-    want = list(C) + [14]
+    # 11: a Python SyntaxError, as Judge0 (no compile step for Python:
+    # isolate runs python3 on the file, which exits 1)
+    subs.append({"source_code": b64("print(1\n"), "language_id": 71})
+    want = list(C) + [14, 11]
     code, out = post("/submissions/batch", {"submissions": subs},
                      base64_encoded="true")
     check(code == 201 and len(out) == len(subs) and

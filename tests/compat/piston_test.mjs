@@ -2,7 +2,8 @@
 // package-lock.json) against `airlock serve --http` with real VMs.
 // usage: node piston_test.mjs BASE_URL
 // Checks: runtimes; execute in python, c and c++; stdin and args; a
-// compile error (compile stage only, status RE); a timeout (status TO).
+// compile error (compile stage only, status RE); a timeout (status TO);
+// `version` semver ranges (one fits our python, ^2 does not).
 import piston from "piston-client";
 
 const client = piston({ server: process.argv[2] });
@@ -47,4 +48,14 @@ const to = await client.execute("python", "while True: pass",
 if (!to.run || to.run.status !== "TO" || to.run.signal !== "SIGKILL")
   fail("timeout", to);
 console.log("piston: compile error and timeout ok");
+
+// version: a semver range as Piston matches it (npm semver.satisfies)
+const sv = await client.execute("python", "print(7)",
+  { ...slow, version: ">=3.10 <4 || 2.x", args: [] });
+if (!sv.run || sv.run.stdout !== "7\n" || !/^3\./.test(sv.version))
+  fail("version range", sv);
+const no = await client.execute("python", "print(7)", { version: "^2" });
+if (no.run || !/runtime is unknown/.test(no.message))
+  fail("version ^2", no);
+console.log("piston: semver version ranges ok");
 console.log("piston: ok");

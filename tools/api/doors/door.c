@@ -86,8 +86,8 @@ static enum MHD_Result door_handle(const struct al_door_req *r)
 	return handlers[r->door](r);
 }
 
-enum MHD_Result al_door_error(int d, struct MHD_Connection *c,
-			      unsigned status, const char *msg)
+enum MHD_Result al_door_error(int d, struct MHD_Connection *c, unsigned status,
+			      const char *msg)
 {
 	static const char *const key[] = {
 	    [AL_DOOR_NONE] = "error",
@@ -96,8 +96,9 @@ enum MHD_Result al_door_error(int d, struct MHD_Connection *c,
 	    [AL_DOOR_SF] = "detail",
 	};
 
-	return al_http_send_json_retry(c, status, json_pack("{ss}", key[d], msg),
-				 status == 503 ? AL_HTTP_RETRY_AFTER : 0);
+	return al_http_send_json_retry(c, status,
+				       json_pack("{ss}", key[d], msg),
+				       status == 503 ? AL_HTTP_RETRY_AFTER : 0);
 }
 
 /* Is template t one the policy lets jobs name? */
@@ -378,15 +379,20 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
 static const char *const check_only[] = {
     "python", "bash", "javascript", "ruby", "php", "lua", "perl", "r", NULL};
 
+bool al_door_check_only(const struct al_language *lang)
+{
+	for (size_t i = 0; check_only[i]; i++)
+		if (!strcmp(check_only[i], lang->name))
+			return true;
+	return false;
+}
+
 json_t *al_door_job(const struct al_language *lang, json_t *src, json_t *files,
 		    uint32_t compile_ms, json_t *run, json_t *args)
 {
 	json_t *f = files ? json_deep_copy(files) : json_object(), *cmd;
-	bool check = false;
 
-	for (size_t i = 0; check_only[i]; i++)
-		check |= !strcmp(check_only[i], lang->name);
-	if (!check)
+	if (!al_door_check_only(lang))
 		return json_pack("{sssOsoso}", "language", lang->name,
 				 "source_code", src, "files", f, "steps",
 				 al_door_steps(lang, compile_ms, run, args));

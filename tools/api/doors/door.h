@@ -55,8 +55,8 @@ extern const struct al_http_doors al_doors;
 int al_door_route(const char *method, const char *path, int *ret);
 /* An error in the door's own shape: Judge0 {"error"}, Piston
  * {"message"}, SandboxFusion {"detail"}. */
-enum MHD_Result al_door_error(int d, struct MHD_Connection *c,
-			      unsigned status, const char *msg);
+enum MHD_Result al_door_error(int d, struct MHD_Connection *c, unsigned status,
+			      const char *msg);
 
 /* --- shared by the doors (door.c) -------------------------------------------
  */
@@ -108,6 +108,10 @@ json_t *al_door_steps(const struct al_language *lang, uint32_t compile_ms,
  * the run step `run` (consumed) with `args`: a `language` job, or, for a
  * language whose compile step is only a syntax check (python, ...), the
  * same job written out without that step. */
+/* Does lang's job check the source before it runs it (a syntax check
+ * where the reference runs the interpreter alone)? */
+bool al_door_check_only(const struct al_language *lang);
+
 json_t *al_door_job(const struct al_language *lang, json_t *src, json_t *files,
 		    uint32_t compile_ms, json_t *run, json_t *args);
 /* A JSON number o[key] in [lo, hi] into *ret (dflt when absent or null):

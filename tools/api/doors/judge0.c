@@ -359,6 +359,26 @@ static bool exec_format_bad(json_t *src)
 }
 
 /* One submission to a POST /jobs body, or NULL with errs filled. */
+/* An interpreted language's job as Judge0 runs it: the interpreter on
+ * the source, no syntax-check step, so a syntax error is the run's
+ * non-zero exit (11, NZEC) as in Judge0, not a compile error (6). */
+static void interpreted(json_t *job, const struct al_language *lang,
+			json_t *run)
+{
+	json_t *files = json_object(), *cmd;
+
+	json_object_set(files, lang->file, json_object_get(job, "source_code"));
+	json_object_set_new(job, "files", files);
+	json_object_del(job, "source_code");
+	json_object_del(job, "language");
+	json_object_set_new(job, "template", json_string(lang->template_));
+	if (!json_object_get(run, "sh") && !json_object_get(run, "cmd")) {
+		cmd = json_array();
+		words(cmd, lang->run);
+		json_object_set_new(run, "cmd", cmd);
+	}
+}
+
 static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 		       json_t *errs)
 {
@@ -400,17 +420,18 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    run, "cpu_ms",
 	    json_integer((json_int_t)((v[L_CPU] + v[L_EXTRA]) * 1000)));
 	json_array_append(steps, run);
-	job =
-	    json_pack("{sssosOs{sssisIsfsfsfsfsfsfsfsf}}", "language", l->lang,
-		      "source_code", src ? json_incref(src) : json_string(""),
-		      "steps",
-		      steps, "meta", "door", "judge0", "language_id", l->id,
-		      "created_ms", (json_int_t)al_wall_ms(), "cpu_time_limit",
-		      v[L_CPU], "cpu_extra_time", v[L_EXTRA], "wall_time_limit",
-		      v[L_WALL], "memory_limit", v[L_MEM], "stack_limit",
-		      v[L_STACK], "max_file_size", v[L_FSIZE], "number_of_runs",
-		      v[L_RUNS], "max_processes_and_or_threads", v[L_PROCS]);
+	job = json_pack(
+	    "{sssosOs{sssisIsfsfsfsfsfsfsfsf}}", "language", l->lang,
+	    "source_code", src ? json_incref(src) : json_string(""), "steps",
+	    steps, "meta", "door", "judge0", "language_id", l->id, "created_ms",
+	    (json_int_t)al_wall_ms(), "cpu_time_limit", v[L_CPU],
+	    "cpu_extra_time", v[L_EXTRA], "wall_time_limit", v[L_WALL],
+	    "memory_limit", v[L_MEM], "stack_limit", v[L_STACK],
+	    "max_file_size", v[L_FSIZE], "number_of_runs", v[L_RUNS],
+	    "max_processes_and_or_threads", v[L_PROCS]);
 	job_limits(sub, job, v);
+	if (job && al_door_check_only(lang))
+		interpreted(job, lang, run);
 	if (job && b64)
 		json_object_set_new(json_object_get(job, "meta"), "base64",
 				    json_true());
@@ -780,8 +801,8 @@ static enum MHD_Result get_batch(const struct al_door_req *r)
 			   : err(r, 422,
 				 "number of tokens should be at most 20");
 	}
-	return al_http_send_json_retry(r->c, 200,
-				 json_pack("{so}", "submissions", arr), 0);
+	return al_http_send_json_retry(
+	    r->c, 200, json_pack("{so}", "submissions", arr), 0);
 }
 
 /* POST /submissions and /submissions/batch. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "door.h"
+#include "semver.h"
 
 /* Piston's runtime names for the languages the templates run, the
  * version the image has (Debian bookworm's), Piston's aliases. */
@@ -54,20 +55,11 @@ static const struct pi_runtime {
 
 #define N_RUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
 
-/* Does version v fit the selector sel? Piston takes a semver range; here
- * "*", "x", an empty one, or a prefix by components ("3", "3.11",
- * "3.11.2", "3.x", "3.11.*"). */
+/* Does version v fit the selector sel? Piston matches with npm's
+ * semver.satisfies (semver.h); an empty selector is "*". */
 static bool version_fits(const char *sel, const char *v)
 {
-	size_t n;
-
-	if (!sel || !sel[0] || !strcmp(sel, "*") || !strcmp(sel, "x"))
-		return true;
-	n = strlen(sel);
-	if (n >= 2 && sel[n - 1] != '.' &&
-	    (sel[n - 1] == 'x' || sel[n - 1] == '*') && sel[n - 2] == '.')
-		n -= 2;
-	return !strncmp(sel, v, n) && (v[n] == 0 || v[n] == '.');
+	return !sel || !sel[0] || al_semver_fits(sel, v);
 }
 
 static const struct pi_runtime *runtime_of(const char *name, const char *sel,
