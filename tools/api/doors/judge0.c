@@ -374,7 +374,7 @@ static void interpreted(json_t *job, const struct al_language *lang,
 	json_object_set_new(job, "template", json_string(lang->template_));
 	if (!json_object_get(run, "sh") && !json_object_get(run, "cmd")) {
 		cmd = json_array();
-		words(cmd, lang->run);
+		al_door_words(cmd, lang->run);
 		json_object_set_new(run, "cmd", cmd);
 	}
 }
