@@ -794,8 +794,11 @@ humaneval)
   # the host); AIRLOCK_FULL=1 adds --strict in VMs and all 164 `None`s
   nnone=40
   [ -n "${AIRLOCK_FULL:-}" ] && nnone=164
-  zcat "$data" | jq -c '{task_id, completion: "    return None\n"}' |
-    head -n "$nnone" > "$tmp/none.jsonl"
+  # (cut from a file: `jq | head` would end jq with SIGPIPE, which
+  # pipefail turns into this script's silent exit)
+  zcat "$data" | jq -c '{task_id, completion: "    return None\n"}' \
+    > "$tmp/none-all.jsonl"
+  head -n "$nnone" "$tmp/none-all.jsonl" > "$tmp/none.jsonl"
   [ "$(wc -l < "$tmp/canon.jsonl")" -eq 164 ] || fail "dataset is not 164"
   # embedded mode: no --redis, a private redis-server and 2 workers
   "$bin" eval --workers 2 --cpu-ms 60000 -k 1 --problems "$data" \
