@@ -778,6 +778,22 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 	return r < 0 ? r : dump(x, ret);
 }
 
+int al_sess_exec_nap(struct alq_client *c, const char *id, uint64_t n,
+		     uint32_t ms)
+{
+	char k[SESS_KEY_MAX];
+	redisReply *r;
+	int x;
+
+	sess__key(k, sizeof(k), c->queue, "%s:x:%llu:end", id,
+		 (unsigned long long)n);
+	r = redisCommand(c->rc, "BLPOP %s %u.%03u", k, ms / 1000, ms % 1000);
+	x = sess__check(c->rc, r, c->err, sizeof(c->err));
+	if (r)
+		freeReplyObject(r);
+	return x;
+}
+
 int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 		      uint64_t offset, size_t max, char **ret, size_t *ret_len)
 {

@@ -339,6 +339,10 @@ static void exec_done(struct sess *s, const char *xk,
 	free(b2);
 	cmd(s, "HSET %s kept_bytes %llu", xk,
 	    (unsigned long long)(s->stored[0] + s->stored[1] + n1 + n2));
+	/* wake a waiter blocked on the end (al_sess_exec_nap): one token,
+	 * gone within SESS_END_TTL_S when nobody took it */
+	cmd(s, "RPUSH %s:end 1", xk);
+	cmd(s, "EXPIRE %s:end %u", xk, SESS_END_TTL_S);
 	count_exec(s, sr->wall_ms);
 }
 

@@ -13,6 +13,7 @@
 
 #define SESS_KEY_MAX	   (64 + AL_NAME_MAX * 2 + AL_SESS_ID_MAX)
 #define SESS_REPLY_TTL_S   120	   /* an unread reply goes after this */
+#define SESS_END_TTL_S	   60	   /* an exec's untaken end token goes */
 #define SESS_TTL_GRACE_MS  1000u   /* host kills a session past its TTL+this */
 #define SESS_STOP_GRACE_MS 2000u   /* delete: killed if not gone by then */
 #define SESS_START_MAX_MS  120000u /* a VM must be up within this */

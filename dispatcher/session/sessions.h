@@ -128,6 +128,12 @@ int al_sess_exec_get(struct alq_client *c, const char *id, uint64_t n,
 		     char **ret);
 /* Up to max bytes of exec n's stream fd (1, 2) from offset; *ret_len may
  * be 0 (nothing new). */
+/* Sleep up to `ms`, or less: until exec `n` of `id` ends. The session
+ * pushes one token on P:ID:x:N:end when the exec ends; a waiter BLPOPs it
+ * between its reads of the record, so a lone waiter sees the end at once
+ * and others within `ms`, as a plain sleep would. 0, or -EIO. */
+int al_sess_exec_nap(struct alq_client *c, const char *id, uint64_t n,
+		     uint32_t ms);
 int al_sess_exec_read(struct alq_client *c, const char *id, uint64_t n, int fd,
 		      uint64_t offset, size_t max, char **ret, size_t *ret_len);
 

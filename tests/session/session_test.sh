@@ -492,6 +492,12 @@ case_life() {
   [ "$(R hget "$k" stdout | head -n 1)" != 1 ] || fail "the head was kept, not the tail"
   [ "$(R hget "$k" stderr_truncated)" = 0 ] || fail "stderr truncated"
   log "big exec: $(R hget "$k" stdout_bytes) bytes, kept tail $(R hget "$k" stdout | wc -c), stored $(R strlen "$k:1")"
+  # its end pushed one token for a waiter (al_sess_exec_nap); nobody
+  # waited on this exec, so it is there, and goes by itself
+  [ "$(R llen "$k:end")" = 1 ] || fail "no end token for exec $big"
+  local ttl
+  ttl=$(R ttl "$k:end")
+  [ "$ttl" -gt 0 ] && [ "$ttl" -le 60 ] || fail "end token ttl $ttl"
   # a timeout: TO, 124; the session lives on
   set +e
   S exec "$id" --timeout-ms 1000 -- sleep 30 2>/dev/null

@@ -152,8 +152,7 @@ static enum MHD_Result exec_view(struct MHD_Connection *c,
 		if (done(text) || al_now_ms() >= end)
 			break;
 		free(text);
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts, NULL);
+		al_sess_exec_nap(cl, id, n, 50); /* the end wakes it */
 	}
 	x = json_loads(text, 0, NULL);
 	free(text);

@@ -53,11 +53,10 @@ struct sstream {
 	uint64_t last_line, last_live; /* al_now_ms() of each */
 };
 
-static void nap(void)
+/* Up to NAP_MS, less when the exec ends (al_sess_exec_nap). */
+static void nap(struct sstream *s)
 {
-	struct timespec ts = {0, NAP_MS * 1000 * 1000};
-
-	nanosleep(&ts, NULL);
+	al_sess_exec_nap(&s->cl, s->id, s->n, NAP_MS);
 }
 
 /* Append `j` (consumed) as one line; -ENOMEM. */
@@ -208,7 +207,7 @@ static void fill(struct sstream *s)
 					      (json_int_t)s->off[1]));
 			return;
 		}
-		nap();
+		nap(s);
 	}
 }
 

@@ -350,7 +350,7 @@ static int follow(struct al_cli *cli, struct alq_client *c, const char *id,
 			cancelled = true;
 			cancel_on_ctrl_c(cli, c, id, n);
 		}
-		nap();
+		al_sess_exec_nap(c, id, n, POLL_NS / 1000000); /* or its end */
 	}
 }
 

@@ -438,7 +438,11 @@ class Session:
             if time.monotonic() - last > 1:
                 last = time.monotonic()
                 self._alive()
-            time.sleep(0.05)
+            # up to 50 ms, less when the exec ends: the session pushes one
+            # token on x:N:end then (another waiter may take it: then the
+            # 50 ms, as a sleep)
+            self.r.blpop([self._k("%s:x:%d:end" % (self.id, exec_id))],
+                         timeout=0.05)
 
     def exec(self, cmd, **kw):
         """Run cmd (a list, or a shell string) and wait: an ExecResult."""

@@ -141,11 +141,10 @@ struct pstream {
 	bool raw; /* stdout as it is (NDJSON of the kernel), no envelopes */
 };
 
-static void nap(void)
+/* Up to NAP_MS, less when the exec ends (al_sess_exec_nap). */
+static void nap(struct pstream *s)
 {
-	struct timespec ts = {0, NAP_MS * 1000 * 1000};
-
-	nanosleep(&ts, NULL);
+	al_sess_exec_nap(&s->cl, s->id, s->n, NAP_MS);
 }
 
 static int event(struct pstream *s, json_t *ev)
@@ -316,7 +315,7 @@ static int round_once(struct pstream *s)
 	if (al_now_ms() - s->last >= KEEPALIVE_MS)
 		return s->raw ? keepalive_line(s)
 			      : event(s, json_pack("{s{}}", "keepalive"));
-	nap();
+	nap(s);
 	return 0;
 }
 
