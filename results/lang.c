@@ -296,27 +296,45 @@ static int fill_run(struct al_job *job, const struct al_language *l)
 	return 0;
 }
 
-uint32_t al_time_scale(const char *scales, const char *tmpl)
+int al_name_count(const char *spec, const char *name, unsigned long lo,
+		  unsigned long hi, unsigned long *ret)
 {
-	size_t n = strlen(tmpl);
+	int found = 0;
 
-	for (const char *s = scales; s && *s;) {
+	for (const char *s = spec; s && *s;) {
 		size_t len = strcspn(s, ": ");
-		char *end;
-		unsigned long f;
+		char part[AL_NAME_MAX + 1], *end;
+		unsigned long n;
 
 		if (*s == ' ') {
 			s++;
 			continue;
 		}
-		if (s[len] != ':')
-			return 1;
-		f = strtoul(s + len + 1, &end, 10);
-		if (len == n && !memcmp(s, tmpl, n))
-			return f >= 1 && f <= AL_TIME_SCALE_MAX ? (uint32_t)f : 1;
+		if (len == 0 || len > AL_NAME_MAX || s[len] != ':' ||
+		    s[len + 1] < '0' || s[len + 1] > '9')
+			return -1;
+		memcpy(part, s, len);
+		part[len] = 0;
+		n = strtoul(s + len + 1, &end, 10);
+		if (!al_name_valid(part) || n < lo || n > hi ||
+		    (*end && *end != ' '))
+			return -1;
+		if (name && !strcmp(part, name)) {
+			*ret = n;
+			found = 1;
+		}
 		s = end;
 	}
-	return 1;
+	return found;
+}
+
+uint32_t al_time_scale(const char *scales, const char *tmpl)
+{
+	unsigned long f;
+
+	return al_name_count(scales, tmpl, 1, AL_TIME_SCALE_MAX, &f) == 1
+		   ? (uint32_t)f
+		   : 1;
 }
 
 /* The template's time scale on every step (issue 37: a JVM starts in

@@ -368,8 +368,16 @@ struct al_language {
 	char run[AL_LANGUAGE_CMD_MAX + 1];   /* run command */
 };
 
+/* Space-separated NAME:N pairs (templates.time_scale, [pool] warm): -1
+ * when one is malformed (a NAME that breaks the jobs' rule, an N that is
+ * not a number in lo..hi), 1 with *ret when `name` (NULL: none) is among
+ * them, else 0. The one reader of that grammar, the config's check
+ * included. */
+int al_name_count(const char *spec, const char *name, unsigned long lo,
+		  unsigned long hi, unsigned long *ret);
+
 /* The factor templates.time_scale (`scales`, "NAME:N ...") gives template
- * `tmpl`: 1 when it names none, or scales is NULL or malformed there. */
+ * `tmpl`: 1 when it names none, or scales is NULL or malformed. */
 uint32_t al_time_scale(const char *scales, const char *tmpl);
 
 /* Parse the value of a `language` line of template `tmpl` into *ret.

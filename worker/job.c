@@ -137,29 +137,10 @@ static struct sb_pool *find_pool(struct al_worker *w, const char *name,
 
 int al_worker_warm_count(const char *spec, const char *name)
 {
-	const char *p = spec;
-	int found = 0;
+	unsigned long n = 0;
+	int r = al_name_count(spec, name, 0, SB_POOL_MAX, &n);
 
-	while (*p) {
-		size_t len = strcspn(p, ": ");
-		char *end;
-		unsigned long n;
-
-		if (*p == ' ') {
-			p++;
-			continue;
-		}
-		if (len == 0 || len > AL_NAME_MAX || p[len] != ':')
-			return -1;
-		n = strtoul(p + len + 1, &end, 10);
-		if (end == p + len + 1 || (*end && *end != ' ') ||
-		    n > SB_POOL_MAX)
-			return -1;
-		if (name && strlen(name) == len && !strncmp(p, name, len))
-			found = (int)n;
-		p = end;
-	}
-	return found;
+	return r < 0 ? -1 : r ? (int)n : 0;
 }
 
 /* Open the pools `sb->warm` names (once: a template that cannot be

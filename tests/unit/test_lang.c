@@ -115,6 +115,33 @@ static int expand(const char *json, char **ret, struct al_diags *d)
  * it sets none) and cpu_ms, capped at their maxima; other templates and
  * template jobs keep theirs; the factor lookup refuses what is not
  * NAME:N with N 1..20. */
+/* The NAME:N grammar of templates.time_scale and [pool] warm, read in
+ * one place for the config's check, the worker and the time scale. */
+static void test_name_count(void **state)
+{
+	unsigned long n = 99;
+
+	(void)state;
+	assert_int_equal(al_name_count("python:2 c:0", "c", 0, 8, &n), 1);
+	assert_int_equal(n, 0);
+	assert_int_equal(al_name_count("  python:2   c:3 ", "python", 0, 8, &n),
+			 1);
+	assert_int_equal(n, 2);
+	assert_int_equal(al_name_count("python:2", "c", 0, 8, &n), 0);
+	assert_int_equal(al_name_count("", "c", 0, 8, &n), 0);
+	assert_int_equal(al_name_count(NULL, "c", 0, 8, &n), 0);
+	assert_int_equal(al_name_count("python:2", NULL, 0, 8, &n), 0);
+	/* malformed anywhere: -1, whatever is asked */
+	assert_int_equal(al_name_count("python:9", "python", 0, 8, &n), -1);
+	assert_int_equal(al_name_count("c:1 python:", "c", 0, 8, &n), -1);
+	assert_int_equal(al_name_count("c:1 python:x", "c", 0, 8, &n), -1);
+	assert_int_equal(al_name_count("c:1 python:-1", "c", 0, 8, &n), -1);
+	assert_int_equal(al_name_count("c:1x", "c", 0, 8, &n), -1);
+	assert_int_equal(al_name_count("Bad:1", NULL, 0, 8, &n), -1);
+	assert_int_equal(al_name_count(":1", NULL, 0, 8, &n), -1);
+	assert_int_equal(al_name_count("c:0", "c", 1, 8, &n), -1);
+}
+
 static void test_time_scale(void **state)
 {
 	struct al_job job = {0};
@@ -391,6 +418,7 @@ int main(void)
 	    cmocka_unit_test(test_expand_shorthand),
 	    cmocka_unit_test(test_expand_steps),
 	    cmocka_unit_test(test_expand_refused),
+	    cmocka_unit_test(test_name_count),
 	    cmocka_unit_test(test_time_scale),
 	    cmocka_unit_test(test_many_known),
 	    cmocka_unit_test(test_decode),

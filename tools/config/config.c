@@ -86,34 +86,17 @@ static bool check_name(const char *s)
 	return al_name_valid(s); /* the jobs' rule (results.h) */
 }
 
-/* Space-separated NAME:N pairs, each N in lo..hi. */
+/* Space-separated NAME:N pairs, each N in lo..hi (al_name_count). */
 static bool name_counts(const char *s, unsigned long lo, unsigned long hi)
 {
-	while (*s) {
-		size_t len = strcspn(s, ": ");
-		char name[AL_NAME_MAX + 1], *end;
-		unsigned long n;
+	unsigned long n;
 
-		if (*s == ' ') {
-			s++;
-			continue;
-		}
-		if (len == 0 || len > AL_NAME_MAX || s[len] != ':')
-			return false;
-		memcpy(name, s, len);
-		name[len] = 0;
-		if (!check_name(name) || s[len + 1] < '0' || s[len + 1] > '9')
-			return false;
-		n = strtoul(s + len + 1, &end, 10);
-		if (n < lo || n > hi || (*end && *end != ' '))
-			return false;
-		s = end;
-	}
-	return true;
+	return al_name_count(s, NULL, lo, hi, &n) >= 0;
 }
 
 /* [pool] warm: NAME:N, N 0..8 (SB_POOL_MAX); the same grammar as
- * al_worker_warm_count() in worker/job.c, which reads it. */
+ * al_worker_warm_count() in worker/job.c, which reads it with
+ * al_name_count() too. */
 static bool check_warm(const char *s)
 {
 	return name_counts(s, 0, 8);
