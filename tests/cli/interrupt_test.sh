@@ -9,15 +9,9 @@ set -u
 airlock=$1
 work=$2
 failures=0
-rm -rf "$work" && mkdir -p "$work/state" || exit 1
+. "$(dirname "$0")/../lib/vmstate.sh"
+vm_state "$work" python
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-img=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
-[ -e "$img/images/python" ] || { echo "SKIP: no python image in $img"; exit 77; }
-# a state dir of its own (the embedded Redis's lock and AOF live there,
-# apart from other tests'), seeing the shared images and templates
-for d in images templates snapshots; do ln -s "$img/$d" "$work/state/$d"; done
-printf '[sandbox]\nstate_dir = %s\n' "$work/state" >"$work/t.conf"
-export AIRLOCK_CONFIG=$work/t.conf
 cat >"$work/jobs.jsonl" <<'EOJ'
 {"id": "int-1", "template": "python", "sh": "true"}
 {"id": "int-2", "template": "python", "sh": "sleep 120"}

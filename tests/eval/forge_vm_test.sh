@@ -12,13 +12,10 @@ airlock=$1
 src=$2
 work=$3
 failures=0
-rm -rf "$work" && mkdir -p "$work/state" "$work/in" || exit 1
+. "$(dirname "$0")/../lib/vmstate.sh"
+vm_state "$work" python
+mkdir -p "$work/in" || exit 1
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-img=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
-[ -e "$img/images/python" ] || { echo "SKIP: no python image in $img"; exit 77; }
-for d in images templates snapshots; do ln -s "$img/$d" "$work/state/$d"; done
-printf '[sandbox]\nstate_dir = %s\n' "$work/state" >"$work/t.conf"
-export AIRLOCK_CONFIG=$work/t.conf
 cp "$src/sandbox/agent/check.py" "$work/in/check_now.py"
 before=1
 git -C "$src" show 28dd744:sandbox/agent/check.py >"$work/in/check_before.py" \

@@ -8,13 +8,9 @@ set -u
 airlock=$1
 work=$2
 failures=0
-rm -rf "$work" && mkdir -p "$work/state" || exit 1
+. "$(dirname "$0")/../lib/vmstate.sh"
+vm_state "$work" python
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-img=${AIRLOCK_TEST_STATE:-/var/tmp/airlock-test}
-[ -e "$img/images/python" ] || { echo "SKIP: no python image in $img"; exit 77; }
-for d in images templates snapshots; do ln -s "$img/$d" "$work/state/$d"; done
-printf '[sandbox]\nstate_dir = %s\n' "$work/state" >"$work/t.conf"
-export AIRLOCK_CONFIG=$work/t.conf
 cat >"$work/p.jsonl" <<'EOP'
 {"task_id": "T/0", "prompt": "def f(x):\n", "entry_point": "f", "test": "def check(c):\n    assert c(2) == 4\n", "canonical_solution": "    return x * 2\n"}
 EOP
