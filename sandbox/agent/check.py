@@ -1100,7 +1100,10 @@ def _plus_wait(st, rfd, name, per, whole, scale):
 
     def wait():
         while True:
-            now, t = st["now"](), 60.0
+            try:
+                now, t = st["now"](), 60.0
+            except OSError:  # the process is gone: its pipe says so
+                return
             for key in ("stage", "input"):
                 mark, n = st[key], st["nth"]
                 if mark is None or (key == "input" and n >= len(per)):
