@@ -134,7 +134,6 @@ void al__pack_test_counts(msgpack_packer *pk, const struct al_test_counts *c);
 /* "tests": [...] (key and value) */
 void al__pack_tests(msgpack_packer *pk, const struct al_test_case *t,
 		    size_t n);
-void al__tests_release(struct al_test_case *t, size_t n);
 
 /* json.c: JSON <-> msgpack documents, and the decoders' and encoders'
  * public entry points */

@@ -182,7 +182,7 @@ int al_step_result_from_guest(struct al_step_result *sr)
 	sr->score = 0;
 	al__blob_release(&sr->compile_output);
 	al__blob_release(&sr->checker_output);
-	al__tests_release(sr->tests, sr->n_tests); /* the host reads reports */
+	al_tests_release(sr->tests, sr->n_tests); /* the host reads reports */
 	sr->tests = NULL;
 	sr->n_tests = 0;
 	sr->has_tests = false;
@@ -401,7 +401,7 @@ void al_step_result_release(struct al_step_result *r)
 	al__blob_release(&r->stderr_);
 	al__blob_release(&r->compile_output);
 	al__blob_release(&r->checker_output);
-	al__tests_release(r->tests, r->n_tests);
+	al_tests_release(r->tests, r->n_tests);
 	free(r->reports_error);
 	memset(r, 0, sizeof(*r));
 }

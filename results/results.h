@@ -246,6 +246,8 @@ struct al_test_counts {
 };
 /* "passed", "failed", "error", "skipped". */
 const char *al_test_status_name(enum al_test_status s);
+/* Free n records and the array (NULL is fine). */
+void al_tests_release(struct al_test_case *t, size_t n);
 
 struct al_step_result {
 	char *name;              /* the step's name, NULL when it had none */

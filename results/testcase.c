@@ -171,7 +171,7 @@ void al__pack_tests(msgpack_packer *pk, const struct al_test_case *t,
 	}
 }
 
-void al__tests_release(struct al_test_case *t, size_t n)
+void al_tests_release(struct al_test_case *t, size_t n)
 {
 	for (size_t i = 0; t && i < n; i++) {
 		free(t[i].name);
