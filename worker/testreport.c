@@ -143,6 +143,7 @@ struct junit {
 				  text is the message, 0 = none */
 	bool root_seen;	       /* the root element was checked */
 	bool refused;	       /* stopped by us: why is in out->error */
+	bool child_seen;       /* a child element set the case's status */
 	int err;	       /* -ENOMEM seen in a handler */
 	struct al_test_case tc; /* the open testcase */
 	char *suites[AL_REPORT_DEPTH_MAX + 1]; /* testsuite name by depth */
@@ -226,6 +227,7 @@ static void open_case(struct junit *j, const XML_Char **a)
 	const char *st = attr(a, "status");
 
 	memset(&j->tc, 0, sizeof(j->tc));
+	j->child_seen = false;
 	j->tc.report = j->index;
 	j->tc.time_ms = time_ms(attr(a, "time"));
 	j->tc.name = attr_copy(a, "name", AL_TEST_NAME_MAX);
@@ -250,8 +252,11 @@ static void open_child(struct junit *j, const XML_Char *name,
 	int s = child_status(name);
 	const char *msg;
 
-	if (s < 0 || rank((enum al_test_status)s) <= rank(j->tc.status))
+	if (s < 0 || rank((enum al_test_status)s) < rank(j->tc.status) ||
+	    (rank((enum al_test_status)s) == rank(j->tc.status) &&
+	     j->child_seen))
 		return;
+	j->child_seen = true;
 	j->tc.status = (enum al_test_status)s;
 	free(j->tc.message);
 	j->tc.message = NULL;
