@@ -541,11 +541,13 @@ static int tap_yaml_end(struct tap *t)
 		return 0;
 	t->yaml[t->yaml_len] = '\0';
 	dur = strstr(t->yaml, "duration_ms:");
-	if (dur)
-		tc->time_ms = (uint64_t)(strtod(dur + 12, NULL) + 0.5) <
-					  (uint64_t)(TIME_S_MAX * 1000)
-				  ? (uint64_t)(strtod(dur + 12, NULL) + 0.5)
+	if (dur) {
+		double ms = strtod(dur + 12, NULL);
+
+		tc->time_ms = isfinite(ms) && ms >= 0 && ms <= TIME_S_MAX * 1000
+				  ? (uint64_t)(ms + 0.5)
 				  : 0;
+	}
 	if (tc->status == AL_TEST_FAILED && !tc->message && t->yaml_len) {
 		uint64_t before = al_report_record_bytes(tc);
 
