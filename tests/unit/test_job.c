@@ -133,6 +133,19 @@ static const struct {
 		  "near end of file"},
 	{"{\"sh\":\"x\",\"template\":\"\\u00ff\"}", "template",
 	 "must match [a-z0-9][a-z0-9_.-]{0,63}"},
+	{"{\"sh\":\"x\",\"reports\":[\"out.txt\"]}", "reports[0]",
+	 "say its format: \"junit:PATH\" or \"tap:PATH\" (or a .xml/.tap "
+	 "name)"},
+	{"{\"sh\":\"x\",\"reports\":[\"junit:../r.xml\"]}", "reports[0]",
+	 "must not contain . or .. components"},
+	{"{\"sh\":\"x\",\"reports\":[\"/tmp/r.xml\"]}", "reports[0]",
+	 "must be a relative path"},
+	{"{\"sh\":\"x\",\"reports\":[]}", "reports",
+	 "must have 1..16 entries"},
+	{"{\"steps\":[{\"sh\":\"x\",\"reports\":[1]}]}",
+	 "steps[0].reports[0]", "must be a string"},
+	{"{\"sh\":\"x\",\"reports\":\"r.xml\"}", "reports",
+	 "must be an array"},
 };
 
 static bool has_diag(const struct al_diags *d, const char *path,
@@ -484,6 +497,60 @@ static void test_msgpack_input(void **state)
 	msgpack_sbuffer_destroy(&sb);
 }
 
+/* `reports`: a prefix or the extension says the format; the encoding
+ * writes a prefix only where reading back needs it. */
+static void test_reports(void **state)
+{
+	static const char json[] =
+	    "{\"steps\":[{\"sh\":\"x\",\"reports\":[\"build/junit.xml\","
+	    "\"tap:out.txt\",\"t.tap\",\"junit:r.tap\",\"junit:tap:a.xml\"]}"
+	    "]}";
+	struct al_job job = {0}, back = {0};
+	struct al_diags d;
+	char *text;
+	const struct al_step *s;
+
+	(void)state;
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_json(json, strlen(json), &job, &d), 0);
+	s = &job.steps[0];
+	assert_int_equal(s->n_reports, 5);
+	assert_string_equal(s->reports[0].path, "build/junit.xml");
+	assert_int_equal(s->reports[0].format, AL_REPORT_JUNIT);
+	assert_string_equal(s->reports[1].path, "out.txt");
+	assert_int_equal(s->reports[1].format, AL_REPORT_TAP);
+	assert_int_equal(s->reports[2].format, AL_REPORT_TAP);
+	assert_string_equal(s->reports[3].path, "r.tap");
+	assert_int_equal(s->reports[3].format, AL_REPORT_JUNIT);
+	assert_string_equal(s->reports[4].path, "tap:a.xml");
+	assert_int_equal(s->reports[4].format, AL_REPORT_JUNIT);
+	assert_int_equal(al_job_to_json(&job, &text), 0);
+	assert_non_null(strstr(text, "\"reports\":[\"build/junit.xml\","
+				     "\"tap:out.txt\",\"t.tap\",\"junit:r.tap\","
+				     "\"junit:tap:a.xml\"]"));
+	assert_int_equal(al_job_from_json(text, strlen(text), &back, &d), 0);
+	assert_string_equal(back.steps[0].reports[4].path, "tap:a.xml");
+	free(text);
+	al_job_release(&back);
+	al_job_release(&job);
+	/* the one-step shorthand takes it too; a session's exec does not */
+	assert_int_equal(al_job_from_json("{\"sh\":\"x\",\"reports\":"
+					  "[\"r.xml\"]}",
+					  30, &job, &d),
+			 0);
+	assert_int_equal(job.steps[0].n_reports, 1);
+	al_job_release(&job);
+	{
+		struct al_step st = {0};
+		static const char ex[] = "{\"sh\":\"x\",\"reports\":[\"r.xml\"]}";
+
+		assert_int_equal(al_step_from_json(ex, strlen(ex), &st, &d),
+				 -EINVAL);
+		assert_true(has_diag(&d, "reports", "a job's steps only, not "
+						    "a session's exec"));
+	}
+}
+
 static void test_release_zeroed(void **state)
 {
 	struct al_job job = {0};
@@ -550,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_msgpack_input),
 		cmocka_unit_test(test_release_zeroed),
 		cmocka_unit_test(test_step_alone),
+		cmocka_unit_test(test_reports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
