@@ -132,8 +132,7 @@ int al__walk_test_counts(const msgpack_object *v, const char *path,
 /* "test_counts": {...} (key and value) */
 void al__pack_test_counts(msgpack_packer *pk, const struct al_test_counts *c);
 /* "tests": [...] (key and value) */
-void al__pack_tests(msgpack_packer *pk, const struct al_test_case *t,
-		    size_t n);
+void al__pack_tests(msgpack_packer *pk, const struct al_test_case *t, size_t n);
 
 /* json.c: JSON <-> msgpack documents, and the decoders' and encoders'
  * public entry points */

@@ -432,14 +432,15 @@ static int report_entry(const msgpack_object *v, const char *path,
 		rest.via.str.ptr += n;
 		rest.via.str.size -= (uint32_t)n;
 		ret->format = pre[k].format;
-	} else if (n = v->via.str.size, n > 4 &&
-		   !memcmp(v->via.str.ptr + n - 4, ".xml", 4)) {
+	} else if (n = v->via.str.size,
+		   n > 4 && !memcmp(v->via.str.ptr + n - 4, ".xml", 4)) {
 		ret->format = AL_REPORT_JUNIT;
 	} else if (n > 4 && !memcmp(v->via.str.ptr + n - 4, ".tap", 4)) {
 		ret->format = AL_REPORT_TAP;
 	} else {
-		al_diags_add(d, path, "say its format: \"junit:PATH\" or "
-				      "\"tap:PATH\" (or a .xml/.tap name)");
+		al_diags_add(d, path,
+			     "say its format: \"junit:PATH\" or "
+			     "\"tap:PATH\" (or a .xml/.tap name)");
 		return 0;
 	}
 	return al__walk_relpath(&rest, path, d, &ret->path);
@@ -461,8 +462,8 @@ static int step_reports(const msgpack_object *v, const char *path, void *out,
 	s->n_reports = n;
 	for (uint32_t i = 0; i < n; i++) {
 		al__path_index(sub, sizeof(sub), path, i);
-		if (report_entry(&v->via.array.ptr[i], sub, &s->reports[i],
-				 d) < 0)
+		if (report_entry(&v->via.array.ptr[i], sub, &s->reports[i], d) <
+		    0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -929,8 +930,9 @@ static int step_doc(const msgpack_object *o, void *out, struct al_diags *d)
 	int r = al_step_unpack(o, "", &s, d);
 
 	if (r == 0 && s.n_reports)
-		al_diags_add(d, "reports", "a job's steps only, not a "
-					   "session's exec");
+		al_diags_add(d, "reports",
+			     "a job's steps only, not a "
+			     "session's exec");
 	if (r == 0 && al__diags_count(d) != before)
 		al_step_release(&s); /* the caller answers -EINVAL */
 	else if (r == 0)
@@ -1051,8 +1053,8 @@ static void pack_reports(msgpack_packer *pk, const struct al_report_spec *r,
 
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
-	size_t n = !!s->name + (s->sh || s->argc) + s->has_stdin + !!s->n_env + !!s->cwd +
-		   !!s->timeout_ms + !!s->cpu_ms +
+	size_t n = !!s->name + (s->sh || s->argc) + s->has_stdin + !!s->n_env +
+		   !!s->cwd + !!s->timeout_ms + !!s->cpu_ms +
 		   (s->run_if != AL_RUN_ALWAYS) + s->expect.present +
 		   s->attest + s->compile + s->has_weight + s->check.present +
 		   !!s->n_reports;

@@ -673,8 +673,8 @@ static int res_digest(const msgpack_object *v, const char *path, void *out,
 	return rc;
 }
 
-static int res_test_counts(const msgpack_object *v, const char *path,
-			   void *out, struct al_diags *d)
+static int res_test_counts(const msgpack_object *v, const char *path, void *out,
+			   struct al_diags *d)
 {
 	struct al_result *res = out;
 

@@ -19,8 +19,7 @@ static const char *const test_status_names[AL_TEST_STATUS_COUNT] = {
 
 const char *al_test_status_name(enum al_test_status s)
 {
-	return (unsigned)s < AL_TEST_STATUS_COUNT ? test_status_names[s]
-						  : "??";
+	return (unsigned)s < AL_TEST_STATUS_COUNT ? test_status_names[s] : "??";
 }
 
 static int tc_name(const msgpack_object *v, const char *path, void *out,
@@ -86,8 +85,7 @@ static int test_elem(const msgpack_object *v, const char *path, void *out,
 }
 
 int al__walk_tests(const msgpack_object *v, const char *path,
-		   struct al_diags *d, struct al_test_case **ret,
-		   size_t *ret_n)
+		   struct al_diags *d, struct al_test_case **ret, size_t *ret_n)
 {
 	void *tests = NULL;
 	int r;
@@ -113,8 +111,8 @@ COUNT_FIELD(error)
 COUNT_FIELD(skipped)
 
 static const struct al__walk_field count_fields[] = {
-    {"total", 0, cnt_total, true},   {"passed", 0, cnt_passed, true},
-    {"failed", 0, cnt_failed, true}, {"error", 0, cnt_error, true},
+    {"total", 0, cnt_total, true},     {"passed", 0, cnt_passed, true},
+    {"failed", 0, cnt_failed, true},   {"error", 0, cnt_error, true},
     {"skipped", 0, cnt_skipped, true},
 };
 static const struct al__walk_table count_table =
@@ -145,8 +143,7 @@ void al__pack_test_counts(msgpack_packer *pk, const struct al_test_counts *c)
 	}
 }
 
-void al__pack_tests(msgpack_packer *pk, const struct al_test_case *t,
-		    size_t n)
+void al__pack_tests(msgpack_packer *pk, const struct al_test_case *t, size_t n)
 {
 	al__pack_key(pk, "tests");
 	msgpack_pack_array(pk, n);

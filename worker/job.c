@@ -313,8 +313,7 @@ static uint64_t result_bytes(const struct al_result *res)
 
 		n += STEP_BYTES + sr->stdout_.len + sr->stderr_.len +
 		     sr->compile_output.len + sr->checker_output.len +
-		     slen(sr->name) + slen(sr->error) +
-		     slen(sr->reports_error);
+		     slen(sr->name) + slen(sr->error) + slen(sr->reports_error);
 		for (size_t k = 0; k < sr->n_tests; k++)
 			n += al_report_record_bytes(&sr->tests[k]);
 	}
@@ -626,7 +625,8 @@ static int parse_reports(const struct al_step *s, const struct al_msg_files *f,
 			if (!strcmp(f->files[k].path, s->reports[i].path))
 				file = &f->files[k];
 		if (!file) {
-			al_report_problem(out, (uint32_t)i, "%s: no such "
+			al_report_problem(out, (uint32_t)i,
+					  "%s: no such "
 					  "file after the step",
 					  s->reports[i].path);
 			continue;
@@ -657,13 +657,14 @@ static int read_reports(struct sb_vm *vm, const struct al_step *s,
 	for (size_t i = 0; i < res->n_steps; i++)
 		kept += res->steps[i].n_tests;
 	out.max_tests = kept < AL_TESTS_JOB_MAX ? AL_TESTS_JOB_MAX - kept : 0;
-	out.max_tests = out.max_tests < AL_TESTS_MAX ? out.max_tests
-						     : AL_TESTS_MAX;
+	out.max_tests =
+	    out.max_tests < AL_TESTS_MAX ? out.max_tests : AL_TESTS_MAX;
 	out.max_bytes = room < (8u << 20) ? room : (8u << 20);
 	sr->has_tests = true;
 	r = sb_vm_get_files(vm, paths, s->n_reports, max, &f);
 	if (r == -EMSGSIZE)
-		snprintf(out.error, sizeof(out.error), "report files larger "
+		snprintf(out.error, sizeof(out.error),
+			 "report files larger "
 			 "than %llu bytes in all; none read",
 			 (unsigned long long)max);
 	else if (r < 0)
@@ -754,7 +755,8 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 					res->steps[k].status = AL_SK;
 				return set_error(&res->error,
 						 "step %zu: reports: %s", i,
-						 sb_vm_error(vm)) ?: r;
+						 sb_vm_error(vm))
+					   ?: r;
 			}
 		}
 		if (sl.output_bytes < lim->output_bytes &&

@@ -14,9 +14,9 @@
 
 #include "testreport.h"
 
-#define RECORD_BYTES 64u	     /* a record's keys and numbers */
-#define XML_CHUNK (1u << 20)	     /* bytes fed to expat at a time */
-#define TIME_S_MAX 1e9		     /* a test's time past this is 0 */
+#define RECORD_BYTES 64u	/* a record's keys and numbers */
+#define XML_CHUNK    (1u << 20) /* bytes fed to expat at a time */
+#define TIME_S_MAX   1e9	/* a test's time past this is 0 */
 
 /* --- records ------------------------------------------------------------ */
 
@@ -136,19 +136,19 @@ void al_report_out_release(struct al_report_out *out)
 struct junit {
 	XML_Parser p;
 	struct al_report_out *out;
-	uint32_t index;	       /* the report's */
-	unsigned depth;	       /* open elements */
-	unsigned case_depth;   /* depth of the open testcase, 0 = none */
-	unsigned text_depth;   /* depth of the failure/error/skipped whose
-				  text is the message, 0 = none */
-	bool root_seen;	       /* the root element was checked */
-	bool refused;	       /* stopped by us: why is in out->error */
-	bool child_seen;       /* a child element set the case's status */
-	int err;	       /* -ENOMEM seen in a handler */
+	uint32_t index;		/* the report's */
+	unsigned depth;		/* open elements */
+	unsigned case_depth;	/* depth of the open testcase, 0 = none */
+	unsigned text_depth;	/* depth of the failure/error/skipped whose
+				   text is the message, 0 = none */
+	bool root_seen;		/* the root element was checked */
+	bool refused;		/* stopped by us: why is in out->error */
+	bool child_seen;	/* a child element set the case's status */
+	int err;		/* -ENOMEM seen in a handler */
 	struct al_test_case tc; /* the open testcase */
 	char *suites[AL_REPORT_DEPTH_MAX + 1]; /* testsuite name by depth */
-	char text[AL_TEST_MESSAGE_MAX + 4];	/* the message's text */
-	size_t text_len;	/* bytes in text */
+	char text[AL_TEST_MESSAGE_MAX + 4];    /* the message's text */
+	size_t text_len;		       /* bytes in text */
 };
 
 static void junit_stop(struct junit *j, const char *why)
@@ -216,9 +216,10 @@ static int child_status(const char *name)
 
 static int rank(enum al_test_status s)
 {
-	static const int r[AL_TEST_STATUS_COUNT] = {
-	    [AL_TEST_PASSED] = 0, [AL_TEST_SKIPPED] = 1,
-	    [AL_TEST_FAILED] = 2, [AL_TEST_ERROR] = 3};
+	static const int r[AL_TEST_STATUS_COUNT] = {[AL_TEST_PASSED] = 0,
+						    [AL_TEST_SKIPPED] = 1,
+						    [AL_TEST_FAILED] = 2,
+						    [AL_TEST_ERROR] = 3};
 	return r[s];
 }
 
@@ -240,8 +241,7 @@ static void open_case(struct junit *j, const XML_Char **a)
 	if (st && (!strcmp(st, "notrun") || !strcmp(st, "disabled")))
 		j->tc.status = AL_TEST_SKIPPED;
 	if (!j->tc.name || (attr(a, "classname") && !j->tc.suite) ||
-	    (!attr(a, "classname") && j->suites[j->depth - 1] &&
-	     !j->tc.suite))
+	    (!attr(a, "classname") && j->suites[j->depth - 1] && !j->tc.suite))
 		junit_nomem(j);
 	j->case_depth = j->depth;
 }
@@ -294,12 +294,11 @@ static void XMLCALL junit_start(void *ud, const XML_Char *name,
 	if (!strcmp(name, "testsuite")) {
 		const char *n = attr(a, "name");
 
-		j->suites[j->depth] =
-		    n ? text_copy((const uint8_t *)n, strlen(n),
-				  AL_TEST_NAME_MAX)
-		      : (j->suites[j->depth - 1]
-			     ? strdup(j->suites[j->depth - 1])
-			     : NULL);
+		j->suites[j->depth] = n ? text_copy((const uint8_t *)n,
+						    strlen(n), AL_TEST_NAME_MAX)
+					: (j->suites[j->depth - 1]
+					       ? strdup(j->suites[j->depth - 1])
+					       : NULL);
 		if ((n || j->suites[j->depth - 1]) && !j->suites[j->depth])
 			junit_nomem(j);
 	} else if (!strcmp(name, "testcase") && !j->case_depth) {
@@ -311,10 +310,9 @@ static void XMLCALL junit_start(void *ud, const XML_Char *name,
 
 static void close_case(struct junit *j)
 {
-	if (j->tc.status != AL_TEST_PASSED && !j->tc.message &&
-	    j->text_len) {
-		j->tc.message = text_copy((const uint8_t *)j->text,
-					  j->text_len, AL_TEST_MESSAGE_MAX);
+	if (j->tc.status != AL_TEST_PASSED && !j->tc.message && j->text_len) {
+		j->tc.message = text_copy((const uint8_t *)j->text, j->text_len,
+					  AL_TEST_MESSAGE_MAX);
 		if (!j->tc.message)
 			junit_nomem(j);
 	}
@@ -408,14 +406,16 @@ static int parse_junit(uint32_t index, const uint8_t *p, size_t n,
 	do {
 		size_t k = n - off < XML_CHUNK ? n - off : XML_CHUNK;
 
-		st = XML_Parse(j.p, (const char *)p + off, (int)k,
-			       off + k == n);
+		st =
+		    XML_Parse(j.p, (const char *)p + off, (int)k, off + k == n);
 		off += k;
 	} while (st == XML_STATUS_OK && off < n);
 	if (st != XML_STATUS_OK && !j.refused && !j.err)
-		al_report_problem(out, index, "not well-formed XML at line "
-			 "%lu: %s", (unsigned long)XML_GetCurrentLineNumber(j.p),
-			 XML_ErrorString(XML_GetErrorCode(j.p)));
+		al_report_problem(out, index,
+				  "not well-formed XML at line "
+				  "%lu: %s",
+				  (unsigned long)XML_GetCurrentLineNumber(j.p),
+				  XML_ErrorString(XML_GetErrorCode(j.p)));
 	else if (st == XML_STATUS_OK && !j.root_seen)
 		al_report_problem(out, index, "no XML element");
 	junit_release(&j);
@@ -426,16 +426,16 @@ static int parse_junit(uint32_t index, const uint8_t *p, size_t n,
 
 struct tap {
 	struct al_report_out *out;
-	uint32_t index;	     /* the report's */
-	uint64_t seen;	     /* test lines read */
-	uint64_t planned;    /* the plan's N */
-	bool has_plan;	     /* a plan line was read */
-	bool bailed;	     /* "Bail out!" was read */
-	bool in_yaml;	     /* inside a TAP 13 YAML block */
+	uint32_t index;		   /* the report's */
+	uint64_t seen;		   /* test lines read */
+	uint64_t planned;	   /* the plan's N */
+	bool has_plan;		   /* a plan line was read */
+	bool bailed;		   /* "Bail out!" was read */
+	bool in_yaml;		   /* inside a TAP 13 YAML block */
 	struct al_test_case *last; /* the record the YAML block is of */
-	size_t last_i;	     /* its index in out->tests */
+	size_t last_i;		   /* its index in out->tests */
 	char yaml[AL_TEST_MESSAGE_MAX + 4]; /* the block, for its message */
-	size_t yaml_len;     /* bytes in yaml */
+	size_t yaml_len;		    /* bytes in yaml */
 };
 
 static bool has_prefix(const char *s, size_t n, const char *pre)
@@ -494,16 +494,16 @@ static int tap_test(struct tap *t, const char *s, size_t n, bool ok)
 
 		if (skip || (todo && !ok))
 			tc.status = AL_TEST_SKIPPED;
-		if ((skip || todo) && !(tc.message = text_copy(
-				  (const uint8_t *)s + k, n - k,
-				  AL_TEST_MESSAGE_MAX)))
+		if ((skip || todo) &&
+		    !(tc.message = text_copy((const uint8_t *)s + k, n - k,
+					     AL_TEST_MESSAGE_MAX)))
 			return -ENOMEM;
 	}
 	t->seen++;
 	snprintf(num, sizeof(num), "test %llu", (unsigned long long)t->seen);
-	tc.name = e > i ? text_copy((const uint8_t *)s + i, e - i,
-				    AL_TEST_NAME_MAX)
-			: strdup(num);
+	tc.name =
+	    e > i ? text_copy((const uint8_t *)s + i, e - i, AL_TEST_NAME_MAX)
+		  : strdup(num);
 	if (!tc.name) {
 		case_release(&tc);
 		return -ENOMEM;
@@ -511,8 +511,8 @@ static int tap_test(struct tap *t, const char *s, size_t n, bool ok)
 	t->last_i = t->out->n_tests;
 	if (add_case(t->out, &tc) < 0)
 		return -ENOMEM;
-	t->last = t->out->n_tests > t->last_i ? &t->out->tests[t->last_i]
-					      : NULL;
+	t->last =
+	    t->out->n_tests > t->last_i ? &t->out->tests[t->last_i] : NULL;
 	return 0;
 }
 
@@ -576,8 +576,7 @@ static void tap_yaml_line(struct tap *t, const char *s, size_t n)
 /* "Bail out! why": the run stopped; an error record says so. */
 static int tap_bail(struct tap *t, const char *s, size_t n)
 {
-	struct al_test_case tc = {.report = t->index,
-				  .status = AL_TEST_ERROR};
+	struct al_test_case tc = {.report = t->index, .status = AL_TEST_ERROR};
 	size_t i = skip_blank(s, n, 0);
 
 	t->bailed = true;
@@ -647,9 +646,10 @@ static int parse_tap(uint32_t index, const uint8_t *p, size_t n,
 	if (!t.has_plan && !t.seen)
 		al_report_problem(out, index, "no TAP plan or test line");
 	else if (!t.has_plan)
-		al_report_problem(out, index, "no plan (1..N): the run may "
-			 "have stopped early (%llu tests read)",
-			 (unsigned long long)t.seen);
+		al_report_problem(out, index,
+				  "no plan (1..N): the run may "
+				  "have stopped early (%llu tests read)",
+				  (unsigned long long)t.seen);
 	else if (t.planned != t.seen)
 		al_report_problem(out, index, "planned %llu tests, read %llu",
 				  (unsigned long long)t.planned,
@@ -657,7 +657,8 @@ static int parse_tap(uint32_t index, const uint8_t *p, size_t n,
 	return 0;
 }
 
-/* --- the entry point --------------------------------------------------------- */
+/* --- the entry point ---------------------------------------------------------
+ */
 
 int al_report_parse(enum al_report_format format, uint32_t index,
 		    const uint8_t *p, size_t n, struct al_report_out *out)
@@ -673,9 +674,11 @@ int al_report_parse(enum al_report_format format, uint32_t index,
 	r = format == AL_REPORT_TAP ? parse_tap(index, p, n, out)
 				    : parse_junit(index, p, n, out);
 	if (r == 0 && out->dropped > dropped)
-		al_report_problem(out, index, "%llu test records not kept "
-			 "(past %zu records or %llu bytes); counted",
-			 (unsigned long long)(out->dropped - dropped),
-			 out->max_tests, (unsigned long long)out->max_bytes);
+		al_report_problem(out, index,
+				  "%llu test records not kept "
+				  "(past %zu records or %llu bytes); counted",
+				  (unsigned long long)(out->dropped - dropped),
+				  out->max_tests,
+				  (unsigned long long)out->max_bytes);
 	return r;
 }

@@ -26,13 +26,13 @@
 #define AL_REPORT_ERROR_MAX 1024 /* bytes of `error` kept */
 
 struct al_report_out {
-	struct al_test_case *tests;    /* records kept, malloc'd */
-	size_t n_tests, cap;	       /* used, allocated */
-	struct al_test_counts counts;  /* every test read, kept or not */
-	size_t max_tests;	       /* records kept at most */
-	uint64_t max_bytes;	       /* bytes of records kept at most */
-	uint64_t bytes;		       /* bytes of records kept */
-	uint64_t dropped;	       /* tests read but not kept */
+	struct al_test_case *tests;	 /* records kept, malloc'd */
+	size_t n_tests, cap;		 /* used, allocated */
+	struct al_test_counts counts;	 /* every test read, kept or not */
+	size_t max_tests;		 /* records kept at most */
+	uint64_t max_bytes;		 /* bytes of records kept at most */
+	uint64_t bytes;			 /* bytes of records kept */
+	uint64_t dropped;		 /* tests read but not kept */
 	char error[AL_REPORT_ERROR_MAX]; /* "; "-joined problems, "" none */
 };
 
@@ -50,7 +50,7 @@ int al_report_parse(enum al_report_format format, uint32_t index,
 /* Add a problem to out->error ("report[INDEX]: WHY"). */
 void al_report_problem(struct al_report_out *out, uint32_t index,
 		       const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 void al_report_out_release(struct al_report_out *out);
 

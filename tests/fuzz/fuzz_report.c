@@ -12,10 +12,10 @@
 
 #ifdef FUZZ_TAP
 #define FORMAT AL_REPORT_TAP
-#define NAME "fuzz_tap"
+#define NAME   "fuzz_tap"
 #else
 #define FORMAT AL_REPORT_JUNIT
-#define NAME "fuzz_junit"
+#define NAME   "fuzz_junit"
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

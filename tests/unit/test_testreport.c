@@ -22,8 +22,8 @@ static uint8_t *slurp(const char *name, size_t *len)
 	uint8_t *buf;
 	long n;
 
-	snprintf(path, sizeof(path), "%s/tests/data/reports/%s",
-		 AL_SOURCE_DIR, name);
+	snprintf(path, sizeof(path), "%s/tests/data/reports/%s", AL_SOURCE_DIR,
+		 name);
 	f = fopen(path, "rbe");
 	assert_non_null(f);
 	assert_int_equal(fseek(f, 0, SEEK_END), 0);
@@ -103,9 +103,9 @@ static void test_pytest(void **state)
 	assert_non_null(strstr(t->message, "fixture broke"));
 	assert_int_equal(find(&o, "test_xfail")->status, AL_TEST_SKIPPED);
 	assert_int_equal(find(&o, "test_param[3]")->status, AL_TEST_FAILED);
-	assert_int_equal(find(&o, "test_unicode_\xe5\x90\x8d\xe5\x89\x8d")
-			     ->status,
-			 AL_TEST_PASSED);
+	assert_int_equal(
+	    find(&o, "test_unicode_\xe5\x90\x8d\xe5\x89\x8d")->status,
+	    AL_TEST_PASSED);
 	assert_null(find(&o, "test_pass")->message);
 	al_report_out_release(&o);
 }
@@ -285,7 +285,8 @@ static void test_invalid_utf8(void **state)
 	static const char xml[] =
 	    "<testsuite><testcase name=\"ok\"/><testcase name=\"b\xff\"/>"
 	    "</testsuite>";
-	static const char tap[] = "1..2\nok 1 - a\xff\xc0 b\nnot ok 2 - n\0ul\n";
+	static const char tap[] =
+	    "1..2\nok 1 - a\xff\xc0 b\nnot ok 2 - n\0ul\n";
 	struct al_report_out o;
 
 	(void)state;
@@ -306,8 +307,9 @@ static void test_truncated(void **state)
 	struct al_report_out o;
 	size_t n;
 	uint8_t *p = slurp("pytest.xml", &n);
-	const char *cut = strstr((const char *)p, "<testcase classname=\"test_"
-						  "sample\" name=\"test_skip\"");
+	const char *cut =
+	    strstr((const char *)p, "<testcase classname=\"test_"
+				    "sample\" name=\"test_skip\"");
 
 	(void)state;
 	assert_non_null(cut);
@@ -344,8 +346,7 @@ static void test_caps(void **state)
 	/* the byte budget */
 	init(&o);
 	o.max_bytes = 1000;
-	assert_int_equal(al_report_parse(AL_REPORT_TAP, 3, (uint8_t *)x, n,
-					 &o),
+	assert_int_equal(al_report_parse(AL_REPORT_TAP, 3, (uint8_t *)x, n, &o),
 			 0);
 	assert_true(o.n_tests > 5 && o.n_tests < 20);
 	assert_true(o.bytes <= 1000);

@@ -515,8 +515,9 @@ static void print_verdict(const struct al_result *r, FILE *f)
 static void print_counts(FILE *f, const char *indent,
 			 const struct al_test_counts *c)
 {
-	fprintf(f, "%stests: %llu, %llu passed, %llu failed, %llu error, "
-		   "%llu skipped\n",
+	fprintf(f,
+		"%stests: %llu, %llu passed, %llu failed, %llu error, "
+		"%llu skipped\n",
 		indent, (unsigned long long)c->total,
 		(unsigned long long)c->passed, (unsigned long long)c->failed,
 		(unsigned long long)c->error, (unsigned long long)c->skipped);

@@ -24,7 +24,7 @@
 #define SHOW_BYTES 4096u  /* of an output shown in the page */
 #define DIFF_CONTEXT 2    /* lines around the first difference */
 #define TESTS_MAX 256     /* columns of the pass table */
-#define CASES_SHOWN 50    /* not-passed report tests listed per submission */
+#define CASES_SHOWN    50 /* not-passed report tests listed per submission */
 
 struct sub {
 	struct al_result res; /* outputs kept only for the failed step */
@@ -810,8 +810,9 @@ static void html_cases(FILE *f, const struct al_result *r, size_t i)
 			html_str(f, t->suite);
 			fputs("</td><td>", f);
 			html_str(f, t->name);
-			fprintf(f, "</td><td class=\"%s\">%s</td>"
-				   "<td class=\"n\">%llu</td><td><pre>",
+			fprintf(f,
+				"</td><td class=\"%s\">%s</td>"
+				"<td class=\"n\">%llu</td><td><pre>",
 				t->status == AL_TEST_SKIPPED ? "skip" : "WA",
 				al_test_status_name(t->status),
 				(unsigned long long)t->time_ms);
@@ -861,9 +862,9 @@ static void html_reports(const struct report *rp, FILE *f)
 	for (size_t i = 0; i < rp->n; i++) {
 		const struct al_result *r = &rp->subs[i].res;
 
-		if (r->has_tests && (r->test_counts.total !=
-					     r->test_counts.passed ||
-				     reports_trouble(r)))
+		if (r->has_tests &&
+		    (r->test_counts.total != r->test_counts.passed ||
+		     reports_trouble(r)))
 			html_cases(f, r, i);
 	}
 }
