@@ -553,11 +553,14 @@ static void print_tests(const struct al_step_result *s, FILE *f)
 		}
 		print_str(f, t->name, AL_TEST_NAME_MAX);
 		fprintf(f, " (%llu ms)", (unsigned long long)t->time_ms);
-		if (t->message) {
+		if (t->message) { /* its first line */
+			struct al_blob m = {(uint8_t *)t->message,
+					    strlen(t->message)};
+
 			nl = strchr(t->message, '\n');
+			m.len = nl ? (size_t)(nl - t->message) : m.len;
 			fputs(": ", f);
-			print_str(f, t->message,
-				  nl ? (size_t)(nl - t->message) : 200);
+			print_escaped(f, &m, 200);
 		}
 		fputc('\n', f);
 	}
