@@ -471,6 +471,19 @@ static size_t directive_at(const char *s, size_t n)
 	return n;
 }
 
+/* A description's escapes: "\\#" is '#', "\\\\" is '\\'. */
+static void tap_unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && (s[1] == '#' || s[1] == '\\'))
+			s++;
+		*o++ = *s;
+	}
+	*o = '\0';
+}
+
 /* "ok 3 - desc # SKIP why": its status, name and message. */
 static int tap_test(struct tap *t, const char *s, size_t n, bool ok)
 {
@@ -508,6 +521,7 @@ static int tap_test(struct tap *t, const char *s, size_t n, bool ok)
 		case_release(&tc);
 		return -ENOMEM;
 	}
+	tap_unescape(tc.name);
 	t->last_i = t->out->n_tests;
 	if (add_case(t->out, &tc) < 0)
 		return -ENOMEM;
