@@ -564,9 +564,13 @@ static int tap_yaml_end(struct tap *t)
 	}
 	if (tc->status == AL_TEST_FAILED && !tc->message && t->yaml_len) {
 		uint64_t before = al_report_record_bytes(tc);
+		uint64_t room = t->out->max_bytes - t->out->bytes;
 
-		tc->message = text_copy((const uint8_t *)t->yaml, t->yaml_len,
-					AL_TEST_MESSAGE_MAX);
+		/* the record is kept already: its message fits what is left */
+		tc->message =
+		    text_copy((const uint8_t *)t->yaml, t->yaml_len,
+			      room < AL_TEST_MESSAGE_MAX ? (size_t)room
+							 : AL_TEST_MESSAGE_MAX);
 		if (!tc->message)
 			return -ENOMEM;
 		t->out->bytes += al_report_record_bytes(tc) - before;

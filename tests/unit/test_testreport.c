@@ -353,6 +353,25 @@ static void test_caps(void **state)
 	assert_non_null(strstr(o.error, "report[3]: "));
 	al_report_out_release(&o);
 	free(x);
+	/* a YAML block comes after its record is kept: its message gets
+	 * what the budget has left (fuzz_tap found it could pass it) */
+	{
+		static const char yaml[] =
+		    "1..1\nnot ok 1 - x\n  ---\n  error: "
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"
+		    "  ...\n";
+
+		init(&o);
+		o.max_bytes = 64 + 1 + 10;
+		assert_int_equal(al_report_parse(AL_REPORT_TAP, 0,
+						 (const uint8_t *)yaml,
+						 sizeof(yaml) - 1, &o),
+				 0);
+		assert_int_equal(o.n_tests, 1);
+		assert_int_equal(strlen(o.tests[0].message), 10);
+		assert_true(o.bytes <= o.max_bytes);
+		al_report_out_release(&o);
+	}
 }
 
 static void test_tap_edges(void **state)
