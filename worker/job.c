@@ -626,8 +626,7 @@ static int parse_reports(const struct al_step *s, const struct al_msg_files *f,
 				file = &f->files[k];
 		if (!file) {
 			al_report_problem(out, (uint32_t)i,
-					  "%s: no such "
-					  "file after the step",
+					  "%s: no such file after the step",
 					  s->reports[i].path);
 			continue;
 		}
@@ -664,8 +663,8 @@ static int read_reports(struct sb_vm *vm, const struct al_step *s,
 	r = sb_vm_get_files(vm, paths, s->n_reports, max, &f);
 	if (r == -EMSGSIZE)
 		snprintf(out.error, sizeof(out.error),
-			 "report files larger "
-			 "than %llu bytes in all; none read",
+			 "report files larger than %llu bytes in all; none "
+			 "read",
 			 (unsigned long long)max);
 	else if (r < 0)
 		return r;
