@@ -279,8 +279,7 @@ static void XMLCALL junit_start(void *ud, const XML_Char *name,
 	struct junit *j = ud;
 
 	if (++j->depth > AL_REPORT_DEPTH_MAX) {
-		junit_stop(j, "elements nested deeper than "
-			      "AL_REPORT_DEPTH_MAX (32)");
+		junit_stop(j, "elements nested deeper than 32");
 		return;
 	}
 	if (!j->root_seen) {
