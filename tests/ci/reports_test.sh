@@ -2,7 +2,7 @@
 # reports_test.sh: a step's test reports read into per-test results
 # (issue 38): a pytest project runs on the `python` template (pytest
 # itself goes in with the project: the image has none) writing JUnit XML,
-# a step writes TAP, and the result's records and counts must equal what
+# a step writes TAP (and a billion-laughs XML, refused), and the result's records and counts must equal what
 # pytest itself counts on the host for the same project; a report that is
 # a symlink out of the work dir is not followed (no such file), and
 # `airlock report` shows the counts and the failing tests. Embedded
@@ -56,8 +56,12 @@ job = {"id": "pytest-project", "template": "python",
                   "--junitxml=../out/junit.xml",
             "reports": ["out/junit.xml", "out/link.xml", "out/none.xml"]},
            {"name": "tap", "sh": "printf 'TAP version 13\\n1..3\\n"
-            "ok 1 - a\\nnot ok 2 - b <i>\\nok 3 - c # SKIP later\\n' > t.tap",
-            "reports": ["t.tap"]}]}
+            "ok 1 - a\\nnot ok 2 - b <i>\\nok 3 - c # SKIP later\\n' > t.tap"
+            " && cat > bl.xml",
+            "stdin": "<?xml version='1.0'?><!DOCTYPE l [<!ENTITY a 'aaaa'>"
+                     "<!ENTITY b '&a;&a;&a;&a;&a;&a;&a;&a;'>]><testsuite>"
+                     "<testcase name='&b;'/></testsuite>\n",
+            "reports": ["t.tap", "bl.xml"]}]}
 open(f"{tmp}/jobs.jsonl", "w").write(json.dumps(job) + "\n")
 PY
 
@@ -96,6 +100,9 @@ want("report[2]: out/none.xml: no such file" in err, f"reports_error {err!r}")
 fails = [t for t in s["tests"] if t["status"] == "failed"]
 want(any("arithmetic <is>" in t.get("message", "") for t in fails),
      "test_fail's message")
+err = steps[2].get("reports_error", "")
+want("report[1]: refused at line 1: a DOCTYPE" in err,
+     f"billion laughs: reports_error {err!r}")
 t = steps[2].get("test_counts", {})
 want(t == {"total": 3, "passed": 1, "failed": 1, "error": 0, "skipped": 1},
      f"tap counts {t}")
