@@ -2,8 +2,9 @@
 # reports_test.sh: a step's test reports read into per-test results
 # (issue 38): a pytest project runs on the `python` template (pytest
 # itself goes in with the project: the image has none) writing JUnit XML,
-# a step writes TAP (and a billion-laughs XML, refused), and the result's records and counts must equal what
-# pytest itself counts on the host for the same project; a report that is
+# a step writes TAP (and a billion-laughs XML, refused), and the result's
+# records and counts must equal what pytest itself counts on the host for
+# the same project; a report that is
 # a symlink out of the work dir is not followed (no such file), and
 # `airlock report` shows the counts and the failing tests. Embedded
 # Redis and workers, real VMs from $AIRLOCK_TEST_STATE.
