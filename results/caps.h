@@ -59,6 +59,17 @@
 #define AL_CHECK_FILES_MAX 64  /* files of one `check` */
 #define AL_CHECKER_OUTPUT_MAX 4096u /* kept of a checker's messages */
 
+/* test reports (docs/schema.md, "Test reports"): a step's `reports`,
+ * read on the host (worker/testreport.c) into per-test records */
+#define AL_REPORTS_MAX	    16		/* report files of one step */
+#define AL_REPORT_MAX_BYTES (16u << 20) /* a step's report files, all */
+#define AL_TESTS_MAX	    10000u	/* test records of one step */
+/* test records of one job: a result stays under AL_NODES_MAX */
+#define AL_TESTS_JOB_MAX    50000u
+#define AL_TEST_NAME_MAX    512u  /* a test's name or suite, bytes */
+#define AL_TEST_MESSAGE_MAX 1024u /* a test's message, bytes */
+#define AL_REPORT_DEPTH_MAX 32u	  /* XML element nesting */
+
 /* diagnostics: errors kept per decode (the rest are counted) */
 #define AL_DIAGS_MAX 64
 

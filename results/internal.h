@@ -123,6 +123,17 @@ typedef void (*al__pack_fn)(msgpack_packer *pk, const void *obj);
 int al__encode(al__pack_fn fn, const void *obj, char **ret, size_t *ret_len);
 void al__files_release(struct al_file *f, size_t n);
 
+/* testcase.c: a step's test records and counts (docs/schema.md) */
+int al__walk_tests(const msgpack_object *v, const char *path,
+		   struct al_diags *d, struct al_test_case **ret,
+		   size_t *ret_n);
+int al__walk_test_counts(const msgpack_object *v, const char *path,
+			 struct al_diags *d, struct al_test_counts *ret);
+/* "test_counts": {...} (key and value) */
+void al__pack_test_counts(msgpack_packer *pk, const struct al_test_counts *c);
+/* "tests": [...] (key and value) */
+void al__pack_tests(msgpack_packer *pk, const struct al_test_case *t, size_t n);
+
 /* json.c: JSON <-> msgpack documents, and the decoders' and encoders'
  * public entry points */
 /* The public al_*_to_json(): obj packed by fn, rendered as JSON. */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,6 +406,69 @@ static int step_attest(const msgpack_object *v, const char *path, void *out,
 	return al__walk_bool(v, path, d, &s->attest);
 }
 
+/* One `reports` entry: "junit:PATH", "tap:PATH", or a PATH whose
+ * extension says its format (.xml JUnit, .tap TAP). */
+static int report_entry(const msgpack_object *v, const char *path,
+			struct al_report_spec *ret, struct al_diags *d)
+{
+	static const struct {
+		const char *prefix;
+		enum al_report_format format;
+	} pre[] = {{"junit:", AL_REPORT_JUNIT}, {"tap:", AL_REPORT_TAP}};
+	msgpack_object rest = *v;
+	size_t n, k;
+
+	if (v->type != MSGPACK_OBJECT_STR) {
+		al__walk_type_error(d, path, "a string");
+		return 0;
+	}
+	for (k = 0; k < AL__ARRAY_SIZE(pre); k++) {
+		n = strlen(pre[k].prefix);
+		if (v->via.str.size > n &&
+		    !memcmp(v->via.str.ptr, pre[k].prefix, n))
+			break;
+	}
+	if (k < AL__ARRAY_SIZE(pre)) {
+		rest.via.str.ptr += n;
+		rest.via.str.size -= (uint32_t)n;
+		ret->format = pre[k].format;
+	} else if (n = v->via.str.size,
+		   n > 4 && !memcmp(v->via.str.ptr + n - 4, ".xml", 4)) {
+		ret->format = AL_REPORT_JUNIT;
+	} else if (n > 4 && !memcmp(v->via.str.ptr + n - 4, ".tap", 4)) {
+		ret->format = AL_REPORT_TAP;
+	} else {
+		al_diags_add(d, path,
+			     "say its format: \"junit:PATH\" or "
+			     "\"tap:PATH\" (or a .xml/.tap name)");
+		return 0;
+	}
+	return al__walk_relpath(&rest, path, d, &ret->path);
+}
+
+static int step_reports(const msgpack_object *v, const char *path, void *out,
+			struct al_diags *d)
+{
+	struct al_step *s = out;
+	char sub[160];
+	uint32_t n;
+
+	if (!al__walk_len(v, path, MSGPACK_OBJECT_ARRAY, 1, AL_REPORTS_MAX, d,
+			  &n))
+		return 0;
+	s->reports = calloc(n, sizeof(*s->reports));
+	if (!s->reports)
+		return -ENOMEM;
+	s->n_reports = n;
+	for (uint32_t i = 0; i < n; i++) {
+		al__path_index(sub, sizeof(sub), path, i);
+		if (report_entry(&v->via.array.ptr[i], sub, &s->reports[i], d) <
+		    0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int check_cmd(const msgpack_object *v, const char *path, void *out,
 		     struct al_diags *d)
 {
@@ -485,6 +549,7 @@ enum {
 	STEP_CPU,
 	STEP_EXPECT,
 	STEP_ATTEST,
+	STEP_REPORTS,
 	STEP_SHARED, /* count of the above */
 };
 /* clang-format off */
@@ -497,7 +562,8 @@ enum {
 	[(base) + STEP_TIMEOUT] = {"timeout_ms", off, step_timeout, false},    \
 	[(base) + STEP_CPU] = {"cpu_ms", off, step_cpu, false},                \
 	[(base) + STEP_EXPECT] = {"expect", off, step_expect, false},          \
-	[(base) + STEP_ATTEST] = {"attest", off, step_attest, false}
+	[(base) + STEP_ATTEST] = {"attest", off, step_attest, false},          \
+	[(base) + STEP_REPORTS] = {"reports", off, step_reports, false}
 /* clang-format on */
 
 /* Bit 0: cmd seen, bit 1: sh seen, for STEP_FIELDS at `base`. */
@@ -572,6 +638,9 @@ void al_step_release(struct al_step *s)
 	argv_release(s->check.argv, s->check.argc);
 	al__files_release(s->check.files, s->check.n_files);
 	al__blob_release(&s->check.answer);
+	for (size_t i = 0; s->reports && i < s->n_reports; i++)
+		free(s->reports[i].path);
+	free(s->reports);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -860,6 +929,10 @@ static int step_doc(const msgpack_object *o, void *out, struct al_diags *d)
 	struct al_step s = {0};
 	int r = al_step_unpack(o, "", &s, d);
 
+	if (r == 0 && s.n_reports)
+		al_diags_add(d, "reports",
+			     "a job's steps only, not a "
+			     "session's exec");
 	if (r == 0 && al__diags_count(d) != before)
 		al_step_release(&s); /* the caller answers -EINVAL */
 	else if (r == 0)
@@ -945,12 +1018,46 @@ static void pack_check(msgpack_packer *pk, const struct al_check *c)
 	}
 }
 
+/* Does a `reports` entry need its format's prefix to read back the
+ * same: its extension says another format (or none), or the path itself
+ * starts like a prefix? */
+static bool report_needs_prefix(const struct al_report_spec *r)
+{
+	size_t n = strlen(r->path);
+	const char *ext = r->format == AL_REPORT_TAP ? ".tap" : ".xml";
+
+	return n <= 4 || memcmp(r->path + n - 4, ext, 4) ||
+	       !strncmp(r->path, "junit:", 6) || !strncmp(r->path, "tap:", 4);
+}
+
+/* `reports` as written: a prefix only where it is needed, so JSON ->
+ * struct -> JSON gives the same text. */
+static void pack_reports(msgpack_packer *pk, const struct al_report_spec *r,
+			 size_t n)
+{
+	char buf[AL_PATH_MAX + 8];
+
+	al__pack_key(pk, "reports");
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++) {
+		if (!report_needs_prefix(&r[i])) {
+			al__pack_str(pk, r[i].path);
+			continue;
+		}
+		snprintf(buf, sizeof(buf), "%s:%s",
+			 r[i].format == AL_REPORT_TAP ? "tap" : "junit",
+			 r[i].path);
+		al__pack_str(pk, buf);
+	}
+}
+
 int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 {
-	size_t n = !!s->name + (s->sh || s->argc) + s->has_stdin + !!s->n_env + !!s->cwd +
-		   !!s->timeout_ms + !!s->cpu_ms +
+	size_t n = !!s->name + (s->sh || s->argc) + s->has_stdin + !!s->n_env +
+		   !!s->cwd + !!s->timeout_ms + !!s->cpu_ms +
 		   (s->run_if != AL_RUN_ALWAYS) + s->expect.present +
-		   s->attest + s->compile + s->has_weight + s->check.present;
+		   s->attest + s->compile + s->has_weight + s->check.present +
+		   !!s->n_reports;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -1011,6 +1118,8 @@ int al_step_pack(msgpack_packer *pk, const struct al_step *s)
 	}
 	if (s->check.present)
 		pack_check(pk, &s->check);
+	if (s->n_reports)
+		pack_reports(pk, s->reports, s->n_reports);
 	return 0;
 }
 

@@ -182,6 +182,13 @@ int al_step_result_from_guest(struct al_step_result *sr)
 	sr->score = 0;
 	al__blob_release(&sr->compile_output);
 	al__blob_release(&sr->checker_output);
+	al_tests_release(sr->tests, sr->n_tests); /* the host reads reports */
+	sr->tests = NULL;
+	sr->n_tests = 0;
+	sr->has_tests = false;
+	sr->test_counts = (struct al_test_counts){0};
+	free(sr->reports_error);
+	sr->reports_error = NULL;
 	switch (st) {
 	case AL_OK: case AL_RE: case AL_SG: case AL_TO: case AL_TL: case AL_ML:
 	case AL_OL:
@@ -335,6 +342,11 @@ static int sr_verdict(const msgpack_object *v, const char *path, void *out,
 }
 
 SR_FIELD(expect_ok, walk_tristate(v, path, d, &s->expect_ok))
+SR_FIELD(tests, al__walk_tests(v, path, d, &s->tests, &s->n_tests))
+SR_FIELD(test_counts, (s->has_tests = true,
+		       al__walk_test_counts(v, path, d, &s->test_counts)))
+SR_FIELD(reports_error,
+	 al__walk_str(v, path, AL_ERROR_MAX, d, &s->reports_error))
 SR_FIELD(attested, walk_tristate(v, path, d, &s->attested))
 
 static const struct al__walk_field step_result_fields[] = {
@@ -358,6 +370,9 @@ static const struct al__walk_field step_result_fields[] = {
     {"verdict", 0, sr_verdict, false},
     {"score", 0, sr_score, false},
     {"checker_output", 0, sr_checker_output, false},
+    {"test_counts", 0, sr_test_counts, false},
+    {"tests", 0, sr_tests, false},
+    {"reports_error", 0, sr_reports_error, false},
 };
 
 static const struct al__walk_table step_result_table =
@@ -386,6 +401,8 @@ void al_step_result_release(struct al_step_result *r)
 	al__blob_release(&r->stderr_);
 	al__blob_release(&r->compile_output);
 	al__blob_release(&r->checker_output);
+	al_tests_release(r->tests, r->n_tests);
+	free(r->reports_error);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -656,6 +673,15 @@ static int res_digest(const msgpack_object *v, const char *path, void *out,
 	return rc;
 }
 
+static int res_test_counts(const msgpack_object *v, const char *path, void *out,
+			   struct al_diags *d)
+{
+	struct al_result *res = out;
+
+	res->has_tests = true;
+	return al__walk_test_counts(v, path, d, &res->test_counts);
+}
+
 static const struct al__walk_field result_fields[] = {
     {"id", 0, res_id, true},
     {"status", offsetof(struct al_result, status), walk_status, true},
@@ -672,6 +698,7 @@ static const struct al__walk_field result_fields[] = {
     {"digest", 0, res_digest, false},
     {"score", 0, res_score, false},
     {"max_score", 0, res_max_score, false},
+    {"test_counts", 0, res_test_counts, false},
 };
 static const struct al__walk_table result_table =
     AL__WALK_TABLE(result_fields, NULL);
@@ -745,7 +772,8 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 		   (s->expect_ok != AL_UNSET) + (s->attested != AL_UNSET) +
 		   !!s->error + !!s->compile_output.data +
 		   !!s->checker_output.data +
-		   2 * (s->verdict != AL_VERDICT_NONE);
+		   2 * (s->verdict != AL_VERDICT_NONE) + 2 * s->has_tests +
+		   !!s->reports_error;
 
 	msgpack_pack_map(pk, n);
 	if (s->name) {
@@ -795,6 +823,14 @@ int al_step_result_pack(msgpack_packer *pk, const struct al_step_result *s)
 		al__pack_key(pk, "checker_output");
 		al__pack_blob(pk, &s->checker_output);
 	}
+	if (s->has_tests) {
+		al__pack_test_counts(pk, &s->test_counts);
+		al__pack_tests(pk, s->tests, s->n_tests);
+	}
+	if (s->reports_error) {
+		al__pack_key(pk, "reports_error");
+		al__pack_str(pk, s->reports_error);
+	}
 	return 0;
 }
 
@@ -837,7 +873,8 @@ static void pack_result(msgpack_packer *pk, const void *obj)
 	const struct al_result *r = obj;
 	size_t n = 6 + (r->verdict != AL_VERDICT_NONE) + !!r->error +
 		   !!r->n_files + !!r->worker + !!r->meta.len +
-		   !!r->network.policy + !!r->digest + 2 * r->graded;
+		   !!r->network.policy + !!r->digest + 2 * r->graded +
+		   r->has_tests;
 
 	msgpack_pack_map(pk, n);
 	al__pack_key(pk, "id");
@@ -889,6 +926,8 @@ static void pack_result(msgpack_packer *pk, const void *obj)
 		pack_u64(pk, "score", r->score);
 		pack_u64(pk, "max_score", r->max_score);
 	}
+	if (r->has_tests)
+		al__pack_test_counts(pk, &r->test_counts);
 }
 
 void al_digest_hex(const void *payload, size_t len,

@@ -108,6 +108,16 @@ struct al_check {
 	uint32_t timeout_ms;     /* 0 = the policy's step default */
 };
 
+/* A step's test report file (docs/schema.md, "Test reports"). */
+enum al_report_format {
+	AL_REPORT_JUNIT = 0, /* JUnit XML (pytest, surefire, ctest, jest) */
+	AL_REPORT_TAP,	     /* TAP 12/13 */
+};
+struct al_report_spec {
+	char *path;		      /* relative to the work dir */
+	enum al_report_format format; /* `junit:`/`tap:` or the extension */
+};
+
 struct al_step {
 	char *name;               /* optional label, NULL when absent */
 	char **argv;              /* `cmd`, argc strings, NULL-terminated */
@@ -128,6 +138,8 @@ struct al_step {
 	bool compile;             /* a compile step: failing is CE */
 	bool has_weight;          /* `weight` given */
 	uint32_t weight;          /* a test's points (default 1 with expect) */
+	struct al_report_spec *reports; /* read after the step, on the host */
+	size_t n_reports;		/* entries in reports */
 };
 
 /* Is step s a test (it has `expect`, `check` or `weight`)? Tests get a verdict
@@ -212,6 +224,31 @@ enum al_tristate {
 	AL_TRUE,
 };
 
+/* One test case a step's report named (docs/schema.md, "Test reports"). */
+enum al_test_status {
+	AL_TEST_PASSED = 0,
+	AL_TEST_FAILED,
+	AL_TEST_ERROR,
+	AL_TEST_SKIPPED,
+	AL_TEST_STATUS_COUNT
+};
+struct al_test_case {
+	char *name;		    /* at most AL_TEST_NAME_MAX bytes */
+	char *suite;		    /* classname or suite, NULL = none */
+	enum al_test_status status; /* passed, failed, error, skipped */
+	uint64_t time_ms;	    /* its time, as the report says */
+	char *message;		    /* why not passed, NULL = none */
+	uint32_t report;	    /* index in the step's `reports` */
+};
+/* Tests counted, records kept or not. */
+struct al_test_counts {
+	uint64_t total, passed, failed, error, skipped;
+};
+/* "passed", "failed", "error", "skipped". */
+const char *al_test_status_name(enum al_test_status s);
+/* Free n records and the array (NULL is fine). */
+void al_tests_release(struct al_test_case *t, size_t n);
+
 struct al_step_result {
 	char *name;              /* the step's name, NULL when it had none */
 	enum al_status status;   /* how the step ended */
@@ -238,6 +275,11 @@ struct al_step_result {
 	struct al_blob checker_output; /* `check`: the checker's stderr, then
 					  stdout, the first AL_CHECKER_OUTPUT_MAX
 					  bytes */
+	bool has_tests;		       /* the step had `reports`: counts set */
+	struct al_test_counts test_counts; /* every test of its reports */
+	struct al_test_case *tests;	   /* the records kept, AL_TESTS_MAX */
+	size_t n_tests;			   /* entries in tests */
+	char *reports_error; /* a report refused, cut or missing */
 };
 
 struct al_vm_info {
@@ -297,6 +339,8 @@ struct al_result {
 					  max_score are set */
 	uint64_t score;                /* the tests' scores added up */
 	uint64_t max_score;            /* the tests' weights added up */
+	bool has_tests;		       /* some step had `reports` */
+	struct al_test_counts test_counts; /* the steps' counts added up */
 };
 
 /* --- diagnostics ---------------------------------------------------------- */

@@ -11,6 +11,8 @@ pkgs=(
   libhiredis-dev libuv1-dev libinih-dev       # dispatcher, config
   libsystemd-dev                              # serve's sd_notify
   zlib1g-dev                                  # eval: gzipped problems
+  libexpat1-dev                               # worker: JUnit XML test reports
+  python3-pytest                              # ci_reports: pytest on the host
   libnftables-dev libmicrohttpd-dev           # network policy, HTTP API
   libcurl4-openssl-dev                        # HTTP API result callbacks
   prometheus                                  # promtool, in the HTTP tests

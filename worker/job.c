@@ -50,6 +50,7 @@
 #include "clock.h"
 #include "pkglist.h"
 #include "proto.h"
+#include "testreport.h"
 #include "worker.h"
 
 void al_worker_init(struct al_worker *w, const struct sb_options *sb,
@@ -293,7 +294,9 @@ static uint64_t result_bytes(const struct al_result *res)
 
 		n += STEP_BYTES + sr->stdout_.len + sr->stderr_.len +
 		     sr->compile_output.len + sr->checker_output.len +
-		     slen(sr->name) + slen(sr->error);
+		     slen(sr->name) + slen(sr->error) + slen(sr->reports_error);
+		for (size_t k = 0; k < sr->n_tests; k++)
+			n += al_report_record_bytes(&sr->tests[k]);
 	}
 	for (size_t i = 0; i < res->n_files; i++)
 		n += FILE_BYTES + slen(res->files[i].path) +
@@ -394,6 +397,8 @@ static int run_one(struct sb_vm *vm, const struct al_step *s,
 	cp.has_weight = false;
 	cp.weight = 0;
 	cp.check = (struct al_check){0};
+	cp.reports = NULL; /* read on the host after the step */
+	cp.n_reports = 0;
 	if (!s->attest)
 		return sb_vm_run_step(vm, &cp, sl, t, sr);
 	cp.attest = false;
@@ -589,6 +594,75 @@ static int run_checker(struct sb_vm *vm, struct al_worker *w,
 	return r;
 }
 
+/* The step's report files parsed into sr (docs/schema.md, "Test
+ * reports"), what came back of them: tests, counts, reports_error. */
+static int parse_reports(const struct al_step *s, const struct al_msg_files *f,
+			 struct al_report_out *out)
+{
+	for (size_t i = 0; i < s->n_reports; i++) {
+		const struct al_file *file = NULL;
+
+		for (size_t k = 0; k < f->n_files && !file; k++)
+			if (!strcmp(f->files[k].path, s->reports[i].path))
+				file = &f->files[k];
+		if (!file) {
+			al_report_problem(out, (uint32_t)i,
+					  "%s: no such file after the step",
+					  s->reports[i].path);
+			continue;
+		}
+		if (al_report_parse(s->reports[i].format, (uint32_t)i,
+				    file->content.data, file->content.len,
+				    out) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Bring step s's `reports` back (as `collect` does: the agent reads
+ * them beneath the work dir, no symlink followed, capped) and read them
+ * on the host into sr. 0, or <0 when the VM failed. */
+static int read_reports(struct sb_vm *vm, const struct al_step *s,
+			struct al_result *res, struct al_step_result *sr)
+{
+	struct al_report_out out = {0};
+	size_t kept = 0;
+	uint64_t room = budget_room(res) / 2, max = AL_REPORT_MAX_BYTES;
+	struct al_msg_files f = {0};
+	char *paths[AL_REPORTS_MAX];
+	int r;
+
+	for (size_t i = 0; i < s->n_reports; i++)
+		paths[i] = s->reports[i].path;
+	for (size_t i = 0; i < res->n_steps; i++)
+		kept += res->steps[i].n_tests;
+	out.max_tests = kept < AL_TESTS_JOB_MAX ? AL_TESTS_JOB_MAX - kept : 0;
+	out.max_tests =
+	    out.max_tests < AL_TESTS_MAX ? out.max_tests : AL_TESTS_MAX;
+	out.max_bytes = room < (8u << 20) ? room : (8u << 20);
+	sr->has_tests = true;
+	r = sb_vm_get_files(vm, paths, s->n_reports, max, &f);
+	if (r == -EMSGSIZE)
+		snprintf(out.error, sizeof(out.error),
+			 "report files larger than %llu bytes in all; none "
+			 "read",
+			 (unsigned long long)max);
+	else if (r < 0)
+		return r;
+	else if (parse_reports(s, &f, &out) < 0)
+		r = -ENOMEM;
+	sb_files_release(&f);
+	sr->tests = out.tests;
+	sr->n_tests = out.n_tests;
+	sr->test_counts = out.counts;
+	out.tests = NULL;
+	if (r != -ENOMEM && out.error[0] &&
+	    !(sr->reports_error = strdup(out.error)))
+		r = -ENOMEM;
+	al_report_out_release(&out);
+	return r == -ENOMEM ? r : 0;
+}
+
 /* Run steps [0, n): returns 0, or <0 when the VM failed (steps say how). */
 static int run_steps(struct sb_vm *vm, struct al_worker *w,
 		     const struct al_job *job, const struct al_limits *lim,
@@ -653,6 +727,18 @@ static int run_steps(struct sb_vm *vm, struct al_worker *w,
 						 sb_vm_error(vm)) ?: r;
 			}
 		}
+		if (s->n_reports && sr->status != AL_XX) {
+			r = read_reports(vm, s, res, sr);
+			if (r < 0) {
+				sr->status = AL_XX;
+				for (size_t k = i + 1; k < job->n_steps; k++)
+					res->steps[k].status = AL_SK;
+				return set_error(&res->error,
+						 "step %zu: reports: %s", i,
+						 sb_vm_error(vm))
+					   ?: r;
+			}
+		}
 		if (sl.output_bytes < lim->output_bytes &&
 		    (sr->stdout_truncated || sr->stderr_truncated))
 			return out_of_room(job, i, true, res);
@@ -699,6 +785,25 @@ static void grade_test(const struct al_step *s, struct al_step_result *sr)
 	sr->score = sr->verdict == AL_VERDICT_ACCEPTED ? al_step_weight(s) : 0;
 }
 
+/* The job's test_counts: its steps' added up (issue 38). */
+static void sum_tests(struct al_result *res)
+{
+	struct al_test_counts *c = &res->test_counts;
+
+	for (size_t i = 0; i < res->n_steps; i++) {
+		const struct al_test_counts *s = &res->steps[i].test_counts;
+
+		if (!res->steps[i].has_tests)
+			continue;
+		res->has_tests = true;
+		c->total += s->total;
+		c->passed += s->passed;
+		c->failed += s->failed;
+		c->error += s->error;
+		c->skipped += s->skipped;
+	}
+}
+
 /* The job's verdict, score and each test's (docs/schema.md, "Grading"):
  * the verdict is the first failure in step order, a failed compile step
  * being a compile error and a failed step that is not a test the verdict
@@ -735,6 +840,7 @@ static int judge(const struct al_job *job, enum al_status status,
 		res->verdict = status == AL_XX	       ? AL_VERDICT_INTERNAL_ERROR
 			       : v == AL_VERDICT_NONE ? AL_VERDICT_ACCEPTED
 						      : v;
+	sum_tests(res);
 	return name_steps(job, res);
 }
 

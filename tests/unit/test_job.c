@@ -19,120 +19,129 @@ static const struct {
 	const char *path;
 	const char *reason;
 } rules[] = {
-	{"{\"sh\":\"x\",\"bogus\":1}", "bogus", "unknown field"},
-	{"{\"steps\":[{\"sh\":\"x\",\"timeot_ms\":1}]}", "steps[0].timeot_ms",
-	 "unknown field"},
+    {"{\"sh\":\"x\",\"bogus\":1}", "bogus", "unknown field"},
+    {"{\"steps\":[{\"sh\":\"x\",\"timeot_ms\":1}]}", "steps[0].timeot_ms",
+     "unknown field"},
 #define ID_RULE							       \
 	"must match [A-Za-z0-9._:/-]{1,128} with no empty, . or .. part "      \
 	"between slashes"
-	{"{\"sh\":\"x\",\"id\":\"a b\"}", "id", ID_RULE},
-	{"{\"sh\":\"x\",\"id\":\"/etc\"}", "id", ID_RULE},
-	{"{\"sh\":\"x\",\"id\":\"a//b\"}", "id", ID_RULE},
-	{"{\"sh\":\"x\",\"id\":\"a/../b\"}", "id", ID_RULE},
-	{"{\"sh\":\"x\",\"id\":\"a/.\"}", "id", ID_RULE},
-	{"{\"sh\":\"x\",\"id\":\"a/\"}", "id", ID_RULE},
-	{"{\"sh\":\"x\",\"id\":\"..\"}", "id", ID_RULE},
-	{"{\"sh\":\"x\",\"id\":7}", "id", "must be a string"},
-	{"{\"sh\":\"x\",\"template\":\"Py\"}", "template",
-	 "must match [a-z0-9][a-z0-9_.-]{0,63}"},
-	{"{\"sh\":\"x\",\"network\":\"-x\"}", "network",
-	 "must match [a-z0-9][a-z0-9_.-]{0,63}"},
-	{"{\"steps\":[]}", "steps", "must have 1..256 entries"},
-	{"{\"steps\":{}}", "steps", "must be an array"},
-	{"{}", "steps", "required (or give cmd or sh at top level)"},
-	{"{\"steps\":[{\"sh\":\"x\"}],\"sh\":\"y\"}", "",
-	 "cannot give both steps and a top-level cmd/sh"},
-	{"{\"steps\":[{\"sh\":\"x\"}],\"env\":{}}", "",
-	 "step fields at top level need a top-level cmd or sh instead of "
-	 "steps"},
-	{"{\"cmd\":[\"a\"],\"sh\":\"y\"}", "",
-	 "must have exactly one of cmd or sh"},
-	{"{\"steps\":[{\"cmd\":[\"a\"],\"sh\":\"y\"}]}", "steps[0]",
-	 "must have exactly one of cmd or sh"},
-	{"{\"steps\":[{\"env\":{}}]}", "steps[0]",
-	 "must have exactly one of cmd or sh"},
-	{"{\"steps\":[{\"name\":\"\\u0001\",\"sh\":\"x\"}]}", "steps[0].name",
-	 "must be 1..64 printable characters"},
-	{"{\"cmd\":[]}", "cmd", "must have 1..4096 entries"},
-	{"{\"cmd\":[\"\"]}", "cmd[0]", "must not be empty"},
-	{"{\"cmd\":[\"a\",\"b\",\"c\\u0000\"]}", "cmd[2]",
-	 "must not contain NUL"},
-	{"{\"cmd\":[\"a\",3]}", "cmd[1]", "must be a string"},
-	{"{\"cmd\":\"ls\"}", "cmd", "must be an array"},
-	{"{\"sh\":\"\"}", "sh", "must not be empty"},
-	{"{\"sh\":\"x\",\"stdin\":5}", "stdin",
-	 "must be a string or {\"base64\": ...}"},
-	{"{\"sh\":\"x\",\"stdin\":{\"base64\":\"a\"}}", "stdin.base64",
-	 "invalid base64"},
-	{"{\"sh\":\"x\",\"files\":{\"/etc/passwd\":\"\"}}",
-	 "files[\"/etc/passwd\"]", "must be a relative path"},
-	{"{\"sh\":\"x\",\"files\":{\"a/../b\":\"\"}}", "files[\"a/../b\"]",
-	 "must not contain . or .. components"},
-	{"{\"sh\":\"x\",\"files\":{\"./b\":\"\"}}", "files[\"./b\"]",
-	 "must not contain . or .. components"},
-	{"{\"sh\":\"x\",\"files\":{\"a//b\":\"\"}}", "files[\"a//b\"]",
-	 "must not contain empty components"},
-	{"{\"sh\":\"x\",\"files\":{\"a/\":\"\"}}", "files[\"a/\"]",
-	 "must not contain empty components"},
-	{"{\"sh\":\"x\",\"files\":{\"\":\"\"}}", "files[\"\"]",
-	 "must not be empty"},
-	{"{\"sh\":\"x\",\"files\":{\"a\":\"\",\"a/b\":\"\"}}", "files[\"a/b\"]",
-	 "conflicts with files[\"a\"]"},
-	{"{\"sh\":\"x\",\"files\":{\"x\":{\"base64\":\"AA==\",\"y\":1}}}",
-	 "files[\"x\"]", "must be a string or {\"base64\": ...}"},
-	{"{\"sh\":\"x\",\"files\":[]}", "files", "must be an object"},
-	{"{\"sh\":\"x\",\"cwd\":\"/tmp\"}", "cwd", "must be a relative path"},
-	{"{\"sh\":\"x\",\"collect\":[\"a\",\"../b\"]}", "collect[1]",
-	 "must not contain . or .. components"},
-	{"{\"sh\":\"x\",\"collect\":\"a\"}", "collect", "must be an array"},
-	{"{\"sh\":\"x\",\"env\":{\"1X\":\"y\"}}", "env[\"1X\"]",
-	 "must match [A-Za-z_][A-Za-z0-9_]*"},
-	{"{\"sh\":\"x\",\"env\":{\"X\":\"a\\u0000\"}}", "env[\"X\"]",
-	 "must not contain NUL"},
-	{"{\"sh\":\"x\",\"env\":{\"X\":1}}", "env[\"X\"]", "must be a string"},
-	{"{\"sh\":\"x\",\"timeout_ms\":0}", "timeout_ms", "must be 1..600000"},
-	{"{\"steps\":[{\"sh\":\"x\"},{\"sh\":\"x\",\"timeout_ms\":600001}]}",
-	 "steps[1].timeout_ms", "must be 1..600000"},
-	{"{\"sh\":\"x\",\"timeout_ms\":1.5}", "timeout_ms",
-	 "must be an integer"},
-	{"{\"sh\":\"x\",\"timeout_ms\":-1}", "timeout_ms", "must be 1..600000"},
-	{"{\"sh\":\"x\",\"cpu_ms\":0}", "cpu_ms", "must be 1..600000"},
-	{"{\"steps\":[{\"sh\":\"x\",\"cpu_ms\":600001}]}",
-	 "steps[0].cpu_ms", "must be 1..600000"},
-	{"{\"sh\":\"x\",\"cpu_ms\":\"1000\"}", "cpu_ms",
-	 "must be an integer"},
-	{"{\"steps\":[{\"sh\":\"x\",\"if\":\"never\"}]}", "steps[0].if",
-	 "must be \"always\", \"success\" or \"setup_ok\""},
-	{"{\"sh\":\"x\",\"expect\":{\"stdout\":\"1\",\"compare\":\"fuzzy\"}}",
-	 "expect.compare", "must be \"exact\", \"trim\", \"lines\", \"tokens\" or \"numbers\""},
-	{"{\"sh\":\"x\",\"expect\":{}}", "expect.stdout", "required"},
-	{"{\"sh\":\"x\",\"expect\":\"1\"}", "expect", "must be an object"},
-	{"{\"sh\":\"x\",\"limits\":{\"memory_mb\":32}}", "limits.memory_mb",
-	 "must be 64..65536"},
-	{"{\"sh\":\"x\",\"limits\":{\"vcpus\":0}}", "limits.vcpus",
-	 "must be 1..64"},
-	{"{\"sh\":\"x\",\"limits\":{\"wall_ms\":3600001}}", "limits.wall_ms",
-	 "must be 1..3600000"},
-	{"{\"sh\":\"x\",\"limits\":{\"output_bytes\":0}}",
-	 "limits.output_bytes", "must be 1..16777216"},
-	{"{\"sh\":\"x\",\"limits\":{\"pids\":0}}", "limits.pids",
-	 "must be 1..65536"},
-	{"{\"sh\":\"x\",\"limits\":{\"disk_mb\":0}}", "limits.disk_mb",
-	 "must be 1..65536"},
-	{"{\"sh\":\"x\",\"limits\":{\"file_size_mb\":0}}",
-	 "limits.file_size_mb", "must be 1..65536"},
-	{"{\"sh\":\"x\",\"limits\":{\"cpus\":1}}", "limits.cpus",
-	 "unknown field"},
-	{"{\"sh\":\"x\",\"meta\":[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}", "meta",
-	 "nests deeper than 16"},
-	{"[1]", "", "must be an object"},
-	{"{\"sh\":\"x\",\"sh\":\"y\"}", "",
-	 "invalid JSON at line 1 column 14: duplicate object key near "
-	 "'\"sh\"'"},
-	{"{", "", "invalid JSON at line 1 column 1: string or '}' expected "
-		  "near end of file"},
-	{"{\"sh\":\"x\",\"template\":\"\\u00ff\"}", "template",
-	 "must match [a-z0-9][a-z0-9_.-]{0,63}"},
+    {"{\"sh\":\"x\",\"id\":\"a b\"}", "id", ID_RULE},
+    {"{\"sh\":\"x\",\"id\":\"/etc\"}", "id", ID_RULE},
+    {"{\"sh\":\"x\",\"id\":\"a//b\"}", "id", ID_RULE},
+    {"{\"sh\":\"x\",\"id\":\"a/../b\"}", "id", ID_RULE},
+    {"{\"sh\":\"x\",\"id\":\"a/.\"}", "id", ID_RULE},
+    {"{\"sh\":\"x\",\"id\":\"a/\"}", "id", ID_RULE},
+    {"{\"sh\":\"x\",\"id\":\"..\"}", "id", ID_RULE},
+    {"{\"sh\":\"x\",\"id\":7}", "id", "must be a string"},
+    {"{\"sh\":\"x\",\"template\":\"Py\"}", "template",
+     "must match [a-z0-9][a-z0-9_.-]{0,63}"},
+    {"{\"sh\":\"x\",\"network\":\"-x\"}", "network",
+     "must match [a-z0-9][a-z0-9_.-]{0,63}"},
+    {"{\"steps\":[]}", "steps", "must have 1..256 entries"},
+    {"{\"steps\":{}}", "steps", "must be an array"},
+    {"{}", "steps", "required (or give cmd or sh at top level)"},
+    {"{\"steps\":[{\"sh\":\"x\"}],\"sh\":\"y\"}", "",
+     "cannot give both steps and a top-level cmd/sh"},
+    {"{\"steps\":[{\"sh\":\"x\"}],\"env\":{}}", "",
+     "step fields at top level need a top-level cmd or sh instead of "
+     "steps"},
+    {"{\"cmd\":[\"a\"],\"sh\":\"y\"}", "",
+     "must have exactly one of cmd or sh"},
+    {"{\"steps\":[{\"cmd\":[\"a\"],\"sh\":\"y\"}]}", "steps[0]",
+     "must have exactly one of cmd or sh"},
+    {"{\"steps\":[{\"env\":{}}]}", "steps[0]",
+     "must have exactly one of cmd or sh"},
+    {"{\"steps\":[{\"name\":\"\\u0001\",\"sh\":\"x\"}]}", "steps[0].name",
+     "must be 1..64 printable characters"},
+    {"{\"cmd\":[]}", "cmd", "must have 1..4096 entries"},
+    {"{\"cmd\":[\"\"]}", "cmd[0]", "must not be empty"},
+    {"{\"cmd\":[\"a\",\"b\",\"c\\u0000\"]}", "cmd[2]", "must not contain NUL"},
+    {"{\"cmd\":[\"a\",3]}", "cmd[1]", "must be a string"},
+    {"{\"cmd\":\"ls\"}", "cmd", "must be an array"},
+    {"{\"sh\":\"\"}", "sh", "must not be empty"},
+    {"{\"sh\":\"x\",\"stdin\":5}", "stdin",
+     "must be a string or {\"base64\": ...}"},
+    {"{\"sh\":\"x\",\"stdin\":{\"base64\":\"a\"}}", "stdin.base64",
+     "invalid base64"},
+    {"{\"sh\":\"x\",\"files\":{\"/etc/passwd\":\"\"}}",
+     "files[\"/etc/passwd\"]", "must be a relative path"},
+    {"{\"sh\":\"x\",\"files\":{\"a/../b\":\"\"}}", "files[\"a/../b\"]",
+     "must not contain . or .. components"},
+    {"{\"sh\":\"x\",\"files\":{\"./b\":\"\"}}", "files[\"./b\"]",
+     "must not contain . or .. components"},
+    {"{\"sh\":\"x\",\"files\":{\"a//b\":\"\"}}", "files[\"a//b\"]",
+     "must not contain empty components"},
+    {"{\"sh\":\"x\",\"files\":{\"a/\":\"\"}}", "files[\"a/\"]",
+     "must not contain empty components"},
+    {"{\"sh\":\"x\",\"files\":{\"\":\"\"}}", "files[\"\"]",
+     "must not be empty"},
+    {"{\"sh\":\"x\",\"files\":{\"a\":\"\",\"a/b\":\"\"}}", "files[\"a/b\"]",
+     "conflicts with files[\"a\"]"},
+    {"{\"sh\":\"x\",\"files\":{\"x\":{\"base64\":\"AA==\",\"y\":1}}}",
+     "files[\"x\"]", "must be a string or {\"base64\": ...}"},
+    {"{\"sh\":\"x\",\"files\":[]}", "files", "must be an object"},
+    {"{\"sh\":\"x\",\"cwd\":\"/tmp\"}", "cwd", "must be a relative path"},
+    {"{\"sh\":\"x\",\"collect\":[\"a\",\"../b\"]}", "collect[1]",
+     "must not contain . or .. components"},
+    {"{\"sh\":\"x\",\"collect\":\"a\"}", "collect", "must be an array"},
+    {"{\"sh\":\"x\",\"env\":{\"1X\":\"y\"}}", "env[\"1X\"]",
+     "must match [A-Za-z_][A-Za-z0-9_]*"},
+    {"{\"sh\":\"x\",\"env\":{\"X\":\"a\\u0000\"}}", "env[\"X\"]",
+     "must not contain NUL"},
+    {"{\"sh\":\"x\",\"env\":{\"X\":1}}", "env[\"X\"]", "must be a string"},
+    {"{\"sh\":\"x\",\"timeout_ms\":0}", "timeout_ms", "must be 1..600000"},
+    {"{\"steps\":[{\"sh\":\"x\"},{\"sh\":\"x\",\"timeout_ms\":600001}]}",
+     "steps[1].timeout_ms", "must be 1..600000"},
+    {"{\"sh\":\"x\",\"timeout_ms\":1.5}", "timeout_ms", "must be an integer"},
+    {"{\"sh\":\"x\",\"timeout_ms\":-1}", "timeout_ms", "must be 1..600000"},
+    {"{\"sh\":\"x\",\"cpu_ms\":0}", "cpu_ms", "must be 1..600000"},
+    {"{\"steps\":[{\"sh\":\"x\",\"cpu_ms\":600001}]}", "steps[0].cpu_ms",
+     "must be 1..600000"},
+    {"{\"sh\":\"x\",\"cpu_ms\":\"1000\"}", "cpu_ms", "must be an integer"},
+    {"{\"steps\":[{\"sh\":\"x\",\"if\":\"never\"}]}", "steps[0].if",
+     "must be \"always\", \"success\" or \"setup_ok\""},
+    {"{\"sh\":\"x\",\"expect\":{\"stdout\":\"1\",\"compare\":\"fuzzy\"}}",
+     "expect.compare",
+     "must be \"exact\", \"trim\", \"lines\", \"tokens\" or \"numbers\""},
+    {"{\"sh\":\"x\",\"expect\":{}}", "expect.stdout", "required"},
+    {"{\"sh\":\"x\",\"expect\":\"1\"}", "expect", "must be an object"},
+    {"{\"sh\":\"x\",\"limits\":{\"memory_mb\":32}}", "limits.memory_mb",
+     "must be 64..65536"},
+    {"{\"sh\":\"x\",\"limits\":{\"vcpus\":0}}", "limits.vcpus",
+     "must be 1..64"},
+    {"{\"sh\":\"x\",\"limits\":{\"wall_ms\":3600001}}", "limits.wall_ms",
+     "must be 1..3600000"},
+    {"{\"sh\":\"x\",\"limits\":{\"output_bytes\":0}}", "limits.output_bytes",
+     "must be 1..16777216"},
+    {"{\"sh\":\"x\",\"limits\":{\"pids\":0}}", "limits.pids",
+     "must be 1..65536"},
+    {"{\"sh\":\"x\",\"limits\":{\"disk_mb\":0}}", "limits.disk_mb",
+     "must be 1..65536"},
+    {"{\"sh\":\"x\",\"limits\":{\"file_size_mb\":0}}", "limits.file_size_mb",
+     "must be 1..65536"},
+    {"{\"sh\":\"x\",\"limits\":{\"cpus\":1}}", "limits.cpus", "unknown field"},
+    {"{\"sh\":\"x\",\"meta\":[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}", "meta",
+     "nests deeper than 16"},
+    {"[1]", "", "must be an object"},
+    {"{\"sh\":\"x\",\"sh\":\"y\"}", "",
+     "invalid JSON at line 1 column 14: duplicate object key near "
+     "'\"sh\"'"},
+    {"{", "",
+     "invalid JSON at line 1 column 1: string or '}' expected "
+     "near end of file"},
+    {"{\"sh\":\"x\",\"template\":\"\\u00ff\"}", "template",
+     "must match [a-z0-9][a-z0-9_.-]{0,63}"},
+    {"{\"sh\":\"x\",\"reports\":[\"out.txt\"]}", "reports[0]",
+     "say its format: \"junit:PATH\" or \"tap:PATH\" (or a .xml/.tap "
+     "name)"},
+    {"{\"sh\":\"x\",\"reports\":[\"junit:../r.xml\"]}", "reports[0]",
+     "must not contain . or .. components"},
+    {"{\"sh\":\"x\",\"reports\":[\"/tmp/r.xml\"]}", "reports[0]",
+     "must be a relative path"},
+    {"{\"sh\":\"x\",\"reports\":[]}", "reports", "must have 1..16 entries"},
+    {"{\"steps\":[{\"sh\":\"x\",\"reports\":[1]}]}", "steps[0].reports[0]",
+     "must be a string"},
+    {"{\"sh\":\"x\",\"reports\":\"r.xml\"}", "reports", "must be an array"},
 };
 
 static bool has_diag(const struct al_diags *d, const char *path,
@@ -484,6 +493,63 @@ static void test_msgpack_input(void **state)
 	msgpack_sbuffer_destroy(&sb);
 }
 
+/* `reports`: a prefix or the extension says the format; the encoding
+ * writes a prefix only where reading back needs it. */
+static void test_reports(void **state)
+{
+	static const char json[] =
+	    "{\"steps\":[{\"sh\":\"x\",\"reports\":[\"build/junit.xml\","
+	    "\"tap:out.txt\",\"t.tap\",\"junit:r.tap\",\"junit:tap:a.xml\"]}"
+	    "]}";
+	struct al_job job = {0}, back = {0};
+	struct al_diags d;
+	char *text;
+	const struct al_step *s;
+
+	(void)state;
+	al_diags_init(&d);
+	assert_int_equal(al_job_from_json(json, strlen(json), &job, &d), 0);
+	s = &job.steps[0];
+	assert_int_equal(s->n_reports, 5);
+	assert_string_equal(s->reports[0].path, "build/junit.xml");
+	assert_int_equal(s->reports[0].format, AL_REPORT_JUNIT);
+	assert_string_equal(s->reports[1].path, "out.txt");
+	assert_int_equal(s->reports[1].format, AL_REPORT_TAP);
+	assert_int_equal(s->reports[2].format, AL_REPORT_TAP);
+	assert_string_equal(s->reports[3].path, "r.tap");
+	assert_int_equal(s->reports[3].format, AL_REPORT_JUNIT);
+	assert_string_equal(s->reports[4].path, "tap:a.xml");
+	assert_int_equal(s->reports[4].format, AL_REPORT_JUNIT);
+	assert_int_equal(al_job_to_json(&job, &text), 0);
+	assert_non_null(strstr(text,
+			       "\"reports\":[\"build/junit.xml\","
+			       "\"tap:out.txt\",\"t.tap\",\"junit:r.tap\","
+			       "\"junit:tap:a.xml\"]"));
+	assert_int_equal(al_job_from_json(text, strlen(text), &back, &d), 0);
+	assert_string_equal(back.steps[0].reports[4].path, "tap:a.xml");
+	free(text);
+	al_job_release(&back);
+	al_job_release(&job);
+	/* the one-step shorthand takes it too; a session's exec does not */
+	assert_int_equal(al_job_from_json("{\"sh\":\"x\",\"reports\":"
+					  "[\"r.xml\"]}",
+					  30, &job, &d),
+			 0);
+	assert_int_equal(job.steps[0].n_reports, 1);
+	al_job_release(&job);
+	{
+		struct al_step st = {0};
+		static const char ex[] =
+		    "{\"sh\":\"x\",\"reports\":[\"r.xml\"]}";
+
+		assert_int_equal(al_step_from_json(ex, strlen(ex), &st, &d),
+				 -EINVAL);
+		assert_true(has_diag(&d, "reports",
+				     "a job's steps only, not "
+				     "a session's exec"));
+	}
+}
+
 static void test_release_zeroed(void **state)
 {
 	struct al_job job = {0};
@@ -537,19 +603,20 @@ static void test_step_alone(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rules),
-		cmocka_unit_test(test_id_charset),
-		cmocka_unit_test(test_all_errors),
-		cmocka_unit_test(test_diags_cap),
-		cmocka_unit_test(test_size_cap),
-		cmocka_unit_test(test_shorthand),
-		cmocka_unit_test(test_id_reported),
-		cmocka_unit_test(test_policy),
-		cmocka_unit_test(test_wall_follows_steps),
-		cmocka_unit_test(test_policy_snapshots),
-		cmocka_unit_test(test_msgpack_input),
-		cmocka_unit_test(test_release_zeroed),
-		cmocka_unit_test(test_step_alone),
+	    cmocka_unit_test(test_rules),
+	    cmocka_unit_test(test_id_charset),
+	    cmocka_unit_test(test_all_errors),
+	    cmocka_unit_test(test_diags_cap),
+	    cmocka_unit_test(test_size_cap),
+	    cmocka_unit_test(test_shorthand),
+	    cmocka_unit_test(test_id_reported),
+	    cmocka_unit_test(test_policy),
+	    cmocka_unit_test(test_wall_follows_steps),
+	    cmocka_unit_test(test_policy_snapshots),
+	    cmocka_unit_test(test_msgpack_input),
+	    cmocka_unit_test(test_release_zeroed),
+	    cmocka_unit_test(test_step_alone),
+	    cmocka_unit_test(test_reports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,42 +16,54 @@ static const struct {
 	const char *path;
 	const char *reason;
 } rules[] = {
-	{"{\"status\":\"OK\"}", "id", "required"},
-	{"{\"id\":\"a\"}", "status", "required"},
-	{"{\"id\":\"a\",\"status\":\"MAYBE\"}", "status", "unknown value"},
-	{"{\"id\":\"a b\",\"status\":\"OK\"}", "id",
-	 "must match [A-Za-z0-9._:/-]{1,128} with no empty, . or .. part between slashes"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"verdict\":\"none\"}", "verdict",
-	 "unknown value"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{}]}", "steps[0].status",
-	 "required"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
-	 "\"exit_code\":256}]}",
-	 "steps[0].exit_code", "must be 0..255"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
-	 "\"signal\":0}]}",
-	 "steps[0].signal", "must be 1..127"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
-	 "\"wall_ms\":-1}]}",
-	 "steps[0].wall_ms", "must not be negative"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
-	 "\"expect_ok\":1}]}",
-	 "steps[0].expect_ok", "must be a boolean"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"accel\":\"hvf\"}}",
-	 "vm.accel", "unknown value"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"jailed\":1}}",
-	 "vm.jailed", "must be a boolean"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"timing\":{\"x_ms\":1}}",
-	 "timing.x_ms", "unknown field"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"files\":{\"../x\":\"\"}}",
-	 "files[\"../x\"]", "must not contain . or .. components"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"attempt\":-1}", "attempt",
-	 "must be 0..4294967295"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"digest\":\"abc\"}", "digest",
-	 "must be 64 lowercase hex digits"},
-	{"{\"id\":\"a\",\"status\":\"OK\",\"digest\":"
-	 "\"E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\"}",
-	 "digest", "must be 64 lowercase hex digits"},
+    {"{\"status\":\"OK\"}", "id", "required"},
+    {"{\"id\":\"a\"}", "status", "required"},
+    {"{\"id\":\"a\",\"status\":\"MAYBE\"}", "status", "unknown value"},
+    {"{\"id\":\"a b\",\"status\":\"OK\"}", "id",
+     "must match [A-Za-z0-9._:/-]{1,128} with no empty, . or .. part between "
+     "slashes"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"verdict\":\"none\"}", "verdict",
+     "unknown value"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{}]}", "steps[0].status",
+     "required"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+     "\"exit_code\":256}]}",
+     "steps[0].exit_code", "must be 0..255"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+     "\"signal\":0}]}",
+     "steps[0].signal", "must be 1..127"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+     "\"wall_ms\":-1}]}",
+     "steps[0].wall_ms", "must not be negative"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+     "\"expect_ok\":1}]}",
+     "steps[0].expect_ok", "must be a boolean"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"accel\":\"hvf\"}}", "vm.accel",
+     "unknown value"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"vm\":{\"jailed\":1}}", "vm.jailed",
+     "must be a boolean"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"timing\":{\"x_ms\":1}}", "timing.x_ms",
+     "unknown field"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"files\":{\"../x\":\"\"}}",
+     "files[\"../x\"]", "must not contain . or .. components"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"attempt\":-1}", "attempt",
+     "must be 0..4294967295"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"digest\":\"abc\"}", "digest",
+     "must be 64 lowercase hex digits"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"digest\":"
+     "\"E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855\"}",
+     "digest", "must be 64 lowercase hex digits"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+     "\"tests\":[{\"name\":\"t\",\"status\":\"flaky\"}]}]}",
+     "steps[0].tests[0].status", "unknown value"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+     "\"tests\":[{\"status\":\"passed\"}]}]}",
+     "steps[0].tests[0].name", "required"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"OK\","
+     "\"tests\":[{\"name\":\"t\",\"status\":\"passed\",\"report\":16}]}]}",
+     "steps[0].tests[0].report", "must be 0..15"},
+    {"{\"id\":\"a\",\"status\":\"OK\",\"test_counts\":{\"total\":1}}",
+     "test_counts.passed", "required"},
 };
 
 static void test_rules(void **state)
@@ -225,6 +237,59 @@ static void test_jailed(void **state)
 /* Output over AL_OUTPUT_MAX in a record is refused before it is copied. */
 /* What a guest may report: its XX (or RJ, SK) becomes RE, so the queue
  * never retries on a guest's word; how processes end passes unchanged. */
+/* Test records round trip; a name past AL_TEST_NAME_MAX is refused. */
+static void test_tests(void **state)
+{
+	static const char json[] =
+	    "{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{\"status\":\"RE\","
+	    "\"test_counts\":{\"total\":3,\"passed\":1,\"failed\":1,"
+	    "\"error\":0,\"skipped\":1},\"tests\":[{\"name\":\"t1\","
+	    "\"suite\":\"s\",\"status\":\"passed\",\"time_ms\":3,"
+	    "\"report\":0},{\"name\":\"t2\",\"status\":\"failed\","
+	    "\"message\":\"1 != 2\",\"report\":1}],\"reports_error\":"
+	    "\"report[1]: planned 3 tests, read 2\"}],"
+	    "\"test_counts\":{\"total\":3,\"passed\":1,\"failed\":1,"
+	    "\"error\":0,\"skipped\":1}}";
+	struct al_result r = {0}, back = {0};
+	struct al_diags d;
+	char *text, *big, *text2;
+	size_t off;
+
+	(void)state;
+	al_diags_init(&d);
+	assert_int_equal(al_result_from_json(json, strlen(json), &r, &d), 0);
+	assert_true(r.has_tests && r.steps[0].has_tests);
+	assert_int_equal(r.steps[0].n_tests, 2);
+	assert_int_equal(r.steps[0].tests[1].status, AL_TEST_FAILED);
+	assert_string_equal(r.steps[0].tests[1].message, "1 != 2");
+	assert_int_equal(r.test_counts.skipped, 1);
+	assert_int_equal(al_result_to_json(&r, &text), 0);
+	assert_int_equal(al_result_from_json(text, strlen(text), &back, &d), 0);
+	assert_int_equal(al_result_to_json(&back, &text2), 0);
+	assert_string_equal(text, text2);
+	/* what only the host reads, a guest cannot send */
+	assert_int_equal(al_step_result_from_guest(&back.steps[0]), 0);
+	assert_false(back.steps[0].has_tests);
+	assert_null(back.steps[0].tests);
+	assert_null(back.steps[0].reports_error);
+	free(text);
+	free(text2);
+	al_result_release(&back);
+	al_result_release(&r);
+	big = malloc(AL_TEST_NAME_MAX + 256);
+	assert_non_null(big);
+	snprintf(big, 128,
+		 "{\"id\":\"a\",\"status\":\"OK\",\"steps\":[{"
+		 "\"status\":\"OK\",\"tests\":[{\"status\":"
+		 "\"passed\",\"name\":\"");
+	off = strlen(big);
+	memset(big + off, 'n', AL_TEST_NAME_MAX + 1);
+	strcpy(big + off + AL_TEST_NAME_MAX + 1, "\"}]}]}");
+	assert_int_equal(al_result_from_json(big, strlen(big), &r, &d),
+			 -EINVAL);
+	free(big);
+}
+
 static void test_from_guest(void **state)
 {
 	static const enum al_status keep[] = {AL_OK, AL_RE, AL_SG,
@@ -326,15 +391,16 @@ static void test_digest(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rules),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_verdicts),
-		cmocka_unit_test(test_guest_grades),
-		cmocka_unit_test(test_overall),
-		cmocka_unit_test(test_jailed),
-		cmocka_unit_test(test_from_guest),
-		cmocka_unit_test(test_stream_cap),
-		cmocka_unit_test(test_digest),
+	    cmocka_unit_test(test_rules),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_verdicts),
+	    cmocka_unit_test(test_guest_grades),
+	    cmocka_unit_test(test_overall),
+	    cmocka_unit_test(test_jailed),
+	    cmocka_unit_test(test_from_guest),
+	    cmocka_unit_test(test_tests),
+	    cmocka_unit_test(test_stream_cap),
+	    cmocka_unit_test(test_digest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -510,6 +510,69 @@ static void print_verdict(const struct al_result *r, FILE *f)
 	fputc(')', f);
 }
 
+#define TESTS_SHOWN 20 /* not-passed tests listed per step */
+
+static void print_counts(FILE *f, const char *indent,
+			 const struct al_test_counts *c)
+{
+	fprintf(f,
+		"%stests: %llu, %llu passed, %llu failed, %llu error, "
+		"%llu skipped\n",
+		indent, (unsigned long long)c->total,
+		(unsigned long long)c->passed, (unsigned long long)c->failed,
+		(unsigned long long)c->error, (unsigned long long)c->skipped);
+}
+
+static void print_str(FILE *f, const char *s, size_t max)
+{
+	struct al_blob b = {(uint8_t *)s, s ? strlen(s) : 0};
+
+	print_escaped(f, &b, max);
+}
+
+/* A step's test reports: counts, then the tests that did not pass. */
+static void print_tests(const struct al_step_result *s, FILE *f)
+{
+	size_t shown = 0, left = 0;
+
+	print_counts(f, "    ", &s->test_counts);
+	for (size_t k = 0; k < s->n_tests; k++) {
+		const struct al_test_case *t = &s->tests[k];
+		const char *nl;
+
+		if (t->status == AL_TEST_PASSED || t->status == AL_TEST_SKIPPED)
+			continue;
+		if (shown++ == TESTS_SHOWN) {
+			left++;
+			continue;
+		}
+		fprintf(f, "      %s: ", al_test_status_name(t->status));
+		if (t->suite) {
+			print_str(f, t->suite, AL_TEST_NAME_MAX);
+			fputs("::", f);
+		}
+		print_str(f, t->name, AL_TEST_NAME_MAX);
+		fprintf(f, " (%llu ms)", (unsigned long long)t->time_ms);
+		if (t->message) { /* its first line */
+			struct al_blob m = {(uint8_t *)t->message,
+					    strlen(t->message)};
+
+			nl = strchr(t->message, '\n');
+			m.len = nl ? (size_t)(nl - t->message) : m.len;
+			fputs(": ", f);
+			print_escaped(f, &m, 200);
+		}
+		fputc('\n', f);
+	}
+	if (left)
+		fprintf(f, "      ... and %zu more\n", left);
+	if (s->reports_error) {
+		fputs("    reports: ", f);
+		print_str(f, s->reports_error, AL_ERROR_MAX);
+		fputc('\n', f);
+	}
+}
+
 static void print_step(const struct al_step_result *s, size_t i, FILE *f,
 		       size_t max_out)
 {
@@ -549,6 +612,8 @@ static void print_step(const struct al_step_result *s, size_t i, FILE *f,
 		print_escaped(f, &s->stderr_, max_out);
 		fputc('\n', f);
 	}
+	if (s->has_tests)
+		print_tests(s, f);
 }
 
 void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out)
@@ -570,6 +635,8 @@ void al_cli_print_result(const struct al_result *r, FILE *f, size_t max_out)
 		(unsigned long long)r->timing.run_ms);
 	if (r->error)
 		fprintf(f, "  error: %s\n", r->error);
+	if (r->has_tests)
+		print_counts(f, "  ", &r->test_counts);
 	for (size_t i = 0; i < r->n_steps; i++)
 		print_step(&r->steps[i], i, f, max_out);
 }

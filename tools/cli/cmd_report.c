@@ -46,8 +46,8 @@ static int run(struct al_cli *cli, int argc, char **argv)
 	}
 	if (o->dir)
 		printf("report: %s/index.html, %s/submissions.csv, "
-		       "%s/tests.csv\n",
-		       o->dir, o->dir, o->dir);
+		       "%s/tests.csv, %s/cases.csv\n",
+		       o->dir, o->dir, o->dir, o->dir);
 	return AL_EXIT_OK;
 }
 
@@ -63,7 +63,10 @@ const struct al_cmd al_cmd_report = {
 	"error or first failing test), DIR/submissions.csv (a row per\n"
 	"submission: verdict, Judge0 status id, score, tests passed, compile\n"
 	"output) and DIR/tests.csv (a row per test: status, verdict, time,\n"
-	"memory, score). With --jobs, the jobs the results came from give the\n"
+	"memory, score) and DIR/cases.csv (a row per test of the steps'\n"
+	"test reports, JUnit XML or TAP: suite, name, status, time, message;\n"
+	"the page shows their counts and the tests that did not pass).\n"
+	"With --jobs, the jobs the results came from give the\n"
 	"first failing test's diff against its expected output. Without -o,\n"
 	"print every result as `airlock result` does. Exit 0 written, 2 on\n"
 	"an unreadable or invalid file.\n"

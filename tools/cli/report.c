@@ -24,6 +24,7 @@
 #define SHOW_BYTES 4096u  /* of an output shown in the page */
 #define DIFF_CONTEXT 2    /* lines around the first difference */
 #define TESTS_MAX 256     /* columns of the pass table */
+#define CASES_SHOWN    50 /* not-passed report tests listed per submission */
 
 struct sub {
 	struct al_result res; /* outputs kept only for the failed step */
@@ -478,6 +479,34 @@ static int write_csv(const struct report *rp, FILE *sf, FILE *tf)
 	return ferror(sf) || ferror(tf) ? -EIO : 0;
 }
 
+/* cases.csv: every test record of every step's test reports. */
+static int write_cases(const struct report *rp, FILE *f)
+{
+	fputs("id,step,report,suite,name,status,time_ms,message\n", f);
+	for (size_t i = 0; i < rp->n; i++) {
+		const struct al_result *r = &rp->subs[i].res;
+
+		for (size_t k = 0; k < r->n_steps; k++) {
+			const struct al_step_result *s = &r->steps[k];
+
+			for (size_t c = 0; c < s->n_tests; c++) {
+				const struct al_test_case *t = &s->tests[c];
+
+				csv_str(f, r->id, false);
+				csv_num(f, k, false);
+				csv_num(f, t->report, false);
+				csv_str(f, t->suite, false);
+				csv_str(f, t->name, false);
+				csv_str(f, al_test_status_name(t->status),
+					false);
+				csv_num(f, t->time_ms, false);
+				csv_str(f, t->message, true);
+			}
+		}
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
 /* --- HTML ----------------------------------------------------------------- */
 
 static const char css[] =
@@ -741,6 +770,105 @@ static void html_detail(const struct sub *s, size_t i, FILE *f)
 	}
 }
 
+static void html_count_cells(FILE *f, const struct al_test_counts *c)
+{
+	fprintf(f,
+		"<td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+		"<td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+		"<td class=\"n\">%llu</td>",
+		(unsigned long long)c->total, (unsigned long long)c->passed,
+		(unsigned long long)c->failed, (unsigned long long)c->error,
+		(unsigned long long)c->skipped);
+}
+
+/* One submission's report tests that did not pass, and its reports'
+ * problems. */
+static void html_cases(FILE *f, const struct al_result *r, size_t i)
+{
+	size_t shown = 0;
+
+	fprintf(f, "<h3 id=\"t%zu\">", i);
+	html_str(f, r->id);
+	fputs("</h3>\n", f);
+	for (size_t k = 0; k < r->n_steps; k++)
+		if (r->steps[k].reports_error) {
+			fprintf(f, "<p>step %zu reports: ", k);
+			html_str(f, r->steps[k].reports_error);
+			fputs("</p>\n", f);
+		}
+	fputs("<table class=\"cases\"><tr><th>step</th><th>suite</th>"
+	      "<th>test</th><th>status</th><th>ms</th><th>message</th></tr>\n",
+	      f);
+	for (size_t k = 0; k < r->n_steps; k++)
+		for (size_t c = 0; c < r->steps[k].n_tests; c++) {
+			const struct al_test_case *t = &r->steps[k].tests[c];
+
+			if (t->status == AL_TEST_PASSED ||
+			    shown++ >= CASES_SHOWN)
+				continue;
+			fprintf(f, "<tr><td class=\"n\">%zu</td><td>", k);
+			html_str(f, t->suite);
+			fputs("</td><td>", f);
+			html_str(f, t->name);
+			fprintf(f,
+				"</td><td class=\"%s\">%s</td>"
+				"<td class=\"n\">%llu</td><td><pre>",
+				t->status == AL_TEST_SKIPPED ? "skip" : "WA",
+				al_test_status_name(t->status),
+				(unsigned long long)t->time_ms);
+			html_str(f, t->message);
+			fputs("</pre></td></tr>\n", f);
+		}
+	fputs("</table>\n", f);
+	if (shown > CASES_SHOWN)
+		fprintf(f, "<p>... and %zu more (cases.csv has them all)</p>\n",
+			shown - CASES_SHOWN);
+}
+
+static bool reports_trouble(const struct al_result *r)
+{
+	for (size_t k = 0; k < r->n_steps; k++)
+		if (r->steps[k].reports_error)
+			return true;
+	return false;
+}
+
+/* The test reports (JUnit XML, TAP) of the submissions that had any:
+ * counts, then each one's tests that did not pass. */
+static void html_reports(const struct report *rp, FILE *f)
+{
+	size_t any = 0;
+
+	for (size_t i = 0; i < rp->n; i++)
+		any += rp->subs[i].res.has_tests;
+	if (!any)
+		return;
+	fputs("<h2>Test reports</h2>\n<table id=\"reports\"><tr>"
+	      "<th>submission</th><th>tests</th><th>passed</th>"
+	      "<th>failed</th><th>error</th><th>skipped</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < rp->n; i++) {
+		const struct al_result *r = &rp->subs[i].res;
+
+		if (!r->has_tests)
+			continue;
+		fprintf(f, "<tr><td><a href=\"#t%zu\">", i);
+		html_str(f, r->id);
+		fputs("</a></td>", f);
+		html_count_cells(f, &r->test_counts);
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+	for (size_t i = 0; i < rp->n; i++) {
+		const struct al_result *r = &rp->subs[i].res;
+
+		if (r->has_tests &&
+		    (r->test_counts.total != r->test_counts.passed ||
+		     reports_trouble(r)))
+			html_cases(f, r, i);
+	}
+}
+
 static int write_html(const struct report *rp, FILE *f)
 {
 	time_t now = time(NULL);
@@ -754,6 +882,7 @@ static int write_html(const struct report *rp, FILE *f)
 		css, rp->n, when);
 	html_counts(rp, f);
 	html_table(rp, f);
+	html_reports(rp, f);
 	fputs("<h2>Failures</h2>\n", f);
 	for (size_t i = 0; i < rp->n; i++)
 		if (rp->subs[i].res.verdict != AL_VERDICT_ACCEPTED)
@@ -799,7 +928,7 @@ static void report_release(struct report *rp)
 
 static int write_all(struct report *rp, const char *dir)
 {
-	FILE *sf = NULL, *tf = NULL, *hf = NULL;
+	FILE *sf = NULL, *tf = NULL, *hf = NULL, *cf = NULL;
 	int dfd, r;
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
@@ -810,14 +939,18 @@ static int write_all(struct report *rp, const char *dir)
 	sf = open_out(dfd, "submissions.csv");
 	tf = open_out(dfd, "tests.csv");
 	hf = open_out(dfd, "index.html");
-	r = sf && tf && hf ? 0 : -errno;
+	cf = open_out(dfd, "cases.csv");
+	r = sf && tf && hf && cf ? 0 : -errno;
 	if (r == 0)
 		r = write_csv(rp, sf, tf);
+	if (r == 0)
+		r = write_cases(rp, cf);
 	if (r == 0)
 		r = write_html(rp, hf);
 	r = close_out(sf, r);
 	r = close_out(tf, r);
 	r = close_out(hf, r);
+	r = close_out(cf, r);
 	close(dfd);
 	if (r < 0)
 		fail(rp, r, "%s: %s", dir, strerror(-r));

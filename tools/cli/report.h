@@ -14,6 +14,12 @@
  *                    compile_output
  *   tests.csv        id, test, name, status, verdict, judge0_status,
  *                    wall_ms, cpu_ms, max_rss_kb, score
+ *   cases.csv        every test of the steps' test reports (JUnit XML,
+ *                    TAP; docs/schema.md, "Test reports"): id, step,
+ *                    report, suite, name, status, time_ms, message
+ *
+ * The page also has, when some result has test reports, their counts per
+ * submission and each one's tests that did not pass.
  *
  * Everything from a result is the job's own bytes: HTML-escaped (and
  * invalid UTF-8 shown as \xNN) in the page, and in the CSV a cell that a
