@@ -8,6 +8,9 @@
 #   piston     piston_test.mjs: the npm piston-client, pinned in
 #              package-lock.json, installed once into $AIRLOCK_NPM_CACHE
 #   sf         sf_test.py: /run_code as verl's sandbox_fusion client
+#   sf_submit  sf_submit_test.py: /submit (humaneval_python, mbpp) as
+#              SandboxFusion's SDK sends it, HumanEval/0 from the
+#              repo's datasets/HumanEval.jsonl.gz
 #   malformed  malformed_test.py: each door's own errors, then nothing
 #              enqueued (the stream is empty, no job key exists); no VM
 #   cap        http.queue_cap reached (the one worker SIGSTOPped before
@@ -111,6 +114,9 @@ done
 case $case in
 judge0) python3 "$here/judge0_test.py" "$api" "$hip" "$cport" || fail judge0 ;;
 sf) python3 "$here/sf_test.py" "$api" || fail sandboxfusion ;;
+sf_submit)
+  python3 "$here/sf_submit_test.py" "$api" \
+    "$here/../../datasets/HumanEval.jsonl.gz" || fail "sandboxfusion submit" ;;
 piston)
   # the client, as its lockfile pins it, installed once per cache dir
   cache=${AIRLOCK_NPM_CACHE:-/var/tmp/airlock-npm-compat}

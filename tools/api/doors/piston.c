@@ -322,7 +322,7 @@ static json_t *stage(const struct al_step_result *s, bool compile)
 	return j;
 }
 
-static json_t *answer(const struct al_result *r)
+static json_t *answer(const struct al_result *r, void *ctx)
 {
 	const struct al_step_result *c = al_door_compile_step(r),
 				    *run = al_door_run_step(r);
@@ -336,6 +336,7 @@ static json_t *answer(const struct al_result *r)
 		json_object_set_new(j, "compile", stage(c, true));
 	if (run && run->status != AL_SK)
 		json_object_set_new(j, "run", stage(run, false));
+	(void)ctx;
 	return j;
 }
 
@@ -374,5 +375,5 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 	if (code)
 		return al_http_send_json_retry(r->c, code, e, 0);
 	/* a Piston client waits for its answer; a refusal is its 400 */
-	return al_door_run_held(r, AL_DOOR_PISTON, jobs, 400, answer);
+	return al_door_run_held(r, AL_DOOR_PISTON, jobs, 400, answer, NULL);
 }
