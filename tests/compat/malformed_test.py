@@ -134,4 +134,67 @@ expect("POST", S, BEARER, {**sf, "fetch_files": "a"}, 422, detail)
 expect("POST", S, BEARER, {**sf, "code": BIG}, 422, detail)
 expect("POST", S, BEARER, {**sf, "code": TEN}, 422, detail)
 expect("POST", S, BEARER, None, 422, detail, raw=b"[1,2")
+# --- SandboxFusion /submit: FastAPI's 422 {"detail": [..]} for a field
+# of the wrong shape, its HTTPException 400 {"detail": "..."} otherwise ---
+U = "/submit"
+row = {"prompt": "def f():\n", "test": "def check(c):\n    pass\n",
+       "entry_point": "f"}
+cfg = {"language": "python", "provided_data": row, "extra": {}}
+sub = {"dataset": "humaneval_python", "id": 0, "completion": "  return 1\n",
+       "config": cfg}
+mb = {**sub, "dataset": "mbpp",
+      "config": {"provided_data": {"labels": {"test_setup_code": ""},
+                                   "test_list": ["assert f() == 1"]}}}
+
+
+def listed(j):
+    return isinstance(j.get("detail"), list) and j["detail"]
+
+
+def said(j):
+    return isinstance(j.get("detail"), str)
+
+
+expect("POST", U, {"Content-Type": "application/json"}, sub, 401, detail)
+for k in ("dataset", "id", "completion", "config"):
+    expect("POST", U, BEARER, {x: v for x, v in sub.items() if x != k},
+           422, listed)
+expect("POST", U, BEARER, {**sub, "id": [1]}, 422, listed)
+expect("POST", U, BEARER, {**sub, "completion": 5}, 422, listed)
+expect("POST", U, BEARER, {**sub, "completion": BIG}, 422, listed)
+expect("POST", U, BEARER, {**sub, "completion": "a\u0000b"}, 422, listed)
+expect("POST", U, BEARER, {**sub, "config": "x"}, 422, listed)
+expect("POST", U, BEARER,
+       {**sub, "config": {**cfg, "run_timeout": "soon"}}, 422, listed)
+expect("POST", U, BEARER, None, 422, listed, raw=b"[1,2")
+# neither provided_data nor a dataset this server holds
+expect("POST", U, BEARER, {**sub, "config": {"language": "python"}}, 400,
+       said)
+expect("POST", U, BEARER,
+       {**sub, "config": {**cfg, "provided_data": None}}, 400, said)
+expect("POST", U, BEARER, {**sub, "config": {**cfg, "provided_data": [row]}},
+       400, said)
+expect("POST", U, BEARER, {**sub, "dataset": "humaneval_cpp"}, 400, said)
+expect("POST", U, BEARER, {**sub, "dataset": "x",
+                           "config": {**cfg, "dataset_type": "NoSuch"}},
+       400, said)
+expect("POST", U, BEARER, {**sub, "config": {**cfg, "language": "cpp"}},
+       400, said)
+expect("POST", U, BEARER,
+       {**sub, "config": {**cfg, "provided_data": {"prompt": "x"}}}, 400,
+       said)
+expect("POST", U, BEARER,
+       {**sub, "config": {**cfg, "provided_data": {**row, "test": BIG}}},
+       400, said)
+expect("POST", U, BEARER, {**mb, "config": {"provided_data": {
+    "labels": {}, "test_list": ["assert 1"]}}}, 400, said)
+expect("POST", U, BEARER, {**mb, "config": {"provided_data": {
+    "labels": "{not json", "test_list": ["assert 1"]}}}, 400, said)
+expect("POST", U, BEARER, {**mb, "config": {"provided_data": {
+    "labels": {"test_setup_code": ""}, "test_list": []}}}, 400, said)
+expect("POST", U, BEARER, {**mb, "config": {"provided_data": {
+    "labels": {"test_setup_code": ""}, "test_list": [1]}}}, 400, said)
+expect("POST", U, BEARER, {**mb, "config": {"provided_data": {
+    "labels": {"test_setup_code": ""}, "test_list": ["a"] * 1001}}}, 400,
+       said)
 print(f"malformed: {n} requests refused, each in its protocol's shape")
