@@ -13,6 +13,7 @@ pkgs=(
   zlib1g-dev                                  # eval: gzipped problems
   libnftables-dev libmicrohttpd-dev           # network policy, HTTP API
   libcurl4-openssl-dev                        # HTTP API result callbacks
+  libzip-dev                                  # Judge0's additional_files
   prometheus                                  # promtool, in the HTTP tests
   redis-server                                # queue (tests, embedded mode)
   redis-sentinel                              # Sentinel HA (test_sentinel)

@@ -5,6 +5,7 @@
 #
 # usage: compat_test.sh AIRLOCK_BIN CASE
 #   judge0     judge0_test.py: Judge0 CE requests as its docs write them
+#   judge0_files judge0_files_test.py: additional_files, language 89
 #   piston     piston_test.mjs: the npm piston-client, pinned in
 #              package-lock.json, installed once into $AIRLOCK_NPM_CACHE
 #   sf         sf_test.py: /run_code as verl's sandbox_fusion client
@@ -114,6 +115,8 @@ done
 case $case in
 judge0) python3 "$here/judge0_test.py" "$api" "$hip" "$cport" || fail judge0 ;;
 sf) python3 "$here/sf_test.py" "$api" || fail sandboxfusion ;;
+judge0_files)
+  python3 "$here/judge0_files_test.py" "$api" || fail "judge0 files" ;;
 sf_submit)
   python3 "$here/sf_submit_test.py" "$api" \
     "$here/../../datasets/HumanEval.jsonl.gz" || fail "sandboxfusion submit" ;;

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "door.h"
+#include "zipfiles.h"
 
 #define J0_VERSION "1.13.1"
 
@@ -281,7 +282,6 @@ static void options(json_t *sub, const struct al_language *lang, json_t *run,
 static void refused(json_t *sub, json_t *errs)
 {
 	json_t *net = json_object_get(sub, "enable_network"),
-	       *add = json_object_get(sub, "additional_files"),
 	       *cb = json_object_get(sub, "callback_url");
 
 	if (net && !json_is_null(net) && !json_is_boolean(net))
@@ -289,13 +289,106 @@ static void refused(json_t *sub, json_t *errs)
 	else if (json_is_true(net))
 		field_err(errs, "enable_network",
 			  "setting enable_network is not allowed");
-	if (add && !json_is_null(add))
-		field_err(errs, "additional_files",
-			  "is not supported here: send a job with `files` "
-			  "to POST /jobs");
 	if (cb && !json_is_null(cb) &&
 	    (!json_is_string(cb) || json_string_length(cb) > AL_HTTP_URL_MAX))
 		field_err(errs, "callback_url", "must be a URL");
+}
+
+/* additional_files: base64 of a zip (whatever base64_encoded says, as
+ * Judge0's controller decodes it), into {path: content}; NULL when
+ * absent. Language 89 needs one. */
+static json_t *additional(json_t *sub, const struct j0_lang *l, json_t *errs)
+{
+	json_t *add = json_object_get(sub, "additional_files"), *files = NULL;
+	uint8_t *zip = NULL;
+	size_t n;
+	char why[160] = "is not base64";
+	int r = -EINVAL;
+
+	if (!add || json_is_null(add) ||
+	    (json_is_string(add) && !json_string_length(add))) {
+		if (l && !strcmp(l->lang, "multi-file"))
+			field_err(errs, "additional_files", "can't be blank");
+		return NULL;
+	}
+	if (!json_is_string(add) ||
+	    json_string_length(add) > AL_DOOR_FIELD_MAX * 4 / 3 + 4) {
+		field_err(errs, "additional_files",
+			  "must be a base64 zip of at most 1 MiB");
+		return NULL;
+	}
+	if (al_door_b64_decode(json_string_value(add), json_string_length(add),
+			       &zip, &n) == 0)
+		r = al_door_unzip(zip, n, &files, why, sizeof(why));
+	free(zip);
+	if (r == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	if (r < 0) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg), "is not a zip this server takes: %s",
+			 why);
+		field_err(errs, "additional_files", msg);
+	}
+	return files;
+}
+
+/* The first of names that files holds, or NULL. */
+static const char *first_of(json_t *files, const char *const *names)
+{
+	for (; *names; names++)
+		if (json_object_get(files, *names))
+			return *names;
+	return NULL;
+}
+
+/* Language 89, a project as Judge0 runs one: the zip's files alone (no
+ * source file), its `compile.sh` or else `compile` run by bash when there
+ * is one (a compile step), then `run.sh` or else `run` by bash; no
+ * compiler options or arguments (Judge0 writes no script for a project).
+ * job becomes a template job; run is its run step. */
+static void project(json_t *job, const struct al_language *lang, json_t *run,
+		    json_t *files, bool redirect)
+{
+	static const char *const compiles[] = {"compile.sh", "compile", NULL},
+				 *const runs[] = {"run.sh", "run", NULL};
+	const char *c = first_of(files, compiles), *r = first_of(files, runs);
+	json_t *steps = json_array();
+	char sh[32];
+
+	json_object_del(job, "source_code");
+	json_object_del(job, "language");
+	json_object_set_new(job, "template", json_string(lang->template_));
+	json_object_set(job, "files", files);
+	if (c) {
+		json_array_append_new(steps,
+				      json_pack("{sss[ss]sb}", "name", "compile",
+						"cmd", "bash", c, "compile", 1));
+		json_object_set_new(run, "if", json_string("success"));
+	} else {
+		json_object_del(run, "if");
+	}
+	json_object_del(run, "sh");
+	snprintf(sh, sizeof(sh), "exec bash %s 2>&1", r ? r : "run.sh");
+	json_object_set_new(run, "cmd",
+			    redirect ? json_pack("[sss]", "sh", "-c", sh)
+				     : json_pack("[ss]", "bash",
+						 r ? r : "run.sh"));
+	json_array_append(steps, run);
+	json_object_set_new(job, "steps", steps);
+}
+
+/* Another language's additional files, beside the source: a file of the
+ * source's name is not taken (Judge0's `unzip -n` keeps the source). */
+static void beside(json_t *job, const struct al_language *lang, json_t *files)
+{
+	json_t *f = json_object_get(job, "files");
+
+	json_object_del(files, lang->file);
+	if (f)
+		json_object_update_missing(f, files);
+	else
+		json_object_set(job, "files", files);
 }
 
 /* The job limits Judge0's fields give, only those the submission sets:
@@ -365,10 +458,13 @@ static bool exec_format_bad(json_t *src)
 static void interpreted(json_t *job, const struct al_language *lang,
 			json_t *run)
 {
-	json_t *files = json_object(), *cmd;
+	json_t *files = json_object_get(job, "files"), *cmd;
 
+	if (!files) {
+		files = json_object();
+		json_object_set_new(job, "files", files);
+	}
 	json_object_set(files, lang->file, json_object_get(job, "source_code"));
-	json_object_set_new(job, "files", files);
 	json_object_del(job, "source_code");
 	json_object_del(job, "language");
 	json_object_set_new(job, "template", json_string(lang->template_));
@@ -384,7 +480,7 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 {
 	const struct j0_lang *l;
 	const struct al_language *lang;
-	json_t *job = NULL, *run, *steps, *src, *in, *exp, *cb;
+	json_t *job = NULL, *run, *steps, *src, *in, *exp, *cb, *zf;
 	double v[L_N];
 	bool ok = true;
 
@@ -401,6 +497,7 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	if (ok && !src && l && strcmp(l->lang, "multi-file"))
 		field_err(errs, "source_code", "can't be blank");
 	refused(sub, errs);
+	zf = additional(sub, l, errs);
 	run = json_object();
 	steps = json_array();
 	lang = l ? al_door_language(p, l->lang) : NULL;
@@ -430,6 +527,12 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    "max_file_size", v[L_FSIZE], "number_of_runs", v[L_RUNS],
 	    "max_processes_and_or_threads", v[L_PROCS]);
 	job_limits(sub, job, v);
+	if (job && zf && !strcmp(l->lang, "multi-file"))
+		project(job, lang, run, zf,
+			json_is_true(json_object_get(
+			    sub, "redirect_stderr_to_stdout")));
+	else if (job && zf)
+		beside(job, lang, zf);
 	if (job && al_door_check_only(lang))
 		interpreted(job, lang, run);
 	if (job && b64)
@@ -443,6 +546,7 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    json_is_string(cb))
 		json_object_set(job, "callback_url", cb);
 out:
+	json_decref(zf);
 	json_decref(run);
 	json_decref(steps);
 	json_decref(src);
@@ -917,7 +1021,7 @@ static enum MHD_Result config_info(const struct al_door_req *r)
 	    "enable_wait_result", 1, "enable_compiler_options", 1,
 	    "enable_command_line_arguments", 1, "enable_submission_delete", 0,
 	    "enable_callbacks", o->callbacks != NULL, "enable_additional_files",
-	    0, "max_queue_size", (int)o->cfg->http.queue_cap,
+	    1, "max_queue_size", (int)o->cfg->http.queue_cap,
 	    "enable_batched_submissions", 1, "max_submission_batch_size",
 	    AL_DOOR_BATCH_MAX, "callbacks_max_tries",
 	    (int)o->cfg->http.callback_attempts);
