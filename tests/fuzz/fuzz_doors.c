@@ -1,8 +1,8 @@
 /* fuzz_doors.c: libFuzzer target for the front doors' translations of
  * untrusted bytes (tools/api/doors/): the route of a path, and a body
  * through Judge0's (single and batch, base64 or not), Piston's and
- * SandboxFusion's (/run_code and /submit) translation into job bodies, each of which then goes
- * through POST /jobs's own decoder.
+ * SandboxFusion's (/run_code and /submit) translation into job bodies, each of
+ * which then goes through POST /jobs's own decoder.
  *
  * Input: one selector byte (which door and flags), "METHOD PATH\n", then
  * the body. Beyond "no crash, no leak": a translation gives either jobs
@@ -119,9 +119,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		st = al_piston_jobs(b, blen, p, &jobs, &err);
 		break;
 	case 3: /* bit 8: /submit */
-		st = data[0] & 8 ? al_sf_submit_jobs(b, blen, p, &jobs, &ctx,
-						     &err)
-				 : al_sf_jobs(b, blen, p, &jobs, &err);
+		st = data[0] & 8
+			 ? al_sf_submit_jobs(b, blen, p, &jobs, &ctx, &err)
+			 : al_sf_jobs(b, blen, p, &jobs, &err);
 		break;
 	}
 	if (st ? st < 400 || st > 499 || !err || jobs || ctx : !jobs)

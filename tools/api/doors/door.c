@@ -92,10 +92,8 @@ enum MHD_Result al_door_error(int d, struct MHD_Connection *c, unsigned status,
 			      const char *msg)
 {
 	static const char *const key[] = {
-	    [AL_DOOR_NONE] = "error",
-	    [AL_DOOR_JUDGE0] = "error",
-	    [AL_DOOR_PISTON] = "message",
-	    [AL_DOOR_SF] = "detail",
+	    [AL_DOOR_NONE] = "error",	    [AL_DOOR_JUDGE0] = "error",
+	    [AL_DOOR_PISTON] = "message",   [AL_DOOR_SF] = "detail",
 	    [AL_DOOR_SF_SUBMIT] = "detail",
 	};
 
@@ -184,11 +182,10 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
 	return status;
 }
 
-enum MHD_Result al_door_run_held(const struct al_door_req *r, int d,
-				 json_t *jobs, unsigned status422,
-				 json_t *(*answer)(const struct al_result *,
-						   void *),
-				 void *ctx)
+enum MHD_Result
+al_door_run_held(const struct al_door_req *r, int d, json_t *jobs,
+		 unsigned status422,
+		 json_t *(*answer)(const struct al_result *, void *), void *ctx)
 {
 	struct al_result res = {0};
 	enum alq_state st;

@@ -36,9 +36,9 @@
 
 enum al_door {
 	AL_DOOR_NONE = 0,
-	AL_DOOR_JUDGE0, /* /submissions, /languages, /statuses, ... */
-	AL_DOOR_PISTON, /* /api/v2/runtimes, /api/v2/execute (+ /piston/) */
-	AL_DOOR_SF,	/* /run_code (SandboxFusion) */
+	AL_DOOR_JUDGE0,	   /* /submissions, /languages, /statuses, ... */
+	AL_DOOR_PISTON,	   /* /api/v2/runtimes, /api/v2/execute (+ /piston/) */
+	AL_DOOR_SF,	   /* /run_code (SandboxFusion) */
 	AL_DOOR_SF_SUBMIT, /* /submit (SandboxFusion's datasets) */
 };
 
@@ -75,11 +75,9 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
  * enqueued, the request held until it has a result, answered with
  * answer(result, ctx) (200) or the door's error (a refusal's 422
  * answered as status422). */
-enum MHD_Result al_door_run_held(const struct al_door_req *r, int d,
-				 json_t *jobs, unsigned status422,
-				 json_t *(*answer)(const struct al_result *,
-						   void *),
-				 void *ctx);
+enum MHD_Result al_door_run_held(
+    const struct al_door_req *r, int d, json_t *jobs, unsigned status422,
+    json_t *(*answer)(const struct al_result *, void *), void *ctx);
 /* The language of `name` in the policy's table, when its template is
  * one the policy allows; else NULL. */
 const struct al_language *al_door_language(const struct al_policy *p,

@@ -361,9 +361,9 @@ static void project(json_t *job, const struct al_language *lang, json_t *run,
 	json_object_set_new(job, "template", json_string(lang->template_));
 	json_object_set(job, "files", files);
 	if (c) {
-		json_array_append_new(steps,
-				      json_pack("{sss[ss]sb}", "name", "compile",
-						"cmd", "bash", c, "compile", 1));
+		json_array_append_new(steps, json_pack("{sss[ss]sb}", "name",
+						       "compile", "cmd", "bash",
+						       c, "compile", 1));
 		json_object_set_new(run, "if", json_string("success"));
 	} else {
 		json_object_del(run, "if");
@@ -371,9 +371,9 @@ static void project(json_t *job, const struct al_language *lang, json_t *run,
 	json_object_del(run, "sh");
 	snprintf(sh, sizeof(sh), "exec bash %s 2>&1", r ? r : "run.sh");
 	json_object_set_new(run, "cmd",
-			    redirect ? json_pack("[sss]", "sh", "-c", sh)
-				     : json_pack("[ss]", "bash",
-						 r ? r : "run.sh"));
+			    redirect
+				? json_pack("[sss]", "sh", "-c", sh)
+				: json_pack("[ss]", "bash", r ? r : "run.sh"));
 	json_array_append(steps, run);
 	json_object_set_new(job, "steps", steps);
 }
@@ -529,8 +529,8 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	job_limits(sub, job, v);
 	if (job && zf && !strcmp(l->lang, "multi-file"))
 		project(job, lang, run, zf,
-			json_is_true(json_object_get(
-			    sub, "redirect_stderr_to_stdout")));
+			json_is_true(
+			    json_object_get(sub, "redirect_stderr_to_stdout")));
 	else if (job && zf)
 		beside(job, lang, zf);
 	if (job && al_door_check_only(lang))
