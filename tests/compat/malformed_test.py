@@ -94,6 +94,46 @@ expect("POST", "/submissions", {**J0, "X-Auth-Token": "wrong-token-0123456"},
 # text/plain (what a browser may post cross-site unasked): refused here
 expect("POST", "/submissions", {**J0, "Content-Type": "text/plain"}, ok,
        415, error)
+# additional_files: each zip refused before the queue, per field (422)
+import base64 as _b64
+import io as _io
+import warnings as _w
+import zipfile as _zf
+
+
+def _zip(entries, comp=_zf.ZIP_DEFLATED):
+    buf = _io.BytesIO()
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")  # zipfile warns of the duplicate
+        with _zf.ZipFile(buf, "w", comp) as z:
+            for e, data in entries:
+                z.writestr(e, data)
+    return _b64.b64encode(buf.getvalue()).decode()
+
+
+_link = _zf.ZipInfo("link")
+_link.create_system = 3
+_link.external_attr = 0o120777 << 16
+_enc = bytearray(_b64.b64decode(_zip([("a", "x")], _zf.ZIP_STORED)))
+_enc[6] |= 1  # the encrypted flag, in the local and central headers
+_enc[_enc.rindex(b"PK\x01\x02") + 8] |= 1
+for bad, why in ((_zip([(_link, "/etc/passwd")]), "a symlink"),
+                 (_zip([("../evil", "x")]), "not a relative path"),
+                 (_zip([("/abs", "x")]), "not a relative path"),
+                 (_zip([("a/../../b", "x")]), "not a relative path"),
+                 (_zip([("a\\b", "x")]), "not a relative path"),
+                 (_zip([("run", "1"), ("run", "2")]), "name twice"),
+                 (_zip([(f"f{i}", "x") for i in range(65)]), "entries"),
+                 (_zip([("bomb", "0" * (11 << 20))]), "uncompressed"),
+                 (_b64.b64encode(bytes(_enc)).decode(), "encrypted"),
+                 (_b64.b64encode(b"not a zip at all").decode(),
+                  "not a zip"),
+                 ("!!not base64!!", "not base64"), (5, "base64 zip")):
+    expect("POST", "/submissions", J0, {**ok, "additional_files": bad}, 422,
+           lambda j, w=why: any(w in m for m in
+                                j.get("additional_files") or []))
+expect("POST", "/submissions", J0, {"language_id": 89}, 422,
+       field("additional_files"))
 # --- Piston ---
 P = "/api/v2/execute"
 good = {"language": "python", "version": "*",

@@ -20,7 +20,8 @@
 #define EOCD_LEN     22u    /* the end of central directory record */
 #define EOCD_COMMENT 65535u /* its comment, at most */
 
-static int why(char *err, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int why(char *err, size_t errlen,
+						     const char *fmt, ...)
 {
 	va_list ap;
 
@@ -136,7 +137,8 @@ static int entries(zip_t *za, json_t *files, char *err, size_t errlen)
 				     errlen)) < 0)
 			return r;
 		if (zip_name_locate(za, name, 0) != i)
-			return why(err, errlen, "%.64s: twice", name);
+			return why(err, errlen, "%.64s: an entry's name twice",
+				   name);
 		if (size > AL_ZIP_BYTES_MAX ||
 		    (total += size) > AL_ZIP_BYTES_MAX)
 			return why(err, errlen, "over %u bytes uncompressed",
@@ -180,11 +182,18 @@ int al_door_unzip(const uint8_t *data, size_t len, json_t **ret, char *err,
 		return -ENOMEM;
 	}
 	za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
-	zip_error_fini(&ze);
 	if (!za) {
+		/* libzip finds a name given twice as it reads the directory */
+		r = zip_error_code_zip(&ze) == ZIP_ER_EXISTS
+			? why(err, errlen, "an entry's name twice")
+			: why(err, errlen,
+			      "not a zip archive libzip reads (%s)",
+			      zip_error_strerror(&ze));
+		zip_error_fini(&ze);
 		zip_source_free(src);
-		return why(err, errlen, "not a zip archive libzip reads");
+		return r;
 	}
+	zip_error_fini(&ze);
 	if (!(files = json_object())) {
 		r = -ENOMEM;
 		goto out;
