@@ -391,6 +391,68 @@ static void beside(json_t *job, const struct al_language *lang, json_t *files)
 		json_object_set(job, "files", files);
 }
 
+/* Is a limit field given (a number or a numeric string)? */
+static bool given(json_t *sub, size_t i)
+{
+	json_t *x = json_object_get(sub, limits[i].field);
+
+	return json_is_number(x) || json_is_string(x);
+}
+
+/* stack_limit (KB), when given: the run through a shell that sets
+ * RLIMIT_STACK first, as isolate's -k does; its command the run's own sh
+ * or cmd (words quoted), else lang's run command. */
+static void stack_wrap(json_t *run, const struct al_language *lang, double kb)
+{
+	json_t *sh = json_object_get(run, "sh"),
+	       *cmd = json_object_get(run, "cmd");
+	size_t i, n = 64;
+
+	if (!sh && !cmd) { /* the language's run command */
+		cmd = json_array();
+		al_door_words(cmd, lang->run);
+		json_object_set_new(run, "cmd", cmd);
+	}
+	json_t *w;
+	char *t, *o;
+
+	json_array_foreach(cmd, i, w) n += json_string_length(w) * 4 + 3;
+	n += json_string_length(sh);
+	if (!(o = t = malloc(n)))
+		return;
+	o += sprintf(o, "ulimit -s %u && ", (unsigned)kb);
+	if (json_is_string(sh))
+		o += sprintf(o, "%s", json_string_value(sh));
+	else
+		o += sprintf(o, "exec");
+	json_array_foreach(cmd, i, w)
+	{
+		*o++ = ' ', *o++ = '\'';
+		for (const char *c = json_string_value(w); c && *c; c++)
+			o += *c == '\'' ? sprintf(o, "'\\''")
+					: sprintf(o, "%c", *c);
+		*o++ = '\'';
+	}
+	*o = 0;
+	json_object_del(run, "cmd");
+	json_object_set_new(run, "sh", json_string(t));
+	free(t);
+}
+
+/* number_of_runs: the run step n times in the one VM, each after the
+ * last succeeded (Judge0 stops at the first run that is not 3). */
+static void runs(json_t *job, json_t *run, unsigned n)
+{
+	json_t *steps = json_object_get(job, "steps");
+
+	for (unsigned i = 1; i < n && json_is_array(steps); i++) {
+		json_t *again = json_deep_copy(run);
+
+		json_object_set_new(again, "if", json_string("success"));
+		json_array_append_new(steps, again);
+	}
+}
+
 /* The job limits Judge0's fields give, only those the submission sets:
  * Judge0's defaults are for a process in isolate, ours for a VM. */
 static void job_limits(json_t *sub, json_t *job, const double v[L_N])
@@ -535,6 +597,10 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 		beside(job, lang, zf);
 	if (job && al_door_check_only(lang))
 		interpreted(job, lang, run);
+	if (job && given(sub, L_STACK))
+		stack_wrap(run, lang, v[L_STACK]);
+	if (job)
+		runs(job, run, (unsigned)v[L_RUNS]);
 	if (job && b64)
 		json_object_set_new(json_object_get(job, "meta"), "base64",
 				    json_true());
@@ -618,11 +684,23 @@ static bool has_text(const struct al_blob *b, const char *needle)
 	return b->data && memmem(b->data, b->len, needle, strlen(needle));
 }
 
+/* The run Judge0 reports: the last run step that ran (with
+ * number_of_runs, later ones are skipped after one that failed). */
+static const struct al_step_result *last_run(const struct al_result *r)
+{
+	const struct al_step_result *c = al_door_compile_step(r),
+				    *run = al_door_run_step(r);
+
+	while (run && run > r->steps && run->status == AL_SK && run - 1 != c)
+		run--;
+	return run;
+}
+
 /* Judge0's status id of a finished job (meta: what the door noted). */
 static int status_id(const struct al_result *r, json_t *meta)
 {
 	const struct al_step_result *cmp = al_door_compile_step(r),
-				    *run = al_door_run_step(r);
+				    *run = last_run(r);
 	enum al_verdict v;
 	int id;
 
@@ -645,7 +723,7 @@ static int status_id(const struct al_result *r, json_t *meta)
 /* isolate's words for how the run ended, as Judge0 passes them on. */
 static void message(const struct al_result *r, int id, char *buf, size_t n)
 {
-	const struct al_step_result *run = al_door_run_step(r);
+	const struct al_step_result *run = last_run(r);
 
 	buf[0] = 0;
 	if (id == 13)
@@ -693,15 +771,25 @@ static json_t *iso_time(uint64_t ms)
 	return json_string(buf);
 }
 
-/* The run's facts: time, memory, exit. */
-static void run_facts(json_t *o, const struct al_step_result *run)
+/* The run's facts: time, memory, exit. With number_of_runs, time and
+ * memory are the mean over the runs that ran, as Judge0 reports them. */
+static void run_facts(json_t *o, const struct al_result *r,
+		      const struct al_step_result *run)
 {
-	json_object_set_new(o, "time",
-			    run ? al_door_seconds(run->cpu_ms) : json_null());
+	const struct al_step_result *c = r ? al_door_compile_step(r) : NULL;
+	uint64_t cpu = 0, rss = 0, n = 0;
+
+	for (size_t i = 0; run && i < r->n_steps; i++)
+		if (&r->steps[i] != c && r->steps[i].status != AL_SK)
+			cpu += r->steps[i].cpu_ms,
+			    rss += r->steps[i].max_rss_kb, n++;
+	n = n ? n : 1;
+	json_object_set_new(
+	    o, "time", run ? al_door_seconds((cpu + n / 2) / n) : json_null());
 	json_object_set_new(o, "wall_time",
 			    run ? al_door_seconds(run->wall_ms) : json_null());
 	json_object_set_new(o, "memory",
-			    run ? json_integer((json_int_t)run->max_rss_kb)
+			    run ? json_integer((json_int_t)((rss + n / 2) / n))
 				: json_null());
 	json_object_set_new(o, "exit_code",
 			    run && run->has_exit_code
@@ -728,7 +816,7 @@ static json_t *submission(const char *token, enum alq_state st,
 	json_object_del(o, "exec_format");
 	json_object_del(o, "base64");
 	if (id > 2) {
-		run = al_door_run_step(r);
+		run = last_run(r);
 		run = run && run->status != AL_SK ? run : NULL;
 		cmp = al_door_compile_step(r);
 		message(r, id, msg, sizeof(msg));
@@ -742,7 +830,7 @@ static json_t *submission(const char *token, enum alq_state st,
 	    put_text(o, "compile_output", cmp ? cmp->compile_output.data : NULL,
 		     cmp ? cmp->compile_output.len : 0, b64);
 	ok &= put_text(o, "message", (const uint8_t *)msg, strlen(msg), b64);
-	run_facts(o, run);
+	run_facts(o, r, run);
 	json_object_set_new(
 	    o, "status",
 	    json_pack("{siss}", "id", id, "description", statuses[id]));
