@@ -7,7 +7,9 @@ language 89 with `run.sh` and a failing compile, and Python (71) with a
 module beside the source; then stack_limit (a C program with 16 MiB on
 its stack: accepted at 64000 KB, SIGSEGV (7) at 4000 KB, the Linux
 default 8 MiB being between) and number_of_runs (3 runs of one Python
-program: 3 run steps in its job, GET /jobs/{token}).
+program: 3 run steps in its job, GET /jobs/{token}) and memory_limit
+with enable_per_process_and_thread_memory_limit (RLIMIT_AS, as isolate's
+-m: Python's 300 MiB bytearray is a MemoryError, 11).
 
 usage: judge0_files_test.py BASE_URL
 """
@@ -59,6 +61,9 @@ subs = [
     {"language_id": 50, "source_code": STACK, "stack_limit": 4000},
     {"language_id": 71, "source_code": "print(6 * 7)\n",
      "number_of_runs": 3},
+    {"language_id": 71, "memory_limit": 128000,
+     "enable_per_process_and_thread_memory_limit": True,
+     "source_code": "x = bytearray(300 << 20)\nprint(len(x))\n"},
 ]
 r = requests.post(BASE + "/submissions/batch", json={"submissions": subs},
                   timeout=600)
@@ -73,7 +78,7 @@ while True:
     if all(s["status"]["id"] > 2 for s in out) or time.time() > deadline:
         break
     time.sleep(1)
-p, b, m, big, small, runs = out
+p, b, m, big, small, runs, mem = out
 check(p["status"]["id"] == 3 and p["stdout"] == "42\n",
       f"89 compile+run: {p}")
 check(b["status"]["id"] == 6 and "main.c" in (b["compile_output"] or ""),
@@ -87,4 +92,6 @@ job = requests.get(BASE + "/jobs/" + runs["token"], timeout=60).json()
 check(runs["status"]["id"] == 3 and runs["stdout"] == "42\n" and
       [st["status"] for st in job["steps"]] == ["OK"] * 3,
       f"number_of_runs 3: {runs} {job.get('steps')}")
+check(mem["status"]["id"] == 11 and "MemoryError" in (mem["stderr"] or ""),
+      f"memory_limit per process: {mem}")
 print("judge0 files: ok")

@@ -399,10 +399,13 @@ static bool given(json_t *sub, size_t i)
 	return json_is_number(x) || json_is_string(x);
 }
 
-/* stack_limit (KB), when given: the run through a shell that sets
- * RLIMIT_STACK first, as isolate's -k does; its command the run's own sh
- * or cmd (words quoted), else lang's run command. */
-static void stack_wrap(json_t *run, const struct al_language *lang, double kb)
+/* stack_limit (KB) when given, memory_limit (KB) per process when
+ * enable_per_process_and_thread_memory_limit is set (0: not): the run
+ * through a shell that sets RLIMIT_STACK and RLIMIT_AS first, as
+ * isolate's -k and -m do; its command the run's own sh or cmd (words
+ * quoted), else lang's run command. */
+static void rlimit_wrap(json_t *run, const struct al_language *lang,
+			double stack_kb, double as_kb)
 {
 	json_t *sh = json_object_get(run, "sh"),
 	       *cmd = json_object_get(run, "cmd");
@@ -420,7 +423,10 @@ static void stack_wrap(json_t *run, const struct al_language *lang, double kb)
 	n += json_string_length(sh);
 	if (!(o = t = malloc(n)))
 		return;
-	o += sprintf(o, "ulimit -s %u && ", (unsigned)kb);
+	if (stack_kb)
+		o += sprintf(o, "ulimit -s %u && ", (unsigned)stack_kb);
+	if (as_kb)
+		o += sprintf(o, "ulimit -v %u && ", (unsigned)as_kb);
 	if (json_is_string(sh))
 		o += sprintf(o, "%s", json_string_value(sh));
 	else
@@ -543,6 +549,8 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	const struct j0_lang *l;
 	const struct al_language *lang;
 	json_t *job = NULL, *run, *steps, *src, *in, *exp, *cb, *zf;
+	bool per_process = json_is_true(
+	    json_object_get(sub, "enable_per_process_and_thread_memory_limit"));
 	double v[L_N];
 	bool ok = true;
 
@@ -597,8 +605,9 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 		beside(job, lang, zf);
 	if (job && al_door_check_only(lang))
 		interpreted(job, lang, run);
-	if (job && given(sub, L_STACK))
-		stack_wrap(run, lang, v[L_STACK]);
+	if (job && (given(sub, L_STACK) || per_process))
+		rlimit_wrap(run, lang, given(sub, L_STACK) ? v[L_STACK] : 0,
+			    per_process ? v[L_MEM] : 0);
 	if (job)
 		runs(job, run, (unsigned)v[L_RUNS]);
 	if (job && b64)
