@@ -128,7 +128,10 @@ for bad, why in ((_zip([(_link, "/etc/passwd")]), "a symlink"),
                  (_b64.b64encode(bytes(_enc)).decode(), "encrypted"),
                  (_b64.b64encode(b"not a zip at all").decode(),
                   "not a zip"),
-                 ("!!not base64!!", "not base64"), (5, "base64 zip")):
+                 ("!!not base64!!", "not base64"), (5, "base64 zip"),
+                 # a name cut inside a character: the message stays JSON
+                 (_zip([("\u00e9" * 40 + "/../x", "x")]),
+                  "not a relative path")):
     expect("POST", "/submissions", J0, {**ok, "additional_files": bad}, 422,
            lambda j, w=why: any(w in m for m in
                                 j.get("additional_files") or []))
@@ -215,6 +218,9 @@ expect("POST", U, BEARER,
 expect("POST", U, BEARER, {**sub, "config": {**cfg, "provided_data": [row]}},
        400, said)
 expect("POST", U, BEARER, {**sub, "dataset": "humaneval_cpp"}, 400, said)
+# a dataset id cut inside a character in the message: still JSON
+expect("POST", U, BEARER, {**sub, "dataset": "x" + "\u00e9" * 40}, 400,
+       said)
 expect("POST", U, BEARER, {**sub, "dataset": "x",
                            "config": {**cfg, "dataset_type": "NoSuch"}},
        400, said)

@@ -329,6 +329,18 @@ const struct al_step_result *al_door_run_step(const struct al_result *r)
 	return &r->steps[r->n_steps - 1];
 }
 
+int al_door_utf8_cut(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n <= max)
+		return (int)n;
+	n = max;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return (int)n;
+}
+
 bool al_door_has(const char *query_value)
 {
 	return query_value &&

@@ -121,6 +121,9 @@ bool al_door_number(json_t *o, const char *key, double lo, double hi,
 		    double dflt, double *ret);
 /* The blank-separated words of s appended to arr as strings. */
 void al_door_words(json_t *arr, const char *s);
+/* How many bytes of s (at most max, an int for "%.*s") end on a UTF-8
+ * character's boundary: a cut string in a message stays UTF-8. */
+int al_door_utf8_cut(const char *s, size_t max);
 /* Is a query flag set ("true" or "1")? */
 bool al_door_has(const char *query_value);
 

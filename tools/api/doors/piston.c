@@ -163,19 +163,6 @@ static bool args_ok(json_t *a)
 	return true;
 }
 
-/* How many bytes of s, at most max, end on a UTF-8 character's boundary. */
-static int utf8_cut(const char *s, size_t max)
-{
-	size_t n = strnlen(s, max + 1);
-
-	if (n <= max)
-		return (int)n;
-	n = max;
-	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	return (int)n;
-}
-
 unsigned al_piston_jobs(const char *body, size_t len, const struct al_policy *p,
 			json_t **ret_jobs, json_t **ret_err)
 {
@@ -232,7 +219,8 @@ unsigned al_piston_jobs(const char *body, size_t len, const struct al_policy *p,
 		/* cut on a character's boundary: the message must stay
 		 * UTF-8 for json_pack (fuzz_doors found a cut one) */
 		snprintf(msg, sizeof(msg), "%.*s-%.*s runtime is unknown",
-			 utf8_cut(l, 60), l, utf8_cut(v, 40), v);
+			 al_door_utf8_cut(l, 60), l, al_door_utf8_cut(v, 40),
+			 v);
 		st = bad(ret_err, msg);
 		goto out;
 	}

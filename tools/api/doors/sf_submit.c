@@ -411,11 +411,13 @@ static unsigned dataset_of(struct sub *s, const char *id, json_t **ret_err)
 	if (s->kind)
 		return 0;
 	if (json_is_string(type))
-		snprintf(msg, sizeof(msg), "eval class %.64s not found",
+		snprintf(msg, sizeof(msg), "eval class %.*s not found",
+			 al_door_utf8_cut(json_string_value(type), 64),
 			 json_string_value(type));
 	else
 		snprintf(msg, sizeof(msg),
-			 "no eval class found for dataset %.64s", id);
+			 "no eval class found for dataset %.*s",
+			 al_door_utf8_cut(id, 64), id);
 	return refused(ret_err, msg);
 }
 

@@ -28,6 +28,12 @@ __attribute__((format(printf, 3, 4))) static int why(char *err, size_t errlen,
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	/* an entry's name, cut or not UTF-8, must not make the message
+	 * one JSON cannot carry */
+	if (!al_utf8_valid((const uint8_t *)err, strlen(err)))
+		for (char *c = err; *c; c++)
+			if ((unsigned char)*c >= 0x80)
+				*c = '?';
 	return -EINVAL;
 }
 
