@@ -160,6 +160,7 @@ cap)
   for d in '/submissions|{"source_code":"print(1)","language_id":71}|error' \
     '/api/v2/execute|{"language":"python","files":[{"content":"print(1)"}]}|message' \
     '/run_code|{"code":"print(1)","language":"python"}|detail' \
+    '/submit|{"dataset":"mbpp","id":1,"completion":"def f(): return 1","config":{"provided_data":{"labels":{"test_setup_code":""},"test_list":["assert f() == 1"]}}}|detail' \
     '/jobs|{"sh":"true"}|error'; do
     IFS='|' read -r path body key <<< "$d"
     curl -s -D "$tmp/hdr" -o "$tmp/body" -H 'Content-Type: application/json' \
