@@ -42,7 +42,7 @@ rule() {
 	tools/eval) echo "tools/eval/ results/" ;;
 	tools/config) echo "tools/config/ $DISP sandbox/sandbox.h results/" ;;
 	tools/api) echo "tools/api/ tools/config/ $DISP results/" ;;
-	tools/api/doors) echo "tools/api/doors/ tools/api/ tools/config/ $DISP results/" ;;
+	tools/api/doors) echo "tools/api/doors/ tools/api/ tools/config/ tools/eval/ $DISP results/" ;;
 	tools/cli) echo "tools/cli/ tools/api/ tools/api/doors/door.h tools/config/ tools/eval/ $GWCLI $DISP worker/ sandbox/sandbox.h results/" ;;
 	tools/bench) echo "tools/bench/ tools/cli/ tools/api/ tools/config/ tools/eval/ $GWCLI $DISP worker/ sandbox/sandbox.h results/ tests/queue/servetest.h" ;;
 	*) echo "NORULE" ;;

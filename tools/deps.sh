@@ -15,6 +15,7 @@ pkgs=(
   python3-pytest                              # ci_reports: pytest on the host
   libnftables-dev libmicrohttpd-dev           # network policy, HTTP API
   libcurl4-openssl-dev                        # HTTP API result callbacks
+  libzip-dev                                  # Judge0's additional_files
   prometheus                                  # promtool, in the HTTP tests
   redis-server                                # queue (tests, embedded mode)
   redis-sentinel                              # Sentinel HA (test_sentinel)

@@ -5,9 +5,13 @@
 #
 # usage: compat_test.sh AIRLOCK_BIN CASE
 #   judge0     judge0_test.py: Judge0 CE requests as its docs write them
+#   judge0_files judge0_files_test.py: additional_files, language 89
 #   piston     piston_test.mjs: the npm piston-client, pinned in
 #              package-lock.json, installed once into $AIRLOCK_NPM_CACHE
 #   sf         sf_test.py: /run_code as verl's sandbox_fusion client
+#   sf_submit  sf_submit_test.py: /submit (humaneval_python, mbpp) as
+#              SandboxFusion's SDK sends it, HumanEval/0 from the
+#              repo's datasets/HumanEval.jsonl.gz
 #   malformed  malformed_test.py: each door's own errors, then nothing
 #              enqueued (the stream is empty, no job key exists); no VM
 #   cap        http.queue_cap reached (the one worker SIGSTOPped before
@@ -111,6 +115,11 @@ done
 case $case in
 judge0) python3 "$here/judge0_test.py" "$api" "$hip" "$cport" || fail judge0 ;;
 sf) python3 "$here/sf_test.py" "$api" || fail sandboxfusion ;;
+judge0_files)
+  python3 "$here/judge0_files_test.py" "$api" || fail "judge0 files" ;;
+sf_submit)
+  python3 "$here/sf_submit_test.py" "$api" \
+    "$here/../../datasets/HumanEval.jsonl.gz" || fail "sandboxfusion submit" ;;
 piston)
   # the client, as its lockfile pins it, installed once per cache dir
   cache=${AIRLOCK_NPM_CACHE:-/var/tmp/airlock-npm-compat}
@@ -151,6 +160,7 @@ cap)
   for d in '/submissions|{"source_code":"print(1)","language_id":71}|error' \
     '/api/v2/execute|{"language":"python","files":[{"content":"print(1)"}]}|message' \
     '/run_code|{"code":"print(1)","language":"python"}|detail' \
+    '/submit|{"dataset":"mbpp","id":1,"completion":"def f(): return 1","config":{"provided_data":{"labels":{"test_setup_code":""},"test_list":["assert f() == 1"]}}}|detail' \
     '/jobs|{"sh":"true"}|error'; do
     IFS='|' read -r path body key <<< "$d"
     curl -s -D "$tmp/hdr" -o "$tmp/body" -H 'Content-Type: application/json' \

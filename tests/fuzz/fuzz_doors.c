@@ -1,8 +1,8 @@
 /* fuzz_doors.c: libFuzzer target for the front doors' translations of
  * untrusted bytes (tools/api/doors/): the route of a path, and a body
  * through Judge0's (single and batch, base64 or not), Piston's and
- * SandboxFusion's translation into job bodies, each of which then goes
- * through POST /jobs's own decoder.
+ * SandboxFusion's (/run_code and /submit) translation into job bodies, each of
+ * which then goes through POST /jobs's own decoder.
  *
  * Input: one selector byte (which door and flags), "METHOD PATH\n", then
  * the body. Beyond "no crash, no leak": a translation gives either jobs
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct al_policy *p = policy();
 	const char *b, *nl;
-	json_t *jobs = NULL, *err = NULL;
+	json_t *jobs = NULL, *err = NULL, *ctx = NULL;
 	char head[512], *sp;
 	int door;
 	unsigned st = 0;
@@ -118,16 +118,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2:
 		st = al_piston_jobs(b, blen, p, &jobs, &err);
 		break;
-	case 3:
-		st = al_sf_jobs(b, blen, p, &jobs, &err);
+	case 3: /* bit 8: /submit */
+		st = data[0] & 8
+			 ? al_sf_submit_jobs(b, blen, p, &jobs, &ctx, &err)
+			 : al_sf_jobs(b, blen, p, &jobs, &err);
 		break;
 	}
-	if (st ? st < 400 || st > 499 || !err || jobs : !jobs)
+	if (st ? st < 400 || st > 499 || !err || jobs || ctx : !jobs)
+		abort();
+	if (data[0] % 4 == 3 && data[0] & 8 && !st && !json_is_object(ctx))
 		abort();
 	if (jobs)
 		jobs_check(jobs);
 	json_decref(jobs);
 	json_decref(err);
+	json_decref(ctx);
 	return 0;
 }
 

@@ -29,6 +29,7 @@ static const struct {
     {"/api/v2/piston/runtimes", AL_DOOR_PISTON, " GET "},
     {"/api/v2/piston/execute", AL_DOOR_PISTON, " POST "},
     {"/run_code", AL_DOOR_SF, " POST "},
+    {"/submit", AL_DOOR_SF_SUBMIT, " POST "},
 };
 
 #define N_ROUTES (sizeof(door_routes) / sizeof(door_routes[0]))
@@ -79,6 +80,7 @@ static door_fn *const handlers[] = {
     [AL_DOOR_JUDGE0] = al_judge0_handle,
     [AL_DOOR_PISTON] = al_piston_handle,
     [AL_DOOR_SF] = al_sf_handle,
+    [AL_DOOR_SF_SUBMIT] = al_sf_submit_handle,
 };
 
 static enum MHD_Result door_handle(const struct al_door_req *r)
@@ -90,10 +92,9 @@ enum MHD_Result al_door_error(int d, struct MHD_Connection *c, unsigned status,
 			      const char *msg)
 {
 	static const char *const key[] = {
-	    [AL_DOOR_NONE] = "error",
-	    [AL_DOOR_JUDGE0] = "error",
-	    [AL_DOOR_PISTON] = "message",
-	    [AL_DOOR_SF] = "detail",
+	    [AL_DOOR_NONE] = "error",	    [AL_DOOR_JUDGE0] = "error",
+	    [AL_DOOR_PISTON] = "message",   [AL_DOOR_SF] = "detail",
+	    [AL_DOOR_SF_SUBMIT] = "detail",
 	};
 
 	return al_http_send_json_retry(c, status,
@@ -181,9 +182,10 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
 	return status;
 }
 
-enum MHD_Result al_door_run_held(const struct al_door_req *r, int d,
-				 json_t *jobs, unsigned status422,
-				 json_t *(*answer)(const struct al_result *))
+enum MHD_Result
+al_door_run_held(const struct al_door_req *r, int d, json_t *jobs,
+		 unsigned status422,
+		 json_t *(*answer)(const struct al_result *, void *), void *ctx)
 {
 	struct al_result res = {0};
 	enum alq_state st;
@@ -205,7 +207,7 @@ enum MHD_Result al_door_run_held(const struct al_door_req *r, int d,
 	} while (st == ALQ_QUEUED || st == ALQ_RUNNING);
 	if (st == ALQ_UNKNOWN)
 		return al_door_error(d, r->c, 500, "the job's result expired");
-	j = answer(&res);
+	j = answer(&res, ctx);
 	al_result_release(&res);
 	return al_http_send_json_retry(r->c, 200, j, 0);
 }
@@ -325,6 +327,18 @@ const struct al_step_result *al_door_run_step(const struct al_result *r)
 	if (!r->n_steps || &r->steps[r->n_steps - 1] == c)
 		return NULL;
 	return &r->steps[r->n_steps - 1];
+}
+
+int al_door_utf8_cut(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n <= max)
+		return (int)n;
+	n = max;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return (int)n;
 }
 
 bool al_door_has(const char *query_value)

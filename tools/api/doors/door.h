@@ -36,9 +36,10 @@
 
 enum al_door {
 	AL_DOOR_NONE = 0,
-	AL_DOOR_JUDGE0, /* /submissions, /languages, /statuses, ... */
-	AL_DOOR_PISTON, /* /api/v2/runtimes, /api/v2/execute (+ /piston/) */
-	AL_DOOR_SF,	/* /run_code (SandboxFusion) */
+	AL_DOOR_JUDGE0,	   /* /submissions, /languages, /statuses, ... */
+	AL_DOOR_PISTON,	   /* /api/v2/runtimes, /api/v2/execute (+ /piston/) */
+	AL_DOOR_SF,	   /* /run_code (SandboxFusion) */
+	AL_DOOR_SF_SUBMIT, /* /submit (SandboxFusion's datasets) */
 };
 
 #define AL_DOOR_BATCH_MAX 20	     /* Judge0's own batch cap */
@@ -72,11 +73,11 @@ unsigned al_door_submit(struct al_http *h, json_t *bodies,
 			size_t msglen);
 /* Piston's and SandboxFusion's request: the one job of `jobs` (consumed)
  * enqueued, the request held until it has a result, answered with
- * answer(result) (200) or the door's error (a refusal's 422 answered as
- * status422). */
-enum MHD_Result al_door_run_held(const struct al_door_req *r, int d,
-				 json_t *jobs, unsigned status422,
-				 json_t *(*answer)(const struct al_result *));
+ * answer(result, ctx) (200) or the door's error (a refusal's 422
+ * answered as status422). */
+enum MHD_Result al_door_run_held(
+    const struct al_door_req *r, int d, json_t *jobs, unsigned status422,
+    json_t *(*answer)(const struct al_result *, void *), void *ctx);
 /* The language of `name` in the policy's table, when its template is
  * one the policy allows; else NULL. */
 const struct al_language *al_door_language(const struct al_policy *p,
@@ -120,6 +121,9 @@ bool al_door_number(json_t *o, const char *key, double lo, double hi,
 		    double dflt, double *ret);
 /* The blank-separated words of s appended to arr as strings. */
 void al_door_words(json_t *arr, const char *s);
+/* How many bytes of s (at most max, an int for "%.*s") end on a UTF-8
+ * character's boundary: a cut string in a message stays UTF-8. */
+int al_door_utf8_cut(const char *s, size_t max);
 /* Is a query flag set ("true" or "1")? */
 bool al_door_has(const char *query_value);
 
@@ -127,6 +131,7 @@ bool al_door_has(const char *query_value);
 enum MHD_Result al_judge0_handle(const struct al_door_req *r);
 enum MHD_Result al_piston_handle(const struct al_door_req *r);
 enum MHD_Result al_sf_handle(const struct al_door_req *r);
+enum MHD_Result al_sf_submit_handle(const struct al_door_req *r);
 
 /* The pure translations (fuzzed): the request body to an array of job
  * bodies for al_door_submit, or NULL with the protocol's error in
@@ -138,5 +143,12 @@ unsigned al_piston_jobs(const char *body, size_t len, const struct al_policy *p,
 			json_t **ret_jobs, json_t **ret_err);
 unsigned al_sf_jobs(const char *body, size_t len, const struct al_policy *p,
 		    json_t **ret_jobs, json_t **ret_err);
+/* SandboxFusion's /submit (sf_submit.c): the job, and in *ret_ctx what
+ * its answer needs beside the result (id, extracted_code, full_code,
+ * test_code); al_sf_submit_answer(result, ctx) is its EvalResult. */
+unsigned al_sf_submit_jobs(const char *body, size_t len,
+			   const struct al_policy *p, json_t **ret_jobs,
+			   json_t **ret_ctx, json_t **ret_err);
+json_t *al_sf_submit_answer(const struct al_result *r, void *ctx);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "door.h"
+#include "zipfiles.h"
 
 #define J0_VERSION "1.13.1"
 
@@ -281,7 +282,6 @@ static void options(json_t *sub, const struct al_language *lang, json_t *run,
 static void refused(json_t *sub, json_t *errs)
 {
 	json_t *net = json_object_get(sub, "enable_network"),
-	       *add = json_object_get(sub, "additional_files"),
 	       *cb = json_object_get(sub, "callback_url");
 
 	if (net && !json_is_null(net) && !json_is_boolean(net))
@@ -289,13 +289,174 @@ static void refused(json_t *sub, json_t *errs)
 	else if (json_is_true(net))
 		field_err(errs, "enable_network",
 			  "setting enable_network is not allowed");
-	if (add && !json_is_null(add))
-		field_err(errs, "additional_files",
-			  "is not supported here: send a job with `files` "
-			  "to POST /jobs");
 	if (cb && !json_is_null(cb) &&
 	    (!json_is_string(cb) || json_string_length(cb) > AL_HTTP_URL_MAX))
 		field_err(errs, "callback_url", "must be a URL");
+}
+
+/* additional_files: base64 of a zip (whatever base64_encoded says, as
+ * Judge0's controller decodes it), into {path: content}; NULL when
+ * absent. Language 89 needs one. */
+static json_t *additional(json_t *sub, const struct j0_lang *l, json_t *errs)
+{
+	json_t *add = json_object_get(sub, "additional_files"), *files = NULL;
+	uint8_t *zip = NULL;
+	size_t n;
+	char why[160] = "is not base64";
+	int r = -EINVAL;
+
+	if (!add || json_is_null(add) ||
+	    (json_is_string(add) && !json_string_length(add))) {
+		if (l && !strcmp(l->lang, "multi-file"))
+			field_err(errs, "additional_files", "can't be blank");
+		return NULL;
+	}
+	if (!json_is_string(add) ||
+	    json_string_length(add) > AL_DOOR_FIELD_MAX * 4 / 3 + 4) {
+		field_err(errs, "additional_files",
+			  "must be a base64 zip of at most 1 MiB");
+		return NULL;
+	}
+	if (al_door_b64_decode(json_string_value(add), json_string_length(add),
+			       &zip, &n) == 0)
+		r = al_door_unzip(zip, n, &files, why, sizeof(why));
+	free(zip);
+	if (r == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	if (r < 0) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg), "is not a zip this server takes: %s",
+			 why);
+		field_err(errs, "additional_files", msg);
+	}
+	return files;
+}
+
+/* The first of names that files holds, or NULL. */
+static const char *first_of(json_t *files, const char *const *names)
+{
+	for (; *names; names++)
+		if (json_object_get(files, *names))
+			return *names;
+	return NULL;
+}
+
+/* Language 89, a project as Judge0 runs one: the zip's files alone (no
+ * source file), its `compile.sh` or else `compile` run by bash when there
+ * is one (a compile step), then `run.sh` or else `run` by bash; no
+ * compiler options or arguments (Judge0 writes no script for a project).
+ * job becomes a template job; run is its run step. */
+static void project(json_t *job, const struct al_language *lang, json_t *run,
+		    json_t *files, bool redirect)
+{
+	static const char *const compiles[] = {"compile.sh", "compile", NULL},
+				 *const runs[] = {"run.sh", "run", NULL};
+	const char *c = first_of(files, compiles), *r = first_of(files, runs);
+	json_t *steps = json_array();
+	char sh[32];
+
+	json_object_del(job, "source_code");
+	json_object_del(job, "language");
+	json_object_set_new(job, "template", json_string(lang->template_));
+	json_object_set(job, "files", files);
+	if (c) {
+		json_array_append_new(steps, json_pack("{sss[ss]sb}", "name",
+						       "compile", "cmd", "bash",
+						       c, "compile", 1));
+		json_object_set_new(run, "if", json_string("success"));
+	} else {
+		json_object_del(run, "if");
+	}
+	json_object_del(run, "sh");
+	snprintf(sh, sizeof(sh), "exec bash %s 2>&1", r ? r : "run.sh");
+	json_object_set_new(run, "cmd",
+			    redirect
+				? json_pack("[sss]", "sh", "-c", sh)
+				: json_pack("[ss]", "bash", r ? r : "run.sh"));
+	json_array_append(steps, run);
+	json_object_set_new(job, "steps", steps);
+}
+
+/* Another language's additional files, beside the source: a file of the
+ * source's name is not taken (Judge0's `unzip -n` keeps the source). */
+static void beside(json_t *job, const struct al_language *lang, json_t *files)
+{
+	json_t *f = json_object_get(job, "files");
+
+	json_object_del(files, lang->file);
+	if (f)
+		json_object_update_missing(f, files);
+	else
+		json_object_set(job, "files", files);
+}
+
+/* Is a limit field given (a number or a numeric string)? */
+static bool given(json_t *sub, size_t i)
+{
+	json_t *x = json_object_get(sub, limits[i].field);
+
+	return json_is_number(x) || json_is_string(x);
+}
+
+/* stack_limit (KB) when given, memory_limit (KB) per process when
+ * enable_per_process_and_thread_memory_limit is set (0: not): the run
+ * through a shell that sets RLIMIT_STACK and RLIMIT_AS first, as
+ * isolate's -k and -m do; its command the run's own sh or cmd (words
+ * quoted), else lang's run command. */
+static void rlimit_wrap(json_t *run, const struct al_language *lang,
+			double stack_kb, double as_kb)
+{
+	json_t *sh = json_object_get(run, "sh"),
+	       *cmd = json_object_get(run, "cmd");
+	size_t i, n = 64;
+
+	if (!sh && !cmd) { /* the language's run command */
+		cmd = json_array();
+		al_door_words(cmd, lang->run);
+		json_object_set_new(run, "cmd", cmd);
+	}
+	json_t *w;
+	char *t, *o;
+
+	json_array_foreach(cmd, i, w) n += json_string_length(w) * 4 + 3;
+	n += json_string_length(sh);
+	if (!(o = t = malloc(n)))
+		return;
+	if (stack_kb)
+		o += sprintf(o, "ulimit -s %u && ", (unsigned)stack_kb);
+	if (as_kb)
+		o += sprintf(o, "ulimit -v %u && ", (unsigned)as_kb);
+	if (json_is_string(sh))
+		o += sprintf(o, "%s", json_string_value(sh));
+	else
+		o += sprintf(o, "exec");
+	json_array_foreach(cmd, i, w)
+	{
+		*o++ = ' ', *o++ = '\'';
+		for (const char *c = json_string_value(w); c && *c; c++)
+			o += *c == '\'' ? sprintf(o, "'\\''")
+					: sprintf(o, "%c", *c);
+		*o++ = '\'';
+	}
+	*o = 0;
+	json_object_del(run, "cmd");
+	json_object_set_new(run, "sh", json_string(t));
+	free(t);
+}
+
+/* number_of_runs: the run step n times in the one VM, each after the
+ * last succeeded (Judge0 stops at the first run that is not 3). */
+static void runs(json_t *job, json_t *run, unsigned n)
+{
+	json_t *steps = json_object_get(job, "steps");
+
+	for (unsigned i = 1; i < n && json_is_array(steps); i++) {
+		json_t *again = json_deep_copy(run);
+
+		json_object_set_new(again, "if", json_string("success"));
+		json_array_append_new(steps, again);
+	}
 }
 
 /* The job limits Judge0's fields give, only those the submission sets:
@@ -365,10 +526,13 @@ static bool exec_format_bad(json_t *src)
 static void interpreted(json_t *job, const struct al_language *lang,
 			json_t *run)
 {
-	json_t *files = json_object(), *cmd;
+	json_t *files = json_object_get(job, "files"), *cmd;
 
+	if (!files) {
+		files = json_object();
+		json_object_set_new(job, "files", files);
+	}
 	json_object_set(files, lang->file, json_object_get(job, "source_code"));
-	json_object_set_new(job, "files", files);
 	json_object_del(job, "source_code");
 	json_object_del(job, "language");
 	json_object_set_new(job, "template", json_string(lang->template_));
@@ -384,7 +548,9 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 {
 	const struct j0_lang *l;
 	const struct al_language *lang;
-	json_t *job = NULL, *run, *steps, *src, *in, *exp, *cb;
+	json_t *job = NULL, *run, *steps, *src, *in, *exp, *cb, *zf;
+	bool per_process = json_is_true(
+	    json_object_get(sub, "enable_per_process_and_thread_memory_limit"));
 	double v[L_N];
 	bool ok = true;
 
@@ -401,6 +567,7 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	if (ok && !src && l && strcmp(l->lang, "multi-file"))
 		field_err(errs, "source_code", "can't be blank");
 	refused(sub, errs);
+	zf = additional(sub, l, errs);
 	run = json_object();
 	steps = json_array();
 	lang = l ? al_door_language(p, l->lang) : NULL;
@@ -430,8 +597,19 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    "max_file_size", v[L_FSIZE], "number_of_runs", v[L_RUNS],
 	    "max_processes_and_or_threads", v[L_PROCS]);
 	job_limits(sub, job, v);
+	if (job && zf && !strcmp(l->lang, "multi-file"))
+		project(job, lang, run, zf,
+			json_is_true(
+			    json_object_get(sub, "redirect_stderr_to_stdout")));
+	else if (job && zf)
+		beside(job, lang, zf);
 	if (job && al_door_check_only(lang))
 		interpreted(job, lang, run);
+	if (job && (given(sub, L_STACK) || per_process))
+		rlimit_wrap(run, lang, given(sub, L_STACK) ? v[L_STACK] : 0,
+			    per_process ? v[L_MEM] : 0);
+	if (job)
+		runs(job, run, (unsigned)v[L_RUNS]);
 	if (job && b64)
 		json_object_set_new(json_object_get(job, "meta"), "base64",
 				    json_true());
@@ -443,6 +621,7 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	    json_is_string(cb))
 		json_object_set(job, "callback_url", cb);
 out:
+	json_decref(zf);
 	json_decref(run);
 	json_decref(steps);
 	json_decref(src);
@@ -514,11 +693,23 @@ static bool has_text(const struct al_blob *b, const char *needle)
 	return b->data && memmem(b->data, b->len, needle, strlen(needle));
 }
 
+/* The run Judge0 reports: the last run step that ran (with
+ * number_of_runs, later ones are skipped after one that failed). */
+static const struct al_step_result *last_run(const struct al_result *r)
+{
+	const struct al_step_result *c = al_door_compile_step(r),
+				    *run = al_door_run_step(r);
+
+	while (run && run > r->steps && run->status == AL_SK && run - 1 != c)
+		run--;
+	return run;
+}
+
 /* Judge0's status id of a finished job (meta: what the door noted). */
 static int status_id(const struct al_result *r, json_t *meta)
 {
 	const struct al_step_result *cmp = al_door_compile_step(r),
-				    *run = al_door_run_step(r);
+				    *run = last_run(r);
 	enum al_verdict v;
 	int id;
 
@@ -541,7 +732,7 @@ static int status_id(const struct al_result *r, json_t *meta)
 /* isolate's words for how the run ended, as Judge0 passes them on. */
 static void message(const struct al_result *r, int id, char *buf, size_t n)
 {
-	const struct al_step_result *run = al_door_run_step(r);
+	const struct al_step_result *run = last_run(r);
 
 	buf[0] = 0;
 	if (id == 13)
@@ -589,15 +780,25 @@ static json_t *iso_time(uint64_t ms)
 	return json_string(buf);
 }
 
-/* The run's facts: time, memory, exit. */
-static void run_facts(json_t *o, const struct al_step_result *run)
+/* The run's facts: time, memory, exit. With number_of_runs, time and
+ * memory are the mean over the runs that ran, as Judge0 reports them. */
+static void run_facts(json_t *o, const struct al_result *r,
+		      const struct al_step_result *run)
 {
-	json_object_set_new(o, "time",
-			    run ? al_door_seconds(run->cpu_ms) : json_null());
+	const struct al_step_result *c = r ? al_door_compile_step(r) : NULL;
+	uint64_t cpu = 0, rss = 0, n = 0;
+
+	for (size_t i = 0; run && i < r->n_steps; i++)
+		if (&r->steps[i] != c && r->steps[i].status != AL_SK)
+			cpu += r->steps[i].cpu_ms,
+			    rss += r->steps[i].max_rss_kb, n++;
+	n = n ? n : 1;
+	json_object_set_new(
+	    o, "time", run ? al_door_seconds((cpu + n / 2) / n) : json_null());
 	json_object_set_new(o, "wall_time",
 			    run ? al_door_seconds(run->wall_ms) : json_null());
 	json_object_set_new(o, "memory",
-			    run ? json_integer((json_int_t)run->max_rss_kb)
+			    run ? json_integer((json_int_t)((rss + n / 2) / n))
 				: json_null());
 	json_object_set_new(o, "exit_code",
 			    run && run->has_exit_code
@@ -624,7 +825,7 @@ static json_t *submission(const char *token, enum alq_state st,
 	json_object_del(o, "exec_format");
 	json_object_del(o, "base64");
 	if (id > 2) {
-		run = al_door_run_step(r);
+		run = last_run(r);
 		run = run && run->status != AL_SK ? run : NULL;
 		cmp = al_door_compile_step(r);
 		message(r, id, msg, sizeof(msg));
@@ -638,7 +839,7 @@ static json_t *submission(const char *token, enum alq_state st,
 	    put_text(o, "compile_output", cmp ? cmp->compile_output.data : NULL,
 		     cmp ? cmp->compile_output.len : 0, b64);
 	ok &= put_text(o, "message", (const uint8_t *)msg, strlen(msg), b64);
-	run_facts(o, run);
+	run_facts(o, r, run);
 	json_object_set_new(
 	    o, "status",
 	    json_pack("{siss}", "id", id, "description", statuses[id]));
@@ -917,7 +1118,7 @@ static enum MHD_Result config_info(const struct al_door_req *r)
 	    "enable_wait_result", 1, "enable_compiler_options", 1,
 	    "enable_command_line_arguments", 1, "enable_submission_delete", 0,
 	    "enable_callbacks", o->callbacks != NULL, "enable_additional_files",
-	    0, "max_queue_size", (int)o->cfg->http.queue_cap,
+	    1, "max_queue_size", (int)o->cfg->http.queue_cap,
 	    "enable_batched_submissions", 1, "max_submission_batch_size",
 	    AL_DOOR_BATCH_MAX, "callbacks_max_tries",
 	    (int)o->cfg->http.callback_attempts);

@@ -213,9 +213,14 @@ unsigned al_piston_jobs(const char *body, size_t len, const struct al_policy *p,
 	rt = runtime_of(json_string_value(lang),
 			ver ? json_string_value(ver) : "*", p);
 	if (!rt) {
-		snprintf(msg, sizeof(msg), "%.60s-%.40s runtime is unknown",
-			 json_string_value(lang),
-			 ver ? json_string_value(ver) : "*");
+		const char *l = json_string_value(lang),
+			   *v = ver ? json_string_value(ver) : "*";
+
+		/* cut on a character's boundary: the message must stay
+		 * UTF-8 for json_pack (fuzz_doors found a cut one) */
+		snprintf(msg, sizeof(msg), "%.*s-%.*s runtime is unknown",
+			 al_door_utf8_cut(l, 60), l, al_door_utf8_cut(v, 40),
+			 v);
 		st = bad(ret_err, msg);
 		goto out;
 	}
@@ -322,7 +327,7 @@ static json_t *stage(const struct al_step_result *s, bool compile)
 	return j;
 }
 
-static json_t *answer(const struct al_result *r)
+static json_t *answer(const struct al_result *r, void *ctx)
 {
 	const struct al_step_result *c = al_door_compile_step(r),
 				    *run = al_door_run_step(r);
@@ -336,6 +341,7 @@ static json_t *answer(const struct al_result *r)
 		json_object_set_new(j, "compile", stage(c, true));
 	if (run && run->status != AL_SK)
 		json_object_set_new(j, "run", stage(run, false));
+	(void)ctx;
 	return j;
 }
 
@@ -374,5 +380,5 @@ enum MHD_Result al_piston_handle(const struct al_door_req *r)
 	if (code)
 		return al_http_send_json_retry(r->c, code, e, 0);
 	/* a Piston client waits for its answer; a refusal is its 400 */
-	return al_door_run_held(r, AL_DOOR_PISTON, jobs, 400, answer);
+	return al_door_run_held(r, AL_DOOR_PISTON, jobs, 400, answer, NULL);
 }

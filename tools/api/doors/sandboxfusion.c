@@ -174,7 +174,7 @@ static json_t *result_of(const struct al_step_result *s, bool compile)
 			 "stderr", co ? json_string("") : text(&s->stderr_));
 }
 
-static json_t *answer(const struct al_result *r)
+static json_t *answer(const struct al_result *r, void *ctx)
 {
 	const struct al_step_result *c = al_door_compile_step(r),
 				    *run = al_door_run_step(r);
@@ -189,6 +189,7 @@ static json_t *answer(const struct al_result *r)
 		json_object_set_new(files, r->files[i].path,
 				    al_door_b64_json(r->files[i].content.data,
 						     r->files[i].content.len));
+	(void)ctx;
 	return json_pack("{sssssosososo}", "status", st, "message",
 			 r->error ? r->error : "", "compile_result",
 			 c ? result_of(c, true) : json_null(), "run_result",
@@ -207,5 +208,5 @@ enum MHD_Result al_sf_handle(const struct al_door_req *r)
 	if (code)
 		return al_http_send_json_retry(r->c, code, e, 0);
 	/* verl waits for its answer */
-	return al_door_run_held(r, AL_DOOR_SF, jobs, 422, answer);
+	return al_door_run_held(r, AL_DOOR_SF, jobs, 422, answer, NULL);
 }
