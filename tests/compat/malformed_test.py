@@ -75,6 +75,11 @@ expect("POST", "/submissions", J0, {**ok, "memory_limit": -1}, 422,
        field("memory_limit"))
 expect("POST", "/submissions", J0, {**ok, "enable_network": True}, 422,
        field("enable_network"))
+# compiler options on an interpreted language: Judge0's own refusal
+expect("POST", "/submissions", J0, {**ok, "compiler_options": "-O"}, 422,
+       lambda j: j.get("compiler_options") == [
+           "setting compiler options is only allowed for compiled "
+           "languages"])
 expect("POST", "/submissions", J0, {**ok, "source_code": BIG}, 422,
        field("source_code"))
 expect("POST", "/submissions", J0, {**ok, "source_code": "!!not b64"}, 422,

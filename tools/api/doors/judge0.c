@@ -22,45 +22,46 @@ static const struct j0_lang {
 	int id;
 	const char *lang, *name;
 	int alias[3];
+	bool compiled; /* Judge0's own has a compile_cmd: compiler_options */
 } langs[] = {
-    {43, "plain-text", "Plain Text", {0}},
-    {44, "executable", "Executable", {0}},
-    {45, "nasm", "Assembly (NASM 2.16.01)", {0}},
-    {46, "bash", "Bash (5.2.15)", {0}},
-    {50, "c", "C (GCC 12.2.0)", {48, 49, 0}},
-    {51, "csharp", "C# (Mono 6.8.0)", {0}},
-    {54, "cpp", "C++ (GCC 12.2.0)", {52, 53, 0}},
-    {55, "lisp", "Common Lisp (SBCL 2.2.9)", {0}},
-    {56, "d", "D (GDC 12.2.0)", {0}},
-    {57, "elixir", "Elixir (1.14.0)", {0}},
-    {58, "erlang", "Erlang (OTP 25.2)", {0}},
-    {59, "fortran", "Fortran (GFortran 12.2.0)", {0}},
-    {60, "go", "Go (1.19)", {0}},
-    {61, "haskell", "Haskell (GHC 9.0.2)", {0}},
-    {62, "java", "Java (OpenJDK 17)", {0}},
-    {63, "javascript", "JavaScript (Node.js)", {0}},
-    {64, "lua", "Lua (5.4.4)", {0}},
-    {65, "ocaml", "OCaml (4.13.1)", {0}},
-    {66, "octave", "Octave (7.3.0)", {0}},
-    {67, "pascal", "Pascal (FPC 3.2.2)", {0}},
-    {68, "php", "PHP (8.2)", {0}},
-    {69, "prolog", "Prolog (SWI-Prolog 9.0)", {0}},
-    {92, "python", "Python (3.11.2)", {71, 0}},
-    {72, "ruby", "Ruby (3.1.2)", {0}},
-    {73, "rust", "Rust (1.63.0)", {0}},
-    {74, "typescript", "TypeScript (4.8.4)", {0}},
-    {75, "c-clang", "C (Clang 14.0.6)", {0}},
-    {76, "cpp-clang", "C++ (Clang 14.0.6)", {0}},
-    {77, "cobol", "COBOL (GnuCOBOL 3.1.2)", {0}},
-    {78, "kotlin", "Kotlin (1.3.31)", {0}},
-    {79, "objective-c", "Objective-C (Clang 14.0.6)", {0}},
-    {80, "r", "R (4.2.2)", {0}},
-    {81, "scala", "Scala (2.11.12)", {0}},
-    {82, "sql", "SQL (SQLite 3.40.1)", {0}},
-    {85, "perl", "Perl (5.36.0)", {0}},
-    {86, "clojure", "Clojure (1.11.1)", {0}},
-    {88, "groovy", "Groovy (2.4.21)", {0}},
-    {89, "multi-file", "Multi-file program", {0}},
+    {43, "plain-text", "Plain Text", {0}, false},
+    {44, "executable", "Executable", {0}, false},
+    {45, "nasm", "Assembly (NASM 2.16.01)", {0}, true},
+    {46, "bash", "Bash (5.2.15)", {0}, false},
+    {50, "c", "C (GCC 12.2.0)", {48, 49, 0}, true},
+    {51, "csharp", "C# (Mono 6.8.0)", {0}, true},
+    {54, "cpp", "C++ (GCC 12.2.0)", {52, 53, 0}, true},
+    {55, "lisp", "Common Lisp (SBCL 2.2.9)", {0}, false},
+    {56, "d", "D (GDC 12.2.0)", {0}, true},
+    {57, "elixir", "Elixir (1.14.0)", {0}, false},
+    {58, "erlang", "Erlang (OTP 25.2)", {0}, false},
+    {59, "fortran", "Fortran (GFortran 12.2.0)", {0}, true},
+    {60, "go", "Go (1.19)", {0}, true},
+    {61, "haskell", "Haskell (GHC 9.0.2)", {0}, true},
+    {62, "java", "Java (OpenJDK 17)", {0}, true},
+    {63, "javascript", "JavaScript (Node.js)", {0}, false},
+    {64, "lua", "Lua (5.4.4)", {0}, true},
+    {65, "ocaml", "OCaml (4.13.1)", {0}, true},
+    {66, "octave", "Octave (7.3.0)", {0}, false},
+    {67, "pascal", "Pascal (FPC 3.2.2)", {0}, true},
+    {68, "php", "PHP (8.2)", {0}, false},
+    {69, "prolog", "Prolog (SWI-Prolog 9.0)", {0}, true},
+    {92, "python", "Python (3.11.2)", {71, 0}, false},
+    {72, "ruby", "Ruby (3.1.2)", {0}, false},
+    {73, "rust", "Rust (1.63.0)", {0}, true},
+    {74, "typescript", "TypeScript (4.8.4)", {0}, true},
+    {75, "c-clang", "C (Clang 14.0.6)", {0}, true},
+    {76, "cpp-clang", "C++ (Clang 14.0.6)", {0}, true},
+    {77, "cobol", "COBOL (GnuCOBOL 3.1.2)", {0}, true},
+    {78, "kotlin", "Kotlin (1.3.31)", {0}, true},
+    {79, "objective-c", "Objective-C (Clang 14.0.6)", {0}, true},
+    {80, "r", "R (4.2.2)", {0}, false},
+    {81, "scala", "Scala (2.11.12)", {0}, true},
+    {82, "sql", "SQL (SQLite 3.40.1)", {0}, false},
+    {85, "perl", "Perl (5.36.0)", {0}, false},
+    {86, "clojure", "Clojure (1.11.1)", {0}, false},
+    {88, "groovy", "Groovy (2.4.21)", {0}, true},
+    {89, "multi-file", "Multi-file program", {0}, false},
 };
 
 #define N_LANGS (sizeof(langs) / sizeof(langs[0]))
@@ -234,8 +235,9 @@ static json_t *run_sh(const struct al_language *lang, const char *args,
 
 /* Options that change the steps: compiler_options, command_line_arguments,
  * redirect_stderr_to_stdout. Adds to run (the run step) and steps. */
-static void options(json_t *sub, const struct al_language *lang, json_t *run,
-		    json_t *steps, json_t *errs)
+static void options(json_t *sub, const struct j0_lang *j,
+		    const struct al_language *lang, json_t *run, json_t *steps,
+		    json_t *errs)
 {
 	json_t *co = json_object_get(sub, "compiler_options"),
 	       *args = json_object_get(sub, "command_line_arguments"),
@@ -247,7 +249,8 @@ static void options(json_t *sub, const struct al_language *lang, json_t *run,
 		field_err(errs, "compiler_options",
 			  "must be a string of at "
 			  "most 512 characters");
-	else if (co && json_string_length(co) && !lang->compile[0])
+	else if (co && json_string_length(co) &&
+		 (!j->compiled || !lang->compile[0])) /* Judge0's rule */
 		field_err(errs, "compiler_options",
 			  "setting compiler options is only allowed for "
 			  "compiled languages");
@@ -572,7 +575,7 @@ static json_t *one_job(json_t *sub, bool b64, const struct al_policy *p,
 	steps = json_array();
 	lang = l ? al_door_language(p, l->lang) : NULL;
 	if (lang)
-		options(sub, lang, run, steps, errs);
+		options(sub, l, lang, run, steps, errs);
 	if (json_object_size(errs))
 		goto out;
 	json_object_set_new(run, "stdin",
