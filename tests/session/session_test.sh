@@ -1176,6 +1176,7 @@ stored_bytes() {
   local k t=0 n
   for k in $(R --scan --pattern "airlock:{default}:sess:$1:x:*"); do
     case $k in
+      *:x:*:end) continue ;;  # an exec's end token, no output
       *:x:*:[12]) n=$(R strlen "$k") ;;
       *) n=$(( $(R hstrlen "$k" stdout) + $(R hstrlen "$k" stderr) )) ;;
     esac
